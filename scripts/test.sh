@@ -1,0 +1,42 @@
+#!/bin/sh
+# The test suite, as CI runs it (`make test`): the plain build and its tests, then the same tests
+# under AddressSanitizer+UBSan, the pipeline tests under ThreadSanitizer, and the reader's fuzzer
+# for a bounded time (TALLY_FUZZ_SECONDS, default 60).  Stops at the first failure.
+set -eu
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+fuzz_seconds=${TALLY_FUZZ_SECONDS:-60}
+step() { printf '\n==== %s\n' "$*"; }
+t0=$(date +%s)
+
+step "dependencies"
+scripts/install-deps.sh
+
+step "build and test (RelWithDebInfo)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+step "AddressSanitizer + UndefinedBehaviorSanitizer"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=address,undefined -DTALLY_BENCH=OFF >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
+	ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+step "ThreadSanitizer (pipeline and collector tests)"
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=thread -DTALLY_BENCH=OFF >/dev/null
+cmake --build build-tsan -j"$jobs"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	ctest --test-dir build-tsan --output-on-failure -j"$jobs" -L tsan
+
+if [ "$fuzz_seconds" -gt 0 ] && command -v clang >/dev/null 2>&1; then
+	step "fuzzing the reader for ${fuzz_seconds}s (libFuzzer)"
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_FUZZ=ON \
+		-DTALLY_SANITIZE=address,undefined -DTALLY_BENCH=OFF >/dev/null
+	cmake --build build-fuzz -j"$jobs" --target fuzz-reader
+	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus && cp tests/fuzz/corpus/* build-fuzz/corpus/
+	build-fuzz/tests/fuzz-reader -max_total_time="$fuzz_seconds" -max_len=65536 -timeout=10 \
+		-print_final_stats=1 build-fuzz/corpus 2>&1 | tail -n 12
+fi
+step "all tests passed in $(( $(date +%s) - t0 )) s"

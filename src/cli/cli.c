@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared CLI helpers; see cli.h. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *tally_progname = "tally";
+
+int cli_error(int code, const char *fmt, ...)
+{
+	struct cli_colors c = cli_colors_for(stderr);
+	va_list ap;
+
+	fprintf(stderr, "%s: %serror:%s ", tally_progname, c.red, c.reset);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+void cli_warn(const char *fmt, ...)
+{
+	struct cli_colors c = cli_colors_for(stderr);
+	va_list ap;
+
+	fprintf(stderr, "%s: %swarning:%s ", tally_progname, c.yellow, c.reset);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cli_usage(FILE *out, const char *synopsis, const char *about, const struct cli_opt_help *opts)
+{
+	fprintf(out, "usage: %s\n\n%s\n", synopsis, about);
+	if (!opts || !opts->flags)
+		return;
+	fputs("\noptions:\n", out);
+	for (; opts->flags; opts++)
+		fprintf(out, "  %-28s %s\n", opts->flags, opts->help);
+}
+
+struct cli_colors cli_colors_for(FILE *stream)
+{
+	static const struct cli_colors none = {"", "", "", "", "", ""};
+	static const struct cli_colors ansi = {"\033[31m", "\033[32m", "\033[33m",
+					       "\033[1m",  "\033[2m",  "\033[0m"};
+	const char *term = getenv("TERM");
+
+	if (getenv("NO_COLOR") || !isatty(fileno(stream)) || (term && strcmp(term, "dumb") == 0))
+		return none;
+	return ansi;
+}
+
+uint64_t cli_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void cli_progress_begin(struct cli_progress *p, const char *what)
+{
+	memset(p, 0, sizeof(*p));
+	p->what = what;
+	p->start_ns = cli_now_ns();
+	p->enabled = isatty(STDERR_FILENO) && !getenv("TALLY_NO_PROGRESS");
+}
+
+void cli_progress_update(struct cli_progress *p, uint64_t done, uint64_t total)
+{
+	uint64_t now;
+
+	if (!p->enabled)
+		return;
+	now = cli_now_ns();
+	/* Nothing for the first second, then at most ten updates a second. */
+	if (now - p->start_ns < 1000000000ull || now - p->last_ns < 100000000ull)
+		return;
+	p->last_ns = now;
+	p->shown = true;
+	if (total)
+		fprintf(stderr, "\r%s: %3.0f%%", p->what, 100.0 * (double)done / (double)total);
+	else
+		fprintf(stderr, "\r%s: %llu", p->what, (unsigned long long)done);
+	fflush(stderr);
+}
+
+void cli_progress_end(struct cli_progress *p)
+{
+	if (p->shown)
+		fprintf(stderr, "\r\033[K");
+	p->shown = false;
+}
+
+const char *cli_fmt_bytes(char *buf, size_t len, uint64_t bytes)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	unsigned u = 0;
+
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+const char *cli_fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.3f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
+	return buf;
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cli_parse_duration_ns(const char *s, uint64_t *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -EINVAL;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		v *= 1e9;
+	else if (strcmp(end, "ms") == 0)
+		v *= 1e6;
+	else if (strcmp(end, "us") == 0)
+		v *= 1e3;
+	else if (strcmp(end, "ns") != 0)
+		return -EINVAL;
+	*out = (uint64_t)v;
+	return 0;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every tally command shares: the command table, exit codes, messages, option help,
+ * colour on terminals only, and progress on terminals only.
+ */
+#ifndef TALLY_CLI_CLI_H
+#define TALLY_CLI_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes, documented in docs/cli.md; keep them stable. */
+enum tally_exit {
+	TALLY_EXIT_OK = 0,	   /* done; for check: every trace COMPLETE */
+	TALLY_EXIT_FAIL = 1,	   /* check/stats: a trace is INCOMPLETE; doctor: a blocking FAIL */
+	TALLY_EXIT_USAGE = 2,	   /* bad command line */
+	TALLY_EXIT_UNREADABLE = 3, /* a file could not be read at all (missing, not a trace) */
+	TALLY_EXIT_ERROR = 4,	   /* an operation failed (cannot write output, out of memory) */
+};
+
+struct tally_cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+int cmd_check(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+int cmd_env(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+
+extern const char *tally_progname;
+
+/* "tally CMD: message" on stderr; returns code, so `return cli_error(2, ...)` reads well. */
+int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One row of a command's option help. */
+struct cli_opt_help {
+	const char *flags; /* "-o, --output FILE" */
+	const char *help;
+};
+
+void cli_usage(FILE *out, const char *synopsis, const char *about, const struct cli_opt_help *opts);
+
+/* Colour escape sequences when stream is a terminal (and NO_COLOR is unset), else "". */
+struct cli_colors {
+	const char *red, *green, *yellow, *bold, *dim, *reset;
+};
+struct cli_colors cli_colors_for(FILE *stream);
+
+/* Progress on stderr, shown only on a terminal and only for work that lasts over a second. */
+struct cli_progress {
+	const char *what;
+	uint64_t start_ns;
+	uint64_t last_ns;
+	bool enabled, shown;
+};
+void cli_progress_begin(struct cli_progress *p, const char *what);
+void cli_progress_update(struct cli_progress *p, uint64_t done, uint64_t total);
+void cli_progress_end(struct cli_progress *p);
+
+uint64_t cli_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* Human sizes and durations for reports: "1.5 MiB", "2.301 s". */
+const char *cli_fmt_bytes(char *buf, size_t len, uint64_t bytes);
+const char *cli_fmt_ns(char *buf, size_t len, uint64_t ns);
+
+/* Parse an unsigned number with an optional unit suffix (k/K, M, G for sizes; ms, s for times). */
+int cli_parse_size(const char *s, uint64_t *out);
+int cli_parse_duration_ns(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally check FILE...: read each trace to its end, print its ledger, its damage and the verdict.
+ * Exit 0 only when every section of every file is COMPLETE (docs/check.md).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "json.h"
+#include "reader.h"
+#include "tally-format.h"
+#include "verdict.h"
+
+struct check_opts {
+	bool json, verbose, quiet;
+};
+
+static const struct cli_opt_help check_help[] = {
+    {"--json", "machine-readable output (schema in docs/check.md)"},
+    {"-v, --verbose", "also list every chunk: offset, type, length, sequence number"},
+    {"-q, --quiet", "print only one verdict line per file"},
+    {"-h, --help", "show this help"},
+    {NULL, NULL},
+};
+
+static const char *chunk_type_name(unsigned type)
+{
+	static const char *const names[TALLY_CHUNK_TYPE_MAX] = {
+	    "?", "SESSION", "STRINGS", "RECORDS", "LEDGER", "DEVICE", "CLOCK", "NOTE", "LOSS",
+	};
+
+	return type < TALLY_CHUNK_TYPE_MAX ? names[type] : "unknown";
+}
+
+static int print_chunk(void *ctx, const struct tally_chunk_info *c)
+{
+	(void)ctx;
+	printf("  chunk %-6" PRIu32 " @%-10" PRIu64 " %-8s len %-8" PRIu32 "%s\n", c->seq,
+	       c->offset, chunk_type_name(c->type), c->len,
+	       c->flags & TALLY_CHUNK_FLAG_FINAL ? " FINAL" : "");
+	return 0;
+}
+
+/* Seconds since the section started, for windows: "+1.250s". */
+static double rel_s(const struct tally_section *s, uint64_t t)
+{
+	uint64_t t0 = s->start_cupti ? s->start_cupti : (s->t_min != UINT64_MAX ? s->t_min : t);
+
+	return ((double)t - (double)t0) / 1e9;
+}
+
+static void print_windows(const struct tally_section *s, unsigned counter)
+{
+	size_t i, shown = 0;
+
+	for (i = 0; i < s->nwindows; i++) {
+		const struct tally_window *w = &s->windows[i];
+
+		if (w->counter != counter)
+			continue;
+		if (shown++ == 8) {
+			printf("      ... more windows (tally check --json lists all)\n");
+			break;
+		}
+		printf("      when: %+.3f s .. %+.3f s: %" PRIu64 "\n", rel_s(s, w->t_begin),
+		       rel_s(s, w->t_end), w->count);
+	}
+}
+
+static void print_records(const struct tally_section *s)
+{
+	unsigned k;
+	bool first = true;
+
+	printf("%" PRIu64 " records", s->records_total);
+	for (k = 1; k < TALLY_KIND_MAX; k++) {
+		if (!s->records[k])
+			continue;
+		printf("%s%s %" PRIu64, first ? " (" : ", ", tally_kind_name(k), s->records[k]);
+		first = false;
+	}
+	printf("%s\n", first ? "" : ")");
+}
+
+static void print_session(const struct tally_file *f, const struct tally_section *s)
+{
+	char when[64] = "unknown time", dur[32];
+	time_t t = (time_t)(s->start_realtime / 1000000000ull);
+	struct tm tm;
+
+	if (s->start_realtime && gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	printf("  session   pid %" PRIu64 " on %s%s%s%s, %s, source %s\n", s->pid,
+	       s->host ? s->host : "?", s->rank ? " (" : "", s->rank ? s->rank : "",
+	       s->rank ? ")" : "", s->writer ? s->writer : "unknown writer",
+	       s->source ? s->source : "?");
+	if (s->cmdline)
+		printf("  command   %s\n", s->cmdline);
+	printf("  recorded  %s", when);
+	if (s->t_min != UINT64_MAX && s->t_max > s->t_min)
+		printf(", records span %s", cli_fmt_ns(dur, sizeof(dur), s->t_max - s->t_min));
+	if (s->ndevices)
+		printf(", %zu device(s): %s", s->ndevices,
+		       s->devices[0].name ? s->devices[0].name : "?");
+	printf("\n  versions  CUDA driver %" PRIu64 ", CUPTI API %" PRIu64 ", file format %u.%u\n",
+	       s->driver_version, s->cupti_version, f->format_major, f->format_minor);
+	printf("  contents  ");
+	print_records(s);
+}
+
+static void print_ledger(const struct tally_section *s)
+{
+	const uint64_t *v = s->ledger.v;
+	char buf[32];
+
+	if (!s->ledgers) {
+		printf("  ledger    none\n");
+		return;
+	}
+	printf("  ledger    %s, slice %" PRIu64 ", %" PRIu64 " snapshot(s)\n",
+	       s->has_final ? "final" : "NOT final", s->ledger.slice, s->ledgers);
+	printf("    buffers requested %" PRIu64 ", delivered %" PRIu64 ", refused %" PRIu64
+	       ", returned %" PRIu64 ", pool high-water %" PRIu64 "/%" PRIu64 " of %s\n",
+	       v[TALLY_C_BUFFERS_REQUESTED], v[TALLY_C_BUFFERS_DELIVERED],
+	       v[TALLY_C_BUFFERS_REFUSED], v[TALLY_C_BUFFERS_RETURNED], v[TALLY_C_POOL_HIGH_WATER],
+	       v[TALLY_C_POOL_CAPACITY], cli_fmt_bytes(buf, sizeof(buf), v[TALLY_C_BUFFER_SIZE]));
+	printf("    records parsed %" PRIu64 ", dropped by CUPTI %" PRIu64
+	       ", bad timestamps %" PRIu64 ", unmatched launches %" PRIu64
+	       ", unmatched GPU records %" PRIu64 "\n",
+	       v[TALLY_C_RECORDS_PARSED], v[TALLY_C_DROPPED_CUPTI], v[TALLY_C_BAD_TIME],
+	       v[TALLY_C_UNMATCHED_API], v[TALLY_C_UNMATCHED_GPU]);
+	printf("    written %s in %" PRIu64 " chunks, write failures %" PRIu64 ", lost %" PRIu64
+	       " bytes\n",
+	       cli_fmt_bytes(buf, sizeof(buf), v[TALLY_C_BYTES_WRITTEN]), v[TALLY_C_CHUNKS_WRITTEN],
+	       v[TALLY_C_WRITE_FAILURES], v[TALLY_C_BYTES_LOST]);
+	if (s->has_final)
+		printf("    closing flush by %s, %s, %s, %" PRIu64 " records delivered by it\n",
+		       tally_flush_path_name((unsigned)v[TALLY_C_FLUSH_PATH]),
+		       cli_fmt_ns(buf, sizeof(buf), v[TALLY_C_FLUSH_END] - v[TALLY_C_FLUSH_START]),
+		       v[TALLY_C_FLUSH_COMPLETED] ? "completed" : "NOT completed",
+		       v[TALLY_C_FLUSH_RECORDS]);
+}
+
+static void print_verdict(const struct tally_section *s, const struct tally_verdict *v)
+{
+	struct cli_colors c = cli_colors_for(stdout);
+	size_t i;
+
+	printf("  verdict   %s%s%s\n", v->complete ? c.green : c.red,
+	       v->complete ? "COMPLETE" : "INCOMPLETE", c.reset);
+	for (i = 0; i < v->nreasons; i++) {
+		const struct tally_reason *r = &v->reasons[i];
+
+		printf("    - %s\n", r->text);
+		if (r->code == TALLY_R_LOSS)
+			print_windows(s, r->counter);
+		if (r->hint[0])
+			printf("      fix: %s\n", r->hint);
+	}
+	for (i = 0; i < s->nnotes; i++)
+		printf("  note      [%s] %s\n", s->notes[i].code ? s->notes[i].code : "?",
+		       s->notes[i].text ? s->notes[i].text : "");
+	if (s->unknown_chunks || s->unknown_keys || s->unknown_columns ||
+	    s->ledger.unknown_counters)
+		printf("  skipped   %" PRIu64 " unknown chunk(s), %" PRIu64 " key(s), %" PRIu64
+		       " column(s), %u counter(s): a newer tally wrote this file\n",
+		       s->unknown_chunks, s->unknown_keys, s->unknown_columns,
+		       s->ledger.unknown_counters);
+}
+
+static bool check_text(const struct tally_file *f, const struct check_opts *o)
+{
+	bool all = f->nsections > 0;
+	size_t i;
+
+	if (!o->quiet) {
+		char sz[32];
+
+		printf("%s: %s, %" PRIu64 " chunks, %zu section(s), intact to byte %" PRIu64 "\n",
+		       f->path, cli_fmt_bytes(sz, sizeof(sz), f->size), f->chunks, f->nsections,
+		       f->intact_end);
+		if (!f->nsections)
+			printf("  verdict   INCOMPLETE\n    - no session in the file\n");
+	}
+	for (i = 0; i < f->nsections; i++) {
+		const struct tally_section *s = f->sections[i];
+		struct tally_verdict v;
+
+		tally_verdict_compute(f, s, &v);
+		all &= v.complete;
+		if (o->quiet) {
+			printf("%s[%zu]: %s\n", f->path, i, v.complete ? "COMPLETE" : "INCOMPLETE");
+		} else {
+			print_session(f, s);
+			print_ledger(s);
+			print_verdict(s, &v);
+		}
+		tally_verdict_fini(&v);
+	}
+	return all;
+}
+
+/* --json: the schema documented in docs/check.md */
+
+static void json_unreadable(struct tally_json *j, const char *path, const char *err)
+{
+	tally_json_object_begin(j);
+	tally_json_field_string(j, "path", path);
+	tally_json_field_bool(j, "readable", false);
+	tally_json_field_string(j, "error", err);
+	tally_json_field_string(j, "verdict", "UNREADABLE");
+	tally_json_object_end(j);
+}
+
+static void json_hex(struct tally_json *j, const char *name, const uint8_t *p, size_t n)
+{
+	char hex[2 * 16 + 1];
+	size_t i;
+
+	for (i = 0; i < n && i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", p[i]);
+	tally_json_field_string(j, name, hex);
+}
+
+static void json_devices(struct tally_json *j, const struct tally_section *s)
+{
+	size_t i;
+
+	tally_json_name(j, "devices");
+	tally_json_array_begin(j);
+	for (i = 0; i < s->ndevices; i++) {
+		const struct tally_device *d = &s->devices[i];
+
+		tally_json_object_begin(j);
+		tally_json_field_uint(j, "id", d->id);
+		tally_json_field_string(j, "name", d->name);
+		if (d->has_uuid)
+			json_hex(j, "uuid", d->uuid, 16);
+		tally_json_field_uint(j, "cc_major", d->cc_major);
+		tally_json_field_uint(j, "cc_minor", d->cc_minor);
+		tally_json_field_uint(j, "global_mem", d->global_mem);
+		tally_json_field_uint(j, "sm_count", d->sm_count);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+}
+
+static void json_ledger(struct tally_json *j, const struct tally_section *s)
+{
+	unsigned id;
+
+	tally_json_name(j, "ledger");
+	tally_json_object_begin(j);
+	tally_json_field_bool(j, "final", s->has_final);
+	tally_json_field_uint(j, "snapshots", s->ledgers);
+	tally_json_field_uint(j, "slice", s->ledger.slice);
+	tally_json_field_uint(j, "t_end_ns", s->ledger.t_end);
+	tally_json_name(j, "counters");
+	tally_json_object_begin(j);
+	for (id = 1; id < TALLY_C_MAX; id++) {
+		const struct tally_counter_info *ci = tally_counter_info(id);
+
+		if (ci)
+			tally_json_field_uint(j, ci->name, s->ledger.v[id]);
+	}
+	tally_json_object_end(j);
+	tally_json_field_string(j, "flush_path",
+				tally_flush_path_name((unsigned)s->ledger.v[TALLY_C_FLUSH_PATH]));
+	tally_json_object_end(j);
+}
+
+static const char *reason_code_name(enum tally_reason_code c)
+{
+	switch (c) {
+	case TALLY_R_NOT_CLOSED:
+		return "not-closed";
+	case TALLY_R_DAMAGED:
+		return "damaged";
+	case TALLY_R_LOSS:
+		return "loss";
+	case TALLY_R_STRANDED:
+		return "buffers-stranded";
+	case TALLY_R_NO_GPU_RECORDS:
+		return "no-gpu-records";
+	case TALLY_R_MISSING_RECORDS:
+		return "missing-records";
+	case TALLY_R_NO_SESSION:
+		return "no-session";
+	}
+	return "unknown";
+}
+
+static void json_windows(struct tally_json *j, const struct tally_section *s, unsigned counter)
+{
+	size_t i;
+
+	tally_json_name(j, "windows");
+	tally_json_array_begin(j);
+	for (i = 0; i < s->nwindows; i++) {
+		if (s->windows[i].counter != counter)
+			continue;
+		tally_json_object_begin(j);
+		tally_json_field_uint(j, "begin_ns", s->windows[i].t_begin);
+		tally_json_field_uint(j, "end_ns", s->windows[i].t_end);
+		tally_json_field_uint(j, "count", s->windows[i].count);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+}
+
+static void json_verdict(struct tally_json *j, const struct tally_section *s,
+			 const struct tally_verdict *v)
+{
+	size_t i;
+
+	tally_json_field_string(j, "verdict", v->complete ? "COMPLETE" : "INCOMPLETE");
+	tally_json_name(j, "reasons");
+	tally_json_array_begin(j);
+	for (i = 0; i < v->nreasons; i++) {
+		const struct tally_reason *r = &v->reasons[i];
+
+		tally_json_object_begin(j);
+		tally_json_field_string(j, "code", reason_code_name(r->code));
+		if (r->code == TALLY_R_LOSS)
+			tally_json_field_string(j, "counter", tally_counter_info(r->counter)->name);
+		tally_json_field_uint(j, "count", r->count);
+		tally_json_field_string(j, "text", r->text);
+		tally_json_field_string(j, "hint", r->hint);
+		if (r->code == TALLY_R_LOSS)
+			json_windows(j, s, r->counter);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+}
+
+static void json_section(struct tally_json *j, const struct tally_file *f,
+			 const struct tally_section *s, const struct tally_verdict *v)
+{
+	unsigned k;
+	size_t i;
+
+	(void)f;
+	tally_json_object_begin(j);
+	tally_json_field_uint(j, "offset", s->offset);
+	tally_json_field_uint(j, "pid", s->pid);
+	tally_json_field_uint(j, "ppid", s->ppid);
+	tally_json_field_string(j, "host", s->host);
+	tally_json_field_string(j, "rank", s->rank);
+	tally_json_field_string(j, "cmdline", s->cmdline);
+	tally_json_field_string(j, "writer", s->writer);
+	tally_json_field_string(j, "source", s->source);
+	tally_json_field_uint(j, "driver_version", s->driver_version);
+	tally_json_field_uint(j, "cupti_version", s->cupti_version);
+	tally_json_field_uint(j, "start_realtime_ns", s->start_realtime);
+	tally_json_field_uint(j, "start_ns", s->start_cupti);
+	if (s->has_session_id)
+		json_hex(j, "session_id", s->session_id, 16);
+	if (s->has_parent)
+		json_hex(j, "parent_id", s->parent_id, 16);
+	json_devices(j, s);
+	tally_json_name(j, "records");
+	tally_json_object_begin(j);
+	for (k = 1; k < TALLY_KIND_MAX; k++)
+		tally_json_field_uint(j, tally_kind_name(k), s->records[k]);
+	tally_json_object_end(j);
+	tally_json_field_uint(j, "records_total", s->records_total);
+	json_ledger(j, s);
+	json_verdict(j, s, v);
+	tally_json_name(j, "notes");
+	tally_json_array_begin(j);
+	for (i = 0; i < s->nnotes; i++) {
+		tally_json_object_begin(j);
+		tally_json_field_string(j, "code", s->notes[i].code);
+		tally_json_field_string(j, "text", s->notes[i].text);
+		tally_json_field_uint(j, "severity", s->notes[i].severity);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+	tally_json_name(j, "skipped");
+	tally_json_object_begin(j);
+	tally_json_field_uint(j, "chunks", s->unknown_chunks);
+	tally_json_field_uint(j, "keys", s->unknown_keys);
+	tally_json_field_uint(j, "columns", s->unknown_columns);
+	tally_json_field_uint(j, "counters", s->ledger.unknown_counters);
+	tally_json_object_end(j);
+	tally_json_object_end(j);
+}
+
+static bool check_json_file(struct tally_json *j, const struct tally_file *f)
+{
+	bool all = f->nsections > 0;
+	size_t i;
+
+	tally_json_object_begin(j);
+	tally_json_field_string(j, "path", f->path);
+	tally_json_field_bool(j, "readable", true);
+	tally_json_field_uint(j, "size", f->size);
+	tally_json_field_uint(j, "intact_end", f->intact_end);
+	tally_json_field_uint(j, "chunks", f->chunks);
+	tally_json_name(j, "damage");
+	tally_json_array_begin(j);
+	for (i = 0; i < f->ndamage; i++) {
+		tally_json_object_begin(j);
+		tally_json_field_string(j, "kind", tally_damage_kind_name(f->damage[i].kind));
+		tally_json_field_uint(j, "offset", f->damage[i].offset);
+		tally_json_field_uint(j, "end", f->damage[i].end);
+		tally_json_field_uint(j, "missing_chunks", f->damage[i].missing);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+	tally_json_name(j, "sections");
+	tally_json_array_begin(j);
+	for (i = 0; i < f->nsections; i++) {
+		struct tally_verdict v;
+
+		tally_verdict_compute(f, f->sections[i], &v);
+		all &= v.complete;
+		json_section(j, f, f->sections[i], &v);
+		tally_verdict_fini(&v);
+	}
+	tally_json_array_end(j);
+	tally_json_field_string(j, "verdict", all ? "COMPLETE" : "INCOMPLETE");
+	tally_json_object_end(j);
+	return all;
+}
+
+static int check_one(const char *path, const struct check_opts *o, struct tally_json *j,
+		     bool *complete)
+{
+	struct tally_read_ops ops = {.chunk = o->verbose && !o->json ? print_chunk : NULL};
+	struct tally_file *f = NULL;
+	char err[512];
+	int rc;
+
+	rc = tally_file_open(&f, path, err, sizeof(err));
+	if (rc == 0) {
+		if (o->verbose && !o->json)
+			printf("%s:\n", path);
+		rc = tally_file_read(f, &ops);
+		if (rc < 0)
+			snprintf(err, sizeof(err), "%s: read failed: %s", path, strerror(-rc));
+	}
+	if (rc < 0) {
+		if (j)
+			json_unreadable(j, path, err);
+		else
+			cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
+		tally_file_close(f); /* NULL when open failed */
+		return TALLY_EXIT_UNREADABLE;
+	}
+	*complete = j ? check_json_file(j, f) : check_text(f, o);
+	tally_file_close(f);
+	return 0;
+}
+
+int cmd_check(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"json", no_argument, NULL, 'J'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct check_opts o = {0};
+	struct tally_json j;
+	bool all = true, unreadable = false;
+	int c, i;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'J':
+			o.json = true;
+			break;
+		case 'v':
+			o.verbose = true;
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'h':
+			cli_usage(stdout, "tally check [--json] [-v|-q] FILE...",
+				  "Read each trace to its end and judge it: COMPLETE only when the "
+				  "ledger proves\nnothing was lost. Exit 0: all COMPLETE; 1: some "
+				  "INCOMPLETE; 2: usage;\n3: a file could not be read at all.",
+				  check_help);
+			return TALLY_EXIT_OK;
+		default:
+			return TALLY_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc)
+		return cli_error(TALLY_EXIT_USAGE, "no trace given; usage: tally check FILE...");
+	if (o.json) {
+		tally_json_init(&j, stdout, true);
+		tally_json_object_begin(&j);
+		tally_json_name(&j, "files");
+		tally_json_array_begin(&j);
+	}
+	for (i = optind; i < argc; i++) {
+		bool complete = false;
+
+		if (check_one(argv[i], &o, o.json ? &j : NULL, &complete) != 0)
+			unreadable = true;
+		all &= complete;
+	}
+	if (o.json) {
+		tally_json_array_end(&j);
+		tally_json_field_string(&j, "verdict", all ? "COMPLETE" : "INCOMPLETE");
+		tally_json_object_end(&j);
+		tally_json_finish(&j);
+	}
+	return unreadable ? TALLY_EXIT_UNREADABLE : all ? TALLY_EXIT_OK : TALLY_EXIT_FAIL;
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* Correlation check; see corr.h. */
+#include "corr.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tally_corr_init(struct tally_corr *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+void tally_corr_fini(struct tally_corr *c)
+{
+	unsigned i, j;
+
+	for (i = 0; i < CORR_DIR_SIZE; i++) {
+		if (!c->dir[i])
+			continue;
+		for (j = 0; j < CORR_TABLE_SIZE; j++)
+			free(c->dir[i][j]);
+		free(c->dir[i]);
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+static struct corr_page *page_for(struct tally_corr *c, uint32_t id)
+{
+	unsigned d = id >> 22, t = (id >> 12) & (CORR_TABLE_SIZE - 1);
+	struct corr_page *p;
+
+	if (!c->dir[d]) {
+		c->dir[d] = calloc(CORR_TABLE_SIZE, sizeof(*c->dir[d]));
+		if (!c->dir[d])
+			goto fail;
+	}
+	p = c->dir[d][t];
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			goto fail;
+		p->t_first = UINT64_MAX;
+		c->dir[d][t] = p;
+		c->pages++;
+	}
+	return p;
+fail:
+	c->failed = true;
+	return NULL;
+}
+
+static void page_touch(struct tally_corr *c, struct corr_page *p, uint32_t id, uint64_t ts)
+{
+	if (ts && ts < p->t_first)
+		p->t_first = ts;
+	if (ts > p->t_last)
+		p->t_last = ts;
+	p->touched = true;
+	if (id > c->max_id)
+		c->max_id = id;
+}
+
+void tally_corr_api(struct tally_corr *c, uint32_t id, bool launches, uint64_t ts)
+{
+	unsigned bit = id & (CORR_PAGE_IDS - 1);
+	struct corr_page *p;
+
+	if (!id || !(p = page_for(c, id)))
+		return;
+	p->api[bit / 64] |= 1ull << (bit % 64);
+	if (launches)
+		p->launch[bit / 64] |= 1ull << (bit % 64);
+	page_touch(c, p, id, ts);
+}
+
+void tally_corr_gpu(struct tally_corr *c, uint32_t id, uint64_t ts)
+{
+	unsigned bit = id & (CORR_PAGE_IDS - 1);
+	struct corr_page *p;
+
+	if (!id || !(p = page_for(c, id)))
+		return;
+	p->gpu[bit / 64] |= 1ull << (bit % 64);
+	page_touch(c, p, id, ts);
+}
+
+/* Unmatched launches and GPU records in one page. */
+static void page_unmatched(const struct corr_page *p, uint64_t *launches, uint64_t *gpu)
+{
+	unsigned w;
+
+	*launches = *gpu = 0;
+	for (w = 0; w < CORR_PAGE_WORDS; w++) {
+		*launches += (uint64_t)__builtin_popcountll(p->launch[w] & ~p->gpu[w]);
+		*gpu += (uint64_t)__builtin_popcountll(p->gpu[w] & ~p->api[w]);
+	}
+}
+
+void tally_corr_sweep(struct tally_corr *c)
+{
+	unsigned i, j;
+
+	for (i = 0; i < CORR_DIR_SIZE; i++) {
+		for (j = 0; c->dir[i] && j < CORR_TABLE_SIZE; j++) {
+			struct corr_page *p = c->dir[i][j];
+			uint64_t page_end = ((uint64_t)i << 22 | (uint64_t)j << 12) + CORR_PAGE_IDS;
+			uint64_t l, g;
+
+			if (!p)
+				continue;
+			if (p->touched) {
+				p->touched = false;
+				p->quiet = 0;
+				continue;
+			}
+			if (++p->quiet < 2 || page_end + 2 * CORR_PAGE_IDS > c->max_id)
+				continue;
+			page_unmatched(p, &l, &g);
+			if (l || g)
+				continue;
+			free(p);
+			c->dir[i][j] = NULL;
+			c->pages_freed++;
+		}
+	}
+}
+
+void tally_corr_finish(struct tally_corr *c, bool check_gpu,
+		       void (*window)(void *ctx, uint64_t t0, uint64_t t1, uint64_t launches,
+				      uint64_t gpu),
+		       void *ctx, uint64_t *unmatched_launches, uint64_t *unmatched_gpu)
+{
+	unsigned i, j;
+
+	*unmatched_launches = *unmatched_gpu = 0;
+	for (i = 0; i < CORR_DIR_SIZE; i++) {
+		for (j = 0; c->dir[i] && j < CORR_TABLE_SIZE; j++) {
+			struct corr_page *p = c->dir[i][j];
+			uint64_t l, g;
+
+			if (!p)
+				continue;
+			page_unmatched(p, &l, &g);
+			if (!check_gpu)
+				g = 0;
+			if ((l || g) && window)
+				window(ctx, p->t_first == UINT64_MAX ? 0 : p->t_first, p->t_last, l,
+				       g);
+			*unmatched_launches += l;
+			*unmatched_gpu += g;
+		}
+	}
+}

@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collection pipeline; see pipeline.h for the picture.  Three kinds of thread touch it:
+ *
+ * - producers: CUPTI's request and completion callbacks, on any application or CUPTI thread.
+ *   They touch the pool (short mutex), the queue (lock-free) and relaxed atomic counters only.
+ * - the consumer: the consumer thread, or whoever calls drain/stop.  consume_lock makes sure only
+ *   one runs at a time; everything under "consumer state" belongs to it.
+ * - the controller: whoever calls flush_begin/stop (an exit path), through atomics and the lock.
+ */
+#include "pipeline.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codec.h"
+#include "convert.h"
+#include "corr.h"
+#include "pool.h"
+#include "queue.h"
+#include "strtab.h"
+
+#define DEFAULT_BUFFER_SIZE (4u << 20)
+#define DEFAULT_POOL	    64
+#define DEFAULT_SLICE_NS    1000000000ull
+#define DEFAULT_BATCH	    8192
+
+enum pstate { P_RUNNING, P_STOPPING, P_STOPPED };
+
+struct batch {
+	struct tally_record *recs;
+	unsigned n;
+};
+
+struct pipeline {
+	struct tally_pipeline_config cfg;
+	struct tally_source src;
+	struct tally_pool pool;
+	struct tally_queue queue;
+	sem_t wake;
+	pthread_t thread;
+	bool has_thread;
+	_Atomic int state;
+
+	/* Producer counters.  Relaxed everywhere: they are statistics, each a single total that
+	 * no other memory depends on; snapshots read them under consume_lock. */
+	_Atomic uint64_t requested, delivered, refused, foreign, late;
+
+	/* Controller -> consumer: when the closing flush began, by which path.  flush_start is
+	 * stored last with release; the consumer loads it with acquire before path/signal. */
+	_Atomic unsigned flush_path;
+	_Atomic int flush_signal;
+	_Atomic uint64_t flush_start;
+	_Atomic bool watchdog_fired;
+
+	/* Notes and device payloads from any thread, waiting for the consumer. */
+	pthread_mutex_t side_lock;
+	struct tally_buf side; /* (type:u8 len:varint bytes)* */
+
+	/* consumer state, under consume_lock */
+	pthread_mutex_t consume_lock;
+	struct tally_writer writer;
+	struct tally_strtab strings;
+	struct tally_convert convert;
+	struct tally_codec codec;
+	struct tally_corr corr;
+	struct tally_buf payload, device;
+	struct batch batches[TALLY_KIND_MAX];
+	uint64_t c[TALLY_C_MAX]; /* the consumer's ledger counters */
+	uint64_t slice, slice_begin;
+	uint64_t next_slice_mono; /* CLOCK_MONOTONIC deadline of the current slice */
+	uint64_t start_time;
+};
+
+/* The one pipeline.  Published with release once built; callbacks load it with acquire. */
+static _Atomic(struct pipeline *) g_pipeline;
+
+void tally_pipeline_config_default(struct tally_pipeline_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->buffer_size = DEFAULT_BUFFER_SIZE;
+	cfg->pool_buffers = DEFAULT_POOL;
+	cfg->slice_ns = DEFAULT_SLICE_NS;
+	cfg->batch_records = DEFAULT_BATCH;
+	cfg->may_decline = true;
+	cfg->trace_api = true;
+	cfg->consumer_thread = true;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- producers: CUPTI's callbacks ------------------------------------------------------ */
+
+void CUPTIAPI tally_pipeline_buffer_request(uint8_t **buffer, size_t *size, size_t *max_num_records)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	uint8_t *buf = NULL;
+
+	*max_num_records = 0; /* as many as fit */
+	if (p && atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING) {
+		atomic_fetch_add_explicit(&p->requested, 1, memory_order_relaxed);
+		buf = tally_pool_take(&p->pool, p->src.now());
+		if (!buf)
+			atomic_fetch_add_explicit(&p->refused, 1, memory_order_relaxed);
+	}
+	/* A NULL buffer makes CUPTI drop (and count) records: safe from CUPTI API 27 on.  The
+	 * collector refuses to run on older CUPTI without a pool large enough (inject.c). */
+	*buffer = buf;
+	*size = buf ? p->pool.size : 0;
+}
+
+void CUPTIAPI tally_pipeline_buffer_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
+					     size_t size, size_t valid_size)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	struct tally_queue_item item;
+
+	(void)ctx;
+	(void)stream_id;
+	if (!p || !buffer)
+		return;
+	if (tally_pool_index(&p->pool, buffer) < 0 || valid_size > size || size > p->pool.size) {
+		atomic_fetch_add_explicit(&p->foreign, 1, memory_order_relaxed);
+		return; /* not ours: never parse or free what we did not hand out */
+	}
+	atomic_fetch_add_explicit(&p->delivered, 1, memory_order_relaxed);
+	if (atomic_load_explicit(&p->state, memory_order_acquire) == P_STOPPED) {
+		atomic_fetch_add_explicit(&p->late, 1, memory_order_relaxed);
+		tally_pool_give(&p->pool, buffer, 0);
+		return;
+	}
+	item.buf = buffer;
+	item.valid = valid_size;
+	item.delivered_at = p->src.now();
+	/* The queue holds at least the pool's capacity, so a pool buffer always fits. */
+	if (!tally_queue_push(&p->queue, &item)) {
+		atomic_fetch_add_explicit(&p->foreign, 1, memory_order_relaxed);
+		tally_pool_give(&p->pool, buffer, item.delivered_at);
+		return;
+	}
+	sem_post(&p->wake); /* never blocks; async-signal-safe */
+}
+
+/* ---- consumer -------------------------------------------------------------------------- */
+
+static void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const struct tally_buf *b,
+		       uint64_t records)
+{
+	(void)tally_writer_chunk(&p->writer, type, flags, b->data, b->len, records);
+}
+
+static void emit_strings(struct pipeline *p)
+{
+	tally_buf_reset(&p->payload);
+	if (tally_strtab_take_pending(&p->strings, &p->payload))
+		emit_chunk(p, TALLY_CHUNK_STRINGS, 0, &p->payload, 0);
+}
+
+static void emit_batch(struct pipeline *p, unsigned kind)
+{
+	struct batch *b = &p->batches[kind];
+
+	if (!b->n)
+		return;
+	emit_strings(p); /* a RECORDS chunk may only use ids already written */
+	tally_buf_reset(&p->payload);
+	if (tally_records_encode(&p->codec, &p->payload, kind, b->recs, b->n) < 0) {
+		p->c[TALLY_C_DROPPED_INPROCESS] += b->n;
+	} else {
+		emit_chunk(p, TALLY_CHUNK_RECORDS, 0, &p->payload, b->n);
+		p->c[TALLY_C_BY_KIND + kind] += b->n;
+	}
+	b->n = 0;
+}
+
+static void append_record(struct pipeline *p, const struct tally_record *r)
+{
+	struct batch *b = &p->batches[r->kind];
+
+	if (!b->recs) {
+		b->recs = malloc(p->cfg.batch_records * sizeof(*b->recs));
+		if (!b->recs) {
+			p->c[TALLY_C_DROPPED_INPROCESS]++;
+			return;
+		}
+	}
+	b->recs[b->n++] = *r;
+	if (b->n == p->cfg.batch_records)
+		emit_batch(p, r->kind);
+}
+
+static void check_record(struct pipeline *p, struct tally_record *r)
+{
+	bool launches = r->flags & TALLY_REC_LAUNCH;
+
+	if (!r->start || !r->end || r->end < r->start) {
+		r->flags |= TALLY_REC_BAD_TIME;
+		p->c[TALLY_C_BAD_TIME]++;
+	}
+	if (tally_kind_is_api(r->kind)) {
+		tally_corr_api(&p->corr, r->correlation_id, launches, r->start ? r->start : r->end);
+		p->c[TALLY_C_LAUNCH_CALLS] += launches;
+	} else if (tally_kind_is_gpu(r->kind)) {
+		tally_corr_gpu(&p->corr, r->correlation_id, r->start ? r->start : r->end);
+		p->c[TALLY_C_GPU_RECORDS]++;
+	}
+}
+
+static void consume_record(struct pipeline *p, const CUpti_Activity *rec)
+{
+	struct tally_record r;
+
+	p->c[TALLY_C_RECORDS_PARSED]++;
+	switch (tally_convert(&p->convert, rec, &r, &p->device)) {
+	case CONVERT_UNKNOWN:
+		p->c[TALLY_C_UNKNOWN_KIND]++;
+		return;
+	case CONVERT_NONE:
+		return;
+	case CONVERT_DEVICE:
+		emit_chunk(p, TALLY_CHUNK_DEVICE, 0, &p->device, 0);
+		tally_buf_reset(&p->device);
+		return;
+	case CONVERT_RECORD:
+		break;
+	}
+	if (r.kind >= TALLY_KIND_MAX) {
+		p->c[TALLY_C_UNKNOWN_KIND]++;
+		return;
+	}
+	check_record(p, &r);
+	append_record(p, &r);
+}
+
+static void consume_buffer(struct pipeline *p, const struct tally_queue_item *it)
+{
+	uint64_t parsed_before = p->c[TALLY_C_RECORDS_PARSED];
+	uint64_t flush_start = atomic_load_explicit(&p->flush_start, memory_order_acquire);
+	CUpti_Activity *rec = NULL, *last = NULL;
+	CUptiResult st;
+
+	while ((st = p->src.next_record(it->buf, it->valid, &rec)) == CUPTI_SUCCESS) {
+		consume_record(p, rec);
+		last = rec;
+	}
+	if (st != CUPTI_ERROR_MAX_LIMIT_REACHED) {
+		/* CUPTI could not walk on (an invalid or incomplete record): the rest is lost. */
+		size_t at = last ? (size_t)((uint8_t *)last - it->buf) : 0;
+
+		p->c[TALLY_C_PARSE_FAILURES]++;
+		p->c[TALLY_C_PARSE_BYTES_LOST] += it->valid > at ? it->valid - at : 0;
+	}
+	if (flush_start && it->delivered_at >= flush_start) {
+		p->c[TALLY_C_FLUSH_BUFFERS]++;
+		p->c[TALLY_C_FLUSH_RECORDS] += p->c[TALLY_C_RECORDS_PARSED] - parsed_before;
+	}
+	tally_pool_give(&p->pool, it->buf, p->src.now());
+	p->c[TALLY_C_BUFFERS_RETURNED]++;
+}
+
+static void consume_side(struct pipeline *p)
+{
+	struct tally_buf side = {0};
+	struct tally_cursor cur;
+
+	pthread_mutex_lock(&p->side_lock);
+	side = p->side;
+	memset(&p->side, 0, sizeof(p->side));
+	pthread_mutex_unlock(&p->side_lock);
+	cur = (struct tally_cursor){side.data, side.data + side.len, false};
+	while (cur.p < cur.end && !cur.bad) {
+		unsigned type = tally_cur_u8(&cur);
+		uint64_t len = tally_cur_varint(&cur);
+		const uint8_t *bytes = tally_cur_bytes(&cur, len);
+
+		if (bytes)
+			(void)tally_writer_chunk(&p->writer, type, 0, bytes, len, 0);
+	}
+	tally_buf_fini(&side);
+}
+
+static void read_dropped(struct pipeline *p)
+{
+	size_t dropped = 0;
+
+	if (p->src.dropped(&dropped) == CUPTI_SUCCESS)
+		p->c[TALLY_C_DROPPED_CUPTI] += dropped;
+}
+
+static void end_slice(struct pipeline *p);
+
+/*
+ * Everything queued now; returns the number of buffers consumed.  With slices, a slice that ends
+ * meanwhile is closed between two buffers: under a steady stream the queue may never be empty,
+ * and the periodic ledger and write must not wait for it.
+ */
+static unsigned consume_all(struct pipeline *p, bool slices)
+{
+	struct tally_queue_item it;
+	unsigned n = 0;
+
+	consume_side(p);
+	while (tally_queue_pop(&p->queue, &it)) {
+		consume_buffer(p, &it);
+		n++;
+		if (slices && mono_ns() >= p->next_slice_mono)
+			end_slice(p);
+	}
+	if (n)
+		read_dropped(p);
+	return n;
+}
+
+static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
+{
+	const struct tally_writer_stats *w = &p->writer.stats;
+
+	memcpy(l->v, p->c, sizeof(l->v));
+	l->v[TALLY_C_BUFFERS_REQUESTED] = atomic_load_explicit(&p->requested, memory_order_relaxed);
+	l->v[TALLY_C_BUFFERS_DELIVERED] = atomic_load_explicit(&p->delivered, memory_order_relaxed);
+	l->v[TALLY_C_BUFFERS_REFUSED] = atomic_load_explicit(&p->refused, memory_order_relaxed);
+	l->v[TALLY_C_FOREIGN_BUFFERS] = atomic_load_explicit(&p->foreign, memory_order_relaxed);
+	l->v[TALLY_C_POOL_CAPACITY] = p->pool.capacity;
+	l->v[TALLY_C_BUFFER_SIZE] = p->pool.size;
+	pthread_mutex_lock(&p->pool.lock);
+	l->v[TALLY_C_POOL_HIGH_WATER] = p->pool.high_water;
+	l->v[TALLY_C_POOL_EMPTY_NS] = p->pool.empty_ns;
+	pthread_mutex_unlock(&p->pool.lock);
+	l->v[TALLY_C_QUEUE_CAPACITY] = tally_queue_capacity(&p->queue);
+	l->v[TALLY_C_QUEUE_HIGH_WATER] =
+	    atomic_load_explicit(&p->queue.high_water, memory_order_relaxed);
+	l->v[TALLY_C_WRITE_FAILURES] = w->write_failures;
+	l->v[TALLY_C_WRITE_ERRNO] = (uint64_t)w->last_errno;
+	l->v[TALLY_C_BYTES_WRITTEN] = w->bytes_written;
+	l->v[TALLY_C_BYTES_LOST] = w->bytes_lost;
+	l->v[TALLY_C_SHORT_WRITES] = w->short_writes;
+	l->v[TALLY_C_CHUNKS_WRITTEN] = w->chunks_written;
+	l->v[TALLY_C_CHUNKS_LOST] = w->chunks_lost;
+	l->v[TALLY_C_RECORDS_LOST_WRITE] = w->records_lost;
+	l->v[TALLY_C_WATCHDOG_FIRED] =
+	    atomic_load_explicit(&p->watchdog_fired, memory_order_relaxed);
+}
+
+static void flush_batches(struct pipeline *p)
+{
+	unsigned k;
+
+	for (k = 1; k < TALLY_KIND_MAX; k++)
+		emit_batch(p, k);
+	emit_strings(p);
+}
+
+static void emit_ledger(struct pipeline *p, bool final)
+{
+	struct tally_ledger l;
+
+	snapshot_locked(p, &l);
+	l.slice = p->slice;
+	l.t_begin = p->slice_begin;
+	l.t_end = p->src.now();
+	tally_buf_reset(&p->payload);
+	tally_ledger_encode(&p->payload, &l);
+	emit_chunk(p, TALLY_CHUNK_LEDGER, final ? TALLY_CHUNK_FLAG_FINAL : 0, &p->payload, 0);
+	p->slice++;
+	p->slice_begin = l.t_end;
+}
+
+/* End of a time slice: write what is batched, the ledger, and push it all to the file. */
+static void end_slice(struct pipeline *p)
+{
+	flush_batches(p);
+	read_dropped(p);
+	tally_corr_sweep(&p->corr);
+	(void)tally_writer_flush(&p->writer); /* so the ledger counts what reached the file */
+	emit_ledger(p, false);
+	(void)tally_writer_flush(&p->writer);
+	p->next_slice_mono += p->cfg.slice_ns;
+	if (p->next_slice_mono <
+	    mono_ns()) /* fell behind (suspended?): don't catch up in a burst */
+		p->next_slice_mono = mono_ns() + p->cfg.slice_ns;
+}
+
+static void emit_clock(struct pipeline *p)
+{
+	tally_buf_reset(&p->payload);
+	tally_kv_uint(&p->payload, TALLY_CK_CUPTI, p->src.now());
+	tally_kv_uint(&p->payload, TALLY_CK_REALTIME, realtime_ns());
+	tally_kv_uint(&p->payload, TALLY_CK_MONOTONIC, mono_ns());
+	emit_chunk(p, TALLY_CHUNK_CLOCK, 0, &p->payload, 0);
+}
+
+static void loss_window(void *ctx, uint64_t t0, uint64_t t1, uint64_t launches, uint64_t gpu)
+{
+	struct tally_buf *b = ctx;
+
+	if (launches) {
+		tally_buf_put_varint(b, t0);
+		tally_buf_put_varint(b, t1);
+		tally_buf_put_varint(b, TALLY_C_UNMATCHED_API);
+		tally_buf_put_varint(b, launches);
+	}
+	if (gpu) {
+		tally_buf_put_varint(b, t0);
+		tally_buf_put_varint(b, t1);
+		tally_buf_put_varint(b, TALLY_C_UNMATCHED_GPU);
+		tally_buf_put_varint(b, gpu);
+	}
+}
+
+/* The close: everything left, the unmatched, the stranded, the flush facts, the final ledger. */
+static void finish_locked(struct pipeline *p)
+{
+	uint64_t handed, delivered;
+
+	consume_all(p, false);
+	flush_batches(p);
+	read_dropped(p);
+	tally_buf_reset(&p->payload);
+	tally_corr_finish(&p->corr, p->cfg.trace_api, loss_window, &p->payload,
+			  &p->c[TALLY_C_UNMATCHED_API], &p->c[TALLY_C_UNMATCHED_GPU]);
+	if (p->payload.len)
+		emit_chunk(p, TALLY_CHUNK_LOSS, 0, &p->payload, 0);
+	handed = atomic_load_explicit(&p->requested, memory_order_relaxed) -
+		 atomic_load_explicit(&p->refused, memory_order_relaxed);
+	delivered = atomic_load_explicit(&p->delivered, memory_order_relaxed);
+	p->c[TALLY_C_BUFFERS_STRANDED] = handed > delivered ? handed - delivered : 0;
+	p->c[TALLY_C_FLUSH_START] = atomic_load_explicit(&p->flush_start, memory_order_acquire);
+	p->c[TALLY_C_FLUSH_PATH] = atomic_load_explicit(&p->flush_path, memory_order_relaxed);
+	p->c[TALLY_C_SIGNAL] =
+	    (uint64_t)atomic_load_explicit(&p->flush_signal, memory_order_relaxed);
+	if (!p->c[TALLY_C_FLUSH_START])
+		p->c[TALLY_C_FLUSH_START] = p->src.now();
+	p->c[TALLY_C_FLUSH_END] = p->src.now();
+	p->c[TALLY_C_FLUSH_COMPLETED] = 1;
+	emit_clock(p);
+	(void)tally_writer_flush(&p->writer); /* so the ledger counts what reached the file */
+	emit_ledger(p, true);
+	(void)tally_writer_flush(&p->writer);
+}
+
+static void *consumer_main(void *arg)
+{
+	struct pipeline *p = arg;
+
+	while (atomic_load_explicit(&p->state, memory_order_acquire) == P_RUNNING) {
+		struct timespec deadline;
+
+		deadline.tv_sec = (time_t)(p->next_slice_mono / 1000000000ull);
+		deadline.tv_nsec = (long)(p->next_slice_mono % 1000000000ull);
+		(void)sem_clockwait(&p->wake, CLOCK_MONOTONIC, &deadline);
+		pthread_mutex_lock(&p->consume_lock);
+		if (atomic_load_explicit(&p->state, memory_order_acquire) == P_RUNNING) {
+			consume_all(p, true);
+			if (mono_ns() >= p->next_slice_mono)
+				end_slice(p);
+		}
+		pthread_mutex_unlock(&p->consume_lock);
+	}
+	return NULL;
+}
+
+/* ---- control --------------------------------------------------------------------------- */
+
+static void pipeline_free(struct pipeline *p)
+{
+	unsigned k;
+
+	for (k = 0; k < TALLY_KIND_MAX; k++)
+		free(p->batches[k].recs);
+	tally_writer_fini(&p->writer);
+	tally_strtab_fini(&p->strings);
+	tally_convert_fini(&p->convert);
+	tally_codec_fini(&p->codec);
+	tally_corr_fini(&p->corr);
+	tally_buf_fini(&p->payload);
+	tally_buf_fini(&p->device);
+	tally_buf_fini(&p->side);
+	tally_queue_fini(&p->queue);
+	tally_pool_fini(&p->pool);
+	sem_destroy(&p->wake);
+	pthread_mutex_destroy(&p->consume_lock);
+	pthread_mutex_destroy(&p->side_lock);
+	free(p);
+}
+
+static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config *cfg,
+			 const struct tally_source *src, const struct tally_sink *sink)
+{
+	int rc;
+
+	p->cfg = *cfg;
+	p->src = *src;
+	if (!p->cfg.batch_records)
+		p->cfg.batch_records = DEFAULT_BATCH;
+	if (!p->cfg.slice_ns)
+		p->cfg.slice_ns = DEFAULT_SLICE_NS;
+	pthread_mutex_init(&p->consume_lock, NULL);
+	pthread_mutex_init(&p->side_lock, NULL);
+	sem_init(&p->wake, 0, 0);
+	tally_corr_init(&p->corr);
+	rc = tally_pool_init(&p->pool, cfg->buffer_size, cfg->pool_buffers);
+	if (rc == 0)
+		rc = tally_queue_init(&p->queue, cfg->pool_buffers);
+	if (rc == 0)
+		rc = tally_writer_init(&p->writer, sink, 0);
+	if (rc == 0)
+		rc = tally_strtab_init(&p->strings);
+	if (rc == 0)
+		rc = tally_convert_init(&p->convert, &p->strings, src->api_name);
+	return rc;
+}
+
+static int start_consumer(struct pipeline *p)
+{
+	sigset_t all, old;
+	int rc;
+
+	/* The consumer takes no signals: they belong to the program's threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&p->thread, NULL, consumer_main, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return -rc;
+	p->has_thread = true;
+	pthread_setname_np(p->thread, "tally-consumer");
+	return 0;
+}
+
+int tally_pipeline_start(const struct tally_pipeline_config *cfg, const struct tally_source *src,
+			 const struct tally_sink *sink, const struct tally_buf *session)
+{
+	struct pipeline *p;
+	int rc;
+
+	if (atomic_load_explicit(&g_pipeline, memory_order_acquire))
+		return -EBUSY;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	rc = pipeline_init(p, cfg, src, sink);
+	if (rc < 0)
+		goto free_pipeline;
+	p->start_time = p->slice_begin = src->now();
+	p->next_slice_mono = mono_ns() + p->cfg.slice_ns;
+	if (tally_writer_preamble(&p->writer) < 0)
+		goto no_memory;
+	emit_chunk(p, TALLY_CHUNK_SESSION, 0, session, 0);
+	emit_clock(p);
+	(void)tally_writer_flush(&p->writer);
+	if (p->writer.stats.write_failures) {
+		rc = -p->writer.stats.last_errno;
+		goto free_pipeline;
+	}
+	atomic_store_explicit(&p->state, P_RUNNING, memory_order_relaxed);
+	if (cfg->consumer_thread && (rc = start_consumer(p)) < 0)
+		goto free_pipeline;
+	/* Release: everything above is visible to any callback that finds the pointer. */
+	atomic_store_explicit(&g_pipeline, p, memory_order_release);
+	return 0;
+no_memory:
+	rc = -ENOMEM;
+free_pipeline:
+	pipeline_free(p);
+	return rc;
+}
+
+void tally_pipeline_drain(void)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->consume_lock);
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING)
+		consume_all(p, false);
+	pthread_mutex_unlock(&p->consume_lock);
+}
+
+void tally_pipeline_tick(void)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->consume_lock);
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING) {
+		consume_all(p, false);
+		end_slice(p);
+	}
+	pthread_mutex_unlock(&p->consume_lock);
+}
+
+static void side_put(unsigned type, const void *bytes, size_t len)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->side_lock);
+	tally_buf_put_u8(&p->side, (uint8_t)type);
+	tally_buf_put_varint(&p->side, len);
+	tally_buf_put(&p->side, bytes, len);
+	pthread_mutex_unlock(&p->side_lock);
+}
+
+void tally_pipeline_note(unsigned severity, const char *code, const char *text)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	struct tally_buf b = {0};
+
+	if (!p)
+		return;
+	tally_kv_uint(&b, TALLY_NK_TIME, p->src.now());
+	tally_kv_uint(&b, TALLY_NK_SEVERITY, severity);
+	tally_kv_str(&b, TALLY_NK_CODE, code);
+	tally_kv_str(&b, TALLY_NK_TEXT, text);
+	if (!b.failed)
+		side_put(TALLY_CHUNK_NOTE, b.data, b.len);
+	tally_buf_fini(&b);
+}
+
+void tally_pipeline_device(const struct tally_buf *kv)
+{
+	side_put(TALLY_CHUNK_DEVICE, kv->data, kv->len);
+}
+
+void tally_pipeline_flush_begin(enum tally_flush_path path, int signo)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	uint64_t zero = 0;
+
+	if (!p)
+		return;
+	atomic_store_explicit(&p->flush_path, path, memory_order_relaxed);
+	atomic_store_explicit(&p->flush_signal, signo, memory_order_relaxed);
+	/* Release: path and signal are visible to whoever sees flush_start set.  Only the
+	 * first exit path to get here is recorded. */
+	if (!atomic_compare_exchange_strong_explicit(&p->flush_start, &zero, p->src.now(),
+						     memory_order_release, memory_order_relaxed))
+		return;
+}
+
+void tally_pipeline_watchdog_fired(void)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	if (p)
+		atomic_store_explicit(&p->watchdog_fired, true, memory_order_relaxed);
+}
+
+int tally_pipeline_stop(struct tally_stop_report *report)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	int expected = P_RUNNING;
+	uint64_t t1;
+	unsigned i;
+
+	if (report)
+		memset(report, 0, sizeof(*report));
+	if (!p)
+		return -ENOENT;
+	if (!atomic_compare_exchange_strong_explicit(&p->state, &expected, P_STOPPING,
+						     memory_order_acq_rel, memory_order_relaxed))
+		return -EALREADY;
+	if (p->has_thread) {
+		sem_post(&p->wake);
+		pthread_join(p->thread, NULL);
+		p->has_thread = false;
+	}
+	pthread_mutex_lock(&p->consume_lock);
+	t1 = mono_ns();
+	finish_locked(p);
+	/* Release: late completions that see STOPPED find the consumer done with the pool. */
+	atomic_store_explicit(&p->state, P_STOPPED, memory_order_release);
+	if (report) {
+		snapshot_locked(p, &report->final);
+		report->final.final = true;
+		report->drain_ns = mono_ns() - t1;
+		report->flush_ns = p->c[TALLY_C_FLUSH_END] - p->c[TALLY_C_FLUSH_START];
+		report->records = p->c[TALLY_C_RECORDS_PARSED];
+		report->flush_records = p->c[TALLY_C_FLUSH_RECORDS];
+		report->bytes_written = p->writer.stats.bytes_written;
+		report->complete = true;
+		for (i = 0; i < tally_loss_counters_count; i++)
+			report->complete &= report->final.v[tally_loss_counters[i]] == 0;
+	}
+	pthread_mutex_unlock(&p->consume_lock);
+	return 0;
+}
+
+bool tally_pipeline_running(void)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	return p && atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING;
+}
+
+void tally_pipeline_abandon(void)
+{
+	/* In a fork child the consumer thread does not exist and the lock may be held by a thread
+	 * that is gone: leave the parent's pipeline (a copy here) untouched and forget it. */
+	atomic_store_explicit(&g_pipeline, NULL, memory_order_release);
+}
+
+void tally_pipeline_reset(void)
+{
+	struct pipeline *p = atomic_exchange_explicit(&g_pipeline, NULL, memory_order_acq_rel);
+
+	if (p && atomic_load_explicit(&p->state, memory_order_relaxed) == P_STOPPED)
+		pipeline_free(p);
+}
+
+void tally_pipeline_snapshot(struct tally_ledger *l)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	memset(l, 0, sizeof(*l));
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->consume_lock);
+	snapshot_locked(p, l);
+	pthread_mutex_unlock(&p->consume_lock);
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collection pipeline (design §2), inside the traced process:
+ *
+ *   CUPTI --request--> pool (bounded; refused when empty)
+ *   CUPTI --complete--> bounds check, count, enqueue (no parsing, no I/O, no waiting)
+ *   queue (bounded, lock-free) --> consumer thread: walk, validate, correlate, encode
+ *   consumer --> writer: checksummed chunks, batched appends, ledger every slice, final at close
+ *
+ * It does not care where buffers come from: the collector registers tally_pipeline_buffer_request
+ * and tally_pipeline_buffer_complete with CUPTI, and the CPU tests call the very same functions
+ * with buffers of real CUPTI record structs.  The few CUPTI calls it makes go through
+ * struct tally_source so tests can inject faults (dropped counts, a slow walk).
+ *
+ * There is one pipeline per process (CUPTI's callbacks carry no context pointer).
+ */
+#ifndef TALLY_COLLECTOR_PIPELINE_H
+#define TALLY_COLLECTOR_PIPELINE_H
+
+#include <cupti.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "ledger.h"
+#include "writer.h"
+
+struct tally_pipeline_config {
+	size_t buffer_size;	/* bytes per CUPTI buffer; default 4 MiB */
+	unsigned pool_buffers;	/* buffers the pool may hold; default 64 */
+	uint64_t slice_ns;	/* ledger slice and periodic write; default 1 s */
+	unsigned batch_records; /* records per RECORDS chunk; default 8192 */
+	bool may_decline;	/* CUPTI API >= 27: a NULL buffer is safe when the pool is empty */
+	bool trace_api;		/* runtime or driver API traced: GPU records expect a launch */
+	bool consumer_thread;	/* false: the caller drains (tests, single-threaded runs) */
+};
+
+void tally_pipeline_config_default(struct tally_pipeline_config *cfg);
+
+/* The CUPTI calls the pipeline makes; all required. */
+struct tally_source {
+	CUptiResult (*next_record)(uint8_t *buf, size_t valid, CUpti_Activity **rec);
+	/* records dropped since the last call (read-and-reset, as CUPTI's) */
+	CUptiResult (*dropped)(size_t *dropped);
+	uint64_t (*now)(void); /* the clock of the records, ns */
+	/* function name for an API record; NULL if unknown */
+	const char *(*api_name)(CUpti_ActivityKind kind, uint32_t cbid);
+};
+
+/* The real CUPTI calls. */
+extern const struct tally_source tally_cupti_source;
+
+/* What tally_pipeline_stop reports. */
+struct tally_stop_report {
+	uint64_t flush_ns;	/* from flush_begin to the final ledger written */
+	uint64_t drain_ns;	/* of which: draining the queue and writing */
+	uint64_t records;	/* records parsed in the whole session */
+	uint64_t flush_records; /* records delivered after flush_begin */
+	uint64_t bytes_written;
+	bool complete; /* the ledger shows no loss (the verdict's ledger part) */
+	struct tally_ledger final;
+};
+
+/*
+ * Start the pipeline, writing to sink.  session is the payload of the SESSION chunk (built by the
+ * caller: the collector or the test source); it is copied.  Returns 0 or -errno.
+ */
+int tally_pipeline_start(const struct tally_pipeline_config *cfg, const struct tally_source *src,
+			 const struct tally_sink *sink, const struct tally_buf *session);
+
+/* CUPTI's buffer callbacks, with the exact signatures CUPTI calls. */
+void CUPTIAPI tally_pipeline_buffer_request(uint8_t **buffer, size_t *size,
+					    size_t *max_num_records);
+void CUPTIAPI tally_pipeline_buffer_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
+					     size_t size, size_t valid_size);
+
+/* Drain whatever is queued, in the caller's thread (config.consumer_thread false). */
+void tally_pipeline_drain(void);
+
+/* A note for the trace (another CUPTI client, NVTX off, a signal).  Safe from any thread. */
+void tally_pipeline_note(unsigned severity, const char *code, const char *text);
+
+/* A DEVICE chunk payload (key/value) to write. */
+void tally_pipeline_device(const struct tally_buf *kv);
+
+/*
+ * The closing flush, in two steps around the source's own flush (cuptiActivityFlushAll):
+ * flush_begin records which exit path runs it and when; stop then stops intake, drains the
+ * queue, writes the LOSS chunk and the final ledger, and closes.  stop is idempotent; after it,
+ * requests are declined and completions are counted but not parsed.
+ */
+void tally_pipeline_flush_begin(enum tally_flush_path path, int signo);
+int tally_pipeline_stop(struct tally_stop_report *report);
+
+/* Write what is batched (the periodic flush) without ending the session.  Consumer-side. */
+void tally_pipeline_tick(void);
+
+/* The watchdog gave up on a hanging source flush: say so in the ledger. */
+void tally_pipeline_watchdog_fired(void);
+
+/* Is a pipeline running in this process? */
+bool tally_pipeline_running(void);
+
+/* Forget the pipeline without touching its threads (a fork child: they do not exist there). */
+void tally_pipeline_abandon(void);
+
+/* Tests: free a stopped pipeline so that the next test can start one. */
+void tally_pipeline_reset(void);
+
+/* Snapshot of the ledger now (for tests and the collector's own checks). */
+void tally_pipeline_snapshot(struct tally_ledger *l);
+
+#endif

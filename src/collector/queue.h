@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A bounded multi-producer, single-consumer queue of completed buffers (Vyukov's bounded queue).
+ * Producers are CUPTI's completion callbacks on any thread: they never block and never take a lock.
+ * The consumer is the consumer thread (or whoever drains).  Capacity is a power of two, at least
+ * the pool's, so a buffer from the pool always finds a slot.
+ */
+#ifndef TALLY_COLLECTOR_QUEUE_H
+#define TALLY_COLLECTOR_QUEUE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tally_queue_item {
+	uint8_t *buf;
+	size_t valid;
+	uint64_t delivered_at;
+};
+
+struct tally_queue_cell {
+	_Atomic size_t seq;
+	struct tally_queue_item item;
+};
+
+struct tally_queue {
+	struct tally_queue_cell *cells;
+	size_t mask;
+	_Atomic size_t head; /* next position producers claim */
+	size_t tail;	     /* next position the consumer reads; consumer-only */
+	_Atomic size_t high_water;
+};
+
+int tally_queue_init(struct tally_queue *q, size_t min_capacity);
+void tally_queue_fini(struct tally_queue *q);
+bool tally_queue_push(struct tally_queue *q, const struct tally_queue_item *item);
+bool tally_queue_pop(struct tally_queue *q, struct tally_queue_item *item);
+size_t tally_queue_capacity(const struct tally_queue *q);
+
+#endif

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/* Streaming JSON writer; see json.h. */
+#include "json.h"
+
+#include <math.h>
+#include <string.h>
+
+void tally_json_init(struct tally_json *j, FILE *out, bool pretty)
+{
+	memset(j, 0, sizeof(*j));
+	j->out = out;
+	j->pretty = pretty;
+	j->first[0] = true;
+}
+
+static void newline_indent(struct tally_json *j)
+{
+	unsigned i;
+
+	if (!j->pretty)
+		return;
+	fputc('\n', j->out);
+	for (i = 0; i < j->depth; i++)
+		fputs("  ", j->out);
+}
+
+/* Before any value or name: a comma unless first at this depth, then the indentation. */
+static void separate(struct tally_json *j)
+{
+	if (j->after_name) {
+		j->after_name = false;
+		return;
+	}
+	if (!j->first[j->depth])
+		fputc(',', j->out);
+	j->first[j->depth] = false;
+	if (j->depth)
+		newline_indent(j);
+}
+
+static void open_nested(struct tally_json *j, char c)
+{
+	separate(j);
+	fputc(c, j->out);
+	if (j->depth + 1 < TALLY_JSON_MAX_DEPTH)
+		j->depth++;
+	j->first[j->depth] = true;
+}
+
+static void close_nested(struct tally_json *j, char c)
+{
+	bool empty = j->first[j->depth];
+
+	if (j->depth)
+		j->depth--;
+	if (!empty)
+		newline_indent(j);
+	fputc(c, j->out);
+}
+
+void tally_json_object_begin(struct tally_json *j)
+{
+	open_nested(j, '{');
+}
+
+void tally_json_object_end(struct tally_json *j)
+{
+	close_nested(j, '}');
+}
+
+void tally_json_array_begin(struct tally_json *j)
+{
+	open_nested(j, '[');
+}
+
+void tally_json_array_end(struct tally_json *j)
+{
+	close_nested(j, ']');
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 if invalid. */
+static size_t utf8_valid(const unsigned char *s, size_t n)
+{
+	size_t len, i;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0)
+		len = 2, cp = s[0] & 0x1f;
+	else if ((s[0] & 0xf0) == 0xe0)
+		len = 3, cp = s[0] & 0x0f;
+	else if ((s[0] & 0xf8) == 0xf0)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* overlong forms, surrogates and values past U+10FFFF are invalid */
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+void tally_json_escape(FILE *out, const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, run = 0;
+
+	while (i < len) {
+		unsigned char c = s[i];
+		size_t u;
+
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			i++;
+			run++;
+			continue;
+		}
+		fwrite(s + i - run, 1, run, out);
+		run = 0;
+		if (c == '"' || c == '\\') {
+			fputc('\\', out);
+			fputc(c, out);
+			i++;
+		} else if (c < 0x20) {
+			static const char esc[] = "btn?fr";
+
+			if (c >= '\b' && c <= '\r' && c != 0x0b)
+				fprintf(out, "\\%c", esc[c - '\b']);
+			else
+				fprintf(out, "\\u%04x", c);
+			i++;
+		} else if (c == 0x7f) {
+			fputs("\\u007f", out);
+			i++;
+		} else if ((u = utf8_valid(s + i, len - i)) != 0) {
+			fwrite(s + i, 1, u, out);
+			i += u;
+		} else {
+			fputs("\\ufffd", out);
+			i++;
+		}
+	}
+	fwrite(s + i - run, 1, run, out);
+}
+
+void tally_json_name(struct tally_json *j, const char *name)
+{
+	separate(j);
+	fputc('"', j->out);
+	tally_json_escape(j->out, name, strlen(name));
+	fputs(j->pretty ? "\": " : "\":", j->out);
+	j->after_name = true;
+}
+
+void tally_json_string_len(struct tally_json *j, const char *s, size_t len)
+{
+	separate(j);
+	fputc('"', j->out);
+	tally_json_escape(j->out, s, len);
+	fputc('"', j->out);
+}
+
+void tally_json_string(struct tally_json *j, const char *s)
+{
+	if (!s) {
+		tally_json_null(j);
+		return;
+	}
+	tally_json_string_len(j, s, strlen(s));
+}
+
+void tally_json_uint(struct tally_json *j, uint64_t v)
+{
+	separate(j);
+	fprintf(j->out, "%llu", (unsigned long long)v);
+}
+
+void tally_json_int(struct tally_json *j, int64_t v)
+{
+	separate(j);
+	fprintf(j->out, "%lld", (long long)v);
+}
+
+void tally_json_double(struct tally_json *j, double v)
+{
+	separate(j);
+	if (isfinite(v))
+		fprintf(j->out, "%.17g", v);
+	else
+		fputs("null", j->out); /* JSON has no NaN or infinity */
+}
+
+void tally_json_bool(struct tally_json *j, bool v)
+{
+	separate(j);
+	fputs(v ? "true" : "false", j->out);
+}
+
+void tally_json_null(struct tally_json *j)
+{
+	separate(j);
+	fputs("null", j->out);
+}
+
+void tally_json_finish(struct tally_json *j)
+{
+	fputc('\n', j->out);
+}
+
+void tally_json_field_string(struct tally_json *j, const char *name, const char *s)
+{
+	tally_json_name(j, name);
+	tally_json_string(j, s);
+}
+
+void tally_json_field_uint(struct tally_json *j, const char *name, uint64_t v)
+{
+	tally_json_name(j, name);
+	tally_json_uint(j, v);
+}
+
+void tally_json_field_int(struct tally_json *j, const char *name, int64_t v)
+{
+	tally_json_name(j, name);
+	tally_json_int(j, v);
+}
+
+void tally_json_field_double(struct tally_json *j, const char *name, double v)
+{
+	tally_json_name(j, name);
+	tally_json_double(j, v);
+}
+
+void tally_json_field_bool(struct tally_json *j, const char *name, bool v)
+{
+	tally_json_name(j, name);
+	tally_json_bool(j, v);
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* Growable byte buffer and key/value entries; see buf.h. */
+#include "buf.h"
+
+#include <stdlib.h>
+
+#include "tally-format.h"
+
+void tally_buf_fini(struct tally_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+bool tally_buf_grow(struct tally_buf *b, size_t extra)
+{
+	size_t want = b->len + extra;
+	size_t cap = b->cap ? b->cap : 256;
+	uint8_t *p;
+
+	if (b->failed)
+		return false;
+	if (want < b->len) /* overflow */
+		goto fail;
+	while (cap < want) {
+		if (cap > SIZE_MAX / 2)
+			goto fail;
+		cap *= 2;
+	}
+	p = realloc(b->data, cap);
+	if (!p)
+		goto fail;
+	b->data = p;
+	b->cap = cap;
+	return true;
+fail:
+	b->failed = true;
+	return false;
+}
+
+void tally_kv_uint(struct tally_buf *b, unsigned key, uint64_t v)
+{
+	tally_buf_put_varint(b, key);
+	tally_buf_put_u8(b, TALLY_KV_UINT);
+	tally_buf_put_varint(b, v);
+}
+
+void tally_kv_sint(struct tally_buf *b, unsigned key, int64_t v)
+{
+	tally_buf_put_varint(b, key);
+	tally_buf_put_u8(b, TALLY_KV_SINT);
+	tally_buf_put_varint(b, tally_zigzag(v));
+}
+
+void tally_kv_bytes(struct tally_buf *b, unsigned key, const void *p, size_t n)
+{
+	tally_buf_put_varint(b, key);
+	tally_buf_put_u8(b, TALLY_KV_BYTES);
+	tally_buf_put_varint(b, n);
+	tally_buf_put(b, p, n);
+}
+
+void tally_kv_str(struct tally_buf *b, unsigned key, const char *s)
+{
+	if (s)
+		tally_kv_bytes(b, key, s, strlen(s));
+}
+
+bool tally_kv_next(struct tally_cursor *c, struct tally_kv *kv)
+{
+	if (c->bad || c->p >= c->end)
+		return false;
+	memset(kv, 0, sizeof(*kv));
+	kv->key = (unsigned)tally_cur_varint(c);
+	kv->type = tally_cur_u8(c);
+	switch (kv->type) {
+	case TALLY_KV_UINT:
+		kv->u = tally_cur_varint(c);
+		break;
+	case TALLY_KV_SINT:
+		kv->s = tally_unzigzag(tally_cur_varint(c));
+		kv->u = (uint64_t)kv->s;
+		break;
+	case TALLY_KV_BYTES:
+		kv->len = (size_t)tally_cur_varint(c);
+		kv->ptr = tally_cur_bytes(c, kv->len);
+		break;
+	default:
+		/* An unknown type has no known length: the rest of the payload is unreadable. */
+		c->bad = true;
+		return false;
+	}
+	return !c->bad;
+}

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/* Column codec; see codec.h and docs/format.md §7. */
+#include "codec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* Where each column lives in struct tally_record; DURATION is derived (end - start). */
+struct column_desc {
+	uint16_t offset;
+	uint8_t size; /* 4 or 8 */
+};
+
+#define COL(field)                                                                                 \
+	{                                                                                          \
+		offsetof(struct tally_record, field), sizeof(((struct tally_record *)0)->field)    \
+	}
+
+static const struct column_desc columns[TALLY_COL_MAX] = {
+    [TALLY_COL_START] = COL(start),
+    [TALLY_COL_DURATION] = COL(end),
+    [TALLY_COL_CORRELATION] = COL(correlation_id),
+    [TALLY_COL_NAME] = COL(name_id),
+    [TALLY_COL_DEVICE] = COL(device_id),
+    [TALLY_COL_CONTEXT] = COL(context_id),
+    [TALLY_COL_STREAM] = COL(stream_id),
+    [TALLY_COL_PROCESS] = COL(process_id),
+    [TALLY_COL_THREAD] = COL(thread_id),
+    [TALLY_COL_BYTES] = COL(bytes),
+    [TALLY_COL_FLAGS] = COL(flags),
+    [TALLY_COL_CBID] = COL(cbid),
+    [TALLY_COL_SUBKIND] = COL(subkind),
+    [TALLY_COL_SRC_KIND] = COL(src_kind),
+    [TALLY_COL_DST_KIND] = COL(dst_kind),
+    [TALLY_COL_SRC_DEVICE] = COL(src_device),
+    [TALLY_COL_DST_DEVICE] = COL(dst_device),
+    [TALLY_COL_GRID_X] = COL(grid[0]),
+    [TALLY_COL_GRID_Y] = COL(grid[1]),
+    [TALLY_COL_GRID_Z] = COL(grid[2]),
+    [TALLY_COL_BLOCK_X] = COL(block[0]),
+    [TALLY_COL_BLOCK_Y] = COL(block[1]),
+    [TALLY_COL_BLOCK_Z] = COL(block[2]),
+    [TALLY_COL_REGISTERS] = COL(registers),
+    [TALLY_COL_STATIC_SMEM] = COL(static_smem),
+    [TALLY_COL_DYNAMIC_SMEM] = COL(dynamic_smem),
+    [TALLY_COL_GRAPH_ID] = COL(graph_id),
+    [TALLY_COL_GRAPH_NODE_ID] = COL(graph_node_id),
+    [TALLY_COL_VALUE] = COL(value),
+    [TALLY_COL_DOMAIN] = COL(domain_id),
+    [TALLY_COL_COLOR] = COL(color),
+    [TALLY_COL_CATEGORY] = COL(category),
+};
+
+void tally_codec_fini(struct tally_codec *c)
+{
+	free(c->values);
+	c->values = NULL;
+	c->cap = 0;
+}
+
+static int codec_reserve(struct tally_codec *c, size_t n)
+{
+	uint64_t *v;
+
+	if (n <= c->cap)
+		return 0;
+	v = realloc(c->values, n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	c->values = v;
+	c->cap = n;
+	return 0;
+}
+
+static void column_gather(unsigned col, const struct tally_record *recs, size_t n, uint64_t *v)
+{
+	const struct column_desc *d = &columns[col];
+	const uint8_t *base = (const uint8_t *)recs + d->offset;
+	size_t i;
+
+	if (col == TALLY_COL_DURATION) {
+		for (i = 0; i < n; i++)
+			v[i] = recs[i].end - recs[i].start;
+	} else if (d->size == 8) {
+		for (i = 0; i < n; i++, base += sizeof(*recs))
+			memcpy(&v[i], base, 8);
+	} else {
+		for (i = 0; i < n; i++, base += sizeof(*recs)) {
+			uint32_t x;
+
+			memcpy(&x, base, 4);
+			v[i] = x;
+		}
+	}
+}
+
+static void column_scatter(unsigned col, struct tally_record *recs, size_t n, const uint64_t *v)
+{
+	const struct column_desc *d = &columns[col];
+	uint8_t *base = (uint8_t *)recs + d->offset;
+	size_t i;
+
+	if (col == TALLY_COL_DURATION) {
+		/* START is decoded before DURATION (columns go out in id order, see encode). */
+		for (i = 0; i < n; i++)
+			recs[i].end =
+			    v[i]; /* fixed up in tally_records_decode once START is known */
+	} else if (d->size == 8) {
+		for (i = 0; i < n; i++, base += sizeof(*recs))
+			memcpy(base, &v[i], 8);
+	} else {
+		for (i = 0; i < n; i++, base += sizeof(*recs)) {
+			uint32_t x = (uint32_t)v[i];
+
+			memcpy(base, &x, 4);
+		}
+	}
+}
+
+/* Sizes of the DELTA and DELTA_RLE forms of v[0..n-1]; *all_same when every value equals v[0]. */
+static void column_measure(const uint64_t *v, size_t n, size_t *delta_len, size_t *rle_len,
+			   bool *all_same)
+{
+	uint64_t prev = 0, run_delta = 0;
+	size_t dl = 0, rl = 0, run = 0, i;
+	bool same = true;
+
+	for (i = 0; i < n; i++) {
+		uint64_t d = v[i] - prev;
+		uint64_t zz = tally_zigzag((int64_t)d);
+
+		dl += tally_varint_len(zz);
+		if (run && d == run_delta) {
+			run++;
+		} else {
+			if (run)
+				rl += tally_varint_len(tally_zigzag((int64_t)run_delta)) +
+				      tally_varint_len(run);
+			run_delta = d;
+			run = 1;
+		}
+		if (v[i] != v[0])
+			same = false;
+		prev = v[i];
+	}
+	if (run)
+		rl += tally_varint_len(tally_zigzag((int64_t)run_delta)) + tally_varint_len(run);
+	*delta_len = dl;
+	*rle_len = rl;
+	*all_same = same;
+}
+
+static void column_put_delta(struct tally_buf *out, const uint64_t *v, size_t n)
+{
+	uint64_t prev = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		tally_buf_put_varint(out, tally_zigzag((int64_t)(v[i] - prev)));
+		prev = v[i];
+	}
+}
+
+static void column_put_rle(struct tally_buf *out, const uint64_t *v, size_t n)
+{
+	uint64_t prev = 0, run_delta = 0;
+	size_t run = 0, i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t d = v[i] - prev;
+
+		if (run && d == run_delta) {
+			run++;
+		} else {
+			if (run) {
+				tally_buf_put_varint(out, tally_zigzag((int64_t)run_delta));
+				tally_buf_put_varint(out, run);
+			}
+			run_delta = d;
+			run = 1;
+		}
+		prev = v[i];
+	}
+	if (run) {
+		tally_buf_put_varint(out, tally_zigzag((int64_t)run_delta));
+		tally_buf_put_varint(out, run);
+	}
+}
+
+static void column_encode(struct tally_buf *out, unsigned col, const uint64_t *v, size_t n)
+{
+	size_t delta_len, rle_len, len;
+	bool all_same;
+	uint8_t enc;
+
+	column_measure(v, n, &delta_len, &rle_len, &all_same);
+	if (all_same) {
+		if (v[0] == 0)
+			return; /* an absent column is zero in every row */
+		enc = TALLY_ENC_CONST;
+		len = tally_varint_len(tally_zigzag((int64_t)v[0]));
+	} else if (rle_len < delta_len) {
+		enc = TALLY_ENC_DELTA_RLE;
+		len = rle_len;
+	} else {
+		enc = TALLY_ENC_DELTA;
+		len = delta_len;
+	}
+	tally_buf_put_varint(out, col);
+	tally_buf_put_u8(out, enc);
+	tally_buf_put_varint(out, len);
+	if (enc == TALLY_ENC_CONST)
+		tally_buf_put_varint(out, tally_zigzag((int64_t)v[0]));
+	else if (enc == TALLY_ENC_DELTA_RLE)
+		column_put_rle(out, v, n);
+	else
+		column_put_delta(out, v, n);
+}
+
+int tally_records_encode(struct tally_codec *c, struct tally_buf *out, unsigned kind,
+			 const struct tally_record *recs, size_t n)
+{
+	size_t ncols_at, before;
+	unsigned col, ncols = 0;
+
+	if (codec_reserve(c, n) < 0)
+		return -ENOMEM;
+	tally_buf_put_varint(out, kind);
+	tally_buf_put_varint(out, n);
+	/* ncols is not known until absent columns are skipped: reserve one byte (< 128 columns). */
+	ncols_at = out->len;
+	tally_buf_put_u8(out, 0);
+	for (col = 1; col < TALLY_COL_MAX; col++) {
+		before = out->len;
+		column_gather(col, recs, n, c->values);
+		column_encode(out, col, c->values, n);
+		ncols += out->len != before;
+	}
+	if (out->failed)
+		return -ENOMEM;
+	out->data[ncols_at] = (uint8_t)ncols;
+	return 0;
+}
+
+static bool column_decode(struct tally_cursor *cur, uint8_t enc, uint64_t *v, size_t n)
+{
+	uint64_t prev = 0;
+	size_t i = 0;
+
+	switch (enc) {
+	case TALLY_ENC_CONST:
+		prev = (uint64_t)tally_unzigzag(tally_cur_varint(cur));
+		for (; i < n; i++)
+			v[i] = prev;
+		break;
+	case TALLY_ENC_DELTA:
+		for (; i < n && !cur->bad; i++) {
+			prev += (uint64_t)tally_unzigzag(tally_cur_varint(cur));
+			v[i] = prev;
+		}
+		break;
+	case TALLY_ENC_DELTA_RLE:
+		while (i < n && !cur->bad) {
+			uint64_t d = (uint64_t)tally_unzigzag(tally_cur_varint(cur));
+			uint64_t run = tally_cur_varint(cur);
+
+			if (run == 0 || run > n - i)
+				return false;
+			for (; run; run--, i++) {
+				prev += d;
+				v[i] = prev;
+			}
+		}
+		break;
+	default:
+		return false;
+	}
+	return !cur->bad && cur->p == cur->end && i == n;
+}
+
+static int records_reserve(struct tally_record **recs, size_t *cap, size_t n)
+{
+	struct tally_record *r;
+
+	if (n <= *cap)
+		return 0;
+	r = realloc(*recs, n * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	*recs = r;
+	*cap = n;
+	return 0;
+}
+
+long tally_records_decode(struct tally_codec *c, const uint8_t *payload, size_t len,
+			  unsigned *ret_kind, struct tally_record **recs, size_t *recs_cap)
+{
+	struct tally_cursor cur = {payload, payload + len, false};
+	uint64_t kind, n, ncols, i;
+	bool has_duration = false;
+
+	kind = tally_cur_varint(&cur);
+	n = tally_cur_varint(&cur);
+	ncols = tally_cur_varint(&cur);
+	if (cur.bad || kind > UINT32_MAX || n > TALLY_CHUNK_MAX || ncols > 4096)
+		return -EINVAL;
+	if (codec_reserve(c, n ? n : 1) < 0 || records_reserve(recs, recs_cap, n ? n : 1) < 0)
+		return -ENOMEM;
+	memset(*recs, 0, n * sizeof(**recs));
+	for (i = 0; i < ncols; i++) {
+		uint64_t col = tally_cur_varint(&cur);
+		uint8_t enc = tally_cur_u8(&cur);
+		uint64_t clen = tally_cur_varint(&cur);
+		const uint8_t *cp = tally_cur_bytes(&cur, clen);
+		struct tally_cursor cc = {cp, cp + clen, false};
+
+		if (cur.bad)
+			return -EINVAL;
+		if (col == 0 || col >= TALLY_COL_MAX) {
+			c->unknown_columns++;
+			continue;
+		}
+		if (!column_decode(&cc, enc, c->values, n))
+			return -EINVAL;
+		column_scatter((unsigned)col, *recs, n, c->values);
+		has_duration |= col == TALLY_COL_DURATION;
+	}
+	if (cur.p != cur.end)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		(*recs)[i].kind = (uint32_t)kind;
+		(*recs)[i].end =
+		    has_duration ? (*recs)[i].start + (*recs)[i].end : (*recs)[i].start;
+	}
+	*ret_kind = (unsigned)kind;
+	return (long)n;
+}

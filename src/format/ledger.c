@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/* Ledger counter names, classes and the LEDGER chunk codec; see ledger.h, docs/ledger.md. */
+#include "ledger.h"
+
+#include <string.h>
+
+#include "buf.h"
+
+static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
+    [TALLY_C_BUFFERS_REQUESTED] = {"buffers_requested", "buffers CUPTI asked for", TALLY_CC_INFO},
+    [TALLY_C_BUFFERS_DELIVERED] = {"buffers_delivered", "buffers CUPTI handed back full",
+				   TALLY_CC_INFO},
+    [TALLY_C_BUFFERS_REFUSED] = {"buffers_refused", "requests refused: the pool was empty",
+				 TALLY_CC_INFO},
+    [TALLY_C_BUFFERS_RETURNED] = {"buffers_returned", "buffers consumed and put back in the pool",
+				  TALLY_CC_INFO},
+    [TALLY_C_POOL_HIGH_WATER] = {"pool_high_water", "most buffers out of the pool at once",
+				 TALLY_CC_INFO},
+    [TALLY_C_POOL_CAPACITY] = {"pool_capacity", "buffers the pool may hold", TALLY_CC_INFO},
+    [TALLY_C_BUFFER_SIZE] = {"buffer_size", "bytes per buffer", TALLY_CC_INFO},
+    [TALLY_C_POOL_EMPTY_NS] = {"pool_empty_ns", "time the pool spent empty", TALLY_CC_INFO},
+    [TALLY_C_FOREIGN_BUFFERS] = {"foreign_buffers",
+				 "completed buffers that were not the pool's, or of a bad size",
+				 TALLY_CC_LOSS},
+    [TALLY_C_RECORDS_PARSED] = {"records_parsed", "records taken out of CUPTI's buffers",
+				TALLY_CC_INFO},
+    [TALLY_C_DROPPED_CUPTI] = {"dropped_cupti",
+			       "records CUPTI dropped for want of a buffer "
+			       "(cuptiActivityGetNumDroppedRecords)",
+			       TALLY_CC_LOSS},
+    [TALLY_C_BAD_TIME] = {"bad_timestamps",
+			  "records with a zero or backwards timestamp (device buffers ran out)",
+			  TALLY_CC_LOSS},
+    [TALLY_C_UNKNOWN_KIND] = {"unknown_kind", "records of a kind tally does not decode, skipped",
+			      TALLY_CC_LOSS},
+    [TALLY_C_PARSE_FAILURES] = {"parse_failures",
+				"buffers whose walk stopped early on an invalid record",
+				TALLY_CC_LOSS},
+    [TALLY_C_DROPPED_INPROCESS] = {"dropped_inprocess", "records tally itself dropped",
+				   TALLY_CC_LOSS},
+    [TALLY_C_UNMATCHED_API] = {"unmatched_launches",
+			       "launch, copy and memset calls whose GPU record never came",
+			       TALLY_CC_LOSS},
+    [TALLY_C_UNMATCHED_GPU] = {"unmatched_gpu_records",
+			       "GPU records whose launching call was not recorded", TALLY_CC_LOSS},
+    [TALLY_C_LAUNCH_CALLS] = {"launch_calls", "API calls that launch GPU work", TALLY_CC_INFO},
+    [TALLY_C_GPU_RECORDS] = {"gpu_records", "kernel, copy and memset records", TALLY_CC_INFO},
+    [TALLY_C_QUEUE_HIGH_WATER] = {"queue_high_water", "most buffers waiting for the consumer",
+				  TALLY_CC_INFO},
+    [TALLY_C_QUEUE_FULL_NS] = {"queue_full_ns", "time the queue spent full", TALLY_CC_INFO},
+    [TALLY_C_QUEUE_CAPACITY] = {"queue_capacity", "buffers the queue may hold", TALLY_CC_INFO},
+    [TALLY_C_PARSE_BYTES_LOST] = {"parse_bytes_lost",
+				  "bytes of buffers left unread after a "
+				  "parse failure",
+				  TALLY_CC_INFO},
+    [TALLY_C_OUTSIDE_WINDOW] = {"outside_window",
+				"records outside the collection window, left out on purpose",
+				TALLY_CC_INFO},
+    [TALLY_C_WRITE_FAILURES] = {"write_failures", "writes that failed", TALLY_CC_LOSS},
+    [TALLY_C_WRITE_ERRNO] = {"write_errno", "errno of the last failed write", TALLY_CC_INFO},
+    [TALLY_C_BYTES_WRITTEN] = {"bytes_written", "bytes that reached the file", TALLY_CC_INFO},
+    [TALLY_C_BYTES_LOST] = {"bytes_lost", "bytes that did not reach the file", TALLY_CC_LOSS},
+    [TALLY_C_SHORT_WRITES] = {"short_writes",
+			      "writes that took fewer bytes than given "
+			      "(retried)",
+			      TALLY_CC_INFO},
+    [TALLY_C_CHUNKS_WRITTEN] = {"chunks_written", "chunks that reached the file", TALLY_CC_INFO},
+    [TALLY_C_CHUNKS_LOST] = {"chunks_lost", "chunks that did not reach the file", TALLY_CC_LOSS},
+    [TALLY_C_RECORDS_LOST_WRITE] = {"records_lost_write",
+				    "records in chunks that did not "
+				    "reach the file",
+				    TALLY_CC_LOSS},
+    [TALLY_C_FLUSH_PATH] = {"flush_path", "exit path that ran the closing flush", TALLY_CC_INFO},
+    [TALLY_C_FLUSH_START] = {"flush_start", "closing flush began (CUPTI ns)", TALLY_CC_INFO},
+    [TALLY_C_FLUSH_END] = {"flush_end", "closing flush ended (CUPTI ns)", TALLY_CC_INFO},
+    [TALLY_C_FLUSH_COMPLETED] = {"flush_completed", "1 if the closing flush finished",
+				 TALLY_CC_INFO},
+    [TALLY_C_FLUSH_RECORDS] = {"flush_records", "records the closing flush delivered",
+			       TALLY_CC_INFO},
+    [TALLY_C_FLUSH_BUFFERS] = {"flush_buffers", "buffers the closing flush delivered",
+			       TALLY_CC_INFO},
+    [TALLY_C_WATCHDOG_FIRED] = {"watchdog_fired", "the flush watchdog gave up on a hanging flush",
+				TALLY_CC_LOSS},
+    [TALLY_C_SIGNAL] = {"signal", "signal that started the closing flush", TALLY_CC_INFO},
+    [TALLY_C_BUFFERS_STRANDED] = {"buffers_stranded",
+				  "buffers CUPTI still held at close (never delivered)",
+				  TALLY_CC_LOSS},
+};
+
+#define BY_KIND(n)                                                                                 \
+	{                                                                                          \
+		"records_" n, "records parsed of this kind", TALLY_CC_INFO                         \
+	}
+static const struct tally_counter_info by_kind[TALLY_KIND_MAX] = {
+    [TALLY_KIND_KERNEL] = BY_KIND("kernel"),	     [TALLY_KIND_MEMCPY] = BY_KIND("memcpy"),
+    [TALLY_KIND_MEMSET] = BY_KIND("memset"),	     [TALLY_KIND_RUNTIME] = BY_KIND("runtime"),
+    [TALLY_KIND_DRIVER] = BY_KIND("driver"),	     [TALLY_KIND_SYNC] = BY_KIND("sync"),
+    [TALLY_KIND_NVTX_RANGE] = BY_KIND("nvtx_range"), [TALLY_KIND_NVTX_MARK] = BY_KIND("nvtx_mark"),
+    [TALLY_KIND_OVERHEAD] = BY_KIND("overhead"),
+};
+
+const struct tally_counter_info *tally_counter_info(unsigned id)
+{
+	const struct tally_counter_info *i = NULL;
+
+	if (id < TALLY_C_BY_KIND)
+		i = &counters[id];
+	else if (id < TALLY_C_MAX)
+		i = &by_kind[id - TALLY_C_BY_KIND];
+	return i && i->name ? i : NULL;
+}
+
+const unsigned tally_loss_counters[] = {
+    TALLY_C_DROPPED_CUPTI,  TALLY_C_BAD_TIME,	       TALLY_C_UNKNOWN_KIND,
+    TALLY_C_PARSE_FAILURES, TALLY_C_DROPPED_INPROCESS, TALLY_C_UNMATCHED_API,
+    TALLY_C_UNMATCHED_GPU,  TALLY_C_FOREIGN_BUFFERS,   TALLY_C_BUFFERS_STRANDED,
+    TALLY_C_WRITE_FAILURES, TALLY_C_CHUNKS_LOST,       TALLY_C_RECORDS_LOST_WRITE,
+    TALLY_C_BYTES_LOST,	    TALLY_C_WATCHDOG_FIRED,
+};
+const unsigned tally_loss_counters_count = sizeof(tally_loss_counters) / sizeof(unsigned);
+
+const char *tally_flush_path_name(unsigned path)
+{
+	static const char *const names[TALLY_FLUSH_PATH_MAX] = {
+	    "none", "exit", "_exit", "signal", "crash", "context-destroy", "stop", "exec", "api",
+	};
+
+	return path < TALLY_FLUSH_PATH_MAX ? names[path] : "unknown";
+}
+
+void tally_ledger_encode(struct tally_buf *b, const struct tally_ledger *l)
+{
+	unsigned id;
+
+	tally_buf_put_varint(b, l->slice);
+	tally_buf_put_varint(b, l->t_begin);
+	tally_buf_put_varint(b, l->t_end);
+	for (id = 1; id < TALLY_C_MAX; id++) {
+		if (!l->v[id])
+			continue;
+		tally_buf_put_varint(b, id);
+		tally_buf_put_varint(b, l->v[id]);
+	}
+}
+
+bool tally_ledger_decode(const uint8_t *p, size_t len, bool final, struct tally_ledger *l)
+{
+	struct tally_cursor c = {p, p + len, false};
+
+	memset(l, 0, sizeof(*l));
+	l->final = final;
+	l->slice = tally_cur_varint(&c);
+	l->t_begin = tally_cur_varint(&c);
+	l->t_end = tally_cur_varint(&c);
+	while (!c.bad && c.p < c.end) {
+		uint64_t id = tally_cur_varint(&c);
+		uint64_t v = tally_cur_varint(&c);
+
+		if (id > 0 && id < TALLY_C_MAX && tally_counter_info((unsigned)id))
+			l->v[id] = v;
+		else
+			l->unknown_counters++;
+	}
+	return !c.bad;
+}

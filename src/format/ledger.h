@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ledger: every counter of the data path (design §2), as written in LEDGER chunks.  The ids are
+ * part of the file format; docs/ledger.md says what each one counts and how the verdict reads it.
+ */
+#ifndef TALLY_FORMAT_LEDGER_H
+#define TALLY_FORMAT_LEDGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tally-format.h"
+
+enum tally_counter {
+	/* buffers between CUPTI and the pool */
+	TALLY_C_BUFFERS_REQUESTED = 1,
+	TALLY_C_BUFFERS_DELIVERED = 2,
+	TALLY_C_BUFFERS_REFUSED = 3,
+	TALLY_C_BUFFERS_RETURNED = 4,
+	TALLY_C_POOL_HIGH_WATER = 5,
+	TALLY_C_POOL_CAPACITY = 6,
+	TALLY_C_BUFFER_SIZE = 7,
+	TALLY_C_POOL_EMPTY_NS = 8,
+	TALLY_C_FOREIGN_BUFFERS = 9,
+	/* records */
+	TALLY_C_RECORDS_PARSED = 10,
+	TALLY_C_DROPPED_CUPTI = 11,
+	TALLY_C_BAD_TIME = 12,
+	TALLY_C_UNKNOWN_KIND = 13,
+	TALLY_C_PARSE_FAILURES = 14,
+	TALLY_C_DROPPED_INPROCESS = 15,
+	TALLY_C_UNMATCHED_API = 16,
+	TALLY_C_UNMATCHED_GPU = 17,
+	TALLY_C_LAUNCH_CALLS = 18,
+	TALLY_C_GPU_RECORDS = 19,
+	/* queue */
+	TALLY_C_QUEUE_HIGH_WATER = 20,
+	TALLY_C_QUEUE_FULL_NS = 21,
+	TALLY_C_QUEUE_CAPACITY = 22,
+	TALLY_C_PARSE_BYTES_LOST = 23,
+	TALLY_C_OUTSIDE_WINDOW = 24,
+	/* writer */
+	TALLY_C_WRITE_FAILURES = 30,
+	TALLY_C_WRITE_ERRNO = 31,
+	TALLY_C_BYTES_WRITTEN = 32,
+	TALLY_C_BYTES_LOST = 33,
+	TALLY_C_SHORT_WRITES = 34,
+	TALLY_C_CHUNKS_WRITTEN = 35,
+	TALLY_C_CHUNKS_LOST = 36,
+	TALLY_C_RECORDS_LOST_WRITE = 37,
+	/* the closing flush */
+	TALLY_C_FLUSH_PATH = 40,
+	TALLY_C_FLUSH_START = 41,
+	TALLY_C_FLUSH_END = 42,
+	TALLY_C_FLUSH_COMPLETED = 43,
+	TALLY_C_FLUSH_RECORDS = 44,
+	TALLY_C_FLUSH_BUFFERS = 45,
+	TALLY_C_WATCHDOG_FIRED = 46,
+	TALLY_C_SIGNAL = 47,
+	TALLY_C_BUFFERS_STRANDED = 48,
+	/* records parsed, by kind: TALLY_C_BY_KIND + kind */
+	TALLY_C_BY_KIND = 100,
+	TALLY_C_MAX = TALLY_C_BY_KIND + TALLY_KIND_MAX,
+};
+
+/* Which exit path ran the closing flush (TALLY_C_FLUSH_PATH). */
+enum tally_flush_path {
+	TALLY_FLUSH_NONE = 0,
+	TALLY_FLUSH_EXIT = 1,	     /* exit() / return from main, through atexit */
+	TALLY_FLUSH__EXIT = 2,	     /* _exit / _Exit / os._exit, interposed */
+	TALLY_FLUSH_SIGNAL = 3,	     /* SIGTERM, SIGINT, SIGHUP */
+	TALLY_FLUSH_CRASH = 4,	     /* SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL: best effort */
+	TALLY_FLUSH_CTX_DESTROY = 5, /* the last CUDA context is being destroyed */
+	TALLY_FLUSH_STOP = 6, /* end of the collection window (--duration, cudaProfilerStop) */
+	TALLY_FLUSH_EXEC = 7, /* the process is replacing itself (execve) */
+	TALLY_FLUSH_API = 8,  /* a direct call (tests, embedding programs) */
+	TALLY_FLUSH_PATH_MAX,
+};
+
+const char *tally_flush_path_name(unsigned path);
+
+/* A snapshot of the ledger, as read from (or written to) one LEDGER chunk. */
+struct tally_ledger {
+	uint64_t slice;
+	uint64_t t_begin;
+	uint64_t t_end;
+	bool final;
+	uint64_t v[TALLY_C_MAX];
+	uint32_t unknown_counters; /* ids this reader does not know (skipped) */
+};
+
+enum tally_counter_class {
+	TALLY_CC_INFO = 0, /* context: sizes, high-water marks, times */
+	TALLY_CC_LOSS = 1, /* any growth means records were lost */
+};
+
+struct tally_counter_info {
+	const char *name;
+	const char *what;
+	enum tally_counter_class cls;
+};
+
+/* Name and meaning of a counter id; NULL for ids this build does not know. */
+const struct tally_counter_info *tally_counter_info(unsigned id);
+
+/* Loss counters, in the order reports list them. */
+extern const unsigned tally_loss_counters[];
+extern const unsigned tally_loss_counters_count;
+
+struct tally_buf;
+/* Append a LEDGER payload for l (zero counters are left out). */
+void tally_ledger_encode(struct tally_buf *b, const struct tally_ledger *l);
+/* Parse a LEDGER payload into l; false if damaged. */
+bool tally_ledger_decode(const uint8_t *p, size_t len, bool final, struct tally_ledger *l);
+
+#endif

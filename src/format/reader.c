@@ -1,0 +1,788 @@
+/* SPDX-License-Identifier: MIT */
+/* The .tally reader; see reader.h and docs/format.md. */
+#include "reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "codec.h"
+#include "writer.h"
+
+#define READ_WINDOW	  (1u << 20)
+#define PROGRESS_INTERVAL (64ull << 20)
+
+/* State of one read pass (kept off struct tally_file so the public struct stays a summary). */
+struct read_state {
+	struct tally_file *f;
+	const struct tally_read_ops *ops;
+	struct tally_section *cur;
+	struct tally_codec codec;
+	struct tally_record *recs;
+	size_t recs_cap;
+	bool have_seq;
+	uint32_t last_seq;
+	uint64_t next_progress;
+};
+
+const char *tally_damage_kind_name(enum tally_damage_kind k)
+{
+	switch (k) {
+	case TALLY_DAMAGE_TRUNCATED:
+		return "truncated";
+	case TALLY_DAMAGE_CORRUPT:
+		return "corrupt";
+	case TALLY_DAMAGE_SEQ_GAP:
+		return "missing-chunks";
+	case TALLY_DAMAGE_PAYLOAD:
+		return "bad-payload";
+	}
+	return "unknown";
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Make bytes [off, off+n) of the file available; returns a pointer into the read buffer, or NULL
+ * if the file ends first (*got then says how many bytes there are) or on an I/O error (errno set).
+ */
+static const uint8_t *file_bytes(struct tally_file *f, uint64_t off, size_t n, size_t *got)
+{
+	size_t want;
+
+	*got = 0;
+	if (off >= f->size)
+		return NULL;
+	if (off >= f->buf_base && off + n <= f->buf_base + f->buf_len) {
+		*got = n;
+		return f->buf + (off - f->buf_base);
+	}
+	want = n > READ_WINDOW ? n : READ_WINDOW;
+	if (want > f->size - off)
+		want = (size_t)(f->size - off);
+	if (want > f->buf_cap) {
+		uint8_t *b = realloc(f->buf, want);
+
+		if (!b)
+			return NULL;
+		f->buf = b;
+		f->buf_cap = want;
+	}
+	f->buf_base = off;
+	f->buf_len = 0;
+	while (f->buf_len < want) {
+		ssize_t r =
+		    pread(f->fd, f->buf + f->buf_len, want - f->buf_len, (off_t)(off + f->buf_len));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		f->buf_len += (size_t)r;
+	}
+	*got = f->buf_len < n ? f->buf_len : n;
+	return f->buf_len >= n ? f->buf : NULL;
+}
+
+int tally_file_open(struct tally_file **ret, const char *path, char *err, size_t errlen)
+{
+	struct tally_file *f;
+	const uint8_t *p;
+	struct stat st;
+	size_t got;
+	int rc;
+
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0) {
+		rc = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		goto free_file;
+	}
+	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		set_err(err, errlen, "%s: not a regular file", path);
+		goto close_fd;
+	}
+	f->size = (uint64_t)st.st_size;
+	f->path = strdup(path);
+	p = file_bytes(f, 0, TALLY_PREAMBLE_LEN, &got);
+	if (!p || memcmp(p, TALLY_MAGIC, TALLY_MAGIC_LEN) != 0) {
+		rc = -EPROTO;
+		set_err(err, errlen, "%s: not a tally trace (%s)", path,
+			f->size == 0 ? "empty file" : "no tally magic at offset 0");
+		goto close_fd;
+	}
+	f->format_major = p[8] | p[9] << 8;
+	f->format_minor = p[10] | p[11] << 8;
+	if (f->format_major != TALLY_FORMAT_MAJOR || get_le32(p + 12) != 0) {
+		rc = -ENOTSUP;
+		set_err(
+		    err, errlen,
+		    "%s: format %u.%u (features %#x) is not readable by this tally (format %d.%d): "
+		    "use a tally at least as new as the one that wrote it",
+		    path, f->format_major, f->format_minor, get_le32(p + 12), TALLY_FORMAT_MAJOR,
+		    TALLY_FORMAT_MINOR);
+		goto close_fd;
+	}
+	f->intact_end = TALLY_PREAMBLE_LEN;
+	*ret = f;
+	return 0;
+close_fd:
+	close(f->fd);
+	f->fd = -1;
+free_file:
+	tally_file_close(f);
+	return rc;
+}
+
+static void free_section(struct tally_section *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	free(s->writer);
+	free(s->host);
+	free(s->cmdline);
+	free(s->rank);
+	free(s->config);
+	free(s->source);
+	free(s->exe);
+	free(s->output);
+	for (i = 0; i < s->ndevices; i++) {
+		free(s->devices[i].name);
+		free(s->devices[i].pci_bus);
+	}
+	free(s->devices);
+	free(s->clocks);
+	for (i = 0; i < s->nnotes; i++) {
+		free(s->notes[i].code);
+		free(s->notes[i].text);
+	}
+	free(s->notes);
+	free(s->windows);
+	for (i = 0; i < s->nstrings; i++)
+		free(s->strings[i]);
+	free(s->strings);
+	free(s);
+}
+
+void tally_file_close(struct tally_file *f)
+{
+	size_t i;
+
+	if (!f)
+		return;
+	if (f->fd >= 0)
+		close(f->fd);
+	for (i = 0; i < f->nsections; i++)
+		free_section(f->sections[i]);
+	free(f->sections);
+	free(f->damage);
+	free(f->buf);
+	free(f->path);
+	free(f);
+}
+
+const char *tally_section_string(const struct tally_section *s, uint32_t id)
+{
+	return id && id < s->nstrings ? s->strings[id] : NULL;
+}
+
+/* Grow an array of elem-sized items by one; returns the new (zeroed) item or NULL. */
+static void *array_push(void *arrayp, size_t *n, size_t elem)
+{
+	void **array = arrayp;
+	char *a;
+
+	/* Capacity doubles at powers of two, so no separate capacity field is needed. */
+	if ((*n & (*n - 1)) == 0) {
+		size_t cap = *n ? 2 * *n : 1;
+
+		a = realloc(*array, cap * elem);
+		if (!a)
+			return NULL;
+		*array = a;
+	}
+	a = (char *)*array + *n * elem;
+	memset(a, 0, elem);
+	(*n)++;
+	return a;
+}
+
+/* A NUL-terminated copy of a bytes entry; NULL for an entry of another type. */
+static char *dup_bytes(const struct tally_kv *kv)
+{
+	char *s;
+
+	if (kv->type != TALLY_KV_BYTES || (!kv->ptr && kv->len))
+		return NULL;
+	s = malloc(kv->len + 1);
+	if (s) {
+		if (kv->len)
+			memcpy(s, kv->ptr, kv->len);
+		s[kv->len] = '\0';
+	}
+	return s;
+}
+
+static void add_damage(struct read_state *st, enum tally_damage_kind kind, uint64_t off,
+		       uint64_t end, uint32_t missing)
+{
+	struct tally_damage *d = array_push(&st->f->damage, &st->f->ndamage, sizeof(*d));
+
+	if (!d)
+		return;
+	d->kind = kind;
+	d->offset = off;
+	d->end = end;
+	d->missing = missing;
+	d->section = st->cur ? (int)st->cur->index : -1;
+}
+
+static struct tally_section *new_section(struct read_state *st, uint64_t offset, bool implicit)
+{
+	struct tally_file *f = st->f;
+	struct tally_section *s = calloc(1, sizeof(*s));
+	struct tally_section **slot;
+
+	if (!s)
+		return NULL;
+	slot = array_push(&f->sections, &f->nsections, sizeof(*slot));
+	if (!slot) {
+		free(s);
+		return NULL;
+	}
+	*slot = s;
+	s->index = (unsigned)(f->nsections - 1);
+	s->offset = offset;
+	s->implicit = implicit;
+	s->t_min = UINT64_MAX;
+	st->cur = s;
+	return s;
+}
+
+/* The section chunks belong to; one is made up if the SESSION chunk was lost. */
+static struct tally_section *current_section(struct read_state *st)
+{
+	return st->cur ? st->cur : new_section(st, 0, true);
+}
+
+static void parse_session(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	struct tally_kv kv;
+
+	while (tally_kv_next(&c, &kv)) {
+		char **str = NULL;
+
+		switch (kv.key) {
+		case TALLY_SK_WRITER:
+			str = &s->writer;
+			break;
+		case TALLY_SK_HOST:
+			str = &s->host;
+			break;
+		case TALLY_SK_CMDLINE:
+			str = &s->cmdline;
+			break;
+		case TALLY_SK_RANK:
+			str = &s->rank;
+			break;
+		case TALLY_SK_CONFIG:
+			str = &s->config;
+			break;
+		case TALLY_SK_SOURCE:
+			str = &s->source;
+			break;
+		case TALLY_SK_EXE:
+			str = &s->exe;
+			break;
+		case TALLY_SK_OUTPUT:
+			str = &s->output;
+			break;
+		case TALLY_SK_PID:
+			s->pid = kv.u;
+			break;
+		case TALLY_SK_PPID:
+			s->ppid = kv.u;
+			break;
+		case TALLY_SK_START_REALTIME:
+			s->start_realtime = kv.u;
+			break;
+		case TALLY_SK_START_MONOTONIC:
+			s->start_monotonic = kv.u;
+			break;
+		case TALLY_SK_START_CUPTI:
+			s->start_cupti = kv.u;
+			break;
+		case TALLY_SK_DRIVER_VERSION:
+			s->driver_version = kv.u;
+			break;
+		case TALLY_SK_RUNTIME_VERSION:
+			s->runtime_version = kv.u;
+			break;
+		case TALLY_SK_CUPTI_VERSION:
+			s->cupti_version = kv.u;
+			break;
+		case TALLY_SK_KINDS:
+			s->kinds = kv.u;
+			break;
+		case TALLY_SK_SLICE_NS:
+			s->slice_ns = kv.u;
+			break;
+		case TALLY_SK_MERGED:
+			s->merged = kv.u != 0;
+			break;
+		case TALLY_SK_MERGE_OFFSET:
+			s->merge_offset = kv.s;
+			break;
+		case TALLY_SK_SESSION_ID:
+			if (kv.type == TALLY_KV_BYTES && kv.len == 16) {
+				memcpy(s->session_id, kv.ptr, 16);
+				s->has_session_id = true;
+			}
+			break;
+		case TALLY_SK_PARENT_ID:
+			if (kv.type == TALLY_KV_BYTES && kv.len == 16) {
+				memcpy(s->parent_id, kv.ptr, 16);
+				s->has_parent = true;
+			}
+			break;
+		default:
+			s->unknown_keys++;
+		}
+		if (str && kv.type == TALLY_KV_BYTES) {
+			free(*str);
+			*str = dup_bytes(&kv);
+			/* Arguments are NUL-separated on disk; readers show them space-separated.
+			 */
+			for (size_t i = 0; *str && kv.key == TALLY_SK_CMDLINE && i < kv.len; i++)
+				if ((*str)[i] == '\0')
+					(*str)[i] = ' ';
+		}
+	}
+}
+
+static void parse_device(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	struct tally_device *d = array_push(&s->devices, &s->ndevices, sizeof(*d));
+	struct tally_kv kv;
+
+	if (!d)
+		return;
+	while (tally_kv_next(&c, &kv)) {
+		switch (kv.key) {
+		case TALLY_DK_ID:
+			d->id = (uint32_t)kv.u;
+			break;
+		case TALLY_DK_NAME:
+			free(d->name);
+			d->name = dup_bytes(&kv);
+			break;
+		case TALLY_DK_PCI_BUS:
+			free(d->pci_bus);
+			d->pci_bus = dup_bytes(&kv);
+			break;
+		case TALLY_DK_UUID:
+			if (kv.len == 16) {
+				memcpy(d->uuid, kv.ptr, 16);
+				d->has_uuid = true;
+			}
+			break;
+		case TALLY_DK_CC_MAJOR:
+			d->cc_major = (uint32_t)kv.u;
+			break;
+		case TALLY_DK_CC_MINOR:
+			d->cc_minor = (uint32_t)kv.u;
+			break;
+		case TALLY_DK_GLOBAL_MEM:
+			d->global_mem = kv.u;
+			break;
+		case TALLY_DK_SM_COUNT:
+			d->sm_count = (uint32_t)kv.u;
+			break;
+		default:
+			s->unknown_keys++;
+		}
+	}
+}
+
+static void parse_clock(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	struct tally_clock *k = array_push(&s->clocks, &s->nclocks, sizeof(*k));
+	struct tally_kv kv;
+
+	if (!k)
+		return;
+	while (tally_kv_next(&c, &kv)) {
+		if (kv.key == TALLY_CK_CUPTI)
+			k->cupti = kv.u;
+		else if (kv.key == TALLY_CK_REALTIME)
+			k->realtime = kv.u;
+		else if (kv.key == TALLY_CK_MONOTONIC)
+			k->monotonic = kv.u;
+		else
+			s->unknown_keys++;
+	}
+}
+
+static void parse_note(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	struct tally_note *n = array_push(&s->notes, &s->nnotes, sizeof(*n));
+	struct tally_kv kv;
+
+	if (!n)
+		return;
+	while (tally_kv_next(&c, &kv)) {
+		if (kv.key == TALLY_NK_TIME)
+			n->time = kv.u;
+		else if (kv.key == TALLY_NK_SEVERITY)
+			n->severity = (unsigned)kv.u;
+		else if (kv.key == TALLY_NK_CODE && !n->code)
+			n->code = dup_bytes(&kv);
+		else if (kv.key == TALLY_NK_TEXT && !n->text)
+			n->text = dup_bytes(&kv);
+		else
+			s->unknown_keys++;
+	}
+}
+
+static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	uint64_t first = tally_cur_varint(&c), count = tally_cur_varint(&c), i;
+	uint64_t need = first + count;
+
+	if (c.bad || first == 0 || count > len || need > (1u << 28))
+		return false;
+	if (need > s->nstrings) {
+		char **t = realloc(s->strings, need * sizeof(*t));
+
+		if (!t)
+			return false;
+		memset(t + s->nstrings, 0, (need - s->nstrings) * sizeof(*t));
+		s->strings = t;
+		s->nstrings = (uint32_t)need;
+	}
+	for (i = 0; i < count; i++) {
+		struct tally_kv kv = {.type = TALLY_KV_BYTES, .len = (size_t)tally_cur_varint(&c)};
+
+		kv.ptr = tally_cur_bytes(&c, kv.len);
+		if (c.bad)
+			return false;
+		free(s->strings[first + i]);
+		s->strings[first + i] = dup_bytes(&kv);
+	}
+	return c.p == c.end;
+}
+
+static void add_window(struct tally_section *s, uint64_t t0, uint64_t t1, unsigned counter,
+		       uint64_t count)
+{
+	struct tally_window *w;
+
+	/* Merge with the previous window of the same counter when they touch. */
+	if (s->nwindows) {
+		w = &s->windows[s->nwindows - 1];
+		if (w->counter == counter && w->t_end == t0) {
+			w->t_end = t1;
+			w->count += count;
+			return;
+		}
+	}
+	w = array_push(&s->windows, &s->nwindows, sizeof(*w));
+	if (w)
+		*w = (struct tally_window){t0, t1, counter, count};
+}
+
+static bool parse_ledger(struct tally_section *s, const uint8_t *p, size_t len, bool final)
+{
+	struct tally_ledger l;
+	unsigned i;
+
+	if (!tally_ledger_decode(p, len, final, &l))
+		return false;
+	/* Loss windows: the slices in which a loss counter grew (counters are cumulative). */
+	for (i = 0; i < tally_loss_counters_count; i++) {
+		unsigned id = tally_loss_counters[i];
+		uint64_t before = s->ledgers ? s->ledger.v[id] : 0;
+
+		if (l.v[id] > before && !(id < 64 && (s->explicit_windows >> id & 1)))
+			add_window(s, s->ledgers ? s->ledger.t_end : l.t_begin, l.t_end, id,
+				   l.v[id] - before);
+	}
+	s->ledger = l;
+	s->ledgers++;
+	s->has_final |= final;
+	return true;
+}
+
+static bool parse_loss(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+
+	while (!c.bad && c.p < c.end) {
+		uint64_t t0 = tally_cur_varint(&c), t1 = tally_cur_varint(&c);
+		uint64_t cls = tally_cur_varint(&c), count = tally_cur_varint(&c);
+		struct tally_window *w;
+
+		if (c.bad)
+			break;
+		w = array_push(&s->windows, &s->nwindows, sizeof(*w));
+		if (w)
+			*w = (struct tally_window){t0, t1, (unsigned)cls, count};
+		if (cls < 64)
+			s->explicit_windows |= 1ull << cls;
+	}
+	return !c.bad;
+}
+
+static int handle_records(struct read_state *st, struct tally_section *s, const uint8_t *p,
+			  size_t len)
+{
+	unsigned kind;
+	long n = tally_records_decode(&st->codec, p, len, &kind, &st->recs, &st->recs_cap);
+	long i;
+
+	s->unknown_columns += st->codec.unknown_columns;
+	st->codec.unknown_columns = 0;
+	if (n < 0)
+		return (int)n;
+	for (i = 0; i < n; i++) {
+		const struct tally_record *r = &st->recs[i];
+
+		if (r->flags & TALLY_REC_BAD_TIME)
+			continue;
+		if (r->start < s->t_min)
+			s->t_min = r->start;
+		if (r->end > s->t_max)
+			s->t_max = r->end;
+	}
+	if (kind < TALLY_KIND_MAX)
+		s->records[kind] += (uint64_t)n;
+	s->records_total += (uint64_t)n;
+	st->f->records_total += (uint64_t)n;
+	if (st->ops && st->ops->records && n > 0)
+		return st->ops->records(st->ops->ctx, s, st->recs, (size_t)n);
+	return 0;
+}
+
+/* Returns a callback's non-zero value; damage inside a payload is recorded, not returned. */
+static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
+			const uint8_t *payload)
+{
+	struct tally_section *s;
+	bool ok = true;
+	int rc = 0;
+
+	if (c->type == TALLY_CHUNK_SESSION) {
+		s = new_section(st, c->offset, false);
+		if (!s)
+			return -ENOMEM;
+		parse_session(s, payload, c->len);
+		s->chunks++;
+		if (st->ops && st->ops->section)
+			rc = st->ops->section(st->ops->ctx, st->f, s);
+		return rc;
+	}
+	s = current_section(st);
+	if (!s)
+		return -ENOMEM;
+	s->chunks++;
+	switch (c->type) {
+	case TALLY_CHUNK_STRINGS:
+		ok = parse_strings(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_RECORDS:
+		rc = handle_records(st, s, payload, c->len);
+		ok = rc != -EINVAL;
+		if (rc == -EINVAL)
+			rc = 0;
+		break;
+	case TALLY_CHUNK_LEDGER:
+		ok = parse_ledger(s, payload, c->len, c->flags & TALLY_CHUNK_FLAG_FINAL);
+		break;
+	case TALLY_CHUNK_DEVICE:
+		parse_device(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_CLOCK:
+		parse_clock(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_NOTE:
+		parse_note(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_LOSS:
+		ok = parse_loss(s, payload, c->len);
+		break;
+	default:
+		s->unknown_chunks++;
+	}
+	if (!ok) {
+		s->bad_chunks++;
+		add_damage(st, TALLY_DAMAGE_PAYLOAD, c->offset,
+			   c->offset + TALLY_CHUNK_HEADER_LEN + c->len, 0);
+	}
+	return rc;
+}
+
+static void check_sequence(struct read_state *st, uint64_t off, uint32_t seq)
+{
+	if (st->have_seq && seq != st->last_seq + 1 && seq > st->last_seq)
+		add_damage(st, TALLY_DAMAGE_SEQ_GAP, off, off, seq - st->last_seq - 1);
+	st->have_seq = true;
+	st->last_seq = seq;
+}
+
+/* Is there an intact chunk at off?  On success fills info and sets *payload. */
+static bool chunk_at(struct tally_file *f, uint64_t off, struct tally_chunk_info *info,
+		     const uint8_t **payload, bool *truncated)
+{
+	const uint8_t *h;
+	uint64_t check;
+	size_t got;
+
+	*truncated = false;
+	h = file_bytes(f, off, TALLY_CHUNK_HEADER_LEN, &got);
+	if (!h) {
+		*truncated = true;
+		return false;
+	}
+	if (get_le32(h) != TALLY_CHUNK_SYNC || get_le32(h + 28) != (uint32_t)tally_checksum(h, 28))
+		return false;
+	info->offset = off;
+	info->type = h[4] | h[5] << 8;
+	info->flags = h[6] | h[7] << 8;
+	info->len = get_le32(h + 8);
+	info->seq = get_le32(h + 12);
+	check = get_le64(h + 16);
+	if (info->len > TALLY_CHUNK_MAX)
+		return false;
+	*payload = file_bytes(f, off + TALLY_CHUNK_HEADER_LEN, info->len, &got);
+	if (!*payload) {
+		*truncated = off + TALLY_CHUNK_HEADER_LEN + info->len > f->size;
+		return false;
+	}
+	return tally_checksum(*payload, info->len) == check;
+}
+
+/* Scan forward from off for the next intact chunk; returns its offset or f->size. */
+static uint64_t resync(struct tally_file *f, uint64_t off)
+{
+	struct tally_chunk_info info;
+	const uint8_t *payload;
+	bool truncated;
+
+	for (off++; off + TALLY_CHUNK_HEADER_LEN <= f->size; off++) {
+		size_t got;
+		const uint8_t *p = file_bytes(f, off, 4, &got);
+		const uint8_t *hit;
+		uint64_t base = off;
+		size_t avail;
+
+		if (!p)
+			break;
+		/* Search the rest of the read window for the first sync byte. */
+		avail = (size_t)(f->buf_base + f->buf_len - off);
+		hit = memmem(p, avail, "CHNK", 4);
+		if (!hit) {
+			off = base + (avail > 3 ? avail - 4 : 0);
+			continue;
+		}
+		off = base + (uint64_t)(hit - p);
+		if (chunk_at(f, off, &info, &payload, &truncated))
+			return off;
+	}
+	return f->size;
+}
+
+static void report_progress(struct read_state *st, uint64_t off)
+{
+	if (st->ops && st->ops->progress && off >= st->next_progress) {
+		st->ops->progress(st->ops->ctx, off, st->f->size);
+		st->next_progress = off + PROGRESS_INTERVAL;
+	}
+}
+
+int tally_file_read(struct tally_file *f, const struct tally_read_ops *ops)
+{
+	struct read_state st = {.f = f, .ops = ops};
+	uint64_t off = TALLY_PREAMBLE_LEN;
+	int rc = 0;
+
+	while (off < f->size && rc == 0) {
+		struct tally_chunk_info info;
+		const uint8_t *payload;
+		bool truncated;
+
+		report_progress(&st, off);
+		if (!chunk_at(f, off, &info, &payload, &truncated)) {
+			uint64_t next = truncated ? f->size : resync(f, off);
+
+			add_damage(&st,
+				   next >= f->size && truncated ? TALLY_DAMAGE_TRUNCATED
+								: TALLY_DAMAGE_CORRUPT,
+				   off, next, 0);
+			off = next;
+			continue;
+		}
+		check_sequence(&st, off, info.seq);
+		f->chunks++;
+		if (ops && ops->chunk)
+			rc = ops->chunk(ops->ctx, &info);
+		if (rc == 0)
+			rc = handle_chunk(&st, &info, payload);
+		off += TALLY_CHUNK_HEADER_LEN + info.len;
+		f->intact_end = off;
+	}
+	if (ops && ops->progress)
+		ops->progress(ops->ctx, f->size, f->size);
+	tally_codec_fini(&st.codec);
+	free(st.recs);
+	return rc;
+}
+
+int tally_file_load(struct tally_file **ret, const char *path, char *err, size_t errlen)
+{
+	int rc = tally_file_open(ret, path, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	rc = tally_file_read(*ret, NULL);
+	if (rc < 0) {
+		set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		tally_file_close(*ret);
+		*ret = NULL;
+	}
+	return rc;
+}

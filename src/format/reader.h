@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The .tally reader.  It streams a file chunk by chunk (memory bounded by the largest chunk plus
+ * the string tables), hands records to the caller in batches, and builds a summary of everything
+ * else: session facts, devices, ledger snapshots, loss windows, notes and damage.
+ *
+ * It never trusts the file: every length is bounded, every chunk is checksummed, and a damaged or
+ * truncated file is read up to its last intact chunk, then past the damage from the next intact
+ * chunk on, with each damaged range reported.
+ */
+#ifndef TALLY_FORMAT_READER_H
+#define TALLY_FORMAT_READER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ledger.h"
+#include "tally-format.h"
+
+struct tally_device {
+	uint32_t id;
+	char *name;
+	uint8_t uuid[16];
+	bool has_uuid;
+	uint32_t cc_major, cc_minor;
+	uint64_t global_mem;
+	uint32_t sm_count;
+	char *pci_bus;
+};
+
+struct tally_clock {
+	uint64_t cupti, realtime, monotonic;
+};
+
+struct tally_note {
+	uint64_t time;
+	unsigned severity;
+	char *code;
+	char *text;
+};
+
+/* A time window in which a loss counter grew. */
+struct tally_window {
+	uint64_t t_begin, t_end; /* CUPTI ns */
+	unsigned counter;	 /* enum tally_counter */
+	uint64_t count;
+};
+
+enum tally_damage_kind {
+	TALLY_DAMAGE_TRUNCATED, /* the file ends inside a chunk */
+	TALLY_DAMAGE_CORRUPT,	/* bytes that are not an intact chunk, skipped */
+	TALLY_DAMAGE_SEQ_GAP,	/* intact chunks, but sequence numbers missing between them */
+	TALLY_DAMAGE_PAYLOAD,	/* an intact chunk whose payload does not decode */
+};
+
+struct tally_damage {
+	enum tally_damage_kind kind;
+	uint64_t offset, end; /* byte range in the file */
+	uint32_t missing;     /* SEQ_GAP: how many chunk numbers are missing */
+	int section;	      /* index of the section it falls in, -1 before any */
+};
+
+const char *tally_damage_kind_name(enum tally_damage_kind k);
+
+struct tally_section {
+	unsigned index;
+	uint64_t offset; /* of the SESSION chunk; 0 for an implicit section (SESSION lost) */
+	bool implicit;	 /* records came before any SESSION chunk */
+
+	/* SESSION facts; strings are owned, NULL when absent */
+	char *writer, *host, *cmdline, *rank, *config, *source, *exe, *output;
+	uint64_t pid, ppid;
+	uint64_t start_realtime, start_monotonic, start_cupti;
+	uint64_t driver_version, runtime_version, cupti_version;
+	uint64_t kinds; /* bit 1 << kind for each kind enabled */
+	uint64_t slice_ns;
+	uint8_t session_id[16], parent_id[16];
+	bool has_session_id, has_parent;
+	bool merged;
+	int64_t merge_offset;
+
+	struct tally_device *devices;
+	size_t ndevices;
+	struct tally_clock *clocks;
+	size_t nclocks;
+	struct tally_note *notes;
+	size_t nnotes;
+
+	struct tally_ledger ledger; /* the latest snapshot */
+	uint64_t ledgers;	    /* snapshots read */
+	bool has_final;
+	struct tally_window *windows;
+	size_t nwindows;
+	uint64_t explicit_windows; /* bit 1 << counter: LOSS chunks placed it; no delta windows */
+
+	/* what the reader found */
+	uint64_t records[TALLY_KIND_MAX];
+	uint64_t records_total;
+	uint64_t chunks, unknown_chunks, unknown_keys, unknown_columns, bad_chunks;
+	uint64_t t_min, t_max; /* earliest start and latest end of records with good times */
+
+	char **strings; /* strings[id], id 1..nstrings-1; NULL where a STRINGS chunk was lost */
+	uint32_t nstrings;
+};
+
+/* The string for id, or NULL (id 0, or its STRINGS chunk was lost). */
+const char *tally_section_string(const struct tally_section *s, uint32_t id);
+
+struct tally_chunk_info {
+	uint64_t offset;
+	unsigned type, flags;
+	uint32_t len, seq;
+};
+
+struct tally_file {
+	char *path;
+	int fd;
+	uint64_t size;
+	unsigned format_major, format_minor;
+
+	struct tally_section **sections;
+	size_t nsections;
+	struct tally_damage *damage;
+	size_t ndamage;
+	uint64_t intact_end; /* just past the last intact chunk */
+	uint64_t chunks;
+	uint64_t records_total;
+
+	/* read buffer (internal) */
+	uint8_t *buf;
+	size_t buf_cap, buf_len;
+	uint64_t buf_base;
+};
+
+/*
+ * Callbacks for tally_file_read; any may be NULL.  A non-zero return stops the read and is
+ * returned by tally_file_read.  Records (and the section they point into) are valid only during
+ * the call.
+ */
+struct tally_read_ops {
+	int (*section)(void *ctx, struct tally_file *f, struct tally_section *s);
+	int (*records)(void *ctx, struct tally_section *s, const struct tally_record *recs,
+		       size_t n);
+	int (*chunk)(void *ctx, const struct tally_chunk_info *c);
+	/* called about every 64 MiB read, for progress displays */
+	void (*progress)(void *ctx, uint64_t offset, uint64_t size);
+	void *ctx;
+};
+
+/*
+ * Open path and check its preamble.  On failure returns -errno: -ENOENT and friends from open(2),
+ * -EPROTO for a file that is not a tally trace (also an empty one), -ENOTSUP for an unsupported
+ * version or incompatible feature; err (if not NULL) then says why in words.
+ */
+int tally_file_open(struct tally_file **ret, const char *path, char *err, size_t errlen);
+
+/* Read every chunk, filling the summary.  Returns 0, a callback's non-zero value, or -errno. */
+int tally_file_read(struct tally_file *f, const struct tally_read_ops *ops);
+
+void tally_file_close(struct tally_file *f); /* NULL is fine */
+
+/* Convenience: open and read with no callbacks (a summary only). */
+int tally_file_load(struct tally_file **ret, const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The .tally file format: constants and record types shared by the writer (inside the traced
+ * process) and every reader (the tally CLI).  docs/format.md is the contract; keep the two in step.
+ */
+#ifndef TALLY_FORMAT_TALLY_FORMAT_H
+#define TALLY_FORMAT_TALLY_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TALLY_MAGIC	       "\x89TALLY\r\n"
+#define TALLY_MAGIC_LEN	       8
+#define TALLY_PREAMBLE_LEN     16
+#define TALLY_FORMAT_MAJOR     1
+#define TALLY_FORMAT_MINOR     0
+#define TALLY_CHUNK_SYNC       0x4B4E4843u /* "CHNK" read as little-endian u32 */
+#define TALLY_CHUNK_HEADER_LEN 32
+#define TALLY_CHUNK_MAX	       (64u << 20)
+
+enum tally_chunk_type {
+	TALLY_CHUNK_SESSION = 1,
+	TALLY_CHUNK_STRINGS = 2,
+	TALLY_CHUNK_RECORDS = 3,
+	TALLY_CHUNK_LEDGER = 4,
+	TALLY_CHUNK_DEVICE = 5,
+	TALLY_CHUNK_CLOCK = 6,
+	TALLY_CHUNK_NOTE = 7,
+	TALLY_CHUNK_LOSS = 8,
+	TALLY_CHUNK_TYPE_MAX,
+};
+
+#define TALLY_CHUNK_FLAG_FINAL 0x1u
+
+enum tally_kind {
+	TALLY_KIND_NONE = 0,
+	TALLY_KIND_KERNEL = 1,
+	TALLY_KIND_MEMCPY = 2,
+	TALLY_KIND_MEMSET = 3,
+	TALLY_KIND_RUNTIME = 4,
+	TALLY_KIND_DRIVER = 5,
+	TALLY_KIND_SYNC = 6,
+	TALLY_KIND_NVTX_RANGE = 7,
+	TALLY_KIND_NVTX_MARK = 8,
+	TALLY_KIND_OVERHEAD = 9,
+	TALLY_KIND_MAX,
+};
+
+/* Kinds whose records happen on the GPU (the ones a launch API call expects). */
+static inline int tally_kind_is_gpu(unsigned kind)
+{
+	return kind == TALLY_KIND_KERNEL || kind == TALLY_KIND_MEMCPY || kind == TALLY_KIND_MEMSET;
+}
+
+static inline int tally_kind_is_api(unsigned kind)
+{
+	return kind == TALLY_KIND_RUNTIME || kind == TALLY_KIND_DRIVER;
+}
+
+const char *tally_kind_name(unsigned kind); /* "kernel", "memcpy", ...; "kind-N" if unknown */
+int tally_kind_from_name(const char *name); /* -1 if unknown */
+
+enum tally_record_flag {
+	TALLY_REC_BAD_TIME = 1u << 0,
+	TALLY_REC_LAUNCH = 1u << 1,
+	TALLY_REC_ASYNC = 1u << 2,
+	TALLY_REC_DEPTH_LOST = 1u << 3,
+};
+
+/*
+ * One record, any kind: the logical row of docs/format.md §7.  Fields a kind does not use are zero.
+ * The names follow the columns; see the table there for what each means per kind.
+ */
+struct tally_record {
+	uint64_t start;
+	uint64_t end;
+	uint64_t bytes;
+	uint64_t graph_node_id;
+	uint32_t kind;
+	uint32_t flags;
+	uint32_t correlation_id;
+	uint32_t name_id;
+	uint32_t device_id;
+	uint32_t context_id;
+	uint32_t stream_id;
+	uint32_t process_id;
+	uint32_t thread_id;
+	uint32_t cbid;
+	uint32_t subkind;
+	uint32_t src_kind;
+	uint32_t dst_kind;
+	uint32_t src_device;
+	uint32_t dst_device;
+	int32_t grid[3];
+	int32_t block[3];
+	uint32_t registers;
+	uint32_t static_smem;
+	uint32_t dynamic_smem;
+	uint32_t graph_id;
+	uint32_t value;
+	uint32_t domain_id;
+	uint32_t color;
+	uint32_t category;
+};
+
+enum tally_column {
+	TALLY_COL_START = 1,
+	TALLY_COL_DURATION,
+	TALLY_COL_CORRELATION,
+	TALLY_COL_NAME,
+	TALLY_COL_DEVICE,
+	TALLY_COL_CONTEXT,
+	TALLY_COL_STREAM,
+	TALLY_COL_PROCESS,
+	TALLY_COL_THREAD,
+	TALLY_COL_BYTES,
+	TALLY_COL_FLAGS,
+	TALLY_COL_CBID,
+	TALLY_COL_SUBKIND,
+	TALLY_COL_SRC_KIND,
+	TALLY_COL_DST_KIND,
+	TALLY_COL_SRC_DEVICE,
+	TALLY_COL_DST_DEVICE,
+	TALLY_COL_GRID_X,
+	TALLY_COL_GRID_Y,
+	TALLY_COL_GRID_Z,
+	TALLY_COL_BLOCK_X,
+	TALLY_COL_BLOCK_Y,
+	TALLY_COL_BLOCK_Z,
+	TALLY_COL_REGISTERS,
+	TALLY_COL_STATIC_SMEM,
+	TALLY_COL_DYNAMIC_SMEM,
+	TALLY_COL_GRAPH_ID,
+	TALLY_COL_GRAPH_NODE_ID,
+	TALLY_COL_VALUE,
+	TALLY_COL_DOMAIN,
+	TALLY_COL_COLOR,
+	TALLY_COL_CATEGORY,
+	TALLY_COL_MAX,
+};
+
+enum tally_col_encoding {
+	TALLY_ENC_CONST = 0,
+	TALLY_ENC_DELTA = 1,
+	TALLY_ENC_DELTA_RLE = 2,
+};
+
+/* Key/value entry types (docs/format.md §5). */
+enum tally_kv_type {
+	TALLY_KV_UINT = 1,
+	TALLY_KV_SINT = 2,
+	TALLY_KV_BYTES = 3,
+};
+
+enum tally_session_key {
+	TALLY_SK_WRITER = 1,
+	TALLY_SK_HOST,
+	TALLY_SK_PID,
+	TALLY_SK_PPID,
+	TALLY_SK_CMDLINE,
+	TALLY_SK_RANK,
+	TALLY_SK_START_REALTIME,
+	TALLY_SK_START_MONOTONIC,
+	TALLY_SK_START_CUPTI,
+	TALLY_SK_DRIVER_VERSION,
+	TALLY_SK_RUNTIME_VERSION,
+	TALLY_SK_CUPTI_VERSION,
+	TALLY_SK_CONFIG,
+	TALLY_SK_KINDS,
+	TALLY_SK_SESSION_ID,
+	TALLY_SK_PARENT_ID,
+	TALLY_SK_SOURCE,
+	TALLY_SK_EXE,
+	TALLY_SK_SLICE_NS,
+	TALLY_SK_OUTPUT,
+	TALLY_SK_MERGED,
+	TALLY_SK_MERGE_OFFSET,
+	TALLY_SK_MAX,
+};
+
+enum tally_device_key {
+	TALLY_DK_ID = 1,
+	TALLY_DK_NAME,
+	TALLY_DK_UUID,
+	TALLY_DK_CC_MAJOR,
+	TALLY_DK_CC_MINOR,
+	TALLY_DK_GLOBAL_MEM,
+	TALLY_DK_SM_COUNT,
+	TALLY_DK_PCI_BUS,
+	TALLY_DK_MEM_CLOCK,
+};
+
+enum tally_clock_key {
+	TALLY_CK_CUPTI = 1,
+	TALLY_CK_REALTIME,
+	TALLY_CK_MONOTONIC,
+};
+
+enum tally_note_key {
+	TALLY_NK_TIME = 1,
+	TALLY_NK_SEVERITY,
+	TALLY_NK_CODE,
+	TALLY_NK_TEXT,
+};
+
+enum tally_note_severity {
+	TALLY_NOTE_INFO = 0,
+	TALLY_NOTE_WARNING = 1,
+	TALLY_NOTE_ERROR = 2,
+};
+
+#endif

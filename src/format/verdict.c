@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/* The verdict rules of docs/ledger.md. */
+#include "verdict.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct tally_reason *add_reason(struct tally_verdict *v, enum tally_reason_code code,
+				       unsigned counter, uint64_t count)
+{
+	struct tally_reason *r = realloc(v->reasons, (v->nreasons + 1) * sizeof(*r));
+
+	if (!r)
+		return NULL;
+	v->reasons = r;
+	r = &v->reasons[v->nreasons++];
+	memset(r, 0, sizeof(*r));
+	r->code = code;
+	r->counter = counter;
+	r->count = count;
+	return r;
+}
+
+static void say(char *dst, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(dst, len, fmt, ap);
+	va_end(ap);
+}
+
+/* What to change, per loss counter. */
+static const char *loss_hint(unsigned counter)
+{
+	switch (counter) {
+	case TALLY_C_DROPPED_CUPTI:
+		return "give CUPTI more buffer space (TALLY_BUFFER_SIZE, TALLY_POOL_BUFFERS), "
+		       "trace "
+		       "fewer kinds (--trace), or a shorter window (--duration)";
+	case TALLY_C_BAD_TIME:
+		return "the GPU's device buffers ran out: raise TALLY_DEVICE_BUFFER_POOL_LIMIT or "
+		       "TALLY_DEVICE_BUFFER_SIZE, or record a shorter window";
+	case TALLY_C_UNKNOWN_KIND:
+	case TALLY_C_PARSE_FAILURES:
+		return "this tally does not decode all of what CUPTI produced: use a tally built "
+		       "for this CUDA version, or trace fewer kinds";
+	case TALLY_C_UNMATCHED_API:
+		return "GPU records never arrived for these calls: the program may have ended "
+		       "before CUDA delivered them (see flush_path), or device buffers overflowed";
+	case TALLY_C_UNMATCHED_GPU:
+		return "the calls that launched this work were not recorded: trace the runtime "
+		       "and driver API (--trace cuda) from the start of the program";
+	case TALLY_C_WRITE_FAILURES:
+	case TALLY_C_CHUNKS_LOST:
+	case TALLY_C_RECORDS_LOST_WRITE:
+	case TALLY_C_BYTES_LOST:
+		return "the output could not take the data: free space or write elsewhere "
+		       "(tally doctor -o PATTERN checks the place)";
+	case TALLY_C_WATCHDOG_FIRED:
+		return "CUPTI's flush hung and was abandoned: records still inside CUPTI were lost";
+	case TALLY_C_DROPPED_INPROCESS:
+		return "tally's consumer fell behind: raise TALLY_POOL_BUFFERS";
+	default:
+		return "";
+	}
+}
+
+static void reason_loss(struct tally_verdict *v, const struct tally_section *s, unsigned id)
+{
+	const struct tally_counter_info *ci = tally_counter_info(id);
+	struct tally_reason *r = add_reason(v, TALLY_R_LOSS, id, s->ledger.v[id]);
+	size_t i, nwin = 0;
+
+	if (!r)
+		return;
+	for (i = 0; i < s->nwindows; i++)
+		nwin += s->windows[i].counter == id;
+	say(r->text, sizeof(r->text), "%s: %llu %s%s", ci->name,
+	    (unsigned long long)s->ledger.v[id], ci->what, nwin ? "" : " (no time window known)");
+	say(r->hint, sizeof(r->hint), "%s", loss_hint(id));
+}
+
+static void check_damage(const struct tally_file *f, const struct tally_section *s,
+			 struct tally_verdict *v)
+{
+	size_t i;
+
+	for (i = 0; i < f->ndamage; i++) {
+		const struct tally_damage *d = &f->damage[i];
+		struct tally_reason *r;
+
+		if (d->section != (int)s->index && !(d->section < 0 && s->index == 0))
+			continue;
+		r = add_reason(v, TALLY_R_DAMAGED, 0, d->end - d->offset);
+		if (!r)
+			return;
+		if (d->kind == TALLY_DAMAGE_SEQ_GAP)
+			say(r->text, sizeof(r->text), "%u chunk(s) missing before offset %llu",
+			    d->missing, (unsigned long long)d->offset);
+		else
+			say(r->text, sizeof(r->text), "%s: bytes %llu-%llu of %s unreadable",
+			    tally_damage_kind_name(d->kind), (unsigned long long)d->offset,
+			    (unsigned long long)d->end, f->path);
+		say(r->hint, sizeof(r->hint), "%s",
+		    d->kind == TALLY_DAMAGE_TRUNCATED
+			? "the file ends mid-chunk: the writer was killed or the disk filled"
+			: "the file was damaged after it was written (storage or copy)");
+	}
+}
+
+static void check_close(const struct tally_section *s, struct tally_verdict *v)
+{
+	struct tally_reason *r;
+
+	if (s->implicit && (r = add_reason(v, TALLY_R_NO_SESSION, 0, 0)))
+		say(r->text, sizeof(r->text), "the session header is lost: process facts unknown");
+	if (s->has_final)
+		return;
+	r = add_reason(v, TALLY_R_NOT_CLOSED, 0, 0);
+	if (!r)
+		return;
+	if (s->ledgers)
+		say(r->text, sizeof(r->text),
+		    "no final ledger: the process ended without tally's closing flush; records "
+		    "after t=%llu ns (the last ledger, slice %llu) are missing",
+		    (unsigned long long)s->ledger.t_end, (unsigned long long)s->ledger.slice);
+	else
+		say(r->text, sizeof(r->text),
+		    "no ledger at all: the process ended before tally's first time slice");
+	say(r->hint, sizeof(r->hint),
+	    "killed (SIGKILL, OOM) or crashed: a shorter TALLY_SLICE_MS bounds what such an end "
+	    "loses");
+}
+
+static void check_buffers(const struct tally_section *s, struct tally_verdict *v)
+{
+	const uint64_t *c = s->ledger.v;
+	uint64_t handed = c[TALLY_C_BUFFERS_REQUESTED] - c[TALLY_C_BUFFERS_REFUSED];
+	struct tally_reason *r;
+
+	if (!s->has_final || c[TALLY_C_BUFFERS_STRANDED] || handed <= c[TALLY_C_BUFFERS_DELIVERED])
+		return;
+	r = add_reason(v, TALLY_R_STRANDED, TALLY_C_BUFFERS_DELIVERED,
+		       handed - c[TALLY_C_BUFFERS_DELIVERED]);
+	if (r)
+		say(r->text, sizeof(r->text), "%llu buffer(s) handed to CUPTI never came back",
+		    (unsigned long long)(handed - c[TALLY_C_BUFFERS_DELIVERED]));
+}
+
+static void check_records(const struct tally_section *s, struct tally_verdict *v)
+{
+	const uint64_t *c = s->ledger.v;
+	uint64_t written = 0, k;
+	struct tally_reason *r;
+
+	if (c[TALLY_C_LAUNCH_CALLS] && !c[TALLY_C_GPU_RECORDS] &&
+	    (r = add_reason(v, TALLY_R_NO_GPU_RECORDS, 0, c[TALLY_C_LAUNCH_CALLS]))) {
+		say(r->text, sizeof(r->text),
+		    "%llu calls launched GPU work but not one GPU record arrived",
+		    (unsigned long long)c[TALLY_C_LAUNCH_CALLS]);
+		say(r->hint, sizeof(r->hint),
+		    "CUPTI delivered no kernel records: another profiler "
+		    "may hold CUPTI (see notes), or run tally doctor");
+	}
+	if (!s->has_final)
+		return;
+	for (k = 1; k < TALLY_KIND_MAX; k++)
+		written += c[TALLY_C_BY_KIND + k];
+	if (written > s->records_total + c[TALLY_C_RECORDS_LOST_WRITE] &&
+	    (r = add_reason(v, TALLY_R_MISSING_RECORDS, 0,
+			    written - s->records_total - c[TALLY_C_RECORDS_LOST_WRITE])))
+		say(r->text, sizeof(r->text),
+		    "the ledger counts %llu records written, the file "
+		    "holds %llu",
+		    (unsigned long long)written, (unsigned long long)s->records_total);
+}
+
+int tally_verdict_compute(const struct tally_file *f, const struct tally_section *s,
+			  struct tally_verdict *v)
+{
+	unsigned i;
+
+	memset(v, 0, sizeof(*v));
+	check_close(s, v);
+	check_damage(f, s, v);
+	for (i = 0; i < tally_loss_counters_count; i++)
+		if (s->ledger.v[tally_loss_counters[i]])
+			reason_loss(v, s, tally_loss_counters[i]);
+	check_buffers(s, v);
+	check_records(s, v);
+	v->complete = v->nreasons == 0;
+	return 0;
+}
+
+void tally_verdict_fini(struct tally_verdict *v)
+{
+	free(v->reasons);
+	memset(v, 0, sizeof(*v));
+}
+
+bool tally_files_complete(struct tally_file *const *files, size_t nfiles)
+{
+	size_t i, j;
+
+	for (i = 0; i < nfiles; i++) {
+		if (files[i]->nsections == 0)
+			return false;
+		for (j = 0; j < files[i]->nsections; j++) {
+			struct tally_verdict v;
+			bool ok;
+
+			tally_verdict_compute(files[i], files[i]->sections[j], &v);
+			ok = v.complete;
+			tally_verdict_fini(&v);
+			if (!ok)
+				return false;
+		}
+	}
+	return true;
+}

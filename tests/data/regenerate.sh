@@ -1,0 +1,23 @@
+#!/bin/sh
+# Regenerates the CPU-made sample traces kept in the repo (and the fuzzer's seed corpus).
+# Usage: tests/data/regenerate.sh BUILD_DIR   (after building, e.g. build/)
+# The traces recorded on a real H200 (gpu-*.tally) are made by tests/gpu/run.sh, not here.
+set -eu
+B=${1:-build}
+D=$(dirname "$0")
+TS=$B/tests/tally-testsrc
+C=$D/../fuzz/corpus
+mkdir -p "$C"
+# tiny: a small, complete trace of every record kind, fixed seed and start time
+"$TS" -o "$D/tiny.tally" --t0 1796000000000000000 --seed 42 --kernels 200 --driver-kernels 20 \
+	--memcpys 30 --memsets 10 --syncs 10 --ranges 12 --marks 3 --names 6 --devices 1 --batch 64
+# lossy: the same with faults, so readers and docs have an INCOMPLETE example at hand
+"$TS" -o "$D/lossy.tally" --t0 1796000000000000000 --seed 43 --kernels 300 --memcpys 20 \
+	--bad-time-every 50 --orphan-launches 3 --orphan-gpu 2 --unknown-kind 1 --batch 64
+# seed corpus: whole files, a cut one, and one with a flipped byte
+cp "$D/tiny.tally" "$C/tiny"
+cp "$D/lossy.tally" "$C/lossy"
+head -c 3000 "$D/tiny.tally" >"$C/tiny-cut"
+cp "$D/tiny.tally" "$C/tiny-flipped"
+printf '\377' | dd of="$C/tiny-flipped" bs=1 seek=500 conv=notrunc 2>/dev/null
+ls -l "$D"/*.tally "$C"

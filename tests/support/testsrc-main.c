@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally-testsrc: write a trace from the CPU test source, through the real pipeline, with the
+ * workload and faults given on the command line.  Used by tests/data/regenerate.sh (the sample
+ * trace), by the CLI tests, and by bench/.  See tally-testsrc --help.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testsrc.h"
+
+struct opts {
+	const char *output;
+	struct testsrc_workload w;
+	unsigned threads;
+	struct tally_pipeline_config cfg;
+	bool in_flight, kill, starve;
+	struct fault_sink fault;
+	bool use_fault;
+};
+
+struct worker {
+	pthread_t thread;
+	struct testsrc_emitter e;
+	const struct opts *o;
+	unsigned index;
+};
+
+static void usage(FILE *out)
+{
+	fputs("usage: tally-testsrc -o FILE [workload] [faults] [pipeline]\n"
+	      "workload (per thread): --kernels N --driver-kernels N --memcpys N --memsets N\n"
+	      "  --syncs N --ranges N --marks N --names N --devices N --seed N --threads N\n"
+	      "  --rate RECORDS_PER_S --t0 NS\n"
+	      "faults: --bad-time-every N --orphan-launches N --orphan-gpu N --unknown-kind N\n"
+	      "  --invalid-tail --in-flight (a buffer still in CUPTI at stop) --kill (end with\n"
+	      "  no closing flush, like SIGKILL) --starve (no consumer until the end)\n"
+	      "  --slow-walk-ns N --write-fail-after BYTES --write-errno EIO|ENOSPC|0 (0: short\n"
+	      "  writes) --write-fail-count N\n"
+	      "pipeline: --pool N --buffer-size BYTES --slice-ms N --batch N\n",
+	      out);
+}
+
+enum {
+	O_KERNELS = 256,
+	O_DRIVER,
+	O_MEMCPYS,
+	O_MEMSETS,
+	O_SYNCS,
+	O_RANGES,
+	O_MARKS,
+	O_NAMES,
+	O_DEVICES,
+	O_SEED,
+	O_THREADS,
+	O_RATE,
+	O_T0,
+	O_BADTIME,
+	O_ORPH_L,
+	O_ORPH_G,
+	O_UNKNOWN,
+	O_INVALID,
+	O_INFLIGHT,
+	O_KILL,
+	O_STARVE,
+	O_SLOW,
+	O_FAIL_AFTER,
+	O_FAIL_ERRNO,
+	O_FAIL_COUNT,
+	O_POOL,
+	O_BUFSZ,
+	O_SLICE,
+	O_BATCH,
+};
+
+static const struct option longopts[] = {
+    {"kernels", 1, NULL, O_KERNELS},
+    {"driver-kernels", 1, NULL, O_DRIVER},
+    {"memcpys", 1, NULL, O_MEMCPYS},
+    {"memsets", 1, NULL, O_MEMSETS},
+    {"syncs", 1, NULL, O_SYNCS},
+    {"ranges", 1, NULL, O_RANGES},
+    {"marks", 1, NULL, O_MARKS},
+    {"names", 1, NULL, O_NAMES},
+    {"devices", 1, NULL, O_DEVICES},
+    {"seed", 1, NULL, O_SEED},
+    {"threads", 1, NULL, O_THREADS},
+    {"rate", 1, NULL, O_RATE},
+    {"t0", 1, NULL, O_T0},
+    {"bad-time-every", 1, NULL, O_BADTIME},
+    {"orphan-launches", 1, NULL, O_ORPH_L},
+    {"orphan-gpu", 1, NULL, O_ORPH_G},
+    {"unknown-kind", 1, NULL, O_UNKNOWN},
+    {"invalid-tail", 0, NULL, O_INVALID},
+    {"in-flight", 0, NULL, O_INFLIGHT},
+    {"kill", 0, NULL, O_KILL},
+    {"starve", 0, NULL, O_STARVE},
+    {"slow-walk-ns", 1, NULL, O_SLOW},
+    {"write-fail-after", 1, NULL, O_FAIL_AFTER},
+    {"write-errno", 1, NULL, O_FAIL_ERRNO},
+    {"write-fail-count", 1, NULL, O_FAIL_COUNT},
+    {"pool", 1, NULL, O_POOL},
+    {"buffer-size", 1, NULL, O_BUFSZ},
+    {"slice-ms", 1, NULL, O_SLICE},
+    {"batch", 1, NULL, O_BATCH},
+    {"output", 1, NULL, 'o'},
+    {"help", 0, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int parse_errno(const char *s)
+{
+	if (strcmp(s, "EIO") == 0)
+		return EIO;
+	if (strcmp(s, "ENOSPC") == 0)
+		return ENOSPC;
+	return atoi(s);
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		unsigned long long v = optarg ? strtoull(optarg, NULL, 0) : 0;
+
+		switch (c) {
+		case 'o':
+			o->output = optarg;
+			break;
+		case O_KERNELS:
+			o->w.kernels = (unsigned)v;
+			break;
+		case O_DRIVER:
+			o->w.driver_kernels = (unsigned)v;
+			break;
+		case O_MEMCPYS:
+			o->w.memcpys = (unsigned)v;
+			break;
+		case O_MEMSETS:
+			o->w.memsets = (unsigned)v;
+			break;
+		case O_SYNCS:
+			o->w.syncs = (unsigned)v;
+			break;
+		case O_RANGES:
+			o->w.ranges = (unsigned)v;
+			break;
+		case O_MARKS:
+			o->w.marks = (unsigned)v;
+			break;
+		case O_NAMES:
+			o->w.kernel_names = (unsigned)v;
+			break;
+		case O_DEVICES:
+			o->w.device_records = (unsigned)v;
+			break;
+		case O_SEED:
+			o->w.seed = (uint32_t)v;
+			break;
+		case O_THREADS:
+			o->threads = (unsigned)v;
+			break;
+		case O_RATE:
+			o->w.rate = v;
+			break;
+		case O_T0:
+			o->w.t0 = v;
+			break;
+		case O_BADTIME:
+			o->w.bad_time_every = (unsigned)v;
+			break;
+		case O_ORPH_L:
+			o->w.orphan_launches = (unsigned)v;
+			break;
+		case O_ORPH_G:
+			o->w.orphan_gpu = (unsigned)v;
+			break;
+		case O_UNKNOWN:
+			o->w.unknown_kind = (unsigned)v;
+			break;
+		case O_INVALID:
+			o->w.invalid_tail = true;
+			break;
+		case O_INFLIGHT:
+			o->in_flight = true;
+			break;
+		case O_KILL:
+			o->kill = true;
+			break;
+		case O_STARVE:
+			o->starve = true;
+			break;
+		case O_SLOW:
+			atomic_store(&testsrc_walk_delay_ns, v);
+			break;
+		case O_FAIL_AFTER:
+			o->fault.fail_after = v;
+			o->use_fault = true;
+			break;
+		case O_FAIL_ERRNO:
+			o->fault.fail_errno = parse_errno(optarg);
+			break;
+		case O_FAIL_COUNT:
+			o->fault.fail_count = v;
+			break;
+		case O_POOL:
+			o->cfg.pool_buffers = (unsigned)v;
+			break;
+		case O_BUFSZ:
+			o->cfg.buffer_size = (size_t)v;
+			break;
+		case O_SLICE:
+			o->cfg.slice_ns = v * 1000000ull;
+			break;
+		case O_BATCH:
+			o->cfg.batch_records = (unsigned)v;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (!o->output) {
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *wk = arg;
+	struct testsrc_workload w = wk->o->w;
+
+	w.seed += wk->index;
+	testsrc_run(&wk->e, &w, 1 + wk->index * 10000000u);
+	/* --in-flight: the first thread's last buffer stays with "CUPTI" at stop. */
+	if (!(wk->o->in_flight && wk->index == 0))
+		testsrc_flush(&wk->e);
+	return NULL;
+}
+
+static uint64_t kinds_mask(const struct testsrc_workload *w)
+{
+	return 1u << TALLY_KIND_KERNEL | 1u << TALLY_KIND_MEMCPY | 1u << TALLY_KIND_MEMSET |
+	       1u << TALLY_KIND_RUNTIME | (w->driver_kernels ? 1u << TALLY_KIND_DRIVER : 0) |
+	       (w->syncs ? 1u << TALLY_KIND_SYNC : 0) |
+	       (w->ranges || w->marks ? 1u << TALLY_KIND_NVTX_RANGE | 1u << TALLY_KIND_NVTX_MARK
+				      : 0);
+}
+
+static int run(struct opts *o, int fd)
+{
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd};
+	struct tally_buf session = {0};
+	struct tally_stop_report rep;
+	struct worker *wk;
+	unsigned i;
+	int rc;
+
+	if (o->use_fault) {
+		o->fault.fd = fd;
+		sink = (struct tally_sink){fault_sink_write, &o->fault};
+	}
+	o->cfg.consumer_thread = !o->starve;
+	testsrc_session(&session, kinds_mask(&o->w));
+	rc = tally_pipeline_start(&o->cfg, &testsrc_source, &sink, &session);
+	tally_buf_fini(&session);
+	if (rc < 0) {
+		fprintf(stderr, "tally-testsrc: pipeline start: %s\n", strerror(-rc));
+		return 1;
+	}
+	wk = calloc(o->threads, sizeof(*wk));
+	for (i = 0; i < o->threads; i++) {
+		wk[i].o = o;
+		wk[i].index = i;
+		testsrc_emitter_init(&wk[i].e, 1000 + i, NULL, NULL);
+		pthread_create(&wk[i].thread, NULL, worker_main, &wk[i]);
+	}
+	for (i = 0; i < o->threads; i++)
+		pthread_join(wk[i].thread, NULL);
+	free(wk);
+	if (o->kill) {
+		tally_pipeline_tick(); /* what the periodic flush had written; then nothing */
+		_exit(0);
+	}
+	tally_pipeline_flush_begin(TALLY_FLUSH_API, 0);
+	tally_pipeline_stop(&rep);
+	printf("records %llu, bytes %llu, flush %llu ns, ledger %s\n",
+	       (unsigned long long)rep.records, (unsigned long long)rep.bytes_written,
+	       (unsigned long long)rep.flush_ns, rep.complete ? "clean" : "shows loss");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {.threads = 1, .w = {.kernel_names = 4, .seed = 1}};
+	int fd, rc;
+
+	tally_pipeline_config_default(&o.cfg);
+	o.fault.fail_after = UINT64_MAX;
+	o.fault.fail_errno = EIO;
+	o.fault.fail_count = UINT64_MAX;
+	o.fault.short_max = 100;
+	if (parse(argc, argv, &o) < 0)
+		return 2;
+	fd = open(o.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "tally-testsrc: %s: %s\n", o.output, strerror(errno));
+		return 1;
+	}
+	rc = run(&o, fd);
+	close(fd);
+	return rc;
+}

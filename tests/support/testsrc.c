@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: MIT */
+/* The CPU test source; see testsrc.h. */
+#include "testsrc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tally-format.h"
+
+_Atomic uint64_t testsrc_dropped_pending;
+_Atomic uint64_t testsrc_walk_delay_ns;
+
+const char *const testsrc_kernel_names[] = {
+    "_Z10vectorAddPKfS0_Pfi",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+    "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
+    "at::detail::Array<char*, 3>)",
+    "ampere_sgemm_128x64_nn",
+    "kernel \"with\" quotes\\and\tcontrol\x01 chars",
+    "ядро_κέρνελ_カーネル",
+    "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>"
+    "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8::Params)",
+    "reduce_kernel<512, 1, ReduceOp<float, Sum>>",
+    "bad utf8 \xff\xfe here",
+};
+const unsigned testsrc_kernel_names_count =
+    sizeof(testsrc_kernel_names) / sizeof(testsrc_kernel_names[0]);
+
+uint64_t testsrc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static CUptiResult walk(uint8_t *buf, size_t valid, CUpti_Activity **rec)
+{
+	uint64_t delay = atomic_load_explicit(&testsrc_walk_delay_ns, memory_order_relaxed);
+
+	if (delay) {
+		struct timespec ts = {(time_t)(delay / 1000000000ull),
+				      (long)(delay % 1000000000ull)};
+
+		nanosleep(&ts, NULL);
+	}
+	return cuptiActivityGetNextRecord(buf, valid, rec);
+}
+
+static CUptiResult dropped(size_t *n)
+{
+	*n = (size_t)atomic_exchange_explicit(&testsrc_dropped_pending, 0, memory_order_relaxed);
+	return CUPTI_SUCCESS;
+}
+
+static const char *api_name(CUpti_ActivityKind kind, uint32_t cbid)
+{
+	const char *name = NULL;
+	CUpti_CallbackDomain dom = kind == CUPTI_ACTIVITY_KIND_DRIVER ? CUPTI_CB_DOMAIN_DRIVER_API
+								      : CUPTI_CB_DOMAIN_RUNTIME_API;
+
+	return cuptiGetCallbackName(dom, cbid, &name) == CUPTI_SUCCESS ? name : NULL;
+}
+
+const struct tally_source testsrc_source = {
+    .next_record = walk,
+    .dropped = dropped,
+    .now = testsrc_now,
+    .api_name = api_name,
+};
+
+void testsrc_emitter_init(struct testsrc_emitter *e, uint32_t thread_id, testsrc_observer obs,
+			  void *ctx)
+{
+	memset(e, 0, sizeof(*e));
+	e->thread_id = thread_id;
+	e->observer = obs;
+	e->observer_ctx = ctx;
+}
+
+void testsrc_flush(struct testsrc_emitter *e)
+{
+	if (!e->buf)
+		return;
+	tally_pipeline_buffer_complete(NULL, 0, e->buf, e->size, e->used);
+	e->buffers_completed++;
+	e->buf = NULL;
+	e->size = e->used = 0;
+}
+
+bool testsrc_emit(struct testsrc_emitter *e, const void *rec, size_t size)
+{
+	if (e->buf && e->size - e->used < size)
+		testsrc_flush(e);
+	if (!e->buf) {
+		size_t max_records;
+
+		tally_pipeline_buffer_request(&e->buf, &e->size, &max_records);
+		e->used = 0;
+		if (!e->buf || e->size < size) {
+			/* No buffer: CUPTI drops the record and counts it. */
+			e->buf = NULL;
+			e->records_dropped++;
+			atomic_fetch_add_explicit(&testsrc_dropped_pending, 1,
+						  memory_order_relaxed);
+			if (e->observer)
+				e->observer(e->observer_ctx, NULL, 0);
+			return false;
+		}
+	}
+	memcpy(e->buf + e->used, rec, size);
+	e->used += size;
+	e->records_placed++;
+	if (e->observer)
+		e->observer(e->observer_ctx, rec, size);
+	return true;
+}
+
+/* xorshift32: deterministic durations and sizes per seed */
+static uint32_t rnd(uint32_t *s)
+{
+	uint32_t x = *s ? *s : 0x9e3779b9u;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return *s = x;
+}
+
+struct gen {
+	struct testsrc_emitter *e;
+	const struct testsrc_workload *w;
+	uint32_t rng, corr;
+	uint64_t t;
+	uint64_t gpu_count;
+	uint64_t paced, pace_start;
+};
+
+static void pace(struct gen *g)
+{
+	uint64_t due;
+
+	if (!g->w->rate)
+		return;
+	g->paced++;
+	due = g->pace_start + g->paced * 1000000000ull / g->w->rate;
+	while (testsrc_now() < due)
+		;
+}
+
+static void emit_api(struct gen *g, CUpti_ActivityKind kind, uint32_t cbid, uint32_t corr)
+{
+	CUpti_ActivityAPI a;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = kind;
+	a.cbid = cbid;
+	a.start = g->t;
+	a.end = g->t + 1500 + rnd(&g->rng) % 3000;
+	a.processId = (uint32_t)getpid();
+	a.threadId = g->e->thread_id;
+	a.correlationId = corr;
+	g->t = a.end + 200;
+	testsrc_emit(g->e, &a, sizeof(a));
+	pace(g);
+}
+
+/* GPU timestamps; every bad_time_every-th GPU record loses its timing, as when device
+ * buffers run out. */
+static void gpu_times(struct gen *g, uint64_t *start, uint64_t *end, uint64_t dur)
+{
+	g->gpu_count++;
+	if (g->w->bad_time_every && g->gpu_count % g->w->bad_time_every == 0) {
+		*start = *end = 0;
+		return;
+	}
+	*start = g->t + 3000;
+	*end = *start + dur;
+}
+
+static void emit_kernel(struct gen *g, uint32_t corr, unsigned i)
+{
+	CUpti_ActivityKernel10 k;
+	unsigned names = g->w->kernel_names ? g->w->kernel_names : 1;
+
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	gpu_times(g, &k.start, &k.end, 2000 + rnd(&g->rng) % 20000);
+	k.deviceId = 0;
+	k.contextId = 1;
+	k.streamId = 7 + i % 3;
+	k.gridX = 128 << (i % 3);
+	k.gridY = 1;
+	k.gridZ = 1;
+	k.blockX = 256;
+	k.blockY = 1;
+	k.blockZ = 1;
+	k.registersPerThread = 32;
+	k.staticSharedMemory = 0;
+	k.dynamicSharedMemory = 4096;
+	k.correlationId = corr;
+	k.name = testsrc_kernel_names[i % names % testsrc_kernel_names_count];
+	k.launchType = 0;
+	testsrc_emit(g->e, &k, sizeof(k));
+	pace(g);
+}
+
+static void emit_memcpy(struct gen *g, uint32_t corr)
+{
+	CUpti_ActivityMemcpy6 m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD + rnd(&g->rng) % 3;
+	m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+	m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+	m.bytes = 4096ull << (rnd(&g->rng) % 8);
+	gpu_times(g, &m.start, &m.end, m.bytes / 20 + 1000);
+	m.deviceId = 0;
+	m.contextId = 1;
+	m.streamId = 7;
+	m.correlationId = corr;
+	testsrc_emit(g->e, &m, sizeof(m));
+	pace(g);
+}
+
+static void emit_memset(struct gen *g, uint32_t corr)
+{
+	CUpti_ActivityMemset4 m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+	m.value = 0;
+	m.bytes = 1u << (10 + rnd(&g->rng) % 10);
+	gpu_times(g, &m.start, &m.end, m.bytes / 100 + 800);
+	m.deviceId = 0;
+	m.contextId = 1;
+	m.streamId = 7;
+	m.correlationId = corr;
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	testsrc_emit(g->e, &m, sizeof(m));
+	pace(g);
+}
+
+static void emit_sync(struct gen *g, uint32_t corr)
+{
+	CUpti_ActivitySynchronization2 s;
+
+	emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME,
+		 CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, corr);
+	memset(&s, 0, sizeof(s));
+	s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+	s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+	s.start = g->t;
+	s.end = g->t + 5000;
+	s.correlationId = corr;
+	s.contextId = 1;
+	s.streamId = 7;
+	s.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+	g->t = s.end;
+	testsrc_emit(g->e, &s, sizeof(s));
+	pace(g);
+}
+
+static void emit_marker(struct gen *g, unsigned flags, uint32_t id, const char *name)
+{
+	CUpti_ActivityMarker2 m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+	m.flags = flags;
+	m.timestamp = g->t;
+	m.id = id;
+	m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+	m.objectId.pt.processId = (uint32_t)getpid();
+	m.objectId.pt.threadId = g->e->thread_id;
+	m.name = name;
+	m.domain = NULL;
+	g->t += 700;
+	testsrc_emit(g->e, &m, sizeof(m));
+	pace(g);
+}
+
+static void emit_unknown(struct gen *g)
+{
+	CUpti_ActivityCudaEvent2 ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+	testsrc_emit(g->e, &ev, sizeof(ev));
+}
+
+static void emit_device(struct gen *g, unsigned id)
+{
+	CUpti_ActivityDevice5 d;
+	const char name[] = "Test GPU (CPU test source)";
+
+	memset(&d, 0, sizeof(d));
+	d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+	d.id = id;
+	d.computeCapabilityMajor = 9;
+	d.computeCapabilityMinor = 0;
+	d.globalMemorySize = 141ull << 30;
+	d.numMultiprocessors = 132;
+	memset(d.uuid.bytes, 0xa0 + (int)id, sizeof(d.uuid.bytes));
+	/* CUPTI mallocs the name and the client frees it: do the same. */
+	d.name = strdup(name);
+	testsrc_emit(g->e, &d, sizeof(d));
+}
+
+static void emit_invalid(struct gen *g)
+{
+	uint8_t junk[64];
+
+	memset(junk, 0, sizeof(junk));
+	*(uint32_t *)junk = 0x7fff; /* not a CUPTI_ACTIVITY_KIND */
+	testsrc_emit(g->e, junk, sizeof(junk));
+}
+
+static uint32_t next_corr(struct gen *g)
+{
+	return g->corr++;
+}
+
+static void gen_launches(struct gen *g)
+{
+	const struct testsrc_workload *w = g->w;
+	unsigned i;
+
+	for (i = 0; i < w->kernels; i++) {
+		uint32_t c = next_corr(g);
+
+		emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME,
+			 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, c);
+		emit_kernel(g, c, i);
+	}
+	for (i = 0; i < w->driver_kernels; i++) {
+		uint32_t c = next_corr(g);
+
+		emit_api(g, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, c);
+		emit_kernel(g, c, i);
+	}
+	for (i = 0; i < w->memcpys; i++) {
+		uint32_t c = next_corr(g);
+
+		emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME,
+			 CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, c);
+		emit_memcpy(g, c);
+	}
+	for (i = 0; i < w->memsets; i++) {
+		uint32_t c = next_corr(g);
+
+		emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME,
+			 CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, c);
+		emit_memset(g, c);
+	}
+}
+
+static void gen_rest(struct gen *g)
+{
+	const struct testsrc_workload *w = g->w;
+	unsigned i;
+
+	for (i = 0; i < w->syncs; i++)
+		emit_sync(g, next_corr(g));
+	for (i = 0; i < w->ranges; i++) {
+		uint32_t id = 1 + g->e->thread_id * 1000000u + i;
+
+		emit_marker(g, CUPTI_ACTIVITY_FLAG_MARKER_START, id, i % 2 ? "forward" : "step");
+		emit_marker(g, CUPTI_ACTIVITY_FLAG_MARKER_END, id, NULL);
+	}
+	for (i = 0; i < w->marks; i++)
+		emit_marker(g, CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, 0, "checkpoint");
+	for (i = 0; i < w->orphan_launches; i++)
+		emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME,
+			 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, next_corr(g));
+	for (i = 0; i < w->orphan_gpu; i++)
+		emit_kernel(g, next_corr(g), i);
+	for (i = 0; i < w->unknown_kind; i++)
+		emit_unknown(g);
+	for (i = 0; i < w->device_records; i++)
+		emit_device(g, i);
+	if (w->invalid_tail)
+		emit_invalid(g);
+}
+
+uint32_t testsrc_run(struct testsrc_emitter *e, const struct testsrc_workload *w,
+		     uint32_t first_correlation)
+{
+	struct gen g = {.e = e, .w = w, .rng = w->seed, .corr = first_correlation};
+
+	g.t = w->t0 ? w->t0 : testsrc_now();
+	g.pace_start = testsrc_now();
+	gen_launches(&g);
+	gen_rest(&g);
+	return g.corr;
+}
+
+void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
+{
+	char host[256] = "testhost";
+	const char cmd[] = "testsrc\0--workload";
+	uint8_t id[16];
+	unsigned i;
+
+	gethostname(host, sizeof(host) - 1);
+	for (i = 0; i < 16; i++)
+		id[i] = (uint8_t)(rand() & 0xff);
+	tally_kv_str(b, TALLY_SK_WRITER,
+		     "tally "
+		     "0.1.0");
+	tally_kv_str(b, TALLY_SK_HOST, host);
+	tally_kv_uint(b, TALLY_SK_PID, (uint64_t)getpid());
+	tally_kv_uint(b, TALLY_SK_PPID, (uint64_t)getppid());
+	tally_kv_bytes(b, TALLY_SK_CMDLINE, cmd, sizeof(cmd) - 1);
+	tally_kv_uint(b, TALLY_SK_START_REALTIME, testsrc_now());
+	tally_kv_uint(b, TALLY_SK_START_CUPTI, testsrc_now());
+	tally_kv_uint(b, TALLY_SK_CUPTI_VERSION, CUPTI_API_VERSION);
+	tally_kv_uint(b, TALLY_SK_KINDS, kinds_mask);
+	tally_kv_bytes(b, TALLY_SK_SESSION_ID, id, sizeof(id));
+	tally_kv_str(b, TALLY_SK_SOURCE, "testsrc");
+}
+
+ssize_t fault_sink_write(void *ctx, const void *buf, size_t len)
+{
+	struct fault_sink *s = ctx;
+	ssize_t n;
+
+	if (s->accepted >= s->fail_after && s->calls_failed < s->fail_count) {
+		s->calls_failed++;
+		if (s->fail_errno)
+			return -s->fail_errno;
+		if (len > s->short_max)
+			len = s->short_max;
+	} else if (s->accepted + len > s->fail_after && s->calls_failed < s->fail_count) {
+		len = (size_t)(s->fail_after - s->accepted); /* a write that the disk cuts short */
+		if (!len)
+			return s->fail_errno ? -s->fail_errno : 0;
+	}
+	n = s->fd >= 0 ? write(s->fd, buf, len) : (ssize_t)len;
+	if (n < 0)
+		return -errno;
+	s->accepted += (uint64_t)n;
+	return n;
+}

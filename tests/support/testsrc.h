@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CPU test source: it plays CUPTI's part for the pipeline.  It asks for buffers through
+ * tally_pipeline_buffer_request, fills them with real CUPTI activity structs from cupti_activity.h
+ * (kernel, memcpy, memset, runtime and driver API, synchronization, markers, device), and hands
+ * them back through tally_pipeline_buffer_complete, exactly as CUPTI does, from as many threads as
+ * asked.  When the pool refuses a buffer it counts the records it could not place, the way CUPTI
+ * counts drops, and reports them through the dropped() source call.
+ *
+ * Every record it makes is also shown to an observer callback, so a test computes its expected
+ * values from what was generated, never from tally's output.
+ */
+#ifndef TALLY_TESTS_TESTSRC_H
+#define TALLY_TESTS_TESTSRC_H
+
+#include <cupti.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipeline.h"
+
+/* What to generate.  Counts are per emitter (thread). */
+struct testsrc_workload {
+	unsigned kernels;	 /* cudaLaunchKernel + kernel record */
+	unsigned driver_kernels; /* cuLaunchKernel + kernel record */
+	unsigned memcpys;	 /* cudaMemcpyAsync + memcpy record */
+	unsigned memsets;	 /* cudaMemsetAsync + memset record */
+	unsigned syncs;		 /* cudaStreamSynchronize + synchronization record */
+	unsigned ranges;	 /* NVTX range: marker start + end */
+	unsigned marks;		 /* NVTX instantaneous marker */
+	unsigned kernel_names;	 /* distinct kernel names to cycle through (>= 1) */
+	uint32_t seed;
+	uint64_t t0;   /* first timestamp; 0: now */
+	uint64_t rate; /* records per second to pace at; 0: as fast as possible */
+	/* faults */
+	unsigned bad_time_every;  /* every Nth GPU record gets start = end = 0 */
+	unsigned orphan_launches; /* launch API records with no GPU record */
+	unsigned orphan_gpu;	  /* GPU records with no API record */
+	unsigned unknown_kind;	  /* records of a CUPTI kind tally does not decode */
+	bool invalid_tail;	  /* end a buffer with a record of an invalid kind */
+	unsigned device_records;  /* DEVICE records (facts, not timeline) */
+};
+
+/* A generated record, as the observer sees it (a copy of the CUPTI struct). */
+typedef void (*testsrc_observer)(void *ctx, const CUpti_Activity *rec, size_t size);
+
+/* One producer: a thread's view of CUPTI (per-thread buffers, as CUPTI 13's default). */
+struct testsrc_emitter {
+	uint8_t *buf;
+	size_t size, used;
+	uint32_t thread_id;
+	uint64_t buffers_completed;
+	uint64_t records_placed, records_dropped;
+	testsrc_observer observer;
+	void *observer_ctx;
+};
+
+/* The source calls for the pipeline: real CUPTI walking and naming, test-counted drops. */
+extern const struct tally_source testsrc_source;
+/* Records the emitters could not place since the last dropped() call (all emitters). */
+extern _Atomic uint64_t testsrc_dropped_pending;
+/* Nanoseconds next_record sleeps per record: the slow-consumer fault.  0: none. */
+extern _Atomic uint64_t testsrc_walk_delay_ns;
+
+void testsrc_emitter_init(struct testsrc_emitter *e, uint32_t thread_id, testsrc_observer obs,
+			  void *ctx);
+/* Place one record; asks for a buffer when needed.  Returns false if it was dropped. */
+bool testsrc_emit(struct testsrc_emitter *e, const void *rec, size_t size);
+/* Hand the current buffer back (CUPTI's flush).  keep: leave it in flight instead. */
+void testsrc_flush(struct testsrc_emitter *e);
+
+/* Generate a whole workload through e; returns the correlation id after the last one used. */
+uint32_t testsrc_run(struct testsrc_emitter *e, const struct testsrc_workload *w,
+		     uint32_t first_correlation);
+
+/* The kernel names testsrc_run cycles through (pointers stay valid: CUPTI's are, too). */
+extern const char *const testsrc_kernel_names[];
+extern const unsigned testsrc_kernel_names_count;
+
+uint64_t testsrc_now(void);
+
+/* Build the SESSION payload the way the collector does, with source "testsrc". */
+void testsrc_session(struct tally_buf *b, uint64_t kinds_mask);
+
+/* A sink with faults, for the writer. */
+struct fault_sink {
+	int fd;
+	uint64_t fail_after; /* bytes accepted before faults start; UINT64_MAX: never */
+	int fail_errno;	     /* errno of failures (EIO, ENOSPC); 0: short writes instead */
+	uint64_t fail_count; /* how many failing calls; then recover.  UINT64_MAX: forever */
+	size_t short_max;    /* short-write mode: at most this many bytes per call */
+	uint64_t accepted;
+	uint64_t calls_failed;
+};
+ssize_t fault_sink_write(void *ctx, const void *buf, size_t len);
+
+#endif
