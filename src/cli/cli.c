@@ -188,3 +188,40 @@ int cli_parse_duration_ns(const char *s, uint64_t *out)
 	*out = (uint64_t)v;
 	return 0;
 }
+
+int cli_find_collector(char *out, size_t len)
+{
+	static const char *const rel[] = {
+		"../lib/tally/libtally.so",
+		"../collector/libtally.so", /* build tree */
+		"libtally.so",
+	};
+	const char *env = getenv("TALLY_COLLECTOR");
+	char exe[4096], *slash;
+	ssize_t n;
+	size_t i;
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return access(out, R_OK) == 0 ? 0 : -ENOENT;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -ENOENT;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char path[4200];
+
+		snprintf(path, sizeof(path), "%s/%s", exe, rel[i]);
+		snprintf(out, len, "%s", path);
+		if (access(path, R_OK) == 0) {
+			if (!realpath(path, out))
+				snprintf(out, len, "%s", path);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}

@@ -66,6 +66,13 @@ void cli_progress_end(struct cli_progress *p);
 
 uint64_t cli_now_ns(void); /* CLOCK_MONOTONIC */
 
+/*
+ * Where libtally.so (the collector) is: $TALLY_COLLECTOR if set, else beside this tally binary
+ * (installed: BINDIR/../lib/tally/libtally.so; build tree: build/src/collector/libtally.so).
+ * Returns 0 and the absolute path, or -ENOENT with out holding the last place looked at.
+ */
+int cli_find_collector(char *out, size_t len);
+
 /* Human sizes and durations for reports: "1.5 MiB", "2.301 s". */
 const char *cli_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 const char *cli_fmt_ns(char *buf, size_t len, uint64_t ns);
