@@ -184,7 +184,8 @@ static void emit_batch(struct pipeline *p, unsigned kind)
 		return;
 	emit_strings(p); /* a RECORDS chunk may only use ids already written */
 	tally_buf_reset(&p->payload);
-	if (tally_records_encode(&p->codec, &p->payload, kind, b->recs, b->n) < 0) {
+	if (tally_records_encode(&p->codec, &p->payload, kind, b->recs, b->n,
+				 tally_kind_columns(kind)) < 0) {
 		p->c[TALLY_C_DROPPED_INPROCESS] += b->n;
 	} else {
 		emit_chunk(p, TALLY_CHUNK_RECORDS, 0, &p->payload, b->n);

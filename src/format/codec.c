@@ -72,26 +72,22 @@ static int codec_reserve(struct tally_codec *c, size_t n)
 	return 0;
 }
 
-static void column_gather(unsigned col, const struct tally_record *recs, size_t n, uint64_t *v)
+/* The value of column col in record r. */
+static inline uint64_t column_value(const struct column_desc *d, unsigned col,
+				    const struct tally_record *r)
 {
-	const struct column_desc *d = &columns[col];
-	const uint8_t *base = (const uint8_t *)recs + d->offset;
-	size_t i;
+	const uint8_t *p = (const uint8_t *)r + d->offset;
+	uint64_t v8;
+	uint32_t v4;
 
-	if (col == TALLY_COL_DURATION) {
-		for (i = 0; i < n; i++)
-			v[i] = recs[i].end - recs[i].start;
-	} else if (d->size == 8) {
-		for (i = 0; i < n; i++, base += sizeof(*recs))
-			memcpy(&v[i], base, 8);
-	} else {
-		for (i = 0; i < n; i++, base += sizeof(*recs)) {
-			uint32_t x;
-
-			memcpy(&x, base, 4);
-			v[i] = x;
-		}
+	if (col == TALLY_COL_DURATION)
+		return r->end - r->start;
+	if (d->size == 8) {
+		memcpy(&v8, p, 8);
+		return v8;
 	}
+	memcpy(&v4, p, 4);
+	return v4;
 }
 
 static void column_scatter(unsigned col, struct tally_record *recs, size_t n, const uint64_t *v)
@@ -117,31 +113,36 @@ static void column_scatter(unsigned col, struct tally_record *recs, size_t n, co
 	}
 }
 
-/* Sizes of the DELTA and DELTA_RLE forms of v[0..n-1]; *all_same when every value equals v[0]. */
-static void column_measure(const uint64_t *v, size_t n, size_t *delta_len, size_t *rle_len,
-			   bool *all_same)
+/*
+ * Gather column col of recs into v and measure, in the same pass, the sizes of its DELTA and
+ * DELTA_RLE forms; *all_same when every value equals v[0].  One pass over the records per column
+ * keeps the encoder within the speed budget (bench/bench-pipeline).
+ */
+static void column_gather_measure(unsigned col, const struct tally_record *recs, size_t n,
+				  uint64_t *v, size_t *delta_len, size_t *rle_len, bool *all_same)
 {
-	uint64_t prev = 0, run_delta = 0;
+	const struct column_desc *d = &columns[col];
+	uint64_t prev = 0, run_delta = 0, first = column_value(d, col, &recs[0]);
 	size_t dl = 0, rl = 0, run = 0, i;
 	bool same = true;
 
 	for (i = 0; i < n; i++) {
-		uint64_t d = v[i] - prev;
-		uint64_t zz = tally_zigzag((int64_t)d);
+		uint64_t x = column_value(d, col, &recs[i]);
+		uint64_t delta = x - prev;
 
-		dl += tally_varint_len(zz);
-		if (run && d == run_delta) {
+		v[i] = x;
+		dl += tally_varint_len(tally_zigzag((int64_t)delta));
+		if (run && delta == run_delta) {
 			run++;
 		} else {
 			if (run)
 				rl += tally_varint_len(tally_zigzag((int64_t)run_delta)) +
 				      tally_varint_len(run);
-			run_delta = d;
+			run_delta = delta;
 			run = 1;
 		}
-		if (v[i] != v[0])
-			same = false;
-		prev = v[i];
+		same &= x == first;
+		prev = x;
 	}
 	if (run)
 		rl += tally_varint_len(tally_zigzag((int64_t)run_delta)) + tally_varint_len(run);
@@ -187,13 +188,14 @@ static void column_put_rle(struct tally_buf *out, const uint64_t *v, size_t n)
 	}
 }
 
-static void column_encode(struct tally_buf *out, unsigned col, const uint64_t *v, size_t n)
+static void column_encode(struct tally_buf *out, unsigned col, const struct tally_record *recs,
+			  uint64_t *v, size_t n)
 {
 	size_t delta_len, rle_len, len;
 	bool all_same;
 	uint8_t enc;
 
-	column_measure(v, n, &delta_len, &rle_len, &all_same);
+	column_gather_measure(col, recs, n, v, &delta_len, &rle_len, &all_same);
 	if (all_same) {
 		if (v[0] == 0)
 			return; /* an absent column is zero in every row */
@@ -217,8 +219,41 @@ static void column_encode(struct tally_buf *out, unsigned col, const uint64_t *v
 		column_put_delta(out, v, n);
 }
 
+uint64_t tally_kind_columns(unsigned kind)
+{
+#define C(x) (1ull << TALLY_COL_##x)
+	const uint64_t common = C(START) | C(DURATION) | C(FLAGS);
+	const uint64_t gpu = common | C(CORRELATION) | C(DEVICE) | C(CONTEXT) | C(STREAM) |
+			     C(SUBKIND) | C(GRAPH_ID) | C(GRAPH_NODE_ID);
+
+	switch (kind) {
+	case TALLY_KIND_KERNEL:
+		return gpu | C(NAME) | C(GRID_X) | C(GRID_Y) | C(GRID_Z) | C(BLOCK_X) | C(BLOCK_Y) |
+		       C(BLOCK_Z) | C(REGISTERS) | C(STATIC_SMEM) | C(DYNAMIC_SMEM);
+	case TALLY_KIND_MEMCPY:
+		return gpu | C(BYTES) | C(SRC_KIND) | C(DST_KIND) | C(SRC_DEVICE) | C(DST_DEVICE);
+	case TALLY_KIND_MEMSET:
+		return gpu | C(BYTES) | C(VALUE);
+	case TALLY_KIND_RUNTIME:
+	case TALLY_KIND_DRIVER:
+		return common | C(CORRELATION) | C(NAME) | C(PROCESS) | C(THREAD) | C(CBID) |
+		       C(VALUE);
+	case TALLY_KIND_SYNC:
+		return common | C(CORRELATION) | C(CONTEXT) | C(STREAM) | C(SUBKIND) | C(VALUE);
+	case TALLY_KIND_NVTX_RANGE:
+	case TALLY_KIND_NVTX_MARK:
+		return common | C(NAME) | C(PROCESS) | C(THREAD) | C(SUBKIND) | C(VALUE) |
+		       C(DOMAIN) | C(COLOR) | C(CATEGORY);
+	case TALLY_KIND_OVERHEAD:
+		return common | C(CORRELATION) | C(PROCESS) | C(THREAD) | C(SUBKIND);
+	default:
+		return TALLY_COLUMNS_ALL;
+	}
+#undef C
+}
+
 int tally_records_encode(struct tally_codec *c, struct tally_buf *out, unsigned kind,
-			 const struct tally_record *recs, size_t n)
+			 const struct tally_record *recs, size_t n, uint64_t column_mask)
 {
 	size_t ncols_at, before;
 	unsigned col, ncols = 0;
@@ -231,9 +266,10 @@ int tally_records_encode(struct tally_codec *c, struct tally_buf *out, unsigned 
 	ncols_at = out->len;
 	tally_buf_put_u8(out, 0);
 	for (col = 1; col < TALLY_COL_MAX; col++) {
+		if (!(column_mask >> col & 1))
+			continue;
 		before = out->len;
-		column_gather(col, recs, n, c->values);
-		column_encode(out, col, c->values, n);
+		column_encode(out, col, recs, c->values, n);
 		ncols += out->len != before;
 	}
 	if (out->failed)

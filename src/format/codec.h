@@ -24,9 +24,17 @@ struct tally_codec {
 
 void tally_codec_fini(struct tally_codec *c);
 
-/* Append the payload of a RECORDS chunk for n records of one kind to out. */
+#define TALLY_COLUMNS_ALL (~1ull)
+
+/* The columns a kind uses (docs/format.md §7): bit 1 << column id. */
+uint64_t tally_kind_columns(unsigned kind);
+
+/*
+ * Append the payload of a RECORDS chunk for n records of one kind to out, writing the columns in
+ * column_mask (tally_kind_columns(kind), or TALLY_COLUMNS_ALL); the others read back as zero.
+ */
 int tally_records_encode(struct tally_codec *c, struct tally_buf *out, unsigned kind,
-			 const struct tally_record *recs, size_t n);
+			 const struct tally_record *recs, size_t n, uint64_t column_mask);
 
 /*
  * Decode a RECORDS payload into *recs (grown as needed; caller owns it and frees it with free()).

@@ -128,7 +128,8 @@ static void test_codec_roundtrip(void **state)
 			t += rnd64() % 1000000;
 			fill_random_record(&in[i], TALLY_KIND_MEMCPY, t);
 		}
-		assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_MEMCPY, in, sizes[s]),
+		assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_MEMCPY, in, sizes[s],
+						  TALLY_COLUMNS_ALL),
 				 0);
 		n = tally_records_decode(&codec, b.data, b.len, &kind, &out, &out_cap);
 		assert_int_equal(n, (long)sizes[s]);
@@ -171,7 +172,8 @@ static void test_codec_kernel_size(void **state)
 		r->block[1] = r->block[2] = 1;
 		r->registers = 16;
 	}
-	assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, in, 8192), 0);
+	assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, in, 8192,
+						  tally_kind_columns(TALLY_KIND_KERNEL)), 0);
 	/* 216 bytes raw per CUPTI kernel record; the target is at most 16 on disk. */
 	assert_true(b.len + TALLY_CHUNK_HEADER_LEN <= 16 * 8192);
 	print_message("kernel records: %.2f bytes each\n",
@@ -192,7 +194,7 @@ static void test_codec_damage(void **state)
 
 	(void)state;
 	fill_random_record(&rec, TALLY_KIND_KERNEL, 12345);
-	assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, &rec, 1), 0);
+	assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, &rec, 1, TALLY_COLUMNS_ALL), 0);
 	for (cut = 0; cut < b.len; cut++)
 		assert_int_equal(tally_records_decode(&codec, b.data, cut, &kind, &out, &cap),
 				 -EINVAL);
@@ -302,7 +304,7 @@ static size_t write_sample(int fd, size_t *chunk_ends, size_t max_chunks, unsign
 			recs[i].correlation_id = (uint32_t)(c * 10 + i + 1);
 		}
 		tally_buf_reset(&b);
-		tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, recs, 10);
+		tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, recs, 10, TALLY_COLUMNS_ALL);
 		tally_writer_chunk(&w, TALLY_CHUNK_RECORDS, 0, b.data, b.len, 10);
 		MARK();
 		if (c == 1 && extra_type) {
