@@ -8,8 +8,6 @@
 		return cli_error(TALLY_EXIT_ERROR, "%s is not built yet", what);                   \
 	}
 STUB(cmd_doctor, "doctor")
-STUB(cmd_record, "record")
-STUB(cmd_env, "env")
 STUB(cmd_stats, "stats")
 STUB(cmd_export, "export")
 STUB(cmd_merge, "merge")

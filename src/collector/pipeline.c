@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "convert.h"
@@ -50,7 +51,7 @@ struct pipeline {
 
 	/* Producer counters.  Relaxed everywhere: they are statistics, each a single total that
 	 * no other memory depends on; snapshots read them under consume_lock. */
-	_Atomic uint64_t requested, delivered, refused, foreign, late;
+	_Atomic uint64_t requested, delivered, refused, foreign, late, dropped_nvtx;
 
 	/* Controller -> consumer: when the closing flush began, by which path.  flush_start is
 	 * stored last with release; the consumer loads it with acquire before path/signal. */
@@ -74,7 +75,10 @@ struct pipeline {
 	struct batch batches[TALLY_KIND_MAX];
 	uint64_t c[TALLY_C_MAX]; /* the consumer's ledger counters */
 	uint64_t slice, slice_begin;
-	uint64_t next_slice_mono; /* CLOCK_MONOTONIC deadline of the current slice */
+	/* CLOCK_MONOTONIC deadline of the current slice: set by whoever ends a slice (under
+	 * consume_lock), read unlocked by the consumer thread to know how long to sleep; a stale
+	 * value only makes it wake early.  Relaxed. */
+	_Atomic uint64_t next_slice_mono;
 	uint64_t start_time;
 };
 
@@ -152,6 +156,7 @@ void CUPTIAPI tally_pipeline_buffer_complete(CUcontext ctx, uint32_t stream_id, 
 	item.buf = buffer;
 	item.valid = valid_size;
 	item.delivered_at = p->src.now();
+	item.origin = ORIGIN_CUPTI;
 	/* The queue holds at least the pool's capacity, so a pool buffer always fits. */
 	if (!tally_queue_push(&p->queue, &item)) {
 		atomic_fetch_add_explicit(&p->foreign, 1, memory_order_relaxed);
@@ -227,10 +232,19 @@ static void check_record(struct pipeline *p, struct tally_record *r)
 	}
 }
 
+static void slow_down(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+
+	nanosleep(&ts, NULL);
+}
+
 static void consume_record(struct pipeline *p, const CUpti_Activity *rec)
 {
 	struct tally_record r;
 
+	if (p->cfg.slow_consumer_ns)
+		slow_down(p->cfg.slow_consumer_ns);
 	p->c[TALLY_C_RECORDS_PARSED]++;
 	switch (tally_convert(&p->convert, rec, &r, &p->device)) {
 	case CONVERT_UNKNOWN:
@@ -250,10 +264,66 @@ static void consume_record(struct pipeline *p, const CUpti_Activity *rec)
 		return;
 	}
 	check_record(p, &r);
+	if (p->cfg.device_mask && tally_kind_is_gpu(r.kind) &&
+	    (r.device_id >= 64 || !(p->cfg.device_mask >> r.device_id & 1))) {
+		p->c[TALLY_C_OUTSIDE_WINDOW]++; /* left out on purpose (--devices) */
+		return;
+	}
 	append_record(p, &r);
 }
 
+static void consume_cupti(struct pipeline *p, const struct tally_queue_item *it);
+
+/* Our own NVTX events: walk, intern names, check, batch; then the buffer is freed. */
+static void consume_nvtx(struct pipeline *p, const struct tally_queue_item *it)
+{
+	const uint8_t *q = it->buf, *end = it->buf + it->valid;
+	pid_t pid = getpid();
+
+	while (q + sizeof(struct tally_nvtx_event) <= end) {
+		struct tally_nvtx_event ev;
+		struct tally_record r;
+		const char *text;
+
+		memcpy(&ev, q, sizeof(ev));
+		if (ev.size < sizeof(ev) || q + ev.size > end ||
+		    sizeof(ev) + ev.name_len + ev.domain_len > ev.size) {
+			p->c[TALLY_C_PARSE_FAILURES]++;
+			break;
+		}
+		text = (const char *)q + sizeof(ev);
+		memset(&r, 0, sizeof(r));
+		r.kind = ev.kind == TALLY_KIND_NVTX_MARK ? TALLY_KIND_NVTX_MARK : TALLY_KIND_NVTX_RANGE;
+		r.start = ev.start;
+		r.end = ev.end;
+		r.thread_id = ev.tid;
+		r.process_id = (uint32_t)pid;
+		r.color = ev.color;
+		r.category = ev.category;
+		r.value = (uint32_t)ev.payload;
+		r.flags = ev.flags & 1 ? TALLY_REC_DEPTH_LOST : 0;
+		r.name_id = tally_strtab_intern_len(&p->strings, text, ev.name_len);
+		if (ev.domain_len)
+			r.domain_id = tally_strtab_intern_len(&p->strings, text + ev.name_len,
+							      ev.domain_len);
+		p->c[TALLY_C_RECORDS_PARSED]++;
+		check_record(p, &r);
+		append_record(p, &r);
+		q += ev.size;
+	}
+	free(it->buf);
+}
+
 static void consume_buffer(struct pipeline *p, const struct tally_queue_item *it)
+{
+	if (it->origin == ORIGIN_NVTX) {
+		consume_nvtx(p, it);
+		return;
+	}
+	consume_cupti(p, it);
+}
+
+static void consume_cupti(struct pipeline *p, const struct tally_queue_item *it)
 {
 	uint64_t parsed_before = p->c[TALLY_C_RECORDS_PARSED];
 	uint64_t flush_start = atomic_load_explicit(&p->flush_start, memory_order_acquire);
@@ -310,6 +380,11 @@ static void read_dropped(struct pipeline *p)
 
 static void end_slice(struct pipeline *p);
 
+static uint64_t slice_deadline(struct pipeline *p)
+{
+	return atomic_load_explicit(&p->next_slice_mono, memory_order_relaxed);
+}
+
 /*
  * Everything queued now; returns the number of buffers consumed.  With slices, a slice that ends
  * meanwhile is closed between two buffers: under a steady stream the queue may never be empty,
@@ -324,7 +399,7 @@ static unsigned consume_all(struct pipeline *p, bool slices)
 	while (tally_queue_pop(&p->queue, &it)) {
 		consume_buffer(p, &it);
 		n++;
-		if (slices && mono_ns() >= p->next_slice_mono)
+		if (slices && mono_ns() >= slice_deadline(p))
 			end_slice(p);
 	}
 	if (n)
@@ -341,6 +416,8 @@ static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	l->v[TALLY_C_BUFFERS_DELIVERED] = atomic_load_explicit(&p->delivered, memory_order_relaxed);
 	l->v[TALLY_C_BUFFERS_REFUSED] = atomic_load_explicit(&p->refused, memory_order_relaxed);
 	l->v[TALLY_C_FOREIGN_BUFFERS] = atomic_load_explicit(&p->foreign, memory_order_relaxed);
+	l->v[TALLY_C_DROPPED_INPROCESS] +=
+		atomic_load_explicit(&p->dropped_nvtx, memory_order_relaxed);
 	l->v[TALLY_C_POOL_CAPACITY] = p->pool.capacity;
 	l->v[TALLY_C_BUFFER_SIZE] = p->pool.size;
 	pthread_mutex_lock(&p->pool.lock);
@@ -389,16 +466,18 @@ static void emit_ledger(struct pipeline *p, bool final)
 /* End of a time slice: write what is batched, the ledger, and push it all to the file. */
 static void end_slice(struct pipeline *p)
 {
+	uint64_t next;
+
 	flush_batches(p);
 	read_dropped(p);
 	tally_corr_sweep(&p->corr);
 	(void)tally_writer_flush(&p->writer); /* so the ledger counts what reached the file */
 	emit_ledger(p, false);
 	(void)tally_writer_flush(&p->writer);
-	p->next_slice_mono += p->cfg.slice_ns;
-	if (p->next_slice_mono <
-	    mono_ns()) /* fell behind (suspended?): don't catch up in a burst */
-		p->next_slice_mono = mono_ns() + p->cfg.slice_ns;
+	next = slice_deadline(p) + p->cfg.slice_ns;
+	if (next < mono_ns()) /* fell behind (suspended?): don't catch up in a burst */
+		next = mono_ns() + p->cfg.slice_ns;
+	atomic_store_explicit(&p->next_slice_mono, next, memory_order_relaxed);
 }
 
 static void emit_clock(struct pipeline *p)
@@ -464,15 +543,16 @@ static void *consumer_main(void *arg)
 	struct pipeline *p = arg;
 
 	while (atomic_load_explicit(&p->state, memory_order_acquire) == P_RUNNING) {
+		uint64_t at = slice_deadline(p);
 		struct timespec deadline;
 
-		deadline.tv_sec = (time_t)(p->next_slice_mono / 1000000000ull);
-		deadline.tv_nsec = (long)(p->next_slice_mono % 1000000000ull);
+		deadline.tv_sec = (time_t)(at / 1000000000ull);
+		deadline.tv_nsec = (long)(at % 1000000000ull);
 		(void)sem_clockwait(&p->wake, CLOCK_MONOTONIC, &deadline);
 		pthread_mutex_lock(&p->consume_lock);
 		if (atomic_load_explicit(&p->state, memory_order_acquire) == P_RUNNING) {
 			consume_all(p, true);
-			if (mono_ns() >= p->next_slice_mono)
+			if (mono_ns() >= slice_deadline(p))
 				end_slice(p);
 		}
 		pthread_mutex_unlock(&p->consume_lock);
@@ -521,7 +601,7 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 	tally_corr_init(&p->corr);
 	rc = tally_pool_init(&p->pool, cfg->buffer_size, cfg->pool_buffers);
 	if (rc == 0)
-		rc = tally_queue_init(&p->queue, cfg->pool_buffers);
+		rc = tally_queue_init(&p->queue, 2 * (size_t)cfg->pool_buffers + 64);
 	if (rc == 0)
 		rc = tally_writer_init(&p->writer, sink, 0);
 	if (rc == 0)
@@ -563,7 +643,7 @@ int tally_pipeline_start(const struct tally_pipeline_config *cfg, const struct t
 	if (rc < 0)
 		goto free_pipeline;
 	p->start_time = p->slice_begin = src->now();
-	p->next_slice_mono = mono_ns() + p->cfg.slice_ns;
+	atomic_init(&p->next_slice_mono, mono_ns() + p->cfg.slice_ns);
 	if (tally_writer_preamble(&p->writer) < 0)
 		goto no_memory;
 	emit_chunk(p, TALLY_CHUNK_SESSION, 0, session, 0);
@@ -639,6 +719,39 @@ void tally_pipeline_note(unsigned severity, const char *code, const char *text)
 	if (!b.failed)
 		side_put(TALLY_CHUNK_NOTE, b.data, b.len);
 	tally_buf_fini(&b);
+}
+
+int tally_pipeline_nvtx_buffer(uint8_t *buf, size_t used)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	struct tally_queue_item item = {buf, used, 0, ORIGIN_NVTX};
+
+	if (!p || atomic_load_explicit(&p->state, memory_order_acquire) != P_RUNNING)
+		return -ENOENT;
+	item.delivered_at = p->src.now();
+	if (!tally_queue_push(&p->queue, &item)) {
+		/* Count the events it held: each entry says its own size. */
+		const uint8_t *q = buf;
+		uint64_t n = 0;
+
+		while (q + sizeof(struct tally_nvtx_event) <= buf + used &&
+		       ((const struct tally_nvtx_event *)(const void *)q)->size) {
+			q += ((const struct tally_nvtx_event *)(const void *)q)->size;
+			n++;
+		}
+		tally_pipeline_nvtx_dropped(n);
+		return -ENOSPC;
+	}
+	sem_post(&p->wake);
+	return 0;
+}
+
+void tally_pipeline_nvtx_dropped(uint64_t events)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	if (p)
+		atomic_fetch_add_explicit(&p->dropped_nvtx, events, memory_order_relaxed);
 }
 
 void tally_pipeline_device(const struct tally_buf *kv)

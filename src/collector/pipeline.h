@@ -34,6 +34,25 @@ struct tally_pipeline_config {
 	bool may_decline;	/* CUPTI API >= 27: a NULL buffer is safe when the pool is empty */
 	bool trace_api;		/* runtime or driver API traced: GPU records expect a launch */
 	bool consumer_thread;	/* false: the caller drains (tests, single-threaded runs) */
+	uint64_t device_mask;	   /* keep GPU records of these device ids only; 0: all */
+	uint64_t slow_consumer_ns; /* fault injection for tests: sleep per record */
+};
+
+/*
+ * An NVTX event as the collector's NVTX capture lays it out in its buffers (in memory only; on
+ * disk it becomes a NVTX_RANGE or NVTX_MARK record).  name and domain bytes follow the struct;
+ * size covers all of it, rounded up to 8.
+ */
+struct tally_nvtx_event {
+	uint16_t size;
+	uint8_t kind;  /* TALLY_KIND_NVTX_RANGE or TALLY_KIND_NVTX_MARK */
+	uint8_t flags; /* 1: a pop without a push */
+	uint32_t tid;
+	uint64_t start, end;
+	uint64_t payload;
+	uint32_t color, category;
+	uint16_t name_len, domain_len;
+	uint32_t pad;
 };
 
 void tally_pipeline_config_default(struct tally_pipeline_config *cfg);
@@ -48,8 +67,10 @@ struct tally_source {
 	const char *(*api_name)(CUpti_ActivityKind kind, uint32_t cbid);
 };
 
-/* The real CUPTI calls. */
+/* The real CUPTI calls (linked), for tests and tools. */
 extern const struct tally_source tally_cupti_source;
+/* No CUPTI at all (an NVTX-only session): nothing to walk, the CLOCK_REALTIME clock. */
+extern const struct tally_source tally_clock_source;
 
 /* What tally_pipeline_stop reports. */
 struct tally_stop_report {
@@ -74,6 +95,14 @@ void CUPTIAPI tally_pipeline_buffer_request(uint8_t **buffer, size_t *size,
 					    size_t *max_num_records);
 void CUPTIAPI tally_pipeline_buffer_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
 					     size_t size, size_t valid_size);
+
+/*
+ * Hand a buffer of NVTX events (malloc'd, `used` bytes of struct tally_nvtx_event entries) to the
+ * consumer, which frees it.  Returns -ENOSPC if the queue is full (the caller frees it; its
+ * events are counted as dropped in-process) or -ENOENT with no running pipeline.
+ */
+int tally_pipeline_nvtx_buffer(uint8_t *buf, size_t used);
+void tally_pipeline_nvtx_dropped(uint64_t events);
 
 /* Drain whatever is queued, in the caller's thread (config.consumer_thread false). */
 void tally_pipeline_drain(void);

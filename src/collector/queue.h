@@ -13,10 +13,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+enum tally_origin { ORIGIN_CUPTI = 0, ORIGIN_NVTX = 1 };
+
 struct tally_queue_item {
 	uint8_t *buf;
 	size_t valid;
 	uint64_t delivered_at;
+	unsigned origin; /* enum tally_origin: how to walk it, and whose it is */
 };
 
 struct tally_queue_cell {

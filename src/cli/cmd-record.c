@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally record [options] -- PROGRAM ARGS: run PROGRAM with the collector injected into it and
+ * every process it starts, forward the signals sent to us, return its exit status, and end by
+ * saying, for every file written, its size, record counts and verdict (docs/record.md).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "collect-env.h"
+#include "json.h"
+#include "pattern.h"
+#include "reader.h"
+#include "verdict.h"
+
+struct record_opts {
+	struct collect_opts c;
+	bool quiet, json, skip_checks;
+	char manifest[PATH_MAX];
+};
+
+static volatile sig_atomic_t child_pid;
+
+static const struct cli_opt_help record_help[] = {
+	{"-q, --quiet", "print nothing after the run but problems"},
+	{"--json", "print the closing summary as JSON (docs/record.md)"},
+	{"--no-checks", "do not stop on the doctor's blocking findings"},
+	{"-h, --help", "show this help"},
+	{NULL, NULL},
+};
+
+static void usage(void)
+{
+	const struct cli_opt_help *h;
+
+	cli_usage(stdout, "tally record [options] [--] PROGRAM [ARGS...]",
+		  "Run PROGRAM and record what it does on the GPU: kernels, copies, memsets, CUDA\n"
+		  "API calls and NVTX ranges, with the ledger that proves the trace complete.\n"
+		  "Children (fork, exec, multiprocessing) are followed, each into its own file.\n"
+		  "Exit status: the program's own (128+N if it died of signal N); 2 usage error;\n"
+		  "4 if the program could not be started.",
+		  record_help);
+	printf("\nrecording options (also for tally env):\n");
+	for (h = collect_help; h->flags; h++)
+		printf("  %-28s %s\n", h->flags, h->help);
+}
+
+/* Signals sent to tally itself (Slurm, kill) go on to the program; the terminal's own ^C
+ * already reaches the whole foreground group, so it is not sent twice. */
+static void forward(int sig, siginfo_t *info, void *uc)
+{
+	(void)uc;
+	if (child_pid > 0 && (info->si_code == SI_USER || info->si_code == SI_QUEUE) &&
+	    info->si_pid != child_pid)
+		kill(child_pid, sig);
+}
+
+static void install_forwarding(void)
+{
+	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
+	struct sigaction sa;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+/* Refuse to run if the one name the pattern makes is taken (names with %p/%n never are). */
+static int check_overwrite(const struct record_opts *o)
+{
+	struct tally_pattern_vars vars = {.pid = getpid()};
+	char path[PATH_MAX], err[256];
+
+	if (o->c.force || strstr(o->c.output, "%p") || strstr(o->c.output, "%n"))
+		return 0;
+	if (tally_pattern_expand(o->c.output_abs, &vars, path, sizeof(path), err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_USAGE, "--output: %s", err);
+	if (access(path, F_OK) == 0)
+		return cli_error(TALLY_EXIT_USAGE, "%s exists: use --force to overwrite it, or a "
+						   "pattern with %%p or %%n",
+				 path);
+	return 0;
+}
+
+static int make_manifest(struct record_opts *o)
+{
+	const char *tmp = getenv("TMPDIR");
+	int fd;
+
+	snprintf(o->manifest, sizeof(o->manifest), "%s/tally-manifest-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	fd = mkstemp(o->manifest);
+	if (fd < 0) {
+		/* Without a manifest the summary is lost, not the recording: go on. */
+		cli_warn("cannot create %s (%s): no summary at the end", o->manifest,
+			 strerror(errno));
+		o->manifest[0] = '\0';
+		return 0;
+	}
+	close(fd);
+	return 0;
+}
+
+static void child_exec(const struct record_opts *o, char **argv)
+{
+	struct env_var vars[32];
+	size_t n = collect_env(&o->c, vars, 32), i;
+	char pid[32];
+
+	for (i = 0; i < n; i++)
+		setenv(vars[i].name, vars[i].value, 1);
+	if (o->manifest[0])
+		setenv("TALLY_MANIFEST", o->manifest, 1);
+	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+	setenv("TALLY_ROOT_PID", pid, 1);
+	execvp(argv[0], argv);
+	fprintf(stderr, "tally record: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+static int wait_child(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return TALLY_EXIT_ERROR;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return TALLY_EXIT_ERROR;
+}
+
+/* ---- after the run: what was written --------------------------------------------------- */
+
+struct written {
+	char path[PATH_MAX];
+	long pid;
+	bool ended;
+};
+
+/* Files named in the manifest ("start PID PATH" lines), and the "off PID WHY" refusals. */
+static size_t read_manifest(const char *manifest, struct written *w, size_t max, FILE *off_out)
+{
+	FILE *f = manifest[0] ? fopen(manifest, "r") : NULL;
+	char line[PATH_MAX + 512];
+	size_t n = 0, i;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		long pid;
+		int at = 0;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (sscanf(line, "start %ld %n", &pid, &at) == 1 && at && n < max) {
+			snprintf(w[n].path, sizeof(w[n].path), "%s", line + at);
+			w[n].pid = pid;
+			w[n++].ended = false;
+		} else if (sscanf(line, "end %ld %n", &pid, &at) == 1) {
+			for (i = 0; i < n; i++)
+				if (w[i].pid == pid)
+					w[i].ended = true;
+		} else if (sscanf(line, "off %ld %n", &pid, &at) == 1 && off_out) {
+			fprintf(off_out, "  pid %ld not recorded: %s\n", pid, line + at);
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+static void print_counts(FILE *out, const struct tally_section *s)
+{
+	unsigned k;
+	bool first = true;
+
+	fprintf(out, "%" PRIu64 " records", s->records_total);
+	for (k = 1; k < TALLY_KIND_MAX; k++) {
+		if (!s->records[k])
+			continue;
+		fprintf(out, "%s%s %" PRIu64, first ? " (" : ", ", tally_kind_name(k), s->records[k]);
+		first = false;
+	}
+	fputs(first ? "" : ")", out);
+}
+
+static bool summarize_file(FILE *out, struct tally_json *j, const struct written *w)
+{
+	struct cli_colors col = cli_colors_for(out);
+	struct tally_file *f = NULL;
+	struct tally_verdict v = {0};
+	char err[512], size[32];
+	size_t i;
+
+	if (tally_file_load(&f, w->path, err, sizeof(err)) < 0 || !f->nsections) {
+		if (j) {
+			tally_json_object_begin(j);
+			tally_json_field_string(j, "path", w->path);
+			tally_json_field_string(j, "verdict", "UNREADABLE");
+			tally_json_object_end(j);
+		} else {
+			fprintf(out, "  %s: unreadable: %s\n", w->path, f ? "no session" : err);
+		}
+		tally_file_close(f);
+		return false;
+	}
+	tally_verdict_compute(f, f->sections[0], &v);
+	if (j) {
+		tally_json_object_begin(j);
+		tally_json_field_string(j, "path", w->path);
+		tally_json_field_int(j, "pid", w->pid);
+		tally_json_field_uint(j, "size", f->size);
+		tally_json_field_uint(j, "records", f->sections[0]->records_total);
+		tally_json_field_string(j, "verdict", v.complete ? "COMPLETE" : "INCOMPLETE");
+		tally_json_name(j, "reasons");
+		tally_json_array_begin(j);
+		for (i = 0; i < v.nreasons; i++)
+			tally_json_string(j, v.reasons[i].text);
+		tally_json_array_end(j);
+		tally_json_object_end(j);
+	} else {
+		fprintf(out, "  %s: %s, ", w->path, cli_fmt_bytes(size, sizeof(size), f->size));
+		print_counts(out, f->sections[0]);
+		fprintf(out, ", %s%s%s\n", v.complete ? col.green : col.red,
+			v.complete ? "COMPLETE" : "INCOMPLETE", col.reset);
+		for (i = 0; i < v.nreasons; i++)
+			fprintf(out, "    - %s\n", v.reasons[i].text);
+	}
+	tally_verdict_fini(&v);
+	tally_file_close(f);
+	return v.complete;
+}
+
+static void summarize(const struct record_opts *o, int status)
+{
+	struct written w[256];
+	FILE *out = stderr;
+	struct tally_json j;
+	size_t n, i;
+
+	if (o->quiet && !o->json)
+		out = fopen("/dev/null", "w");
+	if (!out)
+		return;
+	if (!o->json)
+		fprintf(out, "tally: program exited with status %d\n", status);
+	n = read_manifest(o->manifest, w, sizeof(w) / sizeof(w[0]), o->json ? NULL : out);
+	if (o->json) {
+		tally_json_init(&j, stdout, true);
+		tally_json_object_begin(&j);
+		tally_json_field_int(&j, "exit_status", status);
+		tally_json_name(&j, "files");
+		tally_json_array_begin(&j);
+	} else if (!n) {
+		fprintf(out, "tally: no file written: the program never initialised CUDA or used "
+			     "NVTX (or was not a dynamically linked program)\n");
+	} else {
+		fprintf(out, "tally: %zu file(s) written:\n", n);
+	}
+	for (i = 0; i < n; i++)
+		summarize_file(o->json ? stdout : out, o->json ? &j : NULL, &w[i]);
+	if (o->json) {
+		tally_json_array_end(&j);
+		tally_json_object_end(&j);
+		tally_json_finish(&j);
+	}
+	if (out != stderr)
+		fclose(out);
+}
+
+/* Before the run: the checks that would make the recording empty or lost. */
+static int record_preflight(const struct record_opts *o)
+{
+	char dir[PATH_MAX], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", o->c.output_abs);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	if (access(dir, W_OK) != 0)
+		return cli_error(TALLY_EXIT_ERROR,
+				 "cannot write to %s (%s): choose another --output, or mount a "
+				 "writable volume there (docker -v $PWD:/work); --no-checks to try "
+				 "anyway",
+				 dir, strerror(errno));
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct option longopts[32];
+	struct record_opts o;
+	unsigned i, n = 0;
+	pid_t pid;
+	int c, rc;
+
+	memset(&o, 0, sizeof(o));
+	collect_opts_init(&o.c);
+	for (i = 0; i < collect_longopts_count; i++)
+		longopts[n++] = collect_longopts[i];
+	longopts[n++] = (struct option){"quiet", no_argument, NULL, 'q'};
+	longopts[n++] = (struct option){"json", no_argument, NULL, 'J'};
+	longopts[n++] = (struct option){"no-checks", no_argument, NULL, 'N'};
+	longopts[n++] = (struct option){"help", no_argument, NULL, 'h'};
+	longopts[n] = (struct option){NULL, 0, NULL, 0};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:t:fqh", longopts, NULL)) != -1) {
+		if ((rc = collect_opts_parse(&o.c, c, optarg)) == 1)
+			continue;
+		switch (c) {
+		case 'q': o.quiet = true; break;
+		case 'J': o.json = true; break;
+		case 'N': o.skip_checks = true; break;
+		case 'h': usage(); return TALLY_EXIT_OK;
+		default: return TALLY_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc)
+		return cli_error(TALLY_EXIT_USAGE, "no program given: tally record [options] -- "
+						   "PROGRAM [ARGS]");
+	if ((rc = collect_opts_finish(&o.c)) != 0 || (rc = check_overwrite(&o)) != 0)
+		return rc;
+	if (!o.skip_checks && (rc = record_preflight(&o)) != 0)
+		return rc;
+	make_manifest(&o);
+	install_forwarding();
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return cli_error(TALLY_EXIT_ERROR, "fork: %s", strerror(errno));
+	if (pid == 0)
+		child_exec(&o, argv + optind);
+	child_pid = pid;
+	rc = wait_child(pid);
+	child_pid = 0;
+	summarize(&o, rc);
+	if (o.manifest[0])
+		unlink(o.manifest);
+	return rc;
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/* The collector's environment; see config.h and docs/collector.md. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	unsigned bits;
+} trace_names[] = {
+	{"cuda", TRACE_CUDA},	      {"nvtx", TRACE_NVTX},	    {"kernel", TRACE_KERNEL},
+	{"memcpy", TRACE_MEMCPY},     {"memset", TRACE_MEMSET},	    {"runtime", TRACE_RUNTIME},
+	{"driver", TRACE_DRIVER},     {"sync", TRACE_SYNC},	    {"overhead", TRACE_OVERHEAD},
+	{"cuda-launch-driver", TRACE_LAUNCH_DRIVER},		    {"none", 0},
+};
+
+int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)
+{
+	char buf[256], *tok, *save = NULL;
+
+	*bits = 0;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+
+		for (i = 0; i < sizeof(trace_names) / sizeof(trace_names[0]); i++)
+			if (strcmp(tok, trace_names[i].name) == 0)
+				break;
+		if (i == sizeof(trace_names) / sizeof(trace_names[0])) {
+			snprintf(why, len, "unknown trace kind '%s' (use cuda, nvtx, kernel, memcpy, "
+					   "memset, runtime, driver, sync, overhead)", tok);
+			return -1;
+		}
+		*bits |= trace_names[i].bits;
+	}
+	return 0;
+}
+
+/* An unsigned number from the environment, with its default; false on a bad value. */
+static bool env_u64(const char *name, uint64_t def, uint64_t scale, uint64_t *out, char *why,
+		    size_t len)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long x;
+
+	*out = def * scale;
+	if (!v || !*v)
+		return true;
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno || *end || *v == '-') {
+		snprintf(why, len, "%s=%s is not a number", name, v);
+		return false;
+	}
+	*out = (uint64_t)x * scale;
+	return true;
+}
+
+static void env_str(const char *name, const char *def, char *out, size_t len)
+{
+	const char *v = getenv(name);
+
+	snprintf(out, len, "%s", v && *v ? v : def);
+}
+
+static int parse_devices(const char *v, uint64_t *mask, char *why, size_t len)
+{
+	char buf[256], *tok, *save = NULL;
+
+	*mask = 0;
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long id = strtoul(tok, &end, 10);
+
+		if (*end || id >= 64) {
+			snprintf(why, len, "TALLY_DEVICES: '%s' is not a device id 0-63", tok);
+			return -EINVAL;
+		}
+		*mask |= 1ull << id;
+	}
+	return 0;
+}
+
+int tally_config_load(struct tally_config *c, char *why, size_t len)
+{
+	uint64_t v;
+	const char *s;
+
+	memset(c, 0, sizeof(*c));
+	env_str("TALLY_OUTPUT", "tally-%p.tally", c->output, sizeof(c->output));
+	c->trace = TRACE_DEFAULT;
+	if ((s = getenv("TALLY_TRACE")) && *s && tally_trace_parse(s, &c->trace, why, len) < 0)
+		return -EINVAL;
+	if (!env_u64("TALLY_BUFFER_SIZE", 4u << 20, 1, &v, why, len))
+		return -EINVAL;
+	c->buffer_size = (size_t)v;
+	if (!env_u64("TALLY_POOL_BUFFERS", 64, 1, &v, why, len))
+		return -EINVAL;
+	c->pool_buffers = (unsigned)v;
+	if (!env_u64("TALLY_SLICE_MS", 1000, 1000000, &c->slice_ns, why, len) ||
+	    !env_u64("TALLY_DELAY_MS", 0, 1000000, &c->delay_ns, why, len) ||
+	    !env_u64("TALLY_DURATION_MS", 0, 1000000, &c->duration_ns, why, len) ||
+	    !env_u64("TALLY_FLUSH_TIMEOUT_MS", 10000, 1000000, &c->flush_timeout_ns, why, len) ||
+	    !env_u64("TALLY_DEVICE_BUFFER_SIZE", 0, 1, &v, why, len))
+		return -EINVAL;
+	c->device_buffer_size = (size_t)v;
+	if (!env_u64("TALLY_DEVICE_BUFFER_POOL_LIMIT", 0, 1, &v, why, len))
+		return -EINVAL;
+	c->device_buffer_pool_limit = (unsigned)v;
+	if (!env_u64("TALLY_ROOT_PID", 0, 1, &v, why, len) ||
+	    !env_u64("TALLY_TEST_SLOW_CONSUMER_NS", 0, 1, &c->slow_consumer_ns, why, len))
+		return -EINVAL;
+	c->root_pid = (long)v;
+	if (c->buffer_size < 4096 || c->pool_buffers == 0 || c->slice_ns == 0) {
+		snprintf(why, len, "TALLY_BUFFER_SIZE must be >= 4096, TALLY_POOL_BUFFERS and "
+				   "TALLY_SLICE_MS > 0");
+		return -EINVAL;
+	}
+	if ((s = getenv("TALLY_CAPTURE_RANGE")) && *s) {
+		if (strcmp(s, "cudaProfilerApi") != 0) {
+			snprintf(why, len, "TALLY_CAPTURE_RANGE=%s: only cudaProfilerApi is known", s);
+			return -EINVAL;
+		}
+		c->capture_profiler_api = true;
+	}
+	if ((s = getenv("TALLY_DEVICES")) && *s && parse_devices(s, &c->device_mask, why, len) < 0)
+		return -EINVAL;
+	env_str("TALLY_RANKS", "", c->ranks, sizeof(c->ranks));
+	env_str("TALLY_MANIFEST", "", c->manifest, sizeof(c->manifest));
+	s = getenv("TALLY_FORCE");
+	c->force = s && *s && strcmp(s, "0") != 0;
+	return 0;
+}
+
+static const char *const rank_vars[] = {"SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK",
+					"PMI_RANK"};
+
+bool tally_rank_selected(const char *list, char *rank_var, size_t len)
+{
+	char buf[256], *tok, *save = NULL;
+	const char *rank = NULL;
+	size_t i;
+
+	for (i = 0; i < sizeof(rank_vars) / sizeof(rank_vars[0]) && !rank; i++)
+		if ((rank = getenv(rank_vars[i])) && *rank)
+			snprintf(rank_var, len, "%s=%s", rank_vars[i], rank);
+		else
+			rank = NULL;
+	if (!rank && rank_var && len)
+		rank_var[0] = '\0';
+	if (!list || !*list)
+		return true;
+	if (!rank)
+		return false; /* a rank list was given, and this process has no rank */
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *dash = strchr(tok, '-');
+		long r = strtol(rank, NULL, 10);
+
+		if (dash) {
+			*dash = '\0';
+			if (r >= strtol(tok, NULL, 10) && r <= strtol(dash + 1, NULL, 10))
+				return true;
+		} else if (strcmp(tok, rank) == 0) {
+			return true;
+		}
+	}
+	return false;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collector's configuration, read only from environment variables (docs/collector.md lists
+ * them; `tally record` and `tally env` set them).  Parsed once at session start.
+ */
+#ifndef TALLY_COLLECTOR_CONFIG_H
+#define TALLY_COLLECTOR_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What --trace / TALLY_TRACE can name, beyond the record kinds themselves. */
+enum tally_trace_bits {
+	TRACE_KERNEL = 1u << 0,
+	TRACE_MEMCPY = 1u << 1,
+	TRACE_MEMSET = 1u << 2,
+	TRACE_RUNTIME = 1u << 3,
+	TRACE_DRIVER = 1u << 4,
+	TRACE_SYNC = 1u << 5,
+	TRACE_NVTX = 1u << 6,
+	TRACE_OVERHEAD = 1u << 7,
+	TRACE_LAUNCH_DRIVER = 1u << 8, /* only the driver calls that launch work (cuLaunch...) */
+	TRACE_CUDA = TRACE_KERNEL | TRACE_MEMCPY | TRACE_MEMSET | TRACE_RUNTIME |
+		     TRACE_LAUNCH_DRIVER,
+	TRACE_DEFAULT = TRACE_CUDA | TRACE_NVTX,
+};
+
+struct tally_config {
+	char output[PATH_MAX];	/* pattern (%p %h %n %q{VAR}) */
+	unsigned trace;		/* enum tally_trace_bits */
+	size_t buffer_size;
+	unsigned pool_buffers;
+	uint64_t slice_ns;
+	uint64_t delay_ns, duration_ns;
+	bool capture_profiler_api; /* record only between cudaProfilerStart and Stop */
+	uint64_t device_mask;	   /* bit per device id; 0: all */
+	char ranks[256];	   /* record only these ranks; "" all */
+	bool force;		   /* overwrite an existing file */
+	char manifest[PATH_MAX];   /* where each session appends its file name and verdict */
+	uint64_t flush_timeout_ns; /* watchdog for CUPTI's flush */
+	size_t device_buffer_size;
+	unsigned device_buffer_pool_limit;
+	long root_pid;		 /* the process `tally record` started; 0 unknown */
+	uint64_t slow_consumer_ns; /* tests only: the consumer sleeps this long per record */
+};
+
+/* Parse the environment; returns 0, or -EINVAL with why naming the variable and value. */
+int tally_config_load(struct tally_config *c, char *why, size_t len);
+
+/* "cuda,nvtx" -> bits; -1 with why for an unknown name.  Shared with the CLI. */
+int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len);
+
+/* Is this process's rank (SLURM_PROCID, RANK, OMPI_COMM_WORLD_RANK, PMI_RANK) in list? */
+bool tally_rank_selected(const char *list, char *rank_var, size_t len);
+
+#endif

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CUPTI setup: buffer callbacks, the activity kinds asked for, and the few API callbacks the
+ * collector needs (a context going away, cudaProfilerStart/Stop for the capture range, CUPTI's
+ * fatal error).  See docs/collector.md for what each --trace name turns on.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collector.h"
+#include "convert.h"
+#include "cupti-api.h"
+#include "log.h"
+#include "pipeline.h"
+
+static CUpti_SubscriberHandle subscriber;
+static bool subscribed;
+static unsigned trace_bits;
+/* The window moves from the control thread (delay, duration) and from application threads
+ * (cudaProfilerStart/Stop): one at a time. */
+static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
+
+uint64_t cupti_now(void)
+{
+	uint64_t ts = 0;
+
+	if (cupti.GetTimestamp)
+		(void)cupti.GetTimestamp(&ts);
+	return ts;
+}
+
+static const char *result_string(CUptiResult r)
+{
+	const char *s = NULL;
+
+	if (cupti.GetResultString && cupti.GetResultString(r, &s) == CUPTI_SUCCESS && s)
+		return s;
+	return "unknown CUPTI error";
+}
+
+/* The CUPTI kinds behind each --trace bit. */
+static const struct {
+	unsigned bit;
+	CUpti_ActivityKind kinds[2];
+} kind_map[] = {
+	{TRACE_KERNEL, {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_INVALID}},
+	{TRACE_MEMCPY, {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}},
+	{TRACE_MEMSET, {CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_INVALID}},
+	{TRACE_RUNTIME, {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_INVALID}},
+	{TRACE_DRIVER, {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_INVALID}},
+	{TRACE_SYNC, {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_INVALID}},
+	{TRACE_OVERHEAD, {CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_INVALID}},
+};
+
+/* Only the driver calls that launch work: for programs that launch through the driver API
+ * (JAX, Triton, CuPy's raw kernels), without a record for every other driver call. */
+static void enable_launch_driver_calls(uint8_t enable)
+{
+	CUpti_CallbackId cbid;
+
+	if (!cupti.ActivityEnableDriverApi)
+		return;
+	for (cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++) {
+		const char *name = NULL;
+
+		if (cupti.GetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) ==
+			    CUPTI_SUCCESS &&
+		    name && tally_api_name_launches(name))
+			(void)cupti.ActivityEnableDriverApi(cbid, enable);
+	}
+}
+
+void cupti_window(bool open)
+{
+	size_t i, j;
+
+	pthread_mutex_lock(&window_lock);
+	if (!g_session.cupti_on || g_session.window_open == open)
+		goto unlock;
+	for (i = 0; i < sizeof(kind_map) / sizeof(kind_map[0]); i++) {
+		if (!(trace_bits & kind_map[i].bit))
+			continue;
+		for (j = 0; j < 2 && kind_map[i].kinds[j] != CUPTI_ACTIVITY_KIND_INVALID; j++) {
+			CUptiResult r = open ? cupti.ActivityEnable(kind_map[i].kinds[j])
+					     : cupti.ActivityDisable(kind_map[i].kinds[j]);
+
+			if (r != CUPTI_SUCCESS)
+				tally_log("activity kind %d: %s", kind_map[i].kinds[j],
+					  result_string(r));
+		}
+	}
+	if ((trace_bits & TRACE_LAUNCH_DRIVER) && !(trace_bits & TRACE_DRIVER))
+		enable_launch_driver_calls(open);
+	g_session.window_open = open;
+	tally_pipeline_note(TALLY_NOTE_INFO, open ? "window-open" : "window-close",
+			    open ? "collection window opened" : "collection window closed");
+unlock:
+	pthread_mutex_unlock(&window_lock);
+}
+
+void cupti_flush(bool forced)
+{
+	if (g_session.cupti_on)
+		(void)cupti.ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+/* CUPTI calls this on the application's threads, inside the CUDA call: keep it short. */
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
+				 CUpti_CallbackId cbid, const void *data)
+{
+	const CUpti_CallbackData *api = data;
+
+	(void)userdata;
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+		/* The context's records must reach us before it goes (cudaDeviceReset, exit). */
+		cupti_flush(false);
+		return;
+	}
+	if (domain == CUPTI_CB_DOMAIN_STATE && cbid == CUPTI_CBID_STATE_FATAL_ERROR) {
+		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-fatal",
+				    "CUPTI reported a fatal error and finalized itself");
+		return;
+	}
+	if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
+		return;
+	/* cudaProfilerStart opens the window when it returns; Stop closes it on entry. */
+	if ((cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 &&
+	     domain == CUPTI_CB_DOMAIN_RUNTIME_API) ||
+	    (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart && domain == CUPTI_CB_DOMAIN_DRIVER_API)) {
+		if (api->callbackSite == CUPTI_API_EXIT)
+			cupti_window(true);
+	} else if (api->callbackSite == CUPTI_API_ENTER) {
+		cupti_flush(false);
+		cupti_window(false);
+	}
+}
+
+static void subscribe(const struct tally_config *cfg)
+{
+	CUptiResult r = cupti.Subscribe(&subscriber, on_callback, NULL);
+	char text[256];
+
+	if (r != CUPTI_SUCCESS) {
+		snprintf(text, sizeof(text),
+			 "cuptiSubscribe failed (%s): another CUPTI client (nsys, ncu, "
+			 "torch.profiler) holds CUPTI; context-exit flushes and the capture range "
+			 "are off",
+			 result_string(r));
+		tally_pipeline_note(TALLY_NOTE_WARNING, "other-subscriber", text);
+		tally_log("%s", text);
+		return;
+	}
+	subscribed = true;
+	(void)cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				   CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+	(void)cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_STATE,
+				   CUPTI_CBID_STATE_FATAL_ERROR);
+	if (!cfg->capture_profiler_api)
+		return;
+	(void)cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+				   CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+	(void)cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+				   CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+	(void)cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+				   CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+	(void)cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+				   CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+}
+
+static void set_attribute(CUpti_ActivityAttribute attr, size_t value, const char *name)
+{
+	size_t size = sizeof(value);
+	CUptiResult r;
+
+	if (!value || !cupti.ActivitySetAttribute)
+		return;
+	r = cupti.ActivitySetAttribute(attr, &size, &value);
+	if (r != CUPTI_SUCCESS)
+		tally_log("%s=%zu: %s", name, value, result_string(r));
+}
+
+int cupti_setup(const struct tally_config *cfg, char *why, size_t len)
+{
+	CUptiResult r;
+
+	trace_bits = cfg->trace;
+	set_attribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, cfg->device_buffer_size,
+		      "TALLY_DEVICE_BUFFER_SIZE");
+	set_attribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, cfg->device_buffer_pool_limit,
+		      "TALLY_DEVICE_BUFFER_POOL_LIMIT");
+	r = cupti.ActivityRegisterCallbacks(tally_pipeline_buffer_request,
+					    tally_pipeline_buffer_complete);
+	if (r != CUPTI_SUCCESS) {
+		snprintf(why, len, "cuptiActivityRegisterCallbacks: %s", result_string(r));
+		return -EIO;
+	}
+	subscribe(cfg);
+	(void)cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
+	g_session.cupti_on = true;
+	if (!cfg->delay_ns && !cfg->capture_profiler_api)
+		cupti_window(true);
+	return 0;
+}
+
+void cupti_teardown(void)
+{
+	if (!g_session.cupti_on)
+		return;
+	cupti_window(false);
+	(void)cupti.ActivityDisable(CUPTI_ACTIVITY_KIND_DEVICE);
+	if (subscribed)
+		(void)cupti.Unsubscribe(subscriber);
+	subscribed = false;
+	/* Detach CUPTI: without it, CUDA keeps paying for tracing after we stopped
+	 * (pytorch/pytorch#146604). */
+	if (cupti.Finalize)
+		(void)cupti.Finalize();
+	g_session.cupti_on = false;
+}

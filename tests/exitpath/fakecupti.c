@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A stand-in for the parts of CUPTI the collector calls, for the exit-path tests on machines with
+ * no GPU (CI).  The collector loads it through TALLY_CUPTI_PATH exactly as it loads the real
+ * libcupti; fakeapp "launches" work with fakecupti_launch(), which writes real CUPTI record
+ * structs (CUpti_ActivityAPI + CUpti_ActivityKernel10) into buffers obtained from the collector's
+ * request callback, per thread, as CUPTI 13 does, and hands them back when full or flushed.
+ *
+ * Knobs (environment): FAKECUPTI_HANG_FLUSH=1 makes a forced flush never return (the watchdog
+ * test); FAKECUPTI_OTHER_SUBSCRIBER=1 makes cuptiSubscribe fail as with nsys attached.
+ */
+#include <cupti.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define API __attribute__((visibility("default")))
+#define MAX_THREADS 64
+
+struct fake_thread {
+	pid_t tid;
+	uint8_t *buf;
+	size_t size, used;
+};
+
+static CUpti_BuffersCallbackRequestFunc request_cb;
+static CUpti_BuffersCallbackCompleteFunc complete_cb;
+static CUpti_CallbackFunc subscriber_cb;
+static bool kinds[CUPTI_ACTIVITY_KIND_COUNT];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* threads[] and buffers */
+static struct fake_thread threads[MAX_THREADS];
+static _Atomic uint64_t dropped;
+static _Atomic uint32_t next_corr = 1;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+API CUptiResult cuptiGetVersion(uint32_t *v)
+{
+	*v = CUPTI_API_VERSION;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
+{
+	*s = r == CUPTI_SUCCESS ? "success (fake)" : "error (fake)";
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
+{
+	(void)ud;
+	if (getenv("FAKECUPTI_OTHER_SUBSCRIBER"))
+		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	subscriber_cb = cb;
+	*s = (CUpti_SubscriberHandle)&subscriber_cb;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s)
+{
+	(void)s;
+	subscriber_cb = NULL;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiEnableDomain(uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d)
+{
+	(void)e, (void)s, (void)d;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiEnableCallback(uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
+				    CUpti_CallbackId c)
+{
+	(void)e, (void)s, (void)d, (void)c;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc rq,
+					       CUpti_BuffersCallbackCompleteFunc cp)
+{
+	request_cb = rq;
+	complete_cb = cp;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
+{
+	if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
+		kinds[k] = true;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
+{
+	if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
+		kinds[k] = false;
+	return CUPTI_SUCCESS;
+}
+
+/* Hand back t's buffer (caller holds lock). */
+static void complete_locked(struct fake_thread *t)
+{
+	if (!t->buf)
+		return;
+	complete_cb(NULL, 0, t->buf, t->size, t->used);
+	t->buf = NULL;
+	t->used = t->size = 0;
+}
+
+API CUptiResult cuptiActivityFlushAll(uint32_t flag)
+{
+	unsigned i;
+
+	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && getenv("FAKECUPTI_HANG_FLUSH"))
+		for (;;)
+			pause(); /* what HPCToolkit saw CUPTI do */
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < MAX_THREADS; i++)
+		complete_locked(&threads[i]);
+	pthread_mutex_unlock(&lock);
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
+{
+	(void)ms;
+	return CUPTI_SUCCESS;
+}
+
+static size_t record_size(CUpti_ActivityKind k)
+{
+	switch (k) {
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+	case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
+	case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+	case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+	default: return 0;
+	}
+}
+
+/* CUPTI's walking rules: NULL starts, each call moves on, MAX_LIMIT_REACHED at the end. */
+API CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **rec)
+{
+	size_t off = 0, size;
+
+	if (*rec)
+		off = (size_t)((uint8_t *)*rec - buf) + record_size((*rec)->kind);
+	if (off + sizeof(CUpti_ActivityKind) > valid) {
+		*rec = NULL;
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	}
+	size = record_size(((CUpti_Activity *)(buf + off))->kind);
+	if (!size || off + size > valid) {
+		*rec = NULL;
+		return CUPTI_ERROR_INVALID_KIND;
+	}
+	*rec = (CUpti_Activity *)(buf + off);
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *n)
+{
+	(void)c, (void)s;
+	*n = (size_t)atomic_exchange(&dropped, 0);
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute a, size_t *size, void *v)
+{
+	(void)a, (void)size, (void)v;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiGetTimestamp(uint64_t *ts)
+{
+	*ts = now_ns();
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
+{
+	if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
+		*name = "cudaLaunchKernel_v7000";
+	else if (d == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
+		*name = "cuLaunchKernel";
+	else
+		*name = "cudaFakeOther";
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiFinalize(void)
+{
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable)
+{
+	(void)cbid, (void)enable;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable)
+{
+	(void)cbid, (void)enable;
+	return CUPTI_SUCCESS;
+}
+
+static struct fake_thread *this_thread(void)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	unsigned i;
+
+	for (i = 0; i < MAX_THREADS; i++)
+		if (threads[i].tid == tid)
+			return &threads[i];
+	for (i = 0; i < MAX_THREADS; i++)
+		if (!threads[i].tid) {
+			threads[i].tid = tid;
+			return &threads[i];
+		}
+	return NULL;
+}
+
+/* Place one record in this thread's buffer, as CUPTI does: drop and count if refused. */
+static void place(const void *rec, size_t size)
+{
+	struct fake_thread *t;
+
+	pthread_mutex_lock(&lock);
+	t = this_thread();
+	if (t && t->buf && t->size - t->used < size)
+		complete_locked(t);
+	if (t && !t->buf && request_cb) {
+		size_t max;
+
+		request_cb(&t->buf, &t->size, &max);
+		t->used = 0;
+		if (t->buf && t->size < size)
+			t->buf = NULL; /* too small to be of use: CUPTI would not use it either */
+	}
+	if (t && t->buf) {
+		memcpy(t->buf + t->used, rec, size);
+		t->used += size;
+	} else {
+		atomic_fetch_add(&dropped, 1);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* The app side: n kernel launches (runtime API record + kernel record each). */
+API void fakecupti_launch(unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t corr = atomic_fetch_add(&next_corr, 1);
+		uint64_t t = now_ns();
+		CUpti_ActivityAPI a;
+		CUpti_ActivityKernel10 k;
+
+		memset(&a, 0, sizeof(a));
+		a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+		a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+		a.start = t;
+		a.end = t + 2000;
+		a.processId = (uint32_t)getpid();
+		a.threadId = (uint32_t)syscall(SYS_gettid);
+		a.correlationId = corr;
+		memset(&k, 0, sizeof(k));
+		k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+		k.start = t + 5000;
+		k.end = t + 8000;
+		k.streamId = 7;
+		k.contextId = 1;
+		k.gridX = k.gridY = k.gridZ = 1;
+		k.blockX = 128, k.blockY = k.blockZ = 1;
+		k.correlationId = corr;
+		k.name = "_Z10fakeKernelv";
+		if (kinds[CUPTI_ACTIVITY_KIND_RUNTIME])
+			place(&a, sizeof(a));
+		if (kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL])
+			place(&k, sizeof(k));
+	}
+}
+
+/* The app side: a context going away (cudaDeviceReset, exit). */
+API void fakecupti_context_destroy(void)
+{
+	if (subscriber_cb)
+		subscriber_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE,
+			      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, NULL);
+}
