@@ -72,13 +72,21 @@ bool run_bounded(void (*fn)(void *), void *arg, uint64_t timeout_ns);
 /* control.c: the control thread (periodic flush, window timers, signal requests) */
 int control_start(void);
 void control_forget(void); /* in a fork child: the thread does not exist there */
-/* From a signal handler: ask for a flush, or for the closing flush, and wait, bounded. */
+/*
+ * From a signal handler (async-signal-safe):
+ *   FLUSH   the program handles the signal and goes on: make the records durable; no wait.
+ *   FINISH  the signal would terminate the program: the control thread closes the session and
+ *           then delivers the signal again with its default action.  The handler returns at
+ *           once, so the interrupted thread (which may hold CUDA's locks) keeps running and the
+ *           flush cannot deadlock on it.  Returns false if there is no control thread.
+ *   CRASH   a fault: the handler cannot return to the program, so it waits (bounded).
+ */
 enum ctl_request {
-	CTL_REQ_FLUSH,	/* the program handles the signal and goes on: make it durable */
-	CTL_REQ_FINISH, /* the signal terminates the program: close (flush path "signal") */
-	CTL_REQ_CRASH,	/* a crash: close, best effort (flush path "crash") */
+	CTL_REQ_FLUSH,
+	CTL_REQ_FINISH,
+	CTL_REQ_CRASH,
 };
-void control_signal_flush(int signo, enum ctl_request req, uint64_t timeout_ns);
+bool control_signal(int signo, enum ctl_request req, uint64_t wait_ns);
 
 /* exitpath.c */
 void exitpath_install(void);

@@ -39,12 +39,28 @@ static int next_timeout_ms(uint64_t now, uint64_t next_flush, uint64_t window_at
 	return next <= now ? 0 : (int)((next - now) / 1000000 + 1);
 }
 
+/* The signal's default action, now that the trace is closed: the process ends as it would have. */
+static void terminate_with(int signo)
+{
+	sigset_t set;
+
+	signal(signo, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, signo);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	kill(getpid(), signo);
+}
+
 static void handle_msg(const struct ctl_msg *m)
 {
-	if (m->cmd == CTL_FINISH || m->cmd == CTL_CRASH)
-		session_finish(m->cmd == CTL_CRASH ? TALLY_FLUSH_CRASH : TALLY_FLUSH_SIGNAL, m->signo);
-	else
+	if (m->cmd == CTL_CRASH) {
+		session_finish(TALLY_FLUSH_CRASH, m->signo);
+	} else if (m->cmd == CTL_FINISH) {
+		session_finish(TALLY_FLUSH_SIGNAL, m->signo);
+		terminate_with(m->signo);
+	} else {
 		session_durable_flush();
+	}
 	/* Release: the flush's effects are visible to the handler that sees the new generation. */
 	atomic_fetch_add_explicit(&g_session.done_gen, 1, memory_order_release);
 }
@@ -139,7 +155,7 @@ void control_forget(void)
 }
 
 /* Async-signal-safe: write(2), nanosleep(2), atomics. */
-void control_signal_flush(int signo, enum ctl_request req, uint64_t timeout_ns)
+bool control_signal(int signo, enum ctl_request req, uint64_t wait_ns)
 {
 	static const uint8_t cmd[] = {[CTL_REQ_FLUSH] = CTL_FLUSH, [CTL_REQ_FINISH] = CTL_FINISH,
 				      [CTL_REQ_CRASH] = CTL_CRASH};
@@ -149,13 +165,14 @@ void control_signal_flush(int signo, enum ctl_request req, uint64_t timeout_ns)
 	uint64_t waited = 0;
 
 	if (!atomic_load_explicit(&ctl_running, memory_order_acquire) || ctl_pipe[1] < 0)
-		return;
+		return false;
 	if (write(ctl_pipe[1], &m, sizeof(m)) != (ssize_t)sizeof(m))
-		return;
+		return false;
 	/* Acquire: pairs with the control thread's release after the flush. */
 	while (atomic_load_explicit(&g_session.done_gen, memory_order_acquire) == gen &&
-	       waited < timeout_ns) {
+	       waited < wait_ns) {
 		nanosleep(&step, NULL);
 		waited += 2000000;
 	}
+	return true;
 }

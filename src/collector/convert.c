@@ -14,7 +14,7 @@ int tally_convert_init(struct tally_convert *c, struct tally_strtab *strings,
 	memset(c, 0, sizeof(*c));
 	c->strings = strings;
 	c->api_name = api_name;
-	memset(c->api_launches, -1, sizeof(c->api_launches));
+	memset(c->api_class, -1, sizeof(c->api_class));
 	return 0;
 }
 
@@ -33,6 +33,19 @@ size_t tally_api_name_len(const char *name)
 	    strspn(v + 2, "0123456789") == strlen(v + 2))
 		len = (size_t)(v - name);
 	return len;
+}
+
+enum tally_api_class tally_api_name_class(const char *name)
+{
+	if (!name)
+		return TALLY_API_OTHER;
+	if (strncmp(name, "cudaStreamBeginCapture", 22) == 0 ||
+	    strncmp(name, "cuStreamBeginCapture", 20) == 0)
+		return TALLY_API_CAPTURE_BEGIN;
+	if (strncmp(name, "cudaStreamEndCapture", 20) == 0 ||
+	    strncmp(name, "cuStreamEndCapture", 18) == 0)
+		return TALLY_API_CAPTURE_END;
+	return tally_api_name_launches(name) ? TALLY_API_LAUNCH : TALLY_API_OTHER;
 }
 
 bool tally_api_name_launches(const char *name)
@@ -136,31 +149,29 @@ static void convert_memset(const CUpti_ActivityMemset4 *m, struct tally_record *
 		r->flags |= TALLY_REC_ASYNC;
 }
 
-/* Name and launch class of an API call, looked up once per cbid. */
-static void api_class(struct tally_convert *c, CUpti_ActivityKind kind, uint32_t cbid,
-		      uint32_t *name_id, bool *launches)
+/* Name and class of an API call, looked up once per cbid. */
+static void api_lookup(struct tally_convert *c, CUpti_ActivityKind kind, uint32_t cbid,
+		       uint32_t *name_id, uint32_t *cls)
 {
 	unsigned dom = kind == CUPTI_ACTIVITY_KIND_DRIVER;
 	const char *name;
 
-	if (cbid < CONVERT_CBID_MAX && c->api_launches[dom][cbid] >= 0) {
+	if (cbid < CONVERT_CBID_MAX && c->api_class[dom][cbid] >= 0) {
 		*name_id = c->api_name_id[dom][cbid];
-		*launches = c->api_launches[dom][cbid];
+		*cls = (uint32_t)c->api_class[dom][cbid];
 		return;
 	}
 	name = c->api_name ? c->api_name(kind, cbid) : NULL;
 	*name_id = name ? tally_strtab_intern_len(c->strings, name, tally_api_name_len(name)) : 0;
-	*launches = name && tally_api_name_launches(name);
+	*cls = tally_api_name_class(name);
 	if (cbid < CONVERT_CBID_MAX && (*name_id || !name)) {
 		c->api_name_id[dom][cbid] = *name_id;
-		c->api_launches[dom][cbid] = *launches;
+		c->api_class[dom][cbid] = (int8_t)*cls;
 	}
 }
 
 static void convert_api(struct tally_convert *c, const CUpti_ActivityAPI *a, struct tally_record *r)
 {
-	bool launches;
-
 	r->kind = a->kind == CUPTI_ACTIVITY_KIND_DRIVER ? TALLY_KIND_DRIVER : TALLY_KIND_RUNTIME;
 	r->start = a->start;
 	r->end = a->end;
@@ -169,8 +180,8 @@ static void convert_api(struct tally_convert *c, const CUpti_ActivityAPI *a, str
 	r->thread_id = a->threadId;
 	r->correlation_id = a->correlationId;
 	r->value = a->returnValue;
-	api_class(c, a->kind, a->cbid, &r->name_id, &launches);
-	if (launches)
+	api_lookup(c, a->kind, a->cbid, &r->name_id, &r->subkind);
+	if (r->subkind == TALLY_API_LAUNCH)
 		r->flags |= TALLY_REC_LAUNCH;
 }
 

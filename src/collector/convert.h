@@ -29,7 +29,7 @@ struct tally_convert {
 	const char *(*api_name)(CUpti_ActivityKind kind, uint32_t cbid);
 	/* per API domain (0 runtime, 1 driver) and cbid: interned name + 1, and launch class */
 	uint32_t api_name_id[2][CONVERT_CBID_MAX];
-	int8_t api_launches[2][CONVERT_CBID_MAX]; /* -1 unknown, 0 no, 1 yes */
+	int8_t api_class[2][CONVERT_CBID_MAX]; /* enum tally_api_class, -1 not looked up yet */
 	struct open_marker *markers;		  /* small open-addressing table by id */
 	unsigned markers_cap, markers_count;
 };
@@ -50,6 +50,9 @@ enum convert_result tally_convert(struct tally_convert *c, const CUpti_Activity 
 
 /* Does a call of this name launch GPU work (kernel, copy, memset, graph)? */
 bool tally_api_name_launches(const char *name);
+
+/* What an API call is, for the correlation check (stored in the record's SUBKIND). */
+enum tally_api_class tally_api_name_class(const char *name);
 
 /* Strip CUPTI's version suffix: "cudaLaunchKernel_v7000" -> "cudaLaunchKernel". */
 size_t tally_api_name_len(const char *name);

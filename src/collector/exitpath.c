@@ -79,14 +79,25 @@ static bool default_terminates(int sig)
 	return !(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL;
 }
 
+static _Atomic bool termination_requested;
+
 static void on_term_signal(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno;
 
-	/* If the program handles the signal itself it may go on running: flush, don't close. */
-	if (session_running())
-		control_signal_flush(sig, default_terminates(sig) ? CTL_REQ_FINISH : CTL_REQ_FLUSH,
-				     g_session.cfg.flush_timeout_ns + 1000000000ull);
+	if (session_running() && default_terminates(sig)) {
+		/* The first one: the control thread closes the trace, then ends the process with
+		 * this signal.  We return at once (the interrupted thread may hold CUDA's locks).
+		 * A second one while that runs takes effect now. */
+		if (!atomic_exchange_explicit(&termination_requested, true, memory_order_acq_rel) &&
+		    control_signal(sig, CTL_REQ_FINISH, 0)) {
+			errno = saved;
+			return;
+		}
+	} else if (session_running()) {
+		/* The program handles it and may go on: make the records durable, don't close. */
+		(void)control_signal(sig, CTL_REQ_FLUSH, 0);
+	}
 	errno = saved;
 	chain(sig, info, uc);
 }
@@ -96,7 +107,7 @@ static void on_crash_signal(int sig, siginfo_t *info, void *uc)
 	int saved = errno;
 
 	if (session_running())
-		control_signal_flush(sig, CTL_REQ_CRASH, CRASH_TIMEOUT_NS);
+		(void)control_signal(sig, CTL_REQ_CRASH, CRASH_TIMEOUT_NS);
 	errno = saved;
 	/* For a fault, returning re-runs the faulting instruction under the old disposition. */
 	if (default_terminates(sig) && sig != SIGABRT) {

@@ -128,7 +128,9 @@ static struct nvtx_thread *thread_state(void)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	t->tid = (uint32_t)syscall(SYS_gettid);
+	/* CUPTI's API records name threads by pthread_self(), cut to 32 bits: use the same, so
+	 * ranges and the calls inside them land on one track. */
+	t->tid = (uint32_t)(uintptr_t)pthread_self();
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(thread_key, t);
 	pthread_mutex_lock(&registry_lock);

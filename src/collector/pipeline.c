@@ -74,6 +74,8 @@ struct pipeline {
 	struct tally_buf payload, device;
 	struct batch batches[TALLY_KIND_MAX];
 	uint64_t c[TALLY_C_MAX]; /* the consumer's ledger counters */
+	struct capture { uint32_t thread; int depth; } captures[64]; /* threads capturing a graph */
+	unsigned ncaptures;
 	uint64_t slice, slice_begin;
 	/* CLOCK_MONOTONIC deadline of the current slice: set by whoever ends a slice (under
 	 * consume_lock), read unlocked by the consumer thread to know how long to sleep; a stale
@@ -215,9 +217,38 @@ static void append_record(struct pipeline *p, const struct tally_record *r)
 		emit_batch(p, r->kind);
 }
 
+/*
+ * Launches between cudaStreamBeginCapture and EndCapture on a thread go into a graph: they launch
+ * nothing themselves (the graph's launch does), so no GPU record will answer them.  A thread's
+ * records come in order (CUPTI keeps a buffer per thread), so a depth per thread is enough.
+ */
+static void track_capture(struct pipeline *p, struct tally_record *r)
+{
+	struct capture *c = NULL;
+	unsigned i;
+
+	for (i = 0; i < p->ncaptures; i++)
+		if (p->captures[i].thread == r->thread_id)
+			c = &p->captures[i];
+	if (r->subkind == TALLY_API_CAPTURE_BEGIN) {
+		if (!c && p->ncaptures < sizeof(p->captures) / sizeof(p->captures[0]))
+			c = &p->captures[p->ncaptures++], c->thread = r->thread_id, c->depth = 0;
+		if (c)
+			c->depth++;
+	} else if (r->subkind == TALLY_API_CAPTURE_END && c && c->depth > 0) {
+		c->depth--;
+	} else if (c && c->depth > 0 && (r->flags & TALLY_REC_LAUNCH)) {
+		r->flags = (r->flags & ~TALLY_REC_LAUNCH) | TALLY_REC_CAPTURED;
+	}
+}
+
 static void check_record(struct pipeline *p, struct tally_record *r)
 {
-	bool launches = r->flags & TALLY_REC_LAUNCH;
+	bool launches;
+
+	if (tally_kind_is_api(r->kind) && (p->ncaptures || r->subkind >= TALLY_API_CAPTURE_BEGIN))
+		track_capture(p, r);
+	launches = r->flags & TALLY_REC_LAUNCH;
 
 	if (!r->start || !r->end || r->end < r->start) {
 		r->flags |= TALLY_REC_BAD_TIME;

@@ -333,6 +333,18 @@ static void finalize_cupti(void *arg)
 	cupti_teardown();
 }
 
+static void wait_until_closed(uint64_t max_ns)
+{
+	struct timespec step = {0, 2000000};
+	uint64_t waited = 0;
+
+	while (atomic_load_explicit(&g_session.state, memory_order_acquire) == SESSION_FINISHING &&
+	       waited < max_ns) {
+		nanosleep(&step, NULL);
+		waited += 2000000;
+	}
+}
+
 void session_finish(enum tally_flush_path path, int signo)
 {
 	struct tally_stop_report rep;
@@ -344,8 +356,12 @@ void session_finish(enum tally_flush_path path, int signo)
 		return; /* a fork or vfork child sharing our memory: not its session */
 	if (!atomic_compare_exchange_strong_explicit(&g_session.state, &expected,
 						     SESSION_FINISHING, memory_order_acq_rel,
-						     memory_order_acquire))
+						     memory_order_acquire)) {
+		/* Another exit path is closing the trace (a signal's, say, on the control thread):
+		 * don't let this one end the process under it.  Bounded. */
+		wait_until_closed(2 * timeout + 2000000000ull);
 		return;
+	}
 	pthread_mutex_lock(&session_lock);
 	tally_pipeline_flush_begin(path, signo);
 	if (g_session.cupti_on && !run_bounded(flush_forced, NULL, timeout)) {

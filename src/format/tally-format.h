@@ -65,6 +65,15 @@ enum tally_record_flag {
 	TALLY_REC_LAUNCH = 1u << 1,
 	TALLY_REC_ASYNC = 1u << 2,
 	TALLY_REC_DEPTH_LOST = 1u << 3,
+	TALLY_REC_CAPTURED = 1u << 4,
+};
+
+/* RUNTIME/DRIVER records: what the call is, in SUBKIND (docs/format.md §7). */
+enum tally_api_class {
+	TALLY_API_OTHER = 0,
+	TALLY_API_LAUNCH = 1,	     /* launches GPU work: kernel, copy, memset, graph */
+	TALLY_API_CAPTURE_BEGIN = 2, /* begins stream capture into a graph */
+	TALLY_API_CAPTURE_END = 3,   /* ends stream capture */
 };
 
 /*

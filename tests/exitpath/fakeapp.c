@@ -173,12 +173,16 @@ int main(int argc, char **argv)
 		return 0;
 	if (strcmp(mode, "_exit") == 0)
 		_exit(0);
-	if (strcmp(mode, "sigterm") == 0)
-		raise(SIGTERM);
-	if (strcmp(mode, "sigint") == 0)
-		raise(SIGINT);
-	if (strcmp(mode, "sighup") == 0)
-		raise(SIGHUP);
+	if (strcmp(mode, "sigterm") == 0 || strcmp(mode, "sigint") == 0 ||
+	    strcmp(mode, "sighup") == 0) {
+		/* As a program busy in its main loop when Slurm's SIGTERM comes: it goes on until
+		 * the signal's action ends it. */
+		raise(strcmp(mode, "sigterm") == 0 ? SIGTERM
+		      : strcmp(mode, "sigint") == 0 ? SIGINT
+						    : SIGHUP);
+		for (;;)
+			pause();
+	}
 	if (strcmp(mode, "handled-int") == 0) {
 		raise(SIGINT);
 		launched(n); /* the program goes on after its handler: so must the recording */

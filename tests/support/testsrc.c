@@ -360,6 +360,32 @@ static void gen_launches(struct gen *g)
 	}
 }
 
+/* Capture graph_kernels launches into a graph, then replay it graph_replays times: each replay's
+ * kernels carry the correlation id of its cudaGraphLaunch, as CUPTI reports them. */
+static void gen_graph(struct gen *g)
+{
+	const struct testsrc_workload *w = g->w;
+	unsigned r, i;
+
+	if (!w->graph_kernels)
+		return;
+	emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+		 next_corr(g));
+	for (i = 0; i < w->graph_kernels; i++)
+		emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME,
+			 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, next_corr(g));
+	emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
+		 next_corr(g));
+	for (r = 0; r < w->graph_replays; r++) {
+		uint32_t c = next_corr(g);
+
+		emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+			 c);
+		for (i = 0; i < w->graph_kernels; i++)
+			emit_kernel(g, c, i);
+	}
+}
+
 static void gen_rest(struct gen *g)
 {
 	const struct testsrc_workload *w = g->w;
@@ -396,6 +422,7 @@ uint32_t testsrc_run(struct testsrc_emitter *e, const struct testsrc_workload *w
 	g.t = w->t0 ? w->t0 : testsrc_now();
 	g.pace_start = testsrc_now();
 	gen_launches(&g);
+	gen_graph(&g);
 	gen_rest(&g);
 	return g.corr;
 }

@@ -437,6 +437,28 @@ static void test_unmatched(void **state)
 	readback_done(&sc, &rb);
 }
 
+/* Launches captured into a graph launch nothing; the replays' kernels answer cudaGraphLaunch. */
+static void test_graph_capture(void **state)
+{
+	struct scenario sc;
+	struct readback rb;
+	unsigned mask;
+
+	(void)state;
+	scenario_init(&sc);
+	sc.w.kernels = 10;
+	sc.w.graph_kernels = 50;
+	sc.w.graph_replays = 20;
+	scenario_run(&sc);
+	read_back(&sc, &rb);
+	assert_int_equal(rb.by_kind[TALLY_KIND_KERNEL], 10 + 50 * 20);
+	/* the 10 plain launches and the 20 graph launches; the 50 captured ones are not launches */
+	assert_int_equal(rb.launch_flagged, 10 + 20);
+	assert_int_equal(ledger(&rb)[TALLY_C_UNMATCHED_API], 0);
+	assert_true(verdict_complete(&rb, &mask));
+	readback_done(&sc, &rb);
+}
+
 /* Kinds tally does not decode, and a record CUPTI cannot walk past. */
 static void test_unknown_and_invalid(void **state)
 {

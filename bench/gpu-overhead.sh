@@ -1,0 +1,56 @@
+#!/bin/bash
+# Overhead on the GPU, side by side in one run: untraced, the floor (a collector that only counts
+# CUPTI's records), and tally, on a launch loop, CUDA graph replay and a PyTorch loop.  The runs
+# alternate (untraced, floor, tally, then the next round) for ROUNDS rounds, and each reports the
+# time of its own loop only (no process start, no import), so the medians compare like with like.
+#
+#   bench/gpu-overhead.sh [BUILD_DIR] [ROUNDS]       (defaults: build, 5)
+set -u
+B=$(cd "${1:-build}" && pwd)
+ROUNDS=${2:-5}
+HERE=$(cd "$(dirname "$0")" && pwd)
+W=$B/gpu/workload
+FLOOR=$B/bench/libtally_floor.so
+TALLY=$B/src/cli/tally
+PY=${PYTHON:-python3}
+T=$(mktemp -d)
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# run CONFIG KEY PROGRAM...: prints the KEY value (ns) the program reports
+run() {
+	local cfg=$1 key=$2; shift 2
+	case $cfg in
+	untraced) "$@" ;;
+	floor) CUDA_INJECTION64_PATH=$FLOOR "$@" ;;
+	tally) "$TALLY" record -q -o "$T/%p.tally" -- "$@" ;;
+	esac 2>/dev/null | grep -o "$key [0-9]*" | head -1 | awk '{print $2}'
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f", m}'; }
+minmax() { sort -n | awk 'NR==1{mn=$1} {mx=$1} END {printf "%.3f-%.3f", mn, mx}'; }
+
+bench() { # NAME KEY OPS PROGRAM...
+	local name=$1 key=$2 ops=$3; shift 3
+	for r in $(seq "$ROUNDS"); do
+		for cfg in untraced floor tally; do
+			ns=$(run $cfg "$key" "$@")
+			[ -n "$ns" ] && echo "$ns $ops" | awk '{printf "%.4f\n", $1 / $2 / 1000}' >>"$T/$name.$cfg"
+		done
+	done
+	printf "| %-28s |" "$name"
+	for cfg in untraced floor tally; do
+		printf " %s (%s) |" "$(median <"$T/$name.$cfg")" "$(minmax <"$T/$name.$cfg")"
+	done
+	u=$(median <"$T/$name.untraced") f=$(median <"$T/$name.floor") t=$(median <"$T/$name.tally")
+	echo " $(echo "$t $f" | awk '{printf "%.3f", $1 / $2}') |"
+	rm -f "$T"/*.tally
+}
+
+echo "| workload (us per op, median (min-max) of $ROUNDS) | untraced | floor | tally | tally/floor |"
+echo "| --- | --- | --- | --- | --- |"
+bench "launch loop, 200k kernels" loop_ns 200000 "$W" --kernels 200000
+bench "graph replay, 500k kernels" graph_loop_ns 500000 "$W" --kernels 0 --graph 1000:500
+if $PY -c "import torch" 2>/dev/null; then
+	bench "PyTorch add_, 50k ops" loop_ns 50000 $PY "$HERE/../tests/gpu/torch_loop.py" 50000 --no-nvtx
+fi
+rm -rf "$T"

@@ -1,0 +1,186 @@
+#!/bin/bash
+# The GPU test suite: real CUDA programs with known counts, recorded by tally record, checked
+# against what the programs say they did (never against tally's own output).
+#
+#   tests/gpu/run.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, a new temporary directory)
+#
+# Exits 77 (skipped) where there is no GPU.  Needs BUILD_DIR/src/cli/tally and the CUDA workload
+# (built here with nvcc into BUILD_DIR/gpu/ if it is missing).  Python cases need PyTorch, JAX or
+# CuPy and are skipped one by one when the package is absent.  TALLY_GPU_CASES="loop graph ..."
+# runs a subset.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+B=$(cd "${1:-build}" && pwd)
+OUT=${2:-$(mktemp -d /tmp/tally-gpu-XXXXXX)}
+mkdir -p "$OUT"
+TALLY=$B/src/cli/tally
+DUMP=$B/tests/tally-dump
+W=$B/gpu/workload
+PY=${PYTHON:-python3}
+
+if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
+	echo "SKIP: no GPU here (nvidia-smi -L failed): the GPU suite runs on a machine with one"
+	exit 77
+fi
+if [ ! -x "$W" ]; then
+	mkdir -p "$B/gpu"
+	nvcc -O2 -arch=sm_90 -o "$W" "$HERE/workload.cu" -lcuda || { echo "FAIL: cannot build workload"; exit 1; }
+fi
+NGPU=$(nvidia-smi -L | wc -l)
+pass=0 fail=0 skip=0
+ok() { printf 'ok   %s\n' "$1"; pass=$((pass + 1)); }
+bad() { printf 'FAIL %s\n' "$1"; fail=$((fail + 1)); }
+skipped() { printf 'skip %s\n' "$1"; skip=$((skip + 1)); }
+want() { [ -z "${TALLY_GPU_CASES:-}" ] || [[ " $TALLY_GPU_CASES " == *" $1 "* ]]; }
+
+# rec NAME [record options] -- PROGRAM...: record into $OUT/NAME, stdout in $OUT/NAME/stdout
+rec() {
+	local name=$1; shift
+	mkdir -p "$OUT/$name"
+	local opts=()
+	while [ "$1" != "--" ]; do opts+=("$1"); shift; done
+	shift
+	"$TALLY" record "${opts[@]}" -o "$OUT/$name/%p.tally" -- "$@" \
+		>"$OUT/$name/stdout" 2>"$OUT/$name/stderr"
+	echo $? >"$OUT/$name/status"
+}
+
+# expect NAME INDEX CONDITION: python over the INDEX-th trace (by pid order): s section,
+# c counters, v verdict, k records by kind, out the program's stdout, names the kernel names and
+# api the API call names seen (lists, from tally-dump), status the exit status.
+expect() {
+	local name=$1 idx=$2 cond=$3 f
+	f=$(ls "$OUT/$name"/*.tally 2>/dev/null | sort -t/ -k1 | sed -n "$((idx + 1))p")
+	[ -n "$f" ] || { bad "$name #$idx: no trace ($(cat "$OUT/$name/stderr" | tail -3))"; return; }
+	"$TALLY" check --json "$f" >"$f.json" 2>/dev/null
+	"$DUMP" "$f" >"$f.dump" 2>/dev/null
+	if $PY - "$f.json" "$f.dump" "$OUT/$name/stdout" "$OUT/$name/status" "$cond" <<'PY'; then
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+s = d["files"][0]["sections"][0]
+c, v, k = s["ledger"]["counters"], s["verdict"], s["records"]
+lines = open(sys.argv[2]).read().splitlines()
+names = [l.split(" name=", 1)[1] for l in lines if l.startswith("kernel ")]
+api = [l.split(" name=", 1)[1] for l in lines if l.startswith(("runtime ", "driver "))]
+devs = sorted({int(re.search(r" dev=(\d+)", l).group(1)) for l in lines if l.startswith("kernel ")})
+streams = {re.search(r" stream=(\d+)", l).group(1) for l in lines if l.startswith("kernel ")}
+graphs = [l for l in lines if l.startswith("kernel ") and " graph=0 " not in l]
+out = open(sys.argv[3]).read()
+status = int(open(sys.argv[4]).read())
+num = lambda key: sum(int(m) for m in re.findall(key + r" (\d+)", out))
+ok = eval(sys.argv[5])
+if not ok:
+    print("  verdict", v, [r["text"] for r in s["reasons"]], "\n  records", k,
+          "\n  api", {a: api.count(a) for a in set(api)} if len(set(api)) < 30 else len(api),
+          "\n  program:", out[-300:], file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+		ok "$name #$idx: $cond"
+	else
+		bad "$name #$idx: $cond"
+	fi
+}
+
+if want loop; then
+	rec loop -- "$W" --kernels 20000 --memcpy 100:1048576 --memset 50:65536 --nvtx
+	expect loop 0 'v == "COMPLETE" and k["kernel"] == num("total_kernels") == 20000 and api.count("cudaLaunchKernel") == 20000 and k["memcpy"] == 200 and k["memset"] == 50 and k["nvtx_range"] == num("nvtx_ranges") == 200 and k["nvtx_mark"] == 1 and status == 0'
+fi
+if want graph; then
+	rec graph -- "$W" --kernels 0 --graph 100:500
+	expect graph 0 'v == "COMPLETE" and k["kernel"] == num("graph_kernels") == 50000 and len(graphs) == 50000 and api.count("cudaGraphLaunch") == 500'
+fi
+if want threads; then
+	rec threads -- "$W" --threads 8 --kernels 5000
+	expect threads 0 'v == "COMPLETE" and k["kernel"] == 40000 and api.count("cudaLaunchKernel") == 40000 and len(streams) == 8'
+fi
+if want driver; then
+	rec driver -- "$W" --driver --kernels 5000
+	expect driver 0 'v == "COMPLETE" and k["kernel"] == 5000 and api.count("cuLaunchKernel") == 5000'
+fi
+if want range; then
+	rec range --capture-range cudaProfilerApi -- "$W" --profiler-range --kernels 4000
+	expect range 0 'v == "COMPLETE" and k["kernel"] == num("in_range") == 2000'
+fi
+if want exit_paths; then
+	rec exit_ -- "$W" --kernels 3000 --exit _exit
+	expect exit_ 0 'v == "COMPLETE" and k["kernel"] == 3000 and s["ledger"]["flush_path"] == "_exit"'
+	rec abort -- "$W" --kernels 3000 --exit abort
+	expect abort 0 'k["kernel"] == 3000 and s["ledger"]["flush_path"] == "crash" and status == 134'
+fi
+
+# SIGTERM mid-run, sent to tally (as Slurm does), forwarded to the program: all records there.
+if want sigterm; then
+	mkdir -p "$OUT/sigterm"
+	"$TALLY" record -o "$OUT/sigterm/%p.tally" -- "$W" --forever >"$OUT/sigterm/stdout" 2>"$OUT/sigterm/stderr" &
+	tp=$!
+	sleep 4
+	kill -TERM $tp
+	wait $tp
+	echo $? >"$OUT/sigterm/status"
+	expect sigterm 0 'v == "COMPLETE" and status == 143 and c["signal"] == 15 and s["ledger"]["flush_path"] == "signal" and k["kernel"] == api.count("cudaLaunchKernel") >= max(int(x) for x in re.findall(r"launched_total (\d+)", out))'
+fi
+
+# SIGKILL mid-run: nothing can run; the file reads to its last intact chunk, INCOMPLETE.
+if want sigkill; then
+	mkdir -p "$OUT/sigkill"
+	"$TALLY" record --flush-interval 500 -o "$OUT/sigkill/%p.tally" -- "$W" --forever >"$OUT/sigkill/stdout" 2>"$OUT/sigkill/stderr" &
+	tp=$!
+	sleep 4
+	kill -KILL "$(awk '/^pid /{print $2; exit}' "$OUT/sigkill/stdout")"
+	wait $tp
+	echo $? >"$OUT/sigkill/status"
+	expect sigkill 0 'v == "INCOMPLETE" and not s["ledger"]["final"] and status == 137 and k["kernel"] >= 1000 and any(r["code"] == "not-closed" for r in s["reasons"])'
+fi
+
+# A starved pool (2 small buffers, a slowed consumer): CUPTI drops, and the ledger's count is
+# exactly what is missing: kernels recorded + dropped == kernels launched.
+if want starved; then
+	TALLY_TEST_SLOW_CONSUMER_NS=20000 rec starved --trace kernel --pool-buffers 2 --buffer-size 65536 -- "$W" --kernels 200000
+	expect starved 0 'v == "INCOMPLETE" and c["dropped_cupti"] > 0 and k["kernel"] + c["dropped_cupti"] == 200000 and any(r.get("counter") == "dropped_cupti" and r["windows"] for r in s["reasons"])'
+fi
+
+if want torch; then
+	if $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+		rec torch -- $PY "$HERE/torch_loop.py" 20000
+		expect torch 0 'v == "COMPLETE" and sum("add" in n for n in names) == num("adds") == 20000 and k["nvtx_range"] == 20000 and status == 0'
+		rec fork -- $PY "$HERE/mp_child.py" fork 5000
+		expect fork 0 'v == "COMPLETE" and sum("add" in n for n in names) == 5000 and s["ledger"]["flush_path"] == "_exit"'
+		rec spawn -- $PY "$HERE/mp_child.py" spawn 5000
+		expect spawn 0 'v == "COMPLETE" and sum("add" in n for n in names) == 5000'
+	else
+		skipped "torch, fork, spawn: no PyTorch with CUDA"
+	fi
+fi
+if want jax; then
+	if $PY -c "import jax" 2>/dev/null; then
+		rec jax -- $PY "$HERE/jax_loop.py" 1000
+		expect jax 0 'v == "COMPLETE" and k["kernel"] >= num("jax_adds") == 1000 and status == 0'
+	else
+		skipped "jax: not installed"
+	fi
+fi
+if want cupy; then
+	if $PY -c "import cupy" 2>/dev/null; then
+		rec cupy -- $PY "$HERE/cupy_loop.py" 1000
+		expect cupy 0 'v == "COMPLETE" and k["kernel"] >= num("cupy_adds") == 1000 and status == 0'
+	else
+		skipped "cupy: not installed"
+	fi
+fi
+
+# Two processes on two GPUs: two files, each with its own device.
+if want twogpu; then
+	if [ "$NGPU" -ge 2 ]; then
+		rec twogpu -- sh -c "'$W' --device 0 --kernels 3000 & '$W' --device 1 --kernels 3000 & wait"
+		expect twogpu 0 'v == "COMPLETE" and k["kernel"] == 3000 and len(devs) == 1'
+		expect twogpu 1 'v == "COMPLETE" and k["kernel"] == 3000 and len(devs) == 1'
+		d0=$(grep -o ' dev=[0-9]*' "$(ls "$OUT"/twogpu/*.dump | head -1)" | sort -u)
+		d1=$(grep -o ' dev=[0-9]*' "$(ls "$OUT"/twogpu/*.dump | tail -1)" | sort -u)
+		[ "$d0" != "$d1" ] && ok "twogpu: devices differ ($d0 /$d1)" || bad "twogpu: same device ($d0)"
+	else
+		skipped "twogpu: $NGPU GPU(s) here, needs 2 (the nvidia-h200-x2 kind)"
+	fi
+fi
+
+echo "gpu suite: $pass passed, $fail failed, $skip skipped (traces in $OUT)"
+[ $fail -eq 0 ]

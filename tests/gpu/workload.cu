@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+// workload: a CUDA program with known counts, for the GPU tests and the overhead bench.
+// Every count it prints is what it did, so tests compare tally's trace against the program,
+// never against tally.  Options (all counts per host thread):
+//   --kernels N          N launches of an empty kernel (runtime API; --driver: cuLaunchKernel)
+//   --threads T          T host threads, each on its own stream
+//   --memcpy K:BYTES     K host-to-device and K device-to-host copies of BYTES (pinned, async)
+//   --memset K:BYTES     K cudaMemsetAsync of BYTES
+//   --graph K:R          capture K kernels in a CUDA graph, replay it R times
+//   --nvtx               an NVTX range around every 100 launches, and one mark
+//   --profiler-range     N/4 launches, cudaProfilerStart, N/2, cudaProfilerStop, N/4
+//   --device D           cudaSetDevice(D)
+//   --forever            launch batches of 1000 until killed, printing the running total
+//   --sleep-ms MS        sleep before exiting
+//   --exit MODE          leave by: return (default), exit, _exit, abort
+#include <cuda.h>
+#include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(x)                                                                                   \
+	do {                                                                                       \
+		cudaError_t e_ = (x);                                                              \
+		if (e_ != cudaSuccess) {                                                           \
+			fprintf(stderr, "workload: %s: %s\n", #x, cudaGetErrorString(e_));         \
+			exit(3);                                                                   \
+		}                                                                                  \
+	} while (0)
+
+__global__ void tiny(int *p)
+{
+	if (p && threadIdx.x == 0 && blockIdx.x == 0)
+		atomicAdd(p, 1);
+}
+
+struct opts {
+	long kernels = 1000;
+	int threads = 1;
+	long memcpy_n = 0, memcpy_bytes = 0, memset_n = 0, memset_bytes = 0;
+	long graph_k = 0, graph_r = 0;
+	bool nvtx = false, driver = false, forever = false, profiler_range = false;
+	int device = 0;
+	long sleep_ms = 0;
+	const char *exit_mode = "return";
+};
+
+static opts O;
+static CUfunction tiny_fn;
+
+static double now_s()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void launch(cudaStream_t s, int *counter)
+{
+	if (O.driver) {
+		void *args[] = {&counter};
+		if (cuLaunchKernel(tiny_fn, 1, 1, 1, 32, 1, 1, 0, (CUstream)s, args, NULL) !=
+		    CUDA_SUCCESS) {
+			fprintf(stderr, "workload: cuLaunchKernel failed\n");
+			exit(3);
+		}
+	} else {
+		tiny<<<1, 32, 0, s>>>(counter);
+	}
+}
+
+static void launches(cudaStream_t s, int *counter, long n, long *nvtx_ranges)
+{
+	for (long i = 0; i < n; i++) {
+		if (O.nvtx && i % 100 == 0) {
+			nvtxRangePushA("batch");
+			(*nvtx_ranges)++;
+		}
+		launch(s, counter);
+		if (O.nvtx && (i % 100 == 99 || i == n - 1))
+			nvtxRangePop();
+	}
+}
+
+static void copies(cudaStream_t s)
+{
+	void *host, *dev;
+	CHECK(cudaMallocHost(&host, O.memcpy_bytes ? O.memcpy_bytes : 1));
+	CHECK(cudaMalloc(&dev, O.memcpy_bytes > O.memset_bytes ? O.memcpy_bytes : O.memset_bytes));
+	for (long i = 0; i < O.memcpy_n; i++) {
+		CHECK(cudaMemcpyAsync(dev, host, O.memcpy_bytes, cudaMemcpyHostToDevice, s));
+		CHECK(cudaMemcpyAsync(host, dev, O.memcpy_bytes, cudaMemcpyDeviceToHost, s));
+	}
+	for (long i = 0; i < O.memset_n; i++)
+		CHECK(cudaMemsetAsync(dev, 0, O.memset_bytes, s));
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaFreeHost(host));
+	CHECK(cudaFree(dev));
+}
+
+static void graph(cudaStream_t s, int *counter)
+{
+	cudaGraph_t g;
+	cudaGraphExec_t ge;
+	CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+	for (long i = 0; i < O.graph_k; i++)
+		tiny<<<1, 32, 0, s>>>(counter);
+	CHECK(cudaStreamEndCapture(s, &g));
+	CHECK(cudaGraphInstantiate(&ge, g, 0));
+	double t0 = now_s();
+	for (long r = 0; r < O.graph_r; r++)
+		CHECK(cudaGraphLaunch(ge, s));
+	CHECK(cudaStreamSynchronize(s));
+	double t1 = now_s();
+	printf("graph_kernels %ld graph_launches %ld graph_loop_ns %.0f\n", O.graph_k * O.graph_r,
+	       O.graph_r, (t1 - t0) * 1e9);
+	CHECK(cudaGraphExecDestroy(ge));
+	CHECK(cudaGraphDestroy(g));
+}
+
+static void *thread_main(void *arg)
+{
+	long nvtx_ranges = 0, *out = (long *)arg;
+	cudaStream_t s;
+	int *counter;
+
+	CHECK(cudaSetDevice(O.device));
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CHECK(cudaMalloc(&counter, sizeof(int)));
+	double t0 = now_s();
+	launches(s, counter, O.kernels, &nvtx_ranges);
+	CHECK(cudaStreamSynchronize(s));
+	double t1 = now_s();
+	printf("thread %ld launched %ld loop_ns %.0f\n", (long)syscall(SYS_gettid), O.kernels,
+	       (t1 - t0) * 1e9);
+	if (O.memcpy_n || O.memset_n)
+		copies(s);
+	if (O.graph_k)
+		graph(s, counter);
+	CHECK(cudaFree(counter));
+	CHECK(cudaStreamDestroy(s));
+	*out = nvtx_ranges;
+	return NULL;
+}
+
+static void forever(void)
+{
+	int *counter;
+	long total = 0;
+	CHECK(cudaMalloc(&counter, sizeof(int)));
+	for (;;) {
+		for (int i = 0; i < 1000; i++)
+			tiny<<<1, 32>>>(counter);
+		CHECK(cudaDeviceSynchronize());
+		total += 1000;
+		printf("launched_total %ld\n", total);
+		fflush(stdout);
+	}
+}
+
+static void profiler_range(void)
+{
+	int *counter;
+	long quarter = O.kernels / 4, unused = 0;
+	CHECK(cudaMalloc(&counter, sizeof(int)));
+	launches(0, counter, quarter, &unused);
+	CHECK(cudaDeviceSynchronize());
+	CHECK(cudaProfilerStart());
+	launches(0, counter, 2 * quarter, &unused);
+	CHECK(cudaDeviceSynchronize());
+	CHECK(cudaProfilerStop());
+	launches(0, counter, quarter, &unused);
+	CHECK(cudaDeviceSynchronize());
+	printf("in_range %ld outside %ld\n", 2 * quarter, 2 * quarter);
+}
+
+static void parse(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+		if (!strcmp(a, "--kernels")) O.kernels = atol(v), i++;
+		else if (!strcmp(a, "--threads")) O.threads = atoi(v), i++;
+		else if (!strcmp(a, "--memcpy")) sscanf(v, "%ld:%ld", &O.memcpy_n, &O.memcpy_bytes), i++;
+		else if (!strcmp(a, "--memset")) sscanf(v, "%ld:%ld", &O.memset_n, &O.memset_bytes), i++;
+		else if (!strcmp(a, "--graph")) sscanf(v, "%ld:%ld", &O.graph_k, &O.graph_r), i++;
+		else if (!strcmp(a, "--device")) O.device = atoi(v), i++;
+		else if (!strcmp(a, "--sleep-ms")) O.sleep_ms = atol(v), i++;
+		else if (!strcmp(a, "--exit")) O.exit_mode = v, i++;
+		else if (!strcmp(a, "--nvtx")) O.nvtx = true;
+		else if (!strcmp(a, "--driver")) O.driver = true;
+		else if (!strcmp(a, "--forever")) O.forever = true;
+		else if (!strcmp(a, "--profiler-range")) O.profiler_range = true;
+		else { fprintf(stderr, "workload: unknown option %s\n", a); exit(2); }
+	}
+}
+
+int main(int argc, char **argv)
+{
+	parse(argc, argv);
+	printf("pid %d tid %ld\n", (int)getpid(), (long)syscall(SYS_gettid));
+	fflush(stdout);
+	CHECK(cudaSetDevice(O.device));
+	CHECK(cudaFree(0)); // the context, and tally's session, start here
+	if (O.driver) {
+		CUmodule m;
+		CHECK(cudaGetFuncBySymbol((cudaFunction_t *)&tiny_fn, (const void *)tiny));
+		(void)m;
+	}
+	if (O.nvtx)
+		nvtxMarkA("workload start");
+	if (O.forever)
+		forever();
+	if (O.profiler_range) {
+		profiler_range();
+	} else {
+		pthread_t t[64];
+		long ranges[64] = {0}, total_ranges = 0;
+		for (int i = 0; i < O.threads && i < 64; i++)
+			pthread_create(&t[i], NULL, thread_main, &ranges[i]);
+		for (int i = 0; i < O.threads && i < 64; i++) {
+			pthread_join(t[i], NULL);
+			total_ranges += ranges[i];
+		}
+		printf("total_kernels %ld memcpy %ld memcpy_bytes %ld memset %ld memset_bytes %ld "
+		       "nvtx_ranges %ld nvtx_marks %d\n",
+		       O.kernels * O.threads, 2 * O.memcpy_n * O.threads,
+		       2 * O.memcpy_n * O.memcpy_bytes * O.threads, O.memset_n * O.threads,
+		       O.memset_n * O.memset_bytes * O.threads, total_ranges, O.nvtx ? 1 : 0);
+	}
+	fflush(stdout);
+	if (O.sleep_ms)
+		usleep(O.sleep_ms * 1000);
+	if (!strcmp(O.exit_mode, "_exit"))
+		_exit(0);
+	if (!strcmp(O.exit_mode, "exit"))
+		exit(0);
+	if (!strcmp(O.exit_mode, "abort"))
+		abort();
+	return 0;
+}
