@@ -31,6 +31,9 @@ struct testsrc_workload {
 	unsigned ranges;	 /* NVTX range: marker start + end */
 	unsigned marks;		 /* NVTX instantaneous marker */
 	unsigned kernel_names;	 /* distinct kernel names to cycle through (>= 1) */
+	unsigned graph_kernels;	 /* a graph of this many kernels, captured (launch records with
+				    no GPU record, between Begin/EndCapture), then replayed: */
+	unsigned graph_replays;	 /* cudaGraphLaunch + graph_kernels kernel records each */
 	uint32_t seed;
 	uint64_t t0;   /* first timestamp; 0: now */
 	uint64_t rate; /* records per second to pace at; 0: as fast as possible */
