@@ -105,6 +105,10 @@ expect nvtx 0 'v == "COMPLETE" and k["nvtx_range"] == 2 * 3000 + 1 and k["nvtx_m
 run other exit 0 FAKECUPTI_OTHER_SUBSCRIBER=1
 expect other 0 'k["kernel"] == L and any(n["code"] == "other-subscriber" for n in s["notes"])'
 
+# another client trying to take CUPTI's buffers away is refused, and the trace says so
+run other-client other-client 0
+expect other-client 0 'v == "COMPLETE" and k["kernel"] == L == 6000 and any(n["code"] == "other-client" for n in s["notes"]) and "register returned 39" in open(sys.argv[2]).read()'
+
 # a rank that is not asked for runs untouched: no file
 mkdir -p "$T/ranks"
 RANK=3 FAKEAPP_UNTRACED_OK=1 "$TALLY" record --ranks 0,1 -o "$T/ranks/%p.tally" -- "$APP" exit 10 >/dev/null 2>"$T/ranks/stderr"

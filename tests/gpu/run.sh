@@ -147,6 +147,8 @@ if want torch; then
 		expect fork 0 'v == "COMPLETE" and sum("add" in n for n in names) == 5000 and s["ledger"]["flush_path"] == "_exit"'
 		rec spawn -- $PY "$HERE/mp_child.py" spawn 5000
 		expect spawn 0 'v == "COMPLETE" and sum("add" in n for n in names) == 5000'
+		rec profiler -- $PY "$HERE/torch_profiler.py" 1000
+		expect profiler 0 'v == "COMPLETE" and status == 0 and sum("add" in n for n in names) == 1000 and any(n["code"] == "other-client" for n in s["notes"])'
 	else
 		skipped "torch, fork, spawn: no PyTorch with CUDA"
 	fi
