@@ -148,7 +148,11 @@ static void probe_cuda(struct doctor_gpu *g)
 static bool try_cupti(struct doctor_gpu *g, const char *name, bool by_search)
 {
 	cupti_version_fn version;
-	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	/*
+	 * RTLD_NODELETE: libcupti keeps static allocations of its own (its C++ runtime's);
+	 * unloaded, they would look leaked, and it costs nothing to keep the library mapped.
+	 */
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 
 	if (!h) {
 		if (!g->cupti_error[0])
