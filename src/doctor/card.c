@@ -93,8 +93,8 @@ static void driver_not_loaded(struct doctor_ctx *ctx, struct tally_doctor_findin
 	if (w->gpu_hint) {
 		finding_set(f, TALLY_DOCTOR_FAIL, "no CUDA driver library: %s", g->cuda_error);
 		finding_why(f,
-			    "this machine has a GPU (%s) but no libcuda.so.1 to use it: the "
-			    "program cannot run CUDA and the trace would be empty",
+			    "a GPU is expected here (%s) but libcuda.so.1 is missing: the program "
+			    "cannot run CUDA and the trace would be empty",
 			    w->gpu_hint_src);
 		return;
 	}
@@ -305,6 +305,22 @@ static void visible_indices(struct doctor_ctx *ctx, struct tally_doctor_finding 
 	f->advise = true;
 }
 
+static void visible_unset(struct doctor_ctx *ctx, struct tally_doctor_finding *f, const char *nvd)
+{
+	const struct doctor_gpu *g = doctor_gpu(ctx);
+
+	if (g->ndev)
+		finding_set(f, TALLY_DOCTOR_OK,
+			    "CUDA_VISIBLE_DEVICES unset: CUDA sees all %d GPU(s) given to this "
+			    "process",
+			    g->ndev);
+	else
+		finding_set(f, TALLY_DOCTOR_OK, "CUDA_VISIBLE_DEVICES unset");
+	if (nvd)
+		snprintf(f->value + strlen(f->value), sizeof(f->value) - strlen(f->value),
+			 "; NVIDIA_VISIBLE_DEVICES=%s", nvd);
+}
+
 void check_card_visible(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 {
 	const char *cvd = doctor_getenv(ctx, "CUDA_VISIBLE_DEVICES");
@@ -321,10 +337,7 @@ void check_card_visible(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 		return;
 	}
 	if (!cvd) {
-		finding_set(
-		    f, TALLY_DOCTOR_OK,
-		    "CUDA_VISIBLE_DEVICES unset: CUDA sees every GPU given to this process%s%s",
-		    nvd ? ", NVIDIA_VISIBLE_DEVICES=" : "", nvd ? nvd : "");
+		visible_unset(ctx, f, nvd);
 		return;
 	}
 	if (!*cvd || strcmp(cvd, "-1") == 0 || strcmp(cvd, "NoDevFiles") == 0) {

@@ -201,6 +201,9 @@ static const char *volume_fix(struct doctor_ctx *ctx)
 	if (w->container == CONTAINER_PODMAN)
 		return "mount a volume and write there: `podman run -v $PWD:/work -w /work ...` "
 		       "and -o /work/trace";
+	if (w->container == CONTAINER_NONE)
+		return "write to a directory on disk that you can write: -o $HOME/traces/trace, "
+		       "or the cluster's scratch space";
 	return "mount a volume and write there: `docker run -v $PWD:/work -w /work ...` and -o "
 	       "/work/trace";
 }
@@ -292,7 +295,7 @@ void check_output_volume(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 	finding_source(f, "/proc/self/mountinfo");
 	finding_fix(f, "%s", volume_fix(ctx));
 	finding_why(f, "a container's own files are thrown away with it (`docker rm`), and the "
-		       "trace with them; tmpfs is memory, gone at the end");
+		       "trace with them");
 	if (rc == -EINVAL) {
 		finding_set(f, TALLY_DOCTOR_WARN,
 			    "/proc/self/mountinfo is malformed: no mount line could be read");
@@ -308,9 +311,12 @@ void check_output_volume(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 		return;
 	}
 	if (strcmp(m.fstype, "tmpfs") == 0 || strcmp(m.fstype, "ramfs") == 0) {
-		finding_set(f, TALLY_DOCTOR_WARN,
-			    "%s is on %s at %s: memory, gone when the %s ends", o->dir, m.fstype,
-			    m.point, in_container(ctx) ? "container" : "machine");
+		finding_set(f, TALLY_DOCTOR_WARN, "%s is on %s at %s, in memory", o->dir, m.fstype,
+			    m.point);
+		finding_why(f,
+			    "tmpfs lives in memory: the trace counts against it and is gone when "
+			    "the %s stops",
+			    in_container(ctx) ? "container" : "machine");
 		return;
 	}
 	if (in_container(ctx) && strcmp(m.point, "/") == 0) {

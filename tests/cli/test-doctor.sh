@@ -79,7 +79,7 @@ if grep -q "$(printf '\033')" "$T/out"; then bad "no colour when not a terminal"
 run "NGC image without --gpus: blocked" 1 "$TALLY" doctor --root "$FIX/docker-no-gpus"
 has "blocked by card.driver" "recording is BLOCKED"
 has "the --gpus fix" 'fix: start the container with `--gpus all`'
-has "why line under a FAIL" "        why: this machine has a GPU (NVIDIA_VISIBLE_DEVICES=all)"
+has "why line under a FAIL" "        why: a GPU is expected here (NVIDIA_VISIBLE_DEVICES=all)"
 run "login node: warns, does not block" 0 "$TALLY" doctor --root "$FIX/slurm-login"
 has "login node remedy" 'login node: run inside `srun --gpus=1 ...`'
 any "perf 4 is not a warning" "$TALLY" doctor --root "$FIX/perf-paranoid-4" --json

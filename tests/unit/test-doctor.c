@@ -461,6 +461,14 @@ static void test_tmp(void **state)
 	assert_false(f->needed);
 	run_done(&r);
 
+	run_in(&r, "tmp", "/tmp/trace", 0, NULL); /* the trace itself in the tmpfs */
+	f = expect(&r, "output.volume", TALLY_DOCTOR_WARN, "/tmp is on tmpfs at /tmp, in memory",
+		   "a directory on disk that you can write");
+	expect_why(f, "gone when the machine stops");
+	expect(&r, "output.space", TALLY_DOCTOR_WARN,
+	       "nearly full: 60 MiB free in /tmp (of 64 MiB)", NULL);
+	run_done(&r);
+
 	run_in(&r, "tmp", NULL, 0, ENV("TMPDIR=/fasttmp"));
 	expect(&r, "output.tmpdir", TALLY_DOCTOR_WARN, "TMPDIR=/fasttmp is mounted noexec",
 	       "TMPDIR=");
@@ -486,7 +494,7 @@ static void test_output_dirs(void **state)
 	    {"/ok/t", "output.dir", TALLY_DOCTOR_OK, "/ok is writable", NULL},
 	    {"/ok/t", "output.space", TALLY_DOCTOR_OK, "100 GiB free in /ok (of 1 TiB)", NULL},
 	    {"/ro/t", "output.dir", TALLY_DOCTOR_FAIL, "/ro is on a read-only filesystem",
-	     "-v $PWD:/work"},
+	     "-o $HOME/traces/trace"},
 	    {"/locked/t", "output.dir", TALLY_DOCTOR_FAIL, "/locked is not writable by this user",
 	     "a directory of your own"},
 	    {"/full/t", "output.space", TALLY_DOCTOR_FAIL, "only 4 MiB free in /full",
