@@ -20,7 +20,7 @@
  *		return cli_error(TALLY_EXIT_ERROR, "out of memory");
  *	blocked = tally_doctor_blocking(&rep, stderr);	// prints one line + fix per FAIL
  *	tally_doctor_report_fini(&rep);
- *	if (blocked && !force)
+ *	if (blocked && !no_checks)		// tally record --no-checks
  *		return TALLY_EXIT_FAIL;
  *
  * The card checks load libcuda.so.1 and call cuInit (about 0.1-1 s on a GPU node), unless
