@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "collect-env.h"
+#include "doctor.h"
 #include "json.h"
 #include "pattern.h"
 #include "reader.h"
@@ -46,8 +47,10 @@ static void usage(void)
 		  "Run PROGRAM and record what it does on the GPU: kernels, copies, memsets, CUDA\n"
 		  "API calls and NVTX ranges, with the ledger that proves the trace complete.\n"
 		  "Children (fork, exec, multiprocessing) are followed, each into its own file.\n"
-		  "Exit status: the program's own (128+N if it died of signal N); 2 usage error;\n"
-		  "4 if the program could not be started.",
+		  "Before the run, the doctor's blocking checks (tally doctor) must pass.\n"
+		  "Exit status: the program's own (128+N if it died of signal N); 1 a blocking\n"
+		  "check failed; 2 usage error; 4 tally itself failed; 126/127 the program could\n"
+		  "not be run.",
 		  record_help);
 	printf("\nrecording options (also for tally env):\n");
 	for (h = collect_help; h->flags; h++)
@@ -282,21 +285,29 @@ static void summarize(const struct record_opts *o, int status)
 		fclose(out);
 }
 
-/* Before the run: the checks that would make the recording empty or lost. */
+/*
+ * Before the run: the doctor's blocking checks (the collector missing, the output unwritable or
+ * full, a driver that is there but does not work), so that a run does not end in an empty or lost
+ * trace.  --no-checks goes on anyway.
+ */
 static int record_preflight(const struct record_opts *o)
 {
-	char dir[PATH_MAX], *slash;
+	struct tally_doctor_opts d = {
+		.pattern = o->c.output_abs,
+		.collector = o->c.collector,
+		.flags = TALLY_DOCTOR_BLOCKING_ONLY,
+	};
+	struct tally_doctor_report rep;
+	bool blocked;
 
-	snprintf(dir, sizeof(dir), "%s", o->c.output_abs);
-	slash = strrchr(dir, '/');
-	if (slash)
-		*slash = '\0';
-	if (access(dir, W_OK) != 0)
-		return cli_error(TALLY_EXIT_ERROR,
-				 "cannot write to %s (%s): choose another --output, or mount a "
-				 "writable volume there (docker -v $PWD:/work); --no-checks to try "
-				 "anyway",
-				 dir, strerror(errno));
+	if (tally_doctor_run(&d, &rep) < 0)
+		return cli_error(TALLY_EXIT_ERROR, "out of memory");
+	blocked = tally_doctor_blocking(&rep, stderr);
+	tally_doctor_report_fini(&rep);
+	if (blocked)
+		return cli_error(TALLY_EXIT_FAIL, "not recording: the trace would be empty or lost "
+						  "(above); tally doctor says more, --no-checks "
+						  "records anyway");
 	return 0;
 }
 

@@ -7,7 +7,6 @@
 		(void)argv;                                                                        \
 		return cli_error(TALLY_EXIT_ERROR, "%s is not built yet", what);                   \
 	}
-STUB(cmd_doctor, "doctor")
 STUB(cmd_stats, "stats")
 STUB(cmd_export, "export")
 STUB(cmd_merge, "merge")
