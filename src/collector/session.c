@@ -321,9 +321,12 @@ unlock:
 	pthread_mutex_unlock(&session_lock);
 }
 
+/* The close: no new records (the window ends here; a program that runs on after a SIGTERM
+ * must not leave a buffer in CUPTI's hands), then everything CUPTI holds, complete or not. */
 static void flush_forced(void *arg)
 {
 	(void)arg;
+	cupti_window(false);
 	cupti_flush(true);
 }
 

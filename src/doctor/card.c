@@ -12,18 +12,27 @@
 
 #include "internal.h"
 
-/* The kernel module's version from /proc/driver/nvidia/version ("... Kernel Module  580.95.05
- * ..."). */
+/* The kernel module's version from /proc/driver/nvidia/version: the first word after "Kernel
+ * Module" that starts with a digit ("... Kernel Module  580.95.05 ..." and the open modules'
+ * "... Open Kernel Module for x86_64  580.159.04 ..."). */
 static void module_version(struct doctor_ctx *ctx, char *out, size_t len)
 {
-	char text[1024], *p;
+	char text[1024], word[64], *p;
+	int n = 0, i;
 
 	out[0] = '\0';
 	if (doctor_read(ctx, "/proc/driver/nvidia/version", text, sizeof(text)) <= 0)
 		return;
 	p = strstr(text, "Kernel Module");
-	if (p && sscanf(p + strlen("Kernel Module"), " %63s", out) != 1)
-		out[0] = '\0';
+	if (!p)
+		return;
+	p += strlen("Kernel Module");
+	for (i = 0; i < 6 && sscanf(p, " %63s%n", word, &n) == 1; i++, p += n) {
+		if (word[0] >= '0' && word[0] <= '9') {
+			snprintf(out, len, "%s", word);
+			return;
+		}
+	}
 }
 
 /* How to give this place a GPU and its driver, for the messages below. */

@@ -176,8 +176,8 @@ if want twogpu; then
 		rec twogpu -- sh -c "'$W' --device 0 --kernels 3000 & '$W' --device 1 --kernels 3000 & wait"
 		expect twogpu 0 'v == "COMPLETE" and k["kernel"] == 3000 and len(devs) == 1'
 		expect twogpu 1 'v == "COMPLETE" and k["kernel"] == 3000 and len(devs) == 1'
-		d0=$(grep -o ' dev=[0-9]*' "$(ls "$OUT"/twogpu/*.dump | head -1)" | sort -u)
-		d1=$(grep -o ' dev=[0-9]*' "$(ls "$OUT"/twogpu/*.dump | tail -1)" | sort -u)
+		d0=$(grep '^kernel ' "$(ls "$OUT"/twogpu/*.dump | head -1)" | grep -o ' dev=[0-9]*' | sort -u)
+		d1=$(grep '^kernel ' "$(ls "$OUT"/twogpu/*.dump | tail -1)" | grep -o ' dev=[0-9]*' | sort -u)
 		[ "$d0" != "$d1" ] && ok "twogpu: devices differ ($d0 /$d1)" || bad "twogpu: same device ($d0)"
 	else
 		skipped "twogpu: $NGPU GPU(s) here, needs 2 (the nvidia-h200-x2 kind)"
