@@ -1,8 +1,11 @@
 #!/bin/bash
 # Overhead on the GPU, side by side in one run: untraced, the floor (a collector that only counts
-# CUPTI's records), and tally, on a launch loop, CUDA graph replay and a PyTorch loop.  The runs
-# alternate (untraced, floor, tally, then the next round) for ROUNDS rounds, and each reports the
-# time of its own loop only (no process start, no import), so the medians compare like with like.
+# CUPTI's records, with CUPTI's kernel, memcpy, memset and runtime kinds), tally as it comes
+# (cuda,nvtx: the same kinds plus the driver API's launch calls and NVTX), and tally with exactly
+# the floor's kinds.  Workloads: a launch loop, CUDA graph replay and a PyTorch loop.  The runs
+# alternate (untraced, floor, tally, tally-rt, then the next round) for ROUNDS rounds, and each
+# reports the time of its own loop only (no process start, no import), so medians compare like
+# with like.
 #
 #   bench/gpu-overhead.sh [BUILD_DIR] [ROUNDS]       (defaults: build, 5)
 set -u
@@ -22,7 +25,9 @@ run() {
 	case $cfg in
 	untraced) "$@" ;;
 	floor) CUDA_INJECTION64_PATH=$FLOOR "$@" ;;
-	tally) "$TALLY" record -q -o "$T/%p.tally" -- "$@" ;;
+	tally) "$TALLY" record -q --no-checks -o "$T/%p.tally" -- "$@" ;;
+	# the floor's kinds exactly (no driver-API launch calls, no NVTX): tally's own cost
+	tally-rt) "$TALLY" record -q --no-checks -t kernel,memcpy,memset,runtime -o "$T/%p.tally" -- "$@" ;;
 	esac 2>/dev/null | grep -o "$key [0-9]*" | head -1 | awk '{print $2}'
 }
 
@@ -32,22 +37,22 @@ minmax() { sort -n | awk 'NR==1{mn=$1} {mx=$1} END {printf "%.3f-%.3f", mn, mx}'
 bench() { # NAME KEY OPS PROGRAM...
 	local name=$1 key=$2 ops=$3; shift 3
 	for r in $(seq "$ROUNDS"); do
-		for cfg in untraced floor tally; do
+		for cfg in untraced floor tally tally-rt; do
 			ns=$(run $cfg "$key" "$@")
 			[ -n "$ns" ] && echo "$ns $ops" | awk '{printf "%.4f\n", $1 / $2 / 1000}' >>"$T/$name.$cfg"
 		done
 	done
 	printf "| %-28s |" "$name"
-	for cfg in untraced floor tally; do
+	for cfg in untraced floor tally tally-rt; do
 		printf " %s (%s) |" "$(median <"$T/$name.$cfg")" "$(minmax <"$T/$name.$cfg")"
 	done
-	u=$(median <"$T/$name.untraced") f=$(median <"$T/$name.floor") t=$(median <"$T/$name.tally")
-	echo " $(echo "$t $f" | awk '{printf "%.3f", $1 / $2}') |"
+	f=$(median <"$T/$name.floor") t=$(median <"$T/$name.tally") r=$(median <"$T/$name.tally-rt")
+	echo " $(echo "$t $f" | awk '{printf "%.3f", $1 / $2}') | $(echo "$r $f" | awk '{printf "%.3f", $1 / $2}') |"
 	rm -f "$T"/*.tally
 }
 
-echo "| workload (us per op, median (min-max) of $ROUNDS) | untraced | floor | tally | tally/floor |"
-echo "| --- | --- | --- | --- | --- |"
+echo "| workload (us per op, median (min-max) of $ROUNDS) | untraced | floor | tally (default: cuda,nvtx) | tally -t kernel,memcpy,memset,runtime | tally/floor | tally-rt/floor |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
 bench "launch loop, 200k kernels" loop_ns 200000 "$W" --kernels 200000
 bench "graph replay, 500k kernels" graph_loop_ns 500000 "$W" --kernels 0 --graph 1000:500
 if $PY -c "import torch" 2>/dev/null; then
