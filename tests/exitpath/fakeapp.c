@@ -173,6 +173,14 @@ int main(int argc, char **argv)
 		return 0;
 	if (strcmp(mode, "_exit") == 0)
 		_exit(0);
+	if (strcmp(mode, "paced") == 0) {
+		/* n more launches spread over 1.5 s, for the collection-window tests */
+		for (unsigned i = 0; i < 30; i++) {
+			launched(n / 30);
+			sleep_ms(50);
+		}
+		return 0;
+	}
 	if (strcmp(mode, "other-client") == 0) {
 		/* A second CUPTI client (as torch.profiler's Kineto) tries to take the buffers. */
 		int (*reg)(void *, void *) =

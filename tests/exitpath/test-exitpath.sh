@@ -109,6 +109,26 @@ expect other 0 'k["kernel"] == L and any(n["code"] == "other-subscriber" for n i
 run other-client other-client 0
 expect other-client 0 'v == "COMPLETE" and k["kernel"] == L == 6000 and any(n["code"] == "other-client" for n in s["notes"]) and "register returned 39" in open(sys.argv[2]).read()'
 
+# the collection window: --duration closes the trace (flush path "stop"), --delay opens it late,
+# --devices keeps other devices' records out (counted, not lost)
+mkdir -p "$T/duration" "$T/delay" "$T/devices"
+"$TALLY" record --duration 0.5 -o "$T/duration/%p.tally" -- "$APP" paced "$N" >"$T/duration/stdout" 2>&1
+expect duration 0 'v == "COMPLETE" and s["ledger"]["flush_path"] == "stop" and 0 < k["kernel"] < L and L == 6000'
+"$TALLY" record --delay 0.5 -o "$T/delay/%p.tally" -- "$APP" paced "$N" >"$T/delay/stdout" 2>&1
+expect delay 0 'v == "COMPLETE" and 0 < k["kernel"] < L - 3000 and any(n["code"] == "window-open" for n in s["notes"])'
+"$TALLY" record --devices 1 -o "$T/devices/%p.tally" -- "$APP" exit "$N" >"$T/devices/stdout" 2>&1
+expect devices 0 'v == "COMPLETE" and k["kernel"] == 0 and c["outside_window"] == L == 3000 and c["unmatched_launches"] == 0'
+
+# tally env: the same variables, in each syntax, parseable
+"$TALLY" env -o "$T/env-%p" -t cuda --format json >"$T/env.json" &&
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['CUDA_INJECTION64_PATH'].endswith('libtally.so') and d['TALLY_OUTPUT'].endswith('env-%p') and d['TALLY_TRACE']=='cuda'" "$T/env.json" \
+	&& ok "env: json" || bad "env: json"
+( eval "$("$TALLY" env -o "$T/it's %p")" && [ "$TALLY_OUTPUT" = "$PWD/$T/it's %p" ] || [ "$TALLY_OUTPUT" = "$T/it's %p" ] ) \
+	&& ok "env: sh quoting" || bad "env: sh quoting"
+"$TALLY" env --format k8s | grep -q "  - name: CUDA_INJECTION64_PATH" && ok "env: k8s" || bad "env: k8s"
+"$TALLY" env --format docker | grep -q '^ENV LD_PRELOAD=' && ok "env: docker" || bad "env: docker"
+"$TALLY" env --format yaml >/dev/null 2>"$T/envbad"; [ $? -eq 2 ] && grep -q yaml "$T/envbad" && ok "env: bad format named" || bad "env: bad format"
+
 # a rank that is not asked for runs untouched: no file
 mkdir -p "$T/ranks"
 RANK=3 FAKEAPP_UNTRACED_OK=1 "$TALLY" record --ranks 0,1 -o "$T/ranks/%p.tally" -- "$APP" exit 10 >/dev/null 2>"$T/ranks/stderr"
