@@ -437,42 +437,47 @@ static void *bounded_main(void *arg)
 	return NULL;
 }
 
-bool run_bounded(void (*fn)(void *), void *arg, uint64_t timeout_ns)
+static struct bounded *bounded_new(void (*fn)(void *), void *arg)
 {
 	struct bounded *b = calloc(1, sizeof(*b));
-	struct timespec deadline;
-	pthread_attr_t attr;
-	pthread_t t;
-	sigset_t all, old;
-	bool ok;
+	pthread_condattr_t ca;
 
-	if (!b) {
-		fn(arg); /* no memory for a watchdog: run it here, unbounded */
-		return true;
-	}
+	if (!b)
+		return NULL;
 	b->fn = fn;
 	b->arg = arg;
 	atomic_init(&b->refs, 2);
 	pthread_mutex_init(&b->lock, NULL);
-	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&b->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	return b;
+}
+
+/* A detached thread that takes no signals; false if none could be made. */
+static bool bounded_start(struct bounded *b)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int rc;
+
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&t, &attr, bounded_main, b) != 0) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		pthread_attr_destroy(&attr);
-		atomic_store(&b->refs, 1);
-		bounded_put(b);
-		fn(arg);
-		return true;
-	}
+	rc = pthread_create(&t, &attr, bounded_main, b);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
+	return rc == 0;
+}
+
+static bool bounded_wait(struct bounded *b, uint64_t timeout_ns)
+{
+	struct timespec deadline;
+	bool ok;
+
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += (time_t)(timeout_ns / 1000000000ull);
 	deadline.tv_nsec += (long)(timeout_ns % 1000000000ull);
@@ -486,11 +491,25 @@ bool run_bounded(void (*fn)(void *), void *arg, uint64_t timeout_ns)
 			break;
 	ok = atomic_load_explicit(&b->done, memory_order_acquire);
 	pthread_mutex_unlock(&b->lock);
-	bounded_put(b);
 	return ok;
 }
 
-void session_after_fork(void)
+bool run_bounded(void (*fn)(void *), void *arg, uint64_t timeout_ns)
 {
-	pthread_mutex_init(&session_lock, NULL);
+	struct bounded *b = bounded_new(fn, arg);
+	bool ok;
+
+	if (!b || !bounded_start(b)) {
+		/* No watchdog to be had (no memory, no threads): run it here, unbounded. */
+		if (b) {
+			atomic_store(&b->refs, 1);
+			bounded_put(b);
+		}
+		fn(arg);
+		return true;
+	}
+	ok = bounded_wait(b, timeout_ns);
+	/* On a timeout the runner is left behind, stuck; it frees b if it ever returns. */
+	bounded_put(b);
+	return ok;
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -295,99 +296,94 @@ static struct tally_section *current_section(struct read_state *st)
 	return st->cur ? st->cur : new_section(st, 0, true);
 }
 
+/* Where each SESSION key lands in struct tally_section (docs/format.md §5). */
+enum field_type { F_STR, F_U64, F_S64, F_BOOL, F_ID };
+
+static const struct session_field {
+	unsigned key;
+	enum field_type type;
+	size_t offset;
+	size_t flag; /* F_ID: offset of the bool that says it is there */
+} session_fields[] = {
+#define STR(k, m) {k, F_STR, offsetof(struct tally_section, m), 0}
+#define U64(k, m) {k, F_U64, offsetof(struct tally_section, m), 0}
+	STR(TALLY_SK_WRITER, writer),
+	STR(TALLY_SK_HOST, host),
+	STR(TALLY_SK_CMDLINE, cmdline),
+	STR(TALLY_SK_RANK, rank),
+	STR(TALLY_SK_CONFIG, config),
+	STR(TALLY_SK_SOURCE, source),
+	STR(TALLY_SK_EXE, exe),
+	STR(TALLY_SK_OUTPUT, output),
+	U64(TALLY_SK_PID, pid),
+	U64(TALLY_SK_PPID, ppid),
+	U64(TALLY_SK_START_REALTIME, start_realtime),
+	U64(TALLY_SK_START_MONOTONIC, start_monotonic),
+	U64(TALLY_SK_START_CUPTI, start_cupti),
+	U64(TALLY_SK_DRIVER_VERSION, driver_version),
+	U64(TALLY_SK_RUNTIME_VERSION, runtime_version),
+	U64(TALLY_SK_CUPTI_VERSION, cupti_version),
+	U64(TALLY_SK_KINDS, kinds),
+	U64(TALLY_SK_SLICE_NS, slice_ns),
+	{TALLY_SK_MERGED, F_BOOL, offsetof(struct tally_section, merged), 0},
+	{TALLY_SK_MERGE_OFFSET, F_S64, offsetof(struct tally_section, merge_offset), 0},
+	{TALLY_SK_SESSION_ID, F_ID, offsetof(struct tally_section, session_id),
+	 offsetof(struct tally_section, has_session_id)},
+	{TALLY_SK_PARENT_ID, F_ID, offsetof(struct tally_section, parent_id),
+	 offsetof(struct tally_section, has_parent)},
+#undef STR
+#undef U64
+};
+
+static void set_session_field(struct tally_section *s, const struct session_field *f,
+			      const struct tally_kv *kv)
+{
+	char *base = (char *)s, **str;
+
+	switch (f->type) {
+	case F_STR:
+		if (kv->type != TALLY_KV_BYTES)
+			return;
+		str = (char **)(void *)(base + f->offset);
+		free(*str);
+		*str = dup_bytes(kv);
+		/* Arguments are NUL-separated on disk; readers show them space-separated. */
+		for (size_t i = 0; *str && f->key == TALLY_SK_CMDLINE && i < kv->len; i++)
+			if ((*str)[i] == '\0')
+				(*str)[i] = ' ';
+		return;
+	case F_U64:
+		memcpy(base + f->offset, &kv->u, sizeof(uint64_t));
+		return;
+	case F_S64:
+		memcpy(base + f->offset, &kv->s, sizeof(int64_t));
+		return;
+	case F_BOOL:
+		*(bool *)(void *)(base + f->offset) = kv->u != 0;
+		return;
+	case F_ID:
+		if (kv->type == TALLY_KV_BYTES && kv->len == 16) {
+			memcpy(base + f->offset, kv->ptr, 16);
+			*(bool *)(void *)(base + f->flag) = true;
+		}
+		return;
+	}
+}
+
 static void parse_session(struct tally_section *s, const uint8_t *p, size_t len)
 {
 	struct tally_cursor c = {p, p + len, false};
 	struct tally_kv kv;
+	size_t i;
 
 	while (tally_kv_next(&c, &kv)) {
-		char **str = NULL;
-
-		switch (kv.key) {
-		case TALLY_SK_WRITER:
-			str = &s->writer;
-			break;
-		case TALLY_SK_HOST:
-			str = &s->host;
-			break;
-		case TALLY_SK_CMDLINE:
-			str = &s->cmdline;
-			break;
-		case TALLY_SK_RANK:
-			str = &s->rank;
-			break;
-		case TALLY_SK_CONFIG:
-			str = &s->config;
-			break;
-		case TALLY_SK_SOURCE:
-			str = &s->source;
-			break;
-		case TALLY_SK_EXE:
-			str = &s->exe;
-			break;
-		case TALLY_SK_OUTPUT:
-			str = &s->output;
-			break;
-		case TALLY_SK_PID:
-			s->pid = kv.u;
-			break;
-		case TALLY_SK_PPID:
-			s->ppid = kv.u;
-			break;
-		case TALLY_SK_START_REALTIME:
-			s->start_realtime = kv.u;
-			break;
-		case TALLY_SK_START_MONOTONIC:
-			s->start_monotonic = kv.u;
-			break;
-		case TALLY_SK_START_CUPTI:
-			s->start_cupti = kv.u;
-			break;
-		case TALLY_SK_DRIVER_VERSION:
-			s->driver_version = kv.u;
-			break;
-		case TALLY_SK_RUNTIME_VERSION:
-			s->runtime_version = kv.u;
-			break;
-		case TALLY_SK_CUPTI_VERSION:
-			s->cupti_version = kv.u;
-			break;
-		case TALLY_SK_KINDS:
-			s->kinds = kv.u;
-			break;
-		case TALLY_SK_SLICE_NS:
-			s->slice_ns = kv.u;
-			break;
-		case TALLY_SK_MERGED:
-			s->merged = kv.u != 0;
-			break;
-		case TALLY_SK_MERGE_OFFSET:
-			s->merge_offset = kv.s;
-			break;
-		case TALLY_SK_SESSION_ID:
-			if (kv.type == TALLY_KV_BYTES && kv.len == 16) {
-				memcpy(s->session_id, kv.ptr, 16);
-				s->has_session_id = true;
-			}
-			break;
-		case TALLY_SK_PARENT_ID:
-			if (kv.type == TALLY_KV_BYTES && kv.len == 16) {
-				memcpy(s->parent_id, kv.ptr, 16);
-				s->has_parent = true;
-			}
-			break;
-		default:
+		for (i = 0; i < sizeof(session_fields) / sizeof(session_fields[0]); i++)
+			if (session_fields[i].key == kv.key)
+				break;
+		if (i == sizeof(session_fields) / sizeof(session_fields[0]))
 			s->unknown_keys++;
-		}
-		if (str && kv.type == TALLY_KV_BYTES) {
-			free(*str);
-			*str = dup_bytes(&kv);
-			/* Arguments are NUL-separated on disk; readers show them space-separated.
-			 */
-			for (size_t i = 0; *str && kv.key == TALLY_SK_CMDLINE && i < kv.len; i++)
-				if ((*str)[i] == '\0')
-					(*str)[i] = ' ';
-		}
+		else
+			set_session_field(s, &session_fields[i], &kv);
 	}
 }
 
