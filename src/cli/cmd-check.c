@@ -429,10 +429,20 @@ static bool check_json_file(struct tally_json *j, const struct tally_file *f)
 	return all;
 }
 
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	cli_progress_update(ctx, done, total);
+}
+
 static int check_one(const char *path, const struct check_opts *o, struct tally_json *j,
 		     bool *complete)
 {
-	struct tally_read_ops ops = {.chunk = o->verbose && !o->json ? print_chunk : NULL};
+	struct cli_progress progress;
+	struct tally_read_ops ops = {
+		.chunk = o->verbose && !o->json ? print_chunk : NULL,
+		.progress = show_progress,
+		.ctx = &progress,
+	};
 	struct tally_file *f = NULL;
 	char err[512];
 	int rc;
@@ -441,7 +451,9 @@ static int check_one(const char *path, const struct check_opts *o, struct tally_
 	if (rc == 0) {
 		if (o->verbose && !o->json)
 			printf("%s:\n", path);
+		cli_progress_begin(&progress, path);
 		rc = tally_file_read(f, &ops);
+		cli_progress_end(&progress);
 		if (rc < 0)
 			snprintf(err, sizeof(err), "%s: read failed: %s", path, strerror(-rc));
 	}

@@ -99,7 +99,7 @@ static int open_output(char *why, size_t len)
 	rc = tally_pattern_expand(g_session.cfg.output, &vars, g_session.path,
 				  sizeof(g_session.path), err, sizeof(err));
 	if (rc < 0) {
-		snprintf(why, len, "TALLY_OUTPUT=%s: %s", g_session.cfg.output, err);
+		snprintf(why, len, "TALLY_OUTPUT=%.1024s: %.200s", g_session.cfg.output, err);
 		return rc;
 	}
 	per_process_name(g_session.path, sizeof(g_session.path));
