@@ -10,6 +10,3 @@
 STUB(cmd_doctor, "doctor")
 STUB(cmd_record, "record")
 STUB(cmd_env, "env")
-STUB(cmd_stats, "stats")
-STUB(cmd_export, "export")
-STUB(cmd_merge, "merge")
