@@ -107,7 +107,7 @@ static void summary(const struct merge_cli *x, const struct report_set *set,
 	fprintf(stderr,
 		"%s: %zu file(s), %zu section(s), %" PRIu64
 		" records -> %s (%zu section(s)); clock "
-		"offsets %+.3f .. %+.3f s\n",
+		"offsets %+.6f .. %+.6f s\n",
 		tally_progname, set->ninputs, set->nsections, res->records, x->output, sections,
 		(double)res->min_offset / 1e9, (double)res->max_offset / 1e9);
 	fprintf(stderr, "%s: merged verdict: %s%s\n", tally_progname,

@@ -658,6 +658,11 @@ static void section_meta(struct chrome *c, const struct report_set *set,
 	size_t i;
 
 	report_section_label(rs, label, sizeof(label));
+	if (set->nsections > 1) { /* two processes may share a pid and host: number them */
+		size_t n = strlen(label);
+
+		snprintf(label + n, sizeof(label) - n, " [%u]", rs->index);
+	}
 	snprintf(name, sizeof(name), "%s%s", rs->verdict.complete ? "" : "[INCOMPLETE] ", label);
 	meta(c, "process_name", cs->host_pid, 0, false, "name", name, 0);
 	meta(c, "process_sort_index", cs->host_pid, 0, false, "sort_index", NULL,
@@ -673,7 +678,8 @@ static void section_meta(struct chrome *c, const struct report_set *set,
 		case TAG_DEVICE:
 			pid = device_pid(rs, (uint32_t)x);
 			dn = device_name(rs->s, (uint32_t)x);
-			snprintf(name, sizeof(name), "GPU %u (%s)%s%s", (uint32_t)x,
+			snprintf(name, sizeof(name), "%sGPU %u (%s)%s%s",
+				 rs->verdict.complete ? "" : "[INCOMPLETE] ", (uint32_t)x,
 				 dn ? dn : "unknown device", set->nsections > 1 ? " - " : "",
 				 set->nsections > 1 ? label : "");
 			meta(c, "process_name", pid, 0, false, "name", name, 0);

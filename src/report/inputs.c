@@ -6,9 +6,11 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "report.h"
@@ -27,6 +29,10 @@ static int add_input(struct report_set *set, const char *path, char *err, size_t
 	rc = tally_file_open(&in->f, path, err, errlen);
 	if (rc < 0)
 		return rc;
+	/* Checked, then closed until its turn: a directory of thousands of ranks must not need
+	 * thousands of descriptors at once. */
+	close(in->f->fd);
+	in->f->fd = -1;
 	in->path = strdup(path);
 	if (!in->path) {
 		tally_file_close(in->f);
@@ -372,7 +378,16 @@ static int scan_file(struct scan *sc, char *err, size_t errlen)
 
 	sc->cur = NULL;
 	sc->in->first_section = (unsigned)sc->set->nsections;
+	sc->in->f->fd = open(sc->in->path, O_RDONLY | O_CLOEXEC);
+	if (sc->in->f->fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", sc->in->path, strerror(errno));
+		sc->set->read_failed = true;
+		return rc;
+	}
 	rc = tally_file_read(sc->in->f, &rops);
+	close(sc->in->f->fd);
+	sc->in->f->fd = -1;
 	if (rc < 0 && !sc->consumer_failed) {
 		snprintf(err, errlen, "%s: read failed: %s", sc->in->path, strerror(-rc));
 		sc->set->read_failed = true;

@@ -178,6 +178,7 @@ int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum 
 /* Exact figures of one group, for tests: sum, count, min, max, median, sample stddev. */
 struct stats_group_view {
 	const char *name;
+	int32_t grid[3], block[3]; /* cuda_gpu_kern_gb_sum */
 	uint64_t count, total, min, max;
 	double avg, median, stddev;
 };

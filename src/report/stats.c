@@ -678,6 +678,8 @@ static void finish_group(struct group *g)
 
 	memset(v, 0, sizeof(*v));
 	v->name = g->name;
+	memcpy(v->grid, g->grid, sizeof(v->grid));
+	memcpy(v->block, g->block, sizeof(v->block));
 	v->count = g->vals.n;
 	if (!v->count)
 		return;

@@ -24,10 +24,13 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "codec.h"
 #include "convert.h"
 #include "report.h"
+#include "strtab.h"
 #include "testsrc.h"
 #include "verdict.h"
+#include "writer.h"
 
 /* ---- what the test source generated ---------------------------------------------------- */
 
@@ -50,7 +53,7 @@ struct open_range {
 
 struct observed {
 	pthread_mutex_t lock;
-	struct dists kern, api, memtime, memsize, nvtx;
+	struct dists kern, kern_gb, api, memtime, memsize, nvtx;
 	uint64_t untimed;   /* GPU records with start == 0 */
 	uint64_t launches;  /* API records (every one the test source makes launches) */
 	uint64_t gpu_timed; /* GPU records with timing: each one's Chrome event and flow */
@@ -148,6 +151,15 @@ static void memop_name(char *buf, size_t len, unsigned copy_kind, bool memset_op
 		snprintf(buf, len, "[CUDA memcpy %s]", kinds[copy_kind]);
 }
 
+/* cuda_gpu_kern_gb_sum's groups: launch shape and name, as "gx gy gz|bx by bz|name". */
+static void gb_add(struct dists *ds, const char *shape, const char *kernel, uint64_t v)
+{
+	char key[512];
+
+	snprintf(key, sizeof(key), "%s%s", shape, kernel);
+	dist_add(ds, key, v);
+}
+
 static void observe_gpu(struct observed *x, const CUpti_Activity *rec)
 {
 	char name[64];
@@ -160,6 +172,9 @@ static void observe_gpu(struct observed *x, const CUpti_Activity *rec)
 			return;
 		}
 		dist_add(&x->kern, k->name, k->end - k->start);
+		snprintf(name, sizeof(name), "%d %d %d|%d %d %d|", k->gridX, k->gridY, k->gridZ,
+			 k->blockX, k->blockY, k->blockZ);
+		gb_add(&x->kern_gb, name, k->name, k->end - k->start);
 		x->kernels_timed++;
 		if (x->nkernel_starts < 64)
 			x->kernel_starts[x->nkernel_starts++] = k->start;
@@ -251,6 +266,7 @@ static void observed_init(struct observed *x)
 static void observed_free(struct observed *x)
 {
 	dists_free(&x->kern);
+	dists_free(&x->kern_gb);
 	dists_free(&x->api);
 	dists_free(&x->memtime);
 	dists_free(&x->memsize);
@@ -383,11 +399,19 @@ static const struct stats_group_view *find_group(const struct stats *st, int rep
 						 const char *name)
 {
 	const struct stats_group_view *g;
+	char key[512];
 	size_t i;
 
-	for (i = 0; (g = stats_group(st, (unsigned)report, i)); i++)
-		if (strcmp(g->name, name) == 0)
+	for (i = 0; (g = stats_group(st, (unsigned)report, i)); i++) {
+		if (report == report_find("cuda_gpu_kern_gb_sum")) {
+			snprintf(key, sizeof(key), "%d %d %d|%d %d %d|%s", g->grid[0], g->grid[1],
+				 g->grid[2], g->block[0], g->block[1], g->block[2], g->name);
+			if (strcmp(key, name) == 0)
+				return g;
+		} else if (strcmp(g->name, name) == 0) {
 			return g;
+		}
+	}
 	return NULL;
 }
 
@@ -450,6 +474,7 @@ static void test_stats_exact(void **state)
 	assert_true(x.untimed > 0);
 	assert_int_equal(stats_untimed(st), x.untimed);
 	check_report(st, "cuda_gpu_kern_sum", &x.kern);
+	check_report(st, "cuda_gpu_kern_gb_sum", &x.kern_gb);
 	check_report(st, "cuda_api_sum", &x.api);
 	check_report(st, "cuda_gpu_mem_time_sum", &x.memtime);
 	check_report(st, "cuda_gpu_mem_size_sum", &x.memsize);
@@ -486,6 +511,89 @@ static void test_stats_median_edges(void **state)
 		observed_free(&x);
 		free(path);
 	}
+}
+
+/* A trace written straight through the format library: kernels named name[i] lasting dur[i]. */
+static void write_kernels(const char *path, const char *const *names, const uint64_t *dur, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd};
+	struct tally_record *r = calloc(n, sizeof(*r));
+	struct tally_ledger l = {.final = true};
+	struct tally_codec codec = {0};
+	struct tally_strtab strings;
+	struct tally_writer w;
+	struct tally_buf b = {0};
+	uint64_t t = 1000000000;
+	size_t i;
+
+	assert_int_equal(tally_writer_init(&w, &sink, 0), 0);
+	assert_int_equal(tally_writer_preamble(&w), 0);
+	tally_kv_uint(&b, TALLY_SK_PID, 42);
+	tally_kv_uint(&b, TALLY_SK_START_CUPTI, t);
+	tally_writer_chunk(&w, TALLY_CHUNK_SESSION, 0, b.data, b.len, 0);
+	tally_strtab_init(&strings);
+	for (i = 0; i < n; i++) {
+		r[i] = (struct tally_record){.kind = TALLY_KIND_KERNEL,
+					     .start = t,
+					     .end = t + dur[i],
+					     .correlation_id = (uint32_t)i + 1};
+		r[i].name_id = tally_strtab_intern(&strings, names[i]);
+		t += dur[i] + 1000;
+	}
+	tally_buf_reset(&b);
+	assert_true(tally_strtab_take_pending(&strings, &b));
+	tally_writer_chunk(&w, TALLY_CHUNK_STRINGS, 0, b.data, b.len, 0);
+	tally_buf_reset(&b);
+	assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, r, n), 0);
+	tally_writer_chunk(&w, TALLY_CHUNK_RECORDS, 0, b.data, b.len, n);
+	l.v[TALLY_C_BY_KIND + TALLY_KIND_KERNEL] = n;
+	l.t_end = t;
+	tally_buf_reset(&b);
+	tally_ledger_encode(&b, &l);
+	tally_writer_chunk(&w, TALLY_CHUNK_LEDGER, TALLY_CHUNK_FLAG_FINAL, b.data, b.len, 0);
+	assert_int_equal(tally_writer_flush(&w), 0);
+	tally_writer_fini(&w);
+	tally_strtab_fini(&strings);
+	tally_codec_fini(&codec);
+	tally_buf_fini(&b);
+	free(r);
+	close(fd);
+}
+
+/* Durations past 2^32 ns take the long double path; just under it, the exact integer one. */
+static void test_stats_huge_values(void **state)
+{
+	static const uint64_t huge[] = {5000000000ull, 9000000000123ull,   7000000000001ull,
+					4294967296ull, 123456789012345ull, 8000000000000ull};
+	static const uint64_t big[] = {4294967295ull, 4294967294ull, 4000000000ull, 1ull};
+	const char *names[10];
+	uint64_t dur[10];
+	struct dists want = {0};
+	struct report_set set;
+	struct stats *st;
+	char *path = strdup(tmp("huge.tally"));
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 6; i++) {
+		names[i] = "huge";
+		dur[i] = huge[i];
+		dist_add(&want, "huge", huge[i]);
+	}
+	for (i = 0; i < 4; i++) {
+		names[6 + i] = "big";
+		dur[6 + i] = big[i];
+		dist_add(&want, "big", big[i]);
+	}
+	write_kernels(path, names, dur, 10);
+	st = run_stats(&path, 1, 1u << report_find("cuda_gpu_kern_sum"), &set);
+	check_report(st, "cuda_gpu_kern_sum", &want);
+	assert_true(set.complete);
+	stats_free(st);
+	report_set_close(&set);
+	dists_free(&want);
+	free(path);
 }
 
 /* Several files, and a directory of them, are one set: the groups add up across processes. */
@@ -1155,11 +1263,17 @@ static void test_fuzz_corpus(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_stats_exact),		cmocka_unit_test(test_stats_median_edges),
-	    cmocka_unit_test(test_stats_several_files), cmocka_unit_test(test_stats_output),
-	    cmocka_unit_test(test_chrome_json),		cmocka_unit_test(test_chrome_loss),
-	    cmocka_unit_test(test_sqlite_nsys_queries), cmocka_unit_test(test_merge_aligns_clocks),
-	    cmocka_unit_test(test_merge_worst_verdict), cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_stats_exact),
+	    cmocka_unit_test(test_stats_median_edges),
+	    cmocka_unit_test(test_stats_huge_values),
+	    cmocka_unit_test(test_stats_several_files),
+	    cmocka_unit_test(test_stats_output),
+	    cmocka_unit_test(test_chrome_json),
+	    cmocka_unit_test(test_chrome_loss),
+	    cmocka_unit_test(test_sqlite_nsys_queries),
+	    cmocka_unit_test(test_merge_aligns_clocks),
+	    cmocka_unit_test(test_merge_worst_verdict),
+	    cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_fuzz_corpus),
 	};
 
