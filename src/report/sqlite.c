@@ -20,93 +20,7 @@
 #include <unistd.h>
 
 #include "report.h"
-
-static const char schema[] =
-    "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);\n"
-    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,"
-    " deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
-    " streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
-    " demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER,"
-    " launchType INTEGER, cacheConfig INTEGER, registersPerThread INTEGER NOT NULL,"
-    " gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL,"
-    " blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,"
-    " staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,"
-    " localMemoryPerThread INTEGER, localMemoryTotal INTEGER, gridId INTEGER,"
-    " sharedMemoryExecuted INTEGER, graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER,"
-    " graphId INTEGER);\n"
-    "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL,"
-    " deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
-    " streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
-    " bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, deprecatedSrcId INTEGER,"
-    " srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, srcContextId INTEGER,"
-    " dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER, graphNodeId INTEGER,"
-    " virtualAddress INTEGER, copyCount INTEGER);\n"
-    "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL,"
-    " deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
-    " streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
-    " value INTEGER NOT NULL, bytes INTEGER NOT NULL, graphNodeId INTEGER, memKind INTEGER);\n"
-    "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,"
-    " eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER,"
-    " nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER);\n"
-    "CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL,"
-    " end INTEGER NOT NULL, deviceId INTEGER, contextId INTEGER NOT NULL,"
-    " greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER,"
-    " globalPid INTEGER, deprecatedSyncType INTEGER, syncType INTEGER NOT NULL,"
-    " eventId INTEGER NOT NULL, eventSyncId INTEGER);\n"
-    "CREATE TABLE CUPTI_ACTIVITY_KIND_OVERHEAD (start INTEGER NOT NULL, end INTEGER NOT NULL,"
-    " eventClass INTEGER, globalTid INTEGER, correlationId INTEGER, nameId INTEGER,"
-    " overheadType INTEGER NOT NULL);\n"
-    "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER,"
-    " eventType INTEGER NOT NULL, rangeId INTEGER, category INTEGER, color INTEGER, text TEXT,"
-    " globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER,"
-    " uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER,"
-    " int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);\n"
-    "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT,"
-    " busLocation TEXT, totalMemory INTEGER, smCount INTEGER, uuid TEXT, cuDevice INTEGER,"
-    " computeMajor INTEGER, computeMinor INTEGER, globalPid INTEGER);\n"
-    "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT,"
-    " localTime TEXT);\n"
-    "CREATE TABLE META_DATA_EXPORT (name TEXT NOT NULL, value TEXT);\n"
-    "CREATE TABLE ENUM_NSYS_EVENT_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);\n"
-    "CREATE TABLE ENUM_NSYS_EVENT_CLASS (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);\n"
-    "CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);\n"
-    "CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);\n"
-    "CREATE TABLE ENUM_CUDA_KERNEL_LAUNCH_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT,"
-    " label TEXT);\n"
-    "CREATE TABLE ENUM_CUPTI_SYNC_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);\n"
-    "CREATE TABLE TALLY_SESSIONS (section INTEGER NOT NULL PRIMARY KEY, file TEXT NOT NULL,"
-    " fileSection INTEGER NOT NULL, globalPid INTEGER NOT NULL, pid INTEGER, ppid INTEGER,"
-    " host TEXT, rank TEXT, cmdline TEXT, exe TEXT, writer TEXT, source TEXT,"
-    " startRealtime INTEGER, startCupti INTEGER, clockOffset INTEGER, merged INTEGER,"
-    " mergeOffset INTEGER, driverVersion INTEGER, runtimeVersion INTEGER, cuptiVersion INTEGER,"
-    " records INTEGER, verdict TEXT NOT NULL);\n"
-    "CREATE TABLE TALLY_VERDICT (section INTEGER NOT NULL, verdict TEXT NOT NULL, code TEXT,"
-    " counter TEXT, count INTEGER, text TEXT, hint TEXT);\n"
-    "CREATE TABLE TALLY_LOSS_WINDOWS (section INTEGER NOT NULL, globalPid INTEGER NOT NULL,"
-    " start INTEGER NOT NULL, end INTEGER NOT NULL, counterId INTEGER NOT NULL, counter TEXT,"
-    " count INTEGER NOT NULL, what TEXT);\n"
-    "CREATE TABLE TALLY_LEDGER (section INTEGER NOT NULL, counterId INTEGER NOT NULL,"
-    " counter TEXT, value INTEGER NOT NULL, class TEXT, what TEXT);\n"
-    "CREATE TABLE TALLY_LEDGER_SNAPSHOTS (section INTEGER NOT NULL, slice INTEGER NOT NULL,"
-    " start INTEGER NOT NULL, end INTEGER NOT NULL, final INTEGER NOT NULL,"
-    " counterId INTEGER NOT NULL, value INTEGER NOT NULL);\n"
-    "CREATE TABLE TALLY_DAMAGE (file TEXT NOT NULL, section INTEGER, kind TEXT NOT NULL,"
-    " offset INTEGER NOT NULL, end INTEGER NOT NULL, missingChunks INTEGER);\n"
-    "CREATE TABLE TALLY_NOTES (section INTEGER NOT NULL, time INTEGER, severity INTEGER,"
-    " code TEXT, text TEXT);\n";
-
-static const char indexes[] =
-    "CREATE INDEX kernel_corr ON CUPTI_ACTIVITY_KIND_KERNEL (correlationId);\n"
-    "CREATE INDEX kernel_start ON CUPTI_ACTIVITY_KIND_KERNEL (start);\n"
-    "CREATE INDEX kernel_short ON CUPTI_ACTIVITY_KIND_KERNEL (shortName);\n"
-    "CREATE INDEX kernel_demangled ON CUPTI_ACTIVITY_KIND_KERNEL (demangledName);\n"
-    "CREATE INDEX memcpy_corr ON CUPTI_ACTIVITY_KIND_MEMCPY (correlationId);\n"
-    "CREATE INDEX memset_corr ON CUPTI_ACTIVITY_KIND_MEMSET (correlationId);\n"
-    "CREATE INDEX runtime_corr ON CUPTI_ACTIVITY_KIND_RUNTIME (correlationId);\n"
-    "CREATE INDEX runtime_name ON CUPTI_ACTIVITY_KIND_RUNTIME (nameId);\n"
-    "CREATE INDEX runtime_tid_start ON CUPTI_ACTIVITY_KIND_RUNTIME (globalTid, start);\n"
-    "CREATE INDEX nvtx_tid_start ON NVTX_EVENTS (globalTid, start);\n"
-    "CREATE INDEX windows_section ON TALLY_LOSS_WINDOWS (section, start);\n";
+#include "sqlite-schema.h"
 
 enum stmt {
 	S_STRING,
@@ -602,12 +516,6 @@ static void sq_scan_ops(void *state, struct report_scan_ops *ops)
 
 /* ---- the tables written at the end ---------------------------------------------------------- */
 
-/* Rows of an (id, name, label) enum table. */
-struct enum_row {
-	int id;
-	const char *name, *label;
-};
-
 static int fill_enum(struct sq *q, const char *table, const struct enum_row *rows, size_t n)
 {
 	char sql[200];
@@ -628,75 +536,22 @@ static int fill_enum(struct sq *q, const char *table, const struct enum_row *row
 	return rc;
 }
 
-#define ENUM(q, t, rows) fill_enum(q, t, rows, sizeof(rows) / sizeof(rows[0]))
-
-/* nsys's enum tables, with the values it documents (CUDA memory kinds renumbered as nsys does). */
-static const struct enum_row event_type[] = {
-    {33, "NvtxCategory", "NVTX category"},
-    {34, "NvtxMark", "NVTX mark"},
-    {39, "NvtxThread", "NVTX thread"},
-    {59, "NvtxPushPopRange", "NVTX push/pop range"},
-    {60, "NvtxStartEndRange", "NVTX start/end range"},
-    {75, "NvtxDomainCreate", "NVTX domain create"},
-    {76, "NvtxDomainDestroy", "NVTX domain destroy"},
-};
-static const struct enum_row event_class[] = {
-    {0, "TRACE_PROCESS_EVENT_CUDA_RUNTIME", "CUDA runtime"},
-    {1, "TRACE_PROCESS_EVENT_CUDA_DRIVER", "CUDA driver"},
-};
-static const struct enum_row memcpy_oper[] = {
-    {0, "CUDA_MEMCPY_KIND_UNKNOWN", "Unknown"},
-    {1, "CUDA_MEMCPY_KIND_HTOD", "Host-to-Device"},
-    {2, "CUDA_MEMCPY_KIND_DTOH", "Device-to-Host"},
-    {3, "CUDA_MEMCPY_KIND_HTOA", "Host-to-Array"},
-    {4, "CUDA_MEMCPY_KIND_ATOH", "Array-to-Host"},
-    {5, "CUDA_MEMCPY_KIND_ATOA", "Array-to-Array"},
-    {6, "CUDA_MEMCPY_KIND_ATOD", "Array-to-Device"},
-    {7, "CUDA_MEMCPY_KIND_DTOA", "Device-to-Array"},
-    {8, "CUDA_MEMCPY_KIND_DTOD", "Device-to-Device"},
-    {9, "CUDA_MEMCPY_KIND_HTOH", "Host-to-Host"},
-    {10, "CUDA_MEMCPY_KIND_PTOP", "Peer-to-Peer"},
-    {11, "CUDA_MEMCPY_KIND_UVM_HTOD", "UVM Host-to-Device"},
-    {12, "CUDA_MEMCPY_KIND_UVM_DTOH", "UVM Device-to-Host"},
-    {13, "CUDA_MEMCPY_KIND_UVM_DTOD", "UVM Device-to-Device"},
-};
-static const struct enum_row mem_kind[] = {
-    {0, "CUDA_MEMOPR_MEMORY_KIND_PAGEABLE", "Pageable"},
-    {1, "CUDA_MEMOPR_MEMORY_KIND_PINNED", "Pinned"},
-    {2, "CUDA_MEMOPR_MEMORY_KIND_DEVICE", "Device"},
-    {3, "CUDA_MEMOPR_MEMORY_KIND_ARRAY", "Array"},
-    {4, "CUDA_MEMOPR_MEMORY_KIND_MANAGED", "Managed"},
-    {5, "CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC", "Device Static"},
-    {6, "CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC", "Managed Static"},
-    {7, "CUDA_MEMOPR_MEMORY_KIND_UNKNOWN", "Unknown"},
-};
-static const struct enum_row launch_type[] = {
-    {0, "CUDA_KERNEL_LAUNCH_TYPE_REGULAR", "Regular"},
-    {1, "CUDA_KERNEL_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE", "Cooperative single device"},
-    {2, "CUDA_KERNEL_LAUNCH_TYPE_COOPERATIVE_MULTI_DEVICE", "Cooperative multi device"},
-};
-static const struct enum_row sync_type[] = {
-    {0, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN", "Unknown"},
-    {1, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE", "Event sync"},
-    {2, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT", "Stream wait event"},
-    {3, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE", "Stream sync"},
-    {4, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE", "Context sync"},
-};
+#define ENUM(q, t, rows) fill_enum(q, t, rows, rows##_count)
 
 static int write_enums(struct sq *q)
 {
-	int rc = ENUM(q, "ENUM_NSYS_EVENT_TYPE", event_type);
+	int rc = ENUM(q, "ENUM_NSYS_EVENT_TYPE", enum_event_type);
 
 	if (rc == 0)
-		rc = ENUM(q, "ENUM_NSYS_EVENT_CLASS", event_class);
+		rc = ENUM(q, "ENUM_NSYS_EVENT_CLASS", enum_event_class);
 	if (rc == 0)
-		rc = ENUM(q, "ENUM_CUDA_MEMCPY_OPER", memcpy_oper);
+		rc = ENUM(q, "ENUM_CUDA_MEMCPY_OPER", enum_memcpy_oper);
 	if (rc == 0)
-		rc = ENUM(q, "ENUM_CUDA_MEM_KIND", mem_kind);
+		rc = ENUM(q, "ENUM_CUDA_MEM_KIND", enum_mem_kind);
 	if (rc == 0)
-		rc = ENUM(q, "ENUM_CUDA_KERNEL_LAUNCH_TYPE", launch_type);
+		rc = ENUM(q, "ENUM_CUDA_KERNEL_LAUNCH_TYPE", enum_launch_type);
 	if (rc == 0)
-		rc = ENUM(q, "ENUM_CUPTI_SYNC_TYPE", sync_type);
+		rc = ENUM(q, "ENUM_CUPTI_SYNC_TYPE", enum_sync_type);
 	return rc;
 }
 
@@ -956,7 +811,7 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 	if (rc == 0)
 		rc = write_meta(q, set);
 	if (rc == 0)
-		rc = exec(q, indexes);
+		rc = exec(q, sqlite_indexes);
 	if (rc == 0)
 		rc = exec(q, "COMMIT;");
 	(void)err;
@@ -997,7 +852,7 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	/* One writer, a file made from scratch: no journal, no syncs, one transaction. */
 	if (exec(q, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
 		    " PRAGMA locking_mode=EXCLUSIVE; BEGIN;") < 0 ||
-	    exec(q, schema) < 0)
+	    exec(q, sqlite_schema) < 0)
 		goto fail;
 	for (i = 0; i < S_COUNT; i++)
 		if (sqlite3_prepare_v2(q->db, stmt_sql[i], -1, &q->st[i], NULL) != SQLITE_OK) {
