@@ -1,7 +1,7 @@
 #!/bin/sh
 # The test suite, as CI runs it (`make test`): the plain build and its tests, then the same tests
 # under AddressSanitizer+UBSan, the pipeline tests under ThreadSanitizer, and the reader's fuzzer
-# for a bounded time (TALLY_FUZZ_SECONDS, default 60).  Stops at the first failure.
+# and of stats/export/merge, each for a bounded time (TALLY_FUZZ_SECONDS, default 60).  Stops at the first failure.
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -34,9 +34,13 @@ if [ "$fuzz_seconds" -gt 0 ] && command -v clang >/dev/null 2>&1; then
 	step "fuzzing the reader for ${fuzz_seconds}s (libFuzzer)"
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTALLY_FUZZ=ON \
 		-DTALLY_SANITIZE=address,undefined -DTALLY_BENCH=OFF >/dev/null
-	cmake --build build-fuzz -j"$jobs" --target fuzz-reader
-	rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus && cp tests/fuzz/corpus/* build-fuzz/corpus/
-	build-fuzz/tests/fuzz-reader -max_total_time="$fuzz_seconds" -max_len=65536 -timeout=10 \
-		-print_final_stats=1 build-fuzz/corpus 2>&1 | tail -n 12
+	cmake --build build-fuzz -j"$jobs" --target fuzz-reader fuzz-report
+	for target in fuzz-reader fuzz-report; do
+		rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
+		cp tests/fuzz/corpus/* build-fuzz/corpus/
+		echo "-- $target"
+		build-fuzz/tests/$target -max_total_time="$fuzz_seconds" -max_len=65536 -timeout=10 \
+			-print_final_stats=1 build-fuzz/corpus 2>&1 | tail -n 6
+	done
 fi
 step "all tests passed in $(( $(date +%s) - t0 )) s"

@@ -166,7 +166,7 @@ static void put(struct env_var *vars, size_t *n, size_t max, const char *name, c
 	if (*n >= max || !value)
 		return;
 	vars[*n].name = name;
-	snprintf(vars[*n].value, sizeof(vars[*n].value), "%s", value);
+	snprintf(vars[*n].value, sizeof(vars[*n].value), "%.4150s", value);
 	(*n)++;
 }
 

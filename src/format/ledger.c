@@ -85,6 +85,9 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
     [TALLY_C_BUFFERS_STRANDED] = {"buffers_stranded",
 				  "buffers CUPTI still held at close (never delivered)",
 				  TALLY_CC_LOSS},
+    [TALLY_C_MERGE_DAMAGED] = {"merge_damaged_chunks",
+			       "damaged or missing chunks in an input of tally merge",
+			       TALLY_CC_LOSS},
 };
 
 #define BY_KIND(n)                                                                                 \
@@ -115,7 +118,7 @@ const unsigned tally_loss_counters[] = {
     TALLY_C_PARSE_FAILURES, TALLY_C_DROPPED_INPROCESS, TALLY_C_UNMATCHED_API,
     TALLY_C_UNMATCHED_GPU,  TALLY_C_FOREIGN_BUFFERS,   TALLY_C_BUFFERS_STRANDED,
     TALLY_C_WRITE_FAILURES, TALLY_C_CHUNKS_LOST,       TALLY_C_RECORDS_LOST_WRITE,
-    TALLY_C_BYTES_LOST,	    TALLY_C_WATCHDOG_FIRED,
+    TALLY_C_BYTES_LOST,	    TALLY_C_WATCHDOG_FIRED,    TALLY_C_MERGE_DAMAGED,
 };
 const unsigned tally_loss_counters_count = sizeof(tally_loss_counters) / sizeof(unsigned);
 

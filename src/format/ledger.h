@@ -58,6 +58,8 @@ enum tally_counter {
 	TALLY_C_WATCHDOG_FIRED = 46,
 	TALLY_C_SIGNAL = 47,
 	TALLY_C_BUFFERS_STRANDED = 48,
+	/* tally merge (format 1.1): chunks of an input that were damaged or missing */
+	TALLY_C_MERGE_DAMAGED = 50,
 	/* records parsed, by kind: TALLY_C_BY_KIND + kind */
 	TALLY_C_BY_KIND = 100,
 	TALLY_C_MAX = TALLY_C_BY_KIND + TALLY_KIND_MAX,

@@ -758,6 +758,8 @@ int tally_file_read(struct tally_file *f, const struct tally_read_ops *ops)
 			rc = ops->chunk(ops->ctx, &info);
 		if (rc == 0)
 			rc = handle_chunk(&st, &info, payload);
+		if (rc == 0 && ops && ops->chunk_payload && st.cur)
+			rc = ops->chunk_payload(ops->ctx, st.cur, &info, payload);
 		off += TALLY_CHUNK_HEADER_LEN + info.len;
 		f->intact_end = off;
 	}

@@ -145,6 +145,13 @@ struct tally_read_ops {
 	int (*chunk)(void *ctx, const struct tally_chunk_info *c);
 	/* called about every 64 MiB read, for progress displays */
 	void (*progress)(void *ctx, uint64_t offset, uint64_t size);
+	/*
+	 * Every intact chunk with its payload, after the reader has taken it in (so a SESSION chunk
+	 * comes with its new section, a RECORDS chunk after its records() call).  For tools that
+	 * copy or rewrite chunks (tally merge) or need every LEDGER snapshot (exporters).
+	 */
+	int (*chunk_payload)(void *ctx, struct tally_section *s, const struct tally_chunk_info *c,
+			     const uint8_t *payload);
 	void *ctx;
 };
 

@@ -64,6 +64,9 @@ static const char *loss_hint(unsigned counter)
 		return "CUPTI's flush hung and was abandoned: records still inside CUPTI were lost";
 	case TALLY_C_DROPPED_INPROCESS:
 		return "tally's consumer fell behind: raise TALLY_POOL_BUFFERS";
+	case TALLY_C_MERGE_DAMAGED:
+		return "an input of tally merge was damaged (see the notes): tally check it, "
+		       "and merge an intact copy if there is one";
 	default:
 		return "";
 	}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally merge FILE|DIR... -o OUT: several processes' or ranks' traces (fork children, DataLoader
+ * workers, torchrun or srun ranks, several nodes) into one file on one timeline, aligned through
+ * the clock pairs each recorded (docs/merge.md).  The merged file's verdict is the worst of its
+ * parts; the merged file is read back to show it.
+ * Exit 0: written (a warning says so when a part is INCOMPLETE; --strict makes that exit 1);
+ * 2: usage; 3: an input could not be read; 4: the output could not be written.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report.h"
+#include "verdict.h"
+
+struct merge_cli {
+	const char *output;
+	bool force, strict, quiet;
+};
+
+static const struct cli_opt_help merge_help[] = {
+    {"-o, --output FILE", "the merged trace (required)"},
+    {"--force", "replace FILE if it exists"},
+    {"--strict", "exit 1 when a part is INCOMPLETE (the merged file is still written)"},
+    {"-q, --quiet", "no summary on standard error"},
+    {"-h, --help", "show this help"},
+    {NULL, NULL},
+};
+
+static int parse(int argc, char **argv, struct merge_cli *x)
+{
+	enum { O_FORCE = 256, O_STRICT };
+	static const struct option longopts[] = {
+	    {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, O_FORCE},
+	    {"strict", no_argument, NULL, O_STRICT},  {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			x->output = optarg;
+			break;
+		case O_FORCE:
+			x->force = true;
+			break;
+		case O_STRICT:
+			x->strict = true;
+			break;
+		case 'q':
+			x->quiet = true;
+			break;
+		case 'h':
+			cli_usage(
+			    stdout, "tally merge -o OUT [--force] [--strict] FILE|DIR...",
+			    "Merge several processes' traces into one, on one timeline: each\n"
+			    "section's times are shifted by its clock pair (CLOCK_REALTIME minus\n"
+			    "CUPTI time). Every part keeps its ledger and verdict; damage in a "
+			    "part\n"
+			    "is carried into the merged file, so its verdict is the worst of "
+			    "them.\n"
+			    "Exit 0: written; 1: --strict and a part is INCOMPLETE; 2: usage;\n"
+			    "3: unreadable input; 4: output failed.",
+			    merge_help);
+			return -1;
+		default:
+			return TALLY_EXIT_USAGE;
+		}
+	}
+	if (!x->output)
+		return cli_error(TALLY_EXIT_USAGE, "no output given: -o OUT");
+	if (optind >= argc)
+		return cli_error(TALLY_EXIT_USAGE,
+				 "no trace given; usage: tally merge -o OUT FILE...");
+	return 0;
+}
+
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	cli_progress_update(ctx, done, total);
+}
+
+/* Read the merged file back: its verdict is what a reader of it will get. */
+static bool merged_complete(const char *path, size_t *sections)
+{
+	struct tally_file *f = NULL;
+	bool complete;
+
+	*sections = 0;
+	if (tally_file_load(&f, path, NULL, 0) < 0)
+		return false;
+	*sections = f->nsections;
+	complete = tally_files_complete(&f, 1);
+	tally_file_close(f);
+	return complete;
+}
+
+static void summary(const struct merge_cli *x, const struct report_set *set,
+		    const struct merge_result *res, bool complete, size_t sections)
+{
+	fprintf(stderr,
+		"%s: %zu file(s), %zu section(s), %" PRIu64
+		" records -> %s (%zu section(s)); clock "
+		"offsets %+.6f .. %+.6f s\n",
+		tally_progname, set->ninputs, set->nsections, res->records, x->output, sections,
+		(double)res->min_offset / 1e9, (double)res->max_offset / 1e9);
+	fprintf(stderr, "%s: merged verdict: %s%s\n", tally_progname,
+		complete ? "COMPLETE" : "INCOMPLETE",
+		complete ? "" : " (the worst of its parts: 'tally check' on it says why)");
+	if (res->damaged)
+		cli_warn("%" PRIu64 " damaged range(s) in the inputs are carried into %s as "
+			 "merge_damaged_chunks",
+			 res->damaged, x->output);
+	if (res->unknown_chunks)
+		cli_warn("%" PRIu64 " chunk(s) of a kind this tally does not know were copied "
+			 "unchanged (their times, if any, are not shifted)",
+			 res->unknown_chunks);
+}
+
+static int run(char **paths, size_t npaths, const struct merge_cli *x)
+{
+	struct cli_progress progress;
+	struct merge_result res;
+	struct report_set set;
+	size_t sections;
+	bool complete;
+	char err[600];
+	int rc;
+
+	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
+	cli_progress_begin(&progress, "tally merge");
+	rc = report_merge(&set, x->output, x->force, show_progress, &progress, &res, err,
+			  sizeof(err));
+	cli_progress_end(&progress);
+	if (rc) {
+		rc = cli_error(set.read_failed ? TALLY_EXIT_UNREADABLE : TALLY_EXIT_ERROR, "%s",
+			       err);
+		goto close_set;
+	}
+	report_warn_damage(&set, stderr, tally_progname);
+	complete = merged_complete(x->output, &sections);
+	if (!x->quiet)
+		summary(x, &set, &res, complete, sections);
+	/* the worst of the parts, and it must survive the merge */
+	if (complete && !set.complete)
+		rc = cli_error(TALLY_EXIT_ERROR, "%s reads COMPLETE but a part was not: a bug",
+			       x->output);
+	else
+		rc = !complete && x->strict ? TALLY_EXIT_FAIL : TALLY_EXIT_OK;
+close_set:
+	report_set_close(&set);
+	return rc;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+	struct merge_cli x = {0};
+	int rc = parse(argc, argv, &x);
+
+	if (rc)
+		return rc < 0 ? TALLY_EXIT_OK : rc;
+	return run(argv + optind, (size_t)(argc - optind), &x);
+}

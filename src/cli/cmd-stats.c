@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally stats FILE|DIR...: the summary reports users of `nsys stats` know, with nsys's report
+ * names and columns, over every section of every trace given; the verdict comes first
+ * (docs/stats.md).  Exit 0: every trace COMPLETE; 1: some INCOMPLETE (the reports are still
+ * written in full); 2: usage; 3: an input could not be read; 4: output failed.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report.h"
+
+struct stats_opts {
+	struct stats_request req;
+	enum report_format fmt;
+	const char *output;
+};
+
+static const struct cli_opt_help stats_help[] = {
+    {"-r, --report NAME[,NAME]", "reports to run (default: nvtx_sum, cuda_api_sum,"},
+    {"", "cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum; 'all': every one)"},
+    {"", "kernel reports take :base or :mangled, as nsys's do"},
+    {"-f, --format FMT", "table (default), csv or json"},
+    {"-o, --output FILE", "write to FILE instead of standard output"},
+    {"-h, --help", "show this help"},
+    {NULL, NULL},
+};
+
+static void usage(FILE *out)
+{
+	unsigned i;
+
+	cli_usage(out,
+		  "tally stats [-r REPORT[,REPORT...]] [-f table|csv|json] [-o FILE] FILE|DIR...",
+		  "Summary reports with nsys's names and columns (times in ns, sizes in MB), over\n"
+		  "every process in the traces (a directory means every *.tally in it). The\n"
+		  "verdict comes first: COMPLETE, or what was lost and when.\n"
+		  "Exit 0: all COMPLETE; 1: some INCOMPLETE; 2: usage; 3: unreadable input;\n"
+		  "4: output failed.",
+		  stats_help);
+	fputs("\nreports:\n", out);
+	for (i = 0; i < report_defs_count; i++)
+		fprintf(out, "  %-24s %s%s\n", report_defs[i].name, report_defs[i].title,
+			report_defs[i].by_default ? " (default)" : "");
+}
+
+/* One NAME or NAME:base / NAME:mangled. */
+static int add_report(struct stats_opts *o, char *name)
+{
+	char *arg = strchr(name, ':');
+	enum report_name_mode mode = REPORT_NAME_DEMANGLED;
+	int r;
+	unsigned i;
+
+	if (arg)
+		*arg++ = '\0';
+	if (strcmp(name, "all") == 0 && !arg) {
+		for (i = 0; i < report_defs_count; i++)
+			o->req.reports |= 1u << i;
+		return 0;
+	}
+	r = report_find(name);
+	if (r < 0)
+		return cli_error(TALLY_EXIT_USAGE,
+				 "'%s' is not a report; 'tally stats --help' lists them", name);
+	if (arg && strcmp(arg, "base") == 0)
+		mode = REPORT_NAME_BASE;
+	else if (arg && strcmp(arg, "mangled") == 0)
+		mode = REPORT_NAME_MANGLED;
+	else if (arg)
+		return cli_error(TALLY_EXIT_USAGE, "%s: unknown argument ':%s' (base or mangled)",
+				 name, arg);
+	if (arg && !report_defs[r].names)
+		return cli_error(TALLY_EXIT_USAGE, "%s takes no :%s", name, arg);
+	o->req.reports |= 1u << r;
+	o->req.names[r] = mode;
+	return 0;
+}
+
+static int add_reports(struct stats_opts *o, const char *list)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	int rc = 0;
+
+	if (!copy)
+		return cli_error(TALLY_EXIT_ERROR, "out of memory");
+	for (tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save))
+		rc = add_report(o, tok);
+	free(copy);
+	return rc;
+}
+
+static int parse_format(const char *s, enum report_format *fmt)
+{
+	if (strcmp(s, "table") == 0)
+		*fmt = REPORT_FMT_TABLE;
+	else if (strcmp(s, "csv") == 0)
+		*fmt = REPORT_FMT_CSV;
+	else if (strcmp(s, "json") == 0)
+		*fmt = REPORT_FMT_JSON;
+	else
+		return cli_error(TALLY_EXIT_USAGE, "'%s' is not a format: table, csv or json", s);
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct stats_opts *o)
+{
+	static const struct option longopts[] = {
+	    {"report", required_argument, NULL, 'r'},
+	    {"format", required_argument, NULL, 'f'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "r:f:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			if ((rc = add_reports(o, optarg)) != 0)
+				return rc;
+			break;
+		case 'f':
+			if ((rc = parse_format(optarg, &o->fmt)) != 0)
+				return rc;
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		default:
+			return TALLY_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc)
+		return cli_error(TALLY_EXIT_USAGE,
+				 "no trace given; usage: tally stats FILE|DIR...");
+	return 0;
+}
+
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	cli_progress_update(ctx, done, total);
+}
+
+static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o)
+{
+	FILE *out = stdout;
+	int rc;
+
+	if (o->output && strcmp(o->output, "-") != 0) {
+		out = fopen(o->output, "w");
+		if (!out)
+			return cli_error(TALLY_EXIT_ERROR, "%s: %s", o->output, strerror(errno));
+	}
+	rc = stats_write(st, set, out, o->fmt);
+	if (out != stdout && fclose(out) != 0)
+		rc = -errno;
+	if (rc < 0)
+		return cli_error(TALLY_EXIT_ERROR, "%s: write failed: %s",
+				 o->output ? o->output : "standard output", strerror(-rc));
+	return 0;
+}
+
+static int run(char **paths, size_t npaths, const struct stats_opts *o)
+{
+	struct report_scan_ops ops;
+	struct cli_progress progress;
+	struct report_set set;
+	struct stats *st;
+	char err[600];
+	int rc;
+
+	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
+	report_set_find_base(&set);
+	st = stats_new(&o->req);
+	if (!st) {
+		rc = cli_error(TALLY_EXIT_ERROR, "out of memory");
+		goto close_set;
+	}
+	stats_scan_ops(st, &ops);
+	cli_progress_begin(&progress, "tally stats: reading");
+	ops.progress = show_progress;
+	ops.pctx = &progress;
+	rc = report_scan(&set, &ops, err, sizeof(err));
+	cli_progress_end(&progress);
+	if (rc == 0)
+		rc = stats_finish(st, &set);
+	if (rc < 0) {
+		rc = cli_error(set.read_failed ? TALLY_EXIT_UNREADABLE : TALLY_EXIT_ERROR, "%s",
+			       set.read_failed ? err : "out of memory");
+		goto free_stats;
+	}
+	report_warn_damage(&set, stderr, tally_progname);
+	rc = write_reports(st, &set, o);
+	if (rc == 0 && !set.complete)
+		rc = TALLY_EXIT_FAIL;
+free_stats:
+	stats_free(st);
+close_set:
+	report_set_close(&set);
+	return rc;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+	struct stats_opts o = {.fmt = REPORT_FMT_TABLE};
+	unsigned i;
+	int rc = parse(argc, argv, &o);
+
+	if (rc)
+		return rc < 0 ? TALLY_EXIT_OK : rc;
+	if (!o.req.reports)
+		for (i = 0; i < report_defs_count; i++)
+			if (report_defs[i].by_default)
+				o.req.reports |= 1u << i;
+	return run(argv + optind, (size_t)(argc - optind), &o);
+}

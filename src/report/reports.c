@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reports of tally stats: nsys's names, column headers and units (times in ns, sizes in MB of
+ * 10^6 bytes), one view per report over the aggregation of stats.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "stats-int.h"
+#include "table.h"
+
+const struct report_def report_defs[] = {
+    [R_NVTX_SUM] = {"nvtx_sum", "NVTX Range Summary", true, false},
+    [R_API_SUM] = {"cuda_api_sum", "CUDA API Summary", true, false},
+    [R_KERN_SUM] = {"cuda_gpu_kern_sum", "CUDA GPU Kernel Summary", true, true},
+    [R_KERN_GB_SUM] = {"cuda_gpu_kern_gb_sum", "CUDA GPU Kernel/Grid/Block Summary", false, true},
+    [R_MEM_TIME_SUM] = {"cuda_gpu_mem_time_sum", "CUDA GPU MemOps Summary (by Time)", true, false},
+    [R_MEM_SIZE_SUM] = {"cuda_gpu_mem_size_sum", "CUDA GPU MemOps Summary (by Size)", true, false},
+    [R_GPU_TRACE] = {"cuda_gpu_trace", "CUDA GPU Trace", false, true},
+    [R_API_TRACE] = {"cuda_api_trace", "CUDA API Trace", false, false},
+};
+const unsigned report_defs_count = R_COUNT;
+
+int report_find(const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < R_COUNT; i++)
+		if (strcmp(report_defs[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* ---- summary reports --------------------------------------------------------------------- */
+
+#define TIME_STATS                                                                                 \
+	{"Avg (ns)", COL_F1}, {"Med (ns)", COL_F1}, {"Min (ns)", COL_U64}, {"Max (ns)", COL_U64},  \
+	{                                                                                          \
+		"StdDev (ns)", COL_F1                                                              \
+	}
+
+static const struct report_col kern_cols[] = {
+    {"Time (%)", COL_PCT}, {"Total Time (ns)", COL_U64}, {"Instances", COL_U64}, TIME_STATS,
+    {"Name", COL_STR},
+};
+static const struct report_col kern_gb_cols[] = {
+    {"Time (%)", COL_PCT}, {"Total Time (ns)", COL_U64}, {"Instances", COL_U64}, TIME_STATS,
+    {"GridXYZ", COL_STR},  {"BlockXYZ", COL_STR},	 {"Name", COL_STR},
+};
+static const struct report_col api_cols[] = {
+    {"Time (%)", COL_PCT}, {"Total Time (ns)", COL_U64}, {"Num Calls", COL_U64}, TIME_STATS,
+    {"Name", COL_STR},
+};
+static const struct report_col nvtx_cols[] = {
+    {"Time (%)", COL_PCT}, {"Total Time (ns)", COL_U64}, {"Instances", COL_U64}, TIME_STATS,
+    {"Style", COL_STR},	   {"Range", COL_STR},
+};
+static const struct report_col memtime_cols[] = {
+    {"Time (%)", COL_PCT},  {"Total Time (ns)", COL_U64}, {"Count", COL_U64}, TIME_STATS,
+    {"Operation", COL_STR},
+};
+static const struct report_col memsize_cols[] = {
+    {"Total (MB)", COL_F3}, {"Count", COL_U64},	  {"Avg (MB)", COL_F3},	   {"Med (MB)", COL_F3},
+    {"Min (MB)", COL_F3},   {"Max (MB)", COL_F3}, {"StdDev (MB)", COL_F3}, {"Operation", COL_STR},
+};
+
+struct sum_ctx {
+	const struct gtable *t;
+	enum report_id r;
+};
+
+static void set_u(struct report_cell *c, uint64_t v)
+{
+	c->t = CELL_U64;
+	c->u = v;
+}
+
+static void set_d(struct report_cell *c, double v)
+{
+	c->t = CELL_DBL;
+	c->d = v;
+}
+
+static void set_s(struct report_cell *c, const char *s)
+{
+	c->t = CELL_STR;
+	c->s = s;
+}
+
+static void size_cell(const struct stats_group_view *v, size_t col, struct report_cell *c)
+{
+	switch (col) {
+	case 0:
+		set_d(c, (double)v->total / 1e6);
+		break;
+	case 1:
+		set_u(c, v->count);
+		break;
+	case 2:
+		set_d(c, v->avg / 1e6);
+		break;
+	case 3:
+		set_d(c, v->median / 1e6);
+		break;
+	case 4:
+		set_d(c, (double)v->min / 1e6);
+		break;
+	case 5:
+		set_d(c, (double)v->max / 1e6);
+		break;
+	case 6:
+		set_d(c, v->stddev / 1e6);
+		break;
+	default:
+		set_s(c, v->name);
+	}
+}
+
+/* The columns after the common eight: name, or grid/block/name, or style/range. */
+static void tail_cell(const struct sum_ctx *x, const struct group *g, size_t col,
+		      struct report_cell *c)
+{
+	static char grid[48], block[48];
+
+	if (x->r == R_KERN_GB_SUM && col == 8) {
+		snprintf(grid, sizeof(grid), "%4d %4d %4d", g->grid[0], g->grid[1], g->grid[2]);
+		set_s(c, grid);
+	} else if (x->r == R_KERN_GB_SUM && col == 9) {
+		snprintf(block, sizeof(block), "%4d %4d %4d", g->block[0], g->block[1],
+			 g->block[2]);
+		set_s(c, block);
+	} else if (x->r == R_NVTX_SUM && col == 8) {
+		set_s(c, g->style ? "StartEnd" : "PushPop");
+	} else {
+		set_s(c, g->name);
+	}
+}
+
+static void sum_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct sum_ctx *x = ctx;
+	const struct group *g = x->t->order[row];
+	const struct stats_group_view *v = &g->view;
+
+	if (x->r == R_MEM_SIZE_SUM) {
+		size_cell(v, col, c);
+		return;
+	}
+	switch (col) {
+	case 0:
+		set_d(c, x->t->grand_total ? 100.0 * (double)v->total / (double)x->t->grand_total
+					   : 0.0);
+		break;
+	case 1:
+		set_u(c, v->total);
+		break;
+	case 2:
+		set_u(c, v->count);
+		break;
+	case 3:
+		set_d(c, v->avg);
+		break;
+	case 4:
+		set_d(c, v->median);
+		break;
+	case 5:
+		set_u(c, v->min);
+		break;
+	case 6:
+		set_u(c, v->max);
+		break;
+	case 7:
+		set_d(c, v->stddev);
+		break;
+	default:
+		tail_cell(x, g, col, c);
+	}
+}
+
+/* ---- trace reports ---------------------------------------------------------------------- */
+
+static const struct report_col gpu_trace_cols[] = {
+    {"Start (ns)", COL_I64},  {"Duration (ns)", COL_U64},
+    {"CorrId", COL_U64},      {"GrdX", COL_U64},
+    {"GrdY", COL_U64},	      {"GrdZ", COL_U64},
+    {"BlkX", COL_U64},	      {"BlkY", COL_U64},
+    {"BlkZ", COL_U64},	      {"Reg/Trd", COL_U64},
+    {"StcSMem (MB)", COL_F3}, {"DymSMem (MB)", COL_F3},
+    {"Bytes (MB)", COL_F3},   {"Throughput (MBps)", COL_F3},
+    {"SrcMemKd", COL_STR},    {"DstMemKd", COL_STR},
+    {"Device", COL_STR},      {"Ctx", COL_U64},
+    {"GreenCtx", COL_U64},    {"Strm", COL_U64},
+    {"Name", COL_STR},
+};
+
+static const struct report_col api_trace_cols[] = {
+    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64}, {"Name", COL_STR},
+    {"Result", COL_I64},     {"CorrID", COL_U64},	 {"Pid", COL_U64},
+    {"Tid", COL_U64},	     {"T-Pri", COL_U64},	 {"Thread Name", COL_STR},
+};
+
+struct trace_ctx {
+	const struct stats *st;
+	const struct report_set *set;
+};
+
+/* Start relative to the earliest session start, as nsys's are relative to its capture start. */
+static void start_cell(const struct trace_ctx *x, uint64_t start, struct report_cell *c)
+{
+	c->t = CELL_I64;
+	c->i = (int64_t)(start - x->st->base);
+}
+
+/* "NVIDIA H200 (0)": the device's name and id, as nsys shows it. */
+static const char *device_label(const struct trace_ctx *x, uint32_t sec, uint32_t id)
+{
+	static char buf[300];
+	const struct tally_section *s = sec < x->set->nsections ? x->set->sections[sec]->s : NULL;
+	size_t i;
+
+	for (i = 0; s && i < s->ndevices; i++)
+		if (s->devices[i].id == id && s->devices[i].name) {
+			snprintf(buf, sizeof(buf), "%s (%u)", s->devices[i].name, id);
+			return buf;
+		}
+	snprintf(buf, sizeof(buf), "GPU (%u)", id);
+	return buf;
+}
+
+static void gpu_kernel_cell(const struct gpu_row *g, size_t col, struct report_cell *c)
+{
+	if (col >= 3 && col <= 5)
+		set_u(c, (uint64_t)(uint32_t)g->grid[col - 3]);
+	else if (col >= 6 && col <= 8)
+		set_u(c, (uint64_t)(uint32_t)g->block[col - 6]);
+	else if (col == 9)
+		set_u(c, g->regs);
+	else if (col == 10)
+		set_d(c, g->smem_static / 1e6);
+	else if (col == 11)
+		set_d(c, g->smem_dynamic / 1e6);
+}
+
+static void gpu_memop_cell(const struct gpu_row *g, size_t col, struct report_cell *c)
+{
+	if (col == 12)
+		set_d(c, (double)g->bytes / 1e6);
+	else if (col == 13 && g->dur)
+		set_d(c, (double)g->bytes * 1e3 / (double)g->dur); /* MB/s */
+	else if (col == 14)
+		set_s(c, report_mem_kind_label(g->src_kind));
+	else if (col == 15 && g->kind == TALLY_KIND_MEMCPY)
+		set_s(c, report_mem_kind_label(g->dst_kind));
+}
+
+static void gpu_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct trace_ctx *x = ctx;
+	const struct gpu_row *g = (const struct gpu_row *)x->st->gpu.v + row;
+
+	switch (col) {
+	case 0:
+		start_cell(x, g->start, c);
+		return;
+	case 1:
+		set_u(c, g->dur);
+		return;
+	case 2:
+		set_u(c, g->corr);
+		return;
+	case 16:
+		set_s(c, device_label(x, g->sec, g->device));
+		return;
+	case 17:
+		set_u(c, g->ctx);
+		return;
+	case 18: /* green contexts are not recorded */
+		return;
+	case 19:
+		set_u(c, g->stream);
+		return;
+	case 20:
+		set_s(c, g->name);
+		return;
+	}
+	if (g->kind == TALLY_KIND_KERNEL)
+		gpu_kernel_cell(g, col, c);
+	else
+		gpu_memop_cell(g, col, c);
+}
+
+static void api_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct trace_ctx *x = ctx;
+	const struct api_row *a = (const struct api_row *)x->st->api.v + row;
+	const struct tally_section *s =
+	    a->sec < x->set->nsections ? x->set->sections[a->sec]->s : NULL;
+
+	switch (col) {
+	case 0:
+		start_cell(x, a->start, c);
+		break;
+	case 1:
+		set_u(c, a->dur);
+		break;
+	case 2:
+		set_s(c, a->name);
+		break;
+	case 3:
+		c->t = CELL_I64;
+		c->i = a->result;
+		break;
+	case 4:
+		set_u(c, a->corr);
+		break;
+	case 5:
+		set_u(c, a->pid ? a->pid : (s ? s->pid : 0));
+		break;
+	case 6:
+		set_u(c, a->tid);
+		break;
+	default: /* thread priority and name are not recorded */
+		break;
+	}
+}
+
+/* ---- writing ---------------------------------------------------------------------------- */
+
+#define COLS(a)                                                                                    \
+	{                                                                                          \
+		a, sizeof(a) / sizeof(a[0])                                                        \
+	}
+
+static const struct {
+	const struct report_col *cols;
+	size_t n;
+} report_cols[R_COUNT] = {
+    [R_NVTX_SUM] = COLS(nvtx_cols),	   [R_API_SUM] = COLS(api_cols),
+    [R_KERN_SUM] = COLS(kern_cols),	   [R_KERN_GB_SUM] = COLS(kern_gb_cols),
+    [R_MEM_TIME_SUM] = COLS(memtime_cols), [R_MEM_SIZE_SUM] = COLS(memsize_cols),
+    [R_GPU_TRACE] = COLS(gpu_trace_cols),  [R_API_TRACE] = COLS(api_trace_cols),
+};
+
+static const char *const empty_text[R_COUNT] = {
+    [R_NVTX_SUM] = "the trace(s) hold no NVTX range data",
+    [R_API_SUM] = "the trace(s) hold no CUDA API data",
+    [R_KERN_SUM] = "the trace(s) hold no CUDA kernel data",
+    [R_KERN_GB_SUM] = "the trace(s) hold no CUDA kernel data",
+    [R_MEM_TIME_SUM] = "the trace(s) hold no GPU memory operation data",
+    [R_MEM_SIZE_SUM] = "the trace(s) hold no GPU memory operation data",
+    [R_GPU_TRACE] = "the trace(s) hold no CUDA kernel or memory operation data",
+    [R_API_TRACE] = "the trace(s) hold no CUDA API data",
+};
+
+static void view_for(const struct stats *st, const struct report_set *set, enum report_id r,
+		     struct report_view *v, struct sum_ctx *sx, struct trace_ctx *tx)
+{
+	memset(v, 0, sizeof(*v));
+	v->name = report_defs[r].name;
+	v->title = report_defs[r].title;
+	v->empty = empty_text[r];
+	v->cols = report_cols[r].cols;
+	v->ncols = report_cols[r].n;
+	*sx = (struct sum_ctx){&st->t[r], r};
+	*tx = (struct trace_ctx){st, set};
+	if (r == R_GPU_TRACE || r == R_API_TRACE) {
+		v->cell = r == R_GPU_TRACE ? gpu_cell : api_cell;
+		v->ctx = tx;
+		v->nrows = r == R_GPU_TRACE ? st->gpu.n : st->api.n;
+	} else {
+		v->cell = sum_cell;
+		v->ctx = sx;
+		v->nrows = st->t[r].n;
+	}
+}
+
+static void untimed_note(const struct stats *st, FILE *out, const char *prefix)
+{
+	if (st->untimed)
+		fprintf(out,
+			"%stally: %" PRIu64
+			" record(s) have no timestamps (their timing was lost): "
+			"they are in none of the reports below\n",
+			prefix, st->untimed);
+}
+
+int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum report_format fmt)
+{
+	struct tally_json j;
+	unsigned r;
+
+	memset(&j, 0, sizeof(j));
+	if (fmt == REPORT_FMT_JSON) {
+		tally_json_init(&j, out, true);
+		tally_json_object_begin(&j);
+		report_loss_json(&j, set);
+		tally_json_field_uint(&j, "untimed_records", st->untimed);
+		tally_json_field_uint(&j, "time_base_ns", st->base);
+		tally_json_name(&j, "reports");
+		tally_json_array_begin(&j);
+	} else {
+		report_loss_text(out, set, fmt == REPORT_FMT_CSV ? "# " : "");
+		untimed_note(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
+	}
+	for (r = 0; r < R_COUNT; r++) {
+		struct report_view v;
+		struct sum_ctx sx;
+		struct trace_ctx tx;
+
+		if (!stats_wants(st, r))
+			continue;
+		view_for(st, set, r, &v, &sx, &tx);
+		report_view_write(out, &v, fmt, &j);
+	}
+	if (fmt == REPORT_FMT_JSON) {
+		tally_json_array_end(&j);
+		tally_json_object_end(&j);
+		tally_json_finish(&j);
+	}
+	return ferror(out) ? -EIO : 0;
+}

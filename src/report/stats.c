@@ -1,0 +1,785 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The aggregation behind tally stats: one streaming pass that files every timed record into the
+ * groups of the reports asked for.  Summary reports keep each group's values (8 bytes a record)
+ * because an exact median needs them all; everything else is a count.  Trace reports keep a
+ * compact row per record, to sort by start.  Finishing computes the exact median (selection, not
+ * sorting) and the sample standard deviation (two passes in long double) of every group.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats-int.h"
+
+static const char *memop_names[MEMOPS];
+static char memop_store[MEMOPS][48];
+
+bool stats_wants(const struct stats *st, enum report_id r)
+{
+	return st->req.reports >> r & 1;
+}
+
+static bool vec_push(struct stats *st, struct u64vec *v, uint64_t x)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? 2 * v->cap : 16;
+		uint64_t *t = realloc(v->v, cap * sizeof(*t));
+
+		if (!t) {
+			st->failed = true;
+			return false;
+		}
+		v->v = t;
+		v->cap = cap;
+	}
+	v->v[v->n++] = x;
+	return true;
+}
+
+static void *row_push(struct stats *st, struct rowvec *v)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? 2 * v->cap : 1024;
+		void *t = realloc(v->v, cap * v->elem);
+
+		if (!t) {
+			st->failed = true;
+			return NULL;
+		}
+		v->v = t;
+		v->cap = cap;
+	}
+	return (char *)v->v + v->elem * v->n++;
+}
+
+/* ---- group tables ---------------------------------------------------------------------- */
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	while (n--)
+		h = (h ^ *s++) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t group_hash(const char *name, const int32_t *gb, unsigned style)
+{
+	uint64_t h = hash_bytes(0xcbf29ce484222325ull, name, strlen(name));
+
+	h = hash_bytes(h, &style, sizeof(style));
+	return gb ? hash_bytes(h, gb, 6 * sizeof(int32_t)) : h;
+}
+
+static bool group_equal(const struct group *g, const char *name, const int32_t *gb, unsigned style)
+{
+	if (g->style != style || strcmp(g->name, name) != 0)
+		return false;
+	return !gb || (memcmp(g->grid, gb, 3 * sizeof(int32_t)) == 0 &&
+		       memcmp(g->block, gb + 3, 3 * sizeof(int32_t)) == 0);
+}
+
+/*
+ * The group for (name, grid/block, style), made if new.  Returns its index, or -1 when memory ran
+ * out.  gb (six ints) is NULL for reports that do not split by launch shape.
+ */
+static long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned style)
+{
+	size_t mask, i;
+	uint64_t h = group_hash(name, gb, style);
+	struct group *g;
+
+	if ((t->n + 1) * 2 > t->nslot) {
+		size_t nslot = t->nslot ? 2 * t->nslot : 64, k;
+		uint32_t *slot = calloc(nslot, sizeof(*slot));
+
+		if (!slot)
+			return -1;
+		for (k = 0; k < t->n; k++) {
+			const struct group *o = &t->g[k];
+			int32_t ogb[6];
+
+			memcpy(ogb, o->grid, sizeof(o->grid));
+			memcpy(ogb + 3, o->block, sizeof(o->block));
+			for (i = group_hash(o->name, gb ? ogb : NULL, o->style) & (nslot - 1);
+			     slot[i]; i = (i + 1) & (nslot - 1))
+				;
+			slot[i] = (uint32_t)k + 1;
+		}
+		free(t->slot);
+		t->slot = slot;
+		t->nslot = nslot;
+	}
+	mask = t->nslot - 1;
+	for (i = h & mask; t->slot[i]; i = (i + 1) & mask)
+		if (group_equal(&t->g[t->slot[i] - 1], name, gb, style))
+			return (long)t->slot[i] - 1;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+		struct group *ng = realloc(t->g, cap * sizeof(*ng));
+
+		if (!ng)
+			return -1;
+		t->g = ng;
+		t->cap = cap;
+	}
+	g = &t->g[t->n];
+	memset(g, 0, sizeof(*g));
+	g->name = strdup(name);
+	if (!g->name)
+		return -1;
+	if (gb) {
+		memcpy(g->grid, gb, sizeof(g->grid));
+		memcpy(g->block, gb + 3, sizeof(g->block));
+	}
+	g->style = style;
+	t->slot[i] = (uint32_t)++t->n;
+	return (long)t->n - 1;
+}
+
+static void gtable_fini(struct gtable *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		free(t->g[i].name);
+		free(t->g[i].vals.v);
+	}
+	free(t->g);
+	free(t->slot);
+	free(t->order);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- per-section caches ------------------------------------------------------------------ */
+
+static struct sec_cache *sec_cache(struct stats *st, unsigned sec)
+{
+	if (sec >= st->nsecs) {
+		size_t n = sec + 1;
+		struct sec_cache *t = realloc(st->secs, n * sizeof(*t));
+
+		if (!t)
+			return NULL;
+		memset(t + st->nsecs, 0, (n - st->nsecs) * sizeof(*t));
+		st->secs = t;
+		st->nsecs = n;
+	}
+	return &st->secs[sec];
+}
+
+/* cache[id] holds group index + 1; grown to cover id. */
+static uint32_t *id_slot(uint32_t **cache, uint32_t *n, uint32_t id)
+{
+	if (id >= *n) {
+		uint32_t cap = *n ? *n : 64;
+		uint32_t *t;
+
+		while (cap <= id && cap < (1u << 30))
+			cap *= 2;
+		if (cap <= id)
+			return NULL;
+		t = realloc(*cache, cap * sizeof(*t));
+		if (!t)
+			return NULL;
+		memset(t + *n, 0, (cap - *n) * sizeof(*t));
+		*cache = t;
+		*n = cap;
+	}
+	return &(*cache)[id];
+}
+
+/* The group of report r for string id of rs, named by name(rs, id). */
+static struct group *named_group(struct stats *st, enum report_id r, struct report_section *rs,
+				 uint32_t id)
+{
+	struct sec_cache *c = sec_cache(st, rs->index);
+	uint32_t *slot;
+	long g;
+
+	if (!c)
+		goto oom;
+	/* Names beyond the string table are not cached per id (a wild id must not grow it). */
+	slot = id < rs->s->nstrings || id == 0 ? (r == R_KERN_SUM ? id_slot(&c->kern, &c->nkern, id)
+								  : id_slot(&c->api, &c->napi, id))
+					       : NULL;
+	if (slot && *slot)
+		return &st->t[r].g[*slot - 1];
+	g = gtable_get(&st->t[r],
+		       r == R_KERN_SUM ? report_kernel_name(rs, id, st->req.names[r])
+				       : report_string(rs, id),
+		       NULL, 0);
+	if (g < 0)
+		goto oom;
+	if (slot)
+		*slot = (uint32_t)g + 1;
+	return &st->t[r].g[g];
+oom:
+	st->failed = true;
+	return NULL;
+}
+
+/* The hot path: a group already cached for this id (one load), else named_group(). */
+static inline struct group *cached_group(struct stats *st, enum report_id r,
+					 struct report_section *rs, uint32_t id)
+{
+	const struct sec_cache *c = rs->index < st->nsecs ? &st->secs[rs->index] : NULL;
+	const uint32_t *cache = c ? (r == R_KERN_SUM ? c->kern : c->api) : NULL;
+	uint32_t n = c ? (r == R_KERN_SUM ? c->nkern : c->napi) : 0;
+
+	if (id < n && cache[id])
+		return &st->t[r].g[cache[id] - 1];
+	return named_group(st, r, rs, id);
+}
+
+static inline void vec_add(struct stats *st, struct u64vec *v, uint64_t x)
+{
+	if (v->n < v->cap)
+		v->v[v->n++] = x;
+	else
+		vec_push(st, v, x);
+}
+
+static bool nvtx_cache_grow(struct sec_cache *c)
+{
+	size_t cap = c->nvtx_cap ? 2 * c->nvtx_cap : 64, i, j;
+	uint64_t *keys = calloc(cap, sizeof(*keys));
+	uint32_t *vals = calloc(cap, sizeof(*vals));
+
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return false;
+	}
+	for (i = 0; i < c->nvtx_cap; i++) {
+		if (!c->nvtx_vals[i])
+			continue;
+		for (j = c->nvtx_keys[i] % cap; vals[j]; j = (j + 1) % cap)
+			;
+		keys[j] = c->nvtx_keys[i];
+		vals[j] = c->nvtx_vals[i];
+	}
+	free(c->nvtx_keys);
+	free(c->nvtx_vals);
+	c->nvtx_keys = keys;
+	c->nvtx_vals = vals;
+	c->nvtx_cap = cap;
+	return true;
+}
+
+/* nsys names a range "domain:message"; the default domain is the empty one (":message"). */
+static long nvtx_group_new(struct stats *st, struct report_section *rs,
+			   const struct tally_record *r)
+{
+	const char *domain = r->domain_id ? report_string(rs, r->domain_id) : "";
+	const char *msg = report_string(rs, r->name_id);
+	size_t n = strlen(domain) + strlen(msg) + 2;
+	char *name = malloc(n);
+	long g;
+
+	if (!name)
+		return -1;
+	snprintf(name, n, "%s:%s", domain, msg);
+	g = gtable_get(&st->t[R_NVTX_SUM], name, NULL, r->subkind ? 1 : 0);
+	free(name);
+	return g;
+}
+
+static struct group *nvtx_group(struct stats *st, struct report_section *rs,
+				const struct tally_record *r)
+{
+	struct sec_cache *c = sec_cache(st, rs->index);
+	uint64_t key =
+	    (uint64_t)r->domain_id << 33 | (uint64_t)(r->subkind ? 1 : 0) << 32 | r->name_id;
+	size_t i;
+	long g;
+
+	if (!c || ((c->nvtx_n + 1) * 2 > c->nvtx_cap && !nvtx_cache_grow(c)))
+		goto oom;
+	for (i = key % c->nvtx_cap; c->nvtx_vals[i]; i = (i + 1) % c->nvtx_cap)
+		if (c->nvtx_keys[i] == key)
+			return &st->t[R_NVTX_SUM].g[c->nvtx_vals[i] - 1];
+	g = nvtx_group_new(st, rs, r);
+	if (g < 0)
+		goto oom;
+	c->nvtx_keys[i] = key;
+	c->nvtx_vals[i] = (uint32_t)g + 1;
+	c->nvtx_n++;
+	return &st->t[R_NVTX_SUM].g[g];
+oom:
+	st->failed = true;
+	return NULL;
+}
+
+static unsigned memop_index(const struct tally_record *r)
+{
+	if (r->kind == TALLY_KIND_MEMSET)
+		return MEMOPS - 1;
+	return r->subkind < MEMOPS - 1 ? r->subkind : 0;
+}
+
+static struct group *memop_group(struct stats *st, enum report_id rep, unsigned op)
+{
+	uint32_t *slot = &st->memop_group[rep == R_MEM_SIZE_SUM][op];
+	long g;
+
+	if (!*slot) {
+		g = gtable_get(&st->t[rep], memop_names[op], NULL, 0);
+		if (g < 0) {
+			st->failed = true;
+			return NULL;
+		}
+		*slot = (uint32_t)g + 1;
+	}
+	return &st->t[rep].g[*slot - 1];
+}
+
+/* ---- names of trace rows ------------------------------------------------------------------ */
+
+static bool pool_grow(struct strpool *p)
+{
+	size_t cap = p->cap ? 2 * p->cap : 256, i, j;
+	char **slot = calloc(cap, sizeof(*slot));
+
+	if (!slot)
+		return false;
+	for (i = 0; i < p->cap; i++) {
+		if (!p->slot[i])
+			continue;
+		for (j = hash_bytes(0xcbf29ce484222325ull, p->slot[i], strlen(p->slot[i])) &
+			 (cap - 1);
+		     slot[j]; j = (j + 1) & (cap - 1))
+			;
+		slot[j] = p->slot[i];
+	}
+	free(p->slot);
+	p->slot = slot;
+	p->cap = cap;
+	return true;
+}
+
+/* An owned copy of s, one per distinct string; NULL when memory ran out. */
+static const char *pool_name(struct stats *st, const char *s)
+{
+	struct strpool *p = &st->names;
+	size_t i;
+
+	if ((p->n + 1) * 2 > p->cap && !pool_grow(p)) {
+		st->failed = true;
+		return NULL;
+	}
+	for (i = hash_bytes(0xcbf29ce484222325ull, s, strlen(s)) & (p->cap - 1); p->slot[i];
+	     i = (i + 1) & (p->cap - 1))
+		if (strcmp(p->slot[i], s) == 0)
+			return p->slot[i];
+	p->slot[i] = strdup(s);
+	if (!p->slot[i]) {
+		st->failed = true;
+		return NULL;
+	}
+	p->n++;
+	return p->slot[i];
+}
+
+static void pool_fini(struct strpool *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->cap; i++)
+		free(p->slot[i]);
+	free(p->slot);
+}
+
+/* ---- the records ----------------------------------------------------------------------- */
+
+static void add_gpu_row(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			const char *name)
+{
+	struct gpu_row *row;
+
+	name = pool_name(st, name);
+	if (!name || !(row = row_push(st, &st->gpu)))
+		return;
+	row->start = report_time(rs, r->start);
+	row->dur = r->end - r->start;
+	row->bytes = r->bytes;
+	row->name = name;
+	row->corr = r->correlation_id;
+	row->sec = rs->index;
+	row->device = r->device_id;
+	row->ctx = r->context_id;
+	row->stream = r->stream_id;
+	memcpy(row->grid, r->grid, sizeof(row->grid));
+	memcpy(row->block, r->block, sizeof(row->block));
+	row->regs = r->registers;
+	row->smem_static = r->static_smem;
+	row->smem_dynamic = r->dynamic_smem;
+	row->kind = (uint8_t)r->kind;
+	row->src_kind = (uint8_t)(r->kind == TALLY_KIND_MEMSET ? r->subkind : r->src_kind);
+	row->dst_kind = (uint8_t)r->dst_kind;
+}
+
+static void kernel(struct stats *st, struct report_section *rs, const struct tally_record *r)
+{
+	uint64_t dur = r->end - r->start;
+	struct group *g;
+
+	if (stats_wants(st, R_KERN_SUM) && (g = cached_group(st, R_KERN_SUM, rs, r->name_id)))
+		vec_add(st, &g->vals, dur);
+	if (stats_wants(st, R_KERN_GB_SUM)) {
+		int32_t gb[6] = {r->grid[0],  r->grid[1],  r->grid[2],
+				 r->block[0], r->block[1], r->block[2]};
+		long k = gtable_get(
+		    &st->t[R_KERN_GB_SUM],
+		    report_kernel_name(rs, r->name_id, st->req.names[R_KERN_GB_SUM]), gb, 0);
+
+		if (k < 0)
+			st->failed = true;
+		else
+			vec_push(st, &st->t[R_KERN_GB_SUM].g[k].vals, dur);
+	}
+	if (stats_wants(st, R_GPU_TRACE))
+		add_gpu_row(st, rs, r,
+			    report_kernel_name(rs, r->name_id, st->req.names[R_GPU_TRACE]));
+}
+
+static void memop(struct stats *st, struct report_section *rs, const struct tally_record *r)
+{
+	unsigned op = memop_index(r);
+	struct group *g;
+
+	if (stats_wants(st, R_MEM_TIME_SUM) && (g = memop_group(st, R_MEM_TIME_SUM, op)))
+		vec_add(st, &g->vals, r->end - r->start);
+	if (stats_wants(st, R_MEM_SIZE_SUM) && (g = memop_group(st, R_MEM_SIZE_SUM, op)))
+		vec_add(st, &g->vals, r->bytes);
+	if (stats_wants(st, R_GPU_TRACE))
+		add_gpu_row(st, rs, r, memop_names[op]);
+}
+
+static void api(struct stats *st, struct report_section *rs, const struct tally_record *r)
+{
+	struct group *g;
+	struct api_row *row;
+	const char *name;
+
+	if (stats_wants(st, R_API_SUM) && (g = cached_group(st, R_API_SUM, rs, r->name_id)))
+		vec_add(st, &g->vals, r->end - r->start);
+	if (!stats_wants(st, R_API_TRACE))
+		return;
+	name = pool_name(st, report_string(rs, r->name_id));
+	if (!name || !(row = row_push(st, &st->api)))
+		return;
+	row->start = report_time(rs, r->start);
+	row->dur = r->end - r->start;
+	row->name = name;
+	row->corr = r->correlation_id;
+	row->sec = rs->index;
+	row->pid = r->process_id;
+	row->tid = r->thread_id;
+	row->result = (int32_t)r->value;
+}
+
+/* A pop without its push has no duration to report. */
+static void nvtx_range(struct stats *st, struct report_section *rs, const struct tally_record *r)
+{
+	struct group *g;
+
+	if (!(r->flags & TALLY_REC_DEPTH_LOST) && stats_wants(st, R_NVTX_SUM) &&
+	    (g = nvtx_group(st, rs, r)))
+		vec_add(st, &g->vals, r->end - r->start);
+}
+
+typedef void (*record_fn)(struct stats *st, struct report_section *rs,
+			  const struct tally_record *r);
+
+/* Every RECORDS batch holds one kind: the dispatch is per batch, the loop is tight. */
+static record_fn record_handler(unsigned kind)
+{
+	switch (kind) {
+	case TALLY_KIND_KERNEL:
+		return kernel;
+	case TALLY_KIND_MEMCPY:
+	case TALLY_KIND_MEMSET:
+		return memop;
+	case TALLY_KIND_RUNTIME:
+	case TALLY_KIND_DRIVER:
+		return api;
+	case TALLY_KIND_NVTX_RANGE:
+		return nvtx_range;
+	default:
+		return NULL;
+	}
+}
+
+static int on_records(void *ctx, struct report_section *rs, const struct tally_record *r, size_t n)
+{
+	struct stats *st = ctx;
+	record_fn fn = record_handler(r[0].kind);
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (r[i].flags & TALLY_REC_BAD_TIME) {
+			st->untimed++;
+			continue;
+		}
+		if (fn)
+			fn(st, rs, &r[i]);
+	}
+	return st->failed ? -ENOMEM : 0;
+}
+
+void stats_scan_ops(struct stats *st, struct report_scan_ops *ops)
+{
+	memset(ops, 0, sizeof(*ops));
+	ops->records = on_records;
+	ops->ctx = st;
+}
+
+struct stats *stats_new(const struct stats_request *req)
+{
+	struct stats *st = calloc(1, sizeof(*st));
+	unsigned i;
+
+	if (!st)
+		return NULL;
+	st->req = *req;
+	st->gpu.elem = sizeof(struct gpu_row);
+	st->api.elem = sizeof(struct api_row);
+	for (i = 0; i < MEMOPS; i++) {
+		if (i == MEMOPS - 1)
+			snprintf(memop_store[i], sizeof(memop_store[i]), "[CUDA memset]");
+		else
+			snprintf(memop_store[i], sizeof(memop_store[i]), "[CUDA memcpy %s]",
+				 report_memcpy_kind_label(i));
+		memop_names[i] = memop_store[i];
+	}
+	return st;
+}
+
+void stats_free(struct stats *st)
+{
+	size_t i;
+
+	if (!st)
+		return;
+	for (i = 0; i < R_COUNT; i++)
+		gtable_fini(&st->t[i]);
+	for (i = 0; i < st->nsecs; i++) {
+		free(st->secs[i].kern);
+		free(st->secs[i].api);
+		free(st->secs[i].nvtx_keys);
+		free(st->secs[i].nvtx_vals);
+	}
+	free(st->secs);
+	free(st->gpu.v);
+	free(st->api.v);
+	pool_fini(&st->names);
+	free(st);
+}
+
+uint64_t stats_untimed(const struct stats *st)
+{
+	return st->untimed;
+}
+
+/* ---- finishing: exact medians and standard deviations ----------------------------------- */
+
+#define RADIX_BITS 11
+#define RADIX_SIZE (1u << RADIX_BITS)
+
+/* The smallest value of a[0..n) whose digit at shift is want. */
+static uint64_t bucket_min(const uint64_t *a, size_t n, uint64_t lo, unsigned shift, size_t want)
+{
+	uint64_t m = UINT64_MAX;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((((a[i] - lo) >> shift) & (RADIX_SIZE - 1)) == want && a[i] < m)
+			m = a[i];
+	return m;
+}
+
+/*
+ * The k-th smallest of a[0..n) (0-based), all in [lo, hi], by radix selection: count the top
+ * digit of x - lo over the candidates, keep the bucket holding k, go on with the next digit.
+ * A pass to count and a pass to keep per digit, all sequential; a[] is reordered.  If next is
+ * not NULL (and k + 1 < n), *next gets the (k+1)-th, for medians of an even count.
+ */
+static uint64_t radix_select(uint64_t *a, size_t n, size_t k, uint64_t lo, uint64_t hi,
+			     uint64_t *next)
+{
+	unsigned bits = hi > lo ? 64 - (unsigned)__builtin_clzll(hi - lo) : 0;
+	size_t hist[RADIX_SIZE];
+
+	while (bits) {
+		unsigned shift = bits > RADIX_BITS ? bits - RADIX_BITS : 0;
+		size_t i, j, b, before = 0;
+
+		memset(hist, 0, sizeof(hist));
+		for (i = 0; i < n; i++)
+			hist[((a[i] - lo) >> shift) & (RADIX_SIZE - 1)]++;
+		for (b = 0; before + hist[b] <= k; b++)
+			before += hist[b];
+		if (next && k + 1 == before + hist[b]) { /* k is its bucket's last: next is after */
+			size_t b2 = b + 1;
+
+			while (b2 < RADIX_SIZE && !hist[b2])
+				b2++;
+			*next = b2 < RADIX_SIZE ? bucket_min(a, n, lo, shift, b2) : a[0];
+			next = NULL;
+		}
+		for (i = j = 0; i < n; i++)
+			if ((((a[i] - lo) >> shift) & (RADIX_SIZE - 1)) == b)
+				a[j++] = a[i];
+		n = j;
+		k -= before;
+		bits = shift;
+	}
+	/* every candidate left is the same value */
+	if (next)
+		*next = a[k];
+	return a[k];
+}
+
+/* Sum, extremes and the variance's numerator in one pass of exact integer arithmetic. */
+static bool exact_moments(const struct u64vec *vals, struct stats_group_view *v, long double *ss)
+{
+	unsigned __int128 sq = 0, num;
+	uint64_t total = 0, min = UINT64_MAX, max = 0;
+	size_t i;
+
+	for (i = 0; i < vals->n; i++) {
+		uint64_t x = vals->v[i];
+
+		total += x;
+		min = x < min ? x : min;
+		max = x > max ? x : max;
+		sq += (unsigned __int128)x * x;
+	}
+	v->total = total;
+	v->min = min;
+	v->max = max;
+	/* exact while x < 2^32 and n < 2^31: n * sum(x^2) and sum(x)^2 both fit in 128 bits */
+	if (max >= (1ull << 32) || vals->n >= (1ull << 31))
+		return false;
+	num = (unsigned __int128)vals->n * sq - (unsigned __int128)total * total;
+	*ss = (long double)num / (long double)vals->n; /* = sum((x - mean)^2) */
+	return true;
+}
+
+static void finish_group(struct group *g)
+{
+	struct stats_group_view *v = &g->view;
+	long double mean, ss = 0;
+	uint64_t mid, next;
+	size_t i;
+
+	memset(v, 0, sizeof(*v));
+	v->name = g->name;
+	memcpy(v->grid, g->grid, sizeof(v->grid));
+	memcpy(v->block, g->block, sizeof(v->block));
+	v->count = g->vals.n;
+	if (!v->count)
+		return;
+	if (!exact_moments(&g->vals, v, &ss)) { /* huge values: two passes in long double */
+		mean = (long double)v->total / (long double)v->count;
+		for (ss = 0, i = 0; i < g->vals.n; i++) {
+			long double d = (long double)g->vals.v[i] - mean;
+
+			ss += d * d;
+		}
+	}
+	v->avg = (double)((long double)v->total / (long double)v->count);
+	/* the sample standard deviation (n - 1), as nsys reports it; 0 for a single value */
+	v->stddev = v->count > 1 ? (double)sqrtl(ss / (long double)(v->count - 1)) : 0.0;
+	mid = radix_select(g->vals.v, g->vals.n, (g->vals.n - 1) / 2, v->min, v->max,
+			   g->vals.n % 2 ? NULL : &next);
+	v->median = g->vals.n % 2 ? (double)mid : ((double)mid + (double)next) / 2;
+}
+
+static int cmp_group(const void *pa, const void *pb)
+{
+	const struct group *a = *(struct group *const *)pa, *b = *(struct group *const *)pb;
+	int c;
+
+	if (a->view.total != b->view.total)
+		return a->view.total > b->view.total ? -1 : 1;
+	c = strcmp(a->name, b->name);
+	if (c)
+		return c;
+	c = memcmp(a->grid, b->grid, sizeof(a->grid));
+	return c ? c : memcmp(a->block, b->block, sizeof(a->block));
+}
+
+static int finish_table(struct gtable *t)
+{
+	size_t i;
+
+	free(t->order);
+	t->order = calloc(t->n ? t->n : 1, sizeof(*t->order));
+	if (!t->order)
+		return -ENOMEM;
+	t->grand_total = 0;
+	for (i = 0; i < t->n; i++) {
+		finish_group(&t->g[i]);
+		t->grand_total += t->g[i].view.total;
+		t->order[i] = &t->g[i];
+	}
+	if (t->n > 1)
+		qsort(t->order, t->n, sizeof(*t->order), cmp_group);
+	return 0;
+}
+
+static int cmp_gpu(const void *pa, const void *pb)
+{
+	const struct gpu_row *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	if (a->sec != b->sec)
+		return a->sec < b->sec ? -1 : 1;
+	return a->corr < b->corr ? -1 : a->corr > b->corr;
+}
+
+static int cmp_api(const void *pa, const void *pb)
+{
+	const struct api_row *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	if (a->sec != b->sec)
+		return a->sec < b->sec ? -1 : 1;
+	return a->corr < b->corr ? -1 : a->corr > b->corr;
+}
+
+int stats_finish(struct stats *st, const struct report_set *set)
+{
+	unsigned r;
+
+	if (st->failed)
+		return -ENOMEM;
+	for (r = 0; r < R_COUNT; r++)
+		if (finish_table(&st->t[r]) < 0)
+			return -ENOMEM;
+	if (st->gpu.n > 1)
+		qsort(st->gpu.v, st->gpu.n, st->gpu.elem, cmp_gpu);
+	if (st->api.n > 1)
+		qsort(st->api.v, st->api.n, st->api.elem, cmp_api);
+	/* Starts count from the earliest session start, or from the earliest row if one came
+	 * before it (a clock that is not the session's): never negative. */
+	st->base = set->base;
+	if (st->gpu.n && ((struct gpu_row *)st->gpu.v)->start < st->base)
+		st->base = ((struct gpu_row *)st->gpu.v)->start;
+	if (st->api.n && ((struct api_row *)st->api.v)->start < st->base)
+		st->base = ((struct api_row *)st->api.v)->start;
+	return 0;
+}
+
+const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i)
+{
+	if (report >= R_COUNT || i >= st->t[report].n || !st->t[report].order)
+		return NULL;
+	return &st->t[report].order[i]->view;
+}

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/* Report views as nsys-style tables, CSV and JSON; see table.h. */
+#include "table.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 1234567 -> "1,234,567" into buf (at least 32 bytes). */
+static const char *with_commas(char *buf, uint64_t v, bool negative)
+{
+	char digits[24];
+	int n = snprintf(digits, sizeof(digits), "%" PRIu64, v), i, o = 0;
+
+	if (negative)
+		buf[o++] = '-';
+	for (i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* A fixed-point double with thousands separators: 439631.06 -> "439,631.1". */
+static const char *decimal_commas(char *buf, size_t len, double d, int decimals)
+{
+	char tmp[64], whole[40];
+	const char *dot;
+
+	snprintf(tmp, sizeof(tmp), "%.*f", decimals, d < 0 ? -d : d);
+	dot = strchr(tmp, '.');
+	with_commas(whole, strtoull(tmp, NULL, 10), d < 0);
+	snprintf(buf, len, "%s%s", whole, dot ? dot : "");
+	return buf;
+}
+
+static int col_decimals(enum col_type t)
+{
+	return t == COL_F3 ? 3 : 1;
+}
+
+/* The text of a cell for the table (pretty) or CSV (plain numbers). */
+static const char *cell_text(const struct report_col *col, const struct report_cell *c, bool pretty,
+			     char *buf, size_t len)
+{
+	switch (c->t) {
+	case CELL_EMPTY:
+		return "";
+	case CELL_STR:
+		return c->s ? c->s : "";
+	case CELL_U64:
+		if (pretty)
+			return with_commas(buf, c->u, false);
+		snprintf(buf, len, "%" PRIu64, c->u);
+		return buf;
+	case CELL_I64:
+		if (pretty)
+			return with_commas(buf, c->i < 0 ? 0 - (uint64_t)c->i : (uint64_t)c->i,
+					   c->i < 0);
+		snprintf(buf, len, "%" PRId64, c->i);
+		return buf;
+	case CELL_DBL:
+		if (pretty && col->type != COL_PCT)
+			return decimal_commas(buf, len, c->d, col_decimals(col->type));
+		snprintf(buf, len, "%.*f", col_decimals(col->type), c->d);
+		return buf;
+	}
+	return "";
+}
+
+/* Display width: code points, not bytes (names may be UTF-8). */
+static size_t text_width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+/* Terminal-safe text: control characters would break the columns. */
+static void put_text(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
+}
+
+static void pad(FILE *out, size_t n)
+{
+	while (n--)
+		fputc(' ', out);
+}
+
+static void table_widths(const struct report_view *v, size_t *w)
+{
+	struct report_cell c;
+	char buf[64];
+	size_t r, k;
+
+	for (k = 0; k < v->ncols; k++)
+		w[k] = strlen(v->cols[k].header);
+	for (r = 0; r < v->nrows; r++)
+		for (k = 0; k < v->ncols; k++) {
+			size_t n;
+
+			memset(&c, 0, sizeof(c));
+			v->cell(v->ctx, r, k, &c);
+			n = text_width(cell_text(&v->cols[k], &c, true, buf, sizeof(buf)));
+			if (n > w[k])
+				w[k] = n;
+		}
+}
+
+static void table_header(FILE *out, const struct report_view *v, const size_t *w)
+{
+	size_t k;
+
+	for (k = 0; k < v->ncols; k++) {
+		size_t h = strlen(v->cols[k].header), left = w[k] - h;
+		bool last = k + 1 == v->ncols;
+
+		fputs(k ? "  " : " ", out);
+		if (v->cols[k].type == COL_STR) { /* centred, as nsys does */
+			pad(out, left / 2);
+			fputs(v->cols[k].header, out);
+			if (!last)
+				pad(out, left - left / 2);
+		} else {
+			pad(out, left);
+			fputs(v->cols[k].header, out);
+		}
+	}
+	fputc('\n', out);
+	for (k = 0; k < v->ncols; k++) {
+		fputs(k ? "  " : " ", out);
+		for (size_t i = 0; i < w[k]; i++)
+			fputc('-', out);
+	}
+	fputc('\n', out);
+}
+
+static void write_table(FILE *out, const struct report_view *v)
+{
+	size_t *w = calloc(v->ncols, sizeof(*w)), r, k;
+	struct report_cell c;
+	char buf[64];
+
+	if (!w)
+		return;
+	table_widths(v, w);
+	table_header(out, v, w);
+	for (r = 0; r < v->nrows; r++) {
+		for (k = 0; k < v->ncols; k++) {
+			const char *t;
+			size_t n;
+
+			memset(&c, 0, sizeof(c));
+			v->cell(v->ctx, r, k, &c);
+			t = cell_text(&v->cols[k], &c, true, buf, sizeof(buf));
+			n = text_width(t);
+			fputs(k ? "  " : " ", out);
+			if (v->cols[k].type == COL_STR) {
+				put_text(out, t);
+				if (k + 1 < v->ncols)
+					pad(out, w[k] - n);
+			} else {
+				pad(out, w[k] - n);
+				fputs(t, out);
+			}
+		}
+		fputc('\n', out);
+	}
+	free(w);
+}
+
+void report_csv_field(FILE *out, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+static void write_csv(FILE *out, const struct report_view *v)
+{
+	struct report_cell c;
+	char buf[64];
+	size_t r, k;
+
+	for (k = 0; k < v->ncols; k++) {
+		fputs(k ? "," : "", out);
+		report_csv_field(out, v->cols[k].header);
+	}
+	fputc('\n', out);
+	for (r = 0; r < v->nrows; r++) {
+		for (k = 0; k < v->ncols; k++) {
+			memset(&c, 0, sizeof(c));
+			v->cell(v->ctx, r, k, &c);
+			fputs(k ? "," : "", out);
+			report_csv_field(out, cell_text(&v->cols[k], &c, false, buf, sizeof(buf)));
+		}
+		fputc('\n', out);
+	}
+}
+
+static void write_json(const struct report_view *v, struct tally_json *j)
+{
+	struct report_cell c;
+	size_t r, k;
+
+	tally_json_object_begin(j);
+	tally_json_field_string(j, "name", v->name);
+	tally_json_field_string(j, "title", v->title);
+	tally_json_name(j, "rows");
+	tally_json_array_begin(j);
+	for (r = 0; r < v->nrows; r++) {
+		tally_json_object_begin(j);
+		for (k = 0; k < v->ncols; k++) {
+			memset(&c, 0, sizeof(c));
+			v->cell(v->ctx, r, k, &c);
+			tally_json_name(j, v->cols[k].header);
+			switch (c.t) {
+			case CELL_EMPTY:
+				tally_json_null(j);
+				break;
+			case CELL_U64:
+				tally_json_uint(j, c.u);
+				break;
+			case CELL_I64:
+				tally_json_int(j, c.i);
+				break;
+			case CELL_DBL:
+				tally_json_double(j, c.d);
+				break;
+			case CELL_STR:
+				tally_json_string(j, c.s ? c.s : "");
+				break;
+			}
+		}
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+	tally_json_object_end(j);
+}
+
+void report_view_write(FILE *out, const struct report_view *v, enum report_format fmt,
+		       struct tally_json *j)
+{
+	switch (fmt) {
+	case REPORT_FMT_TABLE:
+		fprintf(out, "\n ** %s (%s):\n\n", v->title, v->name);
+		if (v->nrows == 0)
+			fprintf(out, " SKIPPED: %s\n", v->empty);
+		else
+			write_table(out, v);
+		break;
+	case REPORT_FMT_CSV:
+		fprintf(out, "\n# %s: %s\n", v->name, v->title);
+		write_csv(out, v);
+		break;
+	case REPORT_FMT_JSON:
+		write_json(v, j);
+		break;
+	}
+}
