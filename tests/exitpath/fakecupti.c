@@ -33,7 +33,8 @@ struct fake_thread {
 static CUpti_BuffersCallbackRequestFunc request_cb;
 static CUpti_BuffersCallbackCompleteFunc complete_cb;
 static CUpti_CallbackFunc subscriber_cb;
-static bool kinds[CUPTI_ACTIVITY_KIND_COUNT];
+/* Enabled kinds: switched by the collector's control thread while the app launches. */
+static _Atomic bool kinds[CUPTI_ACTIVITY_KIND_COUNT];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* threads[] and buffers */
 static struct fake_thread threads[MAX_THREADS];
 static _Atomic uint64_t dropped;
