@@ -21,7 +21,16 @@ void tally_corr_fini(struct tally_corr *c)
 			free(c->dir[i][j]);
 		free(c->dir[i]);
 	}
+	free(c->recent);
 	memset(c, 0, sizeof(*c));
+}
+
+static void remember(struct tally_corr *c, uint32_t id, bool gpu, uint64_t ts)
+{
+	if (!c->recent && !(c->recent = calloc(CORR_RECENT, sizeof(*c->recent))))
+		return;
+	c->recent[c->recent_next] = (struct corr_recent){id, gpu, ts};
+	c->recent_next = (c->recent_next + 1) % CORR_RECENT;
 }
 
 static struct corr_page *page_for(struct tally_corr *c, uint32_t id)
@@ -68,8 +77,11 @@ void tally_corr_api(struct tally_corr *c, uint32_t id, bool launches, uint64_t t
 	if (!id || !(p = page_for(c, id)))
 		return;
 	p->api[bit / 64] |= 1ull << (bit % 64);
-	if (launches)
+	if (launches) {
 		p->launch[bit / 64] |= 1ull << (bit % 64);
+		if (!(p->gpu[bit / 64] & 1ull << (bit % 64)))
+			remember(c, id, false, ts);
+	}
 	page_touch(c, p, id, ts);
 }
 
@@ -80,6 +92,8 @@ void tally_corr_gpu(struct tally_corr *c, uint32_t id, uint64_t ts)
 
 	if (!id || !(p = page_for(c, id)))
 		return;
+	if (!(p->api[bit / 64] & 1ull << (bit % 64)) && !(p->gpu[bit / 64] & 1ull << (bit % 64)))
+		remember(c, id, true, ts);
 	p->gpu[bit / 64] |= 1ull << (bit % 64);
 	page_touch(c, p, id, ts);
 }
@@ -125,13 +139,51 @@ void tally_corr_sweep(struct tally_corr *c)
 	}
 }
 
+static bool is_unmatched(struct tally_corr *c, const struct corr_recent *r)
+{
+	unsigned d = r->id >> 22, t = (r->id >> 12) & (CORR_TABLE_SIZE - 1);
+	unsigned bit = r->id & (CORR_PAGE_IDS - 1);
+	struct corr_page *p = c->dir[d] ? c->dir[d][t] : NULL;
+	uint64_t m = 1ull << (bit % 64);
+
+	if (!p)
+		return false;
+	if (r->gpu)
+		return (p->gpu[bit / 64] & m) && !(p->api[bit / 64] & m);
+	return (p->launch[bit / 64] & m) && !(p->gpu[bit / 64] & m);
+}
+
+/* Entries cut by a window's edge: taken out of the bitmaps (so they count once, as cut). */
+static uint64_t take_edges(struct tally_corr *c, bool check_gpu, corr_edge_fn at_edge, void *ctx)
+{
+	uint64_t cut = 0;
+	uint32_t i;
+
+	for (i = 0; c->recent && at_edge && i < CORR_RECENT; i++) {
+		struct corr_recent *r = &c->recent[i];
+		unsigned d = r->id >> 22, t = (r->id >> 12) & (CORR_TABLE_SIZE - 1);
+		unsigned bit = r->id & (CORR_PAGE_IDS - 1);
+
+		if (!r->id || (r->gpu && !check_gpu) || !is_unmatched(c, r) || !at_edge(ctx, r->ts))
+			continue;
+		if (r->gpu)
+			c->dir[d][t]->gpu[bit / 64] &= ~(1ull << (bit % 64));
+		else
+			c->dir[d][t]->launch[bit / 64] &= ~(1ull << (bit % 64));
+		cut++;
+	}
+	return cut;
+}
+
 void tally_corr_finish(struct tally_corr *c, bool check_gpu,
 		       void (*window)(void *ctx, uint64_t t0, uint64_t t1, uint64_t launches,
 				      uint64_t gpu),
-		       void *ctx, uint64_t *unmatched_launches, uint64_t *unmatched_gpu)
+		       corr_edge_fn at_edge, void *ctx, uint64_t *unmatched_launches,
+		       uint64_t *unmatched_gpu, uint64_t *cut_at_edges)
 {
 	unsigned i, j;
 
+	*cut_at_edges = take_edges(c, check_gpu, at_edge, ctx);
 	*unmatched_launches = *unmatched_gpu = 0;
 	for (i = 0; i < CORR_DIR_SIZE; i++) {
 		for (j = 0; c->dir[i] && j < CORR_TABLE_SIZE; j++) {
@@ -144,8 +196,7 @@ void tally_corr_finish(struct tally_corr *c, bool check_gpu,
 			if (!check_gpu)
 				g = 0;
 			if ((l || g) && window)
-				window(ctx, p->t_first == UINT64_MAX ? 0 : p->t_first, p->t_last, l,
-				       g);
+				window(ctx, p->t_first == UINT64_MAX ? 0 : p->t_first, p->t_last, l, g);
 			*unmatched_launches += l;
 			*unmatched_gpu += g;
 		}

@@ -30,12 +30,27 @@ struct corr_page {
 	unsigned quiet; /* sweeps without change */
 };
 
+/* The latest one-sided entries (a launch with no GPU record yet, or the reverse), with their
+ * times, so that at close those cut by a window's edge can be told from those lost. */
+#define CORR_RECENT 65536
+
+struct corr_recent {
+	uint32_t id;
+	uint32_t gpu; /* 1: a GPU record waiting for its call; 0: a call waiting for its record */
+	uint64_t ts;
+};
+
 struct tally_corr {
 	struct corr_page **dir[CORR_DIR_SIZE];
 	uint32_t max_id;
 	uint64_t pages, pages_freed;
 	bool failed; /* out of memory: some ids were not tracked (counted as not checkable) */
+	struct corr_recent *recent; /* ring of CORR_RECENT, allocated on first use */
+	uint32_t recent_next;
 };
+
+/* Is an unmatched entry at time ts explained by a window edge (not loss)? */
+typedef bool (*corr_edge_fn)(void *ctx, uint64_t ts);
 
 void tally_corr_init(struct tally_corr *c);
 void tally_corr_fini(struct tally_corr *c);
@@ -48,11 +63,14 @@ void tally_corr_sweep(struct tally_corr *c);
 
 /*
  * Count what is unmatched; for each page with any, call window(ctx, t_first, t_last, launches,
- * gpu).  GPU records count as unmatched only when check_gpu (API tracing was on).
+ * gpu).  GPU records count as unmatched only when check_gpu (API tracing was on).  Entries whose
+ * time at_edge() accepts (a launch in flight while the window opened or closed) are counted in
+ * cut_at_edges instead.
  */
 void tally_corr_finish(struct tally_corr *c, bool check_gpu,
 		       void (*window)(void *ctx, uint64_t t0, uint64_t t1, uint64_t launches,
 				      uint64_t gpu),
-		       void *ctx, uint64_t *unmatched_launches, uint64_t *unmatched_gpu);
+		       corr_edge_fn at_edge, void *ctx, uint64_t *unmatched_launches,
+		       uint64_t *unmatched_gpu, uint64_t *cut_at_edges);
 
 #endif

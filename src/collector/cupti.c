@@ -41,7 +41,12 @@ static const char *result_string(CUptiResult r)
 	return "unknown CUPTI error";
 }
 
-/* The CUPTI kinds behind each --trace bit. */
+/*
+ * The CUPTI kinds behind each --trace bit, GPU kinds first and API kinds last: the window opens in
+ * this order and closes in the reverse, so no launch is recorded while its kernel's kind is off
+ * (on the H200, closing kernels before the runtime API while a program kept launching left 15
+ * launches with no kernel record).
+ */
 static const struct {
 	unsigned bit;
 	CUpti_ActivityKind kinds[2];
@@ -49,11 +54,27 @@ static const struct {
 	{TRACE_KERNEL, {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_INVALID}},
 	{TRACE_MEMCPY, {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}},
 	{TRACE_MEMSET, {CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_INVALID}},
-	{TRACE_RUNTIME, {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_INVALID}},
-	{TRACE_DRIVER, {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_INVALID}},
 	{TRACE_SYNC, {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_INVALID}},
 	{TRACE_OVERHEAD, {CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_INVALID}},
+	{TRACE_RUNTIME, {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_INVALID}},
+	{TRACE_DRIVER, {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_INVALID}},
 };
+#define KIND_MAP_LEN (sizeof(kind_map) / sizeof(kind_map[0]))
+
+static void switch_kinds(size_t i, bool open)
+{
+	size_t j;
+
+	if (!(trace_bits & kind_map[i].bit))
+		return;
+	for (j = 0; j < 2 && kind_map[i].kinds[j] != CUPTI_ACTIVITY_KIND_INVALID; j++) {
+		CUptiResult r = open ? cupti.ActivityEnable(kind_map[i].kinds[j])
+				     : cupti.ActivityDisable(kind_map[i].kinds[j]);
+
+		if (r != CUPTI_SUCCESS)
+			tally_log("activity kind %d: %s", kind_map[i].kinds[j], result_string(r));
+	}
+}
 
 /* Only the driver calls that launch work: for programs that launch through the driver API
  * (JAX, Triton, CuPy's raw kernels), without a record for every other driver call. */
@@ -75,26 +96,25 @@ static void enable_launch_driver_calls(uint8_t enable)
 
 void cupti_window(bool open)
 {
-	size_t i, j;
+	bool launch_driver = (trace_bits & TRACE_LAUNCH_DRIVER) && !(trace_bits & TRACE_DRIVER);
+	size_t i;
 
 	pthread_mutex_lock(&window_lock);
 	if (!g_session.cupti_on || g_session.window_open == open)
 		goto unlock;
-	for (i = 0; i < sizeof(kind_map) / sizeof(kind_map[0]); i++) {
-		if (!(trace_bits & kind_map[i].bit))
-			continue;
-		for (j = 0; j < 2 && kind_map[i].kinds[j] != CUPTI_ACTIVITY_KIND_INVALID; j++) {
-			CUptiResult r = open ? cupti.ActivityEnable(kind_map[i].kinds[j])
-					     : cupti.ActivityDisable(kind_map[i].kinds[j]);
-
-			if (r != CUPTI_SUCCESS)
-				tally_log("activity kind %d: %s", kind_map[i].kinds[j],
-					  result_string(r));
-		}
+	if (open) {
+		for (i = 0; i < KIND_MAP_LEN; i++)
+			switch_kinds(i, true);
+		if (launch_driver)
+			enable_launch_driver_calls(1);
+	} else {
+		if (launch_driver)
+			enable_launch_driver_calls(0);
+		for (i = KIND_MAP_LEN; i-- > 0;)
+			switch_kinds(i, false);
 	}
-	if ((trace_bits & TRACE_LAUNCH_DRIVER) && !(trace_bits & TRACE_DRIVER))
-		enable_launch_driver_calls(open);
 	g_session.window_open = open;
+	tally_pipeline_window_edge(open);
 	tally_pipeline_note(TALLY_NOTE_INFO, open ? "window-open" : "window-close",
 			    open ? "collection window opened" : "collection window closed");
 unlock:

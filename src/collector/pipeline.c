@@ -63,6 +63,11 @@ struct pipeline {
 	/* Notes and device payloads from any thread, waiting for the consumer. */
 	pthread_mutex_t side_lock;
 	struct tally_buf side; /* (type:u8 len:varint bytes)* */
+	struct window_edge {
+		uint64_t t;
+		bool open;
+	} edges[64]; /* under side_lock; the last slot is reused when full */
+	unsigned nedges;
 
 	/* consumer state, under consume_lock */
 	pthread_mutex_t consume_lock;
@@ -520,9 +525,34 @@ static void emit_clock(struct pipeline *p)
 	emit_chunk(p, TALLY_CHUNK_CLOCK, 0, &p->payload, 0);
 }
 
+struct finish_ctx {
+	struct pipeline *p;
+	struct tally_buf *payload;
+};
+
+#define EDGE_SLACK_NS 10000000ull /* a launch call is in flight for well under 10 ms */
+
+/* Near an edge: around an opening; from just before a closing until the next opening. */
+static bool at_edge(void *ctx, uint64_t ts)
+{
+	struct pipeline *p = ((struct finish_ctx *)ctx)->p;
+	unsigned i;
+
+	for (i = 0; i < p->nedges; i++) {
+		const struct window_edge *e = &p->edges[i];
+		uint64_t until = i + 1 < p->nedges ? p->edges[i + 1].t : UINT64_MAX;
+
+		if (e->open && ts + EDGE_SLACK_NS >= e->t && ts <= e->t + EDGE_SLACK_NS)
+			return true;
+		if (!e->open && ts + EDGE_SLACK_NS >= e->t && ts < until)
+			return true;
+	}
+	return false;
+}
+
 static void loss_window(void *ctx, uint64_t t0, uint64_t t1, uint64_t launches, uint64_t gpu)
 {
-	struct tally_buf *b = ctx;
+	struct tally_buf *b = ((struct finish_ctx *)ctx)->payload;
 
 	if (launches) {
 		tally_buf_put_varint(b, t0);
@@ -541,14 +571,18 @@ static void loss_window(void *ctx, uint64_t t0, uint64_t t1, uint64_t launches, 
 /* The close: everything left, the unmatched, the stranded, the flush facts, the final ledger. */
 static void finish_locked(struct pipeline *p)
 {
+	struct finish_ctx fctx = {p, &p->payload};
 	uint64_t handed, delivered;
 
 	consume_all(p, false);
 	flush_batches(p);
 	read_dropped(p);
 	tally_buf_reset(&p->payload);
-	tally_corr_finish(&p->corr, p->cfg.trace_api, loss_window, &p->payload,
-			  &p->c[TALLY_C_UNMATCHED_API], &p->c[TALLY_C_UNMATCHED_GPU]);
+	pthread_mutex_lock(&p->side_lock);
+	tally_corr_finish(&p->corr, p->cfg.trace_api, loss_window, at_edge, &fctx,
+			  &p->c[TALLY_C_UNMATCHED_API], &p->c[TALLY_C_UNMATCHED_GPU],
+			  &p->c[TALLY_C_CUT_AT_EDGES]);
+	pthread_mutex_unlock(&p->side_lock);
 	if (p->payload.len)
 		emit_chunk(p, TALLY_CHUNK_LOSS, 0, &p->payload, 0);
 	handed = atomic_load_explicit(&p->requested, memory_order_relaxed) -
@@ -804,6 +838,20 @@ void tally_pipeline_flush_begin(enum tally_flush_path path, int signo)
 	if (!atomic_compare_exchange_strong_explicit(&p->flush_start, &zero, p->src.now(),
 						     memory_order_release, memory_order_relaxed))
 		return;
+}
+
+void tally_pipeline_window_edge(bool open)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	unsigned n;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->side_lock);
+	n = p->nedges < sizeof(p->edges) / sizeof(p->edges[0]) ? p->nedges++ : p->nedges - 1;
+	p->edges[n].t = p->src.now();
+	p->edges[n].open = open;
+	pthread_mutex_unlock(&p->side_lock);
 }
 
 void tally_pipeline_watchdog_fired(void)

@@ -122,6 +122,13 @@ void tally_pipeline_device(const struct tally_buf *kv);
 void tally_pipeline_flush_begin(enum tally_flush_path path, int signo);
 int tally_pipeline_stop(struct tally_stop_report *report);
 
+/*
+ * The collection window opened or closed now (kinds enabled or disabled).  A launch in flight at
+ * that moment may be recorded on one side only (its call, or its kernel): at close, such
+ * unmatched entries near an edge count as cut_at_edges, not as loss.
+ */
+void tally_pipeline_window_edge(bool open);
+
 /* Write what is batched (the periodic flush) without ending the session.  Consumer-side. */
 void tally_pipeline_tick(void);
 

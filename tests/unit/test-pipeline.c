@@ -459,6 +459,42 @@ static void test_graph_capture(void **state)
 	readback_done(&sc, &rb);
 }
 
+/* A launch in flight as the window closes is cut by the edge, not lost; an orphan well before the
+ * edge is still loss. */
+static void test_window_edge(void **state)
+{
+	struct tally_pipeline_config cfg;
+	struct tally_buf session = {0};
+	struct testsrc_emitter e;
+	struct testsrc_workload early = {.orphan_launches = 1, .kernels = 100, .kernel_names = 1};
+	struct testsrc_workload late = {.orphan_gpu = 3, .kernel_names = 1};
+	struct tally_stop_report rep;
+	struct tally_sink sink;
+	int fd = open("/dev/null", O_WRONLY);
+
+	(void)state;
+	tally_pipeline_config_default(&cfg);
+	cfg.consumer_thread = false;
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd};
+	testsrc_session(&session, ~0ull);
+	assert_int_equal(tally_pipeline_start(&cfg, &testsrc_source, &sink, &session), 0);
+	testsrc_emitter_init(&e, 1, NULL, NULL);
+	early.t0 = testsrc_now() - 2000000000ull; /* two seconds before the edge */
+	testsrc_run(&e, &early, 1);
+	tally_pipeline_window_edge(false);
+	late.t0 = testsrc_now(); /* kernels of calls the closed window did not record */
+	testsrc_run(&e, &late, 500);
+	testsrc_flush(&e);
+	tally_pipeline_stop(&rep);
+	assert_int_equal(rep.final.v[TALLY_C_UNMATCHED_API], 1);
+	assert_int_equal(rep.final.v[TALLY_C_UNMATCHED_GPU], 0);
+	assert_int_equal(rep.final.v[TALLY_C_CUT_AT_EDGES], 3);
+	assert_false(rep.complete);
+	tally_pipeline_reset();
+	tally_buf_fini(&session);
+	close(fd);
+}
+
 /* Kinds tally does not decode, and a record CUPTI cannot walk past. */
 static void test_unknown_and_invalid(void **state)
 {
@@ -693,6 +729,7 @@ int main(void)
 	    cmocka_unit_test(test_short_writes),   cmocka_unit_test(test_stop_in_flight),
 	    cmocka_unit_test(test_many_producers), cmocka_unit_test(test_killed_after_slice),
 	    cmocka_unit_test(test_foreign_buffer),  cmocka_unit_test(test_graph_capture),
+	    cmocka_unit_test(test_window_edge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
