@@ -159,7 +159,10 @@ static void forever(void)
 			tiny<<<1, 32>>>(counter);
 		CHECK(cudaDeviceSynchronize());
 		total += 1000;
-		printf("launched_total %ld\n", total);
+		timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts); // CUPTI's clock: comparable with the trace's times
+		printf("launched_total %ld at %lld\n", total,
+		       (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
 		fflush(stdout);
 	}
 }
