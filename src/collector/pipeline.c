@@ -99,7 +99,6 @@ void tally_pipeline_config_default(struct tally_pipeline_config *cfg)
 	cfg->pool_buffers = DEFAULT_POOL;
 	cfg->slice_ns = DEFAULT_SLICE_NS;
 	cfg->batch_records = DEFAULT_BATCH;
-	cfg->may_decline = true;
 	cfg->trace_api = true;
 	cfg->consumer_thread = true;
 }

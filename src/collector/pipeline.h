@@ -31,7 +31,6 @@ struct tally_pipeline_config {
 	unsigned pool_buffers;	/* buffers the pool may hold; default 64 */
 	uint64_t slice_ns;	/* ledger slice and periodic write; default 1 s */
 	unsigned batch_records; /* records per RECORDS chunk; default 8192 */
-	bool may_decline;	/* CUPTI API >= 27: a NULL buffer is safe when the pool is empty */
 	bool trace_api;		/* runtime or driver API traced: GPU records expect a launch */
 	bool consumer_thread;	/* false: the caller drains (tests, single-threaded runs) */
 	uint64_t device_mask;	   /* keep GPU records of these device ids only; 0: all */

@@ -219,10 +219,9 @@ static void new_session_id(void)
 	}
 }
 
-static struct tally_pipeline_config pipeline_config(const struct tally_config *c, bool cupti_ok)
+static struct tally_pipeline_config pipeline_config(const struct tally_config *c)
 {
 	struct tally_pipeline_config pc;
-	uint32_t version = 0;
 
 	tally_pipeline_config_default(&pc);
 	pc.buffer_size = c->buffer_size;
@@ -231,10 +230,23 @@ static struct tally_pipeline_config pipeline_config(const struct tally_config *c
 	pc.trace_api = (c->trace & (TRACE_RUNTIME | TRACE_DRIVER | TRACE_LAUNCH_DRIVER)) != 0;
 	pc.device_mask = c->device_mask;
 	pc.slow_consumer_ns = c->slow_consumer_ns;
-	/* Declining a buffer crashed CUPTI before API version 27 (CUDA 12.9). */
-	if (cupti_ok && cupti.GetVersion(&version) == CUPTI_SUCCESS)
-		pc.may_decline = version >= 27;
 	return pc;
+}
+
+/*
+ * Declining a buffer when the pool is empty (the bounded pool's answer) crashed CUPTI before API
+ * version 27 (CUDA 12.9).  Rather than risk the program, such a CUPTI is not used.
+ */
+static int check_cupti_version(char *why, size_t len)
+{
+	uint32_t v = 0;
+
+	if (cupti.GetVersion(&v) == CUPTI_SUCCESS && v >= 27)
+		return 0;
+	snprintf(why, len, "CUPTI API version %u at %s is older than 27 (CUDA 12.9): tally needs "
+			   "CUDA 12.9 or newer",
+		 v, cupti.path);
+	return -ENOTSUP;
 }
 
 /* Open, write the header, start the pipeline and CUPTI.  Called with session_lock held. */
@@ -257,6 +269,8 @@ static int start_locked(const char *why_started, char *why, size_t len)
 	cupti_ok = cupti_api_load(why, len) == 0;
 	if (!cupti_ok && strcmp(why_started, "cuda") == 0)
 		return -ENOENT;
+	if (cupti_ok && (rc = check_cupti_version(why, len)) < 0)
+		return rc;
 	rc = open_output(why, len);
 	if (rc < 0)
 		return rc;
@@ -264,7 +278,7 @@ static int start_locked(const char *why_started, char *why, size_t len)
 	g_session.pid = getpid();
 	new_session_id();
 	session_header(&header);
-	pc = pipeline_config(c, cupti_ok);
+	pc = pipeline_config(c);
 	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)g_session.fd};
 	rc = tally_pipeline_start(&pc, cupti_ok ? &tally_collector_source : &tally_clock_source,
 				  &sink, &header);
