@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared CLI helpers; see cli.h. */
 #include "cli.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -60,10 +61,7 @@ struct cli_colors cli_colors_for(FILE *stream)
 
 uint64_t cli_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return tally_monotonic_ns();
 }
 
 void cli_progress_begin(struct cli_progress *p, const char *what)
@@ -91,6 +89,11 @@ void cli_progress_update(struct cli_progress *p, uint64_t done, uint64_t total)
 	else
 		fprintf(stderr, "\r%s: %llu", p->what, (unsigned long long)done);
 	fflush(stderr);
+}
+
+void cli_progress_callback(void *ctx, uint64_t done, uint64_t total)
+{
+	cli_progress_update(ctx, done, total);
 }
 
 void cli_progress_end(struct cli_progress *p)
@@ -192,9 +195,9 @@ int cli_parse_duration_ns(const char *s, uint64_t *out)
 int cli_find_collector(char *out, size_t len)
 {
 	static const char *const rel[] = {
-		"../lib/tally/libtally.so",
-		"../collector/libtally.so", /* build tree */
-		"libtally.so",
+	    "../lib/tally/libtally.so",
+	    "../collector/libtally.so", /* build tree */
+	    "libtally.so",
 	};
 	const char *env = getenv("TALLY_COLLECTOR");
 	char exe[4096], *slash;

@@ -274,27 +274,6 @@ static void json_ledger(struct tally_json *j, const struct tally_section *s)
 	tally_json_object_end(j);
 }
 
-static const char *reason_code_name(enum tally_reason_code c)
-{
-	switch (c) {
-	case TALLY_R_NOT_CLOSED:
-		return "not-closed";
-	case TALLY_R_DAMAGED:
-		return "damaged";
-	case TALLY_R_LOSS:
-		return "loss";
-	case TALLY_R_STRANDED:
-		return "buffers-stranded";
-	case TALLY_R_NO_GPU_RECORDS:
-		return "no-gpu-records";
-	case TALLY_R_MISSING_RECORDS:
-		return "missing-records";
-	case TALLY_R_NO_SESSION:
-		return "no-session";
-	}
-	return "unknown";
-}
-
 static void json_windows(struct tally_json *j, const struct tally_section *s, unsigned counter)
 {
 	size_t i;
@@ -325,7 +304,7 @@ static void json_verdict(struct tally_json *j, const struct tally_section *s,
 		const struct tally_reason *r = &v->reasons[i];
 
 		tally_json_object_begin(j);
-		tally_json_field_string(j, "code", reason_code_name(r->code));
+		tally_json_field_string(j, "code", tally_reason_code_name(r->code));
 		if (r->code == TALLY_R_LOSS)
 			tally_json_field_string(j, "counter", tally_counter_info(r->counter)->name);
 		tally_json_field_uint(j, "count", r->count);
@@ -429,19 +408,14 @@ static bool check_json_file(struct tally_json *j, const struct tally_file *f)
 	return all;
 }
 
-static void show_progress(void *ctx, uint64_t done, uint64_t total)
-{
-	cli_progress_update(ctx, done, total);
-}
-
 static int check_one(const char *path, const struct check_opts *o, struct tally_json *j,
 		     bool *complete)
 {
 	struct cli_progress progress;
 	struct tally_read_ops ops = {
-		.chunk = o->verbose && !o->json ? print_chunk : NULL,
-		.progress = show_progress,
-		.ctx = &progress,
+	    .chunk = o->verbose && !o->json ? print_chunk : NULL,
+	    .progress = cli_progress_callback,
+	    .ctx = &progress,
 	};
 	struct tally_file *f = NULL;
 	char err[512];

@@ -17,10 +17,10 @@ static void usage(void)
 {
 	const struct cli_opt_help *h;
 	static const struct cli_opt_help own[] = {
-		{"--format sh|docker|k8s|json", "shell exports (default), Dockerfile ENV lines, a "
-						"Kubernetes env: list, or JSON"},
-		{"-h, --help", "show this help"},
-		{NULL, NULL},
+	    {"--format sh|docker|k8s|json", "shell exports (default), Dockerfile ENV lines, a "
+					    "Kubernetes env: list, or JSON"},
+	    {"-h, --help", "show this help"},
+	    {NULL, NULL},
 	};
 
 	cli_usage(stdout, "tally env [options]",
@@ -107,16 +107,23 @@ int cmd_env(int argc, char **argv)
 			else if (strcmp(optarg, "json") == 0)
 				fmt = FMT_JSON;
 			else
-				return cli_error(TALLY_EXIT_USAGE, "--format: '%s' is not sh, docker, "
-								   "k8s or json", optarg);
+				return cli_error(TALLY_EXIT_USAGE,
+						 "--format: '%s' is not sh, docker, "
+						 "k8s or json",
+						 optarg);
 			break;
-		case 'h': usage(); return TALLY_EXIT_OK;
-		default: return TALLY_EXIT_USAGE;
+		case 'h':
+			usage();
+			return TALLY_EXIT_OK;
+		default:
+			return TALLY_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
-		return cli_error(TALLY_EXIT_USAGE, "unexpected argument '%s' (tally env takes "
-						   "options only)", argv[optind]);
+		return cli_error(TALLY_EXIT_USAGE,
+				 "unexpected argument '%s' (tally env takes "
+				 "options only)",
+				 argv[optind]);
 	if ((rc = collect_opts_finish(&o)) != 0)
 		return rc;
 	n = (unsigned)collect_env(&o, vars, 32);

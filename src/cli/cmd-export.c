@@ -104,11 +104,6 @@ static int parse(int argc, char **argv, struct export_cli *x)
 	return 0;
 }
 
-static void show_progress(void *ctx, uint64_t done, uint64_t total)
-{
-	cli_progress_update(ctx, done, total);
-}
-
 static int run(char **paths, size_t npaths, const struct export_cli *x)
 {
 	struct cli_progress progress;
@@ -123,7 +118,8 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 	set.align = !x->no_align;
 	report_set_find_base(&set);
 	cli_progress_begin(&progress, "tally export");
-	rc = report_export(x->e, &set, &x->o, show_progress, &progress, &st, err, sizeof(err));
+	rc = report_export(x->e, &set, &x->o, cli_progress_callback, &progress, &st, err,
+			   sizeof(err));
 	cli_progress_end(&progress);
 	if (rc) {
 		rc = cli_error(set.read_failed ? TALLY_EXIT_UNREADABLE : TALLY_EXIT_ERROR, "%s",

@@ -81,11 +81,6 @@ static int parse(int argc, char **argv, struct merge_cli *x)
 	return 0;
 }
 
-static void show_progress(void *ctx, uint64_t done, uint64_t total)
-{
-	cli_progress_update(ctx, done, total);
-}
-
 /* Read the merged file back: its verdict is what a reader of it will get. */
 static bool merged_complete(const char *path, size_t *sections)
 {
@@ -136,7 +131,7 @@ static int run(char **paths, size_t npaths, const struct merge_cli *x)
 	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
 	cli_progress_begin(&progress, "tally merge");
-	rc = report_merge(&set, x->output, x->force, show_progress, &progress, &res, err,
+	rc = report_merge(&set, x->output, x->force, cli_progress_callback, &progress, &res, err,
 			  sizeof(err));
 	cli_progress_end(&progress);
 	if (rc) {

@@ -32,11 +32,11 @@ struct record_opts {
 static volatile sig_atomic_t child_pid;
 
 static const struct cli_opt_help record_help[] = {
-	{"-q, --quiet", "print nothing after the run but problems"},
-	{"--json", "print the closing summary as JSON (docs/record.md)"},
-	{"--no-checks", "do not stop on the doctor's blocking findings"},
-	{"-h, --help", "show this help"},
-	{NULL, NULL},
+    {"-q, --quiet", "print nothing after the run but problems"},
+    {"--json", "print the closing summary as JSON (docs/record.md)"},
+    {"--no-checks", "do not stop on the doctor's blocking findings"},
+    {"-h, --help", "show this help"},
+    {NULL, NULL},
 };
 
 static void usage(void)
@@ -92,8 +92,9 @@ static int check_overwrite(const struct record_opts *o)
 	if (tally_pattern_expand(o->c.output_abs, &vars, path, sizeof(path), err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_USAGE, "--output: %s", err);
 	if (access(path, F_OK) == 0)
-		return cli_error(TALLY_EXIT_USAGE, "%s exists: use --force to overwrite it, or a "
-						   "pattern with %%p or %%n",
+		return cli_error(TALLY_EXIT_USAGE,
+				 "%s exists: use --force to overwrite it, or a "
+				 "pattern with %%p or %%n",
 				 path);
 	return 0;
 }
@@ -195,7 +196,8 @@ static void print_counts(FILE *out, const struct tally_section *s)
 	for (k = 1; k < TALLY_KIND_MAX; k++) {
 		if (!s->records[k])
 			continue;
-		fprintf(out, "%s%s %" PRIu64, first ? " (" : ", ", tally_kind_name(k), s->records[k]);
+		fprintf(out, "%s%s %" PRIu64, first ? " (" : ", ", tally_kind_name(k),
+			s->records[k]);
 		first = false;
 	}
 	fputs(first ? "" : ")", out);
@@ -293,9 +295,9 @@ static void summarize(const struct record_opts *o, int status)
 static int record_preflight(const struct record_opts *o)
 {
 	struct tally_doctor_opts d = {
-		.pattern = o->c.output_abs,
-		.collector = o->c.collector,
-		.flags = TALLY_DOCTOR_BLOCKING_ONLY,
+	    .pattern = o->c.output_abs,
+	    .collector = o->c.collector,
+	    .flags = TALLY_DOCTOR_BLOCKING_ONLY,
 	};
 	struct tally_doctor_report rep;
 	bool blocked;
@@ -333,11 +335,20 @@ int cmd_record(int argc, char **argv)
 		if ((rc = collect_opts_parse(&o.c, c, optarg)) == 1)
 			continue;
 		switch (c) {
-		case 'q': o.quiet = true; break;
-		case 'J': o.json = true; break;
-		case 'N': o.skip_checks = true; break;
-		case 'h': usage(); return TALLY_EXIT_OK;
-		default: return TALLY_EXIT_USAGE;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'J':
+			o.json = true;
+			break;
+		case 'N':
+			o.skip_checks = true;
+			break;
+		case 'h':
+			usage();
+			return TALLY_EXIT_OK;
+		default:
+			return TALLY_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc)

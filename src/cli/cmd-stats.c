@@ -144,11 +144,6 @@ static int parse(int argc, char **argv, struct stats_opts *o)
 	return 0;
 }
 
-static void show_progress(void *ctx, uint64_t done, uint64_t total)
-{
-	cli_progress_update(ctx, done, total);
-}
-
 static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o)
 {
 	FILE *out = stdout;
@@ -187,7 +182,7 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 	}
 	stats_scan_ops(st, &ops);
 	cli_progress_begin(&progress, "tally stats: reading");
-	ops.progress = show_progress;
+	ops.progress = cli_progress_callback;
 	ops.pctx = &progress;
 	rc = report_scan(&set, &ops, err, sizeof(err));
 	cli_progress_end(&progress);

@@ -25,35 +25,35 @@ enum {
 };
 
 const struct option collect_longopts[] = {
-	{"output", required_argument, NULL, O_OUTPUT},
-	{"trace", required_argument, NULL, O_TRACE},
-	{"delay", required_argument, NULL, O_DELAY},
-	{"duration", required_argument, NULL, O_DURATION},
-	{"capture-range", required_argument, NULL, O_CAPTURE},
-	{"devices", required_argument, NULL, O_DEVICES},
-	{"ranks", required_argument, NULL, O_RANKS},
-	{"buffer-size", required_argument, NULL, O_BUFSIZE},
-	{"pool-buffers", required_argument, NULL, O_POOL},
-	{"flush-interval", required_argument, NULL, O_SLICE},
-	{"force", no_argument, NULL, O_FORCE},
+    {"output", required_argument, NULL, O_OUTPUT},
+    {"trace", required_argument, NULL, O_TRACE},
+    {"delay", required_argument, NULL, O_DELAY},
+    {"duration", required_argument, NULL, O_DURATION},
+    {"capture-range", required_argument, NULL, O_CAPTURE},
+    {"devices", required_argument, NULL, O_DEVICES},
+    {"ranks", required_argument, NULL, O_RANKS},
+    {"buffer-size", required_argument, NULL, O_BUFSIZE},
+    {"pool-buffers", required_argument, NULL, O_POOL},
+    {"flush-interval", required_argument, NULL, O_SLICE},
+    {"force", no_argument, NULL, O_FORCE},
 };
 const unsigned collect_longopts_count = sizeof(collect_longopts) / sizeof(collect_longopts[0]);
 
 const struct cli_opt_help collect_help[] = {
-	{"-o, --output PATTERN", "file name; %p pid, %h host, %n sequence, %q{VAR} env variable "
-				 "(default tally-%p.tally)"},
-	{"-t, --trace LIST", "cuda,nvtx (default), or: kernel memcpy memset runtime driver sync "
-			     "overhead"},
-	{"--delay SECONDS", "start recording this long after the program starts"},
-	{"--duration SECONDS", "stop recording after this long (the file is closed then)"},
-	{"--capture-range cudaProfilerApi", "record only between cudaProfilerStart and Stop"},
-	{"--devices LIST", "keep GPU records of these device ids only (e.g. 0,1)"},
-	{"--ranks LIST", "record only these ranks (SLURM_PROCID, RANK, ...): 0 or 0,4-7"},
-	{"--buffer-size BYTES", "CUPTI buffer size (default 4M)"},
-	{"--pool-buffers N", "buffers the pool may hold (default 64)"},
-	{"--flush-interval MS", "ledger slice and periodic flush; bounds SIGKILL loss (1000)"},
-	{"-f, --force", "overwrite existing files"},
-	{NULL, NULL},
+    {"-o, --output PATTERN", "file name; %p pid, %h host, %n sequence, %q{VAR} env variable "
+			     "(default tally-%p.tally)"},
+    {"-t, --trace LIST", "cuda,nvtx (default), or: kernel memcpy memset runtime driver sync "
+			 "overhead"},
+    {"--delay SECONDS", "start recording this long after the program starts"},
+    {"--duration SECONDS", "stop recording after this long (the file is closed then)"},
+    {"--capture-range cudaProfilerApi", "record only between cudaProfilerStart and Stop"},
+    {"--devices LIST", "keep GPU records of these device ids only (e.g. 0,1)"},
+    {"--ranks LIST", "record only these ranks (SLURM_PROCID, RANK, ...): 0 or 0,4-7"},
+    {"--buffer-size BYTES", "CUPTI buffer size (default 4M)"},
+    {"--pool-buffers N", "buffers the pool may hold (default 64)"},
+    {"--flush-interval MS", "ledger slice and periodic flush; bounds SIGKILL loss (1000)"},
+    {"-f, --force", "overwrite existing files"},
+    {NULL, NULL},
 };
 
 void collect_opts_init(struct collect_opts *o)
@@ -65,25 +65,52 @@ void collect_opts_init(struct collect_opts *o)
 int collect_opts_parse(struct collect_opts *o, int c, const char *arg)
 {
 	switch (c) {
-	case 'o': case O_OUTPUT: o->output = arg; return 1;
-	case 't': case O_TRACE: o->trace = arg; return 1;
-	case O_DELAY: o->delay = arg; return 1;
-	case O_DURATION: o->duration = arg; return 1;
-	case O_CAPTURE: o->capture_range = arg; return 1;
-	case O_DEVICES: o->devices = arg; return 1;
-	case O_RANKS: o->ranks = arg; return 1;
-	case O_BUFSIZE: o->buffer_size = arg; return 1;
-	case O_POOL: o->pool_buffers = arg; return 1;
-	case O_SLICE: o->slice_ms = arg; return 1;
-	case 'f': case O_FORCE: o->force = true; return 1;
-	default: return 0;
+	case 'o':
+	case O_OUTPUT:
+		o->output = arg;
+		return 1;
+	case 't':
+	case O_TRACE:
+		o->trace = arg;
+		return 1;
+	case O_DELAY:
+		o->delay = arg;
+		return 1;
+	case O_DURATION:
+		o->duration = arg;
+		return 1;
+	case O_CAPTURE:
+		o->capture_range = arg;
+		return 1;
+	case O_DEVICES:
+		o->devices = arg;
+		return 1;
+	case O_RANKS:
+		o->ranks = arg;
+		return 1;
+	case O_BUFSIZE:
+		o->buffer_size = arg;
+		return 1;
+	case O_POOL:
+		o->pool_buffers = arg;
+		return 1;
+	case O_SLICE:
+		o->slice_ms = arg;
+		return 1;
+	case 'f':
+	case O_FORCE:
+		o->force = true;
+		return 1;
+	default:
+		return 0;
 	}
 }
 
 static int check_trace(const char *t)
 {
-	static const char *const known[] = {"cuda", "nvtx", "kernel", "memcpy", "memset", "runtime",
-					    "driver", "sync", "overhead", "none", NULL};
+	static const char *const known[] = {"cuda",	"nvtx",	   "kernel", "memcpy",
+					    "memset",	"runtime", "driver", "sync",
+					    "overhead", "none",	   NULL};
 	char buf[256], *tok, *save = NULL;
 	size_t i;
 
@@ -92,10 +119,11 @@ static int check_trace(const char *t)
 		for (i = 0; known[i] && strcmp(known[i], tok) != 0; i++)
 			;
 		if (!known[i])
-			return cli_error(TALLY_EXIT_USAGE,
-					 "--trace: unknown kind '%s' (use cuda, nvtx, kernel, memcpy, "
-					 "memset, runtime, driver, sync, overhead)",
-					 tok);
+			return cli_error(
+			    TALLY_EXIT_USAGE,
+			    "--trace: unknown kind '%s' (use cuda, nvtx, kernel, memcpy, "
+			    "memset, runtime, driver, sync, overhead)",
+			    tok);
 	}
 	return 0;
 }
@@ -105,8 +133,8 @@ static int check_seconds(const char *opt, const char *v)
 	uint64_t ns;
 
 	if (v && cli_parse_duration_ns(v, &ns) < 0)
-		return cli_error(TALLY_EXIT_USAGE, "%s: '%s' is not a duration (e.g. 10, 2.5, 500ms)",
-				 opt, v);
+		return cli_error(TALLY_EXIT_USAGE,
+				 "%s: '%s' is not a duration (e.g. 10, 2.5, 500ms)", opt, v);
 	return 0;
 }
 
@@ -138,10 +166,12 @@ int collect_opts_finish(struct collect_opts *o)
 
 	if (o->trace && (rc = check_trace(o->trace)) != 0)
 		return rc;
-	if ((rc = check_seconds("--delay", o->delay)) || (rc = check_seconds("--duration", o->duration)))
+	if ((rc = check_seconds("--delay", o->delay)) ||
+	    (rc = check_seconds("--duration", o->duration)))
 		return rc;
 	if (o->capture_range && strcmp(o->capture_range, "cudaProfilerApi") != 0)
-		return cli_error(TALLY_EXIT_USAGE, "--capture-range: only cudaProfilerApi is known");
+		return cli_error(TALLY_EXIT_USAGE,
+				 "--capture-range: only cudaProfilerApi is known");
 	if (o->buffer_size && (cli_parse_size(o->buffer_size, &v) < 0 || v < 4096))
 		return cli_error(TALLY_EXIT_USAGE, "--buffer-size: '%s' is not a size >= 4096",
 				 o->buffer_size);

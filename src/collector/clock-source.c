@@ -3,6 +3,7 @@
  * CLOCK_REALTIME clock, which is CUPTI's own default on Linux. */
 #include <time.h>
 
+#include "clock.h"
 #include "pipeline.h"
 
 static CUptiResult none_next_record(uint8_t *buf, size_t valid, CUpti_Activity **rec)
@@ -21,10 +22,7 @@ static CUptiResult none_dropped(size_t *dropped)
 
 static uint64_t realtime_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return tally_realtime_ns();
 }
 
 static const char *none_api_name(CUpti_ActivityKind kind, uint32_t cbid)
@@ -35,8 +33,8 @@ static const char *none_api_name(CUpti_ActivityKind kind, uint32_t cbid)
 }
 
 const struct tally_source tally_clock_source = {
-	.next_record = none_next_record,
-	.dropped = none_dropped,
-	.now = realtime_now,
-	.api_name = none_api_name,
+    .next_record = none_next_record,
+    .dropped = none_dropped,
+    .now = realtime_now,
+    .api_name = none_api_name,
 };

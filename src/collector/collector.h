@@ -37,7 +37,7 @@ struct session {
 	uint8_t id[16];
 	/* CUPTI is set up: written at start and at teardown, read by flushes on other threads. */
 	_Atomic bool cupti_on;
-	bool window_open;  /* inside the collection window (delay/duration/profiler range) */
+	bool window_open; /* inside the collection window (delay/duration/profiler range) */
 	uint64_t started_mono;
 	_Atomic uint64_t done_gen; /* bumped after each request the control thread completes */
 };
@@ -61,9 +61,9 @@ void session_after_fork(void); /* the child's copy of the session lock may be he
 
 /* cupti.c: CUPTI setup and the collection window */
 int cupti_setup(const struct tally_config *cfg, char *why, size_t len);
-void cupti_window(bool open);	/* enable/disable the activity kinds */
+void cupti_window(bool open);  /* enable/disable the activity kinds */
 void cupti_flush(bool forced); /* cuptiActivityFlushAll */
-void cupti_teardown(void);	/* disable kinds, unsubscribe, cuptiFinalize */
+void cupti_teardown(void);     /* disable kinds, unsubscribe, cuptiFinalize */
 uint64_t cupti_now(void);
 
 /* Run fn in a helper thread and wait at most timeout_ns; false if it did not return in time. */

@@ -11,10 +11,17 @@ static const struct {
 	const char *name;
 	unsigned bits;
 } trace_names[] = {
-	{"cuda", TRACE_CUDA},	      {"nvtx", TRACE_NVTX},	    {"kernel", TRACE_KERNEL},
-	{"memcpy", TRACE_MEMCPY},     {"memset", TRACE_MEMSET},	    {"runtime", TRACE_RUNTIME},
-	{"driver", TRACE_DRIVER},     {"sync", TRACE_SYNC},	    {"overhead", TRACE_OVERHEAD},
-	{"cuda-launch-driver", TRACE_LAUNCH_DRIVER},		    {"none", 0},
+    {"cuda", TRACE_CUDA},
+    {"nvtx", TRACE_NVTX},
+    {"kernel", TRACE_KERNEL},
+    {"memcpy", TRACE_MEMCPY},
+    {"memset", TRACE_MEMSET},
+    {"runtime", TRACE_RUNTIME},
+    {"driver", TRACE_DRIVER},
+    {"sync", TRACE_SYNC},
+    {"overhead", TRACE_OVERHEAD},
+    {"cuda-launch-driver", TRACE_LAUNCH_DRIVER},
+    {"none", 0},
 };
 
 int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)
@@ -30,8 +37,10 @@ int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)
 			if (strcmp(tok, trace_names[i].name) == 0)
 				break;
 		if (i == sizeof(trace_names) / sizeof(trace_names[0])) {
-			snprintf(why, len, "unknown trace kind '%s' (use cuda, nvtx, kernel, memcpy, "
-					   "memset, runtime, driver, sync, overhead)", tok);
+			snprintf(why, len,
+				 "unknown trace kind '%s' (use cuda, nvtx, kernel, memcpy, "
+				 "memset, runtime, driver, sync, overhead)",
+				 tok);
 			return -1;
 		}
 		*bits |= trace_names[i].bits;
@@ -117,13 +126,15 @@ int tally_config_load(struct tally_config *c, char *why, size_t len)
 		return -EINVAL;
 	c->root_pid = (long)v;
 	if (c->buffer_size < 4096 || c->pool_buffers == 0 || c->slice_ns == 0) {
-		snprintf(why, len, "TALLY_BUFFER_SIZE must be >= 4096, TALLY_POOL_BUFFERS and "
-				   "TALLY_SLICE_MS > 0");
+		snprintf(why, len,
+			 "TALLY_BUFFER_SIZE must be >= 4096, TALLY_POOL_BUFFERS and "
+			 "TALLY_SLICE_MS > 0");
 		return -EINVAL;
 	}
 	if ((s = getenv("TALLY_CAPTURE_RANGE")) && *s) {
 		if (strcmp(s, "cudaProfilerApi") != 0) {
-			snprintf(why, len, "TALLY_CAPTURE_RANGE=%s: only cudaProfilerApi is known", s);
+			snprintf(why, len, "TALLY_CAPTURE_RANGE=%s: only cudaProfilerApi is known",
+				 s);
 			return -EINVAL;
 		}
 		c->capture_profiler_api = true;
@@ -137,8 +148,7 @@ int tally_config_load(struct tally_config *c, char *why, size_t len)
 	return 0;
 }
 
-static const char *const rank_vars[] = {"SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK",
-					"PMI_RANK"};
+static const char *const rank_vars[] = {"SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
 
 bool tally_rank_selected(const char *list, char *rank_var, size_t len)
 {

@@ -22,14 +22,14 @@ enum tally_trace_bits {
 	TRACE_NVTX = 1u << 6,
 	TRACE_OVERHEAD = 1u << 7,
 	TRACE_LAUNCH_DRIVER = 1u << 8, /* only the driver calls that launch work (cuLaunch...) */
-	TRACE_CUDA = TRACE_KERNEL | TRACE_MEMCPY | TRACE_MEMSET | TRACE_RUNTIME |
-		     TRACE_LAUNCH_DRIVER,
+	TRACE_CUDA =
+	    TRACE_KERNEL | TRACE_MEMCPY | TRACE_MEMSET | TRACE_RUNTIME | TRACE_LAUNCH_DRIVER,
 	TRACE_DEFAULT = TRACE_CUDA | TRACE_NVTX,
 };
 
 struct tally_config {
-	char output[PATH_MAX];	/* pattern (%p %h %n %q{VAR}) */
-	unsigned trace;		/* enum tally_trace_bits */
+	char output[PATH_MAX]; /* pattern (%p %h %n %q{VAR}) */
+	unsigned trace;	       /* enum tally_trace_bits */
 	size_t buffer_size;
 	unsigned pool_buffers;
 	uint64_t slice_ns;
@@ -42,7 +42,7 @@ struct tally_config {
 	uint64_t flush_timeout_ns; /* watchdog for CUPTI's flush */
 	size_t device_buffer_size;
 	unsigned device_buffer_pool_limit;
-	long root_pid;		 /* the process `tally record` started; 0 unknown */
+	long root_pid;		   /* the process `tally record` started; 0 unknown */
 	uint64_t slow_consumer_ns; /* tests only: the consumer sleeps this long per record */
 };
 

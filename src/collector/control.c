@@ -157,7 +157,8 @@ void control_forget(void)
 /* Async-signal-safe: write(2), nanosleep(2), atomics. */
 bool control_signal(int signo, enum ctl_request req, uint64_t wait_ns)
 {
-	static const uint8_t cmd[] = {[CTL_REQ_FLUSH] = CTL_FLUSH, [CTL_REQ_FINISH] = CTL_FINISH,
+	static const uint8_t cmd[] = {[CTL_REQ_FLUSH] = CTL_FLUSH,
+				      [CTL_REQ_FINISH] = CTL_FINISH,
 				      [CTL_REQ_CRASH] = CTL_CRASH};
 	struct ctl_msg m = {cmd[req], (uint8_t)signo};
 	uint64_t gen = atomic_load_explicit(&g_session.done_gen, memory_order_acquire);

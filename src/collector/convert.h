@@ -30,7 +30,7 @@ struct tally_convert {
 	/* per API domain (0 runtime, 1 driver) and cbid: interned name + 1, and launch class */
 	uint32_t api_name_id[2][CONVERT_CBID_MAX];
 	int8_t api_class[2][CONVERT_CBID_MAX]; /* enum tally_api_class, -1 not looked up yet */
-	struct open_marker *markers;		  /* small open-addressing table by id */
+	struct open_marker *markers;	       /* small open-addressing table by id */
 	unsigned markers_cap, markers_count;
 };
 

@@ -196,7 +196,8 @@ void tally_corr_finish(struct tally_corr *c, bool check_gpu,
 			if (!check_gpu)
 				g = 0;
 			if ((l || g) && window)
-				window(ctx, p->t_first == UINT64_MAX ? 0 : p->t_first, p->t_last, l, g);
+				window(ctx, p->t_first == UINT64_MAX ? 0 : p->t_first, p->t_last, l,
+				       g);
 			*unmatched_launches += l;
 			*unmatched_gpu += g;
 		}

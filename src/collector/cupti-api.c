@@ -21,11 +21,11 @@ static void *try_open(const char *path, int extra)
 static void *open_cupti(char *where, size_t len)
 {
 	static const char *const places[] = {
-		"libcupti.so.13",
-		"libcupti.so",
-		"/usr/local/cuda/lib64/libcupti.so.13",
-		"/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
-		"/usr/local/cuda/lib/libcupti.so.13",
+	    "libcupti.so.13",
+	    "libcupti.so",
+	    "/usr/local/cuda/lib64/libcupti.so.13",
+	    "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+	    "/usr/local/cuda/lib/libcupti.so.13",
 	};
 	const char *env = getenv("TALLY_CUPTI_PATH");
 	char home[512];
@@ -56,13 +56,13 @@ static void *open_cupti(char *where, size_t len)
 	return NULL;
 }
 
-#define RESOLVE(field, name)                                                                      \
-	do {                                                                                      \
-		*(void **)&cupti.field = dlsym(cupti.handle, name);                               \
-		if (!cupti.field && required) {                                                   \
-			snprintf(why, len, "%s: no symbol %s", cupti.path, name);                 \
-			return -ENOENT;                                                           \
-		}                                                                                 \
+#define RESOLVE(field, name)                                                                       \
+	do {                                                                                       \
+		*(void **)&cupti.field = dlsym(cupti.handle, name);                                \
+		if (!cupti.field && required) {                                                    \
+			snprintf(why, len, "%s: no symbol %s", cupti.path, name);                  \
+			return -ENOENT;                                                            \
+		}                                                                                  \
 	} while (0)
 
 int cupti_api_load(char *why, size_t len)
@@ -128,8 +128,8 @@ static const char *src_api_name(CUpti_ActivityKind kind, uint32_t cbid)
 }
 
 const struct tally_source tally_collector_source = {
-	.next_record = src_next_record,
-	.dropped = src_dropped,
-	.now = src_now,
-	.api_name = src_api_name,
+    .next_record = src_next_record,
+    .dropped = src_dropped,
+    .now = src_now,
+    .api_name = src_api_name,
 };

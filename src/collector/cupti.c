@@ -51,13 +51,13 @@ static const struct {
 	unsigned bit;
 	CUpti_ActivityKind kinds[2];
 } kind_map[] = {
-	{TRACE_KERNEL, {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_INVALID}},
-	{TRACE_MEMCPY, {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}},
-	{TRACE_MEMSET, {CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_INVALID}},
-	{TRACE_SYNC, {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_INVALID}},
-	{TRACE_OVERHEAD, {CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_INVALID}},
-	{TRACE_RUNTIME, {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_INVALID}},
-	{TRACE_DRIVER, {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_INVALID}},
+    {TRACE_KERNEL, {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_INVALID}},
+    {TRACE_MEMCPY, {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}},
+    {TRACE_MEMSET, {CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_INVALID}},
+    {TRACE_SYNC, {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_INVALID}},
+    {TRACE_OVERHEAD, {CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_INVALID}},
+    {TRACE_RUNTIME, {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_INVALID}},
+    {TRACE_DRIVER, {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_INVALID}},
 };
 #define KIND_MAP_LEN (sizeof(kind_map) / sizeof(kind_map[0]))
 
@@ -88,7 +88,7 @@ static void enable_launch_driver_calls(uint8_t enable)
 		const char *name = NULL;
 
 		if (cupti.GetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) ==
-			    CUPTI_SUCCESS &&
+			CUPTI_SUCCESS &&
 		    name && tally_api_name_launches(name))
 			(void)cupti.ActivityEnableDriverApi(cbid, enable);
 	}
@@ -128,13 +128,14 @@ void cupti_flush(bool forced)
 }
 
 /* CUPTI calls this on the application's threads, inside the CUDA call: keep it short. */
-static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
-				 CUpti_CallbackId cbid, const void *data)
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+				 const void *data)
 {
 	const CUpti_CallbackData *api = data;
 
 	(void)userdata;
-	if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
+	    cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
 		/* The context's records must reach us before it goes (cudaDeviceReset, exit). */
 		cupti_flush(false);
 		return;
@@ -149,7 +150,8 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 	/* cudaProfilerStart opens the window when it returns; Stop closes it on entry. */
 	if ((cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 &&
 	     domain == CUPTI_CB_DOMAIN_RUNTIME_API) ||
-	    (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart && domain == CUPTI_CB_DOMAIN_DRIVER_API)) {
+	    (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart &&
+	     domain == CUPTI_CB_DOMAIN_DRIVER_API)) {
 		if (api->callbackSite == CUPTI_API_EXIT)
 			cupti_window(true);
 	} else if (api->callbackSite == CUPTI_API_ENTER) {

@@ -40,21 +40,21 @@ static bool from_cupti(const void *caller)
 {
 	Dl_info from, lib;
 
-	return cupti.GetVersion && dladdr(caller, &from) && dladdr((void *)cupti.GetVersion, &lib) &&
-	       from.dli_fbase == lib.dli_fbase;
+	return cupti.GetVersion && dladdr(caller, &from) &&
+	       dladdr((void *)cupti.GetVersion, &lib) && from.dli_fbase == lib.dli_fbase;
 }
 
-#define FORWARD(ret_type, name, params, args)                                                     \
-	TALLY_EXPORT ret_type name params                                                         \
-	{                                                                                         \
-		ret_type(*real) params = (ret_type(*) params)dlsym(RTLD_NEXT, #name);             \
-		if (session_running() && !from_cupti(__builtin_return_address(0)))                \
-			return refuse(#name);                                                     \
-		return real ? real args : CUPTI_ERROR_NOT_INITIALIZED;                            \
+#define FORWARD(ret_type, name, params, args)                                                      \
+	TALLY_EXPORT ret_type name params                                                          \
+	{                                                                                          \
+		ret_type(*real) params = (ret_type(*) params)dlsym(RTLD_NEXT, #name);              \
+		if (session_running() && !from_cupti(__builtin_return_address(0)))                 \
+			return refuse(#name);                                                      \
+		return real ? real args : CUPTI_ERROR_NOT_INITIALIZED;                             \
 	}
 
-FORWARD(CUptiResult, cuptiSubscribe,
-	(CUpti_SubscriberHandle * s, CUpti_CallbackFunc cb, void *ud), (s, cb, ud))
+FORWARD(CUptiResult, cuptiSubscribe, (CUpti_SubscriberHandle * s, CUpti_CallbackFunc cb, void *ud),
+	(s, cb, ud))
 FORWARD(CUptiResult, cuptiActivityRegisterCallbacks,
 	(CUpti_BuffersCallbackRequestFunc rq, CUpti_BuffersCallbackCompleteFunc cp), (rq, cp))
 FORWARD(CUptiResult, cuptiActivityDisable, (CUpti_ActivityKind kind), (kind))

@@ -22,6 +22,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "clock.h"
 #include "collector.h"
 #include "log.h"
 #include "pipeline.h"
@@ -76,15 +77,6 @@ static struct started_range *started;
 static _Atomic uint64_t next_range_id = 1;
 static _Atomic bool nvtx_on;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	/* CUPTI's default timestamps on Linux are CLOCK_REALTIME: the same timeline. */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void hand_over(uint8_t *buf, size_t used)
 {
 	if (!buf)
@@ -98,8 +90,8 @@ static void thread_gone(void *arg)
 	struct nvtx_thread *t = arg, **pp;
 	int expected = 0;
 
-	while (!atomic_compare_exchange_weak_explicit(&t->busy, &expected, 1,
-						      memory_order_acquire, memory_order_relaxed))
+	while (!atomic_compare_exchange_weak_explicit(&t->busy, &expected, 1, memory_order_acquire,
+						      memory_order_relaxed))
 		expected = 0;
 	hand_over(t->buf, t->used);
 	pthread_mutex_lock(&registry_lock);
@@ -155,8 +147,8 @@ static void emit(struct nvtx_thread *t, unsigned kind, uint64_t start, uint64_t 
 	if (dlen > 255)
 		dlen = 255;
 	size = (sizeof(ev) + name_len + dlen + 7) & ~(size_t)7;
-	while (!atomic_compare_exchange_weak_explicit(&t->busy, &expected, 1,
-						      memory_order_acquire, memory_order_relaxed))
+	while (!atomic_compare_exchange_weak_explicit(&t->busy, &expected, 1, memory_order_acquire,
+						      memory_order_relaxed))
 		expected = 0;
 	if (t->buf && t->used + size > NVTX_BUFFER_SIZE) {
 		hand_over(t->buf, t->used);
@@ -238,8 +230,7 @@ static bool active(void)
 
 /* ---- push/pop ---------------------------------------------------------------------------- */
 
-static int push(const char *domain, const nvtxEventAttributes_t *a, const char *text,
-		size_t len)
+static int push(const char *domain, const nvtxEventAttributes_t *a, const char *text, size_t len)
 {
 	struct nvtx_thread *t;
 	struct open_range *r;
@@ -275,7 +266,7 @@ static int push(const char *domain, const nvtxEventAttributes_t *a, const char *
 	r->color = color_of(a);
 	r->category = a ? a->category : 0;
 	r->payload = payload_of(a);
-	r->start = now_ns();
+	r->start = tally_realtime_ns();
 	return (int)t->depth++;
 }
 
@@ -283,7 +274,7 @@ static int pop(void)
 {
 	struct nvtx_thread *t;
 	struct open_range *r;
-	uint64_t end = now_ns();
+	uint64_t end = tally_realtime_ns();
 
 	if (!active() || !(t = thread_state()))
 		return -1;
@@ -349,7 +340,7 @@ static int NVTX_API domain_pop(nvtxDomainHandle_t d)
 static void mark(const char *domain, const nvtxEventAttributes_t *a, const char *s, size_t len)
 {
 	struct nvtx_thread *t;
-	uint64_t now = now_ns();
+	uint64_t now = tally_realtime_ns();
 
 	if (!active() || !(t = thread_state()))
 		return;
@@ -382,8 +373,8 @@ static void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttribu
 
 /* ---- start/end (by id, across threads) ----------------------------------------------------- */
 
-static nvtxRangeId_t range_start(const char *domain, const nvtxEventAttributes_t *a,
-				 const char *s, size_t len)
+static nvtxRangeId_t range_start(const char *domain, const nvtxEventAttributes_t *a, const char *s,
+				 size_t len)
 {
 	struct started_range *r;
 	struct nvtx_thread *t;
@@ -403,7 +394,7 @@ static nvtxRangeId_t range_start(const char *domain, const nvtxEventAttributes_t
 	r->color = color_of(a);
 	r->category = a ? a->category : 0;
 	r->payload = payload_of(a);
-	r->start = now_ns();
+	r->start = tally_realtime_ns();
 	pthread_mutex_lock(&started_lock);
 	r->next = started;
 	started = r;
@@ -414,7 +405,7 @@ static nvtxRangeId_t range_start(const char *domain, const nvtxEventAttributes_t
 static void range_end(nvtxRangeId_t id)
 {
 	struct started_range *r = NULL, **pp;
-	uint64_t end = now_ns();
+	uint64_t end = tally_realtime_ns();
 	struct nvtx_thread *t;
 
 	if (!active() || !(t = thread_state()))
@@ -430,8 +421,8 @@ static void range_end(nvtxRangeId_t id)
 	if (!r)
 		return;
 	/* Shown on the thread that started it, where the range began. */
-	emit(t, TALLY_KIND_NVTX_RANGE, r->start, end, r->name, strlen(r->name), r->domain,
-	     r->color, r->category, r->payload, 0);
+	emit(t, TALLY_KIND_NVTX_RANGE, r->start, end, r->name, strlen(r->name), r->domain, r->color,
+	     r->category, r->payload, 0);
 	free(r);
 }
 
@@ -449,8 +440,7 @@ static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a)
 	return range_start(NULL, a, s, len);
 }
 
-static nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d,
-					      const nvtxEventAttributes_t *a)
+static nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 {
 	char scratch[1024];
 	size_t len;
@@ -584,9 +574,8 @@ void nvtx_flush_all(void)
 		uint8_t *buf;
 		size_t used;
 
-		while (!atomic_compare_exchange_weak_explicit(&t->busy, &expected, 1,
-							      memory_order_acquire,
-							      memory_order_relaxed))
+		while (!atomic_compare_exchange_weak_explicit(
+		    &t->busy, &expected, 1, memory_order_acquire, memory_order_relaxed))
 			expected = 0;
 		buf = t->buf;
 		used = t->used;

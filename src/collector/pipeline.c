@@ -9,6 +9,7 @@
  * - the controller: whoever calls flush_begin/stop (an exit path), through atomics and the lock.
  */
 #include "pipeline.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -79,7 +80,10 @@ struct pipeline {
 	struct tally_buf payload, device;
 	struct batch batches[TALLY_KIND_MAX];
 	uint64_t c[TALLY_C_MAX]; /* the consumer's ledger counters */
-	struct capture { uint32_t thread; int depth; } captures[64]; /* threads capturing a graph */
+	struct capture {
+		uint32_t thread;
+		int depth;
+	} captures[64]; /* threads capturing a graph */
 	unsigned ncaptures;
 	uint64_t slice, slice_begin;
 	/* CLOCK_MONOTONIC deadline of the current slice: set by whoever ends a slice (under
@@ -101,22 +105,6 @@ void tally_pipeline_config_default(struct tally_pipeline_config *cfg)
 	cfg->batch_records = DEFAULT_BATCH;
 	cfg->trace_api = true;
 	cfg->consumer_thread = true;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- producers: CUPTI's callbacks ------------------------------------------------------ */
@@ -328,7 +316,8 @@ static void consume_nvtx(struct pipeline *p, const struct tally_queue_item *it)
 		}
 		text = (const char *)q + sizeof(ev);
 		memset(&r, 0, sizeof(r));
-		r.kind = ev.kind == TALLY_KIND_NVTX_MARK ? TALLY_KIND_NVTX_MARK : TALLY_KIND_NVTX_RANGE;
+		r.kind =
+		    ev.kind == TALLY_KIND_NVTX_MARK ? TALLY_KIND_NVTX_MARK : TALLY_KIND_NVTX_RANGE;
 		r.start = ev.start;
 		r.end = ev.end;
 		r.thread_id = ev.tid;
@@ -339,8 +328,8 @@ static void consume_nvtx(struct pipeline *p, const struct tally_queue_item *it)
 		r.flags = ev.flags & 1 ? TALLY_REC_DEPTH_LOST : 0;
 		r.name_id = tally_strtab_intern_len(&p->strings, text, ev.name_len);
 		if (ev.domain_len)
-			r.domain_id = tally_strtab_intern_len(&p->strings, text + ev.name_len,
-							      ev.domain_len);
+			r.domain_id =
+			    tally_strtab_intern_len(&p->strings, text + ev.name_len, ev.domain_len);
 		p->c[TALLY_C_RECORDS_PARSED]++;
 		check_record(p, &r);
 		append_record(p, &r);
@@ -434,7 +423,7 @@ static unsigned consume_all(struct pipeline *p, bool slices)
 	while (tally_queue_pop(&p->queue, &it)) {
 		consume_buffer(p, &it);
 		n++;
-		if (slices && mono_ns() >= slice_deadline(p))
+		if (slices && tally_monotonic_ns() >= slice_deadline(p))
 			end_slice(p);
 	}
 	if (n)
@@ -452,7 +441,7 @@ static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	l->v[TALLY_C_BUFFERS_REFUSED] = atomic_load_explicit(&p->refused, memory_order_relaxed);
 	l->v[TALLY_C_FOREIGN_BUFFERS] = atomic_load_explicit(&p->foreign, memory_order_relaxed);
 	l->v[TALLY_C_DROPPED_INPROCESS] +=
-		atomic_load_explicit(&p->dropped_nvtx, memory_order_relaxed);
+	    atomic_load_explicit(&p->dropped_nvtx, memory_order_relaxed);
 	l->v[TALLY_C_POOL_CAPACITY] = p->pool.capacity;
 	l->v[TALLY_C_BUFFER_SIZE] = p->pool.size;
 	pthread_mutex_lock(&p->pool.lock);
@@ -510,8 +499,8 @@ static void end_slice(struct pipeline *p)
 	emit_ledger(p, false);
 	(void)tally_writer_flush(&p->writer);
 	next = slice_deadline(p) + p->cfg.slice_ns;
-	if (next < mono_ns()) /* fell behind (suspended?): don't catch up in a burst */
-		next = mono_ns() + p->cfg.slice_ns;
+	if (next < tally_monotonic_ns()) /* fell behind (suspended?): don't catch up in a burst */
+		next = tally_monotonic_ns() + p->cfg.slice_ns;
 	atomic_store_explicit(&p->next_slice_mono, next, memory_order_relaxed);
 }
 
@@ -519,8 +508,8 @@ static void emit_clock(struct pipeline *p)
 {
 	tally_buf_reset(&p->payload);
 	tally_kv_uint(&p->payload, TALLY_CK_CUPTI, p->src.now());
-	tally_kv_uint(&p->payload, TALLY_CK_REALTIME, realtime_ns());
-	tally_kv_uint(&p->payload, TALLY_CK_MONOTONIC, mono_ns());
+	tally_kv_uint(&p->payload, TALLY_CK_REALTIME, tally_realtime_ns());
+	tally_kv_uint(&p->payload, TALLY_CK_MONOTONIC, tally_monotonic_ns());
 	emit_chunk(p, TALLY_CHUNK_CLOCK, 0, &p->payload, 0);
 }
 
@@ -616,7 +605,7 @@ static void *consumer_main(void *arg)
 		pthread_mutex_lock(&p->consume_lock);
 		if (atomic_load_explicit(&p->state, memory_order_acquire) == P_RUNNING) {
 			consume_all(p, true);
-			if (mono_ns() >= slice_deadline(p))
+			if (tally_monotonic_ns() >= slice_deadline(p))
 				end_slice(p);
 		}
 		pthread_mutex_unlock(&p->consume_lock);
@@ -707,7 +696,7 @@ int tally_pipeline_start(const struct tally_pipeline_config *cfg, const struct t
 	if (rc < 0)
 		goto free_pipeline;
 	p->start_time = p->slice_begin = src->now();
-	atomic_init(&p->next_slice_mono, mono_ns() + p->cfg.slice_ns);
+	atomic_init(&p->next_slice_mono, tally_monotonic_ns() + p->cfg.slice_ns);
 	if (tally_writer_preamble(&p->writer) < 0)
 		goto no_memory;
 	emit_chunk(p, TALLY_CHUNK_SESSION, 0, session, 0);
@@ -881,14 +870,14 @@ int tally_pipeline_stop(struct tally_stop_report *report)
 		p->has_thread = false;
 	}
 	pthread_mutex_lock(&p->consume_lock);
-	t1 = mono_ns();
+	t1 = tally_monotonic_ns();
 	finish_locked(p);
 	/* Release: late completions that see STOPPED find the consumer done with the pool. */
 	atomic_store_explicit(&p->state, P_STOPPED, memory_order_release);
 	if (report) {
 		snapshot_locked(p, &report->final);
 		report->final.final = true;
-		report->drain_ns = mono_ns() - t1;
+		report->drain_ns = tally_monotonic_ns() - t1;
 		report->flush_ns = p->c[TALLY_C_FLUSH_END] - p->c[TALLY_C_FLUSH_START];
 		report->records = p->c[TALLY_C_RECORDS_PARSED];
 		report->flush_records = p->c[TALLY_C_FLUSH_RECORDS];

@@ -27,12 +27,12 @@
 #include "writer.h"
 
 struct tally_pipeline_config {
-	size_t buffer_size;	/* bytes per CUPTI buffer; default 4 MiB */
-	unsigned pool_buffers;	/* buffers the pool may hold; default 64 */
-	uint64_t slice_ns;	/* ledger slice and periodic write; default 1 s */
-	unsigned batch_records; /* records per RECORDS chunk; default 8192 */
-	bool trace_api;		/* runtime or driver API traced: GPU records expect a launch */
-	bool consumer_thread;	/* false: the caller drains (tests, single-threaded runs) */
+	size_t buffer_size;	   /* bytes per CUPTI buffer; default 4 MiB */
+	unsigned pool_buffers;	   /* buffers the pool may hold; default 64 */
+	uint64_t slice_ns;	   /* ledger slice and periodic write; default 1 s */
+	unsigned batch_records;	   /* records per RECORDS chunk; default 8192 */
+	bool trace_api;		   /* runtime or driver API traced: GPU records expect a launch */
+	bool consumer_thread;	   /* false: the caller drains (tests, single-threaded runs) */
 	uint64_t device_mask;	   /* keep GPU records of these device ids only; 0: all */
 	uint64_t slow_consumer_ns; /* fault injection for tests: sleep per record */
 };

@@ -2,14 +2,15 @@
 /*
  * The session: output file, SESSION header, pipeline, and the closing flush.  See collector.h.
  */
+#include "clock.h"
 #include "collector.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,18 +30,7 @@ static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
 
 uint64_t mono_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return tally_monotonic_ns();
 }
 
 bool session_running(void)
@@ -182,7 +172,7 @@ static void session_header(struct tally_buf *b)
 	cmdline(b);
 	if (g_session.rank[0])
 		tally_kv_str(b, TALLY_SK_RANK, g_session.rank);
-	tally_kv_uint(b, TALLY_SK_START_REALTIME, realtime_ns());
+	tally_kv_uint(b, TALLY_SK_START_REALTIME, tally_realtime_ns());
 	tally_kv_uint(b, TALLY_SK_START_MONOTONIC, mono_now_ns());
 	tally_kv_uint(b, TALLY_SK_START_CUPTI, cupti_now());
 	if (cupti.GetVersion && cupti.GetVersion(&version) == CUPTI_SUCCESS)
@@ -203,7 +193,7 @@ static void session_header(struct tally_buf *b)
 
 static void new_session_id(void)
 {
-	uint64_t x = realtime_ns() ^ ((uint64_t)getpid() << 32) ^ mono_now_ns();
+	uint64_t x = tally_realtime_ns() ^ ((uint64_t)getpid() << 32) ^ mono_now_ns();
 	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	size_t i;
 
@@ -243,8 +233,9 @@ static int check_cupti_version(char *why, size_t len)
 
 	if (cupti.GetVersion(&v) == CUPTI_SUCCESS && v >= 27)
 		return 0;
-	snprintf(why, len, "CUPTI API version %u at %s is older than 27 (CUDA 12.9): tally needs "
-			   "CUDA 12.9 or newer",
+	snprintf(why, len,
+		 "CUPTI API version %u at %s is older than 27 (CUDA 12.9): tally needs "
+		 "CUDA 12.9 or newer",
 		 v, cupti.path);
 	return -ENOTSUP;
 }
@@ -306,8 +297,8 @@ void session_start(const char *why_started)
 	if (atomic_load_explicit(&g_session.state, memory_order_acquire) != SESSION_NONE)
 		return;
 	pthread_mutex_lock(&session_lock);
-	/* STARTING also stops re-entry on this thread: setting CUPTI up may call cuInit, which calls
-	 * InitializeInjection, which comes back here. */
+	/* STARTING also stops re-entry on this thread: setting CUPTI up may call cuInit, which
+	 * calls InitializeInjection, which comes back here. */
 	if (!atomic_compare_exchange_strong_explicit(&g_session.state, &expected, SESSION_STARTING,
 						     memory_order_acq_rel, memory_order_relaxed))
 		goto unlock;
@@ -371,9 +362,8 @@ void session_finish(enum tally_flush_path path, int signo)
 
 	if (g_session.pid != getpid())
 		return; /* a fork or vfork child sharing our memory: not its session */
-	if (!atomic_compare_exchange_strong_explicit(&g_session.state, &expected,
-						     SESSION_FINISHING, memory_order_acq_rel,
-						     memory_order_acquire)) {
+	if (!atomic_compare_exchange_strong_explicit(&g_session.state, &expected, SESSION_FINISHING,
+						     memory_order_acq_rel, memory_order_acquire)) {
 		/* Another exit path is closing the trace (a signal's, say, on the control thread):
 		 * don't let this one end the process under it.  Bounded. */
 		wait_until_closed(2 * timeout + 2000000000ull);

@@ -56,10 +56,10 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
     [TALLY_C_OUTSIDE_WINDOW] = {"outside_window",
 				"records outside the collection window, left out on purpose",
 				TALLY_CC_INFO},
-	[TALLY_C_CUT_AT_EDGES] = {"cut_at_edges",
-				  "calls or GPU records whose other half fell outside the collection "
-				  "window (in flight as it opened or closed), not loss",
-				  TALLY_CC_INFO},
+    [TALLY_C_CUT_AT_EDGES] = {"cut_at_edges",
+			      "calls or GPU records whose other half fell outside the collection "
+			      "window (in flight as it opened or closed), not loss",
+			      TALLY_CC_INFO},
     [TALLY_C_WRITE_FAILURES] = {"write_failures", "writes that failed", TALLY_CC_LOSS},
     [TALLY_C_WRITE_ERRNO] = {"write_errno", "errno of the last failed write", TALLY_CC_INFO},
     [TALLY_C_BYTES_WRITTEN] = {"bytes_written", "bytes that reached the file", TALLY_CC_INFO},

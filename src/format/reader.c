@@ -305,32 +305,38 @@ static const struct session_field {
 	size_t offset;
 	size_t flag; /* F_ID: offset of the bool that says it is there */
 } session_fields[] = {
-#define STR(k, m) {k, F_STR, offsetof(struct tally_section, m), 0}
-#define U64(k, m) {k, F_U64, offsetof(struct tally_section, m), 0}
-	STR(TALLY_SK_WRITER, writer),
-	STR(TALLY_SK_HOST, host),
-	STR(TALLY_SK_CMDLINE, cmdline),
-	STR(TALLY_SK_RANK, rank),
-	STR(TALLY_SK_CONFIG, config),
-	STR(TALLY_SK_SOURCE, source),
-	STR(TALLY_SK_EXE, exe),
-	STR(TALLY_SK_OUTPUT, output),
-	U64(TALLY_SK_PID, pid),
-	U64(TALLY_SK_PPID, ppid),
-	U64(TALLY_SK_START_REALTIME, start_realtime),
-	U64(TALLY_SK_START_MONOTONIC, start_monotonic),
-	U64(TALLY_SK_START_CUPTI, start_cupti),
-	U64(TALLY_SK_DRIVER_VERSION, driver_version),
-	U64(TALLY_SK_RUNTIME_VERSION, runtime_version),
-	U64(TALLY_SK_CUPTI_VERSION, cupti_version),
-	U64(TALLY_SK_KINDS, kinds),
-	U64(TALLY_SK_SLICE_NS, slice_ns),
-	{TALLY_SK_MERGED, F_BOOL, offsetof(struct tally_section, merged), 0},
-	{TALLY_SK_MERGE_OFFSET, F_S64, offsetof(struct tally_section, merge_offset), 0},
-	{TALLY_SK_SESSION_ID, F_ID, offsetof(struct tally_section, session_id),
-	 offsetof(struct tally_section, has_session_id)},
-	{TALLY_SK_PARENT_ID, F_ID, offsetof(struct tally_section, parent_id),
-	 offsetof(struct tally_section, has_parent)},
+#define STR(k, m)                                                                                  \
+	{                                                                                          \
+		k, F_STR, offsetof(struct tally_section, m), 0                                     \
+	}
+#define U64(k, m)                                                                                  \
+	{                                                                                          \
+		k, F_U64, offsetof(struct tally_section, m), 0                                     \
+	}
+    STR(TALLY_SK_WRITER, writer),
+    STR(TALLY_SK_HOST, host),
+    STR(TALLY_SK_CMDLINE, cmdline),
+    STR(TALLY_SK_RANK, rank),
+    STR(TALLY_SK_CONFIG, config),
+    STR(TALLY_SK_SOURCE, source),
+    STR(TALLY_SK_EXE, exe),
+    STR(TALLY_SK_OUTPUT, output),
+    U64(TALLY_SK_PID, pid),
+    U64(TALLY_SK_PPID, ppid),
+    U64(TALLY_SK_START_REALTIME, start_realtime),
+    U64(TALLY_SK_START_MONOTONIC, start_monotonic),
+    U64(TALLY_SK_START_CUPTI, start_cupti),
+    U64(TALLY_SK_DRIVER_VERSION, driver_version),
+    U64(TALLY_SK_RUNTIME_VERSION, runtime_version),
+    U64(TALLY_SK_CUPTI_VERSION, cupti_version),
+    U64(TALLY_SK_KINDS, kinds),
+    U64(TALLY_SK_SLICE_NS, slice_ns),
+    {TALLY_SK_MERGED, F_BOOL, offsetof(struct tally_section, merged), 0},
+    {TALLY_SK_MERGE_OFFSET, F_S64, offsetof(struct tally_section, merge_offset), 0},
+    {TALLY_SK_SESSION_ID, F_ID, offsetof(struct tally_section, session_id),
+     offsetof(struct tally_section, has_session_id)},
+    {TALLY_SK_PARENT_ID, F_ID, offsetof(struct tally_section, parent_id),
+     offsetof(struct tally_section, has_parent)},
 #undef STR
 #undef U64
 };

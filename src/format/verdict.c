@@ -225,3 +225,24 @@ bool tally_files_complete(struct tally_file *const *files, size_t nfiles)
 	}
 	return true;
 }
+
+const char *tally_reason_code_name(enum tally_reason_code c)
+{
+	switch (c) {
+	case TALLY_R_NOT_CLOSED:
+		return "not-closed";
+	case TALLY_R_DAMAGED:
+		return "damaged";
+	case TALLY_R_LOSS:
+		return "loss";
+	case TALLY_R_STRANDED:
+		return "buffers-stranded";
+	case TALLY_R_NO_GPU_RECORDS:
+		return "no-gpu-records";
+	case TALLY_R_MISSING_RECORDS:
+		return "missing-records";
+	case TALLY_R_NO_SESSION:
+		return "no-session";
+	}
+	return "unknown";
+}

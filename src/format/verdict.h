@@ -37,6 +37,9 @@ struct tally_verdict {
 	size_t nreasons;
 };
 
+/* Stable short names for reasons ("loss", "not-closed", ...), as JSON, CSV and SQLite say them. */
+const char *tally_reason_code_name(enum tally_reason_code c);
+
 int tally_verdict_compute(const struct tally_file *f, const struct tally_section *s,
 			  struct tally_verdict *v);
 void tally_verdict_fini(struct tally_verdict *v);

@@ -274,7 +274,7 @@ static void write_verdict(FILE *f, const struct report_set *set)
 			const struct tally_counter_info *ci = tally_counter_info(r->counter);
 
 			fprintf(f, "%u,INCOMPLETE", rs->index);
-			str(f, report_reason_code(r->code));
+			str(f, tally_reason_code_name(r->code));
 			str(f, r->code == TALLY_R_LOSS && ci ? ci->name : "");
 			fprintf(f, ",%" PRIu64, r->count);
 			str(f, r->text);

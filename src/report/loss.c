@@ -132,7 +132,7 @@ static void json_section(struct tally_json *j, const struct report_section *rs)
 		const struct tally_counter_info *ci = tally_counter_info(r->counter);
 
 		tally_json_object_begin(j);
-		tally_json_field_string(j, "code", report_reason_code(r->code));
+		tally_json_field_string(j, "code", tally_reason_code_name(r->code));
 		if (r->code == TALLY_R_LOSS && ci)
 			tally_json_field_string(j, "counter", ci->name);
 		tally_json_field_uint(j, "count", r->count);

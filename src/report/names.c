@@ -239,24 +239,3 @@ const char *report_sync_type_label(unsigned t)
 
 	return t < sizeof(labels) / sizeof(labels[0]) ? labels[t] : "Unknown";
 }
-
-const char *report_reason_code(enum tally_reason_code c)
-{
-	switch (c) {
-	case TALLY_R_NOT_CLOSED:
-		return "not-closed";
-	case TALLY_R_DAMAGED:
-		return "damaged";
-	case TALLY_R_LOSS:
-		return "loss";
-	case TALLY_R_STRANDED:
-		return "buffers-stranded";
-	case TALLY_R_NO_GPU_RECORDS:
-		return "no-gpu-records";
-	case TALLY_R_MISSING_RECORDS:
-		return "missing-records";
-	case TALLY_R_NO_SESSION:
-		return "no-session";
-	}
-	return "unknown";
-}

@@ -126,7 +126,6 @@ char *report_base_name(const char *demangled);
 const char *report_memcpy_kind_label(unsigned copy_kind); /* "Host-to-Device" */
 const char *report_mem_kind_label(unsigned cupti_kind);	  /* "Pageable", "Device" ... */
 const char *report_sync_type_label(unsigned t);
-const char *report_reason_code(enum tally_reason_code c); /* "loss", "damaged" ... */
 
 /* ---- loss, for the top of every report (loss.c) ----------------------------------------- */
 

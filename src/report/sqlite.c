@@ -658,7 +658,7 @@ static int write_verdict(struct sq *q, sqlite3_stmt *st, const struct report_sec
 
 		bind_u(st, 1, rs->index);
 		bind_text(st, 2, "INCOMPLETE");
-		bind_text(st, 3, report_reason_code(r->code));
+		bind_text(st, 3, tally_reason_code_name(r->code));
 		bind_text(st, 4, r->code == TALLY_R_LOSS && ci ? ci->name : NULL);
 		bind_u(st, 5, r->count);
 		bind_text(st, 6, r->text);

@@ -103,7 +103,7 @@ static void nvtx_ranges(unsigned n)
 	const char *inj = getenv("NVTX_INJECTION64_PATH");
 	void *h = inj ? dlopen(inj, RTLD_NOW) : NULL;
 	int (*init)(NvtxGetExportTableFunc_t) =
-		h ? (int (*)(NvtxGetExportTableFunc_t))dlsym(h, "InitializeInjectionNvtx2") : NULL;
+	    h ? (int (*)(NvtxGetExportTableFunc_t))dlsym(h, "InitializeInjectionNvtx2") : NULL;
 	int (*push)(const char *);
 	int (*pop)(void);
 	unsigned i;
@@ -122,7 +122,7 @@ static void nvtx_ranges(unsigned n)
 	}
 	((void (*)(const char *))core_slot[NVTX_CBID_CORE_MarkA])("checkpoint");
 	((void (*)(nvtxRangeId_t))core_slot[NVTX_CBID_CORE_RangeEnd])(
-		((nvtxRangeId_t(*)(const char *))core_slot[NVTX_CBID_CORE_RangeStartA])("load"));
+	    ((nvtxRangeId_t(*)(const char *))core_slot[NVTX_CBID_CORE_RangeStartA])("load"));
 	printf("nvtx %u ranges 1 mark 1 startend\n", 2 * n);
 }
 
@@ -141,7 +141,8 @@ int main(int argc, char **argv)
 	unsigned n = argc > 2 ? (unsigned)atoi(argv[2]) : 1000;
 
 	if (strcmp(mode, "handled-int") == 0)
-		signal(SIGINT, on_int); /* the program's own handler, installed before CUDA starts */
+		signal(SIGINT,
+		       on_int); /* the program's own handler, installed before CUDA starts */
 	if (strcmp(mode, "fulldisk") == 0) {
 		struct rlimit rl = {6144, 6144}; /* the "disk" takes 6 KiB: less than the trace */
 
@@ -184,7 +185,7 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "other-client") == 0) {
 		/* A second CUPTI client (as torch.profiler's Kineto) tries to take the buffers. */
 		int (*reg)(void *, void *) =
-			(int (*)(void *, void *))dlsym(RTLD_DEFAULT, "cuptiActivityRegisterCallbacks");
+		    (int (*)(void *, void *))dlsym(RTLD_DEFAULT, "cuptiActivityRegisterCallbacks");
 
 		printf("register returned %d\n", reg ? reg(NULL, NULL) : -1);
 		launched(n);
@@ -194,7 +195,7 @@ int main(int argc, char **argv)
 	    strcmp(mode, "sighup") == 0) {
 		/* As a program busy in its main loop when Slurm's SIGTERM comes: it goes on until
 		 * the signal's action ends it. */
-		raise(strcmp(mode, "sigterm") == 0 ? SIGTERM
+		raise(strcmp(mode, "sigterm") == 0  ? SIGTERM
 		      : strcmp(mode, "sigint") == 0 ? SIGINT
 						    : SIGHUP);
 		for (;;)

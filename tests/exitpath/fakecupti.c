@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define API __attribute__((visibility("default")))
+#define API	    __attribute__((visibility("default")))
 #define MAX_THREADS 64
 
 struct fake_thread {
@@ -145,12 +145,17 @@ API CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
 static size_t record_size(CUpti_ActivityKind k)
 {
 	switch (k) {
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		return sizeof(CUpti_ActivityKernel10);
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
-	case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
-	case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-	case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-	default: return 0;
+	case CUPTI_ACTIVITY_KIND_DRIVER:
+		return sizeof(CUpti_ActivityAPI);
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		return sizeof(CUpti_ActivityMemcpy6);
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		return sizeof(CUpti_ActivityMemset4);
+	default:
+		return 0;
 	}
 }
 
@@ -195,7 +200,8 @@ API CUptiResult cuptiGetTimestamp(uint64_t *ts)
 
 API CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const char **name)
 {
-	if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
+	if (d == CUPTI_CB_DOMAIN_RUNTIME_API &&
+	    cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
 		*name = "cudaLaunchKernel_v7000";
 	else if (d == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
 		*name = "cuLaunchKernel";

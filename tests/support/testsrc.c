@@ -369,18 +369,18 @@ static void gen_graph(struct gen *g)
 
 	if (!w->graph_kernels)
 		return;
-	emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
-		 next_corr(g));
+	emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME,
+		 CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, next_corr(g));
 	for (i = 0; i < w->graph_kernels; i++)
 		emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME,
 			 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, next_corr(g));
-	emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
-		 next_corr(g));
+	emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME,
+		 CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, next_corr(g));
 	for (r = 0; r < w->graph_replays; r++) {
 		uint32_t c = next_corr(g);
 
-		emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-			 c);
+		emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME,
+			 CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, c);
 		for (i = 0; i < w->graph_kernels; i++)
 			emit_kernel(g, c, i);
 	}

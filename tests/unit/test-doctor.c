@@ -273,7 +273,8 @@ static void test_docker(void **state)
 
 	(void)state;
 	run_in(&r, "docker", "/work/trace_%q{RANK}", 0, ENV("RANK=1"));
-	/* the open kernel modules word it "Open Kernel Module for x86_64  VERSION" (seen on H200) */
+	/* the open kernel modules word it "Open Kernel Module for x86_64  VERSION" (seen on H200)
+	 */
 	expect(&r, "card.driver", TALLY_DOCTOR_OK, "kernel module 580.159.04", NULL);
 	f = expect(&r, "where.container", TALLY_DOCTOR_OK, "docker (/.dockerenv)", "--gpus all");
 	assert_non_null(strstr(f->remedy, "-v $PWD:/work"));

@@ -129,7 +129,7 @@ static void test_codec_roundtrip(void **state)
 			fill_random_record(&in[i], TALLY_KIND_MEMCPY, t);
 		}
 		assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_MEMCPY, in, sizes[s],
-						  TALLY_COLUMNS_ALL),
+						      TALLY_COLUMNS_ALL),
 				 0);
 		n = tally_records_decode(&codec, b.data, b.len, &kind, &out, &out_cap);
 		assert_int_equal(n, (long)sizes[s]);
@@ -173,7 +173,8 @@ static void test_codec_kernel_size(void **state)
 		r->registers = 16;
 	}
 	assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, in, 8192,
-						  tally_kind_columns(TALLY_KIND_KERNEL)), 0);
+					      tally_kind_columns(TALLY_KIND_KERNEL)),
+			 0);
 	/* 216 bytes raw per CUPTI kernel record; the target is at most 16 on disk. */
 	assert_true(b.len + TALLY_CHUNK_HEADER_LEN <= 16 * 8192);
 	print_message("kernel records: %.2f bytes each\n",
@@ -194,7 +195,8 @@ static void test_codec_damage(void **state)
 
 	(void)state;
 	fill_random_record(&rec, TALLY_KIND_KERNEL, 12345);
-	assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, &rec, 1, TALLY_COLUMNS_ALL), 0);
+	assert_int_equal(
+	    tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, &rec, 1, TALLY_COLUMNS_ALL), 0);
 	for (cut = 0; cut < b.len; cut++)
 		assert_int_equal(tally_records_decode(&codec, b.data, cut, &kind, &out, &cap),
 				 -EINVAL);

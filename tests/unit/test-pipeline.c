@@ -728,7 +728,7 @@ int main(void)
 	    cmocka_unit_test(test_write_eio),	   cmocka_unit_test(test_write_enospc),
 	    cmocka_unit_test(test_short_writes),   cmocka_unit_test(test_stop_in_flight),
 	    cmocka_unit_test(test_many_producers), cmocka_unit_test(test_killed_after_slice),
-	    cmocka_unit_test(test_foreign_buffer),  cmocka_unit_test(test_graph_capture),
+	    cmocka_unit_test(test_foreign_buffer), cmocka_unit_test(test_graph_capture),
 	    cmocka_unit_test(test_window_edge),
 	};
 

@@ -545,7 +545,8 @@ static void write_kernels(const char *path, const char *const *names, const uint
 	assert_true(tally_strtab_take_pending(&strings, &b));
 	tally_writer_chunk(&w, TALLY_CHUNK_STRINGS, 0, b.data, b.len, 0);
 	tally_buf_reset(&b);
-	assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, r, n, TALLY_COLUMNS_ALL), 0);
+	assert_int_equal(
+	    tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, r, n, TALLY_COLUMNS_ALL), 0);
 	tally_writer_chunk(&w, TALLY_CHUNK_RECORDS, 0, b.data, b.len, n);
 	l.v[TALLY_C_BY_KIND + TALLY_KIND_KERNEL] = n;
 	l.t_end = t;

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The two clocks tally reads, in nanoseconds.  CLOCK_REALTIME is also CUPTI's default timestamp
+ * clock on Linux, so it is the timeline records are on; CLOCK_MONOTONIC is for intervals.
+ */
+#ifndef TALLY_COMMON_CLOCK_H
+#define TALLY_COMMON_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t tally_clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t tally_realtime_ns(void)
+{
+	return tally_clock_ns(CLOCK_REALTIME);
+}
+
+static inline uint64_t tally_monotonic_ns(void)
+{
+	return tally_clock_ns(CLOCK_MONOTONIC);
+}
+
+#endif
