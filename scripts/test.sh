@@ -12,6 +12,11 @@ t0=$(date +%s)
 step "dependencies"
 scripts/install-deps.sh
 
+if command -v clang-format >/dev/null 2>&1; then
+	step "formatting (.clang-format)"
+	git ls-files 'src/*.[ch]' 'tests/*.[ch]' 'bench/*.c' | xargs clang-format --dry-run --Werror
+fi
+
 step "build and test (RelWithDebInfo)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
