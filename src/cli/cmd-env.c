@@ -15,7 +15,6 @@ enum env_format { FMT_SH, FMT_DOCKER, FMT_K8S, FMT_JSON };
 
 static void usage(void)
 {
-	const struct cli_opt_help *h;
 	static const struct cli_opt_help own[] = {
 	    {"--format sh|docker|k8s|json", "shell exports (default), Dockerfile ENV lines, a "
 					    "Kubernetes env: list, or JSON"},
@@ -28,9 +27,7 @@ static void usage(void)
 		  "'tally record -- PROGRAM' cannot wrap the launch line.  Files land where\n"
 		  "--output says (make it a mounted volume); check them with 'tally check'.",
 		  own);
-	printf("\nrecording options:\n");
-	for (h = collect_help; h->flags; h++)
-		printf("  %-28s %s\n", h->flags, h->help);
+	collect_print_help("recording options");
 }
 
 /* Single quotes for the shell: ' becomes '\'' */

@@ -41,7 +41,6 @@ static const struct cli_opt_help record_help[] = {
 
 static void usage(void)
 {
-	const struct cli_opt_help *h;
 
 	cli_usage(stdout, "tally record [options] [--] PROGRAM [ARGS...]",
 		  "Run PROGRAM and record what it does on the GPU: kernels, copies, memsets, CUDA\n"
@@ -52,9 +51,7 @@ static void usage(void)
 		  "check failed; 2 usage error; 4 tally itself failed; 126/127 the program could\n"
 		  "not be run.",
 		  record_help);
-	printf("\nrecording options (also for tally env):\n");
-	for (h = collect_help; h->flags; h++)
-		printf("  %-28s %s\n", h->flags, h->help);
+	collect_print_help("recording options (also for tally env)");
 }
 
 /* Signals sent to tally itself (Slurm, kill) go on to the program; the terminal's own ^C

@@ -56,6 +56,15 @@ const struct cli_opt_help collect_help[] = {
     {NULL, NULL},
 };
 
+void collect_print_help(const char *title)
+{
+	const struct cli_opt_help *h;
+
+	printf("\n%s:\n", title);
+	for (h = collect_help; h->flags; h++)
+		printf("  %-28s %s\n", h->flags, h->help);
+}
+
 void collect_opts_init(struct collect_opts *o)
 {
 	memset(o, 0, sizeof(*o));

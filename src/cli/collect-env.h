@@ -30,6 +30,9 @@ extern const unsigned collect_longopts_count;
 /* Help rows for them (terminated by {NULL, NULL}). */
 extern const struct cli_opt_help collect_help[];
 
+/* Print the shared options' help under title (for record's and env's --help). */
+void collect_print_help(const char *title);
+
 void collect_opts_init(struct collect_opts *o);
 /* Handle option c (from getopt_long); returns 1 if it was one of ours, 0 if not, -1 bad value. */
 int collect_opts_parse(struct collect_opts *o, int c, const char *arg);
