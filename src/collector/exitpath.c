@@ -38,13 +38,14 @@ extern char **environ;
 static pid_t self_pid; /* at load, and in each fork child: a vfork child is not this process */
 static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
 
-/* Close the trace by path; if a signal is ending the process, end it by that signal. */
+/* Close the trace by path; if a signal is ending the process (this exit may even beat the
+ * control thread to the close: the close is then the signal's), end it by that signal. */
 static void leave(enum tally_flush_path path)
 {
 	struct session *s = session_get();
-	int sig;
+	int sig = session_ending_signal(s);
 
-	session_close(s, path, 0);
+	session_close(s, sig ? TALLY_FLUSH_SIGNAL : path, sig);
 	sig = session_ending_signal(s);
 	if (sig)
 		die_by_signal(sig);
