@@ -13,7 +13,7 @@
 #define TALLY_MAGIC_LEN	       8
 #define TALLY_PREAMBLE_LEN     16
 #define TALLY_FORMAT_MAJOR     1
-#define TALLY_FORMAT_MINOR     1
+#define TALLY_FORMAT_MINOR     2
 #define TALLY_CHUNK_SYNC       0x4B4E4843u /* "CHNK" read as little-endian u32 */
 #define TALLY_CHUNK_HEADER_LEN 32
 #define TALLY_CHUNK_MAX	       (64u << 20)
