@@ -118,9 +118,8 @@ static void print_session(const struct tally_file *f, const struct tally_section
 static void print_signal(const struct tally_section *s)
 {
 	const uint64_t *v = s->ledger.v;
-	const char *abbrev = v[TALLY_C_SIGNAL_RECEIVED] < 65
-				 ? sigabbrev_np((int)v[TALLY_C_SIGNAL_RECEIVED])
-				 : NULL;
+	const char *abbrev =
+	    v[TALLY_C_SIGNAL_RECEIVED] < 65 ? sigabbrev_np((int)v[TALLY_C_SIGNAL_RECEIVED]) : NULL;
 	char buf[32];
 
 	if (!v[TALLY_C_SIGNAL_RECEIVED])

@@ -58,10 +58,13 @@ static void usage(void)
  * already reaches the whole foreground group, so it is not sent twice. */
 static void forward(int sig, siginfo_t *info, void *uc)
 {
+	int saved = errno; /* the interrupted waitpid looks at it */
+
 	(void)uc;
 	if (child_pid > 0 && (info->si_code == SI_USER || info->si_code == SI_QUEUE) &&
 	    info->si_pid != child_pid)
 		kill(child_pid, sig);
+	errno = saved;
 }
 
 /* A signal ignored when tally started (nohup's SIGHUP, a background job's SIGINT) stays ignored,

@@ -275,8 +275,13 @@ void cupti_tracer_after_fork_parent(struct cupti_tracer *t)
 }
 
 /* CUDA does not work in a child of a process that initialised it, and the parent's CUPTI
- * subscription is the parent's: the child's tracer starts from nothing. */
+ * subscription is the parent's: the child's tracer starts from nothing.  The window lock was
+ * taken by this very thread before the fork: it gives it back. */
 void cupti_tracer_after_fork_child(struct cupti_tracer *t)
 {
-	cupti_tracer_init(t);
+	t->trace_bits = 0;
+	t->subscribed = false;
+	t->window_open = false;
+	atomic_store_explicit(&t->on, false, memory_order_relaxed);
+	pthread_mutex_unlock(&t->window_lock);
 }

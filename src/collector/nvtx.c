@@ -603,9 +603,10 @@ void nvtx_after_fork_parent(void)
 void nvtx_forget(void)
 {
 	/* A fork child keeps only the calling thread; the registry's other entries are gone
-	 * threads.  Drop the list (leaking the copies) and start again. */
-	pthread_mutex_init(&registry_lock, NULL);
-	pthread_mutex_init(&started_lock, NULL);
+	 * threads.  Drop the list (leaking the copies) and start again.  The locks were taken by
+	 * this thread in nvtx_before_fork. */
+	pthread_mutex_unlock(&started_lock);
+	pthread_mutex_unlock(&registry_lock);
 	registry = NULL;
 	self = NULL;
 	started = NULL;

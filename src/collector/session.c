@@ -677,13 +677,14 @@ void session_after_fork_parent(struct session *s)
  * Threads do not survive fork: the parent's consumer and control threads are not here, and its
  * pipeline and file are the parent's.  Forget them (leaking the copies: their locks may be
  * held by threads that are gone); if this child uses CUDA or NVTX it starts a session of its
- * own, with its own file.  A child that never does exits as it would untraced.
+ * own, with its own file.  A child that never does exits as it would untraced.  The locks taken
+ * before the fork were taken by this thread, the only one here: it releases them.
  */
 void session_after_fork_child(struct session *s)
 {
-	pthread_mutex_init(&s->lock, NULL);
-	cupti_tracer_after_fork_child(&s->tracer);
 	nvtx_forget();
+	cupti_tracer_after_fork_child(&s->tracer);
+	pthread_mutex_unlock(&s->lock); /* taken by this thread in session_before_fork */
 	s->wrote_file = false;
 	s->exec_files = 0; /* counted per pid: this is a new one */
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) == SESSION_NONE)

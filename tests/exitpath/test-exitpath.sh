@@ -115,9 +115,9 @@ expect fork-session 1 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000
 
 # every exec variant closes first (glibc's execl* do not go through the exported execve)
 run execl execl 0
-expect execl 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "exec"'
-run execlp execlp 0
-expect execlp 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "exec"'
+expect execl 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "exec" and n == 1'
+run execlp execlp 0 PATH="$(dirname "$APP"):$PATH"
+expect execlp 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "exec" and n == 1'
 run quick_exit quick_exit 3
 expect quick_exit 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "quick_exit"'
 # an image that execs itself keeps its pid: two files, neither overwriting the other, also
@@ -143,8 +143,14 @@ start() {
 		>"$T/$name/stdout" 2>"$T/$name/stderr" &
 	bg=$!
 	ready "$T/$name/ready"
-	app=$(cat "$T/$name/ready" 2>/dev/null)
-	pgid=$(ps -o pgid= -p "${app:-1}" | tr -d ' ')
+	target "$T/$name/ready"
+}
+# target READY: the program's pid and process group, or a failure (and no signal sent anywhere:
+# an empty pid must never become kill -SIG -1)
+target() {
+	app=$(cat "$1" 2>/dev/null) pgid=
+	[ -n "$app" ] && [ "$app" -gt 1 ] && pgid=$(ps -o pgid= -p "$app" | tr -d ' ')
+	[ -n "$pgid" ] && [ "$pgid" -gt 1 ] || { bad "$1: no program to signal"; app=0 pgid=0; }
 }
 # Poll for a file: under load (2 shared cores) the program may take seconds to get there.
 ready() {
@@ -157,7 +163,7 @@ ready() {
 finish() {
 	i=0
 	while kill -0 $bg 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-	kill -0 $bg 2>/dev/null && { bad "$1: still running after a minute"; kill -KILL "-$bg"; }
+	kill -0 $bg 2>/dev/null && { bad "$1: still running after a minute"; kill -KILL "-$bg" $bg; }
 	wait $bg
 	rc=$?
 	[ "$rc" -eq "$2" ] && ok "$1: exit status $rc" || { bad "$1: exit status $rc, want $2"; cat "$T/$1/stderr"; }
@@ -171,16 +177,18 @@ untraced() {
 		setsid -w python3 "$HERE/foreground.py" ${TALLY_CMD:-"$APP" "$mode"} "$N" >/dev/null 2>&1 &
 	bg=$!
 	ready "$T/$name-u/ready"
-	app=$(cat "$T/$name-u/ready" 2>/dev/null) pgid=$(ps -o pgid= -p "${app:-1}" | tr -d ' ')
+	target "$T/$name-u/ready"
 	"$@"
 	wait $bg
 	urc=$?
 	[ "$urc" -eq "$rc" ] && ok "$name: untraced exit status is the same ($urc)" || bad "$name: untraced exit status $urc, traced $rc"
 }
-to_group() { kill -"$1" "-$pgid"; } # kill -- -PGID, as dash spells it
-to_app() { kill -"$1" "$app"; }
-to_tally() { kill -"$1" "$(ps -o ppid= -p "$app" | tr -d ' ')"; }
-twice() { kill -"$1" "$app"; kill -CONT "$app"; kill -"$1" "$app"; } # Slurm: TERM, CONT, TERM
+to_group() { [ "$pgid" -gt 1 ] && kill -"$1" "-$pgid"; } # kill -- -PGID, as dash spells it
+to_app() { [ "$app" -gt 1 ] && kill -"$1" "$app"; }
+to_tally() {
+	tp=$(ps -o ppid= -p "$app" | tr -d ' ')
+	[ "$app" -gt 1 ] && [ -n "$tp" ] && [ "$tp" -gt 1 ] && kill -"$1" "$tp"
+}
 
 # SIGTERM and SIGINT to the whole process group (Slurm's scancel and time limit, a terminal's ^C),
 # to tally record alone (Slurm's proctrack/cgroup: tally forwards it), to the program alone
