@@ -87,18 +87,35 @@ static void after_fork_child(void)
 	signals_after_fork_child();
 }
 
+/* ---- the real functions ----------------------------------------------------------------- */
+
+/* libc's, found at load: a vfork child that exits or execs must not call into the dynamic
+ * loader, whose lock a thread of the parent may hold. */
+static const char *const real_names[] = {"_exit",  "_Exit",   "quick_exit", "exit",
+					 "execve", "execvpe", "fexecve",    "execveat"};
+static void *real_fns[sizeof(real_names) / sizeof(real_names[0])];
+
+static void *next_symbol(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(real_names) / sizeof(real_names[0]); i++)
+		if (strcmp(real_names[i], name) == 0 && real_fns[i])
+			return real_fns[i];
+	return dlsym(RTLD_NEXT, name);
+}
+
 void exitpath_init(void)
 {
+	size_t i;
+
 	self_pid = getpid();
+	for (i = 0; i < sizeof(real_names) / sizeof(real_names[0]); i++)
+		real_fns[i] = dlsym(RTLD_NEXT, real_names[i]);
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
 /* ---- exits ------------------------------------------------------------------------------ */
-
-static void *next_symbol(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
 
 typedef void (*exit_fn)(int);
 

@@ -149,11 +149,13 @@ start() {
 	ready "$T/$name/ready"
 	target "$T/$name/ready"
 }
+# stat_field PID N: field N after the command name in /proc/PID/stat (2 ppid, 3 process group)
+stat_field() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f"$2"; }
 # target READY: the program's pid and process group, or a failure (and no signal sent anywhere:
 # an empty pid must never become kill -SIG -1)
 target() {
 	app=$(cat "$1" 2>/dev/null) pgid=
-	[ -n "$app" ] && [ "$app" -gt 1 ] && pgid=$(ps -o pgid= -p "$app" | tr -d ' ')
+	[ -n "$app" ] && [ "$app" -gt 1 ] && pgid=$(stat_field "$app" 3)
 	[ -n "$pgid" ] && [ "$pgid" -gt 1 ] || { bad "$1: no program to signal"; app=0 pgid=0; }
 }
 # Poll for a file: under load (2 shared cores) the program may take seconds to get there.
@@ -190,7 +192,7 @@ untraced() {
 to_group() { [ "$pgid" -gt 1 ] && kill -"$1" "-$pgid"; } # kill -- -PGID, as dash spells it
 to_app() { [ "$app" -gt 1 ] && kill -"$1" "$app"; }
 to_tally() {
-	tp=$(ps -o ppid= -p "$app" | tr -d ' ')
+	tp=$(stat_field "$app" 2)
 	[ "$app" -gt 1 ] && [ -n "$tp" ] && [ "$tp" -gt 1 ] && kill -"$1" "$tp"
 }
 

@@ -149,8 +149,8 @@ sig_case() {
 		i=$((i + 1))
 	done
 	pid=$(awk '/^pid /{print $2; exit}' "$OUT/$name/stdout")
-	pgid=$( [ -n "$pid" ] && ps -o pgid= -p "$pid" | tr -d ' ')
-	mine=$(ps -o pgid= -p $$ | tr -d ' ')
+	pgid=$([ -n "$pid" ] && sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f3)
+	mine=$(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f3)
 	if [ -n "$pgid" ] && [ "$pgid" -gt 1 ] && [ "$pgid" != "$mine" ]; then
 		date +%s.%N >"$OUT/$name/signal_sent"
 		kill -"$sig" -- "-$pgid"
