@@ -14,6 +14,10 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:han
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_signal_unsafe=0:handle_segv=0:handle_sigbus=0:handle_abort=0:die_after_fork=0"
 # A sanitizer build's libtally.so cannot be preloaded into an uninstrumented program (python3).
 SANITIZED=$(ldd "$APP" | grep -E -c 'lib(a|t)san')
+# Under TSan, threads started in a fork child ("dup thread with used id") and a signal that comes
+# to a thread blocked in a restarting waitpid (tally record's, which TSan only hands over at its
+# next intercepted call) are TSan's own limits: those two cases run in the other builds.
+TSAN=$(ldd "$APP" | grep -c 'libtsan')
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 N=3000
@@ -113,9 +117,13 @@ expect fork-_exit 0 'v == "COMPLETE" and k["kernel"] == L == 6000'
 run fork-exec fork-exec 0
 expect fork-exec 0 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000)'
 expect fork-exec 1 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000)'
-run fork-session fork-session 0
-expect fork-session 0 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000) and n == 2'
-expect fork-session 1 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000)'
+if [ "$TSAN" -eq 0 ]; then
+	run fork-session fork-session 0
+	expect fork-session 0 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000) and n == 2'
+	expect fork-session 1 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000)'
+else
+	printf 'skip fork-session: TSan cannot start threads in a fork child\n'
+fi
 
 # every exec variant closes first (glibc's execl* do not go through the exported execve)
 run execl execl 0
@@ -202,6 +210,7 @@ for sig in TERM INT; do
 	want=143
 	[ "$sig" = INT ] && want=130
 	for to in to_group to_tally to_app; do
+		[ "$TSAN" -ne 0 ] && [ $to = to_tally ] && { printf 'skip %s-to_tally under TSan\n' "$sig"; continue; }
 		start "$sig-$to" wait
 		$to "$sig"
 		finish "$sig-$to" "$want"
