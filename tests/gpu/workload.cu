@@ -195,6 +195,8 @@ static void forever(void)
 	fflush(stdout);
 	signal(stop_signal, SIG_DFL);
 	raise(stop_signal);
+	for (;;) /* the default action ends us (under tally, once the trace is closed) */
+		pause();
 }
 
 static void profiler_range(void)
