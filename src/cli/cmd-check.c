@@ -32,6 +32,7 @@ static const char *chunk_type_name(unsigned type)
 {
 	static const char *const names[TALLY_CHUNK_TYPE_MAX] = {
 	    "?", "SESSION", "STRINGS", "RECORDS", "LEDGER", "DEVICE", "CLOCK", "NOTE", "LOSS",
+	    "FRAMES", "STACKS", "MODULES",
 	};
 
 	return type < TALLY_CHUNK_TYPE_MAX ? names[type] : "unknown";

@@ -25,7 +25,9 @@
 #include "convert.h"
 #include "corr.h"
 #include "pool.h"
+#include "nativestack.h"
 #include "queue.h"
+#include "stacktab.h"
 #include "strtab.h"
 
 #define DEFAULT_BUFFER_SIZE (4u << 20)
@@ -168,11 +170,30 @@ static void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const 
 	(void)tally_writer_chunk(&p->writer, type, flags, b->data, b->len, records);
 }
 
+/* New frames, stacks and modules, before the records that name them. */
+static void emit_stacks(struct pipeline *p)
+{
+	struct tally_buf frames = {0}, stacks = {0}, modules = {0};
+
+	tally_stacktab_take(&frames, &stacks, &modules, tally_nativestack_modules_for);
+	if (frames.len)
+		emit_chunk(p, TALLY_CHUNK_FRAMES, 0, &frames, 0);
+	if (stacks.len)
+		emit_chunk(p, TALLY_CHUNK_STACKS, 0, &stacks, 0);
+	if (modules.len)
+		emit_chunk(p, TALLY_CHUNK_MODULES, 0, &modules, 0);
+	tally_buf_fini(&frames);
+	tally_buf_fini(&stacks);
+	tally_buf_fini(&modules);
+}
+
 static void emit_strings(struct pipeline *p)
 {
 	tally_buf_reset(&p->payload);
 	if (tally_strtab_take_pending(&p->strings, &p->payload))
 		emit_chunk(p, TALLY_CHUNK_STRINGS, 0, &p->payload, 0);
+	if (p->cfg.stacks)
+		emit_stacks(p);
 }
 
 static void emit_batch(struct pipeline *p, unsigned kind)
@@ -286,6 +307,8 @@ static void consume_record(struct pipeline *p, const CUpti_Activity *rec)
 		p->c[TALLY_C_UNKNOWN_KIND]++;
 		return;
 	}
+	if (p->cfg.stacks)
+		r.stack_id = tally_stacktab_lookup(r.correlation_id);
 	check_record(p, &r);
 	if (p->cfg.device_mask && tally_kind_is_gpu(r.kind) &&
 	    (r.device_id >= 64 || !(p->cfg.device_mask >> r.device_id & 1))) {
@@ -695,6 +718,11 @@ int tally_pipeline_start(const struct tally_pipeline_config *cfg, const struct t
 	rc = pipeline_init(p, cfg, src, sink);
 	if (rc < 0)
 		goto free_pipeline;
+	if (cfg->stacks) { /* fresh tables: a fork child's file starts its ids again */
+		tally_nativestack_forget_modules();
+		if (tally_stacktab_reset() < 0)
+			p->cfg.stacks = false;
+	}
 	p->start_time = p->slice_begin = src->now();
 	atomic_init(&p->next_slice_mono, tally_monotonic_ns() + p->cfg.slice_ns);
 	if (tally_writer_preamble(&p->writer) < 0)
