@@ -11,18 +11,12 @@ static const struct {
 	const char *name;
 	unsigned bits;
 } trace_names[] = {
-    {"cuda", TRACE_CUDA},
-    {"nvtx", TRACE_NVTX},
-    {"kernel", TRACE_KERNEL},
-    {"memcpy", TRACE_MEMCPY},
-    {"memset", TRACE_MEMSET},
-    {"runtime", TRACE_RUNTIME},
-    {"driver", TRACE_DRIVER},
-    {"sync", TRACE_SYNC},
-    {"overhead", TRACE_OVERHEAD},
-    {"cuda-launch-driver", TRACE_LAUNCH_DRIVER},
-    {"memory", TRACE_MEMORY},
-    {"none", 0},
+    {"cuda", TRACE_CUDA},	  {"nvtx", TRACE_NVTX},
+    {"kernel", TRACE_KERNEL},	  {"memcpy", TRACE_MEMCPY},
+    {"memset", TRACE_MEMSET},	  {"runtime", TRACE_RUNTIME},
+    {"driver", TRACE_DRIVER},	  {"sync", TRACE_SYNC},
+    {"overhead", TRACE_OVERHEAD}, {"cuda-launch-driver", TRACE_LAUNCH_DRIVER},
+    {"memory", TRACE_MEMORY},	  {"none", 0},
 };
 
 int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)

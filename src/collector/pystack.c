@@ -53,10 +53,10 @@ bool tally_pystack_init(void)
 	bound = BIND(GILState_Check, "PyGILState_Check") && BIND(GetFrame, "PyEval_GetFrame") &&
 		BIND(FrameGetCode, "PyFrame_GetCode") && BIND(FrameGetBack, "PyFrame_GetBack") &&
 		BIND(FrameGetLineNumber, "PyFrame_GetLineNumber") &&
-		BIND(GetAttrString, "PyObject_GetAttrString") &&
-		BIND(AsUTF8, "PyUnicode_AsUTF8") && BIND(IncRef, "Py_IncRef") &&
-		BIND(DecRef, "Py_DecRef") && BIND(ErrFetch, "PyErr_Fetch") &&
-		BIND(ErrRestore, "PyErr_Restore") && BIND(ErrClear, "PyErr_Clear");
+		BIND(GetAttrString, "PyObject_GetAttrString") && BIND(AsUTF8, "PyUnicode_AsUTF8") &&
+		BIND(IncRef, "Py_IncRef") && BIND(DecRef, "Py_DecRef") &&
+		BIND(ErrFetch, "PyErr_Fetch") && BIND(ErrRestore, "PyErr_Restore") &&
+		BIND(ErrClear, "PyErr_Clear");
 	return bound;
 }
 

@@ -22,7 +22,7 @@
 #include "stacks.h"
 #include "stacktab.h"
 
-#define DOMAINS 2 /* 0 runtime, 1 driver */
+#define DOMAINS	  2 /* 0 runtime, 1 driver */
 #define CBID_BITS 4096
 #define MAX_DEPTH 128
 
@@ -69,7 +69,7 @@ static void say_what(bool python_asked)
 	char text[200];
 
 	snprintf(text, sizeof(text), "call stacks on launches: python %s, native %s, depth %u",
-		 cap.python	 ? "on"
+		 cap.python	? "on"
 		 : python_asked ? "off (no CPython 3.9+ in the process)"
 				: "off",
 		 cap.native ? "on" : "off", cap.depth);

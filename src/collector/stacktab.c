@@ -11,14 +11,14 @@
 #include "stacks.h"
 #include "tally-format.h"
 
-#define FRAME_MAX  (1u << 16) /* distinct frames; a big model has a few thousand */
+#define FRAME_MAX   (1u << 16) /* distinct frames; a big model has a few thousand */
 #define FRAME_SLOTS (2 * FRAME_MAX)
-#define STACK_MAX  (1u << 16)
+#define STACK_MAX   (1u << 16)
 #define STACK_SLOTS (2 * STACK_MAX)
 /* Correlation ids in flight between a call and its records' conversion: CUPTI hands buffers
  * over within seconds, and a million launches is far more than a pool of buffers holds. */
-#define RING_SIZE  (1u << 20)
-#define CACHE_DEPTH 128
+#define RING_SIZE    (1u << 20)
+#define CACHE_DEPTH  128
 #define NAME_MAX_LEN 512
 
 struct frame_slot {
@@ -187,8 +187,8 @@ static uint32_t stack_id(const uint32_t *ids, unsigned n)
 	if (tab.nstacks >= STACK_MAX || !arena_reserve(n))
 		return 0;
 	memcpy(tab.arena + tab.arena_len, ids, n * sizeof(*ids));
-	tab.stacks[i] = (struct stack_slot){h, tally_stack_put(&tab.pending_stacks, ids, n), n,
-					    tab.arena_len};
+	tab.stacks[i] =
+	    (struct stack_slot){h, tally_stack_put(&tab.pending_stacks, ids, n), n, tab.arena_len};
 	tab.arena_len += n;
 	tab.nstacks++;
 	return tab.stacks[i].id;
@@ -242,8 +242,7 @@ uint32_t tally_stacktab_lookup(uint32_t correlation_id)
 
 	if (!correlation_id || !tally_stacktab_ready())
 		return 0;
-	v = atomic_load_explicit(&tab.ring[correlation_id & (RING_SIZE - 1)],
-				 memory_order_relaxed);
+	v = atomic_load_explicit(&tab.ring[correlation_id & (RING_SIZE - 1)], memory_order_relaxed);
 	return (uint32_t)(v >> 32) == correlation_id ? (uint32_t)v : 0;
 }
 

@@ -32,8 +32,7 @@ struct raw_frame {
 
 /* Names a Python frame when it is first seen: file and function, UTF-8.  Returns false if it
  * cannot (the frame is then written with empty names). */
-typedef bool (*frame_namer)(uint64_t key, char *file, size_t file_len, char *func,
-			    size_t func_len);
+typedef bool (*frame_namer)(uint64_t key, char *file, size_t file_len, char *func, size_t func_len);
 
 /* Fresh, empty tables (session start, and a fork child's new file).  0 or -ENOMEM. */
 int tally_stacktab_reset(void);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TABLE_IDS (1u << 24) /* more is damage: the collector caps its tables far below */
+#define MAX_TABLE_IDS	(1u << 24) /* more is damage: the collector caps its tables far below */
 #define MAX_STACK_DEPTH 4096
 
 static void put_bytes(struct tally_buf *b, const char *s, size_t len)

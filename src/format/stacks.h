@@ -49,7 +49,7 @@ struct tally_pending_table {
 
 /* Append an entry; returns its id. */
 uint32_t tally_frame_put(struct tally_pending_table *t, unsigned type, uint32_t line, uint64_t pc,
-		     const char *file, size_t file_len, const char *func, size_t func_len);
+			 const char *file, size_t file_len, const char *func, size_t func_len);
 uint32_t tally_stack_put(struct tally_pending_table *t, const uint32_t *frames, uint32_t n);
 /* MODULES entries carry no ids: a MODULES payload is just a sequence of them. */
 void tally_module_put(struct tally_buf *b, uint64_t base, uint64_t lo, uint64_t hi,

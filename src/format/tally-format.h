@@ -27,8 +27,8 @@ enum tally_chunk_type {
 	TALLY_CHUNK_CLOCK = 6,
 	TALLY_CHUNK_NOTE = 7,
 	TALLY_CHUNK_LOSS = 8,
-	TALLY_CHUNK_FRAMES = 9,	 /* 1.2: call-stack frames (docs/format.md §12) */
-	TALLY_CHUNK_STACKS = 10, /* 1.2: call stacks, as lists of frame ids */
+	TALLY_CHUNK_FRAMES = 9,	  /* 1.2: call-stack frames (docs/format.md §12) */
+	TALLY_CHUNK_STACKS = 10,  /* 1.2: call stacks, as lists of frame ids */
 	TALLY_CHUNK_MODULES = 11, /* 1.2: the process's loaded modules, for native frames */
 	TALLY_CHUNK_TYPE_MAX,
 };

@@ -45,7 +45,7 @@ struct testsrc_workload {
 	bool invalid_tail;	  /* end a buffer with a record of an invalid kind */
 	unsigned device_records;  /* DEVICE records (facts, not timeline) */
 	/* call stacks and memory (format 1.2) */
-	unsigned stacks;     /* launches carry Python stack testsrc_stack_index(corr) of this many */
+	unsigned stacks; /* launches carry Python stack testsrc_stack_index(corr) of this many */
 	unsigned mem_allocs; /* MEMORY2: this many allocations, then their releases */
 };
 
