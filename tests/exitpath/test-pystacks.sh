@@ -1,0 +1,49 @@
+#!/bin/sh
+# Python call stacks on the CPU: a real python3 launches through the stand-in CUPTI from known
+# functions at known lines (pystacks.py says which, from inspect); every launch's innermost user
+# frame in the trace must name them, and launches made without the GIL must carry no stack.
+# Usage: test-pystacks.sh TALLY FAKECUPTI SRCDIR
+set -u
+TALLY=$1
+export TALLY_CUPTI_PATH=$2
+SRC=$3
+command -v python3 >/dev/null 2>&1 || { echo "skip: no python3"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+"$TALLY" record --python-stacks -o "$T/py.tally" -- python3 "$SRC/pystacks.py" "$T/expected.json" \
+	>"$T/out" 2>&1 || { cat "$T/out"; echo "FAIL record"; exit 1; }
+"$TALLY" export -f chrome -o "$T/py.json" "$T/py.tally" >/dev/null 2>&1 || { echo "FAIL export"; exit 1; }
+"$TALLY" stats -r cuda_kern_stack_sum --format csv "$T/py.tally" >"$T/stats.csv" 2>&1 || { echo "FAIL stats"; exit 1; }
+python3 - "$T/expected.json" "$T/py.json" "$T/stats.csv" <<'PY'
+import collections, csv, json, sys
+want = json.load(open(sys.argv[1]))
+events = json.load(open(sys.argv[2]))["traceEvents"]
+launches = [e for e in events if e.get("cat") == "cuda_runtime"]
+got = collections.Counter(e["args"].get("launched_from") for e in launches)
+exp = collections.Counter()
+for w in want["with_stack"]:
+    exp["%s (%s:%d)" % (w["func"], w["file"], w["line"])] += w["n"]
+exp[None] = want["without_stack"]
+fail = got != exp
+print("launches by innermost user frame:", dict(got))
+if fail:
+    print("FAIL: want", dict(exp))
+# the stats report: kernel instances per user frame, the same counts
+rows = [r for r in csv.reader(l for l in open(sys.argv[3]) if l.strip() and not l.startswith("#"))]
+head = rows[0] if rows else []
+frames = {r[head.index("Location")]: int(r[head.index("Instances")]) for r in rows[1:]
+          if len(r) == len(head) and r[head.index("By")] == "frame"}
+exp_frames = {k if k else "[no stack]": v for k, v in exp.items()}
+if frames != exp_frames:
+    print("FAIL stats: got", frames, "want", exp_frames)
+    fail = True
+# the 50 launches of gamma's loop share one stack
+stacks = set(e["args"].get("stack") for e in launches if "gamma" in (e["args"].get("launched_from") or ""))
+if len(stacks) != 1:
+    print("FAIL: gamma's loop has %d stacks" % len(stacks))
+    fail = True
+sys.exit(1 if fail else 0)
+PY
+rc=$?
+[ $rc -eq 0 ] && echo "ok   python stacks name the launching functions and lines" || echo "FAIL python stacks"
+exit $rc
