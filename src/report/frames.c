@@ -106,6 +106,23 @@ static Dwfl_Module *dw_open(const char *path)
 	return m->mod;
 }
 
+/* GCC's clones keep their origin's name with a suffix (solver_step.constprop.0): show the name
+ * the programmer wrote. */
+static size_t without_clone_suffix(const char *sym)
+{
+	static const char *const clones[] = {".constprop.", ".isra.", ".part.", ".cold",
+					     ".lto_priv."};
+	size_t len = strlen(sym), i;
+
+	for (i = 0; i < sizeof(clones) / sizeof(clones[0]); i++) {
+		const char *at = strstr(sym, clones[i]);
+
+		if (at && (size_t)(at - sym) < len)
+			len = (size_t)(at - sym);
+	}
+	return len;
+}
+
 /* "func (file:line)" or "func (module)"; false when the module or symbol is unknown. */
 static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
 {
@@ -128,10 +145,14 @@ static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
 	if (line)
 		file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
 	demangled = report_demangle(sym);
+	if (demangled)
+		sym = demangled;
 	if (file)
-		snprintf(out, len, "%s (%s:%d)", demangled ? demangled : sym, file, lineno);
+		snprintf(out, len, "%.*s (%s:%d)", (int)without_clone_suffix(sym), sym, file,
+			 lineno);
 	else
-		snprintf(out, len, "%s (%s)", demangled ? demangled : sym, base_name(path));
+		snprintf(out, len, "%.*s (%s)", (int)without_clone_suffix(sym), sym,
+			 base_name(path));
 	free(demangled);
 	return true;
 }
@@ -218,6 +239,8 @@ static bool is_library_frame(const struct tally_section *s, const struct tally_f
 		return false;
 	}
 	m = tally_module_of(&s->stacks, f->pc);
+	if (m && strstr(base_name(m->path), "cupti")) /* CUPTI, or a stand-in for it */
+		return true;
 	for (i = 0; m && i < sizeof(native_lib) / sizeof(native_lib[0]); i++)
 		if (strncmp(base_name(m->path), native_lib[i], strlen(native_lib[i])) == 0)
 			return true;
