@@ -16,6 +16,7 @@ bool tally_pystack_init(void);
 unsigned tally_pystack_capture(struct raw_frame *out, unsigned max);
 
 /* frame_namer for Python frames (GIL held: called from inside a capture's interning). */
-bool tally_pystack_name(uint64_t key, char *file, size_t file_len, char *func, size_t func_len);
+bool tally_pystack_name(uint64_t key, uint32_t *line, char *file, size_t file_len, char *func,
+			size_t func_len);
 
 #endif

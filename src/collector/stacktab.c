@@ -125,15 +125,16 @@ static bool remember_pc(uint64_t pc)
 static uint32_t frame_add(const struct raw_frame *f, frame_namer namer)
 {
 	char file[NAME_MAX_LEN] = "", func[NAME_MAX_LEN] = "";
+	uint32_t line = f->line;
 
 	if (f->type == TALLY_FRAME_NATIVE) {
 		if (!remember_pc(f->key))
 			return 0;
 		return tally_frame_put(&tab.pending_frames, f->type, 0, f->key, NULL, 0, NULL, 0);
 	}
-	if (namer && !namer(f->key, file, sizeof(file), func, sizeof(func)))
+	if (namer && !namer(f->key, &line, file, sizeof(file), func, sizeof(func)))
 		file[0] = func[0] = 0;
-	return tally_frame_put(&tab.pending_frames, f->type, f->line, 0, file, strlen(file), func,
+	return tally_frame_put(&tab.pending_frames, f->type, line, 0, file, strlen(file), func,
 			       strlen(func));
 }
 

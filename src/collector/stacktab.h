@@ -25,14 +25,16 @@
 #include "buf.h"
 
 struct raw_frame {
-	uint64_t key; /* code object address, or return address */
-	uint32_t line;
+	uint64_t key;  /* code object address, or return address */
+	uint32_t line; /* the line, or where the capture has it, the instruction offset */
 	uint32_t type; /* enum tally_frame_type */
 };
 
-/* Names a Python frame when it is first seen: file and function, UTF-8.  Returns false if it
- * cannot (the frame is then written with empty names). */
-typedef bool (*frame_namer)(uint64_t key, char *file, size_t file_len, char *func, size_t func_len);
+/* Names a Python frame when it is first seen: file and function, UTF-8, and turns *line from
+ * what the capture recorded (the line, or an instruction offset) into the source line.  Returns
+ * false if it cannot (the frame is then written with empty names). */
+typedef bool (*frame_namer)(uint64_t key, uint32_t *line, char *file, size_t file_len, char *func,
+			    size_t func_len);
 
 /* Fresh, empty tables (session start, and a fork child's new file).  0 or -ENOMEM. */
 int tally_stacktab_reset(void);

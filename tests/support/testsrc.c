@@ -351,8 +351,10 @@ unsigned testsrc_stack_frames(unsigned s, struct testsrc_frame out[TESTSRC_STACK
 /* Frame keys: 1 + index into a table of (file, func) the namer reads back. */
 static struct testsrc_frame named[256];
 
-static bool name_frame(uint64_t key, char *file, size_t file_len, char *func, size_t func_len)
+static bool name_frame(uint64_t key, uint32_t *line, char *file, size_t file_len, char *func,
+		       size_t func_len)
 {
+	(void)line; /* the test source records lines as they are */
 	if (!key || key > 256)
 		return false;
 	snprintf(file, file_len, "%s", named[key - 1].file);

@@ -27,8 +27,9 @@
 
 /* ---- interning ---------------------------------------------------------------------------- */
 
-static bool namer(uint64_t key, char *file, size_t flen, char *func, size_t fnlen)
+static bool namer(uint64_t key, uint32_t *line, char *file, size_t flen, char *func, size_t fnlen)
 {
+	(void)line;
 	snprintf(file, flen, "/src/f%llu.py", (unsigned long long)key);
 	snprintf(func, fnlen, "fn%llu", (unsigned long long)key);
 	return true;
