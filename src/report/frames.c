@@ -221,8 +221,19 @@ const char *report_stack_label(struct report_section *rs, uint32_t stack_id)
 	return fr->stack_label[stack_id] ? fr->stack_label[stack_id] : "[out of memory]";
 }
 
+/* Native frames that are CUDA's however they are linked: nvcc's launch stubs (compiled into the
+ * program, from its .cudafe1.stub.c) and the runtime's templates (cuda_runtime.h), and a static
+ * libcudart's entry points. */
+static bool is_cuda_glue(const char *label)
+{
+	return strncmp(label, "__device_stub_", 14) == 0 || strncmp(label, "cudaLaunch", 10) == 0 ||
+	       strstr(label, ".cudafe1.stub.c") || strstr(label, "/cuda_runtime.h:") ||
+	       strstr(label, "/cuda_runtime_api.h:");
+}
+
 /* Library code: the frame says where the call came from, not why. */
-static bool is_library_frame(const struct tally_section *s, const struct tally_frame *f)
+static bool is_library_frame(struct report_section *rs, uint32_t frame_id,
+			     const struct tally_frame *f)
 {
 	static const char *const py_lib[] = {"/site-packages/", "/dist-packages/", "/lib/python",
 					     "<frozen"};
@@ -238,13 +249,13 @@ static bool is_library_frame(const struct tally_section *s, const struct tally_f
 				return true;
 		return false;
 	}
-	m = tally_module_of(&s->stacks, f->pc);
+	m = tally_module_of(&rs->s->stacks, f->pc);
 	if (m && strstr(base_name(m->path), "cupti")) /* CUPTI, or a stand-in for it */
 		return true;
 	for (i = 0; m && i < sizeof(native_lib) / sizeof(native_lib[0]); i++)
 		if (strncmp(base_name(m->path), native_lib[i], strlen(native_lib[i])) == 0)
 			return true;
-	return false;
+	return is_cuda_glue(report_frame_label(rs, frame_id));
 }
 
 uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id)
@@ -262,7 +273,7 @@ uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id)
 	for (i = 0; i < st->nframes; i++) {
 		const struct tally_frame *f = tally_frame_get(&rs->s->stacks, st->frames[i]);
 
-		if (f && !is_library_frame(rs->s, f)) {
+		if (f && !is_library_frame(rs, st->frames[i], f)) {
 			pick = st->frames[i];
 			break;
 		}
