@@ -76,16 +76,23 @@ void tally_nativestack_init(void)
 	(void)dl_iterate_phdr(find_self, (void *)(uintptr_t)tally_nativestack_init);
 }
 
+static bool in_self(const void *pc)
+{
+	return (uint64_t)(uintptr_t)pc >= self.lo && (uint64_t)(uintptr_t)pc < self.hi;
+}
+
 unsigned tally_nativestack_capture(struct raw_frame *out, unsigned max)
 {
 	void *pcs[MAX_CAPTURE];
-	int got = backtrace(pcs, MAX_CAPTURE), i = 0;
+	int got = backtrace(pcs, MAX_CAPTURE), i, first = 0;
 	unsigned n = 0;
 
-	while (i < got && (uint64_t)(uintptr_t)pcs[i] >= self.lo &&
-	       (uint64_t)(uintptr_t)pcs[i] < self.hi)
-		i++;
-	for (; i < got && n < max; i++, n++) {
+	/* Start past tally's own frames (the CUPTI callback); a sanitizer's backtrace interceptor
+	 * may come before them. */
+	for (i = 0; i < got && i < 16; i++)
+		if (in_self(pcs[i]))
+			first = i + 1;
+	for (i = first; i < got && n < max; i++, n++) {
 		out[n].key = (uint64_t)(uintptr_t)pcs[i];
 		out[n].line = 0;
 		out[n].type = TALLY_FRAME_NATIVE;

@@ -4,6 +4,9 @@
 # frame in the trace must name them, and launches made without the GIL must carry no stack.
 # Usage: test-pystacks.sh TALLY FAKECUPTI SRCDIR
 set -u
+# Under the sanitizer builds libtally.so is preloaded ahead of the sanitizer runtime (and python3
+# is not built with it): as test-exitpath.sh does.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
 TALLY=$1
 export TALLY_CUPTI_PATH=$2
 SRC=$3
