@@ -16,6 +16,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -579,12 +580,28 @@ static void loss_window(void *ctx, uint64_t t0, uint64_t t1, uint64_t launches, 
 	}
 }
 
+/* Launches whose stack the full tables could not take: said once, at close. */
+static void note_stacks_lost(void)
+{
+	uint64_t lost = tally_stacktab_lost();
+	char text[160];
+
+	if (!lost)
+		return;
+	snprintf(text, sizeof(text),
+		 "%llu launch(es) got no call stack: the frame or stack table was full",
+		 (unsigned long long)lost);
+	tally_pipeline_note(TALLY_NOTE_WARNING, "stacks-lost", text);
+}
+
 /* The close: everything left, the unmatched, the stranded, the flush facts, the final ledger. */
 static void finish_locked(struct pipeline *p)
 {
 	struct finish_ctx fctx = {p, &p->payload};
 	uint64_t handed, delivered;
 
+	if (p->cfg.stacks)
+		note_stacks_lost();
 	consume_all(p, false);
 	flush_batches(p);
 	read_dropped(p);

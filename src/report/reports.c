@@ -389,7 +389,8 @@ static const char *const empty_text[R_COUNT] = {
     [R_MEM_SIZE_SUM] = "the trace(s) hold no GPU memory operation data",
     [R_GPU_TRACE] = "the trace(s) hold no CUDA kernel or memory operation data",
     [R_API_TRACE] = "the trace(s) hold no CUDA API data",
-    [R_KERN_STACK_SUM] = "the trace(s) hold no CUDA kernel data",
+    [R_KERN_STACK_SUM] = "the trace(s) hold no call stacks of kernel launches (record with "
+			 "--python-stacks or --native-stacks)",
     [R_MEM_USAGE] = "the trace(s) hold no CUDA memory allocation data (record with --trace "
 		    "cuda,memory)",
 };
@@ -416,7 +417,7 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 	} else {
 		v->cell = sum_cell;
 		v->ctx = sx;
-		v->nrows = st->t[r].n;
+		v->nrows = r == R_KERN_STACK_SUM && !st->stacked_kernels ? 0 : st->t[r].n;
 	}
 }
 

@@ -98,6 +98,8 @@ struct stats {
 	uint64_t base;
 	bool failed;	      /* out of memory somewhere: reports would be short */
 	struct mem_usage mem; /* cuda_gpu_mem_usage */
+	uint64_t
+	    stacked_kernels; /* kernels with a call stack: none, and the stack report is empty */
 };
 
 bool stats_wants(const struct stats *st, enum report_id r);

@@ -456,6 +456,7 @@ static void kernel_stack(struct stats *st, struct report_section *rs, const stru
 	struct group *g;
 	unsigned style;
 
+	st->stacked_kernels += r->stack_id != 0;
 	for (style = 0; style < 2; style++)
 		if ((g = stack_group(st, rs, r->stack_id, style)))
 			vec_add(st, &g->vals, r->end - r->start);
