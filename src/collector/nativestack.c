@@ -24,6 +24,7 @@
 #include "stacks.h"
 
 #define MAX_CAPTURE 160
+#define SELF_FRAMES 8 /* tally's frames above the capture, and a sanitizer's interceptor */
 #define MAX_MODULES 4096
 
 struct module_range {
@@ -84,12 +85,15 @@ static bool in_self(const void *pc)
 unsigned tally_nativestack_capture(struct raw_frame *out, unsigned max)
 {
 	void *pcs[MAX_CAPTURE];
-	int got = backtrace(pcs, MAX_CAPTURE), i, first = 0;
+	/* Unwinding costs per frame (CFI interpreted each time): no deeper than what is kept, plus
+	 * tally's own few frames at the top. */
+	int want = (int)(max + SELF_FRAMES < MAX_CAPTURE ? max + SELF_FRAMES : MAX_CAPTURE);
+	int got = backtrace(pcs, want), i, first = 0;
 	unsigned n = 0;
 
 	/* Start past tally's own frames (the CUPTI callback); a sanitizer's backtrace interceptor
 	 * may come before them. */
-	for (i = 0; i < got && i < 16; i++)
+	for (i = 0; i < got && i < SELF_FRAMES; i++)
 		if (in_self(pcs[i]))
 			first = i + 1;
 	for (i = first; i < got && n < max; i++, n++) {

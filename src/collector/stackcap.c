@@ -11,6 +11,7 @@
  */
 #include "stackcap.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 #include "convert.h"
@@ -108,7 +109,7 @@ static uint32_t capture(void)
 bool tally_stackcap_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			     const CUpti_CallbackData *api)
 {
-	int dom = domain_index(domain);
+	int dom = domain_index(domain), saved_errno;
 	uint32_t id;
 
 	if (!is_launch(dom, cbid))
@@ -118,11 +119,13 @@ bool tally_stackcap_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			runtime_depth--;
 		return true;
 	}
+	saved_errno = errno; /* the program's, inside its CUDA call */
 	id = dom == 1 && runtime_depth ? runtime_stack : capture();
 	tally_stacktab_note(api->correlationId, id);
 	if (dom == 0) {
 		runtime_depth++;
 		runtime_stack = id;
 	}
+	errno = saved_errno;
 	return true;
 }

@@ -8,6 +8,8 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 static void (*launch)(unsigned n);
 
@@ -41,8 +43,34 @@ __attribute__((noinline)) static int model_forward(unsigned n)
 	return after;
 }
 
-int main(void)
+/* The bench (bench/stack-capture.sh): n launches from `depth` nested frames, ns per launch. */
+__attribute__((noinline)) static long nested(int depth, unsigned n)
+{
+	struct timespec t0, t1;
+	volatile long r;
+
+	if (depth > 1)
+		return r = nested(depth - 1, n);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned i = 0; i < n; i++)
+		launch(1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return r = (t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec);
+}
+
+int main(int argc, char **argv)
 {
 	cu_init();
+	if (argc > 2 && strcmp(argv[1], "loop") == 0) {
+		unsigned n = (unsigned)atoi(argv[2]);
+		int depths[] = {1, 10, 30};
+
+		for (int i = 0; i < 3; i++) {
+			nested(depths[i], n / 10);
+			printf("depth %d ns_per_launch %.1f\n", depths[i],
+			       (double)nested(depths[i], n) / n);
+		}
+		return 0;
+	}
 	return solver_step(30) + model_forward(70) == 1 ? 0 : 1;
 }
