@@ -386,6 +386,44 @@ static void test_sqlite(void **state)
 	assert_string_equal(line, "3|10|3|600|16\n");
 }
 
+static void test_csv_memory(void **state)
+{
+	struct report_set set = {0};
+	struct export_opts o = {.output = tmp("csv"), .force = true};
+	struct export_stats es;
+	struct observed x;
+	char *paths[1], err[256], line[512];
+	uint64_t alloc = 0, freed = 0, rows = 0;
+	FILE *f;
+
+	(void)state;
+	make_trace(tmp("csv.tally"), &x);
+	paths[0] = (char *)tmp("csv.tally");
+	assert_int_equal(report_set_open(&set, paths, 1, err, sizeof(err)), 0);
+	report_set_find_base(&set);
+	assert_int_equal(report_export(&export_csv, &set, &o, NULL, NULL, &es, err, sizeof(err)),
+			 0);
+	report_set_close(&set);
+	snprintf(line, sizeof(line), "%s/memory.csv", tmp("csv"));
+	f = fopen(line, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f)); /* header */
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long bytes;
+		char op[16];
+
+		/* section,pid,time,correlation,device,context,stream,address,bytes,operation,... */
+		assert_int_equal(
+		    sscanf(line, "%*u,%*u,%*u,%*u,%*u,%*u,%*u,%*u,%llu,%15[a-z]", &bytes, op), 2);
+		*(strcmp(op, "alloc") == 0 ? &alloc : &freed) += bytes;
+		rows++;
+	}
+	fclose(f);
+	assert_int_equal(rows, 2 * ALLOCS);
+	assert_int_equal(alloc, alloc_total());
+	assert_int_equal(freed, alloc_total());
+}
+
 /* An older reader meets the new chunks: they are skipped, counted, and the rest reads. */
 struct renumber {
 	struct tally_writer w;
@@ -458,10 +496,10 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_interning),	   cmocka_unit_test(test_correlation_ring),
-	    cmocka_unit_test(test_stack_report),   cmocka_unit_test(test_memory_report),
-	    cmocka_unit_test(test_chrome),	   cmocka_unit_test(test_sqlite),
-	    cmocka_unit_test(test_unknown_chunks),
+	    cmocka_unit_test(test_interning),	 cmocka_unit_test(test_correlation_ring),
+	    cmocka_unit_test(test_stack_report), cmocka_unit_test(test_memory_report),
+	    cmocka_unit_test(test_chrome),	 cmocka_unit_test(test_sqlite),
+	    cmocka_unit_test(test_csv_memory),	 cmocka_unit_test(test_unknown_chunks),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
