@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Native stacks: glibc's backtrace(), which unwinds with the .eh_frame tables (through
- * libgcc_s's _Unwind_Backtrace).  A frame-pointer walk would be cheaper, but libcuda, libcudart,
- * libtorch and most distribution code are built without frame pointers, so it would stop (or
- * wander) at the first such frame; the unwind tables are there because C++ exceptions need
- * them.  backtrace() is safe here: the capture runs inside a CUDA API call on an ordinary thread,
- * not in a signal handler, and glibc >= 2.35 finds unwind tables without the loader's lock
+ * Native stacks: libgcc_s's _Unwind_Backtrace (as glibc's backtrace()), which unwinds with the
+ * .eh_frame tables, cached per thread for a loop's repeated chain (unwinder.c).  A frame-pointer walk
+ * would be cheaper, but libcuda, libcudart, libtorch and most distribution code are built without
+ * frame pointers, so it would stop (or wander) at the first such frame; the unwind tables are there
+ * because C++ exceptions need them.  Unwinding is safe here: the capture runs inside a CUDA API
+ * call on an ordinary thread, not in a signal handler, and glibc >= 2.35 finds unwind tables
+ * without the loader's lock
  * (_dl_find_object).  Its one unsafe moment, loading libgcc_s on first use, happens in init.
  *
  * Nothing is symbolized in the process: the file gets return addresses and, from the consumer
@@ -22,8 +23,9 @@
 #include <unistd.h>
 
 #include "stacks.h"
+#include "unwinder.h"
 
-#define MAX_CAPTURE 160
+#define MAX_CAPTURE TALLY_UNWIND_MAX
 #define SELF_FRAMES 8 /* tally's frames above the capture, and a sanitizer's interceptor */
 #define MAX_MODULES 4096
 
@@ -71,9 +73,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 
 void tally_nativestack_init(void)
 {
-	void *warm[4];
-
-	(void)backtrace(warm, 4);
+	tally_unwind_init();
 	(void)dl_iterate_phdr(find_self, (void *)(uintptr_t)tally_nativestack_init);
 }
 
@@ -88,7 +88,7 @@ unsigned tally_nativestack_capture(struct raw_frame *out, unsigned max)
 	/* Unwinding costs per frame (CFI interpreted each time): no deeper than what is kept, plus
 	 * tally's own few frames at the top. */
 	int want = (int)(max + SELF_FRAMES < MAX_CAPTURE ? max + SELF_FRAMES : MAX_CAPTURE);
-	int got = backtrace(pcs, want), i, first = 0;
+	int got = tally_unwind(pcs, want), i, first = 0;
 	unsigned n = 0;
 
 	/* Start past tally's own frames (the CUPTI callback); a sanitizer's backtrace interceptor

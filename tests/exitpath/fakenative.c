@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fakenative: a C "CUDA program" for native stacks on the CPU.  It loads the collector as the
- * driver does, then launches through the stand-in CUPTI from two functions; it prints, for each,
- * its name, the source line of its launching call (__LINE__) and how many launches it made, so
- * the test knows what the symbolized stacks must say without trusting tally.
+ * driver does, then launches through the stand-in CUPTI from two functions, in turns; each call
+ * prints the function's name, the source line of its launching call (__LINE__) and how many
+ * launches it made, so the test knows what the symbolized stacks must say without trusting
+ * tally.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -72,5 +73,9 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	return solver_step(30) + model_forward(70) == 1 ? 0 : 1;
+	/* interleaved, so that each launch comes from a chain other than the last one's */
+	for (int i = 0; i < 10; i++)
+		if (solver_step(3) + model_forward(7) != 1)
+			return 1;
+	return 0;
 }

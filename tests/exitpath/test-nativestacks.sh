@@ -18,7 +18,8 @@ python3 - "$T/out" "$T/stats.csv" <<'PY'
 import csv, re, sys
 want = {}
 for m in re.finditer(r"^(\w+) (\d+) (\d+)$", open(sys.argv[1]).read(), re.M):
-    want[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+    line, n = want.get(m.group(1), (int(m.group(2)), 0))
+    want[m.group(1)] = (line, n + int(m.group(3)))
 rows = [r for r in csv.reader(l for l in open(sys.argv[2]) if l.strip() and not l.startswith("#"))]
 head = rows[0]
 frames = {r[head.index("Location")]: int(r[head.index("Instances")]) for r in rows[1:]

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <execinfo.h>
 #include <jansson.h>
 
 #include "reader.h"
@@ -23,6 +24,7 @@
 #include "stacks.h"
 #include "stacktab.h"
 #include "testsrc.h"
+#include "unwinder.h"
 #include "writer.h"
 
 /* ---- interning ---------------------------------------------------------------------------- */
@@ -111,6 +113,66 @@ static void test_correlation_ring(void **state)
 	tally_stacktab_note(5 + (1u << 20), 9); /* a million launches later: the slot is reused */
 	assert_int_equal(tally_stacktab_lookup(5), 0);
 	assert_int_equal(tally_stacktab_lookup(5 + (1u << 20)), 9);
+}
+
+/* ---- the cached unwinder against glibc's backtrace() ----------------------------------------- */
+
+struct probe_result {
+	void *ours[64], *ref[64];
+	int nours, nref;
+};
+
+/* Different depths, and two call sites at each: the chains a loop of launches alternates. */
+__attribute__((noinline)) static int probe(int depth, int site, struct probe_result *r)
+{
+	volatile int keep = depth;
+
+	if (depth > 0) { /* not a tail call: each level keeps its frame */
+		int below = probe(depth - 1, site, r);
+
+		return below + keep - depth;
+	}
+	if (site) {
+		r->nours = tally_unwind(r->ours, 64);
+		r->nref = backtrace(r->ref, 64);
+	} else {
+		r->nref = backtrace(r->ref, 64);
+		r->nours = tally_unwind(r->ours, 64);
+	}
+	return keep;
+}
+
+static void test_unwinder_cache(void **state)
+{
+	struct probe_result r;
+	unsigned i, seed = 12345;
+
+	(void)state;
+	tally_unwind_init();
+	for (i = 0; i < 5000; i++) {
+		/* runs of 8 captures from one chain, then another depth or call site */
+		static int depth, site;
+
+		if (i % 8 == 0) {
+			seed = seed * 1103515245u + 12345u;
+			depth = (int)(seed >> 16) % 12;
+			site = (int)(seed >> 8) & 1;
+		}
+		memset(&r, 0, sizeof(r));
+		probe(depth, site, &r);
+		/* [0] are the two call sites in probe: from probe's caller on, the same chain (a
+		 * sanitizer's backtrace interceptor adds a frame of its own to the reference) */
+		int extra = r.nref - r.nours;
+
+		assert_true(extra == 0 || extra == 1);
+		assert_memory_equal(r.ours + 1, r.ref + extra + 1,
+				    (size_t)(r.nours - 1) * sizeof(void *));
+	}
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+	/* the cache answered, and was right (under ASan, frames may live on its fake stack, which
+	 * the cache does not trust: every capture is unwound) */
+	assert_true(tally_unwind_cache_hits() > 1000);
+#endif
 }
 
 /* ---- traces through the pipeline ----------------------------------------------------------- */
@@ -496,10 +558,11 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_interning),	 cmocka_unit_test(test_correlation_ring),
-	    cmocka_unit_test(test_stack_report), cmocka_unit_test(test_memory_report),
-	    cmocka_unit_test(test_chrome),	 cmocka_unit_test(test_sqlite),
-	    cmocka_unit_test(test_csv_memory),	 cmocka_unit_test(test_unknown_chunks),
+	    cmocka_unit_test(test_unwinder_cache),   cmocka_unit_test(test_interning),
+	    cmocka_unit_test(test_correlation_ring), cmocka_unit_test(test_stack_report),
+	    cmocka_unit_test(test_memory_report),    cmocka_unit_test(test_chrome),
+	    cmocka_unit_test(test_sqlite),	     cmocka_unit_test(test_csv_memory),
+	    cmocka_unit_test(test_unknown_chunks),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
