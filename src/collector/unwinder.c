@@ -10,7 +10,8 @@
  * from the same frame address, if every one of those stack slots still holds the same address,
  * the chain is the same and its addresses are reused (a read per frame instead of a CFI
  * interpretation).  Every 64th hit is unwound in full and compared anyway; one difference and the
- * thread never trusts its cache again.
+ * thread never trusts its cache again.  Only chains on the thread's own stack are cached (a
+ * coroutine's stack may be freed), so the slots read are always mapped.
  *
  * libgcc_s is looked up at run time (glibc loads it for backtrace() as well), so libtally.so keeps
  * linking libc, pthread and libdl only; without it, glibc's backtrace() is used, uncached.
@@ -19,6 +20,7 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -40,6 +42,8 @@ static _Thread_local struct {
 	uintptr_t cfas[TALLY_UNWIND_MAX];
 	unsigned hits;
 	bool untrusted; /* a verification found the cache wrong once */
+	bool bounds_known;
+	uintptr_t stack_lo, stack_hi; /* the thread's own stack: only a chain inside it is cached */
 } cache;
 
 void tally_unwind_init(void)
