@@ -148,6 +148,8 @@ int tally_config_load(struct tally_config *c, char *why, size_t len)
 	env_str("TALLY_MANIFEST", "", c->manifest, sizeof(c->manifest));
 	c->force = env_flag("TALLY_FORCE");
 	c->python_stacks = env_flag("TALLY_PYTHON_STACKS");
+	s = getenv("TALLY_PYTHON_STACKS");
+	c->python_stacks_gil = s && strcmp(s, "gil") == 0;
 	c->native_stacks = env_flag("TALLY_NATIVE_STACKS");
 	if (!env_u64("TALLY_STACK_DEPTH", 32, 1, &v, why, len))
 		return -EINVAL;

@@ -46,6 +46,7 @@ struct tally_config {
 	long root_pid;		   /* the process `tally record` started; 0 unknown */
 	uint64_t slow_consumer_ns; /* tests only: the consumer sleeps this long per record */
 	bool python_stacks;	   /* TALLY_PYTHON_STACKS: Python stack of each launching call */
+	bool python_stacks_gil;	   /* TALLY_PYTHON_STACKS=gil: only from threads holding the GIL */
 	bool native_stacks;	   /* TALLY_NATIVE_STACKS: return addresses of each launch */
 	unsigned stack_depth;	   /* TALLY_STACK_DEPTH: frames kept per stack */
 };

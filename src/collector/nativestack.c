@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Native stacks: libgcc_s's _Unwind_Backtrace (as glibc's backtrace()), which unwinds with the
- * .eh_frame tables, cached per thread for a loop's repeated chain (unwinder.c).  A frame-pointer walk
- * would be cheaper, but libcuda, libcudart, libtorch and most distribution code are built without
- * frame pointers, so it would stop (or wander) at the first such frame; the unwind tables are there
- * because C++ exceptions need them.  Unwinding is safe here: the capture runs inside a CUDA API
- * call on an ordinary thread, not in a signal handler, and glibc >= 2.35 finds unwind tables
- * without the loader's lock
+ * .eh_frame tables, cached per thread for a loop's repeated chain (unwinder.c).  A frame-pointer
+ * walk would be cheaper, but libcuda, libcudart, libtorch and most distribution code are built
+ * without frame pointers, so it would stop (or wander) at the first such frame; the unwind tables
+ * are there because C++ exceptions need them.  Unwinding is safe here: the capture runs inside a
+ * CUDA API call on an ordinary thread, not in a signal handler, and glibc >= 2.35 finds unwind
+ * tables without the loader's lock
  * (_dl_find_object).  Its one unsafe moment, loading libgcc_s on first use, happens in init.
  *
  * Nothing is symbolized in the process: the file gets return addresses and, from the consumer
@@ -100,6 +100,7 @@ unsigned tally_nativestack_capture(struct raw_frame *out, unsigned max)
 		out[n].key = (uint64_t)(uintptr_t)pcs[i];
 		out[n].line = 0;
 		out[n].type = TALLY_FRAME_NATIVE;
+		out[n].aux = 0;
 	}
 	return n;
 }

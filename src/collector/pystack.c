@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pyframes.h"
 #include "stacks.h"
 
 typedef void PyObject;
@@ -43,7 +44,7 @@ static bool bound;
 
 #define BIND(field, name) (*(void **)&py.field = dlsym(RTLD_DEFAULT, name))
 
-bool tally_pystack_init(void)
+bool tally_pystack_init(bool gil_only)
 {
 	if (bound)
 		return true;
@@ -66,6 +67,8 @@ bool tally_pystack_init(void)
 		BIND(CodeAddr2Line, "PyCode_Addr2Line");
 	if (!py.CodeAddr2Line)
 		py.FrameGetLasti = NULL;
+	if (bound && !gil_only)
+		(void)tally_pyframes_init();
 	return bound;
 }
 
@@ -80,12 +83,13 @@ static bool holds_gil(void)
 	return py.GILState_Check() == 1;
 }
 
-unsigned tally_pystack_capture(struct raw_frame *out, unsigned max)
+/* Through the public API: only with the GIL held. */
+static unsigned capture_with_gil(struct raw_frame *out, unsigned max)
 {
 	PyObject *frame, *back;
 	unsigned n = 0;
 
-	if (!bound || !holds_gil())
+	if (!holds_gil())
 		return 0;
 	frame = py.GetFrame();
 	if (!frame)
@@ -99,6 +103,7 @@ unsigned tally_pystack_capture(struct raw_frame *out, unsigned max)
 		out[n].line = py.FrameGetLasti ? (uint32_t)py.FrameGetLasti(frame)
 					       : (uint32_t)py.FrameGetLineNumber(frame);
 		out[n].type = TALLY_FRAME_PYTHON;
+		out[n].aux = 0;
 		py.DecRef(code);
 		n++;
 		back = py.FrameGetBack(frame);
@@ -108,6 +113,22 @@ unsigned tally_pystack_capture(struct raw_frame *out, unsigned max)
 	if (frame)
 		py.DecRef(frame);
 	return n;
+}
+
+unsigned tally_pystack_capture(struct raw_frame *out, unsigned max, frame_namer *namer)
+{
+	unsigned n;
+
+	if (!bound)
+		return 0;
+	/* In place first: it needs no GIL, and PyTorch's ops release it before they launch. */
+	n = tally_pyframes_capture(out, max);
+	if (n) {
+		*namer = tally_pyframes_name;
+		return n;
+	}
+	*namer = tally_pystack_name;
+	return capture_with_gil(out, max);
 }
 
 /* A str attribute of obj copied into out; false (error cleared) if there is none. */

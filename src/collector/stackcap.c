@@ -81,7 +81,7 @@ void tally_stackcap_subscribe(CUpti_SubscriberHandle sub, const struct tally_con
 {
 	if (!cfg->python_stacks && !cfg->native_stacks)
 		return;
-	cap.python = cfg->python_stacks && tally_pystack_init();
+	cap.python = cfg->python_stacks && tally_pystack_init(cfg->python_stacks_gil);
 	cap.native = cfg->native_stacks;
 	cap.depth = cfg->stack_depth ? cfg->stack_depth : 32;
 	say_what(cfg->python_stacks);
@@ -97,13 +97,14 @@ void tally_stackcap_subscribe(CUpti_SubscriberHandle sub, const struct tally_con
 static uint32_t capture(void)
 {
 	struct raw_frame frames[2 * MAX_DEPTH];
+	frame_namer namer = NULL;
 	unsigned n = 0;
 
 	if (cap.native)
 		n = tally_nativestack_capture(frames, cap.depth);
 	if (cap.python)
-		n += tally_pystack_capture(frames + n, cap.depth);
-	return tally_stacktab_intern(frames, n, cap.python ? tally_pystack_name : NULL);
+		n += tally_pystack_capture(frames + n, cap.depth, &namer);
+	return tally_stacktab_intern(frames, n, namer);
 }
 
 bool tally_stackcap_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

@@ -22,7 +22,7 @@
 #define NAME_MAX_LEN 512
 
 struct frame_slot {
-	uint64_t key;
+	uint64_t key, aux;
 	uint32_t line, type, id;
 };
 
@@ -140,16 +140,16 @@ static uint32_t frame_add(const struct raw_frame *f, frame_namer namer)
 
 static uint32_t frame_id(const struct raw_frame *f, frame_namer namer)
 {
-	uint64_t h = mix(mix(f->key, f->line), f->type);
+	uint64_t h = mix(mix(mix(f->key, f->line), f->type), f->aux);
 	uint32_t i;
 
 	for (i = (uint32_t)h & (FRAME_SLOTS - 1); tab.frames[i].id; i = (i + 1) & (FRAME_SLOTS - 1))
 		if (tab.frames[i].key == f->key && tab.frames[i].line == f->line &&
-		    tab.frames[i].type == f->type)
+		    tab.frames[i].type == f->type && tab.frames[i].aux == f->aux)
 			return tab.frames[i].id;
 	if (tab.nframes >= FRAME_MAX)
 		return 0;
-	tab.frames[i] = (struct frame_slot){f->key, f->line, f->type, frame_add(f, namer)};
+	tab.frames[i] = (struct frame_slot){f->key, f->aux, f->line, f->type, frame_add(f, namer)};
 	if (!tab.frames[i].id)
 		return 0;
 	tab.nframes++;

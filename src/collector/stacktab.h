@@ -28,6 +28,7 @@ struct raw_frame {
 	uint64_t key;  /* code object address, or return address */
 	uint32_t line; /* the line, or where the capture has it, the instruction offset */
 	uint32_t type; /* enum tally_frame_type */
+	uint64_t aux;  /* more identity for the key (a Python code object's names), 0 if none */
 };
 
 /* Names a Python frame when it is first seen: file and function, UTF-8, and turns *line from

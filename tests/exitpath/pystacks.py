@@ -3,11 +3,12 @@
 
 Run under `tally record --python-stacks` (see test-pystacks.sh).  It loads the collector as the
 CUDA driver does (InitializeInjection), then calls the stand-in CUPTI's fakecupti_launch, which
-fires CUPTI's launch API callback on this thread, from three functions.  Through ctypes.PyDLL the
-call keeps the GIL, as a real CUDA call from a C extension does; through ctypes.CDLL it releases
-it, and the collector must then record no stack (it never takes the GIL).  Each function writes
-down its own file, qualified name and the line of its launching call (from inspect, not from
-tally) into the JSON file named by argv[1].
+fires CUPTI's launch API callback on this thread, from four functions.  Through ctypes.PyDLL the
+call keeps the GIL; through ctypes.CDLL it releases it first, as PyTorch's ops do before they
+launch.  The collector never takes the GIL: it reads the thread's frames in place, so both get
+their stack; with TALLY_PYTHON_STACKS=gil (argv[2] "gil") it uses only the public API, and the
+launches made without the GIL get none.  Each function writes down its own file, qualified name
+and the line of its launching call (from inspect, not from tally) into the JSON file argv[1].
 """
 import ctypes
 import inspect
@@ -21,6 +22,7 @@ if tally.InitializeInjection() != 1:
 with_gil = ctypes.PyDLL(os.environ["TALLY_CUPTI_PATH"])
 without_gil = ctypes.CDLL(os.environ["TALLY_CUPTI_PATH"])
 expected = {"with_stack": [], "without_stack": 0}
+gil_only = len(sys.argv) > 2 and sys.argv[2] == "gil"
 
 
 def note(n, name):
@@ -47,8 +49,11 @@ def gamma(n):
 
 
 def delta(n):
-    without_gil.fakecupti_launch(n)  # the GIL is released: no stack may be recorded
-    expected["without_stack"] += n
+    if gil_only:
+        expected["without_stack"] += n  # the GIL is released: the public API cannot be used
+    else:
+        note(n, "delta")
+    without_gil.fakecupti_launch(n)
 
 
 alpha(100)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Python call stacks on the CPU: a real python3 launches through the stand-in CUPTI from known
-# functions at known lines (pystacks.py says which, from inspect); every launch's innermost user
-# frame in the trace must name them, and launches made without the GIL must carry no stack.
+# functions at known lines (pystacks.py says which, from inspect), with and without the GIL;
+# every launch's innermost user frame in the trace must name them.  With TALLY_PYTHON_STACKS=gil
+# (public API only) launches made without the GIL must carry no stack.
 # Usage: test-pystacks.sh TALLY FAKECUPTI SRCDIR
 set -u
 # Under the sanitizer builds libtally.so is preloaded ahead of the sanitizer runtime (and python3
@@ -13,10 +14,16 @@ SRC=$3
 command -v python3 >/dev/null 2>&1 || { echo "skip: no python3"; exit 77; }
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-"$TALLY" record --python-stacks -o "$T/py.tally" -- python3 "$SRC/pystacks.py" "$T/expected.json" \
-	>"$T/out" 2>&1 || { cat "$T/out"; echo "FAIL record"; exit 1; }
-"$TALLY" export -f chrome -o "$T/py.json" "$T/py.tally" >/dev/null 2>&1 || { echo "FAIL export"; exit 1; }
-"$TALLY" stats -r cuda_kern_stack_sum --format csv "$T/py.tally" >"$T/stats.csv" 2>&1 || { echo "FAIL stats"; exit 1; }
+check() { # MODE: "" (frames read in place) or gil (public API, threads holding the GIL only)
+rm -f "$T"/py.*
+# --python-stacks sets TALLY_PYTHON_STACKS=1; the gil mode is the variable's own value
+flag=--python-stacks
+[ -n "$1" ] && flag=""
+TALLY_PYTHON_STACKS=${1:-1} "$TALLY" record $flag -o "$T/py.tally" -- \
+	python3 "$SRC/pystacks.py" "$T/expected.json" "$1" \
+	>"$T/out" 2>&1 || { cat "$T/out"; echo "FAIL record"; return 1; }
+"$TALLY" export -f chrome -o "$T/py.json" "$T/py.tally" >/dev/null 2>&1 || { echo "FAIL export"; return 1; }
+"$TALLY" stats -r cuda_kern_stack_sum --format csv "$T/py.tally" >"$T/stats.csv" 2>&1 || { echo "FAIL stats"; return 1; }
 python3 - "$T/expected.json" "$T/py.json" "$T/stats.csv" <<'PY'
 import collections, csv, json, sys
 want = json.load(open(sys.argv[1]))
@@ -26,7 +33,8 @@ got = collections.Counter(e["args"].get("launched_from") for e in launches)
 exp = collections.Counter()
 for w in want["with_stack"]:
     exp["%s (%s:%d)" % (w["func"], w["file"], w["line"])] += w["n"]
-exp[None] = want["without_stack"]
+if want["without_stack"]:
+    exp[None] = want["without_stack"]
 fail = got != exp
 print("launches by innermost user frame:", dict(got))
 if fail:
@@ -47,6 +55,10 @@ if len(stacks) != 1:
     fail = True
 sys.exit(1 if fail else 0)
 PY
-rc=$?
-[ $rc -eq 0 ] && echo "ok   python stacks name the launching functions and lines" || echo "FAIL python stacks"
+}
+rc=0
+check "" && echo "ok   python stacks (read in place) name the launching functions and lines, with or without the GIL" ||
+	{ echo "FAIL python stacks (in place)"; rc=1; }
+check gil && echo "ok   python stacks (TALLY_PYTHON_STACKS=gil) name them where the GIL is held, and only there" ||
+	{ echo "FAIL python stacks (gil)"; rc=1; }
 exit $rc

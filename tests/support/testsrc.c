@@ -381,7 +381,7 @@ static void note_stack(struct gen *g, uint32_t corr)
 	s = testsrc_stack_index(corr, g->w->stacks);
 	n = testsrc_stack_frames(s, f);
 	for (i = 0; i < n; i++)
-		raw[i] = (struct raw_frame){frame_key(&f[i], s), f[i].line, TALLY_FRAME_PYTHON};
+		raw[i] = (struct raw_frame){frame_key(&f[i], s), f[i].line, TALLY_FRAME_PYTHON, 0};
 	tally_stacktab_note(corr, tally_stacktab_intern(raw, n, name_frame));
 }
 

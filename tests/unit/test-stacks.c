@@ -39,9 +39,9 @@ static bool namer(uint64_t key, uint32_t *line, char *file, size_t flen, char *f
 
 static uint32_t intern3(uint64_t a, uint64_t b, uint32_t line)
 {
-	struct raw_frame f[3] = {{a, line, TALLY_FRAME_PYTHON},
-				 {b, 20, TALLY_FRAME_PYTHON},
-				 {0x4000, 0, TALLY_FRAME_NATIVE}};
+	struct raw_frame f[3] = {{a, line, TALLY_FRAME_PYTHON, 0},
+				 {b, 20, TALLY_FRAME_PYTHON, 0},
+				 {0x4000, 0, TALLY_FRAME_NATIVE, 0}};
 
 	return tally_stacktab_intern(f, 3, namer);
 }
