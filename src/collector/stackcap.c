@@ -28,7 +28,7 @@
 #define MAX_DEPTH 128
 
 static struct {
-	bool python, native;
+	bool python, python_gil, native;
 	unsigned depth;
 	uint64_t launches[DOMAINS][CBID_BITS / 64];
 } cap;
@@ -67,7 +67,7 @@ static void enable_launch_callbacks(CUpti_SubscriberHandle sub, CUpti_CallbackDo
 
 static void say_what(bool python_asked)
 {
-	char text[200];
+	char text[256];
 
 	snprintf(text, sizeof(text), "call stacks on launches: python %s, native %s, depth %u",
 		 cap.python	? "on"
@@ -82,6 +82,7 @@ void tally_stackcap_subscribe(CUpti_SubscriberHandle sub, const struct tally_con
 	if (!cfg->python_stacks && !cfg->native_stacks)
 		return;
 	cap.python = cfg->python_stacks && tally_pystack_init(cfg->python_stacks_gil);
+	cap.python_gil = cfg->python_stacks_gil;
 	cap.native = cfg->native_stacks;
 	cap.depth = cfg->stack_depth ? cfg->stack_depth : 32;
 	say_what(cfg->python_stacks);
