@@ -19,6 +19,7 @@ mkdir -p "$OUT"
 TALLY=$B/src/cli/tally
 PY=${PYTHON:-python3}
 S=$B/gpu/stacks
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
 	echo "SKIP: no GPU here"; exit 77
 fi
