@@ -47,14 +47,18 @@ struct layout {
 	int utf8;	/* PyCompactUnicodeObject.utf8 */
 };
 
+/* Candidates in order; validation moves to the next of the same version when one fails (3.13's
+ * thread state gained eval_breaker during its development: 72 with it, 64 without). */
 static const struct layout layouts[] = {
     {11, 56, 8, 32, 48, 56, 69, -1, 112, 128, 184, 48, 56},
     {12, 56, 0, 0, 8, -1, 70, 3, 112, 128, -1, 40, 48},
     {13, 72, -1, 0, 8, -1, 70, 3, 112, 128, -1, 40, 48},
+    {13, 64, -1, 0, 8, -1, 70, 3, 112, 128, -1, 40, 48},
 };
+#define NLAYOUTS (sizeof(layouts) / sizeof(layouts[0]))
 
 static struct {
-	const struct layout *l;
+	const struct layout *l; /* written only before state becomes 1 (then read-only) */
 	void *(*this_thread_state)(void);
 	int (*frame_lasti)(void *frame); /* PyUnstable_InterpreterFrame_GetLasti, 3.12+ */
 	int (*addr2line)(void *code, int byte_offset);
@@ -74,9 +78,9 @@ int tally_pyframes_init(void)
 
 	if (!version || sscanf(version(), "%d.%d", &major, &minor) != 2 || major != 3)
 		return -ENOTSUP;
-	for (i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+	for (i = NLAYOUTS; i-- > 0;)
 		if (layouts[i].minor == minor)
-			pf.l = &layouts[i];
+			pf.l = &layouts[i]; /* the first candidate of this version */
 	*(void **)&pf.this_thread_state = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
 	*(void **)&pf.frame_lasti = dlsym(RTLD_DEFAULT, "PyUnstable_InterpreterFrame_GetLasti");
 	*(void **)&pf.addr2line = dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
@@ -171,15 +175,29 @@ static int32_t instruction(const void *frame, const void *code)
 			 ((const char *)code + pf.l->co_code));
 }
 
+/* The next candidate layout of the same version, or NULL. */
+static const struct layout *next_candidate(const struct layout *l)
+{
+	return l + 1 < layouts + NLAYOUTS && l[1].minor == l->minor ? l + 1 : NULL;
+}
+
+/* Validated once, by the first thread that gets here (the others find no stack meanwhile). */
 static bool ready(const void *ts)
 {
-	int expected = 0, v;
+	static _Atomic bool busy;
+	bool idle = false;
+	int v;
 
-	if (atomic_load(&pf.state) == 0 && atomic_fetch_add(&pf.tries, 1) < 1000) {
-		v = validate(ts); /* two threads may both validate: they reach the same answer */
-		if (v)
-			atomic_compare_exchange_strong(&pf.state, &expected, v);
-	}
+	if (atomic_load(&pf.state) != 0)
+		return atomic_load(&pf.state) == 1;
+	if (atomic_fetch_add(&pf.tries, 1) >= 1000 ||
+	    !atomic_compare_exchange_strong(&busy, &idle, true))
+		return false;
+	while ((v = validate(ts)) < 0 && (pf.l = next_candidate(pf.l)))
+		;
+	if (v)
+		atomic_store(&pf.state, pf.l ? v : -1);
+	atomic_store(&busy, false);
 	return atomic_load(&pf.state) == 1;
 }
 
