@@ -105,14 +105,12 @@ static int add_stream(struct compare_result *r, const struct cmp_stream_id *id)
 	return 0;
 }
 
-static int order(struct compare_result *r, const struct cmp_side sd[2], struct side_order so[2])
+static int order(struct compare_result *r, const struct cmp_side sd[2],
+		 const struct side_order so[2])
 {
 	unsigned k;
 	size_t i;
 
-	for (k = 0; k < 2; k++)
-		if (side_order(&sd[k], &so[k]) < 0)
-			return -ENOMEM;
 	for (k = 0; k < 2; k++) {
 		for (i = 0; i < sd[k].nstreams; i++) {
 			const struct cmp_stream_id *id = &sd[k].streams[i];
@@ -178,6 +176,7 @@ static int radix_sort(uint64_t *v, size_t n)
 struct side_dist {
 	uint32_t *dur; /* durations, grouped by name, ascending */
 	size_t *begin; /* name k's: dur[begin[k] .. begin[k + 1]) */
+	size_t nkeys;  /* names known when this side was read (B may add more) */
 };
 
 static int side_dist(struct cmp_side *sd, size_t nkeys, struct side_dist *d)
@@ -185,6 +184,7 @@ static int side_dist(struct cmp_side *sd, size_t nkeys, struct side_dist *d)
 	uint64_t *comp = malloc((sd->nev ? sd->nev : 1) * sizeof(*comp));
 	size_t i;
 
+	d->nkeys = nkeys;
 	d->begin = calloc(nkeys + 1, sizeof(*d->begin));
 	if (!comp || !d->begin) {
 		free(comp);
@@ -205,18 +205,18 @@ static int side_dist(struct cmp_side *sd, size_t nkeys, struct side_dist *d)
 	d->dur = (uint32_t *)comp; /* narrowed in place: element i's 4 bytes never pass i's 8 */
 	for (i = 0; i < sd->nev; i++)
 		d->dur[i] = (uint32_t)comp[i];
+	d->dur = realloc(comp, (sd->nev ? sd->nev : 1) * sizeof(*d->dur));
+	if (!d->dur)
+		d->dur = (uint32_t *)comp;
 	return 0;
 }
 
-static int distributions(struct compare_result *r, struct cmp_side sd[2],
-			 const struct cmp_keys *keys, struct side_dist d[2])
+static int distributions(struct compare_result *r, const struct cmp_keys *keys,
+			 const struct side_dist d[2])
 {
 	size_t k;
 	unsigned s;
 
-	for (s = 0; s < 2; s++)
-		if (side_dist(&sd[s], keys->n, &d[s]) < 0)
-			return -ENOMEM;
 	r->keys = calloc(keys->n ? keys->n : 1, sizeof(*r->keys));
 	if (!r->keys)
 		return -ENOMEM;
@@ -226,8 +226,10 @@ static int distributions(struct compare_result *r, struct cmp_side sd[2],
 		size_t n[2];
 
 		for (s = 0; s < 2; s++) {
-			v[s] = d[s].dur + d[s].begin[k];
-			n[s] = d[s].begin[k + 1] - d[s].begin[k];
+			bool known = k < d[s].nkeys;
+
+			v[s] = d[s].dur + (known ? d[s].begin[k] : 0);
+			n[s] = known ? d[s].begin[k + 1] - d[s].begin[k] : 0;
 		}
 		if (!n[0] && !n[1])
 			continue; /* a name only outside the stretch */
@@ -243,23 +245,24 @@ static int distributions(struct compare_result *r, struct cmp_side sd[2],
 
 /* ---- the whole -------------------------------------------------------------------------- */
 
-static int read_sides(struct compare_result *r, struct cmp_side sd[2], char *const *p[2],
-		      const size_t np[2], char *err, size_t errlen)
+/* Read a side and reduce it at once to its order and distributions (8 bytes a record), so
+ * that only one side's full records are ever in memory. */
+static int read_side(struct compare_result *r, struct cmp_side *sd, unsigned s, char *const *p,
+		     size_t np, struct side_order *so, struct side_dist *d, char *err,
+		     size_t errlen)
 {
 	char e[512];
-	unsigned s;
-	int rc;
+	int rc = cmp_side_read(sd, p, np, e, sizeof(e));
 
-	for (s = 0; s < 2; s++) {
-		rc = cmp_side_read(&sd[s], p[s], np[s], e, sizeof(e));
-		if (rc == 0)
-			rc = cmp_side_stretch(&sd[s], &r->side[s], e, sizeof(e));
-		if (rc < 0) {
-			snprintf(err, errlen, "%c: %s", 'A' + s, e);
-			return rc;
-		}
+	if (rc == 0)
+		rc = cmp_side_stretch(sd, &r->side[s], e, sizeof(e));
+	if (rc == 0 && (side_order(sd, so) < 0 || side_dist(sd, sd->keys->n, d) < 0)) {
+		snprintf(e, sizeof(e), "out of memory");
+		rc = -ENOMEM;
 	}
-	return 0;
+	if (rc < 0)
+		snprintf(err, errlen, "%c: %s", 'A' + s, e);
+	return rc;
 }
 
 static char *join_label(char *const *p, size_t n)
@@ -278,21 +281,13 @@ static char *join_label(char *const *p, size_t n)
 	return s;
 }
 
-static int analyse(struct compare_result *r, struct cmp_side sd[2], struct cmp_keys *keys)
+static int analyse(struct compare_result *r, struct cmp_side sd[2], struct cmp_keys *keys,
+		   const struct side_order so[2], const struct side_dist d[2])
 {
-	struct side_order so[2] = {{0}};
-	struct side_dist d[2] = {{0}};
-	unsigned s;
 	int rc = order(r, sd, so);
 
 	if (rc == 0)
-		rc = distributions(r, sd, keys, d);
-	for (s = 0; s < 2; s++) {
-		free(so[s].seq);
-		free(so[s].begin);
-		free(d[s].dur);
-		free(d[s].begin);
-	}
+		rc = distributions(r, keys, d);
 	if (rc < 0)
 		return rc;
 	if (!r->side[0].timing_usable || !r->side[1].timing_usable)
@@ -311,6 +306,8 @@ int compare_run(char *const *a, size_t na, char *const *b, size_t nb, const stru
 	const size_t np[2] = {na, nb};
 	struct compare_result *r = calloc(1, sizeof(*r));
 	struct cmp_side sd[2];
+	struct side_order so[2] = {{0}};
+	struct side_dist d[2] = {{0}};
 	struct cmp_keys keys = {0};
 	unsigned s;
 	int rc;
@@ -325,11 +322,17 @@ int compare_run(char *const *a, size_t na, char *const *b, size_t nb, const stru
 		sd[s].o = &r->opts;
 		r->label[s] = join_label(p[s], np[s]);
 	}
-	rc = read_sides(r, sd, p, np, err, errlen);
-	if (rc == 0 && (rc = analyse(r, sd, &keys)) < 0)
+	for (s = 0, rc = 0; s < 2 && rc == 0; s++)
+		rc = read_side(r, &sd[s], s, p[s], np[s], &so[s], &d[s], err, errlen);
+	if (rc == 0 && (rc = analyse(r, sd, &keys, so, d)) < 0)
 		snprintf(err, errlen, "out of memory");
-	for (s = 0; s < 2; s++)
+	for (s = 0; s < 2; s++) {
 		cmp_side_free(&sd[s]);
+		free(so[s].seq);
+		free(so[s].begin);
+		free(d[s].dur);
+		free(d[s].begin);
+	}
 	cmp_keys_free(&keys);
 	if (rc < 0) {
 		compare_free(r);
