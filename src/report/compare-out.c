@@ -97,8 +97,8 @@ static void loss_cell(const void *ctx, size_t row, size_t col, struct report_cel
 }
 
 static const struct report_col drop_cols[] = {
-    {"Side", COL_STR},	 {"Process", COL_U64}, {"Context", COL_U64},
-    {"Device", COL_U64}, {"Dropped", COL_U64},
+    {"Side", COL_STR},	 {"Process", COL_U64}, {"Queue", COL_STR}, {"Context", COL_U64},
+    {"Device", COL_U64}, {"Stream", COL_U64},  {"Count", COL_U64}, {"Meaning", COL_STR},
 };
 
 static const struct compare_ctx_drops *drop_at(const struct compare_result *r, size_t row,
@@ -112,10 +112,14 @@ static void drop_cell(const void *ctx, size_t row, size_t col, struct report_cel
 {
 	unsigned side;
 	const struct compare_ctx_drops *d = drop_at(ctx, row, &side);
-	const uint64_t u[] = {0, d->process, d->context, d->device, d->dropped};
+	const uint64_t u[] = {0, d->process, 0, d->context, d->device, d->stream, d->count};
 
 	if (col == 0)
 		*c = (struct report_cell){.t = CELL_STR, .s = side ? "B" : "A"};
+	else if (col == 2)
+		*c = (struct report_cell){.t = CELL_STR, .s = tally_drop_source_name(d->source)};
+	else if (col == 7)
+		*c = (struct report_cell){.t = CELL_STR, .s = tally_drop_source_meaning(d->source)};
 	else
 		*c = (struct report_cell){.t = CELL_U64, .u = u[col]};
 }
@@ -195,14 +199,19 @@ static void json_side(struct tally_json *j, const struct compare_result *r, unsi
 		tally_json_field_uint(j, ci ? ci->name : "?", in->loss[i]);
 	}
 	tally_json_object_end(j);
-	tally_json_name(j, "dropped_by_context");
+	tally_json_name(j, "drops");
 	tally_json_array_begin(j);
 	for (i = 0; i < in->nctx_drops; i++) {
+		const struct compare_ctx_drops *d = &in->ctx_drops[i];
+
 		tally_json_object_begin(j);
-		tally_json_field_uint(j, "process", in->ctx_drops[i].process);
-		tally_json_field_uint(j, "context", in->ctx_drops[i].context);
-		tally_json_field_uint(j, "device", in->ctx_drops[i].device);
-		tally_json_field_uint(j, "dropped", in->ctx_drops[i].dropped);
+		tally_json_field_uint(j, "process", d->process);
+		tally_json_field_string(j, "source", tally_drop_source_name(d->source));
+		tally_json_field_uint(j, "context", d->context);
+		tally_json_field_uint(j, "device", d->device);
+		tally_json_field_uint(j, "stream", d->stream);
+		tally_json_field_uint(j, d->source == TALLY_DROPS_SEEN ? "gpu_records" : "dropped",
+				      d->count);
 		tally_json_object_end(j);
 	}
 	tally_json_array_end(j);
@@ -295,15 +304,16 @@ int compare_write(const struct compare_result *r, FILE *out, enum report_format 
 {
 	struct stream_ctx sc = {.r = r};
 	const struct report_view views[] = {
-	    {"compare_names", "Durations per kernel name and copy kind", key_cols, 13, r->nkeys,
+	    {"compare_names", "Durations per kernel name and copy kind", key_cols, sizeof(key_cols) / sizeof(key_cols[0]), r->nkeys,
 	     key_cell, r, "no GPU record in the stretch on either side"},
-	    {"compare_order", "Kernel order per stream", stream_cols, 9, r->nstreams, stream_cell,
+	    {"compare_order", "Kernel order per stream", stream_cols,
+	     sizeof(stream_cols) / sizeof(stream_cols[0]), r->nstreams, stream_cell,
 	     &sc, "no stream"},
-	    {"compare_loss", "Loss counters side by side", loss_cols, 3, tally_loss_counters_count,
+	    {"compare_loss", "Loss counters side by side", loss_cols, sizeof(loss_cols) / sizeof(loss_cols[0]), tally_loss_counters_count,
 	     loss_cell, r, ""},
-	    {"compare_dropped_by_context", "CUPTI drops per context", drop_cols, 5,
+	    {"compare_drops", "CUPTI drops by queue, contexts by device", drop_cols, sizeof(drop_cols) / sizeof(drop_cols[0]),
 	     r->side[0].nctx_drops + r->side[1].nctx_drops, drop_cell, r,
-	     "no per-context drop counts in either trace"},
+	     "no DROPS chunk in either trace (none lost, or written before format 1.2)"},
 	};
 	size_t i;
 

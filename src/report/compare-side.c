@@ -418,6 +418,24 @@ static void judge_section(const struct cmp_side *sd, struct report_section *rs,
 	}
 }
 
+static int collect_drops(const struct report_section *rs, struct compare_side_info *info)
+{
+	size_t i;
+
+	for (i = 0; i < rs->s->ndrops; i++) {
+		const struct tally_drops *d = &rs->s->drops[i];
+		struct compare_ctx_drops *n =
+		    realloc(info->ctx_drops, (info->nctx_drops + 1) * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		info->ctx_drops = n;
+		n[info->nctx_drops++] = (struct compare_ctx_drops){
+		    rs->index, d->source, d->context, d->device, d->stream, d->count};
+	}
+	return 0;
+}
+
 static int collect_reasons(const struct cmp_side *sd, struct compare_side_info *info)
 {
 	size_t i, j;
@@ -426,6 +444,8 @@ static int collect_reasons(const struct cmp_side *sd, struct compare_side_info *
 		struct report_section *rs = sd->set.sections[i];
 		char label[300], line[600];
 
+		if (collect_drops(rs, info) < 0)
+			return -ENOMEM;
 		for (j = 0; j < rs->verdict.nreasons; j++) {
 			char **n = realloc(info->reasons, (info->nreasons + 1) * sizeof(*n));
 

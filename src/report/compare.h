@@ -67,11 +67,12 @@ struct compare_stream {
 	bool edits_capped;	  /* more than max_edits: edits is max_edits + 1 */
 };
 
-/* Per-context drop counts (format 1.2): what CUPTI said each context lost. */
+/* CUPTI's drops by queue, and contexts tied to devices (DROPS chunks, format 1.2). */
 struct compare_ctx_drops {
 	unsigned process;
-	uint32_t context, device;
-	uint64_t dropped;
+	unsigned source; /* enum tally_drop_source */
+	uint32_t context, device, stream;
+	uint64_t count; /* dropped; for TALLY_DROPS_SEEN the context's GPU records */
 };
 
 struct compare_side_info {
