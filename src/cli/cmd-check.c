@@ -31,8 +31,8 @@ static const struct cli_opt_help check_help[] = {
 static const char *chunk_type_name(unsigned type)
 {
 	static const char *const names[TALLY_CHUNK_TYPE_MAX] = {
-	    "?", "SESSION", "STRINGS", "RECORDS", "LEDGER", "DEVICE", "CLOCK", "NOTE", "LOSS",
-	    [TALLY_CHUNK_DROPS] = "DROPS",
+	    "?",      "SESSION", "STRINGS", "RECORDS", "LEDGER",
+	    "DEVICE", "CLOCK",	 "NOTE",    "LOSS",    [TALLY_CHUNK_DROPS] = "DROPS",
 	};
 
 	return type < TALLY_CHUNK_TYPE_MAX && names[type] ? names[type] : "unknown";
@@ -154,7 +154,8 @@ static void print_drops(const struct tally_section *s)
 
 	if (!s->ndrops) {
 		if (s->ledger.v[TALLY_C_DROPPED_CUPTI])
-			printf("  drops     by context: not recorded (written before format 1.2, or the "
+			printf("  drops     by context: not recorded (written before format 1.2, "
+			       "or the "
 			       "trace was not closed)\n");
 		return;
 	}
@@ -164,7 +165,8 @@ static void print_drops(const struct tally_section *s)
 		const struct tally_drops *d = &s->drops[i];
 
 		if (d->source == TALLY_DROPS_GLOBAL)
-			printf("    global queue: %" PRIu64 " dropped; context, stream and kind not "
+			printf("    global queue: %" PRIu64
+			       " dropped; context, stream and kind not "
 			       "reported by CUPTI\n",
 			       d->count);
 		else if (d->source == TALLY_DROPS_CONTEXT)
@@ -176,7 +178,8 @@ static void print_drops(const struct tally_section *s)
 			       " GPU records taken in\n",
 			       d->context, d->device, d->count);
 		else
-			printf("    %s: %" PRIu64 "\n", tally_drop_source_name(d->source), d->count);
+			printf("    %s: %" PRIu64 "\n", tally_drop_source_name(d->source),
+			       d->count);
 	}
 }
 

@@ -68,6 +68,17 @@ json "$T/r.json" "d['a']['timing_usable'] and not d['b']['timing_usable'] and d[
 expect_rc "range 1, before the drops: usable" 0 "$TALLY" compare --range iter:1 "$T/r1.tally" "$T/r2.tally"
 expect_rc "every range" 5 "$TALLY" compare --range iter "$T/r1.tally" "$T/r2.tally"
 
+# The DROPS chunk: the 500 drops in CUPTI's global queue, context 1 tied to device 0 with the 3000
+# kernels the generator made; check, its JSON and compare all say so.
+"$TALLY" check --json "$T/r2.tally" >"$T/c.json" 2>/dev/null
+json "$T/c.json" "(lambda d: d['recorded'] and d['kind']=='not reported by CUPTI' and [(e['source'], e.get('dropped'), e.get('gpu_records'), e['context'], e['device']) for e in d['entries']]==[('global queue',500,None,0,0),('context seen',None,3000,1,0)])(d['files'][0]['sections'][0]['drops'])" \
+	&& ok "check --json: 500 in the global queue, context 1 on device 0 with 3000 kernels" || bad "drops json: $(cat "$T/c.json")"
+"$TALLY" check "$T/r2.tally" >"$T/c.txt" 2>/dev/null
+grep -q "global queue: 500 dropped; context, stream and kind not reported by CUPTI" "$T/c.txt" && grep -q "context 1 on device 0: 3000 GPU records taken in" "$T/c.txt" \
+	&& ok "check: the breakdown in words" || { bad "check drops text"; cat "$T/c.txt"; }
+json "$T/r.json" "[(e['source'], e.get('dropped')) for e in d['b']['drops']][0]==('global queue',500) and d['a']['drops'][0]['source']=='context seen'" \
+	&& ok "compare: drops by queue on both sides" || bad "compare drops"
+
 # Usage and input errors stay apart from the verdicts.
 expect_rc "no such range" 2 "$TALLY" compare --range nope "$T/r1.tally" "$T/r2.tally"
 expect_rc "occurrence past the last" 2 "$TALLY" compare --range iter:4 "$T/r1.tally" "$T/r2.tally"

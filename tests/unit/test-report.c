@@ -1263,7 +1263,6 @@ static void test_fuzz_corpus(void **state)
 	assert_true(n > 0);
 }
 
-
 /* ---- compare's statistics and the gaps library ------------------------------------------- */
 
 static void test_compare_statistics(void **state)
@@ -1276,7 +1275,7 @@ static void test_compare_statistics(void **state)
 
 	(void)state;
 	assert_true(compare_ks_distance(a, 8, a, 8) == 0);
-	assert_true(compare_ks_distance(a, 8, b, 4) == 1);	/* disjoint */
+	assert_true(compare_ks_distance(a, 8, b, 4) == 1);		  /* disjoint */
 	assert_true(fabs(compare_ks_distance(a, 8, c, 8) - 0.5) < 1e-12); /* half moved up */
 	/* c(0.05) = 1.358 for n = m = 100: 1.358 * sqrt(2 / 100) */
 	assert_true(fabs(compare_ks_critical(100, 100, 0.05) - 0.19206) < 1e-4);
@@ -1285,7 +1284,7 @@ static void test_compare_statistics(void **state)
 	assert_int_equal(compare_edit_distance(s1, 5, s2, 5, 10, &capped), 2); /* a swap */
 	assert_int_equal(compare_edit_distance(s1, 5, s3, 4, 10, &capped), 1); /* a deletion */
 	assert_int_equal(compare_edit_distance(s1, 5, s4, 3, 10, &capped), 8); /* all different */
-	assert_int_equal(compare_edit_distance(s1, 5, s4, 3, 3, &capped), 4);	/* past the cap */
+	assert_int_equal(compare_edit_distance(s1, 5, s4, 3, 3, &capped), 4);  /* past the cap */
 	assert_true(capped);
 	assert_int_equal(compare_edit_distance(s1, 0, s4, 3, 1, &capped), 3); /* one side empty */
 }
@@ -1294,7 +1293,10 @@ static void test_compare_statistics(void **state)
 static void test_gpu_gaps_library(void **state)
 {
 	static const struct trace_spec spec = {
-	    .w = {.kernels = 2000, .kernel_names = 2, .seed = 9, .nidle = 2,
+	    .w = {.kernels = 2000,
+		  .kernel_names = 2,
+		  .seed = 9,
+		  .nidle = 2,
 		  .idle = {{.at = 500, .ms = 20}, {.at = 1500, .ms = 30}}}};
 	struct report_gaps_opts o = {.gap_min_ns = 5000000};
 	struct report_gpu_gaps *g;
