@@ -16,8 +16,20 @@ struct gap_iv {
 	uint32_t device, stream;
 };
 
+/* Busy time of one device (stream REPORT_GAP_ALL_STREAMS) or stream: sorted, disjoint segments,
+ * any two at least gap_min apart (closer ones are merged as they come). */
+struct busy {
+	uint32_t device, stream;
+	struct seg {
+		uint64_t t0, t1;
+	} *s;
+	size_t n, cap;
+};
+
 struct gap_sec {
-	struct gap_iv *v;
+	struct busy *busy;
+	size_t nbusy, bcap, last;
+	struct gap_iv *v; /* every interval, for utilization only */
 	size_t n, cap;
 };
 
@@ -59,6 +71,17 @@ struct report_gpu_gaps *report_gpu_gaps_new(const struct report_gaps_opts *o)
 	return g;
 }
 
+static void free_sec(struct gap_sec *sec)
+{
+	size_t i;
+
+	for (i = 0; i < sec->nbusy; i++)
+		free(sec->busy[i].s);
+	free(sec->busy);
+	free(sec->v);
+	memset(sec, 0, sizeof(*sec));
+}
+
 void report_gpu_gaps_free(struct report_gpu_gaps *g)
 {
 	size_t i;
@@ -66,7 +89,7 @@ void report_gpu_gaps_free(struct report_gpu_gaps *g)
 	if (!g)
 		return;
 	for (i = 0; i < g->nsecs; i++)
-		free(g->secs[i].v);
+		free_sec(&g->secs[i]);
 	free(g->secs);
 	free(g->gaps);
 	free(g->util);
@@ -89,6 +112,77 @@ static struct gap_sec *sec_of(struct report_gpu_gaps *g, unsigned index)
 	return &g->secs[index];
 }
 
+static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t stream)
+{
+	struct busy *b;
+	size_t i;
+
+	if (sec->last < sec->nbusy && sec->busy[sec->last].device == device &&
+	    sec->busy[sec->last].stream == stream)
+		return &sec->busy[sec->last];
+	for (i = 0; i < sec->nbusy; i++)
+		if (sec->busy[i].device == device && sec->busy[i].stream == stream)
+			return &sec->busy[sec->last = i];
+	if (!(b = grow(sec->busy, &sec->bcap, sec->nbusy + 1, sizeof(*b))))
+		return NULL;
+	sec->busy = b;
+	b[sec->nbusy] = (struct busy){.device = device, .stream = stream};
+	return &sec->busy[sec->last = sec->nbusy++];
+}
+
+/* Add [t0, t1] to b, merging every segment closer to it than gap_min. */
+static int busy_add(struct busy *b, uint64_t t0, uint64_t t1, uint64_t gap_min)
+{
+	size_t lo = 0, hi = b->n, j;
+
+	while (lo < hi) { /* the first segment that does not end gap_min or more before t0 */
+		size_t mid = (lo + hi) / 2;
+
+		if (b->s[mid].t1 + gap_min <= t0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (j = lo; j < b->n && b->s[j].t0 < t1 + gap_min; j++) {
+		t0 = b->s[j].t0 < t0 ? b->s[j].t0 : t0;
+		t1 = b->s[j].t1 > t1 ? b->s[j].t1 : t1;
+	}
+	if (j == lo) { /* nothing to merge with: a new segment at lo */
+		struct seg *s = grow(b->s, &b->cap, b->n + 1, sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		b->s = s;
+		memmove(s + lo + 1, s + lo, (b->n - lo) * sizeof(*s));
+		b->n++;
+	} else if (j > lo + 1) { /* lo .. j-1 become one */
+		memmove(b->s + lo + 1, b->s + j, (b->n - j) * sizeof(*b->s));
+		b->n -= j - lo - 1;
+	}
+	b->s[lo] = (struct seg){t0, t1};
+	return 0;
+}
+
+static int add_one(struct report_gpu_gaps *g, struct gap_sec *sec, const struct gap_iv *iv)
+{
+	/* one at a time: finding the second may move the first (the array grows) */
+	struct busy *b = busy_of(sec, iv->device, REPORT_GAP_ALL_STREAMS);
+	struct gap_iv *v;
+
+	if (!b || busy_add(b, iv->t0, iv->t1, g->o.gap_min_ns) < 0)
+		return -ENOMEM;
+	b = busy_of(sec, iv->device, iv->stream);
+	if (!b || busy_add(b, iv->t0, iv->t1, g->o.gap_min_ns) < 0)
+		return -ENOMEM;
+	if (!g->o.util)
+		return 0;
+	if (!(v = grow(sec->v, &sec->cap, sec->n + 1, sizeof(*v))))
+		return -ENOMEM;
+	sec->v = v;
+	v[sec->n++] = *iv;
+	return 0;
+}
+
 int report_gpu_gaps_add(struct report_gpu_gaps *g, const struct report_section *rs,
 			const struct tally_record *r, size_t n)
 {
@@ -100,16 +194,13 @@ int report_gpu_gaps_add(struct report_gpu_gaps *g, const struct report_section *
 	if (!(sec = sec_of(g, rs->index)))
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		struct gap_iv *v;
+		struct gap_iv iv = {report_time(rs, r[i].start), report_time(rs, r[i].end),
+				    r[i].device_id, r[i].stream_id};
 
 		if (r[i].flags & TALLY_REC_BAD_TIME)
 			continue;
-		if (!(v = grow(sec->v, &sec->cap, sec->n + 1, sizeof(*v))))
+		if (add_one(g, sec, &iv) < 0)
 			return -ENOMEM;
-		sec->v = v;
-		v[sec->n++] =
-		    (struct gap_iv){report_time(rs, r[i].start), report_time(rs, r[i].end),
-				    r[i].device_id, r[i].stream_id};
 	}
 	return 0;
 }
@@ -225,26 +316,6 @@ static bool unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, 
 
 /* ---- gaps ----------------------------------------------------------------------------------- */
 
-static int by_device(const void *a, const void *b)
-{
-	const struct gap_iv *x = a, *y = b;
-
-	if (x->device != y->device)
-		return x->device < y->device ? -1 : 1;
-	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
-}
-
-static int by_stream(const void *a, const void *b)
-{
-	const struct gap_iv *x = a, *y = b;
-
-	if (x->device != y->device)
-		return x->device < y->device ? -1 : 1;
-	if (x->stream != y->stream)
-		return x->stream < y->stream ? -1 : 1;
-	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
-}
-
 static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, uint32_t device,
 		   uint32_t stream, uint64_t t0, uint64_t t1)
 {
@@ -254,31 +325,43 @@ static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, u
 		return -ENOMEM;
 	g->gaps = gp;
 	gp += g->ngaps++;
-	*gp = (struct report_gap){
-	    .section = rs->index, .device = device, .stream = stream, .t0 = t0, .t1 = t1};
+	*gp = (struct report_gap){.section = rs->index,
+				  .device = device,
+				  .stream = stream,
+				  .t0 = t0,
+				  .t1 = t1};
 	gp->unproven = unproven(rs, t0, t1, gp->why, sizeof(gp->why));
 	return 0;
 }
 
-/* Sweep v (sorted by group, then start): a gap where the next start is past the busy end. */
-static int sweep(struct report_gpu_gaps *g, const struct report_section *rs, const struct gap_iv *v,
-		 size_t n, bool per_stream)
+/* Between two segments of a busy set lies a gap of gap_min or more, by construction. */
+static int busy_gaps(struct report_gpu_gaps *g, const struct report_section *rs,
+		     const struct busy *b)
 {
 	size_t i;
-	uint64_t busy_end = 0;
 
-	for (i = 0; i < n; i++) {
-		bool same = i && v[i].device == v[i - 1].device &&
-			    (!per_stream || v[i].stream == v[i - 1].stream);
-
-		if (same && v[i].t0 > busy_end && v[i].t0 - busy_end >= g->o.gap_min_ns &&
-		    add_gap(g, rs, v[i].device, per_stream ? v[i].stream : REPORT_GAP_ALL_STREAMS,
-			    busy_end, v[i].t0) < 0)
+	for (i = 1; i < b->n; i++)
+		if (add_gap(g, rs, b->device, b->stream, b->s[i - 1].t1, b->s[i].t0) < 0)
 			return -ENOMEM;
-		if (!same || v[i].t1 > busy_end)
-			busy_end = v[i].t1;
-	}
 	return 0;
+}
+
+static int by_key(const void *a, const void *b)
+{
+	const struct busy *x = a, *y = b;
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return x->stream == y->stream ? 0 : x->stream < y->stream ? -1 : 1;
+}
+
+static int by_device(const void *a, const void *b)
+{
+	const struct gap_iv *x = a, *y = b;
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
 /* ---- busy per bucket ------------------------------------------------------------------------ */
@@ -343,27 +426,38 @@ static int device_util(struct report_gpu_gaps *g, const struct report_section *r
 	return 0;
 }
 
-int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_section *rs)
+static int section_util(struct report_gpu_gaps *g, const struct report_section *rs,
+			struct gap_sec *sec)
 {
-	struct gap_sec *sec = rs->index < g->nsecs ? &g->secs[rs->index] : NULL;
 	size_t i, from = 0;
 	int rc = 0;
 
-	if (!sec || !sec->n)
-		return 0;
 	qsort(sec->v, sec->n, sizeof(*sec->v), by_device);
-	rc = sweep(g, rs, sec->v, sec->n, false);
 	for (i = 1; rc == 0 && i <= sec->n; i++)
 		if (i == sec->n || sec->v[i].device != sec->v[from].device) {
 			rc = device_util(g, rs, sec->v + from, i - from);
 			from = i;
 		}
-	if (rc == 0) {
-		qsort(sec->v, sec->n, sizeof(*sec->v), by_stream);
-		rc = sweep(g, rs, sec->v, sec->n, true);
-	}
-	free(sec->v);
-	memset(sec, 0, sizeof(*sec));
+	return rc;
+}
+
+int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_section *rs)
+{
+	struct gap_sec *sec = rs->index < g->nsecs ? &g->secs[rs->index] : NULL;
+	size_t pass, i;
+	int rc = 0;
+
+	if (!sec)
+		return 0;
+	/* Each device's gaps, then its streams' (REPORT_GAP_ALL_STREAMS sorts last: device first) */
+	qsort(sec->busy, sec->nbusy, sizeof(*sec->busy), by_key);
+	for (pass = 0; pass < 2 && rc == 0; pass++)
+		for (i = 0; i < sec->nbusy && rc == 0; i++)
+			if ((sec->busy[i].stream == REPORT_GAP_ALL_STREAMS) == (pass == 0))
+				rc = busy_gaps(g, rs, &sec->busy[i]);
+	if (rc == 0 && sec->n)
+		rc = section_util(g, rs, sec);
+	free_sec(sec);
 	return rc;
 }
 

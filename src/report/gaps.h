@@ -9,9 +9,11 @@
  * marked.
  *
  * Streaming: feed every record batch (report_gpu_gaps_add), then call report_gpu_gaps_section
- * when a section ends (its loss windows are complete then); that section's intervals are freed
- * and its gaps and buckets appended to the result.  Memory: 24 bytes per GPU record of the
- * sections not yet ended.  report_gpu_gaps() does it all in one pass over a set.
+ * when a section ends (its loss windows are complete then); its gaps and buckets are appended to
+ * the result.  Gaps need no per-record memory: per device and per stream, the busy time is kept
+ * as segments closed over anything shorter than gap_min, so memory follows the number of gaps,
+ * whatever the order records come in.  Utilization (opts.util) keeps 24 bytes per GPU record of
+ * the sections not yet ended.  report_gpu_gaps() does it all in one pass over a set.
  */
 #ifndef TALLY_REPORT_GAPS_H
 #define TALLY_REPORT_GAPS_H
@@ -44,6 +46,7 @@ struct report_util {
 struct report_gaps_opts {
 	uint64_t gap_min_ns; /* gaps shorter than this are not listed (default 1 ms) */
 	uint64_t bucket_ns;  /* gpu_time_util bucket; 0: the device's span / 20 */
+	bool util;	     /* compute gpu_time_util too (keeps every GPU interval: 24 bytes each) */
 };
 
 struct report_gpu_gaps;

@@ -559,7 +559,8 @@ struct stats *stats_new(const struct stats_request *req)
 		return NULL;
 	st->req = *req;
 	if (stats_wants(st, R_GPU_GAPS) || stats_wants(st, R_GPU_UTIL)) {
-		struct report_gaps_opts go = {req->gap_min_ns, req->util_bucket_ns};
+		struct report_gaps_opts go = {req->gap_min_ns, req->util_bucket_ns,
+					      stats_wants(st, R_GPU_UTIL)};
 
 		if (!(st->gaps = report_gpu_gaps_new(&go))) {
 			free(st);

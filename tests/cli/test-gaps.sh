@@ -26,7 +26,8 @@ PY
 "$TESTSRC" -o "$T/g.tally" --kernels 3000 --idle-at 1000:50 --idle-at 2000:100:500 --slice-ms 10 >/dev/null
 "$TALLY" stats -f json -r gpu_gaps,gpu_time_util "$T/g.tally" >"$T/g.json"
 check "two device gaps, in launch order" 'len(dev) == 2 and dev[0]["Start (ns)"] < dev[1]["Start (ns)"]'
-check "the first lasts the 50 ms asked, the second the 100 ms" '50e6 <= dev[0]["Duration (ns)"] < 90e6 and 100e6 <= dev[1]["Duration (ns)"] < 140e6'
+# (less the few microseconds the last kernel launched before the idle may still run)
+check "the first lasts the 50 ms asked, the second the 100 ms" '49.9e6 <= dev[0]["Duration (ns)"] < 90e6 and 99.9e6 <= dev[1]["Duration (ns)"] < 140e6'
 check "the gap without drops is idle" 'dev[0]["Class"] == "idle"'
 check "the gap with the drops is unproven, by the loss window" 'dev[1]["Class"] == "unproven" and "dropped_cupti" in dev[1]["Why"]'
 check "each of the 3 streams has the same two gaps, classed alike" 'sorted((x["Stream"], x["Class"]) for x in g if x["Stream"] != "all") == sorted((s, c) for s in ("7", "8", "9") for c in ("idle", "unproven"))'
