@@ -199,6 +199,8 @@ int report_gpu_gaps_add(struct report_gpu_gaps *g, const struct report_section *
 
 		if (r[i].flags & TALLY_REC_BAD_TIME)
 			continue;
+		if (iv.t1 < iv.t0) /* a damaged record: an instant, not a span running backwards */
+			iv.t1 = iv.t0;
 		if (add_one(g, sec, &iv) < 0)
 			return -ENOMEM;
 	}

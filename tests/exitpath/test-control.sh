@@ -59,6 +59,16 @@ py "import json,sys; d=json.load(open(sys.argv[1]+'/s.json')); sys.exit(0 if d['
 expect_rc "text report" 1 "$TALLY" control -o "$T/t" -n 1 --pool-buffers 1 --buffer-size 4096 -- "$APP" exit 20000
 grep -q "what follows:" "$T/out" && grep -q "^  full " "$T/out" && ok "text: table and what follows" || bad "text report"
 
+# tally compare --capture: a trace recorded with --delay has a window-open note; compared with
+# itself over the capture range it is the same, every kernel in it (nothing is recorded outside).
+mkdir -p "$T/cap"
+"$TALLY" record -q --delay 0.5 -o "$T/cap/%p.tally" -- "$APP" paced "$N" >/dev/null 2>&1
+cap=$(ls "$T/cap"/*.tally | head -1)
+expect_rc "compare --capture, a trace with itself" 0 "$TALLY" compare --capture -f json -o "$T/cap.json" "$cap" "$cap"
+"$TALLY" check --json "$cap" >"$T/capcheck.json" 2>/dev/null
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k=json.load(open(sys.argv[2]))['files'][0]['sections'][0]['records']['kernel']; sys.exit(0 if d['a']['intervals']==1 and d['a']['gpu_records']==k>0 and d['verdict']=='same' else 1)" "$T/cap.json" "$T/capcheck.json" \
+	&& ok "capture: one window, every recorded kernel in it" || bad "capture stretch"
+
 expect_rc "no program" 2 "$TALLY" control -o "$T/u"
 expect_rc "directory exists" 2 "$TALLY" control -o "$T/c" -- "$APP" exit 10
 expect_rc "bad rounds" 2 "$TALLY" control -n 0 -- "$APP" exit 10
