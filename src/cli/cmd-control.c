@@ -283,11 +283,17 @@ static const char *const loss_meaning[2][2] = {
      "(--duration)"},
 };
 
-static double cost_pct(const struct control *ctl, enum config c)
+/* Median wall time over the untraced one's; 0 when the untraced run took no measurable time. */
+static double ratio(const struct control *ctl, enum config c)
 {
 	double base = ctl->cfg[C_UNTRACED].median_s;
 
-	return base > 0 ? 100 * (ctl->cfg[c].median_s / base - 1) : 0;
+	return base > 0 ? ctl->cfg[c].median_s / base : 0;
+}
+
+static double cost_pct(const struct control *ctl, enum config c)
+{
+	return ratio(ctl, c) > 0 ? 100 * (ratio(ctl, c) - 1) : 0;
 }
 
 static bool statuses_differ(const struct control *ctl)
@@ -362,8 +368,8 @@ static void text_report(const struct control *ctl)
 			 cr->dropped_cupti);
 		snprintf(done, sizeof(done), "%zu/%zu files", cr->complete, cr->files);
 		printf("  %-9s %8.3f s  %-21s %8.3fx  %7" PRIu64 "  %13s  %s\n", config_names[c],
-		       cr->median_s, range, cr->median_s / ctl->cfg[C_UNTRACED].median_s,
-		       c ? recs : 0, c ? lost : "-", c ? done : "-");
+		       cr->median_s, range, ratio(ctl, (enum config)c), c ? recs : 0,
+		       c ? lost : "-", c ? done : "-");
 	}
 	if (ctl->cmp) {
 		printf("\n  reduced vs full (tally compare, %s): %s\n",
@@ -392,7 +398,7 @@ static void json_config(struct tally_json *j, const struct control *ctl, enum co
 	tally_json_field_double(j, "wall_median_s", cr->median_s);
 	tally_json_field_double(j, "wall_min_s", cr->min_s);
 	tally_json_field_double(j, "wall_max_s", cr->max_s);
-	tally_json_field_double(j, "ratio_to_untraced", cr->median_s / ctl->cfg[0].median_s);
+	tally_json_field_double(j, "ratio_to_untraced", ratio(ctl, c));
 	tally_json_field_uint(j, "lost", cr->lost);
 	tally_json_field_uint(j, "dropped_cupti", cr->dropped_cupti);
 	tally_json_field_uint(j, "files", cr->files);

@@ -233,7 +233,8 @@ static void select_ivals(struct cmp_sec *sec, unsigned k)
 {
 	size_t i, n = 0;
 
-	qsort(sec->ivals, sec->nivals, sizeof(*sec->ivals), ival_cmp);
+	if (sec->nivals > 1)
+		qsort(sec->ivals, sec->nivals, sizeof(*sec->ivals), ival_cmp);
 	if (k) {
 		if (k <= sec->nivals)
 			sec->ivals[0] = sec->ivals[k - 1];

@@ -22,7 +22,7 @@ struct busy {
 	uint32_t device, stream;
 	struct seg {
 		uint64_t t0, t1;
-	} *s;
+	} * s;
 	size_t n, cap;
 };
 
@@ -327,11 +327,8 @@ static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, u
 		return -ENOMEM;
 	g->gaps = gp;
 	gp += g->ngaps++;
-	*gp = (struct report_gap){.section = rs->index,
-				  .device = device,
-				  .stream = stream,
-				  .t0 = t0,
-				  .t1 = t1};
+	*gp = (struct report_gap){
+	    .section = rs->index, .device = device, .stream = stream, .t0 = t0, .t1 = t1};
 	gp->unproven = unproven(rs, t0, t1, gp->why, sizeof(gp->why));
 	return 0;
 }
@@ -451,8 +448,10 @@ int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_secti
 
 	if (!sec)
 		return 0;
-	/* Each device's gaps, then its streams' (REPORT_GAP_ALL_STREAMS sorts last: device first) */
-	qsort(sec->busy, sec->nbusy, sizeof(*sec->busy), by_key);
+	/* Each device's gaps, then its streams' (REPORT_GAP_ALL_STREAMS sorts last: device first)
+	 */
+	if (sec->nbusy > 1)
+		qsort(sec->busy, sec->nbusy, sizeof(*sec->busy), by_key);
 	for (pass = 0; pass < 2 && rc == 0; pass++)
 		for (i = 0; i < sec->nbusy && rc == 0; i++)
 			if ((sec->busy[i].stream == REPORT_GAP_ALL_STREAMS) == (pass == 0))

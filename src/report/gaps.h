@@ -46,7 +46,7 @@ struct report_util {
 struct report_gaps_opts {
 	uint64_t gap_min_ns; /* gaps shorter than this are not listed (default 1 ms) */
 	uint64_t bucket_ns;  /* gpu_time_util bucket; 0: the device's span / 20 */
-	bool util;	     /* compute gpu_time_util too (keeps every GPU interval: 24 bytes each) */
+	bool util; /* compute gpu_time_util too (keeps every GPU interval: 24 bytes each) */
 };
 
 struct report_gpu_gaps;

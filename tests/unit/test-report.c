@@ -1326,9 +1326,9 @@ static void test_gpu_gaps_library(void **state)
 	assert_true(n > 0);
 	report_gpu_gaps_free(g);
 	report_set_close(&set);
+	observed_free(&x);
 	free(path);
 }
-
 
 static int cmp_iv(const void *a, const void *b)
 {
@@ -1372,8 +1372,10 @@ static void test_gpu_gaps_any_order(void **state)
 		iv[k][0] = a, iv[k][1] = b;
 	}
 	for (i = 0; i < N; i++)
-		r[i] = (struct tally_record){.kind = TALLY_KIND_KERNEL, .start = iv[i][0],
-					     .end = iv[i][1], .stream_id = 7 + (uint32_t)(i % 2)};
+		r[i] = (struct tally_record){.kind = TALLY_KIND_KERNEL,
+					     .start = iv[i][0],
+					     .end = iv[i][1],
+					     .stream_id = 7 + (uint32_t)(i % 2)};
 	assert_int_equal(report_gpu_gaps_add(g, &rs, r, N), 0);
 	assert_int_equal(report_gpu_gaps_section(g, &rs), 0);
 	qsort(iv, N, sizeof(iv[0]), cmp_iv);
