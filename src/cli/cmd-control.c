@@ -455,6 +455,20 @@ static void json_report(const struct control *ctl)
 
 /* ---- the command ----------------------------------------------------------------------- */
 
+/* The doctor's blocking checks, for the directory the traces go to; it is removed again (still
+ * empty) when they fail. */
+static int preflight(struct control *ctl)
+{
+	struct collect_opts c = ctl->base;
+	int rc;
+
+	snprintf(c.output_abs, sizeof(c.output_abs), "%.4000s/trace-%%p.tally", ctl->dir_abs);
+	rc = record_preflight(&c);
+	if (rc)
+		rmdir(ctl->dir_abs);
+	return rc;
+}
+
 static int run_rounds(struct control *ctl)
 {
 	unsigned i, c;
@@ -482,11 +496,11 @@ int cmd_control(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? TALLY_EXIT_OK : rc;
 	ctl.argv = argv + optind;
-	if ((rc = collect_opts_finish(&ctl.base)) != 0)
+	if ((rc = collect_opts_finish(&ctl.base)) != 0 || (rc = make_dir(&ctl)) != 0)
 		return rc;
-	if (!ctl.skip_checks && (rc = record_preflight(&ctl.base)) != 0)
+	if (!ctl.skip_checks && (rc = preflight(&ctl)) != 0)
 		return rc;
-	if ((rc = make_dir(&ctl)) != 0 || (rc = run_rounds(&ctl)) != 0)
+	if ((rc = run_rounds(&ctl)) != 0)
 		return rc;
 	if (ctl.json)
 		json_report(&ctl);
