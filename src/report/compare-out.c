@@ -47,7 +47,7 @@ static void key_cell(const void *ctx, size_t row, size_t col, struct report_cell
 
 static const struct report_col stream_cols[] = {
     {"Process", COL_U64},	   {"Device", COL_U64},	       {"Context", COL_U64},
-    {"Stream", COL_U64},	   {"Kernels A", COL_U64},     {"Kernels B", COL_U64},
+    {"Stream", COL_U64},	   {"GPU ops A", COL_U64},     {"GPU ops B", COL_U64},
     {"First divergence", COL_STR}, {"Edit distance", COL_STR}, {"Call", COL_STR},
 };
 
@@ -254,8 +254,8 @@ static void json_stream(struct tally_json *j, const struct compare_stream *s)
 	tally_json_field_uint(j, "device", s->device);
 	tally_json_field_uint(j, "context", s->context);
 	tally_json_field_uint(j, "stream", s->stream);
-	tally_json_field_uint(j, "kernels_a", s->len[0]);
-	tally_json_field_uint(j, "kernels_b", s->len[1]);
+	tally_json_field_uint(j, "gpu_ops_a", s->len[0]);
+	tally_json_field_uint(j, "gpu_ops_b", s->len[1]);
 	tally_json_field_int(j, "first_divergence", s->first_divergence);
 	tally_json_field_uint(j, "edit_distance", s->edits);
 	tally_json_field_bool(j, "edit_distance_capped", s->edits_capped);
