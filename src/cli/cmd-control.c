@@ -248,6 +248,12 @@ static void summarize_config(struct config_result *cr, unsigned rounds)
 	cr->median_s = rounds % 2 ? v[rounds / 2] : (v[rounds / 2 - 1] + v[rounds / 2]) / 2;
 }
 
+/* Recording only a window of the run: compare the windows, not the whole runs. */
+static bool windowed(const struct control *ctl)
+{
+	return ctl->base.capture_range || ctl->base.delay || ctl->base.duration;
+}
+
 /* tally compare of every reduced round against every full round (process k = round k). */
 static void compare_configs(struct control *ctl)
 {
@@ -256,7 +262,7 @@ static void compare_configs(struct control *ctl)
 	unsigned k, i;
 
 	compare_opts_default(&o);
-	if (ctl->base.capture_range)
+	if (windowed(ctl))
 		o.stretch = COMPARE_CAPTURE;
 	for (k = 0; k < 2; k++)
 		for (i = 0; i < ctl->rounds; i++) {
@@ -373,7 +379,7 @@ static void text_report(const struct control *ctl)
 	}
 	if (ctl->cmp) {
 		printf("\n  reduced vs full (tally compare, %s): %s\n",
-		       ctl->base.capture_range ? "capture range" : "whole run",
+		       windowed(ctl) ? "capture range" : "whole run",
 		       compare_verdict_name(ctl->cmp->verdict));
 	}
 	conclusions(ctl, what);
