@@ -30,8 +30,20 @@ enum tally_chunk_type {
 	TALLY_CHUNK_FRAMES = 9,	  /* 1.2: call-stack frames (docs/format.md §12) */
 	TALLY_CHUNK_STACKS = 10,  /* 1.2: call stacks, as lists of frame ids */
 	TALLY_CHUNK_MODULES = 11, /* 1.2: the process's loaded modules, for native frames */
+	TALLY_CHUNK_DROPS = 12,	  /* 1.2: CUPTI's drop counts by queue, contexts tied to devices */
 	TALLY_CHUNK_TYPE_MAX,
 };
+
+/* DROPS entries (docs/format.md §8): where a count comes from. */
+enum tally_drop_source {
+	TALLY_DROPS_GLOBAL = 1,	 /* CUPTI's global queue: context, stream and kind not reported */
+	TALLY_DROPS_CONTEXT = 2, /* a context's own queue (and stream, where CUPTI keeps one) */
+	TALLY_DROPS_SEEN = 3,	 /* not a drop: the context ran on the device; count: GPU records */
+};
+
+/* "global queue", "context queue", "context seen"; and what an entry of that source means. */
+const char *tally_drop_source_name(unsigned source);
+const char *tally_drop_source_meaning(unsigned source);
 
 #define TALLY_CHUNK_FLAG_FINAL 0x1u
 

@@ -3,6 +3,7 @@
 #ifndef TALLY_REPORT_STATS_INT_H
 #define TALLY_REPORT_STATS_INT_H
 
+#include "gaps.h"
 #include "memusage.h"
 #include "report.h"
 
@@ -16,6 +17,8 @@ enum report_id {
 	R_MEM_SIZE_SUM,
 	R_GPU_TRACE,
 	R_API_TRACE,
+	R_GPU_GAPS,
+	R_GPU_UTIL,
 	R_KERN_STACK_SUM, /* style 0: by innermost user frame, 1: by whole stack */
 	R_MEM_USAGE,
 	R_COUNT,
@@ -96,10 +99,11 @@ struct stats {
 	size_t nsecs;
 	uint64_t untimed;
 	uint64_t base;
-	bool failed;	      /* out of memory somewhere: reports would be short */
-	struct mem_usage mem; /* cuda_gpu_mem_usage */
-	uint64_t
-	    stacked_kernels; /* kernels with a call stack: none, and the stack report is empty */
+	bool failed;		      /* out of memory somewhere: reports would be short */
+	struct report_gpu_gaps *gaps; /* gpu_gaps, gpu_time_util */
+	struct mem_usage mem;	      /* cuda_gpu_mem_usage */
+	/* kernels with a call stack: with none, the stack report is empty */
+	uint64_t stacked_kernels;
 };
 
 bool stats_wants(const struct stats *st, enum report_id r);
