@@ -644,7 +644,7 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 
 	p->cfg = *cfg;
 	p->src = *src;
-	if (!p->cfg.batch_records)
+	if (!p->cfg.batch_records || p->cfg.batch_records > TALLY_RECORDS_MAX)
 		p->cfg.batch_records = DEFAULT_BATCH;
 	if (!p->cfg.slice_ns)
 		p->cfg.slice_ns = DEFAULT_SLICE_NS;
