@@ -2,8 +2,10 @@
 /* Shared CLI helpers; see cli.h. */
 #include "cli.h"
 #include "clock.h"
+#include "report.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,4 +229,14 @@ int cli_find_collector(char *out, size_t len)
 		}
 	}
 	return -ENOENT;
+}
+
+void cli_warn_demangle_refused(void)
+{
+	uint64_t n = report_demangle_refused();
+
+	if (n)
+		cli_warn("%" PRIu64 " kernel name(s) are shown mangled: demangled they would exceed "
+			 "%u KiB (or the mangled name exceeds %u KiB), as crafted names can",
+			 n, REPORT_DEMANGLE_MAX_OUT >> 10, REPORT_DEMANGLE_MAX_IN >> 10);
 }

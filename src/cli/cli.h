@@ -38,6 +38,8 @@ extern const char *tally_progname;
 /* "tally CMD: message" on stderr; returns code, so `return cli_error(2, ...)` reads well. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Says how many kernel names were too big to demangle (report_demangle), if any. */
+void cli_warn_demangle_refused(void);
 
 /* One row of a command's option help. */
 struct cli_opt_help {

@@ -11,12 +11,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "outfile.h"
 #include "report.h"
 
 struct stats_opts {
 	struct stats_request req;
 	enum report_format fmt;
 	const char *output;
+	bool force;
 };
 
 static const struct cli_opt_help stats_help[] = {
@@ -24,7 +26,8 @@ static const struct cli_opt_help stats_help[] = {
     {"", "cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum; 'all': every one)"},
     {"", "kernel reports take :base or :mangled, as nsys's do"},
     {"-f, --format FMT", "table (default), csv or json"},
-    {"-o, --output FILE", "write to FILE instead of standard output"},
+    {"-o, --output FILE", "write to FILE instead of standard output (never over an input)"},
+    {"--force", "replace FILE if it exists (only ever a regular file)"},
     {"-h, --help", "show this help"},
     {NULL, NULL},
 };
@@ -112,6 +115,7 @@ static int parse(int argc, char **argv, struct stats_opts *o)
 	    {"report", required_argument, NULL, 'r'},
 	    {"format", required_argument, NULL, 'f'},
 	    {"output", required_argument, NULL, 'o'},
+	    {"force", no_argument, NULL, 'F'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -131,6 +135,9 @@ static int parse(int argc, char **argv, struct stats_opts *o)
 		case 'o':
 			o->output = optarg;
 			break;
+		case 'F':
+			o->force = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -144,22 +151,35 @@ static int parse(int argc, char **argv, struct stats_opts *o)
 	return 0;
 }
 
+/* To standard output, or to -o FILE through a temporary file renamed over it (outfile.h). */
 static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o)
 {
+	unsigned flags = o->force ? OUTFILE_FORCE : 0;
+	struct outfile of = {.fd = -1};
 	FILE *out = stdout;
+	char err[600];
 	int rc;
 
 	if (o->output && strcmp(o->output, "-") != 0) {
-		out = fopen(o->output, "w");
-		if (!out)
+		if (outfile_open(&of, o->output, flags, err, sizeof(err)) < 0)
+			return cli_error(TALLY_EXIT_ERROR, "%s", err);
+		out = fdopen(of.fd, "w");
+		if (!out) {
+			outfile_abort(&of);
 			return cli_error(TALLY_EXIT_ERROR, "%s: %s", o->output, strerror(errno));
+		}
+		of.fd = -1; /* out owns it */
 	}
 	rc = stats_write(st, set, out, o->fmt);
-	if (out != stdout && fclose(out) != 0)
+	if (out != stdout && fclose(out) != 0 && rc == 0)
 		rc = -errno;
-	if (rc < 0)
+	if (rc < 0) {
+		outfile_abort(&of);
 		return cli_error(TALLY_EXIT_ERROR, "%s: write failed: %s",
 				 o->output ? o->output : "standard output", strerror(-rc));
+	}
+	if (out != stdout && outfile_commit(&of, flags, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_ERROR, "%s", err);
 	return 0;
 }
 
@@ -172,6 +192,10 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 	char err[600];
 	int rc;
 
+	if (o->output && strcmp(o->output, "-") != 0 &&
+	    (outfile_not_input(o->output, paths, npaths, err, sizeof(err)) < 0 ||
+	     outfile_check(o->output, o->force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0))
+		return cli_error(TALLY_EXIT_USAGE, "%s", err);
 	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
 	report_set_find_base(&set);
@@ -194,6 +218,7 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 		goto free_stats;
 	}
 	report_warn_damage(&set, stderr, tally_progname);
+	cli_warn_demangle_refused();
 	rc = write_reports(st, &set, o);
 	if (rc == 0 && !set.complete)
 		rc = TALLY_EXIT_FAIL;

@@ -25,6 +25,7 @@
 
 #include "json.h"
 #include "obuf.h"
+#include "outfile.h"
 #include "report.h"
 
 #define HEADER_RESERVE	16384	    /* bytes kept at the top for otherData */
@@ -65,6 +66,8 @@ struct chrome {
 	struct obuf ob;
 	FILE *f;
 	char *path;
+	struct outfile out; /* the temporary file f writes, renamed over path at the end */
+	unsigned out_flags;
 	bool to_stdout, seekable, first, wrote_base;
 	uint64_t base;
 	uint64_t events, untimed;
@@ -785,6 +788,15 @@ static int chrome_finish(void *state, struct report_set *set, struct export_stat
 		rc = write_header(c, od, len, &fits);
 	if (rc == 0 && fflush(c->f) != 0)
 		rc = -errno;
+	if (!c->to_stdout) {
+		if (fclose(c->f) != 0 && rc == 0)
+			rc = -errno;
+		c->f = NULL;
+		if (rc == 0 && outfile_commit(&c->out, c->out_flags, err, errlen) < 0) {
+			free(od);
+			return -EIO;
+		}
+	}
 	free(od);
 	st->events = c->events;
 	st->bytes = c->ob.written;
@@ -808,16 +820,22 @@ static int chrome_open(void **state, struct report_set *set, const struct export
 	c->to_stdout = strcmp(o->output, "-") == 0;
 	if (!c->path)
 		goto free_chrome;
-	if (!c->to_stdout && !o->force && access(o->output, F_OK) == 0) {
-		rc = -EEXIST;
-		snprintf(err, errlen, "%s: exists (--force replaces it)", o->output);
-		goto free_path;
-	}
-	c->f = c->to_stdout ? stdout : fopen(o->output, "w");
-	if (!c->f) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", o->output, strerror(errno));
-		goto free_path;
+	c->out.fd = -1;
+	c->out_flags = o->force ? OUTFILE_FORCE : 0;
+	if (!c->to_stdout) {
+		rc = outfile_open(&c->out, o->output, c->out_flags, err, errlen);
+		if (rc < 0)
+			goto free_path;
+		c->f = fdopen(c->out.fd, "w");
+		if (!c->f) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: %s", o->output, strerror(errno));
+			outfile_abort(&c->out);
+			goto free_path;
+		}
+		c->out.fd = -1; /* c->f owns it */
+	} else {
+		c->f = stdout;
 	}
 	c->seekable = !c->to_stdout && fstat(fileno(c->f), &sb) == 0 && S_ISREG(sb.st_mode);
 	if (obuf_init(&c->ob, c->f) < 0)
@@ -837,8 +855,10 @@ static int chrome_open(void **state, struct report_set *set, const struct export
 	*state = c;
 	return 0;
 close_file:
-	if (!c->to_stdout)
+	if (!c->to_stdout) {
 		fclose(c->f);
+		outfile_abort(&c->out);
+	}
 free_path:
 	free(c->path);
 free_chrome:
@@ -860,8 +880,9 @@ static void chrome_destroy(void *state, bool failed)
 	obuf_fini(&c->ob);
 	if (!c->to_stdout && c->f)
 		fclose(c->f);
-	if (failed && !c->to_stdout)
-		unlink(c->path);
+	(void)failed; /* whatever was not committed is only a temporary file */
+	if (!c->to_stdout)
+		outfile_abort(&c->out);
 	for (i = 0; i < c->nsecs; i++) {
 		for (k = 0; k < c->secs[i].nraw; k++)
 			free(c->secs[i].raw[k].s);

@@ -22,6 +22,7 @@
 
 #include "buf.h"
 #include "codec.h"
+#include "outfile.h"
 #include "report.h"
 #include "writer.h"
 
@@ -414,25 +415,16 @@ static int empty_input(struct merge *m, const struct report_input *in)
 
 /* ---- the whole merge ------------------------------------------------------------------------ */
 
-static int open_output(const char *path, bool force, const struct report_set *set, char *err,
-		       size_t errlen)
+/* The output: never one of the inputs, never anything but a regular file (outfile.h). */
+static int open_output(struct outfile *out, const char *path, bool force,
+		       const struct report_set *set, char *err, size_t errlen)
 {
-	struct stat out, in;
 	size_t i;
-	int fd;
 
-	if (stat(path, &out) == 0)
-		for (i = 0; i < set->ninputs; i++)
-			if (stat(set->inputs[i].path, &in) == 0 && in.st_dev == out.st_dev &&
-			    in.st_ino == out.st_ino) {
-				snprintf(err, errlen, "%s: is also an input", path);
-				return -EINVAL;
-			}
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL), 0644);
-	if (fd < 0)
-		snprintf(err, errlen, "%s: %s", path,
-			 errno == EEXIST ? "exists (--force replaces it)" : strerror(errno));
-	return fd < 0 ? -errno : fd;
+	for (i = 0; i < set->ninputs; i++)
+		if (outfile_not_input(path, &set->inputs[i].path, 1, err, errlen) < 0)
+			return -EINVAL;
+	return outfile_open(out, path, force ? OUTFILE_FORCE : 0, err, errlen);
 }
 
 static void merge_fini(struct merge *m)
@@ -485,13 +477,15 @@ int report_merge(struct report_set *set, const char *path, bool force,
 	    .pctx = pctx,
 	};
 	struct tally_sink sink;
+	struct outfile out;
 	size_t i;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	m.fd = open_output(path, force, set, err, errlen);
-	if (m.fd < 0)
-		return m.fd;
+	rc = open_output(&out, path, force, set, err, errlen);
+	if (rc < 0)
+		return rc;
+	m.fd = out.fd;
 	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd};
 	rc = tally_writer_init(&m.w, &sink, 0);
 	if (rc == 0)
@@ -509,11 +503,10 @@ int report_merge(struct report_set *set, const char *path, bool force,
 			res->max_offset = off;
 	}
 	merge_fini(&m);
-	close(m.fd);
-	if (rc) {
-		unlink(path);
-		if (!err[0])
-			snprintf(err, errlen, "%s: %s", path, strerror(rc < 0 ? -rc : EIO));
-	}
+	if (rc == 0 && outfile_commit(&out, force ? OUTFILE_FORCE : 0, err, errlen) < 0)
+		rc = -EIO;
+	outfile_abort(&out); /* the temporary file, unless committed */
+	if (rc && !err[0])
+		snprintf(err, errlen, "%s: %s", path, strerror(rc < 0 ? -rc : EIO));
 	return rc;
 }

@@ -116,9 +116,15 @@ const char *report_string(struct report_section *rs, uint32_t id);
 const char *report_kernel_name(struct report_section *rs, uint32_t id, enum report_name_mode m);
 void report_names_free(struct report_names *n);
 
-/* Demangle an Itanium C++ name with libstdc++'s __cxa_demangle, loaded at run time; NULL if the
- * name is not mangled or the library is not there.  Caller frees. */
+/*
+ * Demangle an Itanium C++ name, as __cxa_demangle would; NULL if the name is not mangled, or is
+ * longer than REPORT_DEMANGLE_MAX_IN, or demangles to REPORT_DEMANGLE_MAX_OUT bytes or more (then
+ * it is counted in report_demangle_refused() so that reports can say so).  Caller frees.
+ */
+#define REPORT_DEMANGLE_MAX_IN	(16u << 10)
+#define REPORT_DEMANGLE_MAX_OUT (64u << 10)
 char *report_demangle(const char *mangled);
+uint64_t report_demangle_refused(void);
 /* The base name of a demangled signature: "void ns::foo<int>(float *)" -> "foo". Caller frees. */
 char *report_base_name(const char *demangled);
 

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "report.h"
 #include "sqlite-schema.h"
 
@@ -77,6 +78,8 @@ struct sqsec {
 struct sq {
 	sqlite3 *db;
 	char *path;
+	struct outfile out; /* the temporary database, renamed over path at the end */
+	unsigned out_flags;
 	sqlite3_stmt *st[S_COUNT];
 	struct strslot *strs;
 	size_t nstrs, capstrs;
@@ -814,7 +817,17 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 		rc = exec(q, sqlite_indexes);
 	if (rc == 0)
 		rc = exec(q, "COMMIT;");
-	(void)err;
+	if (rc == 0) {
+		for (size_t i = 0; i < S_COUNT; i++) {
+			sqlite3_finalize(q->st[i]);
+			q->st[i] = NULL;
+		}
+		if (sqlite3_close(q->db) != SQLITE_OK)
+			rc = -EIO;
+		q->db = NULL;
+	}
+	if (rc == 0 && outfile_commit(&q->out, q->out_flags, err, errlen) < 0)
+		rc = -EIO;
 	(void)errlen; /* failures wrote q->err, which is err */
 	out->events = q->rows;
 	return rc;
@@ -831,20 +844,22 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	int rc = -ENOMEM, i;
 
 	(void)set;
+	if (q)
+		q->out.fd = -1;
 	if (!q || !(q->path = strdup(o->output))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	q->err = err;
 	q->errlen = errlen;
-	if (access(o->output, F_OK) == 0 && (!o->force || unlink(o->output) < 0)) {
-		rc = o->force ? -errno : -EEXIST;
-		snprintf(err, errlen, "%s: %s", o->output,
-			 o->force ? strerror(errno) : "exists (--force replaces it)");
+	q->out_flags = o->force ? OUTFILE_FORCE : 0;
+	rc = outfile_open(&q->out, o->output, q->out_flags, err, errlen);
+	if (rc < 0)
 		goto fail;
-	}
+	close(q->out.fd); /* SQLite opens it by name: an empty file is an empty database */
+	q->out.fd = -1;
 	rc = -EIO;
-	if (sqlite3_open_v2(o->output, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	if (sqlite3_open_v2(q->out.tmp, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
 	    SQLITE_OK) {
 		sq_fail(q, "open");
 		goto fail;
@@ -878,8 +893,8 @@ static void sq_destroy(void *state, bool failed)
 		sqlite3_finalize(q->st[i]);
 	if (q->db)
 		sqlite3_close(q->db);
-	if (failed && q->db)
-		unlink(q->path);
+	(void)failed; /* whatever was not committed is only a temporary file */
+	outfile_abort(&q->out);
 	for (i = 0; i < q->capstrs; i++)
 		free(q->strs[i].s);
 	free(q->strs);
