@@ -178,9 +178,12 @@ int cli_parse_duration_ns(const char *s, uint64_t *out)
 	char *end;
 	double v;
 
+	/* Digits first: strtod would also take "nan", "inf", "0x1p4" and leading blanks. */
+	if (!((*s >= '0' && *s <= '9') || *s == '.'))
+		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
+	if (errno || end == s || !(v >= 0) || v > 1e10) /* !(v >= 0) is also true of NaN */
 		return -EINVAL;
 	if (*end == '\0' || strcmp(end, "s") == 0)
 		v *= 1e9;

@@ -19,6 +19,7 @@
 #include "collect-env.h"
 #include "doctor.h"
 #include "json.h"
+#include "outfile.h"
 #include "pattern.h"
 #include "reader.h"
 #include "verdict.h"
@@ -26,6 +27,7 @@
 struct record_opts {
 	struct collect_opts c;
 	bool quiet, json, skip_checks;
+	const char *json_path; /* --json=FILE; plain --json goes to standard error */
 	char manifest[PATH_MAX];
 };
 
@@ -33,7 +35,8 @@ static volatile sig_atomic_t child_pid;
 
 static const struct cli_opt_help record_help[] = {
     {"-q, --quiet", "print nothing after the run but problems"},
-    {"--json", "print the closing summary as JSON (docs/record.md)"},
+    {"--json[=FILE]", "the closing summary as JSON, on standard error or into FILE (never"},
+    {"", "into the program's standard output; docs/record.md)"},
     {"--no-checks", "do not stop on the doctor's blocking findings"},
     {"-h, --help", "show this help"},
     {NULL, NULL},
@@ -78,21 +81,22 @@ static void install_forwarding(void)
 		sigaction(sigs[i], &sa, NULL);
 }
 
-/* Refuse to run if the one name the pattern makes is taken (names with %p/%n never are). */
+/*
+ * Refuse to run if the one name the pattern makes is taken (names with %p/%n never are), or is
+ * anything but a regular file: --force replaces a regular file only (outfile.h).
+ */
 static int check_overwrite(const struct record_opts *o)
 {
 	struct tally_pattern_vars vars = {.pid = getpid()};
-	char path[PATH_MAX], err[256];
+	char path[PATH_MAX], err[PATH_MAX + 128];
 
-	if (o->c.force || strstr(o->c.output, "%p") || strstr(o->c.output, "%n"))
+	if (strstr(o->c.output, "%p") || strstr(o->c.output, "%n"))
 		return 0;
 	if (tally_pattern_expand(o->c.output_abs, &vars, path, sizeof(path), err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_USAGE, "--output: %s", err);
-	if (access(path, F_OK) == 0)
-		return cli_error(TALLY_EXIT_USAGE,
-				 "%s exists: use --force to overwrite it, or a "
-				 "pattern with %%p or %%n",
-				 path);
+	if (outfile_check(path, o->c.force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_USAGE, "%s%s", err,
+				 o->c.force ? "" : "; or use a pattern with %p or %n");
 	return 0;
 }
 
@@ -154,34 +158,57 @@ struct written {
 	bool ended;
 };
 
+struct manifest {
+	struct written *w; /* every file started, however many (a job may fork thousands) */
+	size_t n, cap;
+	size_t refused; /* "off" lines: processes that said why they were not recorded */
+};
+
+static bool manifest_add(struct manifest *m, long pid, const char *path)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 64;
+		struct written *t = realloc(m->w, cap * sizeof(*t));
+
+		if (!t)
+			return false;
+		m->w = t;
+		m->cap = cap;
+	}
+	snprintf(m->w[m->n].path, sizeof(m->w[m->n].path), "%s", path);
+	m->w[m->n].pid = pid;
+	m->w[m->n++].ended = false;
+	return true;
+}
+
 /* Files named in the manifest ("start PID PATH" lines), and the "off PID WHY" refusals. */
-static size_t read_manifest(const char *manifest, struct written *w, size_t max, FILE *off_out)
+static void read_manifest(const char *manifest, struct manifest *m, FILE *off_out)
 {
 	FILE *f = manifest[0] ? fopen(manifest, "r") : NULL;
 	char line[PATH_MAX + 512];
-	size_t n = 0, i;
+	size_t i;
 
 	if (!f)
-		return 0;
+		return;
 	while (fgets(line, sizeof(line), f)) {
 		long pid;
 		int at = 0;
 
 		line[strcspn(line, "\n")] = '\0';
-		if (sscanf(line, "start %ld %n", &pid, &at) == 1 && at && n < max) {
-			snprintf(w[n].path, sizeof(w[n].path), "%s", line + at);
-			w[n].pid = pid;
-			w[n++].ended = false;
+		if (sscanf(line, "start %ld %n", &pid, &at) == 1 && at) {
+			if (!manifest_add(m, pid, line + at) && off_out)
+				fprintf(off_out, "  pid %ld: out of memory listing its file\n", pid);
 		} else if (sscanf(line, "end %ld %n", &pid, &at) == 1) {
-			for (i = 0; i < n; i++)
-				if (w[i].pid == pid)
-					w[i].ended = true;
-		} else if (sscanf(line, "off %ld %n", &pid, &at) == 1 && off_out) {
-			fprintf(off_out, "  pid %ld not recorded: %s\n", pid, line + at);
+			for (i = 0; i < m->n; i++)
+				if (m->w[i].pid == pid)
+					m->w[i].ended = true;
+		} else if (sscanf(line, "off %ld %n", &pid, &at) == 1) {
+			m->refused++;
+			if (off_out)
+				fprintf(off_out, "  pid %ld not recorded: %s\n", pid, line + at);
 		}
 	}
 	fclose(f);
-	return n;
 }
 
 static void print_counts(FILE *out, const struct tally_section *s)
@@ -247,39 +274,90 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct written
 	return v.complete;
 }
 
+/* Where --json goes: standard error, or FILE (replaced only if it is a regular file). */
+static FILE *json_open(const struct record_opts *o, struct outfile *of)
+{
+	char err[600];
+	FILE *f;
+
+	if (!o->json_path)
+		return stderr;
+	if (outfile_open(of, o->json_path, OUTFILE_FORCE, err, sizeof(err)) < 0) {
+		cli_warn("--json: %s", err);
+		return NULL;
+	}
+	f = fdopen(of->fd, "w");
+	if (!f)
+		outfile_abort(of);
+	else
+		of->fd = -1;
+	return f;
+}
+
+static void json_close(const struct record_opts *o, FILE *f, struct outfile *of)
+{
+	char err[600];
+
+	if (f == stderr)
+		return;
+	if (fclose(f) != 0 || outfile_commit(of, OUTFILE_FORCE, err, sizeof(err)) < 0)
+		cli_warn("--json=%s: not written", o->json_path);
+	outfile_abort(of);
+}
+
+static void summarize_json(const struct record_opts *o, int status, const struct manifest *m)
+{
+	struct outfile of = {.fd = -1};
+	FILE *f = json_open(o, &of);
+	struct tally_json j;
+	size_t i;
+
+	if (!f)
+		return;
+	tally_json_init(&j, f, true);
+	tally_json_object_begin(&j);
+	tally_json_field_int(&j, "exit_status", status);
+	tally_json_field_uint(&j, "not_recorded", m->refused);
+	tally_json_name(&j, "files");
+	tally_json_array_begin(&j);
+	for (i = 0; i < m->n; i++)
+		summarize_file(f, &j, &m->w[i]);
+	tally_json_array_end(&j);
+	tally_json_object_end(&j);
+	tally_json_finish(&j);
+	json_close(o, f, &of);
+}
+
 static void summarize(const struct record_opts *o, int status)
 {
-	struct written w[256];
+	struct manifest m = {0};
 	FILE *out = stderr;
-	struct tally_json j;
-	size_t n, i;
+	size_t i;
 
-	if (o->quiet && !o->json)
+	if (o->json) {
+		read_manifest(o->manifest, &m, NULL);
+		summarize_json(o, status, &m);
+		free(m.w);
+		return;
+	}
+	if (o->quiet)
 		out = fopen("/dev/null", "w");
 	if (!out)
 		return;
-	if (!o->json)
-		fprintf(out, "tally: program exited with status %d\n", status);
-	n = read_manifest(o->manifest, w, sizeof(w) / sizeof(w[0]), o->json ? NULL : out);
-	if (o->json) {
-		tally_json_init(&j, stdout, true);
-		tally_json_object_begin(&j);
-		tally_json_field_int(&j, "exit_status", status);
-		tally_json_name(&j, "files");
-		tally_json_array_begin(&j);
-	} else if (!n) {
+	fprintf(out, "tally: program exited with status %d\n", status);
+	read_manifest(o->manifest, &m, out);
+	/* The lines above already say why when processes refused: do not guess another reason. */
+	if (!m.n && m.refused)
+		fprintf(out, "tally: no file written (%zu process(es) not recorded, above)\n",
+			m.refused);
+	else if (!m.n)
 		fprintf(out, "tally: no file written: the program never initialised CUDA or used "
 			     "NVTX (or was not a dynamically linked program)\n");
-	} else {
-		fprintf(out, "tally: %zu file(s) written:\n", n);
-	}
-	for (i = 0; i < n; i++)
-		summarize_file(o->json ? stdout : out, o->json ? &j : NULL, &w[i]);
-	if (o->json) {
-		tally_json_array_end(&j);
-		tally_json_object_end(&j);
-		tally_json_finish(&j);
-	}
+	else
+		fprintf(out, "tally: %zu file(s) written:\n", m.n);
+	for (i = 0; i < m.n; i++)
+		summarize_file(out, NULL, &m.w[i]);
+	free(m.w);
 	if (out != stderr)
 		fclose(out);
 }
@@ -323,7 +401,7 @@ int cmd_record(int argc, char **argv)
 	for (i = 0; i < collect_longopts_count; i++)
 		longopts[n++] = collect_longopts[i];
 	longopts[n++] = (struct option){"quiet", no_argument, NULL, 'q'};
-	longopts[n++] = (struct option){"json", no_argument, NULL, 'J'};
+	longopts[n++] = (struct option){"json", optional_argument, NULL, 'J'};
 	longopts[n++] = (struct option){"no-checks", no_argument, NULL, 'N'};
 	longopts[n++] = (struct option){"help", no_argument, NULL, 'h'};
 	longopts[n] = (struct option){NULL, 0, NULL, 0};
@@ -337,6 +415,7 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'J':
 			o.json = true;
+			o.json_path = optarg && *optarg && strcmp(optarg, "-") != 0 ? optarg : NULL;
 			break;
 		case 'N':
 			o.skip_checks = true;
