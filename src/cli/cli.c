@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "report.h"
+#include "text.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -242,4 +243,22 @@ void cli_warn_demangle_refused(void)
 		cli_warn("%" PRIu64 " kernel name(s) are shown mangled: demangled they would exceed "
 			 "%u KiB (or the mangled name exceeds %u KiB), as crafted names can",
 			 n, REPORT_DEMANGLE_MAX_OUT >> 10, REPORT_DEMANGLE_MAX_IN >> 10);
+}
+
+const char *cli_text(const char *s)
+{
+	/* A ring, so that one printf may hold several; each entry lives until reused. */
+	static char *ring[16];
+	static unsigned next;
+	char *t;
+
+	if (!s)
+		return NULL;
+	t = tally_text_printable(s);
+	if (!t)
+		return "[out of memory]";
+	free(ring[next]);
+	ring[next] = t;
+	next = (next + 1) % 16;
+	return t;
 }

@@ -40,6 +40,9 @@ int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Says how many kernel names were too big to demangle (report_demangle), if any. */
 void cli_warn_demangle_refused(void);
+/* s with control bytes and invalid UTF-8 escaped (text.h), for printing text from a trace;
+ * valid until 16 more calls.  NULL stays NULL. */
+const char *cli_text(const char *s);
 
 /* One row of a command's option help. */
 struct cli_opt_help {

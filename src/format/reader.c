@@ -215,6 +215,15 @@ void tally_file_close(struct tally_file *f)
 	free(f);
 }
 
+uint64_t tally_section_origin(const struct tally_section *s)
+{
+	uint64_t t0 = s->start_cupti ? s->start_cupti : UINT64_MAX;
+
+	if (s->t_min < t0)
+		t0 = s->t_min;
+	return t0 == UINT64_MAX ? 0 : t0;
+}
+
 const char *tally_section_string(const struct tally_section *s, uint32_t id)
 {
 	return id && id < s->nstrings ? s->strings[id] : NULL;

@@ -104,6 +104,13 @@ struct tally_section {
 	uint32_t nstrings;
 };
 
+/*
+ * The section's time origin, in CUPTI ns: the earliest of the session start and the first
+ * record, so that no time shown relative to it is negative (a record may carry a time before the
+ * session's start: clocks of another source, or a crafted file).  0 when neither is known.
+ */
+uint64_t tally_section_origin(const struct tally_section *s);
+
 /* The string for id, or NULL (id 0, or its STRINGS chunk was lost). */
 const char *tally_section_string(const struct tally_section *s, uint32_t id);
 

@@ -139,39 +139,85 @@ void report_set_close(struct report_set *set)
 	memset(set, 0, sizeof(*set));
 }
 
-/* ---- the base time: each input's first SESSION, read on its own and then dropped ---------- */
+/* ---- the base time: the earliest moment of any section, read as a summary first ---------- */
 
-static int stop_at_session(void *ctx, struct tally_file *f, struct tally_section *s)
+/* The realtime - CUPTI offset of a CLOCK payload; false if it lacks either clock. */
+static bool clock_pair_offset(const uint8_t *p, size_t len, int64_t *off)
 {
-	struct tally_section *out = ctx;
+	struct tally_cursor c = {p, p + len, false};
+	uint64_t cupti = 0, realtime = 0;
+	struct tally_kv kv;
 
-	(void)f;
-	out->merged = s->merged;
-	out->start_cupti = s->start_cupti;
-	out->start_realtime = s->start_realtime;
-	return 1;
+	while (tally_kv_next(&c, &kv)) {
+		if (kv.key == TALLY_CK_CUPTI && kv.type == TALLY_KV_UINT)
+			cupti = kv.u;
+		else if (kv.key == TALLY_CK_REALTIME && kv.type == TALLY_KV_UINT)
+			realtime = kv.u;
+	}
+	if (!cupti || !realtime)
+		return false;
+	*off = (int64_t)(realtime - cupti);
+	return true;
 }
 
+/* One section's offset, worked out as the scan does (session_offset, clock_offset). */
+struct base_scan {
+	struct report_set *set;
+	const struct tally_section *s;
+	int64_t offset;
+	bool frozen, by_clock;
+};
+
+static void base_section_done(struct base_scan *b)
+{
+	uint64_t t;
+
+	if (!b->s || !(t = tally_section_origin(b->s)))
+		return;
+	t = (uint64_t)((int64_t)t + b->offset);
+	if (!b->set->base || t < b->set->base)
+		b->set->base = t;
+}
+
+static int base_chunk(void *ctx, struct tally_section *s, const struct tally_chunk_info *c,
+		      const uint8_t *payload)
+{
+	struct base_scan *b = ctx;
+	bool align = b->set->align && !s->merged;
+
+	if (s != b->s) {
+		base_section_done(b);
+		*b = (struct base_scan){.set = b->set, .s = s};
+		if (align && s->start_realtime && s->start_cupti)
+			b->offset = (int64_t)(s->start_realtime - s->start_cupti);
+	}
+	if (c->type == TALLY_CHUNK_CLOCK && align && !b->frozen && !b->by_clock)
+		b->by_clock = clock_pair_offset(payload, c->len, &b->offset);
+	b->frozen |= c->type == TALLY_CHUNK_RECORDS;
+	return 0;
+}
+
+/*
+ * The base is the earliest of every section's session start and first record (on the aligned
+ * clock), so that no exported time is negative: Perfetto drops events with a negative ts.  It
+ * takes a summary read of each input (records decoded, nothing kept), which costs far less than
+ * the export that follows.
+ */
 void report_set_find_base(struct report_set *set)
 {
 	size_t i;
 
 	set->base = 0;
 	for (i = 0; i < set->ninputs; i++) {
-		struct tally_section first = {0};
-		struct tally_read_ops ops = {.section = stop_at_session, .ctx = &first};
+		struct base_scan b = {.set = set};
+		struct tally_read_ops ops = {.chunk_payload = base_chunk, .ctx = &b};
 		struct tally_file *f;
-		uint64_t t;
 
 		if (tally_file_open(&f, set->inputs[i].path, NULL, 0) < 0)
 			continue;
 		(void)tally_file_read(f, &ops);
+		base_section_done(&b);
 		tally_file_close(f);
-		t = first.start_cupti;
-		if (set->align && !first.merged && first.start_realtime && first.start_cupti)
-			t = first.start_realtime;
-		if (t && (!set->base || t < set->base))
-			set->base = t;
 	}
 }
 
@@ -312,22 +358,9 @@ static int on_records(void *ctx, struct tally_section *s, const struct tally_rec
 
 static void clock_offset(struct scan *sc, struct report_section *rs, const uint8_t *p, size_t len)
 {
-	struct tally_cursor c = {p, p + len, false};
-	uint64_t cupti = 0, realtime = 0;
-	struct tally_kv kv;
-
 	if (!sc->set->align || rs->s->merged || rs->offset_frozen || rs->aligned_by_clock)
 		return;
-	while (tally_kv_next(&c, &kv)) {
-		if (kv.key == TALLY_CK_CUPTI && kv.type == TALLY_KV_UINT)
-			cupti = kv.u;
-		else if (kv.key == TALLY_CK_REALTIME && kv.type == TALLY_KV_UINT)
-			realtime = kv.u;
-	}
-	if (cupti && realtime) {
-		rs->offset = (int64_t)(realtime - cupti);
-		rs->aligned_by_clock = true;
-	}
+	rs->aligned_by_clock = clock_pair_offset(p, len, &rs->offset);
 }
 
 static int on_chunk(void *ctx, struct tally_section *s, const struct tally_chunk_info *c,

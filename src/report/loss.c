@@ -15,7 +15,10 @@
 double report_rel_s(const struct report_section *rs, uint64_t t)
 {
 	const struct tally_section *s = rs->s;
-	uint64_t t0 = s->start_cupti ? s->start_cupti : (s->t_min != UINT64_MAX ? s->t_min : t);
+	uint64_t t0 = tally_section_origin(s);
+
+	if (!t0)
+		t0 = t;
 
 	return ((double)t - (double)t0) / 1e9;
 }

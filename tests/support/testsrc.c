@@ -29,12 +29,28 @@ const char *const testsrc_kernel_names[] = {
 const unsigned testsrc_kernel_names_count =
     sizeof(testsrc_kernel_names) / sizeof(testsrc_kernel_names[0]);
 
-uint64_t testsrc_now(void)
+static uint64_t clock_base, clock_real0;
+
+static uint64_t real_now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void testsrc_clock_start(uint64_t t0)
+{
+	clock_real0 = real_now();
+	clock_base = t0;
+}
+
+/* One clock for records, ledger and session start, so that a fixed --t0 moves them all. */
+uint64_t testsrc_now(void)
+{
+	uint64_t r = real_now();
+
+	return clock_base ? clock_base + (r - clock_real0) : r;
 }
 
 static CUptiResult walk(uint8_t *buf, size_t valid, CUpti_Activity **rec)
