@@ -131,6 +131,9 @@ void report_set_close(struct report_set *set)
 		free(set->sections[i]);
 	}
 	free(set->sections);
+	for (i = 0; i < set->nduplicates; i++)
+		free(set->duplicates[i]);
+	free(set->duplicates);
 	for (i = 0; i < set->ninputs; i++) {
 		tally_file_close(set->inputs[i].f);
 		free(set->inputs[i].path);
@@ -260,6 +263,40 @@ static void session_offset(struct report_set *set, struct report_section *rs)
 		rs->offset = (int64_t)(s->start_realtime - s->start_cupti);
 }
 
+/* The section read before with s's session id, if any (ids are unique per recording). */
+static const struct report_section *earlier_session(const struct report_set *set,
+						     const struct tally_section *s)
+{
+	size_t i;
+
+	if (!s->has_session_id)
+		return NULL;
+	for (i = 0; i < set->nsections; i++) {
+		const struct tally_section *e = set->sections[i]->s;
+
+		if (e->has_session_id && memcmp(e->session_id, s->session_id, 16) == 0)
+			return set->sections[i];
+	}
+	return NULL;
+}
+
+/* A repeated section: remembered for the warning, shown to no consumer. */
+static int keep_duplicate(struct scan *sc, struct report_section *rs)
+{
+	struct report_set *set = sc->set;
+	struct report_section **d = realloc(set->duplicates, (set->nduplicates + 1) * sizeof(*d));
+
+	if (!d) {
+		free(rs);
+		sc->cur = NULL;
+		return took(sc, -ENOMEM);
+	}
+	set->duplicates = d;
+	d[set->nduplicates++] = rs;
+	rs->ended = true; /* nothing to end: no consumer saw it begin */
+	return 0;
+}
+
 /* The report_section for the reader's s, announcing it (and ending the last) when it is new. */
 static int section_for(struct scan *sc, struct tally_section *s, struct report_section **ret)
 {
@@ -287,10 +324,25 @@ static int section_for(struct scan *sc, struct tally_section *s, struct report_s
 	rs->in = sc->in;
 	rs->s = s;
 	session_offset(set, rs);
-	v[set->nsections++] = rs;
 	sc->cur = rs;
 	*ret = rs;
+	rs->duplicate_of = earlier_session(set, s);
+	if (rs->duplicate_of)
+		return keep_duplicate(sc, rs);
+	v[set->nsections++] = rs;
 	return sc->ops->section ? took(sc, sc->ops->section(sc->ops->ctx, rs)) : 0;
+}
+
+/* The section of in with the reader's index k, or NULL (a duplicate, kept out of the set). */
+static struct report_section *section_of_file(struct report_set *set,
+					      const struct report_input *in, unsigned k)
+{
+	size_t i;
+
+	for (i = in->first_section; i < set->nsections; i++)
+		if (set->sections[i]->in == in && set->sections[i]->s->index == k)
+			return set->sections[i];
+	return NULL;
 }
 
 /* Hand out damage the reader found since the last callback. */
@@ -307,12 +359,11 @@ static int deliver_damage(struct scan *sc, bool at_end)
 		/* Before any section: wait for the (implicit) section the reader makes next. */
 		if (!rs && !at_end)
 			return 0;
-		if (rs && d->section >= 0 && d->section < (int)rs->s->index) {
-			size_t k = in->first_section + (size_t)d->section;
-
-			rs = k < sc->set->nsections ? sc->set->sections[k] : rs;
-		}
+		if (rs && d->section >= 0 && d->section < (int)rs->s->index)
+			rs = section_of_file(sc->set, in, (unsigned)d->section);
 		in->damage_delivered++;
+		if (rs && rs->duplicate_of)
+			continue; /* its first reading reported it */
 		if (sc->ops->damage)
 			rc = took(sc, sc->ops->damage(sc->ops->ctx, in, rs, d));
 	}
@@ -346,7 +397,7 @@ static int on_records(void *ctx, struct tally_section *s, const struct tally_rec
 	struct report_section *rs;
 	int rc = enter(sc, s, &rs);
 
-	if (rc)
+	if (rc || rs->duplicate_of)
 		return rc;
 	rs->offset_frozen = true;
 	sc->set->records += n;
@@ -371,7 +422,7 @@ static int on_chunk(void *ctx, struct tally_section *s, const struct tally_chunk
 	struct report_section *rs;
 	int rc = enter(sc, s, &rs);
 
-	if (rc)
+	if (rc || rs->duplicate_of)
 		return rc;
 	if (c->type == TALLY_CHUNK_CLOCK)
 		clock_offset(sc, rs, payload, c->len);

@@ -213,4 +213,14 @@ void report_warn_damage(const struct report_set *set, FILE *out, const char *pro
 			fprintf(out, "%s: warning: %s: no readable section\n", prog,
 				set->inputs[i].path);
 	}
+	for (i = 0; i < set->nduplicates; i++) {
+		const struct report_section *d = set->duplicates[i];
+		char label[300];
+
+		fprintf(out,
+			"%s: warning: %s: section %u (%s) repeats a session already read from %s: "
+			"counted once\n",
+			prog, d->in->path, d->s->index, report_section_label(d, label, sizeof(label)),
+			d->duplicate_of->in->path);
+	}
 }

@@ -42,6 +42,10 @@ struct report_section {
 	uint64_t last_time;	      /* latest aligned end of a timed record so far */
 	struct tally_verdict verdict; /* after report_scan() */
 	struct report_names *names;
+	/* A section whose session id was read before (the same file twice, a part given with the
+	 * merged file it went into): kept out of set->sections and of every consumer, and named
+	 * by report_warn_damage. */
+	const struct report_section *duplicate_of;
 };
 
 struct report_set {
@@ -55,6 +59,8 @@ struct report_set {
 	bool complete; /* after report_scan(): every section of every file COMPLETE */
 	bool read_failed; /* report_scan() failed on an input (not on its consumer) */
 	uint64_t records;
+	struct report_section **duplicates; /* sections skipped as repeats (duplicate_of set) */
+	size_t nduplicates;
 };
 
 /*

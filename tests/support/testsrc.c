@@ -451,8 +451,15 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 	unsigned i;
 
 	gethostname(host, sizeof(host) - 1);
-	for (i = 0; i < 16; i++)
-		id[i] = (uint8_t)(rand() & 0xff);
+	/* Unique per run, as the collector's are: readers count a repeated id once. */
+	uint64_t x = real_now() ^ (uint64_t)getpid() << 32;
+
+	for (i = 0; i < 16; i++) {
+		x += 0x9e3779b97f4a7c15ull; /* splitmix64 */
+		uint64_t z = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+
+		id[i] = (uint8_t)((z ^ (z >> 27)) >> 56);
+	}
 	tally_kv_str(b, TALLY_SK_WRITER,
 		     "tally "
 		     "0.1.0");
