@@ -325,7 +325,8 @@ static void consume_nvtx(struct pipeline *p, const struct tally_queue_item *it)
 		r.color = ev.color;
 		r.category = ev.category;
 		r.value = (uint32_t)ev.payload;
-		r.flags = ev.flags & 1 ? TALLY_REC_DEPTH_LOST : 0;
+		r.flags = (ev.flags & 1 ? TALLY_REC_DEPTH_LOST : 0) |
+			  (ev.flags & 2 ? TALLY_REC_TEXT_TRUNCATED : 0);
 		r.name_id = tally_strtab_intern_len(&p->strings, text, ev.name_len);
 		if (ev.domain_len)
 			r.domain_id =

@@ -74,7 +74,11 @@ enum tally_record_flag {
 	TALLY_REC_ASYNC = 1u << 2,
 	TALLY_REC_DEPTH_LOST = 1u << 3,
 	TALLY_REC_CAPTURED = 1u << 4,
+	TALLY_REC_TEXT_TRUNCATED = 1u << 5, /* NVTX: the message was cut at TALLY_NVTX_TEXT_MAX */
 };
+
+/* The longest NVTX message kept, in bytes; a longer one is cut at a UTF-8 character boundary. */
+#define TALLY_NVTX_TEXT_MAX 4000
 
 /* RUNTIME/DRIVER records: what the call is, in SUBKIND (docs/format.md §7). */
 enum tally_api_class {

@@ -21,6 +21,7 @@
 
 #include "outfile.h"
 #include "report.h"
+#include "text.h"
 #include "sqlite-schema.h"
 
 enum stmt {
@@ -57,7 +58,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_OVERHEAD] = "INSERT INTO CUPTI_ACTIVITY_KIND_OVERHEAD (start, end, globalTid,"
 		   " correlationId, overheadType) VALUES (?,?,?,?,?)",
     [S_NVTX] = "INSERT INTO NVTX_EVENTS (start, end, eventType, category, color, text, globalTid,"
-	       " endGlobalTid, domainId, uint32Value) VALUES (?,?,?,?,?,?,?,?,?,?)",
+	       " endGlobalTid, domainId, uint32Value, tallyTextTruncated)"
+	       " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [S_SNAPSHOT] = "INSERT INTO TALLY_LEDGER_SNAPSHOTS VALUES (?,?,?,?,?,?,?)",
     [S_DAMAGE] = "INSERT INTO TALLY_DAMAGE VALUES (?,?,?,?,?,?)",
 };
@@ -159,6 +161,33 @@ static bool strs_grow(struct sq *q)
 	return true;
 }
 
+/*
+ * Every TEXT value goes through here: SQLite stores whatever bytes it is given, and Python's
+ * sqlite3 (and others) fail on a row that is not UTF-8, so a string from the trace that is not
+ * (a crafted one, an NVTX message or command line in another encoding) is stored with each bad
+ * byte as U+FFFD.
+ */
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	size_t len, n;
+	char *fixed;
+
+	if (!s) {
+		sqlite3_bind_null(st, i);
+		return;
+	}
+	len = strlen(s);
+	if (tally_text_is_utf8(s, len)) {
+		sqlite3_bind_text(st, i, s, (int)len, SQLITE_TRANSIENT);
+		return;
+	}
+	fixed = tally_text_utf8(s, len, &n);
+	if (fixed)
+		sqlite3_bind_text(st, i, fixed, (int)n, free);
+	else
+		sqlite3_bind_null(st, i);
+}
+
 /* The StringIds id of s, inserting it the first time; -1 on failure. */
 static int64_t string_id(struct sq *q, const char *s)
 {
@@ -177,7 +206,7 @@ static int64_t string_id(struct sq *q, const char *s)
 	q->strs[i].id = q->next_id++;
 	q->nstrs++;
 	sqlite3_bind_int64(q->st[S_STRING], 1, q->strs[i].id);
-	sqlite3_bind_text(q->st[S_STRING], 2, s, -1, SQLITE_STATIC);
+	bind_text(q->st[S_STRING], 2, s);
 	if (run(q, q->st[S_STRING]) < 0)
 		return -1;
 	return q->strs[i].id;
@@ -396,7 +425,7 @@ static int nvtx_row(struct sq *q, struct report_section *rs, const struct sqsec 
 	sqlite3_bind_int64(st, 3, mark ? 34 : r->subkind ? 60 : 59);
 	bind_u(st, 4, r->category);
 	bind_u(st, 5, r->color);
-	sqlite3_bind_text(st, 6, report_string(rs, r->name_id), -1, SQLITE_STATIC);
+	bind_text(st, 6, report_string(rs, r->name_id));
 	sqlite3_bind_int64(st, 7, gtid(x, pid, r->thread_id));
 	if (mark)
 		sqlite3_bind_null(st, 8);
@@ -404,6 +433,7 @@ static int nvtx_row(struct sq *q, struct report_section *rs, const struct sqsec 
 		sqlite3_bind_int64(st, 8, gtid(x, pid, r->thread_id));
 	sqlite3_bind_int64(st, 9, domain);
 	bind_u(st, 10, r->value);
+	sqlite3_bind_int64(st, 11, r->flags & TALLY_REC_TEXT_TRUNCATED ? 1 : 0);
 	return run(q, st);
 }
 
@@ -495,7 +525,7 @@ static int on_damage(void *ctx, struct report_input *in, struct report_section *
 	struct sq *q = ctx;
 	sqlite3_stmt *st = q->st[S_DAMAGE];
 
-	sqlite3_bind_text(st, 1, in->path, -1, SQLITE_STATIC);
+	bind_text(st, 1, in->path);
 	if (rs)
 		bind_u(st, 2, rs->index);
 	else
@@ -564,13 +594,6 @@ static int prepare(struct sq *q, const char *sql, sqlite3_stmt **st)
 	return sqlite3_prepare_v2(q->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : sq_fail(q, sql);
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
-}
 
 static void uuid_text(const struct tally_device *d, char *out, size_t len)
 {
