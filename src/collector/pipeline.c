@@ -437,6 +437,7 @@ static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	const struct tally_writer_stats *w = &p->writer.stats;
 
 	memcpy(l->v, p->c, sizeof(l->v));
+	l->unknown_counters = 0; /* a writer has none: only readers pass them on */
 	l->v[TALLY_C_BUFFERS_REQUESTED] = atomic_load_explicit(&p->requested, memory_order_relaxed);
 	l->v[TALLY_C_BUFFERS_DELIVERED] = atomic_load_explicit(&p->delivered, memory_order_relaxed);
 	l->v[TALLY_C_BUFFERS_REFUSED] = atomic_load_explicit(&p->refused, memory_order_relaxed);

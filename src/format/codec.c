@@ -393,3 +393,40 @@ long tally_records_decode(struct tally_codec *c, const uint8_t *payload, size_t 
 	*ret_kind = (unsigned)kind;
 	return (long)n;
 }
+
+int tally_records_append_unknown(struct tally_buf *out, size_t begin, const uint8_t *payload,
+				 size_t len)
+{
+	struct tally_cursor cur = {payload, payload + len, false};
+	struct tally_cursor enc = {out->data + begin, out->data + out->len, false};
+	uint64_t ncols, i;
+	size_t ncols_at;
+	int copied = 0;
+
+	(void)tally_cur_varint(&cur); /* kind */
+	(void)tally_cur_varint(&cur); /* rows */
+	ncols = tally_cur_varint(&cur);
+	(void)tally_cur_varint(&enc);
+	(void)tally_cur_varint(&enc);
+	ncols_at = (size_t)(enc.p - out->data);
+	if (cur.bad || enc.bad || ncols_at >= out->len)
+		return -EINVAL;
+	for (i = 0; i < ncols; i++) {
+		uint64_t col = tally_cur_varint(&cur);
+		const uint8_t *from = cur.p;
+		uint8_t e = tally_cur_u8(&cur);
+		uint64_t clen = tally_cur_varint(&cur);
+
+		(void)e;
+		(void)tally_cur_bytes(&cur, clen);
+		if (cur.bad)
+			return -EINVAL;
+		if (col < TALLY_COL_MAX || out->data[ncols_at] >= 127)
+			continue;
+		tally_buf_put_varint(out, col);
+		tally_buf_put(out, from, (size_t)(cur.p - from));
+		out->data[ncols_at]++;
+		copied++;
+	}
+	return out->failed ? -ENOMEM : copied;
+}

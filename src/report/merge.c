@@ -37,6 +37,8 @@ struct merge {
 	const char *path;
 	struct tally_codec codec;
 	struct tally_buf buf;
+	struct tally_buf recbuf; /* a RECORDS payload encoded by on_records, until its chunk */
+	size_t pending_records;  /* rows in recbuf (0: none waiting) */
 	struct tally_record *recs;
 	size_t cap;
 	struct report_section *cur;
@@ -203,6 +205,21 @@ static int shift_loss(struct merge *m, struct report_section *rs, const struct t
 	return emit(m, c->type, c->flags, &m->buf, 0);
 }
 
+/* The rows on_records encoded, with the columns of a newer writer copied from the payload. */
+static int records_chunk(struct merge *m, const struct tally_chunk_info *c, const uint8_t *payload)
+{
+	size_t n = m->pending_records;
+	int rc;
+
+	if (!n)
+		return 0; /* the payload did not decode: the reader counted it as damage */
+	m->pending_records = 0;
+	rc = tally_records_append_unknown(&m->recbuf, 0, payload, c->len);
+	if (rc < 0)
+		return rc;
+	return emit(m, TALLY_CHUNK_RECORDS, 0, &m->recbuf, n);
+}
+
 static void shift_ledger(struct report_section *rs, struct tally_ledger *l, uint64_t damaged)
 {
 	l->t_begin = report_time(rs, l->t_begin);
@@ -277,8 +294,8 @@ static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chu
 	if (rc)
 		return rc;
 	switch (c->type) {
-	case TALLY_CHUNK_RECORDS: /* written by on_records, decoded once */
-		return 0;
+	case TALLY_CHUNK_RECORDS: /* encoded by on_records, decoded once */
+		return records_chunk(m, c, payload);
 	case TALLY_CHUNK_LEDGER:
 		return ledger_chunk(m, rs, c, payload);
 	case TALLY_CHUNK_CLOCK:
@@ -319,10 +336,10 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 		m->recs[i].start = report_time(rs, m->recs[i].start);
 		m->recs[i].end = report_time(rs, m->recs[i].end);
 	}
-	tally_buf_reset(&m->buf);
-	rc = tally_records_encode(&m->codec, &m->buf, r[0].kind, m->recs, n, TALLY_COLUMNS_ALL);
-	if (rc == 0)
-		rc = emit(m, TALLY_CHUNK_RECORDS, 0, &m->buf, n);
+	/* Written when the chunk's payload comes (records_chunk), to add its unknown columns. */
+	tally_buf_reset(&m->recbuf);
+	rc = tally_records_encode(&m->codec, &m->recbuf, r[0].kind, m->recs, n, TALLY_COLUMNS_ALL);
+	m->pending_records = rc == 0 ? n : 0;
 	m->res->records += n;
 	return rc;
 }
@@ -439,6 +456,7 @@ static void merge_fini(struct merge *m)
 	free(m->recs);
 	tally_codec_fini(&m->codec);
 	tally_buf_fini(&m->buf);
+	tally_buf_fini(&m->recbuf);
 	tally_buf_fini(&m->session);
 	tally_writer_fini(&m->w);
 }
