@@ -34,6 +34,12 @@
 #define LOSS_TID	999999999u  /* the "tally: DATA LOST" track in each process */
 #define SYNC_TID_BASE	1500000000u /* synchronization, one track per stream */
 #define OVERHEAD_TID	1999999999u /* CUPTI's own overhead */
+/* Overlapping work on one stream (programmatic dependent launch, or clocks that disagree):
+ * Perfetto's JSON importer drops a slice that overlaps another on its track without nesting, and
+ * its flow arrows with it, so each overlap goes on a sub-track of the stream: lane L of stream S
+ * is thread LANE_TID_BASE + (L - 1) * 10000000 + S % 10000000. */
+#define LANE_TID_BASE	1700000000u
+#define MAX_LANES	8u
 
 /* Escaped strings of one section, by string id: as they are, and kernel names demangled. */
 struct esc {
@@ -52,6 +58,14 @@ struct csec {
 	uint32_t nraw, nkern;
 	struct u64set tracks; /* tagged: device track, host thread, sync stream */
 	bool counters_named;
+	struct stream_lanes *lanes; /* per GPU stream track: where each lane's last slice ends */
+	size_t nlanes, lanes_cap;
+};
+
+struct stream_lanes {
+	uint64_t key; /* device << 32 | stream */
+	uint64_t end[MAX_LANES];
+	unsigned n;
 };
 
 enum track_tag {
@@ -60,6 +74,7 @@ enum track_tag {
 	TAG_SYNC = 3,	/* stream */
 	TAG_DEVICE = 4, /* device (its process) */
 	TAG_OVERHEAD = 5,
+	TAG_LANE = 6, /* lane << 48 | device (16 bits) << 32 | stream */
 };
 
 struct chrome {
@@ -225,14 +240,63 @@ static void flow(struct chrome *c, char ph, const struct report_section *rs, uin
 
 /* ---- records ------------------------------------------------------------------------------ */
 
+static struct stream_lanes *lanes_of(struct csec *cs, uint64_t key)
+{
+	size_t i;
+
+	for (i = cs->nlanes; i-- > 0;) /* few streams; the latest is the likeliest */
+		if (cs->lanes[i].key == key)
+			return &cs->lanes[i];
+	if (cs->nlanes == cs->lanes_cap) {
+		size_t cap = cs->lanes_cap ? 2 * cs->lanes_cap : 16;
+		struct stream_lanes *t = realloc(cs->lanes, cap * sizeof(*t));
+
+		if (!t)
+			return NULL;
+		cs->lanes = t;
+		cs->lanes_cap = cap;
+	}
+	cs->lanes[cs->nlanes] = (struct stream_lanes){.key = key};
+	return &cs->lanes[cs->nlanes++];
+}
+
+/*
+ * The track (tid) for GPU work on r's stream: the stream's own while the work follows what came
+ * before on it, else the first sub-track it does not overlap on.  Records come in CUPTI's order,
+ * about in time order per stream, so first fit by arrival is enough.
+ */
+static uint32_t stream_track(struct csec *cs, const struct tally_record *r)
+{
+	uint64_t key = (uint64_t)r->device_id << 32 | r->stream_id;
+	struct stream_lanes *l = lanes_of(cs, key);
+	unsigned lane;
+
+	if (!l)
+		return r->stream_id;
+	for (lane = 0; lane < l->n && l->end[lane] > r->start; lane++)
+		;
+	if (lane == MAX_LANES)
+		lane = MAX_LANES - 1; /* more overlap than lanes: the last one takes it */
+	else if (lane == l->n)
+		l->n++;
+	if (r->end > l->end[lane])
+		l->end[lane] = r->end;
+	if (lane == 0)
+		return r->stream_id;
+	set_add(&cs->tracks, tag(TAG_LANE, (uint64_t)lane << 48 |
+					       (uint64_t)(r->device_id & 0xffff) << 32 | r->stream_id));
+	return LANE_TID_BASE + (lane - 1) * 10000000u + r->stream_id % 10000000u;
+}
+
 static void kernel(struct chrome *c, struct report_section *rs, struct csec *cs,
 		   const struct tally_record *r)
 {
 	struct obuf *o = &c->ob;
 	uint32_t pid = device_pid(rs, r->device_id);
 	int64_t ts = rel(c, rs, r->start);
+	uint32_t tid = stream_track(cs, r);
 
-	slice_head(c, "kernel", 6, escaped(rs, cs, r->name_id, true), pid, r->stream_id, ts,
+	slice_head(c, "kernel", 6, escaped(rs, cs, r->name_id, true), pid, tid, ts,
 		   r->end - r->start);
 	obuf_lit(o, ",\"args\":{\"correlation\":");
 	obuf_u64(o, r->correlation_id);
@@ -258,7 +322,7 @@ static void kernel(struct chrome *c, struct report_section *rs, struct csec *cs,
 	set_add(&cs->tracks, tag(TAG_STREAM, (uint64_t)r->device_id << 32 | r->stream_id));
 	set_add(&cs->tracks, tag(TAG_DEVICE, r->device_id));
 	if (r->correlation_id)
-		flow(c, 'f', rs, r->correlation_id, pid, r->stream_id, ts);
+		flow(c, 'f', rs, r->correlation_id, pid, tid, ts);
 }
 
 static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
@@ -269,6 +333,7 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 	uint32_t pid = device_pid(rs, r->device_id);
 	int64_t ts = rel(c, rs, r->start);
 	unsigned k = r->kind == TALLY_KIND_MEMSET ? 15 : (r->subkind < 15 ? r->subkind : 0);
+	uint32_t tid = stream_track(cs, r);
 
 	if (!names[k].s) { /* "[CUDA memcpy Host-to-Device]": no character needs escaping */
 		static char store[16][48];
@@ -281,7 +346,7 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 		names[k] = (struct esc){store[k], (uint32_t)strlen(store[k])};
 	}
 	slice_head(c, r->kind == TALLY_KIND_MEMSET ? "memset" : "memcpy", 6, &names[k], pid,
-		   r->stream_id, ts, r->end - r->start);
+		   tid, ts, r->end - r->start);
 	obuf_lit(o, ",\"args\":{\"correlation\":");
 	obuf_u64(o, r->correlation_id);
 	obuf_lit(o, ",\"bytes\":");
@@ -300,7 +365,7 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 	set_add(&cs->tracks, tag(TAG_STREAM, (uint64_t)r->device_id << 32 | r->stream_id));
 	set_add(&cs->tracks, tag(TAG_DEVICE, r->device_id));
 	if (r->correlation_id)
-		flow(c, 'f', rs, r->correlation_id, pid, r->stream_id, ts);
+		flow(c, 'f', rs, r->correlation_id, pid, tid, ts);
 }
 
 static void api(struct chrome *c, struct report_section *rs, struct csec *cs,
@@ -704,6 +769,14 @@ static void section_meta(struct chrome *c, const struct report_set *set,
 			meta(c, "thread_name", cs->host_pid, SYNC_TID_BASE + x, true, "name", name,
 			     0);
 			break;
+		case TAG_LANE:
+			snprintf(name, sizeof(name), "stream %u (overlapping work %u)", (uint32_t)x,
+				 (unsigned)(k >> 48 & 0xff));
+			meta(c, "thread_name", device_pid(rs, (uint32_t)(k >> 32 & 0xffff)),
+			     LANE_TID_BASE + (uint32_t)((k >> 48 & 0xff) - 1) * 10000000u +
+				 (uint32_t)x % 10000000u,
+			     true, "name", name, 0);
+			break;
 		case TAG_OVERHEAD:
 			meta(c, "thread_name", cs->host_pid, OVERHEAD_TID, true, "name",
 			     "CUPTI overhead", 0);
@@ -889,6 +962,7 @@ static void chrome_destroy(void *state, bool failed)
 		for (k = 0; k < c->secs[i].nkern; k++)
 			free(c->secs[i].kern[k].s);
 		free(c->secs[i].raw);
+		free(c->secs[i].lanes);
 		free(c->secs[i].kern);
 		free(c->secs[i].tracks.v);
 	}
