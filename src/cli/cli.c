@@ -179,8 +179,8 @@ int cli_parse_duration_ns(const char *s, uint64_t *out)
 	char *end;
 	double v;
 
-	/* Digits first: strtod would also take "nan", "inf", "0x1p4" and leading blanks. */
-	if (!((*s >= '0' && *s <= '9') || *s == '.'))
+	/* Decimal digits only: strtod would also take "nan", "inf", "0x10" and leading blanks. */
+	if (strspn(s, "0123456789.") == 0 || (s[1] == 'x' || s[1] == 'X'))
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);

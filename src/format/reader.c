@@ -42,6 +42,8 @@ const char *tally_damage_kind_name(enum tally_damage_kind k)
 		return "missing-chunks";
 	case TALLY_DAMAGE_PAYLOAD:
 		return "bad-payload";
+	case TALLY_DAMAGE_PARTIAL:
+		return "partial-chunk";
 	}
 	return "unknown";
 }
@@ -806,13 +808,18 @@ int tally_file_read(struct tally_file *f, const struct tally_read_ops *ops)
 		bool truncated;
 
 		report_progress(&st, off);
+		info.offset = UINT64_MAX; /* chunk_at sets it once the header holds */
 		if (!chunk_at(f, off, &info, &payload, &truncated)) {
 			/* Even a chunk that runs past the end may be a partial write with intact
 			 * chunks after it: only what no intact chunk follows is a truncation. */
 			uint64_t next = resync(f, off);
+			bool header = info.offset == off;
 
+			if (header) /* its number is accounted for: no "missing chunk" for it */
+				check_sequence(&st, off, info.seq);
 			add_damage(&st,
 				   next >= f->size && truncated ? TALLY_DAMAGE_TRUNCATED
+				   : header			? TALLY_DAMAGE_PARTIAL
 								: TALLY_DAMAGE_CORRUPT,
 				   off, next, 0);
 			off = next;

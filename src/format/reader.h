@@ -52,6 +52,8 @@ enum tally_damage_kind {
 	TALLY_DAMAGE_CORRUPT,	/* bytes that are not an intact chunk, skipped */
 	TALLY_DAMAGE_SEQ_GAP,	/* intact chunks, but sequence numbers missing between them */
 	TALLY_DAMAGE_PAYLOAD,	/* an intact chunk whose payload does not decode */
+	TALLY_DAMAGE_PARTIAL,	/* a good chunk header, its payload cut short or wrong, and
+				   intact chunks after it: a write that failed part way */
 };
 
 struct tally_damage {

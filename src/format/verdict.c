@@ -92,6 +92,19 @@ static void reason_loss(struct tally_verdict *v, const struct tally_section *s, 
 		say(r->hint, sizeof(r->hint), "%s", loss_hint(id));
 }
 
+static const char *damage_hint(enum tally_damage_kind k)
+{
+	switch (k) {
+	case TALLY_DAMAGE_TRUNCATED:
+		return "the file ends mid-chunk: the writer was killed or the disk filled";
+	case TALLY_DAMAGE_PARTIAL:
+		return "a chunk cut short with intact chunks after it: a write that failed part "
+		       "way (a full disk, an I/O error), or damage after writing";
+	default:
+		return "the file was damaged after it was written (storage or copy)";
+	}
+}
+
 static void check_damage(const struct tally_file *f, const struct tally_section *s,
 			 struct tally_verdict *v)
 {
@@ -113,10 +126,7 @@ static void check_damage(const struct tally_file *f, const struct tally_section 
 			say(r->text, sizeof(r->text), "%s: bytes %llu-%llu of %s unreadable",
 			    tally_damage_kind_name(d->kind), (unsigned long long)d->offset,
 			    (unsigned long long)d->end, f->path);
-		say(r->hint, sizeof(r->hint), "%s",
-		    d->kind == TALLY_DAMAGE_TRUNCATED
-			? "the file ends mid-chunk: the writer was killed or the disk filled"
-			: "the file was damaged after it was written (storage or copy)");
+		say(r->hint, sizeof(r->hint), "%s", damage_hint(d->kind));
 	}
 }
 
