@@ -813,13 +813,17 @@ int tally_file_read(struct tally_file *f, const struct tally_read_ops *ops)
 			/* Even a chunk that runs past the end may be a partial write with intact
 			 * chunks after it: only what no intact chunk follows is a truncation. */
 			uint64_t next = resync(f, off);
-			bool header = info.offset == off;
+			/* A good header whose payload runs into the next intact chunk (or past the
+			 * end) is a write that stopped part way; a payload that is all there but
+			 * fails its check is damage after writing. */
+			bool partial = info.offset == off && info.len <= TALLY_CHUNK_MAX &&
+				       off + TALLY_CHUNK_HEADER_LEN + info.len > next;
 
-			if (header) /* its number is accounted for: no "missing chunk" for it */
+			if (partial) /* its number is accounted for: no "missing chunk" for it */
 				check_sequence(&st, off, info.seq);
 			add_damage(&st,
 				   next >= f->size && truncated ? TALLY_DAMAGE_TRUNCATED
-				   : header			? TALLY_DAMAGE_PARTIAL
+				   : partial			? TALLY_DAMAGE_PARTIAL
 								: TALLY_DAMAGE_CORRUPT,
 				   off, next, 0);
 			off = next;

@@ -60,6 +60,8 @@ struct csec {
 	bool counters_named;
 	struct stream_lanes *lanes; /* per GPU stream track: where each lane's last slice ends */
 	size_t nlanes, lanes_cap;
+	uint64_t loss_end[MAX_LANES]; /* the same for the DATA LOST track (windows may overlap) */
+	unsigned loss_lanes;
 };
 
 struct stream_lanes {
@@ -240,6 +242,26 @@ static void flow(struct chrome *c, char ph, const struct report_section *rs, uin
 
 /* ---- records ------------------------------------------------------------------------------ */
 
+/*
+ * The first lane in which [start, end) follows everything placed before (each lane keeps the
+ * latest end it has seen, so nothing in it can overlap, whatever the order of arrival); a new
+ * lane if none, the last one once there are max.
+ */
+static unsigned lane_fit(uint64_t *ends, unsigned *n, uint64_t start, uint64_t end)
+{
+	unsigned lane;
+
+	for (lane = 0; lane < *n && ends[lane] > start; lane++)
+		;
+	if (lane == MAX_LANES)
+		lane = MAX_LANES - 1;
+	else if (lane == *n)
+		(*n)++;
+	if (end > ends[lane])
+		ends[lane] = end;
+	return lane;
+}
+
 static struct stream_lanes *lanes_of(struct csec *cs, uint64_t key)
 {
 	size_t i;
@@ -273,14 +295,7 @@ static uint32_t stream_track(struct csec *cs, const struct tally_record *r)
 
 	if (!l)
 		return r->stream_id;
-	for (lane = 0; lane < l->n && l->end[lane] > r->start; lane++)
-		;
-	if (lane == MAX_LANES)
-		lane = MAX_LANES - 1; /* more overlap than lanes: the last one takes it */
-	else if (lane == l->n)
-		l->n++;
-	if (r->end > l->end[lane])
-		l->end[lane] = r->end;
+	lane = lane_fit(l->end, &l->n, r->start, r->end);
 	if (lane == 0)
 		return r->stream_id;
 	set_add(&cs->tracks, tag(TAG_LANE, (uint64_t)lane << 48 |
@@ -585,7 +600,7 @@ static void loss_slice(struct chrome *c, struct report_section *rs, struct csec 
 {
 	char name[200], *esc_name, *esc_hint;
 	size_t nlen, hlen, i;
-	uint32_t pids[65];
+	uint32_t pids[65], tid;
 	size_t npids = 0;
 
 	if (count)
@@ -596,6 +611,7 @@ static void loss_slice(struct chrome *c, struct report_section *rs, struct csec 
 	esc_hint = obuf_json_escaped(hint ? hint : "", &hlen);
 	if (!esc_name || !esc_hint)
 		goto free_names;
+	tid = LOSS_TID - lane_fit(cs->loss_end, &cs->loss_lanes, t0, t1);
 	pids[npids++] = cs->host_pid;
 	for (i = 0; i < cs->tracks.cap && npids < 65; i++)
 		if (cs->tracks.v[i] >> 56 == TAG_DEVICE)
@@ -603,7 +619,7 @@ static void loss_slice(struct chrome *c, struct report_section *rs, struct csec 
 	for (i = 0; i < npids; i++) {
 		struct esc e = {esc_name, (uint32_t)nlen};
 
-		slice_head(c, "tally_loss", 10, &e, pids[i], LOSS_TID, rel(c, rs, t0),
+		slice_head(c, "tally_loss", 10, &e, pids[i], tid, rel(c, rs, t0),
 			   t1 > t0 ? t1 - t0 : 0);
 		obuf_lit(&c->ob, ",\"args\":{\"lost\":");
 		obuf_u64(&c->ob, count);
@@ -719,6 +735,22 @@ static const char *device_name(const struct tally_section *s, uint32_t id)
 	return NULL;
 }
 
+/* The DATA LOST track of a process, and its sub-tracks where loss windows overlap. */
+static void loss_track_names(struct chrome *c, const struct csec *cs, uint32_t pid)
+{
+	char name[64];
+	unsigned lane;
+
+	for (lane = 0; lane < (cs->loss_lanes ? cs->loss_lanes : 1); lane++) {
+		if (lane)
+			snprintf(name, sizeof(name), "tally: DATA LOST (%u)", lane + 1);
+		meta(c, "thread_name", pid, LOSS_TID - lane, true, "name",
+		     lane ? name : "tally: DATA LOST", 0);
+		meta(c, "thread_sort_index", pid, LOSS_TID - lane, true, "sort_index", NULL,
+		     -1 - (int64_t)lane);
+	}
+}
+
 static void section_meta(struct chrome *c, const struct report_set *set,
 			 const struct report_section *rs, const struct csec *cs)
 {
@@ -735,8 +767,7 @@ static void section_meta(struct chrome *c, const struct report_set *set,
 	meta(c, "process_name", cs->host_pid, 0, false, "name", name, 0);
 	meta(c, "process_sort_index", cs->host_pid, 0, false, "sort_index", NULL,
 	     (int64_t)rs->index * 100);
-	meta(c, "thread_name", cs->host_pid, LOSS_TID, true, "name", "tally: DATA LOST", 0);
-	meta(c, "thread_sort_index", cs->host_pid, LOSS_TID, true, "sort_index", NULL, -1);
+	loss_track_names(c, cs, cs->host_pid);
 	for (i = 0; i < cs->tracks.cap; i++) {
 		uint64_t k = cs->tracks.v[i], x = k & 0xffffffffull;
 		uint32_t dev = (uint32_t)(k >> 32 & 0xffffff), pid;
@@ -753,8 +784,7 @@ static void section_meta(struct chrome *c, const struct report_set *set,
 			meta(c, "process_name", pid, 0, false, "name", name, 0);
 			meta(c, "process_sort_index", pid, 0, false, "sort_index", NULL,
 			     (int64_t)rs->index * 100 + 1 + (int64_t)x);
-			meta(c, "thread_name", pid, LOSS_TID, true, "name", "tally: DATA LOST", 0);
-			meta(c, "thread_sort_index", pid, LOSS_TID, true, "sort_index", NULL, -1);
+			loss_track_names(c, cs, pid);
 			break;
 		case TAG_STREAM:
 			snprintf(name, sizeof(name), "stream %u", (uint32_t)x);

@@ -467,7 +467,8 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 	tally_kv_uint(b, TALLY_SK_PID, (uint64_t)getpid());
 	tally_kv_uint(b, TALLY_SK_PPID, (uint64_t)getppid());
 	tally_kv_bytes(b, TALLY_SK_CMDLINE, cmd, sizeof(cmd) - 1);
-	tally_kv_uint(b, TALLY_SK_START_REALTIME, testsrc_now());
+	/* the pair maps the records' clock (testsrc_now, maybe moved by --t0) to real time */
+	tally_kv_uint(b, TALLY_SK_START_REALTIME, real_now());
 	tally_kv_uint(b, TALLY_SK_START_CUPTI, testsrc_now());
 	tally_kv_uint(b, TALLY_SK_CUPTI_VERSION, CUPTI_API_VERSION);
 	tally_kv_uint(b, TALLY_SK_KINDS, kinds_mask);
