@@ -370,10 +370,11 @@ long tally_records_decode(struct tally_codec *c, const uint8_t *payload, size_t 
 		uint8_t enc = tally_cur_u8(&cur);
 		uint64_t clen = tally_cur_varint(&cur);
 		const uint8_t *cp = tally_cur_bytes(&cur, clen);
-		struct tally_cursor cc = {cp, cp + clen, false};
+		struct tally_cursor cc;
 
-		if (cur.bad)
+		if (cur.bad || !cp)
 			return -EINVAL;
+		cc = (struct tally_cursor){cp, cp + clen, false};
 		if (col == 0 || col >= TALLY_COL_MAX) {
 			c->unknown_columns++;
 			continue;
