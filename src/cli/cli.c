@@ -240,7 +240,8 @@ void cli_warn_demangle_refused(void)
 	uint64_t n = report_demangle_refused();
 
 	if (n)
-		cli_warn("%" PRIu64 " kernel name(s) are shown mangled: demangled they would exceed "
+		cli_warn("%" PRIu64
+			 " kernel name(s) are shown mangled: demangled they would exceed "
 			 "%u KiB (or the mangled name exceeds %u KiB), as crafted names can",
 			 n, REPORT_DEMANGLE_MAX_OUT >> 10, REPORT_DEMANGLE_MAX_IN >> 10);
 }

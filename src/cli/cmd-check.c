@@ -187,8 +187,7 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 
 		printf("%s: %s, %" PRIu64 " chunks, %zu section(s), intact to byte %" PRIu64 "\n",
 		       cli_text(f->path), cli_fmt_bytes(sz, sizeof(sz), f->size), f->chunks,
-		       f->nsections,
-		       f->intact_end);
+		       f->nsections, f->intact_end);
 		if (!f->nsections)
 			printf("  verdict   INCOMPLETE\n    - no session in the file\n");
 	}

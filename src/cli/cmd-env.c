@@ -82,11 +82,12 @@ static int check_docker_values(const struct env_var *v, size_t n)
 	for (i = 0; i < n; i++)
 		for (p = v[i].value; *p; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
-				return cli_error(TALLY_EXIT_USAGE,
-						 "%s holds a control character (byte %#x), which a "
-						 "Dockerfile ENV line cannot carry: use --format sh, "
-						 "k8s or json",
-						 v[i].name, (unsigned char)*p);
+				return cli_error(
+				    TALLY_EXIT_USAGE,
+				    "%s holds a control character (byte %#x), which a "
+				    "Dockerfile ENV line cannot carry: use --format sh, "
+				    "k8s or json",
+				    v[i].name, (unsigned char)*p);
 	return 0;
 }
 

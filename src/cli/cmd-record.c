@@ -197,7 +197,8 @@ static void read_manifest(const char *manifest, struct manifest *m, FILE *off_ou
 		line[strcspn(line, "\n")] = '\0';
 		if (sscanf(line, "start %ld %n", &pid, &at) == 1 && at) {
 			if (!manifest_add(m, pid, line + at) && off_out)
-				fprintf(off_out, "  pid %ld: out of memory listing its file\n", pid);
+				fprintf(off_out, "  pid %ld: out of memory listing its file\n",
+					pid);
 		} else if (sscanf(line, "end %ld %n", &pid, &at) == 1) {
 			for (i = 0; i < m->n; i++)
 				if (m->w[i].pid == pid)

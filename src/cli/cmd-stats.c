@@ -112,12 +112,9 @@ static int parse_format(const char *s, enum report_format *fmt)
 static int parse(int argc, char **argv, struct stats_opts *o)
 {
 	static const struct option longopts[] = {
-	    {"report", required_argument, NULL, 'r'},
-	    {"format", required_argument, NULL, 'f'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"force", no_argument, NULL, 'F'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"report", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'f'},
+	    {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'F'},
+	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
 	int c, rc;
 

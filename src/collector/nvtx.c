@@ -30,8 +30,8 @@
 #define NVTX_BUFFER_SIZE (64u << 10)
 /* Names are kept up to TALLY_NVTX_TEXT_MAX bytes; one byte more is carried to emit(), so that it
  * knows the name was longer and says so in the record (TALLY_REC_TEXT_TRUNCATED). */
-#define NAME_MAX_LEN	 (TALLY_NVTX_TEXT_MAX + 1)
-#define EV_TRUNCATED	 2 /* struct tally_nvtx_event flags: the name was cut */
+#define NAME_MAX_LEN (TALLY_NVTX_TEXT_MAX + 1)
+#define EV_TRUNCATED 2 /* struct tally_nvtx_event flags: the name was cut */
 
 struct open_range {
 	uint64_t start;

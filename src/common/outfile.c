@@ -17,8 +17,8 @@ static const char *file_type_name(mode_t m)
 		mode_t type;
 		const char *name;
 	} types[] = {
-	    {S_IFLNK, "a symbolic link"}, {S_IFDIR, "a directory"},	  {S_IFCHR, "a device"},
-	    {S_IFBLK, "a device"},	  {S_IFIFO, "a FIFO"},		  {S_IFSOCK, "a socket"},
+	    {S_IFLNK, "a symbolic link"}, {S_IFDIR, "a directory"}, {S_IFCHR, "a device"},
+	    {S_IFBLK, "a device"},	  {S_IFIFO, "a FIFO"},	    {S_IFSOCK, "a socket"},
 	};
 
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
@@ -59,8 +59,8 @@ int outfile_not_input(const char *path, char *const *inputs, size_t n, char *err
 	for (i = 0; i < n; i++)
 		if (stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev &&
 		    in.st_ino == out.st_ino) {
-			snprintf(err, errlen, "%s: is also an input; tally never writes over its input",
-				 path);
+			snprintf(err, errlen,
+				 "%s: is also an input; tally never writes over its input", path);
 			return -EINVAL;
 		}
 	return 0;

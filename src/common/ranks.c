@@ -35,13 +35,15 @@ bool tally_ranks_valid(const char *list, char *err, size_t errlen)
 			hi = number(&p);
 		}
 		if (lo < 0 || hi < 0 || (*p != ',' && *p != '\0')) {
-			snprintf(err, errlen, "'%s': expected N or N-M at '%.20s' (e.g. 0 or 0,4-7)",
-				 list, item);
+			snprintf(err, errlen,
+				 "'%s': expected N or N-M at '%.20s' (e.g. 0 or 0,4-7)", list,
+				 item);
 			return false;
 		}
 		if (hi < lo) {
-			snprintf(err, errlen, "'%s': range %ld-%ld is empty (write the low rank first)",
-				 list, lo, hi);
+			snprintf(err, errlen,
+				 "'%s': range %ld-%ld is empty (write the low rank first)", list,
+				 lo, hi);
 			return false;
 		}
 		if (*p == '\0')

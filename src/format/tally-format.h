@@ -22,9 +22,9 @@
  * payload's size before it allocates anything, so that memory and time stay proportional to the
  * file.  Writers keep to it (the encoder spends a byte per row on START when it would not).
  */
-#define TALLY_RECORDS_MAX      65536u
-#define TALLY_ROWS_PER_BYTE    8u
-#define TALLY_STRING_ID_MAX    (1u << 28) /* and never beyond the file's size in bytes */
+#define TALLY_RECORDS_MAX   65536u
+#define TALLY_ROWS_PER_BYTE 8u
+#define TALLY_STRING_ID_MAX (1u << 28) /* and never beyond the file's size in bytes */
 
 enum tally_chunk_type {
 	TALLY_CHUNK_SESSION = 1,

@@ -38,8 +38,8 @@
  * Perfetto's JSON importer drops a slice that overlaps another on its track without nesting, and
  * its flow arrows with it, so each overlap goes on a sub-track of the stream: lane L of stream S
  * is thread LANE_TID_BASE + (L - 1) * 10000000 + S % 10000000. */
-#define LANE_TID_BASE	1700000000u
-#define MAX_LANES	8u
+#define LANE_TID_BASE 1700000000u
+#define MAX_LANES     8u
 
 /* Escaped strings of one section, by string id: as they are, and kernel names demangled. */
 struct esc {
@@ -298,8 +298,9 @@ static uint32_t stream_track(struct csec *cs, const struct tally_record *r)
 	lane = lane_fit(l->end, &l->n, r->start, r->end);
 	if (lane == 0)
 		return r->stream_id;
-	set_add(&cs->tracks, tag(TAG_LANE, (uint64_t)lane << 48 |
-					       (uint64_t)(r->device_id & 0xffff) << 32 | r->stream_id));
+	set_add(&cs->tracks,
+		tag(TAG_LANE,
+		    (uint64_t)lane << 48 | (uint64_t)(r->device_id & 0xffff) << 32 | r->stream_id));
 	return LANE_TID_BASE + (lane - 1) * 10000000u + r->stream_id % 10000000u;
 }
 
@@ -360,8 +361,8 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 				 report_memcpy_kind_label(k));
 		names[k] = (struct esc){store[k], (uint32_t)strlen(store[k])};
 	}
-	slice_head(c, r->kind == TALLY_KIND_MEMSET ? "memset" : "memcpy", 6, &names[k], pid,
-		   tid, ts, r->end - r->start);
+	slice_head(c, r->kind == TALLY_KIND_MEMSET ? "memset" : "memcpy", 6, &names[k], pid, tid,
+		   ts, r->end - r->start);
 	obuf_lit(o, ",\"args\":{\"correlation\":");
 	obuf_u64(o, r->correlation_id);
 	obuf_lit(o, ",\"bytes\":");
@@ -944,7 +945,10 @@ static int chrome_open(void **state, struct report_set *set, const struct export
 	if (obuf_init(&c->ob, c->f) < 0)
 		goto close_file;
 	c->first = true;
-	c->base = set->base;
+	/* ts counts from the earliest moment of the inputs, so that none is negative */
+	c->base = report_set_earliest(set);
+	if (!c->base)
+		c->base = set->base;
 	if (c->seekable) { /* {"otherData":<reserved>,"traceEvents":[ */
 		obuf_lit(&c->ob, "{\"otherData\":");
 		for (int i = 0; i < HEADER_RESERVE; i += 64)

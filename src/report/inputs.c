@@ -142,7 +142,7 @@ void report_set_close(struct report_set *set)
 	memset(set, 0, sizeof(*set));
 }
 
-/* ---- the base time: the earliest moment of any section, read as a summary first ---------- */
+/* ---- the base time ------------------------------------------------------------------------ */
 
 /* The realtime - CUPTI offset of a CLOCK payload; false if it lacks either clock. */
 static bool clock_pair_offset(const uint8_t *p, size_t len, int64_t *off)
@@ -169,6 +169,7 @@ struct base_scan {
 	const struct tally_section *s;
 	int64_t offset;
 	bool frozen, by_clock;
+	bool first_only; /* stop at the first section's first records: its offset is known then */
 };
 
 static void base_section_done(struct base_scan *b)
@@ -189,22 +190,55 @@ static int base_chunk(void *ctx, struct tally_section *s, const struct tally_chu
 	bool align = b->set->align && !s->merged;
 
 	if (s != b->s) {
+		if (b->first_only && b->s) { /* a second section: the first one is done */
+			base_section_done(b);
+			b->s = NULL;
+			return 1;
+		}
 		base_section_done(b);
-		*b = (struct base_scan){.set = b->set, .s = s};
+		*b = (struct base_scan){.set = b->set, .s = s, .first_only = b->first_only};
 		if (align && s->start_realtime && s->start_cupti)
 			b->offset = (int64_t)(s->start_realtime - s->start_cupti);
 	}
 	if (c->type == TALLY_CHUNK_CLOCK && align && !b->frozen && !b->by_clock)
 		b->by_clock = clock_pair_offset(payload, c->len, &b->offset);
 	b->frozen |= c->type == TALLY_CHUNK_RECORDS;
+	if (b->first_only && b->frozen) {
+		base_section_done(b);
+		b->s = NULL;
+		return 1;
+	}
 	return 0;
 }
 
 /*
- * The base is the earliest of every section's session start and first record (on the aligned
- * clock), so that no exported time is negative: Perfetto drops events with a negative ts.  It
- * takes a summary read of each input (records decoded, nothing kept), which costs far less than
- * the export that follows.
+ * The earliest moment of any section: its session start or first record, whichever is earlier,
+ * on the aligned clock.  A summary read of each input (records decoded, nothing kept), for
+ * exporters whose times must not go negative (Perfetto drops events with a negative ts).
+ */
+uint64_t report_set_earliest(const struct report_set *set)
+{
+	struct report_set probe = *set; /* only base and align are touched */
+	size_t i;
+
+	probe.base = 0;
+	for (i = 0; i < set->ninputs; i++) {
+		struct base_scan b = {.set = &probe};
+		struct tally_read_ops ops = {.chunk_payload = base_chunk, .ctx = &b};
+		struct tally_file *f;
+
+		if (tally_file_open(&f, set->inputs[i].path, NULL, 0) < 0)
+			continue;
+		(void)tally_file_read(f, &ops);
+		base_section_done(&b);
+		tally_file_close(f);
+	}
+	return probe.base;
+}
+
+/*
+ * Cheap: each input's first section, read up to its first records (where the scan fixes its clock
+ * offset), so that the base is on the same aligned clock as the records the scan hands out.
  */
 void report_set_find_base(struct report_set *set)
 {
@@ -212,7 +246,7 @@ void report_set_find_base(struct report_set *set)
 
 	set->base = 0;
 	for (i = 0; i < set->ninputs; i++) {
-		struct base_scan b = {.set = set};
+		struct base_scan b = {.set = set, .first_only = true};
 		struct tally_read_ops ops = {.chunk_payload = base_chunk, .ctx = &b};
 		struct tally_file *f;
 
@@ -265,7 +299,7 @@ static void session_offset(struct report_set *set, struct report_section *rs)
 
 /* The section read before with s's session id, if any (ids are unique per recording). */
 static const struct report_section *earlier_session(const struct report_set *set,
-						     const struct tally_section *s)
+						    const struct tally_section *s)
 {
 	size_t i;
 
@@ -334,8 +368,8 @@ static int section_for(struct scan *sc, struct tally_section *s, struct report_s
 }
 
 /* The section of in with the reader's index k, or NULL (a duplicate, kept out of the set). */
-static struct report_section *section_of_file(struct report_set *set,
-					      const struct report_input *in, unsigned k)
+static struct report_section *section_of_file(struct report_set *set, const struct report_input *in,
+					      unsigned k)
 {
 	size_t i;
 

@@ -220,7 +220,7 @@ void report_warn_damage(const struct report_set *set, FILE *out, const char *pro
 		fprintf(out,
 			"%s: warning: %s: section %u (%s) repeats a session already read from %s: "
 			"counted once\n",
-			prog, d->in->path, d->s->index, report_section_label(d, label, sizeof(label)),
-			d->duplicate_of->in->path);
+			prog, d->in->path, d->s->index,
+			report_section_label(d, label, sizeof(label)), d->duplicate_of->in->path);
 	}
 }

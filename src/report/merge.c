@@ -38,7 +38,7 @@ struct merge {
 	struct tally_codec codec;
 	struct tally_buf buf;
 	struct tally_buf recbuf; /* a RECORDS payload encoded by on_records, until its chunk */
-	size_t pending_records;  /* rows in recbuf (0: none waiting) */
+	size_t pending_records;	 /* rows in recbuf (0: none waiting) */
 	struct tally_record *recs;
 	size_t cap;
 	struct report_section *cur;

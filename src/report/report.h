@@ -74,6 +74,11 @@ void report_set_close(struct report_set *set);
 
 /* Reads each input's first SESSION (cheap) to find set->base before the main pass. */
 void report_set_find_base(struct report_set *set);
+/*
+ * The earliest aligned moment of any section (session start or first record, whichever is
+ * earlier): a summary pass over every input.  For outputs whose times must not be negative.
+ */
+uint64_t report_set_earliest(const struct report_set *set);
 
 struct report_scan_ops {
 	int (*section)(void *ctx, struct report_section *rs);

@@ -21,8 +21,8 @@
 
 #include "outfile.h"
 #include "report.h"
-#include "text.h"
 #include "sqlite-schema.h"
+#include "text.h"
 
 enum stmt {
 	S_STRING,
@@ -593,7 +593,6 @@ static int prepare(struct sq *q, const char *sql, sqlite3_stmt **st)
 {
 	return sqlite3_prepare_v2(q->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : sq_fail(q, sql);
 }
-
 
 static void uuid_text(const struct tally_device *d, char *out, size_t len)
 {

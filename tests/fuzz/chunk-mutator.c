@@ -39,8 +39,8 @@ static size_t find_chunks(const uint8_t *d, size_t size, size_t *off)
 }
 
 /* Replace chunk [at, at + old) by a chunk of payload p[0..len), header fields kept. */
-static size_t reframe(uint8_t *d, size_t size, size_t max, size_t at, size_t old,
-		      const uint8_t *p, size_t len)
+static size_t reframe(uint8_t *d, size_t size, size_t max, size_t at, size_t old, const uint8_t *p,
+		      size_t len)
 {
 	uint8_t hdr[TALLY_CHUNK_HEADER_LEN];
 	size_t tail = size - at - old, need = at + TALLY_CHUNK_HEADER_LEN + len + tail;

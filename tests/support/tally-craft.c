@@ -178,8 +178,8 @@ static struct tally_record launch_rec(uint64_t start, uint32_t name, uint32_t co
 }
 
 /* A small complete trace: kernels (named by id 1) and their launches (id 2). */
-static void plain_trace(struct craft *c, const char *kname, size_t klen, unsigned n,
-			uint64_t at, uint64_t step, uint64_t dur)
+static void plain_trace(struct craft *c, const char *kname, size_t klen, unsigned n, uint64_t at,
+			uint64_t step, uint64_t dur)
 {
 	const char *s[] = {kname, "cudaLaunchKernel"};
 	size_t len[] = {klen, 16};
@@ -398,18 +398,10 @@ static const struct {
 	const char *name;
 	void (*make)(struct craft *c);
 } cases[] = {
-    {"rows-bomb", rows_bomb},
-    {"strings-bomb", strings_bomb},
-    {"resync-bomb", resync_bomb},
-    {"demangle-bomb", demangle_bomb},
-    {"partial-mid", NULL},
-    {"partial-eof", NULL},
-    {"control-chars", control_chars},
-    {"bad-text", bad_text},
-    {"future", future},
-    {"early-records", early_records},
-    {"overlap", overlap},
-    {"enospc", enospc},
+    {"rows-bomb", rows_bomb},	      {"strings-bomb", strings_bomb}, {"resync-bomb", resync_bomb},
+    {"demangle-bomb", demangle_bomb}, {"partial-mid", NULL},	      {"partial-eof", NULL},
+    {"control-chars", control_chars}, {"bad-text", bad_text},	      {"future", future},
+    {"early-records", early_records}, {"overlap", overlap},	      {"enospc", enospc},
 };
 
 int main(int argc, char **argv)
