@@ -496,7 +496,7 @@ static int scan_file(struct scan *sc, char *err, size_t errlen)
 
 	sc->cur = NULL;
 	sc->in->first_section = (unsigned)sc->set->nsections;
-	/* O_NONBLOCK: the path was a regular file at open time; if it is a FIFO now, fail, not wait */
+	/* O_NONBLOCK: a regular file when opened first; should it be a FIFO now, fail, not wait */
 	sc->in->f->fd = open(sc->in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (sc->in->f->fd < 0) {
 		rc = -errno;
