@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "report.h"
+#include "text.h"
 
 static int add_input(struct report_set *set, const char *path, char *err, size_t errlen)
 {
@@ -563,9 +564,15 @@ const char *report_section_label(const struct report_section *rs, char *buf, siz
 
 	if (s->implicit)
 		snprintf(buf, len, "section %u (session header lost)", rs->index);
-	else
+	else {
+		/* host and rank come from the trace: no control byte reaches a terminal */
+		char *host = tally_text_printable(s->host ? s->host : "?");
+		char *rank = s->rank ? tally_text_printable(s->rank) : NULL;
+
 		snprintf(buf, len, "pid %llu on %s%s%s%s", (unsigned long long)s->pid,
-			 s->host ? s->host : "?", s->rank ? " (" : "", s->rank ? s->rank : "",
-			 s->rank ? ")" : "");
+			 host ? host : "?", rank ? " (" : "", rank ? rank : "", rank ? ")" : "");
+		free(host);
+		free(rank);
+	}
 	return buf;
 }

@@ -125,6 +125,12 @@ run "control chars: check" 1 5 256 "$TALLY" check "$T/control-chars.tally"
 if LC_ALL=C grep -q "$(printf '\033')" "$T/out"; then bad "control chars: ESC printed"; else ok "control chars: no ESC"; fi
 [ "$(grep -c '^  verdict' "$T/out")" = 1 ] && has "control chars: one verdict, the real one" \
 	"^  verdict   INCOMPLETE" "$T/out" || bad "control chars: a fake verdict line"
+for cmd in stats merge; do
+	if [ $cmd = merge ]; then set -- merge -o "$T/cc-merged.tally"; else set -- stats; fi
+	bounded 10 256 "$TALLY" "$@" "$T/control-chars.tally" >"$T/out" 2>&1
+	if LC_ALL=C grep -q "$(printf '\033')" "$T/out"; then bad "control chars: ESC printed by $cmd"; else ok "control chars: $cmd prints no ESC"; fi
+	hasnt "control chars: $cmd prints no fake verdict line" "^  verdict" "$T/out"
+done
 
 # ---- SQLite text is UTF-8; a cut NVTX message says so ----------------------------------------
 craft bad-text

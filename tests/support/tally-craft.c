@@ -13,7 +13,7 @@
  *   partial-mid     intact chunks, a partial one (a failed write), intact chunks and the final
  *                   ledger after it
  *   partial-eof     the same, but the partial chunk declares a payload past the end of the file
- *   control-chars   a command line holding a newline, a fake verdict and ESC[8m
+ *   control-chars   a command line, host and rank holding newlines, a fake verdict and escapes
  *   bad-text        invalid UTF-8 in the command line and an NVTX message; a 5000-byte NVTX
  *                   message flagged as cut
  *   future          a RECORDS column (id 60) and a ledger counter (id 90) this reader does not know
@@ -34,6 +34,8 @@
 #include "writer.h"
 
 #define T0 1796000000000000000ull /* session start, CUPTI ns */
+
+static const char *session_host = "crafted", *session_rank; /* control-chars changes them */
 
 struct craft {
 	int fd;
@@ -82,7 +84,8 @@ static void session(struct craft *c, const char *cmdline, size_t cmdlen)
 		id[i] = (uint8_t)(rand() >> 7);
 	tally_buf_reset(&c->b);
 	tally_kv_str(&c->b, TALLY_SK_WRITER, "tally-craft");
-	tally_kv_str(&c->b, TALLY_SK_HOST, "crafted");
+	tally_kv_str(&c->b, TALLY_SK_HOST, session_host);
+	tally_kv_str(&c->b, TALLY_SK_RANK, session_rank);
 	tally_kv_uint(&c->b, TALLY_SK_PID, 4242);
 	tally_kv_bytes(&c->b, TALLY_SK_CMDLINE, cmdline, cmdlen);
 	tally_kv_uint(&c->b, TALLY_SK_START_CUPTI, T0);
@@ -307,6 +310,8 @@ static void control_chars(struct craft *c)
 {
 	static const char cmd[] = "prog\n  verdict   COMPLETE\n\033[8m";
 
+	session_host = "node\033[2J";
+	session_rank = "RANK=0\n  verdict   COMPLETE";
 	session(c, cmd, sizeof(cmd) - 1);
 	plain_trace(c, "_Z4workv", 8, 1, T0 + 1000, 10000, 3000);
 	/* no final ledger: the real verdict is INCOMPLETE */
