@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,4 +263,59 @@ const char *cli_text(const char *s)
 	ring[next] = t;
 	next = (next + 1) % 16;
 	return t;
+}
+
+int cli_output_check(const char *path, bool force, char *const *inputs, size_t ninputs)
+{
+	char err[PATH_MAX + 128];
+
+	if (!path || strcmp(path, "-") == 0)
+		return 0;
+	if (outfile_not_input(path, inputs, ninputs, err, sizeof(err)) < 0 ||
+	    outfile_check(path, force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_USAGE, "%s", err);
+	return 0;
+}
+
+int cli_output_open(struct cli_output *o, const char *path, bool force, char *const *inputs,
+		    size_t ninputs)
+{
+	char err[PATH_MAX + 128];
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	o->of.fd = -1;
+	o->f = stdout;
+	o->path = path && strcmp(path, "-") != 0 ? path : NULL;
+	o->flags = force ? OUTFILE_FORCE : 0;
+	if (!o->path)
+		return 0;
+	if ((rc = cli_output_check(path, force, inputs, ninputs)) != 0)
+		return rc;
+	if (outfile_open(&o->of, path, o->flags, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_ERROR, "%s", err);
+	o->f = fdopen(o->of.fd, "w");
+	if (!o->f) {
+		outfile_abort(&o->of);
+		return cli_error(TALLY_EXIT_ERROR, "%s: %s", path, strerror(errno));
+	}
+	o->of.fd = -1; /* o->f owns it */
+	return 0;
+}
+
+int cli_output_close(struct cli_output *o, int write_rc)
+{
+	char err[PATH_MAX + 128];
+
+	if (o->path && fclose(o->f) != 0 && write_rc == 0)
+		write_rc = -errno;
+	if (write_rc < 0) {
+		if (o->path)
+			outfile_abort(&o->of);
+		return cli_error(TALLY_EXIT_ERROR, "%s: write failed: %s",
+				 o->path ? o->path : "standard output", strerror(-write_rc));
+	}
+	if (o->path && outfile_commit(&o->of, o->flags, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_ERROR, "%s", err);
+	return 0;
 }

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "outfile.h"
 #include "report.h"
 
 struct stats_opts {
@@ -162,36 +161,16 @@ static int parse(int argc, char **argv, struct stats_opts *o)
 	return 0;
 }
 
-/* To standard output, or to -o FILE through a temporary file renamed over it (outfile.h). */
-static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o)
+/* To standard output, or to -o FILE (cli_output: a temporary file renamed over it). */
+static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o,
+			 char **paths, size_t npaths)
 {
-	unsigned flags = o->force ? OUTFILE_FORCE : 0;
-	struct outfile of = {.fd = -1};
-	FILE *out = stdout;
-	char err[600];
-	int rc;
+	struct cli_output out;
+	int rc = cli_output_open(&out, o->output, o->force, paths, npaths);
 
-	if (o->output && strcmp(o->output, "-") != 0) {
-		if (outfile_open(&of, o->output, flags, err, sizeof(err)) < 0)
-			return cli_error(TALLY_EXIT_ERROR, "%s", err);
-		out = fdopen(of.fd, "w");
-		if (!out) {
-			outfile_abort(&of);
-			return cli_error(TALLY_EXIT_ERROR, "%s: %s", o->output, strerror(errno));
-		}
-		of.fd = -1; /* out owns it */
-	}
-	rc = stats_write(st, set, out, o->fmt);
-	if (out != stdout && fclose(out) != 0 && rc == 0)
-		rc = -errno;
-	if (rc < 0) {
-		outfile_abort(&of);
-		return cli_error(TALLY_EXIT_ERROR, "%s: write failed: %s",
-				 o->output ? o->output : "standard output", strerror(-rc));
-	}
-	if (out != stdout && outfile_commit(&of, flags, err, sizeof(err)) < 0)
-		return cli_error(TALLY_EXIT_ERROR, "%s", err);
-	return 0;
+	if (rc)
+		return rc;
+	return cli_output_close(&out, stats_write(st, set, out.f, o->fmt));
 }
 
 static int run(char **paths, size_t npaths, const struct stats_opts *o)
@@ -203,10 +182,9 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 	char err[600];
 	int rc;
 
-	if (o->output && strcmp(o->output, "-") != 0 &&
-	    (outfile_not_input(o->output, paths, npaths, err, sizeof(err)) < 0 ||
-	     outfile_check(o->output, o->force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0))
-		return cli_error(TALLY_EXIT_USAGE, "%s", err);
+	/* before the reading, so that a refused -o costs nothing */
+	if ((rc = cli_output_check(o->output, o->force, paths, npaths)) != 0)
+		return rc;
 	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
 	report_set_find_base(&set);
@@ -230,7 +208,7 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 	}
 	report_warn_damage(&set, stderr, tally_progname);
 	cli_warn_demangle_refused();
-	rc = write_reports(st, &set, o);
+	rc = write_reports(st, &set, o, paths, npaths);
 	if (rc == 0 && !set.complete)
 		rc = TALLY_EXIT_FAIL;
 free_stats:

@@ -215,6 +215,11 @@ cp "$T/tiny.tally" "$T/input.tally"
 run "stats -o its input" 2 10 256 "$TALLY" stats --force -o "$T/input.tally" "$T/input.tally"
 cmp -s "$T/input.tally" "$T/tiny.tally" && ok "stats -o: input intact" || bad "stats -o: input overwritten"
 run "export -o its input" 2 10 256 "$TALLY" export -f chrome --force -o "$T/input.tally" "$T/input.tally"
+run "compare -o existing" 2 10 256 "$TALLY" compare -o "$T/report.txt" "$T/tiny.tally" "$T/lossy.tally"
+run "compare --force -o a symlink" 2 10 256 "$TALLY" compare --force -o "$T/link.json" "$T/tiny.tally" "$T/lossy.tally"
+[ "$(cat "$T/victim")" = precious ] && ok "compare: link target intact" || bad "compare: wrote through a link"
+run "compare -o its input" 2 10 256 "$TALLY" compare --force -o "$T/input.tally" "$T/input.tally" "$T/lossy.tally"
+cmp -s "$T/input.tally" "$T/tiny.tally" && ok "compare -o: input intact" || bad "compare -o: input overwritten"
 
 # tally record preloads libtally.so into programs that are not sanitized: as test-exitpath.sh does
 [ $asan = 1 ] && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
