@@ -66,6 +66,8 @@ static struct {
 	int probe[2];		/* the pipe the validation reads through */
 	_Atomic int state;	/* 0 not yet validated, 1 valid, -1 off */
 	_Atomic unsigned tries; /* validations attempted with no frame to check */
+	int skew; /* tests: TALLY_TEST_PYFRAMES_SKEW moves the thread state's frame field (a wrong
+		     layout must be refused, not crash) */
 } pf;
 
 #define LOAD(p, off, type) (*(type const *)((const char *)(p) + (off)))
@@ -73,9 +75,11 @@ static struct {
 int tally_pyframes_init(void)
 {
 	const char *(*version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+	const char *skew = getenv("TALLY_TEST_PYFRAMES_SKEW");
 	int major = 0, minor = 0;
 	size_t i;
 
+	pf.skew = skew ? atoi(skew) : 0;
 	if (!version || sscanf(version(), "%d.%d", &major, &minor) != 2 || major != 3)
 		return -ENOTSUP;
 	for (i = NLAYOUTS; i-- > 0;)
@@ -125,7 +129,7 @@ static const void *safe_first_frame(const void *ts)
 {
 	const void *p = NULL;
 
-	if (!safe_ptr(ts, pf.l->ts_frame, &p) || !p)
+	if (!safe_ptr(ts, pf.l->ts_frame + pf.skew, &p) || !p)
 		return NULL;
 	if (pf.l->cframe_frame >= 0 && !safe_ptr(p, pf.l->cframe_frame, &p))
 		return NULL;
@@ -159,7 +163,7 @@ static int validate(const void *ts)
 
 static const void *first_frame(const void *ts)
 {
-	const void *p = LOAD(ts, pf.l->ts_frame, const void *);
+	const void *p = LOAD(ts, pf.l->ts_frame + pf.skew, const void *);
 
 	if (p && pf.l->cframe_frame >= 0)
 		p = LOAD(p, pf.l->cframe_frame, const void *);

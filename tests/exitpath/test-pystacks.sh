@@ -17,10 +17,10 @@ trap 'rm -rf "$T"' EXIT
 check() { # MODE: "" (frames read in place) or gil (public API, threads holding the GIL only)
 rm -f "$T"/py.*
 # --python-stacks sets TALLY_PYTHON_STACKS=1; the gil mode is the variable's own value
-flag=--python-stacks
-[ -n "$1" ] && flag=""
-TALLY_PYTHON_STACKS=${1:-1} "$TALLY" record $flag -o "$T/py.tally" -- \
-	python3 "$SRC/pystacks.py" "$T/expected.json" "$1" \
+flag=--python-stacks mode=1
+[ "$1" = gil ] && flag="" mode=gil
+TALLY_PYTHON_STACKS=$mode "$TALLY" record $flag -o "$T/py.tally" -- \
+	python3 "$SRC/pystacks.py" "$T/expected.json" "${1%-fallback}" \
 	>"$T/out" 2>&1 || { cat "$T/out"; echo "FAIL record"; return 1; }
 "$TALLY" export -f chrome -o "$T/py.json" "$T/py.tally" >/dev/null 2>&1 || { echo "FAIL export"; return 1; }
 "$TALLY" stats -r cuda_kern_stack_sum --format csv "$T/py.tally" >"$T/stats.csv" 2>&1 || { echo "FAIL stats"; return 1; }
@@ -61,4 +61,9 @@ check "" && echo "ok   python stacks (read in place) name the launching function
 	{ echo "FAIL python stacks (in place)"; rc=1; }
 check gil && echo "ok   python stacks (TALLY_PYTHON_STACKS=gil) name them where the GIL is held, and only there" ||
 	{ echo "FAIL python stacks (gil)"; rc=1; }
+# A CPython whose layout is not the one expected: the validation refuses it (no crash) and the
+# collector falls back to the public API, as in the gil mode.
+TALLY_TEST_PYFRAMES_SKEW=8 check gil-fallback &&
+	echo "ok   a wrong frame layout is refused without harm: stacks where the GIL is held only" ||
+	{ echo "FAIL python stacks (wrong layout)"; rc=1; }
 exit $rc
