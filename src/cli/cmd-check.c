@@ -32,10 +32,22 @@ static const struct cli_opt_help check_help[] = {
 static const char *chunk_type_name(unsigned type)
 {
 	static const char *const names[TALLY_CHUNK_TYPE_MAX] = {
-	    "?", "SESSION", "STRINGS", "RECORDS", "LEDGER", "DEVICE", "CLOCK", "NOTE", "LOSS",
+	    "?",
+	    "SESSION",
+	    "STRINGS",
+	    "RECORDS",
+	    "LEDGER",
+	    "DEVICE",
+	    "CLOCK",
+	    "NOTE",
+	    "LOSS",
+	    "FRAMES",
+	    "STACKS",
+	    "MODULES",
+	    [TALLY_CHUNK_DROPS] = "DROPS",
 	};
 
-	return type < TALLY_CHUNK_TYPE_MAX ? names[type] : "unknown";
+	return type < TALLY_CHUNK_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
 
 static int print_chunk(void *ctx, const struct tally_chunk_info *c)
@@ -50,7 +62,10 @@ static int print_chunk(void *ctx, const struct tally_chunk_info *c)
 /* Seconds since the section started, for windows: "+1.250s". */
 static double rel_s(const struct tally_section *s, uint64_t t)
 {
-	uint64_t t0 = s->start_cupti ? s->start_cupti : (s->t_min != UINT64_MAX ? s->t_min : t);
+	uint64_t t0 = tally_section_origin(s);
+
+	if (!t0)
+		t0 = t;
 
 	return ((double)t - (double)t0) / 1e9;
 }
@@ -97,17 +112,18 @@ static void print_session(const struct tally_file *f, const struct tally_section
 	if (s->start_realtime && gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
 	printf("  session   pid %" PRIu64 " on %s%s%s%s, %s, source %s\n", s->pid,
-	       s->host ? s->host : "?", s->rank ? " (" : "", s->rank ? s->rank : "",
-	       s->rank ? ")" : "", s->writer ? s->writer : "unknown writer",
-	       s->source ? s->source : "?");
+	       s->host ? cli_text(s->host) : "?", s->rank ? " (" : "",
+	       s->rank ? cli_text(s->rank) : "", s->rank ? ")" : "",
+	       s->writer ? cli_text(s->writer) : "unknown writer",
+	       s->source ? cli_text(s->source) : "?");
 	if (s->cmdline)
-		printf("  command   %s\n", s->cmdline);
+		printf("  command   %s\n", cli_text(s->cmdline));
 	printf("  recorded  %s", when);
 	if (s->t_min != UINT64_MAX && s->t_max > s->t_min)
 		printf(", records span %s", cli_fmt_ns(dur, sizeof(dur), s->t_max - s->t_min));
 	if (s->ndevices)
 		printf(", %zu device(s): %s", s->ndevices,
-		       s->devices[0].name ? s->devices[0].name : "?");
+		       s->devices[0].name ? cli_text(s->devices[0].name) : "?");
 	printf("\n  versions  CUDA driver %" PRIu64 ", CUPTI API %" PRIu64 ", file format %u.%u\n",
 	       s->driver_version, s->cupti_version, f->format_major, f->format_minor);
 	printf("  contents  ");
@@ -168,6 +184,68 @@ static void print_ledger(const struct tally_section *s)
 	print_signal(s);
 }
 
+/* CUPTI's drops by the queue it counted them in, and each context tied to its device. */
+static void print_drops(const struct tally_section *s)
+{
+	size_t i;
+
+	if (!s->ndrops) {
+		if (s->ledger.v[TALLY_C_DROPPED_CUPTI])
+			printf("  drops     by context: not recorded (written before format 1.2, "
+			       "or the "
+			       "trace was not closed)\n");
+		return;
+	}
+	printf("  drops     by queue, as CUPTI counts them (the kind of a dropped record is never "
+	       "reported):\n");
+	for (i = 0; i < s->ndrops; i++) {
+		const struct tally_drops *d = &s->drops[i];
+
+		if (d->source == TALLY_DROPS_GLOBAL)
+			printf("    global queue: %" PRIu64
+			       " dropped; context, stream and kind not "
+			       "reported by CUPTI\n",
+			       d->count);
+		else if (d->source == TALLY_DROPS_CONTEXT)
+			printf("    context %" PRIu32 " on device %" PRIu32 ", stream %" PRIu32
+			       ": %" PRIu64 " dropped from its own queue\n",
+			       d->context, d->device, d->stream, d->count);
+		else if (d->source == TALLY_DROPS_SEEN)
+			printf("    context %" PRIu32 " on device %" PRIu32 ": %" PRIu64
+			       " GPU records taken in\n",
+			       d->context, d->device, d->count);
+		else
+			printf("    %s: %" PRIu64 "\n", tally_drop_source_name(d->source),
+			       d->count);
+	}
+}
+
+static void json_drops(struct tally_json *j, const struct tally_section *s)
+{
+	size_t i;
+
+	tally_json_name(j, "drops");
+	tally_json_object_begin(j);
+	tally_json_field_bool(j, "recorded", s->ndrops > 0);
+	tally_json_field_string(j, "kind", "not reported by CUPTI");
+	tally_json_name(j, "entries");
+	tally_json_array_begin(j);
+	for (i = 0; i < s->ndrops; i++) {
+		const struct tally_drops *d = &s->drops[i];
+
+		tally_json_object_begin(j);
+		tally_json_field_string(j, "source", tally_drop_source_name(d->source));
+		tally_json_field_uint(j, "context", d->context);
+		tally_json_field_uint(j, "device", d->device);
+		tally_json_field_uint(j, "stream", d->stream);
+		tally_json_field_uint(j, d->source == TALLY_DROPS_SEEN ? "gpu_records" : "dropped",
+				      d->count);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+	tally_json_object_end(j);
+}
+
 static void print_verdict(const struct tally_section *s, const struct tally_verdict *v)
 {
 	struct cli_colors c = cli_colors_for(stdout);
@@ -178,15 +256,15 @@ static void print_verdict(const struct tally_section *s, const struct tally_verd
 	for (i = 0; i < v->nreasons; i++) {
 		const struct tally_reason *r = &v->reasons[i];
 
-		printf("    - %s\n", r->text);
+		printf("    - %s\n", cli_text(r->text));
 		if (r->code == TALLY_R_LOSS)
 			print_windows(s, r->counter);
 		if (r->hint[0])
-			printf("      fix: %s\n", r->hint);
+			printf("      fix: %s\n", cli_text(r->hint));
 	}
 	for (i = 0; i < s->nnotes; i++)
-		printf("  note      [%s] %s\n", s->notes[i].code ? s->notes[i].code : "?",
-		       s->notes[i].text ? s->notes[i].text : "");
+		printf("  note      [%s] %s\n", s->notes[i].code ? cli_text(s->notes[i].code) : "?",
+		       s->notes[i].text ? cli_text(s->notes[i].text) : "");
 	if (s->unknown_chunks || s->unknown_keys || s->unknown_columns ||
 	    s->ledger.unknown_counters)
 		printf("  skipped   %" PRIu64 " unknown chunk(s), %" PRIu64 " key(s), %" PRIu64
@@ -204,8 +282,8 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 		char sz[32];
 
 		printf("%s: %s, %" PRIu64 " chunks, %zu section(s), intact to byte %" PRIu64 "\n",
-		       f->path, cli_fmt_bytes(sz, sizeof(sz), f->size), f->chunks, f->nsections,
-		       f->intact_end);
+		       cli_text(f->path), cli_fmt_bytes(sz, sizeof(sz), f->size), f->chunks,
+		       f->nsections, f->intact_end);
 		if (!f->nsections)
 			printf("  verdict   INCOMPLETE\n    - no session in the file\n");
 	}
@@ -216,10 +294,12 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 		tally_verdict_compute(f, s, &v);
 		all &= v.complete;
 		if (o->quiet) {
-			printf("%s[%zu]: %s\n", f->path, i, v.complete ? "COMPLETE" : "INCOMPLETE");
+			printf("%s[%zu]: %s\n", cli_text(f->path), i,
+			       v.complete ? "COMPLETE" : "INCOMPLETE");
 		} else {
 			print_session(f, s);
 			print_ledger(s);
+			print_drops(s);
 			print_verdict(s, &v);
 		}
 		tally_verdict_fini(&v);
@@ -371,6 +451,7 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	tally_json_object_end(j);
 	tally_json_field_uint(j, "records_total", s->records_total);
 	json_ledger(j, s);
+	json_drops(j, s);
 	json_verdict(j, s, v);
 	tally_json_name(j, "notes");
 	tally_json_array_begin(j);
@@ -446,7 +527,7 @@ static int check_one(const char *path, const struct check_opts *o, struct tally_
 	rc = tally_file_open(&f, path, err, sizeof(err));
 	if (rc == 0) {
 		if (o->verbose && !o->json)
-			printf("%s:\n", path);
+			printf("%s:\n", cli_text(path));
 		cli_progress_begin(&progress, path);
 		rc = tally_file_read(f, &ops);
 		cli_progress_end(&progress);

@@ -16,6 +16,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,8 +25,10 @@
 #include "codec.h"
 #include "convert.h"
 #include "corr.h"
+#include "nativestack.h"
 #include "pool.h"
 #include "queue.h"
+#include "stacktab.h"
 #include "strtab.h"
 
 #define DEFAULT_BUFFER_SIZE (4u << 20)
@@ -93,6 +96,14 @@ struct pipeline {
 		int depth;
 	} captures[64]; /* threads capturing a graph */
 	unsigned ncaptures;
+	/* Contexts seen in GPU records, tied to their device, for the DROPS chunk.  CUPTI reports
+	 * drops per context only for per-context queues; tally's kinds use the global queue. */
+	struct drop_context {
+		uint32_t context, device;
+		uint64_t gpu_records;
+	} contexts[32];
+	unsigned ncontexts;
+	bool drops_dirty; /* a DROPS chunk would say something new */
 	uint64_t slice, slice_begin;
 	/* CLOCK_MONOTONIC deadline of the current slice: set by whoever ends a slice (under
 	 * consume_lock), read unlocked by the consumer thread to know how long to sleep; a stale
@@ -176,11 +187,30 @@ static void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const 
 	(void)tally_writer_chunk(&p->writer, type, flags, b->data, b->len, records);
 }
 
+/* New frames, stacks and modules, before the records that name them. */
+static void emit_stacks(struct pipeline *p)
+{
+	struct tally_buf frames = {0}, stacks = {0}, modules = {0};
+
+	tally_stacktab_take(&frames, &stacks, &modules, tally_nativestack_modules_for);
+	if (frames.len)
+		emit_chunk(p, TALLY_CHUNK_FRAMES, 0, &frames, 0);
+	if (stacks.len)
+		emit_chunk(p, TALLY_CHUNK_STACKS, 0, &stacks, 0);
+	if (modules.len)
+		emit_chunk(p, TALLY_CHUNK_MODULES, 0, &modules, 0);
+	tally_buf_fini(&frames);
+	tally_buf_fini(&stacks);
+	tally_buf_fini(&modules);
+}
+
 static void emit_strings(struct pipeline *p)
 {
 	tally_buf_reset(&p->payload);
 	if (tally_strtab_take_pending(&p->strings, &p->payload))
 		emit_chunk(p, TALLY_CHUNK_STRINGS, 0, &p->payload, 0);
+	if (p->cfg.stacks)
+		emit_stacks(p);
 }
 
 static void emit_batch(struct pipeline *p, unsigned kind)
@@ -201,10 +231,28 @@ static void emit_batch(struct pipeline *p, unsigned kind)
 	b->n = 0;
 }
 
+static void note_context(struct pipeline *p, const struct tally_record *r)
+{
+	struct drop_context *d = p->contexts;
+	unsigned i;
+
+	for (i = 0; i < p->ncontexts && d[i].context != r->context_id; i++)
+		;
+	if (i == p->ncontexts) {
+		if (i == sizeof(p->contexts) / sizeof(p->contexts[0]))
+			return; /* more contexts than any process has: the rest go unlisted */
+		d[p->ncontexts++] = (struct drop_context){r->context_id, r->device_id, 0};
+		p->drops_dirty = true;
+	}
+	d[i].gpu_records++;
+}
+
 static void append_record(struct pipeline *p, const struct tally_record *r)
 {
 	struct batch *b = &p->batches[r->kind];
 
+	if (tally_kind_is_gpu(r->kind))
+		note_context(p, r);
 	if (!b->recs) {
 		b->recs = malloc(p->cfg.batch_records * sizeof(*b->recs));
 		if (!b->recs) {
@@ -294,6 +342,8 @@ static void consume_record(struct pipeline *p, const CUpti_Activity *rec)
 		p->c[TALLY_C_UNKNOWN_KIND]++;
 		return;
 	}
+	if (p->cfg.stacks)
+		r.stack_id = tally_stacktab_lookup(r.correlation_id);
 	check_record(p, &r);
 	if (p->cfg.device_mask && tally_kind_is_gpu(r.kind) &&
 	    (r.device_id >= 64 || !(p->cfg.device_mask >> r.device_id & 1))) {
@@ -333,7 +383,8 @@ static void consume_nvtx(struct pipeline *p, const struct tally_queue_item *it)
 		r.color = ev.color;
 		r.category = ev.category;
 		r.value = (uint32_t)ev.payload;
-		r.flags = ev.flags & 1 ? TALLY_REC_DEPTH_LOST : 0;
+		r.flags = (ev.flags & 1 ? TALLY_REC_DEPTH_LOST : 0) |
+			  (ev.flags & 2 ? TALLY_REC_TEXT_TRUNCATED : 0);
 		r.name_id = tally_strtab_intern_len(&p->strings, text, ev.name_len);
 		if (ev.domain_len)
 			r.domain_id =
@@ -406,8 +457,38 @@ static void read_dropped(struct pipeline *p)
 {
 	size_t dropped = 0;
 
-	if (p->src.dropped(&dropped) == CUPTI_SUCCESS)
+	if (p->src.dropped(&dropped) == CUPTI_SUCCESS && dropped) {
 		p->c[TALLY_C_DROPPED_CUPTI] += dropped;
+		p->drops_dirty = true;
+	}
+}
+
+static void put_drops(struct tally_buf *b, unsigned source, uint32_t context, uint32_t device,
+		      uint64_t count)
+{
+	tally_buf_put_varint(b, source);
+	tally_buf_put_varint(b, context);
+	tally_buf_put_varint(b, device);
+	tally_buf_put_varint(b, 0); /* stream: CUPTI's global queue has none */
+	tally_buf_put_varint(b, count);
+}
+
+/* Drops by the queue CUPTI counted them in, and each context tied to its device (format 1.2).
+ * Cumulative: a reader keeps the latest chunk. */
+static void emit_drops(struct pipeline *p, bool at_close)
+{
+	unsigned i;
+
+	if (!p->drops_dirty && !(at_close && (p->ncontexts || p->c[TALLY_C_DROPPED_CUPTI])))
+		return;
+	tally_buf_reset(&p->payload);
+	if (p->c[TALLY_C_DROPPED_CUPTI])
+		put_drops(&p->payload, TALLY_DROPS_GLOBAL, 0, 0, p->c[TALLY_C_DROPPED_CUPTI]);
+	for (i = 0; i < p->ncontexts; i++)
+		put_drops(&p->payload, TALLY_DROPS_SEEN, p->contexts[i].context,
+			  p->contexts[i].device, p->contexts[i].gpu_records);
+	emit_chunk(p, TALLY_CHUNK_DROPS, 0, &p->payload, 0);
+	p->drops_dirty = false;
 }
 
 static void end_slice(struct pipeline *p);
@@ -467,6 +548,7 @@ static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	const struct tally_writer_stats *w = &p->writer.stats;
 
 	memcpy(l->v, p->c, sizeof(l->v));
+	l->unknown_counters = 0; /* a writer has none: only readers pass them on */
 	l->v[TALLY_C_BUFFERS_REQUESTED] = atomic_load_explicit(&p->requested, memory_order_relaxed);
 	l->v[TALLY_C_BUFFERS_DELIVERED] = atomic_load_explicit(&p->delivered, memory_order_relaxed);
 	l->v[TALLY_C_BUFFERS_REFUSED] = atomic_load_explicit(&p->refused, memory_order_relaxed);
@@ -526,6 +608,7 @@ static void end_slice(struct pipeline *p)
 
 	flush_batches(p);
 	read_dropped(p);
+	emit_drops(p, false);
 	tally_corr_sweep(&p->corr);
 	(void)tally_writer_flush(&p->writer); /* so the ledger counts what reached the file */
 	emit_ledger(p, false);
@@ -588,15 +671,32 @@ static void loss_window(void *ctx, uint64_t t0, uint64_t t1, uint64_t launches, 
 	}
 }
 
+/* Launches whose stack the full tables could not take: said once, at close. */
+static void note_stacks_lost(void)
+{
+	uint64_t lost = tally_stacktab_lost();
+	char text[160];
+
+	if (!lost)
+		return;
+	snprintf(text, sizeof(text),
+		 "%llu launch(es) got no call stack: the frame or stack table was full",
+		 (unsigned long long)lost);
+	tally_pipeline_note(TALLY_NOTE_WARNING, "stacks-lost", text);
+}
+
 /* The close: everything left, the unmatched, the stranded, the flush facts, the final ledger. */
 static void finish_locked(struct pipeline *p)
 {
 	struct finish_ctx fctx = {p, &p->payload};
 	uint64_t handed, delivered;
 
+	if (p->cfg.stacks)
+		note_stacks_lost();
 	consume_all(p, false);
 	flush_batches(p);
 	read_dropped(p);
+	emit_drops(p, true);
 	tally_buf_reset(&p->payload);
 	pthread_mutex_lock(&p->side_lock);
 	tally_corr_finish(&p->corr, p->cfg.trace_api, loss_window, at_edge, &fctx,
@@ -681,7 +781,7 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 
 	p->cfg = *cfg;
 	p->src = *src;
-	if (!p->cfg.batch_records)
+	if (!p->cfg.batch_records || p->cfg.batch_records > TALLY_RECORDS_MAX)
 		p->cfg.batch_records = DEFAULT_BATCH;
 	if (!p->cfg.slice_ns)
 		p->cfg.slice_ns = DEFAULT_SLICE_NS;
@@ -732,6 +832,11 @@ int tally_pipeline_start(const struct tally_pipeline_config *cfg, const struct t
 	rc = pipeline_init(p, cfg, src, sink);
 	if (rc < 0)
 		goto free_pipeline;
+	if (cfg->stacks) { /* fresh tables: a fork child's file starts its ids again */
+		tally_nativestack_forget_modules();
+		if (tally_stacktab_reset() < 0)
+			p->cfg.stacks = false;
+	}
 	p->start_time = p->slice_begin = src->now();
 	p->start_mono = tally_monotonic_ns();
 	atomic_init(&p->next_slice_mono, tally_monotonic_ns() + p->cfg.slice_ns);

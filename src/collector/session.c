@@ -124,6 +124,13 @@ static void name_suffix(char *path, size_t len, const char *what)
 		snprintf(path + at, len - at, "-%s%s", what, tail);
 }
 
+static bool replaceable(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /*
  * Only the root process may take the exact name; others get "-PID".  An image that follows
  * another of the same pid through exec, when that one wrote a file, gets "-execN": the pid
@@ -158,7 +165,11 @@ static int open_output(struct session *s, char *why, size_t len)
 		return rc;
 	}
 	per_process_name(s, s->path, sizeof(s->path));
-	flags |= s->cfg.force ? O_TRUNC : O_EXCL;
+	/* Only ever a regular file is replaced, and never through a link: --force removes an
+	 * existing regular file, then the trace is created anew (O_EXCL does not follow links). */
+	if (s->cfg.force && replaceable(s->path))
+		unlink(s->path);
+	flags |= O_EXCL | O_NOFOLLOW;
 	fd = open(s->path, flags, 0644);
 	if (fd < 0) {
 		rc = -errno;
@@ -209,6 +220,7 @@ static uint64_t kinds_mask(unsigned trace)
 	k |= trace & TRACE_SYNC ? 1u << TALLY_KIND_SYNC : 0;
 	k |= trace & TRACE_NVTX ? 1u << TALLY_KIND_NVTX_RANGE | 1u << TALLY_KIND_NVTX_MARK : 0;
 	k |= trace & TRACE_OVERHEAD ? 1u << TALLY_KIND_OVERHEAD : 0;
+	k |= trace & TRACE_MEMORY ? 1u << TALLY_KIND_MEMORY : 0;
 	return k;
 }
 
@@ -285,6 +297,7 @@ static struct tally_pipeline_config pipeline_config(const struct tally_config *c
 	pc.trace_api = (c->trace & (TRACE_RUNTIME | TRACE_DRIVER | TRACE_LAUNCH_DRIVER)) != 0;
 	pc.device_mask = c->device_mask;
 	pc.slow_consumer_ns = c->slow_consumer_ns;
+	pc.stacks = c->python_stacks || c->native_stacks;
 	return pc;
 }
 

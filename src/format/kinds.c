@@ -11,6 +11,7 @@ static const char *const kind_names[TALLY_KIND_MAX] = {
     [TALLY_KIND_RUNTIME] = "runtime",	  [TALLY_KIND_DRIVER] = "driver",
     [TALLY_KIND_SYNC] = "sync",		  [TALLY_KIND_NVTX_RANGE] = "nvtx_range",
     [TALLY_KIND_NVTX_MARK] = "nvtx_mark", [TALLY_KIND_OVERHEAD] = "overhead",
+    [TALLY_KIND_MEMORY] = "memory",
 };
 
 const char *tally_kind_name(unsigned kind)
@@ -31,4 +32,32 @@ int tally_kind_from_name(const char *name)
 		if (strcmp(name, kind_names[k]) == 0)
 			return k;
 	return -1;
+}
+
+static const struct {
+	const char *name, *meaning;
+} drop_sources[] = {
+    [TALLY_DROPS_GLOBAL] = {"global queue",
+			    "records CUPTI dropped from its global queue: CUPTI does not report "
+			    "their context, stream or kind"},
+    [TALLY_DROPS_CONTEXT] = {"context queue",
+			     "records CUPTI dropped from this context's own queue: the kind is not "
+			     "reported"},
+    [TALLY_DROPS_SEEN] = {"context seen",
+			  "not a drop: this context ran on this device (count: its GPU records "
+			  "taken in); its drops, if any, are in the global queue's count"},
+};
+
+const char *tally_drop_source_name(unsigned source)
+{
+	return source < sizeof(drop_sources) / sizeof(drop_sources[0]) && drop_sources[source].name
+		   ? drop_sources[source].name
+		   : "unknown source";
+}
+
+const char *tally_drop_source_meaning(unsigned source)
+{
+	return source < sizeof(drop_sources) / sizeof(drop_sources[0]) && drop_sources[source].name
+		   ? drop_sources[source].meaning
+		   : "a source this tally does not know";
 }

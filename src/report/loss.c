@@ -15,7 +15,10 @@
 double report_rel_s(const struct report_section *rs, uint64_t t)
 {
 	const struct tally_section *s = rs->s;
-	uint64_t t0 = s->start_cupti ? s->start_cupti : (s->t_min != UINT64_MAX ? s->t_min : t);
+	uint64_t t0 = tally_section_origin(s);
+
+	if (!t0)
+		t0 = t;
 
 	return ((double)t - (double)t0) / 1e9;
 }
@@ -110,6 +113,28 @@ static void json_windows(struct tally_json *j, const struct report_section *rs, 
 	tally_json_array_end(j);
 }
 
+/* CUPTI's drops by queue and the contexts tied to devices (DROPS, format 1.2). */
+static void json_drops(struct tally_json *j, const struct tally_section *s)
+{
+	size_t i;
+
+	tally_json_name(j, "drops");
+	tally_json_array_begin(j);
+	for (i = 0; i < s->ndrops; i++) {
+		const struct tally_drops *d = &s->drops[i];
+
+		tally_json_object_begin(j);
+		tally_json_field_string(j, "source", tally_drop_source_name(d->source));
+		tally_json_field_uint(j, "context", d->context);
+		tally_json_field_uint(j, "device", d->device);
+		tally_json_field_uint(j, "stream", d->stream);
+		tally_json_field_uint(j, d->source == TALLY_DROPS_SEEN ? "gpu_records" : "dropped",
+				      d->count);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+}
+
 static void json_section(struct tally_json *j, const struct report_section *rs)
 {
 	const struct tally_section *s = rs->s;
@@ -143,6 +168,7 @@ static void json_section(struct tally_json *j, const struct report_section *rs)
 		tally_json_object_end(j);
 	}
 	tally_json_array_end(j);
+	json_drops(j, s);
 	tally_json_object_end(j);
 }
 
@@ -209,5 +235,15 @@ void report_warn_damage(const struct report_set *set, FILE *out, const char *pro
 		if (f->nsections == 0)
 			fprintf(out, "%s: warning: %s: no readable section\n", prog,
 				set->inputs[i].path);
+	}
+	for (i = 0; i < set->nduplicates; i++) {
+		const struct report_section *d = set->duplicates[i];
+		char label[300];
+
+		fprintf(out,
+			"%s: warning: %s: section %u (%s) repeats a session already read from %s: "
+			"counted once\n",
+			prog, d->in->path, d->s->index,
+			report_section_label(d, label, sizeof(label)), d->duplicate_of->in->path);
 	}
 }

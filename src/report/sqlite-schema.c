@@ -14,7 +14,7 @@ const char sqlite_schema[] =
     " staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,"
     " localMemoryPerThread INTEGER, localMemoryTotal INTEGER, gridId INTEGER,"
     " sharedMemoryExecuted INTEGER, graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER,"
-    " graphId INTEGER);\n"
+    " graphId INTEGER, callchainId INTEGER);\n"
     "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL,"
     " deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
     " streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
@@ -41,7 +41,8 @@ const char sqlite_schema[] =
     " eventType INTEGER NOT NULL, rangeId INTEGER, category INTEGER, color INTEGER, text TEXT,"
     " globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER,"
     " uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER,"
-    " int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);\n"
+    " int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT,"
+    " tallyTextTruncated INTEGER);\n"
     "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT,"
     " busLocation TEXT, totalMemory INTEGER, smCount INTEGER, uuid TEXT, cuDevice INTEGER,"
     " computeMajor INTEGER, computeMinor INTEGER, globalPid INTEGER);\n"
@@ -55,6 +56,14 @@ const char sqlite_schema[] =
     "CREATE TABLE ENUM_CUDA_KERNEL_LAUNCH_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT,"
     " label TEXT);\n"
     "CREATE TABLE ENUM_CUPTI_SYNC_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);\n"
+    "CREATE TABLE CUDA_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL,"
+    " module INTEGER NOT NULL, unresolved INTEGER, originalIP INTEGER,"
+    " stackDepth INTEGER NOT NULL, frameKind INTEGER NOT NULL, sourceFile INTEGER,"
+    " line INTEGER, userFrame INTEGER NOT NULL);\n"
+    "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER,"
+    " deviceId INTEGER NOT NULL, contextId INTEGER, streamId INTEGER, correlationId INTEGER,"
+    " address INTEGER NOT NULL, bytes INTEGER NOT NULL, memKind INTEGER NOT NULL,"
+    " memoryOperationType INTEGER NOT NULL, callchainId INTEGER);\n"
     "CREATE TABLE TALLY_SESSIONS (section INTEGER NOT NULL PRIMARY KEY, file TEXT NOT NULL,"
     " fileSection INTEGER NOT NULL, globalPid INTEGER NOT NULL, pid INTEGER, ppid INTEGER,"
     " host TEXT, rank TEXT, cmdline TEXT, exe TEXT, writer TEXT, source TEXT,"
@@ -74,7 +83,10 @@ const char sqlite_schema[] =
     "CREATE TABLE TALLY_DAMAGE (file TEXT NOT NULL, section INTEGER, kind TEXT NOT NULL,"
     " offset INTEGER NOT NULL, end INTEGER NOT NULL, missingChunks INTEGER);\n"
     "CREATE TABLE TALLY_NOTES (section INTEGER NOT NULL, time INTEGER, severity INTEGER,"
-    " code TEXT, text TEXT);\n";
+    " code TEXT, text TEXT);\n"
+    "CREATE TABLE TALLY_DROPS (section INTEGER NOT NULL, globalPid INTEGER NOT NULL,"
+    " source TEXT NOT NULL, contextId INTEGER, deviceId INTEGER, streamId INTEGER,"
+    " count INTEGER NOT NULL, meaning TEXT);\n";
 
 const char sqlite_indexes[] =
     "CREATE INDEX kernel_corr ON CUPTI_ACTIVITY_KIND_KERNEL (correlationId);\n"
@@ -87,6 +99,7 @@ const char sqlite_indexes[] =
     "CREATE INDEX runtime_name ON CUPTI_ACTIVITY_KIND_RUNTIME (nameId);\n"
     "CREATE INDEX runtime_tid_start ON CUPTI_ACTIVITY_KIND_RUNTIME (globalTid, start);\n"
     "CREATE INDEX nvtx_tid_start ON NVTX_EVENTS (globalTid, start);\n"
+    "CREATE INDEX callchains_id ON CUDA_CALLCHAINS (id, stackDepth);\n"
     "CREATE INDEX windows_section ON TALLY_LOSS_WINDOWS (section, start);\n";
 
 /* nsys's enum tables, with the values it documents (CUDA memory kinds renumbered as nsys does). */

@@ -3,6 +3,8 @@
 #ifndef TALLY_REPORT_STATS_INT_H
 #define TALLY_REPORT_STATS_INT_H
 
+#include "gaps.h"
+#include "memusage.h"
 #include "report.h"
 
 /* Report indexes into report_defs[] (reports.c keeps the two in step). */
@@ -15,6 +17,10 @@ enum report_id {
 	R_MEM_SIZE_SUM,
 	R_GPU_TRACE,
 	R_API_TRACE,
+	R_GPU_GAPS,
+	R_GPU_UTIL,
+	R_KERN_STACK_SUM, /* style 0: by innermost user frame, 1: by whole stack */
+	R_MEM_USAGE,
 	R_COUNT,
 };
 
@@ -70,6 +76,8 @@ struct sec_cache {
 	uint64_t *nvtx_keys; /* (domain, style, name) -> nvtx group, open addressing */
 	uint32_t *nvtx_vals;
 	size_t nvtx_cap, nvtx_n;
+	uint32_t *stack_groups[2]; /* stack id -> cuda_kern_stack_sum group + 1, per style */
+	uint32_t nstack_groups[2];
 };
 
 #define MEMOPS 15 /* memcpy kinds 0..13, then memset */
@@ -91,7 +99,11 @@ struct stats {
 	size_t nsecs;
 	uint64_t untimed;
 	uint64_t base;
-	bool failed; /* out of memory somewhere: reports would be short */
+	bool failed;		      /* out of memory somewhere: reports would be short */
+	struct report_gpu_gaps *gaps; /* gpu_gaps, gpu_time_util */
+	struct mem_usage mem;	      /* cuda_gpu_mem_usage */
+	/* kernels with a call stack: with none, the stack report is empty */
+	uint64_t stacked_kernels;
 };
 
 bool stats_wants(const struct stats *st, enum report_id r);

@@ -37,13 +37,19 @@ static void usage(FILE *out)
 	fputs("usage: tally-testsrc -o FILE [workload] [faults] [pipeline]\n"
 	      "workload (per thread): --kernels N --driver-kernels N --memcpys N --memsets N\n"
 	      "  --syncs N --ranges N --marks N --names N --devices N --seed N --threads N\n"
-	      "  --rate RECORDS_PER_S --t0 NS\n"
+	      "  --rate RECORDS_PER_S --t0 NS --stacks N (launch c from Python stack c % N)\n"
+	      "  --mem-allocs N (N device allocations, then their releases)\n"
 	      "faults: --bad-time-every N --orphan-launches N --orphan-gpu N --unknown-kind N\n"
 	      "  --invalid-tail --in-flight (a buffer still in CUPTI at stop) --kill (end with\n"
 	      "  no closing flush, like SIGKILL) --starve (no consumer until the end)\n"
 	      "  --slow-walk-ns N --write-fail-after BYTES --write-errno EIO|ENOSPC|0 (0: short\n"
 	      "  writes) --write-fail-count N\n"
-	      "pipeline: --pool N --buffer-size BYTES --slice-ms N --batch N\n",
+	      "pipeline: --pool N --buffer-size BYTES --slice-ms N --batch N\n"
+	      "shapes: --streams N --range-every N (NVTX range \"iter\" around every N launches)\n"
+	      "  --scale NAME_INDEX:FACTOR (that kernel name lasts FACTOR times longer)\n"
+	      "  --swap-at K (launches K and K+1 swap names) --idle-at K:MS[:DROPS] (before\n"
+	      "  launch K the GPU idles MS ms; CUPTI drops DROPS records halfway; the clock is\n"
+	      "  then paced to real time; repeatable)\n",
 	      out);
 }
 
@@ -77,6 +83,13 @@ enum {
 	O_BUFSZ,
 	O_SLICE,
 	O_BATCH,
+	O_STREAMS,
+	O_RANGE_EVERY,
+	O_SCALE,
+	O_SWAP,
+	O_IDLE,
+	O_STACKS,
+	O_MEM,
 };
 
 static const struct option longopts[] = {
@@ -109,6 +122,13 @@ static const struct option longopts[] = {
     {"buffer-size", 1, NULL, O_BUFSZ},
     {"slice-ms", 1, NULL, O_SLICE},
     {"batch", 1, NULL, O_BATCH},
+    {"streams", 1, NULL, O_STREAMS},
+    {"range-every", 1, NULL, O_RANGE_EVERY},
+    {"scale", 1, NULL, O_SCALE},
+    {"swap-at", 1, NULL, O_SWAP},
+    {"idle-at", 1, NULL, O_IDLE},
+    {"stacks", 1, NULL, O_STACKS},
+    {"mem-allocs", 1, NULL, O_MEM},
     {"output", 1, NULL, 'o'},
     {"help", 0, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -123,13 +143,48 @@ static int parse_errno(const char *s)
 	return atoi(s);
 }
 
+/* The shapes tally compare and gpu_gaps are tested with; 0 if c is not one of them. */
+static int parse_shape(struct opts *o, int c, const char *arg, unsigned long long v)
+{
+	struct testsrc_idle *d = &o->w.idle[o->w.nidle];
+
+	switch (c) {
+	case O_STREAMS:
+		o->w.streams = (unsigned)v;
+		return 1;
+	case O_RANGE_EVERY:
+		o->w.range_every = (unsigned)v;
+		return 1;
+	case O_SCALE:
+		o->w.scale_name = (unsigned)v + 1;
+		return sscanf(arg, "%*u:%lf", &o->w.scale) == 1 ? 1 : -1;
+	case O_SWAP:
+		o->w.swap_at = (unsigned)v;
+		return v ? 1 : -1;
+	case O_IDLE:
+		if (o->w.nidle == sizeof(o->w.idle) / sizeof(o->w.idle[0]))
+			return -1;
+		o->w.nidle++;
+		return sscanf(arg, "%u:%u:%u", &d->at, &d->ms, &d->drops) >= 2 ? 1 : -1;
+	default:
+		return 0;
+	}
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
 	int c;
 
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		unsigned long long v = optarg ? strtoull(optarg, NULL, 0) : 0;
+		int shape = parse_shape(o, c, optarg, v);
 
+		if (shape < 0) {
+			usage(stderr);
+			return -1;
+		}
+		if (shape)
+			continue;
 		switch (c) {
 		case 'o':
 			o->output = optarg;
@@ -222,6 +277,13 @@ static int parse(int argc, char **argv, struct opts *o)
 		case O_BATCH:
 			o->cfg.batch_records = (unsigned)v;
 			break;
+		case O_STACKS:
+			o->w.stacks = (unsigned)v;
+			o->cfg.stacks = v > 0;
+			break;
+		case O_MEM:
+			o->w.mem_allocs = (unsigned)v;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -256,7 +318,8 @@ static uint64_t kinds_mask(const struct testsrc_workload *w)
 	       1u << TALLY_KIND_RUNTIME | (w->driver_kernels ? 1u << TALLY_KIND_DRIVER : 0) |
 	       (w->syncs ? 1u << TALLY_KIND_SYNC : 0) |
 	       (w->ranges || w->marks ? 1u << TALLY_KIND_NVTX_RANGE | 1u << TALLY_KIND_NVTX_MARK
-				      : 0);
+				      : 0) |
+	       (w->mem_allocs ? 1u << TALLY_KIND_MEMORY : 0);
 }
 
 static int run(struct opts *o, int fd)
@@ -273,6 +336,8 @@ static int run(struct opts *o, int fd)
 		sink = (struct tally_sink){fault_sink_write, &o->fault};
 	}
 	o->cfg.consumer_thread = !o->starve;
+	if (o->w.t0)
+		testsrc_clock_start(o->w.t0);
 	testsrc_session(&session, kinds_mask(&o->w));
 	rc = tally_pipeline_start(&o->cfg, &testsrc_source, &sink, &session);
 	tally_buf_fini(&session);
