@@ -32,6 +32,7 @@ int cmd_env(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 extern const char *tally_progname;
 

@@ -18,6 +18,7 @@ static const struct tally_cmd commands[] = {
     {"stats", cmd_stats, "summary reports (nsys stats names and columns)"},
     {"export", cmd_export, "write Chrome/Perfetto JSON, SQLite or CSV"},
     {"merge", cmd_merge, "put several processes' traces on one timeline"},
+    {"report", cmd_report, "write one self-contained HTML page to look at traces"},
 };
 
 static void usage(FILE *out)
