@@ -5,8 +5,8 @@
 # /usr/local/cuda (or CUDA_HOME); this script checks for it and says so if it is not.
 set -eu
 need_pkgs="cmake pkg-config gcc make libcmocka-dev libxxhash-dev libjansson-dev libsqlite3-dev sqlite3 python3"
-# tally report's pages are rendered and checked in a headless browser (tests/cli/test-html-report.sh)
-[ "${TALLY_NO_CHROMIUM:-}" ] || need_pkgs="$need_pkgs chromium python3-pil"
+# tally report: its page is checked by node (syntax) and in a headless browser (tests/cli/test-html-report.sh)
+[ "${TALLY_NO_CHROMIUM:-}" ] || need_pkgs="$need_pkgs chromium python3-pil nodejs"
 [ "${TALLY_NO_FUZZ:-}" ] || need_pkgs="$need_pkgs clang libclang-rt-14-dev"
 missing=""
 for p in $need_pkgs; do

@@ -15,7 +15,7 @@
 #include "report.h"
 
 #define DEFAULT_BUCKETS 8192
-#define DEFAULT_EXACT 200000
+#define DEFAULT_EXACT	200000
 
 struct report_cli {
 	struct report_html_opts o;
@@ -97,10 +97,14 @@ static int parse_opt(int c, struct report_cli *x)
 static int parse(int argc, char **argv, struct report_cli *x)
 {
 	static const struct option longopts[] = {
-	    {"output", required_argument, NULL, 'o'},	{"force", no_argument, NULL, OPT_FORCE},
-	    {"strict", no_argument, NULL, OPT_STRICT},	{"buckets", required_argument, NULL, OPT_BUCKETS},
-	    {"exact", required_argument, NULL, OPT_EXACT}, {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},		{NULL, 0, NULL, 0},
+	    {"output", required_argument, NULL, 'o'},
+	    {"force", no_argument, NULL, OPT_FORCE},
+	    {"strict", no_argument, NULL, OPT_STRICT},
+	    {"buckets", required_argument, NULL, OPT_BUCKETS},
+	    {"exact", required_argument, NULL, OPT_EXACT},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c, rc;
 
@@ -114,17 +118,16 @@ static int parse(int argc, char **argv, struct report_cli *x)
 	return 0;
 }
 
-static void summary(const struct report_cli *x, const struct report_html_result *res,
-		    uint64_t t0)
+static void summary(const struct report_cli *x, const struct report_html_result *res, uint64_t t0)
 {
 	char size[32];
 
 	fprintf(stderr,
 		"%s: %" PRIu64 " records -> %s (%s, %zu lanes, %" PRIu64
 		" exact events) in %.2f s: %s\n",
-		tally_progname, res->records, x->o.output, cli_fmt_bytes(size, sizeof(size), res->bytes),
-		res->lanes, res->exact_events, (double)(cli_now_ns() - t0) / 1e9,
-		res->complete ? "COMPLETE" : "INCOMPLETE");
+		tally_progname, res->records, x->o.output,
+		cli_fmt_bytes(size, sizeof(size), res->bytes), res->lanes, res->exact_events,
+		(double)(cli_now_ns() - t0) / 1e9, res->complete ? "COMPLETE" : "INCOMPLETE");
 }
 
 int cmd_report(int argc, char **argv)
@@ -148,8 +151,9 @@ int cmd_report(int argc, char **argv)
 		return cli_error(res.input_failed ? TALLY_EXIT_UNREADABLE : TALLY_EXIT_ERROR, "%s",
 				 err);
 	if (!res.complete)
-		cli_warn("INCOMPLETE: data was lost in the input (the page's banner says what, when "
-			 "and the fix)");
+		cli_warn(
+		    "INCOMPLETE: data was lost in the input (the page's banner says what, when "
+		    "and the fix)");
 	if (!x.quiet)
 		summary(&x, &res, t0);
 	return !res.complete && x.strict ? TALLY_EXIT_FAIL : TALLY_EXIT_OK;

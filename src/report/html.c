@@ -107,8 +107,7 @@ static int tee_section(void *ctx, struct report_section *rs)
 	TEE_CALL((struct tee *)ctx, section, rs);
 }
 
-static int tee_records(void *ctx, struct report_section *rs, const struct tally_record *r,
-		       size_t n)
+static int tee_records(void *ctx, struct report_section *rs, const struct tally_record *r, size_t n)
 {
 	TEE_CALL((struct tee *)ctx, records, rs, r, n);
 }
@@ -228,7 +227,8 @@ static int write_json_block(FILE *out, const char *id, struct html_job *job, boo
 static int write_marker(FILE *out, const char *marker, struct html_job *job)
 {
 	if (strcmp(marker, "CSS") == 0) {
-		write_asset(out, tally_html_vendor_uPlot_min_css, tally_html_vendor_uPlot_min_css_len);
+		write_asset(out, tally_html_vendor_uPlot_min_css,
+			    tally_html_vendor_uPlot_min_css_len);
 		write_asset(out, tally_html_report_css, tally_html_report_css_len);
 	} else if (strcmp(marker, "DATA") == 0) {
 		int rc = write_json_block(out, "tally-stats", job, false);
@@ -236,7 +236,8 @@ static int write_marker(FILE *out, const char *marker, struct html_job *job)
 		return rc ? rc : write_json_block(out, "tally-timeline", job, true);
 	} else if (strcmp(marker, "JS") == 0) {
 		fputs("<script>/*! uPlot 1.6.32, shipped under its licence:\n", out);
-		write_asset(out, tally_html_vendor_uPlot_LICENSE, tally_html_vendor_uPlot_LICENSE_len);
+		write_asset(out, tally_html_vendor_uPlot_LICENSE,
+			    tally_html_vendor_uPlot_LICENSE_len);
 		fputs("*/\n", out);
 		write_asset(out, tally_html_vendor_uPlot_iife_min_js,
 			    tally_html_vendor_uPlot_iife_min_js_len);
@@ -258,7 +259,8 @@ static int write_page(FILE *out, struct html_job *job)
 		const char *m = strstr(p, "@@"), *close;
 		char name[16];
 
-		if (!m || !(close = strstr(m + 2, "@@")) || (size_t)(close - m - 2) >= sizeof(name)) {
+		if (!m || !(close = strstr(m + 2, "@@")) ||
+		    (size_t)(close - m - 2) >= sizeof(name)) {
 			fwrite(p, 1, (size_t)(end - p), out);
 			break;
 		}
@@ -273,8 +275,8 @@ static int write_page(FILE *out, struct html_job *job)
 
 static int open_output(const struct report_html_opts *o, FILE **out, char *err, size_t errlen)
 {
-	int fd = open(o->output, O_WRONLY | O_CREAT | O_CLOEXEC | (o->force ? O_TRUNC : O_EXCL),
-		      0644);
+	int fd =
+	    open(o->output, O_WRONLY | O_CREAT | O_CLOEXEC | (o->force ? O_TRUNC : O_EXCL), 0644);
 
 	if (fd < 0 || !(*out = fdopen(fd, "w"))) {
 		int e = errno;

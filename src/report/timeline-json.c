@@ -102,9 +102,9 @@ static void write_section(const struct timeline *tl, struct report_section *rs,
 	tally_json_field_uint(j, "gpu_idle_ns", f.idle);
 	tally_json_field_uint(j, "nccl_ns", ts->nccl_ns);
 	tally_json_field_uint(j, "loss", f.loss);
-	tally_json_field_string(j, "top_kernel",
-				f.top_ns ? report_kernel_name(rs, f.top_kernel, REPORT_NAME_DEMANGLED)
-					 : "");
+	tally_json_field_string(
+	    j, "top_kernel",
+	    f.top_ns ? report_kernel_name(rs, f.top_kernel, REPORT_NAME_DEMANGLED) : "");
 	tally_json_field_uint(j, "top_kernel_ns", f.top_ns);
 	write_devices(j, rs->s);
 	tally_json_object_end(j);
@@ -144,10 +144,9 @@ static void write_lanes(const struct timeline *tl, struct tally_json *j)
 		tally_json_object_begin(j);
 		tally_json_field_uint(j, "sec", l->sec);
 		tally_json_field_string(j, "type", lane_type_names[l->type]);
-		tally_json_field_uint(j, l->type == TL_LANE_GPU || l->type == TL_LANE_DEVICE
-					     ? "device"
-					     : "tid",
-				      l->a);
+		tally_json_field_uint(
+		    j, l->type == TL_LANE_GPU || l->type == TL_LANE_DEVICE ? "device" : "tid",
+		    l->a);
 		if (l->type == TL_LANE_GPU)
 			tally_json_field_uint(j, "stream", l->b);
 		tally_json_field_uint(j, "events", l->events);
@@ -195,10 +194,10 @@ static const struct {
 	const char *key;
 	unsigned counter;
 } snap_counters[] = {
-    {"parsed", TALLY_C_RECORDS_PARSED},	  {"dropped", TALLY_C_DROPPED_CUPTI},
-    {"bad_time", TALLY_C_BAD_TIME},	  {"pool_hw", TALLY_C_POOL_HIGH_WATER},
-    {"pool_cap", TALLY_C_POOL_CAPACITY},  {"write_fail", TALLY_C_WRITE_FAILURES},
-    {"bytes", TALLY_C_BYTES_WRITTEN},	  {"refused", TALLY_C_BUFFERS_REFUSED},
+    {"parsed", TALLY_C_RECORDS_PARSED},	    {"dropped", TALLY_C_DROPPED_CUPTI},
+    {"bad_time", TALLY_C_BAD_TIME},	    {"pool_hw", TALLY_C_POOL_HIGH_WATER},
+    {"pool_cap", TALLY_C_POOL_CAPACITY},    {"write_fail", TALLY_C_WRITE_FAILURES},
+    {"bytes", TALLY_C_BYTES_WRITTEN},	    {"refused", TALLY_C_BUFFERS_REFUSED},
     {"queue_hw", TALLY_C_QUEUE_HIGH_WATER},
 };
 
@@ -224,10 +223,12 @@ static void write_flush(const struct tally_ledger *l, struct tally_json *j)
 {
 	tally_json_name(j, "flush");
 	tally_json_object_begin(j);
-	tally_json_field_string(j, "path", tally_flush_path_name((unsigned)l->v[TALLY_C_FLUSH_PATH]));
-	tally_json_field_uint(j, "ns", l->v[TALLY_C_FLUSH_END] > l->v[TALLY_C_FLUSH_START]
-					   ? l->v[TALLY_C_FLUSH_END] - l->v[TALLY_C_FLUSH_START]
-					   : 0);
+	tally_json_field_string(j, "path",
+				tally_flush_path_name((unsigned)l->v[TALLY_C_FLUSH_PATH]));
+	tally_json_field_uint(j, "ns",
+			      l->v[TALLY_C_FLUSH_END] > l->v[TALLY_C_FLUSH_START]
+				  ? l->v[TALLY_C_FLUSH_END] - l->v[TALLY_C_FLUSH_START]
+				  : 0);
 	tally_json_field_bool(j, "completed", l->v[TALLY_C_FLUSH_COMPLETED] != 0);
 	tally_json_field_uint(j, "records", l->v[TALLY_C_FLUSH_RECORDS]);
 	tally_json_field_uint(j, "signal", l->v[TALLY_C_SIGNAL]);

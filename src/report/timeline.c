@@ -10,8 +10,8 @@
 
 #include "timeline.h"
 
-#define WINDOW_BUCKETS 16 /* buckets per exact-event window */
-#define WINDOW_CAP 2048	  /* events kept per window before it is judged too dense */
+#define WINDOW_BUCKETS 16   /* buckets per exact-event window */
+#define WINDOW_CAP     2048 /* events kept per window before it is judged too dense */
 
 struct timeline *timeline_new(unsigned nbuckets, uint64_t exact_budget)
 {
@@ -227,7 +227,8 @@ static bool lane_rehash(struct timeline *tl)
 	for (i = 0; i < tl->nlanes; i++) {
 		const struct tl_lane *l = &tl->lanes[i];
 
-		for (k = lane_hash(l->sec, l->type, l->a, l->b) % nslot; slot[k]; k = (k + 1) % nslot)
+		for (k = lane_hash(l->sec, l->type, l->a, l->b) % nslot; slot[k];
+		     k = (k + 1) % nslot)
 			;
 		slot[k] = (uint32_t)i + 1;
 	}
@@ -264,7 +265,8 @@ static struct tl_lane *lane(struct timeline *tl, uint32_t sec, uint32_t type, ui
 
 	if ((tl->nlanes + 1) * 2 > tl->nslot && !lane_rehash(tl))
 		goto oom;
-	for (k = lane_hash(sec, type, a, b) % tl->nslot; tl->lane_slot[k]; k = (k + 1) % tl->nslot) {
+	for (k = lane_hash(sec, type, a, b) % tl->nslot; tl->lane_slot[k];
+	     k = (k + 1) % tl->nslot) {
 		struct tl_lane *l = &tl->lanes[tl->lane_slot[k] - 1];
 
 		if (l->sec == sec && l->type == type && l->a == a && l->b == b)
@@ -329,7 +331,7 @@ static uint32_t record_name(struct timeline *tl, struct report_section *rs,
 	m = &ts->name_map[which][id];
 	if (!*m)
 		*m = name_add(tl, which ? report_string(rs, id)
-				       : report_kernel_name(rs, id, REPORT_NAME_DEMANGLED));
+					: report_kernel_name(rs, id, REPORT_NAME_DEMANGLED));
 	return *m;
 }
 
@@ -349,7 +351,8 @@ static void lane_add(struct timeline *tl, struct tl_lane *l, uint64_t s, uint64_
 	l->events++;
 	l->busy_ns += e - s;
 	for (; b <= last; b++) {
-		uint64_t lo = (uint64_t)(b * tl->bucket_ns), hi = (uint64_t)((b + 1) * tl->bucket_ns);
+		uint64_t lo = (uint64_t)(b * tl->bucket_ns),
+			 hi = (uint64_t)((b + 1) * tl->bucket_ns);
 		uint64_t in = (e < hi ? e : hi) - (s > lo ? s : lo);
 
 		if (s > hi || e < lo)
@@ -373,9 +376,8 @@ static void keep_event(struct timeline *tl, uint32_t lane_index, uint64_t s, uin
 		tl->failed = true;
 		return;
 	}
-	tl->events[tl->nevents++] =
-	    (struct tl_event){.start = s, .dur = e - s, .lane = lane_index, .name = name,
-			      .corr = corr, .window = w};
+	tl->events[tl->nevents++] = (struct tl_event){
+	    .start = s, .dur = e - s, .lane = lane_index, .name = name, .corr = corr, .window = w};
 }
 
 static uint32_t lane_type_of(unsigned kind)

@@ -53,11 +53,11 @@ struct tl_section {
 };
 
 struct timeline {
-	unsigned nbuckets;	/* per lane */
-	unsigned nwindows;	/* exact-event windows (each nbuckets / nwindows buckets) */
-	uint32_t window_cap;	/* events kept per window while counting */
-	uint64_t exact_budget;	/* events written, at most */
-	uint64_t t0, t1;	/* aligned span of every timed record */
+	unsigned nbuckets;     /* per lane */
+	unsigned nwindows;     /* exact-event windows (each nbuckets / nwindows buckets) */
+	uint32_t window_cap;   /* events kept per window while counting */
+	uint64_t exact_budget; /* events written, at most */
+	uint64_t t0, t1;       /* aligned span of every timed record */
 	double bucket_ns;
 	struct tl_section *secs;
 	size_t nsecs;
@@ -95,7 +95,7 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, stru
 /* ---- idle stretches (gaps.c) ------------------------------------------------------------- */
 
 struct tl_gap {
-	uint32_t lane;	/* a TL_LANE_DEVICE lane */
+	uint32_t lane; /* a TL_LANE_DEVICE lane */
 	uint64_t start, end;
 	bool unproven; /* overlaps a loss window of its section: may not have been idle */
 };

@@ -3,7 +3,7 @@
  * tally report: draws the page from the two JSON blocks tally wrote into it (tally-stats: the
  * verdict and the stats reports; tally-timeline: lanes, buckets, exact events, ledger, gaps).
  * Names come from traces and are hostile: they only ever reach the page through textContent or
- * the canvas, never innerHTML.
+ * the canvas, never as markup.
  */
 "use strict";
 
@@ -122,7 +122,8 @@ function renderVerdict() {
 		for (const sec of input.sections) {
 			if (sec.verdict === "COMPLETE") continue;
 			const li = el("li");
-			li.appendChild(el("div", { class: "sec" }, input.path + " [" + sec.file_section + "] pid " + sec.pid + " on " + sec.host + (sec.rank ? " (" + sec.rank + ")" : "") + ": INCOMPLETE"));
+			const who = "pid " + sec.pid + " on " + sec.host + (sec.rank ? " (" + sec.rank + ")" : "");
+			li.appendChild(el("div", { class: "sec" }, input.path + " [" + sec.file_section + "] " + who + ": INCOMPLETE"));
 			const sub = el("ul", { class: "reasons" });
 			for (const r of sec.reasons) sub.appendChild(reasonItem(input, sec, r));
 			li.appendChild(sub);
@@ -505,7 +506,8 @@ function drawEvents(ctx, row, plotW) {
 	for (const e of visibleEvents(lane, view.t0, view.t1)) {
 		if (lane.type === "nvtx" && e.depth >= lane.depth) continue;
 		const b = eventBox(row, e, plotW), name = TL.names[e.name] || "";
-		ctx.fillStyle = lane.type === "gpu" || lane.type === "device" ? nameColor(name) : lane.type === "nvtx" ? nameColor(name, true) : LANE_COLORS[lane.type];
+		const gpu = lane.type === "gpu" || lane.type === "device";
+		ctx.fillStyle = gpu ? nameColor(name) : lane.type === "nvtx" ? nameColor(name, true) : LANE_COLORS[lane.type];
 		ctx.fillRect(b.x0, b.y, b.x1 - b.x0, b.h);
 		if (b.x1 - b.x0 > 40) {
 			ctx.save();
@@ -694,10 +696,12 @@ function tipText(h) {
 function detailText(sel) {
 	const partners = flowPartners(sel);
 	let text = "selected: " + (TL.names[sel.name] || "(no name)") + " at " + fmtNs(sel.start) + ", " + fmtNs(sel.dur);
-	for (const p of partners)
-		text += "\n  " + (LANES[p.lane].type === "api" ? "launched by " : "ran as ") + (TL.names[p.name] || "") +
-			" at " + fmtNs(p.start) + " (" + fmtNs(p.dur) + "), " + (LANES[p.lane].type === "api" ? "thread " + LANES[p.lane].tid : "GPU " + LANES[p.lane].device + " stream " + LANES[p.lane].stream) +
-			", queued " + fmtNs(Math.abs(p.start - sel.start));
+	for (const p of partners) {
+		const lane = LANES[p.lane], api = lane.type === "api";
+		text += "\n  " + (api ? "launched by " : "ran as ") + (TL.names[p.name] || "") + " at " + fmtNs(p.start) +
+			" (" + fmtNs(p.dur) + "), " + (api ? "thread " + lane.tid : "GPU " + lane.device + " stream " + lane.stream) +
+			", " + fmtNs(Math.abs(p.start - sel.start)) + (p.start >= sel.start ? " later" : " earlier");
+	}
 	if (sel.corr && !partners.length) text += "\n  no partner with correlation id " + sel.corr + " among the exact events";
 	return text;
 }
@@ -773,8 +777,11 @@ function renderRanks() {
 		(median > 0 ? ", " + ((compute(s) / median - 1) * 100).toFixed(1) + "% over the median rank" : "") +
 		"; top kernel " + (s.top_kernel || "(none)") + "."));
 	const max = Math.max(...SECS.map((x) => x.gpu_busy_ns), 1);
-	const rows = SECS.map((x, i) => [x.rank || "-", x.label, x.gpu_busy_ns, x.gpu_idle_ns, compute(x), x.top_kernel, x.top_kernel_ns, x.loss, x.verdict, i]);
-	const table = dataTable(["Rank", "Process", "GPU busy (ns)", "GPU idle (ns)", "Compute (ns)", "Top kernel", "Top kernel time (ns)", "Records lost", "Verdict"],
+	const rows = SECS.map((x, i) => [x.rank || "-", x.label, x.gpu_busy_ns, x.gpu_idle_ns, compute(x), x.top_kernel,
+		x.top_kernel_ns, x.loss, x.verdict, i]);
+	const cols = ["Rank", "Process", "GPU busy (ns)", "GPU idle (ns)", "Compute (ns)", "Top kernel", "Top kernel time (ns)",
+		"Records lost", "Verdict"];
+	const table = dataTable(cols,
 		rows, "ranks-table", (tr, row) => {
 			if (row[9] === slowest) tr.className = "slowest";
 			const cell = tr.children[2], bar = el("span", { class: "bar" });
@@ -866,4 +873,5 @@ part("tables", renderTables);
 document.getElementById("footer").textContent = "Written by tally report from " + STATS.inputs.length +
 	" file(s); " + TL.lanes.length + " lanes of " + NB + " buckets, " + fmtCount(TL.events.length / 5) +
 	" exact events. Charts by uPlot 1.6.32 (MIT licence, in the page's source).";
+document.body.setAttribute("data-tally-ms", String(Math.round(performance.now())));
 document.body.setAttribute("data-tally-ready", "1");
