@@ -14,7 +14,7 @@
 #include "cli.h"
 #include "report.h"
 
-#define DEFAULT_BUCKETS 8192
+#define DEFAULT_BUCKETS 16384
 #define DEFAULT_EXACT	200000
 
 struct report_cli {
@@ -26,7 +26,7 @@ static const struct cli_opt_help report_help[] = {
     {"-o, --output FILE", "the page to write (default: report.html)"},
     {"--force", "replace an existing page"},
     {"--strict", "exit 1 when a trace is INCOMPLETE (the page is still written)"},
-    {"--buckets N", "level-of-detail buckets per lane (default 8192)"},
+    {"--buckets N", "level-of-detail buckets per lane (default 16384)"},
     {"--exact N", "events drawn one by one, at most (default 200000); the rest as buckets"},
     {"-q, --quiet", "no summary line on standard error"},
     {"-h, --help", "show this help"},

@@ -58,6 +58,12 @@ done
 # end a <script> element and run code if the page pasted it as HTML).
 "$TESTSRC" -o "$T/made.tally" --kernels 2000 --memcpys 20 --ranges 10 --names 9 >/dev/null || bad "testsrc"
 check_page made "$T/made.tally" --kernels 2000
+# zoomed in far (exact events), the launch with correlation id 5 selected: its kernel is the flow
+browse made "$T/made.html#view=0,400000&select=5" --dump-dom >"$T/zoom.dom"
+grep -q 'data-tally-ready="1"' "$T/zoom.dom" && grep -q '<pre id="tally-errors" hidden=""></pre>' "$T/zoom.dom" &&
+	ok "zoomed in: drawn without a script error" || bad "zoomed in: errors or not drawn"
+grep -q '<div id="tl-detail">selected: cudaLaunchKernel at [^<]*ran as ' "$T/zoom.dom" &&
+	ok "a launch selected: its kernel found by correlation id" || { bad "flow"; grep -o '<div id="tl-detail">[^<]*' "$T/zoom.dom"; }
 
 # Two ranks, merged: the ranks table and the slowest rank; rank 1 lost timestamps.
 RANK=0 "$TESTSRC" -o "$T/r0.tally" --kernels 3000 --names 9 --seed 1 --rate 200000 >/dev/null || bad "testsrc r0"

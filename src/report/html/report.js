@@ -638,6 +638,14 @@ function readViewFromUrl() {
 		view.t0 = Number(m[1]);
 		view.t1 = Number(m[2]);
 	}
+	/* #select=CORR: the API call with that correlation id, selected as a click would */
+	const s = /select=([0-9]+)/.exec(window.location.hash);
+	if (s) select(LANES.filter((l) => l.type === "api").flatMap((l) => l.ev).find((e) => e.corr === Number(s[1])) || null);
+}
+
+function select(e) {
+	view.selected = e;
+	document.getElementById("tl-detail").textContent = e ? detailText(e) : "";
 }
 
 function writeViewToUrl() {
@@ -722,9 +730,7 @@ function setupTimeline() {
 	});
 	window.addEventListener("mouseup", (ev) => {
 		if (drag && !drag.moved) {
-			const h = hit(canvas, ev);
-			view.selected = h.event || null;
-			document.getElementById("tl-detail").textContent = h.event ? detailText(h.event) : "";
+			select(hit(canvas, ev).event || null);
 			drawTimeline();
 		}
 		drag = null;
