@@ -257,8 +257,8 @@ static long lane_new(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t 
 	return (long)tl->nlanes++;
 }
 
-static struct tl_lane *lane(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
-			    uint32_t b)
+static struct tl_lane *lane_lookup(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
+				   uint32_t b)
 {
 	size_t k;
 	long i;
@@ -293,6 +293,19 @@ static uint32_t name_add(struct timeline *tl, const char *s)
 	}
 	tl->names[tl->nnames++] = copy;
 	return (uint32_t)tl->nnames;
+}
+
+/* Records come in runs on one stream or thread: the last lane of each type is tried first. */
+static struct tl_lane *lane(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
+			    uint32_t b)
+{
+	struct tl_lane *l = tl->last_lane[type] ? &tl->lanes[tl->last_lane[type] - 1] : NULL;
+
+	if (l && l->sec == sec && l->a == a && l->b == b)
+		return l;
+	l = lane_lookup(tl, sec, type, a, b);
+	tl->last_lane[type] = l ? (uint32_t)(l - tl->lanes) + 1 : 0;
+	return l;
 }
 
 /* Copies and memsets have no string: one name per copy kind, cached apart from string ids. */

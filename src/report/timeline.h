@@ -65,7 +65,8 @@ struct timeline {
 	size_t nlanes, lane_cap;
 	uint32_t *lane_slot; /* open addressing: lane index + 1 */
 	size_t nslot;
-	char **names; /* owned */
+	uint32_t last_lane[TL_LANE_TYPES]; /* per type, the lane (index + 1) used last */
+	char **names;			   /* owned */
 	size_t nnames, name_cap;
 	struct tl_event *events;
 	size_t nevents, event_cap;

@@ -249,6 +249,8 @@ function renderLedger() {
 			snaps.map((s) => s.pool_hw), perSlice(snaps, "write_fail")];
 		const div = el("div");
 		box.appendChild(div);
+		/* per-slice counts are bars; one slice alone still gets a visible width */
+		const bars = uPlot.paths.bars({ size: [0.6, 60, 4], align: -1 });
 		const opts = {
 			width: chartWidth(box), height: 190,
 			plugins: [shadePlugin(led.sec)],
@@ -256,8 +258,8 @@ function renderLedger() {
 			axes: [timeAxis(xmax), { label: "records per slice", size: 70 },
 				{ scale: "pool", side: 1, label: "pool buffers", grid: { show: false } }],
 			series: [{ label: "time (s)" },
-				{ label: "records parsed", stroke: "#2f6fdf", width: 1.5, points: { show: snaps.length < 60 } },
-				{ label: "dropped by CUPTI", stroke: "#b3261e", width: 1.5 },
+				{ label: "records parsed", stroke: "#2f6fdf", fill: "rgba(47,111,223,0.35)", width: 1, paths: bars },
+				{ label: "dropped by CUPTI", stroke: "#b3261e", fill: "rgba(179,38,30,0.6)", width: 1, paths: bars },
 				{ label: "all loss", stroke: "#e07b00", width: 1, dash: [4, 3] },
 				{ label: "pool high-water", stroke: "#1f9d8a", scale: "pool", width: 1.5 },
 				{ label: "write failures", stroke: "#6b1d8f", width: 1.5 }],
@@ -326,6 +328,18 @@ function level(lane, k) {
 		}
 	}
 })();
+
+/* Exact events by (section, correlation id): a launch and the GPU work it made */
+const BY_CORR = new Map();
+for (const lane of LANES) {
+	if (lane.type !== "gpu" && lane.type !== "api") continue;
+	for (const e of lane.ev) {
+		if (!e.corr) continue;
+		const key = lane.sec + ":" + e.corr;
+		if (!BY_CORR.has(key)) BY_CORR.set(key, []);
+		BY_CORR.get(key).push(e);
+	}
+}
 
 const EXACT = TL.exact_windows;
 const WINDOW_NS = TL.bucket_ns * TL.window_buckets;
@@ -543,12 +557,10 @@ function drawShades(ctx, rows, plotW) {
 /* Flows: the selected event's launch and GPU work, joined by correlation id. */
 function flowPartners(sel) {
 	if (!sel || !sel.corr) return [];
-	const sec = LANES[sel.lane].sec, out = [];
-	for (const lane of LANES) {
-		if (lane.sec !== sec || lane.index === sel.lane || (lane.type !== "gpu" && lane.type !== "api")) continue;
-		for (const e of lane.ev) if (e.corr === sel.corr) out.push(e);
-	}
-	return out;
+	const mine = LANES[sel.lane];
+	const all = BY_CORR.get(mine.sec + ":" + sel.corr) || [];
+	/* a device row's copy of a kernel has its stream's event as partner, not itself */
+	return all.filter((e) => e.lane !== sel.lane && !(e.start === sel.start && e.dur === sel.dur && mine.type === "device"));
 }
 
 function drawFlows(ctx, rows, plotW) {
@@ -692,9 +704,14 @@ function hit(canvas, ev) {
 function tipText(h) {
 	const lane = h.row.lane;
 	const where = secShort(lane.sec) + ", " + h.row.label.trim();
-	if (h.event)
-		return (TL.names[h.event.name] || "(no name)") + "\n" + where + "\nstart " + fmtNs(h.event.start) +
+	if (h.event) {
+		let text = (TL.names[h.event.name] || "(no name)") + "\n" + where + "\nstart " + fmtNs(h.event.start) +
 			", duration " + fmtNs(h.event.dur) + (h.event.corr ? "\ncorrelation id " + h.event.corr : "");
+		for (const p of flowPartners(h.event).slice(0, 3))
+			text += "\n" + (LANES[p.lane].type === "api" ? "launched by " : "ran as ") + (TL.names[p.name] || "") +
+				", " + fmtNs(Math.abs(p.start - h.event.start)) + (p.start >= h.event.start ? " later" : " earlier");
+		return text;
+	}
 	if (h.bucket && (h.bucket.count || h.bucket.busy))
 		return where + "\n" + fmtNs(h.bucket.start) + " + " + fmtNs(h.bucket.width) + ": " + fmtCount(h.bucket.count) +
 			" event(s), busy " + (100 * Math.min(1, h.bucket.busy / h.bucket.width)).toFixed(1) + "%\nlongest: " + h.bucket.top;
