@@ -110,22 +110,35 @@ static void write_section(const struct timeline *tl, struct report_section *rs,
 	tally_json_object_end(j);
 }
 
+/* The four arrays of a lane's buckets: index delta, busy ns, events, name of the longest. */
+static const char *const bucket_keys[] = {"i", "busy", "n", "top"};
+
+static uint64_t bucket_field(const struct tl_lane *l, unsigned field, unsigned b, unsigned prev)
+{
+	switch (field) {
+	case 0:
+		return b - prev;
+	case 1:
+		return l->busy[b];
+	case 2:
+		return l->count[b];
+	default:
+		return l->top[b];
+	}
+}
+
 /* Nonzero buckets only, indexes as deltas: dense traces cost a few numbers per bucket. */
 static void write_buckets(const struct timeline *tl, const struct tl_lane *l, struct tally_json *j)
 {
-	static const char *const keys[] = {"i", "busy", "n", "top"};
 	unsigned k, b, prev;
 
 	for (k = 0; k < 4; k++) {
-		tally_json_name(j, keys[k]);
+		tally_json_name(j, bucket_keys[k]);
 		tally_json_array_begin(j);
 		for (b = 0, prev = 0; b < tl->nbuckets; b++) {
 			if (!l->busy[b] && !l->count[b])
 				continue;
-			tally_json_uint(j, k == 0   ? b - prev
-					   : k == 1 ? l->busy[b]
-					   : k == 2 ? l->count[b]
-						    : l->top[b]);
+			tally_json_uint(j, bucket_field(l, k, b, prev));
 			prev = b;
 		}
 		tally_json_array_end(j);

@@ -796,6 +796,10 @@ function renderRanks() {
 	const sorted = SECS.map(compute).sort((a, b) => a - b);
 	const median = sorted[Math.floor((sorted.length - 1) / 2)];
 	const s = SECS[slowest];
+	if (!compute(s)) {
+		box.appendChild(el("p", { id: "slowest-rank" }, "No GPU work to compare between these processes."));
+		return;
+	}
 	box.appendChild(el("p", { id: "slowest-rank" }, "Slowest: " + s.label + " \u2014 compute " + fmtNs(compute(s)) +
 		(median > 0 ? ", " + ((compute(s) / median - 1) * 100).toFixed(1) + "% over the median rank" : "") +
 		"; top kernel " + (s.top_kernel || "(none)") + "."));
