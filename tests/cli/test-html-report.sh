@@ -64,6 +64,11 @@ grep -q 'data-tally-ready="1"' "$T/zoom.dom" && grep -q '<pre id="tally-errors" 
 	ok "zoomed in: drawn without a script error" || bad "zoomed in: errors or not drawn"
 tr '\n' ' ' <"$T/zoom.dom" | grep -q '<div id="tl-detail">selected: cudaLaunchKernel at [^<]*ran as ' &&
 	ok "a launch selected: its kernel found by correlation id" || { bad "flow"; grep -o '<div id="tl-detail">[^<]*' "$T/zoom.dom"; }
+# the mouse, simulated by the page itself (#selftest): wheel zooms, drag pans, shift+drag zooms to a stretch
+browse made "$T/made.html#selftest" --window-size=1400,2000 --dump-dom >"$T/self.dom"
+grep -q 'data-selftest="zoom=true pan=true brush=true"' "$T/self.dom" &&
+	grep -q '<pre id="tally-errors" hidden=""></pre>' "$T/self.dom" && ok "wheel, drag, shift+drag" ||
+	{ bad "mouse: $(grep -o 'data-selftest="[^"]*"' "$T/self.dom")"; grep -o '<pre id="tally-errors"[^<]*' "$T/self.dom"; }
 
 # Two ranks, merged: the ranks table and the slowest rank; rank 1 lost timestamps.
 RANK=0 "$TESTSRC" -o "$T/r0.tally" --kernels 3000 --names 9 --seed 1 --rate 200000 >/dev/null || bad "testsrc r0"

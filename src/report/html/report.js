@@ -225,7 +225,7 @@ function perSlice(snaps, key) {
 function renderLedger() {
 	const box = document.getElementById("ledger");
 	for (const led of TL.ledgers) {
-		const snaps = led.snaps.filter((s) => s.t >= 0 || s.final).slice().sort((a, b) => a.t - b.t);
+		const snaps = led.snaps.slice().sort((a, b) => a.t - b.t);
 		box.appendChild(el("div", { class: "chart-title" }, secLabel(led.sec) + ": " + snaps.length + " ledger snapshot(s)"));
 		if (led.flush) {
 			const f = led.flush;
@@ -243,8 +243,8 @@ function renderLedger() {
 			fmtCount(last.dropped) + ", bad timestamps " + fmtCount(last.bad_time) + ", buffers refused " + fmtCount(last.refused) +
 			", pool high-water " + last.pool_hw + "/" + last.pool_cap + ", write failures " + fmtCount(last.write_fail) +
 			", " + fmtBytes(last.bytes) + " written"));
-		const xs = snaps.map((s) => Math.max(s.t, 0) / 1e9);
-		const xmax = Math.max(TL.span_ns / 1e9, xs[xs.length - 1]) * 1.02;
+		const xs = snaps.map((s) => s.t / 1e9);
+		const xmin = Math.min(0, xs[0]), xmax = Math.max(TL.span_ns / 1e9, xs[xs.length - 1]) * 1.02;
 		const data = [xs, perSlice(snaps, "parsed"), perSlice(snaps, "dropped"), perSlice(snaps, "loss"),
 			snaps.map((s) => s.pool_hw), perSlice(snaps, "write_fail")];
 		const div = el("div");
@@ -254,8 +254,8 @@ function renderLedger() {
 		const opts = {
 			width: chartWidth(box), height: 190,
 			plugins: [shadePlugin(led.sec)],
-			scales: { x: { time: false, range: [0, xmax] }, pool: { range: (u, a, b) => [0, Math.max(b, snaps[0].pool_cap || 1)] } },
-			axes: [timeAxis(xmax), { label: "records per slice", size: 70 },
+			scales: { x: { time: false, range: [xmin, xmax] }, pool: { range: (u, a, b) => [0, Math.max(b, snaps[0].pool_cap || 1)] } },
+			axes: [timeAxis(xmax - xmin), { label: "records per slice", size: 70 },
 				{ scale: "pool", side: 1, label: "pool buffers", grid: { show: false } }],
 			series: [{ label: "time (s)" },
 				{ label: "records parsed", stroke: "#2f6fdf", fill: "rgba(47,111,223,0.35)", width: 1, paths: bars },
@@ -344,9 +344,32 @@ for (const lane of LANES) {
 const EXACT = TL.exact_windows;
 const WINDOW_NS = TL.bucket_ns * TL.window_buckets;
 
+function windowIndex(t) {
+	return Math.min(Math.max(Math.floor(t / WINDOW_NS), 0), EXACT.length - 1);
+}
+
 function windowExact(t) {
-	const w = Math.floor(t / WINDOW_NS);
-	return EXACT.charCodeAt(Math.min(Math.max(w, 0), EXACT.length - 1)) === 49;
+	return EXACT.charCodeAt(windowIndex(t)) === 49;
+}
+
+/* Prefix sums over windows: exact events, and windows left to buckets, before each window. */
+const WINDOW_SUMS = (() => {
+	const n = EXACT.length, events = new Float64Array(n + 1), bucketed = new Uint32Array(n + 1);
+	for (let i = 0; i + 4 < TL.events.length; i += 5) events[windowIndex(TL.events[i + 1]) + 1]++;
+	for (let w = 0; w < n; w++) {
+		events[w + 1] += events[w];
+		bucketed[w + 1] = bucketed[w] + (EXACT.charCodeAt(w) === 49 ? 0 : 1);
+	}
+	return { events, bucketed };
+})();
+
+const EXACT_DRAW_MAX = 30000; /* events drawn one by one per frame, at most */
+
+/* A view whose every window kept its events, and not too many of them, is drawn exactly. */
+function viewIsExact() {
+	const w0 = windowIndex(view.t0), w1 = windowIndex(view.t1);
+	return WINDOW_SUMS.bucketed[w1 + 1] === WINDOW_SUMS.bucketed[w0] &&
+		WINDOW_SUMS.events[w1 + 1] - WINDOW_SUMS.events[w0] <= EXACT_DRAW_MAX;
 }
 
 /* ---- GPU busy ----------------------------------------------------------------------------- */
@@ -468,7 +491,7 @@ function drawAxis(ctx, plotW, height) {
 
 function laneLevel(plotW) {
 	const bucketPx = TL.bucket_ns / (view.t1 - view.t0) * plotW;
-	if (bucketPx >= 2) return { detailed: true, k: 0 };
+	if (bucketPx >= 2 || viewIsExact()) return { detailed: true, k: 0 };
 	return { detailed: false, k: Math.min(Math.ceil(Math.log2(1.5 / bucketPx)), 24) };
 }
 
@@ -522,6 +545,14 @@ function drawEvents(ctx, row, plotW) {
 		const b = eventBox(row, e, plotW), name = TL.names[e.name] || "";
 		const gpu = lane.type === "gpu" || lane.type === "device";
 		ctx.fillStyle = gpu ? nameColor(name) : lane.type === "nvtx" ? nameColor(name, true) : LANE_COLORS[lane.type];
+		/* narrower than a pixel: as tall as the share of the pixel it fills, so that a run of
+		 * tiny kernels does not look like a GPU busy all the time */
+		const w = (e.dur / (view.t1 - view.t0)) * plotW;
+		if (w < 1 && lane.type !== "nvtx") {
+			const h = Math.max(2, b.h * w);
+			ctx.fillRect(b.x0, b.y + b.h - h, 1, h);
+			continue;
+		}
 		ctx.fillRect(b.x0, b.y, b.x1 - b.x0, b.h);
 		if (b.x1 - b.x0 > 40) {
 			ctx.save();
@@ -731,11 +762,53 @@ function detailText(sel) {
 	return text;
 }
 
-function setupTimeline() {
-	const canvas = document.getElementById("tl-canvas"), tip = document.getElementById("tl-tip");
-	const built = buildRows();
-	TLS.rows = built.rows;
-	TLS.height = built.height;
+function timeAt(canvas, clientX) {
+	const rect = canvas.getBoundingClientRect();
+	return view.t0 + (clientX - rect.left - LABEL_W) / tlGeometry(canvas).plotW * (view.t1 - view.t0);
+}
+
+function showTip(canvas, tip, ev) {
+	const h = hit(canvas, ev), text = h.row && h.row.kind === "lane" ? tipText(h) : null;
+	tip.hidden = !text;
+	if (text) {
+		tip.textContent = text;
+		tip.style.left = Math.min(h.x + 14, canvas.clientWidth - 300) + "px";
+		tip.style.top = h.y + 14 + "px";
+	}
+}
+
+/* Drag pans; shift+drag selects a stretch to zoom into; a click selects an event. */
+function dragTo(canvas, drag, ev) {
+	const dx = ev.clientX - drag.x;
+	if (Math.abs(dx) > 2) drag.moved = true;
+	if (drag.brush) {
+		drawTimeline();
+		const ctx = canvas.getContext("2d"), rect = canvas.getBoundingClientRect();
+		ctx.fillStyle = "rgba(47,111,223,0.18)";
+		ctx.fillRect(Math.min(drag.x, ev.clientX) - rect.left, AXIS_H, Math.abs(dx), TLS.height);
+		return;
+	}
+	const dt = dx / tlGeometry(canvas).plotW * (drag.t1 - drag.t0);
+	view.t0 = drag.t0 - dt;
+	view.t1 = drag.t1 - dt;
+	drawTimeline();
+}
+
+function dragEnd(canvas, drag, ev) {
+	if (!drag.moved) {
+		select(hit(canvas, ev).event || null);
+	} else if (drag.brush) {
+		const a = timeAt(canvas, drag.x), b = timeAt(canvas, ev.clientX);
+		if (Math.abs(b - a) >= 100) {
+			view.t0 = Math.min(a, b);
+			view.t1 = Math.max(a, b);
+		}
+	}
+	writeViewToUrl();
+	drawTimeline();
+}
+
+function timelineMouse(canvas, tip) {
 	let drag = null;
 	canvas.addEventListener("wheel", (ev) => {
 		ev.preventDefault();
@@ -743,34 +816,25 @@ function setupTimeline() {
 		zoom(ev.deltaY > 0 ? 1.25 : 0.8, h.t !== undefined ? h.t : undefined);
 	}, { passive: false });
 	canvas.addEventListener("mousedown", (ev) => {
-		drag = { x: ev.clientX, t0: view.t0, t1: view.t1, moved: false };
+		drag = { x: ev.clientX, t0: view.t0, t1: view.t1, moved: false, brush: ev.shiftKey };
 	});
 	window.addEventListener("mouseup", (ev) => {
-		if (drag && !drag.moved) {
-			select(hit(canvas, ev).event || null);
-			drawTimeline();
-		}
+		if (drag) dragEnd(canvas, drag, ev);
 		drag = null;
 	});
 	canvas.addEventListener("mousemove", (ev) => {
-		if (drag) {
-			const dx = ev.clientX - drag.x;
-			if (Math.abs(dx) > 2) drag.moved = true;
-			const dt = dx / tlGeometry(canvas).plotW * (drag.t1 - drag.t0);
-			view.t0 = drag.t0 - dt;
-			view.t1 = drag.t1 - dt;
-			tip.hidden = true;
-			drawTimeline();
-			return;
-		}
-		const h = hit(canvas, ev), text = h.row && h.row.kind === "lane" ? tipText(h) : null;
-		tip.hidden = !text;
-		if (text) {
-			tip.textContent = text;
-			tip.style.left = Math.min(h.x + 14, canvas.clientWidth - 300) + "px";
-			tip.style.top = h.y + 14 + "px";
-		}
+		tip.hidden = !!drag;
+		if (drag) dragTo(canvas, drag, ev);
+		else showTip(canvas, tip, ev);
 	});
+}
+
+function setupTimeline() {
+	const canvas = document.getElementById("tl-canvas"), tip = document.getElementById("tl-tip");
+	const built = buildRows();
+	TLS.rows = built.rows;
+	TLS.height = built.height;
+	timelineMouse(canvas, tip);
 	canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
 	document.getElementById("tl-zoom-in").addEventListener("click", () => zoom(0.5));
 	document.getElementById("tl-zoom-out").addEventListener("click", () => zoom(2));
@@ -782,6 +846,30 @@ function setupTimeline() {
 	window.addEventListener("resize", drawTimeline);
 	readViewFromUrl();
 	drawTimeline();
+}
+
+/* #selftest: wheel, drag and shift+drag as a person would, the outcome in data-selftest (the
+ * browser test has no mouse; these are the same handlers) */
+function selfTest() {
+	const canvas = document.getElementById("tl-canvas"), rect = canvas.getBoundingClientRect();
+	const x = rect.left + LABEL_W + 200, y = rect.top + AXIS_H + 30;
+	const mouse = (type, cx, shift, target) => (target || canvas).dispatchEvent(
+		new MouseEvent(type, { clientX: cx, clientY: y, shiftKey: !!shift, bubbles: true }));
+	const span0 = view.t1 - view.t0;
+	canvas.dispatchEvent(new WheelEvent("wheel", { deltaY: -100, clientX: x, clientY: y, bubbles: true, cancelable: true }));
+	const zoomed = view.t1 - view.t0 < span0;
+	const t0 = view.t0;
+	mouse("mousedown", x);
+	mouse("mousemove", x - 60);
+	mouse("mouseup", x - 60, false, window);
+	const panned = view.t0 > t0;
+	const want = (view.t1 - view.t0) * 100 / tlGeometry(canvas).plotW;
+	mouse("mousedown", x, true);
+	mouse("mousemove", x + 100, true);
+	mouse("mouseup", x + 100, true, window);
+	const brushed = Math.abs(view.t1 - view.t0 - want) <= want * 0.01;
+	mouse("mousemove", x + 20);
+	document.body.setAttribute("data-selftest", "zoom=" + zoomed + " pan=" + panned + " brush=" + brushed);
 }
 
 /* ---- ranks -------------------------------------------------------------------------------- */
@@ -900,5 +988,6 @@ part("tables", renderTables);
 document.getElementById("footer").textContent = "Written by tally report from " + STATS.inputs.length +
 	" file(s); " + TL.lanes.length + " lanes of " + NB + " buckets, " + fmtCount(TL.events.length / 5) +
 	" exact events. Charts by uPlot 1.6.32 (MIT licence, in the page's source).";
+if (window.location.hash.indexOf("selftest") >= 0) part("selftest", selfTest);
 document.body.setAttribute("data-tally-ms", String(Math.round(performance.now())));
 document.body.setAttribute("data-tally-ready", "1");
