@@ -314,6 +314,7 @@ static void write_gaps(const struct timeline *tl, const struct report_set *set,
 		tally_json_uint(j, gaps[i].start);
 		tally_json_uint(j, gaps[i].end);
 		tally_json_uint(j, gaps[i].unproven);
+		tally_json_string(j, gaps[i].why);
 		tally_json_array_end(j);
 	}
 	tally_json_array_end(j);

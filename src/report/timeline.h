@@ -93,12 +93,13 @@ void timeline_choose_exact(struct timeline *tl);
 struct tally_json;
 void timeline_write_json(struct timeline *tl, const struct report_set *set, struct tally_json *j);
 
-/* ---- idle stretches (gaps.c) ------------------------------------------------------------- */
+/* ---- idle stretches (timeline-gaps.c) ---------------------------------------------------- */
 
 struct tl_gap {
 	uint32_t lane; /* a TL_LANE_DEVICE lane */
 	uint64_t start, end;
 	bool unproven; /* overlaps a loss window of its section: may not have been idle */
+	char why[120]; /* the loss that makes it unproven, or "no loss overlaps it" */
 };
 
 /*

@@ -215,6 +215,7 @@ static void test_busy_idle_exact(void **state)
 	assert_true(json_integer_value(json_array_get(gap, 2)) <= (json_int_t)(11 * MS));
 	assert_true(json_integer_value(json_array_get(gap, 2)) >= (json_int_t)(11 * MS - bucket));
 	assert_int_equal(json_integer_value(json_array_get(gap, 3)), 0);
+	assert_string_equal(json_string_value(json_array_get(gap, 4)), "no loss overlaps it");
 	/* exact events: lane, start, duration, name, correlation id */
 	ev = json_object_get(tl, "events");
 	names = json_object_get(tl, "names");
@@ -240,6 +241,8 @@ static void test_loss_makes_gap_unproven(void **state)
 	assert_string_equal(json_string_value(json_object_get(stats, "verdict")), "INCOMPLETE");
 	gap = json_array_get(json_object_get(tl, "gaps"), 0);
 	assert_int_equal(json_integer_value(json_array_get(gap, 3)), 1);
+	assert_string_equal(json_string_value(json_array_get(gap, 4)),
+			    "dropped_cupti: 42 lost in a window over it");
 	w = json_array_get(json_object_get(tl, "loss_windows"), 0);
 	assert_int_equal(json_integer_value(json_object_get(w, "begin")), 5 * MS);
 	assert_int_equal(json_integer_value(json_object_get(w, "end")), 6 * MS);

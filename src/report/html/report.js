@@ -732,9 +732,16 @@ function hit(canvas, ev) {
 	return { x, y, row, t, bucket: { start: b * width, width, busy: lv.busy[b], count: lv.count[b], top: TL.names[lv.top[b]] || "" } };
 }
 
+/* The idle stretch of a device row at time t, as a line for the tooltip */
+function gapLine(lane, t) {
+	const g = lane.type === "device" ? TL.gaps.find((x) => x[0] === lane.index && x[1] <= t && t < x[2]) : null;
+	if (!g) return "";
+	return "\n" + (g[3] ? "UNPROVEN idle " : "idle ") + fmtNs(g[2] - g[1]) + ": " + g[4];
+}
+
 function tipText(h) {
 	const lane = h.row.lane;
-	const where = secShort(lane.sec) + ", " + h.row.label.trim();
+	const where = secShort(lane.sec) + ", " + h.row.label.trim() + gapLine(lane, h.t);
 	if (h.event) {
 		let text = (TL.names[h.event.name] || "(no name)") + "\n" + where + "\nstart " + fmtNs(h.event.start) +
 			", duration " + fmtNs(h.event.dur) + (h.event.corr ? "\ncorrelation id " + h.event.corr : "");
@@ -746,7 +753,8 @@ function tipText(h) {
 	if (h.bucket && (h.bucket.count || h.bucket.busy))
 		return where + "\n" + fmtNs(h.bucket.start) + " + " + fmtNs(h.bucket.width) + ": " + fmtCount(h.bucket.count) +
 			" event(s), busy " + (100 * Math.min(1, h.bucket.busy / h.bucket.width)).toFixed(1) + "%\nlongest: " + h.bucket.top;
-	return null;
+	const gap = gapLine(lane, h.t);
+	return gap ? where : null;
 }
 
 function detailText(sel) {

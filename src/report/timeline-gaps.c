@@ -7,6 +7,7 @@
  * bucket; an exact gap report computed from the records can replace this file whole.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "timeline.h"
@@ -34,18 +35,19 @@ static int gap_push(struct gap_list *g, const struct tl_gap *x)
 }
 
 /* Loss that has no time window of its own makes every stretch of the section unproven. */
-static bool loss_unplaced(const struct report_section *rs)
+static const struct tally_reason *loss_unplaced(const struct report_section *rs)
 {
 	size_t i;
 
 	for (i = 0; i < rs->verdict.nreasons; i++)
 		if (rs->verdict.reasons[i].code != TALLY_R_LOSS)
-			return true;
-	return false;
+			return &rs->verdict.reasons[i];
+	return NULL;
 }
 
-static bool overlaps_loss(const struct timeline *tl, const struct report_section *rs,
-			  uint64_t start, uint64_t end)
+static const struct tally_window *overlapping_loss(const struct timeline *tl,
+						   const struct report_section *rs, uint64_t start,
+						   uint64_t end)
 {
 	size_t i;
 
@@ -54,9 +56,27 @@ static bool overlaps_loss(const struct timeline *tl, const struct report_section
 		uint64_t b = report_time(rs, w->t_begin), e = report_time(rs, w->t_end);
 
 		if (b < tl->t0 + end && e + 1 > tl->t0 + start)
-			return true;
+			return w;
 	}
-	return false;
+	return NULL;
+}
+
+/* Whether the stretch is proven idle, and why not. */
+static void judge_gap(const struct timeline *tl, const struct report_section *rs, struct tl_gap *g)
+{
+	const struct tally_reason *r = loss_unplaced(rs);
+	const struct tally_window *w = r ? NULL : overlapping_loss(tl, rs, g->start, g->end);
+	const struct tally_counter_info *ci = w ? tally_counter_info(w->counter) : NULL;
+
+	g->unproven = r || w;
+	if (r)
+		snprintf(g->why, sizeof(g->why), "%s: lost with no time to place it",
+			 tally_reason_code_name(r->code));
+	else if (w)
+		snprintf(g->why, sizeof(g->why), "%s: %llu lost in a window over it",
+			 ci ? ci->name : "loss", (unsigned long long)w->count);
+	else
+		snprintf(g->why, sizeof(g->why), "no loss overlaps it");
 }
 
 static int lane_gaps(const struct timeline *tl, const struct report_set *set, uint32_t li,
@@ -66,7 +86,6 @@ static int lane_gaps(const struct timeline *tl, const struct report_set *set, ui
 	const struct tl_section *ts = &tl->secs[l->sec];
 	const struct report_section *rs = set->sections[l->sec];
 	unsigned b = (unsigned)((double)(ts->t_min - tl->t0) / tl->bucket_ns), run = b, last;
-	bool unplaced = loss_unplaced(rs);
 	int rc = 0;
 
 	last = (unsigned)((double)(ts->t_max - tl->t0) / tl->bucket_ns);
@@ -81,7 +100,7 @@ static int lane_gaps(const struct timeline *tl, const struct report_set *set, ui
 			g.lane = li;
 			g.start = (uint64_t)(run * tl->bucket_ns);
 			g.end = (uint64_t)(b * tl->bucket_ns);
-			g.unproven = unplaced || overlaps_loss(tl, rs, g.start, g.end);
+			judge_gap(tl, rs, &g);
 			rc = gap_push(out, &g);
 		}
 		run = b + 1;
