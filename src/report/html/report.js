@@ -207,6 +207,8 @@ function timeAxis(spanS) {
 	};
 }
 
+const CHARTS = [];
+
 function chartWidth(container) {
 	return Math.max(480, (container.clientWidth || document.body.clientWidth - 90) - 10);
 }
@@ -252,10 +254,10 @@ function renderLedger() {
 		/* per-slice counts are bars; one slice alone still gets a visible width */
 		const bars = uPlot.paths.bars({ size: [0.6, 60, 4], align: -1 });
 		const opts = {
-			width: chartWidth(box), height: 190,
+			width: chartWidth(box), height: SECS.length > 2 ? 130 : 190,
 			plugins: [shadePlugin(led.sec)],
 			scales: { x: { time: false, range: [xmin, xmax] }, pool: { range: (u, a, b) => [0, Math.max(b, snaps[0].pool_cap || 1)] } },
-			axes: [timeAxis(xmax - xmin), { label: "records per slice", size: 70 },
+			axes: [timeAxis(xmax - xmin), { label: "records/slice", size: 70 },
 				{ scale: "pool", side: 1, label: "pool buffers", grid: { show: false } }],
 			series: [{ label: "time (s)" },
 				{ label: "records parsed", stroke: "#2f6fdf", fill: "rgba(47,111,223,0.35)", width: 1, paths: bars },
@@ -264,7 +266,7 @@ function renderLedger() {
 				{ label: "pool high-water", stroke: "#1f9d8a", scale: "pool", width: 1.5 },
 				{ label: "write failures", stroke: "#6b1d8f", width: 1.5 }],
 		};
-		new uPlot(opts, data, div);
+		CHARTS.push(new uPlot(opts, data, div));
 	}
 }
 
@@ -416,18 +418,26 @@ function renderBusy() {
 			}
 		const div = el("div");
 		box.appendChild(div);
-		new uPlot({
-			width: chartWidth(box), height: 170, plugins: [shadePlugin(dev.sec, gaps)],
+		CHARTS.push(new uPlot({
+			width: chartWidth(box), height: SECS.length > 2 ? 120 : 170, plugins: [shadePlugin(dev.sec, gaps)],
 			scales: { x: { time: false }, y: { range: [0, 100] } },
 			axes: [timeAxis(TL.span_ns / 1e9), { label: "busy %", size: 50 }],
 			series,
-		}, data, div);
+		}, data, div));
 	}
 }
+
+/* the charts follow the window's width */
+window.addEventListener("resize", () => {
+	for (const c of CHARTS)
+		if (c.root.isConnected) c.setSize({ width: chartWidth(c.root.parentNode.parentNode), height: c.height });
+});
 
 /* ---- timeline ----------------------------------------------------------------------------- */
 
 const ROW = { header: 20, device: 20, gpu: 16, api: 14, nvtx: 13 };
+/* processes shown as their devices only (a click on the band toggles); many ranks start folded */
+const COLLAPSED = new Set(SECS.length > 4 ? SECS.map((s, i) => i) : []);
 const LABEL_W = 210, AXIS_H = 24;
 
 function buildRows() {
@@ -442,10 +452,13 @@ function buildRows() {
 	for (let s = 0; s < SECS.length; s++) {
 		const mine = LANES.filter((l) => l.sec === s);
 		if (!mine.length) continue;
-		push({ kind: "header", sec: s, label: secLabel(s) }, ROW.header);
+		const folded = COLLAPSED.has(s);
+		push({ kind: "header", sec: s, label: (folded ? "\u25b8 " : "\u25be ") + secLabel(s) }, ROW.header);
 		const devs = mine.filter((l) => l.type === "device").sort((a, b) => a.device - b.device);
-		for (const d of devs) {
+		for (const d of devs)
 			push({ kind: "lane", lane: d, label: "GPU " + d.device + " (all streams)" }, ROW.device);
+		if (folded) continue;
+		for (const d of devs) {
 			for (const g of mine.filter((l) => l.type === "gpu" && l.device === d.device).sort((a, b) => a.stream - b.stream))
 				push({ kind: "lane", lane: g, label: "  stream " + g.stream }, ROW.gpu);
 		}
@@ -590,7 +603,7 @@ function flowPartners(sel) {
 	if (!sel || !sel.corr) return [];
 	const mine = LANES[sel.lane];
 	const all = BY_CORR.get(mine.sec + ":" + sel.corr) || [];
-	/* a device row's copy of a kernel has its stream's event as partner, not itself */
+	/* a device row's kernel is its stream's kernel: its partner is the launch, not that twin */
 	return all.filter((e) => e.lane !== sel.lane && !(e.start === sel.start && e.dur === sel.dur && mine.type === "device"));
 }
 
@@ -802,9 +815,20 @@ function dragTo(canvas, drag, ev) {
 	drawTimeline();
 }
 
+function toggleSection(sec) {
+	if (COLLAPSED.has(sec)) COLLAPSED.delete(sec);
+	else COLLAPSED.add(sec);
+	const built = buildRows();
+	TLS.rows = built.rows;
+	TLS.height = built.height;
+}
+
 function dragEnd(canvas, drag, ev) {
-	if (!drag.moved) {
-		select(hit(canvas, ev).event || null);
+	const h = drag.moved ? null : hit(canvas, ev);
+	if (h && h.row && h.row.kind === "header") {
+		toggleSection(h.row.sec);
+	} else if (h) {
+		select(h.event || null);
 	} else if (drag.brush) {
 		const a = timeAt(canvas, drag.x), b = timeAt(canvas, ev.clientX);
 		if (Math.abs(b - a) >= 100) {
@@ -927,13 +951,16 @@ function dataTable(cols, rows, id, decorate) {
 	const table = el("table", { class: "data", id });
 	const thead = el("thead"), hr = el("tr"), tbody = el("tbody");
 	const isStr = cols.map((c, k) => rows.length > 0 && typeof rows[0][k] === "string");
+	/* long text (kernel names) wraps; short text (ranks, verdicts) stays on one line */
+	const wide = cols.map((c, k) => isStr[k] && rows.some((r) => String(r[k]).length > 40));
+	const cls = (k) => (isStr[k] ? "str" : "num") + (wide[k] ? " wide" : "");
 	let sortCol = -1, desc = true;
 	const fill = () => {
 		tbody.textContent = "";
 		for (const row of rows) {
 			const tr = el("tr");
 			cols.forEach((c, k) => {
-				const td = el("td", { class: isStr[k] ? "str" : "num", "data-col": c }, cellText(row[k]));
+				const td = el("td", { class: cls(k), "data-col": c }, cellText(row[k]));
 				td.setAttribute("data-value", row[k] === null || row[k] === undefined ? "" : String(row[k]));
 				tr.appendChild(td);
 			});
@@ -942,7 +969,7 @@ function dataTable(cols, rows, id, decorate) {
 		}
 	};
 	cols.forEach((c, k) => {
-		const th = el("th", { class: isStr[k] ? "str" : "num" }, c);
+		const th = el("th", { class: cls(k) }, c);
 		th.addEventListener("click", () => {
 			desc = sortCol === k ? !desc : !isStr[k];
 			sortCol = k;
