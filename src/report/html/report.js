@@ -549,34 +549,49 @@ function eventBox(row, e, plotW) {
 	return { x0, x1, y, h };
 }
 
+function drawLabelled(ctx, lane, b, name) {
+	ctx.fillRect(b.x0, b.y, b.x1 - b.x0, b.h);
+	if (b.x1 - b.x0 <= 40) return;
+	ctx.save();
+	ctx.beginPath();
+	ctx.rect(b.x0, b.y, b.x1 - b.x0, b.h);
+	ctx.clip();
+	ctx.fillStyle = lane.type === "nvtx" ? "#1d232b" : "#fff";
+	ctx.fillText(name, b.x0 + 3, b.y + b.h / 2);
+	ctx.restore();
+}
+
+/* Events narrower than a pixel add their time to their pixel column, drawn as tall as the share
+ * of the column they fill: a run of tiny kernels shows how busy the GPU was, neither a solid block
+ * nor a hairline. */
+function drawColumns(ctx, row, cols, plotW) {
+	const pxNs = (view.t1 - view.t0) / plotW, h = row.h - 4;
+	ctx.fillStyle = LANE_COLORS[row.lane.type];
+	for (let i = 0; i < cols.length; i++) {
+		if (!cols[i]) continue;
+		const bh = Math.max(1, Math.min(1, cols[i] / pxNs) * h);
+		ctx.fillRect(LABEL_W + i, row.y + 2 + h - bh, 1, bh);
+	}
+}
+
 function drawEvents(ctx, row, plotW) {
-	const lane = row.lane;
+	const lane = row.lane, pxNs = (view.t1 - view.t0) / plotW;
+	const cols = new Float64Array(Math.ceil(plotW) + 1);
 	ctx.font = "10px system-ui, sans-serif";
 	ctx.textBaseline = "middle";
 	for (const e of visibleEvents(lane, view.t0, view.t1)) {
 		if (lane.type === "nvtx" && e.depth >= lane.depth) continue;
+		if (e.dur < pxNs && lane.type !== "nvtx") {
+			const c = Math.floor((e.start - view.t0) / pxNs);
+			if (c >= 0 && c < cols.length) cols[c] += e.dur;
+			continue;
+		}
 		const b = eventBox(row, e, plotW), name = TL.names[e.name] || "";
 		const gpu = lane.type === "gpu" || lane.type === "device";
 		ctx.fillStyle = gpu ? nameColor(name) : lane.type === "nvtx" ? nameColor(name, true) : LANE_COLORS[lane.type];
-		/* narrower than a pixel: as tall as the share of the pixel it fills, so that a run of
-		 * tiny kernels does not look like a GPU busy all the time */
-		const w = (e.dur / (view.t1 - view.t0)) * plotW;
-		if (w < 1 && lane.type !== "nvtx") {
-			const h = Math.max(2, b.h * w);
-			ctx.fillRect(b.x0, b.y + b.h - h, 1, h);
-			continue;
-		}
-		ctx.fillRect(b.x0, b.y, b.x1 - b.x0, b.h);
-		if (b.x1 - b.x0 > 40) {
-			ctx.save();
-			ctx.beginPath();
-			ctx.rect(b.x0, b.y, b.x1 - b.x0, b.h);
-			ctx.clip();
-			ctx.fillStyle = lane.type === "nvtx" ? "#1d232b" : "#fff";
-			ctx.fillText(name, b.x0 + 3, b.y + b.h / 2);
-			ctx.restore();
-		}
+		drawLabelled(ctx, lane, b, name);
 	}
+	drawColumns(ctx, row, cols, plotW);
 }
 
 function drawShades(ctx, rows, plotW) {
