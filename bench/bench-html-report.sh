@@ -50,7 +50,7 @@ while [ "$i" -lt "$ROUNDS" ]; do
 	cat "$DIR/time" >>"$DIR/gen"
 	if [ -n "$CHROME" ]; then
 		t0=$(date +%s.%N)
-		timeout 300 "$CHROME" --headless --no-sandbox --disable-gpu --no-first-run \
+		timeout 300 "$CHROME" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
 			--user-data-dir="$DIR/profile" --window-size=1400,1000 --dump-dom "file://$PAGE" \
 			2>/dev/null >"$DIR/dom"
 		t1=$(date +%s.%N)

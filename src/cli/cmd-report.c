@@ -26,8 +26,8 @@ static const struct cli_opt_help report_help[] = {
     {"-o, --output FILE", "the page to write (default: report.html)"},
     {"--force", "replace an existing page"},
     {"--strict", "exit 1 when a trace is INCOMPLETE (the page is still written)"},
-    {"--buckets N", "level-of-detail buckets per lane (default 16384)"},
-    {"--exact N", "events drawn one by one, at most (default 200000); the rest as buckets"},
+    {"--buckets N", "level-of-detail buckets per lane, 16 to 1048576 (default 16384)"},
+    {"--exact N", "events kept one by one, at most (default 200000; 0: buckets only)"},
     {"-q, --quiet", "no summary line on standard error"},
     {"-h, --help", "show this help"},
     {NULL, NULL},
@@ -44,16 +44,16 @@ static void usage(FILE *out)
 		  report_help);
 }
 
-static int parse_count(const char *s, uint64_t max, uint64_t *out)
+static int parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
 
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || v == 0 || v > max)
-		return cli_error(TALLY_EXIT_USAGE, "'%s' is not a count from 1 to %" PRIu64, s,
-				 max);
+	if (errno || end == s || *end || *s == '-' || v < min || v > max)
+		return cli_error(TALLY_EXIT_USAGE,
+				 "'%s' is not a count from %" PRIu64 " to %" PRIu64, s, min, max);
 	*out = v;
 	return 0;
 }
@@ -76,11 +76,11 @@ static int parse_opt(int c, struct report_cli *x)
 		x->strict = true;
 		break;
 	case OPT_BUCKETS:
-		if ((rc = parse_count(optarg, 1u << 20, &v)) == 0)
+		if ((rc = parse_count(optarg, 16, 1u << 20, &v)) == 0)
 			x->o.buckets = (unsigned)v;
 		break;
 	case OPT_EXACT:
-		rc = parse_count(optarg, 100000000, &x->o.exact_budget);
+		rc = parse_count(optarg, 0, 100000000, &x->o.exact_budget);
 		break;
 	case 'q':
 		x->quiet = true;

@@ -21,7 +21,7 @@ bad() { printf 'FAIL %s\n' "$1"; fail=1; }
 # The browser gets its own profile and a time limit: a page that never settles must not hang CI.
 browse() { # what html out...
 	what=$1 html=$2; shift 2
-	timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --no-first-run \
+	timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
 		--user-data-dir="$T/profile" --virtual-time-budget=5000 "$@" "file://$html" 2>"$T/chrome.err"
 }
 

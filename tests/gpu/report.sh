@@ -37,7 +37,7 @@ page() {
 		echo "  chromium --headless --no-sandbox --window-size=1400,2600 --screenshot=$name.png file://.../$name.html)"
 		return
 	fi
-	local flags="--headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=$OUT/.profile --virtual-time-budget=5000"
+	local flags="--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --user-data-dir=$OUT/.profile --virtual-time-budget=5000"
 	timeout 120 "$CHROME" $flags --dump-dom "file://$OUT/$name.html" >"$OUT/$name.dom.html" 2>/dev/null
 	timeout 120 "$CHROME" $flags --window-size=1400,2600 --screenshot="$OUT/$name.png" "file://$OUT/$name.html" >/dev/null 2>&1
 	if $PY "$HERE/../cli/check-html-report.py" "$OUT/$name.dom.html" "$OUT/$name.stats.json" \
