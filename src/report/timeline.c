@@ -272,6 +272,9 @@ static struct tl_lane *lane_lookup(struct timeline *tl, uint32_t sec, uint32_t t
 		if (l->sec == sec && l->type == type && l->a == a && l->b == b)
 			return l;
 	}
+	/* memory is lanes x buckets: past the cap, new threads or streams share one lane */
+	if (tl->nlanes >= TL_LANES_MAX && a != TL_LANE_OTHER)
+		return lane_lookup(tl, sec, type, TL_LANE_OTHER, 0);
 	i = lane_new(tl, sec, type, a, b);
 	if (i < 0)
 		goto oom;

@@ -25,6 +25,9 @@ enum tl_lane_type {
 	TL_LANE_TYPES,
 };
 
+#define TL_LANES_MAX  512	 /* lanes with their own buckets; the rest share one per type */
+#define TL_LANE_OTHER UINT32_MAX /* tl_lane.a of that shared lane */
+
 struct tl_lane {
 	uint32_t sec, type, a, b; /* a: device or thread; b: stream */
 	uint64_t *busy;		  /* ns of events inside each bucket */

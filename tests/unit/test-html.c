@@ -59,7 +59,7 @@ static void chunk(struct tally_writer *w, unsigned type, unsigned flags, struct 
 }
 
 static void write_records(struct tally_writer *w, struct tally_buf *b, const struct kernel_at *k,
-			  size_t n)
+			  size_t n, unsigned kind)
 {
 	struct tally_record *r = calloc(n, sizeof(*r));
 	struct tally_codec codec = {0};
@@ -68,25 +68,27 @@ static void write_records(struct tally_writer *w, struct tally_buf *b, const str
 
 	tally_strtab_init(&strings);
 	for (i = 0; i < n; i++)
-		r[i] = (struct tally_record){.kind = TALLY_KIND_KERNEL,
-					     .start = T0 + k[i].start,
-					     .end = T0 + k[i].start + k[i].dur,
-					     .correlation_id = (uint32_t)i + 1,
-					     .stream_id = 7,
-					     .name_id = tally_strtab_intern(&strings, k[i].name)};
+		r[i] =
+		    (struct tally_record){.kind = kind,
+					  .start = T0 + k[i].start,
+					  .end = T0 + k[i].start + k[i].dur,
+					  .correlation_id = (uint32_t)i + 1,
+					  .stream_id = 7,
+					  .thread_id = (uint32_t)i, /* API calls: a thread each */
+					  .name_id = tally_strtab_intern(&strings, k[i].name)};
 	assert_true(tally_strtab_take_pending(&strings, b));
 	chunk(w, TALLY_CHUNK_STRINGS, 0, b, 0);
-	assert_int_equal(
-	    tally_records_encode(&codec, b, TALLY_KIND_KERNEL, r, n, TALLY_COLUMNS_ALL), 0);
+	assert_int_equal(tally_records_encode(&codec, b, kind, r, n, TALLY_COLUMNS_ALL), 0);
 	chunk(w, TALLY_CHUNK_RECORDS, 0, b, (uint32_t)n);
 	tally_strtab_fini(&strings);
 	tally_codec_fini(&codec);
 	free(r);
 }
 
-/* A trace of kernels at the given times; with loss->count, CUPTI dropped records in a window. */
-static void write_trace(const char *path, const struct kernel_at *k, size_t n,
-			const struct loss_at *loss)
+/* A trace of records of one kind at the given times; with loss->count, CUPTI dropped records in
+ * a window. */
+static void write_trace_kind(const char *path, const struct kernel_at *k, size_t n,
+			     const struct loss_at *loss, unsigned kind)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd};
@@ -100,7 +102,7 @@ static void write_trace(const char *path, const struct kernel_at *k, size_t n,
 	tally_kv_uint(&b, TALLY_SK_PID, 42);
 	tally_kv_uint(&b, TALLY_SK_START_CUPTI, T0);
 	chunk(&w, TALLY_CHUNK_SESSION, 0, &b, 0);
-	write_records(&w, &b, k, n);
+	write_records(&w, &b, k, n, kind);
 	if (loss->count) {
 		tally_buf_put_varint(&b, T0 + loss->begin);
 		tally_buf_put_varint(&b, T0 + loss->end);
@@ -109,7 +111,7 @@ static void write_trace(const char *path, const struct kernel_at *k, size_t n,
 		chunk(&w, TALLY_CHUNK_LOSS, 0, &b, 0);
 		l.v[TALLY_C_DROPPED_CUPTI] = loss->count;
 	}
-	l.v[TALLY_C_BY_KIND + TALLY_KIND_KERNEL] = n;
+	l.v[TALLY_C_BY_KIND + kind] = n;
 	l.v[TALLY_C_RECORDS_PARSED] = n;
 	tally_ledger_encode(&b, &l);
 	chunk(&w, TALLY_CHUNK_LEDGER, TALLY_CHUNK_FLAG_FINAL, &b, 0);
@@ -117,6 +119,12 @@ static void write_trace(const char *path, const struct kernel_at *k, size_t n,
 	tally_writer_fini(&w);
 	tally_buf_fini(&b);
 	close(fd);
+}
+
+static void write_trace(const char *path, const struct kernel_at *k, size_t n,
+			const struct loss_at *loss)
+{
+	write_trace_kind(path, k, n, loss, TALLY_KIND_KERNEL);
 }
 
 static char *slurp(const char *path)
@@ -276,6 +284,32 @@ static void test_dense_windows_are_buckets(void **state)
 	free(k);
 }
 
+/* Lanes are capped (memory is lanes x buckets): 600 threads' API calls, none lost. */
+static void test_lanes_capped(void **state)
+{
+	struct kernel_at *k = calloc(600, sizeof(*k));
+	struct loss_at none = {0};
+	json_t *stats, *tl, *l;
+	size_t i, lanes = 0;
+	json_int_t events = 0;
+
+	(void)state;
+	for (i = 0; i < 600; i++)
+		k[i] = (struct kernel_at){i * 1000, 500, "cudaLaunchKernel"};
+	write_trace_kind(tmp("threads.tally"), k, 600, &none, TALLY_KIND_RUNTIME);
+	tl = report_of(tmp("threads.tally"), 1024, &stats);
+	json_array_foreach(json_object_get(tl, "lanes"), i, l)
+	{
+		lanes++;
+		events += json_integer_value(json_object_get(l, "events"));
+	}
+	assert_int_equal(lanes, 513); /* 512 of their own, one shared */
+	assert_int_equal(events, 600);
+	json_decref(tl);
+	json_decref(stats);
+	free(k);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -298,6 +332,7 @@ int main(void)
 	    cmocka_unit_test(test_busy_idle_exact),
 	    cmocka_unit_test(test_loss_makes_gap_unproven),
 	    cmocka_unit_test(test_dense_windows_are_buckets),
+	    cmocka_unit_test(test_lanes_capped),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -440,6 +440,12 @@ const ROW = { header: 20, device: 20, gpu: 16, api: 14, nvtx: 13 };
 const COLLAPSED = new Set(SECS.length > 4 ? SECS.map((s, i) => i) : []);
 const LABEL_W = 210, AXIS_H = 24;
 
+/* tally keeps 512 rows with their own buckets; what came after shares one row per kind */
+const OTHER = 4294967295;
+function laneName(l, name) {
+	return (l.type === "gpu" || l.type === "device" ? l.device : l.tid) === OTHER ? "(more threads/streams, together)" : name;
+}
+
 function buildRows() {
 	const rows = [];
 	let y = AXIS_H;
@@ -456,16 +462,16 @@ function buildRows() {
 		push({ kind: "header", sec: s, label: (folded ? "\u25b8 " : "\u25be ") + secLabel(s) }, ROW.header);
 		const devs = mine.filter((l) => l.type === "device").sort((a, b) => a.device - b.device);
 		for (const d of devs)
-			push({ kind: "lane", lane: d, label: "GPU " + d.device + " (all streams)" }, ROW.device);
+			push({ kind: "lane", lane: d, label: laneName(d, "GPU " + d.device + " (all streams)") }, ROW.device);
 		if (folded) continue;
 		for (const d of devs) {
 			for (const g of mine.filter((l) => l.type === "gpu" && l.device === d.device).sort((a, b) => a.stream - b.stream))
-				push({ kind: "lane", lane: g, label: "  stream " + g.stream }, ROW.gpu);
+				push({ kind: "lane", lane: g, label: laneName(g, "  stream " + g.stream) }, ROW.gpu);
 		}
 		for (const a of mine.filter((l) => l.type === "api").sort((p, q) => p.tid - q.tid))
-			push({ kind: "lane", lane: a, label: "thread " + a.tid + " CUDA API" }, ROW.api);
+			push({ kind: "lane", lane: a, label: laneName(a, "thread " + a.tid + " CUDA API") }, ROW.api);
 		for (const n of mine.filter((l) => l.type === "nvtx").sort((p, q) => p.tid - q.tid))
-			push({ kind: "lane", lane: n, label: "thread " + n.tid + " NVTX" }, ROW.nvtx * n.depth);
+			push({ kind: "lane", lane: n, label: laneName(n, "thread " + n.tid + " NVTX") }, ROW.nvtx * n.depth);
 	}
 	return { rows, height: y + 6 };
 }
