@@ -43,7 +43,8 @@ static void usage(FILE *out)
 	      "  no closing flush, like SIGKILL) --starve (no consumer until the end)\n"
 	      "  --slow-walk-ns N --write-fail-after BYTES --write-errno EIO|ENOSPC|0 (0: short\n"
 	      "  writes) --write-fail-count N\n"
-	      "pipeline: --pool N --buffer-size BYTES --slice-ms N --batch N\n",
+	      "pipeline: --pool N --buffer-size BYTES --slice-ms N --batch N\n"
+	      "environment: RANK=N records the session as rank N (RANK=N), as the collector does\n",
 	      out);
 }
 
