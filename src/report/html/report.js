@@ -963,7 +963,8 @@ function renderRanks() {
 
 function cellText(v) {
 	if (typeof v !== "number") return v === null || v === undefined ? "" : String(v);
-	return Number.isInteger(v) ? fmtCount(v) : v.toFixed(v < 100 ? 3 : 1);
+	const digits = Number.isInteger(v) ? 0 : v < 100 ? 3 : 1;
+	return v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
 /* A sortable table: header clicks sort by that column (numbers as numbers). */
@@ -1013,6 +1014,20 @@ function dataTable(cols, rows, id, decorate) {
 	return wrap;
 }
 
+/* A filter over a table's text: the rows whose text holds what is typed (case ignored). */
+function filterBox(wrap, name) {
+	const input = el("input", { type: "search", class: "filter", placeholder: "filter " + name + " by name",
+		"aria-label": "filter " + name });
+	const apply = () => {
+		const want = input.value.toLowerCase();
+		for (const tr of wrap.querySelectorAll("tbody tr"))
+			tr.hidden = want !== "" && tr.textContent.toLowerCase().indexOf(want) < 0;
+	};
+	input.addEventListener("input", apply);
+	wrap.addEventListener("click", apply); /* a sort redraws the rows: filter them again */
+	return input;
+}
+
 const TABLES = ["cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum"];
 
 function renderTables() {
@@ -1026,7 +1041,9 @@ function renderTables() {
 			continue;
 		}
 		const cols = Object.keys(rep.rows[0]);
-		box.appendChild(dataTable(cols, rep.rows.map((r) => cols.map((c) => r[c])), "table-" + name));
+		const wrap = dataTable(cols, rep.rows.map((r) => cols.map((c) => r[c])), "table-" + name);
+		if (rep.rows.length > 10) box.appendChild(filterBox(wrap, rep.name));
+		box.appendChild(wrap);
 	}
 }
 
