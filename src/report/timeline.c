@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gaps.h"
 #include "timeline.h"
 
 #define WINDOW_BUCKETS 16   /* buckets per exact-event window */
@@ -51,6 +52,7 @@ void timeline_free(struct timeline *tl)
 	}
 	for (i = 0; i < tl->nlanes; i++)
 		lane_free(&tl->lanes[i]);
+	report_gpu_gaps_free(tl->gaps);
 	for (i = 0; i < tl->nnames; i++)
 		free(tl->names[i]);
 	free(tl->secs);
@@ -184,6 +186,18 @@ static void nccl_time(struct tl_section *ts, struct report_section *rs)
 			ts->nccl_ns += ts->kern_ns[id];
 }
 
+/* Gaps as fine as the page draws: two buckets, at least a microsecond; one busy bucket each
+ * (the page draws its own busy curves). */
+static struct report_gpu_gaps *new_gaps(const struct timeline *tl)
+{
+	struct report_gaps_opts o = {.gap_min_ns = (uint64_t)(2 * tl->bucket_ns),
+				     .bucket_ns = tl->t1 - tl->t0 + 1};
+
+	if (o.gap_min_ns < 1000)
+		o.gap_min_ns = 1000;
+	return report_gpu_gaps_new(&o);
+}
+
 int timeline_prepare(struct timeline *tl, const struct report_set *set)
 {
 	size_t i;
@@ -205,7 +219,8 @@ int timeline_prepare(struct timeline *tl, const struct report_set *set)
 	tl->bucket_ns = (double)(tl->t1 - tl->t0 + 1) / tl->nbuckets;
 	tl->window_count = calloc(tl->nwindows, sizeof(*tl->window_count));
 	tl->window_exact = calloc(tl->nwindows, 1);
-	return tl->window_count && tl->window_exact ? 0 : -ENOMEM;
+	tl->gaps = new_gaps(tl);
+	return tl->window_count && tl->window_exact && tl->gaps ? 0 : -ENOMEM;
 }
 
 /* ---- pass 2: lanes, buckets, names, exact events ------------------------------------------ */
@@ -430,6 +445,8 @@ static int pass2_records(void *ctx, struct report_section *rs, const struct tall
 
 	if (type == TL_LANE_TYPES || rs->index >= tl->nsecs)
 		return 0;
+	if (type == TL_LANE_GPU && report_gpu_gaps_add(tl->gaps, rs, r, n) < 0)
+		return -ENOMEM;
 	for (i = 0; i < n && !tl->failed; i++) {
 		/* a kind per batch, but a damaged file may say otherwise: check each */
 		if (is_timed(&r[i]) && lane_type_of(r[i].kind) == type &&
@@ -439,11 +456,37 @@ static int pass2_records(void *ctx, struct report_section *rs, const struct tall
 	return tl->failed ? -ENOMEM : 0;
 }
 
+/* A section's records are all in: its gaps can be judged against its loss windows. */
+static int pass2_section_end(void *ctx, struct report_section *rs)
+{
+	struct timeline *tl = ctx;
+
+	return report_gpu_gaps_section(tl->gaps, rs);
+}
+
 void timeline_pass2_ops(struct timeline *tl, struct report_scan_ops *ops)
 {
 	memset(ops, 0, sizeof(*ops));
 	ops->ctx = tl;
 	ops->records = pass2_records;
+	ops->section_end = pass2_section_end;
+}
+
+long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
+			uint32_t b)
+{
+	size_t k;
+
+	if (!tl->nslot)
+		return -1;
+	for (k = lane_hash(sec, type, a, b) % tl->nslot; tl->lane_slot[k];
+	     k = (k + 1) % tl->nslot) {
+		const struct tl_lane *l = &tl->lanes[tl->lane_slot[k] - 1];
+
+		if (l->sec == sec && l->type == type && l->a == a && l->b == b)
+			return (long)(l - tl->lanes);
+	}
+	return -1;
 }
 
 /* ---- exact windows ------------------------------------------------------------------------ */

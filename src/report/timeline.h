@@ -73,9 +73,10 @@ struct timeline {
 	size_t nnames, name_cap;
 	struct tl_event *events;
 	size_t nevents, event_cap;
-	uint32_t *window_count; /* events per window (all of them, kept or not) */
-	uint8_t *window_exact;	/* after timeline_choose_exact: its events are written */
-	bool failed;		/* out of memory */
+	struct report_gpu_gaps *gaps; /* idle stretches, exact, fed in pass 2 (gaps.h) */
+	uint32_t *window_count;	      /* events per window (all of them, kept or not) */
+	uint8_t *window_exact;	      /* after timeline_choose_exact: its events are written */
+	bool failed;		      /* out of memory */
 };
 
 struct timeline *timeline_new(unsigned nbuckets, uint64_t exact_budget);
@@ -96,20 +97,24 @@ void timeline_choose_exact(struct timeline *tl);
 struct tally_json;
 void timeline_write_json(struct timeline *tl, const struct report_set *set, struct tally_json *j);
 
-/* ---- idle stretches (timeline-gaps.c) ---------------------------------------------------- */
+/* ---- idle stretches (timeline-gaps.c) ----------------------------------------------------- */
 
 struct tl_gap {
-	uint32_t lane; /* a TL_LANE_DEVICE lane */
+	uint32_t
+	    lane; /* a TL_LANE_DEVICE lane (the whole device) or a TL_LANE_GPU one (a stream) */
 	uint64_t start, end;
-	bool unproven; /* overlaps a loss window of its section: may not have been idle */
-	char why[120]; /* the loss that makes it unproven, or "no loss overlaps it" */
+	bool unproven; /* something lost may lie in it: may not have been idle */
+	char why[120]; /* the loss that makes it unproven, or that none overlaps it */
 };
 
+/* Index of an existing lane, or -1. */
+long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
+			uint32_t b);
+
 /*
- * Idle stretches of every device lane, found from its buckets (runs of empty buckets; resolution
- * one bucket).  Kept apart so that an exact gap report can replace it.  Caller frees *out.
+ * Idle stretches of every device and stream, from the exact gap report of tally stats -r gpu_gaps
+ * (gaps.h), fed during pass 2, placed on the timeline's lanes.  Caller frees *out.
  */
-int timeline_gaps(const struct timeline *tl, const struct report_set *set, struct tl_gap **out,
-		  size_t *n);
+int timeline_gaps(const struct timeline *tl, struct tl_gap **out, size_t *n);
 
 #endif

@@ -766,9 +766,9 @@ function hit(canvas, ev) {
 	return { x, y, row, t, bucket: { start: b * width, width, busy: lv.busy[b], count: lv.count[b], top: TL.names[lv.top[b]] || "" } };
 }
 
-/* The idle stretch of a device row at time t, as a line for the tooltip */
+/* The idle stretch of a device or stream row at time t, as a line for the tooltip */
 function gapLine(lane, t) {
-	const g = lane.type === "device" ? TL.gaps.find((x) => x[0] === lane.index && x[1] <= t && t < x[2]) : null;
+	const g = TL.gaps.find((x) => x[0] === lane.index && x[1] <= t && t < x[2]);
 	if (!g) return "";
 	return "\n" + (g[3] ? "UNPROVEN idle " : "idle ") + fmtNs(g[2] - g[1]) + ": " + g[4];
 }
