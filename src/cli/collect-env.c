@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared record/env options and the collector's environment; see collect-env.h. */
 #include "collect-env.h"
+#include "ranks.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "pattern.h"
+
+#define CHILD_SUFFIX_MAX 8 /* "-4194304" */
 
 enum {
 	O_OUTPUT = COLLECT_OPT_BASE,
@@ -147,14 +151,39 @@ static int check_seconds(const char *opt, const char *v)
 	return 0;
 }
 
+/*
+ * Every name the pattern makes must fit NAME_MAX, with room for the "-PID" a child's file adds:
+ * a %q{VAR} holding a long value would otherwise pass here and leave the program running
+ * unrecorded.  The widest pid (7 digits) stands in for %p.
+ */
+static int check_name_lengths(const char *path)
+{
+	const char *p = path;
+
+	while (*p) {
+		size_t n = strcspn(p, "/");
+
+		if (n + CHILD_SUFFIX_MAX > NAME_MAX)
+			return cli_error(TALLY_EXIT_USAGE,
+					 "--output: the name '%.40s...' would be %zu bytes; a file "
+					 "name may have %d (less %d for a child's -PID)",
+					 p, n, NAME_MAX, CHILD_SUFFIX_MAX);
+		p += n + (p[n] == '/');
+	}
+	return 0;
+}
+
 /* Relative patterns are made absolute: the program (or its children) may change directory. */
 static int absolute_output(struct collect_opts *o)
 {
-	struct tally_pattern_vars vars = {.pid = 1};
+	struct tally_pattern_vars vars = {.pid = 4194304};
 	char cwd[PATH_MAX], test[PATH_MAX], err[256];
+	int rc;
 
 	if (tally_pattern_expand(o->output, &vars, test, sizeof(test), err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_USAGE, "--output: %s", err);
+	if ((rc = check_name_lengths(test)) != 0)
+		return rc;
 	if (o->output[0] == '/') {
 		snprintf(o->output_abs, sizeof(o->output_abs), "%s", o->output);
 		return 0;
@@ -170,6 +199,7 @@ static int absolute_output(struct collect_opts *o)
 
 int collect_opts_finish(struct collect_opts *o)
 {
+	char err[256];
 	int rc;
 	uint64_t v;
 
@@ -178,6 +208,8 @@ int collect_opts_finish(struct collect_opts *o)
 	if ((rc = check_seconds("--delay", o->delay)) ||
 	    (rc = check_seconds("--duration", o->duration)))
 		return rc;
+	if (o->ranks && !tally_ranks_valid(o->ranks, err, sizeof(err)))
+		return cli_error(TALLY_EXIT_USAGE, "--ranks: %s", err);
 	if (o->capture_range && strcmp(o->capture_range, "cudaProfilerApi") != 0)
 		return cli_error(TALLY_EXIT_USAGE,
 				 "--capture-range: only cudaProfilerApi is known");

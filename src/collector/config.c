@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The collector's environment; see config.h and docs/collector.md. */
 #include "config.h"
+#include "ranks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -142,6 +143,8 @@ int tally_config_load(struct tally_config *c, char *why, size_t len)
 	if ((s = getenv("TALLY_DEVICES")) && *s && parse_devices(s, &c->device_mask, why, len) < 0)
 		return -EINVAL;
 	env_str("TALLY_RANKS", "", c->ranks, sizeof(c->ranks));
+	if (c->ranks[0] && !tally_ranks_valid(c->ranks, why, len))
+		return -EINVAL;
 	env_str("TALLY_MANIFEST", "", c->manifest, sizeof(c->manifest));
 	s = getenv("TALLY_FORCE");
 	c->force = s && *s && strcmp(s, "0") != 0;

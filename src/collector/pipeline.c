@@ -351,7 +351,8 @@ static void consume_nvtx(struct pipeline *p, const struct tally_queue_item *it)
 		r.color = ev.color;
 		r.category = ev.category;
 		r.value = (uint32_t)ev.payload;
-		r.flags = ev.flags & 1 ? TALLY_REC_DEPTH_LOST : 0;
+		r.flags = (ev.flags & 1 ? TALLY_REC_DEPTH_LOST : 0) |
+			  (ev.flags & 2 ? TALLY_REC_TEXT_TRUNCATED : 0);
 		r.name_id = tally_strtab_intern_len(&p->strings, text, ev.name_len);
 		if (ev.domain_len)
 			r.domain_id =
@@ -492,6 +493,7 @@ static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	const struct tally_writer_stats *w = &p->writer.stats;
 
 	memcpy(l->v, p->c, sizeof(l->v));
+	l->unknown_counters = 0; /* a writer has none: only readers pass them on */
 	l->v[TALLY_C_BUFFERS_REQUESTED] = atomic_load_explicit(&p->requested, memory_order_relaxed);
 	l->v[TALLY_C_BUFFERS_DELIVERED] = atomic_load_explicit(&p->delivered, memory_order_relaxed);
 	l->v[TALLY_C_BUFFERS_REFUSED] = atomic_load_explicit(&p->refused, memory_order_relaxed);
@@ -702,7 +704,7 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 
 	p->cfg = *cfg;
 	p->src = *src;
-	if (!p->cfg.batch_records)
+	if (!p->cfg.batch_records || p->cfg.batch_records > TALLY_RECORDS_MAX)
 		p->cfg.batch_records = DEFAULT_BATCH;
 	if (!p->cfg.slice_ns)
 		p->cfg.slice_ns = DEFAULT_SLICE_NS;

@@ -45,7 +45,7 @@ struct tally_pipeline_config {
 struct tally_nvtx_event {
 	uint16_t size;
 	uint8_t kind;  /* TALLY_KIND_NVTX_RANGE or TALLY_KIND_NVTX_MARK */
-	uint8_t flags; /* 1: a pop without a push */
+	uint8_t flags; /* 1: a pop without a push; 2: the name was cut (too long) */
 	uint32_t tid;
 	uint64_t start, end;
 	uint64_t payload;

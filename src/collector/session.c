@@ -79,6 +79,13 @@ static void per_process_name(char *path, size_t len)
 		snprintf(dot, len - (size_t)(dot - path), "-%ld.tally", (long)getpid());
 }
 
+static bool replaceable(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static int open_output(char *why, size_t len)
 {
 	struct tally_pattern_vars vars = {.pid = getpid()};
@@ -93,7 +100,11 @@ static int open_output(char *why, size_t len)
 		return rc;
 	}
 	per_process_name(g_session.path, sizeof(g_session.path));
-	flags |= g_session.cfg.force ? O_TRUNC : O_EXCL;
+	/* Only ever a regular file is replaced, and never through a link: --force removes an
+	 * existing regular file, then the trace is created anew (O_EXCL does not follow links). */
+	if (g_session.cfg.force && replaceable(g_session.path))
+		unlink(g_session.path);
+	flags |= O_EXCL | O_NOFOLLOW;
 	fd = open(g_session.path, flags, 0644);
 	if (fd < 0) {
 		rc = -errno;

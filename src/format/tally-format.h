@@ -17,6 +17,14 @@
 #define TALLY_CHUNK_SYNC       0x4B4E4843u /* "CHNK" read as little-endian u32 */
 #define TALLY_CHUNK_HEADER_LEN 32
 #define TALLY_CHUNK_MAX	       (64u << 20)
+/*
+ * What a RECORDS chunk may declare (docs/format.md §7): a reader checks the row count against the
+ * payload's size before it allocates anything, so that memory and time stay proportional to the
+ * file.  Writers keep to it (the encoder spends a byte per row on START when it would not).
+ */
+#define TALLY_RECORDS_MAX   65536u
+#define TALLY_ROWS_PER_BYTE 8u
+#define TALLY_STRING_ID_MAX (1u << 28) /* and never beyond the file's size in bytes */
 
 enum tally_chunk_type {
 	TALLY_CHUNK_SESSION = 1,
@@ -79,7 +87,11 @@ enum tally_record_flag {
 	TALLY_REC_ASYNC = 1u << 2,
 	TALLY_REC_DEPTH_LOST = 1u << 3,
 	TALLY_REC_CAPTURED = 1u << 4,
+	TALLY_REC_TEXT_TRUNCATED = 1u << 5, /* NVTX: the message was cut at TALLY_NVTX_TEXT_MAX */
 };
+
+/* The longest NVTX message kept, in bytes; a longer one is cut at a UTF-8 character boundary. */
+#define TALLY_NVTX_TEXT_MAX 4000
 
 /* RUNTIME/DRIVER records: what the call is, in SUBKIND (docs/format.md §7). */
 enum tally_api_class {

@@ -6,13 +6,12 @@
  * kernel name holding "</script>" cannot end the block: names from traces are hostile.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "json.h"
+#include "outfile.h"
 #include "report.h"
 #include "stats-int.h"
 #include "timeline.h"
@@ -273,20 +272,22 @@ static int write_page(FILE *out, struct html_job *job)
 	return rc ? rc : ferror(out) ? -EIO : 0;
 }
 
-static int open_output(const struct report_html_opts *o, FILE **out, char *err, size_t errlen)
+/* The page goes to a temporary file beside the target, renamed over it when whole (outfile.h). */
+static int open_output(const struct report_html_opts *o, struct outfile *of, FILE **out, char *err,
+		       size_t errlen)
 {
-	int fd =
-	    open(o->output, O_WRONLY | O_CREAT | O_CLOEXEC | (o->force ? O_TRUNC : O_EXCL), 0644);
+	int rc = outfile_open(of, o->output, o->force ? OUTFILE_FORCE : 0, err, errlen);
 
-	if (fd < 0 || !(*out = fdopen(fd, "w"))) {
-		int e = errno;
-
-		if (fd >= 0)
-			close(fd);
-		snprintf(err, errlen, "%s: %s%s", o->output, strerror(e),
-			 e == EEXIST ? " (--force replaces it)" : "");
-		return -e;
+	if (rc < 0)
+		return rc;
+	*out = fdopen(of->fd, "w");
+	if (!*out) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", o->output, strerror(errno));
+		outfile_abort(of);
+		return rc;
 	}
+	of->fd = -1; /* *out owns it */
 	return 0;
 }
 
@@ -302,12 +303,16 @@ static void fill_result(struct html_job *job, struct report_html_result *res)
 		res->exact_events += timeline_window_exact(job->tl, job->tl->events[i].window);
 }
 
-static int write_output(struct html_job *job, char *err, size_t errlen)
+static int write_output(struct html_job *job, char *const *paths, size_t npaths, char *err,
+			size_t errlen)
 {
-	FILE *out;
+	struct outfile of = {.fd = -1};
 	struct stat sb;
-	int rc = open_output(job->o, &out, err, errlen);
+	FILE *out;
+	int rc = outfile_not_input(job->o->output, paths, npaths, err, errlen);
 
+	if (rc == 0)
+		rc = open_output(job->o, &of, &out, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = write_page(out, job);
@@ -315,12 +320,13 @@ static int write_output(struct html_job *job, char *err, size_t errlen)
 		rc = -errno;
 	if (rc < 0) {
 		snprintf(err, errlen, "%s: write failed: %s", job->o->output, strerror(-rc));
-		unlink(job->o->output);
+		outfile_abort(&of);
 		return rc;
 	}
-	if (stat(job->o->output, &sb) == 0)
+	rc = outfile_commit(&of, job->o->force ? OUTFILE_FORCE : 0, err, errlen);
+	if (rc == 0 && stat(job->o->output, &sb) == 0)
 		job->res->bytes = (uint64_t)sb.st_size;
-	return 0;
+	return rc;
 }
 
 int report_html(char *const *paths, size_t npaths, const struct report_html_opts *o,
@@ -347,7 +353,7 @@ int report_html(char *const *paths, size_t npaths, const struct report_html_opts
 		snprintf(err, errlen, "out of memory");
 	if (rc == 0) {
 		fill_result(&job, res);
-		rc = write_output(&job, err, errlen);
+		rc = write_output(&job, paths, npaths, err, errlen);
 	}
 	timeline_free(job.tl);
 	stats_free(job.st);

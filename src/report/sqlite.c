@@ -19,8 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "report.h"
 #include "sqlite-schema.h"
+#include "text.h"
 
 enum stmt {
 	S_STRING,
@@ -56,7 +58,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_OVERHEAD] = "INSERT INTO CUPTI_ACTIVITY_KIND_OVERHEAD (start, end, globalTid,"
 		   " correlationId, overheadType) VALUES (?,?,?,?,?)",
     [S_NVTX] = "INSERT INTO NVTX_EVENTS (start, end, eventType, category, color, text, globalTid,"
-	       " endGlobalTid, domainId, uint32Value) VALUES (?,?,?,?,?,?,?,?,?,?)",
+	       " endGlobalTid, domainId, uint32Value, tallyTextTruncated)"
+	       " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [S_SNAPSHOT] = "INSERT INTO TALLY_LEDGER_SNAPSHOTS VALUES (?,?,?,?,?,?,?)",
     [S_DAMAGE] = "INSERT INTO TALLY_DAMAGE VALUES (?,?,?,?,?,?)",
 };
@@ -77,6 +80,8 @@ struct sqsec {
 struct sq {
 	sqlite3 *db;
 	char *path;
+	struct outfile out; /* the temporary database, renamed over path at the end */
+	unsigned out_flags;
 	sqlite3_stmt *st[S_COUNT];
 	struct strslot *strs;
 	size_t nstrs, capstrs;
@@ -156,6 +161,33 @@ static bool strs_grow(struct sq *q)
 	return true;
 }
 
+/*
+ * Every TEXT value goes through here: SQLite stores whatever bytes it is given, and Python's
+ * sqlite3 (and others) fail on a row that is not UTF-8, so a string from the trace that is not
+ * (a crafted one, an NVTX message or command line in another encoding) is stored with each bad
+ * byte as U+FFFD.
+ */
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	size_t len, n;
+	char *fixed;
+
+	if (!s) {
+		sqlite3_bind_null(st, i);
+		return;
+	}
+	len = strlen(s);
+	if (tally_text_is_utf8(s, len)) {
+		sqlite3_bind_text(st, i, s, (int)len, SQLITE_TRANSIENT);
+		return;
+	}
+	fixed = tally_text_utf8(s, len, &n);
+	if (fixed)
+		sqlite3_bind_text(st, i, fixed, (int)n, free);
+	else
+		sqlite3_bind_null(st, i);
+}
+
 /* The StringIds id of s, inserting it the first time; -1 on failure. */
 static int64_t string_id(struct sq *q, const char *s)
 {
@@ -174,7 +206,7 @@ static int64_t string_id(struct sq *q, const char *s)
 	q->strs[i].id = q->next_id++;
 	q->nstrs++;
 	sqlite3_bind_int64(q->st[S_STRING], 1, q->strs[i].id);
-	sqlite3_bind_text(q->st[S_STRING], 2, s, -1, SQLITE_STATIC);
+	bind_text(q->st[S_STRING], 2, s);
 	if (run(q, q->st[S_STRING]) < 0)
 		return -1;
 	return q->strs[i].id;
@@ -393,7 +425,7 @@ static int nvtx_row(struct sq *q, struct report_section *rs, const struct sqsec 
 	sqlite3_bind_int64(st, 3, mark ? 34 : r->subkind ? 60 : 59);
 	bind_u(st, 4, r->category);
 	bind_u(st, 5, r->color);
-	sqlite3_bind_text(st, 6, report_string(rs, r->name_id), -1, SQLITE_STATIC);
+	bind_text(st, 6, report_string(rs, r->name_id));
 	sqlite3_bind_int64(st, 7, gtid(x, pid, r->thread_id));
 	if (mark)
 		sqlite3_bind_null(st, 8);
@@ -401,6 +433,7 @@ static int nvtx_row(struct sq *q, struct report_section *rs, const struct sqsec 
 		sqlite3_bind_int64(st, 8, gtid(x, pid, r->thread_id));
 	sqlite3_bind_int64(st, 9, domain);
 	bind_u(st, 10, r->value);
+	sqlite3_bind_int64(st, 11, r->flags & TALLY_REC_TEXT_TRUNCATED ? 1 : 0);
 	return run(q, st);
 }
 
@@ -492,7 +525,7 @@ static int on_damage(void *ctx, struct report_input *in, struct report_section *
 	struct sq *q = ctx;
 	sqlite3_stmt *st = q->st[S_DAMAGE];
 
-	sqlite3_bind_text(st, 1, in->path, -1, SQLITE_STATIC);
+	bind_text(st, 1, in->path);
 	if (rs)
 		bind_u(st, 2, rs->index);
 	else
@@ -559,14 +592,6 @@ static int write_enums(struct sq *q)
 static int prepare(struct sq *q, const char *sql, sqlite3_stmt **st)
 {
 	return sqlite3_prepare_v2(q->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : sq_fail(q, sql);
-}
-
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
 }
 
 static void uuid_text(const struct tally_device *d, char *out, size_t len)
@@ -839,7 +864,17 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 		rc = exec(q, sqlite_indexes);
 	if (rc == 0)
 		rc = exec(q, "COMMIT;");
-	(void)err;
+	if (rc == 0) {
+		for (size_t i = 0; i < S_COUNT; i++) {
+			sqlite3_finalize(q->st[i]);
+			q->st[i] = NULL;
+		}
+		if (sqlite3_close(q->db) != SQLITE_OK)
+			rc = -EIO;
+		q->db = NULL;
+	}
+	if (rc == 0 && outfile_commit(&q->out, q->out_flags, err, errlen) < 0)
+		rc = -EIO;
 	(void)errlen; /* failures wrote q->err, which is err */
 	out->events = q->rows;
 	return rc;
@@ -856,20 +891,22 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	int rc = -ENOMEM, i;
 
 	(void)set;
+	if (q)
+		q->out.fd = -1;
 	if (!q || !(q->path = strdup(o->output))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	q->err = err;
 	q->errlen = errlen;
-	if (access(o->output, F_OK) == 0 && (!o->force || unlink(o->output) < 0)) {
-		rc = o->force ? -errno : -EEXIST;
-		snprintf(err, errlen, "%s: %s", o->output,
-			 o->force ? strerror(errno) : "exists (--force replaces it)");
+	q->out_flags = o->force ? OUTFILE_FORCE : 0;
+	rc = outfile_open(&q->out, o->output, q->out_flags, err, errlen);
+	if (rc < 0)
 		goto fail;
-	}
+	close(q->out.fd); /* SQLite opens it by name: an empty file is an empty database */
+	q->out.fd = -1;
 	rc = -EIO;
-	if (sqlite3_open_v2(o->output, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	if (sqlite3_open_v2(q->out.tmp, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
 	    SQLITE_OK) {
 		sq_fail(q, "open");
 		goto fail;
@@ -903,8 +940,8 @@ static void sq_destroy(void *state, bool failed)
 		sqlite3_finalize(q->st[i]);
 	if (q->db)
 		sqlite3_close(q->db);
-	if (failed && q->db)
-		unlink(q->path);
+	(void)failed; /* whatever was not committed is only a temporary file */
+	outfile_abort(&q->out);
 	for (i = 0; i < q->capstrs; i++)
 		free(q->strs[i].s);
 	free(q->strs);

@@ -20,4 +20,10 @@ cp "$D/lossy.tally" "$C/lossy"
 head -c 3000 "$D/tiny.tally" >"$C/tiny-cut"
 cp "$D/tiny.tally" "$C/tiny-flipped"
 printf '\377' | dd of="$C/tiny-flipped" bs=1 seek=500 conv=notrunc 2>/dev/null
+# crafted seeds (tests/support/tally-craft.c): what hostile files look like, so the fuzzers start
+# from the decoders' edges; the 4 MiB resync case is made by the test itself, not kept
+for c in rows-bomb strings-bomb demangle-bomb partial-mid partial-eof control-chars bad-text \
+	future early-records overlap enospc; do
+	"$B/tests/tally-craft" "$c" "$C/crafted-$c"
+done
 ls -l "$D"/*.tally "$C"

@@ -324,6 +324,8 @@ static int run(struct opts *o, int fd)
 		sink = (struct tally_sink){fault_sink_write, &o->fault};
 	}
 	o->cfg.consumer_thread = !o->starve;
+	if (o->w.t0)
+		testsrc_clock_start(o->w.t0);
 	testsrc_session(&session, kinds_mask(&o->w));
 	rc = tally_pipeline_start(&o->cfg, &testsrc_source, &sink, &session);
 	tally_buf_fini(&session);

@@ -32,12 +32,28 @@ const char *const testsrc_kernel_names[] = {
 const unsigned testsrc_kernel_names_count =
     sizeof(testsrc_kernel_names) / sizeof(testsrc_kernel_names[0]);
 
-uint64_t testsrc_now(void)
+static uint64_t clock_base, clock_real0;
+
+static uint64_t real_now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void testsrc_clock_start(uint64_t t0)
+{
+	clock_real0 = real_now();
+	clock_base = t0;
+}
+
+/* One clock for records, ledger and session start, so that a fixed --t0 moves them all. */
+uint64_t testsrc_now(void)
+{
+	uint64_t r = real_now();
+
+	return clock_base ? clock_base + (r - clock_real0) : r;
 }
 
 static CUptiResult walk(uint8_t *buf, size_t valid, CUpti_Activity **rec)
@@ -512,8 +528,15 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 	unsigned i;
 
 	gethostname(host, sizeof(host) - 1);
-	for (i = 0; i < 16; i++)
-		id[i] = (uint8_t)(rand() & 0xff);
+	/* Unique per run, as the collector's are: readers count a repeated id once. */
+	uint64_t x = real_now() ^ (uint64_t)getpid() << 32;
+
+	for (i = 0; i < 16; i++) {
+		x += 0x9e3779b97f4a7c15ull; /* splitmix64 */
+		uint64_t z = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+
+		id[i] = (uint8_t)((z ^ (z >> 27)) >> 56);
+	}
 	tally_kv_str(b, TALLY_SK_WRITER,
 		     "tally "
 		     "0.1.0");
@@ -521,7 +544,8 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 	tally_kv_uint(b, TALLY_SK_PID, (uint64_t)getpid());
 	tally_kv_uint(b, TALLY_SK_PPID, (uint64_t)getppid());
 	tally_kv_bytes(b, TALLY_SK_CMDLINE, cmd, sizeof(cmd) - 1);
-	tally_kv_uint(b, TALLY_SK_START_REALTIME, testsrc_now());
+	/* the pair maps the records' clock (testsrc_now, maybe moved by --t0) to real time */
+	tally_kv_uint(b, TALLY_SK_START_REALTIME, real_now());
 	tally_kv_uint(b, TALLY_SK_START_CUPTI, testsrc_now());
 	tally_kv_uint(b, TALLY_SK_CUPTI_VERSION, CUPTI_API_VERSION);
 	tally_kv_uint(b, TALLY_SK_KINDS, kinds_mask);

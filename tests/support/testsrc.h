@@ -95,6 +95,8 @@ extern const char *const testsrc_kernel_names[];
 extern const unsigned testsrc_kernel_names_count;
 
 uint64_t testsrc_now(void);
+/* From now on testsrc_now() reads t0 plus the time elapsed since this call (t0 0: real time). */
+void testsrc_clock_start(uint64_t t0);
 
 /* Build the SESSION payload the way the collector does, with source "testsrc". */
 void testsrc_session(struct tally_buf *b, uint64_t kinds_mask);
