@@ -186,12 +186,20 @@ static void nccl_time(struct tl_section *ts, struct report_section *rs)
 			ts->nccl_ns += ts->kern_ns[id];
 }
 
+/* Where bucket b begins (relative ns); a span near 2^64 ns must not overflow the conversion. */
+static uint64_t bucket_edge(const struct timeline *tl, unsigned b)
+{
+	double t = b * tl->bucket_ns;
+
+	return t >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)t;
+}
+
 /* Gaps as fine as the page draws: two buckets, at least a microsecond; one busy bucket each
  * (the page draws its own busy curves). */
 static struct report_gpu_gaps *new_gaps(const struct timeline *tl)
 {
-	struct report_gaps_opts o = {.gap_min_ns = (uint64_t)(2 * tl->bucket_ns),
-				     .bucket_ns = tl->t1 - tl->t0 + 1};
+	struct report_gaps_opts o = {.gap_min_ns = bucket_edge(tl, 2),
+				     .bucket_ns = tl->t1 - tl->t0};
 
 	if (o.gap_min_ns < 1000)
 		o.gap_min_ns = 1000;
@@ -216,7 +224,7 @@ int timeline_prepare(struct timeline *tl, const struct report_set *set)
 	if (tl->t0 == UINT64_MAX)
 		tl->t0 = tl->t1 = 0;
 	/* one ns more, so that the latest end falls inside the last bucket */
-	tl->bucket_ns = (double)(tl->t1 - tl->t0 + 1) / tl->nbuckets;
+	tl->bucket_ns = ((double)(tl->t1 - tl->t0) + 1.0) / tl->nbuckets;
 	tl->window_count = calloc(tl->nwindows, sizeof(*tl->window_count));
 	tl->window_exact = calloc(tl->nwindows, 1);
 	tl->gaps = new_gaps(tl);
@@ -382,12 +390,11 @@ static void lane_add(struct timeline *tl, struct tl_lane *l, uint64_t s, uint64_
 	l->events++;
 	l->busy_ns += e - s;
 	for (; b <= last; b++) {
-		uint64_t lo = (uint64_t)(b * tl->bucket_ns),
-			 hi = (uint64_t)((b + 1) * tl->bucket_ns);
-		uint64_t in = (e < hi ? e : hi) - (s > lo ? s : lo);
+		uint64_t lo = bucket_edge(tl, b), hi = bucket_edge(tl, b + 1), in;
 
 		if (s > hi || e < lo)
 			continue;
+		in = (e < hi ? e : hi) - (s > lo ? s : lo);
 		l->busy[b] += in;
 		if (in >= l->top_ns[b]) {
 			l->top_ns[b] = in;
