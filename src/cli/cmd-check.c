@@ -31,8 +31,19 @@ static const struct cli_opt_help check_help[] = {
 static const char *chunk_type_name(unsigned type)
 {
 	static const char *const names[TALLY_CHUNK_TYPE_MAX] = {
-	    "?",      "SESSION", "STRINGS", "RECORDS", "LEDGER",
-	    "DEVICE", "CLOCK",	 "NOTE",    "LOSS",    [TALLY_CHUNK_DROPS] = "DROPS",
+	    "?",
+	    "SESSION",
+	    "STRINGS",
+	    "RECORDS",
+	    "LEDGER",
+	    "DEVICE",
+	    "CLOCK",
+	    "NOTE",
+	    "LOSS",
+	    "FRAMES",
+	    "STACKS",
+	    "MODULES",
+	    [TALLY_CHUNK_DROPS] = "DROPS",
 	};
 
 	return type < TALLY_CHUNK_TYPE_MAX && names[type] ? names[type] : "unknown";

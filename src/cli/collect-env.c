@@ -26,6 +26,9 @@ enum {
 	O_POOL,
 	O_SLICE,
 	O_FORCE,
+	O_PY_STACKS,
+	O_NATIVE_STACKS,
+	O_STACK_DEPTH,
 };
 
 const struct option collect_longopts[] = {
@@ -40,6 +43,9 @@ const struct option collect_longopts[] = {
     {"pool-buffers", required_argument, NULL, O_POOL},
     {"flush-interval", required_argument, NULL, O_SLICE},
     {"force", no_argument, NULL, O_FORCE},
+    {"python-stacks", no_argument, NULL, O_PY_STACKS},
+    {"native-stacks", no_argument, NULL, O_NATIVE_STACKS},
+    {"stack-depth", required_argument, NULL, O_STACK_DEPTH},
 };
 const unsigned collect_longopts_count = sizeof(collect_longopts) / sizeof(collect_longopts[0]);
 
@@ -47,7 +53,10 @@ const struct cli_opt_help collect_help[] = {
     {"-o, --output PATTERN", "file name; %p pid, %h host, %n sequence, %q{VAR} env variable "
 			     "(default tally-%p.tally)"},
     {"-t, --trace LIST", "cuda,nvtx (default), or: kernel memcpy memset runtime driver sync "
-			 "overhead"},
+			 "overhead memory (CUDA allocations and frees)"},
+    {"--python-stacks", "the Python stack of every launch, copy and memset call"},
+    {"--native-stacks", "the native call stack (return addresses) of every launch"},
+    {"--stack-depth N", "frames kept per stack (default 32, at most 128)"},
     {"--delay SECONDS", "start recording this long after the program starts"},
     {"--duration SECONDS", "stop recording after this long (the file is closed then)"},
     {"--capture-range cudaProfilerApi", "record only between cudaProfilerStart and Stop"},
@@ -114,6 +123,15 @@ int collect_opts_parse(struct collect_opts *o, int c, const char *arg)
 	case O_FORCE:
 		o->force = true;
 		return 1;
+	case O_PY_STACKS:
+		o->python_stacks = true;
+		return 1;
+	case O_NATIVE_STACKS:
+		o->native_stacks = true;
+		return 1;
+	case O_STACK_DEPTH:
+		o->stack_depth = arg;
+		return 1;
 	default:
 		return 0;
 	}
@@ -123,7 +141,7 @@ static int check_trace(const char *t)
 {
 	static const char *const known[] = {"cuda",	"nvtx",	   "kernel", "memcpy",
 					    "memset",	"runtime", "driver", "sync",
-					    "overhead", "none",	   NULL};
+					    "overhead", "none",	   "memory", NULL};
 	char buf[256], *tok, *save = NULL;
 	size_t i;
 
@@ -291,5 +309,10 @@ size_t collect_env(const struct collect_opts *o, struct env_var *vars, size_t ma
 	put_size(vars, &n, max, "TALLY_SLICE_MS", o->slice_ms);
 	if (o->force)
 		put(vars, &n, max, "TALLY_FORCE", "1");
+	if (o->python_stacks)
+		put(vars, &n, max, "TALLY_PYTHON_STACKS", "1");
+	if (o->native_stacks)
+		put(vars, &n, max, "TALLY_NATIVE_STACKS", "1");
+	put(vars, &n, max, "TALLY_STACK_DEPTH", o->stack_depth);
 	return n;
 }

@@ -35,6 +35,7 @@ struct tally_pipeline_config {
 	bool consumer_thread;	   /* false: the caller drains (tests, single-threaded runs) */
 	uint64_t device_mask;	   /* keep GPU records of these device ids only; 0: all */
 	uint64_t slow_consumer_ns; /* fault injection for tests: sleep per record */
+	bool stacks;		   /* call stacks are captured (stacktab.h): write their tables */
 };
 
 /*

@@ -155,6 +155,7 @@ static uint64_t kinds_mask(unsigned trace)
 	k |= trace & TRACE_SYNC ? 1u << TALLY_KIND_SYNC : 0;
 	k |= trace & TRACE_NVTX ? 1u << TALLY_KIND_NVTX_RANGE | 1u << TALLY_KIND_NVTX_MARK : 0;
 	k |= trace & TRACE_OVERHEAD ? 1u << TALLY_KIND_OVERHEAD : 0;
+	k |= trace & TRACE_MEMORY ? 1u << TALLY_KIND_MEMORY : 0;
 	return k;
 }
 
@@ -231,6 +232,7 @@ static struct tally_pipeline_config pipeline_config(const struct tally_config *c
 	pc.trace_api = (c->trace & (TRACE_RUNTIME | TRACE_DRIVER | TRACE_LAUNCH_DRIVER)) != 0;
 	pc.device_mask = c->device_mask;
 	pc.slow_consumer_ns = c->slow_consumer_ns;
+	pc.stacks = c->python_stacks || c->native_stacks;
 	return pc;
 }
 

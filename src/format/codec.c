@@ -49,6 +49,8 @@ static const struct column_desc columns[TALLY_COL_MAX] = {
     [TALLY_COL_DOMAIN] = COL(domain_id),
     [TALLY_COL_COLOR] = COL(color),
     [TALLY_COL_CATEGORY] = COL(category),
+    [TALLY_COL_STACK] = COL(stack_id),
+    [TALLY_COL_ADDRESS] = COL(address),
 };
 
 void tally_codec_fini(struct tally_codec *c)
@@ -228,7 +230,7 @@ uint64_t tally_kind_columns(unsigned kind)
 #define C(x) (1ull << TALLY_COL_##x)
 	const uint64_t common = C(START) | C(DURATION) | C(FLAGS);
 	const uint64_t gpu = common | C(CORRELATION) | C(DEVICE) | C(CONTEXT) | C(STREAM) |
-			     C(SUBKIND) | C(GRAPH_ID) | C(GRAPH_NODE_ID);
+			     C(SUBKIND) | C(GRAPH_ID) | C(GRAPH_NODE_ID) | C(STACK);
 
 	switch (kind) {
 	case TALLY_KIND_KERNEL:
@@ -241,7 +243,7 @@ uint64_t tally_kind_columns(unsigned kind)
 	case TALLY_KIND_RUNTIME:
 	case TALLY_KIND_DRIVER:
 		return common | C(CORRELATION) | C(NAME) | C(PROCESS) | C(THREAD) | C(CBID) |
-		       C(VALUE);
+		       C(VALUE) | C(STACK);
 	case TALLY_KIND_SYNC:
 		return common | C(CORRELATION) | C(CONTEXT) | C(STREAM) | C(SUBKIND) | C(VALUE);
 	case TALLY_KIND_NVTX_RANGE:
@@ -250,6 +252,9 @@ uint64_t tally_kind_columns(unsigned kind)
 		       C(DOMAIN) | C(COLOR) | C(CATEGORY);
 	case TALLY_KIND_OVERHEAD:
 		return common | C(CORRELATION) | C(PROCESS) | C(THREAD) | C(SUBKIND);
+	case TALLY_KIND_MEMORY:
+		return common | C(CORRELATION) | C(DEVICE) | C(CONTEXT) | C(STREAM) | C(PROCESS) |
+		       C(BYTES) | C(SUBKIND) | C(SRC_KIND) | C(ADDRESS) | C(STACK);
 	default:
 		return TALLY_COLUMNS_ALL;
 	}

@@ -103,7 +103,7 @@ static const struct tally_counter_info by_kind[TALLY_KIND_MAX] = {
     [TALLY_KIND_MEMSET] = BY_KIND("memset"),	     [TALLY_KIND_RUNTIME] = BY_KIND("runtime"),
     [TALLY_KIND_DRIVER] = BY_KIND("driver"),	     [TALLY_KIND_SYNC] = BY_KIND("sync"),
     [TALLY_KIND_NVTX_RANGE] = BY_KIND("nvtx_range"), [TALLY_KIND_NVTX_MARK] = BY_KIND("nvtx_mark"),
-    [TALLY_KIND_OVERHEAD] = BY_KIND("overhead"),
+    [TALLY_KIND_OVERHEAD] = BY_KIND("overhead"),     [TALLY_KIND_MEMORY] = BY_KIND("memory"),
 };
 
 const struct tally_counter_info *tally_counter_info(unsigned id)

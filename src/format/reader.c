@@ -198,6 +198,7 @@ static void free_section(struct tally_section *s)
 	for (i = 0; i < s->nstrings; i++)
 		free(s->strings[i]);
 	free(s->strings);
+	tally_stack_tables_fini(&s->stacks);
 	free(s);
 }
 
@@ -698,6 +699,15 @@ static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
 		break;
 	case TALLY_CHUNK_LOSS:
 		ok = parse_loss(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_FRAMES:
+		ok = tally_frames_parse(&s->stacks, payload, c->len);
+		break;
+	case TALLY_CHUNK_STACKS:
+		ok = tally_stacks_parse(&s->stacks, payload, c->len);
+		break;
+	case TALLY_CHUNK_MODULES:
+		ok = tally_modules_parse(&s->stacks, payload, c->len);
 		break;
 	case TALLY_CHUNK_DROPS:
 		ok = parse_drops(s, payload, c->len);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "ledger.h"
+#include "stacks.h"
 #include "tally-format.h"
 
 struct tally_device {
@@ -113,6 +114,8 @@ struct tally_section {
 
 	char **strings; /* strings[id], id 1..nstrings-1; NULL where a STRINGS chunk was lost */
 	uint32_t nstrings;
+
+	struct tally_stack_tables stacks; /* FRAMES, STACKS, MODULES (1.2) */
 };
 
 /*

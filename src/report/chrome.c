@@ -25,6 +25,7 @@
 
 #include "gaps.h"
 #include "json.h"
+#include "memusage.h"
 #include "obuf.h"
 #include "outfile.h"
 #include "report.h"
@@ -93,6 +94,7 @@ struct chrome {
 	size_t nsecs;
 	struct report_gpu_gaps *gaps; /* unproven gaps go on the loss track */
 	size_t gaps_drawn;
+	struct mem_usage mem; /* CUDA memory counters, written at the end in time order */
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -387,6 +389,27 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 		flow(c, 'f', rs, r->correlation_id, pid, tid, ts);
 }
 
+/* The launch's call stack as an arg: Perfetto shows args in the slice's details (it ignores
+ * the JSON format's stackFrames/sf), one line per frame, innermost first. */
+static void stack_arg(struct chrome *c, struct report_section *rs, uint32_t stack_id)
+{
+	const char *label = report_stack_label(rs, stack_id);
+	size_t len;
+	char *esc;
+
+	obuf_lit(&c->ob, ",\"stack\":\"");
+	esc = obuf_json_escaped(label, &len);
+	if (esc)
+		obuf_put(&c->ob, esc, len);
+	free(esc);
+	obuf_lit(&c->ob, "\",\"launched_from\":\"");
+	esc = obuf_json_escaped(report_frame_label(rs, report_user_frame(rs, stack_id)), &len);
+	if (esc)
+		obuf_put(&c->ob, esc, len);
+	free(esc);
+	obuf_c(&c->ob, '"');
+}
+
 static void api(struct chrome *c, struct report_section *rs, struct csec *cs,
 		const struct tally_record *r)
 {
@@ -401,6 +424,8 @@ static void api(struct chrome *c, struct report_section *rs, struct csec *cs,
 	obuf_u64(o, r->correlation_id);
 	obuf_lit(o, ",\"result\":");
 	obuf_i64(o, (int32_t)r->value);
+	if (r->stack_id)
+		stack_arg(c, rs, r->stack_id);
 	obuf_lit(o, "}}");
 	set_add(&cs->tracks, tag(TAG_THREAD, r->thread_id));
 	if ((r->flags & TALLY_REC_LAUNCH) && r->correlation_id)
@@ -512,6 +537,9 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 			break;
 		case TALLY_KIND_OVERHEAD:
 			overhead(c, rs, cs, &r[i]);
+			break;
+		case TALLY_KIND_MEMORY:
+			mem_usage_add(&c->mem, rs, &r[i]);
 			break;
 		default:
 			break;
@@ -895,6 +923,23 @@ static int write_header(struct chrome *c, const char *od, size_t len, bool *fits
 	return 0;
 }
 
+/* A counter track per device ("CUDA memory"), one series per memory kind: bytes in use. */
+static void mem_counter(struct chrome *c, const struct report_set *set, const struct mem_event *e)
+{
+	struct report_section *rs = e->sec < set->nsections ? set->sections[e->sec] : NULL;
+	struct csec *cs = rs ? csec(c, rs) : NULL;
+
+	if (!cs)
+		return;
+	counter(c, device_pid(rs, e->device), "CUDA memory (bytes)", (int64_t)(e->t - c->base));
+	obuf_c(&c->ob, '"');
+	obuf_str(&c->ob, report_mem_kind_label(e->kind));
+	obuf_lit(&c->ob, "\":");
+	obuf_u64(&c->ob, e->in_use);
+	obuf_lit(&c->ob, "}}");
+	set_add(&cs->tracks, tag(TAG_DEVICE, e->device));
+}
+
 static int chrome_finish(void *state, struct report_set *set, struct export_stats *st, char *err,
 			 size_t errlen)
 {
@@ -904,6 +949,10 @@ static int chrome_finish(void *state, struct report_set *set, struct export_stat
 	bool fits = false;
 	int rc;
 
+	if (mem_usage_finish(&c->mem) < 0)
+		return -ENOMEM;
+	for (i = 0; i < c->mem.n; i++)
+		mem_counter(c, set, &c->mem.ev[i]);
 	for (i = 0; i < set->nsections && i < c->nsecs; i++)
 		section_meta(c, set, set->sections[i], &c->secs[i]);
 	od = other_data(c, set, &len);
@@ -1014,6 +1063,7 @@ static void chrome_destroy(void *state, bool failed)
 
 	if (!c)
 		return;
+	mem_usage_fini(&c->mem);
 	obuf_fini(&c->ob);
 	if (!c->to_stdout && c->f)
 		fclose(c->f);

@@ -156,6 +156,21 @@ static void overhead_row(struct csv *c, FILE *f, struct report_section *rs,
 	fprintf(f, ",%u,%u\n", r->subkind, r->correlation_id);
 }
 
+/* CUDA's allocations and frees (format 1.2), one row each; bytes in use is their running sum. */
+static void memory_row(struct csv *c, FILE *f, struct report_section *rs,
+		       const struct tally_record *r)
+{
+	(void)c;
+	fprintf(f, "%u,%" PRIu64 ",%" PRIu64 ",%u,%u,%u,%u,%" PRIu64 ",%" PRIu64, rs->index,
+		pid_of(rs, r), report_time(rs, r->start), r->correlation_id, r->device_id,
+		r->context_id, r->stream_id, r->address, r->bytes);
+	str(f, r->subkind == TALLY_MEM_ALLOC	 ? "alloc"
+	       : r->subkind == TALLY_MEM_RELEASE ? "free"
+						 : "other");
+	str(f, report_mem_kind_label(r->src_kind));
+	fprintf(f, ",%d\n", !!(r->flags & TALLY_REC_ASYNC));
+}
+
 static const struct csv_kind kinds[TALLY_KIND_MAX] = {
     [TALLY_KIND_KERNEL] = {"kernel.csv",
 			   "section,pid,start,end,duration,correlation,device,context,stream,name,"
@@ -197,6 +212,10 @@ static const struct csv_kind kinds[TALLY_KIND_MAX] = {
     [TALLY_KIND_OVERHEAD] = {"overhead.csv",
 			     "section,pid,tid,start,end,duration,overhead_kind,correlation",
 			     overhead_row},
+    [TALLY_KIND_MEMORY] = {"memory.csv",
+			   "section,pid,time,correlation,device,context,stream,address,bytes,"
+			   "operation,memory_kind,async",
+			   memory_row},
 };
 
 /* A CSV file of the directory, written under a temporary name until close_file() renames it. */

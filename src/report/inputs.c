@@ -129,6 +129,7 @@ void report_set_close(struct report_set *set)
 	for (i = 0; i < set->nsections; i++) {
 		tally_verdict_fini(&set->sections[i]->verdict);
 		report_names_free(set->sections[i]->names);
+		report_frames_free(set->sections[i]->frames);
 		free(set->sections[i]);
 	}
 	free(set->sections);

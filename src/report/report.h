@@ -30,6 +30,8 @@ struct report_input {
 
 /* Per-section names, resolved once per string id (see names.c). */
 struct report_names;
+/* Per-section frame and stack labels (see frames.c). */
+struct report_frames;
 
 struct report_section {
 	unsigned index;		      /* across all inputs, in reading order */
@@ -46,6 +48,7 @@ struct report_section {
 	 * merged file it went into): kept out of set->sections and of every consumer, and named
 	 * by report_warn_damage. */
 	const struct report_section *duplicate_of;
+	struct report_frames *frames;
 };
 
 struct report_set {
@@ -143,6 +146,16 @@ char *report_base_name(const char *demangled);
 const char *report_memcpy_kind_label(unsigned copy_kind); /* "Host-to-Device" */
 const char *report_mem_kind_label(unsigned cupti_kind);	  /* "Pageable", "Device" ... */
 const char *report_sync_type_label(unsigned t);
+
+/* ---- call stacks (frames.c) ------------------------------------------------------------ */
+
+/* "function (file:line)"; native frames symbolized from the module map (libdw). */
+const char *report_frame_label(struct report_section *rs, uint32_t frame_id);
+/* Frames of a stack, innermost first, joined by " <- "; "[no stack]" for id 0. */
+const char *report_stack_label(struct report_section *rs, uint32_t stack_id);
+/* The innermost frame that is the program's own (not a library's); 0 if no stack. */
+uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id);
+void report_frames_free(struct report_frames *f);
 
 /* ---- loss, for the top of every report (loss.c) ----------------------------------------- */
 

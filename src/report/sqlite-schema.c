@@ -14,7 +14,7 @@ const char sqlite_schema[] =
     " staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,"
     " localMemoryPerThread INTEGER, localMemoryTotal INTEGER, gridId INTEGER,"
     " sharedMemoryExecuted INTEGER, graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER,"
-    " graphId INTEGER);\n"
+    " graphId INTEGER, callchainId INTEGER);\n"
     "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL,"
     " deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
     " streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
@@ -56,6 +56,14 @@ const char sqlite_schema[] =
     "CREATE TABLE ENUM_CUDA_KERNEL_LAUNCH_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT,"
     " label TEXT);\n"
     "CREATE TABLE ENUM_CUPTI_SYNC_TYPE (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);\n"
+    "CREATE TABLE CUDA_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL,"
+    " module INTEGER NOT NULL, unresolved INTEGER, originalIP INTEGER,"
+    " stackDepth INTEGER NOT NULL, frameKind INTEGER NOT NULL, sourceFile INTEGER,"
+    " line INTEGER, userFrame INTEGER NOT NULL);\n"
+    "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER,"
+    " deviceId INTEGER NOT NULL, contextId INTEGER, streamId INTEGER, correlationId INTEGER,"
+    " address INTEGER NOT NULL, bytes INTEGER NOT NULL, memKind INTEGER NOT NULL,"
+    " memoryOperationType INTEGER NOT NULL, callchainId INTEGER);\n"
     "CREATE TABLE TALLY_SESSIONS (section INTEGER NOT NULL PRIMARY KEY, file TEXT NOT NULL,"
     " fileSection INTEGER NOT NULL, globalPid INTEGER NOT NULL, pid INTEGER, ppid INTEGER,"
     " host TEXT, rank TEXT, cmdline TEXT, exe TEXT, writer TEXT, source TEXT,"
@@ -91,6 +99,7 @@ const char sqlite_indexes[] =
     "CREATE INDEX runtime_name ON CUPTI_ACTIVITY_KIND_RUNTIME (nameId);\n"
     "CREATE INDEX runtime_tid_start ON CUPTI_ACTIVITY_KIND_RUNTIME (globalTid, start);\n"
     "CREATE INDEX nvtx_tid_start ON NVTX_EVENTS (globalTid, start);\n"
+    "CREATE INDEX callchains_id ON CUDA_CALLCHAINS (id, stackDepth);\n"
     "CREATE INDEX windows_section ON TALLY_LOSS_WINDOWS (section, start);\n";
 
 /* nsys's enum tables, with the values it documents (CUDA memory kinds renumbered as nsys does). */

@@ -35,6 +35,8 @@ enum stmt {
 	S_NVTX,
 	S_SNAPSHOT,
 	S_DAMAGE,
+	S_CALLCHAIN,
+	S_MEMORY,
 	S_COUNT,
 };
 
@@ -43,8 +45,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_KERNEL] = "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId,"
 		 " streamId, correlationId, globalPid, demangledName, shortName, mangledName,"
 		 " launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ,"
-		 " staticSharedMemory, dynamicSharedMemory, graphNodeId, graphId)"
-		 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		 " staticSharedMemory, dynamicSharedMemory, graphNodeId, graphId, callchainId)"
+		 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [S_MEMCPY] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId,"
 		 " streamId, correlationId, globalPid, bytes, copyKind, srcKind, dstKind,"
 		 " srcDeviceId, dstDeviceId, graphNodeId) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -52,7 +54,7 @@ static const char *const stmt_sql[S_COUNT] = {
 		 " streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind)"
 		 " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [S_RUNTIME] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid,"
-		  " correlationId, nameId, returnValue) VALUES (?,?,?,?,?,?,?)",
+		  " correlationId, nameId, returnValue, callchainId) VALUES (?,?,?,?,?,?,?,?)",
     [S_SYNC] = "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start, end, contextId, streamId,"
 	       " correlationId, globalPid, syncType, eventId) VALUES (?,?,?,?,?,?,?,?)",
     [S_OVERHEAD] = "INSERT INTO CUPTI_ACTIVITY_KIND_OVERHEAD (start, end, globalTid,"
@@ -62,6 +64,8 @@ static const char *const stmt_sql[S_COUNT] = {
 	       " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [S_SNAPSHOT] = "INSERT INTO TALLY_LEDGER_SNAPSHOTS VALUES (?,?,?,?,?,?,?)",
     [S_DAMAGE] = "INSERT INTO TALLY_DAMAGE VALUES (?,?,?,?,?,?)",
+    [S_CALLCHAIN] = "INSERT INTO CUDA_CALLCHAINS VALUES (?,?,?,?,?,?,?,?,?,?)",
+    [S_MEMORY] = "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (?,?,?,?,?,?,?,?,?,?,?)",
 };
 
 struct strslot {
@@ -75,6 +79,8 @@ struct sqsec {
 	int64_t *raw, *dem, *base;
 	uint32_t n;
 	int64_t global_pid;
+	uint8_t *chain_done; /* by stack id: its CUDA_CALLCHAINS rows are written */
+	uint32_t nchain;
 };
 
 struct sq {
@@ -284,16 +290,110 @@ static void bind_gpu_common(sqlite3_stmt *st, struct report_section *rs, const s
 	sqlite3_bind_int64(st, 7, x->global_pid);
 }
 
-static int kernel(struct sq *q, struct report_section *rs, const struct sqsec *x,
+/* One CUDA_CALLCHAINS row: frame depth of stack chain. */
+static int chain_frame(struct sq *q, struct report_section *rs, int64_t chain, uint32_t depth,
+		       uint32_t frame_id, uint32_t user)
+{
+	sqlite3_stmt *st = q->st[S_CALLCHAIN];
+	const struct tally_frame *f = tally_frame_get(&rs->s->stacks, frame_id);
+	const struct tally_module *m = f ? tally_module_of(&rs->s->stacks, f->pc) : NULL;
+	bool python = f && f->type == TALLY_FRAME_PYTHON;
+	int64_t sym = string_id(q, python ? f->func : report_frame_label(rs, frame_id));
+	int64_t mod = string_id(q, python ? f->file : m ? m->path : "");
+	int64_t file = python ? mod : 0;
+
+	if (sym < 0 || mod < 0)
+		return sq_fail(q, "string table");
+	sqlite3_bind_int64(st, 1, chain);
+	sqlite3_bind_int64(st, 2, sym);
+	sqlite3_bind_int64(st, 3, mod);
+	sqlite3_bind_int64(st, 4, !f || (!python && !m));
+	bind_u(st, 5, f ? f->pc : 0);
+	bind_u(st, 6, depth);
+	bind_u(st, 7, f ? f->type : 0);
+	if (file)
+		sqlite3_bind_int64(st, 8, file);
+	else
+		sqlite3_bind_null(st, 8);
+	bind_u(st, 9, python ? f->line : 0);
+	sqlite3_bind_int64(st, 10, frame_id == user);
+	return run(q, st);
+}
+
+/* The callchainId of a record's stack (section << 32 | stack id), its rows written on first use;
+ * 0 for none. */
+static int64_t callchain(struct sq *q, struct report_section *rs, struct sqsec *x,
+			 uint32_t stack_id)
+{
+	const struct tally_stack *stk = tally_stack_get(&rs->s->stacks, stack_id);
+	int64_t chain = (int64_t)rs->index << 32 | stack_id;
+	uint32_t i, user;
+	uint8_t *t;
+
+	if (!stk)
+		return 0;
+	if (stack_id >= x->nchain) {
+		uint32_t cap = x->nchain ? x->nchain : 64;
+
+		while (cap <= stack_id)
+			cap *= 2;
+		if (!(t = realloc(x->chain_done, cap)))
+			return -1;
+		memset(t + x->nchain, 0, cap - x->nchain);
+		x->chain_done = t;
+		x->nchain = cap;
+	}
+	if (x->chain_done[stack_id])
+		return chain;
+	user = report_user_frame(rs, stack_id);
+	for (i = 0; i < stk->nframes; i++)
+		if (chain_frame(q, rs, chain, i, stk->frames[i], user) < 0)
+			return -1;
+	x->chain_done[stack_id] = 1;
+	return chain;
+}
+
+static void bind_chain(sqlite3_stmt *st, int i, int64_t chain)
+{
+	if (chain > 0)
+		sqlite3_bind_int64(st, i, chain);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static int memory_row(struct sq *q, struct report_section *rs, struct sqsec *x,
+		      const struct tally_record *r)
+{
+	sqlite3_stmt *st = q->st[S_MEMORY];
+	int64_t chain = callchain(q, rs, x, r->stack_id);
+
+	if (chain < 0)
+		return sq_fail(q, "call chains");
+	bind_u(st, 1, report_time(rs, r->start));
+	sqlite3_bind_int64(st, 2, x->global_pid);
+	bind_u(st, 3, r->device_id);
+	bind_u(st, 4, r->context_id);
+	bind_u(st, 5, r->stream_id);
+	bind_u(st, 6, r->correlation_id);
+	bind_u(st, 7, r->address);
+	bind_u(st, 8, r->bytes);
+	sqlite3_bind_int64(st, 9, nsys_mem_kind(r->src_kind));
+	bind_u(st, 10, r->subkind);
+	bind_chain(st, 11, chain);
+	return run(q, st);
+}
+
+static int kernel(struct sq *q, struct report_section *rs, struct sqsec *x,
 		  const struct tally_record *r)
 {
+	int64_t chain = callchain(q, rs, x, r->stack_id);
 	sqlite3_stmt *st = q->st[S_KERNEL];
 	int64_t dem = sid(q, rs, r->name_id, REPORT_NAME_DEMANGLED, true);
 	int64_t base = sid(q, rs, r->name_id, REPORT_NAME_BASE, true);
 	int64_t raw = sid(q, rs, r->name_id, REPORT_NAME_MANGLED, true);
 	int i;
 
-	if (dem < 0 || base < 0 || raw < 0)
+	if (dem < 0 || base < 0 || raw < 0 || chain < 0)
 		return sq_fail(q, "string table");
 	bind_gpu_common(st, rs, x, r);
 	sqlite3_bind_int64(st, 8, dem);
@@ -309,6 +409,7 @@ static int kernel(struct sq *q, struct report_section *rs, const struct sqsec *x
 	bind_u(st, 20, r->dynamic_smem);
 	bind_u(st, 21, r->graph_node_id);
 	bind_u(st, 22, r->graph_id);
+	bind_chain(st, 23, chain);
 	return run(q, st);
 }
 
@@ -341,14 +442,15 @@ static int memset_row(struct sq *q, struct report_section *rs, const struct sqse
 	return run(q, st);
 }
 
-static int api_row(struct sq *q, struct report_section *rs, const struct sqsec *x,
+static int api_row(struct sq *q, struct report_section *rs, struct sqsec *x,
 		   const struct tally_record *r)
 {
+	int64_t chain = callchain(q, rs, x, r->stack_id);
 	sqlite3_stmt *st = q->st[S_RUNTIME];
 	int64_t name = sid(q, rs, r->name_id, REPORT_NAME_MANGLED, false);
 	uint32_t pid = r->process_id ? r->process_id : (uint32_t)rs->s->pid;
 
-	if (name < 0)
+	if (name < 0 || chain < 0)
 		return sq_fail(q, "string table");
 	bind_u(st, 1, report_time(rs, r->start));
 	bind_u(st, 2, report_time(rs, r->end));
@@ -358,6 +460,7 @@ static int api_row(struct sq *q, struct report_section *rs, const struct sqsec *
 	bind_u(st, 5, r->correlation_id);
 	sqlite3_bind_int64(st, 6, name);
 	sqlite3_bind_int64(st, 7, (int32_t)r->value);
+	bind_chain(st, 8, chain);
 	return run(q, st);
 }
 
@@ -474,6 +577,9 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 			break;
 		case TALLY_KIND_OVERHEAD:
 			rc = overhead_row(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_MEMORY:
+			rc = memory_row(q, rs, x, &r[i]);
 			break;
 		default:
 			break;
@@ -949,6 +1055,7 @@ static void sq_destroy(void *state, bool failed)
 		free(q->secs[i].raw);
 		free(q->secs[i].dem);
 		free(q->secs[i].base);
+		free(q->secs[i].chain_done);
 	}
 	free(q->secs);
 	free(q->domains);

@@ -14,6 +14,10 @@ mkdir -p "$C"
 # lossy: the same with faults, so readers and docs have an INCOMPLETE example at hand
 "$TS" -o "$D/lossy.tally" --t0 1796000000000000000 --seed 43 --kernels 300 --memcpys 20 \
 	--bad-time-every 50 --orphan-launches 3 --orphan-gpu 2 --unknown-kind 1 --batch 64
+# stacks: launches from three Python stacks (one through a library frame) and device memory
+# allocated then freed (format 1.2), so the stack and memory reports have an example
+"$TS" -o "$D/stacks.tally" --t0 1796000000000000000 --seed 44 --kernels 300 --memcpys 20 \
+	--stacks 3 --mem-allocs 6 --batch 64
 # seed corpus: whole files, a cut one, and one with a flipped byte
 cp "$D/tiny.tally" "$C/tiny"
 cp "$D/lossy.tally" "$C/lossy"
