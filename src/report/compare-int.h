@@ -35,12 +35,20 @@ struct cmp_stream_id {
 	uint32_t device, context, stream;
 };
 
+struct cmp_launch {
+	uint32_t corr;
+	uint64_t t;
+};
+
 /* Per section: names resolved once, launch times (for ranges), the selected intervals. */
 struct cmp_sec {
 	uint32_t *key_of_name; /* name id -> key + 1 */
 	uint32_t nnames;
-	uint64_t *launch; /* correlation id -> aligned launch start (ranges only) */
-	uint32_t nlaunch;
+	/* (correlation id, aligned launch start) pairs, ranges only: a list sorted once after the
+	 * read rather than an array indexed by id, since a crafted file's ids are not bounded by
+	 * its size and a dense array would be */
+	struct cmp_launch *launch;
+	size_t nlaunch, launch_cap;
 	struct cmp_ival *ivals;
 	size_t nivals, cap;
 };

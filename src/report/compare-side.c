@@ -125,20 +125,40 @@ static int add_gpu(struct cmp_side *sd, struct report_section *rs, struct cmp_se
 
 static int add_launch(struct cmp_sec *sec, struct report_section *rs, const struct tally_record *r)
 {
+	struct cmp_launch *l;
+
 	if (!((r->flags & TALLY_REC_LAUNCH) || r->subkind == TALLY_API_LAUNCH) ||
 	    !r->correlation_id)
 		return 0;
-	if (r->correlation_id >= sec->nlaunch) {
-		size_t cap = sec->nlaunch;
-		uint64_t *n = grow(sec->launch, &cap, (size_t)r->correlation_id + 1, sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		sec->launch = n;
-		sec->nlaunch = (uint32_t)cap;
-	}
-	sec->launch[r->correlation_id] = report_time(rs, r->start);
+	l = grow(sec->launch, &sec->launch_cap, sec->nlaunch + 1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	sec->launch = l;
+	l[sec->nlaunch++] = (struct cmp_launch){r->correlation_id, report_time(rs, r->start)};
 	return 0;
+}
+
+static int launch_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct cmp_launch *)a)->corr, y = ((const struct cmp_launch *)b)->corr;
+
+	return (x > y) - (x < y);
+}
+
+/* The launch time of a correlation id, 0 if none was seen (sec->launch sorted by build_ivals). */
+static uint64_t launch_time(const struct cmp_sec *sec, uint32_t corr)
+{
+	size_t lo = 0, hi = sec->nlaunch;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sec->launch[mid].corr < corr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sec->nlaunch && sec->launch[lo].corr == corr ? sec->launch[lo].t : 0;
 }
 
 static int add_range(struct cmp_side *sd, struct cmp_sec *sec, struct report_section *rs,
@@ -308,9 +328,9 @@ static uint64_t event_time(const struct cmp_side *sd, const struct cmp_event *e)
 {
 	const struct cmp_sec *sec = &sd->secs[sd->streams[e->stream].process];
 
-	if (sd->o->stretch == COMPARE_RANGE && e->corr < sec->nlaunch && sec->launch[e->corr])
-		return sec->launch[e->corr];
-	return e->start;
+	uint64_t t = sd->o->stretch == COMPARE_RANGE ? launch_time(sec, e->corr) : 0;
+
+	return t ? t : e->start;
 }
 
 static int build_ivals(struct cmp_side *sd, struct compare_side_info *info)
@@ -323,6 +343,7 @@ static int build_ivals(struct cmp_side *sd, struct compare_side_info *info)
 
 		if (!sec)
 			return -ENOMEM;
+		qsort(sec->launch, sec->nlaunch, sizeof(*sec->launch), launch_cmp);
 		if (sd->o->stretch == COMPARE_CAPTURE && capture_ivals(sec, rs) < 0)
 			return -ENOMEM;
 		select_ivals(sec, sd->o->stretch == COMPARE_RANGE ? sd->o->range_k : 0);
