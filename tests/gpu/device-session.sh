@@ -1,17 +1,37 @@
 #!/bin/bash
-# What one session on the GPU machine runs (results under $OUT): the doctor, the GPU suite, the
-# demo, and the overhead bench, from a build/ made elsewhere and carried over.
-# Usage: OUT=dir tests/gpu/device-session.sh [ROUNDS]
+# What a session on the GPU machine runs, from a build/ made elsewhere and carried over; results
+# go under $OUT (at most a few files: logs, and one archive of the small outputs).
+#   OUT=dir tests/gpu/device-session.sh suite    the doctor, the GPU suite (run.sh), call stacks
+#                                                and memory (stacks.sh), the HTML report (report.sh)
+#   OUT=dir tests/gpu/device-session.sh compare  control/compare/gaps (compare.sh), the bundle
+#                                                (bundle.sh, if dist/ holds the tarballs), the benches
 set -u
 B=build
 T=$B/src/cli/tally
 export PYTHONUNBUFFERED=1
-# tally links libsqlite3 (export); a machine without it gets the copy carried in build/extra-libs
+# tally may link libraries the GPU machine lacks: take the copies carried in build/extra-libs
 ldd $T | grep -q "not found" && export LD_LIBRARY_PATH=$PWD/$B/extra-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader
-$T doctor > "$OUT/doctor.txt" 2>&1; echo "doctor exit $?" >> "$OUT/doctor.txt"
-timeout 420 tests/gpu/run.sh $B /tmp/g > "$OUT/suite.log" 2>&1; grep -E "^(ok|FAIL|skip)|gpu suite" "$OUT/suite.log"
-grep -B1 -A6 "^FAIL" "$OUT/suite.log" | head -40
-$T check /tmp/g/starved/*.tally > "$OUT/starved.txt" 2>&1
-TALLY_DEMO_PREBUILT=1 timeout 200 scripts/demo.sh > "$OUT/demo.txt" 2>&1; echo "demo exit $?" >> "$OUT/demo.txt"; tail -5 "$OUT/demo.txt"
-timeout 330 bench/gpu-overhead.sh $B "${1:-5}" > "$OUT/bench.txt" 2>&1; cat "$OUT/bench.txt"
+nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1
+summary() { grep -h -E "^(ok|FAIL|skip|close)|failed|passed" "$@" | head -120; }
+case ${1:-suite} in
+suite)
+	$T doctor >"$OUT/doctor.txt" 2>&1; echo "doctor exit $?" >>"$OUT/doctor.txt"
+	timeout 540 tests/gpu/run.sh $B /tmp/g >"$OUT/suite.log" 2>&1 &
+	{ timeout 270 tests/gpu/stacks.sh $B /tmp/st >"$OUT/stacks.log" 2>&1
+	  timeout 240 tests/gpu/report.sh $B /tmp/rep >"$OUT/report.log" 2>&1; } &
+	wait
+	summary "$OUT/suite.log" "$OUT/stacks.log" "$OUT/report.log"
+	grep -B1 -A8 "^FAIL" "$OUT/suite.log" "$OUT/stacks.log" "$OUT/report.log" | head -60
+	tar czf "$OUT/suite-art.tgz" --exclude='*.tally' --exclude='*.sqlite' /tmp/g /tmp/st /tmp/rep 2>/dev/null
+	;;
+compare)
+	timeout 330 tests/gpu/compare.sh $B /tmp/cmp >"$OUT/compare.log" 2>&1
+	summary "$OUT/compare.log"; grep -A8 "^FAIL" "$OUT/compare.log" | head -30
+	if ls dist/tally-*.tar.gz >/dev/null 2>&1; then
+		timeout 150 tests/gpu/bundle.sh dist /tmp/bundle >"$OUT/bundle.log" 2>&1
+		summary "$OUT/bundle.log"; grep -A8 "^FAIL" "$OUT/bundle.log" | head -20
+	fi
+	timeout 200 bench/stacks-overhead.sh $B "${2:-3}" >"$OUT/bench-stacks.txt" 2>&1; cat "$OUT/bench-stacks.txt"
+	tar czf "$OUT/compare-art.tgz" --exclude='*.tally' --exclude='*.sqlite' /tmp/cmp /tmp/bundle 2>/dev/null
+	;;
+esac
