@@ -5,9 +5,12 @@
  * through the stand-in CUPTI, and leaves by MODE:
  *
  *   exit _exit sigterm sigint sighup sigkill segv abort hang fork fulldisk nvtx handled-int
+ *   forever (launches N every 100 ms until a signal ends it, as a job past its time limit)
  *
  * It prints "launched K" lines on stdout as it goes, so the test knows how many launches each
- * process made without trusting tally.
+ * process made without trusting tally, and "cupti PATH": the CUPTI its launches went through.
+ * FAKEAPP_OWN_CUPTI=PATH loads a CUPTI before CUDA starts (as PyTorch brings its own);
+ * FAKEAPP_LATE_CUPTI=NAME loads one by name after, and says whether it got the same copy.
  */
 #include <dlfcn.h>
 #include <signal.h>
@@ -30,10 +33,16 @@ static void untraced_launch(unsigned n)
 
 static void cu_init(void)
 {
-	const char *inj = getenv("CUDA_INJECTION64_PATH");
-	void *h = inj ? dlopen(inj, RTLD_NOW) : NULL;
-	int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+	const char *inj = getenv("CUDA_INJECTION64_PATH"), *own = getenv("FAKEAPP_OWN_CUPTI");
+	void *h;
+	int (*init)(void);
 
+	if (own && !dlopen(own, RTLD_NOW | RTLD_GLOBAL)) {
+		fprintf(stderr, "fakeapp: %s\n", dlerror());
+		exit(3);
+	}
+	h = inj ? dlopen(inj, RTLD_NOW) : NULL;
+	init = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
 	if (!init || init() != 1) {
 		fprintf(stderr, "fakeapp: no injection (%s)\n", inj ? dlerror() : "unset");
 		exit(3);
@@ -47,6 +56,23 @@ static void cu_init(void)
 		fprintf(stderr, "fakeapp: the collector did not load the stand-in CUPTI\n");
 		exit(3);
 	}
+}
+
+/* Which CUPTI the launches go through, and whether one loaded later by name is the same. */
+static void say_cupti(void)
+{
+	const char *late = getenv("FAKEAPP_LATE_CUPTI");
+	Dl_info info;
+	void *h;
+
+	if (launch != untraced_launch && dladdr((void *)launch, &info) && info.dli_fname)
+		printf("cupti %s\n", info.dli_fname);
+	if (late) {
+		h = dlopen(late, RTLD_NOW);
+		printf("late cupti %s\n",
+		       h && dlsym(h, "fakecupti_launch") == (void *)launch ? "same" : "other");
+	}
+	fflush(stdout);
 }
 
 static void launched(unsigned n)
@@ -126,6 +152,28 @@ static void nvtx_ranges(unsigned n)
 	printf("nvtx %u ranges 1 mark 1 startend\n", 2 * n);
 }
 
+/*
+ * Launches n every 100 ms until a signal ends the program.  The signals that end a job are held
+ * while a batch is launched and printed, so every "launched" line is exactly what reached CUPTI
+ * when the signal lands.
+ */
+static void forever(unsigned n)
+{
+	static const int held[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT};
+	sigset_t set;
+	size_t i;
+
+	sigemptyset(&set);
+	for (i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+		sigaddset(&set, held[i]);
+	for (;;) {
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		launched(n);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		sleep_ms(100);
+	}
+}
+
 static int handled;
 static volatile uintptr_t bad_address = 8; /* unmapped: the segv mode writes through it */
 
@@ -166,6 +214,9 @@ int main(int argc, char **argv)
 		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 	}
 	cu_init();
+	say_cupti();
+	if (strcmp(mode, "forever") == 0)
+		forever(n);
 	if (strcmp(mode, "nvtx") == 0)
 		nvtx_ranges(n);
 	launched(n);

@@ -1,0 +1,112 @@
+#!/bin/sh
+# The relocatable bundle (make dist) on its own: packed from BUILD by scripts/dist.sh, unpacked
+# into a temporary directory and mounted read-only elsewhere (as `-v /opt/tally:/opt/tally:ro`
+# does), then run from there with no build tree on any path: its ELF files need only glibc
+# <= 2.34, tally finds its collector beside itself, and it records the stand-in CUPTI: given by
+# TALLY_CUPTI_PATH, bundled beside the collector, or the program's own.
+# Usage: test-bundle.sh BUILD SRC FAKEAPP FAKECUPTI13 (the stand-in named libcupti.so.13)
+set -u
+BUILD=$1 SRC=$2
+T=$(mktemp -d)
+mounted=""
+trap '[ -z "$mounted" ] || umount "$mounted"; rm -rf "$T"' EXIT
+fail=0
+ok() { printf 'ok   %s\n' "$1"; }
+bad() { printf 'FAIL %s\n' "$1"; fail=1; }
+N=2000
+
+# Everything the bundle is run with is copied out of the build tree first.
+mkdir -p "$T/app" "$T/own" "$T/out"
+cp "$3" "$T/app/fakeapp"
+cp "$4" "$T/app/libcupti.so.13"
+cp "$4" "$T/own/libcupti.so.13"
+tarball=$("$SRC/scripts/dist.sh" "$BUILD" "$T/dist") || { echo "FAIL dist.sh"; exit 1; }
+case "$tarball" in */tally-*-linux-x86_64.tar.gz) ok "packed $(basename "$tarball")" ;; *) bad "archive name $tarball" ;; esac
+mkdir -p "$T/unpacked/deep/er"
+tar -C "$T/unpacked/deep/er" --strip-components=1 -xzf "$tarball"
+B=$T/unpacked/deep/er
+for f in bin/tally lib/tally/libtally.so share/doc/tally/README.md share/doc/tally/docs/record.md \
+	share/doc/tally/examples/slurm/job.sh; do
+	[ -f "$B/$f" ] && ok "bundle has $f" || bad "bundle lacks $f"
+done
+[ ! -e "$B/lib/tally/libcupti.so.13" ] && ok "no CUPTI without WITH_CUPTI" || bad "CUPTI bundled unasked"
+"$SRC/tests/dist/elf-check.sh" "$B/bin/tally" "$B/lib/tally/libtally.so" || fail=1
+
+# Read-only, at another path; where mounting is not allowed, the unpacked tree itself.
+mkdir -p "$T/opt/tally"
+if mount --bind "$B" "$T/opt/tally" 2>/dev/null; then
+	mounted=$T/opt/tally
+	mount -o remount,ro,bind "$T/opt/tally" 2>/dev/null
+	touch "$T/opt/tally/x" 2>/dev/null && bad "the mount is writable" || ok "mounted read-only at another path"
+	B=$T/opt/tally
+else
+	echo "note: cannot bind-mount here; running from the unpacked tree"
+fi
+
+# A clean environment: no build tree on PATH or the library path.
+run() { env -i PATH=/usr/bin:/bin HOME="$T" "$@"; }
+verdict() { # FILE PYTHON-CONDITION over s (section), k (records), L (launches), out (stdout)
+	run "$B/bin/tally" check --json "$1" >"$1.json" 2>/dev/null
+	python3 - "$1.json" "$2" "$3" <<'PY'
+import json, re, sys
+s = json.load(open(sys.argv[1]))["files"][0]["sections"][0]
+k, out = s["records"], open(sys.argv[2]).read()
+L = sum(int(x) for x in re.findall(r"launched (\d+)", out))
+sys.exit(0 if eval(sys.argv[3]) else 1)
+PY
+}
+
+run "$B/bin/tally" doctor --json -o "$T/out/x" >"$T/doctor.json" 2>/dev/null
+python3 - "$T/doctor.json" "$B/lib/tally/libtally.so" <<'PY' && ok "doctor: collector found beside tally" || bad "doctor: collector"
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = {c["id"]: c for c in d["checks"]}["tool.collector"]
+sys.exit(0 if f["status"] == "ok" and f["value"] == sys.argv[2] else 1)
+PY
+
+# 1. CUPTI given by TALLY_CUPTI_PATH
+run TALLY_CUPTI_PATH="$T/app/libcupti.so.13" "$B/bin/tally" record -o "$T/out/env-%p" -- \
+	"$T/app/fakeapp" exit $N >"$T/env.out" 2>"$T/env.err"
+f=$(ls "$T"/out/env-*.tally 2>/dev/null | head -1)
+if [ -n "$f" ] && verdict "$f" "$T/env.out" 's["verdict"] == "COMPLETE" and k["kernel"] == L == '$N; then
+	ok "record from the bundle, TALLY_CUPTI_PATH: COMPLETE, $N kernels"
+else
+	bad "record from the bundle (TALLY_CUPTI_PATH)"
+	cat "$T/env.err"
+fi
+
+# 2. The bundle carries CUPTI (as WITH_CUPTI=1 does; here the stand-in under CUPTI's name)
+mkdir -p "$T/withcupti"
+tar -C "$T/withcupti" --strip-components=1 -xzf "$tarball"
+cp "$T/app/libcupti.so.13" "$T/withcupti/lib/tally/"
+W=$T/withcupti
+run "$W/bin/tally" doctor --json -o "$T/out/x" >"$T/doctor2.json" 2>/dev/null
+python3 - "$T/doctor2.json" "$W/lib/tally/libcupti.so.13" <<'PY' && ok "doctor: says the bundled CUPTI is used" || { bad "doctor: bundled CUPTI"; grep -A3 '"tool.cupti"' "$T/doctor2.json"; }
+import json, sys
+f = {c["id"]: c for c in json.load(open(sys.argv[1]))["checks"]}["tool.cupti"]
+sys.exit(0 if sys.argv[2] in f["value"] and "bundled" in f["value"] else 1)
+PY
+run "$W/bin/tally" record -o "$T/out/bundled-%p" -- "$T/app/fakeapp" exit $N >"$T/bundled.out" 2>"$T/bundled.err"
+f=$(ls "$T"/out/bundled-*.tally 2>/dev/null | head -1)
+grep -qx "cupti $W/lib/tally/libcupti.so.13" "$T/bundled.out" && ok "bundled CUPTI used when the program has none" ||
+	{ bad "bundled CUPTI not used"; cat "$T/bundled.out" "$T/bundled.err"; }
+[ -n "$f" ] && verdict "$f" "$T/bundled.out" 's["verdict"] == "COMPLETE" and k["kernel"] == L == '$N &&
+	ok "bundled CUPTI: COMPLETE, $N kernels" || bad "bundled CUPTI: trace"
+
+# 3. The program brings its own CUPTI: tally uses that one, not the bundle's
+run FAKEAPP_OWN_CUPTI="$T/own/libcupti.so.13" "$W/bin/tally" record -o "$T/out/own-%p" -- \
+	"$T/app/fakeapp" exit $N >"$T/own.out" 2>"$T/own.err"
+f=$(ls "$T"/out/own-*.tally 2>/dev/null | head -1)
+grep -qx "cupti $T/own/libcupti.so.13" "$T/own.out" && ok "the program's own CUPTI is used" ||
+	{ bad "the program's own CUPTI was not used"; cat "$T/own.out" "$T/own.err"; }
+[ -n "$f" ] && verdict "$f" "$T/own.out" 's["verdict"] == "COMPLETE" and k["kernel"] == L == '$N &&
+	ok "own CUPTI: COMPLETE, $N kernels" || bad "own CUPTI: trace"
+
+# 4. The program loads libcupti.so.13 by name only after tally did: the loader hands it the
+# copy already loaded (same SONAME), so there is still one CUPTI in the process.
+run LD_LIBRARY_PATH="$T/own" FAKEAPP_LATE_CUPTI=libcupti.so.13 "$W/bin/tally" record \
+	-o "$T/out/late-%p" -- "$T/app/fakeapp" exit 100 >"$T/late.out" 2>"$T/late.err"
+grep -qx "late cupti same" "$T/late.out" && ok "a CUPTI loaded by name later is the same copy" ||
+	{ bad "a second CUPTI copy"; cat "$T/late.out" "$T/late.err"; }
+
+exit $fail
