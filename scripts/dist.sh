@@ -1,6 +1,7 @@
 #!/bin/sh
 # The relocatable bundle (`make dist`): scripts/dist.sh BUILD OUTDIR [--with-cupti]
-# Installs BUILD into a fresh tree and packs OUTDIR/tally-VERSION-linux-x86_64.tar.gz:
+# Installs BUILD into a fresh tree and packs OUTDIR/tally-VERSION-linux-x86_64.tar.gz
+# (tally-VERSION-linux-x86_64-with-cupti.tar.gz with --with-cupti):
 #   bin/tally, lib/tally/libtally.so, share/doc/tally/{README.md,docs,examples}
 # and with --with-cupti the toolkit's libcupti.so.MAJOR beside the collector, with the licence
 # text that came with it.  tally finds lib/tally/ from its own path (/proc/self/exe) and the
@@ -32,5 +33,6 @@ if [ "$cupti" = --with-cupti ]; then
 	echo "$(basename "$lib") from $lib; licence from $licence" >"$root/share/doc/tally/cupti/SOURCE"
 fi
 mkdir -p "$out"
-tar -C "$stage" --owner=0 --group=0 -czf "$out/$name.tar.gz" "$name"
-echo "$out/$name.tar.gz"
+archive=$out/$name${cupti:+-with-cupti}.tar.gz
+tar -C "$stage" --owner=0 --group=0 -czf "$archive" "$name"
+echo "$archive"

@@ -109,4 +109,24 @@ run LD_LIBRARY_PATH="$T/own" FAKEAPP_LATE_CUPTI=libcupti.so.13 "$W/bin/tally" re
 grep -qx "late cupti same" "$T/late.out" && ok "a CUPTI loaded by name later is the same copy" ||
 	{ bad "a second CUPTI copy"; cat "$T/late.out" "$T/late.err"; }
 
+# 5. make dist WITH_CUPTI=1 with the toolkit's own CUPTI: it and its licence are in the bundle,
+# and the doctor says it is the one tally will use.
+if ls "${CUDA_HOME:-/usr/local/cuda}"/lib64/libcupti.so.* >/dev/null 2>&1; then
+	withc=$("$SRC/scripts/dist.sh" "$BUILD" "$T/dist" --with-cupti) || bad "dist.sh --with-cupti"
+	mkdir -p "$T/real"
+	tar -C "$T/real" --strip-components=1 -xzf "$withc"
+	for f in lib/tally/libcupti.so.13 share/doc/tally/cupti/LICENSE.txt; do
+		[ -f "$T/real/$f" ] && ok "WITH_CUPTI bundle has $f" || bad "WITH_CUPTI bundle lacks $f"
+	done
+	grep -q "CUDA Profiling Tools Interface" "$T/real/share/doc/tally/cupti/LICENSE.txt" &&
+		ok "the licence names CUPTI as redistributable" || bad "the licence text does not list CUPTI"
+	run "$T/real/bin/tally" doctor --json -o "$T/out/x" >"$T/doctor3.json" 2>/dev/null
+	python3 - "$T/doctor3.json" "$T/real/lib/tally/libcupti.so.13" <<'PY' && ok "doctor: the toolkit's CUPTI, bundled, is the one used" || { bad "doctor: bundled real CUPTI"; grep -A3 '"tool.cupti"' "$T/doctor3.json"; }
+import json, sys
+f = {c["id"]: c for c in json.load(open(sys.argv[1]))["checks"]}["tool.cupti"]
+sys.exit(0 if sys.argv[2] in f["value"] and "bundled" in f["value"] else 1)
+PY
+else
+	echo "note: no toolkit CUPTI here: WITH_CUPTI=1 not tested"
+fi
 exit $fail
