@@ -109,7 +109,42 @@ run LD_LIBRARY_PATH="$T/own" FAKEAPP_LATE_CUPTI=libcupti.so.13 "$W/bin/tally" re
 grep -qx "late cupti same" "$T/late.out" && ok "a CUPTI loaded by name later is the same copy" ||
 	{ bad "a second CUPTI copy"; cat "$T/late.out" "$T/late.err"; }
 
-# 5. make dist WITH_CUPTI=1 with the toolkit's own CUPTI: it and its licence are in the bundle,
+# 5. The recipes of examples/, as written, with the bundle read-only at /opt/tally: in a private
+# mount namespace (a tmpfs over /opt), so nothing on this machine changes.
+if unshare -m true 2>/dev/null; then
+	at_opt() { unshare -m "$SRC/tests/dist/at-opt-tally.sh" "$B" env -i PATH=/usr/bin:/bin HOME="$T" "$@"; }
+	at_opt /opt/tally/bin/tally env --format docker -o /work/traces/run-%p >"$T/env.docker"
+	at_opt /opt/tally/bin/tally env --format k8s -o /traces/%h-%p >"$T/env.k8s"
+	# docker run ... -v /opt/tally:/opt/tally:ro IMAGE /opt/tally/bin/tally record -o ... -- PROGRAM
+	mkdir -p "$T/work/traces"
+	at_opt TALLY_CUPTI_PATH="$T/app/libcupti.so.13" /opt/tally/bin/tally record \
+		-o "$T/work/traces/run-%p" -- "$T/app/fakeapp" exit $N >"$T/docker.out" 2>"$T/docker.err"
+	# an image or a pod with only tally's environment (Dockerfile ENV lines, a pod spec's env:)
+	at_opt /opt/tally/bin/tally env -o "$T/work/traces/env-%p" >"$T/env.sh"
+	at_opt sh -c '. "$1"; TALLY_CUPTI_PATH="$2" exec "$3" exit "$4"' sh "$T/env.sh" \
+		"$T/app/libcupti.so.13" "$T/app/fakeapp" $N >"$T/envonly.out" 2>"$T/envonly.err"
+	grep '^ENV ' "$SRC/examples/docker/README.md" | diff - "$T/env.docker" >/dev/null &&
+		ok "examples/docker: the ENV lines are what tally env --format docker prints" ||
+		bad "examples/docker: ENV lines differ from tally env --format docker"
+	python3 - "$SRC/examples/kubernetes/pod.yaml" "$T/env.k8s" <<'PY' && ok "examples/kubernetes: the pod's env is what tally env --format k8s prints" || bad "examples/kubernetes: env differs from tally env --format k8s"
+import re, sys
+pairs = lambda t: re.findall(r'- name: (\S+)\s+value: "([^"]*)"', t)
+pod, env = pairs(open(sys.argv[1]).read()), pairs(open(sys.argv[2]).read())
+sys.exit(0 if pod == env and len(env) == 4 else 1)
+PY
+	f=$(ls "$T"/work/traces/run-*.tally 2>/dev/null | head -1)
+	[ -n "$f" ] && verdict "$f" "$T/docker.out" 's["verdict"] == "COMPLETE" and k["kernel"] == L == '$N &&
+		ok "examples/docker: the container's command, bundle at /opt/tally read-only: COMPLETE" ||
+		{ bad "examples/docker: the recipe's command"; cat "$T/docker.err"; }
+	f=$(ls "$T"/work/traces/env-*.tally 2>/dev/null | head -1)
+	[ -n "$f" ] && verdict "$f" "$T/envonly.out" 's["verdict"] == "COMPLETE" and k["kernel"] == L == '$N &&
+		ok "tally env only (Dockerfile ENV, pod env): the program is recorded, COMPLETE" ||
+		{ bad "tally env only: no complete trace"; cat "$T/envonly.err"; }
+else
+	echo "note: no mount namespace here: the recipes at /opt/tally not run"
+fi
+
+# 6. make dist WITH_CUPTI=1 with the toolkit's own CUPTI: it and its licence are in the bundle,
 # and the doctor says it is the one tally will use.
 if ls "${CUDA_HOME:-/usr/local/cuda}"/lib64/libcupti.so.* >/dev/null 2>&1; then
 	withc=$("$SRC/scripts/dist.sh" "$BUILD" "$T/dist" --with-cupti) || bad "dist.sh --with-cupti"
