@@ -11,6 +11,16 @@ cmd=$1 dir=$2 track=${3:-linuxproc}
 skip() { echo "skip: $*" >&2; exit 77; }
 
 stop() {
+	# jobs first: slurmstepd outlives slurmd, and a job left running would run on unattended
+	if [ -f "$dir/slurmctld.pid" ]; then
+		export SLURM_CONF=$dir/slurm.conf
+		scancel --quiet --partition=debug 2>/dev/null || true
+		i=0
+		while [ -n "$(squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 150 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+	fi
 	for p in slurmd slurmctld munged; do
 		[ -f "$dir/$p.pid" ] && kill "$(cat "$dir/$p.pid")" 2>/dev/null || true
 	done
