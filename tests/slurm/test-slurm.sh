@@ -4,10 +4,11 @@
 #   proctrack/linuxproc  Slurm signals every process of the step (tally record and the program)
 #   proctrack/cgroup     Slurm signals only the task (tally record): its forwarding must reach
 #                        the program
-# Per mode: srun -n2 gives each rank its file; --ranks 0 gives one file; and through the recipe
-# examples/slurm/job.sh, a job run past its --time=1 limit, a job ended by scancel, and a job
-# warned by --signal=USR1@50 whose program does not handle USR1 each leave every rank's trace
-# COMPLETE, with exactly the kernels the program says it launched before the signal.
+# Per mode: srun -n2 gives each rank its file; through the recipe examples/slurm/job.sh,
+# TALLY_RANKS=0 (--ranks 0 under srun) gives one file, and a job run past its --time=1 limit, a
+# job ended by scancel, and a job warned by --signal=USR1@50 whose program does not handle USR1
+# each leave every rank's trace COMPLETE, with exactly the kernels the program says it launched
+# before the signal.
 # About 100 s (slurmctld checks time limits every ~30 s).  Exits 77 where Slurm cannot start.
 # Usage: test-slurm.sh TALLY FAKEAPP FAKECUPTI SRC
 #   TALLY_SLURM_XFAIL="case ..." marks cases known to fail (reported XFAIL, not failing the run)
@@ -76,17 +77,20 @@ run_mode() {
 	u1=$(sbatch --parsable -N1 -n2 --time=1 --signal=USR1@50 -o "$D/usr1.out" \
 		--export=ALL,TRACES="$D/usr1" "$job" "$APP" forever $N)
 
-	mkdir -p "$D/srun" "$D/rank0"
+	mkdir -p "$D/srun"
 	srun -N1 -n2 "$TALLY" record -o "$D/srun/rank%q{SLURM_PROCID}" -- "$APP" exit 1000 \
 		>"$D/srun.out" 2>&1
 	check $m srun-two-ranks "$D/srun" "$D/srun.out" 2 \
 		'v == "COMPLETE" and s["rank"] == "SLURM_PROCID=" + rank and k["kernel"] == L == 1000' || fail=1
-	srun -N1 -n2 --export=ALL,FAKEAPP_UNTRACED_OK=1 "$TALLY" record --ranks 0 \
-		-o "$D/rank0/rank%q{SLURM_PROCID}" -- "$APP" exit 1000 >"$D/rank0.out" 2>&1
-	check $m srun-ranks-0 "$D/rank0" "$D/rank0.out" 1 \
+	# the rank-0-only recipe: examples/slurm/job.sh with TALLY_RANKS=0 (rank 1 runs untouched)
+	sbatch --wait -N1 -n2 -o "$D/rank0.out" --export=ALL,TRACES="$D/rank0",TALLY_RANKS=0,FAKEAPP_UNTRACED_OK=1 \
+		"$job" "$APP" exit 1000 >/dev/null
+	check $m ranks-0 "$D/rank0" "$D/rank0.out" 1 \
 		'v == "COMPLETE" and s["rank"] == "SLURM_PROCID=0" and k["kernel"] == L == 1000' || fail=1
-	[ "$(grep -c "launched 1000" "$D/rank0.out")" = 2 ] && echo "ok   $m srun-ranks-0: rank 1 ran untraced" ||
-		{ echo "FAIL $m srun-ranks-0: rank 1 did not run"; fail=1; }
+	[ "$(grep -c "launched 1000" "$D/rank0.out")" = 2 ] && echo "ok   $m ranks-0: rank 1 ran untraced" ||
+		{ echo "FAIL $m ranks-0: rank 1 did not run"; fail=1; }
+	[ -f "$D/rank0/all.tally" ] && echo "ok   $m ranks-0: the recipe checked and merged" ||
+		{ echo "FAIL $m ranks-0: the recipe's merge did not run"; fail=1; }
 
 	# scancel once both ranks are launching
 	i=0
