@@ -43,6 +43,7 @@ v, k = s["verdict"], s["records"]
 rows = json.load(open(f + ".stats"))["reports"][0]["rows"]
 adds = sum(r["Instances"] for r in rows if "add" in r.get("Name", ""))
 num = lambda key: sum(int(m) for m in re.findall(key + r" (\d+)", out))
+R = (s["rank"] or "=").split("=", 1)[1]  # the rank's value, from the variable tally read
 ok = eval(cond)
 print("  %s: %s, %s, rank %s, add kernels %d" % (f, v, k, s["rank"], adds))
 sys.exit(0 if ok else 1)
@@ -63,7 +64,9 @@ NGPU=$(nvidia-smi -L | wc -l)
 if [ "$NGPU" -ge 2 ] && command -v torchrun >/dev/null; then
 	"$B/bin/tally" record -o "$OUT/ddp/%q{RANK}" -- torchrun --standalone --nproc-per-node=2 \
 		"$HERE/ddp_allreduce.py" 500 >"$OUT/ddp.out" 2>"$OUT/ddp.err"
-	verdict ddp "$OUT/ddp/*.tally" 2 'v == "COMPLETE" and s["rank"] == "RANK=" + f.split("/")[-1][:-6] and adds == 500 and "rank %s pid %d adds 500" % (f.split("/")[-1][:-6], s["pid"]) in out'
+	# one file per rank, named by its RANK (a -PID is added after the first process's name,
+	# since all of them share one tally record: docs/record.md)
+	verdict ddp "$OUT/ddp/*.tally" 2 'v == "COMPLETE" and adds == 500 and s["rank"] == "RANK=" + R and re.match(R + r"(-\d+)?\.tally$", f.split("/")[-1]) and "rank %s pid %d adds 500" % (R, s["pid"]) in out'
 else
 	echo "skip ddp: $NGPU GPU(s) or no torchrun (needs 2 GPUs: the nvidia-h200-x2 kind)"
 fi
