@@ -17,6 +17,7 @@ enum tally_exit {
 	TALLY_EXIT_USAGE = 2,	   /* bad command line */
 	TALLY_EXIT_UNREADABLE = 3, /* a file could not be read at all (missing, not a trace) */
 	TALLY_EXIT_ERROR = 4,	   /* an operation failed (cannot write output, out of memory) */
+	TALLY_EXIT_UNUSABLE = 5,   /* compare: a side lost records in the stretch compared */
 };
 
 struct tally_cmd {
@@ -32,6 +33,8 @@ int cmd_env(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_control(int argc, char **argv);
 
 extern const char *tally_progname;
 

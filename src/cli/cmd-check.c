@@ -31,10 +31,11 @@ static const struct cli_opt_help check_help[] = {
 static const char *chunk_type_name(unsigned type)
 {
 	static const char *const names[TALLY_CHUNK_TYPE_MAX] = {
-	    "?", "SESSION", "STRINGS", "RECORDS", "LEDGER", "DEVICE", "CLOCK", "NOTE", "LOSS",
+	    "?",      "SESSION", "STRINGS", "RECORDS", "LEDGER",
+	    "DEVICE", "CLOCK",	 "NOTE",    "LOSS",    [TALLY_CHUNK_DROPS] = "DROPS",
 	};
 
-	return type < TALLY_CHUNK_TYPE_MAX ? names[type] : "unknown";
+	return type < TALLY_CHUNK_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
 
 static int print_chunk(void *ctx, const struct tally_chunk_info *c)
@@ -146,6 +147,68 @@ static void print_ledger(const struct tally_section *s)
 		       v[TALLY_C_FLUSH_RECORDS]);
 }
 
+/* CUPTI's drops by the queue it counted them in, and each context tied to its device. */
+static void print_drops(const struct tally_section *s)
+{
+	size_t i;
+
+	if (!s->ndrops) {
+		if (s->ledger.v[TALLY_C_DROPPED_CUPTI])
+			printf("  drops     by context: not recorded (written before format 1.2, "
+			       "or the "
+			       "trace was not closed)\n");
+		return;
+	}
+	printf("  drops     by queue, as CUPTI counts them (the kind of a dropped record is never "
+	       "reported):\n");
+	for (i = 0; i < s->ndrops; i++) {
+		const struct tally_drops *d = &s->drops[i];
+
+		if (d->source == TALLY_DROPS_GLOBAL)
+			printf("    global queue: %" PRIu64
+			       " dropped; context, stream and kind not "
+			       "reported by CUPTI\n",
+			       d->count);
+		else if (d->source == TALLY_DROPS_CONTEXT)
+			printf("    context %" PRIu32 " on device %" PRIu32 ", stream %" PRIu32
+			       ": %" PRIu64 " dropped from its own queue\n",
+			       d->context, d->device, d->stream, d->count);
+		else if (d->source == TALLY_DROPS_SEEN)
+			printf("    context %" PRIu32 " on device %" PRIu32 ": %" PRIu64
+			       " GPU records taken in\n",
+			       d->context, d->device, d->count);
+		else
+			printf("    %s: %" PRIu64 "\n", tally_drop_source_name(d->source),
+			       d->count);
+	}
+}
+
+static void json_drops(struct tally_json *j, const struct tally_section *s)
+{
+	size_t i;
+
+	tally_json_name(j, "drops");
+	tally_json_object_begin(j);
+	tally_json_field_bool(j, "recorded", s->ndrops > 0);
+	tally_json_field_string(j, "kind", "not reported by CUPTI");
+	tally_json_name(j, "entries");
+	tally_json_array_begin(j);
+	for (i = 0; i < s->ndrops; i++) {
+		const struct tally_drops *d = &s->drops[i];
+
+		tally_json_object_begin(j);
+		tally_json_field_string(j, "source", tally_drop_source_name(d->source));
+		tally_json_field_uint(j, "context", d->context);
+		tally_json_field_uint(j, "device", d->device);
+		tally_json_field_uint(j, "stream", d->stream);
+		tally_json_field_uint(j, d->source == TALLY_DROPS_SEEN ? "gpu_records" : "dropped",
+				      d->count);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+	tally_json_object_end(j);
+}
+
 static void print_verdict(const struct tally_section *s, const struct tally_verdict *v)
 {
 	struct cli_colors c = cli_colors_for(stdout);
@@ -198,6 +261,7 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 		} else {
 			print_session(f, s);
 			print_ledger(s);
+			print_drops(s);
 			print_verdict(s, &v);
 		}
 		tally_verdict_fini(&v);
@@ -349,6 +413,7 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	tally_json_object_end(j);
 	tally_json_field_uint(j, "records_total", s->records_total);
 	json_ledger(j, s);
+	json_drops(j, s);
 	json_verdict(j, s, v);
 	tally_json_name(j, "notes");
 	tally_json_array_begin(j);

@@ -21,12 +21,12 @@
 #include "json.h"
 #include "pattern.h"
 #include "reader.h"
+#include "record-run.h"
 #include "verdict.h"
 
 struct record_opts {
 	struct collect_opts c;
 	bool quiet, json, skip_checks;
-	char manifest[PATH_MAX];
 };
 
 static volatile sig_atomic_t child_pid;
@@ -79,14 +79,14 @@ static void install_forwarding(void)
 }
 
 /* Refuse to run if the one name the pattern makes is taken (names with %p/%n never are). */
-static int check_overwrite(const struct record_opts *o)
+int record_check_overwrite(const struct collect_opts *c)
 {
 	struct tally_pattern_vars vars = {.pid = getpid()};
 	char path[PATH_MAX], err[256];
 
-	if (o->c.force || strstr(o->c.output, "%p") || strstr(o->c.output, "%n"))
+	if (c->force || strstr(c->output, "%p") || strstr(c->output, "%n"))
 		return 0;
-	if (tally_pattern_expand(o->c.output_abs, &vars, path, sizeof(path), err, sizeof(err)) < 0)
+	if (tally_pattern_expand(c->output_abs, &vars, path, sizeof(path), err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_USAGE, "--output: %s", err);
 	if (access(path, F_OK) == 0)
 		return cli_error(TALLY_EXIT_USAGE,
@@ -96,37 +96,36 @@ static int check_overwrite(const struct record_opts *o)
 	return 0;
 }
 
-static int make_manifest(struct record_opts *o)
+static void make_manifest(char *manifest, size_t len)
 {
 	const char *tmp = getenv("TMPDIR");
 	int fd;
 
-	snprintf(o->manifest, sizeof(o->manifest), "%s/tally-manifest-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	fd = mkstemp(o->manifest);
+	snprintf(manifest, len, "%s/tally-manifest-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	fd = mkstemp(manifest);
 	if (fd < 0) {
 		/* Without a manifest the summary is lost, not the recording: go on. */
-		cli_warn("cannot create %s (%s): no summary at the end", o->manifest,
-			 strerror(errno));
-		o->manifest[0] = '\0';
-		return 0;
+		cli_warn("cannot create %s (%s): no summary at the end", manifest, strerror(errno));
+		manifest[0] = '\0';
+		return;
 	}
 	close(fd);
-	return 0;
 }
 
-static void child_exec(const struct record_opts *o, char **argv)
+/* c NULL: untraced (tally control's baseline), the same program with nothing injected. */
+static void child_exec(const struct collect_opts *c, const char *manifest, char **argv)
 {
 	struct env_var vars[32];
-	size_t n = collect_env(&o->c, vars, 32), i;
+	size_t n = c ? collect_env(c, vars, 32) : 0, i;
 	char pid[32];
 
 	for (i = 0; i < n; i++)
 		setenv(vars[i].name, vars[i].value, 1);
-	if (o->manifest[0])
-		setenv("TALLY_MANIFEST", o->manifest, 1);
+	if (c && manifest[0])
+		setenv("TALLY_MANIFEST", manifest, 1);
 	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
-	setenv("TALLY_ROOT_PID", pid, 1);
+	if (c)
+		setenv("TALLY_ROOT_PID", pid, 1);
 	execvp(argv[0], argv);
 	fprintf(stderr, "tally record: cannot run %s: %s\n", argv[0], strerror(errno));
 	_exit(errno == ENOENT ? 127 : 126);
@@ -148,14 +147,9 @@ static int wait_child(pid_t pid)
 
 /* ---- after the run: what was written --------------------------------------------------- */
 
-struct written {
-	char path[PATH_MAX];
-	long pid;
-	bool ended;
-};
-
 /* Files named in the manifest ("start PID PATH" lines), and the "off PID WHY" refusals. */
-static size_t read_manifest(const char *manifest, struct written *w, size_t max, FILE *off_out)
+static size_t read_manifest(const char *manifest, struct record_written *w, size_t max,
+			    FILE *off_out)
 {
 	FILE *f = manifest[0] ? fopen(manifest, "r") : NULL;
 	char line[PATH_MAX + 512];
@@ -200,7 +194,7 @@ static void print_counts(FILE *out, const struct tally_section *s)
 	fputs(first ? "" : ")", out);
 }
 
-static bool summarize_file(FILE *out, struct tally_json *j, const struct written *w)
+static bool summarize_file(FILE *out, struct tally_json *j, const struct record_written *w)
 {
 	struct cli_colors col = cli_colors_for(out);
 	struct tally_file *f = NULL;
@@ -247,12 +241,12 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct written
 	return v.complete;
 }
 
-static void summarize(const struct record_opts *o, int status)
+static void summarize(const struct record_opts *o, const struct record_run *run)
 {
-	struct written w[256];
 	FILE *out = stderr;
 	struct tally_json j;
-	size_t n, i;
+	int status = run->status;
+	size_t n = run->nfiles, i;
 
 	if (o->quiet && !o->json)
 		out = fopen("/dev/null", "w");
@@ -260,7 +254,8 @@ static void summarize(const struct record_opts *o, int status)
 		return;
 	if (!o->json)
 		fprintf(out, "tally: program exited with status %d\n", status);
-	n = read_manifest(o->manifest, w, sizeof(w) / sizeof(w[0]), o->json ? NULL : out);
+	for (i = 0; !o->json && i < run->noff; i++)
+		fprintf(out, "%s", run->off[i]);
 	if (o->json) {
 		tally_json_init(&j, stdout, true);
 		tally_json_object_begin(&j);
@@ -274,7 +269,7 @@ static void summarize(const struct record_opts *o, int status)
 		fprintf(out, "tally: %zu file(s) written:\n", n);
 	}
 	for (i = 0; i < n; i++)
-		summarize_file(o->json ? stdout : out, o->json ? &j : NULL, &w[i]);
+		summarize_file(o->json ? stdout : out, o->json ? &j : NULL, &run->files[i]);
 	if (o->json) {
 		tally_json_array_end(&j);
 		tally_json_object_end(&j);
@@ -289,11 +284,11 @@ static void summarize(const struct record_opts *o, int status)
  * full, a driver that is there but does not work), so that a run does not end in an empty or lost
  * trace.  --no-checks goes on anyway.
  */
-static int record_preflight(const struct record_opts *o)
+int record_preflight(const struct collect_opts *c)
 {
 	struct tally_doctor_opts d = {
-	    .pattern = o->c.output_abs,
-	    .collector = o->c.collector,
+	    .pattern = c->output_abs,
+	    .collector = c->collector,
 	    .flags = TALLY_DOCTOR_BLOCKING_ONLY,
 	};
 	struct tally_doctor_report rep;
@@ -310,12 +305,77 @@ static int record_preflight(const struct record_opts *o)
 	return 0;
 }
 
+/* ---- one run, shared with tally control ----------------------------------------------- */
+
+/* The manifest's lines into run: the files written, and the "off" refusals as text. */
+static void collect_written(struct record_run *run, const char *manifest)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+
+	run->files = calloc(RECORD_MAX_FILES, sizeof(*run->files));
+	if (!run->files || !mem) {
+		if (mem)
+			fclose(mem);
+		free(buf);
+		return;
+	}
+	run->nfiles = read_manifest(manifest, run->files, RECORD_MAX_FILES, mem);
+	fclose(mem);
+	if (buf && *buf && (run->off = calloc(1, sizeof(*run->off)))) {
+		run->off[0] = buf;
+		run->noff = 1;
+		buf = NULL;
+	}
+	free(buf);
+}
+
+int record_run_program(const struct collect_opts *c, char **argv, struct record_run *run)
+{
+	char manifest[PATH_MAX] = "";
+	uint64_t t0;
+	pid_t pid;
+
+	memset(run, 0, sizeof(*run));
+	if (c)
+		make_manifest(manifest, sizeof(manifest));
+	install_forwarding();
+	fflush(NULL);
+	t0 = cli_now_ns();
+	pid = fork();
+	if (pid < 0)
+		return cli_error(TALLY_EXIT_ERROR, "fork: %s", strerror(errno));
+	if (pid == 0)
+		child_exec(c, manifest, argv);
+	child_pid = pid;
+	run->status = wait_child(pid);
+	run->wall_ns = cli_now_ns() - t0;
+	child_pid = 0;
+	if (manifest[0]) {
+		collect_written(run, manifest);
+		unlink(manifest);
+	}
+	return 0;
+}
+
+void record_run_fini(struct record_run *run)
+{
+	size_t i;
+
+	for (i = 0; i < run->noff; i++)
+		free(run->off[i]);
+	free(run->off);
+	free(run->files);
+	memset(run, 0, sizeof(*run));
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct option longopts[32];
 	struct record_opts o;
+	struct record_run run;
 	unsigned i, n = 0;
-	pid_t pid;
 	int c, rc;
 
 	memset(&o, 0, sizeof(o));
@@ -351,23 +411,15 @@ int cmd_record(int argc, char **argv)
 	if (optind >= argc)
 		return cli_error(TALLY_EXIT_USAGE, "no program given: tally record [options] -- "
 						   "PROGRAM [ARGS]");
-	if ((rc = collect_opts_finish(&o.c)) != 0 || (rc = check_overwrite(&o)) != 0)
+	if ((rc = collect_opts_finish(&o.c)) != 0 || (rc = record_check_overwrite(&o.c)) != 0)
 		return rc;
-	if (!o.skip_checks && (rc = record_preflight(&o)) != 0)
+	if (!o.skip_checks && (rc = record_preflight(&o.c)) != 0)
 		return rc;
-	make_manifest(&o);
-	install_forwarding();
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return cli_error(TALLY_EXIT_ERROR, "fork: %s", strerror(errno));
-	if (pid == 0)
-		child_exec(&o, argv + optind);
-	child_pid = pid;
-	rc = wait_child(pid);
-	child_pid = 0;
-	summarize(&o, rc);
-	if (o.manifest[0])
-		unlink(o.manifest);
+	rc = record_run_program(&o.c, argv + optind, &run);
+	if (rc == 0) {
+		summarize(&o, &run);
+		rc = run.status;
+	}
+	record_run_fini(&run);
 	return rc;
 }

@@ -23,6 +23,8 @@ static const struct cli_opt_help stats_help[] = {
     {"-r, --report NAME[,NAME]", "reports to run (default: nvtx_sum, cuda_api_sum,"},
     {"", "cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum; 'all': every one)"},
     {"", "kernel reports take :base or :mangled, as nsys's do"},
+    {"--gap-min DURATION", "gpu_gaps: shortest gap listed (default 1ms; 500us, 2s ...)"},
+    {"--util-bucket DURATION", "gpu_time_util: bucket (default: a twentieth of the span)"},
     {"-f, --format FMT", "table (default), csv or json"},
     {"-o, --output FILE", "write to FILE instead of standard output"},
     {"-h, --help", "show this help"},
@@ -112,6 +114,8 @@ static int parse(int argc, char **argv, struct stats_opts *o)
 	    {"report", required_argument, NULL, 'r'},
 	    {"format", required_argument, NULL, 'f'},
 	    {"output", required_argument, NULL, 'o'},
+	    {"gap-min", required_argument, NULL, 'g'},
+	    {"util-bucket", required_argument, NULL, 'u'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -130,6 +134,13 @@ static int parse(int argc, char **argv, struct stats_opts *o)
 			break;
 		case 'o':
 			o->output = optarg;
+			break;
+		case 'g':
+		case 'u':
+			if (cli_parse_duration_ns(optarg, c == 'g' ? &o->req.gap_min_ns
+								   : &o->req.util_bucket_ns) < 0)
+				return cli_error(TALLY_EXIT_USAGE, "--%s: '%s' is not a duration",
+						 c == 'g' ? "gap-min" : "util-bucket", optarg);
 			break;
 		case 'h':
 			usage(stdout);

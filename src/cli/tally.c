@@ -18,6 +18,8 @@ static const struct tally_cmd commands[] = {
     {"stats", cmd_stats, "summary reports (nsys stats names and columns)"},
     {"export", cmd_export, "write Chrome/Perfetto JSON, SQLite or CSV"},
     {"merge", cmd_merge, "put several processes' traces on one timeline"},
+    {"compare", cmd_compare, "compare two runs over the same stretch: durations, order, losses"},
+    {"control", cmd_control, "run a program untraced, reduced and traced: what recording costs"},
 };
 
 static void usage(FILE *out)

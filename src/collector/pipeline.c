@@ -85,6 +85,14 @@ struct pipeline {
 		int depth;
 	} captures[64]; /* threads capturing a graph */
 	unsigned ncaptures;
+	/* Contexts seen in GPU records, tied to their device, for the DROPS chunk.  CUPTI reports
+	 * drops per context only for per-context queues; tally's kinds use the global queue. */
+	struct drop_context {
+		uint32_t context, device;
+		uint64_t gpu_records;
+	} contexts[32];
+	unsigned ncontexts;
+	bool drops_dirty; /* a DROPS chunk would say something new */
 	uint64_t slice, slice_begin;
 	/* CLOCK_MONOTONIC deadline of the current slice: set by whoever ends a slice (under
 	 * consume_lock), read unlocked by the consumer thread to know how long to sleep; a stale
@@ -193,10 +201,28 @@ static void emit_batch(struct pipeline *p, unsigned kind)
 	b->n = 0;
 }
 
+static void note_context(struct pipeline *p, const struct tally_record *r)
+{
+	struct drop_context *d = p->contexts;
+	unsigned i;
+
+	for (i = 0; i < p->ncontexts && d[i].context != r->context_id; i++)
+		;
+	if (i == p->ncontexts) {
+		if (i == sizeof(p->contexts) / sizeof(p->contexts[0]))
+			return; /* more contexts than any process has: the rest go unlisted */
+		d[p->ncontexts++] = (struct drop_context){r->context_id, r->device_id, 0};
+		p->drops_dirty = true;
+	}
+	d[i].gpu_records++;
+}
+
 static void append_record(struct pipeline *p, const struct tally_record *r)
 {
 	struct batch *b = &p->batches[r->kind];
 
+	if (tally_kind_is_gpu(r->kind))
+		note_context(p, r);
 	if (!b->recs) {
 		b->recs = malloc(p->cfg.batch_records * sizeof(*b->recs));
 		if (!b->recs) {
@@ -398,8 +424,38 @@ static void read_dropped(struct pipeline *p)
 {
 	size_t dropped = 0;
 
-	if (p->src.dropped(&dropped) == CUPTI_SUCCESS)
+	if (p->src.dropped(&dropped) == CUPTI_SUCCESS && dropped) {
 		p->c[TALLY_C_DROPPED_CUPTI] += dropped;
+		p->drops_dirty = true;
+	}
+}
+
+static void put_drops(struct tally_buf *b, unsigned source, uint32_t context, uint32_t device,
+		      uint64_t count)
+{
+	tally_buf_put_varint(b, source);
+	tally_buf_put_varint(b, context);
+	tally_buf_put_varint(b, device);
+	tally_buf_put_varint(b, 0); /* stream: CUPTI's global queue has none */
+	tally_buf_put_varint(b, count);
+}
+
+/* Drops by the queue CUPTI counted them in, and each context tied to its device (format 1.2).
+ * Cumulative: a reader keeps the latest chunk. */
+static void emit_drops(struct pipeline *p, bool at_close)
+{
+	unsigned i;
+
+	if (!p->drops_dirty && !(at_close && (p->ncontexts || p->c[TALLY_C_DROPPED_CUPTI])))
+		return;
+	tally_buf_reset(&p->payload);
+	if (p->c[TALLY_C_DROPPED_CUPTI])
+		put_drops(&p->payload, TALLY_DROPS_GLOBAL, 0, 0, p->c[TALLY_C_DROPPED_CUPTI]);
+	for (i = 0; i < p->ncontexts; i++)
+		put_drops(&p->payload, TALLY_DROPS_SEEN, p->contexts[i].context,
+			  p->contexts[i].device, p->contexts[i].gpu_records);
+	emit_chunk(p, TALLY_CHUNK_DROPS, 0, &p->payload, 0);
+	p->drops_dirty = false;
 }
 
 static void end_slice(struct pipeline *p);
@@ -494,6 +550,7 @@ static void end_slice(struct pipeline *p)
 
 	flush_batches(p);
 	read_dropped(p);
+	emit_drops(p, false);
 	tally_corr_sweep(&p->corr);
 	(void)tally_writer_flush(&p->writer); /* so the ledger counts what reached the file */
 	emit_ledger(p, false);
@@ -565,6 +622,7 @@ static void finish_locked(struct pipeline *p)
 	consume_all(p, false);
 	flush_batches(p);
 	read_dropped(p);
+	emit_drops(p, true);
 	tally_buf_reset(&p->payload);
 	pthread_mutex_lock(&p->side_lock);
 	tally_corr_finish(&p->corr, p->cfg.trace_api, loss_window, at_edge, &fctx,

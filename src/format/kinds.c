@@ -32,3 +32,31 @@ int tally_kind_from_name(const char *name)
 			return k;
 	return -1;
 }
+
+static const struct {
+	const char *name, *meaning;
+} drop_sources[] = {
+    [TALLY_DROPS_GLOBAL] = {"global queue",
+			    "records CUPTI dropped from its global queue: CUPTI does not report "
+			    "their context, stream or kind"},
+    [TALLY_DROPS_CONTEXT] = {"context queue",
+			     "records CUPTI dropped from this context's own queue: the kind is not "
+			     "reported"},
+    [TALLY_DROPS_SEEN] = {"context seen",
+			  "not a drop: this context ran on this device (count: its GPU records "
+			  "taken in); its drops, if any, are in the global queue's count"},
+};
+
+const char *tally_drop_source_name(unsigned source)
+{
+	return source < sizeof(drop_sources) / sizeof(drop_sources[0]) && drop_sources[source].name
+		   ? drop_sources[source].name
+		   : "unknown source";
+}
+
+const char *tally_drop_source_meaning(unsigned source)
+{
+	return source < sizeof(drop_sources) / sizeof(drop_sources[0]) && drop_sources[source].name
+		   ? drop_sources[source].meaning
+		   : "a source this tally does not know";
+}

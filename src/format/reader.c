@@ -189,6 +189,7 @@ static void free_section(struct tally_section *s)
 	}
 	free(s->notes);
 	free(s->windows);
+	free(s->drops);
 	for (i = 0; i < s->nstrings; i++)
 		free(s->strings[i]);
 	free(s->strings);
@@ -570,6 +571,37 @@ static bool parse_loss(struct tally_section *s, const uint8_t *p, size_t len)
 	return !c.bad;
 }
 
+/* DROPS: cumulative, so each chunk replaces the one before.  A process has a handful of
+ * contexts: entries past TALLY_DROPS_MAX are not kept, so a hostile chunk costs no memory. */
+#define TALLY_DROPS_MAX 4096
+static bool parse_drops(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	struct tally_drops *d = NULL;
+	size_t n = 0;
+
+	while (!c.bad && c.p < c.end) {
+		struct tally_drops e;
+
+		e.source = (unsigned)tally_cur_varint(&c);
+		e.context = (uint32_t)tally_cur_varint(&c);
+		e.device = (uint32_t)tally_cur_varint(&c);
+		e.stream = (uint32_t)tally_cur_varint(&c);
+		e.count = tally_cur_varint(&c);
+		if (c.bad || n == TALLY_DROPS_MAX || !array_push(&d, &n, sizeof(e)))
+			break;
+		d[n - 1] = e;
+	}
+	if (c.bad) {
+		free(d);
+		return false;
+	}
+	free(s->drops);
+	s->drops = d;
+	s->ndrops = n;
+	return true;
+}
+
 static int handle_records(struct read_state *st, struct tally_section *s, const uint8_t *p,
 			  size_t len)
 {
@@ -646,6 +678,9 @@ static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
 		break;
 	case TALLY_CHUNK_LOSS:
 		ok = parse_loss(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_DROPS:
+		ok = parse_drops(s, payload, c->len);
 		break;
 	default:
 		s->unknown_chunks++;

@@ -47,6 +47,13 @@ struct tally_window {
 	uint64_t count;
 };
 
+/* One DROPS entry (format 1.2): the latest chunk's, counts cumulative. */
+struct tally_drops {
+	unsigned source; /* enum tally_drop_source */
+	uint32_t context, device, stream;
+	uint64_t count;
+};
+
 enum tally_damage_kind {
 	TALLY_DAMAGE_TRUNCATED, /* the file ends inside a chunk */
 	TALLY_DAMAGE_CORRUPT,	/* bytes that are not an intact chunk, skipped */
@@ -93,6 +100,8 @@ struct tally_section {
 	struct tally_window *windows;
 	size_t nwindows;
 	uint64_t explicit_windows; /* bit 1 << counter: LOSS chunks placed it; no delta windows */
+	struct tally_drops *drops; /* the latest DROPS chunk (1.2); NULL: none written */
+	size_t ndrops;
 
 	/* what the reader found */
 	uint64_t records[TALLY_KIND_MAX];

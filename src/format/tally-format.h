@@ -13,7 +13,7 @@
 #define TALLY_MAGIC_LEN	       8
 #define TALLY_PREAMBLE_LEN     16
 #define TALLY_FORMAT_MAJOR     1
-#define TALLY_FORMAT_MINOR     1
+#define TALLY_FORMAT_MINOR     2
 #define TALLY_CHUNK_SYNC       0x4B4E4843u /* "CHNK" read as little-endian u32 */
 #define TALLY_CHUNK_HEADER_LEN 32
 #define TALLY_CHUNK_MAX	       (64u << 20)
@@ -27,8 +27,21 @@ enum tally_chunk_type {
 	TALLY_CHUNK_CLOCK = 6,
 	TALLY_CHUNK_NOTE = 7,
 	TALLY_CHUNK_LOSS = 8,
+	/* 9..11: reserved for call stacks (FRAMES, STACKS, MODULES) */
+	TALLY_CHUNK_DROPS = 12, /* 1.2: CUPTI's drop counts by queue, contexts tied to devices */
 	TALLY_CHUNK_TYPE_MAX,
 };
+
+/* DROPS entries (docs/format.md §8): where a count comes from. */
+enum tally_drop_source {
+	TALLY_DROPS_GLOBAL = 1,	 /* CUPTI's global queue: context, stream and kind not reported */
+	TALLY_DROPS_CONTEXT = 2, /* a context's own queue (and stream, where CUPTI keeps one) */
+	TALLY_DROPS_SEEN = 3,	 /* not a drop: the context ran on the device; count: GPU records */
+};
+
+/* "global queue", "context queue", "context seen"; and what an entry of that source means. */
+const char *tally_drop_source_name(unsigned source);
+const char *tally_drop_source_meaning(unsigned source);
 
 #define TALLY_CHUNK_FLAG_FINAL 0x1u
 

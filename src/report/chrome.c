@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gaps.h"
 #include "json.h"
 #include "obuf.h"
 #include "report.h"
@@ -70,6 +71,8 @@ struct chrome {
 	uint64_t events, untimed;
 	struct csec *secs;
 	size_t nsecs;
+	struct report_gpu_gaps *gaps; /* unproven gaps go on the loss track */
+	size_t gaps_drawn;
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -395,7 +398,7 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	struct csec *cs = csec(c, rs);
 	size_t i;
 
-	if (!cs)
+	if (!cs || report_gpu_gaps_add(c->gaps, rs, r, n) < 0)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) { /* timing lost: nothing to place */
@@ -556,6 +559,31 @@ static const char *counter_hint(unsigned counter)
 	return ci ? ci->what : "";
 }
 
+/* A device's gap that the ledger cannot prove idle: on the loss track, so that nobody reads the
+ * empty stretch of the timeline as idle time. */
+static int draw_unproven_gaps(struct chrome *c, struct report_section *rs, struct csec *cs)
+{
+	const struct report_gap *g;
+	size_t n, i;
+
+	if (report_gpu_gaps_section(c->gaps, rs) < 0)
+		return -ENOMEM;
+	g = report_gpu_gaps_list(c->gaps, &n);
+	for (i = c->gaps_drawn; i < n; i++) {
+		char what[200];
+
+		if (!g[i].unproven || g[i].stream != REPORT_GAP_ALL_STREAMS)
+			continue;
+		snprintf(what, sizeof(what), "GPU gap on device %" PRIu32 " not proven idle: %s",
+			 g[i].device, g[i].why);
+		loss_slice(c, rs, cs, g[i].t0 - (uint64_t)rs->offset,
+			   g[i].t1 - (uint64_t)rs->offset, what, 0,
+			   "records may have been lost here: the hole is not idle time");
+	}
+	c->gaps_drawn = n;
+	return 0;
+}
+
 static int on_section_end(void *ctx, struct report_section *rs)
 {
 	struct chrome *c = ctx;
@@ -565,6 +593,8 @@ static int on_section_end(void *ctx, struct report_section *rs)
 
 	if (!cs)
 		return 0;
+	if (draw_unproven_gaps(c, rs, cs) < 0)
+		return -ENOMEM;
 	for (i = 0; i < s->nwindows; i++) {
 		const struct tally_window *w = &s->windows[i];
 		const struct tally_counter_info *ci = tally_counter_info(w->counter);
@@ -820,7 +850,7 @@ static int chrome_open(void **state, struct report_set *set, const struct export
 		goto free_path;
 	}
 	c->seekable = !c->to_stdout && fstat(fileno(c->f), &sb) == 0 && S_ISREG(sb.st_mode);
-	if (obuf_init(&c->ob, c->f) < 0)
+	if (obuf_init(&c->ob, c->f) < 0 || !(c->gaps = report_gpu_gaps_new(NULL)))
 		goto close_file;
 	c->first = true;
 	c->base = set->base;
@@ -873,6 +903,7 @@ static void chrome_destroy(void *state, bool failed)
 	}
 	free(c->secs);
 	free(c->path);
+	report_gpu_gaps_free(c->gaps);
 	free(c);
 }
 

@@ -2,7 +2,8 @@
 /*
  * CSV export (docs/export.md): a directory with one file per record kind (kernel.csv,
  * memcpy.csv, ...; only kinds that occur), every record in it, plus the files that say what the
- * data is worth: sessions.csv, verdict.csv, loss_windows.csv, ledger.csv and damage.csv.  Times
+ * data is worth: sessions.csv, verdict.csv, loss_windows.csv, ledger.csv, damage.csv and
+ * drops.csv.  Times
  * are nanoseconds on the aligned timeline; records whose timing was lost are kept, with empty
  * times and timing_lost = 1.
  */
@@ -303,6 +304,26 @@ static void write_windows(FILE *f, const struct report_set *set)
 	}
 }
 
+static void write_drops(FILE *f, const struct report_set *set)
+{
+	size_t i, k;
+
+	for (i = 0; i < set->nsections; i++) {
+		const struct tally_section *s = set->sections[i]->s;
+
+		for (k = 0; k < s->ndrops; k++) {
+			const struct tally_drops *d = &s->drops[k];
+
+			fprintf(f, "%u", set->sections[i]->index);
+			str(f, tally_drop_source_name(d->source));
+			fprintf(f, ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu64, d->context,
+				d->device, d->stream, d->count);
+			str(f, tally_drop_source_meaning(d->source));
+			fputc('\n', f);
+		}
+	}
+}
+
 static void write_ledger(FILE *f, const struct report_set *set)
 {
 	size_t i;
@@ -347,6 +368,7 @@ static const struct {
     {"loss_windows.csv", "section,start,end,counter_id,counter,count", write_windows},
     {"ledger.csv", "section,counter_id,counter,value,class", write_ledger},
     {"damage.csv", "file,kind,offset,end,missing_chunks", write_damage},
+    {"drops.csv", "section,source,context,device,stream,count,meaning", write_drops},
 };
 
 static int close_file(struct csv *c, FILE *f)

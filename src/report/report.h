@@ -152,6 +152,8 @@ struct stats;
 struct stats_request {
 	uint32_t reports;		 /* bit 1 << report index (report_find) */
 	enum report_name_mode names[32]; /* per report: :base / :mangled */
+	uint64_t gap_min_ns;		 /* gpu_gaps: shortest gap listed (0: 1 ms) */
+	uint64_t util_bucket_ns;	 /* gpu_time_util: bucket (0: a twentieth of the span) */
 };
 
 /* The reports, in nsys's order; index is stable for the bit mask above. */

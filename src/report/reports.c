@@ -19,6 +19,8 @@ const struct report_def report_defs[] = {
     [R_MEM_SIZE_SUM] = {"cuda_gpu_mem_size_sum", "CUDA GPU MemOps Summary (by Size)", true, false},
     [R_GPU_TRACE] = {"cuda_gpu_trace", "CUDA GPU Trace", false, true},
     [R_API_TRACE] = {"cuda_api_trace", "CUDA API Trace", false, false},
+    [R_GPU_GAPS] = {"gpu_gaps", "GPU Gaps, each proven idle or not", false, false},
+    [R_GPU_UTIL] = {"gpu_time_util", "GPU Time Utilization per bucket", false, false},
 };
 const unsigned report_defs_count = R_COUNT;
 
@@ -325,6 +327,60 @@ static void api_cell(const void *ctx, size_t row, size_t col, struct report_cell
 	}
 }
 
+/* ---- gaps with proof ---------------------------------------------------------------------- */
+
+static const struct report_col gap_cols[] = {
+    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64}, {"Device", COL_U64},
+    {"Stream", COL_STR},     {"Class", COL_STR},	 {"Why", COL_STR},
+};
+
+static const struct report_col util_cols[] = {
+    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64},
+    {"Device", COL_U64},     {"Busy (%)", COL_PCT},	 {"Loss", COL_STR},
+};
+
+static uint64_t section_pid(const struct trace_ctx *x, unsigned sec)
+{
+	return sec < x->set->nsections ? x->set->sections[sec]->s->pid : 0;
+}
+
+static void gap_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct trace_ctx *x = ctx;
+	static char stream[16]; /* a cell's text lives until the next cell is asked for */
+	size_t n;
+	const struct report_gap *g = report_gpu_gaps_list(x->st->gaps, &n) + row;
+	const uint64_t u[] = {0, g->t1 - g->t0, section_pid(x, g->section), g->device};
+
+	if (col == 0) {
+		start_cell(x, g->t0, c);
+	} else if (col < 4) {
+		set_u(c, u[col]);
+	} else if (col == 4) {
+		snprintf(stream, sizeof(stream), "%" PRIu32, g->stream);
+		set_s(c, g->stream == REPORT_GAP_ALL_STREAMS ? "all" : stream);
+	} else {
+		set_s(c, col == 5 ? (g->unproven ? "unproven" : "idle") : g->why);
+	}
+}
+
+static void util_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct trace_ctx *x = ctx;
+	size_t n;
+	const struct report_util *u = report_gpu_util_list(x->st->gaps, &n) + row;
+	const uint64_t v[] = {0, u->t1 - u->t0, section_pid(x, u->section), u->device};
+
+	if (col == 0)
+		start_cell(x, u->t0, c);
+	else if (col < 4)
+		set_u(c, v[col]);
+	else if (col == 4)
+		*c = (struct report_cell){.t = CELL_DBL, .d = 100 * u->busy};
+	else
+		set_s(c, u->loss ? "LOSS: busy may be understated" : "");
+}
+
 /* ---- writing ---------------------------------------------------------------------------- */
 
 #define COLS(a)                                                                                    \
@@ -340,6 +396,7 @@ static const struct {
     [R_KERN_SUM] = COLS(kern_cols),	   [R_KERN_GB_SUM] = COLS(kern_gb_cols),
     [R_MEM_TIME_SUM] = COLS(memtime_cols), [R_MEM_SIZE_SUM] = COLS(memsize_cols),
     [R_GPU_TRACE] = COLS(gpu_trace_cols),  [R_API_TRACE] = COLS(api_trace_cols),
+    [R_GPU_GAPS] = COLS(gap_cols),	   [R_GPU_UTIL] = COLS(util_cols),
 };
 
 static const char *const empty_text[R_COUNT] = {
@@ -351,6 +408,8 @@ static const char *const empty_text[R_COUNT] = {
     [R_MEM_SIZE_SUM] = "the trace(s) hold no GPU memory operation data",
     [R_GPU_TRACE] = "the trace(s) hold no CUDA kernel or memory operation data",
     [R_API_TRACE] = "the trace(s) hold no CUDA API data",
+    [R_GPU_GAPS] = "no GPU gap as long as --gap-min",
+    [R_GPU_UTIL] = "the trace(s) hold no GPU work",
 };
 
 static void view_for(const struct stats *st, const struct report_set *set, enum report_id r,
@@ -364,7 +423,14 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 	v->ncols = report_cols[r].n;
 	*sx = (struct sum_ctx){&st->t[r], r};
 	*tx = (struct trace_ctx){st, set};
-	if (r == R_GPU_TRACE || r == R_API_TRACE) {
+	if (r == R_GPU_GAPS || r == R_GPU_UTIL) {
+		v->cell = r == R_GPU_GAPS ? gap_cell : util_cell;
+		v->ctx = tx;
+		if (r == R_GPU_GAPS)
+			report_gpu_gaps_list(st->gaps, &v->nrows);
+		else
+			report_gpu_util_list(st->gaps, &v->nrows);
+	} else if (r == R_GPU_TRACE || r == R_API_TRACE) {
 		v->cell = r == R_GPU_TRACE ? gpu_cell : api_cell;
 		v->ctx = tx;
 		v->nrows = r == R_GPU_TRACE ? st->gpu.n : st->api.n;

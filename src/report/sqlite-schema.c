@@ -74,7 +74,10 @@ const char sqlite_schema[] =
     "CREATE TABLE TALLY_DAMAGE (file TEXT NOT NULL, section INTEGER, kind TEXT NOT NULL,"
     " offset INTEGER NOT NULL, end INTEGER NOT NULL, missingChunks INTEGER);\n"
     "CREATE TABLE TALLY_NOTES (section INTEGER NOT NULL, time INTEGER, severity INTEGER,"
-    " code TEXT, text TEXT);\n";
+    " code TEXT, text TEXT);\n"
+    "CREATE TABLE TALLY_DROPS (section INTEGER NOT NULL, globalPid INTEGER NOT NULL,"
+    " source TEXT NOT NULL, contextId INTEGER, deviceId INTEGER, streamId INTEGER,"
+    " count INTEGER NOT NULL, meaning TEXT);\n";
 
 const char sqlite_indexes[] =
     "CREATE INDEX kernel_corr ON CUPTI_ACTIVITY_KIND_KERNEL (correlationId);\n"

@@ -691,6 +691,29 @@ static int write_windows(struct sq *q, sqlite3_stmt *st, const struct report_sec
 	return rc;
 }
 
+/* CUPTI's drops by queue, and contexts tied to devices (DROPS, format 1.2). */
+static int write_drops(struct sq *q, sqlite3_stmt *st, const struct report_section *rs)
+{
+	const struct tally_section *s = rs->s;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < s->ndrops && rc == 0; i++) {
+		const struct tally_drops *d = &s->drops[i];
+
+		bind_u(st, 1, rs->index);
+		sqlite3_bind_int64(st, 2, q->secs[rs->index].global_pid);
+		bind_text(st, 3, tally_drop_source_name(d->source));
+		bind_u(st, 4, d->context);
+		bind_u(st, 5, d->device);
+		bind_u(st, 6, d->stream);
+		bind_u(st, 7, d->count);
+		bind_text(st, 8, tally_drop_source_meaning(d->source));
+		rc = run(q, st);
+	}
+	return rc;
+}
+
 static int write_ledger(struct sq *q, sqlite3_stmt *st, const struct report_section *rs)
 {
 	unsigned id;
@@ -730,24 +753,26 @@ static int write_notes(struct sq *q, sqlite3_stmt *st, const struct report_secti
 	return rc;
 }
 
-/* Per section: TALLY_SESSIONS, TALLY_VERDICT, TALLY_LOSS_WINDOWS, TALLY_LEDGER, TALLY_NOTES. */
+/* Per section: TALLY_SESSIONS, TALLY_VERDICT, TALLY_LOSS_WINDOWS, TALLY_LEDGER, TALLY_NOTES,
+ * TALLY_DROPS. */
 static int write_tally_tables(struct sq *q, const struct report_set *set)
 {
-	static const char *const sql[5] = {
+	static const char *const sql[] = {
 	    "INSERT INTO TALLY_SESSIONS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	    "INSERT INTO TALLY_VERDICT VALUES (?,?,?,?,?,?,?)",
 	    "INSERT INTO TALLY_LOSS_WINDOWS VALUES (?,?,?,?,?,?,?,?)",
 	    "INSERT INTO TALLY_LEDGER VALUES (?,?,?,?,?,?)",
 	    "INSERT INTO TALLY_NOTES VALUES (?,?,?,?,?)",
+	    "INSERT INTO TALLY_DROPS VALUES (?,?,?,?,?,?,?,?)",
 	};
-	int (*const fill[5])(struct sq *, sqlite3_stmt *, const struct report_section *) = {
-	    write_session, write_verdict, write_windows, write_ledger, write_notes,
+	int (*const fill[])(struct sq *, sqlite3_stmt *, const struct report_section *) = {
+	    write_session, write_verdict, write_windows, write_ledger, write_notes, write_drops,
 	};
 	sqlite3_stmt *st;
 	size_t i, t;
 	int rc = 0;
 
-	for (t = 0; t < 5 && rc == 0; t++) {
+	for (t = 0; t < sizeof(fill) / sizeof(fill[0]) && rc == 0; t++) {
 		rc = prepare(q, sql[t], &st);
 		for (i = 0; i < set->nsections && i < q->nsecs && rc == 0; i++)
 			rc = fill[t](q, st, set->sections[i]);

@@ -3,6 +3,7 @@
 #ifndef TALLY_REPORT_STATS_INT_H
 #define TALLY_REPORT_STATS_INT_H
 
+#include "gaps.h"
 #include "report.h"
 
 /* Report indexes into report_defs[] (reports.c keeps the two in step). */
@@ -15,6 +16,8 @@ enum report_id {
 	R_MEM_SIZE_SUM,
 	R_GPU_TRACE,
 	R_API_TRACE,
+	R_GPU_GAPS,
+	R_GPU_UTIL,
 	R_COUNT,
 };
 
@@ -91,7 +94,8 @@ struct stats {
 	size_t nsecs;
 	uint64_t untimed;
 	uint64_t base;
-	bool failed; /* out of memory somewhere: reports would be short */
+	bool failed;		      /* out of memory somewhere: reports would be short */
+	struct report_gpu_gaps *gaps; /* gpu_gaps, gpu_time_util */
 };
 
 bool stats_wants(const struct stats *st, enum report_id r);

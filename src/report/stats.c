@@ -519,6 +519,8 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	record_fn fn = record_handler(r[0].kind);
 	size_t i;
 
+	if (st->gaps && report_gpu_gaps_add(st->gaps, rs, r, n) < 0)
+		st->failed = true;
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) {
 			st->untimed++;
@@ -530,10 +532,21 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	return st->failed ? -ENOMEM : 0;
 }
 
+/* Gaps are computed when a section ends: its loss windows are all known by then. */
+static int on_section_end(void *ctx, struct report_section *rs)
+{
+	struct stats *st = ctx;
+
+	if (st->gaps && report_gpu_gaps_section(st->gaps, rs) < 0)
+		st->failed = true;
+	return st->failed ? -ENOMEM : 0;
+}
+
 void stats_scan_ops(struct stats *st, struct report_scan_ops *ops)
 {
 	memset(ops, 0, sizeof(*ops));
 	ops->records = on_records;
+	ops->section_end = on_section_end;
 	ops->ctx = st;
 }
 
@@ -545,6 +558,15 @@ struct stats *stats_new(const struct stats_request *req)
 	if (!st)
 		return NULL;
 	st->req = *req;
+	if (stats_wants(st, R_GPU_GAPS) || stats_wants(st, R_GPU_UTIL)) {
+		struct report_gaps_opts go = {req->gap_min_ns, req->util_bucket_ns,
+					      stats_wants(st, R_GPU_UTIL)};
+
+		if (!(st->gaps = report_gpu_gaps_new(&go))) {
+			free(st);
+			return NULL;
+		}
+	}
 	st->gpu.elem = sizeof(struct gpu_row);
 	st->api.elem = sizeof(struct api_row);
 	for (i = 0; i < MEMOPS; i++) {
@@ -576,6 +598,7 @@ void stats_free(struct stats *st)
 	free(st->gpu.v);
 	free(st->api.v);
 	pool_fini(&st->names);
+	report_gpu_gaps_free(st->gaps);
 	free(st);
 }
 

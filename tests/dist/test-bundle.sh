@@ -44,7 +44,7 @@ else
 fi
 
 # A clean environment: no build tree on PATH or the library path.
-run() { env -i PATH=/usr/bin:/bin HOME="$T" "$@"; }
+run() { env -i PATH=/usr/bin:/bin HOME="$T" FAKEAPP_SAY_CUPTI=1 "$@"; }
 verdict() { # FILE PYTHON-CONDITION over s (section), k (records), L (launches), out (stdout)
 	run "$B/bin/tally" check --json "$1" >"$1.json" 2>/dev/null
 	python3 - "$1.json" "$2" "$3" <<'PY'

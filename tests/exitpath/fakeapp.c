@@ -8,7 +8,8 @@
  *   forever (launches N every 100 ms until a signal ends it, as a job past its time limit)
  *
  * It prints "launched K" lines on stdout as it goes, so the test knows how many launches each
- * process made without trusting tally, and "cupti PATH": the CUPTI its launches went through.
+ * process made without trusting tally; with FAKEAPP_SAY_CUPTI=1, "cupti PATH": the CUPTI its
+ * launches went through.
  * FAKEAPP_OWN_CUPTI=PATH loads a CUPTI before CUDA starts (as PyTorch brings its own);
  * FAKEAPP_LATE_CUPTI=NAME loads one by name after, and says whether it got the same copy.
  */
@@ -37,6 +38,10 @@ static void cu_init(void)
 	void *h;
 	int (*init)(void);
 
+	if (!inj && getenv("FAKEAPP_UNTRACED_OK")) {
+		launch = untraced_launch; /* run with no tool at all (tally control's baseline) */
+		return;
+	}
 	if (own && !dlopen(own, RTLD_NOW | RTLD_GLOBAL)) {
 		fprintf(stderr, "fakeapp: %s\n", dlerror());
 		exit(3);
@@ -65,7 +70,8 @@ static void say_cupti(void)
 	Dl_info info;
 	void *h;
 
-	if (launch != untraced_launch && dladdr((void *)launch, &info) && info.dli_fname)
+	if (getenv("FAKEAPP_SAY_CUPTI") && launch != untraced_launch &&
+	    dladdr((void *)launch, &info) && info.dli_fname)
 		printf("cupti %s\n", info.dli_fname);
 	if (late) {
 		h = dlopen(late, RTLD_NOW);

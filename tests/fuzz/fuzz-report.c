@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compare.h"
 #include "report.h"
 
 static char dir[] = "/tmp/tally-fuzz-report-XXXXXX";
@@ -65,6 +66,29 @@ static void exports(char *path)
 	}
 }
 
+/* The file against itself, every stretch (a range named as testsrc names them). */
+static void compare(char *path, FILE *sink)
+{
+	static const enum compare_stretch stretches[] = {COMPARE_WHOLE, COMPARE_RANGE,
+							 COMPARE_CAPTURE};
+	struct compare_result *r;
+	struct compare_opts o;
+	char err[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(stretches) / sizeof(stretches[0]); i++) {
+		compare_opts_default(&o);
+		o.stretch = stretches[i];
+		o.range_name = "step";
+		o.max_edits = 16;
+		if (compare_run(&path, 1, &path, 1, &o, &r, err, sizeof(err)) < 0)
+			continue;
+		compare_write(r, sink, REPORT_FMT_TABLE);
+		compare_write(r, sink, REPORT_FMT_JSON);
+		compare_free(r);
+	}
+}
+
 static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;
@@ -100,6 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sink = fopen("/dev/null", "w");
 		if (sink) {
 			stats(path, sink);
+			compare(path, sink);
 			fclose(sink);
 		}
 		exports(path);

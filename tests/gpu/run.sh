@@ -7,7 +7,7 @@
 # Exits 77 (skipped) where there is no GPU.  Needs BUILD_DIR/src/cli/tally and the CUDA workload
 # (built here with nvcc into BUILD_DIR/gpu/ if it is missing).  Python cases need PyTorch, JAX or
 # CuPy and are skipped one by one when the package is absent.  TALLY_GPU_CASES="loop graph ..."
-# runs a subset.
+# runs a subset.  tally control, compare and gpu_gaps have their own script: tests/gpu/compare.sh.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "${1:-build}" && pwd)

@@ -13,6 +13,10 @@
 //   --forever            launch batches of 1000 until killed, printing the running total
 //   --sleep-ms MS        sleep before exiting
 //   --exit MODE          leave by: return (default), exit, _exit, abort
+//   --spin K             every K-th launch is `spin` (a kernel that busy-waits SPIN_CYCLES GPU
+//                        clock cycles) instead of `tiny`; the environment variable
+//                        WORKLOAD_SPIN_SCALE (default 1) multiplies the cycles: one kernel made
+//                        longer, for tally compare's tests
 #include <cuda.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
@@ -40,7 +44,18 @@ __global__ void tiny(int *p)
 		atomicAdd(p, 1);
 }
 
+#define SPIN_CYCLES 20000
+
+__global__ void spin(long long cycles)
+{
+	long long t0 = clock64();
+	while (clock64() - t0 < cycles)
+		;
+}
+
 struct opts {
+	long spin_every = 0;
+	long long spin_cycles = SPIN_CYCLES;
 	long kernels = 1000;
 	int threads = 1;
 	long memcpy_n = 0, memcpy_bytes = 0, memset_n = 0, memset_bytes = 0;
@@ -75,6 +90,18 @@ static void launch(cudaStream_t s, int *counter)
 	}
 }
 
+static long spins;
+
+static void launch_nth(cudaStream_t s, int *counter, long i)
+{
+	if (O.spin_every && i % O.spin_every == O.spin_every - 1) {
+		spin<<<1, 32, 0, s>>>(O.spin_cycles);
+		__atomic_fetch_add(&spins, 1, __ATOMIC_RELAXED);
+	} else {
+		launch(s, counter);
+	}
+}
+
 static void launches(cudaStream_t s, int *counter, long n, long *nvtx_ranges)
 {
 	for (long i = 0; i < n; i++) {
@@ -82,7 +109,7 @@ static void launches(cudaStream_t s, int *counter, long n, long *nvtx_ranges)
 			nvtxRangePushA("batch");
 			(*nvtx_ranges)++;
 		}
-		launch(s, counter);
+		launch_nth(s, counter, i);
 		if (O.nvtx && (i % 100 == 99 || i == n - 1))
 			nvtxRangePop();
 	}
@@ -199,13 +226,18 @@ static void parse(int argc, char **argv)
 		else if (!strcmp(a, "--driver")) O.driver = true;
 		else if (!strcmp(a, "--forever")) O.forever = true;
 		else if (!strcmp(a, "--profiler-range")) O.profiler_range = true;
+		else if (!strcmp(a, "--spin")) O.spin_every = atol(v), i++;
 		else { fprintf(stderr, "workload: unknown option %s\n", a); exit(2); }
 	}
 }
 
 int main(int argc, char **argv)
 {
+	const char *scale = getenv("WORKLOAD_SPIN_SCALE");
+
 	parse(argc, argv);
+	if (scale && atof(scale) > 0)
+		O.spin_cycles = (long long)(SPIN_CYCLES * atof(scale));
 	printf("pid %d tid %ld\n", (int)getpid(), (long)syscall(SYS_gettid));
 	fflush(stdout);
 	CHECK(cudaSetDevice(O.device));
@@ -236,6 +268,8 @@ int main(int argc, char **argv)
 		       2 * O.memcpy_n * O.memcpy_bytes * O.threads, O.memset_n * O.threads,
 		       O.memset_n * O.memset_bytes * O.threads, total_ranges, O.nvtx ? 1 : 0);
 	}
+	if (O.spin_every)
+		printf("spin_kernels %ld spin_cycles %lld\n", spins, O.spin_cycles);
 	fflush(stdout);
 	if (O.sleep_ms)
 		usleep(O.sleep_ms * 1000);

@@ -43,7 +43,12 @@ static void usage(FILE *out)
 	      "  no closing flush, like SIGKILL) --starve (no consumer until the end)\n"
 	      "  --slow-walk-ns N --write-fail-after BYTES --write-errno EIO|ENOSPC|0 (0: short\n"
 	      "  writes) --write-fail-count N\n"
-	      "pipeline: --pool N --buffer-size BYTES --slice-ms N --batch N\n",
+	      "pipeline: --pool N --buffer-size BYTES --slice-ms N --batch N\n"
+	      "shapes: --streams N --range-every N (NVTX range \"iter\" around every N launches)\n"
+	      "  --scale NAME_INDEX:FACTOR (that kernel name lasts FACTOR times longer)\n"
+	      "  --swap-at K (launches K and K+1 swap names) --idle-at K:MS[:DROPS] (before\n"
+	      "  launch K the GPU idles MS ms; CUPTI drops DROPS records halfway; the clock is\n"
+	      "  then paced to real time; repeatable)\n",
 	      out);
 }
 
@@ -77,6 +82,11 @@ enum {
 	O_BUFSZ,
 	O_SLICE,
 	O_BATCH,
+	O_STREAMS,
+	O_RANGE_EVERY,
+	O_SCALE,
+	O_SWAP,
+	O_IDLE,
 };
 
 static const struct option longopts[] = {
@@ -109,6 +119,11 @@ static const struct option longopts[] = {
     {"buffer-size", 1, NULL, O_BUFSZ},
     {"slice-ms", 1, NULL, O_SLICE},
     {"batch", 1, NULL, O_BATCH},
+    {"streams", 1, NULL, O_STREAMS},
+    {"range-every", 1, NULL, O_RANGE_EVERY},
+    {"scale", 1, NULL, O_SCALE},
+    {"swap-at", 1, NULL, O_SWAP},
+    {"idle-at", 1, NULL, O_IDLE},
     {"output", 1, NULL, 'o'},
     {"help", 0, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -123,13 +138,48 @@ static int parse_errno(const char *s)
 	return atoi(s);
 }
 
+/* The shapes tally compare and gpu_gaps are tested with; 0 if c is not one of them. */
+static int parse_shape(struct opts *o, int c, const char *arg, unsigned long long v)
+{
+	struct testsrc_idle *d = &o->w.idle[o->w.nidle];
+
+	switch (c) {
+	case O_STREAMS:
+		o->w.streams = (unsigned)v;
+		return 1;
+	case O_RANGE_EVERY:
+		o->w.range_every = (unsigned)v;
+		return 1;
+	case O_SCALE:
+		o->w.scale_name = (unsigned)v + 1;
+		return sscanf(arg, "%*u:%lf", &o->w.scale) == 1 ? 1 : -1;
+	case O_SWAP:
+		o->w.swap_at = (unsigned)v;
+		return v ? 1 : -1;
+	case O_IDLE:
+		if (o->w.nidle == sizeof(o->w.idle) / sizeof(o->w.idle[0]))
+			return -1;
+		o->w.nidle++;
+		return sscanf(arg, "%u:%u:%u", &d->at, &d->ms, &d->drops) >= 2 ? 1 : -1;
+	default:
+		return 0;
+	}
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
 	int c;
 
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		unsigned long long v = optarg ? strtoull(optarg, NULL, 0) : 0;
+		int shape = parse_shape(o, c, optarg, v);
 
+		if (shape < 0) {
+			usage(stderr);
+			return -1;
+		}
+		if (shape)
+			continue;
 		switch (c) {
 		case 'o':
 			o->output = optarg;

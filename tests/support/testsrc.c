@@ -181,17 +181,22 @@ static void gpu_times(struct gen *g, uint64_t *start, uint64_t *end, uint64_t du
 	*end = *start + dur;
 }
 
-static void emit_kernel(struct gen *g, uint32_t corr, unsigned i)
+/* Kernel number i, named by name index ni (a swap gives two launches each other's names). */
+static void emit_named_kernel(struct gen *g, uint32_t corr, unsigned i, unsigned ni)
 {
 	CUpti_ActivityKernel10 k;
 	unsigned names = g->w->kernel_names ? g->w->kernel_names : 1;
+	unsigned streams = g->w->streams ? g->w->streams : 3;
+	uint64_t dur = 2000 + rnd(&g->rng) % 20000;
 
+	if (g->w->scale_name && ni % names == g->w->scale_name - 1)
+		dur = (uint64_t)((double)dur * g->w->scale);
 	memset(&k, 0, sizeof(k));
 	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-	gpu_times(g, &k.start, &k.end, 2000 + rnd(&g->rng) % 20000);
+	gpu_times(g, &k.start, &k.end, dur);
 	k.deviceId = 0;
 	k.contextId = 1;
-	k.streamId = 7 + i % 3;
+	k.streamId = 7 + i % streams;
 	k.gridX = 128 << (i % 3);
 	k.gridY = 1;
 	k.gridZ = 1;
@@ -202,10 +207,15 @@ static void emit_kernel(struct gen *g, uint32_t corr, unsigned i)
 	k.staticSharedMemory = 0;
 	k.dynamicSharedMemory = 4096;
 	k.correlationId = corr;
-	k.name = testsrc_kernel_names[i % names % testsrc_kernel_names_count];
+	k.name = testsrc_kernel_names[ni % names % testsrc_kernel_names_count];
 	k.launchType = 0;
 	testsrc_emit(g->e, &k, sizeof(k));
 	pace(g);
+}
+
+static void emit_kernel(struct gen *g, uint32_t corr, unsigned i)
+{
+	emit_named_kernel(g, corr, i, i);
 }
 
 static void emit_memcpy(struct gen *g, uint32_t corr)
@@ -326,6 +336,68 @@ static uint32_t next_corr(struct gen *g)
 	return g->corr++;
 }
 
+static unsigned swapped(const struct testsrc_workload *w, unsigned i)
+{
+	if (w->swap_at && i == w->swap_at)
+		return i + 1;
+	if (w->swap_at && i == w->swap_at + 1)
+		return i - 1;
+	return i;
+}
+
+static void sleep_until(uint64_t t)
+{
+	uint64_t now;
+
+	while ((now = testsrc_now()) < t) {
+		struct timespec ts = {0, (long)(t - now < 1000000 ? t - now : 1000000)};
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* An idle stretch: the clock jumps, real time catches up; drops come halfway through. */
+static void idle(struct gen *g, const struct testsrc_idle *d)
+{
+	uint64_t now = testsrc_now(), half = (uint64_t)d->ms * 500000ull;
+
+	if (g->t < now)
+		g->t = now;
+	sleep_until(g->t + half);
+	if (d->drops) {
+		testsrc_flush(g->e); /* so that the consumer runs and reads the count now */
+		atomic_fetch_add_explicit(&testsrc_dropped_pending, d->drops, memory_order_relaxed);
+		g->e->records_dropped += d->drops;
+	}
+	g->t += 2 * half;
+	sleep_until(g->t);
+}
+
+/* NVTX range "iter" around every range_every launches; idle stretches; real-time pacing. */
+static void before_launch(struct gen *g, unsigned i)
+{
+	const struct testsrc_workload *w = g->w;
+	unsigned k;
+
+	for (k = 0; k < w->nidle; k++)
+		if (w->idle[k].at == i)
+			idle(g, &w->idle[k]);
+	if (w->nidle)
+		sleep_until(g->t); /* the clock never runs ahead of real time */
+	if (w->range_every && i % w->range_every == 0)
+		emit_marker(g, CUPTI_ACTIVITY_FLAG_MARKER_START,
+			    500000u + g->e->thread_id * 1000000u + i / w->range_every, "iter");
+}
+
+static void after_launch(struct gen *g, unsigned i)
+{
+	const struct testsrc_workload *w = g->w;
+
+	if (w->range_every && ((i + 1) % w->range_every == 0 || i + 1 == w->kernels))
+		emit_marker(g, CUPTI_ACTIVITY_FLAG_MARKER_END,
+			    500000u + g->e->thread_id * 1000000u + i / w->range_every, NULL);
+}
+
 static void gen_launches(struct gen *g)
 {
 	const struct testsrc_workload *w = g->w;
@@ -334,9 +406,11 @@ static void gen_launches(struct gen *g)
 	for (i = 0; i < w->kernels; i++) {
 		uint32_t c = next_corr(g);
 
+		before_launch(g, i);
 		emit_api(g, CUPTI_ACTIVITY_KIND_RUNTIME,
 			 CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, c);
-		emit_kernel(g, c, i);
+		emit_named_kernel(g, c, i, swapped(w, i));
+		after_launch(g, i);
 	}
 	for (i = 0; i < w->driver_kernels; i++) {
 		uint32_t c = next_corr(g);

@@ -44,6 +44,18 @@ struct testsrc_workload {
 	unsigned unknown_kind;	  /* records of a CUPTI kind tally does not decode */
 	bool invalid_tail;	  /* end a buffer with a record of an invalid kind */
 	unsigned device_records;  /* DEVICE records (facts, not timeline) */
+	/* shapes, for tally compare and gpu_gaps */
+	unsigned streams;     /* kernels go round-robin to streams 7, 8 ...; 0: 3 streams */
+	unsigned range_every; /* an NVTX range "iter" around every this many launches */
+	unsigned scale_name;  /* kernels of name index scale_name - 1 (0: none) ... */
+	double scale;	      /* ... last this many times longer */
+	unsigned swap_at;     /* launches swap_at and swap_at + 1 swap names (0: none) */
+	struct testsrc_idle {
+		unsigned at;	/* before kernel launch number at (0-based) ... */
+		unsigned ms;	/* ... the GPU idles this long (the clock is paced to real time) */
+		unsigned drops; /* CUPTI drops this many records halfway through it */
+	} idle[8];
+	unsigned nidle;
 };
 
 /* A generated record, as the observer sees it (a copy of the CUPTI struct). */

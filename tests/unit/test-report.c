@@ -25,7 +25,9 @@
 #include <jansson.h>
 
 #include "codec.h"
+#include "compare.h"
 #include "convert.h"
+#include "gaps.h"
 #include "report.h"
 #include "strtab.h"
 #include "testsrc.h"
@@ -1261,6 +1263,143 @@ static void test_fuzz_corpus(void **state)
 	assert_true(n > 0);
 }
 
+/* ---- compare's statistics and the gaps library ------------------------------------------- */
+
+static void test_compare_statistics(void **state)
+{
+	static const uint32_t a[] = {1, 2, 3, 4, 5, 6, 7, 8}, b[] = {11, 12, 13, 14},
+			      c[] = {1, 2, 3, 4, 9, 10, 11, 12};
+	static const uint32_t s1[] = {5, 6, 7, 8, 9}, s2[] = {5, 7, 6, 8, 9}, s3[] = {5, 6, 8, 9},
+			      s4[] = {1, 2, 3};
+	bool capped;
+
+	(void)state;
+	assert_true(compare_ks_distance(a, 8, a, 8) == 0);
+	assert_true(compare_ks_distance(a, 8, b, 4) == 1);		  /* disjoint */
+	assert_true(fabs(compare_ks_distance(a, 8, c, 8) - 0.5) < 1e-12); /* half moved up */
+	/* c(0.05) = 1.358 for n = m = 100: 1.358 * sqrt(2 / 100) */
+	assert_true(fabs(compare_ks_critical(100, 100, 0.05) - 0.19206) < 1e-4);
+	assert_int_equal(compare_edit_distance(s1, 5, s1, 5, 10, &capped), 0);
+	assert_false(capped);
+	assert_int_equal(compare_edit_distance(s1, 5, s2, 5, 10, &capped), 2); /* a swap */
+	assert_int_equal(compare_edit_distance(s1, 5, s3, 4, 10, &capped), 1); /* a deletion */
+	assert_int_equal(compare_edit_distance(s1, 5, s4, 3, 10, &capped), 8); /* all different */
+	assert_int_equal(compare_edit_distance(s1, 5, s4, 3, 3, &capped), 4);  /* past the cap */
+	assert_true(capped);
+	assert_int_equal(compare_edit_distance(s1, 0, s4, 3, 1, &capped), 3); /* one side empty */
+}
+
+/* Idle stretches the test source was told to make, found by the library, classed by the ledger. */
+static void test_gpu_gaps_library(void **state)
+{
+	static const struct trace_spec spec = {
+	    .w = {.kernels = 2000,
+		  .kernel_names = 2,
+		  .seed = 9,
+		  .nidle = 2,
+		  .idle = {{.at = 500, .ms = 20}, {.at = 1500, .ms = 30}}}};
+	struct report_gaps_opts o = {.gap_min_ns = 5000000, .util = true};
+	struct report_gpu_gaps *g;
+	const struct report_gap *gp;
+	struct report_set set;
+	struct observed x;
+	char err[256], *path = strdup(tmp("gaps.tally"));
+	size_t n, i, dev = 0;
+
+	(void)state;
+	observed_init(&x);
+	make_trace(path, &spec, &x);
+	assert_int_equal(report_set_open(&set, &path, 1, err, sizeof(err)), 0);
+	assert_int_equal(report_gpu_gaps(&set, &o, &g, err, sizeof(err)), 0);
+	gp = report_gpu_gaps_list(g, &n);
+	for (i = 0; i < n; i++) {
+		assert_false(gp[i].unproven); /* nothing was lost */
+		if (gp[i].stream != REPORT_GAP_ALL_STREAMS)
+			continue;
+		/* the idle begins when the last kernel was launched, which may run 25 us into it */
+		assert_true(gp[i].t1 - gp[i].t0 >= (dev ? 29900000u : 19900000u));
+		dev++;
+	}
+	assert_int_equal(dev, 2);
+	assert_true(n == 2 + 2 * 3); /* and each of the three streams has both */
+	report_gpu_util_list(g, &n);
+	assert_true(n > 0);
+	report_gpu_gaps_free(g);
+	report_set_close(&set);
+	observed_free(&x);
+	free(path);
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Records in a shuffled order: the busy segments merge as they come, and the gaps are those a
+ * plain sort-and-sweep finds (done here, independently). */
+static void test_gpu_gaps_any_order(void **state)
+{
+	enum { N = 3000 };
+	static uint64_t iv[N][2];
+	static struct tally_record r[N];
+	struct tally_section s = {.has_final = true, .ledgers = 1};
+	struct tally_file f = {0};
+	struct report_input in = {.f = &f};
+	struct report_section rs = {.s = &s, .in = &in};
+	struct report_gaps_opts o = {.gap_min_ns = 1000000};
+	struct report_gpu_gaps *g = report_gpu_gaps_new(&o);
+	const struct report_gap *gp;
+	uint32_t rng = 7;
+	uint64_t t = 1000, end = 0;
+	size_t i, n, want = 0, got = 0;
+
+	(void)state;
+	for (i = 0; i < N; i++) { /* mostly dense, now and then a pause of 0.5 to 3 ms */
+		rng = rng * 1103515245u + 12345u;
+		t += (rng >> 16) % 97 == 0 ? 500000 + (rng >> 8) % 2500000 : (rng >> 16) % 5000;
+		iv[i][0] = t;
+		iv[i][1] = t + 1000 + (rng >> 4) % 40000;
+	}
+	for (i = 0; i < N; i++) { /* shuffled */
+		size_t k;
+
+		rng = rng * 1103515245u + 12345u;
+		k = (rng >> 8) % N;
+		uint64_t a = iv[i][0], b = iv[i][1];
+		iv[i][0] = iv[k][0], iv[i][1] = iv[k][1];
+		iv[k][0] = a, iv[k][1] = b;
+	}
+	for (i = 0; i < N; i++)
+		r[i] = (struct tally_record){.kind = TALLY_KIND_KERNEL,
+					     .start = iv[i][0],
+					     .end = iv[i][1],
+					     .stream_id = 7 + (uint32_t)(i % 2)};
+	assert_int_equal(report_gpu_gaps_add(g, &rs, r, N), 0);
+	assert_int_equal(report_gpu_gaps_section(g, &rs), 0);
+	qsort(iv, N, sizeof(iv[0]), cmp_iv);
+	gp = report_gpu_gaps_list(g, &n);
+	for (i = 0; i < N; i++) {
+		if (i && iv[i][0] > end && iv[i][0] - end >= 1000000) {
+			while (got < n && gp[got].stream != REPORT_GAP_ALL_STREAMS)
+				got++;
+			assert_true(got < n);
+			assert_true(gp[got].t0 == end && gp[got].t1 == iv[i][0]);
+			assert_false(gp[got].unproven);
+			got++;
+			want++;
+		}
+		if (iv[i][1] > end)
+			end = iv[i][1];
+	}
+	assert_true(want > 5);
+	for (i = 0, got = 0; i < n; i++)
+		got += gp[i].stream == REPORT_GAP_ALL_STREAMS;
+	assert_int_equal(got, want);
+	report_gpu_gaps_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1275,6 +1414,9 @@ int main(void)
 	    cmocka_unit_test(test_merge_aligns_clocks),
 	    cmocka_unit_test(test_merge_worst_verdict),
 	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_compare_statistics),
+	    cmocka_unit_test(test_gpu_gaps_library),
+	    cmocka_unit_test(test_gpu_gaps_any_order),
 	    cmocka_unit_test(test_fuzz_corpus),
 	};
 

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One run of a program under tally record's machinery (fork, the collector's environment,
+ * forwarded signals, the manifest of files written), shared by `tally record` and
+ * `tally control`, which runs the same program traced and untraced.
+ */
+#ifndef TALLY_CLI_RECORD_RUN_H
+#define TALLY_CLI_RECORD_RUN_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "collect-env.h"
+
+#define RECORD_MAX_FILES 256
+
+struct record_written {
+	char path[PATH_MAX];
+	long pid;
+	bool ended;
+};
+
+struct record_run {
+	int status;	  /* the program's exit status; 128+N if it died of signal N */
+	uint64_t wall_ns; /* fork to exit */
+	struct record_written *files;
+	size_t nfiles;
+	char **off; /* "  pid N not recorded: why" lines */
+	size_t noff;
+};
+
+/* Run argv to its end: traced as c says, or untraced (c NULL: nothing injected, nothing set).
+ * Returns 0 (run->status is the program's) or an exit code when it could not be started. */
+int record_run_program(const struct collect_opts *c, char **argv, struct record_run *run);
+void record_run_fini(struct record_run *run);
+
+/* The doctor's blocking checks for recording with c; 0, or an exit code (said on stderr). */
+int record_preflight(const struct collect_opts *c);
+/* Refuse to overwrite the one file c's output names (patterns with %p/%n never clash). */
+int record_check_overwrite(const struct collect_opts *c);
+
+#endif

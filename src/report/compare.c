@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally compare's engine (see compare.h): one streaming pass per side keeps 24 bytes per GPU
+ * record; then the stretch is cut, the records are sorted by stream and start for the order, and
+ * by name and duration for the distributions.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare-int.h"
+
+void compare_opts_default(struct compare_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->alpha = 0.01;
+	o->min_effect = 0.05;
+	o->max_edits = 1000;
+}
+
+const char *compare_verdict_name(enum compare_verdict v)
+{
+	static const char *const names[] = {"same", "differs", "unusable"};
+
+	return (unsigned)v < 3 ? names[v] : "?";
+}
+
+/* ---- names shared by both sides ---------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+static int keys_grow(struct cmp_keys *k)
+{
+	size_t ncap = k->nslot ? k->nslot * 2 : 256, i;
+	uint32_t *slot = calloc(ncap, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	for (i = 0; i < k->n; i++) {
+		size_t h = hash_str(k->name[i]) & (ncap - 1);
+
+		while (slot[h])
+			h = (h + 1) & (ncap - 1);
+		slot[h] = (uint32_t)i + 1;
+	}
+	free(k->slot);
+	k->slot = slot;
+	k->nslot = ncap;
+	return 0;
+}
+
+/* The key id of name (interned), or -ENOMEM. */
+long cmp_key_intern(struct cmp_keys *k, const char *name, unsigned kind)
+{
+	size_t h;
+
+	if ((k->n + 1) * 2 > k->nslot && keys_grow(k) < 0)
+		return -ENOMEM;
+	for (h = hash_str(name) & (k->nslot - 1); k->slot[h]; h = (h + 1) & (k->nslot - 1))
+		if (strcmp(k->name[k->slot[h] - 1], name) == 0)
+			return k->slot[h] - 1;
+	if (k->n == k->cap) {
+		size_t ncap = k->cap ? k->cap * 2 : 64;
+		char **nn = realloc(k->name, ncap * sizeof(*nn));
+		unsigned *nk = nn ? realloc(k->kind, ncap * sizeof(*nk)) : NULL;
+
+		if (nn)
+			k->name = nn;
+		if (!nk)
+			return -ENOMEM;
+		k->kind = nk;
+		k->cap = ncap;
+	}
+	k->name[k->n] = strdup(name);
+	if (!k->name[k->n])
+		return -ENOMEM;
+	k->kind[k->n] = kind;
+	k->slot[h] = (uint32_t)++k->n;
+	return (long)k->n - 1;
+}
+
+void cmp_keys_free(struct cmp_keys *k)
+{
+	size_t i;
+
+	for (i = 0; i < k->n; i++)
+		free(k->name[i]);
+	free(k->name);
+	free(k->kind);
+	free(k->slot);
+}
+
+/* ---- the statistics ---------------------------------------------------------------------- */
+
+double compare_ks_distance(const uint32_t *a, size_t n, const uint32_t *b, size_t m)
+{
+	size_t i = 0, j = 0;
+	double d = 0;
+
+	if (!n || !m)
+		return n == m ? 0 : 1;
+	while (i < n && j < m) {
+		uint32_t v = a[i] < b[j] ? a[i] : b[j];
+		double diff;
+
+		while (i < n && a[i] == v)
+			i++;
+		while (j < m && b[j] == v)
+			j++;
+		diff = fabs((double)i / (double)n - (double)j / (double)m);
+		if (diff > d)
+			d = diff;
+	}
+	return d;
+}
+
+/* c(alpha) * sqrt((n + m) / (n m)), the large-sample critical value of the two-sample test. */
+double compare_ks_critical(size_t n, size_t m, double alpha)
+{
+	double c = sqrt(-0.5 * log(alpha / 2));
+
+	if (!n || !m)
+		return 0;
+	return c * sqrt(((double)n + (double)m) / ((double)n * (double)m));
+}
+
+/*
+ * Myers' greedy difference, forward only: no path is kept, so memory is one array of 2 max + 3
+ * diagonals and time O((n + m) * min(d, max)).  Counts insertions plus deletions (a kernel
+ * replaced by another counts 2, as does a swap of two neighbours).
+ */
+uint64_t compare_edit_distance(const uint32_t *a, size_t n, const uint32_t *b, size_t m,
+			       unsigned max, bool *capped)
+{
+	int64_t *v, off = (int64_t)max + 1;
+	int64_t d, k;
+
+	*capped = false;
+	while (n && m && a[0] == b[0])
+		a++, b++, n--, m--;
+	while (n && m && a[n - 1] == b[m - 1])
+		n--, m--;
+	if (!n || !m)
+		return n + m;
+	v = calloc((size_t)(2 * max + 3), sizeof(*v));
+	if (!v) {
+		*capped = true;
+		return 0;
+	}
+	for (d = 0; d <= (int64_t)max; d++) {
+		for (k = -d; k <= d; k += 2) {
+			int64_t x, y;
+
+			if (k == -d || (k != d && v[off + k - 1] < v[off + k + 1]))
+				x = v[off + k + 1];
+			else
+				x = v[off + k - 1] + 1;
+			y = x - k;
+			while (x < (int64_t)n && y >= 0 && y < (int64_t)m && a[x] == b[y])
+				x++, y++;
+			v[off + k] = x;
+			if (x >= (int64_t)n && y >= (int64_t)m) {
+				free(v);
+				return (uint64_t)d;
+			}
+		}
+	}
+	free(v);
+	*capped = true;
+	return (uint64_t)max + 1;
+}
+
+/* ---- per-name results ------------------------------------------------------------------------ */
+
+static uint64_t quantile(const uint32_t *v, size_t n, double q)
+{
+	size_t i;
+
+	if (!n)
+		return 0;
+	i = (size_t)ceil(q * (double)n);
+	return v[i ? i - 1 : 0];
+}
+
+static double rel_shift(uint64_t a, uint64_t b)
+{
+	return a ? ((double)b - (double)a) / (double)a : (b ? INFINITY : 0);
+}
+
+static void judge_key(struct compare_key *k, const struct compare_opts *o)
+{
+	double effect = fmax(fabs(k->shift), fabs(rel_shift(k->p90[0], k->p90[1])));
+
+	k->differs = true;
+	if (!k->n[0] || !k->n[1])
+		k->why = k->n[0] ? "only in A" : "only in B";
+	else if (k->n[0] != k->n[1])
+		k->why = "count";
+	else if (k->ks_d > k->ks_crit && effect > o->min_effect)
+		k->why = "duration";
+	else
+		k->differs = false;
+}
+
+/* Fill one key from its sorted durations on each side. */
+void cmp_key_fill(struct compare_key *k, const uint32_t *const d[2], const size_t n[2],
+		  const struct compare_opts *o)
+{
+	unsigned s;
+
+	for (s = 0; s < 2; s++) {
+		k->n[s] = n[s];
+		k->p50[s] = quantile(d[s], n[s], 0.50);
+		k->p90[s] = quantile(d[s], n[s], 0.90);
+		k->p99[s] = quantile(d[s], n[s], 0.99);
+	}
+	k->shift = rel_shift(k->p50[0], k->p50[1]);
+	k->ks_d = compare_ks_distance(d[0], n[0], d[1], n[1]);
+	k->ks_crit = compare_ks_critical(n[0], n[1], o->alpha);
+	judge_key(k, o);
+}
+
+void compare_free(struct compare_result *r)
+{
+	size_t i;
+	unsigned s;
+
+	if (!r)
+		return;
+	for (i = 0; i < r->nkeys; i++)
+		free(r->keys[i].name);
+	free(r->keys);
+	free(r->streams);
+	for (s = 0; s < 2; s++) {
+		for (i = 0; i < r->side[s].nreasons; i++)
+			free(r->side[s].reasons[i]);
+		free(r->side[s].reasons);
+		free(r->side[s].ctx_drops);
+		free(r->label[s]);
+	}
+	free(r);
+}
