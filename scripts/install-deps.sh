@@ -4,7 +4,7 @@
 # CUDA (nvcc, CUPTI headers and libcupti) is not a Debian package here: it must be present under
 # /usr/local/cuda (or CUDA_HOME); this script checks for it and says so if it is not.
 set -eu
-need_pkgs="cmake pkg-config gcc make libcmocka-dev libxxhash-dev libjansson-dev libsqlite3-dev sqlite3 python3"
+need_pkgs="cmake pkg-config gcc make libiberty-dev libcmocka-dev libxxhash-dev libjansson-dev libsqlite3-dev sqlite3 python3 libdw-dev"
 # a real single-node Slurm for tests/slurm/ (started by hand, without systemd)
 need_pkgs="$need_pkgs slurm-wlm munge"
 [ "${TALLY_NO_FUZZ:-}" ] || need_pkgs="$need_pkgs clang libclang-rt-14-dev"

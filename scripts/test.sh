@@ -44,8 +44,14 @@ if [ "$fuzz_seconds" -gt 0 ] && command -v clang >/dev/null 2>&1; then
 		rm -rf build-fuzz/corpus && mkdir -p build-fuzz/corpus
 		cp tests/fuzz/corpus/* build-fuzz/corpus/
 		echo "-- $target"
-		build-fuzz/tests/$target -max_total_time="$fuzz_seconds" -max_len=65536 -timeout=10 \
-			-print_final_stats=1 build-fuzz/corpus 2>&1 | tail -n 6
+		# -rss_limit_mb and -timeout low enough that a reader whose memory or time is not
+		# bounded by its input (a declared count, a resync, a demangled name) is a finding
+		if ! build-fuzz/tests/$target -max_total_time="$fuzz_seconds" -max_len=65536 -timeout=2 \
+			-rss_limit_mb=512 -print_final_stats=1 build-fuzz/corpus >build-fuzz/$target.log 2>&1; then
+			tail -n 60 build-fuzz/$target.log
+			exit 1
+		fi
+		tail -n 6 build-fuzz/$target.log
 	done
 fi
 step "all tests passed in $(( $(date +%s) - t0 )) s"

@@ -2,8 +2,12 @@
 /* Shared CLI helpers; see cli.h. */
 #include "cli.h"
 #include "clock.h"
+#include "report.h"
+#include "text.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,9 +180,12 @@ int cli_parse_duration_ns(const char *s, uint64_t *out)
 	char *end;
 	double v;
 
+	/* Decimal digits only: strtod would also take "nan", "inf", "0x10" and leading blanks. */
+	if (strspn(s, "0123456789.") == 0 || (s[1] == 'x' || s[1] == 'X'))
+		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
+	if (errno || end == s || !(v >= 0) || v > 1e10) /* !(v >= 0) is also true of NaN */
 		return -EINVAL;
 	if (*end == '\0' || strcmp(end, "s") == 0)
 		v *= 1e9;
@@ -227,4 +234,88 @@ int cli_find_collector(char *out, size_t len)
 		}
 	}
 	return -ENOENT;
+}
+
+void cli_warn_demangle_refused(void)
+{
+	uint64_t n = report_demangle_refused();
+
+	if (n)
+		cli_warn("%" PRIu64
+			 " kernel name(s) are shown mangled: demangled they would exceed "
+			 "%u KiB (or the mangled name exceeds %u KiB), as crafted names can",
+			 n, REPORT_DEMANGLE_MAX_OUT >> 10, REPORT_DEMANGLE_MAX_IN >> 10);
+}
+
+const char *cli_text(const char *s)
+{
+	/* A ring, so that one printf may hold several; each entry lives until reused. */
+	static char *ring[16];
+	static unsigned next;
+	char *t;
+
+	if (!s)
+		return NULL;
+	t = tally_text_printable(s);
+	if (!t)
+		return "[out of memory]";
+	free(ring[next]);
+	ring[next] = t;
+	next = (next + 1) % 16;
+	return t;
+}
+
+int cli_output_check(const char *path, bool force, char *const *inputs, size_t ninputs)
+{
+	char err[PATH_MAX + 128];
+
+	if (!path || strcmp(path, "-") == 0)
+		return 0;
+	if (outfile_not_input(path, inputs, ninputs, err, sizeof(err)) < 0 ||
+	    outfile_check(path, force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_USAGE, "%s", err);
+	return 0;
+}
+
+int cli_output_open(struct cli_output *o, const char *path, bool force, char *const *inputs,
+		    size_t ninputs)
+{
+	char err[PATH_MAX + 128];
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	o->of.fd = -1;
+	o->f = stdout;
+	o->path = path && strcmp(path, "-") != 0 ? path : NULL;
+	o->flags = force ? OUTFILE_FORCE : 0;
+	if (!o->path)
+		return 0;
+	if ((rc = cli_output_check(path, force, inputs, ninputs)) != 0)
+		return rc;
+	if (outfile_open(&o->of, path, o->flags, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_ERROR, "%s", err);
+	o->f = fdopen(o->of.fd, "w");
+	if (!o->f) {
+		outfile_abort(&o->of);
+		return cli_error(TALLY_EXIT_ERROR, "%s: %s", path, strerror(errno));
+	}
+	o->of.fd = -1; /* o->f owns it */
+	return 0;
+}
+
+int cli_output_close(struct cli_output *o, int write_rc)
+{
+	char err[PATH_MAX + 128];
+
+	if (o->path && fclose(o->f) != 0 && write_rc == 0)
+		write_rc = -errno;
+	if (write_rc < 0) {
+		if (o->path)
+			outfile_abort(&o->of);
+		return cli_error(TALLY_EXIT_ERROR, "%s: write failed: %s",
+				 o->path ? o->path : "standard output", strerror(-write_rc));
+	}
+	if (o->path && outfile_commit(&o->of, o->flags, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_ERROR, "%s", err);
+	return 0;
 }

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "outfile.h"
+
 /* Exit codes, documented in docs/cli.md; keep them stable. */
 enum tally_exit {
 	TALLY_EXIT_OK = 0,	   /* done; for check: every trace COMPLETE */
@@ -41,6 +43,28 @@ extern const char *tally_progname;
 /* "tally CMD: message" on stderr; returns code, so `return cli_error(2, ...)` reads well. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * A report's output: standard output (path NULL or "-"), or FILE written through a temporary
+ * file beside it and renamed at the end (outfile.h): only a regular file is replaced, only with
+ * force, never one of the inputs.  cli_output_open returns 0 or an exit code (said on stderr);
+ * cli_output_close takes the writer's result (0 or -errno) and returns 0 or an exit code.
+ */
+struct cli_output {
+	FILE *f;
+	const char *path;
+	struct outfile of;
+	unsigned flags;
+};
+int cli_output_check(const char *path, bool force, char *const *inputs, size_t ninputs);
+int cli_output_open(struct cli_output *o, const char *path, bool force, char *const *inputs,
+		    size_t ninputs);
+int cli_output_close(struct cli_output *o, int write_rc);
+
+/* Says how many kernel names were too big to demangle (report_demangle), if any. */
+void cli_warn_demangle_refused(void);
+/* s with control bytes and invalid UTF-8 escaped (text.h), for printing text from a trace;
+ * valid until 16 more calls.  NULL stays NULL. */
+const char *cli_text(const char *s);
 
 /* One row of a command's option help. */
 struct cli_opt_help {

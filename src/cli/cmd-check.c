@@ -31,8 +31,19 @@ static const struct cli_opt_help check_help[] = {
 static const char *chunk_type_name(unsigned type)
 {
 	static const char *const names[TALLY_CHUNK_TYPE_MAX] = {
-	    "?",      "SESSION", "STRINGS", "RECORDS", "LEDGER",
-	    "DEVICE", "CLOCK",	 "NOTE",    "LOSS",    [TALLY_CHUNK_DROPS] = "DROPS",
+	    "?",
+	    "SESSION",
+	    "STRINGS",
+	    "RECORDS",
+	    "LEDGER",
+	    "DEVICE",
+	    "CLOCK",
+	    "NOTE",
+	    "LOSS",
+	    "FRAMES",
+	    "STACKS",
+	    "MODULES",
+	    [TALLY_CHUNK_DROPS] = "DROPS",
 	};
 
 	return type < TALLY_CHUNK_TYPE_MAX && names[type] ? names[type] : "unknown";
@@ -50,7 +61,10 @@ static int print_chunk(void *ctx, const struct tally_chunk_info *c)
 /* Seconds since the section started, for windows: "+1.250s". */
 static double rel_s(const struct tally_section *s, uint64_t t)
 {
-	uint64_t t0 = s->start_cupti ? s->start_cupti : (s->t_min != UINT64_MAX ? s->t_min : t);
+	uint64_t t0 = tally_section_origin(s);
+
+	if (!t0)
+		t0 = t;
 
 	return ((double)t - (double)t0) / 1e9;
 }
@@ -97,17 +111,18 @@ static void print_session(const struct tally_file *f, const struct tally_section
 	if (s->start_realtime && gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
 	printf("  session   pid %" PRIu64 " on %s%s%s%s, %s, source %s\n", s->pid,
-	       s->host ? s->host : "?", s->rank ? " (" : "", s->rank ? s->rank : "",
-	       s->rank ? ")" : "", s->writer ? s->writer : "unknown writer",
-	       s->source ? s->source : "?");
+	       s->host ? cli_text(s->host) : "?", s->rank ? " (" : "",
+	       s->rank ? cli_text(s->rank) : "", s->rank ? ")" : "",
+	       s->writer ? cli_text(s->writer) : "unknown writer",
+	       s->source ? cli_text(s->source) : "?");
 	if (s->cmdline)
-		printf("  command   %s\n", s->cmdline);
+		printf("  command   %s\n", cli_text(s->cmdline));
 	printf("  recorded  %s", when);
 	if (s->t_min != UINT64_MAX && s->t_max > s->t_min)
 		printf(", records span %s", cli_fmt_ns(dur, sizeof(dur), s->t_max - s->t_min));
 	if (s->ndevices)
 		printf(", %zu device(s): %s", s->ndevices,
-		       s->devices[0].name ? s->devices[0].name : "?");
+		       s->devices[0].name ? cli_text(s->devices[0].name) : "?");
 	printf("\n  versions  CUDA driver %" PRIu64 ", CUPTI API %" PRIu64 ", file format %u.%u\n",
 	       s->driver_version, s->cupti_version, f->format_major, f->format_minor);
 	printf("  contents  ");
@@ -219,15 +234,15 @@ static void print_verdict(const struct tally_section *s, const struct tally_verd
 	for (i = 0; i < v->nreasons; i++) {
 		const struct tally_reason *r = &v->reasons[i];
 
-		printf("    - %s\n", r->text);
+		printf("    - %s\n", cli_text(r->text));
 		if (r->code == TALLY_R_LOSS)
 			print_windows(s, r->counter);
 		if (r->hint[0])
-			printf("      fix: %s\n", r->hint);
+			printf("      fix: %s\n", cli_text(r->hint));
 	}
 	for (i = 0; i < s->nnotes; i++)
-		printf("  note      [%s] %s\n", s->notes[i].code ? s->notes[i].code : "?",
-		       s->notes[i].text ? s->notes[i].text : "");
+		printf("  note      [%s] %s\n", s->notes[i].code ? cli_text(s->notes[i].code) : "?",
+		       s->notes[i].text ? cli_text(s->notes[i].text) : "");
 	if (s->unknown_chunks || s->unknown_keys || s->unknown_columns ||
 	    s->ledger.unknown_counters)
 		printf("  skipped   %" PRIu64 " unknown chunk(s), %" PRIu64 " key(s), %" PRIu64
@@ -245,8 +260,8 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 		char sz[32];
 
 		printf("%s: %s, %" PRIu64 " chunks, %zu section(s), intact to byte %" PRIu64 "\n",
-		       f->path, cli_fmt_bytes(sz, sizeof(sz), f->size), f->chunks, f->nsections,
-		       f->intact_end);
+		       cli_text(f->path), cli_fmt_bytes(sz, sizeof(sz), f->size), f->chunks,
+		       f->nsections, f->intact_end);
 		if (!f->nsections)
 			printf("  verdict   INCOMPLETE\n    - no session in the file\n");
 	}
@@ -257,7 +272,8 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 		tally_verdict_compute(f, s, &v);
 		all &= v.complete;
 		if (o->quiet) {
-			printf("%s[%zu]: %s\n", f->path, i, v.complete ? "COMPLETE" : "INCOMPLETE");
+			printf("%s[%zu]: %s\n", cli_text(f->path), i,
+			       v.complete ? "COMPLETE" : "INCOMPLETE");
 		} else {
 			print_session(f, s);
 			print_ledger(s);
@@ -489,7 +505,7 @@ static int check_one(const char *path, const struct check_opts *o, struct tally_
 	rc = tally_file_open(&f, path, err, sizeof(err));
 	if (rc == 0) {
 		if (o->verbose && !o->json)
-			printf("%s:\n", path);
+			printf("%s:\n", cli_text(path));
 		cli_progress_begin(&progress, path);
 		rc = tally_file_read(f, &ops);
 		cli_progress_end(&progress);

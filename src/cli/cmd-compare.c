@@ -16,6 +16,7 @@ struct compare_cli {
 	struct compare_opts o;
 	enum report_format fmt;
 	const char *output;
+	bool force;
 	char *range; /* owned copy of --range's NAME */
 };
 
@@ -24,7 +25,8 @@ static const struct cli_opt_help compare_help[] = {
     {"", "occurrence in each process (1 = first), or every occurrence"},
     {"--capture", "compare the capture range (cudaProfilerStart..Stop window)"},
     {"-f, --format FMT", "table (default), csv or json"},
-    {"-o, --output FILE", "write to FILE instead of standard output"},
+    {"-o, --output FILE", "write to FILE instead of standard output (never over an input)"},
+    {"--force", "replace FILE if it exists (only ever a regular file)"},
     {"--alpha P", "significance level of the KS test (default 0.01)"},
     {"--min-effect PCT", "smallest p50/p90 shift that counts as different (default 5)"},
     {"--max-edits N", "compute the edit distance up to N (default 1000)"},
@@ -105,6 +107,9 @@ static int parse_opt(struct compare_cli *c, int opt, const char *arg)
 	case 'o':
 		c->output = arg;
 		return 0;
+	case 'F':
+		c->force = true;
+		return 0;
 	case 'a':
 		return parse_number("--alpha", arg, 0, 0.5, &c->o.alpha);
 	case 'e':
@@ -130,6 +135,7 @@ static int parse(int argc, char **argv, struct compare_cli *c)
 	    {"capture", no_argument, NULL, 'C'},
 	    {"format", required_argument, NULL, 'f'},
 	    {"output", required_argument, NULL, 'o'},
+	    {"force", no_argument, NULL, 'F'},
 	    {"alpha", required_argument, NULL, 'a'},
 	    {"min-effect", required_argument, NULL, 'e'},
 	    {"max-edits", required_argument, NULL, 'm'},
@@ -148,23 +154,15 @@ static int parse(int argc, char **argv, struct compare_cli *c)
 	return 0;
 }
 
-static int write_out(const struct compare_result *r, const struct compare_cli *c)
+/* To standard output, or to -o FILE (cli_output: a temporary file renamed over it). */
+static int write_out(const struct compare_result *r, const struct compare_cli *c, char **inputs)
 {
-	FILE *out = stdout;
-	int rc;
+	struct cli_output out;
+	int rc = cli_output_open(&out, c->output, c->force, inputs, 2);
 
-	if (c->output && strcmp(c->output, "-") != 0) {
-		out = fopen(c->output, "w");
-		if (!out)
-			return cli_error(TALLY_EXIT_ERROR, "%s: %s", c->output, strerror(errno));
-	}
-	rc = compare_write(r, out, c->fmt);
-	if (out != stdout && fclose(out) != 0)
-		rc = -errno;
-	if (rc < 0)
-		return cli_error(TALLY_EXIT_ERROR, "%s: write failed: %s",
-				 c->output ? c->output : "standard output", strerror(-rc));
-	return 0;
+	if (rc)
+		return rc;
+	return cli_output_close(&out, compare_write(r, out.f, c->fmt));
 }
 
 static int exit_for(enum compare_verdict v)
@@ -178,15 +176,18 @@ static int run(char **argv, const struct compare_cli *c)
 {
 	struct compare_result *r;
 	char err[700];
-	int rc = compare_run(&argv[0], 1, &argv[1], 1, &c->o, &r, err, sizeof(err));
+	int rc = cli_output_check(c->output, c->force, argv, 2); /* before the reading */
 
+	if (rc)
+		return rc;
+	rc = compare_run(&argv[0], 1, &argv[1], 1, &c->o, &r, err, sizeof(err));
 	if (rc == -ENOMEM)
 		return cli_error(TALLY_EXIT_ERROR, "%s", err);
 	if (rc == -ESRCH)
 		return cli_error(TALLY_EXIT_USAGE, "%s", err);
 	if (rc < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
-	rc = write_out(r, c);
+	rc = write_out(r, c, argv);
 	if (rc == 0)
 		rc = exit_for(r->verdict);
 	compare_free(r);

@@ -42,6 +42,55 @@ static void sh_quote(const char *v)
 	putchar('\'');
 }
 
+/* A YAML double-quoted scalar: \\ \" and every control byte escaped (YAML 1.2, section 5.7). */
+static void yaml_quote(const char *v)
+{
+	putchar('"');
+	for (; *v; v++) {
+		unsigned char ch = (unsigned char)*v;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch == '\n')
+			fputs("\\n", stdout);
+		else if (ch < 0x20 || ch == 0x7f)
+			printf("\\x%02x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+/* A Dockerfile ENV value in double quotes: \\, \" and \$ (Docker expands variables). */
+static void docker_quote(const char *v)
+{
+	putchar('"');
+	for (; *v; v++) {
+		if (*v == '"' || *v == '\\' || *v == '$')
+			putchar('\\');
+		putchar(*v);
+	}
+	putchar('"');
+}
+
+/* A Dockerfile has no way to write a newline or other control byte inside an ENV value. */
+static int check_docker_values(const struct env_var *v, size_t n)
+{
+	size_t i;
+	const char *p;
+
+	for (i = 0; i < n; i++)
+		for (p = v[i].value; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return cli_error(
+				    TALLY_EXIT_USAGE,
+				    "%s holds a control character (byte %#x), which a "
+				    "Dockerfile ENV line cannot carry: use --format sh, "
+				    "k8s or json",
+				    v[i].name, (unsigned char)*p);
+	return 0;
+}
+
 static void print_vars(enum env_format f, const struct env_var *v, size_t n)
 {
 	struct tally_json j;
@@ -66,10 +115,14 @@ static void print_vars(enum env_format f, const struct env_var *v, size_t n)
 			putchar('\n');
 			break;
 		case FMT_DOCKER:
-			printf("ENV %s=\"%s\"\n", v[i].name, v[i].value);
+			printf("ENV %s=", v[i].name);
+			docker_quote(v[i].value);
+			putchar('\n');
 			break;
 		default:
-			printf("  - name: %s\n    value: \"%s\"\n", v[i].name, v[i].value);
+			printf("  - name: %s\n    value: ", v[i].name);
+			yaml_quote(v[i].value);
+			putchar('\n');
 		}
 	}
 }
@@ -124,6 +177,8 @@ int cmd_env(int argc, char **argv)
 	if ((rc = collect_opts_finish(&o)) != 0)
 		return rc;
 	n = (unsigned)collect_env(&o, vars, 32);
+	if (fmt == FMT_DOCKER && (rc = check_docker_values(vars, n)) != 0)
+		return rc;
 	print_vars(fmt, vars, n);
 	return TALLY_EXIT_OK;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "outfile.h"
 #include "report.h"
 
 struct export_cli {
@@ -113,6 +114,9 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 	uint64_t t0 = cli_now_ns();
 	int rc;
 
+	if (strcmp(x->o.output, "-") != 0 &&
+	    outfile_not_input(x->o.output, paths, npaths, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_USAGE, "%s", err);
 	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
 	set.align = !x->no_align;
@@ -127,6 +131,7 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 		goto close_set;
 	}
 	report_warn_damage(&set, stderr, tally_progname);
+	cli_warn_demangle_refused();
 	if (!set.complete)
 		cli_warn("INCOMPLETE: data was lost in the input (the export shows where: 'tally "
 			 "stats %s' says what)",

@@ -19,6 +19,7 @@
 #include "collect-env.h"
 #include "doctor.h"
 #include "json.h"
+#include "outfile.h"
 #include "pattern.h"
 #include "reader.h"
 #include "record-run.h"
@@ -27,13 +28,15 @@
 struct record_opts {
 	struct collect_opts c;
 	bool quiet, json, skip_checks;
+	const char *json_path; /* --json=FILE; plain --json goes to standard error */
 };
 
 static volatile sig_atomic_t child_pid;
 
 static const struct cli_opt_help record_help[] = {
     {"-q, --quiet", "print nothing after the run but problems"},
-    {"--json", "print the closing summary as JSON (docs/record.md)"},
+    {"--json[=FILE]", "the closing summary as JSON, on standard error or into FILE (never"},
+    {"", "into the program's standard output; docs/record.md)"},
     {"--no-checks", "do not stop on the doctor's blocking findings"},
     {"-h, --help", "show this help"},
     {NULL, NULL},
@@ -78,21 +81,22 @@ static void install_forwarding(void)
 		sigaction(sigs[i], &sa, NULL);
 }
 
-/* Refuse to run if the one name the pattern makes is taken (names with %p/%n never are). */
+/*
+ * Refuse to run if the one name the pattern makes is taken (names with %p/%n never are), or is
+ * anything but a regular file: --force replaces a regular file only (outfile.h).
+ */
 int record_check_overwrite(const struct collect_opts *c)
 {
 	struct tally_pattern_vars vars = {.pid = getpid()};
-	char path[PATH_MAX], err[256];
+	char path[PATH_MAX], err[PATH_MAX + 128];
 
-	if (c->force || strstr(c->output, "%p") || strstr(c->output, "%n"))
+	if (strstr(c->output, "%p") || strstr(c->output, "%n"))
 		return 0;
 	if (tally_pattern_expand(c->output_abs, &vars, path, sizeof(path), err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_USAGE, "--output: %s", err);
-	if (access(path, F_OK) == 0)
-		return cli_error(TALLY_EXIT_USAGE,
-				 "%s exists: use --force to overwrite it, or a "
-				 "pattern with %%p or %%n",
-				 path);
+	if (outfile_check(path, c->force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_USAGE, "%s%s", err,
+				 c->force ? "" : "; or use a pattern with %p or %n");
 	return 0;
 }
 
@@ -147,35 +151,52 @@ static int wait_child(pid_t pid)
 
 /* ---- after the run: what was written --------------------------------------------------- */
 
-/* Files named in the manifest ("start PID PATH" lines), and the "off PID WHY" refusals. */
-static size_t read_manifest(const char *manifest, struct record_written *w, size_t max,
-			    FILE *off_out)
+static bool add_written(struct record_run *run, size_t *cap, long pid, const char *path)
+{
+	if (run->nfiles == *cap) {
+		size_t n = *cap ? 2 * *cap : 64;
+		struct record_written *t = realloc(run->files, n * sizeof(*t));
+
+		if (!t)
+			return false;
+		run->files = t;
+		*cap = n;
+	}
+	snprintf(run->files[run->nfiles].path, sizeof(run->files[0].path), "%s", path);
+	run->files[run->nfiles].pid = pid;
+	run->files[run->nfiles++].ended = false;
+	return true;
+}
+
+/* Files named in the manifest ("start PID PATH" lines), however many (a job may fork
+ * thousands), and the "off PID WHY" refusals, counted and written to off_out. */
+static void read_manifest(const char *manifest, struct record_run *run, FILE *off_out)
 {
 	FILE *f = manifest[0] ? fopen(manifest, "r") : NULL;
 	char line[PATH_MAX + 512];
-	size_t n = 0, i;
+	size_t cap = 0, i;
 
 	if (!f)
-		return 0;
+		return;
 	while (fgets(line, sizeof(line), f)) {
 		long pid;
 		int at = 0;
 
 		line[strcspn(line, "\n")] = '\0';
-		if (sscanf(line, "start %ld %n", &pid, &at) == 1 && at && n < max) {
-			snprintf(w[n].path, sizeof(w[n].path), "%s", line + at);
-			w[n].pid = pid;
-			w[n++].ended = false;
+		if (sscanf(line, "start %ld %n", &pid, &at) == 1 && at) {
+			if (!add_written(run, &cap, pid, line + at))
+				fprintf(off_out, "  pid %ld: out of memory listing its file\n",
+					pid);
 		} else if (sscanf(line, "end %ld %n", &pid, &at) == 1) {
-			for (i = 0; i < n; i++)
-				if (w[i].pid == pid)
-					w[i].ended = true;
-		} else if (sscanf(line, "off %ld %n", &pid, &at) == 1 && off_out) {
+			for (i = 0; i < run->nfiles; i++)
+				if (run->files[i].pid == pid)
+					run->files[i].ended = true;
+		} else if (sscanf(line, "off %ld %n", &pid, &at) == 1) {
+			run->nrefused++;
 			fprintf(off_out, "  pid %ld not recorded: %s\n", pid, line + at);
 		}
 	}
 	fclose(f);
-	return n;
 }
 
 static void print_counts(FILE *out, const struct tally_section *s)
@@ -241,40 +262,88 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 	return v.complete;
 }
 
+/* Where --json goes: standard error, or FILE (replaced only if it is a regular file). */
+static FILE *json_open(const struct record_opts *o, struct outfile *of)
+{
+	char err[PATH_MAX + 128];
+	FILE *f;
+
+	if (!o->json_path)
+		return stderr;
+	if (outfile_open(of, o->json_path, OUTFILE_FORCE, err, sizeof(err)) < 0) {
+		cli_warn("--json: %s", err);
+		return NULL;
+	}
+	f = fdopen(of->fd, "w");
+	if (!f)
+		outfile_abort(of);
+	else
+		of->fd = -1; /* f owns it */
+	return f;
+}
+
+static void json_close(const struct record_opts *o, FILE *f, struct outfile *of)
+{
+	char err[PATH_MAX + 128];
+
+	if (f == stderr)
+		return;
+	if (fclose(f) != 0 || outfile_commit(of, OUTFILE_FORCE, err, sizeof(err)) < 0)
+		cli_warn("--json=%s: not written", o->json_path);
+	outfile_abort(of);
+}
+
+/* --json: never into standard output, which is the program's. */
+static void summarize_json(const struct record_opts *o, const struct record_run *run)
+{
+	struct outfile of = {.fd = -1};
+	FILE *f = json_open(o, &of);
+	struct tally_json j;
+	size_t i;
+
+	if (!f)
+		return;
+	tally_json_init(&j, f, true);
+	tally_json_object_begin(&j);
+	tally_json_field_int(&j, "exit_status", run->status);
+	tally_json_field_uint(&j, "not_recorded", run->nrefused);
+	tally_json_name(&j, "files");
+	tally_json_array_begin(&j);
+	for (i = 0; i < run->nfiles; i++)
+		summarize_file(f, &j, &run->files[i]);
+	tally_json_array_end(&j);
+	tally_json_object_end(&j);
+	tally_json_finish(&j);
+	json_close(o, f, &of);
+}
+
 static void summarize(const struct record_opts *o, const struct record_run *run)
 {
 	FILE *out = stderr;
-	struct tally_json j;
-	int status = run->status;
 	size_t n = run->nfiles, i;
 
-	if (o->quiet && !o->json)
+	if (o->json) {
+		summarize_json(o, run);
+		return;
+	}
+	if (o->quiet)
 		out = fopen("/dev/null", "w");
 	if (!out)
 		return;
-	if (!o->json)
-		fprintf(out, "tally: program exited with status %d\n", status);
-	for (i = 0; !o->json && i < run->noff; i++)
+	fprintf(out, "tally: program exited with status %d\n", run->status);
+	for (i = 0; i < run->noff; i++)
 		fprintf(out, "%s", run->off[i]);
-	if (o->json) {
-		tally_json_init(&j, stdout, true);
-		tally_json_object_begin(&j);
-		tally_json_field_int(&j, "exit_status", status);
-		tally_json_name(&j, "files");
-		tally_json_array_begin(&j);
-	} else if (!n) {
+	/* The lines above already say why when processes refused: do not guess another reason. */
+	if (!n && run->nrefused)
+		fprintf(out, "tally: no file written (%zu process(es) not recorded, above)\n",
+			run->nrefused);
+	else if (!n)
 		fprintf(out, "tally: no file written: the program never initialised CUDA or used "
 			     "NVTX (or was not a dynamically linked program)\n");
-	} else {
+	else
 		fprintf(out, "tally: %zu file(s) written:\n", n);
-	}
 	for (i = 0; i < n; i++)
-		summarize_file(o->json ? stdout : out, o->json ? &j : NULL, &run->files[i]);
-	if (o->json) {
-		tally_json_array_end(&j);
-		tally_json_object_end(&j);
-		tally_json_finish(&j);
-	}
+		summarize_file(out, NULL, &run->files[i]);
 	if (out != stderr)
 		fclose(out);
 }
@@ -314,14 +383,9 @@ static void collect_written(struct record_run *run, const char *manifest)
 	size_t len = 0;
 	FILE *mem = open_memstream(&buf, &len);
 
-	run->files = calloc(RECORD_MAX_FILES, sizeof(*run->files));
-	if (!run->files || !mem) {
-		if (mem)
-			fclose(mem);
-		free(buf);
+	if (!mem)
 		return;
-	}
-	run->nfiles = read_manifest(manifest, run->files, RECORD_MAX_FILES, mem);
+	read_manifest(manifest, run, mem);
 	fclose(mem);
 	if (buf && *buf && (run->off = calloc(1, sizeof(*run->off)))) {
 		run->off[0] = buf;
@@ -383,7 +447,7 @@ int cmd_record(int argc, char **argv)
 	for (i = 0; i < collect_longopts_count; i++)
 		longopts[n++] = collect_longopts[i];
 	longopts[n++] = (struct option){"quiet", no_argument, NULL, 'q'};
-	longopts[n++] = (struct option){"json", no_argument, NULL, 'J'};
+	longopts[n++] = (struct option){"json", optional_argument, NULL, 'J'};
 	longopts[n++] = (struct option){"no-checks", no_argument, NULL, 'N'};
 	longopts[n++] = (struct option){"help", no_argument, NULL, 'h'};
 	longopts[n] = (struct option){NULL, 0, NULL, 0};
@@ -397,6 +461,7 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'J':
 			o.json = true;
+			o.json_path = optarg && *optarg && strcmp(optarg, "-") != 0 ? optarg : NULL;
 			break;
 		case 'N':
 			o.skip_checks = true;

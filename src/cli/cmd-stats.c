@@ -17,6 +17,7 @@ struct stats_opts {
 	struct stats_request req;
 	enum report_format fmt;
 	const char *output;
+	bool force;
 };
 
 static const struct cli_opt_help stats_help[] = {
@@ -26,7 +27,8 @@ static const struct cli_opt_help stats_help[] = {
     {"--gap-min DURATION", "gpu_gaps: shortest gap listed (default 1ms; 500us, 2s ...)"},
     {"--util-bucket DURATION", "gpu_time_util: bucket (default: a twentieth of the span)"},
     {"-f, --format FMT", "table (default), csv or json"},
-    {"-o, --output FILE", "write to FILE instead of standard output"},
+    {"-o, --output FILE", "write to FILE instead of standard output (never over an input)"},
+    {"--force", "replace FILE if it exists (only ever a regular file)"},
     {"-h, --help", "show this help"},
     {NULL, NULL},
 };
@@ -114,6 +116,7 @@ static int parse(int argc, char **argv, struct stats_opts *o)
 	    {"report", required_argument, NULL, 'r'},
 	    {"format", required_argument, NULL, 'f'},
 	    {"output", required_argument, NULL, 'o'},
+	    {"force", no_argument, NULL, 'F'},
 	    {"gap-min", required_argument, NULL, 'g'},
 	    {"util-bucket", required_argument, NULL, 'u'},
 	    {"help", no_argument, NULL, 'h'},
@@ -135,6 +138,9 @@ static int parse(int argc, char **argv, struct stats_opts *o)
 		case 'o':
 			o->output = optarg;
 			break;
+		case 'F':
+			o->force = true;
+			break;
 		case 'g':
 		case 'u':
 			if (cli_parse_duration_ns(optarg, c == 'g' ? &o->req.gap_min_ns
@@ -155,23 +161,16 @@ static int parse(int argc, char **argv, struct stats_opts *o)
 	return 0;
 }
 
-static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o)
+/* To standard output, or to -o FILE (cli_output: a temporary file renamed over it). */
+static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o,
+			 char **paths, size_t npaths)
 {
-	FILE *out = stdout;
-	int rc;
+	struct cli_output out;
+	int rc = cli_output_open(&out, o->output, o->force, paths, npaths);
 
-	if (o->output && strcmp(o->output, "-") != 0) {
-		out = fopen(o->output, "w");
-		if (!out)
-			return cli_error(TALLY_EXIT_ERROR, "%s: %s", o->output, strerror(errno));
-	}
-	rc = stats_write(st, set, out, o->fmt);
-	if (out != stdout && fclose(out) != 0)
-		rc = -errno;
-	if (rc < 0)
-		return cli_error(TALLY_EXIT_ERROR, "%s: write failed: %s",
-				 o->output ? o->output : "standard output", strerror(-rc));
-	return 0;
+	if (rc)
+		return rc;
+	return cli_output_close(&out, stats_write(st, set, out.f, o->fmt));
 }
 
 static int run(char **paths, size_t npaths, const struct stats_opts *o)
@@ -183,6 +182,9 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 	char err[600];
 	int rc;
 
+	/* before the reading, so that a refused -o costs nothing */
+	if ((rc = cli_output_check(o->output, o->force, paths, npaths)) != 0)
+		return rc;
 	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
 	report_set_find_base(&set);
@@ -205,7 +207,8 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 		goto free_stats;
 	}
 	report_warn_damage(&set, stderr, tally_progname);
-	rc = write_reports(st, &set, o);
+	cli_warn_demangle_refused();
+	rc = write_reports(st, &set, o, paths, npaths);
 	if (rc == 0 && !set.complete)
 		rc = TALLY_EXIT_FAIL;
 free_stats:

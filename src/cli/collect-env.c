@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared record/env options and the collector's environment; see collect-env.h. */
 #include "collect-env.h"
+#include "ranks.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "pattern.h"
+
+#define CHILD_SUFFIX_MAX 8 /* "-4194304" */
 
 enum {
 	O_OUTPUT = COLLECT_OPT_BASE,
@@ -22,6 +26,9 @@ enum {
 	O_POOL,
 	O_SLICE,
 	O_FORCE,
+	O_PY_STACKS,
+	O_NATIVE_STACKS,
+	O_STACK_DEPTH,
 };
 
 const struct option collect_longopts[] = {
@@ -36,6 +43,9 @@ const struct option collect_longopts[] = {
     {"pool-buffers", required_argument, NULL, O_POOL},
     {"flush-interval", required_argument, NULL, O_SLICE},
     {"force", no_argument, NULL, O_FORCE},
+    {"python-stacks", no_argument, NULL, O_PY_STACKS},
+    {"native-stacks", no_argument, NULL, O_NATIVE_STACKS},
+    {"stack-depth", required_argument, NULL, O_STACK_DEPTH},
 };
 const unsigned collect_longopts_count = sizeof(collect_longopts) / sizeof(collect_longopts[0]);
 
@@ -43,7 +53,10 @@ const struct cli_opt_help collect_help[] = {
     {"-o, --output PATTERN", "file name; %p pid, %h host, %n sequence, %q{VAR} env variable "
 			     "(default tally-%p.tally)"},
     {"-t, --trace LIST", "cuda,nvtx (default), or: kernel memcpy memset runtime driver sync "
-			 "overhead"},
+			 "overhead memory (CUDA allocations and frees)"},
+    {"--python-stacks", "the Python stack of every launch, copy and memset call"},
+    {"--native-stacks", "the native call stack (return addresses) of every launch"},
+    {"--stack-depth N", "frames kept per stack (default 32, at most 128)"},
     {"--delay SECONDS", "start recording this long after the program starts"},
     {"--duration SECONDS", "stop recording after this long (the file is closed then)"},
     {"--capture-range cudaProfilerApi", "record only between cudaProfilerStart and Stop"},
@@ -110,6 +123,15 @@ int collect_opts_parse(struct collect_opts *o, int c, const char *arg)
 	case O_FORCE:
 		o->force = true;
 		return 1;
+	case O_PY_STACKS:
+		o->python_stacks = true;
+		return 1;
+	case O_NATIVE_STACKS:
+		o->native_stacks = true;
+		return 1;
+	case O_STACK_DEPTH:
+		o->stack_depth = arg;
+		return 1;
 	default:
 		return 0;
 	}
@@ -119,7 +141,7 @@ static int check_trace(const char *t)
 {
 	static const char *const known[] = {"cuda",	"nvtx",	   "kernel", "memcpy",
 					    "memset",	"runtime", "driver", "sync",
-					    "overhead", "none",	   NULL};
+					    "overhead", "none",	   "memory", NULL};
 	char buf[256], *tok, *save = NULL;
 	size_t i;
 
@@ -147,14 +169,39 @@ static int check_seconds(const char *opt, const char *v)
 	return 0;
 }
 
+/*
+ * Every name the pattern makes must fit NAME_MAX, with room for the "-PID" a child's file adds:
+ * a %q{VAR} holding a long value would otherwise pass here and leave the program running
+ * unrecorded.  The widest pid (7 digits) stands in for %p.
+ */
+static int check_name_lengths(const char *path)
+{
+	const char *p = path;
+
+	while (*p) {
+		size_t n = strcspn(p, "/");
+
+		if (n + CHILD_SUFFIX_MAX > NAME_MAX)
+			return cli_error(TALLY_EXIT_USAGE,
+					 "--output: the name '%.40s...' would be %zu bytes; a file "
+					 "name may have %d (less %d for a child's -PID)",
+					 p, n, NAME_MAX, CHILD_SUFFIX_MAX);
+		p += n + (p[n] == '/');
+	}
+	return 0;
+}
+
 /* Relative patterns are made absolute: the program (or its children) may change directory. */
 static int absolute_output(struct collect_opts *o)
 {
-	struct tally_pattern_vars vars = {.pid = 1};
+	struct tally_pattern_vars vars = {.pid = 4194304};
 	char cwd[PATH_MAX], test[PATH_MAX], err[256];
+	int rc;
 
 	if (tally_pattern_expand(o->output, &vars, test, sizeof(test), err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_USAGE, "--output: %s", err);
+	if ((rc = check_name_lengths(test)) != 0)
+		return rc;
 	if (o->output[0] == '/') {
 		snprintf(o->output_abs, sizeof(o->output_abs), "%s", o->output);
 		return 0;
@@ -170,6 +217,7 @@ static int absolute_output(struct collect_opts *o)
 
 int collect_opts_finish(struct collect_opts *o)
 {
+	char err[256];
 	int rc;
 	uint64_t v;
 
@@ -178,6 +226,8 @@ int collect_opts_finish(struct collect_opts *o)
 	if ((rc = check_seconds("--delay", o->delay)) ||
 	    (rc = check_seconds("--duration", o->duration)))
 		return rc;
+	if (o->ranks && !tally_ranks_valid(o->ranks, err, sizeof(err)))
+		return cli_error(TALLY_EXIT_USAGE, "--ranks: %s", err);
 	if (o->capture_range && strcmp(o->capture_range, "cudaProfilerApi") != 0)
 		return cli_error(TALLY_EXIT_USAGE,
 				 "--capture-range: only cudaProfilerApi is known");
@@ -259,5 +309,10 @@ size_t collect_env(const struct collect_opts *o, struct env_var *vars, size_t ma
 	put_size(vars, &n, max, "TALLY_SLICE_MS", o->slice_ms);
 	if (o->force)
 		put(vars, &n, max, "TALLY_FORCE", "1");
+	if (o->python_stacks)
+		put(vars, &n, max, "TALLY_PYTHON_STACKS", "1");
+	if (o->native_stacks)
+		put(vars, &n, max, "TALLY_NATIVE_STACKS", "1");
+	put(vars, &n, max, "TALLY_STACK_DEPTH", o->stack_depth);
 	return n;
 }

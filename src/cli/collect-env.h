@@ -18,8 +18,8 @@ struct collect_opts {
 	char output_abs[PATH_MAX];
 	const char *trace;
 	const char *delay, *duration, *capture_range, *devices, *ranks;
-	const char *buffer_size, *pool_buffers, *slice_ms;
-	bool force;
+	const char *buffer_size, *pool_buffers, *slice_ms, *stack_depth;
+	bool force, python_stacks, native_stacks;
 	char collector[PATH_MAX];
 };
 

@@ -13,8 +13,6 @@
 
 #include "collect-env.h"
 
-#define RECORD_MAX_FILES 256
-
 struct record_written {
 	char path[PATH_MAX];
 	long pid;
@@ -28,6 +26,7 @@ struct record_run {
 	size_t nfiles;
 	char **off; /* "  pid N not recorded: why" lines */
 	size_t noff;
+	size_t nrefused; /* processes that said why they were not recorded ("off" lines) */
 };
 
 /* Run argv to its end: traced as c says, or untraced (c NULL: nothing injected, nothing set).

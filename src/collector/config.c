@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The collector's environment; see config.h and docs/collector.md. */
 #include "config.h"
+#include "ranks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,17 +12,12 @@ static const struct {
 	const char *name;
 	unsigned bits;
 } trace_names[] = {
-    {"cuda", TRACE_CUDA},
-    {"nvtx", TRACE_NVTX},
-    {"kernel", TRACE_KERNEL},
-    {"memcpy", TRACE_MEMCPY},
-    {"memset", TRACE_MEMSET},
-    {"runtime", TRACE_RUNTIME},
-    {"driver", TRACE_DRIVER},
-    {"sync", TRACE_SYNC},
-    {"overhead", TRACE_OVERHEAD},
-    {"cuda-launch-driver", TRACE_LAUNCH_DRIVER},
-    {"none", 0},
+    {"cuda", TRACE_CUDA},	  {"nvtx", TRACE_NVTX},
+    {"kernel", TRACE_KERNEL},	  {"memcpy", TRACE_MEMCPY},
+    {"memset", TRACE_MEMSET},	  {"runtime", TRACE_RUNTIME},
+    {"driver", TRACE_DRIVER},	  {"sync", TRACE_SYNC},
+    {"overhead", TRACE_OVERHEAD}, {"cuda-launch-driver", TRACE_LAUNCH_DRIVER},
+    {"memory", TRACE_MEMORY},	  {"none", 0},
 };
 
 int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)
@@ -39,7 +35,7 @@ int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)
 		if (i == sizeof(trace_names) / sizeof(trace_names[0])) {
 			snprintf(why, len,
 				 "unknown trace kind '%s' (use cuda, nvtx, kernel, memcpy, "
-				 "memset, runtime, driver, sync, overhead)",
+				 "memset, runtime, driver, sync, overhead, memory)",
 				 tok);
 			return -1;
 		}
@@ -74,6 +70,14 @@ static void env_str(const char *name, const char *def, char *out, size_t len)
 	const char *v = getenv(name);
 
 	snprintf(out, len, "%s", v && *v ? v : def);
+}
+
+/* Set and not "0". */
+static bool env_flag(const char *name)
+{
+	const char *s = getenv(name);
+
+	return s && *s && strcmp(s, "0") != 0;
 }
 
 static int parse_devices(const char *v, uint64_t *mask, char *why, size_t len)
@@ -142,9 +146,17 @@ int tally_config_load(struct tally_config *c, char *why, size_t len)
 	if ((s = getenv("TALLY_DEVICES")) && *s && parse_devices(s, &c->device_mask, why, len) < 0)
 		return -EINVAL;
 	env_str("TALLY_RANKS", "", c->ranks, sizeof(c->ranks));
+	if (c->ranks[0] && !tally_ranks_valid(c->ranks, why, len))
+		return -EINVAL;
 	env_str("TALLY_MANIFEST", "", c->manifest, sizeof(c->manifest));
-	s = getenv("TALLY_FORCE");
-	c->force = s && *s && strcmp(s, "0") != 0;
+	c->force = env_flag("TALLY_FORCE");
+	c->python_stacks = env_flag("TALLY_PYTHON_STACKS");
+	s = getenv("TALLY_PYTHON_STACKS");
+	c->python_stacks_gil = s && strcmp(s, "gil") == 0;
+	c->native_stacks = env_flag("TALLY_NATIVE_STACKS");
+	if (!env_u64("TALLY_STACK_DEPTH", 32, 1, &v, why, len))
+		return -EINVAL;
+	c->stack_depth = v < 1 ? 1 : v > 128 ? 128 : (unsigned)v;
 	return 0;
 }
 

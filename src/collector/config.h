@@ -22,6 +22,7 @@ enum tally_trace_bits {
 	TRACE_NVTX = 1u << 6,
 	TRACE_OVERHEAD = 1u << 7,
 	TRACE_LAUNCH_DRIVER = 1u << 8, /* only the driver calls that launch work (cuLaunch...) */
+	TRACE_MEMORY = 1u << 9,	       /* device memory allocations and releases */
 	TRACE_CUDA =
 	    TRACE_KERNEL | TRACE_MEMCPY | TRACE_MEMSET | TRACE_RUNTIME | TRACE_LAUNCH_DRIVER,
 	TRACE_DEFAULT = TRACE_CUDA | TRACE_NVTX,
@@ -44,6 +45,10 @@ struct tally_config {
 	unsigned device_buffer_pool_limit;
 	long root_pid;		   /* the process `tally record` started; 0 unknown */
 	uint64_t slow_consumer_ns; /* tests only: the consumer sleeps this long per record */
+	bool python_stacks;	   /* TALLY_PYTHON_STACKS: Python stack of each launching call */
+	bool python_stacks_gil;	   /* TALLY_PYTHON_STACKS=gil: only from threads holding the GIL */
+	bool native_stacks;	   /* TALLY_NATIVE_STACKS: return addresses of each launch */
+	unsigned stack_depth;	   /* TALLY_STACK_DEPTH: frames kept per stack */
 };
 
 /* Parse the environment; returns 0, or -EINVAL with why naming the variable and value. */

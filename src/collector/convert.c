@@ -213,6 +213,25 @@ static void convert_overhead(const CUpti_ActivityOverhead3 *o, struct tally_reco
 	free(o->overheadData);
 }
 
+/* An allocation or release (CUPTI MEMORY2).  With a caching allocator (PyTorch) these are the
+ * allocator's reservations from CUDA, not the program's tensors. */
+static void convert_memory(const CUpti_ActivityMemory4 *m, struct tally_record *r)
+{
+	r->kind = TALLY_KIND_MEMORY;
+	r->start = r->end = m->timestamp;
+	r->subkind = m->memoryOperationType;
+	r->src_kind = m->memoryKind;
+	r->correlation_id = m->correlationId;
+	r->address = m->address;
+	r->bytes = m->bytes;
+	r->process_id = m->processId;
+	r->device_id = m->deviceId;
+	r->context_id = m->contextId;
+	r->stream_id = m->streamId;
+	if (m->isAsync)
+		r->flags |= TALLY_REC_ASYNC;
+}
+
 static void convert_device(const CUpti_ActivityDevice5 *d, struct tally_buf *kv)
 {
 	tally_kv_uint(kv, TALLY_DK_ID, d->id);
@@ -359,6 +378,9 @@ enum convert_result tally_convert(struct tally_convert *c, const CUpti_Activity 
 		return CONVERT_RECORD;
 	case CUPTI_ACTIVITY_KIND_OVERHEAD:
 		convert_overhead((const CUpti_ActivityOverhead3 *)rec, out);
+		return CONVERT_RECORD;
+	case CUPTI_ACTIVITY_KIND_MEMORY2:
+		convert_memory((const CUpti_ActivityMemory4 *)rec, out);
 		return CONVERT_RECORD;
 	case CUPTI_ACTIVITY_KIND_MARKER:
 		return convert_marker(c, (const CUpti_ActivityMarker2 *)rec, out);

@@ -15,6 +15,7 @@
 #include "cupti-api.h"
 #include "log.h"
 #include "pipeline.h"
+#include "stackcap.h"
 
 static CUpti_SubscriberHandle subscriber;
 static bool subscribed;
@@ -58,6 +59,7 @@ static const struct {
     {TRACE_OVERHEAD, {CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_INVALID}},
     {TRACE_RUNTIME, {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_INVALID}},
     {TRACE_DRIVER, {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_INVALID}},
+    {TRACE_MEMORY, {CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_INVALID}},
 };
 #define KIND_MAP_LEN (sizeof(kind_map) / sizeof(kind_map[0]))
 
@@ -147,6 +149,8 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 	}
 	if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
+	if (tally_stackcap_callback(domain, cbid, api))
+		return;
 	/* cudaProfilerStart opens the window when it returns; Stop closes it on entry. */
 	if ((cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 &&
 	     domain == CUPTI_CB_DOMAIN_RUNTIME_API) ||
@@ -180,6 +184,7 @@ static void subscribe(const struct tally_config *cfg)
 				   CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	(void)cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_STATE,
 				   CUPTI_CBID_STATE_FATAL_ERROR);
+	tally_stackcap_subscribe(subscriber, cfg);
 	if (!cfg->capture_profiler_api)
 		return;
 	(void)cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,

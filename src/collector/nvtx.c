@@ -28,7 +28,10 @@
 #include "pipeline.h"
 
 #define NVTX_BUFFER_SIZE (64u << 10)
-#define NAME_MAX_LEN	 4000
+/* Names are kept up to TALLY_NVTX_TEXT_MAX bytes; one byte more is carried to emit(), so that it
+ * knows the name was longer and says so in the record (TALLY_REC_TEXT_TRUNCATED). */
+#define NAME_MAX_LEN (TALLY_NVTX_TEXT_MAX + 1)
+#define EV_TRUNCATED 2 /* struct tally_nvtx_event flags: the name was cut */
 
 struct open_range {
 	uint64_t start;
@@ -142,8 +145,13 @@ static void emit(struct nvtx_thread *t, unsigned kind, uint64_t start, uint64_t 
 	struct tally_nvtx_event ev;
 	int expected = 0;
 
-	if (name_len > NAME_MAX_LEN)
-		name_len = NAME_MAX_LEN;
+	if (name_len > TALLY_NVTX_TEXT_MAX) {
+		/* Cut where a character starts, so the text stays UTF-8. */
+		for (name_len = TALLY_NVTX_TEXT_MAX;
+		     name_len && ((unsigned char)name[name_len] & 0xc0) == 0x80; name_len--)
+			;
+		flags |= EV_TRUNCATED;
+	}
 	if (dlen > 255)
 		dlen = 255;
 	size = (sizeof(ev) + name_len + dlen + 7) & ~(size_t)7;

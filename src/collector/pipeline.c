@@ -16,6 +16,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,8 +25,10 @@
 #include "codec.h"
 #include "convert.h"
 #include "corr.h"
+#include "nativestack.h"
 #include "pool.h"
 #include "queue.h"
+#include "stacktab.h"
 #include "strtab.h"
 
 #define DEFAULT_BUFFER_SIZE (4u << 20)
@@ -176,11 +179,30 @@ static void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const 
 	(void)tally_writer_chunk(&p->writer, type, flags, b->data, b->len, records);
 }
 
+/* New frames, stacks and modules, before the records that name them. */
+static void emit_stacks(struct pipeline *p)
+{
+	struct tally_buf frames = {0}, stacks = {0}, modules = {0};
+
+	tally_stacktab_take(&frames, &stacks, &modules, tally_nativestack_modules_for);
+	if (frames.len)
+		emit_chunk(p, TALLY_CHUNK_FRAMES, 0, &frames, 0);
+	if (stacks.len)
+		emit_chunk(p, TALLY_CHUNK_STACKS, 0, &stacks, 0);
+	if (modules.len)
+		emit_chunk(p, TALLY_CHUNK_MODULES, 0, &modules, 0);
+	tally_buf_fini(&frames);
+	tally_buf_fini(&stacks);
+	tally_buf_fini(&modules);
+}
+
 static void emit_strings(struct pipeline *p)
 {
 	tally_buf_reset(&p->payload);
 	if (tally_strtab_take_pending(&p->strings, &p->payload))
 		emit_chunk(p, TALLY_CHUNK_STRINGS, 0, &p->payload, 0);
+	if (p->cfg.stacks)
+		emit_stacks(p);
 }
 
 static void emit_batch(struct pipeline *p, unsigned kind)
@@ -312,6 +334,8 @@ static void consume_record(struct pipeline *p, const CUpti_Activity *rec)
 		p->c[TALLY_C_UNKNOWN_KIND]++;
 		return;
 	}
+	if (p->cfg.stacks)
+		r.stack_id = tally_stacktab_lookup(r.correlation_id);
 	check_record(p, &r);
 	if (p->cfg.device_mask && tally_kind_is_gpu(r.kind) &&
 	    (r.device_id >= 64 || !(p->cfg.device_mask >> r.device_id & 1))) {
@@ -351,7 +375,8 @@ static void consume_nvtx(struct pipeline *p, const struct tally_queue_item *it)
 		r.color = ev.color;
 		r.category = ev.category;
 		r.value = (uint32_t)ev.payload;
-		r.flags = ev.flags & 1 ? TALLY_REC_DEPTH_LOST : 0;
+		r.flags = (ev.flags & 1 ? TALLY_REC_DEPTH_LOST : 0) |
+			  (ev.flags & 2 ? TALLY_REC_TEXT_TRUNCATED : 0);
 		r.name_id = tally_strtab_intern_len(&p->strings, text, ev.name_len);
 		if (ev.domain_len)
 			r.domain_id =
@@ -492,6 +517,7 @@ static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	const struct tally_writer_stats *w = &p->writer.stats;
 
 	memcpy(l->v, p->c, sizeof(l->v));
+	l->unknown_counters = 0; /* a writer has none: only readers pass them on */
 	l->v[TALLY_C_BUFFERS_REQUESTED] = atomic_load_explicit(&p->requested, memory_order_relaxed);
 	l->v[TALLY_C_BUFFERS_DELIVERED] = atomic_load_explicit(&p->delivered, memory_order_relaxed);
 	l->v[TALLY_C_BUFFERS_REFUSED] = atomic_load_explicit(&p->refused, memory_order_relaxed);
@@ -613,12 +639,28 @@ static void loss_window(void *ctx, uint64_t t0, uint64_t t1, uint64_t launches, 
 	}
 }
 
+/* Launches whose stack the full tables could not take: said once, at close. */
+static void note_stacks_lost(void)
+{
+	uint64_t lost = tally_stacktab_lost();
+	char text[160];
+
+	if (!lost)
+		return;
+	snprintf(text, sizeof(text),
+		 "%llu launch(es) got no call stack: the frame or stack table was full",
+		 (unsigned long long)lost);
+	tally_pipeline_note(TALLY_NOTE_WARNING, "stacks-lost", text);
+}
+
 /* The close: everything left, the unmatched, the stranded, the flush facts, the final ledger. */
 static void finish_locked(struct pipeline *p)
 {
 	struct finish_ctx fctx = {p, &p->payload};
 	uint64_t handed, delivered;
 
+	if (p->cfg.stacks)
+		note_stacks_lost();
 	consume_all(p, false);
 	flush_batches(p);
 	read_dropped(p);
@@ -702,7 +744,7 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 
 	p->cfg = *cfg;
 	p->src = *src;
-	if (!p->cfg.batch_records)
+	if (!p->cfg.batch_records || p->cfg.batch_records > TALLY_RECORDS_MAX)
 		p->cfg.batch_records = DEFAULT_BATCH;
 	if (!p->cfg.slice_ns)
 		p->cfg.slice_ns = DEFAULT_SLICE_NS;
@@ -753,6 +795,11 @@ int tally_pipeline_start(const struct tally_pipeline_config *cfg, const struct t
 	rc = pipeline_init(p, cfg, src, sink);
 	if (rc < 0)
 		goto free_pipeline;
+	if (cfg->stacks) { /* fresh tables: a fork child's file starts its ids again */
+		tally_nativestack_forget_modules();
+		if (tally_stacktab_reset() < 0)
+			p->cfg.stacks = false;
+	}
 	p->start_time = p->slice_begin = src->now();
 	atomic_init(&p->next_slice_mono, tally_monotonic_ns() + p->cfg.slice_ns);
 	if (tally_writer_preamble(&p->writer) < 0)

@@ -35,6 +35,7 @@ struct tally_pipeline_config {
 	bool consumer_thread;	   /* false: the caller drains (tests, single-threaded runs) */
 	uint64_t device_mask;	   /* keep GPU records of these device ids only; 0: all */
 	uint64_t slow_consumer_ns; /* fault injection for tests: sleep per record */
+	bool stacks;		   /* call stacks are captured (stacktab.h): write their tables */
 };
 
 /*
@@ -45,7 +46,7 @@ struct tally_pipeline_config {
 struct tally_nvtx_event {
 	uint16_t size;
 	uint8_t kind;  /* TALLY_KIND_NVTX_RANGE or TALLY_KIND_NVTX_MARK */
-	uint8_t flags; /* 1: a pop without a push */
+	uint8_t flags; /* 1: a pop without a push; 2: the name was cut (too long) */
 	uint32_t tid;
 	uint64_t start, end;
 	uint64_t payload;

@@ -79,6 +79,13 @@ static void per_process_name(char *path, size_t len)
 		snprintf(dot, len - (size_t)(dot - path), "-%ld.tally", (long)getpid());
 }
 
+static bool replaceable(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static int open_output(char *why, size_t len)
 {
 	struct tally_pattern_vars vars = {.pid = getpid()};
@@ -93,7 +100,11 @@ static int open_output(char *why, size_t len)
 		return rc;
 	}
 	per_process_name(g_session.path, sizeof(g_session.path));
-	flags |= g_session.cfg.force ? O_TRUNC : O_EXCL;
+	/* Only ever a regular file is replaced, and never through a link: --force removes an
+	 * existing regular file, then the trace is created anew (O_EXCL does not follow links). */
+	if (g_session.cfg.force && replaceable(g_session.path))
+		unlink(g_session.path);
+	flags |= O_EXCL | O_NOFOLLOW;
 	fd = open(g_session.path, flags, 0644);
 	if (fd < 0) {
 		rc = -errno;
@@ -144,6 +155,7 @@ static uint64_t kinds_mask(unsigned trace)
 	k |= trace & TRACE_SYNC ? 1u << TALLY_KIND_SYNC : 0;
 	k |= trace & TRACE_NVTX ? 1u << TALLY_KIND_NVTX_RANGE | 1u << TALLY_KIND_NVTX_MARK : 0;
 	k |= trace & TRACE_OVERHEAD ? 1u << TALLY_KIND_OVERHEAD : 0;
+	k |= trace & TRACE_MEMORY ? 1u << TALLY_KIND_MEMORY : 0;
 	return k;
 }
 
@@ -220,6 +232,7 @@ static struct tally_pipeline_config pipeline_config(const struct tally_config *c
 	pc.trace_api = (c->trace & (TRACE_RUNTIME | TRACE_DRIVER | TRACE_LAUNCH_DRIVER)) != 0;
 	pc.device_mask = c->device_mask;
 	pc.slow_consumer_ns = c->slow_consumer_ns;
+	pc.stacks = c->python_stacks || c->native_stacks;
 	return pc;
 }
 

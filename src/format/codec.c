@@ -49,6 +49,8 @@ static const struct column_desc columns[TALLY_COL_MAX] = {
     [TALLY_COL_DOMAIN] = COL(domain_id),
     [TALLY_COL_COLOR] = COL(color),
     [TALLY_COL_CATEGORY] = COL(category),
+    [TALLY_COL_STACK] = COL(stack_id),
+    [TALLY_COL_ADDRESS] = COL(address),
 };
 
 void tally_codec_fini(struct tally_codec *c)
@@ -188,15 +190,19 @@ static void column_put_rle(struct tally_buf *out, const uint64_t *v, size_t n)
 	}
 }
 
+/* force_delta: DELTA even where another form is smaller (a byte a row at least). */
 static void column_encode(struct tally_buf *out, unsigned col, const struct tally_record *recs,
-			  uint64_t *v, size_t n)
+			  uint64_t *v, size_t n, bool force_delta)
 {
 	size_t delta_len, rle_len, len;
 	bool all_same;
 	uint8_t enc;
 
 	column_gather_measure(col, recs, n, v, &delta_len, &rle_len, &all_same);
-	if (all_same) {
+	if (force_delta) {
+		enc = TALLY_ENC_DELTA;
+		len = delta_len;
+	} else if (all_same) {
 		if (v[0] == 0)
 			return; /* an absent column is zero in every row */
 		enc = TALLY_ENC_CONST;
@@ -224,7 +230,7 @@ uint64_t tally_kind_columns(unsigned kind)
 #define C(x) (1ull << TALLY_COL_##x)
 	const uint64_t common = C(START) | C(DURATION) | C(FLAGS);
 	const uint64_t gpu = common | C(CORRELATION) | C(DEVICE) | C(CONTEXT) | C(STREAM) |
-			     C(SUBKIND) | C(GRAPH_ID) | C(GRAPH_NODE_ID);
+			     C(SUBKIND) | C(GRAPH_ID) | C(GRAPH_NODE_ID) | C(STACK);
 
 	switch (kind) {
 	case TALLY_KIND_KERNEL:
@@ -237,7 +243,7 @@ uint64_t tally_kind_columns(unsigned kind)
 	case TALLY_KIND_RUNTIME:
 	case TALLY_KIND_DRIVER:
 		return common | C(CORRELATION) | C(NAME) | C(PROCESS) | C(THREAD) | C(CBID) |
-		       C(VALUE);
+		       C(VALUE) | C(STACK);
 	case TALLY_KIND_SYNC:
 		return common | C(CORRELATION) | C(CONTEXT) | C(STREAM) | C(SUBKIND) | C(VALUE);
 	case TALLY_KIND_NVTX_RANGE:
@@ -246,36 +252,55 @@ uint64_t tally_kind_columns(unsigned kind)
 		       C(DOMAIN) | C(COLOR) | C(CATEGORY);
 	case TALLY_KIND_OVERHEAD:
 		return common | C(CORRELATION) | C(PROCESS) | C(THREAD) | C(SUBKIND);
+	case TALLY_KIND_MEMORY:
+		return common | C(CORRELATION) | C(DEVICE) | C(CONTEXT) | C(STREAM) | C(PROCESS) |
+		       C(BYTES) | C(SUBKIND) | C(SRC_KIND) | C(ADDRESS) | C(STACK);
 	default:
 		return TALLY_COLUMNS_ALL;
 	}
 #undef C
 }
 
-int tally_records_encode(struct tally_codec *c, struct tally_buf *out, unsigned kind,
-			 const struct tally_record *recs, size_t n, uint64_t column_mask)
+static void records_encode_columns(struct tally_codec *c, struct tally_buf *out, unsigned kind,
+				   const struct tally_record *recs, size_t n, uint64_t column_mask,
+				   bool dense)
 {
 	size_t ncols_at, before;
 	unsigned col, ncols = 0;
 
-	if (codec_reserve(c, n) < 0)
-		return -ENOMEM;
 	tally_buf_put_varint(out, kind);
 	tally_buf_put_varint(out, n);
 	/* ncols is not known until absent columns are skipped: reserve one byte (< 128 columns). */
 	ncols_at = out->len;
 	tally_buf_put_u8(out, 0);
 	for (col = 1; col < TALLY_COL_MAX; col++) {
-		if (!(column_mask >> col & 1))
+		if (!(column_mask >> col & 1) && !(dense && col == TALLY_COL_START))
 			continue;
 		before = out->len;
-		column_encode(out, col, recs, c->values, n);
+		column_encode(out, col, recs, c->values, n, dense && col == TALLY_COL_START);
 		ncols += out->len != before;
 	}
-	if (out->failed)
+	if (!out->failed)
+		out->data[ncols_at] = (uint8_t)ncols;
+}
+
+int tally_records_encode(struct tally_codec *c, struct tally_buf *out, unsigned kind,
+			 const struct tally_record *recs, size_t n, uint64_t column_mask)
+{
+	size_t begin = out->len;
+
+	if (n > TALLY_RECORDS_MAX)
+		return -E2BIG;
+	if (codec_reserve(c, n) < 0)
 		return -ENOMEM;
-	out->data[ncols_at] = (uint8_t)ncols;
-	return 0;
+	records_encode_columns(c, out, kind, recs, n, column_mask, false);
+	/* Too many rows for the bytes (regular clocks compress to nothing): readers would refuse
+	 * it, so spend a byte a row on START (docs/format.md §7). */
+	if (!out->failed && (out->len - begin) * TALLY_ROWS_PER_BYTE < n) {
+		out->len = begin;
+		records_encode_columns(c, out, kind, recs, n, column_mask, true);
+	}
+	return out->failed ? -ENOMEM : 0;
 }
 
 static bool column_decode(struct tally_cursor *cur, uint8_t enc, uint64_t *v, size_t n)
@@ -338,7 +363,9 @@ long tally_records_decode(struct tally_codec *c, const uint8_t *payload, size_t 
 	kind = tally_cur_varint(&cur);
 	n = tally_cur_varint(&cur);
 	ncols = tally_cur_varint(&cur);
-	if (cur.bad || kind > UINT32_MAX || n > TALLY_CHUNK_MAX || ncols > 4096)
+	/* Before any allocation: n rows must fit what these bytes can hold. */
+	if (cur.bad || kind > UINT32_MAX || n > TALLY_RECORDS_MAX ||
+	    n > (uint64_t)len * TALLY_ROWS_PER_BYTE || ncols > 4096 || ncols > len)
 		return -EINVAL;
 	if (codec_reserve(c, n ? n : 1) < 0 || records_reserve(recs, recs_cap, n ? n : 1) < 0)
 		return -ENOMEM;
@@ -348,10 +375,11 @@ long tally_records_decode(struct tally_codec *c, const uint8_t *payload, size_t 
 		uint8_t enc = tally_cur_u8(&cur);
 		uint64_t clen = tally_cur_varint(&cur);
 		const uint8_t *cp = tally_cur_bytes(&cur, clen);
-		struct tally_cursor cc = {cp, cp + clen, false};
+		struct tally_cursor cc;
 
-		if (cur.bad)
+		if (cur.bad || !cp)
 			return -EINVAL;
+		cc = (struct tally_cursor){cp, cp + clen, false};
 		if (col == 0 || col >= TALLY_COL_MAX) {
 			c->unknown_columns++;
 			continue;
@@ -370,4 +398,41 @@ long tally_records_decode(struct tally_codec *c, const uint8_t *payload, size_t 
 	}
 	*ret_kind = (unsigned)kind;
 	return (long)n;
+}
+
+int tally_records_append_unknown(struct tally_buf *out, size_t begin, const uint8_t *payload,
+				 size_t len)
+{
+	struct tally_cursor cur = {payload, payload + len, false};
+	struct tally_cursor enc = {out->data + begin, out->data + out->len, false};
+	uint64_t ncols, i;
+	size_t ncols_at;
+	int copied = 0;
+
+	(void)tally_cur_varint(&cur); /* kind */
+	(void)tally_cur_varint(&cur); /* rows */
+	ncols = tally_cur_varint(&cur);
+	(void)tally_cur_varint(&enc);
+	(void)tally_cur_varint(&enc);
+	ncols_at = (size_t)(enc.p - out->data);
+	if (cur.bad || enc.bad || ncols_at >= out->len)
+		return -EINVAL;
+	for (i = 0; i < ncols; i++) {
+		uint64_t col = tally_cur_varint(&cur);
+		const uint8_t *from = cur.p;
+		uint8_t e = tally_cur_u8(&cur);
+		uint64_t clen = tally_cur_varint(&cur);
+
+		(void)e;
+		(void)tally_cur_bytes(&cur, clen);
+		if (cur.bad)
+			return -EINVAL;
+		if (col < TALLY_COL_MAX || out->data[ncols_at] >= 127)
+			continue;
+		tally_buf_put_varint(out, col);
+		tally_buf_put(out, from, (size_t)(cur.p - from));
+		out->data[ncols_at]++;
+		copied++;
+	}
+	return out->failed ? -ENOMEM : copied;
 }

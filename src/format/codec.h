@@ -43,4 +43,14 @@ int tally_records_encode(struct tally_codec *c, struct tally_buf *out, unsigned 
 long tally_records_decode(struct tally_codec *c, const uint8_t *payload, size_t len,
 			  unsigned *ret_kind, struct tally_record **recs, size_t *recs_cap);
 
+/*
+ * Copy the columns of a RECORDS payload that this reader does not know (ids >= TALLY_COL_MAX),
+ * as they are, onto the end of out, whose RECORDS payload starts at begin (written by
+ * tally_records_encode for the same rows), and count them in its column count.  So a rewriter
+ * (tally merge) keeps a newer writer's columns, as docs/format.md promises.  Returns how many
+ * were copied, or -EINVAL if payload does not decode; columns beyond 127 in all are left out.
+ */
+int tally_records_append_unknown(struct tally_buf *out, size_t begin, const uint8_t *payload,
+				 size_t len);
+
 #endif

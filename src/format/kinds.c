@@ -11,6 +11,7 @@ static const char *const kind_names[TALLY_KIND_MAX] = {
     [TALLY_KIND_RUNTIME] = "runtime",	  [TALLY_KIND_DRIVER] = "driver",
     [TALLY_KIND_SYNC] = "sync",		  [TALLY_KIND_NVTX_RANGE] = "nvtx_range",
     [TALLY_KIND_NVTX_MARK] = "nvtx_mark", [TALLY_KIND_OVERHEAD] = "overhead",
+    [TALLY_KIND_MEMORY] = "memory",
 };
 
 const char *tally_kind_name(unsigned kind)

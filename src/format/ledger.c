@@ -103,7 +103,7 @@ static const struct tally_counter_info by_kind[TALLY_KIND_MAX] = {
     [TALLY_KIND_MEMSET] = BY_KIND("memset"),	     [TALLY_KIND_RUNTIME] = BY_KIND("runtime"),
     [TALLY_KIND_DRIVER] = BY_KIND("driver"),	     [TALLY_KIND_SYNC] = BY_KIND("sync"),
     [TALLY_KIND_NVTX_RANGE] = BY_KIND("nvtx_range"), [TALLY_KIND_NVTX_MARK] = BY_KIND("nvtx_mark"),
-    [TALLY_KIND_OVERHEAD] = BY_KIND("overhead"),
+    [TALLY_KIND_OVERHEAD] = BY_KIND("overhead"),     [TALLY_KIND_MEMORY] = BY_KIND("memory"),
 };
 
 const struct tally_counter_info *tally_counter_info(unsigned id)
@@ -148,6 +148,11 @@ void tally_ledger_encode(struct tally_buf *b, const struct tally_ledger *l)
 		tally_buf_put_varint(b, id);
 		tally_buf_put_varint(b, l->v[id]);
 	}
+	/* Counters of a newer writer, as they came. */
+	for (id = 0; id < l->unknown_counters && id < TALLY_LEDGER_UNKNOWN_KEPT; id++) {
+		tally_buf_put_varint(b, l->unknown[id].id);
+		tally_buf_put_varint(b, l->unknown[id].value);
+	}
 }
 
 bool tally_ledger_decode(const uint8_t *p, size_t len, bool final, struct tally_ledger *l)
@@ -163,10 +168,15 @@ bool tally_ledger_decode(const uint8_t *p, size_t len, bool final, struct tally_
 		uint64_t id = tally_cur_varint(&c);
 		uint64_t v = tally_cur_varint(&c);
 
-		if (id > 0 && id < TALLY_C_MAX && tally_counter_info((unsigned)id))
+		if (id > 0 && id < TALLY_C_MAX && tally_counter_info((unsigned)id)) {
 			l->v[id] = v;
-		else
+		} else {
+			if (l->unknown_counters < TALLY_LEDGER_UNKNOWN_KEPT) {
+				l->unknown[l->unknown_counters].id = id;
+				l->unknown[l->unknown_counters].value = v;
+			}
 			l->unknown_counters++;
+		}
 	}
 	return !c.bad;
 }

@@ -82,6 +82,8 @@ enum tally_flush_path {
 
 const char *tally_flush_path_name(unsigned path);
 
+#define TALLY_LEDGER_UNKNOWN_KEPT 64
+
 /* A snapshot of the ledger, as read from (or written to) one LEDGER chunk. */
 struct tally_ledger {
 	uint64_t slice;
@@ -89,7 +91,12 @@ struct tally_ledger {
 	uint64_t t_end;
 	bool final;
 	uint64_t v[TALLY_C_MAX];
-	uint32_t unknown_counters; /* ids this reader does not know (skipped) */
+	uint32_t unknown_counters; /* ids this reader does not know */
+	/* The first TALLY_LEDGER_UNKNOWN_KEPT of them, kept as they are so that a rewriter (tally
+	 * merge) passes a newer writer's counters on (docs/format.md §8). */
+	struct {
+		uint64_t id, value;
+	} unknown[TALLY_LEDGER_UNKNOWN_KEPT];
 };
 
 enum tally_counter_class {

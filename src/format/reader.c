@@ -42,6 +42,8 @@ const char *tally_damage_kind_name(enum tally_damage_kind k)
 		return "missing-chunks";
 	case TALLY_DAMAGE_PAYLOAD:
 		return "bad-payload";
+	case TALLY_DAMAGE_PARTIAL:
+		return "partial-chunk";
 	}
 	return "unknown";
 }
@@ -120,7 +122,9 @@ int tally_file_open(struct tally_file **ret, const char *path, char *err, size_t
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; the
+	 * fstat below then turns away everything that is not a regular file. */
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (f->fd < 0) {
 		rc = -errno;
 		set_err(err, errlen, "%s: %s", path, strerror(errno));
@@ -131,6 +135,7 @@ int tally_file_open(struct tally_file **ret, const char *path, char *err, size_t
 		set_err(err, errlen, "%s: not a regular file", path);
 		goto close_fd;
 	}
+	(void)fcntl(f->fd, F_SETFL, 0);
 	f->size = (uint64_t)st.st_size;
 	f->path = strdup(path);
 	p = file_bytes(f, 0, TALLY_PREAMBLE_LEN, &got);
@@ -193,6 +198,7 @@ static void free_section(struct tally_section *s)
 	for (i = 0; i < s->nstrings; i++)
 		free(s->strings[i]);
 	free(s->strings);
+	tally_stack_tables_fini(&s->stacks);
 	free(s);
 }
 
@@ -211,6 +217,15 @@ void tally_file_close(struct tally_file *f)
 	free(f->buf);
 	free(f->path);
 	free(f);
+}
+
+uint64_t tally_section_origin(const struct tally_section *s)
+{
+	uint64_t t0 = s->start_cupti ? s->start_cupti : UINT64_MAX;
+
+	if (s->t_min < t0)
+		t0 = s->t_min;
+	return t0 == UINT64_MAX ? 0 : t0;
 }
 
 const char *tally_section_string(const struct tally_section *s, uint32_t id)
@@ -481,13 +496,19 @@ static void parse_note(struct tally_section *s, const uint8_t *p, size_t len)
 	}
 }
 
-static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len)
+/*
+ * Every string id costs at least one byte of some STRINGS payload before it, so an id beyond the
+ * file's size is damage; checking that before growing the table keeps memory proportional to the
+ * file (a crafted first id of 2^28 would otherwise cost 2 GiB of pointers).
+ */
+static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len, uint64_t file_size)
 {
 	struct tally_cursor c = {p, p + len, false};
 	uint64_t first = tally_cur_varint(&c), count = tally_cur_varint(&c), i;
 	uint64_t need = first + count;
 
-	if (c.bad || first == 0 || count > len || need > (1u << 28))
+	if (c.bad || first == 0 || count > len || first > file_size || need > file_size ||
+	    need > TALLY_STRING_ID_MAX)
 		return false;
 	if (need > s->nstrings) {
 		char **t = realloc(s->strings, need * sizeof(*t));
@@ -656,7 +677,7 @@ static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
 	s->chunks++;
 	switch (c->type) {
 	case TALLY_CHUNK_STRINGS:
-		ok = parse_strings(s, payload, c->len);
+		ok = parse_strings(s, payload, c->len, st->f->size);
 		break;
 	case TALLY_CHUNK_RECORDS:
 		rc = handle_records(st, s, payload, c->len);
@@ -678,6 +699,15 @@ static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
 		break;
 	case TALLY_CHUNK_LOSS:
 		ok = parse_loss(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_FRAMES:
+		ok = tally_frames_parse(&s->stacks, payload, c->len);
+		break;
+	case TALLY_CHUNK_STACKS:
+		ok = tally_stacks_parse(&s->stacks, payload, c->len);
+		break;
+	case TALLY_CHUNK_MODULES:
+		ok = tally_modules_parse(&s->stacks, payload, c->len);
 		break;
 	case TALLY_CHUNK_DROPS:
 		ok = parse_drops(s, payload, c->len);
@@ -701,12 +731,64 @@ static void check_sequence(struct read_state *st, uint64_t off, uint32_t seq)
 	st->last_seq = seq;
 }
 
-/* Is there an intact chunk at off?  On success fills info and sets *payload. */
+static bool header_ok(const uint8_t *h)
+{
+	return get_le32(h) == TALLY_CHUNK_SYNC &&
+	       get_le32(h + 28) == (uint32_t)tally_checksum(h, 28);
+}
+
+/*
+ * Up to max bytes from off (max >= a chunk header): the rest of the read buffer when it holds at
+ * least a header there, else a fresh window.  Scans go through this so that each byte of the file
+ * is read about once however many candidate headers there are.
+ */
+static const uint8_t *file_window(struct tally_file *f, uint64_t off, size_t max, size_t *got)
+{
+	if (off >= f->buf_base && off + TALLY_CHUNK_HEADER_LEN <= f->buf_base + f->buf_len) {
+		size_t have = (size_t)(f->buf_base + f->buf_len - off);
+
+		*got = have < max ? have : max;
+		return f->buf + (off - f->buf_base);
+	}
+	return file_bytes(f, off, max < READ_WINDOW ? max : READ_WINDOW, got);
+}
+
+/* The offset of the first chunk header whose header check holds in [from, limit), or limit. */
+static uint64_t next_header(struct tally_file *f, uint64_t from, uint64_t limit)
+{
+	while (from + TALLY_CHUNK_HEADER_LEN <= limit) {
+		size_t n, got;
+		const uint8_t *p = file_window(f, from, (size_t)(limit - from), &n);
+		const uint8_t *q = p;
+
+		if (!p || n < TALLY_CHUNK_HEADER_LEN)
+			return limit;
+		while ((q = memmem(q, n - (size_t)(q - p), "CHNK", 4))) {
+			if ((size_t)(q - p) + TALLY_CHUNK_HEADER_LEN > n)
+				break; /* runs past this window: the next one starts before it */
+			if (header_ok(q))
+				return from + (uint64_t)(q - p);
+			q++;
+		}
+		/* Windows overlap by a header less one byte, so none is missed at an edge. */
+		from += n - (TALLY_CHUNK_HEADER_LEN - 1);
+		(void)got;
+	}
+	return limit;
+}
+
+/*
+ * Is there an intact chunk at off?  On success fills info and sets *payload; *truncated says the
+ * chunk, as declared, runs past the end of the file.  A chunk whose payload holds another valid
+ * chunk header is not intact (docs/format.md §3): a partial chunk left by a failed write is
+ * followed by intact ones, and stopping at the inner header before hashing anything keeps a
+ * resynchronisation over a file of crafted headers linear in its size.
+ */
 static bool chunk_at(struct tally_file *f, uint64_t off, struct tally_chunk_info *info,
 		     const uint8_t **payload, bool *truncated)
 {
 	const uint8_t *h;
-	uint64_t check;
+	uint64_t check, end, limit;
 	size_t got;
 
 	*truncated = false;
@@ -715,7 +797,7 @@ static bool chunk_at(struct tally_file *f, uint64_t off, struct tally_chunk_info
 		*truncated = true;
 		return false;
 	}
-	if (get_le32(h) != TALLY_CHUNK_SYNC || get_le32(h + 28) != (uint32_t)tally_checksum(h, 28))
+	if (!header_ok(h))
 		return false;
 	info->offset = off;
 	info->type = h[4] | h[5] << 8;
@@ -725,12 +807,16 @@ static bool chunk_at(struct tally_file *f, uint64_t off, struct tally_chunk_info
 	check = get_le64(h + 16);
 	if (info->len > TALLY_CHUNK_MAX)
 		return false;
-	*payload = file_bytes(f, off + TALLY_CHUNK_HEADER_LEN, info->len, &got);
-	if (!*payload) {
-		*truncated = off + TALLY_CHUNK_HEADER_LEN + info->len > f->size;
+	end = off + TALLY_CHUNK_HEADER_LEN + info->len;
+	limit = end < f->size ? end : f->size;
+	if (next_header(f, off + TALLY_CHUNK_HEADER_LEN, limit) < limit)
+		return false;
+	if (end > f->size) {
+		*truncated = true;
 		return false;
 	}
-	return tally_checksum(*payload, info->len) == check;
+	*payload = file_bytes(f, off + TALLY_CHUNK_HEADER_LEN, info->len, &got);
+	return *payload && tally_checksum(*payload, info->len) == check;
 }
 
 /* Scan forward from off for the next intact chunk; returns its offset or f->size. */
@@ -740,27 +826,11 @@ static uint64_t resync(struct tally_file *f, uint64_t off)
 	const uint8_t *payload;
 	bool truncated;
 
-	for (off++; off + TALLY_CHUNK_HEADER_LEN <= f->size; off++) {
-		size_t got;
-		const uint8_t *p = file_bytes(f, off, 4, &got);
-		const uint8_t *hit;
-		uint64_t base = off;
-		size_t avail;
-
-		if (!p)
-			break;
-		/* Search the rest of the read window for the first sync byte. */
-		avail = (size_t)(f->buf_base + f->buf_len - off);
-		hit = memmem(p, avail, "CHNK", 4);
-		if (!hit) {
-			off = base + (avail > 3 ? avail - 4 : 0);
-			continue;
-		}
-		off = base + (uint64_t)(hit - p);
-		if (chunk_at(f, off, &info, &payload, &truncated))
-			return off;
+	for (;;) {
+		off = next_header(f, off + 1, f->size);
+		if (off >= f->size || chunk_at(f, off, &info, &payload, &truncated))
+			return off < f->size ? off : f->size;
 	}
-	return f->size;
 }
 
 static void report_progress(struct read_state *st, uint64_t off)
@@ -783,11 +853,22 @@ int tally_file_read(struct tally_file *f, const struct tally_read_ops *ops)
 		bool truncated;
 
 		report_progress(&st, off);
+		info.offset = UINT64_MAX; /* chunk_at sets it once the header holds */
 		if (!chunk_at(f, off, &info, &payload, &truncated)) {
-			uint64_t next = truncated ? f->size : resync(f, off);
+			/* Even a chunk that runs past the end may be a partial write with intact
+			 * chunks after it: only what no intact chunk follows is a truncation. */
+			uint64_t next = resync(f, off);
+			/* A good header whose payload runs into the next intact chunk (or past the
+			 * end) is a write that stopped part way; a payload that is all there but
+			 * fails its check is damage after writing. */
+			bool partial = info.offset == off && info.len <= TALLY_CHUNK_MAX &&
+				       off + TALLY_CHUNK_HEADER_LEN + info.len > next;
 
+			if (partial) /* its number is accounted for: no "missing chunk" for it */
+				check_sequence(&st, off, info.seq);
 			add_damage(&st,
 				   next >= f->size && truncated ? TALLY_DAMAGE_TRUNCATED
+				   : partial			? TALLY_DAMAGE_PARTIAL
 								: TALLY_DAMAGE_CORRUPT,
 				   off, next, 0);
 			off = next;

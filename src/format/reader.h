@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "ledger.h"
+#include "stacks.h"
 #include "tally-format.h"
 
 struct tally_device {
@@ -59,6 +60,8 @@ enum tally_damage_kind {
 	TALLY_DAMAGE_CORRUPT,	/* bytes that are not an intact chunk, skipped */
 	TALLY_DAMAGE_SEQ_GAP,	/* intact chunks, but sequence numbers missing between them */
 	TALLY_DAMAGE_PAYLOAD,	/* an intact chunk whose payload does not decode */
+	TALLY_DAMAGE_PARTIAL,	/* a good chunk header, its payload cut short or wrong, and
+				   intact chunks after it: a write that failed part way */
 };
 
 struct tally_damage {
@@ -111,7 +114,16 @@ struct tally_section {
 
 	char **strings; /* strings[id], id 1..nstrings-1; NULL where a STRINGS chunk was lost */
 	uint32_t nstrings;
+
+	struct tally_stack_tables stacks; /* FRAMES, STACKS, MODULES (1.2) */
 };
+
+/*
+ * The section's time origin, in CUPTI ns: the earliest of the session start and the first
+ * record, so that no time shown relative to it is negative (a record may carry a time before the
+ * session's start: clocks of another source, or a crafted file).  0 when neither is known.
+ */
+uint64_t tally_section_origin(const struct tally_section *s);
 
 /* The string for id, or NULL (id 0, or its STRINGS chunk was lost). */
 const char *tally_section_string(const struct tally_section *s, uint32_t id);

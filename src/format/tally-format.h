@@ -17,6 +17,14 @@
 #define TALLY_CHUNK_SYNC       0x4B4E4843u /* "CHNK" read as little-endian u32 */
 #define TALLY_CHUNK_HEADER_LEN 32
 #define TALLY_CHUNK_MAX	       (64u << 20)
+/*
+ * What a RECORDS chunk may declare (docs/format.md §7): a reader checks the row count against the
+ * payload's size before it allocates anything, so that memory and time stay proportional to the
+ * file.  Writers keep to it (the encoder spends a byte per row on START when it would not).
+ */
+#define TALLY_RECORDS_MAX   65536u
+#define TALLY_ROWS_PER_BYTE 8u
+#define TALLY_STRING_ID_MAX (1u << 28) /* and never beyond the file's size in bytes */
 
 enum tally_chunk_type {
 	TALLY_CHUNK_SESSION = 1,
@@ -27,8 +35,10 @@ enum tally_chunk_type {
 	TALLY_CHUNK_CLOCK = 6,
 	TALLY_CHUNK_NOTE = 7,
 	TALLY_CHUNK_LOSS = 8,
-	/* 9..11: reserved for call stacks (FRAMES, STACKS, MODULES) */
-	TALLY_CHUNK_DROPS = 12, /* 1.2: CUPTI's drop counts by queue, contexts tied to devices */
+	TALLY_CHUNK_FRAMES = 9,	  /* 1.2: call-stack frames (docs/format.md §12) */
+	TALLY_CHUNK_STACKS = 10,  /* 1.2: call stacks, as lists of frame ids */
+	TALLY_CHUNK_MODULES = 11, /* 1.2: the process's loaded modules, for native frames */
+	TALLY_CHUNK_DROPS = 12,	  /* 1.2: CUPTI's drop counts by queue, contexts tied to devices */
 	TALLY_CHUNK_TYPE_MAX,
 };
 
@@ -56,6 +66,7 @@ enum tally_kind {
 	TALLY_KIND_NVTX_RANGE = 7,
 	TALLY_KIND_NVTX_MARK = 8,
 	TALLY_KIND_OVERHEAD = 9,
+	TALLY_KIND_MEMORY = 10, /* 1.2: a device memory allocation or release */
 	TALLY_KIND_MAX,
 };
 
@@ -79,7 +90,11 @@ enum tally_record_flag {
 	TALLY_REC_ASYNC = 1u << 2,
 	TALLY_REC_DEPTH_LOST = 1u << 3,
 	TALLY_REC_CAPTURED = 1u << 4,
+	TALLY_REC_TEXT_TRUNCATED = 1u << 5, /* NVTX: the message was cut at TALLY_NVTX_TEXT_MAX */
 };
+
+/* The longest NVTX message kept, in bytes; a longer one is cut at a UTF-8 character boundary. */
+#define TALLY_NVTX_TEXT_MAX 4000
 
 /* RUNTIME/DRIVER records: what the call is, in SUBKIND (docs/format.md §7). */
 enum tally_api_class {
@@ -123,6 +138,14 @@ struct tally_record {
 	uint32_t domain_id;
 	uint32_t color;
 	uint32_t category;
+	uint32_t stack_id; /* 1.2: call stack of the launching call (STACKS chunk), 0 none */
+	uint64_t address;  /* 1.2: MEMORY: the allocation's device address */
+};
+
+/* MEMORY records: SUBKIND is the operation (CUPTI's CUpti_ActivityMemoryOperationType). */
+enum tally_memory_op {
+	TALLY_MEM_ALLOC = 1,
+	TALLY_MEM_RELEASE = 2,
 };
 
 enum tally_column {
@@ -158,6 +181,8 @@ enum tally_column {
 	TALLY_COL_DOMAIN,
 	TALLY_COL_COLOR,
 	TALLY_COL_CATEGORY,
+	TALLY_COL_STACK,   /* 1.2 */
+	TALLY_COL_ADDRESS, /* 1.2 */
 	TALLY_COL_MAX,
 };
 

@@ -84,7 +84,25 @@ static void reason_loss(struct tally_verdict *v, const struct tally_section *s, 
 		nwin += s->windows[i].counter == id;
 	say(r->text, sizeof(r->text), "%s: %llu %s%s", ci->name,
 	    (unsigned long long)s->ledger.v[id], ci->what, nwin ? "" : " (no time window known)");
-	say(r->hint, sizeof(r->hint), "%s", loss_hint(id));
+	if (id == TALLY_C_WRITE_FAILURES && s->ledger.v[TALLY_C_WRITE_ERRNO])
+		say(r->hint, sizeof(r->hint), "writes failed with %s (%s): %s",
+		    s->ledger.v[TALLY_C_WRITE_ERRNO] == ENOSPC ? "ENOSPC" : "errno",
+		    strerror((int)s->ledger.v[TALLY_C_WRITE_ERRNO]), loss_hint(id));
+	else
+		say(r->hint, sizeof(r->hint), "%s", loss_hint(id));
+}
+
+static const char *damage_hint(enum tally_damage_kind k)
+{
+	switch (k) {
+	case TALLY_DAMAGE_TRUNCATED:
+		return "the file ends mid-chunk: the writer was killed or the disk filled";
+	case TALLY_DAMAGE_PARTIAL:
+		return "a chunk cut short with intact chunks after it: a write that failed part "
+		       "way (a full disk, an I/O error), or damage after writing";
+	default:
+		return "the file was damaged after it was written (storage or copy)";
+	}
 }
 
 static void check_damage(const struct tally_file *f, const struct tally_section *s,
@@ -108,11 +126,30 @@ static void check_damage(const struct tally_file *f, const struct tally_section 
 			say(r->text, sizeof(r->text), "%s: bytes %llu-%llu of %s unreadable",
 			    tally_damage_kind_name(d->kind), (unsigned long long)d->offset,
 			    (unsigned long long)d->end, f->path);
-		say(r->hint, sizeof(r->hint), "%s",
-		    d->kind == TALLY_DAMAGE_TRUNCATED
-			? "the file ends mid-chunk: the writer was killed or the disk filled"
-			: "the file was damaged after it was written (storage or copy)");
+		say(r->hint, sizeof(r->hint), "%s", damage_hint(d->kind));
 	}
+}
+
+/*
+ * Why a section did not close.  A full disk stops the ledger too, so the last ledger that made
+ * it names ENOSPC only when earlier writes already failed; otherwise all three stay possible.
+ */
+static void close_hint(const struct tally_section *s, struct tally_reason *r)
+{
+	uint64_t err = s->ledger.v[TALLY_C_WRITE_ERRNO];
+
+	if (s->ledger.v[TALLY_C_WRITE_FAILURES] && err == ENOSPC)
+		say(r->hint, sizeof(r->hint),
+		    "the disk filled: writes failed with ENOSPC (No space left on device) before "
+		    "the end; record to a file system with room (tally doctor checks free space)");
+	else if (s->ledger.v[TALLY_C_WRITE_FAILURES] && err)
+		say(r->hint, sizeof(r->hint), "writes were failing (%s) before the end",
+		    strerror((int)err));
+	else
+		say(r->hint, sizeof(r->hint),
+		    "killed (SIGKILL, OOM), crashed, or the disk filled (ENOSPC leaves no ledger "
+		    "to say so: check free space): a shorter TALLY_SLICE_MS bounds what such an "
+		    "end loses");
 }
 
 static void check_close(const struct tally_section *s, struct tally_verdict *v)
@@ -134,9 +171,7 @@ static void check_close(const struct tally_section *s, struct tally_verdict *v)
 	else
 		say(r->text, sizeof(r->text),
 		    "no ledger at all: the process ended before tally's first time slice");
-	say(r->hint, sizeof(r->hint),
-	    "killed (SIGKILL, OOM) or crashed: a shorter TALLY_SLICE_MS bounds what such an end "
-	    "loses");
+	close_hint(s, r);
 }
 
 static void check_buffers(const struct tally_section *s, struct tally_verdict *v)

@@ -25,7 +25,9 @@
 
 #include "gaps.h"
 #include "json.h"
+#include "memusage.h"
 #include "obuf.h"
+#include "outfile.h"
 #include "report.h"
 
 #define HEADER_RESERVE	16384	    /* bytes kept at the top for otherData */
@@ -34,6 +36,12 @@
 #define LOSS_TID	999999999u  /* the "tally: DATA LOST" track in each process */
 #define SYNC_TID_BASE	1500000000u /* synchronization, one track per stream */
 #define OVERHEAD_TID	1999999999u /* CUPTI's own overhead */
+/* Overlapping work on one stream (programmatic dependent launch, or clocks that disagree):
+ * Perfetto's JSON importer drops a slice that overlaps another on its track without nesting, and
+ * its flow arrows with it, so each overlap goes on a sub-track of the stream: lane L of stream S
+ * is thread LANE_TID_BASE + (L - 1) * 10000000 + S % 10000000. */
+#define LANE_TID_BASE 1700000000u
+#define MAX_LANES     8u
 
 /* Escaped strings of one section, by string id: as they are, and kernel names demangled. */
 struct esc {
@@ -52,6 +60,16 @@ struct csec {
 	uint32_t nraw, nkern;
 	struct u64set tracks; /* tagged: device track, host thread, sync stream */
 	bool counters_named;
+	struct stream_lanes *lanes; /* per GPU stream track: where each lane's last slice ends */
+	size_t nlanes, lanes_cap;
+	uint64_t loss_end[MAX_LANES]; /* the same for the DATA LOST track (windows may overlap) */
+	unsigned loss_lanes;
+};
+
+struct stream_lanes {
+	uint64_t key; /* device << 32 | stream */
+	uint64_t end[MAX_LANES];
+	unsigned n;
 };
 
 enum track_tag {
@@ -60,12 +78,15 @@ enum track_tag {
 	TAG_SYNC = 3,	/* stream */
 	TAG_DEVICE = 4, /* device (its process) */
 	TAG_OVERHEAD = 5,
+	TAG_LANE = 6, /* lane << 48 | device (16 bits) << 32 | stream */
 };
 
 struct chrome {
 	struct obuf ob;
 	FILE *f;
 	char *path;
+	struct outfile out; /* the temporary file f writes, renamed over path at the end */
+	unsigned out_flags;
 	bool to_stdout, seekable, first, wrote_base;
 	uint64_t base;
 	uint64_t events, untimed;
@@ -73,6 +94,7 @@ struct chrome {
 	size_t nsecs;
 	struct report_gpu_gaps *gaps; /* unproven gaps go on the loss track */
 	size_t gaps_drawn;
+	struct mem_usage mem; /* CUDA memory counters, written at the end in time order */
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -225,14 +247,77 @@ static void flow(struct chrome *c, char ph, const struct report_section *rs, uin
 
 /* ---- records ------------------------------------------------------------------------------ */
 
+/*
+ * The first lane in which [start, end) follows everything placed before (each lane keeps the
+ * latest end it has seen, so nothing in it can overlap, whatever the order of arrival); a new
+ * lane if none, the last one once there are max.
+ */
+static unsigned lane_fit(uint64_t *ends, unsigned *n, uint64_t start, uint64_t end)
+{
+	unsigned lane;
+
+	for (lane = 0; lane < *n && ends[lane] > start; lane++)
+		;
+	if (lane == MAX_LANES)
+		lane = MAX_LANES - 1;
+	else if (lane == *n)
+		(*n)++;
+	if (end > ends[lane])
+		ends[lane] = end;
+	return lane;
+}
+
+static struct stream_lanes *lanes_of(struct csec *cs, uint64_t key)
+{
+	size_t i;
+
+	for (i = cs->nlanes; i-- > 0;) /* few streams; the latest is the likeliest */
+		if (cs->lanes[i].key == key)
+			return &cs->lanes[i];
+	if (cs->nlanes == cs->lanes_cap) {
+		size_t cap = cs->lanes_cap ? 2 * cs->lanes_cap : 16;
+		struct stream_lanes *t = realloc(cs->lanes, cap * sizeof(*t));
+
+		if (!t)
+			return NULL;
+		cs->lanes = t;
+		cs->lanes_cap = cap;
+	}
+	cs->lanes[cs->nlanes] = (struct stream_lanes){.key = key};
+	return &cs->lanes[cs->nlanes++];
+}
+
+/*
+ * The track (tid) for GPU work on r's stream: the stream's own while the work follows what came
+ * before on it, else the first sub-track it does not overlap on.  Records come in CUPTI's order,
+ * about in time order per stream, so first fit by arrival is enough.
+ */
+static uint32_t stream_track(struct csec *cs, const struct tally_record *r)
+{
+	uint64_t key = (uint64_t)r->device_id << 32 | r->stream_id;
+	struct stream_lanes *l = lanes_of(cs, key);
+	unsigned lane;
+
+	if (!l)
+		return r->stream_id;
+	lane = lane_fit(l->end, &l->n, r->start, r->end);
+	if (lane == 0)
+		return r->stream_id;
+	set_add(&cs->tracks,
+		tag(TAG_LANE,
+		    (uint64_t)lane << 48 | (uint64_t)(r->device_id & 0xffff) << 32 | r->stream_id));
+	return LANE_TID_BASE + (lane - 1) * 10000000u + r->stream_id % 10000000u;
+}
+
 static void kernel(struct chrome *c, struct report_section *rs, struct csec *cs,
 		   const struct tally_record *r)
 {
 	struct obuf *o = &c->ob;
 	uint32_t pid = device_pid(rs, r->device_id);
 	int64_t ts = rel(c, rs, r->start);
+	uint32_t tid = stream_track(cs, r);
 
-	slice_head(c, "kernel", 6, escaped(rs, cs, r->name_id, true), pid, r->stream_id, ts,
+	slice_head(c, "kernel", 6, escaped(rs, cs, r->name_id, true), pid, tid, ts,
 		   r->end - r->start);
 	obuf_lit(o, ",\"args\":{\"correlation\":");
 	obuf_u64(o, r->correlation_id);
@@ -258,7 +343,7 @@ static void kernel(struct chrome *c, struct report_section *rs, struct csec *cs,
 	set_add(&cs->tracks, tag(TAG_STREAM, (uint64_t)r->device_id << 32 | r->stream_id));
 	set_add(&cs->tracks, tag(TAG_DEVICE, r->device_id));
 	if (r->correlation_id)
-		flow(c, 'f', rs, r->correlation_id, pid, r->stream_id, ts);
+		flow(c, 'f', rs, r->correlation_id, pid, tid, ts);
 }
 
 static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
@@ -269,6 +354,7 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 	uint32_t pid = device_pid(rs, r->device_id);
 	int64_t ts = rel(c, rs, r->start);
 	unsigned k = r->kind == TALLY_KIND_MEMSET ? 15 : (r->subkind < 15 ? r->subkind : 0);
+	uint32_t tid = stream_track(cs, r);
 
 	if (!names[k].s) { /* "[CUDA memcpy Host-to-Device]": no character needs escaping */
 		static char store[16][48];
@@ -280,8 +366,8 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 				 report_memcpy_kind_label(k));
 		names[k] = (struct esc){store[k], (uint32_t)strlen(store[k])};
 	}
-	slice_head(c, r->kind == TALLY_KIND_MEMSET ? "memset" : "memcpy", 6, &names[k], pid,
-		   r->stream_id, ts, r->end - r->start);
+	slice_head(c, r->kind == TALLY_KIND_MEMSET ? "memset" : "memcpy", 6, &names[k], pid, tid,
+		   ts, r->end - r->start);
 	obuf_lit(o, ",\"args\":{\"correlation\":");
 	obuf_u64(o, r->correlation_id);
 	obuf_lit(o, ",\"bytes\":");
@@ -300,7 +386,28 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 	set_add(&cs->tracks, tag(TAG_STREAM, (uint64_t)r->device_id << 32 | r->stream_id));
 	set_add(&cs->tracks, tag(TAG_DEVICE, r->device_id));
 	if (r->correlation_id)
-		flow(c, 'f', rs, r->correlation_id, pid, r->stream_id, ts);
+		flow(c, 'f', rs, r->correlation_id, pid, tid, ts);
+}
+
+/* The launch's call stack as an arg: Perfetto shows args in the slice's details (it ignores
+ * the JSON format's stackFrames/sf), one line per frame, innermost first. */
+static void stack_arg(struct chrome *c, struct report_section *rs, uint32_t stack_id)
+{
+	const char *label = report_stack_label(rs, stack_id);
+	size_t len;
+	char *esc;
+
+	obuf_lit(&c->ob, ",\"stack\":\"");
+	esc = obuf_json_escaped(label, &len);
+	if (esc)
+		obuf_put(&c->ob, esc, len);
+	free(esc);
+	obuf_lit(&c->ob, "\",\"launched_from\":\"");
+	esc = obuf_json_escaped(report_frame_label(rs, report_user_frame(rs, stack_id)), &len);
+	if (esc)
+		obuf_put(&c->ob, esc, len);
+	free(esc);
+	obuf_c(&c->ob, '"');
 }
 
 static void api(struct chrome *c, struct report_section *rs, struct csec *cs,
@@ -317,6 +424,8 @@ static void api(struct chrome *c, struct report_section *rs, struct csec *cs,
 	obuf_u64(o, r->correlation_id);
 	obuf_lit(o, ",\"result\":");
 	obuf_i64(o, (int32_t)r->value);
+	if (r->stack_id)
+		stack_arg(c, rs, r->stack_id);
 	obuf_lit(o, "}}");
 	set_add(&cs->tracks, tag(TAG_THREAD, r->thread_id));
 	if ((r->flags & TALLY_REC_LAUNCH) && r->correlation_id)
@@ -429,6 +538,9 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 		case TALLY_KIND_OVERHEAD:
 			overhead(c, rs, cs, &r[i]);
 			break;
+		case TALLY_KIND_MEMORY:
+			mem_usage_add(&c->mem, rs, &r[i]);
+			break;
 		default:
 			break;
 		}
@@ -520,7 +632,7 @@ static void loss_slice(struct chrome *c, struct report_section *rs, struct csec 
 {
 	char name[200], *esc_name, *esc_hint;
 	size_t nlen, hlen, i;
-	uint32_t pids[65];
+	uint32_t pids[65], tid;
 	size_t npids = 0;
 
 	if (count)
@@ -531,6 +643,7 @@ static void loss_slice(struct chrome *c, struct report_section *rs, struct csec 
 	esc_hint = obuf_json_escaped(hint ? hint : "", &hlen);
 	if (!esc_name || !esc_hint)
 		goto free_names;
+	tid = LOSS_TID - lane_fit(cs->loss_end, &cs->loss_lanes, t0, t1);
 	pids[npids++] = cs->host_pid;
 	for (i = 0; i < cs->tracks.cap && npids < 65; i++)
 		if (cs->tracks.v[i] >> 56 == TAG_DEVICE)
@@ -538,7 +651,7 @@ static void loss_slice(struct chrome *c, struct report_section *rs, struct csec 
 	for (i = 0; i < npids; i++) {
 		struct esc e = {esc_name, (uint32_t)nlen};
 
-		slice_head(c, "tally_loss", 10, &e, pids[i], LOSS_TID, rel(c, rs, t0),
+		slice_head(c, "tally_loss", 10, &e, pids[i], tid, rel(c, rs, t0),
 			   t1 > t0 ? t1 - t0 : 0);
 		obuf_lit(&c->ob, ",\"args\":{\"lost\":");
 		obuf_u64(&c->ob, count);
@@ -681,6 +794,22 @@ static const char *device_name(const struct tally_section *s, uint32_t id)
 	return NULL;
 }
 
+/* The DATA LOST track of a process, and its sub-tracks where loss windows overlap. */
+static void loss_track_names(struct chrome *c, const struct csec *cs, uint32_t pid)
+{
+	char name[64];
+	unsigned lane;
+
+	for (lane = 0; lane < (cs->loss_lanes ? cs->loss_lanes : 1); lane++) {
+		if (lane)
+			snprintf(name, sizeof(name), "tally: DATA LOST (%u)", lane + 1);
+		meta(c, "thread_name", pid, LOSS_TID - lane, true, "name",
+		     lane ? name : "tally: DATA LOST", 0);
+		meta(c, "thread_sort_index", pid, LOSS_TID - lane, true, "sort_index", NULL,
+		     -1 - (int64_t)lane);
+	}
+}
+
 static void section_meta(struct chrome *c, const struct report_set *set,
 			 const struct report_section *rs, const struct csec *cs)
 {
@@ -697,8 +826,7 @@ static void section_meta(struct chrome *c, const struct report_set *set,
 	meta(c, "process_name", cs->host_pid, 0, false, "name", name, 0);
 	meta(c, "process_sort_index", cs->host_pid, 0, false, "sort_index", NULL,
 	     (int64_t)rs->index * 100);
-	meta(c, "thread_name", cs->host_pid, LOSS_TID, true, "name", "tally: DATA LOST", 0);
-	meta(c, "thread_sort_index", cs->host_pid, LOSS_TID, true, "sort_index", NULL, -1);
+	loss_track_names(c, cs, cs->host_pid);
 	for (i = 0; i < cs->tracks.cap; i++) {
 		uint64_t k = cs->tracks.v[i], x = k & 0xffffffffull;
 		uint32_t dev = (uint32_t)(k >> 32 & 0xffffff), pid;
@@ -715,8 +843,7 @@ static void section_meta(struct chrome *c, const struct report_set *set,
 			meta(c, "process_name", pid, 0, false, "name", name, 0);
 			meta(c, "process_sort_index", pid, 0, false, "sort_index", NULL,
 			     (int64_t)rs->index * 100 + 1 + (int64_t)x);
-			meta(c, "thread_name", pid, LOSS_TID, true, "name", "tally: DATA LOST", 0);
-			meta(c, "thread_sort_index", pid, LOSS_TID, true, "sort_index", NULL, -1);
+			loss_track_names(c, cs, pid);
 			break;
 		case TAG_STREAM:
 			snprintf(name, sizeof(name), "stream %u", (uint32_t)x);
@@ -730,6 +857,14 @@ static void section_meta(struct chrome *c, const struct report_set *set,
 			snprintf(name, sizeof(name), "CUDA sync: stream %u", (uint32_t)x);
 			meta(c, "thread_name", cs->host_pid, SYNC_TID_BASE + x, true, "name", name,
 			     0);
+			break;
+		case TAG_LANE:
+			snprintf(name, sizeof(name), "stream %u (overlapping work %u)", (uint32_t)x,
+				 (unsigned)(k >> 48 & 0xff));
+			meta(c, "thread_name", device_pid(rs, (uint32_t)(k >> 32 & 0xffff)),
+			     LANE_TID_BASE + (uint32_t)((k >> 48 & 0xff) - 1) * 10000000u +
+				 (uint32_t)x % 10000000u,
+			     true, "name", name, 0);
 			break;
 		case TAG_OVERHEAD:
 			meta(c, "thread_name", cs->host_pid, OVERHEAD_TID, true, "name",
@@ -788,6 +923,23 @@ static int write_header(struct chrome *c, const char *od, size_t len, bool *fits
 	return 0;
 }
 
+/* A counter track per device ("CUDA memory"), one series per memory kind: bytes in use. */
+static void mem_counter(struct chrome *c, const struct report_set *set, const struct mem_event *e)
+{
+	struct report_section *rs = e->sec < set->nsections ? set->sections[e->sec] : NULL;
+	struct csec *cs = rs ? csec(c, rs) : NULL;
+
+	if (!cs)
+		return;
+	counter(c, device_pid(rs, e->device), "CUDA memory (bytes)", (int64_t)(e->t - c->base));
+	obuf_c(&c->ob, '"');
+	obuf_str(&c->ob, report_mem_kind_label(e->kind));
+	obuf_lit(&c->ob, "\":");
+	obuf_u64(&c->ob, e->in_use);
+	obuf_lit(&c->ob, "}}");
+	set_add(&cs->tracks, tag(TAG_DEVICE, e->device));
+}
+
 static int chrome_finish(void *state, struct report_set *set, struct export_stats *st, char *err,
 			 size_t errlen)
 {
@@ -797,6 +949,10 @@ static int chrome_finish(void *state, struct report_set *set, struct export_stat
 	bool fits = false;
 	int rc;
 
+	if (mem_usage_finish(&c->mem) < 0)
+		return -ENOMEM;
+	for (i = 0; i < c->mem.n; i++)
+		mem_counter(c, set, &c->mem.ev[i]);
 	for (i = 0; i < set->nsections && i < c->nsecs; i++)
 		section_meta(c, set, set->sections[i], &c->secs[i]);
 	od = other_data(c, set, &len);
@@ -815,6 +971,15 @@ static int chrome_finish(void *state, struct report_set *set, struct export_stat
 		rc = write_header(c, od, len, &fits);
 	if (rc == 0 && fflush(c->f) != 0)
 		rc = -errno;
+	if (!c->to_stdout) {
+		if (fclose(c->f) != 0 && rc == 0)
+			rc = -errno;
+		c->f = NULL;
+		if (rc == 0 && outfile_commit(&c->out, c->out_flags, err, errlen) < 0) {
+			free(od);
+			return -EIO;
+		}
+	}
 	free(od);
 	st->events = c->events;
 	st->bytes = c->ob.written;
@@ -838,22 +1003,31 @@ static int chrome_open(void **state, struct report_set *set, const struct export
 	c->to_stdout = strcmp(o->output, "-") == 0;
 	if (!c->path)
 		goto free_chrome;
-	if (!c->to_stdout && !o->force && access(o->output, F_OK) == 0) {
-		rc = -EEXIST;
-		snprintf(err, errlen, "%s: exists (--force replaces it)", o->output);
-		goto free_path;
-	}
-	c->f = c->to_stdout ? stdout : fopen(o->output, "w");
-	if (!c->f) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", o->output, strerror(errno));
-		goto free_path;
+	c->out.fd = -1;
+	c->out_flags = o->force ? OUTFILE_FORCE : 0;
+	if (!c->to_stdout) {
+		rc = outfile_open(&c->out, o->output, c->out_flags, err, errlen);
+		if (rc < 0)
+			goto free_path;
+		c->f = fdopen(c->out.fd, "w");
+		if (!c->f) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: %s", o->output, strerror(errno));
+			outfile_abort(&c->out);
+			goto free_path;
+		}
+		c->out.fd = -1; /* c->f owns it */
+	} else {
+		c->f = stdout;
 	}
 	c->seekable = !c->to_stdout && fstat(fileno(c->f), &sb) == 0 && S_ISREG(sb.st_mode);
 	if (obuf_init(&c->ob, c->f) < 0 || !(c->gaps = report_gpu_gaps_new(NULL)))
 		goto close_file;
 	c->first = true;
-	c->base = set->base;
+	/* ts counts from the earliest moment of the inputs, so that none is negative */
+	c->base = report_set_earliest(set);
+	if (!c->base)
+		c->base = set->base;
 	if (c->seekable) { /* {"otherData":<reserved>,"traceEvents":[ */
 		obuf_lit(&c->ob, "{\"otherData\":");
 		for (int i = 0; i < HEADER_RESERVE; i += 64)
@@ -867,8 +1041,10 @@ static int chrome_open(void **state, struct report_set *set, const struct export
 	*state = c;
 	return 0;
 close_file:
-	if (!c->to_stdout)
+	if (!c->to_stdout) {
 		fclose(c->f);
+		outfile_abort(&c->out);
+	}
 free_path:
 	free(c->path);
 free_chrome:
@@ -887,17 +1063,20 @@ static void chrome_destroy(void *state, bool failed)
 
 	if (!c)
 		return;
+	mem_usage_fini(&c->mem);
 	obuf_fini(&c->ob);
 	if (!c->to_stdout && c->f)
 		fclose(c->f);
-	if (failed && !c->to_stdout)
-		unlink(c->path);
+	(void)failed; /* whatever was not committed is only a temporary file */
+	if (!c->to_stdout)
+		outfile_abort(&c->out);
 	for (i = 0; i < c->nsecs; i++) {
 		for (k = 0; k < c->secs[i].nraw; k++)
 			free(c->secs[i].raw[k].s);
 		for (k = 0; k < c->secs[i].nkern; k++)
 			free(c->secs[i].kern[k].s);
 		free(c->secs[i].raw);
+		free(c->secs[i].lanes);
 		free(c->secs[i].kern);
 		free(c->secs[i].tracks.v);
 	}

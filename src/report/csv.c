@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "outfile.h"
 #include "report.h"
 #include "table.h"
 
@@ -29,6 +30,7 @@ struct csv_kind {
 struct csv {
 	char *dir;
 	FILE *files[TALLY_KIND_MAX];
+	struct outfile outs[TALLY_KIND_MAX]; /* where files[k] goes once complete */
 	uint64_t rows;
 	char *err; /* the caller's, from open */
 	size_t errlen;
@@ -154,6 +156,21 @@ static void overhead_row(struct csv *c, FILE *f, struct report_section *rs,
 	fprintf(f, ",%u,%u\n", r->subkind, r->correlation_id);
 }
 
+/* CUDA's allocations and frees (format 1.2), one row each; bytes in use is their running sum. */
+static void memory_row(struct csv *c, FILE *f, struct report_section *rs,
+		       const struct tally_record *r)
+{
+	(void)c;
+	fprintf(f, "%u,%" PRIu64 ",%" PRIu64 ",%u,%u,%u,%u,%" PRIu64 ",%" PRIu64, rs->index,
+		pid_of(rs, r), report_time(rs, r->start), r->correlation_id, r->device_id,
+		r->context_id, r->stream_id, r->address, r->bytes);
+	str(f, r->subkind == TALLY_MEM_ALLOC	 ? "alloc"
+	       : r->subkind == TALLY_MEM_RELEASE ? "free"
+						 : "other");
+	str(f, report_mem_kind_label(r->src_kind));
+	fprintf(f, ",%d\n", !!(r->flags & TALLY_REC_ASYNC));
+}
+
 static const struct csv_kind kinds[TALLY_KIND_MAX] = {
     [TALLY_KIND_KERNEL] = {"kernel.csv",
 			   "section,pid,start,end,duration,correlation,device,context,stream,name,"
@@ -195,19 +212,29 @@ static const struct csv_kind kinds[TALLY_KIND_MAX] = {
     [TALLY_KIND_OVERHEAD] = {"overhead.csv",
 			     "section,pid,tid,start,end,duration,overhead_kind,correlation",
 			     overhead_row},
+    [TALLY_KIND_MEMORY] = {"memory.csv",
+			   "section,pid,time,correlation,device,context,stream,address,bytes,"
+			   "operation,memory_kind,async",
+			   memory_row},
 };
 
-static FILE *open_csv(struct csv *c, const char *name, const char *header)
+/* A CSV file of the directory, written under a temporary name until close_file() renames it. */
+static FILE *open_csv(struct csv *c, struct outfile *out, const char *name, const char *header)
 {
 	char path[4200];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", c->dir, name);
-	f = fopen(path, "w");
+	/* The directory is new, or --force was given: a regular file of the name is replaced. */
+	if (outfile_open(out, path, OUTFILE_FORCE, c->err, c->errlen) < 0)
+		return NULL;
+	f = fdopen(out->fd, "w");
 	if (!f) {
 		snprintf(c->err, c->errlen, "%s: %s", path, strerror(errno));
+		outfile_abort(out);
 		return NULL;
 	}
+	out->fd = -1; /* f owns it now */
 	setvbuf(f, NULL, _IOFBF, 1 << 20);
 	fprintf(f, "%s\n", header);
 	return f;
@@ -223,7 +250,8 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 
 		if (k >= TALLY_KIND_MAX || !kinds[k].row)
 			continue;
-		if (!c->files[k] && !(c->files[k] = open_csv(c, kinds[k].file, kinds[k].header)))
+		if (!c->files[k] &&
+		    !(c->files[k] = open_csv(c, &c->outs[k], kinds[k].file, kinds[k].header)))
 			return -EIO;
 		kinds[k].row(c, c->files[k], rs, &r[i]);
 		c->rows++;
@@ -371,15 +399,16 @@ static const struct {
     {"drops.csv", "section,source,context,device,stream,count,meaning", write_drops},
 };
 
-static int close_file(struct csv *c, FILE *f)
+static int close_file(struct csv *c, FILE *f, struct outfile *out)
 {
 	if (ferror(f) | fclose(f)) {
 		if (!c->err[0])
 			snprintf(c->err, c->errlen, "%s: write failed: %s", c->dir,
 				 strerror(errno ? errno : EIO));
+		outfile_abort(out);
 		return -EIO;
 	}
-	return 0;
+	return outfile_commit(out, OUTFILE_FORCE, c->err, c->errlen) < 0 ? -EIO : 0;
 }
 
 static int csv_finish(void *state, struct report_set *set, struct export_stats *out, char *err,
@@ -390,19 +419,20 @@ static int csv_finish(void *state, struct report_set *set, struct export_stats *
 	int rc = 0;
 
 	for (i = 0; i < sizeof(about) / sizeof(about[0]); i++) {
-		FILE *f = open_csv(c, about[i].file, about[i].header);
+		struct outfile of;
+		FILE *f = open_csv(c, &of, about[i].file, about[i].header);
 
 		if (!f) {
 			rc = -EIO;
 			break;
 		}
 		about[i].write(f, set);
-		if (close_file(c, f) < 0)
+		if (close_file(c, f, &of) < 0)
 			rc = -EIO;
 	}
 	for (i = 0; i < TALLY_KIND_MAX; i++)
 		if (c->files[i]) {
-			if (close_file(c, c->files[i]) < 0)
+			if (close_file(c, c->files[i], &c->outs[i]) < 0)
 				rc = -EIO;
 			c->files[i] = NULL;
 		}
@@ -419,8 +449,8 @@ static int csv_open(void **state, struct report_set *set, const struct export_op
 	struct stat st;
 
 	(void)set;
-	if (stat(o->output, &st) == 0) {
-		if (!S_ISDIR(st.st_mode)) {
+	if (lstat(o->output, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) { /* a link to a directory too: nothing is followed */
 			snprintf(err, errlen, "%s: not a directory (csv writes a directory)",
 				 o->output);
 			return -ENOTDIR;
@@ -454,8 +484,10 @@ static void csv_destroy(void *state, bool failed)
 	if (!c)
 		return;
 	for (i = 0; i < TALLY_KIND_MAX; i++)
-		if (c->files[i])
+		if (c->files[i]) {
 			fclose(c->files[i]);
+			outfile_abort(&c->outs[i]);
+		}
 	free(c->dir);
 	free(c);
 }

@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "report.h"
+#include "text.h"
 
 static int add_input(struct report_set *set, const char *path, char *err, size_t errlen)
 {
@@ -128,9 +129,13 @@ void report_set_close(struct report_set *set)
 	for (i = 0; i < set->nsections; i++) {
 		tally_verdict_fini(&set->sections[i]->verdict);
 		report_names_free(set->sections[i]->names);
+		report_frames_free(set->sections[i]->frames);
 		free(set->sections[i]);
 	}
 	free(set->sections);
+	for (i = 0; i < set->nduplicates; i++)
+		free(set->duplicates[i]);
+	free(set->duplicates);
 	for (i = 0; i < set->ninputs; i++) {
 		tally_file_close(set->inputs[i].f);
 		free(set->inputs[i].path);
@@ -139,39 +144,119 @@ void report_set_close(struct report_set *set)
 	memset(set, 0, sizeof(*set));
 }
 
-/* ---- the base time: each input's first SESSION, read on its own and then dropped ---------- */
+/* ---- the base time ------------------------------------------------------------------------ */
 
-static int stop_at_session(void *ctx, struct tally_file *f, struct tally_section *s)
+/* The realtime - CUPTI offset of a CLOCK payload; false if it lacks either clock. */
+static bool clock_pair_offset(const uint8_t *p, size_t len, int64_t *off)
 {
-	struct tally_section *out = ctx;
+	struct tally_cursor c = {p, p + len, false};
+	uint64_t cupti = 0, realtime = 0;
+	struct tally_kv kv;
 
-	(void)f;
-	out->merged = s->merged;
-	out->start_cupti = s->start_cupti;
-	out->start_realtime = s->start_realtime;
-	return 1;
+	while (tally_kv_next(&c, &kv)) {
+		if (kv.key == TALLY_CK_CUPTI && kv.type == TALLY_KV_UINT)
+			cupti = kv.u;
+		else if (kv.key == TALLY_CK_REALTIME && kv.type == TALLY_KV_UINT)
+			realtime = kv.u;
+	}
+	if (!cupti || !realtime)
+		return false;
+	*off = (int64_t)(realtime - cupti);
+	return true;
 }
 
+/* One section's offset, worked out as the scan does (session_offset, clock_offset). */
+struct base_scan {
+	struct report_set *set;
+	const struct tally_section *s;
+	int64_t offset;
+	bool frozen, by_clock;
+	bool first_only; /* stop at the first section's first records: its offset is known then */
+};
+
+static void base_section_done(struct base_scan *b)
+{
+	uint64_t t;
+
+	if (!b->s || !(t = tally_section_origin(b->s)))
+		return;
+	t = (uint64_t)((int64_t)t + b->offset);
+	if (!b->set->base || t < b->set->base)
+		b->set->base = t;
+}
+
+static int base_chunk(void *ctx, struct tally_section *s, const struct tally_chunk_info *c,
+		      const uint8_t *payload)
+{
+	struct base_scan *b = ctx;
+	bool align = b->set->align && !s->merged;
+
+	if (s != b->s) {
+		if (b->first_only && b->s) { /* a second section: the first one is done */
+			base_section_done(b);
+			b->s = NULL;
+			return 1;
+		}
+		base_section_done(b);
+		*b = (struct base_scan){.set = b->set, .s = s, .first_only = b->first_only};
+		if (align && s->start_realtime && s->start_cupti)
+			b->offset = (int64_t)(s->start_realtime - s->start_cupti);
+	}
+	if (c->type == TALLY_CHUNK_CLOCK && align && !b->frozen && !b->by_clock)
+		b->by_clock = clock_pair_offset(payload, c->len, &b->offset);
+	b->frozen |= c->type == TALLY_CHUNK_RECORDS;
+	if (b->first_only && b->frozen) {
+		base_section_done(b);
+		b->s = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The earliest moment of any section: its session start or first record, whichever is earlier,
+ * on the aligned clock.  A summary read of each input (records decoded, nothing kept), for
+ * exporters whose times must not go negative (Perfetto drops events with a negative ts).
+ */
+uint64_t report_set_earliest(const struct report_set *set)
+{
+	struct report_set probe = *set; /* only base and align are touched */
+	size_t i;
+
+	probe.base = 0;
+	for (i = 0; i < set->ninputs; i++) {
+		struct base_scan b = {.set = &probe};
+		struct tally_read_ops ops = {.chunk_payload = base_chunk, .ctx = &b};
+		struct tally_file *f;
+
+		if (tally_file_open(&f, set->inputs[i].path, NULL, 0) < 0)
+			continue;
+		(void)tally_file_read(f, &ops);
+		base_section_done(&b);
+		tally_file_close(f);
+	}
+	return probe.base;
+}
+
+/*
+ * Cheap: each input's first section, read up to its first records (where the scan fixes its clock
+ * offset), so that the base is on the same aligned clock as the records the scan hands out.
+ */
 void report_set_find_base(struct report_set *set)
 {
 	size_t i;
 
 	set->base = 0;
 	for (i = 0; i < set->ninputs; i++) {
-		struct tally_section first = {0};
-		struct tally_read_ops ops = {.section = stop_at_session, .ctx = &first};
+		struct base_scan b = {.set = set, .first_only = true};
+		struct tally_read_ops ops = {.chunk_payload = base_chunk, .ctx = &b};
 		struct tally_file *f;
-		uint64_t t;
 
 		if (tally_file_open(&f, set->inputs[i].path, NULL, 0) < 0)
 			continue;
 		(void)tally_file_read(f, &ops);
+		base_section_done(&b);
 		tally_file_close(f);
-		t = first.start_cupti;
-		if (set->align && !first.merged && first.start_realtime && first.start_cupti)
-			t = first.start_realtime;
-		if (t && (!set->base || t < set->base))
-			set->base = t;
 	}
 }
 
@@ -214,6 +299,40 @@ static void session_offset(struct report_set *set, struct report_section *rs)
 		rs->offset = (int64_t)(s->start_realtime - s->start_cupti);
 }
 
+/* The section read before with s's session id, if any (ids are unique per recording). */
+static const struct report_section *earlier_session(const struct report_set *set,
+						    const struct tally_section *s)
+{
+	size_t i;
+
+	if (!s->has_session_id)
+		return NULL;
+	for (i = 0; i < set->nsections; i++) {
+		const struct tally_section *e = set->sections[i]->s;
+
+		if (e->has_session_id && memcmp(e->session_id, s->session_id, 16) == 0)
+			return set->sections[i];
+	}
+	return NULL;
+}
+
+/* A repeated section: remembered for the warning, shown to no consumer. */
+static int keep_duplicate(struct scan *sc, struct report_section *rs)
+{
+	struct report_set *set = sc->set;
+	struct report_section **d = realloc(set->duplicates, (set->nduplicates + 1) * sizeof(*d));
+
+	if (!d) {
+		free(rs);
+		sc->cur = NULL;
+		return took(sc, -ENOMEM);
+	}
+	set->duplicates = d;
+	d[set->nduplicates++] = rs;
+	rs->ended = true; /* nothing to end: no consumer saw it begin */
+	return 0;
+}
+
 /* The report_section for the reader's s, announcing it (and ending the last) when it is new. */
 static int section_for(struct scan *sc, struct tally_section *s, struct report_section **ret)
 {
@@ -241,10 +360,25 @@ static int section_for(struct scan *sc, struct tally_section *s, struct report_s
 	rs->in = sc->in;
 	rs->s = s;
 	session_offset(set, rs);
-	v[set->nsections++] = rs;
 	sc->cur = rs;
 	*ret = rs;
+	rs->duplicate_of = earlier_session(set, s);
+	if (rs->duplicate_of)
+		return keep_duplicate(sc, rs);
+	v[set->nsections++] = rs;
 	return sc->ops->section ? took(sc, sc->ops->section(sc->ops->ctx, rs)) : 0;
+}
+
+/* The section of in with the reader's index k, or NULL (a duplicate, kept out of the set). */
+static struct report_section *section_of_file(struct report_set *set, const struct report_input *in,
+					      unsigned k)
+{
+	size_t i;
+
+	for (i = in->first_section; i < set->nsections; i++)
+		if (set->sections[i]->in == in && set->sections[i]->s->index == k)
+			return set->sections[i];
+	return NULL;
 }
 
 /* Hand out damage the reader found since the last callback. */
@@ -261,12 +395,11 @@ static int deliver_damage(struct scan *sc, bool at_end)
 		/* Before any section: wait for the (implicit) section the reader makes next. */
 		if (!rs && !at_end)
 			return 0;
-		if (rs && d->section >= 0 && d->section < (int)rs->s->index) {
-			size_t k = in->first_section + (size_t)d->section;
-
-			rs = k < sc->set->nsections ? sc->set->sections[k] : rs;
-		}
+		if (rs && d->section >= 0 && d->section < (int)rs->s->index)
+			rs = section_of_file(sc->set, in, (unsigned)d->section);
 		in->damage_delivered++;
+		if (rs && rs->duplicate_of)
+			continue; /* its first reading reported it */
 		if (sc->ops->damage)
 			rc = took(sc, sc->ops->damage(sc->ops->ctx, in, rs, d));
 	}
@@ -300,7 +433,7 @@ static int on_records(void *ctx, struct tally_section *s, const struct tally_rec
 	struct report_section *rs;
 	int rc = enter(sc, s, &rs);
 
-	if (rc)
+	if (rc || rs->duplicate_of)
 		return rc;
 	rs->offset_frozen = true;
 	sc->set->records += n;
@@ -312,22 +445,9 @@ static int on_records(void *ctx, struct tally_section *s, const struct tally_rec
 
 static void clock_offset(struct scan *sc, struct report_section *rs, const uint8_t *p, size_t len)
 {
-	struct tally_cursor c = {p, p + len, false};
-	uint64_t cupti = 0, realtime = 0;
-	struct tally_kv kv;
-
 	if (!sc->set->align || rs->s->merged || rs->offset_frozen || rs->aligned_by_clock)
 		return;
-	while (tally_kv_next(&c, &kv)) {
-		if (kv.key == TALLY_CK_CUPTI && kv.type == TALLY_KV_UINT)
-			cupti = kv.u;
-		else if (kv.key == TALLY_CK_REALTIME && kv.type == TALLY_KV_UINT)
-			realtime = kv.u;
-	}
-	if (cupti && realtime) {
-		rs->offset = (int64_t)(realtime - cupti);
-		rs->aligned_by_clock = true;
-	}
+	rs->aligned_by_clock = clock_pair_offset(p, len, &rs->offset);
 }
 
 static int on_chunk(void *ctx, struct tally_section *s, const struct tally_chunk_info *c,
@@ -338,7 +458,7 @@ static int on_chunk(void *ctx, struct tally_section *s, const struct tally_chunk
 	struct report_section *rs;
 	int rc = enter(sc, s, &rs);
 
-	if (rc)
+	if (rc || rs->duplicate_of)
 		return rc;
 	if (c->type == TALLY_CHUNK_CLOCK)
 		clock_offset(sc, rs, payload, c->len);
@@ -378,7 +498,8 @@ static int scan_file(struct scan *sc, char *err, size_t errlen)
 
 	sc->cur = NULL;
 	sc->in->first_section = (unsigned)sc->set->nsections;
-	sc->in->f->fd = open(sc->in->path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a regular file when opened first; should it be a FIFO now, fail, not wait */
+	sc->in->f->fd = open(sc->in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (sc->in->f->fd < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", sc->in->path, strerror(errno));
@@ -444,9 +565,15 @@ const char *report_section_label(const struct report_section *rs, char *buf, siz
 
 	if (s->implicit)
 		snprintf(buf, len, "section %u (session header lost)", rs->index);
-	else
+	else {
+		/* host and rank come from the trace: no control byte reaches a terminal */
+		char *host = tally_text_printable(s->host ? s->host : "?");
+		char *rank = s->rank ? tally_text_printable(s->rank) : NULL;
+
 		snprintf(buf, len, "pid %llu on %s%s%s%s", (unsigned long long)s->pid,
-			 s->host ? s->host : "?", s->rank ? " (" : "", s->rank ? s->rank : "",
-			 s->rank ? ")" : "");
+			 host ? host : "?", rank ? " (" : "", rank ? rank : "", rank ? ")" : "");
+		free(host);
+		free(rank);
+	}
 	return buf;
 }

@@ -15,7 +15,10 @@
 double report_rel_s(const struct report_section *rs, uint64_t t)
 {
 	const struct tally_section *s = rs->s;
-	uint64_t t0 = s->start_cupti ? s->start_cupti : (s->t_min != UINT64_MAX ? s->t_min : t);
+	uint64_t t0 = tally_section_origin(s);
+
+	if (!t0)
+		t0 = t;
 
 	return ((double)t - (double)t0) / 1e9;
 }
@@ -232,5 +235,15 @@ void report_warn_damage(const struct report_set *set, FILE *out, const char *pro
 		if (f->nsections == 0)
 			fprintf(out, "%s: warning: %s: no readable section\n", prog,
 				set->inputs[i].path);
+	}
+	for (i = 0; i < set->nduplicates; i++) {
+		const struct report_section *d = set->duplicates[i];
+		char label[300];
+
+		fprintf(out,
+			"%s: warning: %s: section %u (%s) repeats a session already read from %s: "
+			"counted once\n",
+			prog, d->in->path, d->s->index,
+			report_section_label(d, label, sizeof(label)), d->duplicate_of->in->path);
 	}
 }

@@ -22,6 +22,7 @@
 
 #include "buf.h"
 #include "codec.h"
+#include "outfile.h"
 #include "report.h"
 #include "writer.h"
 
@@ -36,6 +37,8 @@ struct merge {
 	const char *path;
 	struct tally_codec codec;
 	struct tally_buf buf;
+	struct tally_buf recbuf; /* a RECORDS payload encoded by on_records, until its chunk */
+	size_t pending_records;	 /* rows in recbuf (0: none waiting) */
 	struct tally_record *recs;
 	size_t cap;
 	struct report_section *cur;
@@ -202,6 +205,21 @@ static int shift_loss(struct merge *m, struct report_section *rs, const struct t
 	return emit(m, c->type, c->flags, &m->buf, 0);
 }
 
+/* The rows on_records encoded, with the columns of a newer writer copied from the payload. */
+static int records_chunk(struct merge *m, const struct tally_chunk_info *c, const uint8_t *payload)
+{
+	size_t n = m->pending_records;
+	int rc;
+
+	if (!n)
+		return 0; /* the payload did not decode: the reader counted it as damage */
+	m->pending_records = 0;
+	rc = tally_records_append_unknown(&m->recbuf, 0, payload, c->len);
+	if (rc < 0)
+		return rc;
+	return emit(m, TALLY_CHUNK_RECORDS, 0, &m->recbuf, n);
+}
+
 static void shift_ledger(struct report_section *rs, struct tally_ledger *l, uint64_t damaged)
 {
 	l->t_begin = report_time(rs, l->t_begin);
@@ -276,8 +294,8 @@ static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chu
 	if (rc)
 		return rc;
 	switch (c->type) {
-	case TALLY_CHUNK_RECORDS: /* written by on_records, decoded once */
-		return 0;
+	case TALLY_CHUNK_RECORDS: /* encoded by on_records, decoded once */
+		return records_chunk(m, c, payload);
 	case TALLY_CHUNK_LEDGER:
 		return ledger_chunk(m, rs, c, payload);
 	case TALLY_CHUNK_CLOCK:
@@ -287,6 +305,9 @@ static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chu
 	case TALLY_CHUNK_LOSS:
 		return shift_loss(m, rs, c, payload);
 	case TALLY_CHUNK_STRINGS: /* ids are per section, and so is the copy */
+	case TALLY_CHUNK_FRAMES:
+	case TALLY_CHUNK_STACKS:
+	case TALLY_CHUNK_MODULES: /* addresses, not times */
 	case TALLY_CHUNK_DEVICE:
 		return emit_raw(m, c, payload);
 	default: /* a newer writer's: copied as it is, its times (if any) unshifted */
@@ -318,10 +339,10 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 		m->recs[i].start = report_time(rs, m->recs[i].start);
 		m->recs[i].end = report_time(rs, m->recs[i].end);
 	}
-	tally_buf_reset(&m->buf);
-	rc = tally_records_encode(&m->codec, &m->buf, r[0].kind, m->recs, n, TALLY_COLUMNS_ALL);
-	if (rc == 0)
-		rc = emit(m, TALLY_CHUNK_RECORDS, 0, &m->buf, n);
+	/* Written when the chunk's payload comes (records_chunk), to add its unknown columns. */
+	tally_buf_reset(&m->recbuf);
+	rc = tally_records_encode(&m->codec, &m->recbuf, r[0].kind, m->recs, n, TALLY_COLUMNS_ALL);
+	m->pending_records = rc == 0 ? n : 0;
 	m->res->records += n;
 	return rc;
 }
@@ -414,25 +435,16 @@ static int empty_input(struct merge *m, const struct report_input *in)
 
 /* ---- the whole merge ------------------------------------------------------------------------ */
 
-static int open_output(const char *path, bool force, const struct report_set *set, char *err,
-		       size_t errlen)
+/* The output: never one of the inputs, never anything but a regular file (outfile.h). */
+static int open_output(struct outfile *out, const char *path, bool force,
+		       const struct report_set *set, char *err, size_t errlen)
 {
-	struct stat out, in;
 	size_t i;
-	int fd;
 
-	if (stat(path, &out) == 0)
-		for (i = 0; i < set->ninputs; i++)
-			if (stat(set->inputs[i].path, &in) == 0 && in.st_dev == out.st_dev &&
-			    in.st_ino == out.st_ino) {
-				snprintf(err, errlen, "%s: is also an input", path);
-				return -EINVAL;
-			}
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL), 0644);
-	if (fd < 0)
-		snprintf(err, errlen, "%s: %s", path,
-			 errno == EEXIST ? "exists (--force replaces it)" : strerror(errno));
-	return fd < 0 ? -errno : fd;
+	for (i = 0; i < set->ninputs; i++)
+		if (outfile_not_input(path, &set->inputs[i].path, 1, err, errlen) < 0)
+			return -EINVAL;
+	return outfile_open(out, path, force ? OUTFILE_FORCE : 0, err, errlen);
 }
 
 static void merge_fini(struct merge *m)
@@ -447,6 +459,7 @@ static void merge_fini(struct merge *m)
 	free(m->recs);
 	tally_codec_fini(&m->codec);
 	tally_buf_fini(&m->buf);
+	tally_buf_fini(&m->recbuf);
 	tally_buf_fini(&m->session);
 	tally_writer_fini(&m->w);
 }
@@ -485,13 +498,15 @@ int report_merge(struct report_set *set, const char *path, bool force,
 	    .pctx = pctx,
 	};
 	struct tally_sink sink;
+	struct outfile out;
 	size_t i;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	m.fd = open_output(path, force, set, err, errlen);
-	if (m.fd < 0)
-		return m.fd;
+	rc = open_output(&out, path, force, set, err, errlen);
+	if (rc < 0)
+		return rc;
+	m.fd = out.fd;
 	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd};
 	rc = tally_writer_init(&m.w, &sink, 0);
 	if (rc == 0)
@@ -509,11 +524,10 @@ int report_merge(struct report_set *set, const char *path, bool force,
 			res->max_offset = off;
 	}
 	merge_fini(&m);
-	close(m.fd);
-	if (rc) {
-		unlink(path);
-		if (!err[0])
-			snprintf(err, errlen, "%s: %s", path, strerror(rc < 0 ? -rc : EIO));
-	}
+	if (rc == 0 && outfile_commit(&out, force ? OUTFILE_FORCE : 0, err, errlen) < 0)
+		rc = -EIO;
+	outfile_abort(&out); /* the temporary file, unless committed */
+	if (rc && !err[0])
+		snprintf(err, errlen, "%s: %s", path, strerror(rc < 0 ? -rc : EIO));
 	return rc;
 }

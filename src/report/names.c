@@ -3,11 +3,14 @@
  * Names as people read them: kernel names demangled (nsys shows them demangled by default), base
  * names (nsys's shortName), lost strings made visible, and the labels of CUDA's enums.
  *
- * Demangling uses __cxa_demangle from libstdc++, loaded with dlopen the first time a mangled
- * name is met: tally itself is C and links no C++ runtime, and on a machine without libstdc++ the
- * names simply stay mangled.  Each string id is resolved once per section and cached.
+ * Demangling uses libiberty's callback demangler (the code behind __cxa_demangle and c++filt),
+ * linked statically, with a bound on the output: a name built from nested template
+ * back-references demangles to gigabytes in exponential time, so past REPORT_DEMANGLE_MAX_OUT
+ * bytes the demangler is left through longjmp and the mangled name is shown instead.  In callback
+ * mode libiberty keeps all its state on the stack, so leaving it that way frees everything.
  */
-#include <dlfcn.h>
+#include <libiberty/demangle.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,33 +23,61 @@ struct report_names {
 	char **base;
 };
 
-typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+static uint64_t demangle_refused; /* names kept mangled because they were too big */
+
+uint64_t report_demangle_refused(void)
+{
+	return demangle_refused;
+}
+
+struct demangle_out {
+	char *buf;
+	size_t len;
+	jmp_buf too_big;
+};
+
+static void demangle_put(const char *s, size_t n, void *opaque)
+{
+	struct demangle_out *o = opaque;
+
+	if (o->len + n >= REPORT_DEMANGLE_MAX_OUT)
+		longjmp(o->too_big, 1);
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+static char *demangle_bounded(const char *mangled)
+{
+	struct demangle_out o = {.buf = malloc(REPORT_DEMANGLE_MAX_OUT)};
+	char *out;
+
+	if (!o.buf)
+		return NULL;
+	if (setjmp(o.too_big)) {
+		demangle_refused++;
+		free(o.buf);
+		return NULL;
+	}
+	/* DMGL_PARAMS | DMGL_TYPES: what __cxa_demangle asks for, so names read the same. */
+	if (!cplus_demangle_v3_callback(mangled, DMGL_PARAMS | DMGL_TYPES, demangle_put, &o)) {
+		free(o.buf);
+		return NULL;
+	}
+	o.buf[o.len] = '\0';
+	out = realloc(o.buf, o.len + 1);
+	return out ? out : o.buf;
+}
 
 char *report_demangle(const char *mangled)
 {
-	static cxa_demangle_fn demangle;
-	static bool tried;
-	int status = 0;
-	char *out;
-
 	if (!mangled || strncmp(mangled, "_Z", 2) != 0)
 		return NULL;
-	if (!tried) {
-		void *lib = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
-
-		tried = true;
-		/* Kept open for the life of the process: names demangled later still need it. */
-		if (lib)
-			*(void **)&demangle = dlsym(lib, "__cxa_demangle");
-	}
-	if (!demangle)
-		return NULL;
-	out = demangle(mangled, NULL, NULL, &status);
-	if (status != 0) {
-		free(out);
+	/* libiberty sizes stack arrays by the input: a bound keeps them well inside a stack. */
+	if (strlen(mangled) > REPORT_DEMANGLE_MAX_IN) {
+		demangle_refused++;
 		return NULL;
 	}
-	return out;
+	return demangle_bounded(mangled);
 }
 
 /*

@@ -30,6 +30,8 @@ struct report_input {
 
 /* Per-section names, resolved once per string id (see names.c). */
 struct report_names;
+/* Per-section frame and stack labels (see frames.c). */
+struct report_frames;
 
 struct report_section {
 	unsigned index;		      /* across all inputs, in reading order */
@@ -42,6 +44,11 @@ struct report_section {
 	uint64_t last_time;	      /* latest aligned end of a timed record so far */
 	struct tally_verdict verdict; /* after report_scan() */
 	struct report_names *names;
+	/* A section whose session id was read before (the same file twice, a part given with the
+	 * merged file it went into): kept out of set->sections and of every consumer, and named
+	 * by report_warn_damage. */
+	const struct report_section *duplicate_of;
+	struct report_frames *frames;
 };
 
 struct report_set {
@@ -55,6 +62,8 @@ struct report_set {
 	bool complete; /* after report_scan(): every section of every file COMPLETE */
 	bool read_failed; /* report_scan() failed on an input (not on its consumer) */
 	uint64_t records;
+	struct report_section **duplicates; /* sections skipped as repeats (duplicate_of set) */
+	size_t nduplicates;
 };
 
 /*
@@ -68,6 +77,11 @@ void report_set_close(struct report_set *set);
 
 /* Reads each input's first SESSION (cheap) to find set->base before the main pass. */
 void report_set_find_base(struct report_set *set);
+/*
+ * The earliest aligned moment of any section (session start or first record, whichever is
+ * earlier): a summary pass over every input.  For outputs whose times must not be negative.
+ */
+uint64_t report_set_earliest(const struct report_set *set);
 
 struct report_scan_ops {
 	int (*section)(void *ctx, struct report_section *rs);
@@ -116,9 +130,15 @@ const char *report_string(struct report_section *rs, uint32_t id);
 const char *report_kernel_name(struct report_section *rs, uint32_t id, enum report_name_mode m);
 void report_names_free(struct report_names *n);
 
-/* Demangle an Itanium C++ name with libstdc++'s __cxa_demangle, loaded at run time; NULL if the
- * name is not mangled or the library is not there.  Caller frees. */
+/*
+ * Demangle an Itanium C++ name, as __cxa_demangle would; NULL if the name is not mangled, or is
+ * longer than REPORT_DEMANGLE_MAX_IN, or demangles to REPORT_DEMANGLE_MAX_OUT bytes or more (then
+ * it is counted in report_demangle_refused() so that reports can say so).  Caller frees.
+ */
+#define REPORT_DEMANGLE_MAX_IN	(16u << 10)
+#define REPORT_DEMANGLE_MAX_OUT (64u << 10)
 char *report_demangle(const char *mangled);
+uint64_t report_demangle_refused(void);
 /* The base name of a demangled signature: "void ns::foo<int>(float *)" -> "foo". Caller frees. */
 char *report_base_name(const char *demangled);
 
@@ -126,6 +146,16 @@ char *report_base_name(const char *demangled);
 const char *report_memcpy_kind_label(unsigned copy_kind); /* "Host-to-Device" */
 const char *report_mem_kind_label(unsigned cupti_kind);	  /* "Pageable", "Device" ... */
 const char *report_sync_type_label(unsigned t);
+
+/* ---- call stacks (frames.c) ------------------------------------------------------------ */
+
+/* "function (file:line)"; native frames symbolized from the module map (libdw). */
+const char *report_frame_label(struct report_section *rs, uint32_t frame_id);
+/* Frames of a stack, innermost first, joined by " <- "; "[no stack]" for id 0. */
+const char *report_stack_label(struct report_section *rs, uint32_t stack_id);
+/* The innermost frame that is the program's own (not a library's); 0 if no stack. */
+uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id);
+void report_frames_free(struct report_frames *f);
 
 /* ---- loss, for the top of every report (loss.c) ----------------------------------------- */
 

@@ -21,6 +21,9 @@ const struct report_def report_defs[] = {
     [R_API_TRACE] = {"cuda_api_trace", "CUDA API Trace", false, false},
     [R_GPU_GAPS] = {"gpu_gaps", "GPU Gaps, each proven idle or not", false, false},
     [R_GPU_UTIL] = {"gpu_time_util", "GPU Time Utilization per bucket", false, false},
+    [R_KERN_STACK_SUM] = {"cuda_kern_stack_sum", "CUDA GPU Kernel Summary by Call Stack", false,
+			  false},
+    [R_MEM_USAGE] = {"cuda_gpu_mem_usage", "CUDA GPU Memory Usage", false, false},
 };
 const unsigned report_defs_count = R_COUNT;
 
@@ -65,6 +68,16 @@ static const struct report_col memtime_cols[] = {
 static const struct report_col memsize_cols[] = {
     {"Total (MB)", COL_F3}, {"Count", COL_U64},	  {"Avg (MB)", COL_F3},	   {"Med (MB)", COL_F3},
     {"Min (MB)", COL_F3},   {"Max (MB)", COL_F3}, {"StdDev (MB)", COL_F3}, {"Operation", COL_STR},
+};
+
+static const struct report_col stack_cols[] = {
+    {"Time (%)", COL_PCT}, {"Total Time (ns)", COL_U64}, {"Instances", COL_U64}, TIME_STATS,
+    {"By", COL_STR},	   {"Location", COL_STR},
+};
+static const struct report_col mem_usage_cols[] = {
+    {"Device", COL_U64},   {"Memory Kind", COL_STR},   {"Allocations", COL_U64},
+    {"Frees", COL_U64},	   {"Allocated (MB)", COL_F3}, {"Freed (MB)", COL_F3},
+    {"Peak (MB)", COL_F3}, {"Peak At (ns)", COL_I64},  {"In Use At End (MB)", COL_F3},
 };
 
 struct sum_ctx {
@@ -134,6 +147,8 @@ static void tail_cell(const struct sum_ctx *x, const struct group *g, size_t col
 		set_s(c, block);
 	} else if (x->r == R_NVTX_SUM && col == 8) {
 		set_s(c, g->style ? "StartEnd" : "PushPop");
+	} else if (x->r == R_KERN_STACK_SUM && col == 8) {
+		set_s(c, g->style ? "stack" : "frame");
 	} else {
 		set_s(c, g->name);
 	}
@@ -150,9 +165,11 @@ static void sum_cell(const void *ctx, size_t row, size_t col, struct report_cell
 		return;
 	}
 	switch (col) {
-	case 0:
-		set_d(c, x->t->grand_total ? 100.0 * (double)v->total / (double)x->t->grand_total
-					   : 0.0);
+	case 0: /* stack sums count each kernel twice (once per grouping): percent of one */
+		set_d(c, x->t->grand_total
+			     ? 100.0 * (double)v->total * (x->r == R_KERN_STACK_SUM ? 2 : 1) /
+				   (double)x->t->grand_total
+			     : 0.0);
 		break;
 	case 1:
 		set_u(c, v->total);
@@ -327,6 +344,26 @@ static void api_cell(const void *ctx, size_t row, size_t col, struct report_cell
 	}
 }
 
+static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct trace_ctx *x = ctx;
+	const struct mem_usage_row *m = &x->st->mem.rows[row];
+	const uint64_t mb[] = {m->alloc_bytes, m->freed_bytes, m->peak};
+
+	if (col == 0)
+		set_u(c, m->device);
+	else if (col == 1)
+		set_s(c, report_mem_kind_label(m->kind));
+	else if (col == 2 || col == 3)
+		set_u(c, col == 2 ? m->allocs : m->frees);
+	else if (col >= 4 && col <= 6)
+		set_d(c, (double)mb[col - 4] / 1e6);
+	else if (col == 7)
+		start_cell(x, m->peak_time, c);
+	else
+		set_d(c, (double)m->in_use / 1e6);
+}
+
 /* ---- gaps with proof ---------------------------------------------------------------------- */
 
 static const struct report_col gap_cols[] = {
@@ -397,6 +434,7 @@ static const struct {
     [R_MEM_TIME_SUM] = COLS(memtime_cols), [R_MEM_SIZE_SUM] = COLS(memsize_cols),
     [R_GPU_TRACE] = COLS(gpu_trace_cols),  [R_API_TRACE] = COLS(api_trace_cols),
     [R_GPU_GAPS] = COLS(gap_cols),	   [R_GPU_UTIL] = COLS(util_cols),
+    [R_KERN_STACK_SUM] = COLS(stack_cols), [R_MEM_USAGE] = COLS(mem_usage_cols),
 };
 
 static const char *const empty_text[R_COUNT] = {
@@ -410,6 +448,10 @@ static const char *const empty_text[R_COUNT] = {
     [R_API_TRACE] = "the trace(s) hold no CUDA API data",
     [R_GPU_GAPS] = "no GPU gap as long as --gap-min",
     [R_GPU_UTIL] = "the trace(s) hold no GPU work",
+    [R_KERN_STACK_SUM] = "the trace(s) hold no call stacks of kernel launches (record with "
+			 "--python-stacks or --native-stacks)",
+    [R_MEM_USAGE] = "the trace(s) hold no CUDA memory allocation data (record with --trace "
+		    "cuda,memory)",
 };
 
 static void view_for(const struct stats *st, const struct report_set *set, enum report_id r,
@@ -434,10 +476,14 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 		v->cell = r == R_GPU_TRACE ? gpu_cell : api_cell;
 		v->ctx = tx;
 		v->nrows = r == R_GPU_TRACE ? st->gpu.n : st->api.n;
+	} else if (r == R_MEM_USAGE) {
+		v->cell = mem_usage_cell;
+		v->ctx = tx;
+		v->nrows = st->mem.nrows;
 	} else {
 		v->cell = sum_cell;
 		v->ctx = sx;
-		v->nrows = st->t[r].n;
+		v->nrows = r == R_KERN_STACK_SUM && !st->stacked_kernels ? 0 : st->t[r].n;
 	}
 }
 

@@ -19,8 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "report.h"
 #include "sqlite-schema.h"
+#include "text.h"
 
 enum stmt {
 	S_STRING,
@@ -33,6 +35,8 @@ enum stmt {
 	S_NVTX,
 	S_SNAPSHOT,
 	S_DAMAGE,
+	S_CALLCHAIN,
+	S_MEMORY,
 	S_COUNT,
 };
 
@@ -41,8 +45,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_KERNEL] = "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId,"
 		 " streamId, correlationId, globalPid, demangledName, shortName, mangledName,"
 		 " launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ,"
-		 " staticSharedMemory, dynamicSharedMemory, graphNodeId, graphId)"
-		 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		 " staticSharedMemory, dynamicSharedMemory, graphNodeId, graphId, callchainId)"
+		 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     [S_MEMCPY] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId,"
 		 " streamId, correlationId, globalPid, bytes, copyKind, srcKind, dstKind,"
 		 " srcDeviceId, dstDeviceId, graphNodeId) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -50,15 +54,18 @@ static const char *const stmt_sql[S_COUNT] = {
 		 " streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind)"
 		 " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [S_RUNTIME] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid,"
-		  " correlationId, nameId, returnValue) VALUES (?,?,?,?,?,?,?)",
+		  " correlationId, nameId, returnValue, callchainId) VALUES (?,?,?,?,?,?,?,?)",
     [S_SYNC] = "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start, end, contextId, streamId,"
 	       " correlationId, globalPid, syncType, eventId) VALUES (?,?,?,?,?,?,?,?)",
     [S_OVERHEAD] = "INSERT INTO CUPTI_ACTIVITY_KIND_OVERHEAD (start, end, globalTid,"
 		   " correlationId, overheadType) VALUES (?,?,?,?,?)",
     [S_NVTX] = "INSERT INTO NVTX_EVENTS (start, end, eventType, category, color, text, globalTid,"
-	       " endGlobalTid, domainId, uint32Value) VALUES (?,?,?,?,?,?,?,?,?,?)",
+	       " endGlobalTid, domainId, uint32Value, tallyTextTruncated)"
+	       " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     [S_SNAPSHOT] = "INSERT INTO TALLY_LEDGER_SNAPSHOTS VALUES (?,?,?,?,?,?,?)",
     [S_DAMAGE] = "INSERT INTO TALLY_DAMAGE VALUES (?,?,?,?,?,?)",
+    [S_CALLCHAIN] = "INSERT INTO CUDA_CALLCHAINS VALUES (?,?,?,?,?,?,?,?,?,?)",
+    [S_MEMORY] = "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (?,?,?,?,?,?,?,?,?,?,?)",
 };
 
 struct strslot {
@@ -72,11 +79,15 @@ struct sqsec {
 	int64_t *raw, *dem, *base;
 	uint32_t n;
 	int64_t global_pid;
+	uint8_t *chain_done; /* by stack id: its CUDA_CALLCHAINS rows are written */
+	uint32_t nchain;
 };
 
 struct sq {
 	sqlite3 *db;
 	char *path;
+	struct outfile out; /* the temporary database, renamed over path at the end */
+	unsigned out_flags;
 	sqlite3_stmt *st[S_COUNT];
 	struct strslot *strs;
 	size_t nstrs, capstrs;
@@ -156,6 +167,33 @@ static bool strs_grow(struct sq *q)
 	return true;
 }
 
+/*
+ * Every TEXT value goes through here: SQLite stores whatever bytes it is given, and Python's
+ * sqlite3 (and others) fail on a row that is not UTF-8, so a string from the trace that is not
+ * (a crafted one, an NVTX message or command line in another encoding) is stored with each bad
+ * byte as U+FFFD.
+ */
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	size_t len, n;
+	char *fixed;
+
+	if (!s) {
+		sqlite3_bind_null(st, i);
+		return;
+	}
+	len = strlen(s);
+	if (tally_text_is_utf8(s, len)) {
+		sqlite3_bind_text(st, i, s, (int)len, SQLITE_TRANSIENT);
+		return;
+	}
+	fixed = tally_text_utf8(s, len, &n);
+	if (fixed)
+		sqlite3_bind_text(st, i, fixed, (int)n, free);
+	else
+		sqlite3_bind_null(st, i);
+}
+
 /* The StringIds id of s, inserting it the first time; -1 on failure. */
 static int64_t string_id(struct sq *q, const char *s)
 {
@@ -174,7 +212,7 @@ static int64_t string_id(struct sq *q, const char *s)
 	q->strs[i].id = q->next_id++;
 	q->nstrs++;
 	sqlite3_bind_int64(q->st[S_STRING], 1, q->strs[i].id);
-	sqlite3_bind_text(q->st[S_STRING], 2, s, -1, SQLITE_STATIC);
+	bind_text(q->st[S_STRING], 2, s);
 	if (run(q, q->st[S_STRING]) < 0)
 		return -1;
 	return q->strs[i].id;
@@ -252,16 +290,110 @@ static void bind_gpu_common(sqlite3_stmt *st, struct report_section *rs, const s
 	sqlite3_bind_int64(st, 7, x->global_pid);
 }
 
-static int kernel(struct sq *q, struct report_section *rs, const struct sqsec *x,
+/* One CUDA_CALLCHAINS row: frame depth of stack chain. */
+static int chain_frame(struct sq *q, struct report_section *rs, int64_t chain, uint32_t depth,
+		       uint32_t frame_id, uint32_t user)
+{
+	sqlite3_stmt *st = q->st[S_CALLCHAIN];
+	const struct tally_frame *f = tally_frame_get(&rs->s->stacks, frame_id);
+	const struct tally_module *m = f ? tally_module_of(&rs->s->stacks, f->pc) : NULL;
+	bool python = f && f->type == TALLY_FRAME_PYTHON;
+	int64_t sym = string_id(q, python ? f->func : report_frame_label(rs, frame_id));
+	int64_t mod = string_id(q, python ? f->file : m ? m->path : "");
+	int64_t file = python ? mod : 0;
+
+	if (sym < 0 || mod < 0)
+		return sq_fail(q, "string table");
+	sqlite3_bind_int64(st, 1, chain);
+	sqlite3_bind_int64(st, 2, sym);
+	sqlite3_bind_int64(st, 3, mod);
+	sqlite3_bind_int64(st, 4, !f || (!python && !m));
+	bind_u(st, 5, f ? f->pc : 0);
+	bind_u(st, 6, depth);
+	bind_u(st, 7, f ? f->type : 0);
+	if (file)
+		sqlite3_bind_int64(st, 8, file);
+	else
+		sqlite3_bind_null(st, 8);
+	bind_u(st, 9, python ? f->line : 0);
+	sqlite3_bind_int64(st, 10, frame_id == user);
+	return run(q, st);
+}
+
+/* The callchainId of a record's stack (section << 32 | stack id), its rows written on first use;
+ * 0 for none. */
+static int64_t callchain(struct sq *q, struct report_section *rs, struct sqsec *x,
+			 uint32_t stack_id)
+{
+	const struct tally_stack *stk = tally_stack_get(&rs->s->stacks, stack_id);
+	int64_t chain = (int64_t)rs->index << 32 | stack_id;
+	uint32_t i, user;
+	uint8_t *t;
+
+	if (!stk)
+		return 0;
+	if (stack_id >= x->nchain) {
+		uint32_t cap = x->nchain ? x->nchain : 64;
+
+		while (cap <= stack_id)
+			cap *= 2;
+		if (!(t = realloc(x->chain_done, cap)))
+			return -1;
+		memset(t + x->nchain, 0, cap - x->nchain);
+		x->chain_done = t;
+		x->nchain = cap;
+	}
+	if (x->chain_done[stack_id])
+		return chain;
+	user = report_user_frame(rs, stack_id);
+	for (i = 0; i < stk->nframes; i++)
+		if (chain_frame(q, rs, chain, i, stk->frames[i], user) < 0)
+			return -1;
+	x->chain_done[stack_id] = 1;
+	return chain;
+}
+
+static void bind_chain(sqlite3_stmt *st, int i, int64_t chain)
+{
+	if (chain > 0)
+		sqlite3_bind_int64(st, i, chain);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static int memory_row(struct sq *q, struct report_section *rs, struct sqsec *x,
+		      const struct tally_record *r)
+{
+	sqlite3_stmt *st = q->st[S_MEMORY];
+	int64_t chain = callchain(q, rs, x, r->stack_id);
+
+	if (chain < 0)
+		return sq_fail(q, "call chains");
+	bind_u(st, 1, report_time(rs, r->start));
+	sqlite3_bind_int64(st, 2, x->global_pid);
+	bind_u(st, 3, r->device_id);
+	bind_u(st, 4, r->context_id);
+	bind_u(st, 5, r->stream_id);
+	bind_u(st, 6, r->correlation_id);
+	bind_u(st, 7, r->address);
+	bind_u(st, 8, r->bytes);
+	sqlite3_bind_int64(st, 9, nsys_mem_kind(r->src_kind));
+	bind_u(st, 10, r->subkind);
+	bind_chain(st, 11, chain);
+	return run(q, st);
+}
+
+static int kernel(struct sq *q, struct report_section *rs, struct sqsec *x,
 		  const struct tally_record *r)
 {
+	int64_t chain = callchain(q, rs, x, r->stack_id);
 	sqlite3_stmt *st = q->st[S_KERNEL];
 	int64_t dem = sid(q, rs, r->name_id, REPORT_NAME_DEMANGLED, true);
 	int64_t base = sid(q, rs, r->name_id, REPORT_NAME_BASE, true);
 	int64_t raw = sid(q, rs, r->name_id, REPORT_NAME_MANGLED, true);
 	int i;
 
-	if (dem < 0 || base < 0 || raw < 0)
+	if (dem < 0 || base < 0 || raw < 0 || chain < 0)
 		return sq_fail(q, "string table");
 	bind_gpu_common(st, rs, x, r);
 	sqlite3_bind_int64(st, 8, dem);
@@ -277,6 +409,7 @@ static int kernel(struct sq *q, struct report_section *rs, const struct sqsec *x
 	bind_u(st, 20, r->dynamic_smem);
 	bind_u(st, 21, r->graph_node_id);
 	bind_u(st, 22, r->graph_id);
+	bind_chain(st, 23, chain);
 	return run(q, st);
 }
 
@@ -309,14 +442,15 @@ static int memset_row(struct sq *q, struct report_section *rs, const struct sqse
 	return run(q, st);
 }
 
-static int api_row(struct sq *q, struct report_section *rs, const struct sqsec *x,
+static int api_row(struct sq *q, struct report_section *rs, struct sqsec *x,
 		   const struct tally_record *r)
 {
+	int64_t chain = callchain(q, rs, x, r->stack_id);
 	sqlite3_stmt *st = q->st[S_RUNTIME];
 	int64_t name = sid(q, rs, r->name_id, REPORT_NAME_MANGLED, false);
 	uint32_t pid = r->process_id ? r->process_id : (uint32_t)rs->s->pid;
 
-	if (name < 0)
+	if (name < 0 || chain < 0)
 		return sq_fail(q, "string table");
 	bind_u(st, 1, report_time(rs, r->start));
 	bind_u(st, 2, report_time(rs, r->end));
@@ -326,6 +460,7 @@ static int api_row(struct sq *q, struct report_section *rs, const struct sqsec *
 	bind_u(st, 5, r->correlation_id);
 	sqlite3_bind_int64(st, 6, name);
 	sqlite3_bind_int64(st, 7, (int32_t)r->value);
+	bind_chain(st, 8, chain);
 	return run(q, st);
 }
 
@@ -393,7 +528,7 @@ static int nvtx_row(struct sq *q, struct report_section *rs, const struct sqsec 
 	sqlite3_bind_int64(st, 3, mark ? 34 : r->subkind ? 60 : 59);
 	bind_u(st, 4, r->category);
 	bind_u(st, 5, r->color);
-	sqlite3_bind_text(st, 6, report_string(rs, r->name_id), -1, SQLITE_STATIC);
+	bind_text(st, 6, report_string(rs, r->name_id));
 	sqlite3_bind_int64(st, 7, gtid(x, pid, r->thread_id));
 	if (mark)
 		sqlite3_bind_null(st, 8);
@@ -401,6 +536,7 @@ static int nvtx_row(struct sq *q, struct report_section *rs, const struct sqsec 
 		sqlite3_bind_int64(st, 8, gtid(x, pid, r->thread_id));
 	sqlite3_bind_int64(st, 9, domain);
 	bind_u(st, 10, r->value);
+	sqlite3_bind_int64(st, 11, r->flags & TALLY_REC_TEXT_TRUNCATED ? 1 : 0);
 	return run(q, st);
 }
 
@@ -441,6 +577,9 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 			break;
 		case TALLY_KIND_OVERHEAD:
 			rc = overhead_row(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_MEMORY:
+			rc = memory_row(q, rs, x, &r[i]);
 			break;
 		default:
 			break;
@@ -492,7 +631,7 @@ static int on_damage(void *ctx, struct report_input *in, struct report_section *
 	struct sq *q = ctx;
 	sqlite3_stmt *st = q->st[S_DAMAGE];
 
-	sqlite3_bind_text(st, 1, in->path, -1, SQLITE_STATIC);
+	bind_text(st, 1, in->path);
 	if (rs)
 		bind_u(st, 2, rs->index);
 	else
@@ -559,14 +698,6 @@ static int write_enums(struct sq *q)
 static int prepare(struct sq *q, const char *sql, sqlite3_stmt **st)
 {
 	return sqlite3_prepare_v2(q->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : sq_fail(q, sql);
-}
-
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
 }
 
 static void uuid_text(const struct tally_device *d, char *out, size_t len)
@@ -839,7 +970,17 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 		rc = exec(q, sqlite_indexes);
 	if (rc == 0)
 		rc = exec(q, "COMMIT;");
-	(void)err;
+	if (rc == 0) {
+		for (size_t i = 0; i < S_COUNT; i++) {
+			sqlite3_finalize(q->st[i]);
+			q->st[i] = NULL;
+		}
+		if (sqlite3_close(q->db) != SQLITE_OK)
+			rc = -EIO;
+		q->db = NULL;
+	}
+	if (rc == 0 && outfile_commit(&q->out, q->out_flags, err, errlen) < 0)
+		rc = -EIO;
 	(void)errlen; /* failures wrote q->err, which is err */
 	out->events = q->rows;
 	return rc;
@@ -856,20 +997,22 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	int rc = -ENOMEM, i;
 
 	(void)set;
+	if (q)
+		q->out.fd = -1;
 	if (!q || !(q->path = strdup(o->output))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	q->err = err;
 	q->errlen = errlen;
-	if (access(o->output, F_OK) == 0 && (!o->force || unlink(o->output) < 0)) {
-		rc = o->force ? -errno : -EEXIST;
-		snprintf(err, errlen, "%s: %s", o->output,
-			 o->force ? strerror(errno) : "exists (--force replaces it)");
+	q->out_flags = o->force ? OUTFILE_FORCE : 0;
+	rc = outfile_open(&q->out, o->output, q->out_flags, err, errlen);
+	if (rc < 0)
 		goto fail;
-	}
+	close(q->out.fd); /* SQLite opens it by name: an empty file is an empty database */
+	q->out.fd = -1;
 	rc = -EIO;
-	if (sqlite3_open_v2(o->output, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	if (sqlite3_open_v2(q->out.tmp, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
 	    SQLITE_OK) {
 		sq_fail(q, "open");
 		goto fail;
@@ -903,8 +1046,8 @@ static void sq_destroy(void *state, bool failed)
 		sqlite3_finalize(q->st[i]);
 	if (q->db)
 		sqlite3_close(q->db);
-	if (failed && q->db)
-		unlink(q->path);
+	(void)failed; /* whatever was not committed is only a temporary file */
+	outfile_abort(&q->out);
 	for (i = 0; i < q->capstrs; i++)
 		free(q->strs[i].s);
 	free(q->strs);
@@ -912,6 +1055,7 @@ static void sq_destroy(void *state, bool failed)
 		free(q->secs[i].raw);
 		free(q->secs[i].dem);
 		free(q->secs[i].base);
+		free(q->secs[i].chain_done);
 	}
 	free(q->secs);
 	free(q->domains);

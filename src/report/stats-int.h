@@ -4,6 +4,7 @@
 #define TALLY_REPORT_STATS_INT_H
 
 #include "gaps.h"
+#include "memusage.h"
 #include "report.h"
 
 /* Report indexes into report_defs[] (reports.c keeps the two in step). */
@@ -18,6 +19,8 @@ enum report_id {
 	R_API_TRACE,
 	R_GPU_GAPS,
 	R_GPU_UTIL,
+	R_KERN_STACK_SUM, /* style 0: by innermost user frame, 1: by whole stack */
+	R_MEM_USAGE,
 	R_COUNT,
 };
 
@@ -73,6 +76,8 @@ struct sec_cache {
 	uint64_t *nvtx_keys; /* (domain, style, name) -> nvtx group, open addressing */
 	uint32_t *nvtx_vals;
 	size_t nvtx_cap, nvtx_n;
+	uint32_t *stack_groups[2]; /* stack id -> cuda_kern_stack_sum group + 1, per style */
+	uint32_t nstack_groups[2];
 };
 
 #define MEMOPS 15 /* memcpy kinds 0..13, then memset */
@@ -96,6 +101,9 @@ struct stats {
 	uint64_t base;
 	bool failed;		      /* out of memory somewhere: reports would be short */
 	struct report_gpu_gaps *gaps; /* gpu_gaps, gpu_time_util */
+	struct mem_usage mem;	      /* cuda_gpu_mem_usage */
+	/* kernels with a call stack: with none, the stack report is empty */
+	uint64_t stacked_kernels;
 };
 
 bool stats_wants(const struct stats *st, enum report_id r);

@@ -421,6 +421,47 @@ static void add_gpu_row(struct stats *st, struct report_section *rs, const struc
 	row->dst_kind = (uint8_t)r->dst_kind;
 }
 
+/* cuda_kern_stack_sum: the kernel's time under its launch's innermost user frame (style 0) and
+ * under its whole stack (style 1); labels are made once per stack id of a section. */
+static struct group *stack_group(struct stats *st, struct report_section *rs, uint32_t stack,
+				 unsigned style)
+{
+	struct sec_cache *c = sec_cache(st, rs->index);
+	uint32_t *slot = c && (stack == 0 || stack < rs->s->stacks.nstacks)
+			     ? id_slot(&c->stack_groups[style], &c->nstack_groups[style], stack)
+			     : NULL;
+	const char *label;
+	long g;
+
+	if (slot && *slot)
+		return &st->t[R_KERN_STACK_SUM].g[*slot - 1];
+	if (stack && !tally_stack_get(&rs->s->stacks, stack))
+		label = "[stack lost]";
+	else if (style == 0)
+		label = stack ? report_frame_label(rs, report_user_frame(rs, stack)) : "[no stack]";
+	else
+		label = report_stack_label(rs, stack);
+	g = gtable_get(&st->t[R_KERN_STACK_SUM], label, NULL, style);
+	if (g < 0) {
+		st->failed = true;
+		return NULL;
+	}
+	if (slot)
+		*slot = (uint32_t)g + 1;
+	return &st->t[R_KERN_STACK_SUM].g[g];
+}
+
+static void kernel_stack(struct stats *st, struct report_section *rs, const struct tally_record *r)
+{
+	struct group *g;
+	unsigned style;
+
+	st->stacked_kernels += r->stack_id != 0;
+	for (style = 0; style < 2; style++)
+		if ((g = stack_group(st, rs, r->stack_id, style)))
+			vec_add(st, &g->vals, r->end - r->start);
+}
+
 static void kernel(struct stats *st, struct report_section *rs, const struct tally_record *r)
 {
 	uint64_t dur = r->end - r->start;
@@ -443,6 +484,14 @@ static void kernel(struct stats *st, struct report_section *rs, const struct tal
 	if (stats_wants(st, R_GPU_TRACE))
 		add_gpu_row(st, rs, r,
 			    report_kernel_name(rs, r->name_id, st->req.names[R_GPU_TRACE]));
+	if (stats_wants(st, R_KERN_STACK_SUM))
+		kernel_stack(st, rs, r);
+}
+
+static void memory(struct stats *st, struct report_section *rs, const struct tally_record *r)
+{
+	if (stats_wants(st, R_MEM_USAGE))
+		mem_usage_add(&st->mem, rs, r);
 }
 
 static void memop(struct stats *st, struct report_section *rs, const struct tally_record *r)
@@ -508,6 +557,8 @@ static record_fn record_handler(unsigned kind)
 		return api;
 	case TALLY_KIND_NVTX_RANGE:
 		return nvtx_range;
+	case TALLY_KIND_MEMORY:
+		return memory;
 	default:
 		return NULL;
 	}
@@ -593,7 +644,10 @@ void stats_free(struct stats *st)
 		free(st->secs[i].api);
 		free(st->secs[i].nvtx_keys);
 		free(st->secs[i].nvtx_vals);
+		free(st->secs[i].stack_groups[0]);
+		free(st->secs[i].stack_groups[1]);
 	}
+	mem_usage_fini(&st->mem);
 	free(st->secs);
 	free(st->gpu.v);
 	free(st->api.v);
@@ -755,6 +809,24 @@ static int finish_table(struct gtable *t)
 	return 0;
 }
 
+/* Rows of style 0 first, then style 1, each still by total (a stable partition). */
+static void group_by_style(struct gtable *t)
+{
+	struct group **tmp = t->n ? malloc(t->n * sizeof(*tmp)) : NULL;
+	size_t i, k = 0;
+	unsigned style;
+
+	if (!tmp)
+		return;
+	for (style = 0; style < 2; style++)
+		for (i = 0; i < t->n; i++)
+			if (t->order[i]->style == style)
+				tmp[k++] = t->order[i];
+	if (k == t->n)
+		memcpy(t->order, tmp, k * sizeof(*tmp));
+	free(tmp);
+}
+
 static int cmp_gpu(const void *pa, const void *pb)
 {
 	const struct gpu_row *a = pa, *b = pb;
@@ -786,6 +858,9 @@ int stats_finish(struct stats *st, const struct report_set *set)
 	for (r = 0; r < R_COUNT; r++)
 		if (finish_table(&st->t[r]) < 0)
 			return -ENOMEM;
+	group_by_style(&st->t[R_KERN_STACK_SUM]);
+	if (mem_usage_finish(&st->mem) < 0)
+		return -ENOMEM;
 	if (st->gpu.n > 1)
 		qsort(st->gpu.v, st->gpu.n, st->gpu.elem, cmp_gpu);
 	if (st->api.n > 1)

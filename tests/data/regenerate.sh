@@ -14,10 +14,20 @@ mkdir -p "$C"
 # lossy: the same with faults, so readers and docs have an INCOMPLETE example at hand
 "$TS" -o "$D/lossy.tally" --t0 1796000000000000000 --seed 43 --kernels 300 --memcpys 20 \
 	--bad-time-every 50 --orphan-launches 3 --orphan-gpu 2 --unknown-kind 1 --batch 64
+# stacks: launches from three Python stacks (one through a library frame) and device memory
+# allocated then freed (format 1.2), so the stack and memory reports have an example
+"$TS" -o "$D/stacks.tally" --t0 1796000000000000000 --seed 44 --kernels 300 --memcpys 20 \
+	--stacks 3 --mem-allocs 6 --batch 64
 # seed corpus: whole files, a cut one, and one with a flipped byte
 cp "$D/tiny.tally" "$C/tiny"
 cp "$D/lossy.tally" "$C/lossy"
 head -c 3000 "$D/tiny.tally" >"$C/tiny-cut"
 cp "$D/tiny.tally" "$C/tiny-flipped"
 printf '\377' | dd of="$C/tiny-flipped" bs=1 seek=500 conv=notrunc 2>/dev/null
+# crafted seeds (tests/support/tally-craft.c): what hostile files look like, so the fuzzers start
+# from the decoders' edges; the 4 MiB resync case is made by the test itself, not kept
+for c in rows-bomb strings-bomb demangle-bomb partial-mid partial-eof control-chars bad-text \
+	future early-records overlap enospc; do
+	"$B/tests/tally-craft" "$c" "$C/crafted-$c"
+done
 ls -l "$D"/*.tally "$C"

@@ -39,6 +39,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* threads[] and buffer
 static struct fake_thread threads[MAX_THREADS];
 static _Atomic uint64_t dropped;
 static _Atomic uint32_t next_corr = 1;
+/* The collector asked for cudaLaunchKernel's API callback (call stacks on launches). */
+static _Atomic bool launch_callback;
 
 static uint64_t now_ns(void)
 {
@@ -86,8 +88,26 @@ API CUptiResult cuptiEnableDomain(uint32_t e, CUpti_SubscriberHandle s, CUpti_Ca
 API CUptiResult cuptiEnableCallback(uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
 				    CUpti_CallbackId c)
 {
-	(void)e, (void)s, (void)d, (void)c;
+	(void)s;
+	if (d == CUPTI_CB_DOMAIN_RUNTIME_API &&
+	    c == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
+		atomic_store(&launch_callback, e != 0);
 	return CUPTI_SUCCESS;
+}
+
+/* CUPTI's API callback around a launch, on the launching thread, as the runtime makes it. */
+static void api_callback(CUpti_ApiCallbackSite site, uint32_t corr)
+{
+	CUpti_CallbackData data;
+
+	if (!atomic_load(&launch_callback) || !subscriber_cb)
+		return;
+	memset(&data, 0, sizeof(data));
+	data.callbackSite = site;
+	data.functionName = "cudaLaunchKernel";
+	data.correlationId = corr;
+	subscriber_cb(NULL, CUPTI_CB_DOMAIN_RUNTIME_API,
+		      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &data);
 }
 
 API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc rq,
@@ -280,6 +300,7 @@ API void fakecupti_launch(unsigned n)
 		CUpti_ActivityAPI a;
 		CUpti_ActivityKernel10 k;
 
+		api_callback(CUPTI_API_ENTER, corr);
 		memset(&a, 0, sizeof(a));
 		a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
 		a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
@@ -302,6 +323,7 @@ API void fakecupti_launch(unsigned n)
 			place(&a, sizeof(a));
 		if (kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL])
 			place(&k, sizeof(k));
+		api_callback(CUPTI_API_EXIT, corr);
 	}
 }
 

@@ -85,6 +85,25 @@ if want loop; then
 	rec loop -- "$W" --kernels 20000 --memcpy 100:1048576 --memset 50:65536 --nvtx
 	expect loop 0 'v == "COMPLETE" and k["kernel"] == num("total_kernels") == 20000 and api.count("cudaLaunchKernel") == 20000 and k["memcpy"] == 200 and k["memset"] == 50 and k["nvtx_range"] == num("nvtx_ranges") == 200 and k["nvtx_mark"] == 1 and status == 0'
 fi
+if want nvtxlong; then
+	# an NVTX message over 4000 bytes: kept cut at a UTF-8 boundary (3999 bytes here) and flagged
+	rec nvtxlong -- "$W" --kernels 10 --nvtx-long
+	expect nvtxlong 0 'v == "COMPLETE" and k["nvtx_range"] == 2 and num("nvtx_long_bytes") == 5001 and status == 0'
+	f=$(ls "$OUT/nvtxlong"/*.tally 2>/dev/null | head -1)
+	if [ -n "$f" ] && "$TALLY" export -q -f sqlite -o "$f.sqlite" "$f" &&
+		$PY - "$f.sqlite" <<'PY'; then
+import sqlite3, sys
+rows = sqlite3.connect(sys.argv[1]).execute(
+    "SELECT text, tallyTextTruncated FROM NVTX_EVENTS WHERE eventType != 75 ORDER BY length(text)").fetchall()
+assert rows[0] == ("short", 0), rows[0]
+text, cut = rows[1]
+assert cut == 1 and len(text.encode()) == 3999 and text == "a" + "\u00e9" * 1999, (cut, len(text.encode()))
+PY
+		ok "nvtxlong: cut at a character boundary, flagged"
+	else
+		bad "nvtxlong: sqlite text or flag"
+	fi
+fi
 if want graph; then
 	rec graph -- "$W" --kernels 0 --graph 100:500
 	expect graph 0 'v == "COMPLETE" and k["kernel"] == num("graph_kernels") == 50000 and len(graphs) == 50000 and api.count("cudaGraphLaunch") == 500'

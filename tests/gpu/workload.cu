@@ -8,6 +8,8 @@
 //   --memset K:BYTES     K cudaMemsetAsync of BYTES
 //   --graph K:R          capture K kernels in a CUDA graph, replay it R times
 //   --nvtx               an NVTX range around every 100 launches, and one mark
+//   --nvtx-long          one range named "a" + 2500 x "é" (5001 bytes, over tally's 4000), one
+//                        named "short"; prints the long name's length
 //   --profiler-range     N/4 launches, cudaProfilerStart, N/2, cudaProfilerStop, N/4
 //   --device D           cudaSetDevice(D)
 //   --forever            launch batches of 1000 until killed, printing the running total
@@ -60,7 +62,7 @@ struct opts {
 	int threads = 1;
 	long memcpy_n = 0, memcpy_bytes = 0, memset_n = 0, memset_bytes = 0;
 	long graph_k = 0, graph_r = 0;
-	bool nvtx = false, driver = false, forever = false, profiler_range = false;
+	bool nvtx = false, driver = false, forever = false, profiler_range = false, nvtx_long = false;
 	int device = 0;
 	long sleep_ms = 0;
 	const char *exit_mode = "return";
@@ -223,6 +225,7 @@ static void parse(int argc, char **argv)
 		else if (!strcmp(a, "--sleep-ms")) O.sleep_ms = atol(v), i++;
 		else if (!strcmp(a, "--exit")) O.exit_mode = v, i++;
 		else if (!strcmp(a, "--nvtx")) O.nvtx = true;
+		else if (!strcmp(a, "--nvtx-long")) O.nvtx_long = true;
 		else if (!strcmp(a, "--driver")) O.driver = true;
 		else if (!strcmp(a, "--forever")) O.forever = true;
 		else if (!strcmp(a, "--profiler-range")) O.profiler_range = true;
@@ -249,6 +252,16 @@ int main(int argc, char **argv)
 	}
 	if (O.nvtx)
 		nvtxMarkA("workload start");
+	if (O.nvtx_long) { /* byte 4000 falls inside a 2-byte character: the cut must not */
+		static char name[1 + 2500 * 2 + 1] = "a";
+		for (int i = 0; i < 2500; i++)
+			memcpy(name + 1 + 2 * i, "\xc3\xa9", 2);
+		nvtxRangePushA(name);
+		nvtxRangePop();
+		nvtxRangePushA("short");
+		nvtxRangePop();
+		printf("nvtx_long_bytes %zu\n", strlen(name));
+	}
 	if (O.forever)
 		forever();
 	if (O.profiler_range) {

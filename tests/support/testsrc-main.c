@@ -37,7 +37,8 @@ static void usage(FILE *out)
 	fputs("usage: tally-testsrc -o FILE [workload] [faults] [pipeline]\n"
 	      "workload (per thread): --kernels N --driver-kernels N --memcpys N --memsets N\n"
 	      "  --syncs N --ranges N --marks N --names N --devices N --seed N --threads N\n"
-	      "  --rate RECORDS_PER_S --t0 NS\n"
+	      "  --rate RECORDS_PER_S --t0 NS --stacks N (launch c from Python stack c % N)\n"
+	      "  --mem-allocs N (N device allocations, then their releases)\n"
 	      "faults: --bad-time-every N --orphan-launches N --orphan-gpu N --unknown-kind N\n"
 	      "  --invalid-tail --in-flight (a buffer still in CUPTI at stop) --kill (end with\n"
 	      "  no closing flush, like SIGKILL) --starve (no consumer until the end)\n"
@@ -87,6 +88,8 @@ enum {
 	O_SCALE,
 	O_SWAP,
 	O_IDLE,
+	O_STACKS,
+	O_MEM,
 };
 
 static const struct option longopts[] = {
@@ -124,6 +127,8 @@ static const struct option longopts[] = {
     {"scale", 1, NULL, O_SCALE},
     {"swap-at", 1, NULL, O_SWAP},
     {"idle-at", 1, NULL, O_IDLE},
+    {"stacks", 1, NULL, O_STACKS},
+    {"mem-allocs", 1, NULL, O_MEM},
     {"output", 1, NULL, 'o'},
     {"help", 0, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -272,6 +277,13 @@ static int parse(int argc, char **argv, struct opts *o)
 		case O_BATCH:
 			o->cfg.batch_records = (unsigned)v;
 			break;
+		case O_STACKS:
+			o->w.stacks = (unsigned)v;
+			o->cfg.stacks = v > 0;
+			break;
+		case O_MEM:
+			o->w.mem_allocs = (unsigned)v;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -306,7 +318,8 @@ static uint64_t kinds_mask(const struct testsrc_workload *w)
 	       1u << TALLY_KIND_RUNTIME | (w->driver_kernels ? 1u << TALLY_KIND_DRIVER : 0) |
 	       (w->syncs ? 1u << TALLY_KIND_SYNC : 0) |
 	       (w->ranges || w->marks ? 1u << TALLY_KIND_NVTX_RANGE | 1u << TALLY_KIND_NVTX_MARK
-				      : 0);
+				      : 0) |
+	       (w->mem_allocs ? 1u << TALLY_KIND_MEMORY : 0);
 }
 
 static int run(struct opts *o, int fd)
@@ -323,6 +336,8 @@ static int run(struct opts *o, int fd)
 		sink = (struct tally_sink){fault_sink_write, &o->fault};
 	}
 	o->cfg.consumer_thread = !o->starve;
+	if (o->w.t0)
+		testsrc_clock_start(o->w.t0);
 	testsrc_session(&session, kinds_mask(&o->w));
 	rc = tally_pipeline_start(&o->cfg, &testsrc_source, &sink, &session);
 	tally_buf_fini(&session);

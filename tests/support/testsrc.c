@@ -3,11 +3,14 @@
 #include "testsrc.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "stacks.h"
+#include "stacktab.h"
 #include "tally-format.h"
 
 _Atomic uint64_t testsrc_dropped_pending;
@@ -29,12 +32,28 @@ const char *const testsrc_kernel_names[] = {
 const unsigned testsrc_kernel_names_count =
     sizeof(testsrc_kernel_names) / sizeof(testsrc_kernel_names[0]);
 
-uint64_t testsrc_now(void)
+static uint64_t clock_base, clock_real0;
+
+static uint64_t real_now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void testsrc_clock_start(uint64_t t0)
+{
+	clock_real0 = real_now();
+	clock_base = t0;
+}
+
+/* One clock for records, ledger and session start, so that a fixed --t0 moves them all. */
+uint64_t testsrc_now(void)
+{
+	uint64_t r = real_now();
+
+	return clock_base ? clock_base + (r - clock_real0) : r;
 }
 
 static CUptiResult walk(uint8_t *buf, size_t valid, CUpti_Activity **rec)
@@ -331,9 +350,112 @@ static void emit_invalid(struct gen *g)
 	testsrc_emit(g->e, junk, sizeof(junk));
 }
 
+/* ---- call stacks, through the collector's own interning (stacktab.h) ----------------- */
+
+unsigned testsrc_stack_index(uint32_t correlation_id, unsigned stacks)
+{
+	return stacks ? correlation_id % stacks : 0;
+}
+
+static char frame_files[][64] = {"/work/model.py", "/work/train.py", "/work/main.py"};
+static const char lib_file[] = "/usr/lib/python3/dist-packages/torch/nn/functional.py";
+
+unsigned testsrc_stack_frames(unsigned s, struct testsrc_frame out[TESTSRC_STACK_DEPTH])
+{
+	static char funcs[64][32];
+	unsigned n = 0, slot = s % 64;
+
+	snprintf(funcs[slot], sizeof(funcs[slot]), "Layer%u.forward", s);
+	if (s % 2)
+		out[n++] = (struct testsrc_frame){lib_file, "linear", 2001};
+	out[n++] = (struct testsrc_frame){frame_files[0], funcs[slot], 10 + s};
+	out[n++] = (struct testsrc_frame){frame_files[1], "step", 42};
+	out[n++] = (struct testsrc_frame){frame_files[2], "<module>", 7};
+	return n;
+}
+
+/* Frame keys: 1 + index into a table of (file, func) the namer reads back. */
+static struct testsrc_frame named[256];
+
+static bool name_frame(uint64_t key, uint32_t *line, char *file, size_t file_len, char *func,
+		       size_t func_len)
+{
+	(void)line; /* the test source records lines as they are */
+	if (!key || key > 256)
+		return false;
+	snprintf(file, file_len, "%s", named[key - 1].file);
+	snprintf(func, func_len, "%s", named[key - 1].func);
+	return true;
+}
+
+static uint64_t frame_key(const struct testsrc_frame *f, unsigned s)
+{
+	unsigned k = f->line == 2001 ? 0 : f->line == 42 ? 1 : f->line == 7 ? 2 : 3 + s % 250;
+
+	named[k] = *f;
+	return k + 1;
+}
+
+static void note_stack(struct gen *g, uint32_t corr)
+{
+	struct testsrc_frame f[TESTSRC_STACK_DEPTH];
+	struct raw_frame raw[TESTSRC_STACK_DEPTH];
+	unsigned s, n, i;
+
+	if (!g->w->stacks)
+		return;
+	s = testsrc_stack_index(corr, g->w->stacks);
+	n = testsrc_stack_frames(s, f);
+	for (i = 0; i < n; i++)
+		raw[i] = (struct raw_frame){frame_key(&f[i], s), f[i].line, TALLY_FRAME_PYTHON, 0};
+	tally_stacktab_note(corr, tally_stacktab_intern(raw, n, name_frame));
+}
+
 static uint32_t next_corr(struct gen *g)
 {
+	note_stack(g, g->corr);
 	return g->corr++;
+}
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+uint64_t testsrc_alloc_bytes(unsigned i)
+{
+	return (1ull << 20) * (1 + i % 4);
+}
+
+uint64_t testsrc_alloc_address(unsigned i)
+{
+	return 0x7f0000000000ull + (uint64_t)i * 0x10000000ull;
+}
+
+static void emit_memory(struct gen *g, unsigned i, unsigned op)
+{
+	CUpti_ActivityMemory4 m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	m.memoryOperationType = op;
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.address = testsrc_alloc_address(i);
+	m.bytes = testsrc_alloc_bytes(i);
+	m.timestamp = g->t;
+	m.processId = (uint32_t)getpid();
+	m.deviceId = 0;
+	m.contextId = 1;
+	g->t += 1000;
+	testsrc_emit(g->e, &m, sizeof(m));
+	pace(g);
+}
+
+static void gen_memory(struct gen *g)
+{
+	unsigned i;
+
+	for (i = 0; i < g->w->mem_allocs; i++)
+		emit_memory(g, i, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION);
+	for (i = 0; i < g->w->mem_allocs; i++)
+		emit_memory(g, i, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE);
 }
 
 static unsigned swapped(const struct testsrc_workload *w, unsigned i)
@@ -497,6 +619,7 @@ uint32_t testsrc_run(struct testsrc_emitter *e, const struct testsrc_workload *w
 	g.pace_start = testsrc_now();
 	gen_launches(&g);
 	gen_graph(&g);
+	gen_memory(&g);
 	gen_rest(&g);
 	return g.corr;
 }
@@ -509,8 +632,15 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 	unsigned i;
 
 	gethostname(host, sizeof(host) - 1);
-	for (i = 0; i < 16; i++)
-		id[i] = (uint8_t)(rand() & 0xff);
+	/* Unique per run, as the collector's are: readers count a repeated id once. */
+	uint64_t x = real_now() ^ (uint64_t)getpid() << 32;
+
+	for (i = 0; i < 16; i++) {
+		x += 0x9e3779b97f4a7c15ull; /* splitmix64 */
+		uint64_t z = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+
+		id[i] = (uint8_t)((z ^ (z >> 27)) >> 56);
+	}
 	tally_kv_str(b, TALLY_SK_WRITER,
 		     "tally "
 		     "0.1.0");
@@ -518,7 +648,8 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 	tally_kv_uint(b, TALLY_SK_PID, (uint64_t)getpid());
 	tally_kv_uint(b, TALLY_SK_PPID, (uint64_t)getppid());
 	tally_kv_bytes(b, TALLY_SK_CMDLINE, cmd, sizeof(cmd) - 1);
-	tally_kv_uint(b, TALLY_SK_START_REALTIME, testsrc_now());
+	/* the pair maps the records' clock (testsrc_now, maybe moved by --t0) to real time */
+	tally_kv_uint(b, TALLY_SK_START_REALTIME, real_now());
 	tally_kv_uint(b, TALLY_SK_START_CUPTI, testsrc_now());
 	tally_kv_uint(b, TALLY_SK_CUPTI_VERSION, CUPTI_API_VERSION);
 	tally_kv_uint(b, TALLY_SK_KINDS, kinds_mask);

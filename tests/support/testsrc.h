@@ -56,7 +56,25 @@ struct testsrc_workload {
 		unsigned drops; /* CUPTI drops this many records halfway through it */
 	} idle[8];
 	unsigned nidle;
+	/* call stacks and memory (format 1.2) */
+	unsigned stacks; /* launches carry Python stack testsrc_stack_index(corr) of this many */
+	unsigned mem_allocs; /* MEMORY2: this many allocations, then their releases */
 };
+
+/* The stacks the test source attributes launches to: launch with correlation id c comes from
+ * stack (c % stacks); each is a few Python frames, innermost first, named by this table. */
+struct testsrc_frame {
+	const char *file, *func;
+	unsigned line;
+};
+#define TESTSRC_STACK_DEPTH 4
+unsigned testsrc_stack_index(uint32_t correlation_id, unsigned stacks);
+/* Frames of stack s, innermost first; returns how many.  The innermost frame of an odd s is a
+ * library frame (site-packages), so the innermost *user* frame is the second. */
+unsigned testsrc_stack_frames(unsigned s, struct testsrc_frame out[TESTSRC_STACK_DEPTH]);
+/* Memory allocation i: its size and address. */
+uint64_t testsrc_alloc_bytes(unsigned i);
+uint64_t testsrc_alloc_address(unsigned i);
 
 /* A generated record, as the observer sees it (a copy of the CUPTI struct). */
 typedef void (*testsrc_observer)(void *ctx, const CUpti_Activity *rec, size_t size);
@@ -95,6 +113,8 @@ extern const char *const testsrc_kernel_names[];
 extern const unsigned testsrc_kernel_names_count;
 
 uint64_t testsrc_now(void);
+/* From now on testsrc_now() reads t0 plus the time elapsed since this call (t0 0: real time). */
+void testsrc_clock_start(uint64_t t0);
 
 /* Build the SESSION payload the way the collector does, with source "testsrc". */
 void testsrc_session(struct tally_buf *b, uint64_t kinds_mask);

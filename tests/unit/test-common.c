@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Output name patterns and the JSON writer (checked by a real JSON parser, jansson). */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,8 +13,15 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "json.h"
+#include "outfile.h"
 #include "pattern.h"
+#include "ranks.h"
+#include "text.h"
 
 static const char *fake_env(const char *name)
 {
@@ -139,11 +147,149 @@ static void test_json_escaping(void **state)
 	free(buf);
 }
 
+/* The documented forms are taken; every form that would select nothing is refused. */
+static void test_ranks_grammar(void **state)
+{
+	static const char *const good[] = {"0", "7", "0,4-7", "3-3", "1,2,10-12", "999999999"};
+	static const char *const bad[] = {"",	 "0..3", "all", "5-1", "0 1", "1,,2",	   "-1",
+					  "0x1", "1,",	 ",1",	"1-",  "2-a", "1000000000"};
+	char err[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_true(tally_ranks_valid(good[i], err, sizeof(err)));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_false(tally_ranks_valid(bad[i], err, sizeof(err)));
+		assert_true(err[0] != '\0');
+	}
+}
+
+static void test_text_printable(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	    {"plain text", "plain text"},
+	    {"caf\xc3\xa9", "caf\xc3\xa9"},	 /* UTF-8 kept */
+	    {"a\nb", "a\\x0ab"},		 /* a newline cannot start a fake line */
+	    {"\x1b[8mhidden", "\\x1b[8mhidden"}, /* nor a terminal escape hide one */
+	    {"\xc2\x9b"
+	     "2J",
+	     "\\xc2\\x9b2J"},			 /* C1 CSI, as UTF-8 */
+	    {"bad \xff\xfe", "bad \\xff\\xfe"},	 /* not UTF-8 */
+	    {"\xe0\x80\x80", "\\xe0\\x80\\x80"}, /* overlong */
+	    {"\xed\xa0\x80", "\\xed\\xa0\\x80"}, /* a surrogate */
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *t = tally_text_printable(cases[i].in);
+
+		assert_string_equal(t, cases[i].out);
+		free(t);
+	}
+}
+
+static void test_text_utf8(void **state)
+{
+	size_t n;
+	char *t;
+
+	(void)state;
+	assert_true(tally_text_is_utf8("caf\xc3\xa9 \xf0\x9f\x98\x80", 10));
+	assert_false(tally_text_is_utf8("caf\xe9", 4));
+	assert_false(tally_text_is_utf8("\xc3", 1)); /* cut inside a character */
+	t = tally_text_utf8("a\xff"
+			    "b\xc3",
+			    4, &n);
+	assert_string_equal(t, "a\xef\xbf\xbd"
+			       "b\xef\xbf\xbd");
+	assert_int_equal(n, 8);
+	assert_true(tally_text_is_utf8(t, n));
+	free(t);
+}
+
+static char *write_file(const char *dir, const char *name, const char *text)
+{
+	char *p;
+	FILE *f;
+
+	assert_true(asprintf(&p, "%s/%s", dir, name) > 0);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return p;
+}
+
+static char *read_file(const char *path)
+{
+	static char buf[256];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* Only regular files are replaced, and only with OUTFILE_FORCE; the temporary file is renamed
+ * over the target at commit, and removed on abort. */
+static void test_outfile(void **state)
+{
+	char dir[] = "/tmp/tally-outfile-XXXXXX", err[512], *victim, *link, *out, *fifo;
+	struct outfile o;
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	victim = write_file(dir, "victim", "precious");
+	assert_true(asprintf(&link, "%s/link", dir) > 0);
+	assert_int_equal(symlink(victim, link), 0);
+	assert_int_equal(outfile_open(&o, link, OUTFILE_FORCE, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "symbolic link"));
+	assert_true(asprintf(&fifo, "%s/fifo", dir) > 0);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(outfile_open(&o, fifo, OUTFILE_FORCE, err, sizeof(err)), -EPERM);
+	assert_int_equal(outfile_open(&o, victim, 0, err, sizeof(err)), -EEXIST);
+
+	assert_true(asprintf(&out, "%s/out", dir) > 0);
+	assert_int_equal(outfile_open(&o, out, 0, err, sizeof(err)), 0);
+	assert_int_equal(write(o.fd, "new", 3), 3);
+	assert_int_equal(access(out, F_OK), -1); /* not there until committed */
+	assert_int_equal(outfile_commit(&o, 0, err, sizeof(err)), 0);
+	assert_string_equal(read_file(out), "new");
+
+	assert_int_equal(outfile_open(&o, victim, OUTFILE_FORCE, err, sizeof(err)), 0);
+	assert_int_equal(write(o.fd, "replaced", 8), 8);
+	outfile_abort(&o); /* a failed write leaves the old file */
+	assert_string_equal(read_file(victim), "precious");
+
+	assert_int_equal(outfile_not_input(out, &out, 1, err, sizeof(err)), -EINVAL);
+	assert_int_equal(outfile_not_input(out, &victim, 1, err, sizeof(err)), 0);
+
+	d = opendir(dir); /* victim, link, fifo, out: no temporary file left */
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	assert_int_equal(n, 4);
+	unlink(victim), unlink(link), unlink(fifo), unlink(out), rmdir(dir);
+	free(victim), free(link), free(fifo), free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_pattern),
-	    cmocka_unit_test(test_json_escaping),
+	    cmocka_unit_test(test_pattern),	  cmocka_unit_test(test_json_escaping),
+	    cmocka_unit_test(test_ranks_grammar), cmocka_unit_test(test_text_printable),
+	    cmocka_unit_test(test_text_utf8),	  cmocka_unit_test(test_outfile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

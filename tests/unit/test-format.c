@@ -184,6 +184,51 @@ static void test_codec_kernel_size(void **state)
 	free(in);
 }
 
+/*
+ * Rows perfectly regular in every column compress to a few bytes, more rows per byte than a
+ * reader takes (docs/format.md §7): the encoder must spend a byte a row on START so that what it
+ * writes reads back, and a payload declaring more rows than its bytes can hold is refused.
+ */
+static void test_codec_row_limits(void **state)
+{
+	struct tally_codec codec = {0};
+	struct tally_record *in = calloc(8192, sizeof(*in)), *out = NULL;
+	struct tally_buf b = {0};
+	size_t cap = 0, i;
+	unsigned kind;
+
+	(void)state;
+	for (i = 0; i < 8192; i++) {
+		in[i].kind = TALLY_KIND_KERNEL;
+		in[i].start = 1000000 + i * 1000;
+		in[i].end = in[i].start + 500;
+	}
+	assert_int_equal(
+	    tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, in, 8192, TALLY_COLUMNS_ALL), 0);
+	assert_true(b.len * TALLY_ROWS_PER_BYTE >= 8192);
+	assert_int_equal(tally_records_decode(&codec, b.data, b.len, &kind, &out, &cap), 8192);
+	for (i = 0; i < 8192; i++)
+		assert_true(out[i].start == in[i].start && out[i].end == in[i].end);
+	assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, in,
+					      TALLY_RECORDS_MAX + 1, TALLY_COLUMNS_ALL),
+			 -E2BIG);
+	/* 64 M rows of one CONST column: refused before anything is allocated */
+	tally_buf_reset(&b);
+	tally_buf_put_varint(&b, TALLY_KIND_KERNEL);
+	tally_buf_put_varint(&b, 64u << 20);
+	tally_buf_put_varint(&b, 1);
+	tally_buf_put_varint(&b, TALLY_COL_START);
+	tally_buf_put_u8(&b, TALLY_ENC_CONST);
+	tally_buf_put_varint(&b, 1);
+	tally_buf_put_varint(&b, 2);
+	assert_int_equal(tally_records_decode(&codec, b.data, b.len, &kind, &out, &cap), -EINVAL);
+	assert_true(cap <= 8192);
+	tally_buf_fini(&b);
+	tally_codec_fini(&codec);
+	free(in);
+	free(out);
+}
+
 /* Damaged columns are refused, not read past. */
 static void test_codec_damage(void **state)
 {
@@ -556,17 +601,12 @@ static void test_reader_seq_gap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_varint_roundtrip),
-	    cmocka_unit_test(test_codec_roundtrip),
-	    cmocka_unit_test(test_codec_kernel_size),
-	    cmocka_unit_test(test_codec_damage),
-	    cmocka_unit_test(test_strtab),
-	    cmocka_unit_test(test_reader_intact),
-	    cmocka_unit_test(test_reader_truncated),
-	    cmocka_unit_test(test_reader_flipped),
-	    cmocka_unit_test(test_reader_unknown_chunk),
-	    cmocka_unit_test(test_reader_not_a_trace),
-	    cmocka_unit_test(test_reader_seq_gap),
+	    cmocka_unit_test(test_varint_roundtrip),   cmocka_unit_test(test_codec_roundtrip),
+	    cmocka_unit_test(test_codec_kernel_size),  cmocka_unit_test(test_codec_row_limits),
+	    cmocka_unit_test(test_codec_damage),       cmocka_unit_test(test_strtab),
+	    cmocka_unit_test(test_reader_intact),      cmocka_unit_test(test_reader_truncated),
+	    cmocka_unit_test(test_reader_flipped),     cmocka_unit_test(test_reader_unknown_chunk),
+	    cmocka_unit_test(test_reader_not_a_trace), cmocka_unit_test(test_reader_seq_gap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

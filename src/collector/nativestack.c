@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Native stacks: libgcc_s's _Unwind_Backtrace (as glibc's backtrace()), which unwinds with the
+ * .eh_frame tables, cached per thread for a loop's repeated chain (unwinder.c).  A frame-pointer
+ * walk would be cheaper, but libcuda, libcudart, libtorch and most distribution code are built
+ * without frame pointers, so it would stop (or wander) at the first such frame; the unwind tables
+ * are there because C++ exceptions need them.  Unwinding is safe here: the capture runs inside a
+ * CUDA API call on an ordinary thread, not in a signal handler, and glibc >= 2.35 finds unwind
+ * tables without the loader's lock
+ * (_dl_find_object).  Its one unsafe moment, loading libgcc_s on first use, happens in init.
+ *
+ * Nothing is symbolized in the process: the file gets return addresses and, from the consumer
+ * thread, the module map (dl_iterate_phdr) they are read against (tally's report side).
+ */
+#include "nativestack.h"
+
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <limits.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stacks.h"
+#include "unwinder.h"
+
+#define MAX_CAPTURE TALLY_UNWIND_MAX
+#define SELF_FRAMES 8 /* tally's frames above the capture, and a sanitizer's interceptor */
+#define MAX_MODULES 4096
+
+struct module_range {
+	uint64_t base, lo, hi;
+};
+
+static struct module_range self; /* libtally's own code: its frames are left out */
+static struct module_range *known;
+static size_t nknown;
+
+static void object_range(const struct dl_phdr_info *info, struct module_range *r)
+{
+	int i;
+
+	r->base = info->dlpi_addr;
+	r->lo = UINT64_MAX;
+	r->hi = 0;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (lo < r->lo)
+			r->lo = lo;
+		if (lo + ph->p_memsz > r->hi)
+			r->hi = lo + ph->p_memsz;
+	}
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct module_range r;
+	uint64_t here = (uint64_t)(uintptr_t)arg;
+
+	(void)size;
+	object_range(info, &r);
+	if (here >= r.lo && here < r.hi) {
+		self = r;
+		return 1;
+	}
+	return 0;
+}
+
+void tally_nativestack_init(void)
+{
+	tally_unwind_init();
+	(void)dl_iterate_phdr(find_self, (void *)(uintptr_t)tally_nativestack_init);
+}
+
+static bool in_self(const void *pc)
+{
+	return (uint64_t)(uintptr_t)pc >= self.lo && (uint64_t)(uintptr_t)pc < self.hi;
+}
+
+unsigned tally_nativestack_capture(struct raw_frame *out, unsigned max)
+{
+	void *pcs[MAX_CAPTURE];
+	/* Unwinding costs per frame (CFI interpreted each time): no deeper than what is kept, plus
+	 * tally's own few frames at the top. */
+	int want = (int)(max + SELF_FRAMES < MAX_CAPTURE ? max + SELF_FRAMES : MAX_CAPTURE);
+	int got = tally_unwind(pcs, want), i, first = 0;
+	unsigned n = 0;
+
+	/* Start past tally's own frames (the CUPTI callback); a sanitizer's backtrace interceptor
+	 * may come before them. */
+	for (i = 0; i < got && i < SELF_FRAMES; i++)
+		if (in_self(pcs[i]))
+			first = i + 1;
+	for (i = first; i < got && n < max; i++, n++) {
+		out[n].key = (uint64_t)(uintptr_t)pcs[i];
+		out[n].line = 0;
+		out[n].type = TALLY_FRAME_NATIVE;
+		out[n].aux = 0;
+	}
+	return n;
+}
+
+static bool is_known(uint64_t pc)
+{
+	size_t i;
+
+	for (i = 0; i < nknown; i++)
+		if (pc >= known[i].lo && pc < known[i].hi)
+			return true;
+	return false;
+}
+
+static bool same_module(const struct module_range *r)
+{
+	size_t i;
+
+	for (i = 0; i < nknown; i++)
+		if (known[i].base == r->base && known[i].lo == r->lo)
+			return true;
+	return false;
+}
+
+static int describe_new(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct tally_buf *out = arg;
+	struct module_range r, *grown;
+	char exe[PATH_MAX];
+	const char *path = info->dlpi_name;
+	ssize_t len;
+
+	(void)size;
+	object_range(info, &r);
+	if (r.hi <= r.lo || same_module(&r) || nknown >= MAX_MODULES)
+		return 0;
+	grown = realloc(known, (nknown + 1) * sizeof(*known));
+	if (!grown)
+		return 1;
+	known = grown;
+	known[nknown++] = r;
+	if (!path || !*path) { /* the main program */
+		len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[len > 0 ? len : 0] = 0;
+		path = exe;
+	}
+	tally_module_put(out, r.base, r.lo, r.hi, path);
+	return 0;
+}
+
+void tally_nativestack_modules_for(uint64_t pc, struct tally_buf *out)
+{
+	if (is_known(pc))
+		return;
+	(void)dl_iterate_phdr(describe_new, out);
+}
+
+void tally_nativestack_forget_modules(void)
+{
+	free(known);
+	known = NULL;
+	nknown = 0;
+}

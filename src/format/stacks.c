@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/* FRAMES, STACKS and MODULES payloads; see stacks.h and docs/format.md §12. */
+#include "stacks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TABLE_IDS	(1u << 24) /* more is damage: the collector caps its tables far below */
+#define MAX_STACK_DEPTH 4096
+
+static void put_bytes(struct tally_buf *b, const char *s, size_t len)
+{
+	tally_buf_put_varint(b, len);
+	tally_buf_put(b, s, len);
+}
+
+static uint32_t pending_add(struct tally_pending_table *t)
+{
+	if (!t->next_id)
+		t->next_id = 1;
+	t->count++;
+	return t->next_id++;
+}
+
+uint32_t tally_frame_put(struct tally_pending_table *t, unsigned type, uint32_t line, uint64_t pc,
+			 const char *file, size_t file_len, const char *func, size_t func_len)
+{
+	tally_buf_put_varint(&t->entries, type);
+	tally_buf_put_varint(&t->entries, line);
+	tally_buf_put_varint(&t->entries, pc);
+	put_bytes(&t->entries, file ? file : "", file ? file_len : 0);
+	put_bytes(&t->entries, func ? func : "", func ? func_len : 0);
+	return pending_add(t);
+}
+
+uint32_t tally_stack_put(struct tally_pending_table *t, const uint32_t *frames, uint32_t n)
+{
+	uint32_t i;
+
+	tally_buf_put_varint(&t->entries, n);
+	for (i = 0; i < n; i++)
+		tally_buf_put_varint(&t->entries, frames[i]);
+	return pending_add(t);
+}
+
+void tally_module_put(struct tally_buf *b, uint64_t base, uint64_t lo, uint64_t hi,
+		      const char *path)
+{
+	tally_buf_put_varint(b, base);
+	tally_buf_put_varint(b, lo);
+	tally_buf_put_varint(b, hi);
+	put_bytes(b, path, strlen(path));
+}
+
+bool tally_pending_take(struct tally_pending_table *t, struct tally_buf *payload)
+{
+	if (!t->count)
+		return false;
+	tally_buf_put_varint(payload, t->next_id - t->count);
+	tally_buf_put_varint(payload, t->count);
+	tally_buf_put(payload, t->entries.data, t->entries.len);
+	tally_buf_reset(&t->entries);
+	t->count = 0;
+	return !payload->failed;
+}
+
+void tally_pending_fini(struct tally_pending_table *t)
+{
+	tally_buf_fini(&t->entries);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- reader ---------------------------------------------------------------------------- */
+
+static char *take_string(struct tally_cursor *c)
+{
+	uint64_t len = tally_cur_varint(c);
+	const uint8_t *p = tally_cur_bytes(c, len);
+	char *s;
+
+	if (!p)
+		return NULL;
+	s = malloc(len + 1);
+	if (s) {
+		memcpy(s, p, len);
+		s[len] = 0;
+	}
+	return s;
+}
+
+/* Grow a table indexed by id to hold ids below need; new entries zeroed. */
+static bool table_grow(void **table, uint32_t *n, uint64_t need, size_t elem)
+{
+	void *t;
+
+	if (need <= *n)
+		return true;
+	if (need > MAX_TABLE_IDS)
+		return false;
+	t = realloc(*table, need * elem);
+	if (!t)
+		return false;
+	memset((char *)t + (size_t)*n * elem, 0, (need - *n) * elem);
+	*table = t;
+	*n = (uint32_t)need;
+	return true;
+}
+
+static bool table_header(struct tally_cursor *c, uint64_t *first, uint64_t *count, size_t len)
+{
+	*first = tally_cur_varint(c);
+	*count = tally_cur_varint(c);
+	return !c->bad && *first != 0 && *count <= len;
+}
+
+static void frame_free(struct tally_frame *f)
+{
+	free(f->file);
+	free(f->func);
+	memset(f, 0, sizeof(*f));
+}
+
+bool tally_frames_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	uint64_t first, count, i;
+
+	if (!table_header(&c, &first, &count, len) ||
+	    !table_grow((void **)&t->frames, &t->nframes, first + count, sizeof(*t->frames)))
+		return false;
+	for (i = 0; i < count; i++) {
+		struct tally_frame *f = &t->frames[first + i];
+
+		frame_free(f);
+		f->type = (uint8_t)tally_cur_varint(&c);
+		f->line = (uint32_t)tally_cur_varint(&c);
+		f->pc = tally_cur_varint(&c);
+		f->file = take_string(&c);
+		f->func = take_string(&c);
+		if (c.bad || !f->file || !f->func) {
+			frame_free(f);
+			return false;
+		}
+	}
+	return c.p == c.end;
+}
+
+bool tally_stacks_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	uint64_t first, count, i, j;
+
+	if (!table_header(&c, &first, &count, len) ||
+	    !table_grow((void **)&t->stacks, &t->nstacks, first + count, sizeof(*t->stacks)))
+		return false;
+	for (i = 0; i < count; i++) {
+		struct tally_stack *s = &t->stacks[first + i];
+		uint64_t n = tally_cur_varint(&c);
+
+		free(s->frames);
+		memset(s, 0, sizeof(*s));
+		if (c.bad || n > MAX_STACK_DEPTH || n > len)
+			return false;
+		s->frames = calloc(n ? n : 1, sizeof(*s->frames));
+		if (!s->frames)
+			return false;
+		for (j = 0; j < n; j++)
+			s->frames[j] = (uint32_t)tally_cur_varint(&c);
+		s->nframes = (uint32_t)n;
+		if (c.bad)
+			return false;
+	}
+	return c.p == c.end;
+}
+
+bool tally_modules_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+
+	while (c.p < c.end && !c.bad) {
+		struct tally_module m;
+		struct tally_module *grown;
+
+		m.base = tally_cur_varint(&c);
+		m.lo = tally_cur_varint(&c);
+		m.hi = tally_cur_varint(&c);
+		m.path = take_string(&c);
+		if (c.bad || !m.path) {
+			free(m.path);
+			return false;
+		}
+		grown = realloc(t->modules, (t->nmodules + 1) * sizeof(*grown));
+		if (!grown) {
+			free(m.path);
+			return false;
+		}
+		t->modules = grown;
+		t->modules[t->nmodules++] = m;
+	}
+	return !c.bad;
+}
+
+void tally_stack_tables_fini(struct tally_stack_tables *t)
+{
+	uint32_t i;
+	size_t m;
+
+	for (i = 0; i < t->nframes; i++)
+		frame_free(&t->frames[i]);
+	for (i = 0; i < t->nstacks; i++)
+		free(t->stacks[i].frames);
+	for (m = 0; m < t->nmodules; m++)
+		free(t->modules[m].path);
+	free(t->frames);
+	free(t->stacks);
+	free(t->modules);
+	memset(t, 0, sizeof(*t));
+}
+
+const struct tally_stack *tally_stack_get(const struct tally_stack_tables *t, uint32_t id)
+{
+	return id && id < t->nstacks && t->stacks[id].frames ? &t->stacks[id] : NULL;
+}
+
+const struct tally_frame *tally_frame_get(const struct tally_stack_tables *t, uint32_t id)
+{
+	return id && id < t->nframes && t->frames[id].type ? &t->frames[id] : NULL;
+}
+
+/* The latest module covering pc: a later MODULES chunk (after a dlclose/dlopen) wins. */
+const struct tally_module *tally_module_of(const struct tally_stack_tables *t, uint64_t pc)
+{
+	size_t m;
+
+	for (m = t->nmodules; m-- > 0;)
+		if (pc >= t->modules[m].lo && pc < t->modules[m].hi)
+			return &t->modules[m];
+	return NULL;
+}

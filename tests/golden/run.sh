@@ -1,0 +1,81 @@
+#!/bin/sh
+# Golden tests: the exact text of `tally check`, `tally stats -r R` (every report) and
+# `tally export --format csv` (every file) for every trace in tests/data/, kept in tests/golden/
+# and compared.  A change to any output is a reviewed change to a golden file.
+#
+#   tests/golden/run.sh TALLY            compare (ctest: golden)
+#   tests/golden/run.sh --update TALLY   rewrite the golden files, then review `git diff tests/golden`
+#
+# Outputs over 200 KB (the GPU traces' per-record reports and CSVs) are kept as their first 300
+# lines, their line count and their SHA-256: still exact, and still readable in review.
+# The exit status of each command is kept too.  Colour is off (not a terminal).
+set -eu
+update=0
+if [ "$1" = --update ]; then
+	update=1
+	shift
+fi
+TALLY=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+HERE=$(cd "$(dirname "$0")" && pwd)
+DATA=$HERE/../data
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+export TZ=UTC LC_ALL=C NO_COLOR=1
+
+# keep FILE: the golden form of a command's output (in place)
+keep() {
+	if [ "$(wc -c <"$1")" -gt 204800 ]; then
+		{
+			head -n 300 "$1"
+			echo "... ($(wc -l <"$1") lines in all, sha256 $(sha256sum <"$1" | cut -d' ' -f1))"
+		} >"$1.k"
+		mv "$1.k" "$1"
+	fi
+}
+
+reports=$("$TALLY" stats --help | sed -n '/^reports:/,$p' | awk 'NR > 1 && NF { print $1 }')
+cd "$DATA" # paths in the outputs are then data-relative: the same on every machine
+for trace in *.tally; do
+	name=${trace%.tally}
+	d=$OUT/$name
+	mkdir -p "$d"
+	rc=0
+	"$TALLY" check "$trace" >"$d/check.txt" 2>&1 || rc=$?
+	echo "exit $rc" >>"$d/check.txt"
+	for r in $reports; do
+		rc=0
+		"$TALLY" stats -r "$r" "$trace" >"$d/stats-$r.txt" 2>&1 || rc=$?
+		echo "exit $rc" >>"$d/stats-$r.txt"
+		keep "$d/stats-$r.txt"
+	done
+	rc=0
+	"$TALLY" export -q -f csv -o "$OUT/csv-$name" "$trace" >/dev/null 2>&1 || rc=$?
+	for f in "$OUT/csv-$name"/*.csv; do
+		cp "$f" "$d/csv-$(basename "$f")"
+		keep "$d/csv-$(basename "$f")"
+	done
+	echo "exit $rc" >"$d/csv-exit.txt"
+done
+rm -rf "$OUT"/csv-*
+
+if [ $update = 1 ]; then
+	for d in "$OUT"/*/; do
+		name=$(basename "$d")
+		rm -rf "${HERE:?}/$name"
+		cp -r "$d" "$HERE/$name"
+	done
+	echo "golden files rewritten: review them with 'git diff tests/golden'"
+	exit 0
+fi
+fail=0
+for d in "$OUT"/*/; do
+	name=$(basename "$d")
+	if ! diff -ru "$HERE/$name" "$d" >"$OUT/$name.diff"; then
+		echo "FAIL golden $name: the output changed (tests/golden/run.sh --update TALLY rewrites):"
+		head -n 80 "$OUT/$name.diff"
+		fail=1
+	else
+		echo "ok   golden $name"
+	fi
+done
+exit $fail

@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Call stacks and CUDA memory (format 1.2): the collector's interning, the FRAMES/STACKS round
+ * trip, and the reports and exports over traces the CPU test source wrote through the real
+ * pipeline.  Expected values come from what the generator was told (testsrc_stack_frames,
+ * testsrc_alloc_bytes) and from the records it produced, never from tally's output.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <execinfo.h>
+#include <jansson.h>
+
+#include "reader.h"
+#include "report.h"
+#include "stacks.h"
+#include "stacktab.h"
+#include "testsrc.h"
+#include "unwinder.h"
+#include "writer.h"
+
+/* ---- interning ---------------------------------------------------------------------------- */
+
+static bool namer(uint64_t key, uint32_t *line, char *file, size_t flen, char *func, size_t fnlen)
+{
+	(void)line;
+	snprintf(file, flen, "/src/f%llu.py", (unsigned long long)key);
+	snprintf(func, fnlen, "fn%llu", (unsigned long long)key);
+	return true;
+}
+
+static uint32_t intern3(uint64_t a, uint64_t b, uint32_t line)
+{
+	struct raw_frame f[3] = {{a, line, TALLY_FRAME_PYTHON, 0},
+				 {b, 20, TALLY_FRAME_PYTHON, 0},
+				 {0x4000, 0, TALLY_FRAME_NATIVE, 0}};
+
+	return tally_stacktab_intern(f, 3, namer);
+}
+
+static void *intern_other_thread(void *arg)
+{
+	*(uint32_t *)arg = intern3(1, 2, 10);
+	return NULL;
+}
+
+static void test_interning(void **state)
+{
+	struct tally_buf frames = {0}, stacks = {0}, modules = {0};
+	struct tally_stack_tables t = {0};
+	const struct tally_stack *s;
+	const struct tally_frame *f;
+	uint32_t a, b, c, other = 0;
+	pthread_t th;
+	int i;
+
+	(void)state;
+	assert_int_equal(tally_stacktab_reset(), 0);
+	a = intern3(1, 2, 10);
+	assert_int_not_equal(a, 0);
+	for (i = 0; i < 20000; i++) /* a loop's launches: one stack */
+		assert_int_equal(intern3(1, 2, 10), a);
+	pthread_create(&th, NULL, intern_other_thread, &other);
+	pthread_join(th, NULL);
+	assert_int_equal(other, a); /* another thread, no cache: the table finds it */
+	b = intern3(1, 2, 11);	    /* another line of the same function: another stack */
+	c = intern3(3, 2, 10);
+	assert_true(b != a && c != a && c != b);
+	tally_stacktab_take(&frames, &stacks, &modules, NULL);
+	assert_true(tally_frames_parse(&t, frames.data, frames.len));
+	assert_true(tally_stacks_parse(&t, stacks.data, stacks.len));
+	/* 3 stacks of 3 frames share: (1,10) (2,20) native (1,11) (3,10): 5 frames */
+	assert_int_equal(t.nframes, 6);
+	assert_int_equal(t.nstacks, 4);
+	s = tally_stack_get(&t, b);
+	assert_non_null(s);
+	assert_int_equal(s->nframes, 3);
+	f = tally_frame_get(&t, s->frames[0]);
+	assert_string_equal(f->file, "/src/f1.py");
+	assert_string_equal(f->func, "fn1");
+	assert_int_equal(f->line, 11);
+	f = tally_frame_get(&t, s->frames[2]);
+	assert_int_equal(f->type, TALLY_FRAME_NATIVE);
+	assert_int_equal(f->pc, 0x4000);
+	/* nothing new since: nothing to take */
+	tally_buf_reset(&frames);
+	tally_buf_reset(&stacks);
+	tally_stacktab_take(&frames, &stacks, &modules, NULL);
+	assert_int_equal(frames.len + stacks.len, 0);
+	tally_stack_tables_fini(&t);
+	tally_buf_fini(&frames);
+	tally_buf_fini(&stacks);
+	tally_buf_fini(&modules);
+}
+
+static void test_correlation_ring(void **state)
+{
+	(void)state;
+	assert_int_equal(tally_stacktab_reset(), 0);
+	tally_stacktab_note(5, 7);
+	tally_stacktab_note(6, 8);
+	assert_int_equal(tally_stacktab_lookup(5), 7);
+	assert_int_equal(tally_stacktab_lookup(6), 8);
+	assert_int_equal(tally_stacktab_lookup(7), 0);
+	tally_stacktab_note(5 + (1u << 20), 9); /* a million launches later: the slot is reused */
+	assert_int_equal(tally_stacktab_lookup(5), 0);
+	assert_int_equal(tally_stacktab_lookup(5 + (1u << 20)), 9);
+}
+
+/* ---- the cached unwinder against glibc's backtrace() ----------------------------------------- */
+
+struct probe_result {
+	void *ours[64], *ref[64];
+	int nours, nref;
+};
+
+/* Different depths, and two call sites at each: the chains a loop of launches alternates. */
+__attribute__((noinline)) static int probe(int depth, int site, struct probe_result *r)
+{
+	volatile int keep = depth;
+
+	if (depth > 0) { /* not a tail call: each level keeps its frame */
+		int below = probe(depth - 1, site, r);
+
+		return below + keep - depth;
+	}
+	if (site) {
+		r->nours = tally_unwind(r->ours, 64);
+		r->nref = backtrace(r->ref, 64);
+	} else {
+		r->nref = backtrace(r->ref, 64);
+		r->nours = tally_unwind(r->ours, 64);
+	}
+	return keep;
+}
+
+static void test_unwinder_cache(void **state)
+{
+	struct probe_result r;
+	unsigned i, seed = 12345;
+
+	(void)state;
+	tally_unwind_init();
+	for (i = 0; i < 5000; i++) {
+		/* runs of 8 captures from one chain, then another depth or call site */
+		static int depth, site;
+
+		if (i % 8 == 0) {
+			seed = seed * 1103515245u + 12345u;
+			depth = (int)(seed >> 16) % 12;
+			site = (int)(seed >> 8) & 1;
+		}
+		memset(&r, 0, sizeof(r));
+		probe(depth, site, &r);
+		/* [0] are the two call sites in probe: from probe's caller on, the same chain (a
+		 * sanitizer's backtrace interceptor adds a frame of its own to the reference) */
+		int extra = r.nref - r.nours;
+
+		assert_true(extra == 0 || extra == 1);
+		assert_memory_equal(r.ours + 1, r.ref + extra + 1,
+				    (size_t)(r.nours - 1) * sizeof(void *));
+	}
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+	/* the cache answered, and was right (under ASan, frames may live on its fake stack, which
+	 * the cache does not trust: every capture is unwound) */
+	assert_true(tally_unwind_cache_hits() > 1000);
+#endif
+}
+
+/* ---- traces through the pipeline ----------------------------------------------------------- */
+
+#define STACKS 3
+#define ALLOCS 8
+
+struct observed {
+	uint64_t by_stack[STACKS]; /* kernel ns launched from stack s */
+	uint64_t kernels[STACKS];
+};
+
+static void observe(void *ctx, const CUpti_Activity *rec, size_t size)
+{
+	struct observed *x = ctx;
+	const CUpti_ActivityKernel10 *k = (const void *)rec;
+	unsigned s;
+
+	(void)size;
+	if (!rec || rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+		return;
+	s = testsrc_stack_index(k->correlationId, STACKS);
+	x->by_stack[s] += k->end - k->start;
+	x->kernels[s]++;
+}
+
+static char tmpdir[64];
+
+static const char *tmp(const char *name)
+{
+	static char paths[4][256];
+	static unsigned next;
+	char *p = paths[next++ % 4];
+
+	snprintf(p, 256, "%s/%s", tmpdir, name);
+	return p;
+}
+
+static void make_trace(const char *path, struct observed *x)
+{
+	struct testsrc_workload w = {.kernels = 600,
+				     .memcpys = 30,
+				     .kernel_names = 3,
+				     .seed = 7,
+				     .stacks = STACKS,
+				     .mem_allocs = ALLOCS};
+	struct tally_pipeline_config cfg;
+	struct tally_buf session = {0};
+	struct tally_stop_report rep;
+	struct testsrc_emitter e;
+	struct tally_sink sink;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	memset(x, 0, sizeof(*x));
+	tally_pipeline_config_default(&cfg);
+	cfg.consumer_thread = false;
+	cfg.stacks = true;
+	cfg.batch_records = 100; /* many RECORDS chunks: stacks must precede each user */
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd};
+	testsrc_session(&session, ~0ull);
+	assert_int_equal(tally_pipeline_start(&cfg, &testsrc_source, &sink, &session), 0);
+	tally_buf_fini(&session);
+	testsrc_emitter_init(&e, 100, observe, x);
+	testsrc_run(&e, &w, 1);
+	testsrc_flush(&e);
+	tally_pipeline_flush_begin(TALLY_FLUSH_API, 0);
+	assert_int_equal(tally_pipeline_stop(&rep), 0);
+	assert_true(rep.complete);
+	tally_pipeline_reset();
+	close(fd);
+}
+
+/* "Layer1.forward (/work/model.py:11)" and the whole stack, from what the generator says. */
+static void expected_labels(unsigned s, char *frame, size_t flen, char *stack, size_t slen)
+{
+	struct testsrc_frame f[TESTSRC_STACK_DEPTH];
+	unsigned n = testsrc_stack_frames(s, f), i, user = s % 2 ? 1 : 0;
+	size_t used = 0;
+
+	snprintf(frame, flen, "%s (%s:%u)", f[user].func, f[user].file, f[user].line);
+	for (i = 0; i < n; i++)
+		used += (size_t)snprintf(stack + used, slen - used, "%s%s (%s:%u)", i ? " <- " : "",
+					 f[i].func, f[i].file, f[i].line);
+}
+
+static uint64_t alloc_total(void)
+{
+	uint64_t t = 0;
+	unsigned i;
+
+	for (i = 0; i < ALLOCS; i++)
+		t += testsrc_alloc_bytes(i);
+	return t;
+}
+
+static struct stats *run_stats(const char *path, struct report_set *set, uint32_t reports)
+{
+	struct stats_request req = {.reports = reports};
+	struct report_scan_ops ops;
+	char *paths[1] = {(char *)path}, err[256];
+	struct stats *st;
+
+	assert_int_equal(report_set_open(set, paths, 1, err, sizeof(err)), 0);
+	report_set_find_base(set);
+	st = stats_new(&req);
+	stats_scan_ops(st, &ops);
+	assert_int_equal(report_scan(set, &ops, err, sizeof(err)), 0);
+	assert_int_equal(stats_finish(st, set), 0);
+	return st;
+}
+
+static const struct stats_group_view *group_named(const struct stats *st, int r, const char *n)
+{
+	const struct stats_group_view *g;
+	size_t i;
+
+	for (i = 0; (g = stats_group(st, (unsigned)r, i)); i++)
+		if (strcmp(g->name, n) == 0)
+			return g;
+	return NULL;
+}
+
+static void test_stack_report(void **state)
+{
+	int r = report_find("cuda_kern_stack_sum");
+	const struct stats_group_view *g;
+	struct report_set set = {0};
+	struct observed x;
+	struct stats *st;
+	char frame[256], stack[1024];
+	unsigned s, rows = 0;
+
+	(void)state;
+	assert_true(r >= 0);
+	make_trace(tmp("stacks.tally"), &x);
+	st = run_stats(tmp("stacks.tally"), &set, 1u << r);
+	for (s = 0; s < STACKS; s++) {
+		expected_labels(s, frame, sizeof(frame), stack, sizeof(stack));
+		g = group_named(st, r, frame);
+		assert_non_null(g);
+		assert_int_equal(g->total, x.by_stack[s]);
+		assert_int_equal(g->count, x.kernels[s]);
+		g = group_named(st, r, stack);
+		assert_non_null(g);
+		assert_int_equal(g->total, x.by_stack[s]);
+	}
+	while (stats_group(st, (unsigned)r, rows))
+		rows++;
+	assert_int_equal(rows, 2 * STACKS); /* nothing else: every kernel had its stack */
+	stats_free(st);
+	report_set_close(&set);
+}
+
+static void test_memory_report(void **state)
+{
+	int r = report_find("cuda_gpu_mem_usage");
+	struct report_set set = {0};
+	struct observed x;
+	struct stats *st;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	make_trace(tmp("mem.tally"), &x);
+	st = run_stats(tmp("mem.tally"), &set, 1u << r);
+	f = open_memstream(&out, &len);
+	assert_int_equal(stats_write(st, &set, f, REPORT_FMT_CSV), 0);
+	fclose(f);
+	/* device 0, Device memory: 8 allocations then 8 releases, peak = all of them */
+	{
+		char want[256];
+		double mb = (double)alloc_total() / 1e6;
+
+		snprintf(want, sizeof(want), "0,Device,%u,%u,%.3f,%.3f,%.3f,", ALLOCS, ALLOCS, mb,
+			 mb, mb);
+		assert_non_null(strstr(out, want));
+	}
+	free(out);
+	stats_free(st);
+	report_set_close(&set);
+}
+
+static json_t *chrome_of(const char *path, const char *out)
+{
+	struct report_set set = {0};
+	struct export_opts o = {.output = out, .force = true};
+	struct export_stats es;
+	char *paths[1] = {(char *)path}, err[256];
+	json_t *j;
+
+	assert_int_equal(report_set_open(&set, paths, 1, err, sizeof(err)), 0);
+	report_set_find_base(&set);
+	assert_int_equal(report_export(&export_chrome, &set, &o, NULL, NULL, &es, err, sizeof(err)),
+			 0);
+	report_set_close(&set);
+	j = json_load_file(out, 0, NULL);
+	assert_non_null(j);
+	return j;
+}
+
+static void test_chrome(void **state)
+{
+	json_t *root, *events, *ev;
+	struct observed x;
+	size_t i, launches = 0, counters = 0;
+	uint64_t peak = 0;
+	char frame[256], stack[1024];
+
+	(void)state;
+	make_trace(tmp("chrome.tally"), &x);
+	root = chrome_of(tmp("chrome.tally"), tmp("chrome.json"));
+	events = json_object_get(root, "traceEvents");
+	json_array_foreach(events, i, ev)
+	{
+		json_t *args = json_object_get(ev, "args");
+		const char *cat = json_string_value(json_object_get(ev, "cat"));
+		const char *name = json_string_value(json_object_get(ev, "name"));
+
+		if (cat && strcmp(cat, "cuda_runtime") == 0) {
+			uint32_t corr =
+			    (uint32_t)json_integer_value(json_object_get(args, "correlation"));
+
+			expected_labels(testsrc_stack_index(corr, STACKS), frame, sizeof(frame),
+					stack, sizeof(stack));
+			assert_string_equal(
+			    json_string_value(json_object_get(args, "launched_from")), frame);
+			assert_string_equal(json_string_value(json_object_get(args, "stack")),
+					    stack);
+			launches++;
+		} else if (name && strcmp(name, "CUDA memory (bytes)") == 0) {
+			uint64_t v = (uint64_t)json_integer_value(json_object_get(args, "Device"));
+
+			peak = v > peak ? v : peak;
+			counters++;
+		}
+	}
+	assert_int_equal(launches, 630); /* 600 kernels + 30 copies, each from its stack */
+	assert_int_equal(counters, 2 * ALLOCS);
+	assert_int_equal(peak, alloc_total());
+	json_decref(root);
+}
+
+static void test_sqlite(void **state)
+{
+	struct report_set set = {0};
+	struct export_opts o = {.output = tmp("s.db"), .force = true};
+	struct export_stats es;
+	struct observed x;
+	char *paths[1], err[256], cmd[512], line[256] = "";
+	FILE *p;
+
+	(void)state;
+	make_trace(tmp("sq.tally"), &x);
+	paths[0] = (char *)tmp("sq.tally");
+	assert_int_equal(report_set_open(&set, paths, 1, err, sizeof(err)), 0);
+	report_set_find_base(&set);
+	assert_int_equal(report_export(&export_sqlite, &set, &o, NULL, NULL, &es, err, sizeof(err)),
+			 0);
+	report_set_close(&set);
+	/* per stack: its frames, innermost at depth 0, the user frame marked */
+	snprintf(cmd, sizeof(cmd),
+		 "sqlite3 %s \"SELECT count(DISTINCT id), count(*), sum(userFrame),"
+		 " (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE callchainId IS NOT NULL),"
+		 " (SELECT count(*) FROM CUDA_GPU_MEMORY_USAGE_EVENTS) FROM CUDA_CALLCHAINS\"",
+		 tmp("s.db"));
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_non_null(fgets(line, sizeof(line), p));
+	pclose(p);
+	/* stacks 0 and 2 have 3 frames, stack 1 has 4 (a library frame first) */
+	assert_string_equal(line, "3|10|3|600|16\n");
+}
+
+static void test_csv_memory(void **state)
+{
+	struct report_set set = {0};
+	struct export_opts o = {.output = tmp("csv"), .force = true};
+	struct export_stats es;
+	struct observed x;
+	char *paths[1], err[256], line[512];
+	uint64_t alloc = 0, freed = 0, rows = 0;
+	FILE *f;
+
+	(void)state;
+	make_trace(tmp("csv.tally"), &x);
+	paths[0] = (char *)tmp("csv.tally");
+	assert_int_equal(report_set_open(&set, paths, 1, err, sizeof(err)), 0);
+	report_set_find_base(&set);
+	assert_int_equal(report_export(&export_csv, &set, &o, NULL, NULL, &es, err, sizeof(err)),
+			 0);
+	report_set_close(&set);
+	snprintf(line, sizeof(line), "%s/memory.csv", tmp("csv"));
+	f = fopen(line, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f)); /* header */
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long bytes;
+		char op[16];
+
+		/* section,pid,time,correlation,device,context,stream,address,bytes,operation,... */
+		assert_int_equal(
+		    sscanf(line, "%*u,%*u,%*u,%*u,%*u,%*u,%*u,%*u,%llu,%15[a-z]", &bytes, op), 2);
+		*(strcmp(op, "alloc") == 0 ? &alloc : &freed) += bytes;
+		rows++;
+	}
+	fclose(f);
+	assert_int_equal(rows, 2 * ALLOCS);
+	assert_int_equal(alloc, alloc_total());
+	assert_int_equal(freed, alloc_total());
+}
+
+/* An older reader meets the new chunks: they are skipped, counted, and the rest reads. */
+struct renumber {
+	struct tally_writer w;
+	int fd;
+};
+
+static int copy_chunk(void *ctx, struct tally_section *s, const struct tally_chunk_info *c,
+		      const uint8_t *payload)
+{
+	struct renumber *rn = ctx;
+	unsigned type = c->type;
+
+	(void)s;
+	if (type >= TALLY_CHUNK_FRAMES && type <= TALLY_CHUNK_MODULES)
+		type += 200; /* types no reader knows: what 1.1 sees in a 1.2 file */
+	return tally_writer_chunk(&rn->w, type, c->flags, payload, c->len, 0) < 0;
+}
+
+static void test_unknown_chunks(void **state)
+{
+	struct renumber rn;
+	struct tally_sink sink;
+	struct tally_read_ops ops = {.chunk_payload = copy_chunk, .ctx = &rn};
+	struct tally_file *f;
+	struct observed x;
+	char err[256];
+	uint64_t frames = 0, stacks = 0;
+
+	(void)state;
+	make_trace(tmp("new.tally"), &x);
+	assert_int_equal(tally_file_load(&f, tmp("new.tally"), err, sizeof(err)), 0);
+	frames = f->sections[0]->stacks.nframes;
+	stacks = f->sections[0]->stacks.nstacks;
+	assert_true(frames > 0 && stacks > 0);
+	tally_file_close(f);
+	rn.fd = open(tmp("old.tally"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)rn.fd};
+	assert_int_equal(tally_writer_init(&rn.w, &sink, 0), 0);
+	assert_int_equal(tally_writer_preamble(&rn.w), 0);
+	assert_int_equal(tally_file_open(&f, tmp("new.tally"), err, sizeof(err)), 0);
+	assert_int_equal(tally_file_read(f, &ops), 0);
+	tally_file_close(f);
+	tally_writer_flush(&rn.w);
+	tally_writer_fini(&rn.w);
+	close(rn.fd);
+	assert_int_equal(tally_file_load(&f, tmp("old.tally"), err, sizeof(err)), 0);
+	assert_int_equal(f->ndamage, 0);
+	assert_int_equal(f->sections[0]->unknown_chunks, 2); /* one FRAMES, one STACKS */
+	assert_int_equal(f->sections[0]->stacks.nstacks, 0);
+	assert_int_equal(f->sections[0]->records[TALLY_KIND_KERNEL], 600);
+	tally_file_close(f);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(tmpdir, "/tmp/tally-stacks-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_unwinder_cache),   cmocka_unit_test(test_interning),
+	    cmocka_unit_test(test_correlation_ring), cmocka_unit_test(test_stack_report),
+	    cmocka_unit_test(test_memory_report),    cmocka_unit_test(test_chrome),
+	    cmocka_unit_test(test_sqlite),	     cmocka_unit_test(test_csv_memory),
+	    cmocka_unit_test(test_unknown_chunks),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
