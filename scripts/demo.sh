@@ -4,7 +4,9 @@
 #   - with a GPU: record a bundled CUDA workload (kernels, copies, memsets, a CUDA graph, NVTX,
 #     two host threads), and a PyTorch loop if PyTorch is there; check, summarise, export;
 #   - without one: the same check/stats/export on a small trace recorded on an H200 and kept in
-#     the repo (tests/data/gpu-h200.tally).
+#     the repo (tests/data/gpu-h200.tally);
+# and ends with the HTML report of each trace (tally report; without a GPU, of the kept PyTorch
+# trace tests/data/gpu-h200-torch.tally), printing its path.
 # Output files go to demo-out/.
 set -eu
 cd "$(dirname "$0")/.."
@@ -51,4 +53,13 @@ for f in $TRACES; do
 	base=$OUT/$(basename "$f" .tally)
 	$T export "$f" --format chrome -o "$base.json" && echo "  $base.json: open in https://ui.perfetto.dev"
 	$T export "$f" --format sqlite -o "$base.sqlite" && echo "  $base.sqlite: sqlite3 $base.sqlite"
+done
+
+# The page of each trace recorded here; without a GPU, of the PyTorch loop kept from an H200.
+step "tally report: one HTML page per trace (opens offline, from file://)"
+[ "$TRACES" = tests/data/gpu-h200.tally ] && TRACES=tests/data/gpu-h200-torch.tally
+for f in $TRACES; do
+	page=$OUT/$(basename "$f" .tally).html
+	$T report -q --force -o "$page" "$f" || true
+	echo "report: $(cd "$(dirname "$page")" && pwd)/$(basename "$page")"
 done

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The test suite, as CI runs it (`make test`): the plain build and its tests, then the same tests
-# under AddressSanitizer+UBSan, the pipeline tests under ThreadSanitizer, and the reader's fuzzer
+# under AddressSanitizer+UBSan (less the browser test: the page is the same, its generation is
+# fuzzed there), the pipeline tests under ThreadSanitizer, and the reader's fuzzer
 # and of stats/export/merge, each for a bounded time (TALLY_FUZZ_SECONDS, default 60).  Stops at the first failure.
 set -eu
 cd "$(dirname "$0")/.."
@@ -17,6 +18,9 @@ if command -v clang-format >/dev/null 2>&1; then
 	git ls-files 'src/*.[ch]' 'tests/*.[ch]' 'bench/*.c' | xargs clang-format --dry-run --Werror
 fi
 
+step "the report page (src/report/html): syntax and hygiene"
+scripts/check-html.sh
+
 step "build and test (RelWithDebInfo)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
@@ -27,7 +31,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=address,undef
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
-	ctest --test-dir build-asan --output-on-failure -j"$jobs"
+	ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE browser
 
 step "ThreadSanitizer (pipeline and collector tests)"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=thread -DTALLY_BENCH=OFF >/dev/null

@@ -37,6 +37,7 @@ int cmd_export(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_control(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 extern const char *tally_progname;
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -129,6 +130,26 @@ static void print_session(const struct tally_file *f, const struct tally_section
 	print_records(s);
 }
 
+/* The signal that was to end the process: which, when, from whom, and how long the close took. */
+static void print_signal(const struct tally_section *s)
+{
+	const uint64_t *v = s->ledger.v;
+	const char *abbrev =
+	    v[TALLY_C_SIGNAL_RECEIVED] < 65 ? sigabbrev_np((int)v[TALLY_C_SIGNAL_RECEIVED]) : NULL;
+	char buf[32];
+
+	if (!v[TALLY_C_SIGNAL_RECEIVED])
+		return;
+	printf("    signal SIG%s at +%.3f s from %s %" PRIu64 ", %" PRIu64 " received",
+	       abbrev ? abbrev : "?", (double)v[TALLY_C_SIGNAL_AT] / 1e9,
+	       v[TALLY_C_SIGNAL_SENDER] ? "pid" : "the kernel", v[TALLY_C_SIGNAL_SENDER],
+	       v[TALLY_C_SIGNALS_RECEIVED]);
+	if (s->has_final)
+		printf("; trace closed %s after it",
+		       cli_fmt_ns(buf, sizeof(buf), v[TALLY_C_SIGNAL_TO_CLOSE]));
+	printf("\n");
+}
+
 static void print_ledger(const struct tally_section *s)
 {
 	const uint64_t *v = s->ledger.v;
@@ -160,6 +181,7 @@ static void print_ledger(const struct tally_section *s)
 		       cli_fmt_ns(buf, sizeof(buf), v[TALLY_C_FLUSH_END] - v[TALLY_C_FLUSH_START]),
 		       v[TALLY_C_FLUSH_COMPLETED] ? "completed" : "NOT completed",
 		       v[TALLY_C_FLUSH_RECORDS]);
+	print_signal(s);
 }
 
 /* CUPTI's drops by the queue it counted them in, and each context tied to its device. */

@@ -61,16 +61,21 @@ static void usage(void)
  * already reaches the whole foreground group, so it is not sent twice. */
 static void forward(int sig, siginfo_t *info, void *uc)
 {
+	int saved = errno; /* the interrupted waitpid looks at it */
+
 	(void)uc;
 	if (child_pid > 0 && (info->si_code == SI_USER || info->si_code == SI_QUEUE) &&
 	    info->si_pid != child_pid)
 		kill(child_pid, sig);
+	errno = saved;
 }
 
+/* A signal ignored when tally started (nohup's SIGHUP, a background job's SIGINT) stays ignored,
+ * for us and for the program, which inherits it: the program must end as it would untraced. */
 static void install_forwarding(void)
 {
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
-	struct sigaction sa;
+	struct sigaction sa, cur;
 	size_t i;
 
 	memset(&sa, 0, sizeof(sa));
@@ -78,7 +83,8 @@ static void install_forwarding(void)
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &sa, NULL);
+		if (sigaction(sigs[i], NULL, &cur) == 0 && cur.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
 }
 
 /*

@@ -20,6 +20,7 @@ static const struct tally_cmd commands[] = {
     {"merge", cmd_merge, "put several processes' traces on one timeline"},
     {"compare", cmd_compare, "compare two runs over the same stretch: durations, order, losses"},
     {"control", cmd_control, "run a program untraced, reduced and traced: what recording costs"},
+    {"report", cmd_report, "write one self-contained HTML page to look at traces"},
 };
 
 static void usage(FILE *out)

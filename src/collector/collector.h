@@ -1,19 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The collector's session: one per process (a fork child that uses CUDA gets its own), started by
- * CUDA's injection (InitializeInjection) or by the first NVTX call, ended by exactly one exit
- * path (exitpath.c) through session_finish().
+ * CUDA's injection (InitializeInjection) or by the first NVTX call, closed by exactly one exit
+ * path.  session.c owns it and is the only module that changes its state; the entry points
+ * (inject.c, exitpath.c, signals.c, guard.c) call the functions below with the process's session,
+ * and the session drives the modules below it (cupti-tracer.h, control.h, nvtx.h, pipeline.h):
+ *
+ *   entry points --> session --> tracer, control thread, NVTX capture, pipeline
  */
 #ifndef TALLY_COLLECTOR_COLLECTOR_H
 #define TALLY_COLLECTOR_COLLECTOR_H
 
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "config.h"
+#include "control.h"
+#include "cupti-tracer.h"
 #include "ledger.h"
 
 #define TALLY_EXPORT __attribute__((visibility("default")))
@@ -35,66 +43,62 @@ struct session {
 	char path[PATH_MAX];
 	char rank[64];
 	uint8_t id[16];
-	/* CUPTI is set up: written at start and at teardown, read by flushes on other threads. */
-	_Atomic bool cupti_on;
-	bool window_open; /* inside the collection window (delay/duration/profiler range) */
+	/* Files written by earlier images of this pid (exec without fork), from TALLY_EXEC_FROM:
+	 * this image's file gets "-execN" so it never meets theirs. */
+	unsigned exec_files;
+	bool wrote_file; /* this image opened a trace */
 	uint64_t started_mono;
+	pthread_mutex_t lock; /* start, close and fork; never taken in a signal handler */
+	struct cupti_tracer tracer;
+	struct control control;
 	_Atomic uint64_t done_gen; /* bumped after each request the control thread completes */
+	_Atomic int ending_signal; /* the signal that is ending the process, 0 if none */
 };
 
-extern struct session g_session;
+/* The injection entry points (inject.c) CUDA's driver and the NVTX loader call. */
+int InitializeInjection(void);
+#include <nvtx3/nvToolsExt.h>
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table);
+
+/* The process's session (there is one). */
+struct session *session_get(void);
+/* At load: the parts that must be right before anything else runs. */
+void session_init(struct session *s);
 
 /* Start the session in this process if not yet started; safe to call again.  why: "cuda" or
  * "nvtx", for the log. */
-void session_start(const char *why);
+void session_start(struct session *s, const char *why);
+bool session_running(const struct session *s);
+bool session_traces_nvtx(const struct session *s);
 
 /* The closing flush: CUPTI's forced flush (watchdog-bounded), NVTX buffers, the pipeline's stop,
  * the final ledger, close, manifest.  Only the first caller does it; others wait for it (bounded).
- */
-void session_finish(enum tally_flush_path path, int signo);
+ * A call from a process that is not the session's (a fork or vfork child) does nothing. */
+void session_close(struct session *s, enum tally_flush_path path, int signo);
 
-/* Make what is recorded so far durable without ending the session (periodic, SIGINT caught). */
-void session_durable_flush(void);
-
-bool session_running(void);
-void session_after_fork(void); /* the child's copy of the session lock may be held: renew it */
-
-/* cupti.c: CUPTI setup and the collection window */
-int cupti_setup(const struct tally_config *cfg, char *why, size_t len);
-void cupti_window(bool open);  /* enable/disable the activity kinds */
-void cupti_flush(bool forced); /* cuptiActivityFlushAll */
-void cupti_teardown(void);     /* disable kinds, unsubscribe, cuptiFinalize */
-uint64_t cupti_now(void);
-
-/* Run fn in a helper thread and wait at most timeout_ns; false if it did not return in time. */
-bool run_bounded(void (*fn)(void *), void *arg, uint64_t timeout_ns);
-
-/* control.c: the control thread (periodic flush, window timers, signal requests) */
-int control_start(void);
-void control_forget(void); /* in a fork child: the thread does not exist there */
 /*
- * From a signal handler (async-signal-safe):
- *   FLUSH   the program handles the signal and goes on: make the records durable; no wait.
- *   FINISH  the signal would terminate the program: the control thread closes the session and
- *           then delivers the signal again with its default action.  The handler returns at
- *           once, so the interrupted thread (which may hold CUDA's locks) keeps running and the
- *           flush cannot deadlock on it.  Returns false if there is no control thread.
- *   CRASH   a fault: the handler cannot return to the program, so it waits (bounded).
+ * Signals (async-signal-safe; signals.c decides which to call from what the program asked):
+ *   session_signal_end    the signal would end the process: the control thread closes the trace
+ *                         and then performs the signal's default action.  Returns at once (the
+ *                         interrupted thread may hold CUDA's locks).  Further signals while that
+ *                         runs are counted and otherwise swallowed.  false: no session here (or
+ *                         no control thread): the caller does what the program asked.
+ *   session_signal_flush  the program handles a stop signal and may go on: make it durable.
+ *   session_signal_crash  a fault: close, waiting at most wait_ns (the thread cannot go on).
  */
-enum ctl_request {
-	CTL_REQ_FLUSH,
-	CTL_REQ_FINISH,
-	CTL_REQ_CRASH,
-};
-bool control_signal(int signo, enum ctl_request req, uint64_t wait_ns);
+bool session_signal_end(struct session *s, int sig, const siginfo_t *info);
+void session_signal_flush(struct session *s, int sig);
+void session_signal_crash(struct session *s, int sig, const siginfo_t *info, uint64_t wait_ns);
+/* The signal ending the process (0 if none): an exit path that comes after it ends the same way. */
+int session_ending_signal(const struct session *s);
 
-/* exitpath.c */
-void exitpath_install(void);
-void exitpath_after_fork_child(void);
+/* Files this pid's images wrote before the next exec (for TALLY_EXEC_FROM). */
+unsigned session_exec_files(const struct session *s);
 
-/* nvtx.c */
-void nvtx_flush_all(void);
-void nvtx_forget(void); /* fork child */
+/* fork, as LTTng-UST does it: take the session's locks before, renew them in both after. */
+void session_before_fork(struct session *s);
+void session_after_fork_parent(struct session *s);
+void session_after_fork_child(struct session *s);
 
 uint64_t mono_now_ns(void);
 

@@ -10,19 +10,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "collector.h"
 #include "convert.h"
 #include "cupti-api.h"
+#include "cupti-tracer.h"
 #include "log.h"
 #include "pipeline.h"
 #include "stackcap.h"
-
-static CUpti_SubscriberHandle subscriber;
-static bool subscribed;
-static unsigned trace_bits;
-/* The window moves from the control thread (delay, duration) and from application threads
- * (cudaProfilerStart/Stop): one at a time. */
-static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
 
 uint64_t cupti_now(void)
 {
@@ -63,7 +56,7 @@ static const struct {
 };
 #define KIND_MAP_LEN (sizeof(kind_map) / sizeof(kind_map[0]))
 
-static void switch_kinds(size_t i, bool open)
+static void switch_kinds(unsigned trace_bits, size_t i, bool open)
 {
 	size_t j;
 
@@ -96,36 +89,52 @@ static void enable_launch_driver_calls(uint8_t enable)
 	}
 }
 
-void cupti_window(bool open)
+void cupti_tracer_window(struct cupti_tracer *t, bool open)
 {
-	bool launch_driver = (trace_bits & TRACE_LAUNCH_DRIVER) && !(trace_bits & TRACE_DRIVER);
+	unsigned bits = t->trace_bits;
+	bool launch_driver = (bits & TRACE_LAUNCH_DRIVER) && !(bits & TRACE_DRIVER);
 	size_t i;
 
-	pthread_mutex_lock(&window_lock);
-	if (!g_session.cupti_on || g_session.window_open == open)
+	pthread_mutex_lock(&t->window_lock);
+	if (!cupti_tracer_on(t) || t->window_open == open)
 		goto unlock;
 	if (open) {
 		for (i = 0; i < KIND_MAP_LEN; i++)
-			switch_kinds(i, true);
+			switch_kinds(bits, i, true);
 		if (launch_driver)
 			enable_launch_driver_calls(1);
 	} else {
 		if (launch_driver)
 			enable_launch_driver_calls(0);
 		for (i = KIND_MAP_LEN; i-- > 0;)
-			switch_kinds(i, false);
+			switch_kinds(bits, i, false);
 	}
-	g_session.window_open = open;
+	t->window_open = open;
 	tally_pipeline_window_edge(open);
 	tally_pipeline_note(TALLY_NOTE_INFO, open ? "window-open" : "window-close",
 			    open ? "collection window opened" : "collection window closed");
 unlock:
-	pthread_mutex_unlock(&window_lock);
+	pthread_mutex_unlock(&t->window_lock);
 }
 
-void cupti_flush(bool forced)
+bool cupti_tracer_window_open(struct cupti_tracer *t)
 {
-	if (g_session.cupti_on)
+	bool open;
+
+	pthread_mutex_lock(&t->window_lock);
+	open = t->window_open;
+	pthread_mutex_unlock(&t->window_lock);
+	return open;
+}
+
+bool cupti_tracer_on(const struct cupti_tracer *t)
+{
+	return atomic_load_explicit(&t->on, memory_order_acquire);
+}
+
+void cupti_tracer_flush(struct cupti_tracer *t, bool forced)
+{
+	if (cupti_tracer_on(t))
 		(void)cupti.ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
@@ -134,12 +143,12 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 				 const void *data)
 {
 	const CUpti_CallbackData *api = data;
+	struct cupti_tracer *t = userdata;
 
-	(void)userdata;
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
 	    cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
 		/* The context's records must reach us before it goes (cudaDeviceReset, exit). */
-		cupti_flush(false);
+		cupti_tracer_flush(t, false);
 		return;
 	}
 	if (domain == CUPTI_CB_DOMAIN_STATE && cbid == CUPTI_CBID_STATE_FATAL_ERROR) {
@@ -157,16 +166,17 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 	    (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart &&
 	     domain == CUPTI_CB_DOMAIN_DRIVER_API)) {
 		if (api->callbackSite == CUPTI_API_EXIT)
-			cupti_window(true);
+			cupti_tracer_window(t, true);
 	} else if (api->callbackSite == CUPTI_API_ENTER) {
-		cupti_flush(false);
-		cupti_window(false);
+		cupti_tracer_flush(t, false);
+		cupti_tracer_window(t, false);
 	}
 }
 
-static void subscribe(const struct tally_config *cfg)
+static void subscribe(struct cupti_tracer *t, const struct tally_config *cfg)
 {
-	CUptiResult r = cupti.Subscribe(&subscriber, on_callback, NULL);
+	CUpti_SubscriberHandle subscriber;
+	CUptiResult r = cupti.Subscribe(&subscriber, on_callback, t);
 	char text[256];
 
 	if (r != CUPTI_SUCCESS) {
@@ -179,7 +189,8 @@ static void subscribe(const struct tally_config *cfg)
 		tally_log("%s", text);
 		return;
 	}
-	subscribed = true;
+	t->subscriber = subscriber;
+	t->subscribed = true;
 	(void)cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 				   CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	(void)cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_STATE,
@@ -209,11 +220,21 @@ static void set_attribute(CUpti_ActivityAttribute attr, size_t value, const char
 		tally_log("%s=%zu: %s", name, value, result_string(r));
 }
 
-int cupti_setup(const struct tally_config *cfg, char *why, size_t len)
+void cupti_tracer_init(struct cupti_tracer *t)
+{
+	pthread_mutex_init(&t->window_lock, NULL);
+	t->trace_bits = 0;
+	t->subscribed = false;
+	t->window_open = false;
+	atomic_store_explicit(&t->on, false, memory_order_relaxed);
+}
+
+int cupti_tracer_setup(struct cupti_tracer *t, const struct tally_config *cfg, char *why,
+		       size_t len)
 {
 	CUptiResult r;
 
-	trace_bits = cfg->trace;
+	t->trace_bits = cfg->trace;
 	set_attribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, cfg->device_buffer_size,
 		      "TALLY_DEVICE_BUFFER_SIZE");
 	set_attribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, cfg->device_buffer_pool_limit,
@@ -224,26 +245,48 @@ int cupti_setup(const struct tally_config *cfg, char *why, size_t len)
 		snprintf(why, len, "cuptiActivityRegisterCallbacks: %s", result_string(r));
 		return -EIO;
 	}
-	subscribe(cfg);
+	subscribe(t, cfg);
 	(void)cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
-	g_session.cupti_on = true;
+	atomic_store_explicit(&t->on, true, memory_order_release);
 	if (!cfg->delay_ns && !cfg->capture_profiler_api)
-		cupti_window(true);
+		cupti_tracer_window(t, true);
 	return 0;
 }
 
-void cupti_teardown(void)
+void cupti_tracer_teardown(struct cupti_tracer *t)
 {
-	if (!g_session.cupti_on)
+	if (!cupti_tracer_on(t))
 		return;
-	cupti_window(false);
+	cupti_tracer_window(t, false);
 	(void)cupti.ActivityDisable(CUPTI_ACTIVITY_KIND_DEVICE);
-	if (subscribed)
-		(void)cupti.Unsubscribe(subscriber);
-	subscribed = false;
+	if (t->subscribed)
+		(void)cupti.Unsubscribe(t->subscriber);
+	t->subscribed = false;
 	/* Detach CUPTI: without it, CUDA keeps paying for tracing after we stopped
 	 * (pytorch/pytorch#146604). */
 	if (cupti.Finalize)
 		(void)cupti.Finalize();
-	g_session.cupti_on = false;
+	atomic_store_explicit(&t->on, false, memory_order_release);
+}
+
+void cupti_tracer_before_fork(struct cupti_tracer *t)
+{
+	pthread_mutex_lock(&t->window_lock);
+}
+
+void cupti_tracer_after_fork_parent(struct cupti_tracer *t)
+{
+	pthread_mutex_unlock(&t->window_lock);
+}
+
+/* CUDA does not work in a child of a process that initialised it, and the parent's CUPTI
+ * subscription is the parent's: the child's tracer starts from nothing.  The window lock was
+ * taken by this very thread before the fork: it gives it back. */
+void cupti_tracer_after_fork_child(struct cupti_tracer *t)
+{
+	t->trace_bits = 0;
+	t->subscribed = false;
+	t->window_open = false;
+	atomic_store_explicit(&t->on, false, memory_order_relaxed);
+	pthread_mutex_unlock(&t->window_lock);
 }

@@ -1,266 +1,331 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Every exit path flushes (design §3):
+ * Every exit path closes the trace (design §3, docs/collector.md):
  *
  *   exit(), return from main     atexit handler (and CUPTI's context-destroy callback before it)
- *   _exit, _Exit, os._exit       interposed here (libtally.so is in LD_PRELOAD): flush, then exit
- *   execve and friends           interposed: the image is about to go; flush, then exec
- *   SIGTERM, SIGINT, SIGHUP      the handler asks the control thread to flush and waits (bounded),
- *                                then the program's own handler runs, or the default action
- *   SIGSEGV, SIGBUS, SIGABRT...  the same, best effort, with a short bound
- *   SIGKILL, OOM                 nothing runs: the periodic flush bounds the loss to one slice
- *   fork without exec            the child forgets the parent's session and starts its own
+ *   _exit, _Exit, quick_exit     interposed (libtally.so is in LD_PRELOAD): close, then exit
+ *   exec, every variant          interposed: the image is about to go; close, then exec (glibc's
+ *                                execl* and fexecve call its internal execve, so each variant is
+ *                                wrapped, not only execve)
+ *   signals                      signals.c
+ *   fork without exec            the fork hooks below: the child forgets the parent's session
  *
- * Interposed functions find the real ones with dlsym(RTLD_NEXT).  A vfork child (posix_spawn)
- * shares our memory: session_finish() ignores any process but the session's own.
+ * An exit path that comes while a signal is ending the process waits for that close and then
+ * ends the process by the signal, as it would have ended untraced.  Interposed functions find
+ * the real ones with dlsym(RTLD_NEXT).  A vfork child shares our memory and runs none of the
+ * session's code: session_close() ignores any process but the session's own, and nothing here
+ * allocates or sets a variable unless this is the process we loaded into (or forked into).
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "collector.h"
-#include "log.h"
-#include "pipeline.h"
+#include "exitpath.h"
+#include "sigreal.h"
 
-#define CRASH_TIMEOUT_NS 3000000000ull
+#define EXEC_FROM_VAR "TALLY_EXEC_FROM"
+#define ARGS_ON_STACK 64
 
-static const int term_signals[] = {SIGTERM, SIGINT, SIGHUP};
-static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+extern char **environ;
 
-/* The program's dispositions we replaced, to chain to.  Written at install, before the
- * handlers can run; read in the handlers. */
-static struct sigaction old_action[NSIG];
-static bool installed;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static pid_t self_pid; /* at load, and in each fork child: a vfork child is not this process */
+static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
+
+/* Close the trace by path; if a signal is ending the process (this exit may even beat the
+ * control thread to the close: the close is then the signal's), end it by that signal. */
+static void leave(enum tally_flush_path path)
+{
+	struct session *s = session_get();
+	int sig = session_ending_signal(s);
+
+	session_close(s, sig ? TALLY_FLUSH_SIGNAL : path, sig);
+	sig = session_ending_signal(s);
+	if (sig)
+		die_by_signal(sig);
+}
 
 static void at_exit(void)
 {
-	session_finish(TALLY_FLUSH_EXIT, 0);
+	leave(TALLY_FLUSH_EXIT);
 }
 
-/* Run what the program wanted for sig: its handler, nothing, or the default action. */
-static void chain(int sig, siginfo_t *info, void *uc)
+static void register_atexit(void)
 {
-	const struct sigaction *old = &old_action[sig];
-
-	if (old->sa_flags & SA_SIGINFO) {
-		if (old->sa_sigaction)
-			old->sa_sigaction(sig, info, uc);
-		return;
-	}
-	if (old->sa_handler == SIG_IGN)
-		return;
-	if (old->sa_handler != SIG_DFL) {
-		old->sa_handler(sig);
-		return;
-	}
-	/* Default action: put it back and deliver the signal again, unblocked. */
-	signal(sig, SIG_DFL);
-	{
-		sigset_t set;
-
-		sigemptyset(&set);
-		sigaddset(&set, sig);
-		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-	}
-	raise(sig);
-}
-
-static bool default_terminates(int sig)
-{
-	const struct sigaction *old = &old_action[sig];
-
-	return !(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_DFL;
-}
-
-static _Atomic bool termination_requested;
-
-static void on_term_signal(int sig, siginfo_t *info, void *uc)
-{
-	int saved = errno;
-
-	if (session_running() && default_terminates(sig)) {
-		/* The first one: the control thread closes the trace, then ends the process with
-		 * this signal.  We return at once (the interrupted thread may hold CUDA's locks).
-		 * A second one while that runs takes effect now. */
-		if (!atomic_exchange_explicit(&termination_requested, true, memory_order_acq_rel) &&
-		    control_signal(sig, CTL_REQ_FINISH, 0)) {
-			errno = saved;
-			return;
-		}
-	} else if (session_running()) {
-		/* The program handles it and may go on: make the records durable, don't close. */
-		(void)control_signal(sig, CTL_REQ_FLUSH, 0);
-	}
-	errno = saved;
-	chain(sig, info, uc);
-}
-
-static void on_crash_signal(int sig, siginfo_t *info, void *uc)
-{
-	int saved = errno;
-
-	if (session_running())
-		(void)control_signal(sig, CTL_REQ_CRASH, CRASH_TIMEOUT_NS);
-	errno = saved;
-	/* For a fault, returning re-runs the faulting instruction under the old disposition. */
-	if (default_terminates(sig) && sig != SIGABRT) {
-		signal(sig, SIG_DFL);
-		return;
-	}
-	chain(sig, info, uc);
-}
-
-static void install_handler(int sig, void (*fn)(int, siginfo_t *, void *))
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = fn;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(sig, NULL, &old_action[sig]) < 0)
-		return;
-	if (!(old_action[sig].sa_flags & SA_SIGINFO) && old_action[sig].sa_handler == SIG_IGN)
-		return; /* ignored (nohup): leave it so */
-	sigaction(sig, &sa, NULL);
-}
-
-static void atfork_prepare(void)
-{
-}
-
-static void atfork_parent(void)
-{
-}
-
-static void atfork_child(void)
-{
-	exitpath_after_fork_child();
-}
-
-static void register_atfork(void)
-{
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-}
-
-void exitpath_install(void)
-{
-	size_t i;
-
-	pthread_once(&atfork_once, register_atfork);
-	if (installed)
-		return;
-	installed = true;
 	atexit(at_exit);
-	for (i = 0; i < sizeof(term_signals) / sizeof(term_signals[0]); i++)
-		install_handler(term_signals[i], on_term_signal);
-	for (i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
-		install_handler(crash_signals[i], on_crash_signal);
 }
 
-void exitpath_after_fork_child(void)
+void exitpath_arm(void)
 {
-	/* Threads do not survive fork: the parent's consumer and control threads are not here, and
-	 * its pipeline and file are the parent's.  Forget them; if this child uses CUDA or NVTX it
-	 * starts a session of its own, with its own file.  Handlers and atexit stay installed; they
-	 * act only on a session of this process. */
-	session_after_fork();
-	if (atomic_load_explicit(&g_session.state, memory_order_relaxed) != SESSION_NONE) {
-		tally_pipeline_abandon();
-		control_forget();
-		nvtx_forget();
-		if (g_session.fd >= 0)
-			close(g_session.fd);
-		g_session.fd = -1;
-		g_session.cupti_on = false;
-		g_session.window_open = false;
-		atomic_store_explicit(&g_session.state, SESSION_NONE, memory_order_relaxed);
-	}
+	pthread_once(&atexit_once, register_atexit);
 }
 
-/* ---- interposed ------------------------------------------------------------------------ */
+/* ---- fork ------------------------------------------------------------------------------- */
+
+static void before_fork(void)
+{
+	signals_before_fork(); /* first: blocks our signals in this thread */
+	session_before_fork(session_get());
+}
+
+static void after_fork_parent(void)
+{
+	session_after_fork_parent(session_get());
+	signals_after_fork_parent();
+}
+
+static void after_fork_child(void)
+{
+	self_pid = getpid();
+	session_after_fork_child(session_get());
+	signals_after_fork_child();
+}
+
+/* ---- the real functions ----------------------------------------------------------------- */
+
+/* libc's, found at load: a vfork child that exits or execs must not call into the dynamic
+ * loader, whose lock a thread of the parent may hold. */
+static const char *const real_names[] = {"_exit",  "_Exit",   "quick_exit", "exit",
+					 "execve", "execvpe", "fexecve",    "execveat"};
+static void *real_fns[sizeof(real_names) / sizeof(real_names[0])];
 
 static void *next_symbol(const char *name)
 {
+	size_t i;
+
+	for (i = 0; i < sizeof(real_names) / sizeof(real_names[0]); i++)
+		if (strcmp(real_names[i], name) == 0 && real_fns[i])
+			return real_fns[i];
 	return dlsym(RTLD_NEXT, name);
+}
+
+void exitpath_init(void)
+{
+	size_t i;
+
+	self_pid = getpid();
+	for (i = 0; i < sizeof(real_names) / sizeof(real_names[0]); i++)
+		real_fns[i] = dlsym(RTLD_NEXT, real_names[i]);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+/* ---- exits ------------------------------------------------------------------------------ */
+
+typedef void (*exit_fn)(int);
+
+static _Noreturn void exit_with(const char *name, int status)
+{
+	exit_fn real = (exit_fn)next_symbol(name);
+
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
 }
 
 TALLY_EXPORT void _exit(int status)
 {
-	void (*real)(int) = (void (*)(int))next_symbol("_exit");
-
-	session_finish(TALLY_FLUSH__EXIT, 0);
-	if (real)
-		real(status);
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
+	leave(TALLY_FLUSH__EXIT);
+	exit_with("_exit", status);
 }
 
 TALLY_EXPORT void _Exit(int status)
 {
-	void (*real)(int) = (void (*)(int))next_symbol("_Exit");
+	leave(TALLY_FLUSH__EXIT);
+	exit_with("_Exit", status);
+}
 
-	session_finish(TALLY_FLUSH__EXIT, 0);
-	if (real)
-		real(status);
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
+/* glibc's quick_exit runs the at_quick_exit handlers and then its internal _exit. */
+TALLY_EXPORT void quick_exit(int status)
+{
+	leave(TALLY_FLUSH_QUICK_EXIT);
+	exit_with("quick_exit", status);
+}
+
+/* exit() closes through atexit as before; only when a signal is already ending the process
+ * does it wait for that close first, before other atexit handlers (CUDA's teardown) run. */
+TALLY_EXPORT void exit(int status)
+{
+	if (session_ending_signal(session_get()))
+		leave(TALLY_FLUSH_EXIT);
+	exit_with("exit", status);
+}
+
+/* ---- exec ------------------------------------------------------------------------------- */
+
+/*
+ * The environment for the next image: when this pid's images wrote files, say how many
+ * (TALLY_EXEC_FROM=PID:N), so the next one names its file apart.  Returns envp itself, or a copy
+ * the caller frees (*owned).
+ */
+static char *const *exec_env(char *const envp[], char ***owned)
+{
+	static char var[64];
+	unsigned files = session_exec_files(session_get());
+	size_t n = 0, i, j = 0;
+	char **env;
+
+	*owned = NULL;
+	if (!files || getpid() != self_pid || !envp)
+		return envp;
+	while (envp[n])
+		n++;
+	env = malloc((n + 2) * sizeof(*env));
+	if (!env)
+		return envp;
+	snprintf(var, sizeof(var), "%s=%ld:%u", EXEC_FROM_VAR, (long)getpid(), files);
+	for (i = 0; i < n; i++)
+		if (strncmp(envp[i], EXEC_FROM_VAR "=", sizeof(EXEC_FROM_VAR)) != 0)
+			env[j++] = envp[i];
+	env[j++] = var;
+	env[j] = NULL;
+	*owned = env;
+	return env;
 }
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
-typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+
+/* Close, then the real call with the next image's environment; only returns on failure. */
+#define EXEC_THROUGH(name, type, call_args, envp)                                                  \
+	do {                                                                                       \
+		type real = (type)next_symbol(name);                                               \
+		char **owned;                                                                      \
+		char *const *env;                                                                  \
+		int rc, saved;                                                                     \
+                                                                                                   \
+		leave(TALLY_FLUSH_EXEC);                                                           \
+		if (!real) {                                                                       \
+			errno = ENOSYS;                                                            \
+			return -1;                                                                 \
+		}                                                                                  \
+		env = exec_env(envp, &owned);                                                      \
+		rc = real call_args;                                                               \
+		saved = errno;                                                                     \
+		free(owned);                                                                       \
+		errno = saved;                                                                     \
+		return rc;                                                                         \
+	} while (0)
+
+static int exec_path(const char *path, char *const argv[], char *const envp[])
+{
+	EXEC_THROUGH("execve", execve_fn, (path, argv, env), envp);
+}
+
+static int exec_search(const char *file, char *const argv[], char *const envp[])
+{
+	EXEC_THROUGH("execvpe", execve_fn, (file, argv, env), envp);
+}
 
 TALLY_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	execve_fn real = (execve_fn)next_symbol("execve");
-
-	session_finish(TALLY_FLUSH_EXEC, 0);
-	if (!real) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return real(path, argv, envp);
+	return exec_path(path, argv, envp);
 }
 
 TALLY_EXPORT int execv(const char *path, char *const argv[])
 {
-	execv_fn real = (execv_fn)next_symbol("execv");
-
-	session_finish(TALLY_FLUSH_EXEC, 0);
-	if (!real) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return real(path, argv);
+	return exec_path(path, argv, environ);
 }
 
 TALLY_EXPORT int execvp(const char *file, char *const argv[])
 {
-	execv_fn real = (execv_fn)next_symbol("execvp");
-
-	session_finish(TALLY_FLUSH_EXEC, 0);
-	if (!real) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return real(file, argv);
+	return exec_search(file, argv, environ);
 }
 
 TALLY_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	execve_fn real = (execve_fn)next_symbol("execvpe");
+	return exec_search(file, argv, envp);
+}
 
-	session_finish(TALLY_FLUSH_EXEC, 0);
-	if (!real) {
-		errno = ENOSYS;
+TALLY_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	EXEC_THROUGH("fexecve", fexecve_fn, (fd, argv, env), envp);
+}
+
+TALLY_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+			  int flags)
+{
+	EXEC_THROUGH("execveat", execveat_fn, (dirfd, path, argv, env, flags), envp);
+}
+
+/* execl's list as execv's array: on the stack for the usual few, else on the heap. */
+struct arglist {
+	char *stack[ARGS_ON_STACK];
+	char **v;
+	char **envp; /* execle: the array after the NULL */
+};
+
+static int arglist_collect(struct arglist *l, const char *arg0, va_list ap, bool with_env)
+{
+	va_list count;
+	size_t n = 1, i;
+
+	va_copy(count, ap);
+	while (va_arg(count, char *))
+		n++;
+	va_end(count);
+	l->v = n < ARGS_ON_STACK ? l->stack : malloc((n + 1) * sizeof(char *));
+	if (!l->v) {
+		errno = ENOMEM;
 		return -1;
 	}
-	return real(file, argv, envp);
+	l->v[0] = (char *)arg0;
+	for (i = 1; i < n; i++)
+		l->v[i] = va_arg(ap, char *);
+	l->v[n] = va_arg(ap, char *); /* the NULL */
+	l->envp = with_env ? va_arg(ap, char **) : environ;
+	return 0;
+}
+
+static int arglist_done(struct arglist *l, int rc)
+{
+	int saved = errno;
+
+	if (l->v != l->stack)
+		free(l->v);
+	errno = saved;
+	return rc;
+}
+
+TALLY_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	struct arglist l;
+	va_list ap;
+	int rc;
+
+	va_start(ap, arg);
+	rc = arglist_collect(&l, arg, ap, false);
+	va_end(ap);
+	return rc < 0 ? rc : arglist_done(&l, exec_path(path, l.v, l.envp));
+}
+
+TALLY_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	struct arglist l;
+	va_list ap;
+	int rc;
+
+	va_start(ap, arg);
+	rc = arglist_collect(&l, arg, ap, true);
+	va_end(ap);
+	return rc < 0 ? rc : arglist_done(&l, exec_path(path, l.v, l.envp));
+}
+
+TALLY_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	struct arglist l;
+	va_list ap;
+	int rc;
+
+	va_start(ap, arg);
+	rc = arglist_collect(&l, arg, ap, false);
+	va_end(ap);
+	return rc < 0 ? rc : arglist_done(&l, exec_search(file, l.v, l.envp));
 }

@@ -48,7 +48,7 @@ static bool from_cupti(const void *caller)
 	TALLY_EXPORT ret_type name params                                                          \
 	{                                                                                          \
 		ret_type(*real) params = (ret_type(*) params)dlsym(RTLD_NEXT, #name);              \
-		if (session_running() && !from_cupti(__builtin_return_address(0)))                 \
+		if (session_running(session_get()) && !from_cupti(__builtin_return_address(0)))    \
 			return refuse(#name);                                                      \
 		return real ? real args : CUPTI_ERROR_NOT_INITIALIZED;                             \
 	}

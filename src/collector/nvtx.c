@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -23,8 +24,8 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "clock.h"
-#include "collector.h"
 #include "log.h"
+#include "nvtx.h"
 #include "pipeline.h"
 
 #define NVTX_BUFFER_SIZE (64u << 10)
@@ -233,7 +234,9 @@ static uint32_t color_of(const nvtxEventAttributes_t *a)
 
 static bool active(void)
 {
-	return atomic_load_explicit(&nvtx_on, memory_order_relaxed) && session_running();
+	/* The pipeline runs while this process records (a fork child has none until it starts
+	 * its own session; after the close there is none either). */
+	return atomic_load_explicit(&nvtx_on, memory_order_relaxed) && tally_pipeline_running();
 }
 
 /* ---- push/pop ---------------------------------------------------------------------------- */
@@ -552,13 +555,10 @@ static int register_core2(const NvtxExportTableCallbacks *etc)
 	return 0;
 }
 
-TALLY_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
+int nvtx_capture_register(NvtxGetExportTableFunc_t get_table)
 {
 	const NvtxExportTableCallbacks *etc;
 
-	session_start("nvtx");
-	if (!session_running() || !(g_session.cfg.trace & TRACE_NVTX))
-		return 0; /* NVTX calls become no-ops: nothing to pay */
 	etc = get_table ? get_table(NVTX_ETID_CALLBACKS) : NULL;
 	if (!etc || register_core(etc) < 0) {
 		tally_pipeline_note(TALLY_NOTE_WARNING, "nvtx-off",
@@ -595,12 +595,26 @@ void nvtx_flush_all(void)
 	pthread_mutex_unlock(&registry_lock);
 }
 
+/* Held across fork so the child's copies are consistent; the child renews them (nvtx_forget). */
+void nvtx_before_fork(void)
+{
+	pthread_mutex_lock(&registry_lock);
+	pthread_mutex_lock(&started_lock);
+}
+
+void nvtx_after_fork_parent(void)
+{
+	pthread_mutex_unlock(&started_lock);
+	pthread_mutex_unlock(&registry_lock);
+}
+
 void nvtx_forget(void)
 {
 	/* A fork child keeps only the calling thread; the registry's other entries are gone
-	 * threads.  Drop the list (leaking the copies) and start again. */
-	pthread_mutex_init(&registry_lock, NULL);
-	pthread_mutex_init(&started_lock, NULL);
+	 * threads.  Drop the list (leaking the copies) and start again.  The locks were taken by
+	 * this thread in nvtx_before_fork. */
+	pthread_mutex_unlock(&started_lock);
+	pthread_mutex_unlock(&registry_lock);
 	registry = NULL;
 	self = NULL;
 	started = NULL;

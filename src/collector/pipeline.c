@@ -64,6 +64,14 @@ struct pipeline {
 	_Atomic uint64_t flush_start;
 	_Atomic bool watchdog_fired;
 
+	/* A signal that is to end the process (tally_pipeline_signal, from a signal handler).
+	 * The first one claims sig_claimed, writes at/sender, then publishes sig_first with
+	 * release; snapshots load sig_first with acquire before the rest. */
+	_Atomic int sig_claimed, sig_first, sig_sender;
+	_Atomic uint64_t sig_at_mono, sig_count;
+	_Atomic bool sig_unwritten; /* the consumer owes the file a ledger that shows it */
+	uint64_t start_mono;
+
 	/* Notes and device payloads from any thread, waiting for the consumer. */
 	pthread_mutex_t side_lock;
 	struct tally_buf side; /* (type:u8 len:varint bytes)* */
@@ -485,6 +493,14 @@ static void emit_drops(struct pipeline *p, bool at_close)
 
 static void end_slice(struct pipeline *p);
 
+/* A signal arrived that the file does not show yet: the ledger that says so goes out now, so
+ * that a SIGKILL before the close still leaves it (the reader then says what happened). */
+static bool signal_unwritten(struct pipeline *p)
+{
+	return atomic_load_explicit(&p->sig_unwritten, memory_order_relaxed) &&
+	       atomic_exchange_explicit(&p->sig_unwritten, false, memory_order_relaxed);
+}
+
 static uint64_t slice_deadline(struct pipeline *p)
 {
 	return atomic_load_explicit(&p->next_slice_mono, memory_order_relaxed);
@@ -504,12 +520,27 @@ static unsigned consume_all(struct pipeline *p, bool slices)
 	while (tally_queue_pop(&p->queue, &it)) {
 		consume_buffer(p, &it);
 		n++;
-		if (slices && tally_monotonic_ns() >= slice_deadline(p))
+		if (slices && (tally_monotonic_ns() >= slice_deadline(p) || signal_unwritten(p)))
 			end_slice(p);
 	}
 	if (n)
 		read_dropped(p);
 	return n;
+}
+
+static void snapshot_signal(struct pipeline *p, struct tally_ledger *l)
+{
+	int sig = atomic_load_explicit(&p->sig_first, memory_order_acquire);
+	uint64_t at;
+
+	l->v[TALLY_C_SIGNALS_RECEIVED] = atomic_load_explicit(&p->sig_count, memory_order_relaxed);
+	if (!sig)
+		return;
+	at = atomic_load_explicit(&p->sig_at_mono, memory_order_relaxed);
+	l->v[TALLY_C_SIGNAL_RECEIVED] = (uint64_t)sig;
+	l->v[TALLY_C_SIGNAL_AT] = at > p->start_mono ? at - p->start_mono : 0;
+	l->v[TALLY_C_SIGNAL_SENDER] =
+	    (uint64_t)atomic_load_explicit(&p->sig_sender, memory_order_relaxed);
 }
 
 static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
@@ -543,6 +574,7 @@ static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	l->v[TALLY_C_RECORDS_LOST_WRITE] = w->records_lost;
 	l->v[TALLY_C_WATCHDOG_FIRED] =
 	    atomic_load_explicit(&p->watchdog_fired, memory_order_relaxed);
+	snapshot_signal(p, l);
 }
 
 static void flush_batches(struct pipeline *p)
@@ -686,6 +718,11 @@ static void finish_locked(struct pipeline *p)
 	p->c[TALLY_C_FLUSH_END] = p->src.now();
 	p->c[TALLY_C_FLUSH_COMPLETED] = 1;
 	emit_clock(p);
+	(void)tally_writer_flush(&p->writer);
+	if (atomic_load_explicit(&p->sig_first, memory_order_acquire))
+		p->c[TALLY_C_SIGNAL_TO_CLOSE] =
+		    tally_monotonic_ns() -
+		    atomic_load_explicit(&p->sig_at_mono, memory_order_relaxed);
 	(void)tally_writer_flush(&p->writer); /* so the ledger counts what reached the file */
 	emit_ledger(p, true);
 	(void)tally_writer_flush(&p->writer);
@@ -705,7 +742,7 @@ static void *consumer_main(void *arg)
 		pthread_mutex_lock(&p->consume_lock);
 		if (atomic_load_explicit(&p->state, memory_order_acquire) == P_RUNNING) {
 			consume_all(p, true);
-			if (tally_monotonic_ns() >= slice_deadline(p))
+			if (tally_monotonic_ns() >= slice_deadline(p) || signal_unwritten(p))
 				end_slice(p);
 		}
 		pthread_mutex_unlock(&p->consume_lock);
@@ -801,6 +838,7 @@ int tally_pipeline_start(const struct tally_pipeline_config *cfg, const struct t
 			p->cfg.stacks = false;
 	}
 	p->start_time = p->slice_begin = src->now();
+	p->start_mono = tally_monotonic_ns();
 	atomic_init(&p->next_slice_mono, tally_monotonic_ns() + p->cfg.slice_ns);
 	if (tally_writer_preamble(&p->writer) < 0)
 		goto no_memory;
@@ -931,6 +969,24 @@ void tally_pipeline_flush_begin(enum tally_flush_path path, int signo)
 	if (!atomic_compare_exchange_strong_explicit(&p->flush_start, &zero, p->src.now(),
 						     memory_order_release, memory_order_relaxed))
 		return;
+}
+
+void tally_pipeline_signal(int sig, int sender)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	int unclaimed = 0;
+
+	if (!p)
+		return;
+	atomic_fetch_add_explicit(&p->sig_count, 1, memory_order_relaxed);
+	if (!atomic_compare_exchange_strong_explicit(&p->sig_claimed, &unclaimed, 1,
+						     memory_order_acq_rel, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&p->sig_at_mono, tally_monotonic_ns(), memory_order_relaxed);
+	atomic_store_explicit(&p->sig_sender, sender, memory_order_relaxed);
+	atomic_store_explicit(&p->sig_first, sig, memory_order_release);
+	atomic_store_explicit(&p->sig_unwritten, true, memory_order_relaxed);
+	sem_post(&p->wake); /* async-signal-safe */
 }
 
 void tally_pipeline_window_edge(bool open)

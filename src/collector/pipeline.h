@@ -132,6 +132,13 @@ void tally_pipeline_window_edge(bool open);
 /* Write what is batched (the periodic flush) without ending the session.  Consumer-side. */
 void tally_pipeline_tick(void);
 
+/*
+ * A signal that is to end the process arrived (sender: its si_pid, 0 from the kernel).  The
+ * first one is written to the file in a ledger at once; all are counted.  Async-signal-safe
+ * (atomics, clock_gettime, sem_post): signal handlers call it.
+ */
+void tally_pipeline_signal(int sig, int sender);
+
 /* The watchdog gave up on a hanging source flush: say so in the ledger. */
 void tally_pipeline_watchdog_fired(void);
 

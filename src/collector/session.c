@@ -1,6 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The session: output file, SESSION header, pipeline, and the closing flush.  See collector.h.
+ * The session (collector.h): the one owner of the process's recording.  It reads top-down:
+ *
+ *   session_start    config, rank, CUPTI, output file, SESSION header, pipeline, tracer,
+ *                    control thread
+ *   control_main     the control thread: periodic flush, the window's timers, and what signal
+ *                    handlers ask for (close and end the process, flush, crash close)
+ *   session_close    the closing flush, by whichever exit path comes first
+ *   session_*_fork   the locks across fork; the child forgets the parent's recording
+ *
+ * Every state change of struct session happens here.
  */
 #include "clock.h"
 #include "collector.h"
@@ -18,36 +27,75 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bounded.h"
 #include "cupti-api.h"
 #include "log.h"
+#include "nvtx.h"
 #include "pattern.h"
 #include "pipeline.h"
+#include "sigreal.h"
 
-struct session g_session;
+#define EXEC_FROM_VAR "TALLY_EXEC_FROM"
 
-/* Serialises start and finish; never taken in a signal handler or a CUPTI buffer callback. */
-static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct session the_session = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+struct session *session_get(void)
+{
+	return &the_session;
+}
 
 uint64_t mono_now_ns(void)
 {
 	return tally_monotonic_ns();
 }
 
-bool session_running(void)
+/* TALLY_EXEC_FROM=PID:N: N files were written by earlier images of PID (exitpath.c sets it
+ * when one execs).  Only this very pid's count applies: a fork child's is its own. */
+static unsigned exec_files_from_env(void)
 {
-	return atomic_load_explicit(&g_session.state, memory_order_acquire) == SESSION_RUNNING &&
-	       g_session.pid == getpid();
+	const char *v = getenv(EXEC_FROM_VAR);
+	long pid = 0;
+	unsigned n = 0;
+
+	if (!v || sscanf(v, "%ld:%u", &pid, &n) != 2 || pid != (long)getpid())
+		return 0;
+	return n;
+}
+
+void session_init(struct session *s)
+{
+	s->fd = -1;
+	s->exec_files = exec_files_from_env();
+	cupti_tracer_init(&s->tracer);
+	control_init(&s->control);
+}
+
+unsigned session_exec_files(const struct session *s)
+{
+	return s->exec_files + (s->wrote_file && s->pid == getpid());
+}
+
+bool session_running(const struct session *s)
+{
+	return atomic_load_explicit(&s->state, memory_order_acquire) == SESSION_RUNNING &&
+	       s->pid == getpid();
+}
+
+bool session_traces_nvtx(const struct session *s)
+{
+	return session_running(s) && (s->cfg.trace & TRACE_NVTX);
 }
 
 /* Append one line to the manifest `tally record` reads (O_APPEND: one write is one line). */
-static void manifest_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void manifest_line(const char *fmt, ...)
+static void manifest_line(const struct session *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void manifest_line(const struct session *s, const char *fmt, ...)
 {
 	char line[PATH_MAX + 256];
 	va_list ap;
 	int fd, n;
 
-	if (!g_session.cfg.manifest[0])
+	if (!s->cfg.manifest[0])
 		return;
 	va_start(ap, fmt);
 	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
@@ -57,26 +105,23 @@ static void manifest_line(const char *fmt, ...)
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	fd = open(g_session.cfg.manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(s->cfg.manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd >= 0) {
 		(void)!write(fd, line, (size_t)n);
 		close(fd);
 	}
 }
 
-/* Only the root process may take the exact name; others get "-PID" before ".tally". */
-static void per_process_name(char *path, size_t len)
+/* Put "-WHAT" before ".tally" (or at the end). */
+static void name_suffix(char *path, size_t len, const char *what)
 {
-	const char *pat = g_session.cfg.output;
-	char *dot;
+	char *dot = strrchr(path, '.');
+	size_t at = dot && strcmp(dot, ".tally") == 0 ? (size_t)(dot - path) : strlen(path);
+	char tail[16];
 
-	if (strstr(pat, "%p") || strstr(pat, "%n"))
-		return;
-	if (g_session.cfg.root_pid == 0 || g_session.cfg.root_pid == (long)getpid())
-		return;
-	dot = strrchr(path, '.');
-	if (dot && strcmp(dot, ".tally") == 0 && (size_t)(dot - path) + 24 < len)
-		snprintf(dot, len - (size_t)(dot - path), "-%ld.tally", (long)getpid());
+	snprintf(tail, sizeof(tail), "%s", path + at);
+	if (at + strlen(what) + strlen(tail) + 2 < len)
+		snprintf(path + at, len - at, "-%s%s", what, tail);
 }
 
 static bool replaceable(const char *path)
@@ -86,29 +131,49 @@ static bool replaceable(const char *path)
 	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static int open_output(char *why, size_t len)
+/*
+ * Only the root process may take the exact name; others get "-PID".  An image that follows
+ * another of the same pid through exec, when that one wrote a file, gets "-execN": the pid
+ * (and so %p) is the same, and the earlier image's file must stay as it was.
+ */
+static void per_process_name(const struct session *s, char *path, size_t len)
+{
+	const char *pat = s->cfg.output;
+	char what[32];
+
+	if (!strstr(pat, "%p") && !strstr(pat, "%n") && s->cfg.root_pid != 0 &&
+	    s->cfg.root_pid != (long)getpid()) {
+		snprintf(what, sizeof(what), "%ld", (long)getpid());
+		name_suffix(path, len, what);
+	}
+	if (s->exec_files) {
+		snprintf(what, sizeof(what), "exec%u", s->exec_files);
+		name_suffix(path, len, what);
+	}
+}
+
+static int open_output(struct session *s, char *why, size_t len)
 {
 	struct tally_pattern_vars vars = {.pid = getpid()};
 	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND;
 	char err[256];
 	int rc, fd;
 
-	rc = tally_pattern_expand(g_session.cfg.output, &vars, g_session.path,
-				  sizeof(g_session.path), err, sizeof(err));
+	rc = tally_pattern_expand(s->cfg.output, &vars, s->path, sizeof(s->path), err, sizeof(err));
 	if (rc < 0) {
-		snprintf(why, len, "TALLY_OUTPUT=%.1024s: %.200s", g_session.cfg.output, err);
+		snprintf(why, len, "TALLY_OUTPUT=%.1024s: %.200s", s->cfg.output, err);
 		return rc;
 	}
-	per_process_name(g_session.path, sizeof(g_session.path));
+	per_process_name(s, s->path, sizeof(s->path));
 	/* Only ever a regular file is replaced, and never through a link: --force removes an
 	 * existing regular file, then the trace is created anew (O_EXCL does not follow links). */
-	if (g_session.cfg.force && replaceable(g_session.path))
-		unlink(g_session.path);
+	if (s->cfg.force && replaceable(s->path))
+		unlink(s->path);
 	flags |= O_EXCL | O_NOFOLLOW;
-	fd = open(g_session.path, flags, 0644);
+	fd = open(s->path, flags, 0644);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(why, len, "%s: %s%s", g_session.path, strerror(errno),
+		snprintf(why, len, "%s: %s%s", s->path, strerror(errno),
 			 errno == EEXIST ? " (set TALLY_FORCE=1 or tally record --force)" : "");
 		return rc;
 	}
@@ -169,9 +234,9 @@ static void driver_version(struct tally_buf *b)
 		tally_kv_uint(b, TALLY_SK_DRIVER_VERSION, (uint64_t)v);
 }
 
-static void session_header(struct tally_buf *b)
+static void session_header(const struct session *s, struct tally_buf *b)
 {
-	const struct tally_config *c = &g_session.cfg;
+	const struct tally_config *c = &s->cfg;
 	char host[256] = "", exe[PATH_MAX];
 	uint32_t version = 0;
 	ssize_t n;
@@ -182,8 +247,8 @@ static void session_header(struct tally_buf *b)
 	tally_kv_uint(b, TALLY_SK_PID, (uint64_t)getpid());
 	tally_kv_uint(b, TALLY_SK_PPID, (uint64_t)getppid());
 	cmdline(b);
-	if (g_session.rank[0])
-		tally_kv_str(b, TALLY_SK_RANK, g_session.rank);
+	if (s->rank[0])
+		tally_kv_str(b, TALLY_SK_RANK, s->rank);
 	tally_kv_uint(b, TALLY_SK_START_REALTIME, tally_realtime_ns());
 	tally_kv_uint(b, TALLY_SK_START_MONOTONIC, mono_now_ns());
 	tally_kv_uint(b, TALLY_SK_START_CUPTI, cupti_now());
@@ -191,7 +256,7 @@ static void session_header(struct tally_buf *b)
 		tally_kv_uint(b, TALLY_SK_CUPTI_VERSION, version);
 	config_text(b, c);
 	tally_kv_uint(b, TALLY_SK_KINDS, kinds_mask(c->trace));
-	tally_kv_bytes(b, TALLY_SK_SESSION_ID, g_session.id, sizeof(g_session.id));
+	tally_kv_bytes(b, TALLY_SK_SESSION_ID, s->id, sizeof(s->id));
 	tally_kv_str(b, TALLY_SK_SOURCE, "cupti");
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
@@ -200,24 +265,24 @@ static void session_header(struct tally_buf *b)
 	}
 	driver_version(b);
 	tally_kv_uint(b, TALLY_SK_SLICE_NS, c->slice_ns);
-	tally_kv_str(b, TALLY_SK_OUTPUT, g_session.path);
+	tally_kv_str(b, TALLY_SK_OUTPUT, s->path);
 }
 
-static void new_session_id(void)
+static void new_session_id(uint8_t id[16])
 {
 	uint64_t x = tally_realtime_ns() ^ ((uint64_t)getpid() << 32) ^ mono_now_ns();
 	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	size_t i;
 
-	if (fd >= 0 && read(fd, g_session.id, sizeof(g_session.id)) == sizeof(g_session.id)) {
+	if (fd >= 0 && read(fd, id, 16) == 16) {
 		close(fd);
 		return;
 	}
 	if (fd >= 0)
 		close(fd);
-	for (i = 0; i < sizeof(g_session.id); i++) { /* splitmix64 fallback */
+	for (i = 0; i < 16; i++) { /* splitmix64 fallback */
 		x += 0x9e3779b97f4a7c15ull;
-		g_session.id[i] = (uint8_t)((x ^ (x >> 31)) >> (i % 8));
+		id[i] = (uint8_t)((x ^ (x >> 31)) >> (i % 8));
 	}
 }
 
@@ -253,280 +318,395 @@ static int check_cupti_version(char *why, size_t len)
 	return -ENOTSUP;
 }
 
-/* Open, write the header, start the pipeline and CUPTI.  Called with session_lock held. */
-static int start_locked(const char *why_started, char *why, size_t len)
+/* ---- start -------------------------------------------------------------------------------- */
+
+static void *control_main(void *arg);
+
+/* Config, rank, CUPTI and its version: whether this process is recorded at all. */
+static int start_check(struct session *s, const char *why_started, bool *cupti_ok, char *why,
+		       size_t len)
 {
-	struct tally_config *c = &g_session.cfg;
-	struct tally_pipeline_config pc;
-	struct tally_buf header = {0};
-	struct tally_sink sink;
-	bool cupti_ok;
+	struct tally_config *c = &s->cfg;
 	int rc;
 
 	rc = tally_config_load(c, why, len);
 	if (rc < 0)
 		return rc;
-	if (!tally_rank_selected(c->ranks, g_session.rank, sizeof(g_session.rank))) {
+	if (!tally_rank_selected(c->ranks, s->rank, sizeof(s->rank))) {
 		snprintf(why, len, "rank not in TALLY_RANKS=%s: not recorded", c->ranks);
 		return -ECANCELED;
 	}
-	cupti_ok = cupti_api_load(why, len) == 0;
-	if (!cupti_ok && strcmp(why_started, "cuda") == 0)
+	*cupti_ok = cupti_api_load(why, len) == 0;
+	if (!*cupti_ok && strcmp(why_started, "cuda") == 0)
 		return -ENOENT;
-	if (cupti_ok && (rc = check_cupti_version(why, len)) < 0)
+	if (*cupti_ok && (rc = check_cupti_version(why, len)) < 0)
 		return rc;
-	rc = open_output(why, len);
+	return 0;
+}
+
+/* The file and the pipeline that writes it. */
+static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t len)
+{
+	struct tally_pipeline_config pc = pipeline_config(&s->cfg);
+	struct tally_buf header = {0};
+	struct tally_sink sink;
+	int rc;
+
+	rc = open_output(s, why, len);
 	if (rc < 0)
 		return rc;
-	g_session.fd = rc;
-	g_session.pid = getpid();
-	new_session_id();
-	session_header(&header);
-	pc = pipeline_config(c);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)g_session.fd};
+	s->fd = rc;
+	s->pid = getpid();
+	new_session_id(s->id);
+	session_header(s, &header);
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)s->fd};
 	rc = tally_pipeline_start(&pc, cupti_ok ? &tally_collector_source : &tally_clock_source,
 				  &sink, &header);
 	tally_buf_fini(&header);
 	if (rc < 0) {
-		snprintf(why, len, "%s: cannot start: %s", g_session.path, strerror(-rc));
-		goto close_file;
+		snprintf(why, len, "%s: cannot start: %s", s->path, strerror(-rc));
+		close(s->fd);
+		unlink(s->path);
+		s->fd = -1;
+		return rc;
 	}
-	if (cupti_ok && (rc = cupti_setup(c, why, len)) < 0)
-		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-setup", why); /* keep NVTX going */
-	g_session.started_mono = mono_now_ns();
+	s->wrote_file = true;
 	return 0;
-close_file:
-	close(g_session.fd);
-	unlink(g_session.path);
-	g_session.fd = -1;
-	return rc;
 }
 
-void session_start(const char *why_started)
+/* Open, write the header, start the pipeline and CUPTI.  Called with s->lock held. */
+static int start_locked(struct session *s, const char *why_started, char *why, size_t len)
+{
+	bool cupti_ok = false;
+	int rc;
+
+	if ((rc = start_check(s, why_started, &cupti_ok, why, len)) < 0 ||
+	    (rc = start_pipeline(s, cupti_ok, why, len)) < 0)
+		return rc;
+	if (cupti_ok && (rc = cupti_tracer_setup(&s->tracer, &s->cfg, why, len)) < 0)
+		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-setup", why); /* keep NVTX going */
+	s->started_mono = mono_now_ns();
+	return 0;
+}
+
+static void start_failed(struct session *s, int rc, const char *why)
+{
+	atomic_store_explicit(&s->state, SESSION_OFF, memory_order_release);
+	if (rc == -ECANCELED)
+		tally_log("%s", why);
+	else
+		tally_log_user("not recording this process: %s", why);
+	manifest_line(s, "off %d %s", (int)getpid(), why);
+}
+
+void session_start(struct session *s, const char *why_started)
 {
 	char why[PATH_MAX + 128];
 	int expected = SESSION_NONE, rc;
 
-	if (atomic_load_explicit(&g_session.state, memory_order_acquire) != SESSION_NONE)
+	if (atomic_load_explicit(&s->state, memory_order_acquire) != SESSION_NONE)
 		return;
-	pthread_mutex_lock(&session_lock);
+	pthread_mutex_lock(&s->lock);
 	/* STARTING also stops re-entry on this thread: setting CUPTI up may call cuInit, which
 	 * calls InitializeInjection, which comes back here. */
-	if (!atomic_compare_exchange_strong_explicit(&g_session.state, &expected, SESSION_STARTING,
+	if (!atomic_compare_exchange_strong_explicit(&s->state, &expected, SESSION_STARTING,
 						     memory_order_acq_rel, memory_order_relaxed))
 		goto unlock;
-	expected = SESSION_STARTING;
-	rc = start_locked(why_started, why, sizeof(why));
+	rc = start_locked(s, why_started, why, sizeof(why));
 	if (rc < 0) {
-		atomic_store_explicit(&g_session.state, SESSION_OFF, memory_order_release);
-		if (rc == -ECANCELED)
-			tally_log("%s", why);
-		else
-			tally_log_user("not recording this process: %s", why);
-		manifest_line("off %d %s", (int)getpid(), why);
+		start_failed(s, rc, why);
 		goto unlock;
 	}
 	/* Release: the pipeline and config are set up before anyone sees RUNNING. */
-	atomic_compare_exchange_strong_explicit(&g_session.state, &expected, SESSION_RUNNING,
-						memory_order_release, memory_order_relaxed);
-	manifest_line("start %d %s", (int)getpid(), g_session.path);
-	tally_log("recording to %s (started by %s)", g_session.path, why_started);
-	if (control_start() < 0)
+	atomic_store_explicit(&s->state, SESSION_RUNNING, memory_order_release);
+	manifest_line(s, "start %d %s", (int)getpid(), s->path);
+	tally_log("recording to %s (started by %s)", s->path, why_started);
+	if (control_start(&s->control, control_main, s, "tally-control") < 0)
 		tally_pipeline_note(TALLY_NOTE_WARNING, "no-control-thread",
-				    "no periodic flush: a SIGKILL loses more than one slice");
-	exitpath_install();
+				    "no periodic flush, and signals end the process without a "
+				    "close: a SIGKILL or SIGTERM loses more than one slice");
 unlock:
-	pthread_mutex_unlock(&session_lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
-/* The close: no new records (the window ends here; a program that runs on after a SIGTERM
- * must not leave a buffer in CUPTI's hands), then everything CUPTI holds, complete or not. */
+/* ---- the control thread ------------------------------------------------------------------- */
+
+static void flush_normal(void *arg)
+{
+	cupti_tracer_flush(arg, false);
+}
+
+/* Make what is recorded so far durable without ending the session. */
+static void durable_flush(struct session *s)
+{
+	if (!session_running(s))
+		return;
+	if (cupti_tracer_on(&s->tracer))
+		(void)run_bounded(flush_normal, &s->tracer, s->cfg.flush_timeout_ns);
+	tally_pipeline_tick();
+}
+
+static void handle_request(struct session *s, const struct ctl_msg *m)
+{
+	switch (m->cmd) {
+	case CTL_CLOSE_SIGNAL:
+		session_close(s, TALLY_FLUSH_SIGNAL, m->signo);
+		/* The trace is closed: the process ends as the signal would have ended it. */
+		die_by_signal(m->signo);
+		break;
+	case CTL_CLOSE_CRASH:
+		session_close(s, TALLY_FLUSH_CRASH, m->signo);
+		break;
+	default:
+		durable_flush(s);
+		break;
+	}
+	/* Release: the request's effects are visible to the handler that sees the new count. */
+	atomic_fetch_add_explicit(&s->done_gen, 1, memory_order_release);
+}
+
+static int next_timeout_ms(uint64_t now, uint64_t next_flush, uint64_t window_at)
+{
+	uint64_t next = next_flush;
+
+	if (window_at && window_at < next)
+		next = window_at;
+	return next <= now ? 0 : (int)((next - now) / 1000000 + 1);
+}
+
+/* Delay over: open the window.  Duration over: close the session (flush path "stop").
+ * Returns when to look again, 0 never. */
+static uint64_t window_step(struct session *s, uint64_t now)
+{
+	const struct tally_config *c = &s->cfg;
+	uint64_t start = s->started_mono;
+	uint64_t open_at = c->delay_ns ? start + c->delay_ns : 0;
+	uint64_t close_at = c->duration_ns ? start + c->delay_ns + c->duration_ns : 0;
+
+	if (open_at && now >= open_at && !c->capture_profiler_api &&
+	    (!close_at || now < close_at) && !cupti_tracer_window_open(&s->tracer)) {
+		cupti_tracer_window(&s->tracer, true);
+		open_at = 0;
+	}
+	if (close_at && now >= close_at) {
+		session_close(s, TALLY_FLUSH_STOP, 0);
+		return 0;
+	}
+	if (open_at && now < open_at)
+		return open_at;
+	return close_at;
+}
+
+static void *control_main(void *arg)
+{
+	struct session *s = arg;
+	uint64_t next_flush = s->started_mono + s->cfg.slice_ns, window_at = 1;
+	struct ctl_msg m;
+
+	while (session_running(s)) {
+		uint64_t now = mono_now_ns();
+
+		if (window_at)
+			window_at = window_step(s, now);
+		if (control_wait(&s->control, next_timeout_ms(now, next_flush, window_at), &m))
+			handle_request(s, &m);
+		now = mono_now_ns();
+		if (now >= next_flush && session_running(s)) {
+			/* Partly filled buffers reach the pipeline; the consumer writes them. */
+			cupti_tracer_flush(&s->tracer, false);
+			next_flush = now + s->cfg.slice_ns;
+		}
+	}
+	/* Requests after the close still get their answer (a signal still ends the process). */
+	for (;;)
+		if (control_wait(&s->control, -1, &m))
+			handle_request(s, &m);
+	return NULL;
+}
+
+/* ---- the close ---------------------------------------------------------------------------- */
+
+/* No new records (the window ends here; a program that runs on after a SIGTERM must not leave
+ * a buffer in CUPTI's hands), then everything CUPTI holds, complete or not. */
 static void flush_forced(void *arg)
 {
-	(void)arg;
-	cupti_window(false);
-	cupti_flush(true);
+	cupti_tracer_window(arg, false);
+	cupti_tracer_flush(arg, true);
 }
 
 static void finalize_cupti(void *arg)
 {
-	(void)arg;
-	cupti_teardown();
+	cupti_tracer_teardown(arg);
 }
 
-static void wait_until_closed(uint64_t max_ns)
+static void wait_until_closed(struct session *s, uint64_t max_ns)
 {
 	struct timespec step = {0, 2000000};
 	uint64_t waited = 0;
 
-	while (atomic_load_explicit(&g_session.state, memory_order_acquire) == SESSION_FINISHING &&
+	while (atomic_load_explicit(&s->state, memory_order_acquire) == SESSION_FINISHING &&
 	       waited < max_ns) {
 		nanosleep(&step, NULL);
 		waited += 2000000;
 	}
 }
 
-void session_finish(enum tally_flush_path path, int signo)
+/* CUPTI's part of the close, bounded by the watchdog; false if it hung. */
+static bool close_cupti(struct session *s)
+{
+	uint64_t timeout = s->cfg.flush_timeout_ns;
+
+	if (!cupti_tracer_on(&s->tracer) || run_bounded(flush_forced, &s->tracer, timeout))
+		return true;
+	tally_pipeline_watchdog_fired();
+	tally_log_user("CUPTI's flush did not return in %llu ms; closing without it",
+		       (unsigned long long)(timeout / 1000000));
+	return false;
+}
+
+static void close_locked(struct session *s, enum tally_flush_path path, int signo)
 {
 	struct tally_stop_report rep;
-	int expected = SESSION_RUNNING;
-	uint64_t timeout = g_session.cfg.flush_timeout_ns;
-	bool flushed = true;
+	bool flushed;
 
-	if (g_session.pid != getpid())
-		return; /* a fork or vfork child sharing our memory: not its session */
-	if (!atomic_compare_exchange_strong_explicit(&g_session.state, &expected, SESSION_FINISHING,
-						     memory_order_acq_rel, memory_order_acquire)) {
-		/* Another exit path is closing the trace (a signal's, say, on the control thread):
-		 * don't let this one end the process under it.  Bounded. */
-		wait_until_closed(2 * timeout + 2000000000ull);
-		return;
-	}
-	pthread_mutex_lock(&session_lock);
 	tally_pipeline_flush_begin(path, signo);
-	if (g_session.cupti_on && !run_bounded(flush_forced, NULL, timeout)) {
-		flushed = false;
-		tally_pipeline_watchdog_fired();
-		tally_log_user("CUPTI's flush did not return in %llu ms; closing without it",
-			       (unsigned long long)(timeout / 1000000));
-	}
+	flushed = close_cupti(s);
 	nvtx_flush_all();
 	tally_pipeline_stop(&rep);
 	/* Finalize only a CUPTI that answered: one stuck in its flush could hang us here too. */
-	if (path == TALLY_FLUSH_EXIT && g_session.cupti_on && flushed)
-		(void)run_bounded(finalize_cupti, NULL, timeout);
-	close(g_session.fd);
-	g_session.fd = -1;
-	manifest_line("end %d %s %s %llu %llu %s", (int)getpid(), rep.complete ? "clean" : "loss",
-		      tally_flush_path_name(path), (unsigned long long)rep.records,
-		      (unsigned long long)rep.bytes_written, g_session.path);
-	tally_log("closed %s: %llu records, flush by %s in %.3f ms", g_session.path,
+	if (path == TALLY_FLUSH_EXIT && flushed && cupti_tracer_on(&s->tracer))
+		(void)run_bounded(finalize_cupti, &s->tracer, s->cfg.flush_timeout_ns);
+	close(s->fd);
+	s->fd = -1;
+	manifest_line(s, "end %d %s %s %llu %llu %s", (int)getpid(),
+		      rep.complete ? "clean" : "loss", tally_flush_path_name(path),
+		      (unsigned long long)rep.records, (unsigned long long)rep.bytes_written,
+		      s->path);
+	tally_log("closed %s: %llu records, flush by %s in %.3f ms", s->path,
 		  (unsigned long long)rep.records, tally_flush_path_name(path),
 		  (double)rep.flush_ns / 1e6);
-	atomic_store_explicit(&g_session.state, SESSION_DONE, memory_order_release);
-	atomic_fetch_add_explicit(&g_session.done_gen, 1, memory_order_release);
-	pthread_mutex_unlock(&session_lock);
 }
 
-static void flush_normal(void *arg)
+void session_close(struct session *s, enum tally_flush_path path, int signo)
 {
-	(void)arg;
-	cupti_flush(false);
-}
+	int expected = SESSION_RUNNING;
 
-void session_durable_flush(void)
-{
-	if (!session_running())
+	if (s->pid != getpid())
+		return; /* a fork or vfork child sharing our memory: not its session */
+	if (!atomic_compare_exchange_strong_explicit(&s->state, &expected, SESSION_FINISHING,
+						     memory_order_acq_rel, memory_order_acquire)) {
+		/* Another exit path is closing the trace (a signal's, say, on the control thread):
+		 * don't let this one end the process under it.  Bounded. */
+		wait_until_closed(s, 2 * s->cfg.flush_timeout_ns + 2000000000ull);
 		return;
-	if (g_session.cupti_on)
-		(void)run_bounded(flush_normal, NULL, g_session.cfg.flush_timeout_ns);
-	tally_pipeline_tick();
-}
-
-struct bounded {
-	void (*fn)(void *);
-	void *arg;
-	_Atomic int done;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	_Atomic int refs; /* the waiter and the runner; the last one frees */
-};
-
-static void bounded_put(struct bounded *b)
-{
-	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
-		pthread_mutex_destroy(&b->lock);
-		pthread_cond_destroy(&b->cond);
-		free(b);
 	}
+	pthread_mutex_lock(&s->lock);
+	close_locked(s, path, signo);
+	atomic_store_explicit(&s->state, SESSION_DONE, memory_order_release);
+	atomic_fetch_add_explicit(&s->done_gen, 1, memory_order_release);
+	pthread_mutex_unlock(&s->lock);
 }
 
-static void *bounded_main(void *arg)
-{
-	struct bounded *b = arg;
+/* ---- signals (async-signal-safe: atomics, getpid, write, nanosleep) ----------------------- */
 
-	b->fn(b->arg);
-	pthread_mutex_lock(&b->lock);
-	atomic_store_explicit(&b->done, 1, memory_order_release);
-	pthread_cond_signal(&b->cond);
-	pthread_mutex_unlock(&b->lock);
-	bounded_put(b);
-	return NULL;
+/* A session that a signal can still close: recording, or being closed by another path. */
+static bool closable(const struct session *s)
+{
+	int state = atomic_load_explicit(&s->state, memory_order_acquire);
+
+	return s->pid == getpid() && (state == SESSION_RUNNING || state == SESSION_FINISHING) &&
+	       control_alive(&s->control);
 }
 
-static struct bounded *bounded_new(void (*fn)(void *), void *arg)
+static int sender_of(const siginfo_t *info)
 {
-	struct bounded *b = calloc(1, sizeof(*b));
-	pthread_condattr_t ca;
-
-	if (!b)
-		return NULL;
-	b->fn = fn;
-	b->arg = arg;
-	atomic_init(&b->refs, 2);
-	pthread_mutex_init(&b->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&b->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	return b;
+	return info && info->si_code <= 0 ? (int)info->si_pid : 0;
 }
 
-/* A detached thread that takes no signals; false if none could be made. */
-static bool bounded_start(struct bounded *b)
+bool session_signal_end(struct session *s, int sig, const siginfo_t *info)
 {
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t t;
-	int rc;
+	int none = 0;
 
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&t, &attr, bounded_main, b);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return rc == 0;
-}
-
-static bool bounded_wait(struct bounded *b, uint64_t timeout_ns)
-{
-	struct timespec deadline;
-	bool ok;
-
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += (time_t)(timeout_ns / 1000000000ull);
-	deadline.tv_nsec += (long)(timeout_ns % 1000000000ull);
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&b->lock);
-	while (!atomic_load_explicit(&b->done, memory_order_acquire))
-		if (pthread_cond_timedwait(&b->cond, &b->lock, &deadline) == ETIMEDOUT)
-			break;
-	ok = atomic_load_explicit(&b->done, memory_order_acquire);
-	pthread_mutex_unlock(&b->lock);
-	return ok;
-}
-
-bool run_bounded(void (*fn)(void *), void *arg, uint64_t timeout_ns)
-{
-	struct bounded *b = bounded_new(fn, arg);
-	bool ok;
-
-	if (!b || !bounded_start(b)) {
-		/* No watchdog to be had (no memory, no threads): run it here, unbounded. */
-		if (b) {
-			atomic_store(&b->refs, 1);
-			bounded_put(b);
-		}
-		fn(arg);
+	if (!closable(s))
+		return false;
+	tally_pipeline_signal(sig, sender_of(info));
+	if (!atomic_compare_exchange_strong_explicit(&s->ending_signal, &none, sig,
+						     memory_order_acq_rel, memory_order_relaxed))
+		return true; /* a repeat (group delivery plus forwarding, ^C twice): the close runs
+			      */
+	if (control_post(&s->control, CTL_CLOSE_SIGNAL, sig))
 		return true;
+	atomic_store_explicit(&s->ending_signal, 0, memory_order_relaxed);
+	return false;
+}
+
+void session_signal_flush(struct session *s, int sig)
+{
+	if (session_running(s))
+		(void)control_post(&s->control, CTL_FLUSH, sig);
+}
+
+void session_signal_crash(struct session *s, int sig, const siginfo_t *info, uint64_t wait_ns)
+{
+	uint64_t gen = atomic_load_explicit(&s->done_gen, memory_order_acquire), waited = 0;
+	struct timespec step = {0, 2000000};
+
+	if (!closable(s))
+		return;
+	tally_pipeline_signal(sig, sender_of(info));
+	if (!control_post(&s->control, CTL_CLOSE_CRASH, sig))
+		return;
+	/* Acquire: pairs with the control thread's release after the close. */
+	while (atomic_load_explicit(&s->done_gen, memory_order_acquire) == gen &&
+	       waited < wait_ns) {
+		nanosleep(&step, NULL);
+		waited += 2000000;
 	}
-	ok = bounded_wait(b, timeout_ns);
-	/* On a timeout the runner is left behind, stuck; it frees b if it ever returns. */
-	bounded_put(b);
-	return ok;
+}
+
+int session_ending_signal(const struct session *s)
+{
+	return s->pid == getpid() ? atomic_load_explicit(&s->ending_signal, memory_order_acquire)
+				  : 0;
+}
+
+/* ---- fork --------------------------------------------------------------------------------- */
+
+void session_before_fork(struct session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	cupti_tracer_before_fork(&s->tracer);
+	nvtx_before_fork();
+}
+
+void session_after_fork_parent(struct session *s)
+{
+	nvtx_after_fork_parent();
+	cupti_tracer_after_fork_parent(&s->tracer);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Threads do not survive fork: the parent's consumer and control threads are not here, and its
+ * pipeline and file are the parent's.  Forget them (leaking the copies: their locks may be
+ * held by threads that are gone); if this child uses CUDA or NVTX it starts a session of its
+ * own, with its own file.  A child that never does exits as it would untraced.  The locks taken
+ * before the fork were taken by this thread, the only one here: it releases them.
+ */
+void session_after_fork_child(struct session *s)
+{
+	nvtx_forget();
+	cupti_tracer_after_fork_child(&s->tracer);
+	pthread_mutex_unlock(&s->lock); /* taken by this thread in session_before_fork */
+	s->wrote_file = false;
+	s->exec_files = 0; /* counted per pid: this is a new one */
+	if (atomic_load_explicit(&s->state, memory_order_relaxed) == SESSION_NONE)
+		return;
+	tally_pipeline_abandon();
+	control_forget(&s->control);
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	atomic_store_explicit(&s->ending_signal, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->state, SESSION_NONE, memory_order_relaxed);
 }

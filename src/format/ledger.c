@@ -92,6 +92,20 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
     [TALLY_C_MERGE_DAMAGED] = {"merge_damaged_chunks",
 			       "damaged or missing chunks in an input of tally merge",
 			       TALLY_CC_LOSS},
+    [TALLY_C_SIGNAL_RECEIVED] = {"signal_received",
+				 "first signal that was to end the process (its number)",
+				 TALLY_CC_INFO},
+    [TALLY_C_SIGNAL_AT] = {"signal_at_ns", "when it arrived: ns after the session started",
+			   TALLY_CC_INFO},
+    [TALLY_C_SIGNALS_RECEIVED] = {"signals_received",
+				  "signals that were to end the process, repeats included",
+				  TALLY_CC_INFO},
+    [TALLY_C_SIGNAL_SENDER] = {"signal_sender",
+			       "pid that sent the first one (0: the kernel: a terminal, a fault)",
+			       TALLY_CC_INFO},
+    [TALLY_C_SIGNAL_TO_CLOSE] = {"signal_to_close_ns",
+				 "from the signal's arrival to the final ledger written",
+				 TALLY_CC_INFO},
 };
 
 #define BY_KIND(n)                                                                                 \
@@ -129,7 +143,8 @@ const unsigned tally_loss_counters_count = sizeof(tally_loss_counters) / sizeof(
 const char *tally_flush_path_name(unsigned path)
 {
 	static const char *const names[TALLY_FLUSH_PATH_MAX] = {
-	    "none", "exit", "_exit", "signal", "crash", "context-destroy", "stop", "exec", "api",
+	    "none", "exit", "_exit", "signal",	   "crash", "context-destroy",
+	    "stop", "exec", "api",   "quick_exit",
 	};
 
 	return path < TALLY_FLUSH_PATH_MAX ? names[path] : "unknown";

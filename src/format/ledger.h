@@ -61,6 +61,12 @@ enum tally_counter {
 	TALLY_C_BUFFERS_STRANDED = 48,
 	/* tally merge (format 1.1): chunks of an input that were damaged or missing */
 	TALLY_C_MERGE_DAMAGED = 50,
+	/* signals that were to end the process (format 1.2): in every ledger from their arrival */
+	TALLY_C_SIGNAL_RECEIVED = 60,
+	TALLY_C_SIGNAL_AT = 61,
+	TALLY_C_SIGNALS_RECEIVED = 62,
+	TALLY_C_SIGNAL_SENDER = 63,
+	TALLY_C_SIGNAL_TO_CLOSE = 64,
 	/* records parsed, by kind: TALLY_C_BY_KIND + kind */
 	TALLY_C_BY_KIND = 100,
 	TALLY_C_MAX = TALLY_C_BY_KIND + TALLY_KIND_MAX,
@@ -71,12 +77,13 @@ enum tally_flush_path {
 	TALLY_FLUSH_NONE = 0,
 	TALLY_FLUSH_EXIT = 1,	     /* exit() / return from main, through atexit */
 	TALLY_FLUSH__EXIT = 2,	     /* _exit / _Exit / os._exit, interposed */
-	TALLY_FLUSH_SIGNAL = 3,	     /* SIGTERM, SIGINT, SIGHUP */
-	TALLY_FLUSH_CRASH = 4,	     /* SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL: best effort */
+	TALLY_FLUSH_SIGNAL = 3,	     /* a signal whose default action ends the process */
+	TALLY_FLUSH_CRASH = 4,	     /* SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTRAP, SIGSYS */
 	TALLY_FLUSH_CTX_DESTROY = 5, /* the last CUDA context is being destroyed */
 	TALLY_FLUSH_STOP = 6, /* end of the collection window (--duration, cudaProfilerStop) */
 	TALLY_FLUSH_EXEC = 7, /* the process is replacing itself (execve) */
 	TALLY_FLUSH_API = 8,  /* a direct call (tests, embedding programs) */
+	TALLY_FLUSH_QUICK_EXIT = 9, /* quick_exit (format 1.2) */
 	TALLY_FLUSH_PATH_MAX,
 };
 

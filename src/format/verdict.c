@@ -3,6 +3,7 @@
 #include "verdict.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,35 @@ static void check_damage(const struct tally_file *f, const struct tally_section 
 	}
 }
 
+/* "SIGTERM", or "signal 40" for one without a name. */
+static void signal_name(char *dst, size_t len, uint64_t sig)
+{
+	const char *abbrev = sig < 65 ? sigabbrev_np((int)sig) : NULL;
+
+	if (abbrev)
+		say(dst, len, "SIG%s", abbrev);
+	else
+		say(dst, len, "signal %llu", (unsigned long long)sig);
+}
+
+/* A signal was to end the process and the close never finished: say which, when, and what
+ * gives the close the time it needs. */
+static void not_closed_after_signal(const struct tally_section *s, struct tally_reason *r)
+{
+	const uint64_t *c = s->ledger.v;
+	char name[32];
+
+	signal_name(name, sizeof(name), c[TALLY_C_SIGNAL_RECEIVED]);
+	say(r->text, sizeof(r->text),
+	    "%s at +%.1f s; the close did not finish before the process was killed (%llu "
+	    "signal(s) in all; the last ledger is slice %llu)",
+	    name, (double)c[TALLY_C_SIGNAL_AT] / 1e9,
+	    (unsigned long long)c[TALLY_C_SIGNALS_RECEIVED], (unsigned long long)s->ledger.slice);
+	say(r->hint, sizeof(r->hint),
+	    "give the close more time before SIGKILL: raise Slurm's KillWait, signal earlier "
+	    "(sbatch --signal=TERM@120), or keep the backlog small (fewer --trace kinds)");
+}
+
 /*
  * Why a section did not close.  A full disk stops the ledger too, so the last ledger that made
  * it names ENOSPC only when earlier writes already failed; otherwise all three stay possible.
@@ -163,6 +193,10 @@ static void check_close(const struct tally_section *s, struct tally_verdict *v)
 	r = add_reason(v, TALLY_R_NOT_CLOSED, 0, 0);
 	if (!r)
 		return;
+	if (s->ledger.v[TALLY_C_SIGNAL_RECEIVED]) {
+		not_closed_after_signal(s, r);
+		return;
+	}
 	if (s->ledgers)
 		say(r->text, sizeof(r->text),
 		    "no final ledger: the process ended without tally's closing flush; records "

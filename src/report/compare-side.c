@@ -358,12 +358,13 @@ static bool window_hits(const struct cmp_side *sd, const struct report_section *
 			const struct tally_window *w)
 {
 	uint64_t t0 = report_time(rs, w->t_begin), t1 = report_time(rs, w->t_end);
-	const struct cmp_sec *sec = &sd->secs[rs->index];
+	/* a section that had no record has no entry (secs may even be NULL) */
+	const struct cmp_sec *sec = rs->index < sd->nsecs ? &sd->secs[rs->index] : NULL;
 	size_t i;
 
 	if (sd->o->stretch == COMPARE_WHOLE)
 		return true;
-	for (i = 0; i < sec->nivals; i++)
+	for (i = 0; sec && i < sec->nivals; i++)
 		if (sec->ivals[i].t0 <= t1 && t0 <= sec->ivals[i].t1)
 			return true;
 	for (i = 0; i < sd->nev; i++) { /* GPU work launched in the stretch, run after it */

@@ -2,18 +2,20 @@
 /*
  * fakeapp MODE N: a "CUDA program" for the exit-path tests.  It does what the driver does at
  * cuInit (dlopen CUDA_INJECTION64_PATH, call InitializeInjection), launches N fake kernels
- * through the stand-in CUPTI, and leaves by MODE:
+ * through the stand-in CUPTI, and leaves by MODE (the table at the end says what each does).
  *
- *   exit _exit sigterm sigint sighup sigkill segv abort hang fork fulldisk nvtx handled-int
- *   forever (launches N every 100 ms until a signal ends it, as a job past its time limit)
- *
- * It prints "launched K" lines on stdout as it goes, so the test knows how many launches each
- * process made without trusting tally; with FAKEAPP_SAY_CUPTI=1, "cupti PATH": the CUPTI its
- * launches went through.
+ * It prints "launched K pid P" lines on stdout as it goes, so the test knows how many launches
+ * each process made without trusting tally.  Modes that wait for a signal from outside write
+ * their pid to $FAKEAPP_READY (atomically, by rename) once they are ready for it.
+ * FAKEAPP_NO_CUDA=1 runs the same program untraced (no injection), for comparing exit statuses.
+ * Mode forever launches N every 100 ms until a signal ends it (a job past its time limit).
+ * With FAKEAPP_SAY_CUPTI=1 it prints "cupti PATH", the CUPTI its launches went through;
  * FAKEAPP_OWN_CUPTI=PATH loads a CUPTI before CUDA starts (as PyTorch brings its own);
  * FAKEAPP_LATE_CUPTI=NAME loads one by name after, and says whether it got the same copy.
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,19 +37,22 @@ static void untraced_launch(unsigned n)
 static void cu_init(void)
 {
 	const char *inj = getenv("CUDA_INJECTION64_PATH"), *own = getenv("FAKEAPP_OWN_CUPTI");
-	void *h;
-	int (*init)(void);
 
-	if (!inj && getenv("FAKEAPP_UNTRACED_OK")) {
-		launch = untraced_launch; /* run with no tool at all (tally control's baseline) */
+	if (getenv("FAKEAPP_NO_CUDA")) {
+		launch = untraced_launch;
 		return;
 	}
 	if (own && !dlopen(own, RTLD_NOW | RTLD_GLOBAL)) {
 		fprintf(stderr, "fakeapp: %s\n", dlerror());
 		exit(3);
 	}
-	h = inj ? dlopen(inj, RTLD_NOW) : NULL;
-	init = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+	void *h = inj ? dlopen(inj, RTLD_NOW) : NULL;
+	int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+
+	if (!inj && getenv("FAKEAPP_UNTRACED_OK")) {
+		launch = untraced_launch; /* run with no tool at all (tally control's baseline) */
+		return;
+	}
 	if (!init || init() != 1) {
 		fprintf(stderr, "fakeapp: no injection (%s)\n", inj ? dlerror() : "unset");
 		exit(3);
@@ -158,12 +163,87 @@ static void nvtx_ranges(unsigned n)
 	printf("nvtx %u ranges 1 mark 1 startend\n", 2 * n);
 }
 
+static volatile sig_atomic_t handled;
+static volatile uintptr_t bad_address = 8; /* unmapped: the segv mode writes through it */
+static const char *self_exe;
+static unsigned count;
+
+static void on_int(int sig)
+{
+	(void)sig;
+	handled = 1;
+}
+
+/* Tell the test we are ready for its signal: our pid in $FAKEAPP_READY, whole or not at all. */
+static void ready(void)
+{
+	const char *path = getenv("FAKEAPP_READY");
+	char tmp[4096], pid[32];
+	int fd, len;
+
+	if (!path)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, pid, (size_t)len) != len || close(fd) < 0 ||
+	    rename(tmp, path) < 0) {
+		fprintf(stderr, "fakeapp: cannot write %s: %s\n", path, strerror(errno));
+		exit(5);
+	}
+}
+
+static void wait_forever(void)
+{
+	for (;;)
+		pause();
+}
+
+/* Wait until the test creates $FAKEAPP_GO (polling: the test may be slow under load). */
+static void wait_for_go(void)
+{
+	const char *go = getenv("FAKEAPP_GO");
+
+	while (go && access(go, F_OK) != 0)
+		sleep_ms(20);
+}
+
+static void set_handler(int sig, void (*fn)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
+static int mode_return(void)
+{
+	return 0;
+}
+
+static int mode__exit(void)
+{
+	_exit(0);
+}
+
+static int mode_paced(void)
+{
+	/* n more launches spread over 1.5 s, for the collection-window tests */
+	for (unsigned i = 0; i < 30; i++) {
+		launched(count / 30);
+		sleep_ms(50);
+	}
+	return 0;
+}
+
 /*
- * Launches n every 100 ms until a signal ends the program.  The signals that end a job are held
- * while a batch is launched and printed, so every "launched" line is exactly what reached CUPTI
- * when the signal lands.
+ * `count` more every 100 ms until a signal ends the program.  The signals that end a job are
+ * held while a batch is launched and printed, so every "launched" line is exactly what reached
+ * CUPTI when the signal lands.
  */
-static void forever(unsigned n)
+static int mode_forever(void)
 {
 	static const int held[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT};
 	sigset_t set;
@@ -173,105 +253,297 @@ static void forever(unsigned n)
 	for (i = 0; i < sizeof(held) / sizeof(held[0]); i++)
 		sigaddset(&set, held[i]);
 	for (;;) {
-		sigprocmask(SIG_BLOCK, &set, NULL);
-		launched(n);
-		sigprocmask(SIG_UNBLOCK, &set, NULL);
 		sleep_ms(100);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		launched(count);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
 	}
+	return 0; /* not reached: a signal ends the program */
 }
 
-static int handled;
-static volatile uintptr_t bad_address = 8; /* unmapped: the segv mode writes through it */
-
-static void on_int(int sig)
+static int mode_other_client(void)
 {
-	(void)sig;
-	handled = 1;
+	/* A second CUPTI client (as torch.profiler's Kineto) tries to take the buffers. */
+	int (*reg)(void *, void *) =
+	    (int (*)(void *, void *))dlsym(RTLD_DEFAULT, "cuptiActivityRegisterCallbacks");
+
+	printf("register returned %d\n", reg ? reg(NULL, NULL) : -1);
+	launched(count);
+	return 0;
 }
 
-int main(int argc, char **argv)
+/* As a program busy in its main loop when Slurm's SIGTERM comes: it goes on until the
+ * signal's action ends it. */
+static int raise_and_wait(int sig)
 {
-	const char *mode = argc > 1 ? argv[1] : "exit";
-	unsigned n = argc > 2 ? (unsigned)atoi(argv[2]) : 1000;
+	raise(sig);
+	wait_forever();
+	return 0;
+}
 
+static int mode_sigterm(void)
+{
+	return raise_and_wait(SIGTERM);
+}
+
+static int mode_sigint(void)
+{
+	return raise_and_wait(SIGINT);
+}
+
+static int mode_sighup(void)
+{
+	return raise_and_wait(SIGHUP);
+}
+
+static int mode_handled_int(void)
+{
+	raise(SIGINT);
+	launched(count); /* the program goes on after its handler: so must the recording */
+	return handled ? 0 : 5;
+}
+
+static int mode_sigkill(void)
+{
+	sleep_ms(1500);	 /* a periodic flush (TALLY_SLICE_MS=500) has run */
+	launched(count); /* these are still in the pipeline when the kill comes */
+	raise(SIGKILL);
+	return 0;
+}
+
+static int mode_segv(void)
+{
+	*(volatile int *)bad_address = 1;
+	return 6;
+}
+
+static int mode_abort(void)
+{
+	abort();
+}
+
+/* Ready for a signal from outside (the test's kill), with no handler of its own. */
+static int mode_wait(void)
+{
+	ready();
+	wait_forever();
+	return 0;
+}
+
+/* Its own SIGINT handler, installed after CUDA started (so through tally's sigaction): each
+ * ^C is counted, and the program goes on and ends normally. */
+static int mode_own_handler(void)
+{
+	set_handler(SIGINT, on_int);
+	ready();
+	while (!handled)
+		pause();
+	launched(count);
+	return 0;
+}
+
+/* What Python does at the end of an uncaught KeyboardInterrupt: handle SIGINT, then reset it
+ * to SIG_DFL and kill itself with it.  Untraced, the kill ends it (status 130); 99 says the
+ * kill did not. */
+static int mode_dfl_raise(void)
+{
+	set_handler(SIGINT, on_int);
+	ready();
+	while (!handled)
+		pause();
+	signal(SIGINT, SIG_DFL);
+	kill(getpid(), SIGINT);
+	return 99;
+}
+
+/* Ignores SIGTERM (after CUDA started): it must not die of one, and goes on when told to. */
+static int mode_ignore_term(void)
+{
+	signal(SIGTERM, SIG_IGN);
+	ready();
+	wait_for_go();
+	launched(count);
+	return 0;
+}
+
+/* fork after the session started: the child does nothing, exits, _exits, execs, or records. */
+static int fork_child(const char *how)
+{
+	if (strcmp(how, "exit") == 0)
+		exit(7);
+	if (strcmp(how, "_exit") == 0)
+		_exit(9);
+	if (strcmp(how, "exec") == 0) {
+		char n[32];
+
+		snprintf(n, sizeof(n), "%u", count / 2);
+		execl(self_exe, "fakeapp", "return", n, (char *)NULL);
+		_exit(126);
+	}
+	if (strcmp(how, "session") == 0) {
+		cu_init(); /* loaded already: starts this child's own session */
+		launched(count / 2);
+	}
+	return 0; /* "nothing": back from main */
+}
+
+static int fork_and(const char *how)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		return fork_child(how);
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return 8;
+	launched(count); /* the parent records on after the fork */
+	printf("child status %d\n", status);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int mode_fork_nothing(void)
+{
+	return fork_and("nothing");
+}
+
+static int mode_fork_exit(void)
+{
+	return fork_and("exit");
+}
+
+static int mode_fork__exit(void)
+{
+	return fork_and("_exit");
+}
+
+static int mode_fork_exec(void)
+{
+	return fork_and("exec");
+}
+
+static int mode_fork_session(void)
+{
+	return fork_and("session");
+}
+
+/* Another program (fakeapp without CUDA: a sanitizer build's libtally.so cannot be preloaded
+ * into an uninstrumented /bin/true) */
+static int mode_execl(void)
+{
+	execl(self_exe, "fakeapp", "none", (char *)NULL);
+	return 126;
+}
+
+/* found on PATH, which the test sets */
+static int mode_execlp(void)
+{
+	execlp("fakeapp", "fakeapp", "none", (char *)NULL);
+	return 126;
+}
+
+/* The same pid, a new image, recorded again: its file must not meet the first one's. */
+static int mode_exec_self(void)
+{
+	char n[32];
+
+	snprintf(n, sizeof(n), "%u", count / 2);
+	execl(self_exe, "fakeapp", "return", n, (char *)NULL);
+	return 126;
+}
+
+static int mode_quick_exit(void)
+{
+	quick_exit(3);
+}
+
+static const struct mode {
+	const char *name;
+	int (*run)(void); /* after cu_init and the first `count` launches */
+} modes[] = {
+    {"exit", mode_return},
+    {"return", mode_return},
+    {"fulldisk", mode_return},
+    {"hang", mode_return},
+    {"nvtx", mode_return},
+    {"_exit", mode__exit},
+    {"paced", mode_paced},
+    {"forever", mode_forever},
+    {"other-client", mode_other_client},
+    {"sigterm", mode_sigterm},
+    {"sigint", mode_sigint},
+    {"sighup", mode_sighup},
+    {"handled-int", mode_handled_int},
+    {"sigkill", mode_sigkill},
+    {"segv", mode_segv},
+    {"abort", mode_abort},
+    {"wait", mode_wait},
+    {"own-handler", mode_own_handler},
+    {"dfl-raise", mode_dfl_raise},
+    {"ignore-term", mode_ignore_term},
+    {"fork-nothing", mode_fork_nothing},
+    {"fork-exit", mode_fork_exit},
+    {"fork-_exit", mode_fork__exit},
+    {"fork-exec", mode_fork_exec},
+    {"fork-session", mode_fork_session},
+    {"execl", mode_execl},
+    {"execlp", mode_execlp},
+    {"exec-self", mode_exec_self},
+    {"quick_exit", mode_quick_exit},
+};
+
+/* Before CUDA starts: the program's own SIGINT handler, a small "disk". */
+static void before_cuda(const char *mode)
+{
 	if (strcmp(mode, "handled-int") == 0)
-		signal(SIGINT,
-		       on_int); /* the program's own handler, installed before CUDA starts */
+		signal(SIGINT, on_int);
 	if (strcmp(mode, "fulldisk") == 0) {
 		struct rlimit rl = {6144, 6144}; /* the "disk" takes 6 KiB: less than the trace */
 
 		signal(SIGXFSZ, SIG_IGN); /* so writes fail with EFBIG instead of killing us */
 		setrlimit(RLIMIT_FSIZE, &rl);
 	}
-	if (strcmp(mode, "fork") == 0) {
-		/* The parent never starts CUDA; the child does, then leaves by _exit (as
-		 * multiprocessing's fork children leave by os._exit). */
-		pid_t pid = fork();
-		int status;
+}
 
-		if (pid == 0) {
-			cu_init();
-			launched(n / 2);
-			_exit(0);
-		}
-		waitpid(pid, &status, 0);
+/* The parent never starts CUDA; the child does, then leaves by _exit (as multiprocessing's
+ * fork children leave by os._exit). */
+static int fork_before_cuda(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
 		cu_init();
-		launched(n);
-		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-	}
-	cu_init();
-	say_cupti();
-	if (strcmp(mode, "forever") == 0)
-		forever(n);
-	if (strcmp(mode, "nvtx") == 0)
-		nvtx_ranges(n);
-	launched(n);
-	if (strcmp(mode, "exit") == 0 || strcmp(mode, "fulldisk") == 0 ||
-	    strcmp(mode, "hang") == 0 || strcmp(mode, "nvtx") == 0)
-		return 0;
-	if (strcmp(mode, "_exit") == 0)
+		launched(count / 2);
 		_exit(0);
-	if (strcmp(mode, "paced") == 0) {
-		/* n more launches spread over 1.5 s, for the collection-window tests */
-		for (unsigned i = 0; i < 30; i++) {
-			launched(n / 30);
-			sleep_ms(50);
-		}
-		return 0;
 	}
-	if (strcmp(mode, "other-client") == 0) {
-		/* A second CUPTI client (as torch.profiler's Kineto) tries to take the buffers. */
-		int (*reg)(void *, void *) =
-		    (int (*)(void *, void *))dlsym(RTLD_DEFAULT, "cuptiActivityRegisterCallbacks");
+	waitpid(pid, &status, 0);
+	cu_init();
+	launched(count);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
 
-		printf("register returned %d\n", reg ? reg(NULL, NULL) : -1);
-		launched(n);
-		return 0;
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "exit";
+	size_t i;
+
+	count = argc > 2 ? (unsigned)atoi(argv[2]) : 1000;
+	self_exe = "/proc/self/exe";
+	before_cuda(mode);
+	if (strcmp(mode, "none") == 0)
+		return 0; /* what the exec modes exec: a program that never starts CUDA */
+	if (strcmp(mode, "fork") == 0)
+		return fork_before_cuda();
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (strcmp(mode, modes[i].name) != 0)
+			continue;
+		cu_init();
+		say_cupti();
+		if (strcmp(mode, "nvtx") == 0)
+			nvtx_ranges(count);
+		launched(count);
+		return modes[i].run();
 	}
-	if (strcmp(mode, "sigterm") == 0 || strcmp(mode, "sigint") == 0 ||
-	    strcmp(mode, "sighup") == 0) {
-		/* As a program busy in its main loop when Slurm's SIGTERM comes: it goes on until
-		 * the signal's action ends it. */
-		raise(strcmp(mode, "sigterm") == 0  ? SIGTERM
-		      : strcmp(mode, "sigint") == 0 ? SIGINT
-						    : SIGHUP);
-		for (;;)
-			pause();
-	}
-	if (strcmp(mode, "handled-int") == 0) {
-		raise(SIGINT);
-		launched(n); /* the program goes on after its handler: so must the recording */
-		return handled ? 0 : 5;
-	}
-	if (strcmp(mode, "sigkill") == 0) {
-		sleep_ms(1500); /* a periodic flush (TALLY_SLICE_MS=500) has run */
-		launched(n);	/* these are still in the pipeline when the kill comes */
-		raise(SIGKILL);
-	}
-	if (strcmp(mode, "segv") == 0)
-		*(volatile int *)bad_address = 1;
-	if (strcmp(mode, "abort") == 0)
-		abort();
 	fprintf(stderr, "fakeapp: unknown mode %s\n", mode);
 	return 2;
 }

@@ -7,7 +7,8 @@
  * request callback, per thread, as CUPTI 13 does, and hands them back when full or flushed.
  *
  * Knobs (environment): FAKECUPTI_HANG_FLUSH=1 makes a forced flush never return (the watchdog
- * test); FAKECUPTI_OTHER_SUBSCRIBER=1 makes cuptiSubscribe fail as with nsys attached.
+ * test); FAKECUPTI_SLOW_FLUSH_MS=N makes it take N ms (a close that takes a while, as with a
+ * large backlog); FAKECUPTI_OTHER_SUBSCRIBER=1 makes cuptiSubscribe fail as with nsys attached.
  */
 #include <cupti.h>
 #include <pthread.h>
@@ -149,6 +150,13 @@ API CUptiResult cuptiActivityFlushAll(uint32_t flag)
 	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && getenv("FAKECUPTI_HANG_FLUSH"))
 		for (;;)
 			pause(); /* what HPCToolkit saw CUPTI do */
+	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && getenv("FAKECUPTI_SLOW_FLUSH_MS")) {
+		long ms = atol(getenv("FAKECUPTI_SLOW_FLUSH_MS"));
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+		while (nanosleep(&ts, &ts) < 0)
+			;
+	}
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < MAX_THREADS; i++)
 		complete_locked(&threads[i]);
@@ -333,4 +341,20 @@ API void fakecupti_context_destroy(void)
 	if (subscriber_cb)
 		subscriber_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE,
 			      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, NULL);
+}
+
+/* A fork child has no CUPTI state of its own (CUDA does not even work there): the parent's
+ * per-thread buffers are the parent's, and must not come back to a session of the child's. */
+static void forget_parent(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	memset(threads, 0, sizeof(threads));
+	request_cb = NULL;
+	complete_cb = NULL;
+	subscriber_cb = NULL;
+}
+
+__attribute__((constructor)) static void fakecupti_loaded(void)
+{
+	pthread_atfork(NULL, NULL, forget_parent);
 }

@@ -4,12 +4,20 @@
 # Expected counts come from fakeapp's own "launched N" lines, never from tally.
 # Usage: test-exitpath.sh TALLY FAKEAPP FAKECUPTI
 set -u
-TALLY=$1 APP=$2
+TALLY=$1 APP=$2 HERE=$(cd "$(dirname "$0")" && pwd)
 export TALLY_CUPTI_PATH=$3 TALLY_SLICE_MS=500 TALLY_FLUSH_TIMEOUT_MS=2000
 # Under the sanitizer builds: libtally.so is preloaded ahead of the sanitizer runtime, and the
 # crash tests need the signals for themselves (memory errors are still caught).
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:handle_segv=0:handle_sigbus=0:handle_abort=0:detect_leaks=0"
-export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_signal_unsafe=0:handle_segv=0:handle_sigbus=0:handle_abort=0"
+# (die_after_fork=0: a fork child that starts a session starts threads, which TSan otherwise
+# refuses after a multi-threaded fork.)
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_signal_unsafe=0:handle_segv=0:handle_sigbus=0:handle_abort=0:die_after_fork=0"
+# A sanitizer build's libtally.so cannot be preloaded into an uninstrumented program (python3).
+SANITIZED=$(ldd "$APP" | grep -E -c 'lib(a|t)san')
+# Under TSan, threads started in a fork child ("dup thread with used id") and a signal that comes
+# to a thread blocked in a restarting waitpid (tally record's, which TSan only hands over at its
+# next intercepted call) are TSan's own limits: those two cases run in the other builds.
+TSAN=$(ldd "$APP" | grep -c 'libtsan')
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 N=3000
@@ -17,7 +25,8 @@ fail=0
 ok() { printf 'ok   %s\n' "$1"; }
 bad() { printf 'FAIL %s\n' "$1"; fail=1; }
 
-# run NAME MODE WANT_RC [env...]: records fakeapp MODE into $T/NAME/
+# run NAME MODE WANT_RC [env...]: records fakeapp MODE into $T/NAME/ (set TALLY_CMD to run
+# another program than fakeapp)
 run() {
 	name=$1 mode=$2 want=$3; shift 3
 	mkdir -p "$T/$name"
@@ -28,7 +37,7 @@ run() {
 }
 
 # expect NAME PID-INDEX PYTHON-CONDITION: s is the section, c its final counters, v the verdict,
-# L the launches fakeapp said that process made
+# L the launches fakeapp said that process made, why the reasons' texts, n the number of files
 expect() {
 	name=$1 idx=$2 cond=$3
 	files=$(ls "$T/$name"/*.tally 2>/dev/null | sort)
@@ -43,6 +52,8 @@ s = fl["sections"][0]
 c = s["ledger"]["counters"]
 v = s["verdict"]
 pid = s["pid"]
+why = " | ".join(r["text"] for r in s["reasons"])
+n = len([x for x in os.listdir(os.path.dirname(sys.argv[1])) if x.endswith(".tally")])
 L = sum(int(m.group(1)) for m in re.finditer(r"launched (\d+) pid (\d+)", open(sys.argv[2]).read()) if int(m.group(2)) == pid)
 k = s["records"]
 ok = eval(sys.argv[3])
@@ -90,6 +101,203 @@ run fork fork 0
 expect fork 0 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 3000)'
 expect fork 1 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 3000)'
 [ "$(ls "$T/fork"/*.tally | wc -l)" -eq 2 ] && ok "fork: two files" || bad "fork: file count"
+
+# fork after the session started (DataLoader workers, os.fork after CUDA): the child does
+# nothing, exits, _exits, execs (recorded as a new program), or starts its own session.  Its
+# exit status is the parent's (fakeapp passes it on); only the last two write a file.
+run fork-nothing fork-nothing 0
+expect fork-nothing 0 'v == "COMPLETE" and k["kernel"] == L == 6000 and s["ledger"]["flush_path"] == "exit"'
+run fork-exit fork-exit 7
+run fork-_exit fork-_exit 9
+for t in fork-nothing fork-exit fork-_exit; do
+	[ "$(ls "$T/$t"/*.tally | wc -l)" -eq 1 ] && ! grep -q "symbol lookup" "$T/$t/stderr" \
+		&& ok "$t: the child wrote no file" || bad "$t: files $(ls "$T/$t")"
+done
+expect fork-_exit 0 'v == "COMPLETE" and k["kernel"] == L == 6000'
+run fork-exec fork-exec 0
+expect fork-exec 0 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000)'
+expect fork-exec 1 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000)'
+if [ "$TSAN" -eq 0 ]; then
+	run fork-session fork-session 0
+	expect fork-session 0 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000) and n == 2'
+	expect fork-session 1 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000)'
+else
+	printf 'skip fork-session: TSan cannot start threads in a fork child\n'
+fi
+
+# every exec variant closes first (glibc's execl* do not go through the exported execve)
+run execl execl 0
+expect execl 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "exec" and n == 1'
+run execlp execlp 0 PATH="$(dirname "$APP"):$PATH"
+expect execlp 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "exec" and n == 1'
+run quick_exit quick_exit 3
+expect quick_exit 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "quick_exit"'
+# an image that execs itself keeps its pid: two files, neither overwriting the other, also
+# with --force
+run exec-self exec-self 0
+expect exec-self 1 'v == "COMPLETE" and k["kernel"] == 3000 and s["ledger"]["flush_path"] == "exec" and n == 2'
+expect exec-self 0 'v == "COMPLETE" and k["kernel"] == 1500 and s["ledger"]["flush_path"] == "exit" and sys.argv[1].endswith("-exec1.tally.json")'
+mkdir -p "$T/exec-self-f"
+"$TALLY" record -f -o "$T/exec-self-f/fixed.tally" -- "$APP" exec-self "$N" >/dev/null 2>&1
+"$TALLY" check -q "$T/exec-self-f/fixed.tally" "$T/exec-self-f/fixed-exec1.tally" >/dev/null \
+	&& ok "exec-self --force: two complete files" || bad "exec-self --force"
+
+# ---- signals from outside, as schedulers and terminals send them --------------------------
+# start NAME MODE [env...]: tally record runs fakeapp MODE in a session (and process group) of
+# its own, as a job step's, with SIGINT not ignored (foreground.py); returns once the program
+# says it is ready.  Sets bg, app, pgid.
+start() {
+	name=$1 mode=$2; shift 2
+	mkdir -p "$T/$name"
+	env "$@" FAKEAPP_READY="$T/$name/ready" FAKEAPP_GO="$T/$name/go" \
+		setsid -w python3 "$HERE/foreground.py" "$TALLY" record -o "$T/$name/%p.tally" -- \
+		${TALLY_CMD:-"$APP" "$mode"} "$N" \
+		>"$T/$name/stdout" 2>"$T/$name/stderr" &
+	bg=$!
+	ready "$T/$name/ready"
+	target "$T/$name/ready"
+}
+# stat_field PID N: field N after the command name in /proc/PID/stat (2 ppid, 3 process group)
+stat_field() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f"$2"; }
+# target READY: the program's pid and process group, or a failure (and no signal sent anywhere:
+# an empty pid must never become kill -SIG -1)
+target() {
+	app=$(cat "$1" 2>/dev/null) pgid=
+	[ -n "$app" ] && [ "$app" -gt 1 ] && pgid=$(stat_field "$app" 3)
+	[ -n "$pgid" ] && [ "$pgid" -gt 1 ] || { bad "$1: no program to signal"; app=0 pgid=0; }
+}
+# Poll for a file: under load (2 shared cores) the program may take seconds to get there.
+ready() {
+	i=0
+	while [ ! -s "$1" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -s "$1" ] || bad "$1: the program never got ready"
+}
+# finish NAME WANT_RC: wait for tally record (a minute at most: then its group is killed and
+# the test fails) and check its exit status
+finish() {
+	i=0
+	while kill -0 $bg 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	kill -0 $bg 2>/dev/null && { bad "$1: still running after a minute"; kill -KILL "-$bg" $bg; }
+	wait $bg
+	rc=$?
+	[ "$rc" -eq "$2" ] && ok "$1: exit status $rc" || { bad "$1: exit status $rc, want $2"; cat "$T/$1/stderr"; }
+}
+# untraced NAME MODE ACTION...: the same program without tally, the same signals; its status
+# must be what tally record returned
+untraced() {
+	name=$1 mode=$2; shift 2
+	mkdir -p "$T/$name-u"
+	FAKEAPP_NO_CUDA=1 FAKEAPP_READY="$T/$name-u/ready" FAKEAPP_GO="$T/$name-u/go" \
+		setsid -w python3 "$HERE/foreground.py" ${TALLY_CMD:-"$APP" "$mode"} "$N" >/dev/null 2>&1 &
+	bg=$!
+	ready "$T/$name-u/ready"
+	target "$T/$name-u/ready"
+	"$@"
+	wait $bg
+	urc=$?
+	[ "$urc" -eq "$rc" ] && ok "$name: untraced exit status is the same ($urc)" || bad "$name: untraced exit status $urc, traced $rc"
+}
+to_group() { [ "$pgid" -gt 1 ] && kill -"$1" "-$pgid"; } # kill -- -PGID, as dash spells it
+to_app() { [ "$app" -gt 1 ] && kill -"$1" "$app"; }
+to_tally() {
+	tp=$(stat_field "$app" 2)
+	[ "$app" -gt 1 ] && [ -n "$tp" ] && [ "$tp" -gt 1 ] && kill -"$1" "$tp"
+}
+
+# SIGTERM and SIGINT to the whole process group (Slurm's scancel and time limit, a terminal's ^C),
+# to tally record alone (Slurm's proctrack/cgroup: tally forwards it), to the program alone
+for sig in TERM INT; do
+	want=143
+	[ "$sig" = INT ] && want=130
+	for to in to_group to_tally to_app; do
+		[ "$TSAN" -ne 0 ] && [ $to = to_tally ] && { printf 'skip %s-to_tally under TSan\n' "$sig"; continue; }
+		start "$sig-$to" wait
+		$to "$sig"
+		finish "$sig-$to" "$want"
+		expect "$sig-$to" 0 "v == 'COMPLETE' and k['kernel'] == L == 3000 and s['ledger']['flush_path'] == 'signal' and c['signal'] == c['signal_received'] == $want - 128 and c['signals_received'] >= 1"
+		[ $to = to_group ] && untraced "$sig-$to" wait to_group "$sig"
+	done
+done
+
+# in_close NAME SIGNAL: wait until the trace shows the signal (the close has begun; with
+# FAKECUPTI_SLOW_FLUSH_MS it lasts that long), so what comes next comes during the close
+in_close() {
+	i=0
+	until "$TALLY" check --json "$T/$1/$app.tally" 2>/dev/null | grep -q "\"signal_received\": $2" || [ $i -ge 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+# the same signal again while the close runs: Slurm's TERM, CONT, TERM to the program, and ^C
+# twice to the group (with tally record's forwarding, more); none may cut the close short
+start TERM-twice wait FAKECUPTI_SLOW_FLUSH_MS=4000 TALLY_FLUSH_TIMEOUT_MS=30000
+to_app TERM
+in_close TERM-twice 15
+to_app CONT
+to_app TERM
+finish TERM-twice 143
+expect TERM-twice 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and c["signal_received"] == 15 and c["signals_received"] == 2 and c["signal_to_close_ns"] >= 4e9'
+start INT-twice wait FAKECUPTI_SLOW_FLUSH_MS=4000 TALLY_FLUSH_TIMEOUT_MS=30000
+to_group INT
+in_close INT-twice 2
+to_group INT
+finish INT-twice 130
+expect INT-twice 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and c["signal_received"] == 2 and c["signals_received"] >= 2'
+
+# every other signal whose default action ends the process, and a sent crash signal: the
+# program ends as it would untraced (138, 139: killed by the signal), with the trace closed
+start usr1 wait
+to_app USR1
+finish usr1 138
+expect usr1 0 'v == "COMPLETE" and k["kernel"] == L and s["ledger"]["flush_path"] == "signal" and c["signal"] == 10'
+untraced usr1 wait to_app USR1
+start segv-sent wait
+to_app SEGV
+finish segv-sent 139
+expect segv-sent 0 'v == "COMPLETE" and k["kernel"] == L and s["ledger"]["flush_path"] == "crash" and c["signal"] == 11'
+untraced segv-sent wait to_app SEGV
+
+# the program's own SIGINT handler, installed after CUDA started: it runs, the program goes on
+start own-handler own-handler
+to_app INT
+finish own-handler 0
+expect own-handler 0 'v == "COMPLETE" and k["kernel"] == L == 6000 and s["ledger"]["flush_path"] == "exit"'
+
+# handles SIGINT, then resets it to SIG_DFL and kills itself (Python's way): killed by SIGINT
+start dfl-raise dfl-raise
+to_app INT
+finish dfl-raise 130
+expect dfl-raise 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "signal" and c["signal"] == 2'
+untraced dfl-raise dfl-raise to_app INT
+
+# a real Python program: ^C to the group -> KeyboardInterrupt -> exit by SIGINT (130)
+if [ "$SANITIZED" -eq 0 ]; then
+	TALLY_CMD="python3 $HERE/pyapp.py" start python python
+	to_group INT
+	finish python 130
+	expect python 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "signal" and c["signal"] == 2'
+	TALLY_CMD="python3 $HERE/pyapp.py" untraced python python to_group INT
+else
+	printf 'skip python: a sanitizer build cannot be preloaded into python3\n'
+fi
+
+# ignores SIGTERM: must not die of one (nor of tally's forwarded copy), and ends normally
+start ignore-term ignore-term
+to_group TERM
+sleep 1
+kill -0 "$app" 2>/dev/null && ok "ignore-term: alive after SIGTERM" || bad "ignore-term: died of SIGTERM"
+: >"$T/ignore-term/go"
+finish ignore-term 0
+expect ignore-term 0 'v == "COMPLETE" and k["kernel"] == L == 6000 and s["ledger"]["flush_path"] == "exit" and c["signals_received"] == 0'
+
+# SIGKILL in the middle of the close (CUPTI's flush hangs, the grace runs out): INCOMPLETE,
+# and the reader says which signal came and that the close did not finish
+start kill-in-close wait FAKECUPTI_HANG_FLUSH=1 TALLY_FLUSH_TIMEOUT_MS=120000
+to_app TERM
+in_close kill-in-close 15
+to_app KILL
+finish kill-in-close 137
+expect kill-in-close 0 'v == "INCOMPLETE" and not s["ledger"]["final"] and c["signal_received"] == 15 and "SIGTERM at +" in why and "did not finish" in why and "SIGKILL, OOM" not in why'
 
 # a full disk: what fits is readable, the rest is counted as lost
 run fulldisk fulldisk 0

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target for what reads traces for people: any bytes, as a file, through tally stats (every
- * report, table and JSON), every export format and merge, without a crash, a hang, a leak or
- * undefined behaviour.  The reader's own target (fuzz-reader.c) covers the format underneath.
+ * report, table and JSON), every export format, the HTML report and merge, without a crash, a
+ * hang, a leak or undefined behaviour.  The reader's own target (fuzz-reader.c) covers the format
+ * underneath.
  */
 #include <fcntl.h>
 #include <ftw.h>
@@ -58,6 +59,16 @@ static void exports(char *path)
 		report_set_find_base(&set);
 		(void)report_export(export_formats[i], &set, &o, NULL, NULL, &es, err, sizeof(err));
 		report_set_close(&set);
+	}
+	{
+		/* the HTML report: two passes, buckets, gaps, the page; few buckets keep it quick
+		 */
+		struct report_html_opts ho = {
+		    .output = out, .force = true, .buckets = 256, .exact_budget = 1000};
+		struct report_html_result hr;
+
+		snprintf(out, sizeof(out), "%s/out.html", dir);
+		(void)report_html(&path, 1, &ho, NULL, NULL, &hr, err, sizeof(err));
 	}
 	snprintf(out, sizeof(out), "%s/merged.tally", dir);
 	if (report_set_open(&set, &path, 1, err, sizeof(err)) == 0) {

@@ -46,8 +46,11 @@ rec() {
 }
 
 # expect NAME INDEX CONDITION: python over the INDEX-th trace (by pid order): s section,
-# c counters, v verdict, k records by kind, out the program's stdout, names the kernel names and
-# api the API call names seen (lists, from tally-dump), status the exit status.
+# c counters, v verdict, k records by kind, out the program's stdout, names the kernel names,
+# api the API call names and ranges the NVTX range names seen (lists, from tally-dump), status
+# the exit status, stopped what the program said it launched when a signal stopped it, progress
+# the last "progress N" it printed, before(t) the workload's last launched_total printed before
+# time t, files the number of traces in the case's directory.
 expect() {
 	local name=$1 idx=$2 cond=$3 f
 	f=$(ls "$OUT/$name"/*.tally 2>/dev/null | sort -t/ -k1 | sed -n "$((idx + 1))p")
@@ -55,19 +58,25 @@ expect() {
 	"$TALLY" check --json "$f" >"$f.json" 2>/dev/null
 	"$DUMP" "$f" >"$f.dump" 2>/dev/null
 	if $PY - "$f.json" "$f.dump" "$OUT/$name/stdout" "$OUT/$name/status" "$cond" <<'PY'; then
-import json, re, sys
+import json, os, re, sys
 d = json.load(open(sys.argv[1]))
 s = d["files"][0]["sections"][0]
 c, v, k = s["ledger"]["counters"], s["verdict"], s["records"]
 lines = open(sys.argv[2]).read().splitlines()
 names = [l.split(" name=", 1)[1] for l in lines if l.startswith("kernel ")]
 api = [l.split(" name=", 1)[1] for l in lines if l.startswith(("runtime ", "driver "))]
+ranges = [l.split(" name=", 1)[1] for l in lines if l.startswith("nvtx_range ")]
 devs = sorted({int(re.search(r" dev=(\d+)", l).group(1)) for l in lines if l.startswith("kernel ")})
 streams = {re.search(r" stream=(\d+)", l).group(1) for l in lines if l.startswith("kernel ")}
 graphs = [l for l in lines if l.startswith("kernel ") and " graph=0 " not in l]
 out = open(sys.argv[3]).read()
 status = int(open(sys.argv[4]).read())
 num = lambda key: sum(int(m) for m in re.findall(key + r" (\d+)", out))
+m = re.search(r"stopped_by \d+ (?:launched_total|adds) (\d+)", out)
+stopped = int(m.group(1)) if m else -1  # what the program says it launched before it stopped
+progress = max([int(n) for n in re.findall(r"progress (\d+)", out)] or [0])
+files = len([x for x in os.listdir(os.path.dirname(sys.argv[1])) if x.endswith(".tally")])
+before = lambda t: max([int(n) for n, at in re.findall(r"launched_total (\d+) at (\d+)", out) if int(at) < t] or [0])
 ok = eval(sys.argv[5])
 if not ok:
     print("  verdict", v, [r["text"] for r in s["reasons"]], "\n  records", k,
@@ -139,6 +148,110 @@ if want sigterm; then
 	# Every kernel the program saw finish before the close began is there (it runs on for a few
 	# ms after the signal, outside the window); calls in flight at the close are cut_at_edges.
 	expect sigterm 0 'v == "COMPLETE" and status == 143 and c["signal"] == 15 and s["ledger"]["flush_path"] == "signal" and k["kernel"] >= max(int(n) for n, t in re.findall(r"launched_total (\d+) at (\d+)", out) if int(t) < c["flush_start"]) and abs(k["kernel"] - api.count("cudaLaunchKernel")) <= c["cut_at_edges"]'
+fi
+
+# ---- signals as a job step or a terminal delivers them ----------------------------------
+# sig_case NAME SIGNAL READY -- PROGRAM...: tally record runs PROGRAM in a session (and process
+# group) of its own with SIGINT not ignored (a job step; a terminal's foreground job); once the
+# program's stdout shows READY, SIGNAL goes to the whole group (kill -- -PGID: Slurm's scancel and
+# time limit, a terminal's ^C), so the program gets it directly and again through tally record's
+# forwarding.  The program must say "pid N" first.  Two minutes at most after the signal.
+sig_case() {
+	local name=$1 sig=$2 pattern=$3 bg i=0 pid pgid mine
+	shift 4
+	mkdir -p "$OUT/$name"
+	setsid -w $PY "$HERE/../exitpath/foreground.py" "$TALLY" record -o "$OUT/$name/%p.tally" -- \
+		"$@" >"$OUT/$name/stdout" 2>"$OUT/$name/stderr" &
+	bg=$!
+	while ! grep -q "$pattern" "$OUT/$name/stdout" 2>/dev/null && [ $i -lt 900 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	pid=$(awk '/^pid /{print $2; exit}' "$OUT/$name/stdout")
+	pgid=$([ -n "$pid" ] && sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f3)
+	mine=$(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f3)
+	if [ -n "$pgid" ] && [ "$pgid" -gt 1 ] && [ "$pgid" != "$mine" ]; then
+		date +%s.%N >"$OUT/$name/signal_sent"
+		kill -"$sig" -- "-$pgid"
+	else
+		bad "$name: the program never got ready (no process group to signal)"
+	fi
+	i=0
+	while kill -0 $bg 2>/dev/null && [ $i -lt 600 ]; do sleep 0.2; i=$((i + 1)); done
+	if kill -0 $bg 2>/dev/null; then
+		bad "$name: still running two minutes after the signal"
+		[ -n "$pgid" ] && [ "$pgid" -gt 1 ] && [ "$pgid" != "$mine" ] && kill -KILL -- "-$pgid"
+	fi
+	wait $bg
+	echo $? >"$OUT/$name/status"
+}
+
+# close_time NAME: the time from the signal to the closed file, as the ledger measured it (for
+# the report: it must fit well inside Slurm's KillWait, 30 s by default)
+close_time() {
+	local f
+	f=$(ls "$OUT/$1"/*.tally.json 2>/dev/null | head -1)
+	[ -n "$f" ] && $PY - "$f" "$1" <<'PY2'
+import json, sys
+s = json.load(open(sys.argv[1]))["files"][0]["sections"][0]
+c = s["ledger"]["counters"]
+print(f"close {sys.argv[2]}: signal {c['signal_received']} -> file closed in "
+      f"{c['signal_to_close_ns'] / 1e6:.1f} ms; {c['signals_received']} signal(s); "
+      f"{c['records_parsed']} records; {s['verdict']}")
+PY2
+}
+
+# The C launch loop: group SIGTERM and group SIGINT with no handler of its own (it dies of the
+# signal after the close; every kernel it saw finish before the close began is there), and with
+# its own handlers (it stops, says exactly how many it launched, resets SIG_DFL and raises).
+if want signals; then
+	for sig in TERM INT; do
+		st=143
+		[ $sig = INT ] && st=130
+		sig_case "c_$sig" $sig "launched_total 3000 " -- "$W" --forever
+		expect "c_$sig" 0 "v == 'COMPLETE' and status == $st and c['signal_received'] == $st - 128 and s['ledger']['flush_path'] == 'signal' and k['kernel'] >= before(c['flush_start']) > 0 and abs(k['kernel'] - api.count('cudaLaunchKernel')) <= c['cut_at_edges']"
+		close_time "c_$sig"
+		sig_case "c_graceful_$sig" $sig "launched_total 3000 " -- "$W" --forever --stop-on-signal
+		expect "c_graceful_$sig" 0 "v == 'COMPLETE' and status == $st and k['kernel'] == api.count('cudaLaunchKernel') == stopped > 0 and c['signal_received'] == $st - 128"
+		close_time "c_graceful_$sig"
+	done
+	# a large backlog at the signal (a consumer slowed to 5 us per record falls behind CUPTI):
+	# the close drains it all, and must still end well inside KillWait
+	TALLY_TEST_SLOW_CONSUMER_NS=5000 sig_case c_backlog TERM "launched_total 300000 " -- "$W" --forever
+	expect c_backlog 0 's["ledger"]["final"] and status == 143 and c["signal_to_close_ns"] < 20e9'
+	close_time c_backlog
+fi
+
+# PyTorch: a fork DataLoader (4 workers, forked after CUDA started), os.fork() after CUDA, and a
+# loop stopped by group SIGTERM / SIGINT, plain (KeyboardInterrupt) and graceful (own handlers).
+if want torch_signals; then
+	if $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+		rec dataloader -- $PY "$HERE/torch_dataloader.py" 300 4
+		expect dataloader 0 'v == "COMPLETE" and status == 0 and ranges.count("step") == num("steps") == 300 and files == 1'
+		grep -q "symbol lookup" "$OUT/dataloader/stderr" && bad "dataloader: symbol lookup error" || ok "dataloader: no symbol lookup error"
+		rec os_fork -- $PY "$HERE/torch_fork.py" 2000
+		expect os_fork 0 'v == "COMPLETE" and status == 0 and sum("add" in n for n in names) == num("adds") == 4000 and "child_status 0" in out'
+		rec os_fork_exit -- $PY "$HERE/torch_fork.py" 2000 --os-exit
+		expect os_fork_exit 0 'v == "COMPLETE" and status == 0 and sum("add" in n for n in names) == num("adds") == 4000 and "child_status 0" in out'
+		for t in os_fork os_fork_exit; do
+			[ "$(ls "$OUT/$t"/*.tally | wc -l)" -eq 1 ] && ok "$t: the child wrote no file" || bad "$t: $(ls "$OUT/$t")"
+		done
+		sig_case torch_INT INT "ready" -- $PY "$HERE/torch_signal.py" plain
+		expect torch_INT 0 'v == "COMPLETE" and status == 130 and stopped <= sum("add" in n for n in names) <= stopped + 1 and stopped <= ranges.count("step") <= stopped + 1 and c["signal_received"] == 2'
+		close_time torch_INT
+		sig_case torch_TERM TERM "ready" -- $PY "$HERE/torch_signal.py" plain
+		expect torch_TERM 0 'v == "COMPLETE" and status == 143 and sum("add" in n for n in names) >= progress > 0 and c["signal_received"] == 15'
+		close_time torch_TERM
+		for sig in TERM INT; do
+			st=143
+			[ $sig = INT ] && st=130
+			sig_case "torch_graceful_$sig" $sig "ready" -- $PY "$HERE/torch_signal.py" graceful
+			expect "torch_graceful_$sig" 0 "v == 'COMPLETE' and status == $st and sum('add' in n for n in names) == ranges.count('step') == stopped > 0 and c['signal_received'] == $st - 128"
+			close_time "torch_graceful_$sig"
+		done
+	else
+		skipped "torch_signals: no PyTorch with CUDA"
+	fi
 fi
 
 # SIGKILL mid-run: nothing can run; the file reads to its last intact chunk, INCOMPLETE.

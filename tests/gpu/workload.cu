@@ -13,6 +13,9 @@
 //   --profiler-range     N/4 launches, cudaProfilerStart, N/2, cudaProfilerStop, N/4
 //   --device D           cudaSetDevice(D)
 //   --forever            launch batches of 1000 until killed, printing the running total
+//   --stop-on-signal     with --forever: SIGTERM/SIGINT end the loop after the current batch;
+//                        it prints "stopped_by SIG launched_total N" (every launch synchronized)
+//                        and then dies of the signal (SIG_DFL, raise), as a graceful trainer does
 //   --sleep-ms MS        sleep before exiting
 //   --exit MODE          leave by: return (default), exit, _exit, abort
 //   --spin K             every K-th launch is `spin` (a kernel that busy-waits SPIN_CYCLES GPU
@@ -24,6 +27,7 @@
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +67,7 @@ struct opts {
 	long memcpy_n = 0, memcpy_bytes = 0, memset_n = 0, memset_bytes = 0;
 	long graph_k = 0, graph_r = 0;
 	bool nvtx = false, driver = false, forever = false, profiler_range = false, nvtx_long = false;
+	bool stop_on_signal = false;
 	int device = 0;
 	long sleep_ms = 0;
 	const char *exit_mode = "return";
@@ -178,12 +183,32 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+/* The program's own handlers, installed after CUDA started (tally is in front by then). */
+static void catch_stop_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+}
+
 static void forever(void)
 {
 	int *counter;
 	long total = 0;
 	CHECK(cudaMalloc(&counter, sizeof(int)));
-	for (;;) {
+	if (O.stop_on_signal)
+		catch_stop_signals();
+	while (!stop_signal) {
 		for (int i = 0; i < 1000; i++)
 			tiny<<<1, 32>>>(counter);
 		CHECK(cudaDeviceSynchronize());
@@ -194,6 +219,13 @@ static void forever(void)
 		       (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
 		fflush(stdout);
 	}
+	/* Every launch above is synchronized: the trace must hold exactly `total` kernels. */
+	printf("stopped_by %d launched_total %ld\n", (int)stop_signal, total);
+	fflush(stdout);
+	signal(stop_signal, SIG_DFL);
+	raise(stop_signal);
+	for (;;) /* the default action ends us (under tally, once the trace is closed) */
+		pause();
 }
 
 static void profiler_range(void)
@@ -228,6 +260,7 @@ static void parse(int argc, char **argv)
 		else if (!strcmp(a, "--nvtx-long")) O.nvtx_long = true;
 		else if (!strcmp(a, "--driver")) O.driver = true;
 		else if (!strcmp(a, "--forever")) O.forever = true;
+		else if (!strcmp(a, "--stop-on-signal")) O.stop_on_signal = true;
 		else if (!strcmp(a, "--profiler-range")) O.profiler_range = true;
 		else if (!strcmp(a, "--spin")) O.spin_every = atol(v), i++;
 		else { fprintf(stderr, "workload: unknown option %s\n", a); exit(2); }

@@ -49,7 +49,8 @@ static void usage(FILE *out)
 	      "  --scale NAME_INDEX:FACTOR (that kernel name lasts FACTOR times longer)\n"
 	      "  --swap-at K (launches K and K+1 swap names) --idle-at K:MS[:DROPS] (before\n"
 	      "  launch K the GPU idles MS ms; CUPTI drops DROPS records halfway; the clock is\n"
-	      "  then paced to real time; repeatable)\n",
+	      "  then paced to real time; repeatable)\n"
+	      "environment: RANK=N records the session as rank N (RANK=N), as the collector does\n",
 	      out);
 }
 

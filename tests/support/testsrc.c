@@ -28,6 +28,8 @@ const char *const testsrc_kernel_names[] = {
     "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8::Params)",
     "reduce_kernel<512, 1, ReduceOp<float, Sum>>",
     "bad utf8 \xff\xfe here",
+    /* for pages: a name that would end a <script> block and run code if pasted as HTML */
+    "</script><img src=x onerror=\"document.body.dataset.pwned=1\">\xe2\x80\xa8<!--",
 };
 const unsigned testsrc_kernel_names_count =
     sizeof(testsrc_kernel_names) / sizeof(testsrc_kernel_names[0]);
@@ -655,6 +657,13 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 	tally_kv_uint(b, TALLY_SK_KINDS, kinds_mask);
 	tally_kv_bytes(b, TALLY_SK_SESSION_ID, id, sizeof(id));
 	tally_kv_str(b, TALLY_SK_SOURCE, "testsrc");
+	/* RANK, as the collector records it, so tests can make the traces of a multi-rank run */
+	if (getenv("RANK")) {
+		char rank[64];
+
+		snprintf(rank, sizeof(rank), "RANK=%s", getenv("RANK"));
+		tally_kv_str(b, TALLY_SK_RANK, rank);
+	}
 }
 
 ssize_t fault_sink_write(void *ctx, const void *buf, size_t len)

@@ -598,15 +598,93 @@ static void test_reader_seq_gap(void **state)
 	mem_file_close(&m);
 }
 
+/* A signal came and the close never finished (SIGKILL after the grace): the reason names the
+ * signal and its time, not "SIGKILL, OOM"; with the final ledger there, no such reason. */
+static const struct tally_reason *not_closed(const struct tally_verdict *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->nreasons; i++)
+		if (v->reasons[i].code == TALLY_R_NOT_CLOSED)
+			return &v->reasons[i];
+	return NULL;
+}
+
+static void test_verdict_signal_not_closed(void **state)
+{
+	struct tally_file f;
+	struct tally_section s;
+	struct tally_verdict v;
+	const struct tally_reason *r;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	memset(&s, 0, sizeof(s));
+	s.ledgers = 3;
+	s.ledger.slice = 12;
+	tally_verdict_compute(&f, &s, &v);
+	assert_non_null(r = not_closed(&v));
+	assert_non_null(strstr(r->hint, "SIGKILL, OOM")); /* no signal known: as before */
+	tally_verdict_fini(&v);
+
+	s.ledger.v[TALLY_C_SIGNAL_RECEIVED] = 15;
+	s.ledger.v[TALLY_C_SIGNAL_AT] = 12300000000ull;
+	s.ledger.v[TALLY_C_SIGNALS_RECEIVED] = 2;
+	tally_verdict_compute(&f, &s, &v);
+	assert_false(v.complete);
+	assert_non_null(r = not_closed(&v));
+	assert_non_null(strstr(r->text, "SIGTERM at +12.3 s; the close did not finish"));
+	assert_null(strstr(r->text, "SIGKILL, OOM"));
+	assert_null(strstr(r->hint, "SIGKILL, OOM"));
+	assert_non_null(strstr(r->hint, "KillWait"));
+	tally_verdict_fini(&v);
+
+	s.has_final = true;
+	tally_verdict_compute(&f, &s, &v);
+	assert_null(not_closed(&v));
+	assert_true(v.complete);
+	tally_verdict_fini(&v);
+}
+
+/* The signal counters go through the LEDGER codec; a reader that knows them not skips them. */
+static void test_ledger_signal_counters(void **state)
+{
+	struct tally_ledger in, out;
+	struct tally_buf b = {0};
+	unsigned id;
+
+	(void)state;
+	memset(&in, 0, sizeof(in));
+	for (id = TALLY_C_SIGNAL_RECEIVED; id <= TALLY_C_SIGNAL_TO_CLOSE; id++) {
+		in.v[id] = 1000 + id;
+		assert_non_null(tally_counter_info(id));
+	}
+	tally_ledger_encode(&b, &in);
+	assert_true(tally_ledger_decode(b.data, b.len, true, &out));
+	for (id = TALLY_C_SIGNAL_RECEIVED; id <= TALLY_C_SIGNAL_TO_CLOSE; id++)
+		assert_int_equal(out.v[id], 1000 + id);
+	assert_int_equal(out.unknown_counters, 0);
+	assert_string_equal(tally_flush_path_name(TALLY_FLUSH_QUICK_EXIT), "quick_exit");
+	tally_buf_fini(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_varint_roundtrip),   cmocka_unit_test(test_codec_roundtrip),
-	    cmocka_unit_test(test_codec_kernel_size),  cmocka_unit_test(test_codec_row_limits),
-	    cmocka_unit_test(test_codec_damage),       cmocka_unit_test(test_strtab),
-	    cmocka_unit_test(test_reader_intact),      cmocka_unit_test(test_reader_truncated),
-	    cmocka_unit_test(test_reader_flipped),     cmocka_unit_test(test_reader_unknown_chunk),
-	    cmocka_unit_test(test_reader_not_a_trace), cmocka_unit_test(test_reader_seq_gap),
+	    cmocka_unit_test(test_varint_roundtrip),
+	    cmocka_unit_test(test_codec_roundtrip),
+	    cmocka_unit_test(test_codec_kernel_size),
+	    cmocka_unit_test(test_codec_row_limits),
+	    cmocka_unit_test(test_codec_damage),
+	    cmocka_unit_test(test_strtab),
+	    cmocka_unit_test(test_reader_intact),
+	    cmocka_unit_test(test_reader_truncated),
+	    cmocka_unit_test(test_reader_flipped),
+	    cmocka_unit_test(test_reader_unknown_chunk),
+	    cmocka_unit_test(test_reader_not_a_trace),
+	    cmocka_unit_test(test_reader_seq_gap),
+	    cmocka_unit_test(test_verdict_signal_not_closed),
+	    cmocka_unit_test(test_ledger_signal_counters),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run_bounded (bounded.h): the helper thread and the waiter share one refcounted block, so
+ * whichever finishes last frees it, and a helper stuck for good leaks only that block.
+ */
+#include "bounded.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct bounded {
+	void (*fn)(void *);
+	void *arg;
+	_Atomic int done;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	_Atomic int refs; /* the waiter and the runner; the last one frees */
+};
+
+static void bounded_put(struct bounded *b)
+{
+	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
+		pthread_mutex_destroy(&b->lock);
+		pthread_cond_destroy(&b->cond);
+		free(b);
+	}
+}
+
+static void *bounded_main(void *arg)
+{
+	struct bounded *b = arg;
+
+	b->fn(b->arg);
+	pthread_mutex_lock(&b->lock);
+	atomic_store_explicit(&b->done, 1, memory_order_release);
+	pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+	bounded_put(b);
+	return NULL;
+}
+
+static struct bounded *bounded_new(void (*fn)(void *), void *arg)
+{
+	struct bounded *b = calloc(1, sizeof(*b));
+	pthread_condattr_t ca;
+
+	if (!b)
+		return NULL;
+	b->fn = fn;
+	b->arg = arg;
+	atomic_init(&b->refs, 2);
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&b->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	return b;
+}
+
+/* A detached thread that takes no signals; false if none could be made. */
+static bool bounded_start(struct bounded *b)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int rc;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&t, &attr, bounded_main, b);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return rc == 0;
+}
+
+static bool bounded_wait(struct bounded *b, uint64_t timeout_ns)
+{
+	struct timespec deadline;
+	bool ok;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += (time_t)(timeout_ns / 1000000000ull);
+	deadline.tv_nsec += (long)(timeout_ns % 1000000000ull);
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&b->lock);
+	while (!atomic_load_explicit(&b->done, memory_order_acquire))
+		if (pthread_cond_timedwait(&b->cond, &b->lock, &deadline) == ETIMEDOUT)
+			break;
+	ok = atomic_load_explicit(&b->done, memory_order_acquire);
+	pthread_mutex_unlock(&b->lock);
+	return ok;
+}
+
+bool run_bounded(void (*fn)(void *), void *arg, uint64_t timeout_ns)
+{
+	struct bounded *b = bounded_new(fn, arg);
+	bool ok;
+
+	if (!b || !bounded_start(b)) {
+		/* No watchdog to be had (no memory, no threads): run it here, unbounded. */
+		if (b) {
+			atomic_store(&b->refs, 1);
+			bounded_put(b);
+		}
+		fn(arg);
+		return true;
+	}
+	ok = bounded_wait(b, timeout_ns);
+	/* On a timeout the runner is left behind, stuck; it frees b if it ever returns. */
+	bounded_put(b);
+	return ok;
+}

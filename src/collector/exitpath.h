@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The exit paths, as entry points into the session: the interposed exits and execs and the fork
+ * hooks (exitpath.c), and the signals (signals.c).  Both call the session; nothing calls them
+ * but the loader (constructor, interposition) and inject.c, once a session runs.
+ */
+#ifndef TALLY_COLLECTOR_EXITPATH_H
+#define TALLY_COLLECTOR_EXITPATH_H
+
+void exitpath_init(void); /* at load: the fork hooks */
+void exitpath_arm(void);  /* a session runs: atexit */
+
+/* signals.c: put tally's handler in front of every signal that can end the process, keeping
+ * what the program asked for (and answering its sigaction calls with it). */
+void signals_arm(void);
+void signals_before_fork(void);
+void signals_after_fork_parent(void);
+/* The child is not recorded (yet): every signal goes back to what the program asked for. */
+void signals_after_fork_child(void);
+
+#endif

@@ -1,0 +1,1066 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally report: draws the page from the two JSON blocks tally wrote into it (tally-stats: the
+ * verdict and the stats reports; tally-timeline: lanes, buckets, exact events, ledger, gaps).
+ * Names come from traces and are hostile: they only ever reach the page through textContent or
+ * the canvas, never as markup.
+ */
+"use strict";
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+function el(tag, attrs, text) {
+	const e = document.createElement(tag);
+	if (attrs)
+		for (const k of Object.keys(attrs)) {
+			if (k === "class") e.className = attrs[k];
+			else e.setAttribute(k, attrs[k]);
+		}
+	if (text !== undefined && text !== null) e.textContent = String(text);
+	return e;
+}
+
+function readJson(id) {
+	const node = document.getElementById(id);
+	return JSON.parse(node.textContent);
+}
+
+function fmtNs(ns) {
+	const a = Math.abs(ns);
+	if (a >= 1e9) return (ns / 1e9).toFixed(3) + " s";
+	if (a >= 1e6) return (ns / 1e6).toFixed(3) + " ms";
+	if (a >= 1e3) return (ns / 1e3).toFixed(2) + " \u00b5s";
+	return Math.round(ns) + " ns";
+}
+
+function fmtCount(n) {
+	return Number(n).toLocaleString("en-US");
+}
+
+function fmtBytes(b) {
+	const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+	let i = 0;
+	while (b >= 1024 && i < units.length - 1) {
+		b /= 1024;
+		i++;
+	}
+	return (i ? b.toFixed(1) : String(b)) + " " + units[i];
+}
+
+/* A stable colour per name: the same kernel has the same colour everywhere. */
+function hue(name) {
+	let h = 2166136261;
+	for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619);
+	return ((h >>> 0) % 360);
+}
+
+function nameColor(name, light) {
+	return "hsl(" + hue(name) + ",62%," + (light ? "72%" : "52%") + ")";
+}
+
+function reportError(where, err) {
+	const box = document.getElementById("tally-errors");
+	const text = where + ": " + (err && err.stack ? err.stack : String(err));
+	window.tallyErrors.push(text);
+	box.textContent += text + "\n";
+	box.hidden = false;
+}
+
+/* Each part draws on its own: one failing must not take the others with it. */
+function part(where, fn) {
+	try {
+		fn();
+	} catch (err) {
+		reportError(where, err);
+	}
+}
+
+const STATS = readJson("tally-stats");
+const TL = readJson("tally-timeline");
+const SECS = TL.sections;
+const LANE_COLORS = { gpu: "#2f6fdf", api: "#8a5cd0", nvtx: "#d98a1f", device: "#1f9d8a" };
+
+function secLabel(i) {
+	const s = SECS[i];
+	return s ? s.label : "section " + i;
+}
+
+function secShort(i) {
+	const s = SECS[i];
+	if (!s) return "section " + i;
+	return s.rank ? s.rank : "pid " + s.pid;
+}
+
+/* ---- verdict ------------------------------------------------------------------------------ */
+
+function whenLine(w) {
+	const b = (w.begin_s >= 0 ? "+" : "") + w.begin_s.toFixed(3);
+	const e = (w.end_s >= 0 ? "+" : "") + w.end_s.toFixed(3);
+	return "when: " + b + " s .. " + e + " s: " + fmtCount(w.count);
+}
+
+function reasonItem(input, sec, r) {
+	const li = el("li");
+	li.appendChild(el("div", { class: "text", title: r.code }, "- " + r.text));
+	for (const w of r.windows || []) li.appendChild(el("div", { class: "when" }, whenLine(w)));
+	if (r.hint) li.appendChild(el("div", { class: "fix" }, "fix: " + r.hint));
+	return li;
+}
+
+function renderVerdict() {
+	const box = document.getElementById("verdict");
+	const complete = STATS.verdict === "COMPLETE";
+	const banner = el("div", { class: "banner " + (complete ? "complete" : "incomplete"), id: "verdict-banner" });
+	banner.appendChild(el("span", { class: "word", id: "verdict-word" }, STATS.verdict));
+	banner.appendChild(el("span", { class: "why" }, complete
+		? "every record handed to tally is in the trace: gaps are idle time, counts are exact"
+		: "data was lost: a gap is not idle time, a count is a lower bound"));
+	const list = el("ul", { class: "reasons", id: "verdict-reasons" });
+	for (const input of STATS.inputs) {
+		for (const d of input.damage || [])
+			list.appendChild(el("li", { class: "text" }, input.path + ": " + d.kind + " at byte " + d.offset));
+		for (const sec of input.sections) {
+			if (sec.verdict === "COMPLETE") continue;
+			const li = el("li");
+			const who = "pid " + sec.pid + " on " + sec.host + (sec.rank ? " (" + sec.rank + ")" : "");
+			li.appendChild(el("div", { class: "sec" }, input.path + " [" + sec.file_section + "] " + who + ": INCOMPLETE"));
+			const sub = el("ul", { class: "reasons" });
+			for (const r of sec.reasons) sub.appendChild(reasonItem(input, sec, r));
+			li.appendChild(sub);
+			list.appendChild(li);
+		}
+	}
+	banner.appendChild(list);
+	box.appendChild(banner);
+	const facts = el("div", { class: "facts" });
+	const add = (k, v) => {
+		const span = el("span");
+		span.appendChild(el("b", null, k + " "));
+		span.appendChild(document.createTextNode(v));
+		facts.appendChild(span);
+	};
+	add("records", fmtCount(STATS.records));
+	add("files", String(STATS.inputs.length));
+	add("processes", String(SECS.length));
+	add("span", fmtNs(TL.span_ns));
+	if (STATS.untimed_records) add("untimed records", fmtCount(STATS.untimed_records));
+	box.appendChild(facts);
+	const paths = STATS.inputs.map((i) => i.path).join("  ");
+	document.getElementById("subtitle").textContent = paths + "  \u2014  " + STATS.verdict;
+	document.title = "tally report: " + STATS.verdict + " \u2014 " + paths;
+}
+
+/* ---- time axes: loss windows and gaps are drawn on all of them ----------------------------- */
+
+function lossWindows(sec) {
+	return TL.loss_windows.filter((w) => sec === undefined || w.sec === sec);
+}
+
+/* uPlot plugin: shade loss windows (red) and, for busy charts, idle and unproven stretches. */
+function shadePlugin(sec, gaps) {
+	return {
+		hooks: {
+			drawAxes: [(u) => {
+				const ctx = u.ctx;
+				const top = u.bbox.top, h = u.bbox.height;
+				ctx.save();
+				ctx.fillStyle = "rgba(179,38,30,0.16)";
+				for (const w of lossWindows(sec)) {
+					const x0 = u.valToPos(w.begin / 1e9, "x", true);
+					const x1 = Math.max(u.valToPos(w.end / 1e9, "x", true), x0 + 2);
+					ctx.fillRect(x0, top, x1 - x0, h);
+				}
+				for (const g of gaps || []) {
+					const x0 = u.valToPos(g[1] / 1e9, "x", true);
+					const x1 = Math.max(u.valToPos(g[2] / 1e9, "x", true), x0 + 1);
+					ctx.fillStyle = g[3] ? hatch(ctx) : "rgba(120,130,140,0.22)";
+					ctx.fillRect(x0, top, x1 - x0, h);
+				}
+				ctx.restore();
+			}],
+		},
+	};
+}
+
+let hatchPattern = null;
+function hatch(ctx) {
+	if (hatchPattern) return hatchPattern;
+	const c = document.createElement("canvas");
+	c.width = c.height = 8;
+	const g = c.getContext("2d");
+	g.strokeStyle = "rgba(179,38,30,0.75)";
+	g.lineWidth = 2;
+	g.beginPath();
+	g.moveTo(0, 8);
+	g.lineTo(8, 0);
+	g.stroke();
+	hatchPattern = ctx.createPattern(c, "repeat");
+	return hatchPattern;
+}
+
+/* x axes are in seconds; their ticks in the unit the span calls for */
+function timeAxis(spanS) {
+	const unit = spanS < 2e-3 ? ["\u00b5s", 1e6] : spanS < 2 ? ["ms", 1e3] : ["s", 1];
+	return {
+		label: "time since the first record (" + unit[0] + ")", size: 40,
+		values: (u, splits) => splits.map((v) => Number((v * unit[1]).toPrecision(6)).toString()),
+	};
+}
+
+const CHARTS = [];
+
+function chartWidth(container) {
+	return Math.max(480, (container.clientWidth || document.body.clientWidth - 90) - 10);
+}
+
+/* ---- ledger ------------------------------------------------------------------------------- */
+
+function perSlice(snaps, key) {
+	let prev = 0;
+	return snaps.map((s) => {
+		const d = s[key] - prev;
+		prev = s[key];
+		return d;
+	});
+}
+
+function renderLedger() {
+	const box = document.getElementById("ledger");
+	for (const led of TL.ledgers) {
+		const snaps = led.snaps.slice().sort((a, b) => a.t - b.t);
+		box.appendChild(el("div", { class: "chart-title" }, secLabel(led.sec) + ": " + snaps.length + " ledger snapshot(s)"));
+		if (led.flush) {
+			const f = led.flush;
+			box.appendChild(el("div", { class: "flush", id: "flush-" + led.sec },
+				"closing flush by " + f.path + ", " + fmtNs(f.ns) + ", " + (f.completed ? "completed" : "NOT completed") +
+				", " + fmtCount(f.records) + " records delivered by it" + (f.watchdog ? ", watchdog fired" : "") +
+				(f.signal ? ", signal " + f.signal : "")));
+		} else {
+			box.appendChild(el("div", { class: "flush" }, "no closing ledger: the recording did not close (killed?)"));
+		}
+		if (!snaps.length) continue;
+		const last = snaps[snaps.length - 1];
+		box.appendChild(el("div", { class: "flush", id: "ledger-last-" + led.sec },
+			(last.final ? "final" : "last") + " ledger: records parsed " + fmtCount(last.parsed) + ", dropped by CUPTI " +
+			fmtCount(last.dropped) + ", bad timestamps " + fmtCount(last.bad_time) + ", buffers refused " + fmtCount(last.refused) +
+			", pool high-water " + last.pool_hw + "/" + last.pool_cap + ", write failures " + fmtCount(last.write_fail) +
+			", " + fmtBytes(last.bytes) + " written"));
+		const xs = snaps.map((s) => s.t / 1e9);
+		const xmin = Math.min(0, xs[0]), xmax = Math.max(TL.span_ns / 1e9, xs[xs.length - 1]) * 1.02;
+		const data = [xs, perSlice(snaps, "parsed"), perSlice(snaps, "dropped"), perSlice(snaps, "loss"),
+			snaps.map((s) => s.pool_hw), perSlice(snaps, "write_fail")];
+		const div = el("div");
+		box.appendChild(div);
+		/* per-slice counts are bars; one slice alone still gets a visible width */
+		const bars = uPlot.paths.bars({ size: [0.6, 60, 4], align: -1 });
+		const opts = {
+			width: chartWidth(box), height: SECS.length > 2 ? 130 : 190,
+			plugins: [shadePlugin(led.sec)],
+			scales: { x: { time: false, range: [xmin, xmax] }, pool: { range: (u, a, b) => [0, Math.max(b, snaps[0].pool_cap || 1)] } },
+			axes: [timeAxis(xmax - xmin), { label: "records/slice", size: 70 },
+				{ scale: "pool", side: 1, label: "pool buffers", grid: { show: false } }],
+			series: [{ label: "time (s)" },
+				{ label: "records parsed", stroke: "#2f6fdf", fill: "rgba(47,111,223,0.35)", width: 1, paths: bars },
+				{ label: "dropped by CUPTI", stroke: "#b3261e", fill: "rgba(179,38,30,0.6)", width: 1, paths: bars },
+				{ label: "all loss", stroke: "#e07b00", width: 1, dash: [4, 3] },
+				{ label: "pool high-water", stroke: "#1f9d8a", scale: "pool", width: 1.5 },
+				{ label: "write failures", stroke: "#6b1d8f", width: 1.5 }],
+		};
+		CHARTS.push(new uPlot(opts, data, div));
+	}
+}
+
+/* ---- buckets: dense arrays, coarser levels on demand ---------------------------------------- */
+
+const NB = TL.buckets;
+const LANES = TL.lanes.map((l, index) => {
+	const busy = new Float64Array(NB), count = new Uint32Array(NB), top = new Uint32Array(NB);
+	let b = 0;
+	for (let k = 0; k < l.i.length; k++) {
+		b += l.i[k];
+		busy[b] = l.busy[k];
+		count[b] = l.n[k];
+		top[b] = l.top[k];
+	}
+	return { index, sec: l.sec, type: l.type, device: l.device, stream: l.stream, tid: l.tid,
+		events: l.events, busyNs: l.busy_ns, levels: [{ busy, count, top }], ev: [], maxDur: 0, depth: 1 };
+});
+
+/* level k: buckets 2^k times wider; the longest contributor names a bucket */
+function level(lane, k) {
+	while (lane.levels.length <= k) {
+		const p = lane.levels[lane.levels.length - 1];
+		const n = Math.ceil(p.busy.length / 2);
+		const busy = new Float64Array(n), count = new Uint32Array(n), top = new Uint32Array(n);
+		for (let i = 0; i < n; i++) {
+			const a = 2 * i, b = a + 1 < p.busy.length ? a + 1 : a;
+			busy[i] = p.busy[a] + (b !== a ? p.busy[b] : 0);
+			count[i] = p.count[a] + (b !== a ? p.count[b] : 0);
+			top[i] = p.busy[b] > p.busy[a] ? p.top[b] : p.top[a] || p.top[b];
+		}
+		lane.levels.push({ busy, count, top });
+	}
+	return lane.levels[k];
+}
+
+/* Exact events, per lane, sorted by start; NVTX ranges get a nesting depth. */
+(function loadEvents() {
+	const ev = TL.events;
+	for (let i = 0; i + 4 < ev.length; i += 5) {
+		const lane = LANES[ev[i]];
+		if (!lane) continue;
+		lane.ev.push({ start: ev[i + 1], dur: ev[i + 2], name: ev[i + 3], corr: ev[i + 4], lane: lane.index, depth: 0 });
+		if (ev[i + 2] > lane.maxDur) lane.maxDur = ev[i + 2];
+	}
+	/* a device's row shows the work of all its streams */
+	for (const dev of LANES.filter((l) => l.type === "device"))
+		for (const g of LANES.filter((l) => l.type === "gpu" && l.sec === dev.sec && l.device === dev.device)) {
+			for (const e of g.ev) dev.ev.push(Object.assign({}, e, { lane: dev.index }));
+			dev.maxDur = Math.max(dev.maxDur, g.maxDur);
+		}
+	for (const lane of LANES) {
+		lane.ev.sort((a, b) => a.start - b.start || b.dur - a.dur);
+		if (lane.type !== "nvtx") continue;
+		const ends = [];
+		for (const e of lane.ev) {
+			while (ends.length && ends[ends.length - 1] <= e.start) ends.pop();
+			e.depth = ends.length;
+			ends.push(e.start + e.dur);
+			if (ends.length > lane.depth) lane.depth = Math.min(ends.length, 6);
+		}
+	}
+})();
+
+/* Exact events by (section, correlation id): a launch and the GPU work it made */
+const BY_CORR = new Map();
+for (const lane of LANES) {
+	if (lane.type !== "gpu" && lane.type !== "api") continue;
+	for (const e of lane.ev) {
+		if (!e.corr) continue;
+		const key = lane.sec + ":" + e.corr;
+		if (!BY_CORR.has(key)) BY_CORR.set(key, []);
+		BY_CORR.get(key).push(e);
+	}
+}
+
+const EXACT = TL.exact_windows;
+const WINDOW_NS = TL.bucket_ns * TL.window_buckets;
+
+function windowIndex(t) {
+	return Math.min(Math.max(Math.floor(t / WINDOW_NS), 0), EXACT.length - 1);
+}
+
+function windowExact(t) {
+	return EXACT.charCodeAt(windowIndex(t)) === 49;
+}
+
+/* Prefix sums over windows: exact events, and windows left to buckets, before each window. */
+const WINDOW_SUMS = (() => {
+	const n = EXACT.length, events = new Float64Array(n + 1), bucketed = new Uint32Array(n + 1);
+	for (let i = 0; i + 4 < TL.events.length; i += 5) events[windowIndex(TL.events[i + 1]) + 1]++;
+	for (let w = 0; w < n; w++) {
+		events[w + 1] += events[w];
+		bucketed[w + 1] = bucketed[w] + (EXACT.charCodeAt(w) === 49 ? 0 : 1);
+	}
+	return { events, bucketed };
+})();
+
+const EXACT_DRAW_MAX = 30000; /* events drawn one by one per frame, at most */
+
+/* A view whose every window kept its events, and not too many of them, is drawn exactly. */
+function viewIsExact() {
+	const w0 = windowIndex(view.t0), w1 = windowIndex(view.t1);
+	return WINDOW_SUMS.bucketed[w1 + 1] === WINDOW_SUMS.bucketed[w0] &&
+		WINDOW_SUMS.events[w1 + 1] - WINDOW_SUMS.events[w0] <= EXACT_DRAW_MAX;
+}
+
+/* ---- GPU busy ----------------------------------------------------------------------------- */
+
+const POINTS = 1000;
+
+function busySeries(lane) {
+	const k = Math.max(0, Math.ceil(Math.log2(NB / POINTS)));
+	const lv = level(lane, k);
+	const width = TL.bucket_ns * Math.pow(2, k);
+	const xs = [], ys = [];
+	for (let i = 0; i < lv.busy.length; i++) {
+		xs.push((i + 0.5) * width / 1e9);
+		ys.push(Math.min(100, 100 * lv.busy[i] / width));
+	}
+	return [xs, ys];
+}
+
+function renderBusy() {
+	const box = document.getElementById("busy");
+	const perStream = document.getElementById("busy-streams").checked;
+	box.textContent = "";
+	const devices = LANES.filter((l) => l.type === "device");
+	if (!devices.length) {
+		box.appendChild(el("p", { class: "note" }, "No GPU records in these traces."));
+		return;
+	}
+	for (const dev of devices) {
+		const streams = LANES.filter((l) => l.type === "gpu" && l.sec === dev.sec && l.device === dev.device)
+			.sort((a, b) => a.stream - b.stream);
+		const gaps = TL.gaps.filter((g) => g[0] === dev.index);
+		const idle = gaps.filter((g) => !g[3]).reduce((s, g) => s + g[2] - g[1], 0);
+		const unproven = gaps.filter((g) => g[3]).reduce((s, g) => s + g[2] - g[1], 0);
+		box.appendChild(el("div", { class: "chart-title" }, secLabel(dev.sec) + ", GPU " + dev.device + ": " +
+			streams.length + " stream(s), " + fmtCount(dev.events) + " GPU records; idle " + fmtNs(idle) +
+			(unproven ? ", unproven " + fmtNs(unproven) : "")));
+		const [xs, ys] = busySeries(dev);
+		const data = [xs, ys];
+		const series = [{ label: "time (s)" }, { label: "GPU " + dev.device + " busy %", stroke: "#1f9d8a", fill: "rgba(31,157,138,0.18)", width: 1.5 }];
+		if (perStream)
+			for (const s of streams) {
+				data.push(busySeries(s)[1]);
+				series.push({ label: "stream " + s.stream, stroke: "hsl(" + (s.stream * 47 % 360) + ",60%,45%)", width: 1 });
+			}
+		const div = el("div");
+		box.appendChild(div);
+		CHARTS.push(new uPlot({
+			width: chartWidth(box), height: SECS.length > 2 ? 120 : 170, plugins: [shadePlugin(dev.sec, gaps)],
+			scales: { x: { time: false }, y: { range: [0, 100] } },
+			axes: [timeAxis(TL.span_ns / 1e9), { label: "busy %", size: 50 }],
+			series,
+		}, data, div));
+	}
+}
+
+/* the charts follow the window's width */
+window.addEventListener("resize", () => {
+	for (const c of CHARTS)
+		if (c.root.isConnected) c.setSize({ width: chartWidth(c.root.parentNode.parentNode), height: c.height });
+});
+
+/* ---- timeline ----------------------------------------------------------------------------- */
+
+const ROW = { header: 20, device: 20, gpu: 16, api: 14, nvtx: 13 };
+/* processes shown as their devices only (a click on the band toggles); many ranks start folded */
+const COLLAPSED = new Set(SECS.length > 4 ? SECS.map((s, i) => i) : []);
+const LABEL_W = 210, AXIS_H = 24;
+
+/* tally keeps 512 rows with their own buckets; what came after shares one row per kind */
+const OTHER = 4294967295;
+function laneName(l, name) {
+	return (l.type === "gpu" || l.type === "device" ? l.device : l.tid) === OTHER ? "(more threads/streams, together)" : name;
+}
+
+function buildRows() {
+	const rows = [];
+	let y = AXIS_H;
+	const push = (r, h) => {
+		r.y = y;
+		r.h = h;
+		y += h;
+		rows.push(r);
+	};
+	for (let s = 0; s < SECS.length; s++) {
+		const mine = LANES.filter((l) => l.sec === s);
+		if (!mine.length) continue;
+		const folded = COLLAPSED.has(s);
+		push({ kind: "header", sec: s, label: (folded ? "\u25b8 " : "\u25be ") + secLabel(s) }, ROW.header);
+		const devs = mine.filter((l) => l.type === "device").sort((a, b) => a.device - b.device);
+		for (const d of devs)
+			push({ kind: "lane", lane: d, label: laneName(d, "GPU " + d.device + " (all streams)") }, ROW.device);
+		if (folded) continue;
+		for (const d of devs) {
+			for (const g of mine.filter((l) => l.type === "gpu" && l.device === d.device).sort((a, b) => a.stream - b.stream))
+				push({ kind: "lane", lane: g, label: laneName(g, "  stream " + g.stream) }, ROW.gpu);
+		}
+		for (const a of mine.filter((l) => l.type === "api").sort((p, q) => p.tid - q.tid))
+			push({ kind: "lane", lane: a, label: laneName(a, "thread " + a.tid + " CUDA API") }, ROW.api);
+		for (const n of mine.filter((l) => l.type === "nvtx").sort((p, q) => p.tid - q.tid))
+			push({ kind: "lane", lane: n, label: laneName(n, "thread " + n.tid + " NVTX") }, ROW.nvtx * n.depth);
+	}
+	return { rows, height: y + 6 };
+}
+
+const view = { t0: 0, t1: Math.max(TL.span_ns, 1), selected: null, hover: null };
+
+function tlGeometry(canvas) {
+	const w = canvas.clientWidth;
+	return { w, plotW: Math.max(w - LABEL_W, 10) };
+}
+
+function xOf(t, plotW) {
+	return LABEL_W + (t - view.t0) / (view.t1 - view.t0) * plotW;
+}
+
+function niceStep(span, target) {
+	const raw = span / target, p = Math.pow(10, Math.floor(Math.log10(raw)));
+	for (const m of [1, 2, 5, 10]) if (raw <= m * p) return m * p;
+	return 10 * p;
+}
+
+function drawAxis(ctx, plotW, height) {
+	const step = niceStep(view.t1 - view.t0, plotW / 110);
+	ctx.fillStyle = "#eef1f5";
+	ctx.fillRect(0, 0, LABEL_W + plotW, AXIS_H);
+	ctx.font = "11px system-ui, sans-serif";
+	ctx.textBaseline = "middle";
+	for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+		const x = xOf(t, plotW);
+		ctx.fillStyle = "#d9dee5";
+		ctx.fillRect(x, AXIS_H, 1, height - AXIS_H);
+		ctx.fillStyle = "#5d6875";
+		ctx.fillText(fmtNs(t), x + 3, AXIS_H / 2);
+	}
+}
+
+function laneLevel(plotW) {
+	const bucketPx = TL.bucket_ns / (view.t1 - view.t0) * plotW;
+	if (bucketPx >= 2 || viewIsExact()) return { detailed: true, k: 0 };
+	return { detailed: false, k: Math.min(Math.ceil(Math.log2(1.5 / bucketPx)), 24) };
+}
+
+function drawBuckets(ctx, row, plotW, k, skipExact) {
+	const lane = row.lane, lv = level(lane, k), width = TL.bucket_ns * Math.pow(2, k);
+	const first = Math.max(0, Math.floor(view.t0 / width)), last = Math.min(lv.busy.length - 1, Math.floor(view.t1 / width));
+	const h = row.h - 3;
+	for (let b = first; b <= last; b++) {
+		if (!lv.busy[b] && !lv.count[b]) continue;
+		const t = b * width;
+		if (skipExact && windowExact(t)) continue;
+		const x0 = xOf(t, plotW), x1 = xOf(t + width, plotW);
+		const frac = Math.min(1, lv.busy[b] / width);
+		const bh = Math.max(2, frac * h);
+		const name = TL.names[lv.top[b]] || "";
+		ctx.fillStyle = lane.type === "gpu" || lane.type === "device" ? nameColor(name, lane.type === "device") : LANE_COLORS[lane.type];
+		ctx.fillRect(x0, row.y + row.h - 1 - bh, Math.max(x1 - x0, 1), bh);
+	}
+}
+
+function firstEvent(lane, t) {
+	let lo = 0, hi = lane.ev.length;
+	while (lo < hi) {
+		const mid = (lo + hi) >> 1;
+		if (lane.ev[mid].start < t) lo = mid + 1;
+		else hi = mid;
+	}
+	return lo;
+}
+
+function visibleEvents(lane, from, to) {
+	const out = [];
+	for (let i = firstEvent(lane, from - lane.maxDur); i < lane.ev.length && lane.ev[i].start <= to; i++)
+		if (lane.ev[i].start + lane.ev[i].dur >= from) out.push(lane.ev[i]);
+	return out;
+}
+
+function eventBox(row, e, plotW) {
+	const x0 = xOf(e.start, plotW), x1 = Math.max(xOf(e.start + e.dur, plotW), x0 + 1);
+	const h = row.lane.type === "nvtx" ? ROW.nvtx - 2 : row.h - 4;
+	const y = row.lane.type === "nvtx" ? row.y + 1 + e.depth * ROW.nvtx : row.y + 2;
+	return { x0, x1, y, h };
+}
+
+function drawLabelled(ctx, lane, b, name) {
+	ctx.fillRect(b.x0, b.y, b.x1 - b.x0, b.h);
+	if (b.x1 - b.x0 <= 40) return;
+	ctx.save();
+	ctx.beginPath();
+	ctx.rect(b.x0, b.y, b.x1 - b.x0, b.h);
+	ctx.clip();
+	ctx.fillStyle = lane.type === "nvtx" ? "#1d232b" : "#fff";
+	ctx.fillText(name, b.x0 + 3, b.y + b.h / 2);
+	ctx.restore();
+}
+
+/* Events narrower than a pixel add their time to their pixel column, drawn as tall as the share
+ * of the column they fill: a run of tiny kernels shows how busy the GPU was, neither a solid block
+ * nor a hairline. */
+function drawColumns(ctx, row, cols, plotW) {
+	const pxNs = (view.t1 - view.t0) / plotW, h = row.h - 4;
+	ctx.fillStyle = LANE_COLORS[row.lane.type];
+	for (let i = 0; i < cols.length; i++) {
+		if (!cols[i]) continue;
+		const bh = Math.max(1, Math.min(1, cols[i] / pxNs) * h);
+		ctx.fillRect(LABEL_W + i, row.y + 2 + h - bh, 1, bh);
+	}
+}
+
+function drawEvents(ctx, row, plotW) {
+	const lane = row.lane, pxNs = (view.t1 - view.t0) / plotW;
+	const cols = new Float64Array(Math.ceil(plotW) + 1);
+	ctx.font = "10px system-ui, sans-serif";
+	ctx.textBaseline = "middle";
+	for (const e of visibleEvents(lane, view.t0, view.t1)) {
+		if (lane.type === "nvtx" && e.depth >= lane.depth) continue;
+		if (e.dur < pxNs && lane.type !== "nvtx") {
+			const c = Math.floor((e.start - view.t0) / pxNs);
+			if (c >= 0 && c < cols.length) cols[c] += e.dur;
+			continue;
+		}
+		const b = eventBox(row, e, plotW), name = TL.names[e.name] || "";
+		const gpu = lane.type === "gpu" || lane.type === "device";
+		ctx.fillStyle = gpu ? nameColor(name) : lane.type === "nvtx" ? nameColor(name, true) : LANE_COLORS[lane.type];
+		drawLabelled(ctx, lane, b, name);
+	}
+	drawColumns(ctx, row, cols, plotW);
+}
+
+function drawShades(ctx, rows, plotW) {
+	for (const w of TL.loss_windows) {
+		const mine = rows.filter((r) => r.kind === "lane" && r.lane.sec === w.sec);
+		if (!mine.length) continue;
+		const x0 = xOf(w.begin, plotW), x1 = Math.max(xOf(w.end, plotW), x0 + 2);
+		const y0 = mine[0].y, y1 = mine[mine.length - 1].y + mine[mine.length - 1].h;
+		ctx.fillStyle = "rgba(179,38,30,0.14)";
+		ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
+	}
+	for (const g of TL.gaps) {
+		const row = rows.find((r) => r.kind === "lane" && r.lane.index === g[0]);
+		if (!row) continue;
+		const x0 = xOf(g[1], plotW), x1 = xOf(g[2], plotW);
+		if (x1 < LABEL_W || x0 > LABEL_W + plotW) continue;
+		ctx.fillStyle = g[3] ? hatch(ctx) : "rgba(120,130,140,0.25)";
+		ctx.fillRect(x0, row.y + row.h - 5, x1 - x0, 4);
+	}
+}
+
+/* Flows: the selected event's launch and GPU work, joined by correlation id. */
+function flowPartners(sel) {
+	if (!sel || !sel.corr) return [];
+	const mine = LANES[sel.lane];
+	const all = BY_CORR.get(mine.sec + ":" + sel.corr) || [];
+	/* a device row's kernel is its stream's kernel: its partner is the launch, not that twin */
+	return all.filter((e) => e.lane !== sel.lane && !(e.start === sel.start && e.dur === sel.dur && mine.type === "device"));
+}
+
+function drawFlows(ctx, rows, plotW) {
+	const sel = view.selected;
+	if (!sel) return;
+	const rowOf = (e) => rows.find((r) => r.kind === "lane" && r.lane.index === e.lane);
+	const from = rowOf(sel);
+	if (!from) return;
+	const a = eventBox(from, sel, plotW);
+	ctx.strokeStyle = "#1d232b";
+	ctx.lineWidth = 2;
+	ctx.strokeRect(a.x0 - 1, a.y - 1, a.x1 - a.x0 + 2, a.h + 2);
+	for (const e of flowPartners(sel)) {
+		const r = rowOf(e);
+		if (!r) continue;
+		const b = eventBox(r, e, plotW);
+		ctx.strokeStyle = "#b3261e";
+		ctx.lineWidth = 1.5;
+		ctx.beginPath();
+		ctx.moveTo(a.x0, a.y + a.h / 2);
+		ctx.bezierCurveTo(a.x0 + 30, a.y + a.h / 2, b.x0 - 30, b.y + b.h / 2, b.x0, b.y + b.h / 2);
+		ctx.stroke();
+		ctx.strokeRect(b.x0 - 1, b.y - 1, b.x1 - b.x0 + 2, b.h + 2);
+	}
+}
+
+function drawLabels(ctx, rows) {
+	ctx.fillStyle = "#fff";
+	ctx.fillRect(0, AXIS_H, LABEL_W, ctx.canvas.height);
+	ctx.textBaseline = "middle";
+	for (const r of rows) {
+		if (r.kind === "header") {
+			ctx.fillStyle = "#1d232b";
+			ctx.fillRect(0, r.y, ctx.canvas.width, r.h);
+			ctx.fillStyle = "#fff";
+			ctx.font = "600 12px system-ui, sans-serif";
+			ctx.fillText(r.label, 8, r.y + r.h / 2);
+			continue;
+		}
+		ctx.fillStyle = LANE_COLORS[r.lane.type];
+		ctx.fillRect(0, r.y + 2, 4, r.h - 4);
+		ctx.fillStyle = "#1d232b";
+		ctx.font = (r.lane.type === "device" ? "600 " : "") + "11px system-ui, sans-serif";
+		ctx.fillText(r.label, 10, r.y + Math.min(r.h, 18) / 2);
+		ctx.fillStyle = "#eef1f5";
+		ctx.fillRect(0, r.y + r.h - 1, ctx.canvas.width, 1);
+	}
+}
+
+const TLS = { rows: null, height: 0 };
+
+function drawTimeline() {
+	const canvas = document.getElementById("tl-canvas");
+	const dpr = window.devicePixelRatio || 1;
+	const { w, plotW } = tlGeometry(canvas);
+	canvas.width = Math.round(w * dpr);
+	canvas.height = Math.round(TLS.height * dpr);
+	canvas.style.height = TLS.height + "px";
+	const ctx = canvas.getContext("2d");
+	ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+	ctx.clearRect(0, 0, w, TLS.height);
+	drawAxis(ctx, plotW, TLS.height);
+	const lod = laneLevel(plotW);
+	ctx.save();
+	ctx.beginPath();
+	ctx.rect(LABEL_W, AXIS_H, plotW, TLS.height);
+	ctx.clip();
+	for (const r of TLS.rows) {
+		if (r.kind !== "lane") continue;
+		/* zoomed in far: exact events where the window kept them, buckets elsewhere */
+		drawBuckets(ctx, r, plotW, lod.k, lod.detailed);
+		if (lod.detailed) drawEvents(ctx, r, plotW);
+	}
+	drawShades(ctx, TLS.rows, plotW);
+	drawFlows(ctx, TLS.rows, plotW);
+	ctx.restore();
+	drawLabels(ctx, TLS.rows);
+	document.getElementById("tl-range").textContent = fmtNs(view.t0) + " \u2013 " + fmtNs(view.t1) +
+		" (" + fmtNs(view.t1 - view.t0) + (lod.detailed ? ", exact events" : ", buckets of " + fmtNs(TL.bucket_ns * Math.pow(2, lod.k))) + ")";
+}
+
+/* #view=FROM_NS,TO_NS (ns since the first record) opens the timeline there; zooming keeps it
+ * current, so a link or a bookmark shows the same stretch. */
+function readViewFromUrl() {
+	const m = /view=(-?[0-9.e+]+),(-?[0-9.e+]+)/.exec(window.location.hash);
+	if (m && Number(m[2]) > Number(m[1])) {
+		view.t0 = Number(m[1]);
+		view.t1 = Number(m[2]);
+	}
+	/* #select=CORR: the API call with that correlation id, selected as a click would */
+	const s = /select=([0-9]+)/.exec(window.location.hash);
+	if (s) select(LANES.filter((l) => l.type === "api").flatMap((l) => l.ev).find((e) => e.corr === Number(s[1])) || null);
+}
+
+function select(e) {
+	view.selected = e;
+	document.getElementById("tl-detail").textContent = e ? detailText(e) : "";
+}
+
+function writeViewToUrl() {
+	if (window.history && window.history.replaceState)
+		try {
+			window.history.replaceState(null, "", "#view=" + Math.round(view.t0) + "," + Math.round(view.t1));
+		} catch (e) {
+			/* some browsers refuse it for file:// pages: the link just does not follow */
+		}
+}
+
+function zoom(factor, centerT) {
+	const span = Math.max(Math.min((view.t1 - view.t0) * factor, TL.span_ns * 1.05 + 1), 100);
+	const c = centerT === undefined ? (view.t0 + view.t1) / 2 : centerT;
+	const left = (c - view.t0) / (view.t1 - view.t0);
+	view.t0 = c - left * span;
+	view.t1 = view.t0 + span;
+	writeViewToUrl();
+	drawTimeline();
+}
+
+function hit(canvas, ev) {
+	const rect = canvas.getBoundingClientRect();
+	const x = ev.clientX - rect.left, y = ev.clientY - rect.top;
+	const { plotW } = tlGeometry(canvas);
+	const row = TLS.rows.find((r) => y >= r.y && y < r.y + r.h);
+	if (!row || row.kind !== "lane" || x < LABEL_W) return { x, y, row };
+	const t = view.t0 + (x - LABEL_W) / plotW * (view.t1 - view.t0);
+	const lod = laneLevel(plotW);
+	const slop = 3 / plotW * (view.t1 - view.t0);
+	if (lod.detailed && windowExact(t)) {
+		let best = null;
+		for (const e of visibleEvents(row.lane, t - slop, t + slop)) {
+			const b = eventBox(row, e, plotW);
+			if (y >= b.y && y <= b.y + b.h && (!best || e.dur < best.dur)) best = e;
+		}
+		return { x, y, row, t, event: best };
+	}
+	const width = TL.bucket_ns * Math.pow(2, lod.k), lv = level(row.lane, lod.k), b = Math.floor(t / width);
+	if (b < 0 || b >= lv.busy.length) return { x, y, row, t };
+	return { x, y, row, t, bucket: { start: b * width, width, busy: lv.busy[b], count: lv.count[b], top: TL.names[lv.top[b]] || "" } };
+}
+
+/* The idle stretch of a device or stream row at time t, as a line for the tooltip */
+function gapLine(lane, t) {
+	const g = TL.gaps.find((x) => x[0] === lane.index && x[1] <= t && t < x[2]);
+	if (!g) return "";
+	return "\n" + (g[3] ? "UNPROVEN idle " : "idle ") + fmtNs(g[2] - g[1]) + ": " + g[4];
+}
+
+function tipText(h) {
+	const lane = h.row.lane;
+	const where = secShort(lane.sec) + ", " + h.row.label.trim() + gapLine(lane, h.t);
+	if (h.event) {
+		let text = (TL.names[h.event.name] || "(no name)") + "\n" + where + "\nstart " + fmtNs(h.event.start) +
+			", duration " + fmtNs(h.event.dur) + (h.event.corr ? "\ncorrelation id " + h.event.corr : "");
+		for (const p of flowPartners(h.event).slice(0, 3))
+			text += "\n" + (LANES[p.lane].type === "api" ? "launched by " : "ran as ") + (TL.names[p.name] || "") +
+				", " + fmtNs(Math.abs(p.start - h.event.start)) + (p.start >= h.event.start ? " later" : " earlier");
+		return text;
+	}
+	if (h.bucket && (h.bucket.count || h.bucket.busy))
+		return where + "\n" + fmtNs(h.bucket.start) + " + " + fmtNs(h.bucket.width) + ": " + fmtCount(h.bucket.count) +
+			" event(s), busy " + (100 * Math.min(1, h.bucket.busy / h.bucket.width)).toFixed(1) + "%\nlongest: " + h.bucket.top;
+	const gap = gapLine(lane, h.t);
+	return gap ? where : null;
+}
+
+function detailText(sel) {
+	const partners = flowPartners(sel);
+	let text = "selected: " + (TL.names[sel.name] || "(no name)") + " at " + fmtNs(sel.start) + ", " + fmtNs(sel.dur);
+	for (const p of partners) {
+		const lane = LANES[p.lane], api = lane.type === "api";
+		text += "\n  " + (api ? "launched by " : "ran as ") + (TL.names[p.name] || "") + " at " + fmtNs(p.start) +
+			" (" + fmtNs(p.dur) + "), " + (api ? "thread " + lane.tid : "GPU " + lane.device + " stream " + lane.stream) +
+			", " + fmtNs(Math.abs(p.start - sel.start)) + (p.start >= sel.start ? " later" : " earlier");
+	}
+	if (sel.corr && !partners.length) text += "\n  no partner with correlation id " + sel.corr + " among the exact events";
+	return text;
+}
+
+function timeAt(canvas, clientX) {
+	const rect = canvas.getBoundingClientRect();
+	return view.t0 + (clientX - rect.left - LABEL_W) / tlGeometry(canvas).plotW * (view.t1 - view.t0);
+}
+
+function showTip(canvas, tip, ev) {
+	const h = hit(canvas, ev), text = h.row && h.row.kind === "lane" ? tipText(h) : null;
+	tip.hidden = !text;
+	if (text) {
+		tip.textContent = text;
+		tip.style.left = Math.min(h.x + 14, canvas.clientWidth - 300) + "px";
+		tip.style.top = h.y + 14 + "px";
+	}
+}
+
+/* Drag pans; shift+drag selects a stretch to zoom into; a click selects an event. */
+function dragTo(canvas, drag, ev) {
+	const dx = ev.clientX - drag.x;
+	if (Math.abs(dx) > 2) drag.moved = true;
+	if (drag.brush) {
+		drawTimeline();
+		const ctx = canvas.getContext("2d"), rect = canvas.getBoundingClientRect();
+		ctx.fillStyle = "rgba(47,111,223,0.18)";
+		ctx.fillRect(Math.min(drag.x, ev.clientX) - rect.left, AXIS_H, Math.abs(dx), TLS.height);
+		return;
+	}
+	const dt = dx / tlGeometry(canvas).plotW * (drag.t1 - drag.t0);
+	view.t0 = drag.t0 - dt;
+	view.t1 = drag.t1 - dt;
+	drawTimeline();
+}
+
+function toggleSection(sec) {
+	if (COLLAPSED.has(sec)) COLLAPSED.delete(sec);
+	else COLLAPSED.add(sec);
+	const built = buildRows();
+	TLS.rows = built.rows;
+	TLS.height = built.height;
+}
+
+function dragEnd(canvas, drag, ev) {
+	const h = drag.moved ? null : hit(canvas, ev);
+	if (h && h.row && h.row.kind === "header") {
+		toggleSection(h.row.sec);
+	} else if (h) {
+		select(h.event || null);
+	} else if (drag.brush) {
+		const a = timeAt(canvas, drag.x), b = timeAt(canvas, ev.clientX);
+		if (Math.abs(b - a) >= 100) {
+			view.t0 = Math.min(a, b);
+			view.t1 = Math.max(a, b);
+		}
+	}
+	writeViewToUrl();
+	drawTimeline();
+}
+
+function timelineMouse(canvas, tip) {
+	let drag = null;
+	canvas.addEventListener("wheel", (ev) => {
+		ev.preventDefault();
+		const h = hit(canvas, ev);
+		zoom(ev.deltaY > 0 ? 1.25 : 0.8, h.t !== undefined ? h.t : undefined);
+	}, { passive: false });
+	canvas.addEventListener("mousedown", (ev) => {
+		drag = { x: ev.clientX, t0: view.t0, t1: view.t1, moved: false, brush: ev.shiftKey };
+	});
+	window.addEventListener("mouseup", (ev) => {
+		if (drag) dragEnd(canvas, drag, ev);
+		drag = null;
+	});
+	canvas.addEventListener("mousemove", (ev) => {
+		tip.hidden = !!drag;
+		if (drag) dragTo(canvas, drag, ev);
+		else showTip(canvas, tip, ev);
+	});
+}
+
+function setupTimeline() {
+	const canvas = document.getElementById("tl-canvas"), tip = document.getElementById("tl-tip");
+	const built = buildRows();
+	TLS.rows = built.rows;
+	TLS.height = built.height;
+	timelineMouse(canvas, tip);
+	canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
+	document.getElementById("tl-zoom-in").addEventListener("click", () => zoom(0.5));
+	document.getElementById("tl-zoom-out").addEventListener("click", () => zoom(2));
+	document.getElementById("tl-reset").addEventListener("click", () => {
+		view.t0 = 0;
+		view.t1 = Math.max(TL.span_ns, 1);
+		drawTimeline();
+	});
+	window.addEventListener("resize", drawTimeline);
+	readViewFromUrl();
+	drawTimeline();
+}
+
+/* #selftest: wheel, drag and shift+drag as a person would, the outcome in data-selftest (the
+ * browser test has no mouse; these are the same handlers) */
+function selfTest() {
+	const canvas = document.getElementById("tl-canvas"), rect = canvas.getBoundingClientRect();
+	const x = rect.left + LABEL_W + 200, y = rect.top + AXIS_H + 30;
+	const mouse = (type, cx, shift, target) => (target || canvas).dispatchEvent(
+		new MouseEvent(type, { clientX: cx, clientY: y, shiftKey: !!shift, bubbles: true }));
+	const span0 = view.t1 - view.t0;
+	canvas.dispatchEvent(new WheelEvent("wheel", { deltaY: -100, clientX: x, clientY: y, bubbles: true, cancelable: true }));
+	const zoomed = view.t1 - view.t0 < span0;
+	const t0 = view.t0;
+	mouse("mousedown", x);
+	mouse("mousemove", x - 60);
+	mouse("mouseup", x - 60, false, window);
+	const panned = view.t0 > t0;
+	const want = (view.t1 - view.t0) * 100 / tlGeometry(canvas).plotW;
+	mouse("mousedown", x, true);
+	mouse("mousemove", x + 100, true);
+	mouse("mouseup", x + 100, true, window);
+	const brushed = Math.abs(view.t1 - view.t0 - want) <= want * 0.01;
+	mouse("mousemove", x + 20);
+	document.body.setAttribute("data-selftest", "zoom=" + zoomed + " pan=" + panned + " brush=" + brushed);
+}
+
+/* ---- ranks -------------------------------------------------------------------------------- */
+
+function renderRanks() {
+	if (SECS.length < 2) return;
+	document.getElementById("ranks-section").hidden = false;
+	const box = document.getElementById("ranks");
+	const compute = (s) => Math.max(s.gpu_busy_ns - s.nccl_ns, 0);
+	let slowest = 0;
+	SECS.forEach((s, i) => { if (compute(s) > compute(SECS[slowest])) slowest = i; });
+	const sorted = SECS.map(compute).sort((a, b) => a - b);
+	const median = sorted[Math.floor((sorted.length - 1) / 2)];
+	const s = SECS[slowest];
+	if (!compute(s)) {
+		box.appendChild(el("p", { id: "slowest-rank" }, "No GPU work to compare between these processes."));
+		return;
+	}
+	box.appendChild(el("p", { id: "slowest-rank" }, "Slowest: " + s.label + " \u2014 compute " + fmtNs(compute(s)) +
+		(median > 0 ? ", " + ((compute(s) / median - 1) * 100).toFixed(1) + "% over the median rank" : "") +
+		"; top kernel " + (s.top_kernel || "(none)") + "."));
+	const max = Math.max(...SECS.map((x) => x.gpu_busy_ns), 1);
+	const rows = SECS.map((x, i) => [x.rank || "-", x.label, x.gpu_busy_ns, x.gpu_idle_ns, compute(x), x.top_kernel,
+		x.top_kernel_ns, x.loss, x.verdict, i]);
+	const cols = ["Rank", "Process", "GPU busy (ns)", "GPU idle (ns)", "Compute (ns)", "Top kernel", "Top kernel time (ns)",
+		"Records lost", "Verdict"];
+	const table = dataTable(cols,
+		rows, "ranks-table", (tr, row) => {
+			if (row[9] === slowest) tr.className = "slowest";
+			const cell = tr.children[2], bar = el("span", { class: "bar" });
+			bar.style.width = Math.round(80 * row[2] / max) + "px";
+			cell.insertBefore(bar, cell.firstChild);
+		});
+	box.appendChild(table);
+}
+
+/* ---- tables ------------------------------------------------------------------------------- */
+
+function cellText(v) {
+	if (typeof v !== "number") return v === null || v === undefined ? "" : String(v);
+	const digits = Number.isInteger(v) ? 0 : v < 100 ? 3 : 1;
+	return v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+/* A sortable table: header clicks sort by that column (numbers as numbers). */
+function dataTable(cols, rows, id, decorate) {
+	const wrap = el("div", { class: "table-wrap" });
+	const table = el("table", { class: "data", id });
+	const thead = el("thead"), hr = el("tr"), tbody = el("tbody");
+	const isStr = cols.map((c, k) => rows.length > 0 && typeof rows[0][k] === "string");
+	/* long text (kernel names) wraps; short text (ranks, verdicts) stays on one line */
+	const wide = cols.map((c, k) => isStr[k] && rows.some((r) => String(r[k]).length > 40));
+	const cls = (k) => (isStr[k] ? "str" : "num") + (wide[k] ? " wide" : "");
+	let sortCol = -1, desc = true;
+	const fill = () => {
+		tbody.textContent = "";
+		for (const row of rows) {
+			const tr = el("tr");
+			cols.forEach((c, k) => {
+				const td = el("td", { class: cls(k), "data-col": c }, cellText(row[k]));
+				td.setAttribute("data-value", row[k] === null || row[k] === undefined ? "" : String(row[k]));
+				tr.appendChild(td);
+			});
+			if (decorate) decorate(tr, row);
+			tbody.appendChild(tr);
+		}
+	};
+	cols.forEach((c, k) => {
+		const th = el("th", { class: cls(k) }, c);
+		th.addEventListener("click", () => {
+			desc = sortCol === k ? !desc : !isStr[k];
+			sortCol = k;
+			rows.sort((a, b) => {
+				const x = a[k], y = b[k];
+				const r = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+				return desc ? -r : r;
+			});
+			for (const h of hr.children) h.className = h.className.replace(/ ?sorted-(asc|desc)/, "");
+			th.className += desc ? " sorted-desc" : " sorted-asc";
+			fill();
+		});
+		hr.appendChild(th);
+	});
+	thead.appendChild(hr);
+	table.appendChild(thead);
+	table.appendChild(tbody);
+	fill();
+	wrap.appendChild(table);
+	return wrap;
+}
+
+/* A filter over a table's text: the rows whose text holds what is typed (case ignored). */
+function filterBox(wrap, name) {
+	const input = el("input", { type: "search", class: "filter", placeholder: "filter " + name + " by name",
+		"aria-label": "filter " + name });
+	const apply = () => {
+		const want = input.value.toLowerCase();
+		for (const tr of wrap.querySelectorAll("tbody tr"))
+			tr.hidden = want !== "" && tr.textContent.toLowerCase().indexOf(want) < 0;
+	};
+	input.addEventListener("input", apply);
+	wrap.addEventListener("click", apply); /* a sort redraws the rows: filter them again */
+	return input;
+}
+
+const TABLES = ["cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum"];
+
+function renderTables() {
+	const box = document.getElementById("tables");
+	for (const name of TABLES) {
+		const rep = STATS.reports.find((r) => r.name === name);
+		if (!rep) continue;
+		box.appendChild(el("h3", null, rep.title + " (" + rep.name + "): " + rep.rows.length + " row(s)"));
+		if (!rep.rows.length) {
+			box.appendChild(el("p", { class: "note" }, "nothing of this kind in the trace"));
+			continue;
+		}
+		const cols = Object.keys(rep.rows[0]);
+		const wrap = dataTable(cols, rep.rows.map((r) => cols.map((c) => r[c])), "table-" + name);
+		if (rep.rows.length > 10) box.appendChild(filterBox(wrap, rep.name));
+		box.appendChild(wrap);
+	}
+}
+
+/* ---- the page ----------------------------------------------------------------------------- */
+
+part("verdict", renderVerdict);
+part("ranks", renderRanks);
+part("ledger", renderLedger);
+part("busy", () => {
+	renderBusy();
+	document.getElementById("busy-streams").addEventListener("change", () => part("busy", renderBusy));
+});
+part("timeline", setupTimeline);
+part("tables", renderTables);
+document.getElementById("footer").textContent = "Written by tally report from " + STATS.inputs.length +
+	" file(s); " + TL.lanes.length + " lanes of " + NB + " buckets, " + fmtCount(TL.events.length / 5) +
+	" exact events. Charts by uPlot 1.6.32 (MIT licence, in the page's source).";
+if (window.location.hash.indexOf("selftest") >= 0) part("selftest", selfTest);
+document.body.setAttribute("data-tally-ms", String(Math.round(performance.now())));
+document.body.setAttribute("data-tally-ready", "1");

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The timeline as the page reads it (docs/report.md, "The data in the page"): sections and their
+ * rank figures, names, lanes with sparse buckets, exact events of the chosen windows, the ledger
+ * snapshots, loss windows and idle stretches.  Times are ns relative to the timeline's t0.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "timeline.h"
+
+static const char *const lane_type_names[TL_LANE_TYPES] = {
+    [TL_LANE_GPU] = "gpu",
+    [TL_LANE_API] = "api",
+    [TL_LANE_NVTX] = "nvtx",
+    [TL_LANE_DEVICE] = "device",
+};
+
+static int64_t rel(const struct timeline *tl, uint64_t aligned)
+{
+	return (int64_t)(aligned - tl->t0);
+}
+
+/* Busy ns of a device lane, each bucket capped at its width (streams overlap). */
+static uint64_t device_busy(const struct timeline *tl, const struct tl_lane *l)
+{
+	uint64_t sum = 0, cap = (uint64_t)tl->bucket_ns + 1;
+	unsigned b;
+
+	for (b = 0; b < tl->nbuckets; b++)
+		sum += l->busy[b] < cap ? l->busy[b] : cap;
+	return sum;
+}
+
+struct rank_figures {
+	uint64_t busy, idle, devices, loss;
+	uint32_t top_kernel; /* string id */
+	uint64_t top_ns;
+};
+
+static void rank_figures(const struct timeline *tl, const struct report_section *rs,
+			 struct rank_figures *f)
+{
+	const struct tl_section *ts = &tl->secs[rs->index];
+	uint64_t span = ts->t_max > ts->t_min ? ts->t_max - ts->t_min : 0;
+	size_t i;
+	uint32_t id;
+
+	memset(f, 0, sizeof(*f));
+	for (i = 0; i < tl->nlanes; i++)
+		if (tl->lanes[i].sec == rs->index && tl->lanes[i].type == TL_LANE_DEVICE) {
+			uint64_t busy = device_busy(tl, &tl->lanes[i]);
+
+			f->busy += busy;
+			f->idle += span > busy ? span - busy : 0;
+			f->devices++;
+		}
+	for (id = 0; id < ts->nkern; id++)
+		if (ts->kern_ns[id] > f->top_ns) {
+			f->top_ns = ts->kern_ns[id];
+			f->top_kernel = id;
+		}
+	for (i = 0; i < rs->verdict.nreasons; i++)
+		if (rs->verdict.reasons[i].code == TALLY_R_LOSS)
+			f->loss += rs->verdict.reasons[i].count;
+}
+
+static void write_devices(struct tally_json *j, const struct tally_section *s)
+{
+	size_t i;
+
+	tally_json_name(j, "devices");
+	tally_json_array_begin(j);
+	for (i = 0; i < s->ndevices; i++) {
+		tally_json_object_begin(j);
+		tally_json_field_uint(j, "id", s->devices[i].id);
+		tally_json_field_string(j, "name", s->devices[i].name ? s->devices[i].name : "");
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+}
+
+static void write_section(const struct timeline *tl, struct report_section *rs,
+			  struct tally_json *j)
+{
+	const struct tl_section *ts = &tl->secs[rs->index];
+	struct rank_figures f;
+	char label[300];
+
+	rank_figures(tl, rs, &f);
+	tally_json_object_begin(j);
+	tally_json_field_string(j, "label", report_section_label(rs, label, sizeof(label)));
+	tally_json_field_string(j, "path", rs->in->path);
+	tally_json_field_uint(j, "pid", rs->s->pid);
+	tally_json_field_string(j, "host", rs->s->host ? rs->s->host : "");
+	tally_json_field_string(j, "rank", rs->s->rank ? rs->s->rank : "");
+	tally_json_field_string(j, "verdict", rs->verdict.complete ? "COMPLETE" : "INCOMPLETE");
+	tally_json_field_int(j, "t_min", ts->t_min == UINT64_MAX ? 0 : rel(tl, ts->t_min));
+	tally_json_field_int(j, "t_max", ts->t_min == UINT64_MAX ? 0 : rel(tl, ts->t_max));
+	tally_json_field_uint(j, "gpu_busy_ns", f.busy);
+	tally_json_field_uint(j, "gpu_idle_ns", f.idle);
+	tally_json_field_uint(j, "nccl_ns", ts->nccl_ns);
+	tally_json_field_uint(j, "loss", f.loss);
+	tally_json_field_string(
+	    j, "top_kernel",
+	    f.top_ns ? report_kernel_name(rs, f.top_kernel, REPORT_NAME_DEMANGLED) : "");
+	tally_json_field_uint(j, "top_kernel_ns", f.top_ns);
+	write_devices(j, rs->s);
+	tally_json_object_end(j);
+}
+
+/* The four arrays of a lane's buckets: index delta, busy ns, events, name of the longest. */
+static const char *const bucket_keys[] = {"i", "busy", "n", "top"};
+
+static uint64_t bucket_field(const struct tl_lane *l, unsigned field, unsigned b, unsigned prev)
+{
+	switch (field) {
+	case 0:
+		return b - prev;
+	case 1:
+		return l->busy[b];
+	case 2:
+		return l->count[b];
+	default:
+		return l->top[b];
+	}
+}
+
+/* Nonzero buckets only, indexes as deltas: dense traces cost a few numbers per bucket. */
+static void write_buckets(const struct timeline *tl, const struct tl_lane *l, struct tally_json *j)
+{
+	unsigned k, b, prev;
+
+	for (k = 0; k < 4; k++) {
+		tally_json_name(j, bucket_keys[k]);
+		tally_json_array_begin(j);
+		for (b = 0, prev = 0; b < tl->nbuckets; b++) {
+			if (!l->busy[b] && !l->count[b])
+				continue;
+			tally_json_uint(j, bucket_field(l, k, b, prev));
+			prev = b;
+		}
+		tally_json_array_end(j);
+	}
+}
+
+static void write_lanes(const struct timeline *tl, struct tally_json *j)
+{
+	size_t i;
+
+	tally_json_name(j, "lanes");
+	tally_json_array_begin(j);
+	for (i = 0; i < tl->nlanes; i++) {
+		const struct tl_lane *l = &tl->lanes[i];
+
+		tally_json_object_begin(j);
+		tally_json_field_uint(j, "sec", l->sec);
+		tally_json_field_string(j, "type", lane_type_names[l->type]);
+		tally_json_field_uint(
+		    j, l->type == TL_LANE_GPU || l->type == TL_LANE_DEVICE ? "device" : "tid",
+		    l->a);
+		if (l->type == TL_LANE_GPU)
+			tally_json_field_uint(j, "stream", l->b);
+		tally_json_field_uint(j, "events", l->events);
+		tally_json_field_uint(j, "busy_ns", l->busy_ns);
+		write_buckets(tl, l, j);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+}
+
+static void write_events(const struct timeline *tl, struct tally_json *j)
+{
+	char *mask = malloc(tl->nwindows + 1);
+	size_t i;
+
+	tally_json_name(j, "exact_windows");
+	if (mask) {
+		for (i = 0; i < tl->nwindows; i++)
+			mask[i] = timeline_window_exact(tl, (uint32_t)i) ? '1' : '0';
+		mask[tl->nwindows] = '\0';
+		tally_json_string(j, mask);
+		free(mask);
+	} else {
+		tally_json_string(j, "");
+	}
+	/* flat: lane, start, duration, name, correlation id; five numbers an event */
+	tally_json_name(j, "events");
+	tally_json_array_begin(j);
+	for (i = 0; i < tl->nevents; i++) {
+		const struct tl_event *e = &tl->events[i];
+
+		if (!timeline_window_exact(tl, e->window))
+			continue;
+		tally_json_uint(j, e->lane);
+		tally_json_uint(j, e->start);
+		tally_json_uint(j, e->dur);
+		tally_json_uint(j, e->name);
+		tally_json_uint(j, e->corr);
+	}
+	tally_json_array_end(j);
+}
+
+/* Counters the ledger chart draws, by the name the page knows them by. */
+static const struct {
+	const char *key;
+	unsigned counter;
+} snap_counters[] = {
+    {"parsed", TALLY_C_RECORDS_PARSED},	    {"dropped", TALLY_C_DROPPED_CUPTI},
+    {"bad_time", TALLY_C_BAD_TIME},	    {"pool_hw", TALLY_C_POOL_HIGH_WATER},
+    {"pool_cap", TALLY_C_POOL_CAPACITY},    {"write_fail", TALLY_C_WRITE_FAILURES},
+    {"bytes", TALLY_C_BYTES_WRITTEN},	    {"refused", TALLY_C_BUFFERS_REFUSED},
+    {"queue_hw", TALLY_C_QUEUE_HIGH_WATER},
+};
+
+static void write_snap(const struct timeline *tl, struct report_section *rs,
+		       const struct tally_ledger *l, struct tally_json *j)
+{
+	uint64_t loss = 0;
+	size_t k;
+
+	for (k = 0; k < tally_loss_counters_count; k++)
+		loss += l->v[tally_loss_counters[k]];
+	tally_json_object_begin(j);
+	tally_json_field_int(j, "t", rel(tl, report_time(rs, l->t_end)));
+	tally_json_field_uint(j, "slice", l->slice);
+	tally_json_field_bool(j, "final", l->final);
+	for (k = 0; k < sizeof(snap_counters) / sizeof(snap_counters[0]); k++)
+		tally_json_field_uint(j, snap_counters[k].key, l->v[snap_counters[k].counter]);
+	tally_json_field_uint(j, "loss", loss);
+	tally_json_object_end(j);
+}
+
+static void write_flush(const struct tally_ledger *l, struct tally_json *j)
+{
+	tally_json_name(j, "flush");
+	tally_json_object_begin(j);
+	tally_json_field_string(j, "path",
+				tally_flush_path_name((unsigned)l->v[TALLY_C_FLUSH_PATH]));
+	tally_json_field_uint(j, "ns",
+			      l->v[TALLY_C_FLUSH_END] > l->v[TALLY_C_FLUSH_START]
+				  ? l->v[TALLY_C_FLUSH_END] - l->v[TALLY_C_FLUSH_START]
+				  : 0);
+	tally_json_field_bool(j, "completed", l->v[TALLY_C_FLUSH_COMPLETED] != 0);
+	tally_json_field_uint(j, "records", l->v[TALLY_C_FLUSH_RECORDS]);
+	tally_json_field_uint(j, "signal", l->v[TALLY_C_SIGNAL]);
+	tally_json_field_bool(j, "watchdog", l->v[TALLY_C_WATCHDOG_FIRED] != 0);
+	tally_json_object_end(j);
+}
+
+static void write_ledgers(const struct timeline *tl, const struct report_set *set,
+			  struct tally_json *j)
+{
+	size_t i, k;
+
+	tally_json_name(j, "ledgers");
+	tally_json_array_begin(j);
+	for (i = 0; i < tl->nsecs && i < set->nsections; i++) {
+		const struct tl_section *ts = &tl->secs[i];
+
+		tally_json_object_begin(j);
+		tally_json_field_uint(j, "sec", i);
+		tally_json_name(j, "snaps");
+		tally_json_array_begin(j);
+		for (k = 0; k < ts->nsnaps; k++)
+			write_snap(tl, set->sections[i], &ts->snaps[k], j);
+		tally_json_array_end(j);
+		if (ts->nsnaps && ts->snaps[ts->nsnaps - 1].final)
+			write_flush(&ts->snaps[ts->nsnaps - 1], j);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+}
+
+static void write_loss(const struct timeline *tl, const struct report_set *set,
+		       struct tally_json *j)
+{
+	size_t i, k;
+
+	tally_json_name(j, "loss_windows");
+	tally_json_array_begin(j);
+	for (i = 0; i < set->nsections; i++) {
+		const struct report_section *rs = set->sections[i];
+
+		for (k = 0; k < rs->s->nwindows; k++) {
+			const struct tally_window *w = &rs->s->windows[k];
+			const struct tally_counter_info *ci = tally_counter_info(w->counter);
+
+			tally_json_object_begin(j);
+			tally_json_field_uint(j, "sec", i);
+			tally_json_field_string(j, "counter", ci ? ci->name : "?");
+			tally_json_field_int(j, "begin", rel(tl, report_time(rs, w->t_begin)));
+			tally_json_field_int(j, "end", rel(tl, report_time(rs, w->t_end)));
+			tally_json_field_uint(j, "count", w->count);
+			tally_json_object_end(j);
+		}
+	}
+	tally_json_array_end(j);
+}
+
+static void write_gaps(const struct timeline *tl, const struct report_set *set,
+		       struct tally_json *j)
+{
+	struct tl_gap *gaps = NULL;
+	size_t n = 0, i;
+
+	(void)set;
+	(void)timeline_gaps(tl, &gaps, &n); /* none on failure: the page says no gaps */
+	tally_json_name(j, "gaps");
+	tally_json_array_begin(j);
+	for (i = 0; i < n; i++) {
+		tally_json_array_begin(j);
+		tally_json_uint(j, gaps[i].lane);
+		tally_json_uint(j, gaps[i].start);
+		tally_json_uint(j, gaps[i].end);
+		tally_json_uint(j, gaps[i].unproven);
+		tally_json_string(j, gaps[i].why);
+		tally_json_array_end(j);
+	}
+	tally_json_array_end(j);
+	free(gaps);
+}
+
+static void write_names(const struct timeline *tl, struct tally_json *j)
+{
+	size_t i;
+
+	/* index 0 is "no name": names are referred to as index + 1 */
+	tally_json_name(j, "names");
+	tally_json_array_begin(j);
+	tally_json_string(j, "");
+	for (i = 0; i < tl->nnames; i++)
+		tally_json_string(j, tl->names[i]);
+	tally_json_array_end(j);
+}
+
+void timeline_write_json(struct timeline *tl, const struct report_set *set, struct tally_json *j)
+{
+	size_t i;
+
+	tally_json_object_begin(j);
+	tally_json_field_uint(j, "t0_ns", tl->t0);
+	tally_json_field_uint(j, "span_ns", tl->t1 - tl->t0);
+	tally_json_field_uint(j, "buckets", tl->nbuckets);
+	tally_json_field_double(j, "bucket_ns", tl->bucket_ns);
+	tally_json_field_uint(j, "window_buckets", tl->nbuckets / tl->nwindows);
+	tally_json_name(j, "sections");
+	tally_json_array_begin(j);
+	for (i = 0; i < set->nsections && i < tl->nsecs; i++)
+		write_section(tl, set->sections[i], j);
+	tally_json_array_end(j);
+	write_names(tl, j);
+	write_lanes(tl, j);
+	write_events(tl, j);
+	write_ledgers(tl, set, j);
+	write_loss(tl, set, j);
+	write_gaps(tl, set, j);
+	tally_json_object_end(j);
+	tally_json_finish(j);
+}

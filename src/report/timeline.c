@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The aggregation behind tally report's time axes (timeline.h): two passes over the traces, the
+ * first for the span, the second into fixed-width buckets per lane plus the exact events of sparse
+ * windows.  Memory is bounded by lanes x buckets and windows x window_cap, never by record count.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gaps.h"
+#include "timeline.h"
+
+#define WINDOW_BUCKETS 16   /* buckets per exact-event window */
+#define WINDOW_CAP     2048 /* events kept per window before it is judged too dense */
+
+struct timeline *timeline_new(unsigned nbuckets, uint64_t exact_budget)
+{
+	struct timeline *tl = calloc(1, sizeof(*tl));
+
+	if (!tl)
+		return NULL;
+	if (nbuckets < WINDOW_BUCKETS)
+		nbuckets = WINDOW_BUCKETS;
+	tl->nbuckets = nbuckets / WINDOW_BUCKETS * WINDOW_BUCKETS;
+	tl->nwindows = tl->nbuckets / WINDOW_BUCKETS;
+	tl->window_cap = WINDOW_CAP;
+	tl->exact_budget = exact_budget;
+	tl->t0 = UINT64_MAX;
+	return tl;
+}
+
+static void lane_free(struct tl_lane *l)
+{
+	free(l->busy);
+	free(l->count);
+	free(l->top);
+	free(l->top_ns);
+}
+
+void timeline_free(struct timeline *tl)
+{
+	size_t i;
+
+	if (!tl)
+		return;
+	for (i = 0; i < tl->nsecs; i++) {
+		free(tl->secs[i].kern_ns);
+		free(tl->secs[i].snaps);
+		free(tl->secs[i].name_map[0]);
+		free(tl->secs[i].name_map[1]);
+	}
+	for (i = 0; i < tl->nlanes; i++)
+		lane_free(&tl->lanes[i]);
+	report_gpu_gaps_free(tl->gaps);
+	for (i = 0; i < tl->nnames; i++)
+		free(tl->names[i]);
+	free(tl->secs);
+	free(tl->lanes);
+	free(tl->lane_slot);
+	free(tl->names);
+	free(tl->events);
+	free(tl->window_count);
+	free(tl->window_exact);
+	free(tl);
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 16;
+	void *np;
+
+	if (need <= *cap)
+		return true;
+	while (ncap < need)
+		ncap *= 2;
+	np = realloc(*p, ncap * elem);
+	if (!np)
+		return false;
+	memset((char *)np + *cap * elem, 0, (ncap - *cap) * elem);
+	*p = np;
+	*cap = ncap;
+	return true;
+}
+
+/* Section state, created on first sight (sections arrive in index order). */
+static struct tl_section *section(struct timeline *tl, const struct report_section *rs)
+{
+	size_t cap = tl->nsecs, i;
+
+	if (rs->index >= tl->nsecs) {
+		if (!grow((void **)&tl->secs, &cap, rs->index + 1, sizeof(*tl->secs))) {
+			tl->failed = true;
+			return NULL;
+		}
+		for (i = tl->nsecs; i < cap; i++)
+			tl->secs[i].t_min = UINT64_MAX;
+		tl->nsecs = rs->index + 1;
+	}
+	return &tl->secs[rs->index];
+}
+
+/* ---- pass 1: span, kernel time per name, ledger ------------------------------------------- */
+
+static bool is_timed(const struct tally_record *r)
+{
+	return !(r->flags & TALLY_REC_BAD_TIME) && r->end >= r->start && r->start != 0;
+}
+
+static bool is_nccl(struct report_section *rs, uint32_t id)
+{
+	const char *name = report_string(rs, id);
+
+	return strstr(name, "nccl") || strstr(name, "NCCL");
+}
+
+static void kernel_time(struct timeline *tl, struct tl_section *ts, struct report_section *rs,
+			const struct tally_record *r)
+{
+	size_t cap = ts->nkern;
+	uint32_t id = r->name_id < rs->s->nstrings ? r->name_id : 0;
+
+	if (!grow((void **)&ts->kern_ns, &cap, (size_t)id + 1, sizeof(uint64_t))) {
+		tl->failed = true;
+		return;
+	}
+	ts->nkern = (uint32_t)cap;
+	ts->kern_ns[id] += r->end - r->start;
+}
+
+static int pass1_records(void *ctx, struct report_section *rs, const struct tally_record *r,
+			 size_t n)
+{
+	struct timeline *tl = ctx;
+	struct tl_section *ts = section(tl, rs);
+	size_t i;
+
+	for (i = 0; ts && i < n; i++) {
+		if (!is_timed(&r[i]))
+			continue;
+		if (report_time(rs, r[i].start) < ts->t_min)
+			ts->t_min = report_time(rs, r[i].start);
+		if (report_time(rs, r[i].end) > ts->t_max)
+			ts->t_max = report_time(rs, r[i].end);
+		if (r[i].kind == TALLY_KIND_KERNEL)
+			kernel_time(tl, ts, rs, &r[i]);
+	}
+	return tl->failed ? -ENOMEM : 0;
+}
+
+static int pass1_ledger(void *ctx, struct report_section *rs, const struct tally_ledger *l)
+{
+	struct timeline *tl = ctx;
+	struct tl_section *ts = section(tl, rs);
+
+	if (!ts || !grow((void **)&ts->snaps, &ts->snap_cap, ts->nsnaps + 1, sizeof(*l))) {
+		tl->failed = true;
+		return -ENOMEM;
+	}
+	ts->snaps[ts->nsnaps++] = *l;
+	return 0;
+}
+
+static int pass1_section(void *ctx, struct report_section *rs)
+{
+	struct timeline *tl = ctx;
+
+	return section(tl, rs) ? 0 : -ENOMEM;
+}
+
+void timeline_pass1_ops(struct timeline *tl, struct report_scan_ops *ops)
+{
+	memset(ops, 0, sizeof(*ops));
+	ops->ctx = tl;
+	ops->section = pass1_section;
+	ops->records = pass1_records;
+	ops->ledger = pass1_ledger;
+}
+
+static void nccl_time(struct tl_section *ts, struct report_section *rs)
+{
+	uint32_t id;
+
+	for (id = 1; id < ts->nkern; id++)
+		if (ts->kern_ns[id] && is_nccl(rs, id))
+			ts->nccl_ns += ts->kern_ns[id];
+}
+
+/* Where bucket b begins (relative ns); a span near 2^64 ns must not overflow the conversion. */
+static uint64_t bucket_edge(const struct timeline *tl, unsigned b)
+{
+	double t = b * tl->bucket_ns;
+
+	return t >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)t;
+}
+
+/* Gaps as fine as the page draws: two buckets, at least a microsecond; one busy bucket each
+ * (the page draws its own busy curves). */
+static struct report_gpu_gaps *new_gaps(const struct timeline *tl)
+{
+	struct report_gaps_opts o = {.gap_min_ns = bucket_edge(tl, 2),
+				     .bucket_ns = tl->t1 - tl->t0};
+
+	if (o.gap_min_ns < 1000)
+		o.gap_min_ns = 1000;
+	return report_gpu_gaps_new(&o);
+}
+
+int timeline_prepare(struct timeline *tl, const struct report_set *set)
+{
+	size_t i;
+
+	for (i = 0; i < tl->nsecs && i < set->nsections; i++) {
+		struct tl_section *ts = &tl->secs[i];
+
+		if (ts->t_min == UINT64_MAX)
+			continue;
+		if (ts->t_min < tl->t0)
+			tl->t0 = ts->t_min;
+		if (ts->t_max > tl->t1)
+			tl->t1 = ts->t_max;
+		nccl_time(ts, set->sections[i]);
+	}
+	if (tl->t0 == UINT64_MAX)
+		tl->t0 = tl->t1 = 0;
+	/* one ns more, so that the latest end falls inside the last bucket */
+	tl->bucket_ns = ((double)(tl->t1 - tl->t0) + 1.0) / tl->nbuckets;
+	tl->window_count = calloc(tl->nwindows, sizeof(*tl->window_count));
+	tl->window_exact = calloc(tl->nwindows, 1);
+	tl->gaps = new_gaps(tl);
+	return tl->window_count && tl->window_exact && tl->gaps ? 0 : -ENOMEM;
+}
+
+/* ---- pass 2: lanes, buckets, names, exact events ------------------------------------------ */
+
+static uint64_t lane_hash(uint32_t sec, uint32_t type, uint32_t a, uint32_t b)
+{
+	uint64_t h = ((uint64_t)sec << 40) ^ ((uint64_t)type << 32) ^ ((uint64_t)a << 20) ^ b;
+
+	return h * 0x9E3779B97F4A7C15ull;
+}
+
+static bool lane_rehash(struct timeline *tl)
+{
+	size_t nslot = tl->nslot ? tl->nslot * 2 : 64, i, k;
+	uint32_t *slot = calloc(nslot, sizeof(*slot));
+
+	if (!slot)
+		return false;
+	for (i = 0; i < tl->nlanes; i++) {
+		const struct tl_lane *l = &tl->lanes[i];
+
+		for (k = lane_hash(l->sec, l->type, l->a, l->b) % nslot; slot[k];
+		     k = (k + 1) % nslot)
+			;
+		slot[k] = (uint32_t)i + 1;
+	}
+	free(tl->lane_slot);
+	tl->lane_slot = slot;
+	tl->nslot = nslot;
+	return true;
+}
+
+static long lane_new(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a, uint32_t b)
+{
+	struct tl_lane *l;
+
+	if (!grow((void **)&tl->lanes, &tl->lane_cap, tl->nlanes + 1, sizeof(*tl->lanes)))
+		return -1;
+	l = &tl->lanes[tl->nlanes];
+	*l = (struct tl_lane){.sec = sec, .type = type, .a = a, .b = b};
+	l->busy = calloc(tl->nbuckets, sizeof(*l->busy));
+	l->count = calloc(tl->nbuckets, sizeof(*l->count));
+	l->top = calloc(tl->nbuckets, sizeof(*l->top));
+	l->top_ns = calloc(tl->nbuckets, sizeof(*l->top_ns));
+	if (!l->busy || !l->count || !l->top || !l->top_ns) {
+		lane_free(l);
+		return -1;
+	}
+	return (long)tl->nlanes++;
+}
+
+static struct tl_lane *lane_lookup(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
+				   uint32_t b)
+{
+	size_t k;
+	long i;
+
+	if ((tl->nlanes + 1) * 2 > tl->nslot && !lane_rehash(tl))
+		goto oom;
+	for (k = lane_hash(sec, type, a, b) % tl->nslot; tl->lane_slot[k];
+	     k = (k + 1) % tl->nslot) {
+		struct tl_lane *l = &tl->lanes[tl->lane_slot[k] - 1];
+
+		if (l->sec == sec && l->type == type && l->a == a && l->b == b)
+			return l;
+	}
+	/* memory is lanes x buckets: past the cap, new threads or streams share one lane */
+	if (tl->nlanes >= TL_LANES_MAX && a != TL_LANE_OTHER)
+		return lane_lookup(tl, sec, type, TL_LANE_OTHER, 0);
+	i = lane_new(tl, sec, type, a, b);
+	if (i < 0)
+		goto oom;
+	tl->lane_slot[k] = (uint32_t)i + 1;
+	return &tl->lanes[i];
+oom:
+	tl->failed = true;
+	return NULL;
+}
+
+static uint32_t name_add(struct timeline *tl, const char *s)
+{
+	char *copy = strdup(s);
+
+	if (!copy || !grow((void **)&tl->names, &tl->name_cap, tl->nnames + 1, sizeof(char *))) {
+		free(copy);
+		tl->failed = true;
+		return 0;
+	}
+	tl->names[tl->nnames++] = copy;
+	return (uint32_t)tl->nnames;
+}
+
+/* Records come in runs on one stream or thread: the last lane of each type is tried first. */
+static struct tl_lane *lane(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
+			    uint32_t b)
+{
+	struct tl_lane *l = tl->last_lane[type] ? &tl->lanes[tl->last_lane[type] - 1] : NULL;
+
+	if (l && l->sec == sec && l->a == a && l->b == b)
+		return l;
+	l = lane_lookup(tl, sec, type, a, b);
+	tl->last_lane[type] = l ? (uint32_t)(l - tl->lanes) + 1 : 0;
+	return l;
+}
+
+/* Copies and memsets have no string: one name per copy kind, cached apart from string ids. */
+static uint32_t memop_name(struct timeline *tl, struct tl_section *ts, const struct tally_record *r)
+{
+	unsigned op = r->kind == TALLY_KIND_MEMSET ? 0 : 1 + (r->subkind & 15);
+	char buf[64];
+
+	if (!ts->memop_name[op]) {
+		if (op == 0)
+			snprintf(buf, sizeof(buf), "[CUDA memset]");
+		else
+			snprintf(buf, sizeof(buf), "[CUDA memcpy %s]",
+				 report_memcpy_kind_label(r->subkind));
+		ts->memop_name[op] = name_add(tl, buf);
+	}
+	return ts->memop_name[op];
+}
+
+/* The name of a timed record, as index + 1 into tl->names; cached per section and string id. */
+static uint32_t record_name(struct timeline *tl, struct report_section *rs,
+			    const struct tally_record *r)
+{
+	struct tl_section *ts = &tl->secs[rs->index];
+	int which = r->kind != TALLY_KIND_KERNEL;
+	uint32_t id = r->name_id < rs->s->nstrings ? r->name_id : 0, *m;
+	size_t cap = ts->nmap[which];
+
+	if (r->kind == TALLY_KIND_MEMCPY || r->kind == TALLY_KIND_MEMSET)
+		return memop_name(tl, ts, r);
+	if (!grow((void **)&ts->name_map[which], &cap, (size_t)id + 1, sizeof(uint32_t))) {
+		tl->failed = true;
+		return 0;
+	}
+	ts->nmap[which] = (uint32_t)cap;
+	m = &ts->name_map[which][id];
+	if (!*m)
+		*m = name_add(tl, which ? report_string(rs, id)
+					: report_kernel_name(rs, id, REPORT_NAME_DEMANGLED));
+	return *m;
+}
+
+static unsigned bucket_of(const struct timeline *tl, uint64_t rel)
+{
+	double b = (double)rel / tl->bucket_ns;
+
+	return b >= tl->nbuckets ? tl->nbuckets - 1 : (unsigned)b;
+}
+
+/* Spread [s, e) (relative ns) over the lane's buckets; the longest event names each bucket. */
+static void lane_add(struct timeline *tl, struct tl_lane *l, uint64_t s, uint64_t e, uint32_t name)
+{
+	unsigned b = bucket_of(tl, s), last = bucket_of(tl, e);
+
+	l->count[b]++;
+	l->events++;
+	l->busy_ns += e - s;
+	for (; b <= last; b++) {
+		uint64_t lo = bucket_edge(tl, b), hi = bucket_edge(tl, b + 1), in;
+
+		if (s > hi || e < lo)
+			continue;
+		in = (e < hi ? e : hi) - (s > lo ? s : lo);
+		l->busy[b] += in;
+		if (in >= l->top_ns[b]) {
+			l->top_ns[b] = in;
+			l->top[b] = name;
+		}
+	}
+}
+
+static void keep_event(struct timeline *tl, uint32_t lane_index, uint64_t s, uint64_t e,
+		       uint32_t name, uint32_t corr)
+{
+	uint32_t w = bucket_of(tl, s) / WINDOW_BUCKETS;
+
+	if (++tl->window_count[w] > tl->window_cap)
+		return; /* too dense to draw one by one: its buckets stand for it */
+	if (!grow((void **)&tl->events, &tl->event_cap, tl->nevents + 1, sizeof(*tl->events))) {
+		tl->failed = true;
+		return;
+	}
+	tl->events[tl->nevents++] = (struct tl_event){
+	    .start = s, .dur = e - s, .lane = lane_index, .name = name, .corr = corr, .window = w};
+}
+
+static uint32_t lane_type_of(unsigned kind)
+{
+	if (tally_kind_is_gpu(kind))
+		return TL_LANE_GPU;
+	if (tally_kind_is_api(kind))
+		return TL_LANE_API;
+	return kind == TALLY_KIND_NVTX_RANGE ? TL_LANE_NVTX : TL_LANE_TYPES;
+}
+
+static void pass2_record(struct timeline *tl, struct report_section *rs,
+			 const struct tally_record *r, uint32_t type)
+{
+	uint64_t s = report_time(rs, r->start) - tl->t0, e = report_time(rs, r->end) - tl->t0;
+	uint32_t a = type == TL_LANE_GPU ? r->device_id : r->thread_id;
+	struct tl_lane *l = lane(tl, rs->index, type, a, type == TL_LANE_GPU ? r->stream_id : 0);
+	uint32_t name = record_name(tl, rs, r);
+
+	if (!l)
+		return;
+	lane_add(tl, l, s, e, name);
+	keep_event(tl, (uint32_t)(l - tl->lanes), s, e, name, r->correlation_id);
+	if (type == TL_LANE_GPU && (l = lane(tl, rs->index, TL_LANE_DEVICE, r->device_id, 0)))
+		lane_add(tl, l, s, e, name);
+}
+
+static int pass2_records(void *ctx, struct report_section *rs, const struct tally_record *r,
+			 size_t n)
+{
+	struct timeline *tl = ctx;
+	uint32_t type = lane_type_of(r[0].kind);
+	size_t i;
+
+	if (type == TL_LANE_TYPES || rs->index >= tl->nsecs)
+		return 0;
+	if (type == TL_LANE_GPU && report_gpu_gaps_add(tl->gaps, rs, r, n) < 0)
+		return -ENOMEM;
+	for (i = 0; i < n && !tl->failed; i++) {
+		/* a kind per batch, but a damaged file may say otherwise: check each */
+		if (is_timed(&r[i]) && lane_type_of(r[i].kind) == type &&
+		    report_time(rs, r[i].start) >= tl->t0 && report_time(rs, r[i].end) <= tl->t1)
+			pass2_record(tl, rs, &r[i], type);
+	}
+	return tl->failed ? -ENOMEM : 0;
+}
+
+/* A section's records are all in: its gaps can be judged against its loss windows. */
+static int pass2_section_end(void *ctx, struct report_section *rs)
+{
+	struct timeline *tl = ctx;
+
+	return report_gpu_gaps_section(tl->gaps, rs);
+}
+
+void timeline_pass2_ops(struct timeline *tl, struct report_scan_ops *ops)
+{
+	memset(ops, 0, sizeof(*ops));
+	ops->ctx = tl;
+	ops->records = pass2_records;
+	ops->section_end = pass2_section_end;
+}
+
+long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
+			uint32_t b)
+{
+	size_t k;
+
+	if (!tl->nslot)
+		return -1;
+	for (k = lane_hash(sec, type, a, b) % tl->nslot; tl->lane_slot[k];
+	     k = (k + 1) % tl->nslot) {
+		const struct tl_lane *l = &tl->lanes[tl->lane_slot[k] - 1];
+
+		if (l->sec == sec && l->type == type && l->a == a && l->b == b)
+			return (long)(l - tl->lanes);
+	}
+	return -1;
+}
+
+/* ---- exact windows ------------------------------------------------------------------------ */
+
+static const struct timeline *sort_tl; /* qsort has no context argument */
+
+static int cmp_window(const void *pa, const void *pb)
+{
+	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+	uint32_t ca = sort_tl->window_count[a], cb = sort_tl->window_count[b];
+
+	return ca < cb ? -1 : ca > cb ? 1 : (a > b) - (a < b);
+}
+
+void timeline_choose_exact(struct timeline *tl)
+{
+	uint32_t *order = malloc(tl->nwindows * sizeof(*order)), i;
+	uint64_t used = 0;
+
+	if (!order)
+		return; /* no exact windows: the buckets still show everything */
+	for (i = 0; i < tl->nwindows; i++)
+		order[i] = i;
+	sort_tl = tl;
+	qsort(order, tl->nwindows, sizeof(*order), cmp_window);
+	for (i = 0; i < tl->nwindows; i++) {
+		uint32_t c = tl->window_count[order[i]];
+
+		if (c > tl->window_cap || used + c > tl->exact_budget)
+			break;
+		used += c;
+		tl->window_exact[order[i]] = 1;
+	}
+	free(order);
+}
+
+bool timeline_window_exact(const struct timeline *tl, uint32_t w)
+{
+	return w < tl->nwindows && tl->window_exact[w];
+}

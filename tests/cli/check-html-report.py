@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Checks a tally report page as Chromium rendered it (its --dump-dom and a screenshot) against
+what other commands said about the same traces: the verdict and each reason, when and fix line of
+`tally check`, and the kernel names and counts of `tally stats --format json`.
+
+Usage: check-html-report.py DOM STATS_JSON CHECK_TXT PNG [--ranks N] [--kernels N]
+Exit 0 when every check holds; prints one line per failed check otherwise (exit 1).
+"""
+import argparse
+import json
+import sys
+from html.parser import HTMLParser
+
+
+class Dom(HTMLParser):
+    """Text of the page, the elements by id, and the kernel table's cells."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.text = []
+        self.ids = {}
+        self.stack = []
+        self.tables = {}  # table id -> rows of {data-col: data-value}
+        self.table = None
+        self.row = None
+        self.tags = {}
+        self.attrs_seen = set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        for k in a:
+            self.attrs_seen.add(k)
+        if tag in ("script", "style"):
+            self.stack.append(("skip", None))
+            return
+        self.stack.append((tag, a.get("id")))
+        if a.get("id"):
+            self.ids[a["id"]] = {"attrs": a, "text": ""}
+        if tag == "table" and a.get("id"):
+            self.table = self.tables.setdefault(a["id"], [])
+        if tag == "tr" and self.table is not None:
+            self.row = {}
+            self.table.append(self.row)
+        if tag == "td" and self.row is not None and "data-col" in a:
+            self.row[a["data-col"]] = a.get("data-value", "")
+
+    def handle_endtag(self, tag):
+        while self.stack:
+            t, _ = self.stack.pop()
+            if t == tag or t == "skip" and tag in ("script", "style"):
+                break
+        if tag == "table":
+            self.table = None
+        self.text.append("\n")
+
+    def handle_data(self, data):
+        if any(t == "skip" for t, _ in self.stack):
+            return
+        self.text.append(data)
+        for t, i in self.stack:
+            if i:
+                self.ids[i]["text"] += data
+
+
+def png_colours(path):
+    try:
+        from PIL import Image
+    except ImportError:
+        return None
+    img = Image.open(path).convert("RGB")
+    return len(img.getcolors(maxcolors=1 << 24) or [])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dom")
+    ap.add_argument("stats")
+    ap.add_argument("check")
+    ap.add_argument("png")
+    ap.add_argument("--ranks", type=int, default=0)
+    ap.add_argument("--kernels", type=int, default=-1, help="kernel instances the generator made")
+    o = ap.parse_args()
+    fails = []
+    dom = Dom()
+    dom.feed(open(o.dom, encoding="utf-8", errors="replace").read())
+    text = "".join(dom.text)
+    stats = json.load(open(o.stats))
+
+    if dom.ids.get("tally-errors", {}).get("text", "").strip():
+        fails.append("script errors: " + dom.ids["tally-errors"]["text"].strip())
+    if "data-tally-ready" not in dom.attrs_seen:
+        fails.append("the page did not finish drawing (no data-tally-ready)")
+    if "data-pwned" in dom.attrs_seen or dom.tags.get("img"):
+        fails.append("a name from the trace was run as HTML")
+    word = dom.ids.get("verdict-word", {}).get("text", "")
+    if word != stats["verdict"]:
+        fails.append("verdict %r, tally stats says %r" % (word, stats["verdict"]))
+    # every reason, window and fix line of tally check, as it says them
+    for line in open(o.check, encoding="utf-8", errors="replace"):
+        line = line.strip()
+        if line.startswith(("- ", "when: ", "fix: ")) and line not in text:
+            fails.append("tally check says %r; the page does not" % line)
+
+    kern = next(r for r in stats["reports"] if r["name"] == "cuda_gpu_kern_sum")
+    rows = dom.tables.get("table-cuda_gpu_kern_sum", [])[1:]  # [0]: the header row
+    if kern["rows"] and not rows:
+        fails.append("no kernel table")
+    page = {r.get("Name"): int(r.get("Instances", -1)) for r in rows}
+    for r in kern["rows"][:10]:
+        if page.get(r["Name"]) != r["Instances"]:
+            fails.append("kernel %r: page %s, tally stats %s" % (r["Name"], page.get(r["Name"]), r["Instances"]))
+    if rows and rows[0].get("Name") != kern["rows"][0]["Name"]:
+        fails.append("top kernel %r, tally stats %r" % (rows[0].get("Name"), kern["rows"][0]["Name"]))
+    if o.kernels >= 0 and sum(page.values()) != o.kernels:
+        fails.append("kernel instances %d, the generator made %d" % (sum(page.values()), o.kernels))
+
+    if o.ranks:
+        ranks = dom.tables.get("ranks-table", [])[1:]
+        if len(ranks) != o.ranks:
+            fails.append("ranks table has %d rows, want %d" % (len(ranks), o.ranks))
+        if not dom.ids.get("slowest-rank", {}).get("text", "").startswith("Slowest: "):
+            fails.append("no slowest rank named")
+
+    colours = png_colours(o.png)
+    if colours is not None and colours < 50:
+        fails.append("screenshot %s has %d colours: blank?" % (o.png, colours))
+    for f in fails:
+        print("  " + f)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

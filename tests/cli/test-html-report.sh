@@ -1,0 +1,95 @@
+#!/bin/sh
+# tally report in a real browser: for every trace in tests/data/ and for a merged two-rank run,
+# write the page, let headless Chromium run it (--dump-dom) and take a screenshot, then check
+# (check-html-report.py) that the page says the verdict and every reason `tally check` says, shows
+# the kernel names and counts `tally stats` gives, ran without a script error, ran no name from
+# the trace as HTML, and is not blank.  The screenshots stay in $TALLY_REPORT_SHOTS when set.
+# Skips (77) without Chromium; scripts/install-deps.sh installs it for CI.
+# Usage: test-html-report.sh TALLY TESTSRC SRCDIR
+set -u
+TALLY=$1 TESTSRC=$2 SRC=$3
+CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+[ -n "$CHROME" ] || { echo "SKIP: no chromium (apt-get install chromium)"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+SHOTS=${TALLY_REPORT_SHOTS:-$T}
+mkdir -p "$SHOTS"
+fail=0
+ok() { printf 'ok   %s\n' "$1"; }
+bad() { printf 'FAIL %s\n' "$1"; fail=1; }
+
+# The browser gets its own profile and a time limit: a page that never settles must not hang CI.
+browse() { # what html out...
+	what=$1 html=$2; shift 2
+	timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
+		--user-data-dir="$T/profile" --virtual-time-budget=5000 "$@" "file://$html" 2>"$T/chrome.err"
+}
+
+# one trace: page, DOM, screenshot, and the checks; extra arguments go to the checker
+check_page() { # name trace [checker args]
+	name=$1 trace=$2; shift 2
+	"$TALLY" report -q --force -o "$T/$name.html" "$trace" 2>"$T/err"; rc=$?
+	[ "$rc" -eq 0 ] && ok "$name: page written" || { bad "$name: tally report exit $rc"; cat "$T/err"; return; }
+	grep -q -i -E '<(script|link|img)[^>]+(src|href)=' "$T/$name.html" &&
+		bad "$name: the page loads something" || ok "$name: nothing loaded from outside"
+	"$TALLY" stats -f json -o "$T/$name.json" "$trace" 2>/dev/null
+	if [ -d "$trace" ]; then # tally check takes files
+		"$TALLY" check "$trace"/*.tally >"$T/$name.check" 2>&1
+	else
+		"$TALLY" check "$trace" >"$T/$name.check" 2>&1
+	fi
+	browse "$name" "$T/$name.html" --dump-dom >"$T/$name.dom" || bad "$name: chromium --dump-dom failed"
+	browse "$name" "$T/$name.html" --window-size=1400,2600 --screenshot="$SHOTS/$name.png" >/dev/null ||
+		bad "$name: chromium --screenshot failed"
+	if $PY "$SRC/cli/check-html-report.py" "$T/$name.dom" "$T/$name.json" "$T/$name.check" \
+		"$SHOTS/$name.png" "$@"; then
+		ok "$name: verdict, reasons, kernels, no script error, not blank"
+	else
+		bad "$name: the page disagrees (above)"
+	fi
+}
+
+# Debian's python3 has python3-pil (install-deps.sh); another python3 first on PATH may not
+PY=python3
+python3 -c 'import PIL' 2>/dev/null || { /usr/bin/python3 -c 'import PIL' 2>/dev/null && PY=/usr/bin/python3; }
+$PY -c 'import PIL' 2>/dev/null || echo "note: python3-pil missing: the screenshot is not checked for blankness"
+
+for trace in "$SRC"/data/*.tally; do
+	check_page "$(basename "$trace" .tally)" "$trace"
+done
+
+# A run the generator was told about exactly: 2,000 kernels over the 9 names (one of them would
+# end a <script> element and run code if the page pasted it as HTML).
+"$TESTSRC" -o "$T/made.tally" --kernels 2000 --memcpys 20 --ranges 10 --names 9 >/dev/null || bad "testsrc"
+check_page made "$T/made.tally" --kernels 2000
+# zoomed in far (exact events), the launch with correlation id 5 selected: its kernel is the flow
+browse made "$T/made.html#view=0,400000&select=5" --dump-dom >"$T/zoom.dom"
+grep -q 'data-tally-ready="1"' "$T/zoom.dom" && grep -q '<pre id="tally-errors" hidden=""></pre>' "$T/zoom.dom" &&
+	ok "zoomed in: drawn without a script error" || bad "zoomed in: errors or not drawn"
+tr '\n' ' ' <"$T/zoom.dom" | grep -q '<div id="tl-detail">selected: cudaLaunchKernel at [^<]*ran as ' &&
+	ok "a launch selected: its kernel found by correlation id" || { bad "flow"; grep -o '<div id="tl-detail">[^<]*' "$T/zoom.dom"; }
+# the mouse, simulated by the page itself (#selftest): wheel zooms, drag pans, shift+drag zooms to a stretch
+browse made "$T/made.html#selftest" --window-size=1400,2000 --dump-dom >"$T/self.dom"
+grep -q 'data-selftest="zoom=true pan=true brush=true"' "$T/self.dom" &&
+	grep -q '<pre id="tally-errors" hidden=""></pre>' "$T/self.dom" && ok "wheel, drag, shift+drag" ||
+	{ bad "mouse: $(grep -o 'data-selftest="[^"]*"' "$T/self.dom")"; grep -o '<pre id="tally-errors"[^<]*' "$T/self.dom"; }
+
+# Two ranks, merged: the ranks table and the slowest rank; rank 1 lost timestamps.
+RANK=0 "$TESTSRC" -o "$T/r0.tally" --kernels 3000 --names 9 --seed 1 --rate 200000 >/dev/null || bad "testsrc r0"
+RANK=1 "$TESTSRC" -o "$T/r1.tally" --kernels 3000 --names 9 --seed 2 --rate 100000 --bad-time-every 200 >/dev/null || bad "testsrc r1"
+"$TALLY" merge -q --force -o "$T/merged.tally" "$T/r0.tally" "$T/r1.tally" 2>/dev/null
+check_page merged "$T/merged.tally" --ranks 2
+# the same ranks given as a directory, unmerged: one page, aligned the same way
+mkdir "$T/ranks" && cp "$T/r0.tally" "$T/r1.tally" "$T/ranks/"
+check_page ranks-dir "$T/ranks" --ranks 2
+
+# The command line: usage, an existing page, a file that is not a trace.
+"$TALLY" report -q -o "$T/made.html" "$T/made.tally" 2>"$T/err"; rc=$?
+[ "$rc" -eq 4 ] && grep -q -- "--force" "$T/err" && ok "an existing page is kept (exit 4)" || bad "existing page: exit $rc"
+"$TALLY" report 2>/dev/null; [ $? -eq 2 ] && ok "no trace: usage (exit 2)" || bad "no trace"
+echo "not a trace" >"$T/junk.tally"
+"$TALLY" report -q --force -o "$T/junk.html" "$T/junk.tally" 2>/dev/null; rc=$?
+[ "$rc" -eq 3 ] && [ ! -e "$T/junk.html" ] && ok "not a trace: exit 3, no page" || bad "junk: exit $rc"
+"$TALLY" report -q --force --strict -o "$T/l.html" "$SRC/data/lossy.tally" 2>/dev/null; rc=$?
+[ "$rc" -eq 1 ] && [ -s "$T/l.html" ] && ok "--strict: INCOMPLETE exits 1, page written" || bad "--strict: exit $rc"
+exit $fail
