@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pipeline.h"
 
@@ -17,7 +18,31 @@ static void *try_open(const char *path, int extra)
 	return path && *path ? dlopen(path, RTLD_NOW | RTLD_GLOBAL | extra) : NULL;
 }
 
-/* The copy already in the process, else the first of the usual places that loads. */
+/*
+ * dir/libcupti.so.13, dir being where libtally.so itself lies: the copy a bundle made with
+ * `make dist WITH_CUPTI=1` carries for images that have no CUPTI (CUDA runtime images).
+ */
+static void *open_bundled(char *where, size_t len)
+{
+	Dl_info self;
+	char *slash;
+
+	if (!dladdr((void *)open_bundled, &self) || !self.dli_fname)
+		return NULL;
+	snprintf(where, len, "%s", self.dli_fname);
+	slash = strrchr(where, '/');
+	if (!slash)
+		return NULL;
+	snprintf(slash + 1, len - (size_t)(slash + 1 - where), "libcupti.so.13");
+	return access(where, R_OK) == 0 ? try_open(where, 0) : NULL;
+}
+
+/*
+ * TALLY_CUPTI_PATH; else the copy already in the process (PyTorch and JAX load their own, and
+ * two copies of CUPTI in one process do not mix); else the bundle's; else the first of the
+ * usual places that loads.  A program that loads libcupti.so.13 by name after us gets the copy
+ * we loaded: the loader reuses an object whose SONAME matches (docs/collector.md).
+ */
 static void *open_cupti(char *where, size_t len)
 {
 	static const char *const places[] = {
@@ -41,6 +66,8 @@ static void *open_cupti(char *where, size_t len)
 			snprintf(where, len, "%s (already loaded)", places[i]);
 			return h;
 		}
+	if ((h = open_bundled(where, len)))
+		return h;
 	if (getenv("CUDA_HOME")) {
 		snprintf(home, sizeof(home), "%s/lib64/libcupti.so.13", getenv("CUDA_HOME"));
 		if ((h = try_open(home, 0))) {

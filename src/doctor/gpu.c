@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cupti_version.h> /* CUPTI_API_VERSION: the CUPTI libtally.so is built against */
 
@@ -169,8 +170,28 @@ static bool try_cupti(struct doctor_gpu *g, const char *name, bool by_search)
 	return true;
 }
 
-/* The CUPTI libtally.so is linked against (its SONAME), by the loader's search first. */
-static void probe_cupti(struct doctor_gpu *g, const char *cuda_home)
+/* libcupti beside the collector: what a bundle made with `make dist WITH_CUPTI=1` carries. */
+static bool try_bundled(struct doctor_gpu *g, const char *collector, const char *soname)
+{
+	char path[PATH_MAX], *slash;
+
+	if (!collector)
+		return false;
+	snprintf(path, sizeof(path), "%s", collector);
+	slash = strrchr(path, '/');
+	if (!slash)
+		return false;
+	snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "%s", soname);
+	return access(path, R_OK) == 0 && try_cupti(g, path, true);
+}
+
+/*
+ * The CUPTI the collector will load (src/collector/cupti-api.c), in its order: $TALLY_CUPTI_PATH,
+ * the bundle's, the loader's search, then the usual CUDA places.  A program that loads its own
+ * CUPTI (PyTorch, JAX) is not running yet: check_tool_cupti says it would win.
+ */
+static void probe_cupti(struct doctor_gpu *g, const char *cuda_home, const char *env_path,
+			const char *collector)
 {
 	const char *soname = "libcupti.so." STR(TALLY_CUPTI_MAJOR);
 	static const char *const dirs[] = {"/usr/local/cuda/lib64",
@@ -178,6 +199,14 @@ static void probe_cupti(struct doctor_gpu *g, const char *cuda_home)
 	char path[PATH_MAX];
 	size_t i;
 
+	if (env_path && try_cupti(g, env_path, true)) {
+		g->cupti_from = CUPTI_FROM_ENV;
+		return;
+	}
+	if (try_bundled(g, collector, soname)) {
+		g->cupti_from = CUPTI_FROM_BUNDLE;
+		return;
+	}
 	if (try_cupti(g, soname, true) || try_cupti(g, "libcupti.so", true))
 		return;
 	if (cuda_home) {
@@ -266,7 +295,10 @@ const struct doctor_gpu *doctor_gpu(struct doctor_ctx *ctx)
 		return g;
 	}
 	probe_cuda(g);
-	probe_cupti(g, doctor_getenv_set(ctx, "CUDA_HOME"));
+	probe_cupti(
+	    g, doctor_getenv_set(ctx, "CUDA_HOME"), doctor_getenv_set(ctx, "TALLY_CUPTI_PATH"),
+	    doctor_getenv_set(ctx, "TALLY_COLLECTOR") ? doctor_getenv_set(ctx, "TALLY_COLLECTOR")
+						      : ctx->opts->collector);
 	return g;
 }
 

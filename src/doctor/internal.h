@@ -32,7 +32,8 @@ struct doctor_gpu {
 		char uuid[48]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "" if unknown */
 	} dev[DOCTOR_MAX_GPUS];
 	bool cupti_loaded;
-	bool cupti_default; /* found by the loader's own search, as libtally.so will look */
+	bool cupti_default; /* found where libtally.so will look without being told */
+	enum { CUPTI_FROM_SEARCH, CUPTI_FROM_ENV, CUPTI_FROM_BUNDLE } cupti_from;
 	char cupti_path[PATH_MAX];
 	char cupti_error[256];
 	unsigned cupti_version; /* cuptiGetVersion */

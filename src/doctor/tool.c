@@ -65,14 +65,21 @@ void check_tool_collector(struct doctor_ctx *ctx, struct tally_doctor_finding *f
 		finding_set(f, TALLY_DOCTOR_OK, "%s", env ? env : path);
 }
 
+/* What tally will load, by where it was found (gpu.c: probe_cupti). */
+static const char *const cupti_origin[] = {
+    [CUPTI_FROM_SEARCH] = "",
+    [CUPTI_FROM_ENV] = " ($TALLY_CUPTI_PATH)",
+    [CUPTI_FROM_BUNDLE] = " (bundled with tally)",
+};
+
 void check_tool_cupti(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 {
 	const struct doctor_gpu *g = doctor_gpu(ctx);
 	char ver[32];
 
 	finding_source(f,
-		       "dlopen(libcupti.so.%d), $CUDA_HOME, /usr/local/cuda/lib64, "
-		       "/usr/local/cuda/extras/CUPTI/lib64",
+		       "$TALLY_CUPTI_PATH, beside libtally.so (bundled), dlopen(libcupti.so.%d), "
+		       "$CUDA_HOME, /usr/local/cuda/lib64, /usr/local/cuda/extras/CUPTI/lib64",
 		       TALLY_CUPTI_MAJOR);
 	finding_why(f,
 		    "libtally.so is linked against libcupti.so.%d: without it the collector "
@@ -105,8 +112,11 @@ void check_tool_cupti(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 		finding_fix(f, "export LD_LIBRARY_PATH=%s:$LD_LIBRARY_PATH", dir);
 		return;
 	}
-	finding_set(f, TALLY_DOCTOR_OK, "CUPTI %s (API %u) at %s", ver, g->cupti_version,
-		    g->cupti_path);
+	finding_set(f, TALLY_DOCTOR_OK, "CUPTI %s (API %u) at %s%s; %s", ver, g->cupti_version,
+		    g->cupti_path, cupti_origin[g->cupti_from],
+		    g->cupti_from == CUPTI_FROM_ENV
+			? "used even by a program that loads its own"
+			: "a program that loads its own libcupti (PyTorch, JAX) keeps its own");
 }
 
 void check_tool_versions(struct doctor_ctx *ctx, struct tally_doctor_finding *f)

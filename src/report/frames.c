@@ -9,8 +9,10 @@
  * return address from the symbol table (.symtab or .dynsym) and, where the module has DWARF line
  * tables (or a separate debug file under /usr/lib/debug), its source file and line.  libdw was
  * picked over libbacktrace because it symbolizes any ELF file offline, by path, with separate
- * debug files; libbacktrace describes the running process only.  Without libdw at build time a
- * native frame reads "module+0xoffset", which `addr2line -e module` resolves by hand.
+ * debug files; libbacktrace describes the running process only.  libdw is dlopened at the first
+ * native frame, so tally itself needs nothing but glibc wherever it is installed (the bundle and
+ * the .deb, docs/install.md).  Without libdw (at build time, or libdw.so.1 at run time) a native
+ * frame reads "module+0xoffset", which `addr2line -e module` resolves by hand.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include "stacks.h"
 
 #ifdef TALLY_HAVE_LIBDW
+#include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #endif
 
@@ -77,13 +80,59 @@ struct dw_module {
 static struct dw_module *dw_cache;
 static size_t dw_n;
 
+/* libdw's functions, from libdw.so.1 opened at the first use; ok false when it is not there. */
+static struct {
+	bool tried, ok;
+	__typeof__(dwfl_begin) *begin;
+	__typeof__(dwfl_report_offline) *report_offline;
+	__typeof__(dwfl_report_end) *report_end;
+	__typeof__(dwfl_module_getelf) *module_getelf;
+	__typeof__(dwfl_module_addrname) *module_addrname;
+	__typeof__(dwfl_module_getsrc) *module_getsrc;
+	__typeof__(dwfl_lineinfo) *lineinfo;
+} dw;
 static char *debuginfo_path;
-static const Dwfl_Callbacks dw_callbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &debuginfo_path,
-};
+static Dwfl_Callbacks dw_callbacks = {.debuginfo_path = &debuginfo_path};
+
+static bool dw_load(void)
+{
+	static const char *const names[] = {
+	    "dwfl_begin",
+	    "dwfl_report_offline",
+	    "dwfl_report_end",
+	    "dwfl_module_getelf",
+	    "dwfl_module_addrname",
+	    "dwfl_module_getsrc",
+	    "dwfl_lineinfo",
+	    "dwfl_build_id_find_elf",
+	    "dwfl_standard_find_debuginfo",
+	    "dwfl_offline_section_address",
+	};
+	void **const slots[] = {
+	    (void **)&dw.begin,
+	    (void **)&dw.report_offline,
+	    (void **)&dw.report_end,
+	    (void **)&dw.module_getelf,
+	    (void **)&dw.module_addrname,
+	    (void **)&dw.module_getsrc,
+	    (void **)&dw.lineinfo,
+	    (void **)&dw_callbacks.find_elf,
+	    (void **)&dw_callbacks.find_debuginfo,
+	    (void **)&dw_callbacks.section_address,
+	};
+	void *h;
+	size_t i;
+
+	if (dw.tried)
+		return dw.ok;
+	dw.tried = true;
+	h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+	for (i = 0; h && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!(*slots[i] = dlsym(h, names[i])))
+			return false;
+	dw.ok = h != NULL;
+	return dw.ok;
+}
 
 static Dwfl_Module *dw_open(const char *path)
 {
@@ -99,10 +148,10 @@ static Dwfl_Module *dw_open(const char *path)
 	dw_cache = t;
 	m = &dw_cache[dw_n++];
 	m->path = strdup(path);
-	m->dwfl = dwfl_begin(&dw_callbacks);
-	m->mod = m->dwfl ? dwfl_report_offline(m->dwfl, path, path, -1) : NULL;
+	m->dwfl = dw.begin(&dw_callbacks);
+	m->mod = m->dwfl ? dw.report_offline(m->dwfl, path, path, -1) : NULL;
 	if (m->dwfl)
-		dwfl_report_end(m->dwfl, NULL, NULL);
+		dw.report_end(m->dwfl, NULL, NULL);
 	return m->mod;
 }
 
@@ -126,7 +175,7 @@ static size_t without_clone_suffix(const char *sym)
 /* "func (file:line)" or "func (module)"; false when the module or symbol is unknown. */
 static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
 {
-	Dwfl_Module *mod = dw_open(path);
+	Dwfl_Module *mod = dw_load() ? dw_open(path) : NULL;
 	GElf_Addr bias = 0, a;
 	const char *sym, *file = NULL;
 	Dwfl_Line *line;
@@ -136,14 +185,14 @@ static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
 	if (!mod)
 		return false;
 	/* dwfl_report_offline places the module at its ELF addresses (plus its own bias). */
-	(void)dwfl_module_getelf(mod, &bias);
+	(void)dw.module_getelf(mod, &bias);
 	a = addr + bias;
-	sym = dwfl_module_addrname(mod, a);
+	sym = dw.module_addrname(mod, a);
 	if (!sym)
 		return false;
-	line = dwfl_module_getsrc(mod, a);
+	line = dw.module_getsrc(mod, a);
 	if (line)
-		file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+		file = dw.lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
 	demangled = report_demangle(sym);
 	if (demangled)
 		sym = demangled;

@@ -8,6 +8,10 @@
  * each process made without trusting tally.  Modes that wait for a signal from outside write
  * their pid to $FAKEAPP_READY (atomically, by rename) once they are ready for it.
  * FAKEAPP_NO_CUDA=1 runs the same program untraced (no injection), for comparing exit statuses.
+ * Mode forever launches N every 100 ms until a signal ends it (a job past its time limit).
+ * With FAKEAPP_SAY_CUPTI=1 it prints "cupti PATH", the CUPTI its launches went through;
+ * FAKEAPP_OWN_CUPTI=PATH loads a CUPTI before CUDA starts (as PyTorch brings its own);
+ * FAKEAPP_LATE_CUPTI=NAME loads one by name after, and says whether it got the same copy.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -32,11 +36,15 @@ static void untraced_launch(unsigned n)
 
 static void cu_init(void)
 {
-	const char *inj = getenv("CUDA_INJECTION64_PATH");
+	const char *inj = getenv("CUDA_INJECTION64_PATH"), *own = getenv("FAKEAPP_OWN_CUPTI");
 
 	if (getenv("FAKEAPP_NO_CUDA")) {
 		launch = untraced_launch;
 		return;
+	}
+	if (own && !dlopen(own, RTLD_NOW | RTLD_GLOBAL)) {
+		fprintf(stderr, "fakeapp: %s\n", dlerror());
+		exit(3);
 	}
 	void *h = inj ? dlopen(inj, RTLD_NOW) : NULL;
 	int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
@@ -58,6 +66,24 @@ static void cu_init(void)
 		fprintf(stderr, "fakeapp: the collector did not load the stand-in CUPTI\n");
 		exit(3);
 	}
+}
+
+/* Which CUPTI the launches go through, and whether one loaded later by name is the same. */
+static void say_cupti(void)
+{
+	const char *late = getenv("FAKEAPP_LATE_CUPTI");
+	Dl_info info;
+	void *h;
+
+	if (getenv("FAKEAPP_SAY_CUPTI") && launch != untraced_launch &&
+	    dladdr((void *)launch, &info) && info.dli_fname)
+		printf("cupti %s\n", info.dli_fname);
+	if (late) {
+		h = dlopen(late, RTLD_NOW);
+		printf("late cupti %s\n",
+		       h && dlsym(h, "fakecupti_launch") == (void *)launch ? "same" : "other");
+	}
+	fflush(stdout);
 }
 
 static void launched(unsigned n)
@@ -210,6 +236,29 @@ static int mode_paced(void)
 		sleep_ms(50);
 	}
 	return 0;
+}
+
+/*
+ * `count` more every 100 ms until a signal ends the program.  The signals that end a job are
+ * held while a batch is launched and printed, so every "launched" line is exactly what reached
+ * CUPTI when the signal lands.
+ */
+static int mode_forever(void)
+{
+	static const int held[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT};
+	sigset_t set;
+	size_t i;
+
+	sigemptyset(&set);
+	for (i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+		sigaddset(&set, held[i]);
+	for (;;) {
+		sleep_ms(100);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		launched(count);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+	}
+	return 0; /* not reached: a signal ends the program */
 }
 
 static int mode_other_client(void)
@@ -418,6 +467,7 @@ static const struct mode {
     {"nvtx", mode_return},
     {"_exit", mode__exit},
     {"paced", mode_paced},
+    {"forever", mode_forever},
     {"other-client", mode_other_client},
     {"sigterm", mode_sigterm},
     {"sigint", mode_sigint},
@@ -488,6 +538,7 @@ int main(int argc, char **argv)
 		if (strcmp(mode, modes[i].name) != 0)
 			continue;
 		cu_init();
+		say_cupti();
 		if (strcmp(mode, "nvtx") == 0)
 			nvtx_ranges(count);
 		launched(count);
