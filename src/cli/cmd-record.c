@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "collect-env.h"
 #include "doctor.h"
+#include "forward.h"
 #include "json.h"
 #include "outfile.h"
 #include "pattern.h"
@@ -58,7 +59,9 @@ static void usage(void)
 }
 
 /* Signals sent to tally itself (Slurm, kill) go on to the program; the terminal's own ^C
- * already reaches the whole foreground group, so it is not sent twice. */
+ * (SI_KERNEL) already reaches the whole foreground group, so it is not sent twice.  A signal sent
+ * to the whole group (kill -- -PGID) comes to both of us: the copy goes by sigqueue, marked
+ * (forward.h), and the collector drops it when the program had the original. */
 static void forward(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno; /* the interrupted waitpid looks at it */
@@ -66,7 +69,7 @@ static void forward(int sig, siginfo_t *info, void *uc)
 	(void)uc;
 	if (child_pid > 0 && (info->si_code == SI_USER || info->si_code == SI_QUEUE) &&
 	    info->si_pid != child_pid)
-		kill(child_pid, sig);
+		(void)sigqueue(child_pid, sig, tally_forward_value(info->si_pid));
 	errno = saved;
 }
 

@@ -62,8 +62,12 @@ static unsigned exec_files_from_env(void)
 	return n;
 }
 
+/* When this image was loaded: --force replaces only a file older than that (see replaceable). */
+static struct timespec loaded_at;
+
 void session_init(struct session *s)
 {
+	clock_gettime(CLOCK_REALTIME, &loaded_at);
 	s->fd = -1;
 	s->exec_files = exec_files_from_env();
 	cupti_tracer_init(&s->tracer);
@@ -124,25 +128,42 @@ static void name_suffix(char *path, size_t len, const char *what)
 		snprintf(path + at, len - at, "-%s%s", what, tail);
 }
 
+/* A regular file from before this run: one written since may be another process's trace
+ * (a fork child that started recording first took the exact name). */
 static bool replaceable(const char *path)
 {
 	struct stat st;
 
-	return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+	if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return false;
+	return st.st_mtim.tv_sec < loaded_at.tv_sec ||
+	       (st.st_mtim.tv_sec == loaded_at.tv_sec && st.st_mtim.tv_nsec < loaded_at.tv_nsec);
+}
+
+/* A pattern with %p or %n makes a name no other process of the run makes. */
+static bool name_is_unique(const struct session *s)
+{
+	return strstr(s->cfg.output, "%p") || strstr(s->cfg.output, "%n");
+}
+
+/* The root process (the one `tally record` started) owns the exact name: --force may replace
+ * it.  Another process replaces nothing it did not make: the name may be a sibling's. */
+static bool may_replace(const struct session *s)
+{
+	return name_is_unique(s) || s->cfg.root_pid == 0 || s->cfg.root_pid == (long)getpid();
 }
 
 /*
- * Only the root process may take the exact name; others get "-PID".  An image that follows
- * another of the same pid through exec, when that one wrote a file, gets "-execN": the pid
- * (and so %p) is the same, and the earlier image's file must stay as it was.
+ * The expanded name, with "-PID" when with_pid (the exact name was taken: two processes of one
+ * run whose pattern has no %p or %n), and "-execN" for an image that follows another of the
+ * same pid through exec, when that one wrote a file: the pid (and so %p) is the same, and the
+ * earlier image's file must stay as it was.
  */
-static void per_process_name(const struct session *s, char *path, size_t len)
+static void per_process_name(const struct session *s, bool with_pid, char *path, size_t len)
 {
-	const char *pat = s->cfg.output;
 	char what[32];
 
-	if (!strstr(pat, "%p") && !strstr(pat, "%n") && s->cfg.root_pid != 0 &&
-	    s->cfg.root_pid != (long)getpid()) {
+	if (with_pid) {
 		snprintf(what, sizeof(what), "%ld", (long)getpid());
 		name_suffix(path, len, what);
 	}
@@ -152,25 +173,37 @@ static void per_process_name(const struct session *s, char *path, size_t len)
 	}
 }
 
+/* Only ever a regular file is replaced, and never through a link: --force removes an existing
+ * regular file, then the trace is created anew (O_EXCL does not follow links). */
+static int create_trace(const struct session *s, bool replace)
+{
+	if (replace && s->cfg.force && replaceable(s->path))
+		unlink(s->path);
+	return open(s->path, O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | O_EXCL | O_NOFOLLOW, 0644);
+}
+
+/* The exact name if it is free (or ours to replace); else, for a process that shares the
+ * pattern with others, the name with "-PID". */
 static int open_output(struct session *s, char *why, size_t len)
 {
 	struct tally_pattern_vars vars = {.pid = getpid()};
-	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND;
-	char err[256];
+	char exact[PATH_MAX], err[256];
+	bool shared = !name_is_unique(s);
 	int rc, fd;
 
-	rc = tally_pattern_expand(s->cfg.output, &vars, s->path, sizeof(s->path), err, sizeof(err));
+	rc = tally_pattern_expand(s->cfg.output, &vars, exact, sizeof(exact), err, sizeof(err));
 	if (rc < 0) {
 		snprintf(why, len, "TALLY_OUTPUT=%.1024s: %.200s", s->cfg.output, err);
 		return rc;
 	}
-	per_process_name(s, s->path, sizeof(s->path));
-	/* Only ever a regular file is replaced, and never through a link: --force removes an
-	 * existing regular file, then the trace is created anew (O_EXCL does not follow links). */
-	if (s->cfg.force && replaceable(s->path))
-		unlink(s->path);
-	flags |= O_EXCL | O_NOFOLLOW;
-	fd = open(s->path, flags, 0644);
+	snprintf(s->path, sizeof(s->path), "%s", exact);
+	per_process_name(s, false, s->path, sizeof(s->path));
+	fd = create_trace(s, may_replace(s));
+	if (fd < 0 && errno == EEXIST && shared) {
+		snprintf(s->path, sizeof(s->path), "%s", exact);
+		per_process_name(s, true, s->path, sizeof(s->path));
+		fd = create_trace(s, true);
+	}
 	if (fd < 0) {
 		rc = -errno;
 		snprintf(why, len, "%s: %s%s", s->path, strerror(errno),

@@ -24,13 +24,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "collector.h"
 #include "exitpath.h"
+#include "forward.h"
 #include "sigreal.h"
 
 #define CRASH_WAIT_NS 3000000000ull
-#define MAX_SIG	      65 /* the kernel's signals are 1..64 */
+/* How long after an original a forwarded copy of it is still a repeat (both are sent in the same
+ * instant; the rest is scheduling, seconds on a loaded node)... */
+#define FORWARD_WINDOW_NS 2000000000ull
+/* ...and how long after a copy that stood in for it the original may still come.  Shorter: the
+ * original was queued before the copy was even sent, so it comes as soon as the copy's handler
+ * returns; a longer wait would only risk taking the next real signal for it. */
+#define STANDIN_WINDOW_NS 500000000ull
+#define MAX_SIG		  65 /* the kernel's signals are 1..64 */
 
 enum sig_class {
 	SIG_NOT_OURS,
@@ -228,15 +238,103 @@ static void on_crash(int sig, enum sig_class cls, siginfo_t *info)
 	die_by_signal(sig);
 }
 
+/* ---- forwarded copies (forward.h): never a delivery the program would not have had ---------
+ *
+ * A signal sent to the whole process group, or by Slurm's proctrack/linuxproc to every process,
+ * reaches both the program (the original) and tally record, which forwards a copy.  Per signal:
+ * when the last original came from whom and when, and how many copies were delivered in place of
+ * an original not yet come (the copy can overtake it).  Atomics only: signal handlers.
+ */
+static struct {
+	_Atomic uint64_t original_ns;
+	_Atomic int original_sender;
+	_Atomic uint64_t standin_ns;
+	_Atomic int standin_sender;
+	_Atomic int standins_owed;
+} recent[MAX_SIG];
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static bool within(uint64_t then, uint64_t now, uint64_t window)
+{
+	return then != 0 && now - then < window;
+}
+
+/* A forwarded copy: a repeat when the program had the original from the same sender lately;
+ * otherwise (proctrack/cgroup: only tally record was signalled) it stands in for it. */
+static bool copy_is_repeat(int sig, int sender, uint64_t now)
+{
+	if (atomic_load(&recent[sig].original_sender) == sender &&
+	    within(atomic_load(&recent[sig].original_ns), now, FORWARD_WINDOW_NS))
+		return true;
+	if (!within(atomic_load(&recent[sig].standin_ns), now, STANDIN_WINDOW_NS) ||
+	    atomic_load(&recent[sig].standin_sender) != sender)
+		atomic_store(&recent[sig].standins_owed, 0);
+	atomic_store(&recent[sig].standin_sender, sender);
+	atomic_store(&recent[sig].standin_ns, now);
+	atomic_fetch_add(&recent[sig].standins_owed, 1);
+	return false;
+}
+
+/* An original (sent by a process): a repeat when a copy already stood in for it. */
+static bool original_is_repeat(int sig, int sender, uint64_t now)
+{
+	int owed;
+
+	atomic_store(&recent[sig].original_sender, sender);
+	atomic_store(&recent[sig].original_ns, now);
+	if (atomic_load(&recent[sig].standin_sender) != sender ||
+	    !within(atomic_load(&recent[sig].standin_ns), now, STANDIN_WINDOW_NS))
+		return false;
+	owed = atomic_load(&recent[sig].standins_owed);
+	while (owed > 0 &&
+	       !atomic_compare_exchange_weak(&recent[sig].standins_owed, &owed, owed - 1))
+		;
+	return owed > 0;
+}
+
+/* true: drop this signal, the program had it already.  A copy that is delivered is shown to the
+ * program as its original sender sent it (SI_USER from that pid), through *info. */
+static bool drop_repeat(int sig, siginfo_t **info, siginfo_t *as_sent)
+{
+	uint64_t now;
+	int sender;
+
+	if (!*info)
+		return false;
+	now = monotonic_ns();
+	if (!tally_forwarded(*info, (int)getppid(), &sender))
+		return (*info)->si_code <= 0 && original_is_repeat(sig, (*info)->si_pid, now);
+	if (copy_is_repeat(sig, sender, now))
+		return true;
+	*as_sent = **info;
+	as_sent->si_code = SI_USER;
+	as_sent->si_pid = sender;
+	as_sent->si_value.sival_ptr = NULL;
+	*info = as_sent;
+	return false;
+}
+
 static void on_signal(int sig, siginfo_t *info, void *uc)
 {
 	enum sig_class cls = class_of(sig);
 	int saved = errno;
 	struct sigaction a;
+	siginfo_t as_sent;
 
 	view_load(sig, &a);
 	if (a.sa_handler == SIG_IGN) /* ignored since the kernel chose us: as if it had not come */
 		return;
+	if (drop_repeat(sig, &info, &as_sent)) {
+		errno = saved;
+		return;
+	}
 	if (a.sa_handler != SIG_DFL) {
 		if (cls == SIG_STOP)
 			session_signal_flush(session_get(), sig);

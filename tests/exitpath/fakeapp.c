@@ -356,6 +356,36 @@ static int mode_dfl_raise(void)
 	return 99;
 }
 
+/* Each stop signal counted as it reaches the program's handler: tally's forwarding must add
+ * none to what the program gets untraced. */
+static volatile sig_atomic_t stops_int, stops_term, stops_hup;
+
+static void count_stop(int sig)
+{
+	if (sig == SIGINT)
+		stops_int++;
+	else if (sig == SIGTERM)
+		stops_term++;
+	else
+		stops_hup++;
+}
+
+/* Handlers for SIGINT, SIGTERM and SIGHUP (after CUDA started) that count; after the first stop,
+ * 2.5 s more for any repeat, then "stopped INT=a TERM=b HUP=c", and a normal end. */
+static int mode_count_stops(void)
+{
+	set_handler(SIGINT, count_stop);
+	set_handler(SIGTERM, count_stop);
+	set_handler(SIGHUP, count_stop);
+	ready();
+	while (!stops_int && !stops_term && !stops_hup)
+		pause();
+	sleep_ms(2500);
+	printf("stopped INT=%d TERM=%d HUP=%d\n", (int)stops_int, (int)stops_term, (int)stops_hup);
+	launched(count);
+	return 0;
+}
+
 /* Ignores SIGTERM (after CUDA started): it must not die of one, and goes on when told to. */
 static int mode_ignore_term(void)
 {
@@ -480,6 +510,7 @@ static const struct mode {
     {"own-handler", mode_own_handler},
     {"dfl-raise", mode_dfl_raise},
     {"ignore-term", mode_ignore_term},
+    {"count-stops", mode_count_stops},
     {"fork-nothing", mode_fork_nothing},
     {"fork-exit", mode_fork_exit},
     {"fork-_exit", mode_fork__exit},

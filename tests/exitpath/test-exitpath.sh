@@ -188,7 +188,7 @@ untraced() {
 	name=$1 mode=$2; shift 2
 	mkdir -p "$T/$name-u"
 	FAKEAPP_NO_CUDA=1 FAKEAPP_READY="$T/$name-u/ready" FAKEAPP_GO="$T/$name-u/go" \
-		setsid -w python3 "$HERE/foreground.py" ${TALLY_CMD:-"$APP" "$mode"} "$N" >/dev/null 2>&1 &
+		setsid -w python3 "$HERE/foreground.py" ${TALLY_CMD:-"$APP" "$mode"} "$N" >"$T/$name-u/stdout" 2>&1 &
 	bg=$!
 	ready "$T/$name-u/ready"
 	target "$T/$name-u/ready"
@@ -290,6 +290,45 @@ kill -0 "$app" 2>/dev/null && ok "ignore-term: alive after SIGTERM" || bad "igno
 finish ignore-term 0
 expect ignore-term 0 'v == "COMPLETE" and k["kernel"] == L == 6000 and s["ledger"]["flush_path"] == "exit" and c["signals_received"] == 0'
 
+# ---- tally's forwarded copy never adds a delivery ------------------------------------------
+# A signal to the whole group (kill -- -PGID; Slurm's proctrack/linuxproc signals every process)
+# reaches the program and tally record, which forwards a copy: the program's handlers must run
+# exactly as often as untraced (a second KeyboardInterrupt would land in Python's except block).
+# Signalled alone (proctrack/cgroup), tally record's copy is the only one, and is delivered.
+# slurm_like TO: TERM, CONT, TERM as Slurm sends them, the second TERM late enough (0.5 s) that
+# untraced it is not merged with the first (a pending signal is): the program sees two.
+slurm_like() { $1 TERM && sleep 0.5 && $1 CONT && $1 TERM; }
+# stops NAME WANT KERNELS ACTION...: record (TALLY_CMD or fakeapp count-stops), do ACTION; the
+# program must print WANT, end normally with a complete trace, and say the same untraced
+stops() {
+	name=$1 want=$2 kernels=$3; shift 3
+	start "$name" count-stops
+	"$@"
+	finish "$name" 0
+	got=$(grep '^stopped ' "$T/$name/stdout")
+	[ "$got" = "$want" ] && ok "$name: the program got $want" || bad "$name: the program got '$got', want '$want'"
+	expect "$name" 0 "v == 'COMPLETE' and k['kernel'] == L == $kernels and s['ledger']['flush_path'] == 'exit'"
+	# untraced there is no tally record: what it was sent goes to the program itself
+	for a; do shift; [ "$a" = to_tally ] && a=to_app; set -- "$@" "$a"; done
+	untraced "$name" count-stops "$@"
+	got=$(grep '^stopped ' "$T/$name-u/stdout")
+	[ "$got" = "$want" ] && ok "$name: untraced the same" || bad "$name: untraced '$got', want '$want'"
+}
+stops count-INT-group "stopped INT=1 TERM=0 HUP=0" 6000 to_group INT
+stops count-TERM-group "stopped INT=0 TERM=1 HUP=0" 6000 to_group TERM
+stops count-HUP-group "stopped INT=0 TERM=0 HUP=1" 6000 to_group HUP
+stops count-TERM-slurm "stopped INT=0 TERM=2 HUP=0" 6000 slurm_like to_group
+if [ "$TSAN" -eq 0 ]; then # tally record alone (see "to_tally" above for TSan)
+	stops count-INT-tally "stopped INT=1 TERM=0 HUP=0" 6000 to_tally INT
+	stops count-TERM-cgroup "stopped INT=0 TERM=2 HUP=0" 6000 slurm_like to_tally
+fi
+if [ "$SANITIZED" -eq 0 ]; then
+	TALLY_CMD="python3 $HERE/pystop.py" stops py-INT-group "stopped INT=1 TERM=0" 3000 to_group INT
+	TALLY_CMD="python3 $HERE/pystop.py" stops py-TERM-group "stopped INT=0 TERM=1" 3000 to_group TERM
+	TALLY_CMD="python3 $HERE/pystop.py" stops py-TERM-slurm "stopped INT=0 TERM=2" 3000 slurm_like to_group
+	[ "$TSAN" -eq 0 ] && TALLY_CMD="python3 $HERE/pystop.py" stops py-INT-tally "stopped INT=1 TERM=0" 3000 to_tally INT
+fi
+
 # SIGKILL in the middle of the close (CUPTI's flush hangs, the grace runs out): INCOMPLETE,
 # and the reader says which signal came and that the close did not finish
 start kill-in-close wait FAKECUPTI_HANG_FLUSH=1 TALLY_FLUSH_TIMEOUT_MS=120000
@@ -342,6 +381,18 @@ mkdir -p "$T/ranks"
 RANK=3 FAKEAPP_UNTRACED_OK=1 "$TALLY" record --ranks 0,1 -o "$T/ranks/%p.tally" -- "$APP" exit 10 >/dev/null 2>"$T/ranks/stderr"
 [ $? -eq 0 ] && ! ls "$T/ranks"/*.tally >/dev/null 2>&1 && grep -q "not recorded" "$T/ranks/stderr" \
 	&& ok "ranks: rank 3 not recorded" || { bad "ranks"; cat "$T/ranks/stderr"; }
+
+# one tally record, processes whose names differ (%q{RANK}): each takes its exact name; one that
+# makes a name already taken adds its pid (-PID), whatever the order the processes came in
+mkdir -p "$T/qname"
+RANK=x "$TALLY" record -o "$T/qname/r%q{RANK}.tally" -- sh -c \
+	'RANK=0 "$0" exit 10 & RANK=1 "$0" exit 10 & wait; RANK=0 "$0" exit 10' "$APP" \
+	>"$T/qname/stdout" 2>"$T/qname/stderr"
+last=$(sed -n 's/^launched 10 pid \([0-9]*\)$/\1/p' "$T/qname/stdout" | tail -1)
+got=$(cd "$T/qname" && ls *.tally 2>/dev/null | sort | tr '\n' ' ')
+want=$(printf 'r0-%s.tally\nr0.tally\nr1.tally\n' "$last" | sort | tr '\n' ' ')
+[ -n "$last" ] && [ "$got" = "$want" ] && ok "names: -PID only when the name is taken ($got)" \
+	|| { bad "names: got '$got', want '$want'"; cat "$T/qname/stderr"; }
 
 # no overwrite without --force
 mkdir -p "$T/force" && : >"$T/force/fixed.tally"
