@@ -205,7 +205,8 @@ to_tally() {
 }
 
 # SIGTERM and SIGINT to the whole process group (Slurm's scancel and time limit, a terminal's ^C),
-# to tally record alone (Slurm's proctrack/cgroup: tally forwards it), to the program alone
+# to tally record alone (Slurm's proctrack/cgroup: tally forwards it), to the program alone;
+# the sender is this shell every time (tally's forwarded copy names whom it forwards)
 for sig in TERM INT; do
 	want=143
 	[ "$sig" = INT ] && want=130
@@ -214,7 +215,7 @@ for sig in TERM INT; do
 		start "$sig-$to" wait
 		$to "$sig"
 		finish "$sig-$to" "$want"
-		expect "$sig-$to" 0 "v == 'COMPLETE' and k['kernel'] == L == 3000 and s['ledger']['flush_path'] == 'signal' and c['signal'] == c['signal_received'] == $want - 128 and c['signals_received'] >= 1"
+		expect "$sig-$to" 0 "v == 'COMPLETE' and k['kernel'] == L == 3000 and s['ledger']['flush_path'] == 'signal' and c['signal'] == c['signal_received'] == $want - 128 and c['signals_received'] >= 1 and c['signal_sender'] == $$"
 		[ $to = to_group ] && untraced "$sig-$to" wait to_group "$sig"
 	done
 done
