@@ -23,6 +23,7 @@
 
 #ifdef TALLY_HAVE_LIBDW
 #include <dlfcn.h>
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #endif
 
@@ -90,7 +91,15 @@ static struct {
 	__typeof__(dwfl_module_addrname) *module_addrname;
 	__typeof__(dwfl_module_getsrc) *module_getsrc;
 	__typeof__(dwfl_lineinfo) *lineinfo;
+	__typeof__(dwfl_module_addrdie) *module_addrdie;
+	__typeof__(dwarf_getscopes) *getscopes;
+	__typeof__(dwarf_tag) *tag;
+	__typeof__(dwarf_attr) *attr;
+	__typeof__(dwarf_formudata) *formudata;
+	__typeof__(dwarf_getsrcfiles) *getsrcfiles;
+	__typeof__(dwarf_filesrc) *filesrc;
 } dw;
+static char dw_error[256]; /* why libdw could not be used, for report_symbolizer_missing() */
 static char *debuginfo_path;
 static Dwfl_Callbacks dw_callbacks = {.debuginfo_path = &debuginfo_path};
 
@@ -107,6 +116,13 @@ static bool dw_load(void)
 	    "dwfl_build_id_find_elf",
 	    "dwfl_standard_find_debuginfo",
 	    "dwfl_offline_section_address",
+	    "dwfl_module_addrdie",
+	    "dwarf_getscopes",
+	    "dwarf_tag",
+	    "dwarf_attr",
+	    "dwarf_formudata",
+	    "dwarf_getsrcfiles",
+	    "dwarf_filesrc",
 	};
 	void **const slots[] = {
 	    (void **)&dw.begin,
@@ -119,6 +135,13 @@ static bool dw_load(void)
 	    (void **)&dw_callbacks.find_elf,
 	    (void **)&dw_callbacks.find_debuginfo,
 	    (void **)&dw_callbacks.section_address,
+	    (void **)&dw.module_addrdie,
+	    (void **)&dw.getscopes,
+	    (void **)&dw.tag,
+	    (void **)&dw.attr,
+	    (void **)&dw.formudata,
+	    (void **)&dw.getsrcfiles,
+	    (void **)&dw.filesrc,
 	};
 	void *h;
 	size_t i;
@@ -126,11 +149,18 @@ static bool dw_load(void)
 	if (dw.tried)
 		return dw.ok;
 	dw.tried = true;
+	/* By SONAME alone, so that LD_LIBRARY_PATH (a copy of libdw beside tally) is searched. */
 	h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
-	for (i = 0; h && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!(*slots[i] = dlsym(h, names[i])))
+	if (!h) {
+		snprintf(dw_error, sizeof(dw_error), "%s", dlerror());
+		return false;
+	}
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!(*slots[i] = dlsym(h, names[i]))) {
+			snprintf(dw_error, sizeof(dw_error), "libdw.so.1 has no %s", names[i]);
 			return false;
-	dw.ok = h != NULL;
+		}
+	dw.ok = true;
 	return dw.ok;
 }
 
@@ -155,21 +185,71 @@ static Dwfl_Module *dw_open(const char *path)
 	return m->mod;
 }
 
-/* GCC's clones keep their origin's name with a suffix (solver_step.constprop.0): show the name
- * the programmer wrote. */
+/* GCC's clones keep their origin's name with a suffix (solver_step.constprop.0, or mangled
+ * _ZL11solver_stepi.constprop.0): the length of the name the programmer wrote.  Itanium mangling
+ * has no dots, so the suffix goes before demangling, which would write it as " [clone ...]". */
 static size_t without_clone_suffix(const char *sym)
 {
-	static const char *const clones[] = {".constprop.", ".isra.", ".part.", ".cold",
-					     ".lto_priv."};
+	static const char *const clones[] = {".constprop.", ".isra.",	   ".part.", ".cold",
+					     ".lto_priv.",  ".localalias", ".clone."};
 	size_t len = strlen(sym), i;
 
 	for (i = 0; i < sizeof(clones) / sizeof(clones[0]); i++) {
 		const char *at = strstr(sym, clones[i]);
 
-		if (at && (size_t)(at - sym) < len)
+		if (at && at > sym && (size_t)(at - sym) < len)
 			len = (size_t)(at - sym);
 	}
 	return len;
+}
+
+/* The symbol's name as the programmer wrote it: demangled, without a clone's suffix (a suffix
+ * this list does not know demangles to a trailing " [clone .x]", dropped whole).  Caller frees. */
+static char *plain_name(const char *sym)
+{
+	char *raw = strndup(sym, without_clone_suffix(sym)), *d, *clone;
+
+	if (!raw)
+		return NULL;
+	d = report_demangle(raw);
+	if (d) {
+		free(raw);
+		raw = d;
+	}
+	clone = strstr(raw, " [clone ");
+	if (clone)
+		*clone = 0;
+	return raw;
+}
+
+/* The line of an address in the function its symbol names.  Where code was inlined there (nvcc's
+ * host stub of a __global__ function is inlined at each <<<>>>), the line table gives the inlined
+ * function's line: the outermost inlined call's site is the line in the symbol's own function. */
+static void call_site(Dwfl_Module *mod, GElf_Addr a, const char **file, int *lineno)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dw.module_addrdie(mod, a, &bias), *scopes = NULL, *outer = NULL;
+	Dwarf_Attribute at;
+	Dwarf_Files *files;
+	Dwarf_Word fidx, line;
+	size_t nfiles;
+	int n, i;
+
+	n = cu ? dw.getscopes(cu, a - bias, &scopes) : 0;
+	for (i = 0; i < n; i++)
+		if (dw.tag(&scopes[i]) == DW_TAG_inlined_subroutine)
+			outer = &scopes[i];
+	if (outer && dw.formudata(dw.attr(outer, DW_AT_call_file, &at), &fidx) == 0 &&
+	    dw.formudata(dw.attr(outer, DW_AT_call_line, &at), &line) == 0 &&
+	    dw.getsrcfiles(cu, &files, &nfiles) == 0 && fidx < nfiles) {
+		const char *f = dw.filesrc(files, fidx, NULL, NULL);
+
+		if (f) {
+			*file = f;
+			*lineno = (int)line;
+		}
+	}
+	free(scopes);
 }
 
 /* "func (file:line)" or "func (module)"; false when the module or symbol is unknown. */
@@ -179,7 +259,7 @@ static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
 	GElf_Addr bias = 0, a;
 	const char *sym, *file = NULL;
 	Dwfl_Line *line;
-	char *demangled;
+	char *name;
 	int lineno = 0;
 
 	if (!mod)
@@ -193,19 +273,21 @@ static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
 	line = dw.module_getsrc(mod, a);
 	if (line)
 		file = dw.lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-	demangled = report_demangle(sym);
-	if (demangled)
-		sym = demangled;
 	if (file)
-		snprintf(out, len, "%.*s (%s:%d)", (int)without_clone_suffix(sym), sym, file,
-			 lineno);
+		call_site(mod, a, &file, &lineno);
+	name = plain_name(sym);
+	if (name)
+		sym = name;
+	if (file)
+		snprintf(out, len, "%s (%s:%d)", sym, file, lineno);
 	else
-		snprintf(out, len, "%.*s (%s)", (int)without_clone_suffix(sym), sym,
-			 base_name(path));
-	free(demangled);
+		snprintf(out, len, "%s (%s)", sym, base_name(path));
+	free(name);
 	return true;
 }
 #endif
+
+static const char *unsymbolized_why;
 
 static void native_label(const struct tally_section *s, const struct tally_frame *f, char *out,
 			 size_t len)
@@ -221,8 +303,17 @@ static void native_label(const struct tally_section *s, const struct tally_frame
 #ifdef TALLY_HAVE_LIBDW
 	if (dw_describe(m->path, addr, out, len))
 		return;
+	if (!dw.ok)
+		unsymbolized_why = dw_error;
+#else
+	unsymbolized_why = "tally was built without libdw (elfutils)";
 #endif
 	snprintf(out, len, "%s+0x%llx", base_name(m->path), (unsigned long long)addr + 1);
+}
+
+const char *report_symbolizer_missing(void)
+{
+	return unsymbolized_why;
 }
 
 /* ---- labels ----------------------------------------------------------------------------- */
