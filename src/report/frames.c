@@ -96,6 +96,7 @@ static struct {
 	__typeof__(dwarf_tag) *tag;
 	__typeof__(dwarf_attr) *attr;
 	__typeof__(dwarf_formudata) *formudata;
+	__typeof__(dwarf_formstring) *formstring;
 	__typeof__(dwarf_getsrcfiles) *getsrcfiles;
 	__typeof__(dwarf_filesrc) *filesrc;
 } dw;
@@ -121,6 +122,7 @@ static bool dw_load(void)
 	    "dwarf_tag",
 	    "dwarf_attr",
 	    "dwarf_formudata",
+	    "dwarf_formstring",
 	    "dwarf_getsrcfiles",
 	    "dwarf_filesrc",
 	};
@@ -140,6 +142,7 @@ static bool dw_load(void)
 	    (void **)&dw.tag,
 	    (void **)&dw.attr,
 	    (void **)&dw.formudata,
+	    (void **)&dw.formstring,
 	    (void **)&dw.getsrcfiles,
 	    (void **)&dw.filesrc,
 	};
@@ -222,17 +225,36 @@ static char *plain_name(const char *sym)
 	return raw;
 }
 
+/* The file of a CU's file table entry; relative names (as the compiler was given them) below
+ * the CU's compilation directory, as the line table's names are. */
+static void cu_file(Dwarf_Die *cu, Dwarf_Word fidx, char *out, size_t len)
+{
+	Dwarf_Attribute at;
+	Dwarf_Files *files;
+	size_t nfiles;
+	const char *f = NULL, *dir;
+
+	if (dw.getsrcfiles(cu, &files, &nfiles) == 0 && fidx < nfiles)
+		f = dw.filesrc(files, fidx, NULL, NULL);
+	if (!f)
+		return;
+	dir = f[0] == '/' ? NULL : dw.formstring(dw.attr(cu, DW_AT_comp_dir, &at));
+	if (dir)
+		snprintf(out, len, "%s/%s", dir, f);
+	else
+		snprintf(out, len, "%s", f);
+}
+
 /* The line of an address in the function its symbol names.  Where code was inlined there (nvcc's
  * host stub of a __global__ function is inlined at each <<<>>>), the line table gives the inlined
- * function's line: the outermost inlined call's site is the line in the symbol's own function. */
-static void call_site(Dwfl_Module *mod, GElf_Addr a, const char **file, int *lineno)
+ * function's line: the outermost inlined call's site is the line in the symbol's own function.
+ * file (len bytes) and lineno are left as they are where nothing was inlined. */
+static void call_site(Dwfl_Module *mod, GElf_Addr a, char *file, size_t len, int *lineno)
 {
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dw.module_addrdie(mod, a, &bias), *scopes = NULL, *outer = NULL;
 	Dwarf_Attribute at;
-	Dwarf_Files *files;
 	Dwarf_Word fidx, line;
-	size_t nfiles;
 	int n, i;
 
 	n = cu ? dw.getscopes(cu, a - bias, &scopes) : 0;
@@ -240,14 +262,9 @@ static void call_site(Dwfl_Module *mod, GElf_Addr a, const char **file, int *lin
 		if (dw.tag(&scopes[i]) == DW_TAG_inlined_subroutine)
 			outer = &scopes[i];
 	if (outer && dw.formudata(dw.attr(outer, DW_AT_call_file, &at), &fidx) == 0 &&
-	    dw.formudata(dw.attr(outer, DW_AT_call_line, &at), &line) == 0 &&
-	    dw.getsrcfiles(cu, &files, &nfiles) == 0 && fidx < nfiles) {
-		const char *f = dw.filesrc(files, fidx, NULL, NULL);
-
-		if (f) {
-			*file = f;
-			*lineno = (int)line;
-		}
+	    dw.formudata(dw.attr(outer, DW_AT_call_line, &at), &line) == 0 && line > 0) {
+		cu_file(cu, fidx, file, len);
+		*lineno = (int)line;
 	}
 	free(scopes);
 }
@@ -259,7 +276,7 @@ static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
 	GElf_Addr bias = 0, a;
 	const char *sym, *file = NULL;
 	Dwfl_Line *line;
-	char *name;
+	char *name, where[LABEL_MAX / 2];
 	int lineno = 0;
 
 	if (!mod)
@@ -271,15 +288,15 @@ static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
 	if (!sym)
 		return false;
 	line = dw.module_getsrc(mod, a);
-	if (line)
-		file = dw.lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-	if (file)
-		call_site(mod, a, &file, &lineno);
+	if (line && (file = dw.lineinfo(line, NULL, &lineno, NULL, NULL, NULL)) != NULL) {
+		snprintf(where, sizeof(where), "%s", file);
+		call_site(mod, a, where, sizeof(where), &lineno);
+	}
 	name = plain_name(sym);
 	if (name)
 		sym = name;
 	if (file)
-		snprintf(out, len, "%s (%s:%d)", sym, file, lineno);
+		snprintf(out, len, "%s (%s:%d)", sym, where, lineno);
 	else
 		snprintf(out, len, "%s (%s)", sym, base_name(path));
 	free(name);

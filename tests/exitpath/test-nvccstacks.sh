@@ -1,0 +1,49 @@
+#!/bin/sh
+# Native stacks of an nvcc-built program on the CPU: tests/gpu/stacks.cu, compiled by nvcc as
+# tests/gpu/stacks.sh does on the GPU machines, runs against a stand-in libcudart (fakecudart.c)
+# that launches through the stand-in CUPTI.  So its launches pass through nvcc's own host stubs
+# (a __device_stub_ function, and the kernel's host function inlined at each <<<>>>) and GCC's
+# clones (solver_step(int) [clone .constprop.0]) as on a GPU.  stacks.cu prints each launching
+# function, the line of its <<<>>> and its count; the innermost user frame of each launch must
+# name that function (its whole name, no clone suffix) at that line of stacks.cu.
+# Usage: test-nvccstacks.sh TALLY FAKECUDART_DIR FAKECUPTI SOURCE_DIR
+# Exits 77 (skip) without nvcc.
+set -u
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
+TALLY=$1 CUDART=$2 SRC=$4
+export TALLY_CUPTI_PATH=$3
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+[ -x "$NVCC" ] || { echo "SKIP: no nvcc"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+"$NVCC" -O2 -g -arch=sm_90 -cudart shared -o "$T/stacks" "$SRC/tests/gpu/stacks.cu" >"$T/nvcc" 2>&1 ||
+	{ cat "$T/nvcc"; echo "SKIP: nvcc cannot build stacks.cu here"; exit 77; }
+# the test means something only if GCC cloned the functions, as it does on the GPU machines
+nm -C "$T/stacks" | grep -q 'solver_step(int) \[clone' || echo "note: no clone of solver_step"
+LD_LIBRARY_PATH="$CUDART${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+	"$TALLY" record --native-stacks -o "$T/n.tally" -- "$T/stacks" launches >"$T/out" 2>"$T/err" ||
+	{ cat "$T/err"; echo "FAIL record"; exit 1; }
+"$TALLY" stats -r cuda_kern_stack_sum --format csv "$T/n.tally" >"$T/stats.csv" 2>"$T/stats.err" ||
+	{ cat "$T/stats.err"; echo "FAIL stats"; exit 1; }
+python3 - "$T/out" "$T/stats.csv" "$SRC/tests/gpu/stacks.cu" <<'PY'
+import csv, re, sys
+want = {m.group(1): (int(m.group(2)), int(m.group(3)))
+        for m in re.finditer(r"^(\w+) (\d+) (\d+)$", open(sys.argv[1]).read(), re.M)}
+rows = [r for r in csv.reader(l for l in open(sys.argv[2]) if l.strip() and not l.startswith("#"))]
+head = rows[0]
+frames = {r[head.index("Location")]: int(r[head.index("Instances")]) for r in rows[1:]
+          if r[head.index("By")] == "frame"}
+print("frames:", frames)
+fail = len(want) != 2 or len(frames) != 2
+for func, (line, n) in want.items():
+    # the name as C++ writes it, "solver_step(int)", and the absolute path of stacks.cu
+    want_label = "%s(int) (%s:%d)" % (func, sys.argv[3], line)
+    if frames.get(want_label) != n:
+        print("FAIL: no frame '%s' with %d launches" % (want_label, n))
+        fail = True
+sys.exit(1 if fail else 0)
+PY
+rc=$?
+[ $rc -eq 0 ] && echo "ok   nvcc-built launches: innermost user frames name the launching functions and lines" ||
+	echo "FAIL nvcc native stacks"
+exit $rc
