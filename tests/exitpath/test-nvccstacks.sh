@@ -46,4 +46,18 @@ PY
 rc=$?
 [ $rc -eq 0 ] && echo "ok   nvcc-built launches: innermost user frames name the launching functions and lines" ||
 	echo "FAIL nvcc native stacks"
+# The GPU check itself (tests/gpu/stacks.sh) on these stand-ins, with an nvidia-smi that says
+# there is a GPU: its native-stacks and malloc cases, and that it needs no sqlite3 CLI.
+mkdir -p "$T/bin"
+printf '#!/bin/sh
+echo "GPU 0: stand-in"
+' >"$T/bin/nvidia-smi"
+chmod +x "$T/bin/nvidia-smi"
+B=$(cd "$(dirname "$TALLY")/../.." && pwd)
+PATH="$T/bin:$(dirname "$NVCC"):$PATH" LD_LIBRARY_PATH="$CUDART${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+	PYTHON=python3 "$SRC/tests/gpu/stacks.sh" "$B" "$T/gpu" >"$T/gpu.out" 2>&1
+grc=$?
+sed 's/^/  stacks.sh: /' "$T/gpu.out"
+grep -q "^ok   native-stacks" "$T/gpu.out" && grep -q "^ok   malloc" "$T/gpu.out" &&
+	! grep -q "^FAIL" "$T/gpu.out" && [ $grc -eq 0 ] || { echo "FAIL tests/gpu/stacks.sh on the stand-ins"; rc=1; }
 exit $rc

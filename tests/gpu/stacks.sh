@@ -19,13 +19,24 @@ mkdir -p "$OUT"
 TALLY=$B/src/cli/tally
 PY=${PYTHON:-python3}
 S=$B/gpu/stacks
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# after the caller's own path: the CPU test (tests/exitpath/test-nvccstacks.sh) puts a stand-in
+# libcudart there
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64
 if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
 	echo "SKIP: no GPU here"; exit 77
 fi
-if [ ! -x "$S" ]; then
+if [ ! -x "$S" ] || [ "$HERE/stacks.cu" -nt "$S" ]; then
 	mkdir -p "$B/gpu"
 	nvcc -O2 -g -arch=sm_90 -cudart shared -o "$S" "$HERE/stacks.cu" || { echo "FAIL: cannot build stacks.cu"; exit 1; }
+fi
+# tally opens libdw.so.1 only when it names native frames (so ldd does not list it): without one
+# on the library path, take the copy carried beside the build, or say why frames will be bare
+if ! $PY -c 'import ctypes; ctypes.CDLL("libdw.so.1")' 2>/dev/null; then
+	if [ -e "$B/extra-libs/libdw.so.1" ]; then
+		export LD_LIBRARY_PATH=$B/extra-libs:$LD_LIBRARY_PATH
+	else
+		echo "note: no libdw.so.1 here: native frames stay module+offset (native-stacks fails)"
+	fi
 fi
 pass=0 fail=0
 ok() { printf 'ok   %s\n' "$1"; pass=$((pass + 1)); }
@@ -102,7 +113,7 @@ sys.exit(1 if miss or len(want) != 2 else 0)' "$OUT/native-stacks/stdout" "$OUT/
 
 rec malloc --trace cuda,memory -- "$S" malloc
 # the events from the SQLite export, through python's sqlite3 (no sqlite3 CLI on the GPU machines)
-"$TALLY" export -f sqlite -o "$OUT/malloc/t.db" "$OUT/malloc/t.tally" >"$OUT/malloc/export.out" 2>&1 ||
+"$TALLY" export --force -f sqlite -o "$OUT/malloc/t.db" "$OUT/malloc/t.tally" >"$OUT/malloc/export.out" 2>&1 ||
 	cat "$OUT/malloc/export.out"
 $PY -c '
 import sqlite3, sys
