@@ -155,7 +155,9 @@ static bool dw_load(void)
 	/* By SONAME alone, so that LD_LIBRARY_PATH (a copy of libdw beside tally) is searched. */
 	h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		snprintf(dw_error, sizeof(dw_error), "%s", dlerror());
+		const char *why = dlerror();
+
+		snprintf(dw_error, sizeof(dw_error), "%s", why ? why : "libdw.so.1 not found");
 		return false;
 	}
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -380,10 +382,11 @@ const char *report_stack_label(struct report_section *rs, uint32_t stack_id)
 
 /* Native frames that are CUDA's however they are linked: nvcc's launch stubs (compiled into the
  * program, from its .cudafe1.stub.c) and the runtime's templates (cuda_runtime.h), and a static
- * libcudart's entry points. */
+ * libcudart's entry points and internals (cudart::, __cudart<N>). */
 static bool is_cuda_glue(const char *label)
 {
 	return strncmp(label, "__device_stub_", 14) == 0 || strncmp(label, "cudaLaunch", 10) == 0 ||
+	       strncmp(label, "cudart::", 8) == 0 || strncmp(label, "__cudart", 8) == 0 ||
 	       strstr(label, ".cudafe1.stub.c") || strstr(label, "/cuda_runtime.h:") ||
 	       strstr(label, "/cuda_runtime_api.h:");
 }
