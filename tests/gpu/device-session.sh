@@ -4,7 +4,7 @@
 #   OUT=dir tests/gpu/device-session.sh suite    the doctor, the GPU suite (run.sh), call stacks
 #                                                and memory (stacks.sh), the HTML report (report.sh)
 #   OUT=dir tests/gpu/device-session.sh compare  control/compare/gaps (compare.sh), the bundle
-#                                                (bundle.sh, if dist/ holds the tarballs), the benches
+#                                                (bundle.sh, if out/dist holds the tarballs from scripts/dist.sh), the benches
 set -u
 B=build
 T=$B/src/cli/tally
@@ -27,8 +27,8 @@ suite)
 compare)
 	timeout 330 tests/gpu/compare.sh $B /tmp/cmp >"$OUT/compare.log" 2>&1
 	summary "$OUT/compare.log"; grep -A8 "^FAIL" "$OUT/compare.log" | head -30
-	if ls dist/tally-*.tar.gz >/dev/null 2>&1; then
-		timeout 150 tests/gpu/bundle.sh dist /tmp/bundle >"$OUT/bundle.log" 2>&1
+	if ls out/dist/tally-*.tar.gz >/dev/null 2>&1; then
+		timeout 150 tests/gpu/bundle.sh out/dist /tmp/bundle >"$OUT/bundle.log" 2>&1
 		summary "$OUT/bundle.log"; grep -A8 "^FAIL" "$OUT/bundle.log" | head -20
 	fi
 	timeout 200 bench/stacks-overhead.sh $B "${2:-3}" >"$OUT/bench-stacks.txt" 2>&1; cat "$OUT/bench-stacks.txt"
