@@ -381,14 +381,47 @@ const char *report_stack_label(struct report_section *rs, uint32_t stack_id)
 }
 
 /* Native frames that are CUDA's however they are linked: nvcc's launch stubs (compiled into the
- * program, from its .cudafe1.stub.c) and the runtime's templates (cuda_runtime.h), and a static
- * libcudart's entry points and internals (cudart::, __cudart<N>). */
+ * program, from its .cudafe1.stub.c), the runtime's inline helpers and templates (cuda_runtime.h,
+ * crt/device_functions.h's __cudaLaunchKernel_helper, where the program was built without
+ * optimization), and a static libcudart's entry points and internals (cudart::, __cudart<N>). */
 static bool is_cuda_glue(const char *label)
 {
-	return strncmp(label, "__device_stub_", 14) == 0 || strncmp(label, "cudaLaunch", 10) == 0 ||
-	       strncmp(label, "cudart::", 8) == 0 || strncmp(label, "__cudart", 8) == 0 ||
-	       strstr(label, ".cudafe1.stub.c") || strstr(label, "/cuda_runtime.h:") ||
-	       strstr(label, "/cuda_runtime_api.h:");
+	static const char *const name_prefix[] = {"__device_stub_", "cudaLaunch",
+						  "cudart::", "__cuda"};
+	static const char *const file_part[] = {
+	    ".cudafe1.stub.c", "/cuda_runtime.h:", "/cuda_runtime_api.h:", "/include/crt/"};
+	size_t i;
+
+	for (i = 0; i < sizeof(name_prefix) / sizeof(name_prefix[0]); i++)
+		if (strncmp(label, name_prefix[i], strlen(name_prefix[i])) == 0)
+			return true;
+	for (i = 0; i < sizeof(file_part) / sizeof(file_part[0]); i++)
+		if (strstr(label, file_part[i]))
+			return true;
+	return false;
+}
+
+/* Whether label is the host side of the kernel whose nvcc stub stub_label is: the function
+ * nvcc defines under the kernel's own name (tiny(int*), at the kernel's line), which calls
+ * __device_stub__Z4tinyPi.  Optimized, it is inlined or a tail call; built -O0 it is a frame of
+ * its own between the stub and the <<<>>>, and is CUDA's, not the program's. */
+static bool is_kernel_host_side(const char *stub_label, const char *label)
+{
+	const char *mangled = stub_label + strlen("__device_stub_");
+	char *raw, *demangled;
+	const char *name;
+	bool same;
+
+	if (strncmp(stub_label, "__device_stub_", strlen("__device_stub_")) != 0)
+		return false;
+	raw = strndup(mangled, strcspn(mangled, "( "));
+	demangled = raw ? report_demangle(raw) : NULL;
+	name = demangled ? demangled : raw;
+	same = name && strncmp(label, name, strlen(name)) == 0 &&
+	       strncmp(label + strlen(name), " (", 2) == 0;
+	free(demangled);
+	free(raw);
+	return same;
 }
 
 /* Library code: the frame says where the call came from, not why. */
@@ -433,7 +466,9 @@ uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id)
 	for (i = 0; i < st->nframes; i++) {
 		const struct tally_frame *f = tally_frame_get(&rs->s->stacks, st->frames[i]);
 
-		if (f && !is_library_frame(rs, st->frames[i], f)) {
+		if (f && !is_library_frame(rs, st->frames[i], f) &&
+		    !(i > 0 && is_kernel_host_side(report_frame_label(rs, st->frames[i - 1]),
+						   report_frame_label(rs, st->frames[i])))) {
 			pick = st->frames[i];
 			break;
 		}
