@@ -247,6 +247,17 @@ void cli_warn_demangle_refused(void)
 			 n, REPORT_DEMANGLE_MAX_OUT >> 10, REPORT_DEMANGLE_MAX_IN >> 10);
 }
 
+void cli_warn_symbolizer_missing(void)
+{
+	const char *why = report_symbolizer_missing();
+
+	if (why)
+		cli_warn(
+		    "native frames are shown as module+0xoffset, not function (file:line): %s; "
+		    "install libdw1 (elfutils) or put a libdw.so.1 on LD_LIBRARY_PATH",
+		    why);
+}
+
 const char *cli_text(const char *s)
 {
 	/* A ring, so that one printf may hold several; each entry lives until reused. */

@@ -63,6 +63,8 @@ int cli_output_close(struct cli_output *o, int write_rc);
 
 /* Says how many kernel names were too big to demangle (report_demangle), if any. */
 void cli_warn_demangle_refused(void);
+/* Says why native frames were not symbolized (libdw missing), if any was not. */
+void cli_warn_symbolizer_missing(void);
 /* s with control bytes and invalid UTF-8 escaped (text.h), for printing text from a trace;
  * valid until 16 more calls.  NULL stays NULL. */
 const char *cli_text(const char *s);

@@ -132,6 +132,7 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 	}
 	report_warn_damage(&set, stderr, tally_progname);
 	cli_warn_demangle_refused();
+	cli_warn_symbolizer_missing();
 	if (!set.complete)
 		cli_warn("INCOMPLETE: data was lost in the input (the export shows where: 'tally "
 			 "stats %s' says what)",

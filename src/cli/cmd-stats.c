@@ -209,6 +209,7 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 	report_warn_damage(&set, stderr, tally_progname);
 	cli_warn_demangle_refused();
 	rc = write_reports(st, &set, o, paths, npaths);
+	cli_warn_symbolizer_missing(); /* frames are labelled as the reports are written */
 	if (rc == 0 && !set.complete)
 		rc = TALLY_EXIT_FAIL;
 free_stats:

@@ -311,11 +311,17 @@ static void check_record(struct pipeline *p, struct tally_record *r)
 	}
 }
 
+/*
+ * The test knob's delay, spun on the monotonic clock: nanosleep's timer slack (50 us by default)
+ * turned a 5 us delay into about 57 us, so a "5 us per record" consumer was ten times slower
+ * than asked and the backlog tests measured the knob rather than the close.
+ */
 static void slow_down(uint64_t ns)
 {
-	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+	uint64_t until = tally_monotonic_ns() + ns;
 
-	nanosleep(&ts, NULL);
+	while (tally_monotonic_ns() < until)
+		;
 }
 
 static void consume_record(struct pipeline *p, const CUpti_Activity *rec)

@@ -23,6 +23,7 @@
 
 #ifdef TALLY_HAVE_LIBDW
 #include <dlfcn.h>
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #endif
 
@@ -90,7 +91,16 @@ static struct {
 	__typeof__(dwfl_module_addrname) *module_addrname;
 	__typeof__(dwfl_module_getsrc) *module_getsrc;
 	__typeof__(dwfl_lineinfo) *lineinfo;
+	__typeof__(dwfl_module_addrdie) *module_addrdie;
+	__typeof__(dwarf_getscopes) *getscopes;
+	__typeof__(dwarf_tag) *tag;
+	__typeof__(dwarf_attr) *attr;
+	__typeof__(dwarf_formudata) *formudata;
+	__typeof__(dwarf_formstring) *formstring;
+	__typeof__(dwarf_getsrcfiles) *getsrcfiles;
+	__typeof__(dwarf_filesrc) *filesrc;
 } dw;
+static char dw_error[256]; /* why libdw could not be used, for report_symbolizer_missing() */
 static char *debuginfo_path;
 static Dwfl_Callbacks dw_callbacks = {.debuginfo_path = &debuginfo_path};
 
@@ -107,6 +117,14 @@ static bool dw_load(void)
 	    "dwfl_build_id_find_elf",
 	    "dwfl_standard_find_debuginfo",
 	    "dwfl_offline_section_address",
+	    "dwfl_module_addrdie",
+	    "dwarf_getscopes",
+	    "dwarf_tag",
+	    "dwarf_attr",
+	    "dwarf_formudata",
+	    "dwarf_formstring",
+	    "dwarf_getsrcfiles",
+	    "dwarf_filesrc",
 	};
 	void **const slots[] = {
 	    (void **)&dw.begin,
@@ -119,6 +137,14 @@ static bool dw_load(void)
 	    (void **)&dw_callbacks.find_elf,
 	    (void **)&dw_callbacks.find_debuginfo,
 	    (void **)&dw_callbacks.section_address,
+	    (void **)&dw.module_addrdie,
+	    (void **)&dw.getscopes,
+	    (void **)&dw.tag,
+	    (void **)&dw.attr,
+	    (void **)&dw.formudata,
+	    (void **)&dw.formstring,
+	    (void **)&dw.getsrcfiles,
+	    (void **)&dw.filesrc,
 	};
 	void *h;
 	size_t i;
@@ -126,11 +152,20 @@ static bool dw_load(void)
 	if (dw.tried)
 		return dw.ok;
 	dw.tried = true;
+	/* By SONAME alone, so that LD_LIBRARY_PATH (a copy of libdw beside tally) is searched. */
 	h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
-	for (i = 0; h && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!(*slots[i] = dlsym(h, names[i])))
+	if (!h) {
+		const char *why = dlerror();
+
+		snprintf(dw_error, sizeof(dw_error), "%s", why ? why : "libdw.so.1 not found");
+		return false;
+	}
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!(*slots[i] = dlsym(h, names[i]))) {
+			snprintf(dw_error, sizeof(dw_error), "libdw.so.1 has no %s", names[i]);
 			return false;
-	dw.ok = h != NULL;
+		}
+	dw.ok = true;
 	return dw.ok;
 }
 
@@ -155,21 +190,85 @@ static Dwfl_Module *dw_open(const char *path)
 	return m->mod;
 }
 
-/* GCC's clones keep their origin's name with a suffix (solver_step.constprop.0): show the name
- * the programmer wrote. */
+/* GCC's clones keep their origin's name with a suffix (solver_step.constprop.0, or mangled
+ * _ZL11solver_stepi.constprop.0): the length of the name the programmer wrote.  Itanium mangling
+ * has no dots, so the suffix goes before demangling, which would write it as " [clone ...]". */
 static size_t without_clone_suffix(const char *sym)
 {
-	static const char *const clones[] = {".constprop.", ".isra.", ".part.", ".cold",
-					     ".lto_priv."};
+	static const char *const clones[] = {".constprop.", ".isra.",	   ".part.", ".cold",
+					     ".lto_priv.",  ".localalias", ".clone."};
 	size_t len = strlen(sym), i;
 
 	for (i = 0; i < sizeof(clones) / sizeof(clones[0]); i++) {
 		const char *at = strstr(sym, clones[i]);
 
-		if (at && (size_t)(at - sym) < len)
+		if (at && at > sym && (size_t)(at - sym) < len)
 			len = (size_t)(at - sym);
 	}
 	return len;
+}
+
+/* The symbol's name as the programmer wrote it: demangled, without a clone's suffix (a suffix
+ * this list does not know demangles to a trailing " [clone .x]", dropped whole).  Caller frees. */
+static char *plain_name(const char *sym)
+{
+	char *raw = strndup(sym, without_clone_suffix(sym)), *d, *clone;
+
+	if (!raw)
+		return NULL;
+	d = report_demangle(raw);
+	if (d) {
+		free(raw);
+		raw = d;
+	}
+	clone = strstr(raw, " [clone ");
+	if (clone)
+		*clone = 0;
+	return raw;
+}
+
+/* The file of a CU's file table entry; relative names (as the compiler was given them) below
+ * the CU's compilation directory, as the line table's names are. */
+static void cu_file(Dwarf_Die *cu, Dwarf_Word fidx, char *out, size_t len)
+{
+	Dwarf_Attribute at;
+	Dwarf_Files *files;
+	size_t nfiles;
+	const char *f = NULL, *dir;
+
+	if (dw.getsrcfiles(cu, &files, &nfiles) == 0 && fidx < nfiles)
+		f = dw.filesrc(files, fidx, NULL, NULL);
+	if (!f)
+		return;
+	dir = f[0] == '/' ? NULL : dw.formstring(dw.attr(cu, DW_AT_comp_dir, &at));
+	if (dir)
+		snprintf(out, len, "%s/%s", dir, f);
+	else
+		snprintf(out, len, "%s", f);
+}
+
+/* The line of an address in the function its symbol names.  Where code was inlined there (nvcc's
+ * host stub of a __global__ function is inlined at each <<<>>>), the line table gives the inlined
+ * function's line: the outermost inlined call's site is the line in the symbol's own function.
+ * file (len bytes) and lineno are left as they are where nothing was inlined. */
+static void call_site(Dwfl_Module *mod, GElf_Addr a, char *file, size_t len, int *lineno)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dw.module_addrdie(mod, a, &bias), *scopes = NULL, *outer = NULL;
+	Dwarf_Attribute at;
+	Dwarf_Word fidx, line;
+	int n, i;
+
+	n = cu ? dw.getscopes(cu, a - bias, &scopes) : 0;
+	for (i = 0; i < n; i++)
+		if (dw.tag(&scopes[i]) == DW_TAG_inlined_subroutine)
+			outer = &scopes[i];
+	if (outer && dw.formudata(dw.attr(outer, DW_AT_call_file, &at), &fidx) == 0 &&
+	    dw.formudata(dw.attr(outer, DW_AT_call_line, &at), &line) == 0 && line > 0) {
+		cu_file(cu, fidx, file, len);
+		*lineno = (int)line;
+	}
+	free(scopes);
 }
 
 /* "func (file:line)" or "func (module)"; false when the module or symbol is unknown. */
@@ -179,7 +278,7 @@ static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
 	GElf_Addr bias = 0, a;
 	const char *sym, *file = NULL;
 	Dwfl_Line *line;
-	char *demangled;
+	char *name, where[LABEL_MAX / 2];
 	int lineno = 0;
 
 	if (!mod)
@@ -191,21 +290,23 @@ static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
 	if (!sym)
 		return false;
 	line = dw.module_getsrc(mod, a);
-	if (line)
-		file = dw.lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-	demangled = report_demangle(sym);
-	if (demangled)
-		sym = demangled;
+	if (line && (file = dw.lineinfo(line, NULL, &lineno, NULL, NULL, NULL)) != NULL) {
+		snprintf(where, sizeof(where), "%s", file);
+		call_site(mod, a, where, sizeof(where), &lineno);
+	}
+	name = plain_name(sym);
+	if (name)
+		sym = name;
 	if (file)
-		snprintf(out, len, "%.*s (%s:%d)", (int)without_clone_suffix(sym), sym, file,
-			 lineno);
+		snprintf(out, len, "%s (%s:%d)", sym, where, lineno);
 	else
-		snprintf(out, len, "%.*s (%s)", (int)without_clone_suffix(sym), sym,
-			 base_name(path));
-	free(demangled);
+		snprintf(out, len, "%s (%s)", sym, base_name(path));
+	free(name);
 	return true;
 }
 #endif
+
+static const char *unsymbolized_why;
 
 static void native_label(const struct tally_section *s, const struct tally_frame *f, char *out,
 			 size_t len)
@@ -221,8 +322,17 @@ static void native_label(const struct tally_section *s, const struct tally_frame
 #ifdef TALLY_HAVE_LIBDW
 	if (dw_describe(m->path, addr, out, len))
 		return;
+	if (!dw.ok)
+		unsymbolized_why = dw_error;
+#else
+	unsymbolized_why = "tally was built without libdw (elfutils)";
 #endif
 	snprintf(out, len, "%s+0x%llx", base_name(m->path), (unsigned long long)addr + 1);
+}
+
+const char *report_symbolizer_missing(void)
+{
+	return unsymbolized_why;
 }
 
 /* ---- labels ----------------------------------------------------------------------------- */
@@ -271,13 +381,47 @@ const char *report_stack_label(struct report_section *rs, uint32_t stack_id)
 }
 
 /* Native frames that are CUDA's however they are linked: nvcc's launch stubs (compiled into the
- * program, from its .cudafe1.stub.c) and the runtime's templates (cuda_runtime.h), and a static
- * libcudart's entry points. */
+ * program, from its .cudafe1.stub.c), the runtime's inline helpers and templates (cuda_runtime.h,
+ * crt/device_functions.h's __cudaLaunchKernel_helper, where the program was built without
+ * optimization), and a static libcudart's entry points and internals (cudart::, __cudart<N>). */
 static bool is_cuda_glue(const char *label)
 {
-	return strncmp(label, "__device_stub_", 14) == 0 || strncmp(label, "cudaLaunch", 10) == 0 ||
-	       strstr(label, ".cudafe1.stub.c") || strstr(label, "/cuda_runtime.h:") ||
-	       strstr(label, "/cuda_runtime_api.h:");
+	static const char *const name_prefix[] = {"__device_stub_", "cudaLaunch",
+						  "cudart::", "__cuda"};
+	static const char *const file_part[] = {
+	    ".cudafe1.stub.c", "/cuda_runtime.h:", "/cuda_runtime_api.h:", "/include/crt/"};
+	size_t i;
+
+	for (i = 0; i < sizeof(name_prefix) / sizeof(name_prefix[0]); i++)
+		if (strncmp(label, name_prefix[i], strlen(name_prefix[i])) == 0)
+			return true;
+	for (i = 0; i < sizeof(file_part) / sizeof(file_part[0]); i++)
+		if (strstr(label, file_part[i]))
+			return true;
+	return false;
+}
+
+/* Whether label is the host side of the kernel whose nvcc stub stub_label is: the function
+ * nvcc defines under the kernel's own name (tiny(int*), at the kernel's line), which calls
+ * __device_stub__Z4tinyPi.  Optimized, it is inlined or a tail call; built -O0 it is a frame of
+ * its own between the stub and the <<<>>>, and is CUDA's, not the program's. */
+static bool is_kernel_host_side(const char *stub_label, const char *label)
+{
+	const char *mangled = stub_label + strlen("__device_stub_");
+	char *raw, *demangled;
+	const char *name;
+	bool same;
+
+	if (strncmp(stub_label, "__device_stub_", strlen("__device_stub_")) != 0)
+		return false;
+	raw = strndup(mangled, strcspn(mangled, "( "));
+	demangled = raw ? report_demangle(raw) : NULL;
+	name = demangled ? demangled : raw;
+	same = name && strncmp(label, name, strlen(name)) == 0 &&
+	       strncmp(label + strlen(name), " (", 2) == 0;
+	free(demangled);
+	free(raw);
+	return same;
 }
 
 /* Library code: the frame says where the call came from, not why. */
@@ -322,7 +466,9 @@ uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id)
 	for (i = 0; i < st->nframes; i++) {
 		const struct tally_frame *f = tally_frame_get(&rs->s->stacks, st->frames[i]);
 
-		if (f && !is_library_frame(rs, st->frames[i], f)) {
+		if (f && !is_library_frame(rs, st->frames[i], f) &&
+		    !(i > 0 && is_kernel_host_side(report_frame_label(rs, st->frames[i - 1]),
+						   report_frame_label(rs, st->frames[i])))) {
 			pick = st->frames[i];
 			break;
 		}

@@ -155,6 +155,9 @@ const char *report_frame_label(struct report_section *rs, uint32_t frame_id);
 const char *report_stack_label(struct report_section *rs, uint32_t stack_id);
 /* The innermost frame that is the program's own (not a library's); 0 if no stack. */
 uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id);
+/* Why native frames were labelled "module+0xoffset" instead of symbolized (libdw.so.1 not found,
+ * or tally built without libdw); NULL when none was, or all were symbolized. */
+const char *report_symbolizer_missing(void);
 void report_frames_free(struct report_frames *f);
 
 /* ---- loss, for the top of every report (loss.c) ----------------------------------------- */

@@ -76,8 +76,8 @@ static const struct report_col stack_cols[] = {
 };
 static const struct report_col mem_usage_cols[] = {
     {"Device", COL_U64},   {"Memory Kind", COL_STR},   {"Allocations", COL_U64},
-    {"Frees", COL_U64},	   {"Allocated (MB)", COL_F3}, {"Freed (MB)", COL_F3},
-    {"Peak (MB)", COL_F3}, {"Peak At (ns)", COL_I64},  {"In Use At End (MB)", COL_F3},
+    {"Frees", COL_U64},	   {"Allocated (B)", COL_U64}, {"Freed (B)", COL_U64},
+    {"Peak (B)", COL_U64}, {"Peak At (ns)", COL_I64},  {"In Use At End (B)", COL_U64},
 };
 
 struct sum_ctx {
@@ -348,7 +348,9 @@ static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct repor
 {
 	const struct trace_ctx *x = ctx;
 	const struct mem_usage_row *m = &x->st->mem.rows[row];
-	const uint64_t mb[] = {m->alloc_bytes, m->freed_bytes, m->peak};
+	/* Bytes, not MB: a peak is compared with what the program or its allocator says it held
+	 * (torch.cuda.max_memory_reserved()), to the byte. */
+	const uint64_t bytes[] = {m->alloc_bytes, m->freed_bytes, m->peak};
 
 	if (col == 0)
 		set_u(c, m->device);
@@ -357,11 +359,11 @@ static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct repor
 	else if (col == 2 || col == 3)
 		set_u(c, col == 2 ? m->allocs : m->frees);
 	else if (col >= 4 && col <= 6)
-		set_d(c, (double)mb[col - 4] / 1e6);
+		set_u(c, bytes[col - 4]);
 	else if (col == 7)
 		start_cell(x, m->peak_time, c);
 	else
-		set_d(c, (double)m->in_use / 1e6);
+		set_u(c, m->in_use);
 }
 
 /* ---- gaps with proof ---------------------------------------------------------------------- */

@@ -78,6 +78,10 @@ grep -q "global queue: 500 dropped; context, stream and kind not reported by CUP
 	&& ok "check: the breakdown in words" || { bad "check drops text"; cat "$T/c.txt"; }
 json "$T/r.json" "[(e['source'], e.get('dropped')) for e in d['b']['drops']][0]==('global queue',500) and d['a']['drops'][0]['source']=='context seen'" \
 	&& ok "compare: drops by queue on both sides" || bad "compare drops"
+# merge knows DROPS (no times to shift): no "does not know" warning, and the breakdown survives
+"$TALLY" merge -o "$T/m.tally" "$T/r1.tally" "$T/r2.tally" >"$T/m.out" 2>&1
+! grep -q "does not know" "$T/m.out" && "$TALLY" check "$T/m.tally" 2>/dev/null | grep -q "global queue: 500 dropped" \
+	&& ok "merge: DROPS copied as known, breakdown kept" || { bad "merge drops"; cat "$T/m.out"; }
 
 # Usage and input errors stay apart from the verdicts.
 expect_rc "no such range" 2 "$TALLY" compare --range nope "$T/r1.tally" "$T/r2.tally"

@@ -182,6 +182,8 @@ static size_t record_size(CUpti_ActivityKind k)
 		return sizeof(CUpti_ActivityMemcpy6);
 	case CUPTI_ACTIVITY_KIND_MEMSET:
 		return sizeof(CUpti_ActivityMemset4);
+	case CUPTI_ACTIVITY_KIND_MEMORY2:
+		return sizeof(CUpti_ActivityMemory4);
 	default:
 		return 0;
 	}
@@ -333,6 +335,27 @@ API void fakecupti_launch(unsigned n)
 			place(&k, sizeof(k));
 		api_callback(CUPTI_API_EXIT, corr);
 	}
+}
+
+/* The app side: an allocation (or, release true, its release) of device memory, as CUPTI's
+ * MEMORY2 activity records it. */
+API void fakecupti_memory(uint64_t address, uint64_t bytes, bool release)
+{
+	CUpti_ActivityMemory4 m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	m.memoryOperationType = release ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
+					: CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.address = address;
+	m.bytes = bytes;
+	m.timestamp = now_ns();
+	m.correlationId = atomic_fetch_add(&next_corr, 1);
+	m.processId = (uint32_t)getpid();
+	m.contextId = 1;
+	if (kinds[CUPTI_ACTIVITY_KIND_MEMORY2])
+		place(&m, sizeof(m));
 }
 
 /* The app side: a context going away (cudaDeviceReset, exit). */

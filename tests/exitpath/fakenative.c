@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fakenative: a C "CUDA program" for native stacks on the CPU.  It loads the collector as the
- * driver does, then launches through the stand-in CUPTI from two functions, in turns; each call
+ * driver does, then launches through the stand-in CUPTI from three functions, in turns; each call
  * prints the function's name, the source line of its launching call (__LINE__) and how many
  * launches it made, so the test knows what the symbolized stacks must say without trusting
  * tally.
@@ -44,6 +44,25 @@ __attribute__((noinline)) static int model_forward(unsigned n)
 	return after;
 }
 
+/* Launches from a function under the name g++ gives `static int layer_norm(unsigned)`, so that
+ * the C test meets what C++ programs (and nvcc's) have: a mangled name, which GCC's clone of it
+ * suffixes (_ZL10layer_normj.constprop.0, demangled "layer_norm(unsigned int) [clone
+ * .constprop.0]"), and a launch through an inlined helper, where the line table gives the
+ * helper's line, not the caller's (as nvcc's host stub of a kernel, inlined at each <<<>>>). */
+static inline __attribute__((always_inline)) void launch_inlined(unsigned n)
+{
+	launch(n);
+}
+
+__attribute__((noinline)) static int layer_norm(unsigned n) __asm__("_ZL10layer_normj");
+__attribute__((noinline)) static int layer_norm(unsigned n)
+{
+	volatile int after = 0;
+
+	launch_inlined(n), printf("layer_norm %d %u\n", __LINE__, n);
+	return after;
+}
+
 /* The bench (bench/stack-capture.sh): n launches from `depth` nested frames, ns per launch. */
 __attribute__((noinline)) static long nested(int depth, unsigned n)
 {
@@ -75,7 +94,7 @@ int main(int argc, char **argv)
 	}
 	/* interleaved, so that each launch comes from a chain other than the last one's */
 	for (int i = 0; i < 10; i++)
-		if (solver_step(3) + model_forward(7) != 1)
+		if (solver_step(3) + model_forward(7) + layer_norm(5) != 1)
 			return 1;
 	return 0;
 }

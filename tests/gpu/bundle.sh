@@ -10,6 +10,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 DIST=$(cd "$1" && pwd)
 OUT=$(mkdir -p "$2" && cd "$2" && pwd)
+mkdir -p "$OUT/torch" "$OUT/ddp" "$OUT/cupti"
 PY=${PYTHON:-python3}
 if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
 	echo "SKIP: no GPU here"

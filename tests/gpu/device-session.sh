@@ -4,7 +4,7 @@
 #   OUT=dir tests/gpu/device-session.sh suite    the doctor, the GPU suite (run.sh), call stacks
 #                                                and memory (stacks.sh), the HTML report (report.sh)
 #   OUT=dir tests/gpu/device-session.sh compare  control/compare/gaps (compare.sh), the bundle
-#                                                (bundle.sh, if dist/ holds the tarballs), the benches
+#                                                (bundle.sh, if out/dist holds the tarballs from scripts/dist.sh), the benches
 set -u
 B=build
 T=$B/src/cli/tally
@@ -12,6 +12,12 @@ export PYTHONUNBUFFERED=1
 # tally may link libraries the GPU machine lacks: take the copies carried in build/extra-libs
 ldd $T | grep -q "not found" && export LD_LIBRARY_PATH=$PWD/$B/extra-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1
+# the small outputs (text, JSON, pages) of the given directories, into one archive under $OUT
+keep() { # ARCHIVE DIR...
+	local a=$1; shift
+	find "$@" -type f \( -name '*.txt' -o -name '*.json' -o -name '*.html' -o -name '*.png' -o -name stdout -o -name stderr -o -name status \) \
+		-size -3M 2>/dev/null | tar czf "$OUT/$a" -T - 2>/dev/null
+}
 summary() { grep -h -E "^(ok|FAIL|skip|close)|failed|passed" "$@" | head -120; }
 case ${1:-suite} in
 suite)
@@ -22,16 +28,16 @@ suite)
 	wait
 	summary "$OUT/suite.log" "$OUT/stacks.log" "$OUT/report.log"
 	grep -B1 -A8 "^FAIL" "$OUT/suite.log" "$OUT/stacks.log" "$OUT/report.log" | head -60
-	tar czf "$OUT/suite-art.tgz" --exclude='*.tally' --exclude='*.sqlite' /tmp/g /tmp/st /tmp/rep 2>/dev/null
+	keep suite-art.tgz /tmp/g /tmp/st /tmp/rep
 	;;
 compare)
 	timeout 330 tests/gpu/compare.sh $B /tmp/cmp >"$OUT/compare.log" 2>&1
 	summary "$OUT/compare.log"; grep -A8 "^FAIL" "$OUT/compare.log" | head -30
-	if ls dist/tally-*.tar.gz >/dev/null 2>&1; then
-		timeout 150 tests/gpu/bundle.sh dist /tmp/bundle >"$OUT/bundle.log" 2>&1
+	if ls out/dist/tally-*.tar.gz >/dev/null 2>&1; then
+		timeout 150 tests/gpu/bundle.sh out/dist /tmp/bundle >"$OUT/bundle.log" 2>&1
 		summary "$OUT/bundle.log"; grep -A8 "^FAIL" "$OUT/bundle.log" | head -20
 	fi
 	timeout 200 bench/stacks-overhead.sh $B "${2:-3}" >"$OUT/bench-stacks.txt" 2>&1; cat "$OUT/bench-stacks.txt"
-	tar czf "$OUT/compare-art.tgz" --exclude='*.tally' --exclude='*.sqlite' /tmp/cmp /tmp/bundle 2>/dev/null
+	keep compare-art.tgz /tmp/cmp /tmp/bundle
 	;;
 esac

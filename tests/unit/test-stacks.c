@@ -343,14 +343,16 @@ static void test_memory_report(void **state)
 	f = open_memstream(&out, &len);
 	assert_int_equal(stats_write(st, &set, f, REPORT_FMT_CSV), 0);
 	fclose(f);
-	/* device 0, Device memory: 8 allocations then 8 releases, peak = all of them */
+	/* device 0, Device memory: 8 allocations then 8 releases, peak = all of them, in exact
+	 * bytes; nothing in use at the end */
 	{
 		char want[256];
-		double mb = (double)alloc_total() / 1e6;
+		unsigned long long b = (unsigned long long)alloc_total();
 
-		snprintf(want, sizeof(want), "0,Device,%u,%u,%.3f,%.3f,%.3f,", ALLOCS, ALLOCS, mb,
-			 mb, mb);
+		snprintf(want, sizeof(want), "0,Device,%u,%u,%llu,%llu,%llu,", ALLOCS, ALLOCS, b, b,
+			 b);
 		assert_non_null(strstr(out, want));
+		assert_non_null(strstr(out, ",0\n"));
 	}
 	free(out);
 	stats_free(st);
