@@ -30,7 +30,9 @@
 #include "sigreal.h"
 
 #define CRASH_WAIT_NS 3000000000ull
-#define MAX_SIG	      65 /* the kernel's signals are 1..64 */
+/* How long a thread a terminating signal interrupted waits for the close (see collector.h). */
+#define END_WAIT_NS 2000000000ull
+#define MAX_SIG	    65 /* the kernel's signals are 1..64 */
 
 enum sig_class {
 	SIG_NOT_OURS,
@@ -246,7 +248,7 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 	}
 	if (cls == SIG_FAULT || cls == SIG_CRASH)
 		on_crash(sig, cls, info);
-	else if (!session_signal_end(session_get(), sig, info))
+	else if (!session_signal_end(session_get(), sig, info, END_WAIT_NS))
 		die_by_signal(sig); /* no session here: as untraced */
 	errno = saved;
 }
