@@ -31,7 +31,7 @@
 
 #define CRASH_WAIT_NS 3000000000ull
 /* How long a thread a terminating signal interrupted waits for the close (see collector.h). */
-#define END_WAIT_NS 2000000000ull
+#define END_WAIT_NS 100000000ull
 #define MAX_SIG	    65 /* the kernel's signals are 1..64 */
 
 enum sig_class {

@@ -18,7 +18,7 @@ nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader | hea
 keep() { # ARCHIVE DIR...
 	local a=$1; shift
 	find "$@" -type f \( -name '*.txt' -o -name '*.json' -o -name '*.html' -o -name '*.png' -o -name stdout -o -name stderr -o -name status \) \
-		-size -3M 2>/dev/null | tar czf "$OUT/$a" -T - 2>/dev/null
+		-size -6M 2>/dev/null | tar czf "$OUT/$a" -T - 2>/dev/null
 }
 summary() { grep -h -E "^(ok|FAIL|skip|close)|failed|passed" "$@" | head -120; }
 case ${1:-suite} in
