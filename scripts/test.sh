@@ -27,11 +27,12 @@ cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 step "AddressSanitizer + UndefinedBehaviorSanitizer"
+# the browser, Slurm and bundle/package tests check integration, not memory: plain build only
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=address,undefined -DTALLY_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
-	ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE browser
+	ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "browser|slurm|dist"
 
 step "ThreadSanitizer (pipeline and collector tests)"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=thread -DTALLY_BENCH=OFF >/dev/null

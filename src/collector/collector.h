@@ -79,14 +79,17 @@ void session_close(struct session *s, enum tally_flush_path path, int signo);
 /*
  * Signals (async-signal-safe; signals.c decides which to call from what the program asked):
  *   session_signal_end    the signal would end the process: the control thread closes the trace
- *                         and then performs the signal's default action.  Returns at once (the
- *                         interrupted thread may hold CUDA's locks).  Further signals while that
- *                         runs are counted and otherwise swallowed.  false: no session here (or
- *                         no control thread): the caller does what the program asked.
+ *                         and then performs the signal's default action.  The interrupted thread
+ *                         waits for that at most wait_ns, so that it does not run on past the
+ *                         signal as it would not have untraced; the wait is bounded because it
+ *                         may hold a lock of CUDA's that the close needs.  Further signals while
+ *                         that runs are counted and otherwise swallowed (and wait the same way).
+ *                         false: no session here (or no control thread): the caller does what
+ *                         the program asked.
  *   session_signal_flush  the program handles a stop signal and may go on: make it durable.
  *   session_signal_crash  a fault: close, waiting at most wait_ns (the thread cannot go on).
  */
-bool session_signal_end(struct session *s, int sig, const siginfo_t *info);
+bool session_signal_end(struct session *s, int sig, const siginfo_t *info, uint64_t wait_ns);
 void session_signal_flush(struct session *s, int sig);
 void session_signal_crash(struct session *s, int sig, const siginfo_t *info, uint64_t wait_ns);
 /* The signal ending the process (0 if none): an exit path that comes after it ends the same way. */

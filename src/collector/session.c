@@ -656,19 +656,38 @@ static int sender_of(const siginfo_t *info)
 	return info && info->si_code <= 0 ? (int)info->si_pid : 0;
 }
 
-bool session_signal_end(struct session *s, int sig, const siginfo_t *info)
+/* Waits (async-signal-safe, bounded) until the control thread has finished a close after gen. */
+static void wait_close_after(struct session *s, uint64_t gen, uint64_t wait_ns)
 {
+	struct timespec step = {0, 2000000};
+	uint64_t waited = 0;
+
+	/* Acquire: pairs with the control thread's release after the close. */
+	while (atomic_load_explicit(&s->done_gen, memory_order_acquire) == gen &&
+	       waited < wait_ns) {
+		nanosleep(&step, NULL);
+		waited += 2000000;
+	}
+}
+
+bool session_signal_end(struct session *s, int sig, const siginfo_t *info, uint64_t wait_ns)
+{
+	uint64_t gen = atomic_load_explicit(&s->done_gen, memory_order_acquire);
 	int none = 0;
 
 	if (!closable(s))
 		return false;
 	tally_pipeline_signal(sig, sender_of(info));
 	if (!atomic_compare_exchange_strong_explicit(&s->ending_signal, &none, sig,
-						     memory_order_acq_rel, memory_order_relaxed))
-		return true; /* a repeat (group delivery plus forwarding, ^C twice): the close runs
-			      */
-	if (control_post(&s->control, CTL_CLOSE_SIGNAL, sig))
+						     memory_order_acq_rel, memory_order_relaxed)) {
+		wait_close_after(s, gen, wait_ns); /* a repeat (group delivery plus forwarding,
+						      ^C twice): the close is already running */
 		return true;
+	}
+	if (control_post(&s->control, CTL_CLOSE_SIGNAL, sig)) {
+		wait_close_after(s, gen, wait_ns);
+		return true;
+	}
 	atomic_store_explicit(&s->ending_signal, 0, memory_order_relaxed);
 	return false;
 }
@@ -681,20 +700,13 @@ void session_signal_flush(struct session *s, int sig)
 
 void session_signal_crash(struct session *s, int sig, const siginfo_t *info, uint64_t wait_ns)
 {
-	uint64_t gen = atomic_load_explicit(&s->done_gen, memory_order_acquire), waited = 0;
-	struct timespec step = {0, 2000000};
+	uint64_t gen = atomic_load_explicit(&s->done_gen, memory_order_acquire);
 
 	if (!closable(s))
 		return;
 	tally_pipeline_signal(sig, sender_of(info));
-	if (!control_post(&s->control, CTL_CLOSE_CRASH, sig))
-		return;
-	/* Acquire: pairs with the control thread's release after the close. */
-	while (atomic_load_explicit(&s->done_gen, memory_order_acquire) == gen &&
-	       waited < wait_ns) {
-		nanosleep(&step, NULL);
-		waited += 2000000;
-	}
+	if (control_post(&s->control, CTL_CLOSE_CRASH, sig))
+		wait_close_after(s, gen, wait_ns);
 }
 
 int session_ending_signal(const struct session *s)

@@ -40,7 +40,9 @@
  * original was queued before the copy was even sent, so it comes as soon as the copy's handler
  * returns; a longer wait would only risk taking the next real signal for it. */
 #define STANDIN_WINDOW_NS 500000000ull
-#define MAX_SIG		  65 /* the kernel's signals are 1..64 */
+/* How long a thread a terminating signal interrupted waits for the close (see collector.h). */
+#define END_WAIT_NS 100000000ull
+#define MAX_SIG	    65 /* the kernel's signals are 1..64 */
 
 enum sig_class {
 	SIG_NOT_OURS,
@@ -344,7 +346,7 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 	}
 	if (cls == SIG_FAULT || cls == SIG_CRASH)
 		on_crash(sig, cls, info);
-	else if (!session_signal_end(session_get(), sig, info))
+	else if (!session_signal_end(session_get(), sig, info, END_WAIT_NS))
 		die_by_signal(sig); /* no session here: as untraced */
 	errno = saved;
 }

@@ -3,6 +3,8 @@
 # go under $OUT (at most a few files: logs, and one archive of the small outputs).
 #   OUT=dir tests/gpu/device-session.sh suite    the doctor, the GPU suite (run.sh), call stacks
 #                                                and memory (stacks.sh), the HTML report (report.sh)
+#   OUT=dir TALLY_GPU_CASES="..." tests/gpu/device-session.sh recheck
+#                                                those cases of the suite, stacks, report, bundle
 #   OUT=dir tests/gpu/device-session.sh compare  control/compare/gaps (compare.sh), the bundle
 #                                                (bundle.sh, if out/dist holds the tarballs from scripts/dist.sh), the benches
 set -u
@@ -16,7 +18,7 @@ nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader | hea
 keep() { # ARCHIVE DIR...
 	local a=$1; shift
 	find "$@" -type f \( -name '*.txt' -o -name '*.json' -o -name '*.html' -o -name '*.png' -o -name stdout -o -name stderr -o -name status \) \
-		-size -3M 2>/dev/null | tar czf "$OUT/$a" -T - 2>/dev/null
+		-size -6M 2>/dev/null | tar czf "$OUT/$a" -T - 2>/dev/null
 }
 summary() { grep -h -E "^(ok|FAIL|skip|close)|failed|passed" "$@" | head -120; }
 case ${1:-suite} in
@@ -39,5 +41,17 @@ compare)
 	fi
 	timeout 200 bench/stacks-overhead.sh $B "${2:-3}" >"$OUT/bench-stacks.txt" 2>&1; cat "$OUT/bench-stacks.txt"
 	keep compare-art.tgz /tmp/cmp /tmp/bundle
+	;;
+recheck) # a subset of the suite (TALLY_GPU_CASES), then stacks, the report pages, the bundle
+	timeout 300 tests/gpu/run.sh $B /tmp/g >"$OUT/suite.log" 2>&1 &
+	{ timeout 200 tests/gpu/stacks.sh $B /tmp/st >"$OUT/stacks.log" 2>&1
+	  timeout 150 tests/gpu/report.sh $B /tmp/rep >"$OUT/report.log" 2>&1; } &
+	wait
+	if ls out/dist/tally-*.tar.gz >/dev/null 2>&1; then
+		timeout 150 tests/gpu/bundle.sh out/dist /tmp/bundle >"$OUT/bundle.log" 2>&1
+	fi
+	summary "$OUT"/*.log
+	grep -h -A8 "^FAIL" "$OUT"/*.log | head -60
+	keep recheck-art.tgz /tmp/g /tmp/st /tmp/rep /tmp/bundle
 	;;
 esac
