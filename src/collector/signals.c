@@ -301,9 +301,10 @@ static bool original_is_repeat(int sig, int sender, uint64_t now)
 	return owed > 0;
 }
 
-/* true: drop this signal, the program had it already.  A copy that is delivered is shown to the
- * program as its original sender sent it (SI_USER from that pid), through *info. */
-static bool drop_repeat(int sig, siginfo_t **info, siginfo_t *as_sent)
+/* true: drop this signal, the program had it already (only a handler must not see a repeat:
+ * under SIG_DFL it is counted in the close).  A copy that is delivered is shown to the program,
+ * and to the ledger, as its original sender sent it (SI_USER from that pid), through *info. */
+static bool drop_repeat(int sig, bool handler, siginfo_t **info, siginfo_t *as_sent)
 {
 	uint64_t now;
 	int sender;
@@ -312,8 +313,9 @@ static bool drop_repeat(int sig, siginfo_t **info, siginfo_t *as_sent)
 		return false;
 	now = monotonic_ns();
 	if (!tally_forwarded(*info, (int)getppid(), &sender))
-		return (*info)->si_code <= 0 && original_is_repeat(sig, (*info)->si_pid, now);
-	if (copy_is_repeat(sig, sender, now))
+		return handler && (*info)->si_code <= 0 &&
+		       original_is_repeat(sig, (*info)->si_pid, now);
+	if (handler && copy_is_repeat(sig, sender, now))
 		return true;
 	*as_sent = **info;
 	as_sent->si_code = SI_USER;
@@ -333,7 +335,7 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 	view_load(sig, &a);
 	if (a.sa_handler == SIG_IGN) /* ignored since the kernel chose us: as if it had not come */
 		return;
-	if (drop_repeat(sig, &info, &as_sent)) {
+	if (drop_repeat(sig, a.sa_handler != SIG_DFL, &info, &as_sent)) {
 		errno = saved;
 		return;
 	}
