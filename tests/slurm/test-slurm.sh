@@ -7,8 +7,8 @@
 # Per mode: srun -n2 gives each rank its file; through the recipe examples/slurm/job.sh,
 # TALLY_RANKS=0 (--ranks 0 under srun) gives one file, and a job run past its --time=1 limit, a
 # job ended by scancel, and a job warned by --signal=USR1@50 whose program does not handle USR1
-# each leave every rank's trace COMPLETE, with exactly the kernels the program says it launched
-# before the signal.
+# each leave every rank's trace COMPLETE, with the kernels the program says it launched before
+# the signal (its last batch may be launched while the close runs, outside the window).
 # About 100 s (slurmctld checks time limits every ~30 s).  Exits 77 where Slurm cannot start.
 # Usage: test-slurm.sh TALLY FAKEAPP FAKECUPTI SRC
 #   TALLY_SLURM_XFAIL="case ..." marks cases known to fail (reported XFAIL, not failing the run)
@@ -106,12 +106,14 @@ run_mode() {
 	echo "     $m: batch jobs done $(($(date +%s) - t0)) s after scancel"
 	[ "$(job_state "$tl")" = TIMEOUT ] && echo "ok   $m time-limit: job state TIMEOUT" ||
 		{ echo "FAIL $m time-limit: job state $(job_state "$tl")"; fail=1; }
+	# the program's last batch may be launched while the close runs, outside the collection
+	# window (the interrupted thread waits at most 100 ms for the close: docs/collector.md)
 	check $m time-limit "$D/tl" "$D/tl.out" 2 \
-		'v == "COMPLETE" and k["kernel"] == L > 0 and s["ledger"]["flush_path"] == "signal" and c["signal"] == 15' || fail=1
+		'v == "COMPLETE" and L > 0 and k["kernel"] in (L, L - '$N') and s["ledger"]["flush_path"] == "signal" and c["signal"] == 15' || fail=1
 	check $m scancel "$D/cancel" "$D/cancel.out" 2 \
-		'v == "COMPLETE" and k["kernel"] == L > 0 and s["ledger"]["flush_path"] == "signal" and c["signal"] == 15' || fail=1
+		'v == "COMPLETE" and L > 0 and k["kernel"] in (L, L - '$N') and s["ledger"]["flush_path"] == "signal" and c["signal"] == 15' || fail=1
 	check $m usr1 "$D/usr1" "$D/usr1.out" 2 \
-		'v == "COMPLETE" and k["kernel"] == L > 0 and s["ledger"]["flush_path"] == "signal" and c["signal"] == 10' || fail=1
+		'v == "COMPLETE" and L > 0 and k["kernel"] in (L, L - '$N') and s["ledger"]["flush_path"] == "signal" and c["signal"] == 10' || fail=1
 	# the program died of USR1 (tally record passes its status on), before the time limit
 	[ "$(job_state "$u1")" != TIMEOUT ] && grep -q "signal 10\|SIGUSR1\|status 138" "$D/usr1.out" &&
 		echo "ok   $m usr1: the program died of SIGUSR1, before the limit" ||
