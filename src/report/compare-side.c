@@ -343,7 +343,8 @@ static int build_ivals(struct cmp_side *sd, struct compare_side_info *info)
 
 		if (!sec)
 			return -ENOMEM;
-		qsort(sec->launch, sec->nlaunch, sizeof(*sec->launch), launch_cmp);
+		if (sec->nlaunch) /* qsort's base may not be NULL, even for none */
+			qsort(sec->launch, sec->nlaunch, sizeof(*sec->launch), launch_cmp);
 		if (sd->o->stretch == COMPARE_CAPTURE && capture_ivals(sec, rs) < 0)
 			return -ENOMEM;
 		select_ivals(sec, sd->o->stretch == COMPARE_RANGE ? sd->o->range_k : 0);
