@@ -13,6 +13,9 @@
 #include "compare-int.h"
 
 #define MEMOP_KEYS 15 /* memcpy kinds 0..13, then memset */
+/* name ids below this are cached in an array indexed by id (4 bytes each, 4 MiB at most);
+ * larger ones are interned on every record */
+#define NAME_CACHE_MAX (1u << 20)
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 {
@@ -93,6 +96,9 @@ static long key_of(struct cmp_side *sd, struct report_section *rs, struct cmp_se
 	k = cmp_key_intern(sd->keys, report_kernel_name(rs, r->name_id, REPORT_NAME_MANGLED),
 			   TALLY_KIND_KERNEL);
 	if (k < 0)
+		return k;
+	if (r->name_id >= NAME_CACHE_MAX) /* a record's name id is not bounded by the file: a
+					   * crafted one asked for 16 GiB here */
 		return k;
 	if (r->name_id >= sec->nnames) {
 		size_t cap = sec->nnames;
