@@ -18,7 +18,7 @@ if command -v clang-format >/dev/null 2>&1; then
 	git ls-files 'src/*.[ch]' 'tests/*.[ch]' 'bench/*.c' | xargs clang-format --dry-run --Werror
 fi
 
-step "the report page (src/report/html): syntax and hygiene"
+step "the report page (src/page/html): syntax and hygiene"
 scripts/check-html.sh
 
 step "build and test (RelWithDebInfo)"

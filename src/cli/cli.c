@@ -2,8 +2,8 @@
 /* Shared CLI helpers; see cli.h. */
 #include "cli.h"
 #include "clock.h"
-#include "report.h"
 #include "text.h"
+#include "trace-set.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "report.h"
+#include "merge.h"
+#include "trace-set.h"
 #include "verdict.h"
 
 struct merge_cli {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Internals of tally compare: the reading of one side (compare-side.c) and the analysis. */
-#ifndef TALLY_REPORT_COMPARE_INT_H
-#define TALLY_REPORT_COMPARE_INT_H
+#ifndef TALLY_COMPARE_COMPARE_INT_H
+#define TALLY_COMPARE_COMPARE_INT_H
 
 #include "compare.h"
 

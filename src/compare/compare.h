@@ -10,15 +10,16 @@
  * Memory: 24 bytes per GPU record in the stretch, plus 8 bytes per launch correlation id when a
  * range is asked for; the edit distance needs O(max_edits) more.
  */
-#ifndef TALLY_REPORT_COMPARE_H
-#define TALLY_REPORT_COMPARE_H
+#ifndef TALLY_COMPARE_COMPARE_H
+#define TALLY_COMPARE_COMPARE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "report.h"
+#include "table.h"
+#include "trace-set.h"
 
 enum compare_stretch {
 	COMPARE_WHOLE,	 /* every GPU record */

@@ -23,12 +23,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "export.h"
 #include "gaps.h"
 #include "json.h"
 #include "memusage.h"
 #include "obuf.h"
 #include "outfile.h"
-#include "report.h"
 
 #define HEADER_RESERVE	16384	    /* bytes kept at the top for otherData */
 #define DEVICE_PID_BASE 1000000000u /* GPU processes: base + section * 1000 + device */

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "export.h"
 #include "outfile.h"
-#include "report.h"
 #include "table.h"
 
 struct csv;

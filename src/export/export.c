@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "report.h"
+#include "export.h"
 
 const struct exporter *const export_formats[] = {&export_chrome, &export_sqlite, &export_csv, NULL};
 

@@ -4,8 +4,8 @@
  * straight into the buffer and whole megabytes go to the file at once.  stdio's per-call locking
  * and printf's format parsing cost more than the rest of an event put together.
  */
-#ifndef TALLY_REPORT_OBUF_H
-#define TALLY_REPORT_OBUF_H
+#ifndef TALLY_EXPORT_OBUF_H
+#define TALLY_EXPORT_OBUF_H
 
 #include <stdbool.h>
 #include <stddef.h>

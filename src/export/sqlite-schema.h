@@ -3,8 +3,8 @@
  * The SQLite export's schema, kept apart from the writer: the CREATE statements (nsys's table and
  * column names, then tally's TALLY_* tables), the indexes, and the rows of nsys's enum tables.
  */
-#ifndef TALLY_REPORT_SQLITE_SCHEMA_H
-#define TALLY_REPORT_SQLITE_SCHEMA_H
+#ifndef TALLY_EXPORT_SQLITE_SCHEMA_H
+#define TALLY_EXPORT_SQLITE_SCHEMA_H
 
 #include <stddef.h>
 

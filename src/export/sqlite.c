@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "export.h"
 #include "outfile.h"
-#include "report.h"
 #include "sqlite-schema.h"
 #include "text.h"
 

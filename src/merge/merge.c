@@ -22,8 +22,8 @@
 
 #include "buf.h"
 #include "codec.h"
+#include "merge.h"
 #include "outfile.h"
-#include "report.h"
 #include "writer.h"
 
 struct pending_note {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tally report's page: one self-contained HTML file (docs/report.md).  The page's own files
- * (src/report/html/) are compiled in; the data goes in as JSON inside <script type=
+ * (src/page/html/) are compiled in; the data goes in as JSON inside <script type=
  * "application/json"> blocks, written through a filter that escapes '<' and U+2028/U+2029, so a
  * kernel name holding "</script>" cannot end the block: names from traces are hostile.
  */
@@ -12,8 +12,8 @@
 
 #include "json.h"
 #include "outfile.h"
-#include "report.h"
-#include "stats-int.h"
+#include "page.h"
+#include "stats.h"
 #include "timeline.h"
 
 extern const unsigned char tally_html_page_html[], tally_html_report_css[], tally_html_report_js[],

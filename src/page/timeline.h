@@ -9,13 +9,13 @@
  * Two passes over the traces: the first (with stats) finds the time span, the second fills the
  * buckets, whose width depends on the span.
  */
-#ifndef TALLY_REPORT_TIMELINE_H
-#define TALLY_REPORT_TIMELINE_H
+#ifndef TALLY_PAGE_TIMELINE_H
+#define TALLY_PAGE_TIMELINE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "report.h"
+#include "trace-set.h"
 
 enum tl_lane_type {
 	TL_LANE_GPU,	/* kernels, copies and memsets of one stream of one device */

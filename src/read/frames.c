@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
 #include "stacks.h"
+#include "trace-set.h"
 
 #ifdef TALLY_HAVE_LIBDW
 #include <dlfcn.h>

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "report.h"
 #include "text.h"
+#include "trace-set.h"
 
 static int add_input(struct report_set *set, const char *path, char *err, size_t errlen)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "json.h"
-#include "report.h"
+#include "trace-set.h"
 
 #define MAX_WINDOWS_SHOWN 8
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
+#include "trace-set.h"
 
 struct report_names {
 	uint32_t cap;

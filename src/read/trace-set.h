@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reading traces for people: the shared layer under tally stats, export and merge.
+ * Reading traces for people: the API under every room that reads traces (stats, export, compare,
+ * merge, the page).  src/read/ implements it: opening inputs (inputs.c), names (names.c), call
+ * stacks (frames.c) and what was lost (loss.c).
  *
  * A report set is every section of every input file (FILE... and directories expanded), read in
  * one streaming pass.  Consumers see each section begin and end, its records in batches, every
@@ -8,8 +10,8 @@
  * carries its verdict.  Sections are aligned onto one timeline through their clock pairs (the
  * offset is added by the consumer, so records are never copied).
  */
-#ifndef TALLY_REPORT_REPORT_H
-#define TALLY_REPORT_REPORT_H
+#ifndef TALLY_READ_TRACE_SET_H
+#define TALLY_READ_TRACE_SET_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -171,136 +173,5 @@ void report_loss_json(struct tally_json *j, const struct report_set *set);
 void report_warn_damage(const struct report_set *set, FILE *out, const char *prog);
 /* Seconds of t after the section's start (for "when" lines). */
 double report_rel_s(const struct report_section *rs, uint64_t t);
-
-/* ---- stats (stats.c, reports.c) --------------------------------------------------------- */
-
-enum report_format {
-	REPORT_FMT_TABLE,
-	REPORT_FMT_CSV,
-	REPORT_FMT_JSON,
-};
-
-struct stats;
-
-struct stats_request {
-	uint32_t reports;		 /* bit 1 << report index (report_find) */
-	enum report_name_mode names[32]; /* per report: :base / :mangled */
-	uint64_t gap_min_ns;		 /* gpu_gaps: shortest gap listed (0: 1 ms) */
-	uint64_t util_bucket_ns;	 /* gpu_time_util: bucket (0: a twentieth of the span) */
-};
-
-/* The reports, in nsys's order; index is stable for the bit mask above. */
-struct report_def {
-	const char *name;  /* "cuda_gpu_kern_sum" */
-	const char *title; /* "CUDA GPU Kernel Summary" */
-	bool by_default;   /* part of a plain `tally stats` (nsys's --stats set) */
-	bool names;	   /* takes :base / :mangled */
-};
-extern const struct report_def report_defs[];
-extern const unsigned report_defs_count;
-int report_find(const char *name); /* index, or -1 */
-
-struct stats *stats_new(const struct stats_request *req);
-void stats_free(struct stats *st);
-/* Scan callbacks that feed the aggregation (stats is their ctx). */
-void stats_scan_ops(struct stats *st, struct report_scan_ops *ops);
-/* After the scan: medians, standard deviations, sorting. */
-int stats_finish(struct stats *st, const struct report_set *set);
-/* Write every requested report. Returns 0 or -errno (output failed). */
-int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum report_format fmt);
-
-/* Exact figures of one group, for tests: sum, count, min, max, median, sample stddev. */
-struct stats_group_view {
-	const char *name;
-	int32_t grid[3], block[3]; /* cuda_gpu_kern_gb_sum */
-	uint64_t count, total, min, max;
-	double avg, median, stddev;
-};
-/* Groups of report idx after stats_finish, in report order; NULL past the end. */
-const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i);
-/* Timed records left out of every report because their timestamps were lost (BAD_TIME). */
-uint64_t stats_untimed(const struct stats *st);
-
-/* ---- export (export.c, chrome.c, sqlite.c, csv.c) --------------------------------------- */
-
-struct export_opts {
-	const char *output; /* file (chrome: "-" is stdout, sqlite) or directory (csv) */
-	bool force;	    /* replace an existing output */
-};
-
-struct export_stats {
-	uint64_t records; /* records read */
-	uint64_t events;  /* events / rows written */
-	uint64_t bytes;	  /* bytes written, where known */
-};
-
-/* One output format; exporters are looked up by name in export_formats[] (an ops table). */
-struct exporter {
-	const char *name;
-	const char *what;
-	/* open the output; *state is the exporter's own */
-	int (*open)(void **state, struct report_set *set, const struct export_opts *o, char *err,
-		    size_t errlen);
-	void (*scan_ops)(void *state, struct report_scan_ops *ops);
-	/* after the scan (verdicts known): write what is left, close. */
-	int (*finish)(void *state, struct report_set *set, struct export_stats *out, char *err,
-		      size_t errlen);
-	/* frees the state; after a failure (failed), also removes the partial output */
-	void (*destroy)(void *state, bool failed);
-};
-
-extern const struct exporter export_chrome, export_sqlite, export_csv;
-const struct exporter *export_find(const char *name);
-extern const struct exporter *const export_formats[];
-
-/*
- * Run the exporter over the set; progress (may be NULL) as in report_scan_ops.  Returns 0 or -errno
- * with err saying why.
- */
-int report_export(const struct exporter *e, struct report_set *set, const struct export_opts *o,
-		  void (*progress)(void *ctx, uint64_t done, uint64_t total), void *pctx,
-		  struct export_stats *st, char *err, size_t errlen);
-
-/* ---- merge (merge.c) -------------------------------------------------------------------- */
-
-struct merge_result {
-	size_t sections;
-	uint64_t records;
-	uint64_t damaged; /* damaged ranges carried into merge_damaged_chunks */
-	uint64_t unknown_chunks;
-	int64_t min_offset, max_offset;
-};
-
-/* Write every section of set into one file at path (aligned, verdicts kept). */
-int report_merge(struct report_set *set, const char *path, bool force,
-		 void (*progress)(void *ctx, uint64_t done, uint64_t total), void *pctx,
-		 struct merge_result *res, char *err, size_t errlen);
-
-/* ---- the HTML report (html.c, timeline.c, gaps.c) --------------------------------------- */
-
-struct report_html_opts {
-	const char *output;    /* the .html file */
-	bool force;	       /* replace an existing output */
-	unsigned buckets;      /* level-of-detail buckets per lane */
-	uint64_t exact_budget; /* events drawn one by one, at most */
-};
-
-struct report_html_result {
-	uint64_t records;      /* records read */
-	uint64_t bytes;	       /* size of the page */
-	uint64_t exact_events; /* events in the page one by one */
-	size_t lanes;
-	bool complete;	   /* every section COMPLETE */
-	bool input_failed; /* the failure was reading an input, not writing the page */
-};
-
-/*
- * Read the traces (two passes) and write one self-contained HTML page: verdict, ledger over time,
- * GPU busy and idle, the stats reports, a timeline, ranks.  Returns 0 or -errno with err saying
- * why; a partial page is removed.
- */
-int report_html(char *const *paths, size_t npaths, const struct report_html_opts *o,
-		void (*progress)(void *ctx, uint64_t done, uint64_t total), void *pctx,
-		struct report_html_result *res, char *err, size_t errlen);
 
 #endif

@@ -15,14 +15,14 @@
  * whatever the order records come in.  Utilization (opts.util) keeps 24 bytes per GPU record of
  * the sections not yet ended.  report_gpu_gaps() does it all in one pass over a set.
  */
-#ifndef TALLY_REPORT_GAPS_H
-#define TALLY_REPORT_GAPS_H
+#ifndef TALLY_STATS_GAPS_H
+#define TALLY_STATS_GAPS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report.h"
+#include "trace-set.h"
 
 #define REPORT_GAP_ALL_STREAMS UINT32_MAX /* a gap of the whole device */
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* CUDA memory in use over time, from MEMORY records; see memusage.c. */
-#ifndef TALLY_REPORT_MEMUSAGE_H
-#define TALLY_REPORT_MEMUSAGE_H
+#ifndef TALLY_STATS_MEMUSAGE_H
+#define TALLY_STATS_MEMUSAGE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report.h"
+#include "trace-set.h"
 
 struct mem_event {
 	uint64_t t, bytes, addr;

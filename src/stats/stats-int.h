@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Internals shared by the aggregation (stats.c) and the report writers (reports.c). */
-#ifndef TALLY_REPORT_STATS_INT_H
-#define TALLY_REPORT_STATS_INT_H
+#ifndef TALLY_STATS_STATS_INT_H
+#define TALLY_STATS_STATS_INT_H
 
 #include "gaps.h"
 #include "memusage.h"
-#include "report.h"
+#include "stats.h"
 
 /* Report indexes into report_defs[] (reports.c keeps the two in step). */
 enum report_id {

@@ -4,15 +4,20 @@
  * and a function giving the cell at (row, column), so that a trace report of millions of rows is
  * written from its compact rows without building strings for all of them first.
  */
-#ifndef TALLY_REPORT_TABLE_H
-#define TALLY_REPORT_TABLE_H
+#ifndef TALLY_STATS_TABLE_H
+#define TALLY_STATS_TABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "json.h"
-#include "report.h"
+
+enum report_format {
+	REPORT_FMT_TABLE,
+	REPORT_FMT_CSV,
+	REPORT_FMT_JSON,
+};
 
 enum col_type {
 	COL_PCT, /* 87.6 */

@@ -19,11 +19,13 @@
 #include <execinfo.h>
 #include <jansson.h>
 
+#include "export.h"
 #include "reader.h"
-#include "report.h"
 #include "stacks.h"
 #include "stacktab.h"
+#include "stats.h"
 #include "testsrc.h"
+#include "trace-set.h"
 #include "unwinder.h"
 #include "writer.h"
 
