@@ -112,14 +112,15 @@ static void drop_cell(const void *ctx, size_t row, size_t col, struct report_cel
 {
 	unsigned side;
 	const struct compare_ctx_drops *d = drop_at(ctx, row, &side);
-	const uint64_t u[] = {0, d->process, 0, d->context, d->device, d->stream, d->count};
+	const struct tally_drops *q = &d->drops;
+	const uint64_t u[] = {0, d->process, 0, q->context, q->device, q->stream, q->count};
 
 	if (col == 0)
 		*c = (struct report_cell){.t = CELL_STR, .s = side ? "B" : "A"};
 	else if (col == 2)
-		*c = (struct report_cell){.t = CELL_STR, .s = tally_drop_source_name(d->source)};
+		*c = (struct report_cell){.t = CELL_STR, .s = tally_drop_source_name(q->source)};
 	else if (col == 7)
-		*c = (struct report_cell){.t = CELL_STR, .s = tally_drop_source_meaning(d->source)};
+		*c = (struct report_cell){.t = CELL_STR, .s = tally_drop_source_meaning(q->source)};
 	else
 		*c = (struct report_cell){.t = CELL_U64, .u = u[col]};
 }
@@ -206,12 +207,7 @@ static void json_side(struct tally_json *j, const struct compare_result *r, unsi
 
 		tally_json_object_begin(j);
 		tally_json_field_uint(j, "process", d->process);
-		tally_json_field_string(j, "source", tally_drop_source_name(d->source));
-		tally_json_field_uint(j, "context", d->context);
-		tally_json_field_uint(j, "device", d->device);
-		tally_json_field_uint(j, "stream", d->stream);
-		tally_json_field_uint(j, d->source == TALLY_DROPS_SEEN ? "gpu_records" : "dropped",
-				      d->count);
+		report_drops_fields(j, &d->drops);
 		tally_json_object_end(j);
 	}
 	tally_json_array_end(j);

@@ -460,8 +460,7 @@ static int collect_drops(const struct report_section *rs, struct compare_side_in
 		if (!n)
 			return -ENOMEM;
 		info->ctx_drops = n;
-		n[info->nctx_drops++] = (struct compare_ctx_drops){rs->index, d->source, d->context,
-								   d->device, d->stream, d->count};
+		n[info->nctx_drops++] = (struct compare_ctx_drops){rs->index, *d};
 	}
 	return 0;
 }

@@ -71,9 +71,8 @@ struct compare_stream {
 /* CUPTI's drops by queue, and contexts tied to devices (DROPS chunks, format 1.2). */
 struct compare_ctx_drops {
 	unsigned process;
-	unsigned source; /* enum tally_drop_source */
-	uint32_t context, device, stream;
-	uint64_t count; /* dropped; for TALLY_DROPS_SEEN the context's GPU records */
+	struct tally_drops
+	    drops; /* count: dropped; for TALLY_DROPS_SEEN the context's GPU records */
 };
 
 struct compare_side_info {

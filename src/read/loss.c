@@ -113,23 +113,24 @@ static void json_windows(struct tally_json *j, const struct report_section *rs, 
 	tally_json_array_end(j);
 }
 
-/* CUPTI's drops by queue and the contexts tied to devices (DROPS, format 1.2). */
-static void json_drops(struct tally_json *j, const struct tally_section *s)
+void report_drops_fields(struct tally_json *j, const struct tally_drops *d)
+{
+	tally_json_field_string(j, "source", tally_drop_source_name(d->source));
+	tally_json_field_uint(j, "context", d->context);
+	tally_json_field_uint(j, "device", d->device);
+	tally_json_field_uint(j, "stream", d->stream);
+	tally_json_field_uint(j, d->source == TALLY_DROPS_SEEN ? "gpu_records" : "dropped",
+			      d->count);
+}
+
+void report_drops_array(struct tally_json *j, const struct tally_section *s)
 {
 	size_t i;
 
-	tally_json_name(j, "drops");
 	tally_json_array_begin(j);
 	for (i = 0; i < s->ndrops; i++) {
-		const struct tally_drops *d = &s->drops[i];
-
 		tally_json_object_begin(j);
-		tally_json_field_string(j, "source", tally_drop_source_name(d->source));
-		tally_json_field_uint(j, "context", d->context);
-		tally_json_field_uint(j, "device", d->device);
-		tally_json_field_uint(j, "stream", d->stream);
-		tally_json_field_uint(j, d->source == TALLY_DROPS_SEEN ? "gpu_records" : "dropped",
-				      d->count);
+		report_drops_fields(j, &s->drops[i]);
 		tally_json_object_end(j);
 	}
 	tally_json_array_end(j);
@@ -168,7 +169,8 @@ static void json_section(struct tally_json *j, const struct report_section *rs)
 		tally_json_object_end(j);
 	}
 	tally_json_array_end(j);
-	json_drops(j, s);
+	tally_json_name(j, "drops");
+	report_drops_array(j, s);
 	tally_json_object_end(j);
 }
 

@@ -171,6 +171,15 @@ struct tally_json;
 void report_loss_json(struct tally_json *j, const struct report_set *set);
 /* One warning line per damaged range of every input: file, kind and byte offset. */
 void report_warn_damage(const struct report_set *set, FILE *out, const char *prog);
+/*
+ * CUPTI's drops by queue and the contexts tied to devices (DROPS chunks, format 1.2) as JSON, the
+ * one writer of them: one entry's fields into the current object (source, context, device, stream,
+ * then dropped, or gpu_records for a context tied to its device), or a section's entries as an
+ * array of such objects.
+ */
+struct tally_drops;
+void report_drops_fields(struct tally_json *j, const struct tally_drops *d);
+void report_drops_array(struct tally_json *j, const struct tally_section *s);
 /* Seconds of t after the section's start (for "when" lines). */
 double report_rel_s(const struct report_section *rs, uint64_t t);
 
