@@ -91,7 +91,6 @@ struct cli_progress {
 	bool enabled, shown;
 };
 void cli_progress_begin(struct cli_progress *p, const char *what);
-void cli_progress_update(struct cli_progress *p, uint64_t done, uint64_t total);
 void cli_progress_end(struct cli_progress *p);
 /* The same as a reader's progress callback (struct tally_read_ops.progress; ctx: the progress). */
 void cli_progress_callback(void *ctx, uint64_t done, uint64_t total);

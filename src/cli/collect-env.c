@@ -49,7 +49,8 @@ const struct option collect_longopts[] = {
 };
 const unsigned collect_longopts_count = sizeof(collect_longopts) / sizeof(collect_longopts[0]);
 
-const struct cli_opt_help collect_help[] = {
+/* Help rows for them (terminated by {NULL, NULL}). */
+static const struct cli_opt_help collect_help[] = {
     {"-o, --output PATTERN", "file name; %p pid, %h host, %n sequence, %q{VAR} env variable "
 			     "(default tally-%p.tally)"},
     {"-t, --trace LIST", "cuda,nvtx (default), or: kernel memcpy memset runtime driver sync "

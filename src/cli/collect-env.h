@@ -27,8 +27,6 @@ struct collect_opts {
 #define COLLECT_OPT_BASE 1000
 extern const struct option collect_longopts[];
 extern const unsigned collect_longopts_count;
-/* Help rows for them (terminated by {NULL, NULL}). */
-extern const struct cli_opt_help collect_help[];
 
 /* Print the shared options' help under title (for record's and env's --help). */
 void collect_print_help(const char *title);

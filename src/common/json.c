@@ -130,7 +130,7 @@ void tally_json_name(struct tally_json *j, const char *name)
 	j->after_name = true;
 }
 
-void tally_json_string_len(struct tally_json *j, const char *s, size_t len)
+static void tally_json_string_len(struct tally_json *j, const char *s, size_t len)
 {
 	separate(j);
 	fputc('"', j->out);
@@ -168,7 +168,7 @@ void tally_json_double(struct tally_json *j, double v)
 		fputs("null", j->out); /* JSON has no NaN or infinity */
 }
 
-void tally_json_bool(struct tally_json *j, bool v)
+static void tally_json_bool(struct tally_json *j, bool v)
 {
 	separate(j);
 	fputs(v ? "true" : "false", j->out);

@@ -12,7 +12,8 @@
 
 #define MAX_WINDOWS_SHOWN 8
 
-double report_rel_s(const struct report_section *rs, uint64_t t)
+/* Seconds of t after the section's start (for "when" lines). */
+static double report_rel_s(const struct report_section *rs, uint64_t t)
 {
 	const struct tally_section *s = rs->s;
 	uint64_t t0 = tally_section_origin(s);

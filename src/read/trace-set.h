@@ -180,7 +180,5 @@ void report_warn_damage(const struct report_set *set, FILE *out, const char *pro
 struct tally_drops;
 void report_drops_fields(struct tally_json *j, const struct tally_drops *d);
 void report_drops_array(struct tally_json *j, const struct tally_section *s);
-/* Seconds of t after the section's start (for "when" lines). */
-double report_rel_s(const struct report_section *rs, uint64_t t);
 
 #endif
