@@ -12,7 +12,8 @@
 
 #include "outfile.h"
 
-/* Exit codes, documented in docs/cli.md; keep them stable. */
+/* Exit codes, one meaning each and stable: docs/architecture.md ("Exit codes") has the table,
+ * each command's page in docs/ says which it returns. */
 enum tally_exit {
 	TALLY_EXIT_OK = 0,	   /* done; for check: every trace COMPLETE */
 	TALLY_EXIT_FAIL = 1,	   /* check/stats: a trace is INCOMPLETE; doctor: a blocking FAIL */

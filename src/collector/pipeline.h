@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The collection pipeline (design §2), inside the traced process:
+ * The collection pipeline (docs/architecture.md, "The data path"), inside the traced process:
  *
  *   CUPTI --request--> pool (bounded; refused when empty)
  *   CUPTI --complete--> bounds check, count, enqueue (no parsing, no I/O, no waiting)
