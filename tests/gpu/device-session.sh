@@ -42,6 +42,25 @@ said() { # NAME STATUS SECONDS LOG
 	*) bad "$1: exit $2 (see $(basename "$4"))" ;;
 	esac
 }
+# suite SECONDS...: the suite (run.sh) in the background beside stacks.sh then report.sh, each
+# given its time; each said by its own status
+suite() {
+	local pid
+	timeout "$1" tests/gpu/run.sh $B /tmp/g >"$OUT/suite.log" 2>&1 &
+	pid=$!
+	step "stacks (stacks.sh)" "$2" "$OUT/stacks.log" tests/gpu/stacks.sh $B /tmp/st
+	step "report (report.sh)" "$3" "$OUT/report.log" tests/gpu/report.sh $B /tmp/rep
+	wait $pid
+	said "suite (run.sh, TALLY_GPU_CASES=${TALLY_GPU_CASES:-all})" $? "$1" "$OUT/suite.log"
+}
+# bundle: bundle.sh where out/dist holds the tarballs
+bundle() {
+	if ls out/dist/tally-*.tar.gz >/dev/null 2>&1; then
+		step "bundle (bundle.sh)" 150 "$OUT/bundle.log" tests/gpu/bundle.sh out/dist /tmp/bundle
+	else
+		skipped "bundle: no out/dist/tally-*.tar.gz (scripts/dist.sh makes them)"
+	fi
+}
 case ${1:-suite} in
 suite)
 	$T doctor >"$OUT/doctor.txt" 2>&1
@@ -49,13 +68,7 @@ suite)
 	echo "doctor exit $rc" >>"$OUT/doctor.txt"
 	# not a part of its own, but where the doctor says no recording can proceed, the session fails
 	[ $rc -eq 0 ] || bad "doctor: exit $rc, recording cannot proceed here (doctor.txt)"
-	# the suite beside stacks then the report: wait for each by its own status
-	timeout 540 tests/gpu/run.sh $B /tmp/g >"$OUT/suite.log" 2>&1 &
-	suite=$!
-	step "stacks (stacks.sh)" 270 "$OUT/stacks.log" tests/gpu/stacks.sh $B /tmp/st
-	step "report (report.sh)" 240 "$OUT/report.log" tests/gpu/report.sh $B /tmp/rep
-	wait $suite
-	said "suite (run.sh)" $? 540 "$OUT/suite.log"
+	suite 540 270 240
 	summary "$OUT/suite.log" "$OUT/stacks.log" "$OUT/report.log"
 	grep -B1 -A8 "^FAIL" "$OUT/suite.log" "$OUT/stacks.log" "$OUT/report.log" | head -60
 	keep suite-art.tgz /tmp/g /tmp/st /tmp/rep
@@ -63,28 +76,15 @@ suite)
 compare)
 	step "compare (compare.sh)" 330 "$OUT/compare.log" tests/gpu/compare.sh $B /tmp/cmp
 	summary "$OUT/compare.log"; grep -A8 "^FAIL" "$OUT/compare.log" | head -30
-	if ls out/dist/tally-*.tar.gz >/dev/null 2>&1; then
-		step "bundle (bundle.sh)" 150 "$OUT/bundle.log" tests/gpu/bundle.sh out/dist /tmp/bundle
-		summary "$OUT/bundle.log"; grep -A8 "^FAIL" "$OUT/bundle.log" | head -20
-	else
-		skipped "bundle: no out/dist/tally-*.tar.gz (scripts/dist.sh makes them)"
-	fi
+	bundle
+	[ -e "$OUT/bundle.log" ] && { summary "$OUT/bundle.log"; grep -A8 "^FAIL" "$OUT/bundle.log" | head -20; }
 	step "bench (stacks-overhead.sh)" 200 "$OUT/bench-stacks.txt" bench/stacks-overhead.sh $B "${2:-3}"
 	cat "$OUT/bench-stacks.txt"
 	keep compare-art.tgz /tmp/cmp /tmp/bundle
 	;;
 recheck) # a subset of the suite (TALLY_GPU_CASES), then stacks, the report pages, the bundle
-	timeout 300 tests/gpu/run.sh $B /tmp/g >"$OUT/suite.log" 2>&1 &
-	suite=$!
-	step "stacks (stacks.sh)" 200 "$OUT/stacks.log" tests/gpu/stacks.sh $B /tmp/st
-	step "report (report.sh)" 150 "$OUT/report.log" tests/gpu/report.sh $B /tmp/rep
-	wait $suite
-	said "suite (run.sh, TALLY_GPU_CASES=${TALLY_GPU_CASES:-all})" $? 300 "$OUT/suite.log"
-	if ls out/dist/tally-*.tar.gz >/dev/null 2>&1; then
-		step "bundle (bundle.sh)" 150 "$OUT/bundle.log" tests/gpu/bundle.sh out/dist /tmp/bundle
-	else
-		skipped "bundle: no out/dist/tally-*.tar.gz (scripts/dist.sh makes them)"
-	fi
+	suite 300 200 150
+	bundle
 	summary "$OUT"/*.log
 	grep -h -A8 "^FAIL" "$OUT"/*.log | head -60
 	keep recheck-art.tgz /tmp/g /tmp/st /tmp/rep /tmp/bundle
