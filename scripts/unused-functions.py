@@ -8,15 +8,14 @@ to its file (make it static).  What the world calls from outside is not counted 
 dynamic symbols of the shared libraries the build makes (libtally.so's entry points and interposed
 functions) and main.
 
-  scripts/unused-functions.py BUILD [SOURCE]   list them; exit 1 if there is any, 0 if none
-                                              (objects of sources gone from SOURCE, the tree
-                                              this script is in by default, are stale: skipped)
+  scripts/unused-functions.py BUILD   list them; exit 1 if there is any, 0 if none
   scripts/unused-functions.py --self-test
 
 Run by ctest (unused-functions, in the plain build), so CI (scripts/test.sh) fails on a new one.
 """
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -37,18 +36,22 @@ def source_of(build, obj):
     return os.path.join(m.group(1), m.group(2)) if m else os.path.relpath(obj, build)
 
 
-def scan(build, source):
-    objects, shared = [], []
+def scan(build):
+    """The objects the build links now (each target's link.txt names them, so an object left
+    behind by an older layout is not read) and the shared libraries it made."""
+    objects, shared = set(), []
     for top in ("src", "tests", "bench"):
         for root, _, names in os.walk(os.path.join(build, top)):
             for name in names:
                 path = os.path.join(root, name)
-                if name.endswith(".o"):
-                    src = source_of(build, path)
-                    if any(os.path.exists(os.path.join(t, src)) for t in (source, build)):
-                        objects.append(path)
+                if name == "link.txt" and os.path.basename(os.path.dirname(root)) == "CMakeFiles":
+                    where = os.path.dirname(os.path.dirname(root))  # the target's build folder
+                    with open(path) as f:
+                        objects.update(os.path.join(where, t) for t in shlex.split(f.read())
+                                       if t.endswith(".o"))
                 elif ".so" in name and not os.path.islink(path) and "CMakeFiles" not in root:
                     shared.append(path)
+    objects = sorted(o for o in objects if os.path.exists(o))
     exported = {"main"}
     for lib in shared:
         exported.update(f[0] for f in nm(lib, "-D", "--defined-only") if len(f) > 1)
@@ -78,6 +81,7 @@ def self_test():
         "src/a/lib.c": "int used(void) { return 1; }\n"
                        "int lonely(void) { return used() + 1; }\n",
         "src/b/main.c": "int used(void);\nint main(void) { return used(); }\n",
+        "src/b/old.c": "int left_behind(void) { return 2; }\n",  # built once, linked no more
     }
     with tempfile.TemporaryDirectory() as d:
         for path, text in files.items():
@@ -87,8 +91,12 @@ def self_test():
             os.makedirs(objdir, exist_ok=True)
             with open(full, "w") as f:
                 f.write(text)
-            subprocess.run([os.environ.get("CC", "cc"), "-c", "-o", os.path.join(objdir, name + ".o"), full], check=True)
-        _, unused = scan(d, d)
+            obj = os.path.join(objdir, name + ".o")
+            subprocess.run([os.environ.get("CC", "cc"), "-c", "-o", obj, full], check=True)
+            if name != "old.c":
+                with open(os.path.join(objdir, "link.txt"), "a") as f:
+                    f.write(f"cc CMakeFiles/t.dir/{name}.o -o t\n")
+        _, unused = scan(d)
     want = [(os.path.join("src", "a", "lib.c"), "lonely")]
     print(f"{'ok' if unused == want else 'BAD'}: found {unused}, expected {want}")
     return 0 if unused == want else 1
@@ -97,11 +105,10 @@ def self_test():
 def main(argv):
     if argv == ["--self-test"]:
         return self_test()
-    if len(argv) not in (1, 2) or not all(os.path.isdir(a) for a in argv):
-        print("usage: scripts/unused-functions.py BUILD [SOURCE] | --self-test", file=sys.stderr)
+    if len(argv) != 1 or not os.path.isdir(argv[0]):
+        print("usage: scripts/unused-functions.py BUILD | --self-test", file=sys.stderr)
         return 2
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    objects, unused = scan(argv[0], argv[1] if len(argv) > 1 else here)
+    objects, unused = scan(argv[0])
     if not objects:
         print(f"unused-functions: no object files under {argv[0]}: build first", file=sys.stderr)
         return 2

@@ -8,9 +8,9 @@ the same floor) or upward fails, and so does a cycle between files (headers that
 other, however far round; include guards hide such a cycle from the compiler, not from a reader).
 A folder missing from FLOORS fails too: a new room takes its floor here, in the same commit.
 
-  scripts/layers.py [SRC]          check; print the graph between rooms (arrows with counts)
-  scripts/layers.py --dot [SRC]    the same graph for Graphviz
-  scripts/layers.py --self-test    the check catches what it must, on made-up trees
+  scripts/include-graph.py [SRC]        check; print the graph between rooms (arrows, counts)
+  scripts/include-graph.py --dot [SRC]  the same graph for Graphviz
+  scripts/include-graph.py --self-test  the check catches what it must, on made-up trees
 
 Exit 0 when the house keeps the rule, 1 when it does not (each violation named), 2 on misuse.
 """
@@ -92,7 +92,7 @@ def check(src):
     for path in sorted(files):
         room = room_of(path)
         if room not in FLOOR_OF:
-            errors.append(f"{path}: room {room}/ has no floor in scripts/layers.py FLOORS")
+            errors.append(f"{path}: room {room}/ has no floor in FLOORS (scripts/include-graph.py)")
             continue
         graph.setdefault(path, set())
         for name in files[path]:
