@@ -201,7 +201,7 @@ struct exec_call {
 
 /*
  * Before the real call: find it, close the trace, make the next image's environment.  NULL (errno
- * ENOSYS) when there is no real function to call; the wrapper then returns -1 itself.
+ * ENOSYS) when there is no real function to call: the wrapper then returns -1 without calling.
  */
 static void *exec_begin(const char *name, char *const envp[], struct exec_call *x)
 {
@@ -231,9 +231,7 @@ static int exec_path(const char *path, char *const argv[], char *const envp[])
 	struct exec_call x;
 	execve_fn real = (execve_fn)exec_begin("execve", envp, &x);
 
-	if (!real)
-		return -1;
-	return exec_end(&x, real(path, argv, x.env));
+	return real ? exec_end(&x, real(path, argv, x.env)) : -1;
 }
 
 static int exec_search(const char *file, char *const argv[], char *const envp[])
@@ -241,9 +239,7 @@ static int exec_search(const char *file, char *const argv[], char *const envp[])
 	struct exec_call x;
 	execve_fn real = (execve_fn)exec_begin("execvpe", envp, &x);
 
-	if (!real)
-		return -1;
-	return exec_end(&x, real(file, argv, x.env));
+	return real ? exec_end(&x, real(file, argv, x.env)) : -1;
 }
 
 TALLY_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -271,9 +267,7 @@ TALLY_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	struct exec_call x;
 	fexecve_fn real = (fexecve_fn)exec_begin("fexecve", envp, &x);
 
-	if (!real)
-		return -1;
-	return exec_end(&x, real(fd, argv, x.env));
+	return real ? exec_end(&x, real(fd, argv, x.env)) : -1;
 }
 
 TALLY_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
@@ -282,9 +276,7 @@ TALLY_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char 
 	struct exec_call x;
 	execveat_fn real = (execveat_fn)exec_begin("execveat", envp, &x);
 
-	if (!real)
-		return -1;
-	return exec_end(&x, real(dirfd, path, argv, x.env, flags));
+	return real ? exec_end(&x, real(dirfd, path, argv, x.env, flags)) : -1;
 }
 
 /* execl's list as execv's array: on the stack for the usual few, else on the heap. */
