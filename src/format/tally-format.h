@@ -13,7 +13,7 @@
 #define TALLY_MAGIC_LEN	       8
 #define TALLY_PREAMBLE_LEN     16
 #define TALLY_FORMAT_MAJOR     1
-#define TALLY_FORMAT_MINOR     2
+#define TALLY_FORMAT_MINOR     3
 #define TALLY_CHUNK_SYNC       0x4B4E4843u /* "CHNK" read as little-endian u32 */
 #define TALLY_CHUNK_HEADER_LEN 32
 #define TALLY_CHUNK_MAX	       (64u << 20)
@@ -221,6 +221,12 @@ enum tally_session_key {
 	TALLY_SK_OUTPUT,
 	TALLY_SK_MERGED,
 	TALLY_SK_MERGE_OFFSET,
+	/* 1.3: which job a process belongs to (docs/format.md §5), so readers can tell traces
+	 * that belong together from traces that do not */
+	TALLY_SK_JOB = 40,	  /* "SLURM_JOB_ID=123": the batch system's job */
+	TALLY_SK_JOB_STEP = 41,	  /* "SLURM_STEP_ID=0": the step of that job */
+	TALLY_SK_RUN_ID = 42,	  /* "TORCHELASTIC_RUN_ID=abc": the launcher's run */
+	TALLY_SK_WORLD_SIZE = 43, /* "WORLD_SIZE=8": how many ranks the job has */
 	TALLY_SK_MAX,
 };
 

@@ -58,6 +58,10 @@ struct report_view {
 	void (*cell)(const void *ctx, size_t row, size_t col, struct report_cell *c);
 	const void *ctx;
 	const char *empty; /* said instead of a table when there is no row */
+	/* the table format as blocks, not columns (long text: the diagnosis): each row numbered,
+	 * column block_title on its first line, every other column on a line of its own */
+	bool blocks;
+	size_t block_title;
 };
 
 /* Write one report; j is the open JSON writer for REPORT_FMT_JSON (an array element). */
