@@ -1065,7 +1065,8 @@ static int chrome_open(void **state, struct report_set *set, const struct export
 	}
 	c->seekable = !c->to_stdout && fstat(fileno(c->f), &sb) == 0 && S_ISREG(sb.st_mode);
 	if (obuf_init(&c->ob, c->f) < 0 || !(c->gaps = report_gpu_gaps_new(NULL)) ||
-	    !(c->queues = queues_new(QUEUE_BUCKETS)) || !(c->launches = launches_new(c->queues)))
+	    !(c->queues = queues_new(QUEUE_BUCKETS)) ||
+	    !(c->launches = launches_new(c->queues, false)))
 		goto close_file;
 	c->first = true;
 	/* ts counts from the earliest moment of the inputs, so that none is negative */

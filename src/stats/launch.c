@@ -39,6 +39,7 @@ struct lsec {
 
 struct launches {
 	struct queues *q;
+	bool stats;
 	struct lsec cur;
 	unsigned cur_index;
 	bool cur_used, failed;
@@ -46,12 +47,14 @@ struct launches {
 	size_t nrows, rcap;
 };
 
-struct launches *launches_new(struct queues *q)
+struct launches *launches_new(struct queues *q, bool stats)
 {
 	struct launches *l = calloc(1, sizeof(*l));
 
-	if (l)
+	if (l) {
 		l->q = q;
+		l->stats = stats;
+	}
 	return l;
 }
 
@@ -202,8 +205,8 @@ static int matched(struct launches *l, const struct report_section *rs, const st
 	if (gpu->kind != TALLY_KIND_KERNEL)
 		return 0;
 	s->row.matched++;
-	if (!push(&s->lat, gpu->start > call->start ? gpu->start - call->start : 0) ||
-	    !push(&s->call, call_ns))
+	if (l->stats && (!push(&s->lat, gpu->start > call->start ? gpu->start - call->start : 0) ||
+			 !push(&s->call, call_ns)))
 		return -ENOMEM;
 	if (gpu_ns < call_ns) {
 		s->row.short_n++;

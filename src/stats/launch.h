@@ -14,6 +14,7 @@
 #ifndef TALLY_STATS_LAUNCH_H
 #define TALLY_STATS_LAUNCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "depth.h"
@@ -38,8 +39,9 @@ struct launch_row {
 
 struct launches;
 
-/* q (may be NULL) receives every matched launch's outstanding interval. */
-struct launches *launches_new(struct queues *q);
+/* q (may be NULL) receives every matched launch's outstanding interval; stats: keep the
+ * latencies for the percentiles (16 bytes a kernel), or only join the launches for q. */
+struct launches *launches_new(struct queues *q, bool stats);
 void launches_free(struct launches *l);
 int launches_add(struct launches *l, struct report_section *rs, const struct tally_record *r,
 		 size_t n);

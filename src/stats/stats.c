@@ -644,7 +644,9 @@ static bool analyses_new(struct stats *st)
 	if (stats_wants(st, R_QUEUE_DEPTH) &&
 	    !(st->queues = queues_new(q->queue_buckets ? q->queue_buckets : 1024)))
 		return false;
-	if (wants_any(st, ln) && !(st->launches = launches_new(st->queues)))
+	if (wants_any(st, ln) &&
+	    !(st->launches = launches_new(st->queues, stats_wants(st, R_LAUNCH_STATS) ||
+							  stats_wants(st, R_DIAGNOSIS))))
 		return false;
 	if (wants_any(st, steps) && !(st->steps = steps_new(q->range)))
 		return false;

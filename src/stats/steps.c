@@ -20,6 +20,9 @@ struct iv {
 
 struct srank {
 	unsigned section;
+	struct report_section *rs; /* while the scan lasts: to name the ranges counted below */
+	uint32_t *count;	   /* by string id: ranges of that name that matched nothing */
+	uint32_t ncount;
 	struct iv *v[NDEFAULT]; /* ranges matching each name (the user's name: [0]) */
 	size_t n[NDEFAULT], cap[NDEFAULT];
 	uint8_t *match; /* string id -> 1 + name index + 1, or 1: no match; 0 not looked up */
@@ -64,6 +67,7 @@ void steps_free(struct steps *s)
 		for (k = 0; k < NDEFAULT; k++)
 			free(s->r[i].v[k]);
 		free(s->r[i].match);
+		free(s->r[i].count);
 	}
 	for (i = 0; i < s->nseen; i++)
 		free(s->seen[i].name);
@@ -92,7 +96,7 @@ static bool matches(const char *msg, const char *name)
 	return !*msg;
 }
 
-static void note_seen(struct steps *s, const char *name, unsigned sec)
+static void note_seen(struct steps *s, const char *name, unsigned sec, uint64_t count)
 {
 	size_t i;
 
@@ -117,7 +121,7 @@ static void note_seen(struct steps *s, const char *name, unsigned sec)
 			return;
 		s->nseen++;
 	}
-	s->seen[i].count++;
+	s->seen[i].count += count;
 	if (s->seen[i].last_sec != sec) {
 		s->seen[i].last_sec = sec;
 		s->seen[i].sections++;
@@ -133,7 +137,6 @@ static unsigned match_of(struct steps *s, struct srank *r, struct report_section
 	if (id < r->nmatch && r->match[id])
 		return r->match[id] - 1;
 	msg = report_string(rs, id);
-	note_seen(s, msg, rs->index);
 	if (s->user)
 		m = matches(msg, s->user) ? 2 : 1;
 	else
@@ -158,12 +161,43 @@ static unsigned match_of(struct steps *s, struct srank *r, struct report_section
 	return m - 1;
 }
 
-static struct srank *rank_of(struct steps *s, unsigned sec)
+/* The names of the ranges of r that matched nothing, with their counts, into s->seen. */
+static void name_counts(struct steps *s, struct srank *r)
 {
+	uint32_t id;
+
+	for (id = 0; id < r->ncount; id++)
+		if (r->count[id])
+			note_seen(s, report_string(r->rs, id), r->section, r->count[id]);
+	free(r->count);
+	r->count = NULL;
+	r->ncount = 0;
+}
+
+static void count_name(struct srank *r, uint32_t id)
+{
+	if (id >= r->ncount) {
+		uint32_t n = id + 64;
+		uint32_t *t = realloc(r->count, n * sizeof(*t));
+
+		if (!t)
+			return; /* only the suggestion is poorer */
+		memset(t + r->ncount, 0, (n - r->ncount) * sizeof(*t));
+		r->count = t;
+		r->ncount = n;
+	}
+	r->count[id]++;
+}
+
+static struct srank *rank_of(struct steps *s, struct report_section *rs)
+{
+	unsigned sec = rs->index;
 	struct srank *t;
 
 	if (s->nr && s->r[s->nr - 1].section == sec)
 		return &s->r[s->nr - 1];
+	if (s->nr)
+		name_counts(s, &s->r[s->nr - 1]);
 	if (s->nr == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 16;
 
@@ -174,6 +208,7 @@ static struct srank *rank_of(struct steps *s, unsigned sec)
 	}
 	memset(&s->r[s->nr], 0, sizeof(s->r[0]));
 	s->r[s->nr].section = sec;
+	s->r[s->nr].rs = rs;
 	return &s->r[s->nr++];
 }
 
@@ -199,7 +234,7 @@ int steps_add(struct steps *s, struct report_section *rs, const struct tally_rec
 
 	if (!n || r[0].kind != TALLY_KIND_NVTX_RANGE)
 		return 0;
-	if (!(rk = rank_of(s, rs->index)))
+	if (!(rk = rank_of(s, rs)))
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		unsigned m;
@@ -208,6 +243,8 @@ int steps_add(struct steps *s, struct report_section *rs, const struct tally_rec
 		    (r[i].flags & (TALLY_REC_BAD_TIME | TALLY_REC_DEPTH_LOST)))
 			continue;
 		m = match_of(s, rk, rs, r[i].name_id);
+		if (!m && r[i].name_id < rs->s->nstrings)
+			count_name(rk, r[i].name_id);
 		if (m &&
 		    keep(rk, m - 1, report_time(rs, r[i].start), report_time(rs, r[i].end)) < 0)
 			return -ENOMEM;
@@ -399,10 +436,13 @@ static int summary_median(struct steps *s, uint64_t steps)
 
 int steps_finish(struct steps *s)
 {
-	int k = chosen_name(s);
 	uint64_t steps = UINT64_MAX, st, *scratch;
 	size_t i;
+	int k;
 
+	if (s->nr)
+		name_counts(s, &s->r[s->nr - 1]);
+	k = chosen_name(s);
 	if (k < 0) {
 		suggest(s);
 		return 0;

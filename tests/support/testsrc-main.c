@@ -53,6 +53,7 @@ static void usage(FILE *out)
 	      "steps (exact times, for the analyses): --steps N --step-kernels K --kernel-us U\n"
 	      "  --launch-us L --copy-us C --comm-us M --comm-at-us A --sleep-us S --gap-us G\n"
 	      "  --jitter-us J --mem-mb MB (see testsrc_run_steps in testsrc.h)\n"
+	      "  --realtime-shift-s S (the session says it started S seconds later)\n"
 	      "environment: RANK=N records the session as rank N (RANK=N), as the collector does\n",
 	      out);
 }
@@ -105,6 +106,7 @@ enum {
 	O_GAP_US,
 	O_JITTER_US,
 	O_MEM_MB,
+	O_SHIFT,
 };
 
 static const struct option longopts[] = {
@@ -155,6 +157,7 @@ static const struct option longopts[] = {
     {"gap-us", 1, NULL, O_GAP_US},
     {"jitter-us", 1, NULL, O_JITTER_US},
     {"mem-mb", 1, NULL, O_MEM_MB},
+    {"realtime-shift-s", 1, NULL, O_SHIFT},
     {"output", 1, NULL, 'o'},
     {"help", 0, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -189,6 +192,8 @@ static int parse_steps(struct opts *o, int c, const char *arg)
 		s->kernels = (unsigned)strtoul(arg, NULL, 0);
 	else if (c == O_MEM_MB)
 		s->mem_bytes = strtoull(arg, NULL, 0) << 20;
+	else if (c == O_SHIFT)
+		testsrc_realtime_shift_ns = (int64_t)(strtod(arg, NULL) * 1e9);
 	else if (c >= O_KERNEL_US && c <= O_JITTER_US)
 		*us[c - O_KERNEL_US] = ns;
 	else

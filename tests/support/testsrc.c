@@ -16,6 +16,7 @@
 
 _Atomic uint64_t testsrc_dropped_pending;
 _Atomic uint64_t testsrc_walk_delay_ns;
+int64_t testsrc_realtime_shift_ns;
 
 const char *const testsrc_kernel_names[] = {
     "_Z10vectorAddPKfS0_Pfi",
@@ -652,7 +653,7 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 	tally_kv_uint(b, TALLY_SK_PPID, (uint64_t)getppid());
 	tally_kv_bytes(b, TALLY_SK_CMDLINE, cmd, sizeof(cmd) - 1);
 	/* the pair maps the records' clock (testsrc_now, maybe moved by --t0) to real time */
-	tally_kv_uint(b, TALLY_SK_START_REALTIME, real_now());
+	tally_kv_uint(b, TALLY_SK_START_REALTIME, real_now() + (uint64_t)testsrc_realtime_shift_ns);
 	tally_kv_uint(b, TALLY_SK_START_CUPTI, testsrc_now());
 	tally_kv_uint(b, TALLY_SK_CUPTI_VERSION, CUPTI_API_VERSION);
 	tally_kv_uint(b, TALLY_SK_KINDS, kinds_mask);

@@ -142,6 +142,9 @@ uint64_t testsrc_now(void);
 /* From now on testsrc_now() reads t0 plus the time elapsed since this call (t0 0: real time). */
 void testsrc_clock_start(uint64_t t0);
 
+/* Added to the session's CLOCK_REALTIME start: a recording made "hours ago", for job grouping. */
+extern int64_t testsrc_realtime_shift_ns;
+
 /* Build the SESSION payload the way the collector does, with source "testsrc". */
 void testsrc_session(struct tally_buf *b, uint64_t kinds_mask);
 
