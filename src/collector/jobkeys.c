@@ -2,6 +2,7 @@
 /* Which job this process belongs to; see jobkeys.h. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "jobkeys.h"
 #include "tally-format.h"
@@ -32,7 +33,8 @@ void tally_job_keys(struct tally_buf *b)
 		for (i = 0; job_keys[k].vars[i]; i++) {
 			const char *v = getenv(job_keys[k].vars[i]);
 
-			if (v && *v) {
+			/* torchrun's run id is "none" unless one is given (--rdzv-id): not an id */
+			if (v && *v && strcmp(v, "none") != 0) {
 				snprintf(text, sizeof(text), "%s=%s", job_keys[k].vars[i], v);
 				tally_kv_str(b, job_keys[k].key, text);
 				break;

@@ -2,7 +2,7 @@
 /*
  * Which job this process belongs to, for the SESSION chunk (keys 40-43, docs/format.md §5): the
  * batch system's job and step, the launcher's run id and the world size, each as "VAR=value" of
- * the first variable of its list that is set.  Readers group traces by them (docs/merge.md).
+ * the first variable of its list that is set (torchrun's default run id "none" is not an id).  Readers group traces by them (docs/merge.md).
  * Read from the environment once, at session start; the collector and the CPU test source both
  * write them through here.
  */
