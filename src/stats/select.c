@@ -102,10 +102,14 @@ uint64_t stats_percentile(uint64_t *a, size_t n, double p)
 
 int stats_percentiles(const uint64_t *v, size_t n, const double *p, uint64_t *out, size_t np)
 {
-	uint64_t *scratch = n ? malloc(n * sizeof(*scratch)) : NULL;
+	uint64_t *scratch;
 	size_t i;
 
-	if (n && !scratch)
+	if (!n) {
+		memset(out, 0, np * sizeof(*out));
+		return 0;
+	}
+	if (!(scratch = malloc(n * sizeof(*scratch))))
 		return -ENOMEM;
 	for (i = 0; i < np; i++) {
 		memcpy(scratch, v, n * sizeof(*v));
