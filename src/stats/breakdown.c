@@ -227,12 +227,10 @@ static int add_to(struct bd_dev *d, unsigned set, uint64_t t0, uint64_t t1)
 	return span_add(&d->fine[set], t0, t1, 0);
 }
 
-static int add_interval(struct breakdown *b, struct bd_dev *d, unsigned cls, uint64_t t0,
-			uint64_t t1)
+static int add_interval(struct bd_dev *d, unsigned cls, uint64_t t0, uint64_t t1)
 {
 	int rc = 0;
 
-	(void)b;
 	if (t0 < d->floor) { /* folded already: what came before the fold cannot be placed */
 		d->row.late++;
 		d->row.late_ns += (t1 < d->floor ? t1 : d->floor) - t0;
@@ -288,7 +286,7 @@ int breakdown_add(struct breakdown *b, struct report_section *rs, const struct t
 		}
 		d->first = t0 < d->first ? t0 : d->first;
 		d->last = t1 > d->last ? t1 : d->last;
-		if (add_interval(b, d, cls, t0, t1) < 0)
+		if (add_interval(d, cls, t0, t1) < 0)
 			return -ENOMEM;
 	}
 	for (i = 0; i < b->cur.ndev; i++)

@@ -8,6 +8,7 @@
 
 #include "select.h"
 #include "steps.h"
+#include "text.h"
 
 #define NAMES_MAX 4096
 
@@ -96,29 +97,35 @@ static bool matches(const char *msg, const char *name)
 	return !*msg;
 }
 
-static void note_seen(struct steps *s, const char *name, unsigned sec, uint64_t count)
+/* Count a range name (kept printable: it goes into a message for a terminal). */
+static void note_seen(struct steps *s, const char *raw, unsigned sec, uint64_t count)
 {
+	char *name = tally_text_printable(raw);
 	size_t i;
 
+	if (!name)
+		return;
 	for (i = 0; i < s->nseen; i++)
 		if (strcmp(s->seen[i].name, name) == 0)
 			break;
-	if (i == s->nseen) {
+	if (i < s->nseen) {
+		free(name);
+	} else {
 		struct seen *t;
 
-		if (s->nseen == NAMES_MAX)
-			return;
-		if (s->nseen == s->seen_cap) {
+		if (s->nseen == s->seen_cap && s->nseen < NAMES_MAX) {
 			size_t cap = s->seen_cap ? 2 * s->seen_cap : 16;
 
-			if (!(t = realloc(s->seen, cap * sizeof(*t))))
-				return;
-			s->seen = t;
-			s->seen_cap = cap;
+			if ((t = realloc(s->seen, cap * sizeof(*t)))) {
+				s->seen = t;
+				s->seen_cap = cap;
+			}
 		}
-		s->seen[i] = (struct seen){.name = strdup(name), .last_sec = UINT32_MAX};
-		if (!s->seen[i].name)
+		if (s->nseen == s->seen_cap) { /* full, or no memory: only the suggestion is poorer */
+			free(name);
 			return;
+		}
+		s->seen[i] = (struct seen){.name = name, .last_sec = UINT32_MAX};
 		s->nseen++;
 	}
 	s->seen[i].count += count;

@@ -124,7 +124,8 @@ def analyses(dom, stats, text, ranks):
             want = [r["Idle (ns)"] for r in bd if r["Device"] == int(a[1]["data-device"])]
             if a[1]["data-idle-ns"] == "" or int(a[1]["data-idle-ns"]) not in want:
                 fails.append("busy chart idle %r is none of gpu_time_breakdown's %s" % (a[1]["data-idle-ns"], want))
-    if ranks:
+    processes = sum(len(i["sections"]) for i in stats["inputs"])
+    if processes >= 2:
         rt = dom.tables.get("ranks-table", [])[1:]
         idle = sorted(int(r["GPU idle (ns)"]) for r in rt)
         per = {}
@@ -138,7 +139,7 @@ def analyses(dom, stats, text, ranks):
         if want and want not in line:
             fails.append("straggler line %r, rank_steps says %r" % (line, want))
         if not dom.ids.get("nav-ranks"):
-            fails.append("no Ranks link with %d processes" % ranks)
+            fails.append("no Ranks link with %d processes" % processes)
     elif dom.ids.get("nav-ranks"):
         fails.append("a Ranks link with one process")
     for name in ("gpu_time_breakdown", "comm_compute_overlap", "kern_rank_spread", "rank_steps",
