@@ -121,7 +121,8 @@ static void note_seen(struct steps *s, const char *raw, unsigned sec, uint64_t c
 				s->seen_cap = cap;
 			}
 		}
-		if (s->nseen == s->seen_cap) { /* full, or no memory: only the suggestion is poorer */
+		if (s->nseen ==
+		    s->seen_cap) { /* full, or no memory: only the suggestion is poorer */
 			free(name);
 			return;
 		}
