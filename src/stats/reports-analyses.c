@@ -11,30 +11,6 @@
 #include "stats-int.h"
 #include "table.h"
 
-static void set_u(struct report_cell *c, uint64_t v)
-{
-	c->t = CELL_U64;
-	c->u = v;
-}
-
-static void set_i(struct report_cell *c, int64_t v)
-{
-	c->t = CELL_I64;
-	c->i = v;
-}
-
-static void set_d(struct report_cell *c, double v)
-{
-	c->t = CELL_DBL;
-	c->d = v;
-}
-
-static void set_s(struct report_cell *c, const char *s)
-{
-	c->t = CELL_STR;
-	c->s = s;
-}
-
 static void set_pct(struct report_cell *c, uint64_t part, uint64_t whole)
 {
 	if (whole)

@@ -96,24 +96,6 @@ struct sum_ctx {
 	enum report_id r;
 };
 
-static void set_u(struct report_cell *c, uint64_t v)
-{
-	c->t = CELL_U64;
-	c->u = v;
-}
-
-static void set_d(struct report_cell *c, double v)
-{
-	c->t = CELL_DBL;
-	c->d = v;
-}
-
-static void set_s(struct report_cell *c, const char *s)
-{
-	c->t = CELL_STR;
-	c->s = s;
-}
-
 static void size_cell(const struct stats_group_view *v, size_t col, struct report_cell *c)
 {
 	switch (col) {

@@ -64,6 +64,31 @@ struct report_view {
 	size_t block_title;
 };
 
+/* A cell's value, for the views' cell functions. */
+static inline void set_u(struct report_cell *c, uint64_t v)
+{
+	c->t = CELL_U64;
+	c->u = v;
+}
+
+static inline void set_i(struct report_cell *c, int64_t v)
+{
+	c->t = CELL_I64;
+	c->i = v;
+}
+
+static inline void set_d(struct report_cell *c, double v)
+{
+	c->t = CELL_DBL;
+	c->d = v;
+}
+
+static inline void set_s(struct report_cell *c, const char *s)
+{
+	c->t = CELL_STR;
+	c->s = s;
+}
+
 /* Write one report; j is the open JSON writer for REPORT_FMT_JSON (an array element). */
 void report_view_write(FILE *out, const struct report_view *v, enum report_format fmt,
 		       struct tally_json *j);
