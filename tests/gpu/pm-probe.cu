@@ -570,9 +570,14 @@ static void *enable_thread(void *arg)
 	return NULL;
 }
 
+static void CUPTIAPI on_cb(void *u, CUpti_CallbackDomain d, CUpti_CallbackId c, const void *p)
+{
+}
+
 static void mode_sample(void)
 {
 	static struct sampler s;
+	CUptiResult rc0;
 	struct phase ph[5];
 	pthread_t th;
 	size_t bytes = 1ull << 30;
@@ -582,6 +587,13 @@ static void mode_sample(void)
 	pthread_join(th, NULL);
 	if (!s.obj)
 		return;
+	// As the collector runs: a subscriber for callbacks, and activity records.
+	CUpti_SubscriberHandle sub;
+	rc0 = cuptiSubscribe(&sub, on_cb, NULL);
+	SAY("subscribe", "%d %s", rc0, rs(rc0));
+	if (rc0 == CUPTI_SUCCESS)
+		cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE,
+				    CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	cuptiActivityRegisterCallbacks(buf_request, buf_complete);
 	cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	CK(cudaMalloc(&a, bytes));
@@ -626,11 +638,14 @@ static void mode_sample(void)
 	sleep_ms(200);
 	ph[4].t1 = cupti_ns();
 
+	uint64_t t_stop = clock_ns(CLOCK_MONOTONIC);
 	rc = start_stop(s.obj, false);
-	SAY("stop", "%d %s", rc, rs(rc));
+	SAY("stop", "%d %s (%.3f ms)", rc, rs(rc), (double)(clock_ns(CLOCK_MONOTONIC) - t_stop) / 1e6);
 	s.stop = true;
 	pthread_join(th, NULL);
+	t_stop = clock_ns(CLOCK_MONOTONIC);
 	decode_once(&s); // what the stop left
+	SAY("final-decode", "%.3f ms", (double)(clock_ns(CLOCK_MONOTONIC) - t_stop) / 1e6);
 	SAY("decodes", "%u calls, %u failed, overflow flagged %u times, stop reasons other=%u "
 		       "full=%u end=%u; most completed in one decode %zu; most populated-not-"
 		       "completed %zu; decode %.1f us/call; evaluate %.2f us/sample",
@@ -683,7 +698,9 @@ static void mode_sample(void)
 		    (long long)(s.samples[before].end - s.samples[before].start),
 		    s.samples.size() - before);
 	spacing(&s, before + 1, "restart-spacing");
+	t_stop = clock_ns(CLOCK_MONOTONIC);
 	disable(s.obj);
+	SAY("disable-time", "%.3f ms", (double)(clock_ns(CLOCK_MONOTONIC) - t_stop) / 1e6);
 	cudaFree(a);
 	cudaFree(b);
 }
@@ -715,14 +732,15 @@ static void mode_hold(int seconds)
 	static struct sampler s;
 	if (!setup_sampler(&s, 0, 64u << 20, 100000, 20000))
 		return;
-	CUptiResult rc = start_stop(s.obj, true);
-	SAY("hold-start", "%d %s", rc, rs(rc));
+	CUptiResult rc = start_stop(s.obj, true); // no CUDA context in this process
+	SAY("hold-start-without-context", "%d %s", rc, rs(rc));
 	for (int i = 0; i < seconds * 10; i++) {
 		sleep_ms(100);
 		decode_once(&s);
 	}
 	start_stop(s.obj, false);
 	SAY("hold-samples", "%zu", s.samples.size());
+	spacing(&s, 1, "hold-spacing");
 	disable(s.obj);
 }
 
