@@ -25,7 +25,7 @@
 #include "remedies.h"
 
 #define MAX_DECODE_ROUNDS 64 /* per decode call: a full image is decoded again, this often */
-#define OVERFLOWS_MAX	  4  /* overflows in a row, with no sample kept between: give up */
+#define OVERFLOWS_MAX	  8  /* overflows in a row, with no sample kept between: give up */
 
 static uint64_t cupti_clock(void)
 {
@@ -424,11 +424,12 @@ static CUptiResult open_sampler(struct pm_device *d, uint64_t interval_ns)
 	d->trigger = TALLY_GM_TRIGGER_TIME;
 	d->interval = interval_ns;
 	r = set_config(d, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL, interval_ns);
-	if (r == CUPTI_ERROR_NOT_SUPPORTED) {
+	if (r != CUPTI_SUCCESS && set_config(d, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL,
+					     interval_ns) == CUPTI_SUCCESS) {
 		d->trigger = TALLY_GM_TRIGGER_SYSCLK;
-		r = set_config(d, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL, interval_ns);
+		r = CUPTI_SUCCESS;
 	}
-	return r;
+	return r; /* the time trigger's error, when neither would do */
 }
 
 static void close_sampler(struct pm_device *d)
@@ -564,10 +565,13 @@ static void restart(struct pm_device *d, const struct pm_request *rq)
 	CUptiResult r;
 
 	tally_pipeline_metric_count(TALLY_C_METRIC_OVERFLOWS, 1);
+	d->overflowed = true;
 	if (++d->overflows_in_row > OVERFLOWS_MAX) {
 		give_up(d, "cuptiPmSamplingDecodeData", CUPTI_ERROR_OUT_OF_MEMORY);
 		return;
 	}
+	if (!d->bridge) /* the first overflow in a row: coverage was lost from here */
+		d->gap_from = d->prev_end ? d->prev_end : d->started_at;
 	(void)start_stop(d, false);
 	close_sampler(d);
 	d->running = false;
@@ -583,7 +587,7 @@ static void restart(struct pm_device *d, const struct pm_request *rq)
 /* The flags of a kept sample, with its gap (if any) counted and placed. */
 static uint32_t sample_flags(struct pm_device *d, uint64_t start, uint64_t end)
 {
-	uint64_t from = d->prev_end ? d->prev_end : d->bridge ? d->started_at : 0;
+	uint64_t from = d->bridge ? d->gap_from : d->prev_end;
 	uint32_t flags = 0;
 
 	if (!d->expected_ns)

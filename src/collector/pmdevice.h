@@ -32,6 +32,7 @@ struct pm_request {
 struct pm_cost {
 	uint64_t setup_ns, decode_ns, evaluate_ns, reset_ns;
 	uint64_t decodes, evaluated;
+	unsigned faster; /* times the decode period was halved after an overflow */
 };
 
 struct pm_device {
@@ -67,8 +68,10 @@ struct pm_device {
 	bool skip_next; /* the first sample after a start spans from an arbitrary moment */
 	bool bridge;	/* an overflow restarted sampling: the next kept sample may follow a gap */
 	uint64_t started_at, prev_end; /* CUPTI ns; prev_end: end of the last kept sample */
+	uint64_t gap_from;	       /* bridge: where the samples stopped covering */
 	uint32_t number;	       /* samples taken out of the hardware */
 	unsigned overflows_in_row;
+	bool overflowed; /* since the sampler last looked: it then decodes more often */
 	uint64_t kept;
 	bool set_up; /* was set up to sample (state sampled at some point) */
 };
@@ -82,7 +85,8 @@ void pm_device_setup(struct pm_device *d, int cu_dev, const struct pm_request *r
 void pm_device_settle(struct pm_device *d, CUptiResult r, const char *call);
 /* Start sampling (a deliberate start: no gap is owed across it). */
 void pm_device_start(struct pm_device *d);
-/* Take everything decodable out of the hardware and hand it on. */
+/* Take everything decodable out of the hardware and hand it on.  After an overflow the device
+ * is set up again and d->overflowed is set. */
 void pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost);
 /* Stop sampling and hand on what the hardware still holds. */
 void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost);

@@ -27,6 +27,7 @@
 
 #define DEVICES_MAX	    64
 #define DECODE_MS_DEFAULT   100
+#define DECODE_MS_MIN	    5
 #define SAMPLES_PER_DECODE  2000	  /* at most, by shortening the period at high rates */
 #define HW_BUFFER_PER_10KHZ (64ull << 20) /* 64 MiB at 10 kHz held through seconds of decoding */
 #define HW_BUFFER_MAX	    (512ull << 20)
@@ -102,16 +103,9 @@ static bool device_uuid(int dev, uint8_t uuid[16])
 /* Wait ms, or until the stop is asked for; true when it is. */
 static bool wait_stop(struct pm_sampler *s, unsigned ms)
 {
-	struct timespec until;
+	struct timespec until = tally_monotonic_after((uint64_t)ms * 1000000);
 	bool stop;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
 		;
@@ -209,6 +203,13 @@ static void step(struct pm_sampler *s)
 			pm_device_stop(d, &s->rq, &s->cost);
 		if (d->running)
 			pm_device_decode(d, &s->rq, &s->cost);
+		if (d->overflowed && s->decode_ms > DECODE_MS_MIN) {
+			/* the hardware buffer filled between two decodes: decode twice as often */
+			s->decode_ms =
+			    s->decode_ms / 2 > DECODE_MS_MIN ? s->decode_ms / 2 : DECODE_MS_MIN;
+			s->cost.faster++;
+		}
+		d->overflowed = false;
 		if (d->state != TALLY_GM_SAMPLED) /* given up: its lock is released */
 			atomic_store_explicit(&s->lock_fds[d->ordinal], -1, memory_order_relaxed);
 	}
@@ -239,7 +240,7 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 	const struct pm_cost *c = &s->cost;
 	uint64_t cpu = thread_cpu_ns(), kept = 0;
 	unsigned i, sampled = 0;
-	char text[512];
+	char text[768];
 
 	for (i = 0; i < s->ndevs; i++) {
 		kept += s->devs[i].kept;
@@ -250,12 +251,14 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 	snprintf(text, sizeof(text),
 		 "GPU metrics: %u device(s) sampled, %llu samples kept; decode %.1f ms in %llu "
 		 "calls, evaluate %.1f ms (%.2f us/sample), image reset %.1f ms, setup %.1f ms; "
-		 "the sampler thread used %.1f ms of CPU in %.3f s (%.2f%% of a core)",
+		 "the sampler thread used %.1f ms of CPU in %.3f s (%.2f%% of a core); decode "
+		 "period %u ms (halved %u times after overflows)",
 		 sampled, (unsigned long long)kept, (double)c->decode_ns / 1e6,
 		 (unsigned long long)c->decodes, (double)c->evaluate_ns / 1e6,
 		 c->evaluated ? (double)c->evaluate_ns / 1e3 / (double)c->evaluated : 0.0,
 		 (double)c->reset_ns / 1e6, (double)c->setup_ns / 1e6, (double)cpu / 1e6,
-		 (double)wall_ns / 1e9, wall_ns ? 100.0 * (double)cpu / (double)wall_ns : 0.0);
+		 (double)wall_ns / 1e9, wall_ns ? 100.0 * (double)cpu / (double)wall_ns : 0.0,
+		 s->decode_ms, s->cost.faster);
 	tally_pipeline_note(TALLY_NOTE_INFO, "gpu-metrics-cost", text);
 }
 
@@ -298,8 +301,8 @@ static void size_for_rate(struct pm_sampler *s)
 		s->decode_ms = DECODE_MS_DEFAULT;
 		if ((uint64_t)c->hz * s->decode_ms / 1000 > SAMPLES_PER_DECODE)
 			s->decode_ms = (unsigned)(SAMPLES_PER_DECODE * 1000ull / c->hz);
-		if (s->decode_ms < 5)
-			s->decode_ms = 5;
+		if (s->decode_ms < DECODE_MS_MIN)
+			s->decode_ms = DECODE_MS_MIN;
 	}
 	per_decode = (uint64_t)c->hz * s->decode_ms / 1000 + 1;
 	s->rq.image_samples = (uint32_t)(2 * per_decode + 64 < 20000 ? 2 * per_decode + 64 : 20000);
@@ -372,16 +375,9 @@ struct pm_sampler *pm_sampler_start(const struct pm_sampler_config *cfg)
 
 static bool wait_done(struct pm_sampler *s, uint64_t timeout_ns)
 {
-	struct timespec until;
+	struct timespec until = tally_monotonic_after(timeout_ns);
 	bool done;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += (time_t)(timeout_ns / 1000000000ull);
-	until.tv_nsec += (long)(timeout_ns % 1000000000ull);
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&s->lock);
 	s->stop = true;
 	pthread_cond_broadcast(&s->cond);

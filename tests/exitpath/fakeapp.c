@@ -461,8 +461,29 @@ static int mode_fork_exec(void)
 	return fork_and("exec");
 }
 
+/* With FAKEAPP_WAIT_CLAIM=FILE, fork only once FILE (a GPU-metrics lock file) names this
+ * process: the parent holds the device before its child starts a session of its own. */
+static void wait_claim(void)
+{
+	const char *path = getenv("FAKEAPP_WAIT_CLAIM");
+	char text[256] = "", want[64];
+	int i, fd;
+	ssize_t n;
+
+	snprintf(want, sizeof(want), "pid=%d\n", (int)getpid());
+	for (i = 0; path && i < 500 && strncmp(text, want, strlen(want)) != 0; i++) {
+		sleep_ms(10);
+		fd = open(path, O_RDONLY);
+		n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : 0;
+		text[n > 0 ? n : 0] = '\0';
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
 static int mode_fork_session(void)
 {
+	wait_claim();
 	return fork_and("session");
 }
 
@@ -514,15 +535,17 @@ static int mode_metrics(void)
 	}
 	nvtx_init();
 	for (i = 0; i < 3; i++) {
-		((int (*)(const char *))core_slot[NVTX_CBID_CORE_RangePushA])(phases[i]);
-		if (i == 1) {
+		/* busy encloses its range: a delay between the calls leaves busy samples between
+		 * ranges, never idle ones inside "busy" or busy ones inside an idle range */
+		if (i == 1)
 			busy(true);
+		((int (*)(const char *))core_slot[NVTX_CBID_CORE_RangePushA])(phases[i]);
+		if (i == 1)
 			launched(count);
-		}
 		sleep_ms(ms);
+		((int (*)(void))core_slot[NVTX_CBID_CORE_RangePop])();
 		if (i == 1)
 			busy(false);
-		((int (*)(void))core_slot[NVTX_CBID_CORE_RangePop])();
 	}
 	return 0;
 }

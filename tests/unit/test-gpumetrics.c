@@ -39,8 +39,8 @@ static size_t make_samples(struct tally_record *r, size_t max)
 			r[n].correlation_id = (uint32_t)(i + 1);
 			r[n].subkind = m == 1 ? 0 : 3;
 			r[n].value = i == 500 ? TALLY_METRIC_AFTER_GAP : 0;
-			r[n].metric_value = m == 0 ? (int64_t)(i * 37 % 100000) - 500
-						   : (int64_t)i * 1000000007ll;
+			r[n].metric_value =
+			    m == 0 ? (int64_t)(i * 37 % 100000) - 500 : (int64_t)i * 1000000007ll;
 		}
 	return n;
 }
