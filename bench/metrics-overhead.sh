@@ -17,10 +17,8 @@ PY=${PYTHON:-python3}
 T=$(mktemp -d)
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
-	echo "SKIP: no GPU here"
-	exit 77
-fi
+. "$HERE/../tests/lib.sh"
+need_gpu
 if [ ! -x "$W" ]; then
 	mkdir -p "$B/gpu"
 	nvcc -O2 -arch=sm_90 -o "$W" "$HERE/../tests/gpu/workload.cu" -lcuda || exit 1

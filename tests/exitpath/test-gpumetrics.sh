@@ -11,10 +11,8 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:det
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_signal_unsafe=0:die_after_fork=0"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
+. "$(dirname "$0")/../lib.sh"
 LOCK=.tally-gpu-metrics-GPU-face0d0e-0102-0304-0506-0708090a0b00.lock # the stand-in's GPU
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
 
 # run NAME [record options] -- MODE N [env...]: fakeapp MODE N recorded into $T/NAME/
 run() {
@@ -164,4 +162,4 @@ expect sigterm 0 'v == "COMPLETE" and status == 143 and s["ledger"]["flush_path"
 run off -- exit 300
 expect off 0 'v == "COMPLETE" and g["asked"] is None and not g["devices"] and k["gpu_metric"] == 0 and not os.path.exists(os.path.join(where, "pm.log"))'
 
-exit $fail
+finish

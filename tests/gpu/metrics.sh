@@ -12,6 +12,8 @@
 # Prints ok/FAIL/skip lines, the sampler's cost note of each run, and exits non-zero on a FAIL;
 # 77 where there is no GPU.  TALLY_GPU_CASES="load torch two overflow freq" runs a subset.
 set -u
+. "$(dirname "$0")/../lib.sh"
+need_gpu
 HERE=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "${1:-build}" && pwd)
 OUT=${2:-${OUT:-$(mktemp -d /tmp/tally-metrics-XXXXXX)}}
@@ -22,19 +24,11 @@ LOAD=$B/gpu/metrics-load
 PY=${PYTHON:-python3}
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
 
-if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
-	echo "SKIP: no GPU here (nvidia-smi -L failed)"
-	exit 77
-fi
-[ -x "$SUM" ] || { echo "FAIL: $SUM missing (build the tests)"; exit 1; }
+[ -x "$SUM" ] || { bad "$SUM missing (build the tests)"; finish; }
 if [ ! -x "$LOAD" ] || [ "$HERE/metrics-load.cu" -nt "$LOAD" ]; then
 	mkdir -p "$B/gpu"
-	nvcc -O2 -arch=sm_90 -o "$LOAD" "$HERE/metrics-load.cu" || { echo "FAIL: cannot build metrics-load"; exit 1; }
+	nvcc -O2 -arch=sm_90 -o "$LOAD" "$HERE/metrics-load.cu" || { bad "cannot build metrics-load"; finish; }
 fi
-pass=0 fail=0 skip=0
-ok() { printf 'ok   %s\n' "$1"; pass=$((pass + 1)); }
-bad() { printf 'FAIL %s\n' "$1"; fail=$((fail + 1)); }
-skipped() { printf 'skip %s\n' "$1"; skip=$((skip + 1)); }
 want() { [ -z "${TALLY_GPU_CASES:-}" ] || [[ " $TALLY_GPU_CASES " == *" $1 "* ]]; }
 has_torch() { $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; }
 
@@ -181,5 +175,5 @@ if want freq; then
 	expect freq 0 "$WHOLE and dev(0)[\"interval\"] == 1000000 and all(abs(n(p) - secs(p) * 1000) <= max(3, 0.03 * secs(p) * 1000) for p in ('idle', 'copy-kernel', 'spin'))"
 fi
 
-echo "metrics: $pass passed, $fail failed, $skip skipped; traces in $OUT"
-[ "$fail" -eq 0 ]
+echo "traces in $OUT"
+finish "gpu metrics"
