@@ -158,10 +158,12 @@ check "diagnosis: memory-near-capacity at 139000 MiB of 141 GiB" '
 rule("memory-near-capacity") and abs(rule("memory-near-capacity")[0]["Cost (%)"] - 100.0 * 139000 / (141 * 1024)) < 0.01'
 
 # ---- 5. lost records ----------------------------------------------------------------------------
-"$TESTSRC" -o "$T/lossy.tally" --kernels 3000 --idle-at 1000:20:500 --slice-ms 10 >/dev/null
+# (CUPTI drops 500 records halfway through a 100 ms idle stretch: the loss window, a 10 ms slice,
+# lies inside it, so the whole stretch is unproven)
+"$TESTSRC" -o "$T/lossy.tally" --kernels 3000 --idle-at 1000:100:500 --slice-ms 10 >/dev/null
 "$TALLY" stats -f json -r "$ALL" "$T/lossy.tally" >"$T/j.json" 2>/dev/null
 check "diagnosis: lost-records, and the idle inside the loss window unproven" '
-rule("lost-records") and rep["gpu_time_breakdown"][0]["Idle Unproven (ns)"] >= 20000000'
+rule("lost-records") and rep["gpu_time_breakdown"][0]["Idle Unproven (ns)"] >= 99000000'
 stats "$T/even"
 check "no lost-records finding on complete traces" 'not rule("lost-records")'
 
