@@ -253,8 +253,9 @@ void cli_warn_symbolizer_missing(void)
 
 	if (why)
 		cli_warn(
-		    "native frames are shown as module+0xoffset, not function (file:line): %s; "
-		    "install libdw1 (elfutils) or put a libdw.so.1 on LD_LIBRARY_PATH",
+		    "native frames are named from the ELF symbol tables, without file:line (or "
+		    "module+0xoffset where no symbol holds them): %s; install libdw1 (elfutils) "
+		    "or put a libdw.so.1 on LD_LIBRARY_PATH",
 		    why);
 }
 
