@@ -26,7 +26,8 @@ page() {
 		echo ".fi"
 		echo ".SH DESCRIPTION"
 		echo ".nf"
-		sed '1d' "$help" | sed '/./,$!d' | esc
+		# (where the documentation lies is said below, for the installed copy)
+		sed "1d; /^'tally COMMAND --help'/d" "$help" | sed '/./,$!d' | esc
 		echo ".fi"
 		echo ".SH SEE ALSO"
 		echo "$doc"
@@ -35,7 +36,7 @@ page() {
 
 "$tally" --help >"$out/help.txt"
 page tally "record CUDA activity as a timeline that accounts for every record" "$out/help.txt" \
-	"tally \\- COMMAND \\-\\-help; the documentation under share/doc/tally/docs beside tally (/usr/share/doc/tally/docs in the Debian package)."
+	"tally\\-COMMAND(1) for each command (tally COMMAND \\-\\-help); the documentation under share/doc/tally/docs beside tally (/usr/share/doc/tally/docs in the Debian package)."
 sed -n '/^commands:/,/^$/{/^  /p}' "$out/help.txt" | while read -r cmd summary; do
 	"$tally" "$cmd" --help >"$out/help-$cmd.txt"
 	page "tally-$cmd" "$summary" "$out/help-$cmd.txt" "tally(1), and $cmd.md in tally's documentation (share/doc/tally/docs; /usr/share/doc/tally/docs in the Debian package)."

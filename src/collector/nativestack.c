@@ -29,17 +29,17 @@
 #include "stacks.h"
 #include "unwinder.h"
 
-#define MAX_CAPTURE TALLY_UNWIND_MAX
-#define SELF_FRAMES 8 /* tally's frames above the capture, and a sanitizer's interceptor */
+#define MAX_CAPTURE    TALLY_UNWIND_MAX
+#define SELF_FRAMES    8  /* tally's frames above the capture, and a sanitizer's interceptor */
 #define FOREIGN_FRAMES 32 /* CUPTI's and the driver's frames between tally's and the program's */
-#define MAX_FOREIGN 4
-#define MAX_MODULES 4096
+#define MAX_FOREIGN    4
+#define MAX_MODULES    4096
 
 struct module_range {
 	uint64_t base, lo, hi;
 };
 
-static struct module_range self; /* libtally's own code: its frames are left out */
+static struct module_range self;		 /* libtally's own code: its frames are left out */
 static struct module_range foreign[MAX_FOREIGN]; /* CUPTI, the driver: left out at the top */
 static unsigned nforeign;
 static struct module_range *known;

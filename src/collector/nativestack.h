@@ -11,7 +11,7 @@
 
 /* Load the unwinder now, outside any CUDA call (glibc loads libgcc_s on first use).  The
  * modules holding the n addresses of foreign (CUPTI's, the driver's) are left out of the top of
- * every stack, as tally's own frames are: they are where the launch went, not where it came from. */
+ * every stack, as tally's own frames are: where the launch went, not where it came from. */
 void tally_nativestack_init(const void *const *foreign, unsigned n);
 
 /* Up to max return addresses of the caller, innermost first, tally's own frames and the foreign

@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "bounded.h"
-#include "driver.h"
 #include "cupti-api.h"
+#include "driver.h"
 #include "log.h"
 #include "nvtx.h"
 #include "pattern.h"

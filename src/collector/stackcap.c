@@ -90,7 +90,8 @@ void tally_stackcap_subscribe(CUpti_SubscriberHandle sub, const struct tally_con
 	if ((!cap.python && !cap.native) || !tally_stacktab_ready())
 		return;
 	if (cap.native) {
-		/* CUPTI (any function of it) and the driver: their frames top every launch's stack */
+		/* CUPTI (any function of it) and the driver: their frames top every launch's stack
+		 */
 		const void *foreign[] = {(const void *)(uintptr_t)cupti.Subscribe,
 					 tally_driver_sym("cuInit")};
 

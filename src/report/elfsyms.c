@@ -25,13 +25,14 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LOOK_BACK 8 /* earlier start addresses tried for a symbol that encloses the address */
+#define LOOK_BACK  8 /* earlier start addresses tried for a symbol that encloses the address */
 #define DEBUG_ROOT "/usr/lib/debug/.build-id/"
 #define NOTES_MAX  4096 /* a note section longer than this holds no build ID worth reading */
 
@@ -77,7 +78,8 @@ static uint8_t rank_of(const Elf64_Sym *s)
 	static const uint8_t by_bind[] = {[STB_LOCAL] = 0, [STB_GLOBAL] = 2, [STB_WEAK] = 1};
 	unsigned type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
 
-	return (uint8_t)((s->st_size ? 8 : 0) + (type == STT_FUNC || type == STT_GNU_IFUNC ? 4 : 0) +
+	return (uint8_t)((s->st_size ? 8 : 0) +
+			 (type == STT_FUNC || type == STT_GNU_IFUNC ? 4 : 0) +
 			 (bind < sizeof(by_bind) ? by_bind[bind] : 0));
 }
 
@@ -118,41 +120,53 @@ static int pick_table(const Elf64_Shdr *sh, unsigned nsh, int *full)
 	return -1;
 }
 
+/* The debug file's path from a note section's notes (size bytes at n), when one of them is the
+ * GNU build ID; false otherwise. */
+static bool build_id_path(const unsigned char *n, uint64_t size, char *out, size_t len)
+{
+	uint64_t at = 0, k;
+
+	while (at + sizeof(Elf64_Nhdr) <= size) {
+		Elf64_Nhdr nh;
+		uint64_t name = at + sizeof(nh), desc;
+		size_t used;
+
+		memcpy(&nh, n + at, sizeof(nh));
+		desc = name + ((nh.n_namesz + 3ull) & ~3ull);
+		if (desc + nh.n_descsz > size)
+			return false;
+		at = desc + ((nh.n_descsz + 3ull) & ~3ull);
+		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+		    memcmp(n + name, "GNU", 4) || nh.n_descsz < 2 || nh.n_descsz > 64)
+			continue;
+		used = (size_t)snprintf(out, len, DEBUG_ROOT "%02x/", n[desc]);
+		for (k = 1; k < nh.n_descsz && used + 3 < len; k++)
+			used += (size_t)snprintf(out + used, len - used, "%02x", n[desc + k]);
+		snprintf(out + used, len - used, ".debug");
+		return true;
+	}
+	return false;
+}
+
 /* The separate debug file of a stripped file, by the build ID in its notes; "" when it has none. */
 static void debug_file(int fd, const Elf64_Shdr *sh, unsigned nsh, uint64_t file_size, char *out,
 		       size_t len)
 {
 	unsigned i;
+	bool found = false;
 
 	out[0] = 0;
-	for (i = 0; i < nsh && !out[0]; i++) {
+	for (i = 0; i < nsh && !found; i++) {
 		unsigned char *n;
-		uint64_t at = 0;
 
 		if (sh[i].sh_type != SHT_NOTE || sh[i].sh_size > NOTES_MAX ||
 		    !(n = read_at(fd, sh[i].sh_offset, sh[i].sh_size, 1, file_size)))
 			continue;
-		while (at + sizeof(Elf64_Nhdr) <= sh[i].sh_size) {
-			Elf64_Nhdr nh;
-			uint64_t name = at + sizeof(nh), desc, k;
-			size_t used;
-
-			memcpy(&nh, n + at, sizeof(nh));
-			desc = name + ((nh.n_namesz + 3ull) & ~3ull);
-			if (desc + nh.n_descsz > sh[i].sh_size)
-				break;
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    memcmp(n + name, "GNU", 4) == 0 && nh.n_descsz >= 2 && nh.n_descsz <= 64) {
-				used = (size_t)snprintf(out, len, DEBUG_ROOT "%02x/", n[desc]);
-				for (k = 1; k < nh.n_descsz && used + 3 < len; k++)
-					used += (size_t)snprintf(out + used, len - used, "%02x", n[desc + k]);
-				snprintf(out + used, len - used, ".debug");
-				break;
-			}
-			at = desc + ((nh.n_descsz + 3ull) & ~3ull);
-		}
+		found = build_id_path(n, sh[i].sh_size, out, len);
 		free(n);
 	}
+	if (!found)
+		out[0] = 0;
 }
 
 static int load(int fd, uint64_t file_size, struct elfsyms *e, char *debug, size_t debug_len)
@@ -179,7 +193,8 @@ static int load(int fd, uint64_t file_size, struct elfsyms *e, char *debug, size
 	}
 	count = sh[t].sh_size / sizeof(Elf64_Sym);
 	syms = read_at(fd, sh[t].sh_offset, count, sizeof(*syms), file_size);
-	e->strtab = read_at(fd, sh[sh[t].sh_link].sh_offset, sh[sh[t].sh_link].sh_size, 1, file_size);
+	e->strtab =
+	    read_at(fd, sh[sh[t].sh_link].sh_offset, sh[sh[t].sh_link].sh_size, 1, file_size);
 	e->strsz = sh[sh[t].sh_link].sh_size;
 	e->syms = calloc(count ? count : 1, sizeof(*e->syms));
 	if (!syms || !e->strtab || !e->syms)
@@ -271,7 +286,8 @@ const char *elfsyms_find(const struct elfsyms *e, uint64_t vaddr)
 	if (hi == 0)
 		return NULL;
 	/* the symbols starting at the nearest address before vaddr, best ranked first */
-	for (first = hi - 1; first > 0 && e->syms[first - 1].start == e->syms[hi - 1].start; first--)
+	for (first = hi - 1; first > 0 && e->syms[first - 1].start == e->syms[hi - 1].start;
+	     first--)
 		;
 	for (k = first; k < hi; k++)
 		if (holds(&e->syms[k], vaddr))
@@ -302,7 +318,7 @@ void elfsyms_close(struct elfsyms *e)
 static struct {
 	char *path;
 	struct elfsyms *e; /* NULL: the file could not be read */
-} *cache;
+} * cache;
 static size_t ncache, last;
 
 const char *elfsyms_lookup(const char *path, uint64_t vaddr)

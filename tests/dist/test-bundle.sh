@@ -33,6 +33,9 @@ done
 cmp -s "$B/share/doc/tally/LICENSE" "$SRC/LICENSE" && ok "the bundle's LICENSE is the tree's" || bad "LICENSE differs"
 [ -x "$B/share/doc/tally/examples/slurm/job.sh" ] && ok "examples/slurm/job.sh is executable in the bundle" ||
 	bad "examples/slurm/job.sh lost its executable bit"
+docs=$(cd "$B/share/doc/tally/docs" && pwd -P)
+"$B/bin/tally" --help | grep -qF "$docs/ has a page" && ok "tally --help points at the bundle's docs ($docs)" ||
+	{ bad "tally --help does not point at $docs"; "$B/bin/tally" --help | tail -1; }
 top=$(tar -tzf "$tarball" | head -1)
 [ "${top%%/*}" = "$(basename "$tarball" .tar.gz)" ] && ok "unpacks to ${top%%/*}/" || bad "unpacks to $top"
 [ ! -e "$B/lib/tally/libcupti.so.13" ] && ok "no CUPTI without WITH_CUPTI" || bad "CUPTI bundled unasked"

@@ -73,6 +73,8 @@ run() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$T" "$@"; }
 [ "$(run sh -c 'command -v tally')" = /usr/bin/tally ] && ok "tally on PATH at /usr/bin/tally" || bad "tally not on PATH"
 [ -f /usr/lib/tally/libtally.so ] && ok "collector at /usr/lib/tally/libtally.so" || bad "no /usr/lib/tally/libtally.so"
 [ -f /usr/share/doc/tally/docs/record.md ] && ok "docs under /usr/share/doc/tally" || bad "no docs"
+run tally --help | grep -qF "/usr/share/doc/tally/docs/ has a page" &&
+	ok "tally --help points at /usr/share/doc/tally/docs" || bad "tally --help does not point at the installed docs"
 
 cd "$T"
 run tally doctor --json -o "$T/out/x" >"$T/doctor.json" 2>"$T/doctor.err"
