@@ -6,12 +6,10 @@
 # every name it asked about and dpkg did not have, each once, and nothing else.
 # Usage: test-install-deps.sh SRC
 set -u
+. "$(dirname "$0")/../lib.sh"
 SRC=$1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
 
 mkdir -p "$T/bin" "$T/cuda/include"
 : >"$T/cuda/include/cupti_activity.h"
@@ -120,4 +118,4 @@ groups="nonsense"
 deps nonsense "" FAKE_UNKNOWN=""
 [ $? -eq 2 ] && grep -q "no group 'nonsense'" "$T/nonsense.out" && ok "an unknown group is refused (exit 2)" ||
 	bad "unknown group"
-exit $fail
+finish

@@ -4,34 +4,31 @@
 # machine is left as it was.  Before that, lintian (Debian's own checker) must find no error and
 # no warning in it (its output is printed), and it must carry what Debian wants of a package:
 # copyright in the machine-readable format, changelog.Debian.gz, a man page per command, the
-# hardening flags, an executable examples/slurm/job.sh.  Skips (77) when not root, without apt, or when a tally package is
-# already installed (it is not ours to replace).
+# hardening flags, an executable examples/slurm/job.sh.  Skips (77) when not root, without apt,
+# or when a tally package is already installed (it is not ours to replace).
 # Usage: test-deb.sh BUILD FAKEAPP FAKECUPTI13 SRC
 set -u
+. "$(dirname "$0")/../lib.sh"
 BUILD=$1 SRC=$4
-[ "$(id -u)" = 0 ] || { echo "skip: installing a package needs root"; exit 77; }
-command -v apt-get >/dev/null && command -v cpack >/dev/null || { echo "skip: no apt-get or cpack"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "installing a package needs root"
+command -v apt-get >/dev/null && command -v cpack >/dev/null || skip "no apt-get or cpack"
 if dpkg-query -W -f='${Status}' tally 2>/dev/null | grep -q "install ok"; then
-	echo "skip: a tally package is already installed here"
-	exit 77
+	skip "a tally package is already installed here"
 fi
 T=$(mktemp -d)
 installed=""
 # Other engineers' apt runs may hold the dpkg lock for a while: wait for it, do not fail.
 apt() { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 -y -qq "$@"; }
 trap '[ -z "$installed" ] || apt purge tally >/dev/null 2>&1; rm -rf "$T"' EXIT
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
 N=1500
 mkdir -p "$T/app" "$T/out"
 cp "$2" "$T/app/fakeapp"
 cp "$3" "$T/app/libcupti.so.13"
 
 cpack -G DEB -B "$T/deb" --config "$BUILD/CPackConfig.cmake" >"$T/cpack.log" 2>&1 ||
-	{ cat "$T/cpack.log"; echo "FAIL cpack"; exit 1; }
+	{ cat "$T/cpack.log"; bad "cpack"; finish; }
 deb=$(ls "$T"/deb/tally_*.deb 2>/dev/null | head -1)
-[ -n "$deb" ] && ok "built $(basename "$deb")" || { echo "FAIL no .deb"; exit 1; }
+[ -n "$deb" ] && ok "built $(basename "$deb")" || { bad "no .deb"; finish; }
 
 if command -v lintian >/dev/null; then
 	lintian -I --fail-on error,warning "$deb" >"$T/lintian.out" 2>&1
@@ -66,7 +63,7 @@ readelf -d "$T/x/usr/bin/tally" | grep -q "FLAGS.*BIND_NOW" && readelf -d "$T/x/
 	ok "hardened: -z now, _FORTIFY_SOURCE (checked calls)" || bad "hardening flags"
 installed=1
 apt install --no-install-recommends "$deb" >"$T/apt.log" 2>&1 ||
-	{ cat "$T/apt.log"; bad "apt-get install"; exit 1; }
+	{ cat "$T/apt.log"; bad "apt-get install"; finish; }
 ok "apt-get install ./$(basename "$deb")"
 
 run() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$T" "$@"; }
@@ -100,4 +97,4 @@ else
 	cat "$T/rec.err"
 fi
 apt purge tally >/dev/null 2>&1 && installed="" && [ ! -e /usr/bin/tally ] && ok "purged" || bad "purge"
-exit $fail
+finish

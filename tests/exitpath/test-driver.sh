@@ -6,14 +6,12 @@
 # and tally check says "unknown", not 0.
 # Usage: test-driver.sh TALLY FAKEAPP FAKECUPTI FAKECUDA_DIR
 set -u
+. "$(dirname "$0")/../lib.sh"
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
 TALLY=$1 APP=$2 CUDA_DIR=$4
 export TALLY_CUPTI_PATH=$3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
 
 # version NAME: the driver version tally check --json and its text give for $T/NAME.tally
 version() {
@@ -35,4 +33,4 @@ v=$(version none)
 	bad "driver version $v without a driver"
 "$TALLY" check "$T/none.tally" 2>&1 | grep -q "CUDA driver unknown," && ok "tally check: CUDA driver unknown" ||
 	{ bad "tally check does not say CUDA driver unknown"; "$TALLY" check "$T/none.tally" | grep versions; }
-exit $fail
+finish

@@ -15,6 +15,7 @@
 # name.
 # Usage: test-nativestacks.sh TALLY FAKENATIVE FAKECUPTI
 set -u
+. "$(dirname "$0")/../lib.sh"
 # Under the sanitizer builds libtally.so is preloaded ahead of the sanitizer runtime (and python3
 # is not built with it): as test-exitpath.sh does.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
@@ -23,8 +24,8 @@ export TALLY_CUPTI_PATH=$3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "$TALLY" record --native-stacks -o "$T/n.tally" -- "$APP" >"$T/out" 2>"$T/err" ||
-	{ cat "$T/err"; echo "FAIL record"; exit 1; }
-"$TALLY" stats -r cuda_kern_stack_sum --format csv "$T/n.tally" >"$T/stats.csv" 2>&1 || { echo "FAIL stats"; exit 1; }
+	{ cat "$T/err"; bad "record"; finish; }
+"$TALLY" stats -r cuda_kern_stack_sum --format csv "$T/n.tally" >"$T/stats.csv" 2>&1 || { bad "stats"; finish; }
 python3 - "$T/out" "$T/stats.csv" "$(basename "$TALLY_CUPTI_PATH")" <<'PY'
 import csv, re, sys
 want = {}
@@ -55,15 +56,14 @@ for st in stacks:
         fail = True
 sys.exit(1 if fail else 0)
 PY
-rc=$?
-[ $rc -eq 0 ] && echo "ok   native stacks, symbolized, name the launching functions and lines; no CUPTI frame" ||
-	echo "FAIL native stacks"
+[ $? -eq 0 ] && ok "native stacks, symbolized, name the launching functions and lines; no CUPTI frame" ||
+	bad "native stacks"
 
 # The same trace, libdw hidden (and then the debug files too): names from the ELF symbol tables.
 libdw=$(ldconfig -p 2>/dev/null | sed -n 's/.*libdw\.so\.1 .*=> //p')
 if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null || [ -z "$libdw" ]; then
-	echo "skip reading without libdw: needs root, a mount namespace and an installed libdw.so.1"
-	exit $rc
+	skipped "reading without libdw: needs root, a mount namespace and an installed libdw.so.1"
+	finish
 fi
 mkdir -p "$T/empty"
 without() { # HIDE-DEBUG OUT: tally stats with libdw (and /usr/lib/debug when HIDE-DEBUG=1) hidden
@@ -110,7 +110,6 @@ print("without libdw: %d frames named as libdw names them; .dynsym only: %d the 
       % (named, same, unnamed))
 sys.exit(1 if fail or not named else 0)
 PY
-r2=$?
-[ $r2 -eq 0 ] && echo "ok   without libdw: every frame named from the ELF symbol tables as libdw names it; none misnamed" ||
-	echo "FAIL native frames without libdw"
-[ $rc -eq 0 ] && [ $r2 -eq 0 ]
+[ $? -eq 0 ] && ok "without libdw: every frame named from the ELF symbol tables as libdw names it; none misnamed" ||
+	bad "native frames without libdw"
+finish
