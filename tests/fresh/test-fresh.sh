@@ -7,11 +7,12 @@
 # root, by chroot; then `tally doctor --json` and `tally report` on a trace kept in tests/data/.
 # Whatever a step needs and the scripts do not install fails here.
 #
-# The roots are made once and kept as tarballs under $TALLY_FRESH_CACHE (default
-# /var/cache/tally-test, outside the tree), made again when absent; each run unpacks them afresh.
-# apt's downloaded .debs are kept there too (one cache per variant), so a run installs from the
-# cache what it downloaded before; apt still installs every package.  Skips (77), saying why,
-# when not root, without mmdebstrap, unshare or CUDA, or when no root can be made (no mirror).
+# The roots are made once and kept as tarballs (tests/support/debian-root.sh, under
+# $TALLY_FRESH_CACHE, default /var/cache/tally-test, outside the tree), made again when absent;
+# each run unpacks them afresh.  apt's downloaded .debs are kept there too (one cache per
+# variant), so a run installs from the cache what it downloaded before; apt still installs every
+# package.  Skips (77), saying why, when not root, without mmdebstrap, unshare or CUDA, or when
+# no root can be made (no mirror).
 # Usage: test-fresh.sh SRC
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -19,27 +20,17 @@ SRC=$1
 CACHE=${TALLY_FRESH_CACHE:-/var/cache/tally-test}
 CUDA=${CUDA_HOME:-/usr/local/cuda}
 [ "$(id -u)" = 0 ] || skip "chroot and mounts need root"
-command -v mmdebstrap >/dev/null || skip "no mmdebstrap (scripts/install-deps.sh machines)"
 unshare -m true 2>/dev/null || skip "no mount namespace here (unshare -m)"
 [ -f "$CUDA/include/cupti_activity.h" ] || skip "no CUDA toolkit under $CUDA"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
-# The pristine roots, made under a lock (another run may be making them).
-mkdir -p "$CACHE"
-exec 9>"$CACHE/.lock"
-flock 9
+# The pristine roots (tests/support/debian-root.sh keeps them as tarballs)
 for v in minimal python3; do
-	tar=$CACHE/bookworm-$v.tar
-	[ -s "$tar" ] && continue
-	t0=$(date +%s)
-	case $v in minimal) extra="" ;; python3) extra=--include=python3 ;; esac
-	mmdebstrap --quiet --variant=apt $extra bookworm "$tar.part.tar" >"$T/mmdebstrap-$v.log" 2>&1 ||
-		{ tail -5 "$T/mmdebstrap-$v.log"; rm -f "$tar.part.tar"; skip "mmdebstrap could not make a Debian 12 root (a mirror?)"; }
-	mv "$tar.part.tar" "$tar"
-	echo "made $tar in $(($(date +%s) - t0)) s"
+	"$(dirname "$0")/../support/debian-root.sh" $v >"$T/root-$v.path"
+	rc=$?
+	[ $rc -eq 0 ] || { [ $rc -eq 77 ] && skip "no pristine Debian root (above)"; bad "debian-root.sh $v"; finish; }
 done
-flock -u 9
 
 cmd=$(sed -n '/^```sh$/{n;p;q}' "$SRC/README.md" | sed 's/[[:space:]]*#.*//')
 [ -n "$cmd" ] || { bad "no \`\`\`sh block in README.md"; finish; }
@@ -56,7 +47,7 @@ fi
 variant() {
 	v=$1 R=$T/root-$1
 	mkdir -p "$R" "$CACHE/apt-$v"
-	tar -C "$R" -xf "$CACHE/bookworm-$v.tar"
+	tar -C "$R" -xf "$(cat "$T/root-$v.path")"
 	mkdir -p "$R/root/tally" "$R$CUDA" "$R/out"
 	tar -C "$R/root/tally" -xf "$T/tree.tar"
 	cp -L /etc/resolv.conf "$R/etc/resolv.conf"
