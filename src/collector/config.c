@@ -20,7 +20,8 @@ static const struct {
     {"memory", TRACE_MEMORY},	  {"none", 0},
 };
 
-int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)
+/* "cuda,nvtx" -> bits; -1 with why for an unknown name. */
+static int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)
 {
 	char buf[256], *tok, *save = NULL;
 

@@ -956,11 +956,6 @@ void tally_pipeline_nvtx_dropped(uint64_t events)
 		atomic_fetch_add_explicit(&p->dropped_nvtx, events, memory_order_relaxed);
 }
 
-void tally_pipeline_device(const struct tally_buf *kv)
-{
-	side_put(TALLY_CHUNK_DEVICE, kv->data, kv->len);
-}
-
 void tally_pipeline_flush_begin(enum tally_flush_path path, int signo)
 {
 	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
@@ -1077,16 +1072,4 @@ void tally_pipeline_reset(void)
 
 	if (p && atomic_load_explicit(&p->state, memory_order_relaxed) == P_STOPPED)
 		pipeline_free(p);
-}
-
-void tally_pipeline_snapshot(struct tally_ledger *l)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	memset(l, 0, sizeof(*l));
-	if (!p)
-		return;
-	pthread_mutex_lock(&p->consume_lock);
-	snapshot_locked(p, l);
-	pthread_mutex_unlock(&p->consume_lock);
 }

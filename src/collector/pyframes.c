@@ -255,8 +255,3 @@ bool tally_pyframes_name(uint64_t key, uint32_t *line, char *file, size_t file_l
 	copy_str(LOAD(code, pf.l->co_qualname, const void *), func, func_len);
 	return true;
 }
-
-bool tally_pyframes_on(void)
-{
-	return atomic_load_explicit(&pf.state, memory_order_relaxed) == 1;
-}

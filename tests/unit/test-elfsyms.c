@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Function names from ELF symbol tables (src/report/elfsyms.c), on a library of known layout
+ * Function names from ELF symbol tables (src/read/elfsyms.c), on a library of known layout
  * (tests/support/elfsyms-fixture.c: exported, local, exported, in that order) and its stripped
  * copy (.dynsym only), placed by the loader's own view of it (dladdr); then damaged files.
  */
