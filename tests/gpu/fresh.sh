@@ -30,15 +30,12 @@ nvcc -O2 -g -arch=sm_90 -cudart shared -o "$B/gpu/stacks-shared" "$HERE/stacks.c
 # ---- elf-names
 "$TALLY" record -f --native-stacks -o "$O/native.tally" -- "$B/gpu/stacks-shared" launches \
 	>"$O/native.stdout" 2>"$O/native.stderr" || { bad "record stacks (see $O/native.stderr)"; finish; }
+# read with no libdw anywhere: off the library path (a copy carried in build/extra-libs), and
+# hidden from the loader where this machine has one installed
 libdw=$(ldconfig -p 2>/dev/null | sed -n 's/.*libdw\.so\.1 .*=> //p')
-if [ -n "$libdw" ]; then # hide it: this machine has one, the case is a machine without
-	unshare -m sh -c 'for l in $1; do mount --bind /dev/null "$l" || exit 90; done; shift
-		exec "$@"' sh "$libdw" "$TALLY" stats -r cuda_kern_stack_sum --format csv "$O/native.tally" \
-		>"$O/native.csv" 2>"$O/native.err"
-else
-	"$TALLY" stats -r cuda_kern_stack_sum --format csv "$O/native.tally" \
-		>"$O/native.csv" 2>"$O/native.err"
-fi
+unshare -m sh -c 'for l in $1; do mount --bind /dev/null "$l" || exit 90; done; shift
+	exec env -u LD_LIBRARY_PATH "$@"' sh "$libdw" "$TALLY" stats -r cuda_kern_stack_sum \
+	--format csv "$O/native.tally" >"$O/native.csv" 2>"$O/native.err"
 libc=$($PY -c 'import ctypes.util, sys; print(ctypes.util.find_library("c") or "")')
 libc_path=$(ldconfig -p | sed -n "s/.*$libc (.*x86-64.*=> //p" | head -1)
 $PY - "$O/native.stdout" "$O/native.csv" "$O/native.err" "$libc_path" <<'PY'
