@@ -34,6 +34,7 @@ pod() {
 		--cgroup-manager=cgroupfs --events-backend=file "$@"
 }
 IMG=localhost/tally-test-deb12:base
+ENVIMG=localhost/tally-test-deb12:env-$$ # this run's own: another run may build and remove its own
 
 # the image: a pristine Debian 12 root, imported once
 root=$("$SRC/tests/support/debian-root.sh" minimal) || skip "no pristine Debian root (above)"
@@ -123,11 +124,11 @@ mkdir -p "$T/ctx"
 } >"$T/ctx/Containerfile"
 grep -q '^ENV CUDA_INJECTION64_PATH="/opt/tally/lib/tally/libtally.so"$' "$T/ctx/Containerfile" &&
 	ok "tally env --format docker: ENV lines naming the mounted bundle" || bad "tally env --format docker: $(cat "$T/env.docker")"
-pod build -q -t localhost/tally-test-deb12:env "$T/ctx" >"$T/build.log" 2>&1 || { bad "podman build"; cat "$T/build.log"; }
-recipe localhost/tally-test-deb12:env /work/app/fakeapp exit $N >"$T/env.out" 2>"$T/env.err" ||
+pod build -q -t "$ENVIMG" "$T/ctx" >"$T/build.log" 2>&1 || { bad "podman build"; cat "$T/build.log"; }
+recipe "$ENVIMG" /work/app/fakeapp exit $N >"$T/env.out" 2>"$T/env.err" ||
 	{ bad "the program in the image with tally's ENV (exit $?)"; cat "$T/env.err"; }
 landed "image with tally env's ENV lines" "$W/traces/env-*.tally" "$T/env.out"
-pod rmi -f localhost/tally-test-deb12:env >/dev/null 2>&1
+pod rmi -f "$ENVIMG" >/dev/null 2>&1
 
 # 5. -o inside the container's own filesystem (a directory that is there): refused, the program
 # not started

@@ -51,8 +51,9 @@ variant() {
 	mkdir -p "$R/root/tally" "$R$CUDA" "$R/out"
 	tar -C "$R/root/tally" -xf "$T/tree.tar"
 	cp -L /etc/resolv.conf "$R/etc/resolv.conf"
+	# one run at a time per apt cache (apt locks it): another test run waits here
 	# shellcheck disable=SC2016
-	unshare -m sh -c '
+	flock "$CACHE/apt-$v.lock" unshare -m sh -c '
 		R=$1 CUDA=$2 APT=$3 cmd=$4
 		mount --make-rprivate /
 		mount --rbind /dev "$R/dev" && mount -t proc proc "$R/proc" &&
