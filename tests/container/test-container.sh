@@ -13,7 +13,7 @@
 # The image lives in podman storage under $TALLY_FRESH_CACHE/podman (default
 # /var/cache/tally-test/podman, its run state under /run/tally-test/podman), imported once.  This sandbox refuses crun's cgroup and rlimit
 # set-up, so podman runs with runc, cgroupfs and no default ulimits (a containers.conf of its own,
-# CONTAINERS_CONF: nothing under /etc changes).  Skips (77), saying why, where podman cannot run
+# CONTAINERS_CONF: nothing under /etc changes), and without a network (none is needed).  Skips (77), saying why, where podman cannot run
 # a container (not root, no podman or runc, no Debian root, a runtime that refuses).
 # Usage: test-container.sh BUILD SRC FAKEAPP FAKECUPTI13
 set -u
@@ -42,7 +42,7 @@ if ! pod image exists "$IMG" 2>/dev/null; then
 	pod import -q "$root" "$IMG" >"$T/import.log" 2>&1 ||
 		{ cat "$T/import.log"; skip "podman cannot import $root"; }
 fi
-pod run --rm "$IMG" true >"$T/run.log" 2>&1 ||
+pod run --rm --network none "$IMG" true >"$T/run.log" 2>&1 ||
 	{ cat "$T/run.log"; skip "podman cannot run a container here (above)"; }
 
 # the bundle, unpacked on the host and mounted read-only; the program and the stand-in CUPTI
@@ -57,7 +57,7 @@ W=$T/work
 recipe() { # IMAGE CMD...: the recipe's run line, with the tmpfs landmine and the stand-in CUPTI
 	img=$1
 	shift
-	pod run --rm -v "$W:/work" -w /work -v "$T/opt-tally:/opt/tally:ro" --tmpfs /tmp:size=64m \
+	pod run --rm --network none -v "$W:/work" -w /work -v "$T/opt-tally:/opt/tally:ro" --tmpfs /tmp:size=64m \
 		-e TALLY_CUPTI_PATH=/work/app/libcupti.so.13 "$img" "$@"
 }
 
@@ -124,7 +124,7 @@ mkdir -p "$T/ctx"
 } >"$T/ctx/Containerfile"
 grep -q '^ENV CUDA_INJECTION64_PATH="/opt/tally/lib/tally/libtally.so"$' "$T/ctx/Containerfile" &&
 	ok "tally env --format docker: ENV lines naming the mounted bundle" || bad "tally env --format docker: $(cat "$T/env.docker")"
-pod build -q -t "$ENVIMG" "$T/ctx" >"$T/build.log" 2>&1 || { bad "podman build"; cat "$T/build.log"; }
+pod build -q --network none -t "$ENVIMG" "$T/ctx" >"$T/build.log" 2>&1 || { bad "podman build"; cat "$T/build.log"; }
 recipe "$ENVIMG" /work/app/fakeapp exit $N >"$T/env.out" 2>"$T/env.err" ||
 	{ bad "the program in the image with tally's ENV (exit $?)"; cat "$T/env.err"; }
 landed "image with tally env's ENV lines" "$W/traces/env-*.tally" "$T/env.out"
