@@ -13,7 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum tally_origin { ORIGIN_CUPTI = 0, ORIGIN_NVTX = 1 };
+enum tally_origin {
+	ORIGIN_CUPTI = 0,
+	ORIGIN_NVTX = 1,
+	ORIGIN_HOST = 2, /* an array of struct tally_record: host samples and blocking calls */
+};
 
 struct tally_queue_item {
 	uint8_t *buf;

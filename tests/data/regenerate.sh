@@ -18,9 +18,14 @@ mkdir -p "$C"
 # allocated then freed (format 1.2), so the stack and memory reports have an example
 "$TS" -o "$D/stacks.tally" --t0 1796000000000000000 --seed 44 --kernels 300 --memcpys 20 \
 	--stacks 3 --mem-allocs 6 --batch 64
+# host: format 1.3's host sampling and blocking calls (tests/support/testsrc.h says what each
+# thread does), over a GPU timeline with a 150 ms idle gap before launch 50
+"$TS" -o "$D/host.tally" --t0 1796000000000000000 --seed 45 --kernels 100 --idle-at 50:150 \
+	--host 200 --host-torn-every 50 --batch 64
 # seed corpus: whole files, a cut one, and one with a flipped byte
 cp "$D/tiny.tally" "$C/tiny"
 cp "$D/lossy.tally" "$C/lossy"
+cp "$D/host.tally" "$C/host"
 head -c 3000 "$D/tiny.tally" >"$C/tiny-cut"
 cp "$D/tiny.tally" "$C/tiny-flipped"
 printf '\377' | dd of="$C/tiny-flipped" bs=1 seek=500 conv=notrunc 2>/dev/null
