@@ -26,6 +26,7 @@
 #include "convert.h"
 #include "corr.h"
 #include "nativestack.h"
+#include "ownthread.h"
 #include "pool.h"
 #include "queue.h"
 #include "stacktab.h"
@@ -849,18 +850,12 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 
 static int start_consumer(struct pipeline *p)
 {
-	sigset_t all, old;
-	int rc;
-
 	/* The consumer takes no signals: they belong to the program's threads. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&p->thread, NULL, consumer_main, p);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc)
-		return -rc;
+	int rc = tally_own_thread_create(&p->thread, consumer_main, p, "tally-consumer", false);
+
+	if (rc < 0)
+		return rc;
 	p->has_thread = true;
-	pthread_setname_np(p->thread, "tally-consumer");
 	return 0;
 }
 
