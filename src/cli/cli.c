@@ -41,15 +41,8 @@ void cli_warn(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-void cli_usage(FILE *out, const char *synopsis, const char *about, const struct cli_opt_help *opts)
-{
-	fprintf(out, "usage: %s\n\n%s\n", synopsis, about);
-	if (!opts || !opts->flags)
-		return;
-	fputs("\noptions:\n", out);
-	for (; opts->flags; opts++)
-		fprintf(out, "  %-28s %s\n", opts->flags, opts->help);
-}
+const char *const cli_report_formats[] = {
+    [REPORT_FMT_TABLE] = "table", [REPORT_FMT_CSV] = "csv", [REPORT_FMT_JSON] = "json", NULL};
 
 struct cli_colors cli_colors_for(FILE *stream)
 {
@@ -139,39 +132,28 @@ const char *cli_fmt_ns(char *buf, size_t len, uint64_t ns)
 
 int cli_parse_size(const char *s, uint64_t *out)
 {
+	static const char units[] = "kKmMgG"; /* 2^10, 2^20, 2^30 */
+	const char *unit;
 	char *end;
 	unsigned long long v;
+	unsigned shift = 0;
 
+	/* A digit first: strtoull would also take blanks and a sign. */
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
+	if (errno)
 		return -EINVAL;
-	switch (*end) {
-	case '\0':
-		break;
-	case 'k':
-	case 'K':
-		v <<= 10;
+	if (*end && (unit = strchr(units, *end))) {
+		shift = 10 * (1 + (unsigned)(unit - units) / 2);
 		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		return -EINVAL;
 	}
 	if (*end == 'i' || *end == 'B')
 		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (*end)
+	if (*end || v > UINT64_MAX >> shift)
 		return -EINVAL;
-	*out = v;
+	*out = v << shift;
 	return 0;
 }
 

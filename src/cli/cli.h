@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What every tally command shares: the command table, exit codes, messages, option help,
+ * What every tally command shares: the command table, exit codes, messages, option tables,
  * colour on terminals only, and progress on terminals only.
  */
 #ifndef TALLY_CLI_CLI_H
@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli-options.h"
 #include "outfile.h"
 
 /* Exit codes, documented in docs/cli.md; keep them stable. */
@@ -69,13 +70,8 @@ void cli_warn_symbolizer_missing(void);
  * valid until 16 more calls.  NULL stays NULL. */
 const char *cli_text(const char *s);
 
-/* One row of a command's option help. */
-struct cli_opt_help {
-	const char *flags; /* "-o, --output FILE" */
-	const char *help;
-};
-
-void cli_usage(FILE *out, const char *synopsis, const char *about, const struct cli_opt_help *opts);
+/* table, csv, json: the names of enum report_format, in its order, for CLI_CHOICE. */
+extern const char *const cli_report_formats[];
 
 /* Colour escape sequences when stream is a terminal (and NO_COLOR is unset), else "". */
 struct cli_colors {

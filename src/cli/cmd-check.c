@@ -4,7 +4,6 @@
  * Exit 0 only when every section of every file is COMPLETE (docs/check.md).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -21,12 +20,23 @@ struct check_opts {
 	bool json, verbose, quiet;
 };
 
-static const struct cli_opt_help check_help[] = {
-    {"--json", "machine-readable output (schema in docs/check.md)"},
-    {"-v, --verbose", "also list every chunk: offset, type, length, sequence number"},
-    {"-q, --quiet", "print only one verdict line per file"},
-    {"-h, --help", "show this help"},
-    {NULL, NULL},
+static const struct cli_option check_options[] = {
+    CLI_BOOL(struct check_opts, 0, "json", json,
+	     "machine-readable output (schema in docs/check.md)"),
+    CLI_BOOL(struct check_opts, 'v', "verbose", verbose,
+	     "also list every chunk: offset, type, length, sequence number"),
+    CLI_BOOL(struct check_opts, 'q', "quiet", quiet, "print only one verdict line per file"),
+    CLI_END,
+};
+
+static const struct cli_command check_command = {
+    .usage = "tally check [--json] [-v|-q] FILE...",
+    .about = "Read each trace to its end and judge it: COMPLETE only when the ledger proves\n"
+	     "nothing was lost. Exit 0: all COMPLETE; 1: some INCOMPLETE; 2: usage;\n"
+	     "3: a file could not be read at all.",
+    .options = check_options,
+    .no_operand = "no trace given; usage: tally check FILE...",
+    .flags = CLI_STOP_AT_OPERAND,
 };
 
 static const char *chunk_type_name(unsigned type)
@@ -629,50 +639,20 @@ static int check_one(const char *path, const struct check_opts *o, struct tally_
 
 int cmd_check(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	    {"json", no_argument, NULL, 'J'},
-	    {"verbose", no_argument, NULL, 'v'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct check_opts o = {0};
 	struct tally_json j;
 	bool all = true, unreadable = false;
-	int c, i;
+	int first, i, rc;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'J':
-			o.json = true;
-			break;
-		case 'v':
-			o.verbose = true;
-			break;
-		case 'q':
-			o.quiet = true;
-			break;
-		case 'h':
-			cli_usage(stdout, "tally check [--json] [-v|-q] FILE...",
-				  "Read each trace to its end and judge it: COMPLETE only when the "
-				  "ledger proves\nnothing was lost. Exit 0: all COMPLETE; 1: some "
-				  "INCOMPLETE; 2: usage;\n3: a file could not be read at all.",
-				  check_help);
-			return TALLY_EXIT_OK;
-		default:
-			return TALLY_EXIT_USAGE;
-		}
-	}
-	if (optind >= argc)
-		return cli_error(TALLY_EXIT_USAGE, "no trace given; usage: tally check FILE...");
+	if ((rc = cli_parse(&check_command, &o, argc, argv, &first)) != 0)
+		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
 	if (o.json) {
 		tally_json_init(&j, stdout, true);
 		tally_json_object_begin(&j);
 		tally_json_name(&j, "files");
 		tally_json_array_begin(&j);
 	}
-	for (i = optind; i < argc; i++) {
+	for (i = first; i < argc; i++) {
 		bool complete = false;
 
 		if (check_one(argv[i], &o, o.json ? &j : NULL, &complete) != 0)

@@ -5,7 +5,6 @@
  * range or capture window that is not in the traces); 3: unreadable input; 4: output failed.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,139 +19,96 @@ struct compare_cli {
 	char *range; /* owned copy of --range's NAME */
 };
 
-static const struct cli_opt_help compare_help[] = {
-    {"--range NAME[:K]", "compare GPU work launched inside the NVTX range NAME: its K-th"},
-    {"", "occurrence in each process (1 = first), or every occurrence"},
-    {"--capture", "compare the capture range (cudaProfilerStart..Stop window)"},
-    {"-f, --format FMT", "table (default), csv or json"},
-    {"-o, --output FILE", "write to FILE instead of standard output (never over an input)"},
-    {"--force", "replace FILE if it exists (only ever a regular file)"},
-    {"--alpha P", "significance level of the KS test (default 0.01)"},
-    {"--min-effect PCT", "smallest p50/p90 shift that counts as different (default 5)"},
-    {"--max-edits N", "compute the edit distance up to N (default 1000)"},
-    {"-h, --help", "show this help"},
-    {NULL, NULL},
-};
-
-static void usage(FILE *out)
+/* --range NAME[:K] */
+static int set_range(void *opts, const char *arg, char *err, size_t len)
 {
-	cli_usage(out, "tally compare [options] A B",
-		  "Compare two runs (each a trace file or a directory of them) over the same\n"
-		  "stretch: per kernel name and copy kind the counts, p50/p90/p99 and a\n"
-		  "Kolmogorov-Smirnov distance with a same/differs call; per stream the kernel\n"
-		  "order (first divergence, edit distance); both verdicts and every loss counter.\n"
-		  "A side that lost records in the stretch makes the timings unusable.\n"
-		  "Exit 0: same; 1: differs; 5: unusable for timing; 2: usage (or no such range);\n"
-		  "3: unreadable input; 4: output failed.",
-		  compare_help);
-}
-
-static int parse_range(struct compare_cli *c, const char *arg)
-{
+	struct compare_cli *c = opts;
 	char *colon, *end;
 
 	free(c->range);
 	c->range = strdup(arg);
 	if (!c->range)
-		return cli_error(TALLY_EXIT_ERROR, "out of memory");
+		return -ENOMEM;
 	c->o.stretch = COMPARE_RANGE;
 	c->o.range_name = c->range;
 	colon = strrchr(c->range, ':');
 	if (!colon)
 		return 0;
 	c->o.range_k = (unsigned)strtoul(colon + 1, &end, 10);
-	if (*end || end == colon + 1 || !c->o.range_k)
-		return cli_error(TALLY_EXIT_USAGE, "--range %s: K must be a number from 1", arg);
+	if (*end || end == colon + 1 || !c->o.range_k) {
+		snprintf(err, len, "%s: K must be a number from 1", cli_text(arg));
+		return -EINVAL;
+	}
 	*colon = '\0';
 	return 0;
 }
 
-static int parse_number(const char *opt, const char *s, double lo, double hi, double *out)
+static int set_capture(void *opts, const char *arg, char *err, size_t len)
+{
+	((struct compare_cli *)opts)->o.stretch = COMPARE_CAPTURE;
+	return 0;
+}
+
+/* A number in (lo, hi]. */
+static int parse_number(const char *s, double lo, double hi, double *out, char *err, size_t len)
 {
 	char *end;
 	double v = strtod(s, &end);
 
-	if (*end || end == s || !(v > lo && v <= hi))
-		return cli_error(TALLY_EXIT_USAGE, "%s %s: a number in (%g, %g]", opt, s, lo, hi);
+	if (*end || end == s || !(v > lo && v <= hi)) {
+		snprintf(err, len, "'%s' is not a number in (%g, %g]", cli_text(s), lo, hi);
+		return -EINVAL;
+	}
 	*out = v;
 	return 0;
 }
 
-static int parse_format(const char *s, enum report_format *fmt)
+static int set_alpha(void *opts, const char *arg, char *err, size_t len)
 {
-	static const char *const names[] = {"table", "csv", "json"};
-	unsigned i;
-
-	for (i = 0; i < 3; i++)
-		if (strcmp(s, names[i]) == 0) {
-			*fmt = (enum report_format)i;
-			return 0;
-		}
-	return cli_error(TALLY_EXIT_USAGE, "'%s' is not a format: table, csv or json", s);
+	return parse_number(arg, 0, 0.5, &((struct compare_cli *)opts)->o.alpha, err, len);
 }
 
-static int parse_opt(struct compare_cli *c, int opt, const char *arg)
+static int set_min_effect(void *opts, const char *arg, char *err, size_t len)
 {
-	double v;
-	int rc;
+	double pct;
+	int rc = parse_number(arg, -1e-9, 1000, &pct, err, len);
 
-	switch (opt) {
-	case 'R':
-		return parse_range(c, arg);
-	case 'C':
-		c->o.stretch = COMPARE_CAPTURE;
-		return 0;
-	case 'f':
-		return parse_format(arg, &c->fmt);
-	case 'o':
-		c->output = arg;
-		return 0;
-	case 'F':
-		c->force = true;
-		return 0;
-	case 'a':
-		return parse_number("--alpha", arg, 0, 0.5, &c->o.alpha);
-	case 'e':
-		rc = parse_number("--min-effect", arg, -1e-9, 1000, &v);
-		c->o.min_effect = v / 100;
-		return rc;
-	case 'm':
-		rc = parse_number("--max-edits", arg, 0, 1e7, &v);
-		c->o.max_edits = (unsigned)v;
-		return rc;
-	case 'h':
-		usage(stdout);
-		return -1;
-	default:
-		return TALLY_EXIT_USAGE;
-	}
+	if (rc == 0)
+		((struct compare_cli *)opts)->o.min_effect = pct / 100;
+	return rc;
 }
 
-static int parse(int argc, char **argv, struct compare_cli *c)
-{
-	static const struct option longopts[] = {
-	    {"range", required_argument, NULL, 'R'},
-	    {"capture", no_argument, NULL, 'C'},
-	    {"format", required_argument, NULL, 'f'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"force", no_argument, NULL, 'F'},
-	    {"alpha", required_argument, NULL, 'a'},
-	    {"min-effect", required_argument, NULL, 'e'},
-	    {"max-edits", required_argument, NULL, 'm'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int opt, rc;
+#define S struct compare_cli
+static const struct cli_option compare_options[] = {
+    CLI_CALLBACK(0, "range", "NAME[:K]", set_range,
+		 "compare GPU work launched inside the NVTX range NAME: its K-th\n"
+		 "occurrence in each process (1 = first), or every occurrence"),
+    CLI_CALLBACK(0, "capture", NULL, set_capture,
+		 "compare the capture range (cudaProfilerStart..Stop window)"),
+    CLI_CHOICE(S, 'f', "format", "FMT", fmt, cli_report_formats, "table (default), csv or json"),
+    CLI_STRING(S, 'o', "output", "FILE", output,
+	       "write to FILE instead of standard output (never over an input)"),
+    CLI_BOOL(S, 0, "force", force, "replace FILE if it exists (only ever a regular file)"),
+    CLI_CALLBACK(0, "alpha", "P", set_alpha, "significance level of the KS test (default 0.01)"),
+    CLI_CALLBACK(0, "min-effect", "PCT", set_min_effect,
+		 "smallest p50/p90 shift that counts as different (default 5)"),
+    CLI_UINT(S, 0, "max-edits", "N", o.max_edits, 1, 10000000,
+	     "compute the edit distance up to N (default 1000)"),
+    CLI_END,
+};
+#undef S
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1)
-		if ((rc = parse_opt(c, opt, optarg)) != 0)
-			return rc;
-	if (argc - optind != 2)
-		return cli_error(TALLY_EXIT_USAGE, "two traces (or directories) to compare: "
-						   "tally compare [options] A B");
-	return 0;
-}
+static const struct cli_command compare_command = {
+    .usage = "tally compare [options] A B",
+    .about = "Compare two runs (each a trace file or a directory of them) over the same\n"
+	     "stretch: per kernel name and copy kind the counts, p50/p90/p99 and a\n"
+	     "Kolmogorov-Smirnov distance with a same/differs call; per stream the kernel\n"
+	     "order (first divergence, edit distance); both verdicts and every loss counter.\n"
+	     "A side that lost records in the stretch makes the timings unusable.\n"
+	     "Exit 0: same; 1: differs; 5: unusable for timing; 2: usage (or no such range);\n"
+	     "3: unreadable input; 4: output failed.",
+    .options = compare_options,
+};
 
 /* To standard output, or to -o FILE (cli_output: a temporary file renamed over it). */
 static int write_out(const struct compare_result *r, const struct compare_cli *c, char **inputs)
@@ -197,13 +153,16 @@ static int run(char **argv, const struct compare_cli *c)
 int cmd_compare(int argc, char **argv)
 {
 	struct compare_cli c = {.fmt = REPORT_FMT_TABLE};
-	int rc;
+	int first, rc;
 
 	compare_opts_default(&c.o);
-	rc = parse(argc, argv, &c);
-	if (rc == 0)
-		rc = run(argv + optind, &c);
-	else if (rc < 0)
+	rc = cli_parse(&compare_command, &c, argc, argv, &first);
+	if (rc == 0 && argc - first != 2)
+		rc = cli_error(TALLY_EXIT_USAGE, "two traces (or directories) to compare: "
+						 "tally compare [options] A B");
+	else if (rc == 0)
+		rc = run(argv + first, &c);
+	else if (rc == CLI_HELP_SHOWN)
 		rc = TALLY_EXIT_OK;
 	free(c.range);
 	return rc;

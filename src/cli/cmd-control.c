@@ -7,7 +7,6 @@
  * configuration, compare of reduced vs full, and what follows, in words.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -55,87 +54,36 @@ struct control {
 	char cmp_err[600];
 };
 
-static const struct cli_opt_help control_help[] = {
-    {"-o, --output DIR", "where the traces go: DIR/CONFIG-rK/ (default tally-control-PID)"},
-    {"-n, --rounds N", "rounds of untraced, reduced and full runs (default 3)"},
-    {"--json", "print the summary as JSON (docs/control.md)"},
-    {"--no-checks", "do not stop on the doctor's blocking findings"},
-    {"-h, --help", "show this help"},
-    {NULL, NULL},
+#define S struct control
+static const struct cli_option control_options[] = {
+    CLI_STRING(S, 'o', "output", "DIR", dir,
+	       "where the traces go: DIR/CONFIG-rK/ (default tally-control-PID)"),
+    CLI_UINT(S, 'n', "rounds", "N", rounds, 1, MAX_ROUNDS,
+	     "rounds of untraced, reduced and full runs (default 3)"),
+    CLI_BOOL(S, 0, "json", json, "print the summary as JSON (docs/control.md)"),
+    CLI_BOOL(S, 0, "no-checks", skip_checks, "do not stop on the doctor's blocking findings"),
+    /* after -o: the directory's, not the pattern's (the first row with a name wins) */
+    CLI_GROUP(S, base, collect_options,
+	      "recording options (as for tally record; -o is the directory)"),
+    CLI_END,
 };
+#undef S
 
-static void usage(void)
-{
-	cli_usage(
-	    stdout, "tally control [options] [record options] -- PROGRAM [ARGS...]",
-	    "Run PROGRAM in alternating rounds: untraced, reduced (GPU activity only: " REDUCED
-	    ")\n"
-	    "and with the recording options given (--trace; default cuda,nvtx), the same\n"
-	    "arguments and environment each time.  Reports wall time per configuration\n"
-	    "(median, range, ratio to untraced), the records lost per configuration, and\n"
-	    "tally compare of reduced vs full, then says what follows.  Traces are kept in\n"
-	    "DIR/reduced-r1/, DIR/full-r1/, ...\n"
-	    "Exit 0: every run exited 0 and no record was lost; 1: records were lost, or\n"
-	    "the program failed in a round; 2: usage; 4: tally itself failed.",
-	    control_help);
-	collect_print_help("recording options (as for tally record; -o is the directory)");
-}
-
-/* ---- options ------------------------------------------------------------------------------ */
-
-static int parse_own(struct control *ctl, int c, const char *arg)
-{
-	char *end;
-
-	switch (c) {
-	case 'o':
-	case COLLECT_OPT_BASE: /* --output: a directory here */
-		ctl->dir = arg;
-		return 0;
-	case 'n':
-		ctl->rounds = (unsigned)strtoul(arg, &end, 10);
-		if (*end || !ctl->rounds || ctl->rounds > MAX_ROUNDS)
-			return cli_error(TALLY_EXIT_USAGE, "--rounds: 1 to %d", MAX_ROUNDS);
-		return 0;
-	case 'J':
-		ctl->json = true;
-		return 0;
-	case 'N':
-		ctl->skip_checks = true;
-		return 0;
-	case 'h':
-		usage();
-		return -1;
-	default:
-		return TALLY_EXIT_USAGE;
-	}
-}
-
-static int parse(int argc, char **argv, struct control *ctl)
-{
-	struct option longopts[32];
-	unsigned i, n = 0;
-	int c, rc;
-
-	for (i = 0; i < collect_longopts_count; i++)
-		longopts[n++] = collect_longopts[i];
-	longopts[n++] = (struct option){"rounds", required_argument, NULL, 'n'};
-	longopts[n++] = (struct option){"json", no_argument, NULL, 'J'};
-	longopts[n++] = (struct option){"no-checks", no_argument, NULL, 'N'};
-	longopts[n++] = (struct option){"help", no_argument, NULL, 'h'};
-	longopts[n] = (struct option){NULL, 0, NULL, 0};
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:t:n:fh", longopts, NULL)) != -1) {
-		if (c != 'o' && c != COLLECT_OPT_BASE && collect_opts_parse(&ctl->base, c, optarg))
-			continue;
-		if ((rc = parse_own(ctl, c, optarg)) != 0)
-			return rc;
-	}
-	if (optind >= argc)
-		return cli_error(TALLY_EXIT_USAGE, "no program given: tally control [options] -- "
-						   "PROGRAM [ARGS]");
-	return 0;
-}
+static const struct cli_command control_command = {
+    .usage = "tally control [options] [record options] -- PROGRAM [ARGS...]",
+    .about =
+	"Run PROGRAM in alternating rounds: untraced, reduced (GPU activity only: " REDUCED ")\n"
+	"and with the recording options given (--trace; default cuda,nvtx), the same\n"
+	"arguments and environment each time.  Reports wall time per configuration\n"
+	"(median, range, ratio to untraced), the records lost per configuration, and\n"
+	"tally compare of reduced vs full, then says what follows.  Traces are kept in\n"
+	"DIR/reduced-r1/, DIR/full-r1/, ...\n"
+	"Exit 0: every run exited 0 and no record was lost; 1: records were lost, or\n"
+	"the program failed in a round; 2: usage; 4: tally itself failed.",
+    .options = control_options,
+    .no_operand = "no program given: tally control [options] -- PROGRAM [ARGS]",
+    .flags = CLI_STOP_AT_OPERAND,
+};
 
 /* The output directory, made absolute and created (it must not hold earlier rounds). */
 static int make_dir(struct control *ctl)
@@ -251,7 +199,7 @@ static void summarize_config(struct config_result *cr, unsigned rounds)
 /* Recording only a window of the run: compare the windows, not the whole runs. */
 static bool windowed(const struct control *ctl)
 {
-	return ctl->base.capture_range || ctl->base.delay || ctl->base.duration;
+	return ctl->base.capture_range || ctl->base.delay_ns || ctl->base.duration_ns;
 }
 
 /* tally compare of every reduced round against every full round (process k = round k). */
@@ -493,15 +441,15 @@ static int run_rounds(struct control *ctl)
 int cmd_control(int argc, char **argv)
 {
 	static struct control ctl; /* rounds of results: too large for the stack */
-	int rc;
+	int rc, first;
 
 	memset(&ctl, 0, sizeof(ctl));
 	collect_opts_init(&ctl.base);
 	ctl.rounds = 3;
-	rc = parse(argc, argv, &ctl);
+	rc = cli_parse(&control_command, &ctl, argc, argv, &first);
 	if (rc)
-		return rc < 0 ? TALLY_EXIT_OK : rc;
-	ctl.argv = argv + optind;
+		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
+	ctl.argv = argv + first;
 	if ((rc = collect_opts_finish(&ctl.base)) != 0 || (rc = make_dir(&ctl)) != 0)
 		return rc;
 	if (!ctl.skip_checks && (rc = preflight(&ctl)) != 0)

@@ -6,7 +6,6 @@
  * file parses options and prints the report as text or JSON.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,12 +17,30 @@
 #include "pattern.h"
 #include "version.h"
 
-static const struct cli_opt_help doctor_help[] = {
-    {"-o, --output PATTERN", "check where this output pattern lands here (%p %h %n %q{VAR})"},
-    {"--json", "machine-readable output (schema tally-doctor/1, docs/doctor.md)"},
-    {"--root DIR", "read /proc, /sys, /etc, ... under DIR instead of / (fixture trees)"},
-    {"-h, --help", "show this help"},
-    {NULL, NULL},
+struct doctor_cli {
+	struct tally_doctor_opts o;
+	bool json;
+};
+
+#define S struct doctor_cli
+static const struct cli_option doctor_options[] = {
+    CLI_STRING(S, 'o', "output", "PATTERN", o.pattern,
+	       "check where this output pattern lands here (%p %h %n %q{VAR})"),
+    CLI_BOOL(S, 0, "json", json, "machine-readable output (schema tally-doctor/1, docs/doctor.md)"),
+    CLI_STRING(S, 0, "root", "DIR", o.root,
+	       "read /proc, /sys, /etc, ... under DIR instead of / (fixture trees)"),
+    CLI_END,
+};
+#undef S
+
+static const struct cli_command doctor_command = {
+    .usage = "tally doctor [-o OUTPUT_PATTERN] [--json] [--root DIR]",
+    .about = "Check everything recording needs here - the card, the tool, CPU sampling and GPU\n"
+	     "counters (which cuda/nvtx tracing does not need), forked children, where the\n"
+	     "file lands, and where we are (container, Kubernetes, Slurm, serverless). Changes\n"
+	     "nothing. Exit 0: recording can proceed; 1: a FAIL blocks it; 2: usage.",
+    .options = doctor_options,
+    .flags = CLI_STOP_AT_OPERAND,
 };
 
 static const char *status_color(const struct cli_colors *c, enum tally_doctor_status s)
@@ -185,7 +202,7 @@ static int validate_pattern(const char *pattern)
 	int rc = tally_pattern_expand(pattern, &vars, out, sizeof(out), err, sizeof(err));
 
 	if (rc == -EINVAL || rc == -ENAMETOOLONG)
-		return cli_error(TALLY_EXIT_USAGE, "-o %s: %s", pattern, err);
+		return cli_usage_error("-o %s: %s", pattern, err);
 	return 0;
 }
 
@@ -194,71 +211,42 @@ static int validate_root(const char *root)
 	struct stat st;
 
 	if (stat(root, &st) < 0)
-		return cli_error(TALLY_EXIT_USAGE, "--root %s: %s", root, strerror(errno));
+		return cli_usage_error("--root %s: %s", root, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
-		return cli_error(TALLY_EXIT_USAGE, "--root %s: not a directory", root);
+		return cli_usage_error("--root %s: not a directory", root);
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct tally_doctor_opts *o, bool *json)
+static int parse_args(int argc, char **argv, struct doctor_cli *x)
 {
-	static const struct option longopts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"json", no_argument, NULL, 'J'},
-	    {"root", required_argument, NULL, 'R'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int c;
+	int first, rc = cli_parse(&doctor_command, x, argc, argv, &first);
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			o->pattern = optarg;
-			break;
-		case 'J':
-			*json = true;
-			break;
-		case 'R':
-			o->root = optarg;
-			break;
-		case 'h':
-			cli_usage(stdout, "tally doctor [-o OUTPUT_PATTERN] [--json] [--root DIR]",
-				  "Check everything recording needs here - the card, the tool, CPU "
-				  "sampling and GPU\ncounters (which cuda/nvtx tracing does not "
-				  "need), forked children, where the\nfile lands, and where we are "
-				  "(container, Kubernetes, Slurm, serverless). Changes\nnothing. "
-				  "Exit 0: recording can proceed; 1: a FAIL blocks it; 2: usage.",
-				  doctor_help);
-			return -1;
-		default:
-			return TALLY_EXIT_USAGE;
-		}
-	}
-	if (optind < argc)
+	if (rc)
+		return rc;
+	if (first < argc)
 		return cli_error(TALLY_EXIT_USAGE,
 				 "unexpected argument '%s'; usage: tally doctor "
 				 "[-o PATTERN] [--json] [--root DIR]",
-				 argv[optind]);
-	if (o->root && validate_root(o->root))
+				 argv[first]);
+	if (x->o.root && validate_root(x->o.root))
 		return TALLY_EXIT_USAGE;
-	if (o->pattern && validate_pattern(o->pattern))
+	if (x->o.pattern && validate_pattern(x->o.pattern))
 		return TALLY_EXIT_USAGE;
 	return 0;
 }
 
 int cmd_doctor(int argc, char **argv)
 {
-	struct tally_doctor_opts o = {0};
+	struct doctor_cli x = {0};
+	struct tally_doctor_opts o;
 	struct tally_doctor_report r;
 	char collector[PATH_MAX] = "";
-	bool json = false;
 	int rc;
 
-	rc = parse_args(argc, argv, &o, &json);
+	rc = parse_args(argc, argv, &x);
 	if (rc)
-		return rc < 0 ? TALLY_EXIT_OK : rc;
+		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
+	o = x.o;
 	if (o.root && strspn(o.root, "/") == strlen(o.root))
 		o.root = NULL; /* --root / is this system */
 	/* Under --root the tree's own $TALLY_COLLECTOR says where the collector is. */
@@ -269,7 +257,7 @@ int cmd_doctor(int argc, char **argv)
 	rc = tally_doctor_run(&o, &r);
 	if (rc < 0)
 		return cli_error(TALLY_EXIT_ERROR, "cannot run the checks: %s", strerror(-rc));
-	if (json)
+	if (x.json)
 		print_json(&r, o.pattern);
 	else
 		print_text(&r, o.pattern);

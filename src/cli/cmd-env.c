@@ -4,7 +4,6 @@
  * wrapped in `tally record` (a Kubernetes pod spec, a serverless platform, a Dockerfile ENV,
  * an MPI launcher's -x).  Same options as record; the output format picks the syntax.
  */
-#include <getopt.h>
 #include <string.h>
 
 #include "cli.h"
@@ -12,23 +11,28 @@
 #include "json.h"
 
 enum env_format { FMT_SH, FMT_DOCKER, FMT_K8S, FMT_JSON };
+static const char *const env_formats[] = {"sh", "docker", "k8s", "json", NULL};
 
-static void usage(void)
-{
-	static const struct cli_opt_help own[] = {
-	    {"--format sh|docker|k8s|json", "shell exports (default), Dockerfile ENV lines, a "
-					    "Kubernetes env: list, or JSON"},
-	    {"-h, --help", "show this help"},
-	    {NULL, NULL},
-	};
+struct env_opts {
+	struct collect_opts c;
+	enum env_format fmt;
+};
 
-	cli_usage(stdout, "tally env [options]",
-		  "Print the variables that make a program record itself, for places where\n"
-		  "'tally record -- PROGRAM' cannot wrap the launch line.  Files land where\n"
-		  "--output says (make it a mounted volume); check them with 'tally check'.",
-		  own);
-	collect_print_help("recording options");
-}
+static const struct cli_option env_options[] = {
+    CLI_CHOICE(struct env_opts, 0, "format", "sh|docker|k8s|json", fmt, env_formats,
+	       "shell exports (default), Dockerfile ENV lines, a Kubernetes env: list, or JSON"),
+    CLI_GROUP(struct env_opts, c, collect_options, "recording options"),
+    CLI_END,
+};
+
+static const struct cli_command env_command = {
+    .usage = "tally env [options]",
+    .about = "Print the variables that make a program record itself, for places where\n"
+	     "'tally record -- PROGRAM' cannot wrap the launch line.  Files land where\n"
+	     "--output says (make it a mounted volume); check them with 'tally check'.",
+    .options = env_options,
+    .flags = CLI_STOP_AT_OPERAND,
+};
 
 /* Single quotes for the shell: ' becomes '\'' */
 static void sh_quote(const char *v)
@@ -129,56 +133,24 @@ static void print_vars(enum env_format f, const struct env_var *v, size_t n)
 
 int cmd_env(int argc, char **argv)
 {
-	struct option longopts[32];
-	struct collect_opts o;
-	enum env_format fmt = FMT_SH;
+	struct env_opts o = {.fmt = FMT_SH};
 	struct env_var vars[32];
-	unsigned i, n = 0;
-	int c, rc;
+	size_t n;
+	int first, rc;
 
-	collect_opts_init(&o);
-	for (i = 0; i < collect_longopts_count; i++)
-		longopts[n++] = collect_longopts[i];
-	longopts[n++] = (struct option){"format", required_argument, NULL, 'F'};
-	longopts[n++] = (struct option){"help", no_argument, NULL, 'h'};
-	longopts[n] = (struct option){NULL, 0, NULL, 0};
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:t:fh", longopts, NULL)) != -1) {
-		if (collect_opts_parse(&o, c, optarg) == 1)
-			continue;
-		switch (c) {
-		case 'F':
-			if (strcmp(optarg, "sh") == 0)
-				fmt = FMT_SH;
-			else if (strcmp(optarg, "docker") == 0)
-				fmt = FMT_DOCKER;
-			else if (strcmp(optarg, "k8s") == 0)
-				fmt = FMT_K8S;
-			else if (strcmp(optarg, "json") == 0)
-				fmt = FMT_JSON;
-			else
-				return cli_error(TALLY_EXIT_USAGE,
-						 "--format: '%s' is not sh, docker, "
-						 "k8s or json",
-						 optarg);
-			break;
-		case 'h':
-			usage();
-			return TALLY_EXIT_OK;
-		default:
-			return TALLY_EXIT_USAGE;
-		}
-	}
-	if (optind < argc)
+	collect_opts_init(&o.c);
+	if ((rc = cli_parse(&env_command, &o, argc, argv, &first)) != 0)
+		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
+	if (first < argc)
 		return cli_error(TALLY_EXIT_USAGE,
 				 "unexpected argument '%s' (tally env takes "
 				 "options only)",
-				 argv[optind]);
-	if ((rc = collect_opts_finish(&o)) != 0)
+				 argv[first]);
+	if ((rc = collect_opts_finish(&o.c)) != 0)
 		return rc;
-	n = (unsigned)collect_env(&o, vars, 32);
-	if (fmt == FMT_DOCKER && (rc = check_docker_values(vars, n)) != 0)
+	n = collect_env(&o.c, vars, 32);
+	if (o.fmt == FMT_DOCKER && (rc = check_docker_values(vars, n)) != 0)
 		return rc;
-	print_vars(fmt, vars, n);
+	print_vars(o.fmt, vars, n);
 	return TALLY_EXIT_OK;
 }

@@ -7,7 +7,6 @@
  * 2: usage; 3: an input could not be read; 4: the output could not be written.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -21,87 +20,65 @@ struct export_cli {
 	bool strict, no_align, quiet;
 };
 
-static const struct cli_opt_help export_help[] = {
-    {"-f, --format FMT", "chrome (Perfetto UI, chrome://tracing), sqlite or csv"},
-    {"-o, --output OUT", "file (chrome: '-' is standard output; sqlite) or directory (csv)"},
-    {"--force", "replace an existing output"},
-    {"--strict", "exit 1 when a trace is INCOMPLETE (the output is still written)"},
-    {"--no-align", "keep each trace's own timestamps (default: aligned by clock pairs)"},
-    {"-q, --quiet", "no summary line on standard error"},
-    {"-h, --help", "show this help"},
-    {NULL, NULL},
-};
+static int set_format(void *opts, const char *arg, char *err, size_t len)
+{
+	struct export_cli *x = opts;
 
-static void usage(FILE *out)
+	x->e = export_find(arg);
+	if (!x->e) {
+		snprintf(err, len, "'%s' is not a format: chrome, sqlite or csv", cli_text(arg));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void list_formats(FILE *out)
 {
 	size_t i;
 
-	cli_usage(out, "tally export -f chrome|sqlite|csv -o OUT [--force] [--strict] FILE|DIR...",
-		  "Write traces in formats other tools read. Several files (or a directory of\n"
-		  "*.tally) go onto one timeline, aligned through their clock pairs. Loss is\n"
-		  "written too: DATA LOST slices, TALLY_* tables, verdict.csv.\n"
-		  "Exit 0: written; 1: --strict and a trace is INCOMPLETE; 2: usage;\n"
-		  "3: unreadable input; 4: output failed.",
-		  export_help);
 	fputs("\nformats:\n", out);
 	for (i = 0; export_formats[i]; i++)
 		fprintf(out, "  %-8s %s\n", export_formats[i]->name, export_formats[i]->what);
 }
 
-static int parse(int argc, char **argv, struct export_cli *x)
-{
-	enum { O_FORCE = 256, O_STRICT, O_NO_ALIGN };
-	static const struct option longopts[] = {
-	    {"format", required_argument, NULL, 'f'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"force", no_argument, NULL, O_FORCE},
-	    {"strict", no_argument, NULL, O_STRICT},
-	    {"no-align", no_argument, NULL, O_NO_ALIGN},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int c;
+#define S struct export_cli
+static const struct cli_option export_options[] = {
+    CLI_CALLBACK('f', "format", "FMT", set_format,
+		 "chrome (Perfetto UI, chrome://tracing), sqlite or csv"),
+    CLI_STRING(S, 'o', "output", "OUT", o.output,
+	       "file (chrome: '-' is standard output; sqlite) or directory (csv)"),
+    CLI_BOOL(S, 0, "force", o.force, "replace an existing output"),
+    CLI_BOOL(S, 0, "strict", strict,
+	     "exit 1 when a trace is INCOMPLETE (the output is still written)"),
+    CLI_BOOL(S, 0, "no-align", no_align,
+	     "keep each trace's own timestamps (default: aligned by clock pairs)"),
+    CLI_BOOL(S, 'q', "quiet", quiet, "no summary line on standard error"),
+    CLI_END,
+};
+#undef S
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			x->e = export_find(optarg);
-			if (!x->e)
-				return cli_error(TALLY_EXIT_USAGE,
-						 "'%s' is not a format: chrome, sqlite or csv",
-						 optarg);
-			break;
-		case 'o':
-			x->o.output = optarg;
-			break;
-		case O_FORCE:
-			x->o.force = true;
-			break;
-		case O_STRICT:
-			x->strict = true;
-			break;
-		case O_NO_ALIGN:
-			x->no_align = true;
-			break;
-		case 'q':
-			x->quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return -1;
-		default:
-			return TALLY_EXIT_USAGE;
-		}
-	}
+static const struct cli_command export_command = {
+    .usage = "tally export -f chrome|sqlite|csv -o OUT [--force] [--strict] FILE|DIR...",
+    .about = "Write traces in formats other tools read. Several files (or a directory of\n"
+	     "*.tally) go onto one timeline, aligned through their clock pairs. Loss is\n"
+	     "written too: DATA LOST slices, TALLY_* tables, verdict.csv.\n"
+	     "Exit 0: written; 1: --strict and a trace is INCOMPLETE; 2: usage;\n"
+	     "3: unreadable input; 4: output failed.",
+    .options = export_options,
+    .more_help = list_formats,
+    .no_operand = "no trace given; usage: tally export FILE|DIR...",
+};
+
+static int parse(int argc, char **argv, struct export_cli *x, int *first)
+{
+	int rc = cli_parse(&export_command, x, argc, argv, first);
+
+	if (rc)
+		return rc;
 	if (!x->e)
 		return cli_error(TALLY_EXIT_USAGE, "no format given: --format chrome|sqlite|csv");
 	if (!x->o.output)
 		return cli_error(TALLY_EXIT_USAGE, "no output given: -o OUT");
-	if (optind >= argc)
-		return cli_error(TALLY_EXIT_USAGE,
-				 "no trace given; usage: tally export FILE|DIR...");
 	return 0;
 }
 
@@ -154,9 +131,9 @@ close_set:
 int cmd_export(int argc, char **argv)
 {
 	struct export_cli x = {0};
-	int rc = parse(argc, argv, &x);
+	int first, rc = parse(argc, argv, &x, &first);
 
 	if (rc)
-		return rc < 0 ? TALLY_EXIT_OK : rc;
-	return run(argv + optind, (size_t)(argc - optind), &x);
+		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
+	return run(argv + first, (size_t)(argc - first), &x);
 }

@@ -8,7 +8,6 @@
  * 2: usage; 3: an input could not be read; 4: the output could not be written.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,62 +21,37 @@ struct merge_cli {
 	bool force, strict, quiet;
 };
 
-static const struct cli_opt_help merge_help[] = {
-    {"-o, --output FILE", "the merged trace (required)"},
-    {"--force", "replace FILE if it exists"},
-    {"--strict", "exit 1 when a part is INCOMPLETE (the merged file is still written)"},
-    {"-q, --quiet", "no summary on standard error"},
-    {"-h, --help", "show this help"},
-    {NULL, NULL},
+#define S struct merge_cli
+static const struct cli_option merge_options[] = {
+    CLI_STRING(S, 'o', "output", "FILE", output, "the merged trace (required)"),
+    CLI_BOOL(S, 0, "force", force, "replace FILE if it exists"),
+    CLI_BOOL(S, 0, "strict", strict,
+	     "exit 1 when a part is INCOMPLETE (the merged file is still written)"),
+    CLI_BOOL(S, 'q', "quiet", quiet, "no summary on standard error"),
+    CLI_END,
+};
+#undef S
+
+static const struct cli_command merge_command = {
+    .usage = "tally merge -o OUT [--force] [--strict] FILE|DIR...",
+    .about = "Merge several processes' traces into one, on one timeline: each\n"
+	     "section's times are shifted by its clock pair (CLOCK_REALTIME minus\n"
+	     "CUPTI time). Every part keeps its ledger and verdict; damage in a part\n"
+	     "is carried into the merged file, so its verdict is the worst of them.\n"
+	     "Exit 0: written; 1: --strict and a part is INCOMPLETE; 2: usage;\n"
+	     "3: unreadable input; 4: output failed.",
+    .options = merge_options,
+    .no_operand = "no trace given; usage: tally merge -o OUT FILE...",
 };
 
-static int parse(int argc, char **argv, struct merge_cli *x)
+static int parse(int argc, char **argv, struct merge_cli *x, int *first)
 {
-	enum { O_FORCE = 256, O_STRICT };
-	static const struct option longopts[] = {
-	    {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, O_FORCE},
-	    {"strict", no_argument, NULL, O_STRICT},  {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
-	};
-	int c;
+	int rc = cli_parse(&merge_command, x, argc, argv, first);
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			x->output = optarg;
-			break;
-		case O_FORCE:
-			x->force = true;
-			break;
-		case O_STRICT:
-			x->strict = true;
-			break;
-		case 'q':
-			x->quiet = true;
-			break;
-		case 'h':
-			cli_usage(
-			    stdout, "tally merge -o OUT [--force] [--strict] FILE|DIR...",
-			    "Merge several processes' traces into one, on one timeline: each\n"
-			    "section's times are shifted by its clock pair (CLOCK_REALTIME minus\n"
-			    "CUPTI time). Every part keeps its ledger and verdict; damage in a "
-			    "part\n"
-			    "is carried into the merged file, so its verdict is the worst of "
-			    "them.\n"
-			    "Exit 0: written; 1: --strict and a part is INCOMPLETE; 2: usage;\n"
-			    "3: unreadable input; 4: output failed.",
-			    merge_help);
-			return -1;
-		default:
-			return TALLY_EXIT_USAGE;
-		}
-	}
+	if (rc)
+		return rc;
 	if (!x->output)
 		return cli_error(TALLY_EXIT_USAGE, "no output given: -o OUT");
-	if (optind >= argc)
-		return cli_error(TALLY_EXIT_USAGE,
-				 "no trace given; usage: tally merge -o OUT FILE...");
 	return 0;
 }
 
@@ -157,9 +131,9 @@ close_set:
 int cmd_merge(int argc, char **argv)
 {
 	struct merge_cli x = {0};
-	int rc = parse(argc, argv, &x);
+	int first, rc = parse(argc, argv, &x, &first);
 
 	if (rc)
-		return rc < 0 ? TALLY_EXIT_OK : rc;
-	return run(argv + optind, (size_t)(argc - optind), &x);
+		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
+	return run(argv + first, (size_t)(argc - first), &x);
 }

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -34,29 +33,41 @@ struct record_opts {
 
 static volatile sig_atomic_t child_pid;
 
-static const struct cli_opt_help record_help[] = {
-    {"-q, --quiet", "print nothing after the run but problems"},
-    {"--json[=FILE]", "the closing summary as JSON, on standard error or into FILE (never"},
-    {"", "into the program's standard output; docs/record.md)"},
-    {"--no-checks", "do not stop on the doctor's blocking findings"},
-    {"-h, --help", "show this help"},
-    {NULL, NULL},
-};
-
-static void usage(void)
+/* --json or --json=FILE ("-" or nothing: standard error) */
+static int set_json(void *opts, const char *arg, char *err, size_t len)
 {
+	struct record_opts *o = opts;
 
-	cli_usage(stdout, "tally record [options] [--] PROGRAM [ARGS...]",
-		  "Run PROGRAM and record what it does on the GPU: kernels, copies, memsets, CUDA\n"
-		  "API calls and NVTX ranges, with the ledger that proves the trace complete.\n"
-		  "Children (fork, exec, multiprocessing) are followed, each into its own file.\n"
-		  "Before the run, the doctor's blocking checks (tally doctor) must pass.\n"
-		  "Exit status: the program's own (128+N if it died of signal N); 1 a blocking\n"
-		  "check failed; 2 usage error; 4 tally itself failed; 126/127 the program could\n"
-		  "not be run.",
-		  record_help);
-	collect_print_help("recording options (also for tally env)");
+	o->json = true;
+	o->json_path = arg && *arg && strcmp(arg, "-") != 0 ? arg : NULL;
+	return 0;
 }
+
+#define S struct record_opts
+static const struct cli_option record_options[] = {
+    CLI_BOOL(S, 'q', "quiet", quiet, "print nothing after the run but problems"),
+    CLI_CALLBACK_OPTARG(0, "json", "FILE", set_json,
+			"the closing summary as JSON, on standard error or into FILE (never\n"
+			"into the program's standard output; docs/record.md)"),
+    CLI_BOOL(S, 0, "no-checks", skip_checks, "do not stop on the doctor's blocking findings"),
+    CLI_GROUP(S, c, collect_options, "recording options (also for tally env)"),
+    CLI_END,
+};
+#undef S
+
+static const struct cli_command record_command = {
+    .usage = "tally record [options] [--] PROGRAM [ARGS...]",
+    .about = "Run PROGRAM and record what it does on the GPU: kernels, copies, memsets, CUDA\n"
+	     "API calls and NVTX ranges, with the ledger that proves the trace complete.\n"
+	     "Children (fork, exec, multiprocessing) are followed, each into its own file.\n"
+	     "Before the run, the doctor's blocking checks (tally doctor) must pass.\n"
+	     "Exit status: the program's own (128+N if it died of signal N); 1 a blocking\n"
+	     "check failed; 2 usage error; 4 tally itself failed; 126/127 the program could\n"
+	     "not be run.",
+    .options = record_options,
+    .no_operand = "no program given: tally record [options] -- PROGRAM [ARGS]",
+    .flags = CLI_STOP_AT_OPERAND,
+};
 
 /* Signals sent to tally itself (Slurm, kill) go on to the program; the terminal's own ^C
  * (SI_KERNEL) already reaches the whole foreground group, so it is not sent twice.  A signal sent
@@ -445,51 +456,19 @@ void record_run_fini(struct record_run *run)
 
 int cmd_record(int argc, char **argv)
 {
-	struct option longopts[32];
 	struct record_opts o;
 	struct record_run run;
-	unsigned i, n = 0;
-	int c, rc;
+	int first, rc;
 
 	memset(&o, 0, sizeof(o));
 	collect_opts_init(&o.c);
-	for (i = 0; i < collect_longopts_count; i++)
-		longopts[n++] = collect_longopts[i];
-	longopts[n++] = (struct option){"quiet", no_argument, NULL, 'q'};
-	longopts[n++] = (struct option){"json", optional_argument, NULL, 'J'};
-	longopts[n++] = (struct option){"no-checks", no_argument, NULL, 'N'};
-	longopts[n++] = (struct option){"help", no_argument, NULL, 'h'};
-	longopts[n] = (struct option){NULL, 0, NULL, 0};
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:t:fqh", longopts, NULL)) != -1) {
-		if ((rc = collect_opts_parse(&o.c, c, optarg)) == 1)
-			continue;
-		switch (c) {
-		case 'q':
-			o.quiet = true;
-			break;
-		case 'J':
-			o.json = true;
-			o.json_path = optarg && *optarg && strcmp(optarg, "-") != 0 ? optarg : NULL;
-			break;
-		case 'N':
-			o.skip_checks = true;
-			break;
-		case 'h':
-			usage();
-			return TALLY_EXIT_OK;
-		default:
-			return TALLY_EXIT_USAGE;
-		}
-	}
-	if (optind >= argc)
-		return cli_error(TALLY_EXIT_USAGE, "no program given: tally record [options] -- "
-						   "PROGRAM [ARGS]");
+	if ((rc = cli_parse(&record_command, &o, argc, argv, &first)) != 0)
+		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
 	if ((rc = collect_opts_finish(&o.c)) != 0 || (rc = record_check_overwrite(&o.c)) != 0)
 		return rc;
 	if (!o.skip_checks && (rc = record_preflight(&o.c)) != 0)
 		return rc;
-	rc = record_run_program(&o.c, argv + optind, &run);
+	rc = record_run_program(&o.c, argv + first, &run);
 	if (rc == 0) {
 		summarize(&o, &run);
 		rc = run.status;

@@ -6,7 +6,6 @@
  * written in full); 2: usage; 3: an input could not be read; 4: output failed.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,31 +19,10 @@ struct stats_opts {
 	bool force;
 };
 
-static const struct cli_opt_help stats_help[] = {
-    {"-r, --report NAME[,NAME]", "reports to run (default: nvtx_sum, cuda_api_sum,"},
-    {"", "cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum; 'all': every one)"},
-    {"", "kernel reports take :base or :mangled, as nsys's do"},
-    {"--gap-min DURATION", "gpu_gaps: shortest gap listed (default 1ms; 500us, 2s ...)"},
-    {"--util-bucket DURATION", "gpu_time_util: bucket (default: a twentieth of the span)"},
-    {"-f, --format FMT", "table (default), csv or json"},
-    {"-o, --output FILE", "write to FILE instead of standard output (never over an input)"},
-    {"--force", "replace FILE if it exists (only ever a regular file)"},
-    {"-h, --help", "show this help"},
-    {NULL, NULL},
-};
-
-static void usage(FILE *out)
+static void list_reports(FILE *out)
 {
 	unsigned i;
 
-	cli_usage(out,
-		  "tally stats [-r REPORT[,REPORT...]] [-f table|csv|json] [-o FILE] FILE|DIR...",
-		  "Summary reports with nsys's names and columns (times in ns, sizes in MB), over\n"
-		  "every process in the traces (a directory means every *.tally in it). The\n"
-		  "verdict comes first: COMPLETE, or what was lost and when.\n"
-		  "Exit 0: all COMPLETE; 1: some INCOMPLETE; 2: usage; 3: unreadable input;\n"
-		  "4: output failed.",
-		  stats_help);
 	fputs("\nreports:\n", out);
 	for (i = 0; i < report_defs_count; i++)
 		fprintf(out, "  %-24s %s%s\n", report_defs[i].name, report_defs[i].title,
@@ -52,7 +30,7 @@ static void usage(FILE *out)
 }
 
 /* One NAME or NAME:base / NAME:mangled. */
-static int add_report(struct stats_opts *o, char *name)
+static int add_report(struct stats_opts *o, char *name, char *err, size_t len)
 {
 	char *arg = strchr(name, ':');
 	enum report_name_mode mode = REPORT_NAME_DEMANGLED;
@@ -68,98 +46,67 @@ static int add_report(struct stats_opts *o, char *name)
 	}
 	r = report_find(name);
 	if (r < 0)
-		return cli_error(TALLY_EXIT_USAGE,
-				 "'%s' is not a report; 'tally stats --help' lists them", name);
-	if (arg && strcmp(arg, "base") == 0)
+		snprintf(err, len, "'%s' is not a report", cli_text(name));
+	else if (arg && strcmp(arg, "base") == 0)
 		mode = REPORT_NAME_BASE;
 	else if (arg && strcmp(arg, "mangled") == 0)
 		mode = REPORT_NAME_MANGLED;
 	else if (arg)
-		return cli_error(TALLY_EXIT_USAGE, "%s: unknown argument ':%s' (base or mangled)",
-				 name, arg);
-	if (arg && !report_defs[r].names)
-		return cli_error(TALLY_EXIT_USAGE, "%s takes no :%s", name, arg);
+		snprintf(err, len, "%s: unknown argument ':%s' (base or mangled)", name,
+			 cli_text(arg));
+	if (!err[0] && arg && !report_defs[r].names)
+		snprintf(err, len, "%s takes no :%s", name, arg);
+	if (err[0])
+		return -EINVAL;
 	o->req.reports |= 1u << r;
 	o->req.names[r] = mode;
 	return 0;
 }
 
-static int add_reports(struct stats_opts *o, const char *list)
+/* -r NAME[,NAME...], as often as wanted */
+static int add_reports(void *opts, const char *list, char *err, size_t len)
 {
 	char *copy = strdup(list), *save = NULL, *tok;
 	int rc = 0;
 
 	if (!copy)
-		return cli_error(TALLY_EXIT_ERROR, "out of memory");
+		return -ENOMEM;
 	for (tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save))
-		rc = add_report(o, tok);
+		rc = add_report(opts, tok, err, len);
 	free(copy);
 	return rc;
 }
 
-static int parse_format(const char *s, enum report_format *fmt)
-{
-	if (strcmp(s, "table") == 0)
-		*fmt = REPORT_FMT_TABLE;
-	else if (strcmp(s, "csv") == 0)
-		*fmt = REPORT_FMT_CSV;
-	else if (strcmp(s, "json") == 0)
-		*fmt = REPORT_FMT_JSON;
-	else
-		return cli_error(TALLY_EXIT_USAGE, "'%s' is not a format: table, csv or json", s);
-	return 0;
-}
+#define S struct stats_opts
+static const struct cli_option stats_options[] = {
+    CLI_CALLBACK('r', "report", "NAME[,NAME]", add_reports,
+		 "reports to run (default: nvtx_sum, cuda_api_sum,\n"
+		 "cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum; 'all': every "
+		 "one)\n"
+		 "kernel reports take :base or :mangled, as nsys's do"),
+    CLI_DURATION(S, 0, "gap-min", "DURATION", req.gap_min_ns, 0, UINT64_MAX,
+		 "gpu_gaps: shortest gap listed (default 1ms; 500us, 2s ...)"),
+    CLI_DURATION(S, 0, "util-bucket", "DURATION", req.util_bucket_ns, 0, UINT64_MAX,
+		 "gpu_time_util: bucket (default: a twentieth of the span)"),
+    CLI_CHOICE(S, 'f', "format", "FMT", fmt, cli_report_formats, "table (default), csv or json"),
+    CLI_STRING(S, 'o', "output", "FILE", output,
+	       "write to FILE instead of standard output (never over an input)"),
+    CLI_BOOL(S, 0, "force", force, "replace FILE if it exists (only ever a regular file)"),
+    CLI_END,
+};
+#undef S
 
-static int parse(int argc, char **argv, struct stats_opts *o)
-{
-	static const struct option longopts[] = {
-	    {"report", required_argument, NULL, 'r'},
-	    {"format", required_argument, NULL, 'f'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"force", no_argument, NULL, 'F'},
-	    {"gap-min", required_argument, NULL, 'g'},
-	    {"util-bucket", required_argument, NULL, 'u'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int c, rc;
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "r:f:o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'r':
-			if ((rc = add_reports(o, optarg)) != 0)
-				return rc;
-			break;
-		case 'f':
-			if ((rc = parse_format(optarg, &o->fmt)) != 0)
-				return rc;
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case 'F':
-			o->force = true;
-			break;
-		case 'g':
-		case 'u':
-			if (cli_parse_duration_ns(optarg, c == 'g' ? &o->req.gap_min_ns
-								   : &o->req.util_bucket_ns) < 0)
-				return cli_error(TALLY_EXIT_USAGE, "--%s: '%s' is not a duration",
-						 c == 'g' ? "gap-min" : "util-bucket", optarg);
-			break;
-		case 'h':
-			usage(stdout);
-			return -1;
-		default:
-			return TALLY_EXIT_USAGE;
-		}
-	}
-	if (optind >= argc)
-		return cli_error(TALLY_EXIT_USAGE,
-				 "no trace given; usage: tally stats FILE|DIR...");
-	return 0;
-}
+static const struct cli_command stats_command = {
+    .usage = "tally stats [-r REPORT[,REPORT...]] [-f table|csv|json] [-o FILE] FILE|DIR...",
+    .about = "Summary reports with nsys's names and columns (times in ns, sizes in MB), over\n"
+	     "every process in the traces (a directory means every *.tally in it). The\n"
+	     "verdict comes first: COMPLETE, or what was lost and when.\n"
+	     "Exit 0: all COMPLETE; 1: some INCOMPLETE; 2: usage; 3: unreadable input;\n"
+	     "4: output failed.",
+    .options = stats_options,
+    .more_help = list_reports,
+    .no_operand = "no trace given; usage: tally stats FILE|DIR...",
+};
 
 /* To standard output, or to -o FILE (cli_output: a temporary file renamed over it). */
 static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o,
@@ -223,13 +170,13 @@ int cmd_stats(int argc, char **argv)
 {
 	struct stats_opts o = {.fmt = REPORT_FMT_TABLE};
 	unsigned i;
-	int rc = parse(argc, argv, &o);
+	int first, rc = cli_parse(&stats_command, &o, argc, argv, &first);
 
 	if (rc)
-		return rc < 0 ? TALLY_EXIT_OK : rc;
+		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
 	if (!o.req.reports)
 		for (i = 0; i < report_defs_count; i++)
 			if (report_defs[i].by_default)
 				o.req.reports |= 1u << i;
-	return run(argv + optind, (size_t)(argc - optind), &o);
+	return run(argv + first, (size_t)(argc - first), &o);
 }

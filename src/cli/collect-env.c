@@ -14,159 +14,88 @@
 
 #define CHILD_SUFFIX_MAX 8 /* "-4194304" */
 
-enum {
-	O_OUTPUT = COLLECT_OPT_BASE,
-	O_TRACE,
-	O_DELAY,
-	O_DURATION,
-	O_CAPTURE,
-	O_DEVICES,
-	O_RANKS,
-	O_BUFSIZE,
-	O_POOL,
-	O_SLICE,
-	O_FORCE,
-	O_PY_STACKS,
-	O_NATIVE_STACKS,
-	O_STACK_DEPTH,
-};
-
-const struct option collect_longopts[] = {
-    {"output", required_argument, NULL, O_OUTPUT},
-    {"trace", required_argument, NULL, O_TRACE},
-    {"delay", required_argument, NULL, O_DELAY},
-    {"duration", required_argument, NULL, O_DURATION},
-    {"capture-range", required_argument, NULL, O_CAPTURE},
-    {"devices", required_argument, NULL, O_DEVICES},
-    {"ranks", required_argument, NULL, O_RANKS},
-    {"buffer-size", required_argument, NULL, O_BUFSIZE},
-    {"pool-buffers", required_argument, NULL, O_POOL},
-    {"flush-interval", required_argument, NULL, O_SLICE},
-    {"force", no_argument, NULL, O_FORCE},
-    {"python-stacks", no_argument, NULL, O_PY_STACKS},
-    {"native-stacks", no_argument, NULL, O_NATIVE_STACKS},
-    {"stack-depth", required_argument, NULL, O_STACK_DEPTH},
-};
-const unsigned collect_longopts_count = sizeof(collect_longopts) / sizeof(collect_longopts[0]);
-
-const struct cli_opt_help collect_help[] = {
-    {"-o, --output PATTERN", "file name; %p pid, %h host, %n sequence, %q{VAR} env variable "
-			     "(default tally-%p.tally)"},
-    {"-t, --trace LIST", "cuda,nvtx (default), or: kernel memcpy memset runtime driver sync "
-			 "overhead memory (CUDA allocations and frees)"},
-    {"--python-stacks", "the Python stack of every launch, copy and memset call"},
-    {"--native-stacks", "the native call stack (return addresses) of every launch"},
-    {"--stack-depth N", "frames kept per stack (default 32, at most 128)"},
-    {"--delay SECONDS", "start recording this long after the program starts"},
-    {"--duration SECONDS", "stop recording after this long (the file is closed then)"},
-    {"--capture-range cudaProfilerApi", "record only between cudaProfilerStart and Stop"},
-    {"--devices LIST", "keep GPU records of these device ids only (e.g. 0,1)"},
-    {"--ranks LIST", "record only these ranks (SLURM_PROCID, RANK, ...): 0 or 0,4-7"},
-    {"--buffer-size BYTES", "CUPTI buffer size (default 4M)"},
-    {"--pool-buffers N", "buffers the pool may hold (default 64)"},
-    {"--flush-interval MS", "ledger slice and periodic flush; bounds SIGKILL loss (1000)"},
-    {"-f, --force", "overwrite existing files"},
-    {NULL, NULL},
-};
-
-void collect_print_help(const char *title)
+/* --trace: the kinds the collector knows (TALLY_TRACE), comma-separated. */
+static int set_trace(void *opts, const char *arg, char *err, size_t len)
 {
-	const struct cli_opt_help *h;
+	static const char *const known[] = {"cuda",	"nvtx",	   "kernel", "memcpy",
+					    "memset",	"runtime", "driver", "sync",
+					    "overhead", "none",	   "memory", NULL};
+	const char *p = arg;
+	size_t i, n;
 
-	printf("\n%s:\n", title);
-	for (h = collect_help; h->flags; h++)
-		printf("  %-28s %s\n", h->flags, h->help);
+	for (; *p; p += n + (p[n] == ',')) {
+		n = strcspn(p, ",");
+		for (i = 0; known[i] && (strlen(known[i]) != n || strncmp(known[i], p, n)); i++)
+			;
+		if (n && !known[i]) {
+			snprintf(err, len,
+				 "unknown kind '%.*s' (use cuda, nvtx, kernel, memcpy, memset, "
+				 "runtime, driver, sync, overhead, memory)",
+				 (int)n, cli_text(p));
+			return -EINVAL;
+		}
+	}
+	((struct collect_opts *)opts)->trace = arg;
+	return 0;
 }
+
+static int set_ranks(void *opts, const char *arg, char *err, size_t len)
+{
+	if (!tally_ranks_valid(arg, err, len))
+		return -EINVAL;
+	((struct collect_opts *)opts)->ranks = arg;
+	return 0;
+}
+
+static int set_capture_range(void *opts, const char *arg, char *err, size_t len)
+{
+	if (strcmp(arg, "cudaProfilerApi") != 0) {
+		snprintf(err, len, "only cudaProfilerApi is known");
+		return -EINVAL;
+	}
+	((struct collect_opts *)opts)->capture_range = arg;
+	return 0;
+}
+
+#define C struct collect_opts
+const struct cli_option collect_options[] = {
+    CLI_STRING(C, 'o', "output", "PATTERN", output,
+	       "file name; %p pid, %h host, %n sequence, %q{VAR} env variable (default "
+	       "tally-%p.tally)"),
+    CLI_CALLBACK('t', "trace", "LIST", set_trace,
+		 "cuda,nvtx (default), or: kernel memcpy memset runtime driver sync overhead "
+		 "memory (CUDA allocations and frees)"),
+    CLI_BOOL(C, 0, "python-stacks", python_stacks,
+	     "the Python stack of every launch, copy and memset call"),
+    CLI_BOOL(C, 0, "native-stacks", native_stacks,
+	     "the native call stack (return addresses) of every launch"),
+    CLI_STRING(C, 0, "stack-depth", "N", stack_depth,
+	       "frames kept per stack (default 32, at most 128)"),
+    CLI_DURATION(C, 0, "delay", "SECONDS", delay_ns, 0, UINT64_MAX,
+		 "start recording this long after the program starts"),
+    CLI_DURATION(C, 0, "duration", "SECONDS", duration_ns, 0, UINT64_MAX,
+		 "stop recording after this long (the file is closed then)"),
+    CLI_CALLBACK(0, "capture-range", "cudaProfilerApi", set_capture_range,
+		 "record only between cudaProfilerStart and Stop"),
+    CLI_STRING(C, 0, "devices", "LIST", devices,
+	       "keep GPU records of these device ids only (e.g. 0,1)"),
+    CLI_CALLBACK(0, "ranks", "LIST", set_ranks,
+		 "record only these ranks (SLURM_PROCID, RANK, ...): 0 or 0,4-7"),
+    CLI_SIZE(C, 0, "buffer-size", "BYTES", buffer_size, 4096, UINT64_MAX,
+	     "CUPTI buffer size (default 4M)"),
+    CLI_SIZE(C, 0, "pool-buffers", "N", pool_buffers, 1, UINT64_MAX,
+	     "buffers the pool may hold (default 64)"),
+    CLI_SIZE(C, 0, "flush-interval", "MS", slice_ms, 1, UINT64_MAX,
+	     "ledger slice and periodic flush; bounds SIGKILL loss (1000)"),
+    CLI_BOOL(C, 'f', "force", force, "overwrite existing files"),
+    CLI_END,
+};
+#undef C
 
 void collect_opts_init(struct collect_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->output = "tally-%p.tally";
-}
-
-int collect_opts_parse(struct collect_opts *o, int c, const char *arg)
-{
-	switch (c) {
-	case 'o':
-	case O_OUTPUT:
-		o->output = arg;
-		return 1;
-	case 't':
-	case O_TRACE:
-		o->trace = arg;
-		return 1;
-	case O_DELAY:
-		o->delay = arg;
-		return 1;
-	case O_DURATION:
-		o->duration = arg;
-		return 1;
-	case O_CAPTURE:
-		o->capture_range = arg;
-		return 1;
-	case O_DEVICES:
-		o->devices = arg;
-		return 1;
-	case O_RANKS:
-		o->ranks = arg;
-		return 1;
-	case O_BUFSIZE:
-		o->buffer_size = arg;
-		return 1;
-	case O_POOL:
-		o->pool_buffers = arg;
-		return 1;
-	case O_SLICE:
-		o->slice_ms = arg;
-		return 1;
-	case 'f':
-	case O_FORCE:
-		o->force = true;
-		return 1;
-	case O_PY_STACKS:
-		o->python_stacks = true;
-		return 1;
-	case O_NATIVE_STACKS:
-		o->native_stacks = true;
-		return 1;
-	case O_STACK_DEPTH:
-		o->stack_depth = arg;
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-static int check_trace(const char *t)
-{
-	static const char *const known[] = {"cuda",	"nvtx",	   "kernel", "memcpy",
-					    "memset",	"runtime", "driver", "sync",
-					    "overhead", "none",	   "memory", NULL};
-	char buf[256], *tok, *save = NULL;
-	size_t i;
-
-	snprintf(buf, sizeof(buf), "%s", t);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		for (i = 0; known[i] && strcmp(known[i], tok) != 0; i++)
-			;
-		if (!known[i])
-			return cli_error(
-			    TALLY_EXIT_USAGE,
-			    "--trace: unknown kind '%s' (use cuda, nvtx, kernel, memcpy, "
-			    "memset, runtime, driver, sync, overhead)",
-			    tok);
-	}
-	return 0;
-}
-
-static int check_seconds(const char *opt, const char *v)
-{
-	uint64_t ns;
-
-	if (v && cli_parse_duration_ns(v, &ns) < 0)
-		return cli_error(TALLY_EXIT_USAGE,
-				 "%s: '%s' is not a duration (e.g. 10, 2.5, 500ms)", opt, v);
-	return 0;
 }
 
 /*
@@ -182,10 +111,10 @@ static int check_name_lengths(const char *path)
 		size_t n = strcspn(p, "/");
 
 		if (n + CHILD_SUFFIX_MAX > NAME_MAX)
-			return cli_error(TALLY_EXIT_USAGE,
-					 "--output: the name '%.40s...' would be %zu bytes; a file "
-					 "name may have %d (less %d for a child's -PID)",
-					 p, n, NAME_MAX, CHILD_SUFFIX_MAX);
+			return cli_usage_error(
+			    "--output: the name '%.40s...' would be %zu bytes; a file "
+			    "name may have %d (less %d for a child's -PID)",
+			    p, n, NAME_MAX, CHILD_SUFFIX_MAX);
 		p += n + (p[n] == '/');
 	}
 	return 0;
@@ -199,7 +128,7 @@ static int absolute_output(struct collect_opts *o)
 	int rc;
 
 	if (tally_pattern_expand(o->output, &vars, test, sizeof(test), err, sizeof(err)) < 0)
-		return cli_error(TALLY_EXIT_USAGE, "--output: %s", err);
+		return cli_usage_error("--output: %s", err);
 	if ((rc = check_name_lengths(test)) != 0)
 		return rc;
 	if (o->output[0] == '/') {
@@ -211,35 +140,14 @@ static int absolute_output(struct collect_opts *o)
 				 strerror(errno));
 	if ((size_t)snprintf(o->output_abs, sizeof(o->output_abs), "%s/%s", cwd, o->output) >=
 	    sizeof(o->output_abs))
-		return cli_error(TALLY_EXIT_USAGE, "--output: path too long");
+		return cli_usage_error("--output: path too long");
 	return 0;
 }
 
 int collect_opts_finish(struct collect_opts *o)
 {
-	char err[256];
 	int rc;
-	uint64_t v;
 
-	if (o->trace && (rc = check_trace(o->trace)) != 0)
-		return rc;
-	if ((rc = check_seconds("--delay", o->delay)) ||
-	    (rc = check_seconds("--duration", o->duration)))
-		return rc;
-	if (o->ranks && !tally_ranks_valid(o->ranks, err, sizeof(err)))
-		return cli_error(TALLY_EXIT_USAGE, "--ranks: %s", err);
-	if (o->capture_range && strcmp(o->capture_range, "cudaProfilerApi") != 0)
-		return cli_error(TALLY_EXIT_USAGE,
-				 "--capture-range: only cudaProfilerApi is known");
-	if (o->buffer_size && (cli_parse_size(o->buffer_size, &v) < 0 || v < 4096))
-		return cli_error(TALLY_EXIT_USAGE, "--buffer-size: '%s' is not a size >= 4096",
-				 o->buffer_size);
-	if (o->pool_buffers && (cli_parse_size(o->pool_buffers, &v) < 0 || !v))
-		return cli_error(TALLY_EXIT_USAGE, "--pool-buffers: '%s' is not a positive number",
-				 o->pool_buffers);
-	if (o->slice_ms && (cli_parse_size(o->slice_ms, &v) < 0 || !v))
-		return cli_error(TALLY_EXIT_USAGE, "--flush-interval: '%s' is not a number of ms",
-				 o->slice_ms);
 	if ((rc = absolute_output(o)) != 0)
 		return rc;
 	if (cli_find_collector(o->collector, sizeof(o->collector)) < 0)
@@ -259,23 +167,12 @@ static void put(struct env_var *vars, size_t *n, size_t max, const char *name, c
 	(*n)++;
 }
 
-static void put_ms(struct env_var *vars, size_t *n, size_t max, const char *name, const char *s)
+/* A number, unless 0 (unset: the collector's default). */
+static void put_uint(struct env_var *vars, size_t *n, size_t max, const char *name, uint64_t v)
 {
-	uint64_t ns;
-	char ms[32];
-
-	if (!s || cli_parse_duration_ns(s, &ns) < 0)
-		return;
-	snprintf(ms, sizeof(ms), "%llu", (unsigned long long)(ns / 1000000));
-	put(vars, n, max, name, ms);
-}
-
-static void put_size(struct env_var *vars, size_t *n, size_t max, const char *name, const char *s)
-{
-	uint64_t v;
 	char num[32];
 
-	if (!s || cli_parse_size(s, &v) < 0)
+	if (!v)
 		return;
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
 	put(vars, n, max, name, num);
@@ -299,14 +196,14 @@ size_t collect_env(const struct collect_opts *o, struct env_var *vars, size_t ma
 	}
 	put(vars, &n, max, "TALLY_OUTPUT", o->output_abs);
 	put(vars, &n, max, "TALLY_TRACE", o->trace);
-	put_ms(vars, &n, max, "TALLY_DELAY_MS", o->delay);
-	put_ms(vars, &n, max, "TALLY_DURATION_MS", o->duration);
+	put_uint(vars, &n, max, "TALLY_DELAY_MS", o->delay_ns / 1000000);
+	put_uint(vars, &n, max, "TALLY_DURATION_MS", o->duration_ns / 1000000);
 	put(vars, &n, max, "TALLY_CAPTURE_RANGE", o->capture_range);
 	put(vars, &n, max, "TALLY_DEVICES", o->devices);
 	put(vars, &n, max, "TALLY_RANKS", o->ranks);
-	put_size(vars, &n, max, "TALLY_BUFFER_SIZE", o->buffer_size);
-	put_size(vars, &n, max, "TALLY_POOL_BUFFERS", o->pool_buffers);
-	put_size(vars, &n, max, "TALLY_SLICE_MS", o->slice_ms);
+	put_uint(vars, &n, max, "TALLY_BUFFER_SIZE", o->buffer_size);
+	put_uint(vars, &n, max, "TALLY_POOL_BUFFERS", o->pool_buffers);
+	put_uint(vars, &n, max, "TALLY_SLICE_MS", o->slice_ms);
 	if (o->force)
 		put(vars, &n, max, "TALLY_FORCE", "1");
 	if (o->python_stacks)

@@ -6,9 +6,9 @@
 #ifndef TALLY_CLI_COLLECT_ENV_H
 #define TALLY_CLI_COLLECT_ENV_H
 
-#include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -16,27 +16,22 @@
 struct collect_opts {
 	const char *output; /* pattern as given */
 	char output_abs[PATH_MAX];
-	const char *trace;
-	const char *delay, *duration, *capture_range, *devices, *ranks;
-	const char *buffer_size, *pool_buffers, *slice_ms, *stack_depth;
+	const char *trace, *capture_range, *devices, *ranks, *stack_depth;
+	uint64_t delay_ns, duration_ns;		      /* 0: from the start, to the end */
+	uint64_t buffer_size, pool_buffers, slice_ms; /* 0: the collector's default */
 	bool force, python_stacks, native_stacks;
 	char collector[PATH_MAX];
 };
 
-/* Long options of the shared part, for getopt tables; ids start at COLLECT_OPT_BASE. */
-#define COLLECT_OPT_BASE 1000
-extern const struct option collect_longopts[];
-extern const unsigned collect_longopts_count;
-/* Help rows for them (terminated by {NULL, NULL}). */
-extern const struct cli_opt_help collect_help[];
-
-/* Print the shared options' help under title (for record's and env's --help). */
-void collect_print_help(const char *title);
+/*
+ * The recording options, a group in record's, env's and control's tables (cli-options.h).  An
+ * option that reaches the collector is a row here, a field above and a line in collect_env.
+ */
+extern const struct cli_option collect_options[];
 
 void collect_opts_init(struct collect_opts *o);
-/* Handle option c (from getopt_long); returns 1 if it was one of ours, 0 if not, -1 bad value. */
-int collect_opts_parse(struct collect_opts *o, int c, const char *arg);
-/* Check values, find libtally.so, make the output pattern absolute.  0 or an exit code. */
+/* Make the output pattern absolute (checking the names it makes), find libtally.so.  0 or an
+ * exit code. */
 int collect_opts_finish(struct collect_opts *o);
 
 struct env_var {

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The check table and the run loop.  One row per check, in report order; the gate files (where.c,
- * card.c, tool.c, perf.c, counters.c, children.c, output.c) hold the checks themselves.
+ * The check table and the run loop.  One row per check, in report order.  The doctor's files in
+ * layers, each calling only the layers below its own, never a file beside it (the test
+ * doctor-layers reads the built objects to hold it so):
+ *   the table and the run loop    doctor.c
+ *   the checks, one file a gate   where.c card.c tool.c perf.c counters.c children.c output.c
+ *   facts found once per run      place.c gpu.c outpath.c
+ *   the run's context and reads   sys.c
+ *   what a check says             findings.c
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,59 +60,6 @@ static const struct doctor_check checks[] = {
 };
 
 #define NCHECKS (sizeof(checks) / sizeof(checks[0]))
-
-static void vset(char *dst, size_t len, const char *fmt, va_list ap)
-{
-	vsnprintf(dst, len, fmt, ap);
-}
-
-void finding_set(struct tally_doctor_finding *f, enum tally_doctor_status st, const char *fmt, ...)
-{
-	va_list ap;
-
-	f->status = st;
-	va_start(ap, fmt);
-	vset(f->value, sizeof(f->value), fmt, ap);
-	va_end(ap);
-}
-
-void finding_source(struct tally_doctor_finding *f, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vset(f->source, sizeof(f->source), fmt, ap);
-	va_end(ap);
-}
-
-void finding_why(struct tally_doctor_finding *f, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vset(f->why, sizeof(f->why), fmt, ap);
-	va_end(ap);
-}
-
-void finding_fix(struct tally_doctor_finding *f, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vset(f->remedy, sizeof(f->remedy), fmt, ap);
-	va_end(ap);
-}
-
-void finding_unreadable(struct tally_doctor_finding *f, const char *path, int err)
-{
-	finding_source(f, "%s", path);
-	if (err == 0)
-		finding_set(f, TALLY_DOCTOR_WARN, "%s is empty", path);
-	else if (err == -ENOENT)
-		finding_set(f, TALLY_DOCTOR_SKIP, "%s does not exist here", path);
-	else
-		finding_set(f, TALLY_DOCTOR_SKIP, "cannot read %s: %s", path, strerror(-err));
-}
 
 const char *tally_doctor_status_name(enum tally_doctor_status s)
 {

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "doctor.h"
+#include "findings.h"
 
 #define DOCTOR_MAX_GPUS 64
 #define GIB		(1024ull * 1024 * 1024)
@@ -68,7 +69,7 @@ struct doctor_where {
 	char gpu_hint_src[256];
 };
 
-/* The output pattern expanded here (output.c). */
+/* The output pattern expanded here (outpath.c). */
 struct doctor_out {
 	bool has_pattern;
 	int rc; /* tally_pattern_expand's */
@@ -77,6 +78,7 @@ struct doctor_out {
 	char dir[PATH_MAX];  /* the directory it lands in, absolute and normalised */
 	unsigned unset_vars;
 	const char *rank_var; /* the variable that gives this process's rank, NULL: none */
+	bool per_rank;	      /* the pattern gives each rank its own name (%p, %n, %q{rank}) */
 	const char *rank;
 };
 
@@ -139,7 +141,7 @@ struct doctor_mount {
 int doctor_mount_of(const struct doctor_ctx *ctx, const char *path, struct doctor_mount *m);
 bool doctor_mount_opt(const char *opts, const char *opt);
 
-/* gpu.c, where.c, output.c: facts, computed on first use */
+/* gpu.c, place.c, outpath.c: facts, computed on first use */
 const struct doctor_gpu *doctor_gpu(struct doctor_ctx *ctx);
 const struct doctor_where *doctor_where(struct doctor_ctx *ctx);
 const struct doctor_out *doctor_out(struct doctor_ctx *ctx);
@@ -149,18 +151,6 @@ bool doctor_gpu_usable(struct doctor_ctx *ctx);
 void doctor_cuda_version_str(int v, char *out, size_t len);
 /* CUPTI API version to CUDA version (13000 for 130001, 12040 for 22), 0 if unknown. */
 int doctor_cupti_cuda_version(unsigned cupti);
-
-/* finding text; printf-style, truncates silently (the fields are for people) */
-void finding_set(struct tally_doctor_finding *f, enum tally_doctor_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void finding_source(struct tally_doctor_finding *f, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void finding_why(struct tally_doctor_finding *f, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void finding_fix(struct tally_doctor_finding *f, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* "SKIP" or "WARN" for a file that could not be used, with the reason in value. */
-void finding_unreadable(struct tally_doctor_finding *f, const char *path, int err);
 
 typedef void doctor_check_fn(struct doctor_ctx *ctx, struct tally_doctor_finding *f);
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Where the file lands: the output pattern expanded as tally record would expand it for this
- * process (its rank, its host), the directory it names - there, writable, room left, on a volume
- * that outlives the container - and the temporary directory the program will use.
+ * Where the file lands: the name the output pattern gives this process (outpath.c expands it),
+ * the directory it names - there, writable, room left, on a volume that outlives the container -
+ * and the temporary directory the program will use.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,84 +11,13 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "pattern.h"
 
 #define SPACE_FAIL (16 * MIB) /* less than this cannot hold a useful trace */
 #define SPACE_WARN (1 * GIB)  /* a long or busy recording can need hundreds of MiB */
 #define TMP_SMALL  (1 * GIB)
 
-static const char *const rank_vars[] = {"SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
 static const char *const size_vars[] = {"SLURM_NTASKS", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
 					"PMI_SIZE"};
-
-/* tally_pattern_vars.getenv takes no context: the run's context, for this thread. */
-static _Thread_local const struct doctor_ctx *pattern_ctx;
-
-static const char *pattern_getenv(const char *name)
-{
-	return doctor_getenv(pattern_ctx, name);
-}
-
-/* %n looks for a free name: relative names are taken from the run's current directory. */
-static bool pattern_exists(const char *path, void *arg)
-{
-	const struct doctor_ctx *ctx = arg;
-	char full[PATH_MAX];
-
-	doctor_normpath(ctx->cwd, path, full, sizeof(full));
-	return doctor_exists(ctx, full);
-}
-
-static void expand(struct doctor_ctx *ctx, struct doctor_out *o)
-{
-	struct tally_pattern_vars vars = {
-	    .pid = ctx->opts->pid ? ctx->opts->pid : getpid(),
-	    .host = ctx->fixture ? doctor_getenv_set(ctx, "HOSTNAME") : NULL,
-	    .getenv = pattern_getenv,
-	    .exists = pattern_exists,
-	    .ctx = ctx,
-	};
-	char name[PATH_MAX];
-	char *slash;
-
-	if (ctx->fixture && !vars.host)
-		vars.host = "fixture-host";
-	pattern_ctx = ctx;
-	o->rc = tally_pattern_expand(ctx->opts->pattern, &vars, name, sizeof(name), o->err,
-				     sizeof(o->err));
-	pattern_ctx = NULL;
-	o->unset_vars = vars.unset_vars;
-	if (o->rc < 0) {
-		snprintf(o->dir, sizeof(o->dir), "%s", ctx->cwd);
-		return;
-	}
-	doctor_normpath(ctx->cwd, name, o->name, sizeof(o->name));
-	snprintf(o->dir, sizeof(o->dir), "%s", o->name);
-	slash = strrchr(o->dir, '/');
-	if (slash == o->dir)
-		o->dir[1] = '\0';
-	else if (slash)
-		*slash = '\0';
-}
-
-const struct doctor_out *doctor_out(struct doctor_ctx *ctx)
-{
-	struct doctor_out *o = &ctx->out;
-	size_t i;
-
-	if (ctx->out_done)
-		return o;
-	ctx->out_done = true;
-	for (i = 0; i < sizeof(rank_vars) / sizeof(rank_vars[0]) && !o->rank_var; i++)
-		if ((o->rank = doctor_getenv_set(ctx, rank_vars[i])))
-			o->rank_var = rank_vars[i];
-	o->has_pattern = ctx->opts->pattern != NULL;
-	if (o->has_pattern)
-		expand(ctx, o);
-	else
-		doctor_normpath(ctx->cwd, ".", o->dir, sizeof(o->dir));
-	return o;
-}
 
 /* The first %q{VAR} of the pattern that is unset here, copied to out; false if none. */
 static bool unset_var(struct doctor_ctx *ctx, char *out, size_t len)
@@ -122,22 +51,6 @@ static long world_size(struct doctor_ctx *ctx, const char **var)
 		}
 	}
 	return 0;
-}
-
-/* Does the pattern give each rank its own name (%p, %n, or %q{a rank variable})? */
-static bool per_rank(const char *pattern)
-{
-	char q[64];
-	size_t i;
-
-	if (strstr(pattern, "%p") || strstr(pattern, "%n"))
-		return true;
-	for (i = 0; i < sizeof(rank_vars) / sizeof(rank_vars[0]); i++) {
-		snprintf(q, sizeof(q), "%%q{%s}", rank_vars[i]);
-		if (strstr(pattern, q))
-			return true;
-	}
-	return false;
 }
 
 void check_output_name(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
@@ -174,7 +87,7 @@ void check_output_name(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 			    var);
 		return;
 	}
-	if (ranks > 1 && !per_rank(ctx->opts->pattern)) {
+	if (ranks > 1 && !o->per_rank) {
 		finding_set(f, TALLY_DOCTOR_WARN, "%s: the same name for all %ld ranks (%s)",
 			    o->name, ranks, size_var);
 		return;

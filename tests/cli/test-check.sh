@@ -5,14 +5,7 @@ set -u
 TALLY=$1 TESTSRC=$2 SRC=$3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
-expect_rc() { # name want cmd...
-	name=$1 want=$2; shift 2
-	"$@" >"$T/out" 2>"$T/err"; rc=$?
-	if [ "$rc" -eq "$want" ]; then ok "$name (exit $rc)"; else bad "$name: exit $rc, want $want"; cat "$T/out" "$T/err"; fi
-}
+. "$(dirname "$0")/../lib.sh"
 json_get() { # file python-expression-on-d
 	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
 }
@@ -67,4 +60,4 @@ for f in "$SRC"/data/*.tally; do
 	"$TALLY" check "$f" >/dev/null 2>&1; rc=$?
 	[ $rc -le 1 ] && ok "sample $(basename "$f") reads (exit $rc)" || bad "sample $(basename "$f") exit $rc"
 done
-exit $fail
+finish

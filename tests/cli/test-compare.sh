@@ -6,15 +6,7 @@ set -u
 TALLY=$1 TESTSRC=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
-expect_rc() { # name want cmd...
-	name=$1 want=$2; shift 2
-	"$@" >"$T/out" 2>"$T/err"; rc=$?
-	if [ "$rc" -eq "$want" ]; then ok "$name (exit $rc)"; else bad "$name: exit $rc, want $want"; cat "$T/out" "$T/err"; fi
-	[ "$rc" -lt 128 ] || bad "$name: killed by a signal ($rc)"
-}
+. "$(dirname "$0")/../lib.sh"
 # json FILE PYTHON-EXPRESSION over d (the document): passes when it is true
 json() {
 	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"
@@ -95,4 +87,4 @@ expect_rc "not a trace" 3 "$TALLY" compare "$T/junk.tally" "$T/a.tally"
 expect_rc "help" 0 "$TALLY" compare --help
 mkdir "$T/da" "$T/db" && cp "$T/a.tally" "$T/da/" && cp "$T/b.tally" "$T/db/"
 expect_rc "directories" 0 "$TALLY" compare "$T/da" "$T/db"
-exit $fail
+finish

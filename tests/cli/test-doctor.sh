@@ -10,14 +10,7 @@ TALLY=$(abs "$1") SRC=$(cd "$2" && pwd) FAKE=$(cd "$3" && pwd)
 FIX=$SRC/fixtures/doctor DOCS=$SRC/../docs/doctor.md
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
-run() { # name want-rc cmd...: output in $T/out, $T/err
-	name=$1 want=$2; shift 2
-	"$@" >"$T/out" 2>"$T/err"; rc=$?
-	if [ "$rc" -eq "$want" ]; then ok "$name (exit $rc)"; else bad "$name: exit $rc, want $want"; cat "$T/out" "$T/err"; fi
-}
+. "$(dirname "$0")/../lib.sh"
 any() { # name cmd...: exit 0 or 1 (the rest of this machine decides which)
 	name=$1; shift
 	"$@" >"$T/out" 2>"$T/err"; rc=$?
@@ -42,7 +35,7 @@ for dir in "$FIX"/*/; do
 	"$TALLY" doctor --root "$dir" --json >"$T/fx-$f.json" 2>"$T/err"
 	echo $? >"$T/fx-$f.rc"
 done
-python3 - "$T" "$DOCS" <<'PY' || fail=1
+python3 - "$T" "$DOCS" <<'PY' || bad "fixtures: --json against the schema and docs/doctor.md (above)"
 import glob, json, os, sys
 docs = open(sys.argv[2]).read()
 keys = {"id", "gate", "status", "needed_for_tracing", "can_block", "value", "source", "why", "remedy"}
@@ -73,40 +66,40 @@ sys.exit(bad)
 PY
 
 # situations, through the command line
-run "host with a GPU: can record" 0 "$TALLY" doctor --root "$FIX/host-gpu" -o '/home/alice/proj/t_%p'
+expect_rc "host with a GPU: can record" 0 "$TALLY" doctor --root "$FIX/host-gpu" -o '/home/alice/proj/t_%p'
 has "verdict line" "recording can proceed: 19 OK, 0 WARN, 0 FAIL, 3 SKIP"
 if grep -q "$(printf '\033')" "$T/out"; then bad "no colour when not a terminal"; else ok "no colour when not a terminal"; fi
-run "NGC image without --gpus: blocked" 1 "$TALLY" doctor --root "$FIX/docker-no-gpus"
+expect_rc "NGC image without --gpus: blocked" 1 "$TALLY" doctor --root "$FIX/docker-no-gpus"
 has "blocked by card.driver" "recording is BLOCKED"
 has "the --gpus fix" 'fix: start the container with `--gpus all`'
 has "why line under a FAIL" "        why: a GPU is expected here (NVIDIA_VISIBLE_DEVICES=all)"
-run "login node: warns, does not block" 0 "$TALLY" doctor --root "$FIX/slurm-login"
+expect_rc "login node: warns, does not block" 0 "$TALLY" doctor --root "$FIX/slurm-login"
 has "login node remedy" 'login node: run inside `srun --gpus=1 ...`'
 any "perf 4 is not a warning" "$TALLY" doctor --root "$FIX/perf-paranoid-4" --json
 check "perf.paranoid ok, not needed" 'c["perf.paranoid"]["status"] == "ok" and not c["perf.paranoid"]["needed_for_tracing"] and "--cap-add=SYS_ADMIN" in c["perf.paranoid"]["remedy"]'
-run "full output disk" 1 "$TALLY" doctor --root "$FIX/output" -o /full/trace --json
+expect_rc "full output disk" 1 "$TALLY" doctor --root "$FIX/output" -o /full/trace --json
 check "output.space fail" 'c["output.space"]["status"] == "fail" and d["blocking"] == ["tool.collector", "output.space"]'
-run "docker: trace inside the container" 0 "$TALLY" doctor --root "$FIX/docker" -o /out/trace
+expect_rc "docker: trace inside the container" 0 "$TALLY" doctor --root "$FIX/docker" -o /out/trace
 has "volume remedy" 'fix: mount a volume and write there: `docker run -v $PWD:/work -w /work ...`'
-run "per-rank pattern in a Slurm job" 0 "$TALLY" doctor --root "$FIX/slurm-job-gpu" -o 'trace_%q{SLURM_PROCID}' --json
+expect_rc "per-rank pattern in a Slurm job" 0 "$TALLY" doctor --root "$FIX/slurm-job-gpu" -o 'trace_%q{SLURM_PROCID}' --json
 check "expanded per rank" 'd["output"] == "/scratch/alice/run/trace_3.tally" and d["output_pattern"] == "trace_%q{SLURM_PROCID}"'
-run "relative --root" 0 sh -c "cd '$FIX' && '$TALLY' doctor --root host-gpu"
+expect_rc "relative --root" 0 sh -c "cd '$FIX' && '$TALLY' doctor --root host-gpu"
 
 any "--root / is this system" "$TALLY" doctor --root / --json
 check "the collector is looked for beside tally" '"unset here" not in c["tool.collector"]["value"] and d["root"] == "/"'
 
 # usage errors
-run "unknown option" 2 "$TALLY" doctor --frobnicate
+expect_rc "unknown option" 2 "$TALLY" doctor --frobnicate
 grep -q frobnicate "$T/err" && ok "option named on stderr" || bad "option named on stderr"
-run "stray argument" 2 "$TALLY" doctor extra
-run "missing --root" 2 "$TALLY" doctor --root "$T/nope"
+expect_rc "stray argument" 2 "$TALLY" doctor extra
+expect_rc "missing --root" 2 "$TALLY" doctor --root "$T/nope"
 : >"$T/file"
-run "--root is a file" 2 "$TALLY" doctor --root "$T/file"
-run "bad pattern" 2 "$TALLY" doctor -o 'trace%x'
+expect_rc "--root is a file" 2 "$TALLY" doctor --root "$T/file"
+expect_rc "bad pattern" 2 "$TALLY" doctor -o 'trace%x'
 grep -q "unknown pattern" "$T/err" && ok "pattern error explained" || bad "pattern error explained"
-run "help" 0 "$TALLY" doctor --help
+expect_rc "help" 0 "$TALLY" doctor --help
 has "help lists --root" "--root DIR"
-run "help through tally help" 0 "$TALLY" help doctor
+expect_rc "help through tally help" 0 "$TALLY" help doctor
 
 # the real probe: dlopen of a stand-in libcuda.so.1, from an empty environment
 E="env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH=$FAKE TALLY_COLLECTOR=$FAKE/libcuda.so.1"
@@ -114,6 +107,6 @@ any "fake driver" sh -c "cd '$T' && $E '$TALLY' doctor --json"
 check "driver loaded, devices and UUIDs" 'c["card.driver"]["status"] == "ok" and "libcuda.so.1" in c["card.driver"]["value"] and "Fake GPU 1 GPU-10111213-1415-1617-1819-1a1b1c1d1e1f" in c["card.devices"]["value"]'
 any "injection hidden from cuInit" sh -c "cd '$T' && $E CUDA_INJECTION64_PATH=/opt/other/libinject.so '$TALLY' doctor --json"
 check "cuInit saw no injection; the stranger is named" 'c["card.driver"]["status"] == "ok" and c["tool.subscriber"]["status"] == "warn" and "libinject.so" in c["tool.subscriber"]["value"]'
-run "driver mismatch blocks" 1 sh -c "cd '$T' && $E FAKE_CUDA_INIT=803 '$TALLY' doctor --json"
+expect_rc "driver mismatch blocks" 1 sh -c "cd '$T' && $E FAKE_CUDA_INIT=803 '$TALLY' doctor --json"
 check "mismatch named with its fix" 'c["card.driver"]["status"] == "fail" and "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" in c["card.driver"]["value"] and "different versions" in c["card.driver"]["remedy"]'
-exit $fail
+finish

@@ -6,9 +6,7 @@ set -u
 TALLY=$1 TESTSRC=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
+. "$(dirname "$0")/../lib.sh"
 check() { # name python-condition over d (the stats JSON) and g (the gpu_gaps rows)
 	python3 - "$T/g.json" "$2" <<'PY' && ok "$1" || { bad "$1"; cat "$T/g.json" | head -60; }
 import json, sys
@@ -51,4 +49,4 @@ check "complete trace: both gaps idle" 'len(dev) == 2 and all(x["Class"] == "idl
 "$TALLY" export -q -f chrome -o "$T/g.json.chrome" "$T/g.tally" 2>/dev/null
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); n=[e for e in d['traceEvents'] if 'not proven idle' in e.get('name','')]; sys.exit(0 if n and all(e['tid']==999999999 for e in n) and all(abs(e['dur']-n[0]['dur'])<1 for e in n) else 1)" "$T/g.json.chrome" \
 	&& ok "chrome: the unproven gap on the loss track" || bad "chrome unproven gap"
-exit $fail
+finish

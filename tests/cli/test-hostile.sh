@@ -8,9 +8,7 @@ TALLY=$1 CRAFT=$2 SRC=$3 TESTSRC=$4
 TALLY=$(cd "$(dirname "$TALLY")" && pwd)/$(basename "$TALLY") # some cases change directory
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
+. "$(dirname "$0")/../lib.sh"
 
 # Under AddressSanitizer the address space is terabytes of shadow: limit resident memory
 # through ASan instead of ulimit -v, and give time for its slowdown.
@@ -300,4 +298,4 @@ run "record: a refusal" 0 20 512 "$TALLY" record --no-checks -o "$T/r.tally" -- 
 has "record: the refusal shown" "not recorded" "$T/err"
 hasnt "record: no contradicting reason" "never initialised CUDA" "$T/err"
 
-exit $fail
+finish

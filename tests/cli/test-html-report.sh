@@ -7,16 +7,14 @@
 # Skips (77) without Chromium; scripts/install-deps.sh installs it for CI.
 # Usage: test-html-report.sh TALLY TESTSRC SRCDIR
 set -u
+. "$(dirname "$0")/../lib.sh"
 TALLY=$1 TESTSRC=$2 SRC=$3
 CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
-[ -n "$CHROME" ] || { echo "SKIP: no chromium (apt-get install chromium)"; exit 77; }
+[ -n "$CHROME" ] || skip "no chromium (apt-get install chromium)"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 SHOTS=${TALLY_REPORT_SHOTS:-$T}
 mkdir -p "$SHOTS"
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
 
 # The browser gets its own profile and a time limit: a page that never settles must not hang CI.
 browse() { # what html out...
@@ -92,4 +90,4 @@ echo "not a trace" >"$T/junk.tally"
 [ "$rc" -eq 3 ] && [ ! -e "$T/junk.html" ] && ok "not a trace: exit 3, no page" || bad "junk: exit $rc"
 "$TALLY" report -q --force --strict -o "$T/l.html" "$SRC/data/lossy.tally" 2>/dev/null; rc=$?
 [ "$rc" -eq 1 ] && [ -s "$T/l.html" ] && ok "--strict: INCOMPLETE exits 1, page written" || bad "--strict: exit $rc"
-exit $fail
+finish

@@ -6,16 +6,7 @@ set -u
 TALLY=$1 TESTSRC=$2 SRC=$3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
-expect_rc() { # name want cmd...
-	name=$1 want=$2; shift 2
-	"$@" >"$T/out" 2>"$T/err"; rc=$?
-	if [ "$rc" -eq "$want" ]; then ok "$name (exit $rc)"; else bad "$name: exit $rc, want $want"; cat "$T/out" "$T/err"; fi
-	# a crash is never an acceptable answer, whatever the code
-	[ "$rc" -lt 128 ] || bad "$name: killed by a signal ($rc)"
-}
+. "$(dirname "$0")/../lib.sh"
 has() { # name file pattern
 	if grep -q -- "$3" "$2"; then ok "$1"; else bad "$1: no '$3' in"; cat "$2"; fi
 }
@@ -129,4 +120,4 @@ for f in "$SRC"/data/*.tally; do
 	"$TALLY" export -q -f chrome --force -o "$T/s.json" "$f" 2>/dev/null && python3 -m json.tool "$T/s.json" >/dev/null \
 		&& ok "sample $(basename "$f") chrome parses" || bad "sample chrome $(basename "$f")"
 done
-exit $fail
+finish

@@ -1,11 +1,11 @@
 #!/bin/sh
 # elf-check.sh FILE...: each file needs only glibc's libraries, at most GLIBC_2.34, and carries
-# no run path into the build machine.  Prints one line per file; exit 1 if any fails.
+# no run path into the build machine.  Prints one line per file; exit 1 if any fails (or none given).
 # The ceiling: glibc 2.34 (Ubuntu 22.04, RHEL 9, Debian 12) is the oldest tally supports.
 set -u
+. "$(dirname "$0")/../lib.sh"
 allowed=" libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-linux-x86-64.so.2 "
 ceiling=2.34
-rc=0
 for f in "$@"; do
 	bad=""
 	for lib in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
@@ -19,10 +19,9 @@ for f in "$@"; do
 	path=$(readelf -d "$f" | sed -n 's/.*(R.*PATH).*\[\(.*\)\]/\1/p')
 	case "$path" in "" | '$ORIGIN'*) ;; *) bad="$bad run path $path;" ;; esac
 	if [ -n "$bad" ]; then
-		echo "FAIL $f:$bad"
-		rc=1
+		bad "$f:$bad"
 	else
-		echo "ok   $f: GLIBC_$top at most, needs $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+		ok "$f: GLIBC_$top at most, needs $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
 	fi
 done
-exit $rc
+finish

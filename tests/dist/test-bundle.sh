@@ -10,9 +10,7 @@ BUILD=$1 SRC=$2
 T=$(mktemp -d)
 mounted=""
 trap '[ -z "$mounted" ] || umount "$mounted"; rm -rf "$T"' EXIT
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
+. "$(dirname "$0")/../lib.sh"
 N=2000
 
 # Everything the bundle is run with is copied out of the build tree first.
@@ -20,7 +18,7 @@ mkdir -p "$T/app" "$T/own" "$T/out"
 cp "$3" "$T/app/fakeapp"
 cp "$4" "$T/app/libcupti.so.13"
 cp "$4" "$T/own/libcupti.so.13"
-tarball=$("$SRC/scripts/dist.sh" "$BUILD" "$T/dist") || { echo "FAIL dist.sh"; exit 1; }
+tarball=$("$SRC/scripts/dist.sh" "$BUILD" "$T/dist") || { bad "dist.sh"; finish; }
 case "$tarball" in */tally-*-linux-x86_64.tar.gz) ok "packed $(basename "$tarball")" ;; *) bad "archive name $tarball" ;; esac
 mkdir -p "$T/unpacked/deep/er"
 tar -C "$T/unpacked/deep/er" --strip-components=1 -xzf "$tarball"
@@ -30,7 +28,7 @@ for f in bin/tally lib/tally/libtally.so share/doc/tally/README.md share/doc/tal
 	[ -f "$B/$f" ] && ok "bundle has $f" || bad "bundle lacks $f"
 done
 [ ! -e "$B/lib/tally/libcupti.so.13" ] && ok "no CUPTI without WITH_CUPTI" || bad "CUPTI bundled unasked"
-"$SRC/tests/dist/elf-check.sh" "$B/bin/tally" "$B/lib/tally/libtally.so" || fail=1
+"$SRC/tests/dist/elf-check.sh" "$B/bin/tally" "$B/lib/tally/libtally.so" || bad "the bundle's ELF files (above)"
 
 # Read-only, at another path; where mounting is not allowed, the unpacked tree itself.
 mkdir -p "$T/opt/tally"
@@ -164,4 +162,4 @@ PY
 else
 	echo "note: no toolkit CUPTI here: WITH_CUPTI=1 not tested"
 fi
-exit $fail
+finish

@@ -5,33 +5,30 @@
 # already installed (it is not ours to replace).
 # Usage: test-deb.sh BUILD FAKEAPP FAKECUPTI13
 set -u
+. "$(dirname "$0")/../lib.sh"
 BUILD=$1
-[ "$(id -u)" = 0 ] || { echo "skip: installing a package needs root"; exit 77; }
-command -v apt-get >/dev/null && command -v cpack >/dev/null || { echo "skip: no apt-get or cpack"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "installing a package needs root"
+command -v apt-get >/dev/null && command -v cpack >/dev/null || skip "no apt-get or cpack"
 if dpkg-query -W -f='${Status}' tally 2>/dev/null | grep -q "install ok"; then
-	echo "skip: a tally package is already installed here"
-	exit 77
+	skip "a tally package is already installed here"
 fi
 T=$(mktemp -d)
 installed=""
 # Other engineers' apt runs may hold the dpkg lock for a while: wait for it, do not fail.
 apt() { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 -y -qq "$@"; }
 trap '[ -z "$installed" ] || apt purge tally >/dev/null 2>&1; rm -rf "$T"' EXIT
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
 N=1500
 mkdir -p "$T/app" "$T/out"
 cp "$2" "$T/app/fakeapp"
 cp "$3" "$T/app/libcupti.so.13"
 
 cpack -G DEB -B "$T/deb" --config "$BUILD/CPackConfig.cmake" >"$T/cpack.log" 2>&1 ||
-	{ cat "$T/cpack.log"; echo "FAIL cpack"; exit 1; }
+	{ cat "$T/cpack.log"; bad "cpack"; finish; }
 deb=$(ls "$T"/deb/tally_*.deb 2>/dev/null | head -1)
-[ -n "$deb" ] && ok "built $(basename "$deb")" || { echo "FAIL no .deb"; exit 1; }
+[ -n "$deb" ] && ok "built $(basename "$deb")" || { bad "no .deb"; finish; }
 installed=1
 apt install --no-install-recommends "$deb" >"$T/apt.log" 2>&1 ||
-	{ cat "$T/apt.log"; bad "apt-get install"; exit 1; }
+	{ cat "$T/apt.log"; bad "apt-get install"; finish; }
 ok "apt-get install ./$(basename "$deb")"
 
 run() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$T" "$@"; }
@@ -63,4 +60,4 @@ else
 	cat "$T/rec.err"
 fi
 apt purge tally >/dev/null 2>&1 && installed="" && [ ! -e /usr/bin/tally ] && ok "purged" || bad "purge"
-exit $fail
+finish

@@ -10,14 +10,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:det
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 N=3000
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
-expect_rc() { # name want cmd...
-	name=$1 want=$2; shift 2
-	"$@" >"$T/out" 2>"$T/err"; rc=$?
-	if [ "$rc" -eq "$want" ]; then ok "$name (exit $rc)"; else bad "$name: exit $rc, want $want"; cat "$T/out" "$T/err"; fi
-}
+. "$(dirname "$0")/../lib.sh"
 py() { python3 -c "$1" "$T" "$N" && ok "$2" || bad "$2"; }
 
 # Plenty of buffer space: nothing lost; every round's traces kept, named by configuration.
@@ -73,4 +66,4 @@ expect_rc "no program" 2 "$TALLY" control -o "$T/u"
 expect_rc "directory exists" 2 "$TALLY" control -o "$T/c" -- "$APP" exit 10
 expect_rc "bad rounds" 2 "$TALLY" control -n 0 -- "$APP" exit 10
 expect_rc "help" 0 "$TALLY" control --help
-exit $fail
+finish

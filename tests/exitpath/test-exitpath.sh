@@ -21,9 +21,7 @@ TSAN=$(ldd "$APP" | grep -c 'libtsan')
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 N=3000
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
+. "$(dirname "$0")/../lib.sh"
 
 # run NAME MODE WANT_RC [env...]: records fakeapp MODE into $T/NAME/ (set TALLY_CMD to run
 # another program than fakeapp)
@@ -122,7 +120,7 @@ if [ "$TSAN" -eq 0 ]; then
 	expect fork-session 0 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000) and n == 2'
 	expect fork-session 1 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000)'
 else
-	printf 'skip fork-session: TSan cannot start threads in a fork child\n'
+	skipped "fork-session: TSan cannot start threads in a fork child"
 fi
 
 # every exec variant closes first (glibc's execl* do not go through the exported execve)
@@ -172,9 +170,9 @@ ready() {
 	while [ ! -s "$1" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 	[ -s "$1" ] || bad "$1: the program never got ready"
 }
-# finish NAME WANT_RC: wait for tally record (a minute at most: then its group is killed and
+# await_exit NAME WANT_RC: wait for tally record (a minute at most: then its group is killed and
 # the test fails) and check its exit status
-finish() {
+await_exit() {
 	i=0
 	while kill -0 $bg 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 	kill -0 $bg 2>/dev/null && { bad "$1: still running after a minute"; kill -KILL "-$bg" $bg; }
@@ -211,10 +209,10 @@ for sig in TERM INT; do
 	want=143
 	[ "$sig" = INT ] && want=130
 	for to in to_group to_tally to_app; do
-		[ "$TSAN" -ne 0 ] && [ $to = to_tally ] && { printf 'skip %s-to_tally under TSan\n' "$sig"; continue; }
+		[ "$TSAN" -ne 0 ] && [ $to = to_tally ] && { skipped "$sig-to_tally under TSan"; continue; }
 		start "$sig-$to" wait
 		$to "$sig"
-		finish "$sig-$to" "$want"
+		await_exit "$sig-$to" "$want"
 		expect "$sig-$to" 0 "v == 'COMPLETE' and k['kernel'] == L == 3000 and s['ledger']['flush_path'] == 'signal' and c['signal'] == c['signal_received'] == $want - 128 and c['signals_received'] >= 1 and c['signal_sender'] == $$"
 		[ $to = to_group ] && untraced "$sig-$to" wait to_group "$sig"
 	done
@@ -236,38 +234,38 @@ to_app TERM
 in_close TERM-twice 15
 to_app CONT
 to_app TERM
-finish TERM-twice 143
+await_exit TERM-twice 143
 expect TERM-twice 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and c["signal_received"] == 15 and c["signals_received"] == 2 and c["signal_to_close_ns"] >= 4e9'
 start INT-twice wait FAKECUPTI_SLOW_FLUSH_MS=4000 TALLY_FLUSH_TIMEOUT_MS=30000
 to_group INT
 in_close INT-twice 2
 to_group INT
-finish INT-twice 130
+await_exit INT-twice 130
 expect INT-twice 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and c["signal_received"] == 2 and c["signals_received"] >= 2'
 
 # every other signal whose default action ends the process, and a sent crash signal: the
 # program ends as it would untraced (138, 139: killed by the signal), with the trace closed
 start usr1 wait
 to_app USR1
-finish usr1 138
+await_exit usr1 138
 expect usr1 0 'v == "COMPLETE" and k["kernel"] == L and s["ledger"]["flush_path"] == "signal" and c["signal"] == 10'
 untraced usr1 wait to_app USR1
 start segv-sent wait
 to_app SEGV
-finish segv-sent 139
+await_exit segv-sent 139
 expect segv-sent 0 'v == "COMPLETE" and k["kernel"] == L and s["ledger"]["flush_path"] == "crash" and c["signal"] == 11'
 untraced segv-sent wait to_app SEGV
 
 # the program's own SIGINT handler, installed after CUDA started: it runs, the program goes on
 start own-handler own-handler
 to_app INT
-finish own-handler 0
+await_exit own-handler 0
 expect own-handler 0 'v == "COMPLETE" and k["kernel"] == L == 6000 and s["ledger"]["flush_path"] == "exit"'
 
 # handles SIGINT, then resets it to SIG_DFL and kills itself (Python's way): killed by SIGINT
 start dfl-raise dfl-raise
 to_app INT
-finish dfl-raise 130
+await_exit dfl-raise 130
 expect dfl-raise 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "signal" and c["signal"] == 2'
 untraced dfl-raise dfl-raise to_app INT
 
@@ -275,11 +273,11 @@ untraced dfl-raise dfl-raise to_app INT
 if [ "$SANITIZED" -eq 0 ]; then
 	TALLY_CMD="python3 $HERE/pyapp.py" start python python
 	to_group INT
-	finish python 130
+	await_exit python 130
 	expect python 0 'v == "COMPLETE" and k["kernel"] == L == 3000 and s["ledger"]["flush_path"] == "signal" and c["signal"] == 2'
 	TALLY_CMD="python3 $HERE/pyapp.py" untraced python python to_group INT
 else
-	printf 'skip python: a sanitizer build cannot be preloaded into python3\n'
+	skipped "python: a sanitizer build cannot be preloaded into python3"
 fi
 
 # ignores SIGTERM: must not die of one (nor of tally's forwarded copy), and ends normally
@@ -288,7 +286,7 @@ to_group TERM
 sleep 1
 kill -0 "$app" 2>/dev/null && ok "ignore-term: alive after SIGTERM" || bad "ignore-term: died of SIGTERM"
 : >"$T/ignore-term/go"
-finish ignore-term 0
+await_exit ignore-term 0
 expect ignore-term 0 'v == "COMPLETE" and k["kernel"] == L == 6000 and s["ledger"]["flush_path"] == "exit" and c["signals_received"] == 0'
 
 # ---- tally's forwarded copy never adds a delivery ------------------------------------------
@@ -305,7 +303,7 @@ stops() {
 	name=$1 want=$2 kernels=$3; shift 3
 	start "$name" count-stops
 	"$@"
-	finish "$name" 0
+	await_exit "$name" 0
 	got=$(grep '^stopped ' "$T/$name/stdout")
 	[ "$got" = "$want" ] && ok "$name: the program got $want" || bad "$name: the program got '$got', want '$want'"
 	expect "$name" 0 "v == 'COMPLETE' and k['kernel'] == L == $kernels and s['ledger']['flush_path'] == 'exit'"
@@ -336,7 +334,7 @@ start kill-in-close wait FAKECUPTI_HANG_FLUSH=1 TALLY_FLUSH_TIMEOUT_MS=120000
 to_app TERM
 in_close kill-in-close 15
 to_app KILL
-finish kill-in-close 137
+await_exit kill-in-close 137
 expect kill-in-close 0 'v == "INCOMPLETE" and not s["ledger"]["final"] and c["signal_received"] == 15 and "SIGTERM at +" in why and "did not finish" in why and "SIGKILL, OOM" not in why'
 
 # a full disk: what fits is readable, the rest is counted as lost
@@ -397,7 +395,7 @@ if [ "$SANITIZED" -eq 0 ]; then
 	[ -n "$last" ] && [ "$got" = "$want" ] && ok "names: -PID only when the name is taken ($got)" \
 		|| { bad "names: got '$got', want '$want'"; cat "$T/qname/stderr"; }
 else
-	printf 'skip names: a sanitizer build cannot be preloaded into sh\n'
+	skipped "names: a sanitizer build cannot be preloaded into sh"
 fi
 
 # no overwrite without --force
@@ -410,4 +408,4 @@ mkdir -p "$T/force" && : >"$T/force/fixed.tally"
 # the program cannot be found: a clear error, status 127 as a shell gives
 "$TALLY" record -o "$T/%p.tally" -- /nonexistent/prog >/dev/null 2>"$T/nf"; rc=$?
 [ $rc -eq 127 ] && grep -q "cannot run" "$T/nf" && ok "missing program: 127" || bad "missing program ($rc)"
-exit $fail
+finish

@@ -7,6 +7,7 @@
 # function's, without the clone's suffix, and the line is the caller's, not the helper's.
 # Usage: test-nativestacks.sh TALLY FAKENATIVE FAKECUPTI
 set -u
+. "$(dirname "$0")/../lib.sh"
 # Under the sanitizer builds libtally.so is preloaded ahead of the sanitizer runtime (and python3
 # is not built with it): as test-exitpath.sh does.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
@@ -15,8 +16,8 @@ export TALLY_CUPTI_PATH=$3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "$TALLY" record --native-stacks -o "$T/n.tally" -- "$APP" >"$T/out" 2>"$T/err" ||
-	{ cat "$T/err"; echo "FAIL record"; exit 1; }
-"$TALLY" stats -r cuda_kern_stack_sum --format csv "$T/n.tally" >"$T/stats.csv" 2>&1 || { echo "FAIL stats"; exit 1; }
+	{ cat "$T/err"; bad "record"; finish; }
+"$TALLY" stats -r cuda_kern_stack_sum --format csv "$T/n.tally" >"$T/stats.csv" 2>&1 || { bad "stats"; finish; }
 python3 - "$T/out" "$T/stats.csv" <<'PY'
 import csv, re, sys
 want = {}
@@ -38,6 +39,5 @@ for func, (line, n) in want.items():
         fail = True
 sys.exit(1 if fail else 0)
 PY
-rc=$?
-[ $rc -eq 0 ] && echo "ok   native stacks, symbolized, name the launching functions and lines" || echo "FAIL native stacks"
-exit $rc
+[ $? -eq 0 ] && ok "native stacks, symbolized, name the launching functions and lines" || bad "native stacks"
+finish

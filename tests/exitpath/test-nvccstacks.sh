@@ -9,17 +9,18 @@
 # Usage: test-nvccstacks.sh TALLY FAKECUDART_DIR FAKECUPTI SOURCE_DIR
 # Exits 77 (skip) without nvcc.
 set -u
+. "$(dirname "$0")/../lib.sh"
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
 TALLY=$1 CUDART=$2 SRC=$4
 export TALLY_CUPTI_PATH=$3
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-[ -x "$NVCC" ] || { echo "SKIP: no nvcc"; exit 77; }
+[ -x "$NVCC" ] || skip "no nvcc"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 # check OPT: stacks.cu built with nvcc OPT, recorded, and its innermost user frames checked
 check() {
 	"$NVCC" "$1" -g -arch=sm_90 -cudart shared -o "$T/stacks$1" "$SRC/tests/gpu/stacks.cu" \
-		>"$T/nvcc" 2>&1 || { cat "$T/nvcc"; echo "SKIP: nvcc cannot build stacks.cu here"; exit 77; }
+		>"$T/nvcc" 2>&1 || { cat "$T/nvcc"; skip "nvcc cannot build stacks.cu here"; }
 	LD_LIBRARY_PATH="$CUDART${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$TALLY" record --native-stacks \
 		-o "$T/n$1.tally" -- "$T/stacks$1" launches >"$T/out$1" 2>"$T/err" ||
 		{ cat "$T/err"; echo "FAIL record"; return 1; }
@@ -44,16 +45,15 @@ for func, (line, n) in want.items():
 sys.exit(1 if fail else 0)
 PY
 }
-rc=0
 # -O2 as on the GPU machines: GCC clones the functions (solver_step(int) [clone .constprop.0])
 # and inlines the kernel's host side at each <<<>>>
-check -O2 && echo "ok   nvcc -O2: innermost user frames name the launching functions and lines" ||
-	{ echo "FAIL nvcc -O2 native stacks"; rc=1; }
+check -O2 && ok "nvcc -O2: innermost user frames name the launching functions and lines" ||
+	bad "nvcc -O2 native stacks"
 nm -C "$T/stacks-O2" | grep -q 'solver_step(int) \[clone' ||
 	echo "note: this host compiler made no clone of solver_step: the clone's name is not tested"
 # -O0: the kernel's host side and crt/'s __cudaLaunchKernel_helper are frames of their own
-check -O0 && echo "ok   nvcc -O0: innermost user frames name the launching functions and lines" ||
-	{ echo "FAIL nvcc -O0 native stacks"; rc=1; }
+check -O0 && ok "nvcc -O0: innermost user frames name the launching functions and lines" ||
+	bad "nvcc -O0 native stacks"
 # The GPU check itself (tests/gpu/stacks.sh) on these stand-ins, with an nvidia-smi that says
 # there is a GPU: its native-stacks and malloc cases, and that it needs no sqlite3 CLI.
 mkdir -p "$T/bin"
@@ -68,5 +68,5 @@ grc=$?
 sed 's/^/  stacks.sh: /' "$T/gpu.out"
 grep -q "^ok   native-stacks" "$T/gpu.out" && grep -q "^ok   malloc" "$T/gpu.out" &&
 	! grep -q "^FAIL" "$T/gpu.out" && [ $grc -eq 0 ] &&
-	echo "ok   tests/gpu/stacks.sh on the stand-ins" || { echo "FAIL tests/gpu/stacks.sh on the stand-ins"; rc=1; }
-exit $rc
+	ok "tests/gpu/stacks.sh on the stand-ins" || bad "tests/gpu/stacks.sh on the stand-ins"
+finish

@@ -5,13 +5,14 @@
 # (public API only) launches made without the GIL must carry no stack.
 # Usage: test-pystacks.sh TALLY FAKECUPTI SRCDIR
 set -u
+. "$(dirname "$0")/../lib.sh"
 # Under the sanitizer builds libtally.so is preloaded ahead of the sanitizer runtime (and python3
 # is not built with it): as test-exitpath.sh does.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
 TALLY=$1
 export TALLY_CUPTI_PATH=$2
 SRC=$3
-command -v python3 >/dev/null 2>&1 || { echo "skip: no python3"; exit 77; }
+command -v python3 >/dev/null 2>&1 || skip "no python3"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 check() { # MODE: "" (frames read in place) or gil (public API, threads holding the GIL only)
@@ -56,14 +57,13 @@ if len(stacks) != 1:
 sys.exit(1 if fail else 0)
 PY
 }
-rc=0
-check "" && echo "ok   python stacks (read in place) name the launching functions and lines, with or without the GIL" ||
-	{ echo "FAIL python stacks (in place)"; rc=1; }
-check gil && echo "ok   python stacks (TALLY_PYTHON_STACKS=gil) name them where the GIL is held, and only there" ||
-	{ echo "FAIL python stacks (gil)"; rc=1; }
+check "" && ok "python stacks (read in place) name the launching functions and lines, with or without the GIL" ||
+	bad "python stacks (in place)"
+check gil && ok "python stacks (TALLY_PYTHON_STACKS=gil) name them where the GIL is held, and only there" ||
+	bad "python stacks (gil)"
 # A CPython whose layout is not the one expected: the validation refuses it (no crash) and the
 # collector falls back to the public API, as in the gil mode.
 TALLY_TEST_PYFRAMES_SKEW=8 check gil-fallback &&
-	echo "ok   a wrong frame layout is refused without harm: stacks where the GIL is held only" ||
-	{ echo "FAIL python stacks (wrong layout)"; rc=1; }
-exit $rc
+	ok "a wrong frame layout is refused without harm: stacks where the GIL is held only" ||
+	bad "python stacks (wrong layout)"
+finish

@@ -7,9 +7,7 @@
 # Usage: test-symbols.sh LIBTALLY
 set -u
 LIB=$1
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
+. "$(dirname "$0")/../lib.sh"
 SAN='lib(asan|ubsan|tsan|stdc\+\+|gcc_s)\.so'
 
 needed=$(readelf -d "$LIB" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
@@ -31,4 +29,4 @@ unresolved=$(ldd -r "$LIB" 2>&1 | grep -i "undefined symbol")
 # The exports: the entry points and the interposed functions, nothing of the internals.
 internal=$(nm -D --defined-only "$LIB" | awk '$2 == "T" { print $3 }' | grep -E '^(session_|control_|cupti_tracer|tally_|nvtx_|signals_|exitpath_|run_bounded|die_by_signal|libc_sigaction)')
 [ -z "$internal" ] && ok "no internal symbol exported" || bad "exported: $internal"
-exit $fail
+finish

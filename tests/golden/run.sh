@@ -10,6 +10,7 @@
 # lines, their line count and their SHA-256: still exact, and still readable in review.
 # The exit status of each command is kept too.  Colour is off (not a terminal).
 set -eu
+. "$(dirname "$0")/../lib.sh"
 update=0
 if [ "$1" = --update ]; then
 	update=1
@@ -67,15 +68,13 @@ if [ $update = 1 ]; then
 	echo "golden files rewritten: review them with 'git diff tests/golden'"
 	exit 0
 fi
-fail=0
 for d in "$OUT"/*/; do
 	name=$(basename "$d")
 	if ! diff -ru "$HERE/$name" "$d" >"$OUT/$name.diff"; then
-		echo "FAIL golden $name: the output changed (tests/golden/run.sh --update TALLY rewrites):"
+		bad "golden $name: the output changed (tests/golden/run.sh --update TALLY rewrites):"
 		head -n 80 "$OUT/$name.diff"
-		fail=1
 	else
-		echo "ok   golden $name"
+		ok "golden $name"
 	fi
 done
-exit $fail
+finish

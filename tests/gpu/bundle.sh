@@ -7,25 +7,20 @@
 # with `scripts/dist.sh build DIST_DIR` and `scripts/dist.sh build DIST_DIR --with-cupti`).
 # Expected counts come from what the programs print.  Exits 77 without a GPU.
 set -u
+. "$(dirname "$0")/../lib.sh"
+need_gpu
 HERE=$(cd "$(dirname "$0")" && pwd)
 DIST=$(cd "$1" && pwd)
 OUT=$(mkdir -p "$2" && cd "$2" && pwd)
 mkdir -p "$OUT/torch" "$OUT/ddp" "$OUT/cupti"
 PY=${PYTHON:-python3}
-if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
-	echo "SKIP: no GPU here"
-	exit 77
-fi
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
 unpack() { # TARBALL DIR
 	rm -rf "$2" && mkdir -p "$2" && tar -C "$2" --strip-components=1 -xzf "$1"
 }
 plain=$(ls "$DIST"/tally-*-linux-x86_64.tar.gz | head -1)
 withc=$(ls "$DIST"/tally-*-linux-x86_64-with-cupti.tar.gz | head -1)
 B=$OUT/fresh/tally C=$OUT/fresh-cupti/tally
-unpack "$plain" "$B" && unpack "$withc" "$C" || { echo "FAIL: unpack"; exit 1; }
+unpack "$plain" "$B" && unpack "$withc" "$C" || { bad "unpack"; finish bundle.sh; }
 
 # verdict NAME FILE-GLOB WANT-FILES CONDITION: over each file, s its section, v its verdict, k its
 # records, adds the "add" kernel instances (tally stats), out the program's output
@@ -69,13 +64,13 @@ if [ "$NGPU" -ge 2 ] && command -v torchrun >/dev/null; then
 	# since all of them share one tally record: docs/record.md)
 	verdict ddp "$OUT/ddp/*.tally" 2 'v == "COMPLETE" and adds == 500 and s["rank"] == "RANK=" + R and re.match(R + r"(-\d+)?\.tally$", f.split("/")[-1]) and "rank %s pid %d adds 500" % (R, s["pid"]) in out'
 else
-	echo "skip ddp: $NGPU GPU(s) or no torchrun (needs 2 GPUs: the nvidia-h200-x2 kind)"
+	skipped "ddp: $NGPU GPU(s) or no torchrun (needs 2 GPUs: the nvidia-h200-x2 kind)"
 fi
 
 # 3. WITH_CUPTI=1 bundle, the toolkit's CUPTI hidden: no LD_LIBRARY_PATH, no CUDA_HOME, and where
 # a mount namespace is allowed, every libcupti on this machine outside the bundle masked.
 W=$OUT/workload
-nvcc -O2 -arch=sm_90 -o "$W" "$HERE/workload.cu" -lcuda || { echo "FAIL: cannot build workload"; exit 1; }
+nvcc -O2 -arch=sm_90 -o "$W" "$HERE/workload.cu" -lcuda || { bad "cannot build workload"; finish bundle.sh; }
 cat >"$OUT/hidden.sh" <<SH
 for f in \$(find / -xdev -name 'libcupti.so*' -not -path '$C/*' 2>/dev/null); do mount --bind /dev/null "\$f"; done
 echo "masked: \$(find / -xdev -name 'libcupti.so*' -not -path '$C/*' 2>/dev/null | wc -l) libcupti file(s)"
@@ -93,4 +88,4 @@ verdict cupti "$OUT/cupti/*.tally" 1 'v == "COMPLETE" and k["kernel"] == num("to
 used=$(grep -a -o "cupti=[^[:space:]]*" "$OUT"/cupti/*.tally | head -1)
 [[ "$used" == "cupti=$C/lib/tally/libcupti.so"* ]] && ok "cupti: the trace says the bundled CUPTI recorded it ($used)" ||
 	bad "cupti: CUPTI used: $used"
-exit $fail
+finish bundle.sh

@@ -7,24 +7,21 @@
 #
 #   tests/gpu/report.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, a new temporary directory)
 #
-# Exits 77 without a GPU.  Screenshots need chromium (skipped with a note where it is missing).
+# Exits 77 without a GPU or PyTorch.  Rendering and its checks need chromium: without it each page
+# is written but not checked, said "skip", and with nothing else checked the script exits 77.
+# CHROME= (empty) says there is none; CHROME=PATH names the browser.
 set -u
+. "$(dirname "$0")/../lib.sh"
+need_gpu
 HERE=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "${1:-build}" && pwd)
 OUT=${2:-$(mktemp -d /tmp/tally-report-XXXXXX)}
 mkdir -p "$OUT"
 TALLY=$B/src/cli/tally
 PY=${PYTHON:-python3}
-CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
-fail=0
-ok() { printf 'ok   %s\n' "$1"; }
-bad() { printf 'FAIL %s\n' "$1"; fail=1; }
+CHROME=${CHROME-$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}
 
-if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
-	echo "SKIP: no GPU here (nvidia-smi -L failed)"
-	exit 77
-fi
-$PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || { echo "SKIP: no PyTorch with CUDA"; exit 77; }
+$PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || skip "no PyTorch with CUDA"
 
 # page NAME TRACE [checker args]: report, DOM, screenshot, checks
 page() {
@@ -33,8 +30,8 @@ page() {
 	"$TALLY" stats -f json -o "$OUT/$name.stats.json" "$trace" 2>/dev/null
 	"$TALLY" check "$trace" >"$OUT/$name.check.txt" 2>&1
 	if [ -z "$CHROME" ]; then
-		echo "note: no chromium here: $OUT/$name.html written, not rendered (render it elsewhere:"
-		echo "  chromium --headless --no-sandbox --window-size=1400,2600 --screenshot=$name.png file://.../$name.html)"
+		skipped "$name: no chromium here: $OUT/$name.html written, not rendered nor checked"
+		echo "     render it elsewhere: chromium --headless --no-sandbox --window-size=1400,2600 --screenshot=$name.png file://.../$name.html"
 		return
 	fi
 	local flags="--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --user-data-dir=$OUT/.profile --virtual-time-budget=5000"
@@ -73,10 +70,14 @@ PYEOF
 )
 	[ "$slowest" = "RANK=1" ] && ok "ranks: rank 1 (3x the matmuls) has the most compute" ||
 		bad "ranks: slowest is '$slowest', want RANK=1"
-	[ -z "$CHROME" ] || { grep -q 'id="slowest-rank">Slowest: [^<]*RANK=1' "$OUT/ranks.dom.html" &&
-		ok "ranks: the page names rank 1 slowest" || bad "ranks: the page does not name rank 1"; }
+	if [ -z "$CHROME" ]; then
+		skipped "ranks: the page's slowest rank (no chromium here)"
+	else
+		grep -q 'id="slowest-rank">Slowest: [^<]*RANK=1' "$OUT/ranks.dom.html" &&
+			ok "ranks: the page names rank 1 slowest" || bad "ranks: the page does not name rank 1"
+	fi
 else
-	echo "note: fewer than 2 GPUs or no torch.distributed: the two-rank report is skipped"
+	skipped "ranks: fewer than 2 GPUs or no torch.distributed (needs 2 GPUs: the nvidia-h200-x2 kind)"
 fi
 echo "reports in $OUT"
-exit $fail
+finish report.sh

@@ -9,6 +9,8 @@
 # CuPy and are skipped one by one when the package is absent.  TALLY_GPU_CASES="loop graph ..."
 # runs a subset.  tally control, compare and gpu_gaps have their own script: tests/gpu/compare.sh.
 set -u
+. "$(dirname "$0")/../lib.sh"
+need_gpu
 HERE=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "${1:-build}" && pwd)
 OUT=${2:-$(mktemp -d /tmp/tally-gpu-XXXXXX)}
@@ -17,20 +19,11 @@ TALLY=$B/src/cli/tally
 DUMP=$B/tests/tally-dump
 W=$B/gpu/workload
 PY=${PYTHON:-python3}
-
-if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
-	echo "SKIP: no GPU here (nvidia-smi -L failed): the GPU suite runs on a machine with one"
-	exit 77
-fi
 if [ ! -x "$W" ]; then
 	mkdir -p "$B/gpu"
-	nvcc -O2 -arch=sm_90 -o "$W" "$HERE/workload.cu" -lcuda || { echo "FAIL: cannot build workload"; exit 1; }
+	nvcc -O2 -arch=sm_90 -o "$W" "$HERE/workload.cu" -lcuda || { bad "cannot build workload"; finish; }
 fi
 NGPU=$(nvidia-smi -L | wc -l)
-pass=0 fail=0 skip=0
-ok() { printf 'ok   %s\n' "$1"; pass=$((pass + 1)); }
-bad() { printf 'FAIL %s\n' "$1"; fail=$((fail + 1)); }
-skipped() { printf 'skip %s\n' "$1"; skip=$((skip + 1)); }
 want() { [ -z "${TALLY_GPU_CASES:-}" ] || [[ " $TALLY_GPU_CASES " == *" $1 "* ]]; }
 
 # rec NAME [record options] -- PROGRAM...: record into $OUT/NAME, stdout in $OUT/NAME/stdout
@@ -318,5 +311,5 @@ if want twogpu; then
 	fi
 fi
 
-echo "gpu suite: $pass passed, $fail failed, $skip skipped (traces in $OUT)"
-[ $fail -eq 0 ]
+echo "traces in $OUT"
+finish "gpu suite"

@@ -12,6 +12,8 @@
 #   tests/gpu/stacks.sh [BUILD_DIR] [OUT_DIR]
 # Exits 77 without a GPU.
 set -u
+. "$(dirname "$0")/../lib.sh"
+need_gpu
 HERE=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "${1:-build}" && pwd)
 OUT=${2:-$(mktemp -d /tmp/tally-stacks-XXXXXX)}
@@ -22,12 +24,9 @@ S=$B/gpu/stacks
 # after the caller's own path: the CPU test (tests/exitpath/test-nvccstacks.sh) puts a stand-in
 # libcudart there
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64
-if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
-	echo "SKIP: no GPU here"; exit 77
-fi
 if [ ! -x "$S" ] || [ "$HERE/stacks.cu" -nt "$S" ]; then
 	mkdir -p "$B/gpu"
-	nvcc -O2 -g -arch=sm_90 -cudart shared -o "$S" "$HERE/stacks.cu" || { echo "FAIL: cannot build stacks.cu"; exit 1; }
+	nvcc -O2 -g -arch=sm_90 -cudart shared -o "$S" "$HERE/stacks.cu" || { bad "cannot build stacks.cu"; finish; }
 fi
 # tally opens libdw.so.1 only when it names native frames (so ldd does not list it): without one
 # on the library path, take the copy carried beside the build, or say why frames will be bare
@@ -38,9 +37,6 @@ if ! $PY -c 'import ctypes; ctypes.CDLL("libdw.so.1")' 2>/dev/null; then
 		echo "note: no libdw.so.1 here: native frames stay module+offset (native-stacks fails)"
 	fi
 fi
-pass=0 fail=0
-ok() { printf 'ok   %s\n' "$1"; pass=$((pass + 1)); }
-bad() { printf 'FAIL %s\n' "$1"; fail=$((fail + 1)); }
 # rec NAME [record options] -- PROGRAM...: one trace in $OUT/NAME/t.tally, stdout in .../stdout
 rec() {
 	local name=$1; shift
@@ -78,7 +74,7 @@ got = {r["Location"]: int(r["Instances"]) for r in rows if r["By"] == "frame"}
 exp = collections.Counter("%s (%s:%d)" % (w["func"], w["file"], w["line"]) for w in want["frames"])
 bad = {k: (got.get(k), v) for k, v in exp.items() if got.get(k) != v}
 print("frames:", got)
-sys.exit(1 if bad else 0)' "$OUT/torch-stacks/stdout" "$OUT/torch-stacks/stats.csv" &&
+sys.exit(1 if bad or not exp else 0)' "$OUT/torch-stacks/stdout" "$OUT/torch-stacks/stats.csv" &&
 		ok "torch-stacks: each kernel's innermost user frame is its function and line" ||
 		{ bad "torch-stacks: see $OUT/torch-stacks"; why torch-stacks; }
 	rec torch-memory --trace cuda,memory -- $PY "$HERE/torch_stacks.py"
@@ -93,7 +89,7 @@ sys.exit(0 if len(rows) == 1 and peak == want["max_reserved"] else 1)' \
 		ok "torch-memory: peak Device bytes = torch.cuda.max_memory_reserved(), to the byte" ||
 		{ bad "torch-memory: see $OUT/torch-memory"; why torch-memory; }
 else
-	echo "skip torch-stacks, torch-memory: no PyTorch"
+	skipped "torch-stacks, torch-memory: no PyTorch"
 fi
 
 rec native-stacks --native-stacks -- "$S" launches
@@ -128,7 +124,7 @@ frees = [int(a) for a in re.findall(r"^free (\d+)$", out, re.M)]
 peak = int(re.search(r"^peak (\d+)$", out, re.M).group(1))
 ev = [tuple(map(int, l.split(","))) for l in open(sys.argv[3]) if l.strip()]
 mine = [e for e in ev if e[0] in allocs]
-ok = sorted((a, b) for a, b, op in mine if op == 1) == sorted(allocs.items())
+ok = bool(allocs) and sorted((a, b) for a, b, op in mine if op == 1) == sorted(allocs.items())
 ok &= sorted(a for a, b, op in mine if op == 2) == sorted(frees)
 held = top = 0
 for a, b, op in mine:
@@ -141,5 +137,5 @@ sys.exit(0 if ok else 1)' "$OUT/malloc/stdout" "$OUT/malloc/stats.csv" "$OUT/mal
 	ok "malloc: every cudaMalloc/cudaFree recorded with its size; the report's peak is 13 MiB" ||
 	{ bad "malloc: see $OUT/malloc"; why malloc; }
 
-echo "stacks: $pass passed, $fail failed (traces in $OUT)"
-[ $fail -eq 0 ]
+echo "traces in $OUT"
+finish stacks

@@ -21,6 +21,7 @@
 #include "outfile.h"
 #include "pattern.h"
 #include "ranks.h"
+#include "scratch.h"
 #include "text.h"
 
 static const char *fake_env(const char *name)
@@ -242,14 +243,14 @@ static char *read_file(const char *path)
  * over the target at commit, and removed on abort. */
 static void test_outfile(void **state)
 {
-	char dir[] = "/tmp/tally-outfile-XXXXXX", err[512], *victim, *link, *out, *fifo;
+	const char *dir = scratch_new();
+	char err[512], *victim, *link, *out, *fifo;
 	struct outfile o;
 	DIR *d;
 	struct dirent *e;
 	int n = 0;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
 	victim = write_file(dir, "victim", "precious");
 	assert_true(asprintf(&link, "%s/link", dir) > 0);
 	assert_int_equal(symlink(victim, link), 0);
@@ -280,7 +281,7 @@ static void test_outfile(void **state)
 		n += e->d_name[0] != '.';
 	closedir(d);
 	assert_int_equal(n, 4);
-	unlink(victim), unlink(link), unlink(fifo), unlink(out), rmdir(dir);
+	scratch_remove();
 	free(victim), free(link), free(fifo), free(out);
 }
 

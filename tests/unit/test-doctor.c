@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "doctor.h"
+#include "scratch.h"
 
 #ifndef TALLY_DOCTOR_FIXTURES
 #error "TALLY_DOCTOR_FIXTURES must name tests/fixtures/doctor"
@@ -770,7 +771,7 @@ static void test_blocking_api(void **state)
 
 /* ---- bad input: a tree written at run time */
 
-static char scratch[4096];
+static const char *scratch; /* the tree of the test running: scratch_new() */
 
 static void put(const char *rel, const void *data, size_t len)
 {
@@ -795,27 +796,12 @@ static void puts_(const char *rel, const char *text)
 	put(rel, text, strlen(text));
 }
 
-static void wipe(void)
-{
-	char cmd[sizeof(scratch) * 2 + 64];
-
-	snprintf(cmd, sizeof(cmd), "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", scratch,
-		 scratch);
-	assert_int_equal(system(cmd), 0);
-}
-
-static void fresh(void)
-{
-	snprintf(scratch, sizeof(scratch), "/tmp/tally-doctor-XXXXXX");
-	assert_non_null(mkdtemp(scratch));
-}
-
 static void test_missing_files(void **state)
 {
 	struct run r;
 
 	(void)state;
-	fresh();
+	scratch = scratch_new();
 	run_in(&r, scratch, "/t", 0, NULL);
 	expect(&r, "perf.paranoid", TALLY_DOCTOR_SKIP,
 	       "/proc/sys/kernel/perf_event_paranoid does not exist here", NULL);
@@ -825,7 +811,7 @@ static void test_missing_files(void **state)
 	expect(&r, "output.volume", TALLY_DOCTOR_SKIP, "/proc/self/mountinfo does not exist", NULL);
 	expect(&r, "where.container", TALLY_DOCTOR_OK, "no container seen", NULL);
 	run_done(&r);
-	wipe();
+	scratch_remove();
 }
 
 static void test_empty_files(void **state)
@@ -845,7 +831,7 @@ static void test_empty_files(void **state)
 	size_t i;
 
 	(void)state;
-	fresh();
+	scratch = scratch_new();
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		puts_(files[i], "");
 	run_in(&r, scratch, "/t", 0, NULL);
@@ -859,7 +845,7 @@ static void test_empty_files(void **state)
 	expect(&r, "where.container", TALLY_DOCTOR_OK, "podman (/run/.containerenv)", NULL);
 	expect(&r, "card.driver", TALLY_DOCTOR_WARN, "no CUDA driver", NULL);
 	run_done(&r);
-	wipe();
+	scratch_remove();
 }
 
 static void test_malformed_files(void **state)
@@ -867,7 +853,7 @@ static void test_malformed_files(void **state)
 	struct run r;
 
 	(void)state;
-	fresh();
+	scratch = scratch_new();
 	puts_("/proc/sys/kernel/perf_event_paranoid", "two\n");
 	puts_("/proc/self/status", "Name:\tx\nCapEff:\tnot-hex\nSeccomp:\t7\n");
 	puts_("/proc/driver/nvidia/params", "RmProfilingAdminOnly: maybe\n");
@@ -891,7 +877,7 @@ static void test_malformed_files(void **state)
 	expect(&r, "perf.seccomp", TALLY_DOCTOR_SKIP, "no Seccomp line", NULL);
 	expect(&r, "counters.permission", TALLY_DOCTOR_WARN, "no RmProfilingAdminOnly line", NULL);
 	run_done(&r);
-	wipe();
+	scratch_remove();
 }
 
 /* %n skips names already taken under the root, relative ones from $PWD included. */
@@ -900,7 +886,7 @@ static void test_pattern_sequence(void **state)
 	struct run r;
 
 	(void)state;
-	fresh();
+	scratch = scratch_new();
 	puts_("/a/t1.tally", "");
 	puts_("/a/t2.tally", "");
 	run_in(&r, scratch, "/a/t%n", 0, NULL);
@@ -909,7 +895,7 @@ static void test_pattern_sequence(void **state)
 	run_in(&r, scratch, "t%n", 0, ENV("PWD=/a"));
 	expect(&r, "output.name", TALLY_DOCTOR_OK, "/a/t3.tally", NULL);
 	run_done(&r);
-	wipe();
+	scratch_remove();
 }
 
 /* A directory where a file should be cannot be read by anyone, root included. */
@@ -923,7 +909,7 @@ static void test_unreadable_files(void **state)
 	size_t i;
 
 	(void)state;
-	fresh();
+	scratch = scratch_new();
 	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		puts_(dirs[i], "");
 	run_in(&r, scratch, "/t", 0, NULL);
@@ -934,18 +920,18 @@ static void test_unreadable_files(void **state)
 	       "cannot read /proc/driver/nvidia/params: Is a directory", NULL);
 	expect(&r, "output.volume", TALLY_DOCTOR_SKIP, "cannot read /proc/self/mountinfo", NULL);
 	run_done(&r);
-	wipe();
+	scratch_remove();
 
 	if (geteuid() == 0)
 		return; /* root reads mode 000 files: the directory case above stands in */
-	fresh();
+	scratch = scratch_new();
 	puts_("/proc/sys/kernel/perf_event_paranoid", "2\n");
 	snprintf(path, sizeof(path), "%s/proc/sys/kernel/perf_event_paranoid", scratch);
 	assert_int_equal(chmod(path, 0), 0);
 	run_in(&r, scratch, NULL, 0, NULL);
 	expect(&r, "perf.paranoid", TALLY_DOCTOR_SKIP, "Permission denied", NULL);
 	run_done(&r);
-	wipe();
+	scratch_remove();
 }
 
 /* Random bytes (NULs, no newlines, over-long lines) in every file read: valid statuses only. */
@@ -973,7 +959,7 @@ static void test_random_files(void **state)
 	for (round = 0; round < 40; round++) {
 		struct run r;
 
-		fresh();
+		scratch = scratch_new();
 		for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 			size_t len = (size_t)(rand_r(&seed) % (round & 1 ? 200000 : 300));
 
@@ -992,7 +978,7 @@ static void test_random_files(void **state)
 		for (i = 0; i < r.rep.count; i++)
 			assert_true((unsigned)r.rep.findings[i].status < TALLY_DOCTOR_STATUS_MAX);
 		run_done(&r);
-		wipe();
+		scratch_remove();
 	}
 }
 

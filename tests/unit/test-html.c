@@ -23,24 +23,13 @@
 #include "buf.h"
 #include "codec.h"
 #include "report.h"
+#include "scratch.h"
 #include "strtab.h"
 #include "writer.h"
 
 #define T0	1000000000ull /* the first kernel's start (CUPTI ns) */
 #define MS	1000000ull
 #define HOSTILE "</script><script>document.body.dataset.pwned=1</script>\xe2\x80\xa8<!--"
-
-static char tmpdir[64];
-
-static const char *tmp(const char *name)
-{
-	static char paths[4][256];
-	static unsigned next;
-	char *p = paths[next++ % 4];
-
-	snprintf(p, 256, "%s/%s", tmpdir, name);
-	return p;
-}
 
 struct kernel_at {
 	uint64_t start, dur; /* relative to T0 */
@@ -169,8 +158,10 @@ static json_t *json_block(const char *page, const char *id)
 static json_t *report_of(const char *trace, unsigned buckets, json_t **stats)
 {
 	char *paths[] = {(char *)trace};
-	struct report_html_opts o = {
-	    .output = tmp("page.html"), .force = true, .buckets = buckets, .exact_budget = 1000};
+	struct report_html_opts o = {.output = scratch_path("page.html"),
+				     .force = true,
+				     .buckets = buckets,
+				     .exact_budget = 1000};
 	struct report_html_result res;
 	char err[512], *page;
 	json_t *tl;
@@ -218,8 +209,8 @@ static void test_busy_idle_exact(void **state)
 	size_t i;
 
 	(void)state;
-	write_trace(tmp("two.tally"), two, 2, &none);
-	tl = report_of(tmp("two.tally"), 1200, &stats);
+	write_trace(scratch_path("two.tally"), two, 2, &none);
+	tl = report_of(scratch_path("two.tally"), 1200, &stats);
 	assert_string_equal(json_string_value(json_object_get(stats, "verdict")), "COMPLETE");
 	assert_int_equal(json_integer_value(json_object_get(tl, "span_ns")), 12 * MS);
 	dev = lane_of_type(tl, "device");
@@ -258,8 +249,8 @@ static void test_loss_makes_gap_unproven(void **state)
 	json_t *stats, *tl, *gap, *w;
 
 	(void)state;
-	write_trace(tmp("lossy.tally"), two, 2, &loss);
-	tl = report_of(tmp("lossy.tally"), 1200, &stats);
+	write_trace(scratch_path("lossy.tally"), two, 2, &loss);
+	tl = report_of(scratch_path("lossy.tally"), 1200, &stats);
 	assert_string_equal(json_string_value(json_object_get(stats, "verdict")), "INCOMPLETE");
 	gap = json_array_get(json_object_get(tl, "gaps"), 0);
 	assert_int_equal(json_integer_value(json_array_get(gap, 3)), 1);
@@ -286,8 +277,8 @@ static void test_dense_windows_are_buckets(void **state)
 		k[i] = (struct kernel_at){i * 300, 250, i % 2 ? "odd" : "even"};
 	/* the span is 100 ms (64 windows of 1.56 ms): the 4,999 others crowd the first window */
 	k[4999].start = 100 * MS;
-	write_trace(tmp("dense.tally"), k, 5000, &none);
-	tl = report_of(tmp("dense.tally"), 1024, &stats);
+	write_trace(scratch_path("dense.tally"), k, 5000, &none);
+	tl = report_of(scratch_path("dense.tally"), 1024, &stats);
 	dev = lane_of_type(tl, "device");
 	assert_int_equal(json_integer_value(json_object_get(dev, "events")), 5000);
 	assert_int_equal(json_integer_value(json_object_get(dev, "busy_ns")), 5000 * 250);
@@ -310,8 +301,8 @@ static void test_lanes_capped(void **state)
 	(void)state;
 	for (i = 0; i < 600; i++)
 		k[i] = (struct kernel_at){i * 1000, 500, "cudaLaunchKernel"};
-	write_trace_kind(tmp("threads.tally"), k, 600, &none, TALLY_KIND_RUNTIME);
-	tl = report_of(tmp("threads.tally"), 1024, &stats);
+	write_trace_kind(scratch_path("threads.tally"), k, 600, &none, TALLY_KIND_RUNTIME);
+	tl = report_of(scratch_path("threads.tally"), 1024, &stats);
 	json_array_foreach(json_object_get(tl, "lanes"), i, l)
 	{
 		lanes++;
@@ -324,22 +315,6 @@ static void test_lanes_capped(void **state)
 	free(k);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	strcpy(tmpdir, "/tmp/tally-html-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,5 +324,5 @@ int main(void)
 	    cmocka_unit_test(test_lanes_capped),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

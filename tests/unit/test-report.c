@@ -28,7 +28,9 @@
 #include "compare.h"
 #include "convert.h"
 #include "gaps.h"
+#include "report-fixture.h"
 #include "report.h"
+#include "scratch.h"
 #include "strtab.h"
 #include "testsrc.h"
 #include "verdict.h"
@@ -351,51 +353,7 @@ static void make_trace(const char *path, const struct trace_spec *spec, struct o
 	close(fd);
 }
 
-static char tmpdir[64];
-
-static const char *tmp(const char *name)
-{
-	static char paths[8][256];
-	static unsigned next;
-	char *p = paths[next++ % 8];
-
-	snprintf(p, 256, "%s/%s", tmpdir, name);
-	return p;
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	strcpy(tmpdir, "/tmp/tally-report-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
 /* ---- running the report layer -------------------------------------------------------------- */
-
-static struct stats *run_stats(char **paths, size_t n, uint32_t reports, struct report_set *set)
-{
-	struct stats_request req = {.reports = reports};
-	struct report_scan_ops ops;
-	struct stats *st;
-	char err[512];
-
-	assert_int_equal(report_set_open(set, paths, n, err, sizeof(err)), 0);
-	report_set_find_base(set);
-	st = stats_new(&req);
-	stats_scan_ops(st, &ops);
-	assert_int_equal(report_scan(set, &ops, err, sizeof(err)), 0);
-	assert_int_equal(stats_finish(st, set), 0);
-	return st;
-}
 
 static const struct stats_group_view *find_group(const struct stats *st, int report,
 						 const char *name)
@@ -467,12 +425,12 @@ static void test_stats_exact(void **state)
 	struct observed x;
 	struct report_set set;
 	struct stats *st;
-	char *path = strdup(tmp("rich.tally"));
+	char *path = strdup(scratch_path("rich.tally"));
 
 	(void)state;
 	observed_init(&x);
 	make_trace(path, &rich, &x);
-	st = run_stats(&path, 1, ~0u, &set);
+	st = fixture_stats(&path, 1, ~0u, &set);
 	assert_true(x.untimed > 0);
 	assert_int_equal(stats_untimed(st), x.untimed);
 	check_report(st, "cuda_gpu_kern_sum", &x.kern);
@@ -501,11 +459,11 @@ static void test_stats_median_edges(void **state)
 		struct observed x;
 		struct report_set set;
 		struct stats *st;
-		char *path = strdup(tmp("edge.tally"));
+		char *path = strdup(scratch_path("edge.tally"));
 
 		observed_init(&x);
 		make_trace(path, specs[i], &x);
-		st = run_stats(&path, 1, 1u << report_find("cuda_gpu_kern_sum"), &set);
+		st = fixture_stats(&path, 1, 1u << report_find("cuda_gpu_kern_sum"), &set);
 		check_report(st, "cuda_gpu_kern_sum", &x.kern);
 		assert_true(set.complete);
 		stats_free(st);
@@ -575,7 +533,7 @@ static void test_stats_huge_values(void **state)
 	struct dists want = {0};
 	struct report_set set;
 	struct stats *st;
-	char *path = strdup(tmp("huge.tally"));
+	char *path = strdup(scratch_path("huge.tally"));
 	size_t i;
 
 	(void)state;
@@ -590,7 +548,7 @@ static void test_stats_huge_values(void **state)
 		dist_add(&want, "big", big[i]);
 	}
 	write_kernels(path, names, dur, 10);
-	st = run_stats(&path, 1, 1u << report_find("cuda_gpu_kern_sum"), &set);
+	st = fixture_stats(&path, 1, 1u << report_find("cuda_gpu_kern_sum"), &set);
 	check_report(st, "cuda_gpu_kern_sum", &want);
 	assert_true(set.complete);
 	stats_free(st);
@@ -611,18 +569,18 @@ static void test_stats_several_files(void **state)
 
 	(void)state;
 	observed_init(&x);
-	mkdir(tmp("dir"), 0755);
-	paths[0] = strdup(tmp("dir/a.tally"));
-	paths[1] = strdup(tmp("dir/b.tally"));
+	mkdir(scratch_path("dir"), 0755);
+	paths[0] = strdup(scratch_path("dir/a.tally"));
+	paths[1] = strdup(scratch_path("dir/b.tally"));
 	make_trace(paths[0], &a, &x);
 	make_trace(paths[1], &b, &x);
-	st = run_stats(paths, 2, 1u << report_find("cuda_gpu_kern_sum"), &set);
+	st = fixture_stats(paths, 2, 1u << report_find("cuda_gpu_kern_sum"), &set);
 	check_report(st, "cuda_gpu_kern_sum", &x.kern);
 	assert_int_equal(set.nsections, 2);
 	stats_free(st);
 	report_set_close(&set);
-	dir[0] = strdup(tmp("dir"));
-	st = run_stats(dir, 1, 1u << report_find("cuda_gpu_kern_sum"), &set);
+	dir[0] = strdup(scratch_path("dir"));
+	st = fixture_stats(dir, 1, 1u << report_find("cuda_gpu_kern_sum"), &set);
 	check_report(st, "cuda_gpu_kern_sum", &x.kern);
 	assert_int_equal(set.ninputs, 2);
 	assert_string_equal(set.inputs[0].path + strlen(set.inputs[0].path) - 7, "a.tally");
@@ -642,7 +600,7 @@ static void test_stats_output(void **state)
 	struct report_set set;
 	struct observed x;
 	struct stats *st;
-	char *path = strdup(tmp("out.tally")), *buf = NULL;
+	char *path = strdup(scratch_path("out.tally")), *buf = NULL;
 	size_t len = 0;
 	FILE *f;
 	json_t *root, *reports, *rows;
@@ -651,7 +609,7 @@ static void test_stats_output(void **state)
 	(void)state;
 	observed_init(&x);
 	make_trace(path, &spec, &x);
-	st = run_stats(&path, 1, ~0u, &set);
+	st = fixture_stats(&path, 1, ~0u, &set);
 	f = open_memstream(&buf, &len);
 	assert_int_equal(stats_write(st, &set, f, REPORT_FMT_TABLE), 0);
 	fclose(f);
@@ -693,25 +651,6 @@ static void test_stats_output(void **state)
 
 /* ---- Chrome JSON ------------------------------------------------------------------------------
  */
-
-static json_t *to_chrome(char *path, const char *out, struct report_set *set)
-{
-	struct export_opts o = {.output = out, .force = true};
-	struct export_stats es;
-	json_error_t jerr;
-	char err[512];
-	json_t *root;
-
-	assert_int_equal(report_set_open(set, &path, 1, err, sizeof(err)), 0);
-	report_set_find_base(set);
-	if (report_export(&export_chrome, set, &o, NULL, NULL, &es, err, sizeof(err)) != 0)
-		fail_msg("export: %s", err);
-	root = json_load_file(out, 0, &jerr);
-	if (!root)
-		fail_msg("Chrome JSON does not parse: %s (line %d col %d)", jerr.text, jerr.line,
-			 jerr.column);
-	return root;
-}
 
 static size_t count_events(json_t *events, const char *ph, const char *cat)
 {
@@ -774,9 +713,8 @@ static void test_chrome_json(void **state)
 	    .threads = 2,
 	    .devices = true,
 	};
-	struct report_set set;
 	struct observed x;
-	char *path = strdup(tmp("chrome.tally"));
+	char *path = strdup(scratch_path("chrome.tally"));
 	json_t *root, *events;
 	size_t i, api = 0;
 
@@ -785,7 +723,7 @@ static void test_chrome_json(void **state)
 	make_trace(path, &spec, &x);
 	for (i = 0; i < x.api.n; i++)
 		api += x.api.d[i].n;
-	root = to_chrome(path, tmp("chrome.json"), &set);
+	root = fixture_chrome(path, scratch_path("chrome.json"));
 	assert_string_equal(json_string_value(json_object_get(root, "displayTimeUnit")), "ns");
 	assert_string_equal(
 	    json_string_value(json_object_get(json_object_get(root, "otherData"), "tally_verdict")),
@@ -811,7 +749,6 @@ static void test_chrome_json(void **state)
 	assert_true(has_arg_value(events, "M", "thread_name", "stream 7"));
 	assert_true(has_arg_value(events, "M", "thread_name", "tally: DATA LOST"));
 	json_decref(root);
-	report_set_close(&set);
 	observed_free(&x);
 	free(path);
 }
@@ -824,9 +761,8 @@ static void test_chrome_loss(void **state)
 						     .seed = 43,
 						     .bad_time_every = 10,
 						     .orphan_launches = 3}};
-	struct report_set set;
 	struct observed x;
-	char *path = strdup(tmp("lossy.tally"));
+	char *path = strdup(scratch_path("lossy.tally"));
 	json_t *root, *events;
 	size_t i;
 	uint64_t lost = 0;
@@ -834,7 +770,7 @@ static void test_chrome_loss(void **state)
 	(void)state;
 	observed_init(&x);
 	make_trace(path, &spec, &x);
-	root = to_chrome(path, tmp("lossy.json"), &set);
+	root = fixture_chrome(path, scratch_path("lossy.json"));
 	assert_string_equal(
 	    json_string_value(json_object_get(json_object_get(root, "otherData"), "tally_verdict")),
 	    "INCOMPLETE");
@@ -852,7 +788,6 @@ static void test_chrome_loss(void **state)
 	assert_true(count_events(events, "X", "tally_loss") >= 2);
 	assert_int_equal(count_events(events, "X", "kernel"), x.kernels_timed);
 	json_decref(root);
-	report_set_close(&set);
 	observed_free(&x);
 	free(path);
 }
@@ -1001,25 +936,18 @@ static void test_sqlite_nsys_queries(void **state)
 	    .threads = 2,
 	    .devices = true,
 	};
-	struct export_opts o = {.output = tmp("nsys.sqlite"), .force = true};
-	struct export_stats es;
-	struct report_set set;
 	struct observed x;
-	char err[512], *path = strdup(tmp("sq.tally")), db[256];
+	char *path = strdup(scratch_path("sq.tally")), db[256];
 
 	(void)state;
-	snprintf(db, sizeof(db), "%s", o.output);
+	snprintf(db, sizeof(db), "%s", scratch_path("nsys.sqlite"));
 	observed_init(&x);
 	make_trace(path, &spec, &x);
-	assert_int_equal(report_set_open(&set, &path, 1, err, sizeof(err)), 0);
-	report_set_find_base(&set);
-	if (report_export(&export_sqlite, &set, &o, NULL, NULL, &es, err, sizeof(err)) != 0)
-		fail_msg("export: %s", err);
+	fixture_export(&export_sqlite, path, db);
 	check_kernel_sums(db, &x);
 	check_api_sums(db, &x);
 	check_memop_bytes(db, &x);
 	check_nvtx_and_verdict(db, &x);
-	report_set_close(&set);
 	observed_free(&x);
 	free(path);
 }
@@ -1041,7 +969,7 @@ static void stats_equal_parts(const char *merged, const struct observed *xa,
 		for (i = 0; i < xs[k]->kern.n; i++)
 			for (j = 0; j < xs[k]->kern.d[i].n; j++)
 				dist_add(&both, xs[k]->kern.d[i].name, xs[k]->kern.d[i].v[j]);
-	st = run_stats(&mp, 1, 1u << report_find("cuda_gpu_kern_sum"), &set);
+	st = fixture_stats(&mp, 1, 1u << report_find("cuda_gpu_kern_sum"), &set);
 	check_report(st, "cuda_gpu_kern_sum", &both);
 	stats_free(st);
 	report_set_close(&set);
@@ -1062,13 +990,13 @@ static void test_merge_aligns_clocks(void **state)
 	struct report_set set;
 	struct tally_file *f;
 	char *paths[2], err[512];
-	const char *out = tmp("merged.tally");
+	const char *out = scratch_path("merged.tally");
 
 	(void)state;
 	observed_init(&xa);
 	observed_init(&xb);
-	paths[0] = strdup(tmp("ma.tally"));
-	paths[1] = strdup(tmp("mb.tally"));
+	paths[0] = strdup(scratch_path("ma.tally"));
+	paths[1] = strdup(scratch_path("mb.tally"));
 	make_trace(paths[0], &a, &xa);
 	make_trace(paths[1], &b, &xb);
 	assert_int_equal(report_set_open(&set, paths, 2, err, sizeof(err)), 0);
@@ -1108,14 +1036,14 @@ static void test_merge_worst_verdict(void **state)
 	struct tally_file *f;
 	struct tally_verdict v;
 	char *paths[2], err[512];
-	const char *out = tmp("worst.tally");
+	const char *out = scratch_path("worst.tally");
 	struct stat sb;
 	FILE *fp;
 
 	(void)state;
 	observed_init(&x);
-	paths[0] = strdup(tmp("good.tally"));
-	paths[1] = strdup(tmp("lossy2.tally"));
+	paths[0] = strdup(scratch_path("good.tally"));
+	paths[1] = strdup(scratch_path("lossy2.tally"));
 	make_trace(paths[0], &good, &x);
 	make_trace(paths[1], &lossy, &x);
 	assert_int_equal(report_set_open(&set, paths, 2, err, sizeof(err)), 0);
@@ -1202,7 +1130,8 @@ static void test_names(void **state)
 static void run_everything(const char *input)
 {
 	char *path = strdup(input), err[512];
-	const char *outs[] = {tmp("c.json"), tmp("c.sqlite"), tmp("c.csv")};
+	const char *outs[] = {scratch_path("c.json"), scratch_path("c.sqlite"),
+			      scratch_path("c.csv")};
 	struct stats_request req = {.reports = ~0u};
 	struct export_opts o = {.force = true};
 	struct export_stats es;
@@ -1232,7 +1161,8 @@ static void run_everything(const char *input)
 		report_set_close(&set);
 	}
 	if (report_set_open(&set, &path, 1, err, sizeof(err)) == 0) {
-		(void)report_merge(&set, tmp("c.tally"), true, NULL, NULL, &res, err, sizeof(err));
+		(void)report_merge(&set, scratch_path("c.tally"), true, NULL, NULL, &res, err,
+				   sizeof(err));
 		report_set_close(&set);
 	}
 	fclose(devnull);
@@ -1303,7 +1233,7 @@ static void test_gpu_gaps_library(void **state)
 	const struct report_gap *gp;
 	struct report_set set;
 	struct observed x;
-	char err[256], *path = strdup(tmp("gaps.tally"));
+	char err[256], *path = strdup(scratch_path("gaps.tally"));
 	size_t n, i, dev = 0;
 
 	(void)state;
@@ -1420,5 +1350,5 @@ int main(void)
 	    cmocka_unit_test(test_fuzz_corpus),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

@@ -20,7 +20,9 @@
 #include <jansson.h>
 
 #include "reader.h"
+#include "report-fixture.h"
 #include "report.h"
+#include "scratch.h"
 #include "stacks.h"
 #include "stacktab.h"
 #include "testsrc.h"
@@ -199,18 +201,6 @@ static void observe(void *ctx, const CUpti_Activity *rec, size_t size)
 	x->kernels[s]++;
 }
 
-static char tmpdir[64];
-
-static const char *tmp(const char *name)
-{
-	static char paths[4][256];
-	static unsigned next;
-	char *p = paths[next++ % 4];
-
-	snprintf(p, 256, "%s/%s", tmpdir, name);
-	return p;
-}
-
 static void make_trace(const char *path, struct observed *x)
 {
 	struct testsrc_workload w = {.kernels = 600,
@@ -269,22 +259,6 @@ static uint64_t alloc_total(void)
 	return t;
 }
 
-static struct stats *run_stats(const char *path, struct report_set *set, uint32_t reports)
-{
-	struct stats_request req = {.reports = reports};
-	struct report_scan_ops ops;
-	char *paths[1] = {(char *)path}, err[256];
-	struct stats *st;
-
-	assert_int_equal(report_set_open(set, paths, 1, err, sizeof(err)), 0);
-	report_set_find_base(set);
-	st = stats_new(&req);
-	stats_scan_ops(st, &ops);
-	assert_int_equal(report_scan(set, &ops, err, sizeof(err)), 0);
-	assert_int_equal(stats_finish(st, set), 0);
-	return st;
-}
-
 static const struct stats_group_view *group_named(const struct stats *st, int r, const char *n)
 {
 	const struct stats_group_view *g;
@@ -303,13 +277,15 @@ static void test_stack_report(void **state)
 	struct report_set set = {0};
 	struct observed x;
 	struct stats *st;
+	char *path;
 	char frame[256], stack[1024];
 	unsigned s, rows = 0;
 
 	(void)state;
 	assert_true(r >= 0);
-	make_trace(tmp("stacks.tally"), &x);
-	st = run_stats(tmp("stacks.tally"), &set, 1u << r);
+	make_trace(scratch_path("stacks.tally"), &x);
+	path = (char *)scratch_path("stacks.tally");
+	st = fixture_stats(&path, 1, 1u << r, &set);
 	for (s = 0; s < STACKS; s++) {
 		expected_labels(s, frame, sizeof(frame), stack, sizeof(stack));
 		g = group_named(st, r, frame);
@@ -333,13 +309,15 @@ static void test_memory_report(void **state)
 	struct report_set set = {0};
 	struct observed x;
 	struct stats *st;
+	char *path;
 	char *out = NULL;
 	size_t len = 0;
 	FILE *f;
 
 	(void)state;
-	make_trace(tmp("mem.tally"), &x);
-	st = run_stats(tmp("mem.tally"), &set, 1u << r);
+	make_trace(scratch_path("mem.tally"), &x);
+	path = (char *)scratch_path("mem.tally");
+	st = fixture_stats(&path, 1, 1u << r, &set);
 	f = open_memstream(&out, &len);
 	assert_int_equal(stats_write(st, &set, f, REPORT_FMT_CSV), 0);
 	fclose(f);
@@ -359,24 +337,6 @@ static void test_memory_report(void **state)
 	report_set_close(&set);
 }
 
-static json_t *chrome_of(const char *path, const char *out)
-{
-	struct report_set set = {0};
-	struct export_opts o = {.output = out, .force = true};
-	struct export_stats es;
-	char *paths[1] = {(char *)path}, err[256];
-	json_t *j;
-
-	assert_int_equal(report_set_open(&set, paths, 1, err, sizeof(err)), 0);
-	report_set_find_base(&set);
-	assert_int_equal(report_export(&export_chrome, &set, &o, NULL, NULL, &es, err, sizeof(err)),
-			 0);
-	report_set_close(&set);
-	j = json_load_file(out, 0, NULL);
-	assert_non_null(j);
-	return j;
-}
-
 static void test_chrome(void **state)
 {
 	json_t *root, *events, *ev;
@@ -386,8 +346,8 @@ static void test_chrome(void **state)
 	char frame[256], stack[1024];
 
 	(void)state;
-	make_trace(tmp("chrome.tally"), &x);
-	root = chrome_of(tmp("chrome.tally"), tmp("chrome.json"));
+	make_trace(scratch_path("chrome.tally"), &x);
+	root = fixture_chrome(scratch_path("chrome.tally"), scratch_path("chrome.json"));
 	events = json_object_get(root, "traceEvents");
 	json_array_foreach(events, i, ev)
 	{
@@ -421,27 +381,19 @@ static void test_chrome(void **state)
 
 static void test_sqlite(void **state)
 {
-	struct report_set set = {0};
-	struct export_opts o = {.output = tmp("s.db"), .force = true};
-	struct export_stats es;
 	struct observed x;
-	char *paths[1], err[256], cmd[512], line[256] = "";
+	char cmd[512], line[256] = "";
 	FILE *p;
 
 	(void)state;
-	make_trace(tmp("sq.tally"), &x);
-	paths[0] = (char *)tmp("sq.tally");
-	assert_int_equal(report_set_open(&set, paths, 1, err, sizeof(err)), 0);
-	report_set_find_base(&set);
-	assert_int_equal(report_export(&export_sqlite, &set, &o, NULL, NULL, &es, err, sizeof(err)),
-			 0);
-	report_set_close(&set);
+	make_trace(scratch_path("sq.tally"), &x);
+	fixture_export(&export_sqlite, scratch_path("sq.tally"), scratch_path("s.db"));
 	/* per stack: its frames, innermost at depth 0, the user frame marked */
 	snprintf(cmd, sizeof(cmd),
 		 "sqlite3 %s \"SELECT count(DISTINCT id), count(*), sum(userFrame),"
 		 " (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE callchainId IS NOT NULL),"
 		 " (SELECT count(*) FROM CUDA_GPU_MEMORY_USAGE_EVENTS) FROM CUDA_CALLCHAINS\"",
-		 tmp("s.db"));
+		 scratch_path("s.db"));
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	assert_non_null(fgets(line, sizeof(line), p));
@@ -452,23 +404,15 @@ static void test_sqlite(void **state)
 
 static void test_csv_memory(void **state)
 {
-	struct report_set set = {0};
-	struct export_opts o = {.output = tmp("csv"), .force = true};
-	struct export_stats es;
 	struct observed x;
-	char *paths[1], err[256], line[512];
+	char line[512];
 	uint64_t alloc = 0, freed = 0, rows = 0;
 	FILE *f;
 
 	(void)state;
-	make_trace(tmp("csv.tally"), &x);
-	paths[0] = (char *)tmp("csv.tally");
-	assert_int_equal(report_set_open(&set, paths, 1, err, sizeof(err)), 0);
-	report_set_find_base(&set);
-	assert_int_equal(report_export(&export_csv, &set, &o, NULL, NULL, &es, err, sizeof(err)),
-			 0);
-	report_set_close(&set);
-	snprintf(line, sizeof(line), "%s/memory.csv", tmp("csv"));
+	make_trace(scratch_path("csv.tally"), &x);
+	fixture_export(&export_csv, scratch_path("csv.tally"), scratch_path("csv"));
+	snprintf(line, sizeof(line), "%s/memory.csv", scratch_path("csv"));
 	f = fopen(line, "r");
 	assert_non_null(f);
 	assert_non_null(fgets(line, sizeof(line), f)); /* header */
@@ -517,44 +461,28 @@ static void test_unknown_chunks(void **state)
 	uint64_t frames = 0, stacks = 0;
 
 	(void)state;
-	make_trace(tmp("new.tally"), &x);
-	assert_int_equal(tally_file_load(&f, tmp("new.tally"), err, sizeof(err)), 0);
+	make_trace(scratch_path("new.tally"), &x);
+	assert_int_equal(tally_file_load(&f, scratch_path("new.tally"), err, sizeof(err)), 0);
 	frames = f->sections[0]->stacks.nframes;
 	stacks = f->sections[0]->stacks.nstacks;
 	assert_true(frames > 0 && stacks > 0);
 	tally_file_close(f);
-	rn.fd = open(tmp("old.tally"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	rn.fd = open(scratch_path("old.tally"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)rn.fd};
 	assert_int_equal(tally_writer_init(&rn.w, &sink, 0), 0);
 	assert_int_equal(tally_writer_preamble(&rn.w), 0);
-	assert_int_equal(tally_file_open(&f, tmp("new.tally"), err, sizeof(err)), 0);
+	assert_int_equal(tally_file_open(&f, scratch_path("new.tally"), err, sizeof(err)), 0);
 	assert_int_equal(tally_file_read(f, &ops), 0);
 	tally_file_close(f);
 	tally_writer_flush(&rn.w);
 	tally_writer_fini(&rn.w);
 	close(rn.fd);
-	assert_int_equal(tally_file_load(&f, tmp("old.tally"), err, sizeof(err)), 0);
+	assert_int_equal(tally_file_load(&f, scratch_path("old.tally"), err, sizeof(err)), 0);
 	assert_int_equal(f->ndamage, 0);
 	assert_int_equal(f->sections[0]->unknown_chunks, 2); /* one FRAMES, one STACKS */
 	assert_int_equal(f->sections[0]->stacks.nstacks, 0);
 	assert_int_equal(f->sections[0]->records[TALLY_KIND_KERNEL], 600);
 	tally_file_close(f);
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	strcpy(tmpdir, "/tmp/tally-stacks-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
 }
 
 int main(void)
@@ -567,5 +495,5 @@ int main(void)
 	    cmocka_unit_test(test_unknown_chunks),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }
