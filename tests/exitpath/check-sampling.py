@@ -14,6 +14,14 @@ Used by tests/exitpath/test-sampling.sh (CPU) and tests/gpu/sampling.sh (GPU).
                                                    a blocking call of that length (and object)
   check-sampling.py quiet DUMP START_NS END_NS     no native sample of the main thread in the
                                                    window
+  check-sampling.py gaps RECORDS HOST MIN_NS N python FILE LINE | pyfunc NAME | native BIN FUNC
+                                                   the GPU's idle gaps of MIN_NS or more (N at
+                                                   least, from `tally-dump FILE`'s kernel, memcpy
+                                                   and memset records) are the main thread's time
+                                                   at that line / in that function
+  check-sampling.py gap-calls RECORDS HOST MIN_NS N
+                                                   and a blocking call of the main thread spans
+                                                   most of each
 """
 import json
 import subprocess
@@ -162,6 +170,80 @@ def check_quiet(dump, t0, t1):
        "native sampling runs on CPU time" % len(inside))
 
 
+def gpu_gaps(records, min_ns):
+    busy = []
+    for line in open(records):
+        f = line.split()
+        if f and f[0] in ("kernel", "memcpy", "memset"):
+            d = dict(kv.split("=", 1) for kv in f[1:] if "=" in kv)
+            t, dur = int(d["start"]), int(d["dur"])
+            if t:
+                busy.append((t, t + dur))
+    busy.sort()
+    gaps, end = [], None
+    for b0, b1 in busy:
+        if end is not None and b0 - end >= min_ns:
+            gaps.append((end, b0))
+        end = b1 if end is None else max(end, b1)
+    return gaps
+
+
+def matcher(what, args):
+    if what == "python":
+        want = (args[0], int(args[1]))
+        return lambda s: s["source"] == 1, lambda s: py_top(s) == want, "%s:%s" % tuple(args)
+    if what == "pyfunc":
+        return (lambda s: s["source"] == 1,
+                lambda s: any(fr.startswith("py:") and args[0] in fr.split(":", 3)[3]
+                              for fr in s["stack"]), "a frame in %s" % args[0])
+    rng = symbol_range(args[0], args[1])
+    name = args[0].rsplit("/", 1)[-1]
+
+    def in_func(s):
+        p = s["stack"][0].split(":") if s["stack"] else []
+        return (rng is not None and len(p) == 3 and p[0] == "pc" and p[1] == name and
+                rng[0] <= int(p[2], 16) < rng[1])
+
+    return lambda s: s["source"] in (2, 3), in_func, "%s in %s" % (args[1], name)
+
+
+def check_gaps(records, host, min_ns, n, what, args):
+    samples, _, threads = parse(host)
+    main = next((t for t, v in threads.items() if v["flags"] & 1), -1)
+    gaps = gpu_gaps(records, min_ns)
+    ok(len(gaps) >= n, "the GPU idles %d times for %.0f ms or more (the workload makes %d)" %
+       (len(gaps), min_ns / 1e6, n))
+    kind, match, label = matcher(what, args)
+    total = hits = empty = 0
+    for g0, g1 in gaps:
+        inside = [s for s in samples if s["tid"] == main and kind(s) and
+                  g0 + 5_000_000 <= s["t"] <= g1 - 5_000_000]
+        total += len(inside)
+        hits += sum(1 for s in inside if match(s))
+        empty += not inside
+    ok(total > 0 and hits >= 0.8 * total and not empty,
+       "the idle gaps are attributed to %s: %d of the main thread's %d samples in them (%d "
+       "gap(s) without a sample)" % (label, hits, total, empty))
+
+
+def check_gap_calls(records, host, min_ns, n):
+    _, calls, threads = parse(host)
+    main = next((t for t, v in threads.items() if v["flags"] & 1), -1)
+    gaps = gpu_gaps(records, min_ns)
+    covered = 0
+    names = {}
+    for g0, g1 in gaps:
+        best = max((min(c["t"] + c["dur"], g1) - max(c["t"], g0) for c in calls
+                    if c["tid"] == main), default=0)
+        covered += best >= 0.5 * (g1 - g0)
+        for c in calls:
+            if c["tid"] == main and c["t"] < g1 and c["t"] + c["dur"] > g0:
+                names[c["call"]] = names.get(c["call"], 0) + 1
+    ok(len(gaps) >= n and covered >= 0.8 * len(gaps),
+       "a blocking call of the main thread spans half or more of %d of the %d idle gaps "
+       "(calls seen in them: %s)" % (covered, len(gaps), names))
+
+
 def main():
     a = sys.argv[1:]
     if a[0] == "python":
@@ -172,6 +254,10 @@ def main():
         check_osrt(a[1], a[2], int(a[3]), int(a[4]), int(a[5], 0) if len(a) > 5 else None)
     elif a[0] == "quiet":
         check_quiet(a[1], int(a[2]), int(a[3]))
+    elif a[0] == "gaps":
+        check_gaps(a[1], a[2], int(a[3]), int(a[4]), a[5], a[6:])
+    elif a[0] == "gap-calls":
+        check_gap_calls(a[1], a[2], int(a[3]), int(a[4]))
     sys.exit(1 if failures else 0)
 
 
