@@ -449,6 +449,24 @@ static void start_failed(struct session *s, int rc, const char *why)
 	manifest_line(s, "off %d %s", (int)getpid(), why);
 }
 
+/* The header was written before CUPTI was there: its versions, said now. */
+static void cupti_joined_note(void)
+{
+	int (*driver)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
+	uint32_t version = 0;
+	int dv = 0;
+	char text[PATH_MAX + 128];
+
+	if (cupti.GetVersion)
+		(void)cupti.GetVersion(&version);
+	if (driver)
+		(void)driver(&dv);
+	snprintf(text, sizeof(text),
+		 "CUDA joined the recording at cuInit: CUPTI API version %u (%s), CUDA driver %d",
+		 version, cupti.path, dv);
+	tally_pipeline_note(TALLY_NOTE_INFO, "cupti-joined", text);
+}
+
 /* A session that started at load (host sampling) meets CUDA: CUPTI joins it now, as it would
  * have at the start of a session started by CUDA. */
 static void attach_cupti(struct session *s)
@@ -467,10 +485,12 @@ static void attach_cupti(struct session *s)
 		goto unlock;
 	}
 	s->cupti_on = true;
-	if ((rc = cupti_tracer_setup(&s->tracer, &s->cfg, why, sizeof(why))) < 0)
+	if ((rc = cupti_tracer_setup(&s->tracer, &s->cfg, why, sizeof(why))) < 0) {
 		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-setup", why);
-	else
-		tally_log("CUDA joins the recording to %s", s->path);
+		goto unlock;
+	}
+	cupti_joined_note();
+	tally_log("CUDA joins the recording to %s", s->path);
 unlock:
 	pthread_mutex_unlock(&s->lock);
 }

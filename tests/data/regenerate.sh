@@ -22,6 +22,19 @@ mkdir -p "$C"
 # thread does), over a GPU timeline with a 150 ms idle gap before launch 50
 "$TS" -o "$D/host.tally" --t0 1796000000000000000 --seed 45 --kernels 100 --idle-at 50:150 \
 	--host 200 --host-torn-every 50 --batch 64
+# sampled: the real collector with the stand-in CUPTI (not the test source): a Python program
+# launching 3 bursts of 50 kernels 50 ms apart, with --sample python at 500 Hz and --trace osrt
+# (tests/exitpath/sampling_gaps.py; its frames name this checkout's paths, so it changes when
+# remade elsewhere: remake it only on purpose, and the goldens with it)
+if [ "${TALLY_REMAKE_SAMPLED:-0}" = 1 ]; then
+	PY=$(python3 -c 'import sys; print(sys.executable)')
+	L=$(cd "$B" && pwd)/src/collector/libtally.so
+	rm -f "$D/sampled.tally"
+	env LD_PRELOAD="$L" CUDA_INJECTION64_PATH="$L" TALLY_TRACE=cuda,nvtx,osrt \
+		TALLY_CUPTI_PATH="$(cd "$B" && pwd)/tests/exitpath/libfakecupti.so" \
+		TALLY_OUTPUT="$(cd "$D" && pwd)/sampled.tally" TALLY_SAMPLE=python TALLY_SAMPLE_RATE=500 \
+		"$PY" "$D/../exitpath/sampling_gaps.py" /dev/null 3 0.05
+fi
 # seed corpus: whole files, a cut one, and one with a flipped byte
 cp "$D/tiny.tally" "$C/tiny"
 cp "$D/lossy.tally" "$C/lossy"
