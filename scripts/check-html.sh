@@ -1,11 +1,11 @@
 #!/bin/sh
-# The report page's own check (src/report/html/), run by scripts/test.sh: JavaScript syntax (node
+# The report page's own check (src/page/html/), run by scripts/test.sh: JavaScript syntax (node
 # --check, when node is there), the rules that keep hostile names out of the HTML (no innerHTML
 # and friends), nothing that would end or break the <script>/<style> elements the files are
 # pasted into, the markers html.c replaces, no network, the vendored uPlot's pinned version and
 # checksums, and plain formatting (tabs, no trailing blanks, lines of at most 150 columns).
 set -eu
-cd "$(dirname "$0")/../src/report/html"
+cd "$(dirname "$0")/../src/page/html"
 fail=0
 bad() { echo "check-html: $*" >&2; fail=1; }
 own="report.js report.css page.html"

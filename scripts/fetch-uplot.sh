@@ -1,12 +1,12 @@
 #!/bin/sh
 # Re-fetches the vendored uPlot (the page's charts) at its pinned version from npm and checks it
-# against src/report/html/vendor/SHA256SUMS.  Not part of the build: the minified file and its
+# against src/page/html/vendor/SHA256SUMS.  Not part of the build: the minified file and its
 # licence are committed, so building and CI need no network.  To move to another version: change
 # VERSION, run with --update, look at the diff, and commit the three files with SHA256SUMS.
 # Usage: scripts/fetch-uplot.sh [--update]
 set -eu
 VERSION=1.6.32
-cd "$(dirname "$0")/../src/report/html/vendor"
+cd "$(dirname "$0")/../src/page/html/vendor"
 command -v npm >/dev/null 2>&1 || { echo "fetch-uplot: needs npm" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

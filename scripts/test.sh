@@ -3,6 +3,8 @@
 # under AddressSanitizer+UBSan (less the browser test: the page is the same, its generation is
 # fuzzed there), the pipeline tests under ThreadSanitizer, and the reader's fuzzer
 # and of stats/export/merge, each for a bounded time (TALLY_FUZZ_SECONDS, default 60).  Stops at the first failure.
+# The plain build's ctest also holds the house's checks: includes only downward (include-graph),
+# no external function that no other file uses (unused-functions, nm over the objects).
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -18,7 +20,7 @@ if command -v clang-format >/dev/null 2>&1; then
 	git ls-files 'src/*.[ch]' 'tests/*.[ch]' 'bench/*.c' | xargs clang-format --dry-run --Werror
 fi
 
-step "the report page (src/report/html): syntax and hygiene"
+step "the report page (src/page/html): syntax and hygiene"
 scripts/check-html.sh
 
 step "build and test (RelWithDebInfo)"

@@ -410,34 +410,6 @@ static int apply(const struct parser *p, int val, const char *arg)
 
 /* ---- the two uses of a table ---------------------------------------------------------- */
 
-int cli_parse(const struct cli_command *cmd, void *opts, int argc, char **argv, int *first)
-{
-	struct parser p;
-	int c, rc = 0;
-
-	if (parser_init(&p, cmd, opts) < 0)
-		return cli_error(TALLY_EXIT_ERROR, "out of memory");
-	optind = 0; /* 0, not 1: glibc reads the optstring's '+' again (one process, many tables) */
-	opterr = 0; /* the messages are ours */
-	while (rc == 0 && (c = getopt_long(argc, argv, p.shorts, p.longopts, NULL)) != -1) {
-		if (c == HELP_VAL) {
-			cli_print_help(stdout, cmd);
-			rc = CLI_HELP_SHOWN;
-		} else if (c == '?') {
-			rc = unknown(&p, argv);
-		} else if (c == ':') {
-			rc = missing(&p);
-		} else {
-			rc = apply(&p, c, optarg);
-		}
-	}
-	*first = optind;
-	parser_fini(&p);
-	if (rc == 0 && cmd->no_operand && optind >= argc)
-		rc = cli_error(TALLY_EXIT_USAGE, "%s", cmd->no_operand);
-	return rc;
-}
-
 static void print_row(FILE *out, const char *flags, const char *help)
 {
 	size_t n = strcspn(help, "\n");
@@ -484,10 +456,38 @@ static void print_table(FILE *out, const struct cli_option *t, bool with_help)
 		}
 }
 
-void cli_print_help(FILE *out, const struct cli_command *cmd)
+static void cli_print_help(FILE *out, const struct cli_command *cmd)
 {
 	fprintf(out, "usage: %s\n\n%s\n\noptions:\n", cmd->usage, cmd->about);
 	print_table(out, cmd->options, true);
 	if (cmd->more_help)
 		cmd->more_help(out);
+}
+
+int cli_parse(const struct cli_command *cmd, void *opts, int argc, char **argv, int *first)
+{
+	struct parser p;
+	int c, rc = 0;
+
+	if (parser_init(&p, cmd, opts) < 0)
+		return cli_error(TALLY_EXIT_ERROR, "out of memory");
+	optind = 0; /* 0, not 1: glibc reads the optstring's '+' again (one process, many tables) */
+	opterr = 0; /* the messages are ours */
+	while (rc == 0 && (c = getopt_long(argc, argv, p.shorts, p.longopts, NULL)) != -1) {
+		if (c == HELP_VAL) {
+			cli_print_help(stdout, cmd);
+			rc = CLI_HELP_SHOWN;
+		} else if (c == '?') {
+			rc = unknown(&p, argv);
+		} else if (c == ':') {
+			rc = missing(&p);
+		} else {
+			rc = apply(&p, c, optarg);
+		}
+	}
+	*first = optind;
+	parser_fini(&p);
+	if (rc == 0 && cmd->no_operand && optind >= argc)
+		rc = cli_error(TALLY_EXIT_USAGE, "%s", cmd->no_operand);
+	return rc;
 }

@@ -166,7 +166,6 @@ struct cli_command {
  * exit code, said on stderr as "tally CMD: error: ...; see 'tally CMD --help'".
  */
 int cli_parse(const struct cli_command *cmd, void *opts, int argc, char **argv, int *first);
-void cli_print_help(FILE *out, const struct cli_command *cmd);
 /* A bad value found after parsing: the message, the pointer to --help; returns the usage code. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

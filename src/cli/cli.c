@@ -2,8 +2,9 @@
 /* Shared CLI helpers; see cli.h. */
 #include "cli.h"
 #include "clock.h"
-#include "report.h"
+#include "table.h"
 #include "text.h"
+#include "trace-set.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -69,7 +70,7 @@ void cli_progress_begin(struct cli_progress *p, const char *what)
 	p->enabled = isatty(STDERR_FILENO) && !getenv("TALLY_NO_PROGRESS");
 }
 
-void cli_progress_update(struct cli_progress *p, uint64_t done, uint64_t total)
+static void cli_progress_update(struct cli_progress *p, uint64_t done, uint64_t total)
 {
 	uint64_t now;
 

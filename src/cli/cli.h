@@ -13,7 +13,8 @@
 #include "cli-options.h"
 #include "outfile.h"
 
-/* Exit codes, documented in docs/cli.md; keep them stable. */
+/* Exit codes, one meaning each and stable: docs/architecture.md ("Exit codes") has the table,
+ * each command's page in docs/ says which it returns. */
 enum tally_exit {
 	TALLY_EXIT_OK = 0,	   /* done; for check: every trace COMPLETE */
 	TALLY_EXIT_FAIL = 1,	   /* check/stats: a trace is INCOMPLETE; doctor: a blocking FAIL */
@@ -87,7 +88,6 @@ struct cli_progress {
 	bool enabled, shown;
 };
 void cli_progress_begin(struct cli_progress *p, const char *what);
-void cli_progress_update(struct cli_progress *p, uint64_t done, uint64_t total);
 void cli_progress_end(struct cli_progress *p);
 /* The same as a reader's progress callback (struct tally_read_ops.progress; ctx: the progress). */
 void cli_progress_callback(void *ctx, uint64_t done, uint64_t total);

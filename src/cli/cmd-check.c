@@ -14,6 +14,7 @@
 #include "json.h"
 #include "reader.h"
 #include "tally-format.h"
+#include "trace-set.h"
 #include "verdict.h"
 
 struct check_opts {
@@ -310,27 +311,12 @@ static void print_drops(const struct tally_section *s)
 
 static void json_drops(struct tally_json *j, const struct tally_section *s)
 {
-	size_t i;
-
 	tally_json_name(j, "drops");
 	tally_json_object_begin(j);
 	tally_json_field_bool(j, "recorded", s->ndrops > 0);
 	tally_json_field_string(j, "kind", "not reported by CUPTI");
 	tally_json_name(j, "entries");
-	tally_json_array_begin(j);
-	for (i = 0; i < s->ndrops; i++) {
-		const struct tally_drops *d = &s->drops[i];
-
-		tally_json_object_begin(j);
-		tally_json_field_string(j, "source", tally_drop_source_name(d->source));
-		tally_json_field_uint(j, "context", d->context);
-		tally_json_field_uint(j, "device", d->device);
-		tally_json_field_uint(j, "stream", d->stream);
-		tally_json_field_uint(j, d->source == TALLY_DROPS_SEEN ? "gpu_records" : "dropped",
-				      d->count);
-		tally_json_object_end(j);
-	}
-	tally_json_array_end(j);
+	report_drops_array(j, s);
 	tally_json_object_end(j);
 }
 

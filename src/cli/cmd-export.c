@@ -11,8 +11,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "export.h"
 #include "outfile.h"
-#include "report.h"
+#include "trace-set.h"
 
 struct export_cli {
 	const struct exporter *e;

@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "report.h"
+#include "merge.h"
+#include "trace-set.h"
 #include "verdict.h"
 
 struct merge_cli {

@@ -105,7 +105,7 @@ static void install_forwarding(void)
  * Refuse to run if the one name the pattern makes is taken (names with %p/%n never are), or is
  * anything but a regular file: --force replaces a regular file only (outfile.h).
  */
-int record_check_overwrite(const struct collect_opts *c)
+static int record_check_overwrite(const struct collect_opts *c)
 {
 	struct tally_pattern_vars vars = {.pid = getpid()};
 	char path[PATH_MAX], err[PATH_MAX + 128];

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "report.h"
+#include "page.h"
 
 #define DEFAULT_BUCKETS 16384
 #define DEFAULT_EXACT	200000

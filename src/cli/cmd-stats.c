@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "report.h"
+#include "stats.h"
+#include "trace-set.h"
 
 struct stats_opts {
 	struct stats_request req;

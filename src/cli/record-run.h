@@ -36,7 +36,5 @@ void record_run_fini(struct record_run *run);
 
 /* The doctor's blocking checks for recording with c; 0, or an exit code (said on stderr). */
 int record_preflight(const struct collect_opts *c);
-/* Refuse to overwrite the one file c's output names (patterns with %p/%n never clash). */
-int record_check_overwrite(const struct collect_opts *c);
 
 #endif

@@ -107,6 +107,4 @@ void session_before_fork(struct session *s);
 void session_after_fork_parent(struct session *s);
 void session_after_fork_child(struct session *s);
 
-uint64_t mono_now_ns(void);
-
 #endif

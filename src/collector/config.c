@@ -28,7 +28,8 @@ static const struct {
     {"none", 0},
 };
 
-int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)
+/* "cuda,nvtx" -> bits; -1 with why for an unknown name. */
+static int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)
 {
 	char buf[256], *tok, *save = NULL;
 
@@ -52,7 +53,8 @@ int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)
 	return 0;
 }
 
-int tally_sample_parse(const char *s, unsigned *bits, char *why, size_t len)
+/* "python", "native", "python,native", "none" -> TALLY_SAMPLE_BIT_*; -1 with why. */
+static int sample_parse(const char *s, unsigned *bits, char *why, size_t len)
 {
 	char buf[64], *tok, *save = NULL;
 
@@ -140,7 +142,7 @@ static int load_host(struct tally_config *c, char *why, size_t len)
 	const char *s = getenv("TALLY_SAMPLE");
 	uint64_t v;
 
-	if (s && *s && tally_sample_parse(s, &c->sample, why, len) < 0)
+	if (s && *s && sample_parse(s, &c->sample, why, len) < 0)
 		return -EINVAL;
 	if (!env_u64("TALLY_SAMPLE_RATE", 1000, 1, &v, why, len))
 		return -EINVAL;

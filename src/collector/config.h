@@ -65,15 +65,9 @@ struct tally_config {
  * (host sampling, blocking calls)?  Such a session starts when libtally.so loads. */
 bool tally_config_from_start(const struct tally_config *c);
 
-/* "python", "native", "python,native", "none" -> TALLY_SAMPLE_BIT_*; -1 with why.  Shared with
- * the CLI. */
-int tally_sample_parse(const char *s, unsigned *bits, char *why, size_t len);
 
 /* Parse the environment; returns 0, or -EINVAL with why naming the variable and value. */
 int tally_config_load(struct tally_config *c, char *why, size_t len);
-
-/* "cuda,nvtx" -> bits; -1 with why for an unknown name.  Shared with the CLI. */
-int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len);
 
 /* Is this process's rank (SLURM_PROCID, RANK, OMPI_COMM_WORLD_RANK, PMI_RANK) in list? */
 bool tally_rank_selected(const char *list, char *rank_var, size_t len);

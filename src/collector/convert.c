@@ -35,7 +35,8 @@ size_t tally_api_name_len(const char *name)
 	return len;
 }
 
-enum tally_api_class tally_api_name_class(const char *name)
+/* What an API call is, for the correlation check (stored in the record's SUBKIND). */
+static enum tally_api_class tally_api_name_class(const char *name)
 {
 	if (!name)
 		return TALLY_API_OTHER;

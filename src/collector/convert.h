@@ -51,9 +51,6 @@ enum convert_result tally_convert(struct tally_convert *c, const CUpti_Activity 
 /* Does a call of this name launch GPU work (kernel, copy, memset, graph)? */
 bool tally_api_name_launches(const char *name);
 
-/* What an API call is, for the correlation check (stored in the record's SUBKIND). */
-enum tally_api_class tally_api_name_class(const char *name);
-
 /* Strip CUPTI's version suffix: "cudaLaunchKernel_v7000" -> "cudaLaunchKernel". */
 size_t tally_api_name_len(const char *name);
 

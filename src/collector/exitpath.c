@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Every exit path closes the trace (design §3, docs/collector.md):
+ * Every exit path closes the trace (docs/collector.md, "Every exit path flushes"):
  *
  *   exit(), return from main     atexit handler (and CUPTI's context-destroy callback before it)
  *   _exit, _Exit, quick_exit     interposed (libtally.so is in LD_PRELOAD): close, then exit
@@ -193,35 +193,53 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 
-/* Close, then the real call with the next image's environment; only returns on failure. */
-#define EXEC_THROUGH(name, type, call_args, envp)                                                  \
-	do {                                                                                       \
-		type real = (type)next_symbol(name);                                               \
-		char **owned;                                                                      \
-		char *const *env;                                                                  \
-		int rc, saved;                                                                     \
-                                                                                                   \
-		leave(TALLY_FLUSH_EXEC);                                                           \
-		if (!real) {                                                                       \
-			errno = ENOSYS;                                                            \
-			return -1;                                                                 \
-		}                                                                                  \
-		env = exec_env(envp, &owned);                                                      \
-		rc = real call_args;                                                               \
-		saved = errno;                                                                     \
-		free(owned);                                                                       \
-		errno = saved;                                                                     \
-		return rc;                                                                         \
-	} while (0)
+/* An exec wrapper's state around the real call: the environment handed to the next image. */
+struct exec_call {
+	char **owned; /* exec_env's copy, if it made one */
+	char *const *env;
+};
+
+/*
+ * Before the real call: find it, close the trace, make the next image's environment.  NULL (errno
+ * ENOSYS) when there is no real function to call: the wrapper then returns -1 without calling.
+ */
+static void *exec_begin(const char *name, char *const envp[], struct exec_call *x)
+{
+	void *real = next_symbol(name);
+
+	leave(TALLY_FLUSH_EXEC);
+	if (!real) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	x->env = exec_env(envp, &x->owned);
+	return real;
+}
+
+/* After the real call, which came back only because it failed: free, keep its errno. */
+static int exec_end(struct exec_call *x, int rc)
+{
+	int saved = errno;
+
+	free(x->owned);
+	errno = saved;
+	return rc;
+}
 
 static int exec_path(const char *path, char *const argv[], char *const envp[])
 {
-	EXEC_THROUGH("execve", execve_fn, (path, argv, env), envp);
+	struct exec_call x;
+	execve_fn real = (execve_fn)exec_begin("execve", envp, &x);
+
+	return real ? exec_end(&x, real(path, argv, x.env)) : -1;
 }
 
 static int exec_search(const char *file, char *const argv[], char *const envp[])
 {
-	EXEC_THROUGH("execvpe", execve_fn, (file, argv, env), envp);
+	struct exec_call x;
+	execve_fn real = (execve_fn)exec_begin("execvpe", envp, &x);
+
+	return real ? exec_end(&x, real(file, argv, x.env)) : -1;
 }
 
 TALLY_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -246,13 +264,19 @@ TALLY_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[
 
 TALLY_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	EXEC_THROUGH("fexecve", fexecve_fn, (fd, argv, env), envp);
+	struct exec_call x;
+	fexecve_fn real = (fexecve_fn)exec_begin("fexecve", envp, &x);
+
+	return real ? exec_end(&x, real(fd, argv, x.env)) : -1;
 }
 
 TALLY_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 			  int flags)
 {
-	EXEC_THROUGH("execveat", execveat_fn, (dirfd, path, argv, env, flags), envp);
+	struct exec_call x;
+	execveat_fn real = (execveat_fn)exec_begin("execveat", envp, &x);
+
+	return real ? exec_end(&x, real(dirfd, path, argv, x.env, flags)) : -1;
 }
 
 /* execl's list as execv's array: on the stack for the usual few, else on the heap. */

@@ -75,15 +75,6 @@ uintptr_t tally_host_thread_word(pid_t tid)
 	return s ? atomic_load_explicit(&s->word, memory_order_relaxed) : 0;
 }
 
-bool tally_host_thread_set_word(pid_t tid, uintptr_t word)
-{
-	struct slot *s = slot_of(tid, true);
-
-	if (s)
-		atomic_store_explicit(&s->word, word, memory_order_relaxed);
-	return s != NULL;
-}
-
 uintptr_t tally_host_thread_swap_word(pid_t tid, uintptr_t word)
 {
 	struct slot *s = slot_of(tid, true);

@@ -23,7 +23,6 @@ unsigned long tally_host_thread_pthread(pid_t tid);
 void tally_host_thread_set_pthread(pid_t tid, unsigned long pthread_id);
 /* A per-tid word the sampler keeps with the registry (its timer); 0 none. */
 uintptr_t tally_host_thread_word(pid_t tid);
-bool tally_host_thread_set_word(pid_t tid, uintptr_t word);
 /* Put word in place and return the one it replaced (0 none); 0 too if the table is full. */
 uintptr_t tally_host_thread_swap_word(pid_t tid, uintptr_t word);
 

@@ -428,11 +428,6 @@ void tally_osrt_stop(void)
 	atomic_store_explicit(&on, false, memory_order_release);
 }
 
-bool tally_osrt_on(void)
-{
-	return atomic_load_explicit(&on, memory_order_relaxed);
-}
-
 size_t tally_osrt_drain(void (*fn)(void *ctx, const struct osrt_event *e), void *ctx)
 {
 	const struct osrt_event *e;

@@ -29,7 +29,6 @@ int tally_osrt_start(uint64_t threshold_ns, size_t slots);
 /* Stop recording (the ring stays for the process's life, to be drained: a call that began while
  * recording was on may still be about to claim a slot). */
 void tally_osrt_stop(void);
-bool tally_osrt_on(void);
 /* The sampler: each recorded call, oldest first, through fn; returns how many. */
 size_t tally_osrt_drain(void (*fn)(void *ctx, const struct osrt_event *e), void *ctx);
 /* A fork child: nothing is recorded there (the ring is the parent's copy). */

@@ -1040,21 +1040,6 @@ void tally_pipeline_count(unsigned counter, uint64_t n)
 		atomic_fetch_add_explicit(&p->host[counter - HOST_FIRST], n, memory_order_relaxed);
 }
 
-void tally_pipeline_count_max(unsigned counter, uint64_t v)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-	_Atomic uint64_t *c;
-	uint64_t cur;
-
-	if (!p || counter < HOST_FIRST || counter >= HOST_FIRST + HOST_COUNTERS)
-		return;
-	c = &p->host[counter - HOST_FIRST];
-	cur = atomic_load_explicit(c, memory_order_relaxed);
-	while (v > cur && !atomic_compare_exchange_weak_explicit(c, &cur, v, memory_order_relaxed,
-								 memory_order_relaxed))
-		;
-}
-
 void tally_pipeline_threads(const struct tally_buf *payload)
 {
 	side_put(TALLY_CHUNK_THREADS, payload->data, payload->len);
@@ -1065,11 +1050,6 @@ uint64_t tally_pipeline_now(void)
 	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
 
 	return p ? p->src.now() : 0;
-}
-
-void tally_pipeline_device(const struct tally_buf *kv)
-{
-	side_put(TALLY_CHUNK_DEVICE, kv->data, kv->len);
 }
 
 void tally_pipeline_flush_begin(enum tally_flush_path path, int signo)
@@ -1188,16 +1168,4 @@ void tally_pipeline_reset(void)
 
 	if (p && atomic_load_explicit(&p->state, memory_order_relaxed) == P_STOPPED)
 		pipeline_free(p);
-}
-
-void tally_pipeline_snapshot(struct tally_ledger *l)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	memset(l, 0, sizeof(*l));
-	if (!p)
-		return;
-	pthread_mutex_lock(&p->consume_lock);
-	snapshot_locked(p, l);
-	pthread_mutex_unlock(&p->consume_lock);
 }

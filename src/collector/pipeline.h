@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The collection pipeline (design §2), inside the traced process:
+ * The collection pipeline (docs/architecture.md, "The data path"), inside the traced process:
  *
  *   CUPTI --request--> pool (bounded; refused when empty)
  *   CUPTI --complete--> bounds check, count, enqueue (no parsing, no I/O, no waiting)
@@ -67,8 +67,6 @@ struct tally_source {
 	const char *(*api_name)(CUpti_ActivityKind kind, uint32_t cbid);
 };
 
-/* The real CUPTI calls (linked), for tests and tools. */
-extern const struct tally_source tally_cupti_source;
 /* No CUPTI at all (an NVTX-only session): nothing to walk, the CLOCK_REALTIME clock. */
 extern const struct tally_source tally_clock_source;
 
@@ -131,9 +129,6 @@ void tally_pipeline_drain(void);
 /* A note for the trace (another CUPTI client, NVTX off, a signal).  Safe from any thread. */
 void tally_pipeline_note(unsigned severity, const char *code, const char *text);
 
-/* A DEVICE chunk payload (key/value) to write. */
-void tally_pipeline_device(const struct tally_buf *kv);
-
 /*
  * The closing flush, in two steps around the source's own flush (cuptiActivityFlushAll):
  * flush_begin records which exit path runs it and when; stop then stops intake, drains the
@@ -171,8 +166,5 @@ void tally_pipeline_abandon(void);
 
 /* Tests: free a stopped pipeline so that the next test can start one. */
 void tally_pipeline_reset(void);
-
-/* Snapshot of the ledger now (for tests and the collector's own checks). */
-void tally_pipeline_snapshot(struct tally_ledger *l);
 
 #endif

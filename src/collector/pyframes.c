@@ -277,11 +277,6 @@ bool tally_pyframes_name(uint64_t key, uint32_t *line, char *file, size_t file_l
 	return true;
 }
 
-bool tally_pyframes_on(void)
-{
-	return atomic_load_explicit(&pf.state, memory_order_relaxed) == 1;
-}
-
 /* ---- other threads, from the sampler ------------------------------------------------------ */
 
 /* The location table (3.11+, CPython's Objects/locations.md): entries of (first byte: bit 7

@@ -25,8 +25,6 @@ unsigned tally_pyframes_capture(struct raw_frame *out, unsigned max);
 bool tally_pyframes_name(uint64_t key, uint32_t *line, char *file, size_t file_len, char *func,
 			 size_t func_len);
 
-bool tally_pyframes_on(void); /* the layout was validated */
-
 /* ---- other threads, from the sampler (every read through saferead.h) ---------------------- */
 
 struct py_thread {

@@ -115,22 +115,6 @@ static unsigned capture_with_gil(struct raw_frame *out, unsigned max)
 	return n;
 }
 
-unsigned tally_pystack_capture(struct raw_frame *out, unsigned max, frame_namer *namer)
-{
-	unsigned n;
-
-	if (!bound)
-		return 0;
-	/* In place first: it needs no GIL, and PyTorch's ops release it before they launch. */
-	n = tally_pyframes_capture(out, max);
-	if (n) {
-		*namer = tally_pyframes_name;
-		return n;
-	}
-	*namer = tally_pystack_name;
-	return capture_with_gil(out, max);
-}
-
 /* A str attribute of obj copied into out; false (error cleared) if there is none. */
 static bool copy_attr(PyObject *obj, const char *attr, char *out, size_t len)
 {
@@ -146,8 +130,9 @@ static bool copy_attr(PyObject *obj, const char *attr, char *out, size_t len)
 	return s != NULL;
 }
 
-bool tally_pystack_name(uint64_t key, uint32_t *line, char *file, size_t file_len, char *func,
-			size_t func_len)
+/* frame_namer for Python frames (GIL held: called from inside a capture's interning). */
+static bool tally_pystack_name(uint64_t key, uint32_t *line, char *file, size_t file_len,
+			       char *func, size_t func_len)
 {
 	PyObject *code = (PyObject *)(uintptr_t)key, *type, *value, *tb;
 	bool ok;
@@ -163,4 +148,20 @@ bool tally_pystack_name(uint64_t key, uint32_t *line, char *file, size_t file_le
 	py.ErrRestore(type, value, tb);
 	py.IncRef(code); /* held for the session: the key's address stays this code object's */
 	return ok;
+}
+
+unsigned tally_pystack_capture(struct raw_frame *out, unsigned max, frame_namer *namer)
+{
+	unsigned n;
+
+	if (!bound)
+		return 0;
+	/* In place first: it needs no GIL, and PyTorch's ops release it before they launch. */
+	n = tally_pyframes_capture(out, max);
+	if (n) {
+		*namer = tally_pyframes_name;
+		return n;
+	}
+	*namer = tally_pystack_name;
+	return capture_with_gil(out, max);
 }

@@ -18,8 +18,4 @@ bool tally_pystack_init(bool gil_only);
  * the GIL; 0 when neither can. */
 unsigned tally_pystack_capture(struct raw_frame *out, unsigned max, frame_namer *namer);
 
-/* frame_namer for Python frames (GIL held: called from inside a capture's interning). */
-bool tally_pystack_name(uint64_t key, uint32_t *line, char *file, size_t file_len, char *func,
-			size_t func_len);
-
 #endif

@@ -45,7 +45,7 @@ struct session *session_get(void)
 	return &the_session;
 }
 
-uint64_t mono_now_ns(void)
+static uint64_t mono_now_ns(void)
 {
 	return tally_monotonic_ns();
 }

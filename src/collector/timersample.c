@@ -289,11 +289,6 @@ void tally_timer_stop(void)
 		tally_timer_disarm(tids[i]);
 }
 
-bool tally_timer_running(void)
-{
-	return atomic_load_explicit(&ts.running, memory_order_relaxed);
-}
-
 /* Timers are not inherited by fork; the ring may hold a slot the parent's threads had claimed. */
 void tally_timer_after_fork_child(void)
 {

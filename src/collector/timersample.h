@@ -37,7 +37,6 @@ void tally_timer_disarm(pid_t tid);
 size_t tally_timer_drain(void (*fn)(void *ctx, const struct timer_sample *s), void *ctx);
 /* Stop every timer; signals already sent are ignored when they land. */
 void tally_timer_stop(void);
-bool tally_timer_running(void);
 void tally_timer_after_fork_child(void);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Streaming JSON writer; see json.h. */
 #include "json.h"
+#include "text.h"
 
 #include <math.h>
 #include <string.h>
@@ -78,36 +79,6 @@ void tally_json_array_end(struct tally_json *j)
 	close_nested(j, ']');
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 if invalid. */
-static size_t utf8_valid(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	uint32_t cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		len = 2, cp = s[0] & 0x1f;
-	else if ((s[0] & 0xf0) == 0xe0)
-		len = 3, cp = s[0] & 0x0f;
-	else if ((s[0] & 0xf8) == 0xf0)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and values past U+10FFFF are invalid */
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return len;
-}
-
 void tally_json_escape(FILE *out, const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)str;
@@ -139,7 +110,7 @@ void tally_json_escape(FILE *out, const char *str, size_t len)
 		} else if (c == 0x7f) {
 			fputs("\\u007f", out);
 			i++;
-		} else if ((u = utf8_valid(s + i, len - i)) != 0) {
+		} else if ((u = tally_text_utf8_seq(s + i, len - i)) != 0) {
 			fwrite(s + i, 1, u, out);
 			i += u;
 		} else {
@@ -159,7 +130,7 @@ void tally_json_name(struct tally_json *j, const char *name)
 	j->after_name = true;
 }
 
-void tally_json_string_len(struct tally_json *j, const char *s, size_t len)
+static void tally_json_string_len(struct tally_json *j, const char *s, size_t len)
 {
 	separate(j);
 	fputc('"', j->out);
@@ -197,7 +168,7 @@ void tally_json_double(struct tally_json *j, double v)
 		fputs("null", j->out); /* JSON has no NaN or infinity */
 }
 
-void tally_json_bool(struct tally_json *j, bool v)
+static void tally_json_bool(struct tally_json *j, bool v)
 {
 	separate(j);
 	fputs(v ? "true" : "false", j->out);

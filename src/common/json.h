@@ -28,11 +28,9 @@ void tally_json_array_begin(struct tally_json *j);
 void tally_json_array_end(struct tally_json *j);
 void tally_json_name(struct tally_json *j, const char *name);
 void tally_json_string(struct tally_json *j, const char *s);
-void tally_json_string_len(struct tally_json *j, const char *s, size_t len);
 void tally_json_uint(struct tally_json *j, uint64_t v);
 void tally_json_int(struct tally_json *j, int64_t v);
 void tally_json_double(struct tally_json *j, double v);
-void tally_json_bool(struct tally_json *j, bool v);
 void tally_json_null(struct tally_json *j);
 /* Ends the document with a newline. */
 void tally_json_finish(struct tally_json *j);

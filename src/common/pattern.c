@@ -34,15 +34,6 @@ static bool safe_byte(unsigned char c)
 	       c == '.' || c == '_' || c == '-';
 }
 
-void tally_sanitize_component(char *s)
-{
-	size_t i;
-
-	for (i = 0; s[i]; i++)
-		if (!safe_byte((unsigned char)s[i]) || (i == 0 && s[i] == '.'))
-			s[i] = '_';
-}
-
 /* Append a value from outside (environment, host name), sanitised. */
 static void out_put_value(struct out_buf *o, const char *v)
 {

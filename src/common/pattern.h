@@ -33,7 +33,4 @@ struct tally_pattern_vars {
 int tally_pattern_expand(const char *pattern, struct tally_pattern_vars *vars, char *out,
 			 size_t outlen, char *err, size_t errlen);
 
-/* Replace every byte of s outside [A-Za-z0-9._-] (and a leading '.') with '_'. */
-void tally_sanitize_component(char *s);
-
 #endif

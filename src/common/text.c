@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 if it is not one. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t tally_text_utf8_seq(const unsigned char *s, size_t n)
 {
 	uint32_t cp;
 	size_t len, i;
@@ -42,7 +41,7 @@ bool tally_text_is_utf8(const char *s, size_t len)
 	size_t i = 0, n;
 
 	while (i < len) {
-		if (!(n = utf8_seq(p + i, len - i)))
+		if (!(n = tally_text_utf8_seq(p + i, len - i)))
 			return false;
 		i += n;
 	}
@@ -58,7 +57,7 @@ char *tally_text_utf8(const char *s, size_t len, size_t *out_len)
 	if (!out)
 		return NULL;
 	while (i < len) {
-		n = utf8_seq(p + i, len - i);
+		n = tally_text_utf8_seq(p + i, len - i);
 		if (n) {
 			memcpy(o, p + i, n);
 			o += n;
@@ -84,7 +83,7 @@ char *tally_text_printable(const char *s)
 	if (!out)
 		return NULL;
 	while (i < len) {
-		n = utf8_seq(p + i, len - i);
+		n = tally_text_utf8_seq(p + i, len - i);
 		/* C0 and DEL; C1 (U+0080..U+009F) arrives as C2 80..C2 9F. */
 		if (n == 0 || (n == 1 && (p[i] < 0x20 || p[i] == 0x7f)) ||
 		    (n == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0)) {

@@ -16,6 +16,13 @@
  */
 char *tally_text_printable(const char *s);
 
+/*
+ * Length of the valid UTF-8 sequence at s (at most n bytes, n > 0), or 0 if it is not one: an
+ * overlong form, a surrogate, a value past U+10FFFF, a bad or missing continuation byte.  The one
+ * validator behind the functions below and the JSON writer's escaping (json.c).
+ */
+size_t tally_text_utf8_seq(const unsigned char *s, size_t n);
+
 /* Is s[0..len) valid UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF)? */
 bool tally_text_is_utf8(const char *s, size_t len);
 

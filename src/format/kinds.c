@@ -25,16 +25,6 @@ const char *tally_kind_name(unsigned kind)
 	return other;
 }
 
-int tally_kind_from_name(const char *name)
-{
-	int k;
-
-	for (k = 1; k < TALLY_KIND_MAX; k++)
-		if (strcmp(name, kind_names[k]) == 0)
-			return k;
-	return -1;
-}
-
 static const struct {
 	const char *name, *meaning;
 } drop_sources[] = {

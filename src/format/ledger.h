@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ledger: every counter of the data path (design §2), as written in LEDGER chunks.  The ids are
- * part of the file format; docs/ledger.md says what each one counts and how the verdict reads it.
+ * The ledger: every counter of the data path (docs/architecture.md, "The data path"), as written
+ * in LEDGER chunks.  The ids are part of the file format; docs/ledger.md says what each one counts
+ * and how the verdict reads it.
  */
 #ifndef TALLY_FORMAT_LEDGER_H
 #define TALLY_FORMAT_LEDGER_H

@@ -85,7 +85,6 @@ static inline int tally_kind_is_api(unsigned kind)
 }
 
 const char *tally_kind_name(unsigned kind); /* "kernel", "memcpy", ...; "kind-N" if unknown */
-int tally_kind_from_name(const char *name); /* -1 if unknown */
 
 enum tally_record_flag {
 	TALLY_REC_BAD_TIME = 1u << 0,

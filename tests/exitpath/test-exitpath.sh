@@ -1,5 +1,5 @@
 #!/bin/sh
-# Every exit path of design §3, on the CPU: tally record runs fakeapp, which loads libtally.so as
+# Every exit path of docs/collector.md ("Every exit path flushes"), on the CPU: tally record runs fakeapp, which loads libtally.so as
 # the driver does, launches fake kernels through the stand-in CUPTI, and leaves by one path.
 # Expected counts come from fakeapp's own "launched N" lines, never from tally.
 # Usage: test-exitpath.sh TALLY FAKEAPP FAKECUPTI

@@ -63,7 +63,8 @@ if [ -n "$PY" ]; then
 	sampled py TALLY_SAMPLE=python "$PY" "$SRC/sampling.py" "$T/py.json" 0.6 0.6 1.5 ||
 		bad "python exit"
 	"$DUMP" --host "$T/py.tally" >"$T/py.dump"
-	$CHECK python "$T/py.dump" "$T/py.json" || bad "python sampling"
+	$CHECK python "$T/py.dump" "$T/py.json" "$(counter sample_ticks_missed "$T/py.tally")" ||
+		bad "python sampling"
 	# GPU idle gaps (the stand-in CUPTI's kernels) made by a sleep: the sleep's line
 	sampled pygaps TALLY_SAMPLE=python "$PY" "$SRC/sampling_gaps.py" "$T/pygaps.json" 5 0.1 ||
 		bad "python gaps exit"

@@ -14,7 +14,11 @@
 #include <unistd.h>
 
 #include "compare.h"
-#include "report.h"
+#include "export.h"
+#include "merge.h"
+#include "page.h"
+#include "stats.h"
+#include "trace-set.h"
 
 static char dir[] = "/tmp/tally-fuzz-report-XXXXXX";
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The report layer run the way the commands run it, for unit tests (cmocka: a failure fails the
- * test, with the reader's or exporter's message).
+ * The stats and the exports run the way the commands run them, for unit tests (cmocka: a failure
+ * fails the test, with the reader's or exporter's message).
  */
 #ifndef TALLY_TESTS_REPORT_FIXTURE_H
 #define TALLY_TESTS_REPORT_FIXTURE_H
@@ -11,7 +11,9 @@
 
 #include <jansson.h>
 
-#include "report.h"
+#include "export.h"
+#include "stats.h"
+#include "trace-set.h"
 
 /*
  * Open paths as one set and run the stats reports (a bit per report_find index) over it, as

@@ -213,6 +213,42 @@ static void test_text_utf8(void **state)
 	free(t);
 }
 
+/* The one UTF-8 validator (text.c, also behind the JSON writer), at the edges RFC 3629 draws. */
+static void test_text_utf8_seq(void **state)
+{
+	static const struct {
+		const char *s;
+		size_t n, want;
+	} cases[] = {
+	    {"A", 1, 1},
+	    {"\xc2\x80", 2, 2},		/* U+0080, the first of two bytes */
+	    {"\xc1\xbf", 2, 0},		/* U+007F written long */
+	    {"\xc0\x80", 2, 0},		/* NUL written long */
+	    {"\xdf\xbf", 2, 2},		/* U+07FF */
+	    {"\xe0\xa0\x80", 3, 3},	/* U+0800 */
+	    {"\xe0\x9f\xbf", 3, 0},	/* U+07FF written long */
+	    {"\xed\x9f\xbf", 3, 3},	/* U+D7FF, just below the surrogates */
+	    {"\xed\xa0\x80", 3, 0},	/* U+D800, a surrogate */
+	    {"\xed\xbf\xbf", 3, 0},	/* U+DFFF, a surrogate */
+	    {"\xee\x80\x80", 3, 3},	/* U+E000 */
+	    {"\xef\xbf\xbf", 3, 3},	/* U+FFFF */
+	    {"\xf0\x90\x80\x80", 4, 4}, /* U+10000 */
+	    {"\xf0\x8f\xbf\xbf", 4, 0}, /* U+FFFF written long */
+	    {"\xf4\x8f\xbf\xbf", 4, 4}, /* U+10FFFF, the last */
+	    {"\xf4\x90\x80\x80", 4, 0}, /* U+110000 */
+	    {"\xf5\x80\x80\x80", 4, 0}, /* a lead byte no code point has */
+	    {"\x80", 1, 0},		/* a continuation byte alone */
+	    {"\xe2\x82\xac", 2, 0},	/* the euro sign, cut after two bytes */
+	    {"\xe2\x28\xa1", 3, 0},	/* a second byte that is not a continuation */
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(tally_text_utf8_seq((const unsigned char *)cases[i].s, cases[i].n),
+				 cases[i].want);
+}
+
 static char *write_file(const char *dir, const char *name, const char *text)
 {
 	char *p;
@@ -290,7 +326,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pattern),	  cmocka_unit_test(test_json_escaping),
 	    cmocka_unit_test(test_ranks_grammar), cmocka_unit_test(test_text_printable),
-	    cmocka_unit_test(test_text_utf8),	  cmocka_unit_test(test_outfile),
+	    cmocka_unit_test(test_text_utf8),	  cmocka_unit_test(test_text_utf8_seq),
+	    cmocka_unit_test(test_outfile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

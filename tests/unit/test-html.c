@@ -22,7 +22,7 @@
 
 #include "buf.h"
 #include "codec.h"
-#include "report.h"
+#include "page.h"
 #include "scratch.h"
 #include "strtab.h"
 #include "writer.h"

@@ -19,13 +19,15 @@
 #include <execinfo.h>
 #include <jansson.h>
 
+#include "export.h"
 #include "reader.h"
 #include "report-fixture.h"
-#include "report.h"
 #include "scratch.h"
 #include "stacks.h"
 #include "stacktab.h"
+#include "stats.h"
 #include "testsrc.h"
+#include "trace-set.h"
 #include "unwinder.h"
 #include "writer.h"
 

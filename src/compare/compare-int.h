@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals of tally compare: the reading of one side (compare-side.c) and the analysis. */
+#ifndef TALLY_COMPARE_COMPARE_INT_H
+#define TALLY_COMPARE_COMPARE_INT_H
+
+#include "compare.h"
+
+/* Names of both sides in one table, so that a key id means the same on both. */
+struct cmp_keys {
+	char **name;
+	unsigned *kind;
+	size_t n, cap;
+	uint32_t *slot; /* open addressing: key + 1, 0 empty */
+	size_t nslot;
+};
+
+long cmp_key_intern(struct cmp_keys *k, const char *name, unsigned kind);
+void cmp_keys_free(struct cmp_keys *k);
+
+/* A GPU record as compare keeps it: 24 bytes. */
+struct cmp_event {
+	uint64_t start; /* aligned */
+	uint32_t dur;	/* ns, saturated at 4.29 s */
+	uint32_t key;
+	uint32_t stream; /* index into the side's streams */
+	uint32_t corr;
+};
+
+struct cmp_ival {
+	uint64_t t0, t1;
+};
+
+struct cmp_stream_id {
+	unsigned process;
+	uint32_t device, context, stream;
+};
+
+struct cmp_launch {
+	uint32_t corr;
+	uint64_t t;
+};
+
+/* Per section: names resolved once, launch times (for ranges), the selected intervals. */
+struct cmp_sec {
+	uint32_t *key_of_name; /* name id -> key + 1 */
+	uint32_t nnames;
+	/* (correlation id, aligned launch start) pairs, ranges only: a list sorted once after the
+	 * read rather than an array indexed by id, since a crafted file's ids are not bounded by
+	 * its size and a dense array would be */
+	struct cmp_launch *launch;
+	size_t nlaunch, launch_cap;
+	struct cmp_ival *ivals;
+	size_t nivals, cap;
+};
+
+struct cmp_side {
+	struct report_set set;
+	struct cmp_keys *keys;
+	const struct compare_opts *o;
+	struct cmp_event *ev;
+	size_t nev, cap;
+	struct cmp_sec *secs;
+	size_t nsecs;
+	struct cmp_stream_id *streams;
+	size_t nstreams, scap, last_stream;
+	uint64_t untimed;
+	bool failed;
+};
+
+/* Read a side: open, one pass, then cut the stretch and judge its losses into info. */
+int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, size_t errlen);
+int cmp_side_stretch(struct cmp_side *sd, struct compare_side_info *info, char *err, size_t errlen);
+void cmp_side_free(struct cmp_side *sd);
+
+void cmp_key_fill(struct compare_key *k, const uint32_t *const d[2], const size_t n[2],
+		  const struct compare_opts *o);
+
+#endif

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Comparing two runs like with like (docs/compare.md): over the same stretch of both (the whole
+ * run, an NVTX range, or the capture range), per kernel name and per copy kind the counts, the
+ * duration quantiles and a two-sample Kolmogorov-Smirnov distance with a same/differs call; per
+ * stream the order of kernels (first divergence, bounded edit distance); and both verdicts and
+ * every loss counter side by side.  A side that lost records in the stretch makes the comparison
+ * unusable for timing.
+ *
+ * Memory: 24 bytes per GPU record in the stretch, plus 8 bytes per launch correlation id when a
+ * range is asked for; the edit distance needs O(max_edits) more.
+ */
+#ifndef TALLY_COMPARE_COMPARE_H
+#define TALLY_COMPARE_COMPARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "table.h"
+#include "trace-set.h"
+
+enum compare_stretch {
+	COMPARE_WHOLE,	 /* every GPU record */
+	COMPARE_RANGE,	 /* GPU work launched inside NVTX ranges of one name */
+	COMPARE_CAPTURE, /* between the collection window's open and close notes */
+};
+
+struct compare_opts {
+	enum compare_stretch stretch;
+	const char *range_name; /* COMPARE_RANGE: the range's message */
+	unsigned range_k;	/* 1-based occurrence in each process; 0: every occurrence */
+	double alpha;		/* KS significance level (0.01) */
+	double min_effect;	/* smallest relative p50/p90 shift that counts (0.05) */
+	unsigned max_edits;	/* edit distance computed up to this; beyond, "more than" */
+};
+
+void compare_opts_default(struct compare_opts *o);
+
+enum compare_verdict {
+	COMPARE_SAME = 0,
+	COMPARE_DIFFERS = 1,
+	COMPARE_UNUSABLE = 2, /* a side lost records in the stretch: timings cannot be trusted */
+};
+
+const char *compare_verdict_name(enum compare_verdict v); /* "same", "differs", "unusable" */
+
+/* One kernel name or copy kind, both sides. */
+struct compare_key {
+	char *name;
+	unsigned kind; /* TALLY_KIND_KERNEL, _MEMCPY, _MEMSET */
+	uint64_t n[2];
+	uint64_t p50[2], p90[2], p99[2]; /* ns */
+	double shift;			 /* (p50 B - p50 A) / p50 A */
+	double ks_d, ks_crit;		 /* the distance and its critical value at alpha */
+	bool differs;
+	const char *why; /* "count", "duration", "only in A" ...; NULL when the same */
+};
+
+/* One stream (process, device, context, stream), both sides. */
+struct compare_stream {
+	unsigned process; /* ordinal of the section within its side */
+	uint32_t device, context, stream;
+	uint64_t len[2];
+	int64_t first_divergence; /* position (0-based) of the first differing kernel; -1: none */
+	uint64_t edits;		  /* insertions + deletions turning A's order into B's */
+	bool edits_capped;	  /* more than max_edits: edits is max_edits + 1 */
+};
+
+/* CUPTI's drops by queue, and contexts tied to devices (DROPS chunks, format 1.2). */
+struct compare_ctx_drops {
+	unsigned process;
+	struct tally_drops
+	    drops; /* count: dropped; for TALLY_DROPS_SEEN the context's GPU records */
+};
+
+struct compare_side_info {
+	size_t files, processes;
+	bool complete;	    /* every section's verdict */
+	bool timing_usable; /* no loss overlapped the stretch, no loss of unknown time */
+	char why[512];	    /* why not usable, in words */
+	char **reasons;	    /* every verdict reason, "pid N: text" */
+	size_t nreasons;
+	uint64_t loss[64];    /* loss counters summed over sections, by tally_loss_counters order */
+	uint64_t gpu_records; /* GPU records in the stretch */
+	uint64_t untimed;     /* GPU records without timestamps (not compared) */
+	uint64_t intervals;   /* NVTX ranges / capture windows selected */
+	struct compare_ctx_drops *ctx_drops;
+	size_t nctx_drops;
+};
+
+struct compare_result {
+	struct compare_opts opts;
+	char *label[2];
+	struct compare_side_info side[2];
+	struct compare_key *keys;
+	size_t nkeys, keys_differ;
+	struct compare_stream *streams;
+	size_t nstreams, streams_differ;
+	enum compare_verdict verdict;
+};
+
+/*
+ * Read both sides (each a list of files or directories) and compare them.  Returns 0 and *out,
+ * or -errno with err saying why: -ESRCH for a missing range or capture window, -EPROTO and
+ * friends for an unreadable input (report_set_open's errors), -ENOMEM.
+ */
+int compare_run(char *const *a, size_t na, char *const *b, size_t nb, const struct compare_opts *o,
+		struct compare_result **out, char *err, size_t errlen);
+void compare_free(struct compare_result *r);
+
+/* Write the comparison as a table, CSV or JSON.  Returns 0 or -errno (output failed). */
+int compare_write(const struct compare_result *r, FILE *out, enum report_format fmt);
+
+/* The statistics, exposed for tests: exact KS distance of two sorted samples, its critical
+ * value, and the bounded insertion/deletion distance of two sequences. */
+double compare_ks_distance(const uint32_t *a, size_t n, const uint32_t *b, size_t m);
+double compare_ks_critical(size_t n, size_t m, double alpha);
+uint64_t compare_edit_distance(const uint32_t *a, size_t n, const uint32_t *b, size_t m,
+			       unsigned max, bool *capped);
+
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally export's driver and its table of formats (after uftrace's dump ops): each format is a
+ * struct exporter found by name, and all of them are fed by the same streaming pass.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "export.h"
+
+const struct exporter *const export_formats[] = {&export_chrome, &export_sqlite, &export_csv, NULL};
+
+const struct exporter *export_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; export_formats[i]; i++)
+		if (strcmp(export_formats[i]->name, name) == 0)
+			return export_formats[i];
+	return NULL;
+}
+
+int report_export(const struct exporter *e, struct report_set *set, const struct export_opts *o,
+		  void (*progress)(void *ctx, uint64_t done, uint64_t total), void *pctx,
+		  struct export_stats *st, char *err, size_t errlen)
+{
+	struct report_scan_ops ops;
+	void *state = NULL;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if (errlen)
+		err[0] = '\0';
+	rc = e->open(&state, set, o, err, errlen);
+	if (rc)
+		return rc;
+	e->scan_ops(state, &ops);
+	ops.progress = progress;
+	ops.pctx = pctx;
+	rc = report_scan(set, &ops, err, errlen);
+	if (rc == 0)
+		rc = e->finish(state, set, st, err, errlen);
+	st->records = set->records;
+	e->destroy(state, rc != 0);
+	if (rc && errlen && !err[0])
+		snprintf(err, errlen, "%s: %s", o->output, strerror(rc < 0 ? -rc : EIO));
+	return rc;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally export: a table of output formats (export.c), each an exporter over one scan of the trace
+ * set: Chrome trace JSON for Perfetto (chrome.c), SQLite with nsys's table names (sqlite.c, its
+ * schema in sqlite-schema.c) and CSV (csv.c).
+ */
+#ifndef TALLY_EXPORT_EXPORT_H
+#define TALLY_EXPORT_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace-set.h"
+
+struct export_opts {
+	const char *output; /* file (chrome: "-" is stdout, sqlite) or directory (csv) */
+	bool force;	    /* replace an existing output */
+};
+
+struct export_stats {
+	uint64_t records; /* records read */
+	uint64_t events;  /* events / rows written */
+	uint64_t bytes;	  /* bytes written, where known */
+};
+
+/* One output format; exporters are looked up by name in export_formats[] (an ops table). */
+struct exporter {
+	const char *name;
+	const char *what;
+	/* open the output; *state is the exporter's own */
+	int (*open)(void **state, struct report_set *set, const struct export_opts *o, char *err,
+		    size_t errlen);
+	void (*scan_ops)(void *state, struct report_scan_ops *ops);
+	/* after the scan (verdicts known): write what is left, close. */
+	int (*finish)(void *state, struct report_set *set, struct export_stats *out, char *err,
+		      size_t errlen);
+	/* frees the state; after a failure (failed), also removes the partial output */
+	void (*destroy)(void *state, bool failed);
+};
+
+extern const struct exporter export_chrome, export_sqlite, export_csv;
+const struct exporter *export_find(const char *name);
+extern const struct exporter *const export_formats[];
+
+/*
+ * Run the exporter over the set; progress (may be NULL) as in report_scan_ops.  Returns 0 or -errno
+ * with err saying why.
+ */
+int report_export(const struct exporter *e, struct report_set *set, const struct export_opts *o,
+		  void (*progress)(void *ctx, uint64_t done, uint64_t total), void *pctx,
+		  struct export_stats *st, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,1073 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SQLite export (docs/sqlite.md).  Where nsys's export has a table for the same thing, this uses
+ * its table and column names, so that queries written for nsys run unchanged: StringIds,
+ * CUPTI_ACTIVITY_KIND_KERNEL / MEMCPY / MEMSET / RUNTIME / SYNCHRONIZATION / OVERHEAD,
+ * NVTX_EVENTS, TARGET_INFO_GPU, TARGET_INFO_SESSION_START_TIME and the ENUM_* tables.  What nsys
+ * has no table for is in TALLY_* tables: the sessions, the verdict, the loss windows, the ledger
+ * and the damage found in the files.
+ *
+ * globalPid and globalTid follow nsys's serialization, so its documented decoding works:
+ * pid = globalTid / 0x1000000 % 0x1000000, tid = globalTid % 0x1000000; tally adds the section
+ * number (+1) in bits 48 and up, so equal pids of different processes stay apart.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "export.h"
+#include "outfile.h"
+#include "sqlite-schema.h"
+#include "text.h"
+
+enum stmt {
+	S_STRING,
+	S_KERNEL,
+	S_MEMCPY,
+	S_MEMSET,
+	S_RUNTIME,
+	S_SYNC,
+	S_OVERHEAD,
+	S_NVTX,
+	S_SNAPSHOT,
+	S_DAMAGE,
+	S_CALLCHAIN,
+	S_MEMORY,
+	S_COUNT,
+};
+
+static const char *const stmt_sql[S_COUNT] = {
+    [S_STRING] = "INSERT INTO StringIds VALUES (?,?)",
+    [S_KERNEL] = "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId,"
+		 " streamId, correlationId, globalPid, demangledName, shortName, mangledName,"
+		 " launchType, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ,"
+		 " staticSharedMemory, dynamicSharedMemory, graphNodeId, graphId, callchainId)"
+		 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [S_MEMCPY] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId,"
+		 " streamId, correlationId, globalPid, bytes, copyKind, srcKind, dstKind,"
+		 " srcDeviceId, dstDeviceId, graphNodeId) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [S_MEMSET] = "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, contextId,"
+		 " streamId, correlationId, globalPid, value, bytes, graphNodeId, memKind)"
+		 " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    [S_RUNTIME] = "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid,"
+		  " correlationId, nameId, returnValue, callchainId) VALUES (?,?,?,?,?,?,?,?)",
+    [S_SYNC] = "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start, end, contextId, streamId,"
+	       " correlationId, globalPid, syncType, eventId) VALUES (?,?,?,?,?,?,?,?)",
+    [S_OVERHEAD] = "INSERT INTO CUPTI_ACTIVITY_KIND_OVERHEAD (start, end, globalTid,"
+		   " correlationId, overheadType) VALUES (?,?,?,?,?)",
+    [S_NVTX] = "INSERT INTO NVTX_EVENTS (start, end, eventType, category, color, text, globalTid,"
+	       " endGlobalTid, domainId, uint32Value, tallyTextTruncated)"
+	       " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    [S_SNAPSHOT] = "INSERT INTO TALLY_LEDGER_SNAPSHOTS VALUES (?,?,?,?,?,?,?)",
+    [S_DAMAGE] = "INSERT INTO TALLY_DAMAGE VALUES (?,?,?,?,?,?)",
+    [S_CALLCHAIN] = "INSERT INTO CUDA_CALLCHAINS VALUES (?,?,?,?,?,?,?,?,?,?)",
+    [S_MEMORY] = "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+};
+
+struct strslot {
+	char *s;
+	uint64_t hash;
+	int64_t id;
+};
+
+/* Per section: string id -> StringIds id, as recorded, demangled and base name. */
+struct sqsec {
+	int64_t *raw, *dem, *base;
+	uint32_t n;
+	int64_t global_pid;
+	uint8_t *chain_done; /* by stack id: its CUDA_CALLCHAINS rows are written */
+	uint32_t nchain;
+};
+
+struct sq {
+	sqlite3 *db;
+	char *path;
+	struct outfile out; /* the temporary database, renamed over path at the end */
+	unsigned out_flags;
+	sqlite3_stmt *st[S_COUNT];
+	struct strslot *strs;
+	size_t nstrs, capstrs;
+	int64_t next_id;
+	int64_t *domains; /* StringIds ids used as NVTX domains: a NvtxDomainCreate row each */
+	size_t ndomains;
+	struct sqsec *secs;
+	size_t nsecs;
+	uint64_t rows;
+	char *err; /* the caller's, from open */
+	size_t errlen;
+};
+
+static int sq_fail(struct sq *q, const char *what)
+{
+	snprintf(q->err, q->errlen, "%s: %s: %s", q->path, what,
+		 q->db ? sqlite3_errmsg(q->db) : "cannot open");
+	return -EIO;
+}
+
+static int exec(struct sq *q, const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(q->db, sql, NULL, NULL, &msg) == SQLITE_OK)
+		return 0;
+	snprintf(q->err, q->errlen, "%s: %s", q->path, msg ? msg : "sqlite error");
+	sqlite3_free(msg);
+	return -EIO;
+}
+
+/* Bind ints (values), then run and reset. */
+static int run(struct sq *q, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return sq_fail(q, "insert");
+	q->rows++;
+	return 0;
+}
+
+static void bind_u(sqlite3_stmt *st, int i, uint64_t v)
+{
+	sqlite3_bind_int64(st, i, (sqlite3_int64)v);
+}
+
+/* ---- strings ----------------------------------------------------------------------------- */
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+static bool strs_grow(struct sq *q)
+{
+	size_t cap = q->capstrs ? 2 * q->capstrs : 1024, i, j;
+	struct strslot *t = calloc(cap, sizeof(*t));
+
+	if (!t)
+		return false;
+	for (i = 0; i < q->capstrs; i++) {
+		if (!q->strs[i].s)
+			continue;
+		for (j = q->strs[i].hash & (cap - 1); t[j].s; j = (j + 1) & (cap - 1))
+			;
+		t[j] = q->strs[i];
+	}
+	free(q->strs);
+	q->strs = t;
+	q->capstrs = cap;
+	return true;
+}
+
+/*
+ * Every TEXT value goes through here: SQLite stores whatever bytes it is given, and Python's
+ * sqlite3 (and others) fail on a row that is not UTF-8, so a string from the trace that is not
+ * (a crafted one, an NVTX message or command line in another encoding) is stored with each bad
+ * byte as U+FFFD.
+ */
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	size_t len, n;
+	char *fixed;
+
+	if (!s) {
+		sqlite3_bind_null(st, i);
+		return;
+	}
+	len = strlen(s);
+	if (tally_text_is_utf8(s, len)) {
+		sqlite3_bind_text(st, i, s, (int)len, SQLITE_TRANSIENT);
+		return;
+	}
+	fixed = tally_text_utf8(s, len, &n);
+	if (fixed)
+		sqlite3_bind_text(st, i, fixed, (int)n, free);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+/* The StringIds id of s, inserting it the first time; -1 on failure. */
+static int64_t string_id(struct sq *q, const char *s)
+{
+	uint64_t h = str_hash(s);
+	size_t i;
+
+	if ((q->nstrs + 1) * 2 > q->capstrs && !strs_grow(q))
+		return -1;
+	for (i = h & (q->capstrs - 1); q->strs[i].s; i = (i + 1) & (q->capstrs - 1))
+		if (q->strs[i].hash == h && strcmp(q->strs[i].s, s) == 0)
+			return q->strs[i].id;
+	q->strs[i].s = strdup(s);
+	if (!q->strs[i].s)
+		return -1;
+	q->strs[i].hash = h;
+	q->strs[i].id = q->next_id++;
+	q->nstrs++;
+	sqlite3_bind_int64(q->st[S_STRING], 1, q->strs[i].id);
+	bind_text(q->st[S_STRING], 2, s);
+	if (run(q, q->st[S_STRING]) < 0)
+		return -1;
+	return q->strs[i].id;
+}
+
+static struct sqsec *sqsec(struct sq *q, const struct report_section *rs)
+{
+	return rs->index < q->nsecs ? &q->secs[rs->index] : NULL;
+}
+
+static bool grow_ids(int64_t **a, uint32_t old, uint32_t cap)
+{
+	int64_t *t = realloc(*a, cap * sizeof(*t));
+
+	if (!t)
+		return false;
+	memset(t + old, 0, (cap - old) * sizeof(*t));
+	*a = t;
+	return true;
+}
+
+/* StringIds id of string id of rs in the given form (0 for id 0); -1 on failure. */
+static int64_t sid(struct sq *q, struct report_section *rs, uint32_t id, enum report_name_mode m,
+		   bool kernel)
+{
+	struct sqsec *x = sqsec(q, rs);
+	int64_t **cache;
+
+	if (!x)
+		return -1;
+	if (id >= rs->s->nstrings) /* undefined: not cached per id */
+		return id ? string_id(q, report_string(rs, id)) : 0;
+	if (id >= x->n) {
+		uint32_t cap = x->n ? x->n : 64;
+
+		while (cap <= id)
+			cap *= 2;
+		if (!grow_ids(&x->raw, x->n, cap) || !grow_ids(&x->dem, x->n, cap) ||
+		    !grow_ids(&x->base, x->n, cap))
+			return -1;
+		x->n = cap;
+	}
+	cache = !kernel || m == REPORT_NAME_MANGLED ? &x->raw
+		: m == REPORT_NAME_DEMANGLED	    ? &x->dem
+						    : &x->base;
+	if (!(*cache)[id])
+		(*cache)[id] =
+		    string_id(q, kernel ? report_kernel_name(rs, id, m) : report_string(rs, id));
+	return (*cache)[id];
+}
+
+/* ---- records ------------------------------------------------------------------------------ */
+
+static int64_t gtid(const struct sqsec *x, uint32_t pid, uint32_t tid)
+{
+	return (x->global_pid & ~(int64_t)0xffffffffffff) | (int64_t)(pid & 0xffffff) << 24 |
+	       (tid & 0xffffff);
+}
+
+/* nsys numbers memory kinds from pageable = 0 (unknown = 7); CUPTI from unknown = 0. */
+static int64_t nsys_mem_kind(unsigned cupti)
+{
+	return cupti == 0 ? 7 : cupti <= 7 ? (int64_t)cupti - 1 : 7;
+}
+
+static void bind_gpu_common(sqlite3_stmt *st, struct report_section *rs, const struct sqsec *x,
+			    const struct tally_record *r)
+{
+	bind_u(st, 1, report_time(rs, r->start));
+	bind_u(st, 2, report_time(rs, r->end));
+	bind_u(st, 3, r->device_id);
+	bind_u(st, 4, r->context_id);
+	bind_u(st, 5, r->stream_id);
+	bind_u(st, 6, r->correlation_id);
+	sqlite3_bind_int64(st, 7, x->global_pid);
+}
+
+/* One CUDA_CALLCHAINS row: frame depth of stack chain. */
+static int chain_frame(struct sq *q, struct report_section *rs, int64_t chain, uint32_t depth,
+		       uint32_t frame_id, uint32_t user)
+{
+	sqlite3_stmt *st = q->st[S_CALLCHAIN];
+	const struct tally_frame *f = tally_frame_get(&rs->s->stacks, frame_id);
+	const struct tally_module *m = f ? tally_module_of(&rs->s->stacks, f->pc) : NULL;
+	bool python = f && f->type == TALLY_FRAME_PYTHON;
+	int64_t sym = string_id(q, python ? f->func : report_frame_label(rs, frame_id));
+	int64_t mod = string_id(q, python ? f->file : m ? m->path : "");
+	int64_t file = python ? mod : 0;
+
+	if (sym < 0 || mod < 0)
+		return sq_fail(q, "string table");
+	sqlite3_bind_int64(st, 1, chain);
+	sqlite3_bind_int64(st, 2, sym);
+	sqlite3_bind_int64(st, 3, mod);
+	sqlite3_bind_int64(st, 4, !f || (!python && !m));
+	bind_u(st, 5, f ? f->pc : 0);
+	bind_u(st, 6, depth);
+	bind_u(st, 7, f ? f->type : 0);
+	if (file)
+		sqlite3_bind_int64(st, 8, file);
+	else
+		sqlite3_bind_null(st, 8);
+	bind_u(st, 9, python ? f->line : 0);
+	sqlite3_bind_int64(st, 10, frame_id == user);
+	return run(q, st);
+}
+
+/* The callchainId of a record's stack (section << 32 | stack id), its rows written on first use;
+ * 0 for none. */
+static int64_t callchain(struct sq *q, struct report_section *rs, struct sqsec *x,
+			 uint32_t stack_id)
+{
+	const struct tally_stack *stk = tally_stack_get(&rs->s->stacks, stack_id);
+	int64_t chain = (int64_t)rs->index << 32 | stack_id;
+	uint32_t i, user;
+	uint8_t *t;
+
+	if (!stk)
+		return 0;
+	if (stack_id >= x->nchain) {
+		uint32_t cap = x->nchain ? x->nchain : 64;
+
+		while (cap <= stack_id)
+			cap *= 2;
+		if (!(t = realloc(x->chain_done, cap)))
+			return -1;
+		memset(t + x->nchain, 0, cap - x->nchain);
+		x->chain_done = t;
+		x->nchain = cap;
+	}
+	if (x->chain_done[stack_id])
+		return chain;
+	user = report_user_frame(rs, stack_id);
+	for (i = 0; i < stk->nframes; i++)
+		if (chain_frame(q, rs, chain, i, stk->frames[i], user) < 0)
+			return -1;
+	x->chain_done[stack_id] = 1;
+	return chain;
+}
+
+static void bind_chain(sqlite3_stmt *st, int i, int64_t chain)
+{
+	if (chain > 0)
+		sqlite3_bind_int64(st, i, chain);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static int memory_row(struct sq *q, struct report_section *rs, struct sqsec *x,
+		      const struct tally_record *r)
+{
+	sqlite3_stmt *st = q->st[S_MEMORY];
+	int64_t chain = callchain(q, rs, x, r->stack_id);
+
+	if (chain < 0)
+		return sq_fail(q, "call chains");
+	bind_u(st, 1, report_time(rs, r->start));
+	sqlite3_bind_int64(st, 2, x->global_pid);
+	bind_u(st, 3, r->device_id);
+	bind_u(st, 4, r->context_id);
+	bind_u(st, 5, r->stream_id);
+	bind_u(st, 6, r->correlation_id);
+	bind_u(st, 7, r->address);
+	bind_u(st, 8, r->bytes);
+	sqlite3_bind_int64(st, 9, nsys_mem_kind(r->src_kind));
+	bind_u(st, 10, r->subkind);
+	bind_chain(st, 11, chain);
+	return run(q, st);
+}
+
+static int kernel(struct sq *q, struct report_section *rs, struct sqsec *x,
+		  const struct tally_record *r)
+{
+	int64_t chain = callchain(q, rs, x, r->stack_id);
+	sqlite3_stmt *st = q->st[S_KERNEL];
+	int64_t dem = sid(q, rs, r->name_id, REPORT_NAME_DEMANGLED, true);
+	int64_t base = sid(q, rs, r->name_id, REPORT_NAME_BASE, true);
+	int64_t raw = sid(q, rs, r->name_id, REPORT_NAME_MANGLED, true);
+	int i;
+
+	if (dem < 0 || base < 0 || raw < 0 || chain < 0)
+		return sq_fail(q, "string table");
+	bind_gpu_common(st, rs, x, r);
+	sqlite3_bind_int64(st, 8, dem);
+	sqlite3_bind_int64(st, 9, base);
+	sqlite3_bind_int64(st, 10, raw);
+	bind_u(st, 11, r->subkind);
+	bind_u(st, 12, r->registers);
+	for (i = 0; i < 3; i++) {
+		sqlite3_bind_int64(st, 13 + i, r->grid[i]);
+		sqlite3_bind_int64(st, 16 + i, r->block[i]);
+	}
+	bind_u(st, 19, r->static_smem);
+	bind_u(st, 20, r->dynamic_smem);
+	bind_u(st, 21, r->graph_node_id);
+	bind_u(st, 22, r->graph_id);
+	bind_chain(st, 23, chain);
+	return run(q, st);
+}
+
+static int memcpy_row(struct sq *q, struct report_section *rs, const struct sqsec *x,
+		      const struct tally_record *r)
+{
+	sqlite3_stmt *st = q->st[S_MEMCPY];
+
+	bind_gpu_common(st, rs, x, r);
+	bind_u(st, 8, r->bytes);
+	bind_u(st, 9, r->subkind);
+	sqlite3_bind_int64(st, 10, nsys_mem_kind(r->src_kind));
+	sqlite3_bind_int64(st, 11, nsys_mem_kind(r->dst_kind));
+	bind_u(st, 12, r->src_device);
+	bind_u(st, 13, r->dst_device);
+	bind_u(st, 14, r->graph_node_id);
+	return run(q, st);
+}
+
+static int memset_row(struct sq *q, struct report_section *rs, const struct sqsec *x,
+		      const struct tally_record *r)
+{
+	sqlite3_stmt *st = q->st[S_MEMSET];
+
+	bind_gpu_common(st, rs, x, r);
+	bind_u(st, 8, r->value);
+	bind_u(st, 9, r->bytes);
+	bind_u(st, 10, r->graph_node_id);
+	sqlite3_bind_int64(st, 11, nsys_mem_kind(r->subkind));
+	return run(q, st);
+}
+
+static int api_row(struct sq *q, struct report_section *rs, struct sqsec *x,
+		   const struct tally_record *r)
+{
+	int64_t chain = callchain(q, rs, x, r->stack_id);
+	sqlite3_stmt *st = q->st[S_RUNTIME];
+	int64_t name = sid(q, rs, r->name_id, REPORT_NAME_MANGLED, false);
+	uint32_t pid = r->process_id ? r->process_id : (uint32_t)rs->s->pid;
+
+	if (name < 0 || chain < 0)
+		return sq_fail(q, "string table");
+	bind_u(st, 1, report_time(rs, r->start));
+	bind_u(st, 2, report_time(rs, r->end));
+	/* nsys keeps driver calls in this table too, told apart by the event class */
+	sqlite3_bind_int64(st, 3, r->kind == TALLY_KIND_DRIVER ? 1 : 0);
+	sqlite3_bind_int64(st, 4, gtid(x, pid, r->thread_id));
+	bind_u(st, 5, r->correlation_id);
+	sqlite3_bind_int64(st, 6, name);
+	sqlite3_bind_int64(st, 7, (int32_t)r->value);
+	bind_chain(st, 8, chain);
+	return run(q, st);
+}
+
+static int sync_row(struct sq *q, struct report_section *rs, const struct sqsec *x,
+		    const struct tally_record *r)
+{
+	sqlite3_stmt *st = q->st[S_SYNC];
+
+	bind_u(st, 1, report_time(rs, r->start));
+	bind_u(st, 2, report_time(rs, r->end));
+	bind_u(st, 3, r->context_id);
+	bind_u(st, 4, r->stream_id);
+	bind_u(st, 5, r->correlation_id);
+	sqlite3_bind_int64(st, 6, x->global_pid);
+	bind_u(st, 7, r->subkind);
+	bind_u(st, 8, r->value);
+	return run(q, st);
+}
+
+static int overhead_row(struct sq *q, struct report_section *rs, const struct sqsec *x,
+			const struct tally_record *r)
+{
+	sqlite3_stmt *st = q->st[S_OVERHEAD];
+
+	bind_u(st, 1, report_time(rs, r->start));
+	bind_u(st, 2, report_time(rs, r->end));
+	sqlite3_bind_int64(st, 3, gtid(x, r->process_id, r->thread_id));
+	bind_u(st, 4, r->correlation_id);
+	bind_u(st, 5, r->subkind);
+	return run(q, st);
+}
+
+static int add_domain(struct sq *q, int64_t id)
+{
+	size_t i;
+	int64_t *t;
+
+	for (i = 0; i < q->ndomains; i++)
+		if (q->domains[i] == id)
+			return 0;
+	t = realloc(q->domains, (q->ndomains + 1) * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	q->domains = t;
+	q->domains[q->ndomains++] = id;
+	return 0;
+}
+
+/* NVTX ranges as NvtxStartEndRange (60) or NvtxPushPopRange (59), marks as NvtxMark (34). */
+static int nvtx_row(struct sq *q, struct report_section *rs, const struct sqsec *x,
+		    const struct tally_record *r)
+{
+	sqlite3_stmt *st = q->st[S_NVTX];
+	bool mark = r->kind == TALLY_KIND_NVTX_MARK;
+	int64_t domain = r->domain_id ? sid(q, rs, r->domain_id, REPORT_NAME_MANGLED, false) : 0;
+	uint32_t pid = r->process_id ? r->process_id : (uint32_t)rs->s->pid;
+
+	if (domain < 0 || (domain && add_domain(q, domain) < 0))
+		return sq_fail(q, "string table");
+	bind_u(st, 1, report_time(rs, r->start));
+	if (mark)
+		sqlite3_bind_null(st, 2);
+	else
+		bind_u(st, 2, report_time(rs, r->end));
+	sqlite3_bind_int64(st, 3, mark ? 34 : r->subkind ? 60 : 59);
+	bind_u(st, 4, r->category);
+	bind_u(st, 5, r->color);
+	bind_text(st, 6, report_string(rs, r->name_id));
+	sqlite3_bind_int64(st, 7, gtid(x, pid, r->thread_id));
+	if (mark)
+		sqlite3_bind_null(st, 8);
+	else
+		sqlite3_bind_int64(st, 8, gtid(x, pid, r->thread_id));
+	sqlite3_bind_int64(st, 9, domain);
+	bind_u(st, 10, r->value);
+	sqlite3_bind_int64(st, 11, r->flags & TALLY_REC_TEXT_TRUNCATED ? 1 : 0);
+	return run(q, st);
+}
+
+static int on_records(void *ctx, struct report_section *rs, const struct tally_record *r, size_t n)
+{
+	struct sq *q = ctx;
+	struct sqsec *x = sqsec(q, rs);
+	size_t i;
+	int rc = 0;
+
+	if (!x)
+		return -ENOMEM;
+	for (i = 0; i < n && rc == 0; i++) {
+		/* Records whose timing was lost have no place on a timeline: they are counted in
+		 * TALLY_LEDGER (bad_timestamps) and their windows are in TALLY_LOSS_WINDOWS. */
+		if (r[i].flags & TALLY_REC_BAD_TIME)
+			continue;
+		switch (r[i].kind) {
+		case TALLY_KIND_KERNEL:
+			rc = kernel(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_MEMCPY:
+			rc = memcpy_row(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_MEMSET:
+			rc = memset_row(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_RUNTIME:
+		case TALLY_KIND_DRIVER:
+			rc = api_row(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_SYNC:
+			rc = sync_row(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_NVTX_RANGE:
+		case TALLY_KIND_NVTX_MARK:
+			rc = nvtx_row(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_OVERHEAD:
+			rc = overhead_row(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_MEMORY:
+			rc = memory_row(q, rs, x, &r[i]);
+			break;
+		default:
+			break;
+		}
+	}
+	return rc;
+}
+
+static int on_section(void *ctx, struct report_section *rs)
+{
+	struct sq *q = ctx;
+	struct sqsec *t = realloc(q->secs, (rs->index + 1) * sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	q->secs = t;
+	memset(&t[rs->index], 0, sizeof(*t));
+	q->nsecs = rs->index + 1;
+	t[rs->index].global_pid = (int64_t)(rs->index + 1) << 48 | (int64_t)(rs->s->pid & 0xffffff)
+								       << 24;
+	return 0;
+}
+
+static int on_ledger(void *ctx, struct report_section *rs, const struct tally_ledger *l)
+{
+	struct sq *q = ctx;
+	sqlite3_stmt *st = q->st[S_SNAPSHOT];
+	unsigned id;
+	int rc = 0;
+
+	for (id = 1; id < TALLY_C_MAX && rc == 0; id++) {
+		if (!l->v[id])
+			continue;
+		bind_u(st, 1, rs->index);
+		bind_u(st, 2, l->slice);
+		bind_u(st, 3, report_time(rs, l->t_begin));
+		bind_u(st, 4, report_time(rs, l->t_end));
+		sqlite3_bind_int(st, 5, l->final);
+		bind_u(st, 6, id);
+		bind_u(st, 7, l->v[id]);
+		rc = run(q, st);
+	}
+	return rc;
+}
+
+static int on_damage(void *ctx, struct report_input *in, struct report_section *rs,
+		     const struct tally_damage *d)
+{
+	struct sq *q = ctx;
+	sqlite3_stmt *st = q->st[S_DAMAGE];
+
+	bind_text(st, 1, in->path);
+	if (rs)
+		bind_u(st, 2, rs->index);
+	else
+		sqlite3_bind_null(st, 2);
+	sqlite3_bind_text(st, 3, tally_damage_kind_name(d->kind), -1, SQLITE_STATIC);
+	bind_u(st, 4, d->offset);
+	bind_u(st, 5, d->end);
+	bind_u(st, 6, d->missing);
+	return run(q, st);
+}
+
+static void sq_scan_ops(void *state, struct report_scan_ops *ops)
+{
+	memset(ops, 0, sizeof(*ops));
+	ops->section = on_section;
+	ops->records = on_records;
+	ops->ledger = on_ledger;
+	ops->damage = on_damage;
+	ops->ctx = state;
+}
+
+/* ---- the tables written at the end ---------------------------------------------------------- */
+
+static int fill_enum(struct sq *q, const char *table, const struct enum_row *rows, size_t n)
+{
+	char sql[200];
+	sqlite3_stmt *st;
+	size_t i;
+	int rc = 0;
+
+	snprintf(sql, sizeof(sql), "INSERT INTO %s VALUES (?,?,?)", table);
+	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return sq_fail(q, table);
+	for (i = 0; i < n && rc == 0; i++) {
+		sqlite3_bind_int(st, 1, rows[i].id);
+		sqlite3_bind_text(st, 2, rows[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, rows[i].label, -1, SQLITE_STATIC);
+		rc = run(q, st);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+#define ENUM(q, t, rows) fill_enum(q, t, rows, rows##_count)
+
+static int write_enums(struct sq *q)
+{
+	int rc = ENUM(q, "ENUM_NSYS_EVENT_TYPE", enum_event_type);
+
+	if (rc == 0)
+		rc = ENUM(q, "ENUM_NSYS_EVENT_CLASS", enum_event_class);
+	if (rc == 0)
+		rc = ENUM(q, "ENUM_CUDA_MEMCPY_OPER", enum_memcpy_oper);
+	if (rc == 0)
+		rc = ENUM(q, "ENUM_CUDA_MEM_KIND", enum_mem_kind);
+	if (rc == 0)
+		rc = ENUM(q, "ENUM_CUDA_KERNEL_LAUNCH_TYPE", enum_launch_type);
+	if (rc == 0)
+		rc = ENUM(q, "ENUM_CUPTI_SYNC_TYPE", enum_sync_type);
+	return rc;
+}
+
+/* For the few statements run only at the end. */
+static int prepare(struct sq *q, const char *sql, sqlite3_stmt **st)
+{
+	return sqlite3_prepare_v2(q->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : sq_fail(q, sql);
+}
+
+static void uuid_text(const struct tally_device *d, char *out, size_t len)
+{
+	const uint8_t *u = d->uuid;
+
+	snprintf(out, len,
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		 u[14], u[15]);
+}
+
+static int write_gpus(struct sq *q, const struct report_set *set)
+{
+	sqlite3_stmt *st;
+	size_t i, k;
+	int rc = prepare(q, "INSERT INTO TARGET_INFO_GPU VALUES (0,?,?,?,?,?,?,?,?,?,?)", &st);
+
+	for (i = 0; i < set->nsections && rc == 0; i++) {
+		const struct tally_section *s = set->sections[i]->s;
+
+		for (k = 0; k < s->ndevices && rc == 0; k++) {
+			const struct tally_device *d = &s->devices[k];
+			char uuid[64];
+
+			uuid_text(d, uuid, sizeof(uuid));
+			bind_u(st, 1, d->id);
+			bind_text(st, 2, d->name);
+			bind_text(st, 3, d->pci_bus);
+			bind_u(st, 4, d->global_mem);
+			bind_u(st, 5, d->sm_count);
+			bind_text(st, 6, d->has_uuid ? uuid : NULL);
+			bind_u(st, 7, d->id);
+			bind_u(st, 8, d->cc_major);
+			bind_u(st, 9, d->cc_minor);
+			sqlite3_bind_int64(st, 10, q->secs[i].global_pid);
+			rc = run(q, st);
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int write_session(struct sq *q, sqlite3_stmt *st, const struct report_section *rs)
+{
+	const struct tally_section *s = rs->s;
+
+	bind_u(st, 1, rs->index);
+	bind_text(st, 2, rs->in->path);
+	bind_u(st, 3, s->index);
+	sqlite3_bind_int64(st, 4, q->secs[rs->index].global_pid);
+	bind_u(st, 5, s->pid);
+	bind_u(st, 6, s->ppid);
+	bind_text(st, 7, s->host);
+	bind_text(st, 8, s->rank);
+	bind_text(st, 9, s->cmdline);
+	bind_text(st, 10, s->exe);
+	bind_text(st, 11, s->writer);
+	bind_text(st, 12, s->source);
+	bind_u(st, 13, s->start_realtime);
+	bind_u(st, 14, s->start_cupti);
+	sqlite3_bind_int64(st, 15, rs->offset);
+	sqlite3_bind_int(st, 16, s->merged);
+	sqlite3_bind_int64(st, 17, s->merge_offset);
+	bind_u(st, 18, s->driver_version);
+	bind_u(st, 19, s->runtime_version);
+	bind_u(st, 20, s->cupti_version);
+	bind_u(st, 21, s->records_total);
+	bind_text(st, 22, rs->verdict.complete ? "COMPLETE" : "INCOMPLETE");
+	return run(q, st);
+}
+
+static int write_verdict(struct sq *q, sqlite3_stmt *st, const struct report_section *rs)
+{
+	const struct tally_verdict *v = &rs->verdict;
+	size_t i;
+	int rc = 0;
+
+	if (v->complete) {
+		bind_u(st, 1, rs->index);
+		bind_text(st, 2, "COMPLETE");
+		for (i = 3; i <= 7; i++)
+			sqlite3_bind_null(st, (int)i);
+		return run(q, st);
+	}
+	for (i = 0; i < v->nreasons && rc == 0; i++) {
+		const struct tally_reason *r = &v->reasons[i];
+		const struct tally_counter_info *ci = tally_counter_info(r->counter);
+
+		bind_u(st, 1, rs->index);
+		bind_text(st, 2, "INCOMPLETE");
+		bind_text(st, 3, tally_reason_code_name(r->code));
+		bind_text(st, 4, r->code == TALLY_R_LOSS && ci ? ci->name : NULL);
+		bind_u(st, 5, r->count);
+		bind_text(st, 6, r->text);
+		bind_text(st, 7, r->hint);
+		rc = run(q, st);
+	}
+	return rc;
+}
+
+static int write_windows(struct sq *q, sqlite3_stmt *st, const struct report_section *rs)
+{
+	const struct tally_section *s = rs->s;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < s->nwindows && rc == 0; i++) {
+		const struct tally_window *w = &s->windows[i];
+		const struct tally_counter_info *ci = tally_counter_info(w->counter);
+
+		bind_u(st, 1, rs->index);
+		sqlite3_bind_int64(st, 2, q->secs[rs->index].global_pid);
+		bind_u(st, 3, report_time(rs, w->t_begin));
+		bind_u(st, 4, report_time(rs, w->t_end));
+		bind_u(st, 5, w->counter);
+		bind_text(st, 6, ci ? ci->name : NULL);
+		bind_u(st, 7, w->count);
+		bind_text(st, 8, ci ? ci->what : NULL);
+		rc = run(q, st);
+	}
+	return rc;
+}
+
+/* CUPTI's drops by queue, and contexts tied to devices (DROPS, format 1.2). */
+static int write_drops(struct sq *q, sqlite3_stmt *st, const struct report_section *rs)
+{
+	const struct tally_section *s = rs->s;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < s->ndrops && rc == 0; i++) {
+		const struct tally_drops *d = &s->drops[i];
+
+		bind_u(st, 1, rs->index);
+		sqlite3_bind_int64(st, 2, q->secs[rs->index].global_pid);
+		bind_text(st, 3, tally_drop_source_name(d->source));
+		bind_u(st, 4, d->context);
+		bind_u(st, 5, d->device);
+		bind_u(st, 6, d->stream);
+		bind_u(st, 7, d->count);
+		bind_text(st, 8, tally_drop_source_meaning(d->source));
+		rc = run(q, st);
+	}
+	return rc;
+}
+
+static int write_ledger(struct sq *q, sqlite3_stmt *st, const struct report_section *rs)
+{
+	unsigned id;
+	int rc = 0;
+
+	for (id = 1; id < TALLY_C_MAX && rc == 0; id++) {
+		const struct tally_counter_info *ci = tally_counter_info(id);
+
+		if (!ci)
+			continue;
+		bind_u(st, 1, rs->index);
+		bind_u(st, 2, id);
+		bind_text(st, 3, ci->name);
+		bind_u(st, 4, rs->s->ledger.v[id]);
+		bind_text(st, 5, ci->cls == TALLY_CC_LOSS ? "loss" : "info");
+		bind_text(st, 6, ci->what);
+		rc = run(q, st);
+	}
+	return rc;
+}
+
+static int write_notes(struct sq *q, sqlite3_stmt *st, const struct report_section *rs)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < rs->s->nnotes && rc == 0; i++) {
+		const struct tally_note *n = &rs->s->notes[i];
+
+		bind_u(st, 1, rs->index);
+		bind_u(st, 2, n->time ? report_time(rs, n->time) : 0);
+		bind_u(st, 3, n->severity);
+		bind_text(st, 4, n->code);
+		bind_text(st, 5, n->text);
+		rc = run(q, st);
+	}
+	return rc;
+}
+
+/* Per section: TALLY_SESSIONS, TALLY_VERDICT, TALLY_LOSS_WINDOWS, TALLY_LEDGER, TALLY_NOTES,
+ * TALLY_DROPS. */
+static int write_tally_tables(struct sq *q, const struct report_set *set)
+{
+	static const char *const sql[] = {
+	    "INSERT INTO TALLY_SESSIONS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	    "INSERT INTO TALLY_VERDICT VALUES (?,?,?,?,?,?,?)",
+	    "INSERT INTO TALLY_LOSS_WINDOWS VALUES (?,?,?,?,?,?,?,?)",
+	    "INSERT INTO TALLY_LEDGER VALUES (?,?,?,?,?,?)",
+	    "INSERT INTO TALLY_NOTES VALUES (?,?,?,?,?)",
+	    "INSERT INTO TALLY_DROPS VALUES (?,?,?,?,?,?,?,?)",
+	};
+	int (*const fill[])(struct sq *, sqlite3_stmt *, const struct report_section *) = {
+	    write_session, write_verdict, write_windows, write_ledger, write_notes, write_drops,
+	};
+	sqlite3_stmt *st;
+	size_t i, t;
+	int rc = 0;
+
+	for (t = 0; t < sizeof(fill) / sizeof(fill[0]) && rc == 0; t++) {
+		rc = prepare(q, sql[t], &st);
+		for (i = 0; i < set->nsections && i < q->nsecs && rc == 0; i++)
+			rc = fill[t](q, st, set->sections[i]);
+		sqlite3_finalize(st);
+	}
+	return rc;
+}
+
+static int write_domains(struct sq *q)
+{
+	sqlite3_stmt *st;
+	size_t i;
+	int rc = prepare(q,
+			 "INSERT INTO NVTX_EVENTS (start, eventType, text, domainId) "
+			 "VALUES (0, 75, (SELECT value FROM StringIds WHERE id = ?1), ?1)",
+			 &st);
+
+	for (i = 0; i < q->ndomains && rc == 0; i++) {
+		sqlite3_bind_int64(st, 1, q->domains[i]);
+		rc = run(q, st);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int write_meta(struct sq *q, const struct report_set *set)
+{
+	sqlite3_stmt *st;
+	char when[64] = "";
+	time_t t = (time_t)(set->base / 1000000000ull);
+	struct tm tm;
+	int rc = prepare(q, "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (?,?,?)", &st);
+
+	if (rc)
+		return rc;
+	if (set->base && gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	bind_u(st, 1, set->base);
+	bind_text(st, 2, when);
+	bind_text(st, 3, when);
+	rc = run(q, st);
+	sqlite3_finalize(st);
+	if (rc == 0)
+		rc = exec(q, "INSERT INTO META_DATA_EXPORT VALUES ('TALLY_SCHEMA_VERSION', '1'),"
+			     " ('EXPORT_TOOL', 'tally export --format sqlite');");
+	return rc;
+}
+
+static int sq_finish(void *state, struct report_set *set, struct export_stats *out, char *err,
+		     size_t errlen)
+{
+	struct sq *q = state;
+	int rc = write_enums(q);
+
+	if (rc == 0)
+		rc = write_gpus(q, set);
+	if (rc == 0)
+		rc = write_tally_tables(q, set);
+	if (rc == 0)
+		rc = write_domains(q);
+	if (rc == 0)
+		rc = write_meta(q, set);
+	if (rc == 0)
+		rc = exec(q, sqlite_indexes);
+	if (rc == 0)
+		rc = exec(q, "COMMIT;");
+	if (rc == 0) {
+		for (size_t i = 0; i < S_COUNT; i++) {
+			sqlite3_finalize(q->st[i]);
+			q->st[i] = NULL;
+		}
+		if (sqlite3_close(q->db) != SQLITE_OK)
+			rc = -EIO;
+		q->db = NULL;
+	}
+	if (rc == 0 && outfile_commit(&q->out, q->out_flags, err, errlen) < 0)
+		rc = -EIO;
+	(void)errlen; /* failures wrote q->err, which is err */
+	out->events = q->rows;
+	return rc;
+}
+
+/* ---- open / close ------------------------------------------------------------------------- */
+
+static void sq_destroy(void *state, bool failed);
+
+static int sq_open(void **state, struct report_set *set, const struct export_opts *o, char *err,
+		   size_t errlen)
+{
+	struct sq *q = calloc(1, sizeof(*q));
+	int rc = -ENOMEM, i;
+
+	(void)set;
+	if (q)
+		q->out.fd = -1;
+	if (!q || !(q->path = strdup(o->output))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	q->err = err;
+	q->errlen = errlen;
+	q->out_flags = o->force ? OUTFILE_FORCE : 0;
+	rc = outfile_open(&q->out, o->output, q->out_flags, err, errlen);
+	if (rc < 0)
+		goto fail;
+	close(q->out.fd); /* SQLite opens it by name: an empty file is an empty database */
+	q->out.fd = -1;
+	rc = -EIO;
+	if (sqlite3_open_v2(q->out.tmp, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+	    SQLITE_OK) {
+		sq_fail(q, "open");
+		goto fail;
+	}
+	/* One writer, a file made from scratch: no journal, no syncs, one transaction. */
+	if (exec(q, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
+		    " PRAGMA locking_mode=EXCLUSIVE; BEGIN;") < 0 ||
+	    exec(q, sqlite_schema) < 0)
+		goto fail;
+	for (i = 0; i < S_COUNT; i++)
+		if (sqlite3_prepare_v2(q->db, stmt_sql[i], -1, &q->st[i], NULL) != SQLITE_OK) {
+			sq_fail(q, stmt_sql[i]);
+			goto fail;
+		}
+	q->next_id = 1;
+	*state = q;
+	return 0;
+fail:
+	sq_destroy(q, true);
+	return rc;
+}
+
+static void sq_destroy(void *state, bool failed)
+{
+	struct sq *q = state;
+	size_t i;
+
+	if (!q)
+		return;
+	for (i = 0; i < S_COUNT; i++)
+		sqlite3_finalize(q->st[i]);
+	if (q->db)
+		sqlite3_close(q->db);
+	(void)failed; /* whatever was not committed is only a temporary file */
+	outfile_abort(&q->out);
+	for (i = 0; i < q->capstrs; i++)
+		free(q->strs[i].s);
+	free(q->strs);
+	for (i = 0; i < q->nsecs; i++) {
+		free(q->secs[i].raw);
+		free(q->secs[i].dem);
+		free(q->secs[i].base);
+		free(q->secs[i].chain_done);
+	}
+	free(q->secs);
+	free(q->domains);
+	free(q->path);
+	free(q);
+}
+
+const struct exporter export_sqlite = {
+    .name = "sqlite",
+    .what = "SQLite database with nsys's table and column names (docs/sqlite.md)",
+    .open = sq_open,
+    .scan_ops = sq_scan_ops,
+    .finish = sq_finish,
+    .destroy = sq_destroy,
+};

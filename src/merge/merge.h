@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* tally merge: every section of a trace set, aligned, into one .tally file (docs/merge.md). */
+#ifndef TALLY_MERGE_MERGE_H
+#define TALLY_MERGE_MERGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace-set.h"
+
+struct merge_result {
+	size_t sections;
+	uint64_t records;
+	uint64_t damaged; /* damaged ranges carried into merge_damaged_chunks */
+	uint64_t unknown_chunks;
+	int64_t min_offset, max_offset;
+};
+
+/* Write every section of set into one file at path (aligned, verdicts kept). */
+int report_merge(struct report_set *set, const char *path, bool force,
+		 void (*progress)(void *ctx, uint64_t done, uint64_t total), void *pctx,
+		 struct merge_result *res, char *err, size_t errlen);
+
+#endif

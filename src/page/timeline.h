@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What tally report draws, aggregated in C so that the page stays small and fast on traces of
+ * millions of records: lanes (a stream of a device, a thread's API calls, a thread's NVTX ranges,
+ * a whole device), each cut into a fixed number of level-of-detail buckets (busy ns, count, the
+ * longest event's name); the exact events only of the time windows sparse enough to afford them;
+ * the ledger's snapshots; per section the figures the ranks table compares.
+ *
+ * Two passes over the traces: the first (with stats) finds the time span, the second fills the
+ * buckets, whose width depends on the span.
+ */
+#ifndef TALLY_PAGE_TIMELINE_H
+#define TALLY_PAGE_TIMELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trace-set.h"
+
+enum tl_lane_type {
+	TL_LANE_GPU,	/* kernels, copies and memsets of one stream of one device */
+	TL_LANE_API,	/* runtime and driver API calls of one thread */
+	TL_LANE_NVTX,	/* NVTX ranges of one thread */
+	TL_LANE_DEVICE, /* every GPU record of one device (its busy curve) */
+	TL_LANE_TYPES,
+};
+
+#define TL_LANES_MAX  512	 /* lanes with their own buckets; the rest share one per type */
+#define TL_LANE_OTHER UINT32_MAX /* tl_lane.a of that shared lane */
+
+struct tl_lane {
+	uint32_t sec, type, a, b; /* a: device or thread; b: stream */
+	uint64_t *busy;		  /* ns of events inside each bucket */
+	uint32_t *count;	  /* events starting in each bucket */
+	uint32_t *top;		  /* name (index + 1) of the event longest inside the bucket */
+	uint64_t *top_ns;
+	uint64_t events, busy_ns;
+};
+
+/* One exact event, for windows sparse enough to be drawn one by one. */
+struct tl_event {
+	uint64_t start, dur; /* start relative to the timeline's t0 */
+	uint32_t lane, name, corr, window;
+};
+
+struct tl_section {
+	uint64_t t_min, t_max; /* aligned; t_min UINT64_MAX while empty */
+	uint64_t *kern_ns;     /* kernel ns by name id (pass 1) */
+	uint32_t nkern;
+	uint64_t nccl_ns; /* kernels whose name holds "nccl": waiting, not computing */
+	struct tally_ledger *snaps;
+	size_t nsnaps, snap_cap;
+	uint32_t *name_map[2]; /* pass 2, name id -> name index + 1: [0] kernels, [1] others */
+	uint32_t nmap[2];
+	uint32_t memop_name[17]; /* memset, then memcpy by copy kind: name index + 1 */
+};
+
+struct timeline {
+	unsigned nbuckets;     /* per lane */
+	unsigned nwindows;     /* exact-event windows (each nbuckets / nwindows buckets) */
+	uint32_t window_cap;   /* events kept per window while counting */
+	uint64_t exact_budget; /* events written, at most */
+	uint64_t t0, t1;       /* aligned span of every timed record */
+	double bucket_ns;
+	struct tl_section *secs;
+	size_t nsecs;
+	struct tl_lane *lanes;
+	size_t nlanes, lane_cap;
+	uint32_t *lane_slot; /* open addressing: lane index + 1 */
+	size_t nslot;
+	uint32_t last_lane[TL_LANE_TYPES]; /* per type, the lane (index + 1) used last */
+	char **names;			   /* owned */
+	size_t nnames, name_cap;
+	struct tl_event *events;
+	size_t nevents, event_cap;
+	struct report_gpu_gaps *gaps; /* idle stretches, exact, fed in pass 2 (gaps.h) */
+	uint32_t *window_count;	      /* events per window (all of them, kept or not) */
+	uint8_t *window_exact;	      /* after timeline_choose_exact: its events are written */
+	bool failed;		      /* out of memory */
+};
+
+struct timeline *timeline_new(unsigned nbuckets, uint64_t exact_budget);
+void timeline_free(struct timeline *tl);
+/* First pass: span, kernel time per name, ledger snapshots. */
+void timeline_pass1_ops(struct timeline *tl, struct report_scan_ops *ops);
+/* Between the passes: fix the span, allocate per-section state. */
+int timeline_prepare(struct timeline *tl, const struct report_set *set);
+/* Second pass: buckets and exact events. */
+void timeline_pass2_ops(struct timeline *tl, struct report_scan_ops *ops);
+
+/* Whether window w's events are all kept and fit the budget (after pass 2). */
+bool timeline_window_exact(const struct timeline *tl, uint32_t w);
+/* Chooses the exact windows: sparsest first, while the budget lasts. */
+void timeline_choose_exact(struct timeline *tl);
+
+/* The page's data (everything but stats and the verdict) as one JSON object. */
+struct tally_json;
+void timeline_write_json(struct timeline *tl, const struct report_set *set, struct tally_json *j);
+
+/* ---- idle stretches (timeline-gaps.c) ----------------------------------------------------- */
+
+struct tl_gap {
+	uint32_t
+	    lane; /* a TL_LANE_DEVICE lane (the whole device) or a TL_LANE_GPU one (a stream) */
+	uint64_t start, end;
+	bool unproven; /* something lost may lie in it: may not have been idle */
+	char why[120]; /* the loss that makes it unproven, or that none overlaps it */
+};
+
+/* Index of an existing lane, or -1. */
+long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
+			uint32_t b);
+
+/*
+ * Idle stretches of every device and stream, from the exact gap report of tally stats -r gpu_gaps
+ * (gaps.h), fed during pass 2, placed on the timeline's lanes.  Caller frees *out.
+ */
+int timeline_gaps(const struct timeline *tl, struct tl_gap **out, size_t *n);
+
+#endif

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading traces for people: the API under every room that reads traces (stats, export, compare,
+ * merge, the page).  src/read/ implements it: opening inputs (inputs.c), names (names.c), call
+ * stacks (frames.c) and what was lost (loss.c).
+ *
+ * A report set is every section of every input file (FILE... and directories expanded), read in
+ * one streaming pass.  Consumers see each section begin and end, its records in batches, every
+ * LEDGER snapshot, and every damaged range as the reader finds it; after the pass each section
+ * carries its verdict.  Sections are aligned onto one timeline through their clock pairs (the
+ * offset is added by the consumer, so records are never copied).
+ */
+#ifndef TALLY_READ_TRACE_SET_H
+#define TALLY_READ_TRACE_SET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ledger.h"
+#include "reader.h"
+#include "tally-format.h"
+#include "verdict.h"
+
+struct report_input {
+	char *path;
+	struct tally_file *f;	 /* opened (preamble checked) by report_set_open */
+	unsigned first_section;	 /* global index of its first section */
+	size_t damage_delivered; /* f->damage entries already handed to consumers */
+};
+
+/* Per-section names, resolved once per string id (see names.c). */
+struct report_names;
+/* Per-section frame and stack labels (see frames.c). */
+struct report_frames;
+
+struct report_section {
+	unsigned index;		      /* across all inputs, in reading order */
+	struct report_input *in;      /* the file it is in */
+	struct tally_section *s;      /* the reader's summary (complete after the pass) */
+	int64_t offset;		      /* ns to add to this section's timestamps to align it */
+	bool aligned_by_clock;	      /* offset from a CLOCK pair (else SESSION pair, else none) */
+	bool offset_frozen;	      /* records were handed out (or merge wrote the offset down) */
+	bool ended;		      /* section_end was called */
+	uint64_t last_time;	      /* latest aligned end of a timed record so far */
+	struct tally_verdict verdict; /* after report_scan() */
+	struct report_names *names;
+	/* A section whose session id was read before (the same file twice, a part given with the
+	 * merged file it went into): kept out of set->sections and of every consumer, and named
+	 * by report_warn_damage. */
+	const struct report_section *duplicate_of;
+	struct report_frames *frames;
+};
+
+struct report_set {
+	struct report_input *inputs;
+	size_t ninputs;
+	struct report_section **sections;
+	size_t nsections;
+	uint64_t total_bytes;
+	bool align;    /* align sections through their clock pairs (default true) */
+	uint64_t base; /* origin for relative times: earliest aligned session start (0: unknown) */
+	bool complete; /* after report_scan(): every section of every file COMPLETE */
+	bool read_failed; /* report_scan() failed on an input (not on its consumer) */
+	uint64_t records;
+	struct report_section **duplicates; /* sections skipped as repeats (duplicate_of set) */
+	size_t nduplicates;
+};
+
+/*
+ * Expand paths (files, and directories: every *.tally inside, sorted by name) and open each file.
+ * Nothing is read yet.  On failure returns -errno with err naming the file (and the offset, for a
+ * file that is not a trace); set is left empty.
+ */
+int report_set_open(struct report_set *set, char *const *paths, size_t npaths, char *err,
+		    size_t errlen);
+void report_set_close(struct report_set *set);
+
+/* Reads each input's first SESSION (cheap) to find set->base before the main pass. */
+void report_set_find_base(struct report_set *set);
+/*
+ * The earliest aligned moment of any section (session start or first record, whichever is
+ * earlier): a summary pass over every input.  For outputs whose times must not be negative.
+ */
+uint64_t report_set_earliest(const struct report_set *set);
+
+struct report_scan_ops {
+	int (*section)(void *ctx, struct report_section *rs);
+	int (*records)(void *ctx, struct report_section *rs, const struct tally_record *r,
+		       size_t n);
+	int (*ledger)(void *ctx, struct report_section *rs, const struct tally_ledger *l);
+	/* every intact chunk (merge rewrites them); RECORDS payloads come after records() */
+	int (*chunk)(void *ctx, struct report_section *rs, const struct tally_chunk_info *c,
+		     const uint8_t *payload);
+	/* a damaged range; rs is NULL when the file has no section at all */
+	int (*damage)(void *ctx, struct report_input *in, struct report_section *rs,
+		      const struct tally_damage *d);
+	int (*section_end)(void *ctx, struct report_section *rs);
+	void (*progress)(void *pctx, uint64_t done, uint64_t total);
+	void *ctx;
+	void *pctx; /* progress's own context (a display, not the consumer) */
+};
+
+/*
+ * One pass over every input, then the verdict of every section (set->complete).  Returns 0, a
+ * callback's non-zero value, or -errno (err says which file).
+ */
+int report_scan(struct report_set *set, const struct report_scan_ops *ops, char *err,
+		size_t errlen);
+
+/* Time of t (a timestamp of rs) on the aligned timeline. */
+static inline uint64_t report_time(const struct report_section *rs, uint64_t t)
+{
+	return t + (uint64_t)rs->offset;
+}
+
+/* "pid 4242 on host (RANK=3)" */
+const char *report_section_label(const struct report_section *rs, char *buf, size_t len);
+
+/* ---- names (names.c) ------------------------------------------------------------------- */
+
+enum report_name_mode {
+	REPORT_NAME_DEMANGLED, /* nsys's default: "void foo<int>(float *, int)" */
+	REPORT_NAME_BASE,      /* nsys's :base and shortName: "foo" */
+	REPORT_NAME_MANGLED,   /* as recorded: "_Z3fooIiEvPfi" */
+};
+
+/* The string for id in rs's section: "[string N lost]" when its STRINGS chunk was lost. */
+const char *report_string(struct report_section *rs, uint32_t id);
+/* A kernel name in the given form; "[unnamed kernel]" for id 0. */
+const char *report_kernel_name(struct report_section *rs, uint32_t id, enum report_name_mode m);
+void report_names_free(struct report_names *n);
+
+/*
+ * Demangle an Itanium C++ name, as __cxa_demangle would; NULL if the name is not mangled, or is
+ * longer than REPORT_DEMANGLE_MAX_IN, or demangles to REPORT_DEMANGLE_MAX_OUT bytes or more (then
+ * it is counted in report_demangle_refused() so that reports can say so).  Caller frees.
+ */
+#define REPORT_DEMANGLE_MAX_IN	(16u << 10)
+#define REPORT_DEMANGLE_MAX_OUT (64u << 10)
+char *report_demangle(const char *mangled);
+uint64_t report_demangle_refused(void);
+/* The base name of a demangled signature: "void ns::foo<int>(float *)" -> "foo". Caller frees. */
+char *report_base_name(const char *demangled);
+
+/* Labels shared by the reports and exporters. */
+const char *report_memcpy_kind_label(unsigned copy_kind); /* "Host-to-Device" */
+const char *report_mem_kind_label(unsigned cupti_kind);	  /* "Pageable", "Device" ... */
+const char *report_sync_type_label(unsigned t);
+
+/* ---- call stacks (frames.c) ------------------------------------------------------------ */
+
+/* "function (file:line)"; native frames symbolized from the module map (libdw). */
+const char *report_frame_label(struct report_section *rs, uint32_t frame_id);
+/* Frames of a stack, innermost first, joined by " <- "; "[no stack]" for id 0. */
+const char *report_stack_label(struct report_section *rs, uint32_t stack_id);
+/* The innermost frame that is the program's own (not a library's); 0 if no stack. */
+uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id);
+/* Why native frames were labelled "module+0xoffset" instead of symbolized (libdw.so.1 not found,
+ * or tally built without libdw); NULL when none was, or all were symbolized. */
+const char *report_symbolizer_missing(void);
+void report_frames_free(struct report_frames *f);
+
+/* ---- loss, for the top of every report (loss.c) ----------------------------------------- */
+
+/* Lines saying whether the set is COMPLETE and, if not, what was lost where. */
+void report_loss_text(FILE *out, const struct report_set *set, const char *prefix);
+/* The same as JSON fields of the current object: "verdict", "inputs": [...] */
+struct tally_json;
+void report_loss_json(struct tally_json *j, const struct report_set *set);
+/* One warning line per damaged range of every input: file, kind and byte offset. */
+void report_warn_damage(const struct report_set *set, FILE *out, const char *prog);
+/*
+ * CUPTI's drops by queue and the contexts tied to devices (DROPS chunks, format 1.2) as JSON, the
+ * one writer of them: one entry's fields into the current object (source, context, device, stream,
+ * then dropped, or gpu_records for a context tied to its device), or a section's entries as an
+ * array of such objects.
+ */
+struct tally_drops;
+void report_drops_fields(struct tally_json *j, const struct tally_drops *d);
+void report_drops_array(struct tally_json *j, const struct tally_section *s);
+
+#endif

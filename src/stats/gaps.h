@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU gaps with proof (docs/stats.md, gpu_gaps and gpu_time_util): the stretches where a device,
+ * or one stream of it, ran nothing for at least gap_min, each classed
+ *   idle      the ledger proves no record was lost while it lasted, so the hole is real idle time;
+ *   unproven  a loss window, the end of a trace that was not closed, a span outside the collection
+ *             window, damage, or a loss of unknown time overlaps it: the hole may be lost records;
+ * and the busy fraction of each device per time bucket, with the buckets that overlap a loss
+ * marked.
+ *
+ * Streaming: feed every record batch (report_gpu_gaps_add), then call report_gpu_gaps_section
+ * when a section ends (its loss windows are complete then); its gaps and buckets are appended to
+ * the result.  Gaps need no per-record memory: per device and per stream, the busy time is kept
+ * as segments closed over anything shorter than gap_min, so memory follows the number of gaps,
+ * whatever the order records come in.  Utilization (opts.util) keeps 24 bytes per GPU record of
+ * the sections not yet ended.  report_gpu_gaps() does it all in one pass over a set.
+ */
+#ifndef TALLY_STATS_GAPS_H
+#define TALLY_STATS_GAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace-set.h"
+
+#define REPORT_GAP_ALL_STREAMS UINT32_MAX /* a gap of the whole device */
+
+struct report_gap {
+	unsigned section; /* report_section index */
+	uint32_t device;  /* device id */
+	uint32_t stream;  /* stream id, or REPORT_GAP_ALL_STREAMS */
+	uint64_t t0, t1;  /* aligned ns: end of the work before, start of the work after */
+	bool unproven;	  /* something lost may have run here */
+	char why[120];	  /* "dropped_cupti: 500 in ...", or "no loss overlaps it" */
+};
+
+struct report_util {
+	unsigned section;
+	uint32_t device;
+	uint64_t t0, t1; /* the bucket, aligned ns */
+	double busy;	 /* fraction of the bucket some GPU work ran, 0..1 */
+	bool loss;	 /* a loss overlaps the bucket: busy may be low */
+};
+
+struct report_gaps_opts {
+	uint64_t gap_min_ns; /* gaps shorter than this are not listed (default 1 ms) */
+	uint64_t bucket_ns;  /* gpu_time_util bucket; 0: the device's span / 20 */
+	bool util; /* compute gpu_time_util too (keeps every GPU interval: 24 bytes each) */
+};
+
+struct report_gpu_gaps;
+
+struct report_gpu_gaps *report_gpu_gaps_new(const struct report_gaps_opts *o);
+void report_gpu_gaps_free(struct report_gpu_gaps *g);
+/* Take the GPU records of a batch (others are ignored).  0 or -ENOMEM. */
+int report_gpu_gaps_add(struct report_gpu_gaps *g, const struct report_section *rs,
+			const struct tally_record *r, size_t n);
+/* rs has ended: compute its gaps and buckets.  0 or -ENOMEM. */
+int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_section *rs);
+/* Results so far, in section order, each section's device gaps first, then per stream. */
+const struct report_gap *report_gpu_gaps_list(const struct report_gpu_gaps *g, size_t *n);
+const struct report_util *report_gpu_util_list(const struct report_gpu_gaps *g, size_t *n);
+
+/*
+ * One pass over an opened set (report_set_open; not yet scanned) computing every section's gaps
+ * and buckets.  Returns 0 and *out (free with report_gpu_gaps_free), or -errno with err.
+ */
+int report_gpu_gaps(struct report_set *set, const struct report_gaps_opts *o,
+		    struct report_gpu_gaps **out, char *err, size_t errlen);
+
+#endif

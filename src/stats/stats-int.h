@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals shared by the aggregation (stats.c) and the report writers (reports.c). */
+#ifndef TALLY_STATS_STATS_INT_H
+#define TALLY_STATS_STATS_INT_H
+
+#include "gaps.h"
+#include "memusage.h"
+#include "stats.h"
+
+/* Report indexes into report_defs[] (reports.c keeps the two in step). */
+enum report_id {
+	R_NVTX_SUM,
+	R_API_SUM,
+	R_KERN_SUM,
+	R_KERN_GB_SUM,
+	R_MEM_TIME_SUM,
+	R_MEM_SIZE_SUM,
+	R_GPU_TRACE,
+	R_API_TRACE,
+	R_GPU_GAPS,
+	R_GPU_UTIL,
+	R_KERN_STACK_SUM, /* style 0: by innermost user frame, 1: by whole stack */
+	R_MEM_USAGE,
+	R_COUNT,
+};
+
+struct u64vec {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+/* One row of a summary report: every value of the group is kept, for the exact median. */
+struct group {
+	char *name; /* owned */
+	int32_t grid[3], block[3];
+	unsigned style; /* nvtx: 0 push/pop, 1 start/end */
+	struct u64vec vals;
+	struct stats_group_view view; /* after stats_finish */
+};
+
+struct gtable {
+	struct group *g;
+	size_t n, cap;
+	uint32_t *slot; /* open addressing: group index + 1, 0 empty */
+	size_t nslot;
+	uint64_t grand_total;
+	struct group **order; /* after stats_finish: by total, descending */
+};
+
+/* cuda_gpu_trace: what a row needs, kept compact (the report sorts every GPU record). */
+struct gpu_row {
+	uint64_t start, dur, bytes;
+	const char *name;
+	uint32_t corr, sec, device, ctx, stream;
+	int32_t grid[3], block[3];
+	uint32_t regs, smem_static, smem_dynamic;
+	uint8_t kind, src_kind, dst_kind;
+};
+
+struct api_row {
+	uint64_t start, dur;
+	const char *name;
+	uint32_t corr, sec, pid, tid;
+	int32_t result;
+};
+
+struct rowvec {
+	void *v;
+	size_t n, cap, elem;
+};
+
+/* Per section: string id -> group index + 1, per report that groups by a name. */
+struct sec_cache {
+	uint32_t *kern, *api;
+	uint32_t nkern, napi;
+	uint64_t *nvtx_keys; /* (domain, style, name) -> nvtx group, open addressing */
+	uint32_t *nvtx_vals;
+	size_t nvtx_cap, nvtx_n;
+	uint32_t *stack_groups[2]; /* stack id -> cuda_kern_stack_sum group + 1, per style */
+	uint32_t nstack_groups[2];
+};
+
+#define MEMOPS 15 /* memcpy kinds 0..13, then memset */
+
+/* Names of trace rows, owned: a later STRINGS chunk of a damaged file may redefine an id and free
+ * the reader's copy, so rows never point into a section's string table. */
+struct strpool {
+	char **slot; /* open addressing */
+	size_t cap, n;
+};
+
+struct stats {
+	struct stats_request req;
+	struct gtable t[R_COUNT];	 /* summary reports */
+	uint32_t memop_group[2][MEMOPS]; /* time, size: group index + 1 */
+	struct rowvec gpu, api;
+	struct strpool names;
+	struct sec_cache *secs;
+	size_t nsecs;
+	uint64_t untimed;
+	uint64_t base;
+	bool failed;		      /* out of memory somewhere: reports would be short */
+	struct report_gpu_gaps *gaps; /* gpu_gaps, gpu_time_util */
+	struct mem_usage mem;	      /* cuda_gpu_mem_usage */
+	/* kernels with a call stack: with none, the stack report is empty */
+	uint64_t stacked_kernels;
+};
+
+bool stats_wants(const struct stats *st, enum report_id r);
+
+#endif

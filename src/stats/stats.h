@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally stats: nsys's summary and trace reports (stats.c aggregates, reports.c writes them), with
+ * gpu_gaps and gpu_time_util (gaps.c) and cuda_gpu_mem_usage (memusage.c), written through one
+ * table writer (table.c) as a table, CSV or JSON.
+ */
+#ifndef TALLY_STATS_STATS_H
+#define TALLY_STATS_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "table.h"
+#include "trace-set.h"
+
+struct stats;
+
+struct stats_request {
+	uint32_t reports;		 /* bit 1 << report index (report_find) */
+	enum report_name_mode names[32]; /* per report: :base / :mangled */
+	uint64_t gap_min_ns;		 /* gpu_gaps: shortest gap listed (0: 1 ms) */
+	uint64_t util_bucket_ns;	 /* gpu_time_util: bucket (0: a twentieth of the span) */
+};
+
+/* The reports, in nsys's order; index is stable for the bit mask above. */
+struct report_def {
+	const char *name;  /* "cuda_gpu_kern_sum" */
+	const char *title; /* "CUDA GPU Kernel Summary" */
+	bool by_default;   /* part of a plain `tally stats` (nsys's --stats set) */
+	bool names;	   /* takes :base / :mangled */
+};
+extern const struct report_def report_defs[];
+extern const unsigned report_defs_count;
+int report_find(const char *name); /* index, or -1 */
+
+struct stats *stats_new(const struct stats_request *req);
+void stats_free(struct stats *st);
+/* Scan callbacks that feed the aggregation (stats is their ctx). */
+void stats_scan_ops(struct stats *st, struct report_scan_ops *ops);
+/* After the scan: medians, standard deviations, sorting. */
+int stats_finish(struct stats *st, const struct report_set *set);
+/* Write every requested report. Returns 0 or -errno (output failed). */
+int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum report_format fmt);
+
+/* Exact figures of one group, for tests: sum, count, min, max, median, sample stddev. */
+struct stats_group_view {
+	const char *name;
+	int32_t grid[3], block[3]; /* cuda_gpu_kern_gb_sum */
+	uint64_t count, total, min, max;
+	double avg, median, stddev;
+};
+/* Groups of report idx after stats_finish, in report order; NULL past the end. */
+const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i);
+/* Timed records left out of every report because their timestamps were lost (BAD_TIME). */
+uint64_t stats_untimed(const struct stats *st);
+
+#endif

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rows of a report as a table (nsys's column layout), CSV or JSON.  A report is a view: columns
+ * and a function giving the cell at (row, column), so that a trace report of millions of rows is
+ * written from its compact rows without building strings for all of them first.
+ */
+#ifndef TALLY_STATS_TABLE_H
+#define TALLY_STATS_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "json.h"
+
+enum report_format {
+	REPORT_FMT_TABLE,
+	REPORT_FMT_CSV,
+	REPORT_FMT_JSON,
+};
+
+enum col_type {
+	COL_PCT, /* 87.6 */
+	COL_U64, /* 2,527,438,955 */
+	COL_I64,
+	COL_F1,	 /* 439,631.1 (averages, medians, deviations in ns) */
+	COL_F3,	 /* 805.306 (MB) */
+	COL_STR, /* left-aligned text */
+};
+
+struct report_col {
+	const char *header;
+	enum col_type type;
+};
+
+enum cell_type {
+	CELL_EMPTY,
+	CELL_U64,
+	CELL_I64,
+	CELL_DBL,
+	CELL_STR,
+};
+
+struct report_cell {
+	enum cell_type t;
+	uint64_t u;
+	int64_t i;
+	double d;
+	const char *s;
+};
+
+struct report_view {
+	const char *name;  /* cuda_gpu_kern_sum */
+	const char *title; /* CUDA GPU Kernel Summary */
+	const struct report_col *cols;
+	size_t ncols;
+	size_t nrows;
+	void (*cell)(const void *ctx, size_t row, size_t col, struct report_cell *c);
+	const void *ctx;
+	const char *empty; /* said instead of a table when there is no row */
+};
+
+/* Write one report; j is the open JSON writer for REPORT_FMT_JSON (an array element). */
+void report_view_write(FILE *out, const struct report_view *v, enum report_format fmt,
+		       struct tally_json *j);
+
+/* CSV field: quoted (RFC 4180) when it holds a comma, quote, CR or LF. */
+void report_csv_field(FILE *out, const char *s);
+
+#endif
