@@ -17,9 +17,9 @@
 /* --trace: the kinds the collector knows (TALLY_TRACE), comma-separated. */
 static int set_trace(void *opts, const char *arg, char *err, size_t len)
 {
-	static const char *const known[] = {"cuda",	"nvtx",	   "kernel", "memcpy", "memset",
-					    "runtime",	"driver",  "sync",   "overhead", "none",
-					    "memory",	"osrt",	   NULL};
+	static const char *const known[] = {"cuda",    "nvtx",	 "kernel", "memcpy",   "memset",
+					    "runtime", "driver", "sync",   "overhead", "none",
+					    "memory",  "osrt",	 NULL};
 	const char *p = arg;
 	size_t i, n;
 
