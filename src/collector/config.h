@@ -65,7 +65,6 @@ struct tally_config {
  * (host sampling, blocking calls)?  Such a session starts when libtally.so loads. */
 bool tally_config_from_start(const struct tally_config *c);
 
-
 /* Parse the environment; returns 0, or -EINVAL with why naming the variable and value. */
 int tally_config_load(struct tally_config *c, char *why, size_t len);
 
