@@ -23,6 +23,8 @@ struct collect_opts {
 	int sample;		    /* --sample: an index of the names, 0 none */
 	unsigned sample_hz;	    /* 0: the collector's default */
 	uint64_t osrt_threshold_ns; /* 0: the collector's default */
+	const char *gpu_metrics, *gpu_metrics_set; /* devices ("all", "0,2"), metric list */
+	unsigned gpu_metrics_hz;		   /* 0: the collector's default */
 	char collector[PATH_MAX];
 };
 

@@ -15,7 +15,7 @@
  * (PERF_RECORD_THROTTLE): both reach the ledger.
  *
  * The kernel walks user stacks by frame pointers: code built without them gives the right
- * innermost frame and a short or wrong chain above it (docs/format.md §13).
+ * innermost frame and a short or wrong chain above it (docs/format.md §14).
  */
 #include "perfsample.h"
 
