@@ -33,7 +33,9 @@
 
 #include "ownthread.h"
 
-#define DATA_PAGES  16 /* per CPU: 64 KiB of samples, ~100 ms of a busy thread at 1 kHz */
+#define DATA_PAGES                                                                                 \
+	32 /* per CPU: 128 KiB, ~400 ms of a busy thread at 1 kHz (the mlock limit                 \
+	    * perf_event_mlock_kb is 516 KiB per CPU) */
 #define MAX_EVENTS  4096
 #define MAX_CPUS    1024
 #define CTX_MARKERS ((uint64_t)-4095) /* PERF_CONTEXT_*: markers in a callchain, not frames */
