@@ -34,7 +34,7 @@
 #include "ownthread.h"
 
 /* Per CPU: 128 KiB, about 400 ms of a busy thread at 1 kHz (perf_event_mlock_kb allows 516). */
-#define DATA_PAGES 32
+#define DATA_PAGES  32
 #define MAX_EVENTS  4096
 #define MAX_CPUS    1024
 #define CTX_MARKERS ((uint64_t)-4095) /* PERF_CONTEXT_*: markers in a callchain, not frames */
