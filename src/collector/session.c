@@ -14,7 +14,6 @@
 #include "clock.h"
 #include "collector.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -498,20 +497,21 @@ static void start_failed(struct session *s, int rc, const char *why)
 	manifest_line(s, "off %d %s", (int)getpid(), why);
 }
 
-/* The header was written before CUPTI was there: its versions, said now. */
+/* The header was written before CUPTI was there: its versions, said now (the driver's as the
+ * header says it: from the libcuda.so.1 the program loaded, "unknown" without one). */
 static void cupti_joined_note(void)
 {
-	int (*driver)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
+	int (*driver)(int *) = (int (*)(int *))tally_driver_sym("cuDriverGetVersion");
 	uint32_t version = 0;
-	int dv = 0;
-	char text[PATH_MAX + 128];
+	char text[PATH_MAX + 128], dv[32] = "unknown";
+	int v = 0;
 
 	if (cupti.GetVersion)
 		(void)cupti.GetVersion(&version);
-	if (driver)
-		(void)driver(&dv);
+	if (driver && driver(&v) == 0 && v > 0)
+		snprintf(dv, sizeof(dv), "%d", v);
 	snprintf(text, sizeof(text),
-		 "CUDA joined the recording at cuInit: CUPTI API version %u (%s), CUDA driver %d",
+		 "CUDA joined the recording at cuInit: CUPTI API version %u (%s), CUDA driver %s",
 		 version, cupti.path, dv);
 	tally_pipeline_note(TALLY_NOTE_INFO, "cupti-joined", text);
 }
