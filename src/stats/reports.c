@@ -24,6 +24,10 @@ const struct report_def report_defs[] = {
     [R_KERN_STACK_SUM] = {"cuda_kern_stack_sum", "CUDA GPU Kernel Summary by Call Stack", false,
 			  false},
     [R_MEM_USAGE] = {"cuda_gpu_mem_usage", "CUDA GPU Memory Usage", false, false},
+    [R_GPU_METRICS_SUM] = {"gpu_metrics_sum", "GPU Metrics Summary", false, false},
+    [R_GPU_METRICS_NVTX] = {"gpu_metrics_nvtx_sum",
+			    "GPU Metrics per NVTX Range (the 64 range names with the most time)",
+			    false, false},
 };
 const unsigned report_defs_count = R_COUNT;
 
@@ -369,8 +373,9 @@ static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct repor
 /* ---- gaps with proof ---------------------------------------------------------------------- */
 
 static const struct report_col gap_cols[] = {
-    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64}, {"Device", COL_U64},
-    {"Stream", COL_STR},     {"Class", COL_STR},	 {"Why", COL_STR},
+    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64},   {"PID", COL_U64},
+    {"Device", COL_U64},     {"Stream", COL_STR},	       {"Class", COL_STR},
+    {"Sampled (ns)", COL_U64}, {"SM Active (%)", COL_PCT}, {"Why", COL_STR},
 };
 
 static const struct report_col util_cols[] = {
@@ -398,9 +403,87 @@ static void gap_cell(const void *ctx, size_t row, size_t col, struct report_cell
 	} else if (col == 4) {
 		snprintf(stream, sizeof(stream), "%" PRIu32, g->stream);
 		set_s(c, g->stream == REPORT_GAP_ALL_STREAMS ? "all" : stream);
-	} else {
-		set_s(c, col == 5 ? (g->unproven ? "unproven" : "idle") : g->why);
+	} else if (col == 5) {
+		set_s(c, g->unproven ? "unproven" : g->active ? "active" : "idle");
+	} else if (col == 6 && g->sampled_ns) {
+		set_u(c, g->sampled_ns);
+	} else if (col == 7 && g->sampled_ns) {
+		set_d(c, g->sm_active);
+	} else if (col == 8) {
+		set_s(c, g->why);
 	}
+}
+
+/* ---- GPU metrics -------------------------------------------------------------------------- */
+
+#define METRIC_STATS                                                                               	{"Samples", COL_U64}, {"Covered (ns)", COL_U64}, {"Mean", COL_F1}, {"P50", COL_F1},        	    {"P90", COL_F1}, {"Min", COL_F1}, {"Max", COL_F1}, {"Threshold", COL_F1},              	{                                                                                          		"Above (%)", COL_PCT                                                               	}
+
+static const struct report_col metrics_cols[] = {
+    {"PID", COL_U64}, {"Device", COL_U64}, {"Metric", COL_STR}, {"Unit", COL_STR}, METRIC_STATS,
+    {"Name", COL_STR},
+};
+
+static const struct report_col metrics_nvtx_cols[] = {
+    {"Range", COL_STR},		 {"PID", COL_U64},	     {"Device", COL_U64},
+    {"Metric", COL_STR},	 {"Unit", COL_STR},	     {"Instances", COL_U64},
+    {"Range Time (ns)", COL_U64}, METRIC_STATS,	     {"Name", COL_STR},
+};
+
+/* Columns from Samples on (the nine statistics, then the name), of a series' figures. */
+static void metric_stat_cell(const struct gm_series_view *v, size_t col, struct report_cell *c)
+{
+	const double d[] = {v->mean, v->p50, v->p90, v->min, v->max, v->threshold};
+
+	if (col == 9) {
+		set_s(c, v->name ? v->name : v->why);
+	} else if (!v->name) {
+		return; /* a device row: no figures */
+	} else if (col < 2) {
+		set_u(c, col ? v->covered_ns : v->samples);
+	} else if (!v->covered_ns) {
+		return; /* no sample: no statistic */
+	} else if (col < 8) {
+		set_d(c, d[col - 2]);
+	} else {
+		set_d(c, 100 * v->above);
+	}
+}
+
+static void metric_head_cell(const struct trace_ctx *x, const struct gm_series_view *v,
+			     size_t col, struct report_cell *c)
+{
+	if (col == 0)
+		set_u(c, section_pid(x, v->section));
+	else if (col == 1)
+		set_u(c, v->device);
+	else
+		set_s(c, col == 2 ? v->label : v->unit);
+}
+
+static void metrics_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct trace_ctx *x = ctx;
+	const struct gm_series_view *v = gm_row(x->st->gm, row);
+
+	if (col < 4)
+		metric_head_cell(x, v, col, c);
+	else
+		metric_stat_cell(v, col - 4, c);
+}
+
+static void metrics_nvtx_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct trace_ctx *x = ctx;
+	const struct gm_nvtx_view *n = gm_nvtx_row(x->st->gm, row);
+
+	if (col == 0)
+		set_s(c, n->range);
+	else if (col < 5)
+		metric_head_cell(x, &n->m, col - 1, c);
+	else if (col < 7)
+		set_u(c, col == 5 ? n->instances : n->range_ns);
+	else
+		metric_stat_cell(&n->m, col - 7, c);
 }
 
 static void util_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
@@ -437,6 +520,7 @@ static const struct {
     [R_GPU_TRACE] = COLS(gpu_trace_cols),  [R_API_TRACE] = COLS(api_trace_cols),
     [R_GPU_GAPS] = COLS(gap_cols),	   [R_GPU_UTIL] = COLS(util_cols),
     [R_KERN_STACK_SUM] = COLS(stack_cols), [R_MEM_USAGE] = COLS(mem_usage_cols),
+    [R_GPU_METRICS_SUM] = COLS(metrics_cols), [R_GPU_METRICS_NVTX] = COLS(metrics_nvtx_cols),
 };
 
 static const char *const empty_text[R_COUNT] = {
@@ -454,6 +538,9 @@ static const char *const empty_text[R_COUNT] = {
 			 "--python-stacks or --native-stacks)",
     [R_MEM_USAGE] = "the trace(s) hold no CUDA memory allocation data (record with --trace "
 		    "cuda,memory)",
+    [R_GPU_METRICS_SUM] = GM_NO_METRICS,
+    [R_GPU_METRICS_NVTX] = "the trace(s) hold no GPU metrics inside NVTX ranges (record with "
+			   "--gpu-metrics and NVTX ranges)",
 };
 
 static void view_for(const struct stats *st, const struct report_set *set, enum report_id r,
@@ -482,6 +569,10 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 		v->cell = mem_usage_cell;
 		v->ctx = tx;
 		v->nrows = st->mem.nrows;
+	} else if (r == R_GPU_METRICS_SUM || r == R_GPU_METRICS_NVTX) {
+		v->cell = r == R_GPU_METRICS_SUM ? metrics_cell : metrics_nvtx_cell;
+		v->ctx = tx;
+		v->nrows = r == R_GPU_METRICS_SUM ? gm_rows(st->gm) : gm_nvtx_rows(st->gm);
 	} else {
 		v->cell = sum_cell;
 		v->ctx = sx;

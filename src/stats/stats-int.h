@@ -4,6 +4,7 @@
 #define TALLY_STATS_STATS_INT_H
 
 #include "gaps.h"
+#include "metricsum.h"
 #include "memusage.h"
 #include "stats.h"
 
@@ -21,6 +22,8 @@ enum report_id {
 	R_GPU_UTIL,
 	R_KERN_STACK_SUM, /* style 0: by innermost user frame, 1: by whole stack */
 	R_MEM_USAGE,
+	R_GPU_METRICS_SUM,
+	R_GPU_METRICS_NVTX,
 	R_COUNT,
 };
 
@@ -104,6 +107,8 @@ struct stats {
 	struct mem_usage mem;	      /* cuda_gpu_mem_usage */
 	/* kernels with a call stack: with none, the stack report is empty */
 	uint64_t stacked_kernels;
+	struct gm *gm;	/* GPU metrics: gpu_metrics_sum, _nvtx_sum, and gpu_gaps' metrics */
+	char err[400]; /* why stats_finish failed, when not for memory */
 };
 
 bool stats_wants(const struct stats *st, enum report_id r);

@@ -572,6 +572,9 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 
 	if (st->gaps && report_gpu_gaps_add(st->gaps, rs, r, n) < 0)
 		st->failed = true;
+	if (st->gm && (gm_add(st->gm, rs, r, n) < 0 ||
+		       (stats_wants(st, R_GPU_METRICS_NVTX) && gm_collect_ranges(st->gm, rs, r, n) < 0)))
+		st->failed = true;
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) {
 			st->untimed++;
@@ -589,6 +592,8 @@ static int on_section_end(void *ctx, struct report_section *rs)
 	struct stats *st = ctx;
 
 	if (st->gaps && report_gpu_gaps_section(st->gaps, rs) < 0)
+		st->failed = true;
+	if (st->gm && gm_section_end(st->gm, rs) < 0)
 		st->failed = true;
 	return st->failed ? -ENOMEM : 0;
 }
@@ -617,6 +622,13 @@ struct stats *stats_new(const struct stats_request *req)
 			free(st);
 			return NULL;
 		}
+	}
+	if ((stats_wants(st, R_GPU_METRICS_SUM) || stats_wants(st, R_GPU_METRICS_NVTX) ||
+	     stats_wants(st, R_GPU_GAPS)) &&
+	    !(st->gm = gm_new(0, 0, 0))) {
+		report_gpu_gaps_free(st->gaps);
+		free(st);
+		return NULL;
 	}
 	st->gpu.elem = sizeof(struct gpu_row);
 	st->api.elem = sizeof(struct api_row);
@@ -653,7 +665,13 @@ void stats_free(struct stats *st)
 	free(st->api.v);
 	pool_fini(&st->names);
 	report_gpu_gaps_free(st->gaps);
+	gm_free(st->gm);
 	free(st);
+}
+
+const struct gm *stats_gpu_metrics(const struct stats *st)
+{
+	return st->gm;
 }
 
 uint64_t stats_untimed(const struct stats *st)
@@ -849,6 +867,25 @@ static int cmp_api(const void *pa, const void *pb)
 	return a->corr < b->corr ? -1 : a->corr > b->corr;
 }
 
+/* GPU metrics: the summary, then (for gaps and NVTX ranges) a second pass over the inputs. */
+static int finish_metrics(struct stats *st, const struct report_set *set)
+{
+	bool nvtx = stats_wants(st, R_GPU_METRICS_NVTX);
+	int rc;
+
+	if (!st->gm)
+		return 0;
+	if ((rc = gm_finish(st->gm)) < 0)
+		return rc;
+	if (!stats_wants(st, R_GPU_GAPS) && !nvtx)
+		return 0;
+	rc = gm_windows_pass(st->gm, stats_wants(st, R_GPU_GAPS) ? st->gaps : NULL, nvtx, set,
+			     st->err, sizeof(st->err));
+	if (rc == -ENOMEM)
+		st->err[0] = '\0'; /* said as out of memory */
+	return rc;
+}
+
 int stats_finish(struct stats *st, const struct report_set *set)
 {
 	unsigned r;
@@ -872,7 +909,12 @@ int stats_finish(struct stats *st, const struct report_set *set)
 		st->base = ((struct gpu_row *)st->gpu.v)->start;
 	if (st->api.n && ((struct api_row *)st->api.v)->start < st->base)
 		st->base = ((struct api_row *)st->api.v)->start;
-	return 0;
+	return finish_metrics(st, set);
+}
+
+const char *stats_error(const struct stats *st)
+{
+	return st->err[0] ? st->err : NULL;
 }
 
 const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i)
