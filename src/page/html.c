@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "json.h"
+#include "metricsum.h"
 #include "outfile.h"
 #include "page.h"
 #include "stats.h"
@@ -151,7 +152,8 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 	int rc;
 
 	for (r = 0; r < report_defs_count; r++)
-		if (report_defs[r].by_default)
+		if (report_defs[r].by_default ||
+		    strcmp(report_defs[r].name, "gpu_metrics_sum") == 0)
 			req.reports |= 1u << r;
 	job->st = stats_new(&req);
 	job->tl = timeline_new(job->o->buckets, job->o->exact_budget);
@@ -167,6 +169,8 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 		rc = stats_finish(job->st, &job->set);
 	if (rc == 0)
 		rc = timeline_prepare(job->tl, &job->set);
+	if (rc == 0 && gm_records(stats_gpu_metrics(job->st))) /* curves only where metrics are */
+		rc = timeline_metrics_prepare(job->tl);
 	return rc;
 }
 
@@ -188,6 +192,8 @@ static int pass2(struct html_job *job, char *const *paths, size_t npaths,
 	rc = report_scan(&again, &ops, err, errlen);
 	if (rc == 0)
 		timeline_choose_exact(job->tl);
+	if (rc == 0)
+		rc = timeline_metrics_finish(job->tl);
 	report_set_close(&again);
 	return rc;
 }

@@ -356,6 +356,7 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, stru
 	write_ledgers(tl, set, j);
 	write_loss(tl, set, j);
 	write_gaps(tl, set, j);
+	timeline_metrics_json(tl, j);
 	tally_json_object_end(j);
 	tally_json_finish(j);
 }

@@ -48,7 +48,7 @@ struct gm_sec {
 
 /* An NVTX range kept for gpu_metrics_nvtx_sum (pass 1). */
 struct gm_range {
-	uint64_t t0, t1; /* aligned */
+	uint64_t t0, t1;	/* aligned */
 	uint32_t section, name; /* name: index into gm.range_names */
 };
 
@@ -82,16 +82,11 @@ struct gm {
 	size_t nslot;
 	struct gm_nvtx_view *nvtx;
 	size_t nnvtx, nvcap;
-	uint64_t nvtx_left_out;
 	bool failed;
 };
 
-/* The series of a GPU_METRIC record, made if new; NULL when memory ran out. */
-struct gm_series *gm_series_of(struct gm *g, struct report_section *rs,
-			       const struct tally_record *r);
 /* Look a series up without making it; NULL if none. */
-struct gm_series *gm_series_find(struct gm *g, unsigned section, uint32_t device,
-				 uint32_t name_id);
+struct gm_series *gm_series_find(struct gm *g, unsigned section, uint32_t device, uint32_t name_id);
 /* 10^scale: a series' values are its unit's times this. */
 double gm_unit(const struct gm_series *s);
 /* A record's value in its series' scale. */

@@ -11,11 +11,25 @@
 #define MAX_SCALE 18 /* 10^18 still fits 64 bits */
 
 static const int64_t pow10s[MAX_SCALE + 1] = {
-    1LL,	       10LL,		   100LL,	       1000LL,
-    10000LL,	       100000LL,	   1000000LL,	       10000000LL,
-    100000000LL,       1000000000LL,	   10000000000LL,      100000000000LL,
-    1000000000000LL,   10000000000000LL,   100000000000000LL,  1000000000000000LL,
-    10000000000000000LL, 100000000000000000LL, 1000000000000000000LL,
+    1LL,
+    10LL,
+    100LL,
+    1000LL,
+    10000LL,
+    100000LL,
+    1000000LL,
+    10000000LL,
+    100000000LL,
+    1000000000LL,
+    10000000000LL,
+    100000000000LL,
+    1000000000000LL,
+    10000000000000LL,
+    100000000000000LL,
+    1000000000000000LL,
+    10000000000000000LL,
+    100000000000000000LL,
+    1000000000000000000LL,
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -156,8 +170,7 @@ struct gm_series *gm_series_by_name(struct gm *g, unsigned section, uint32_t dev
 	return NULL;
 }
 
-struct gm_series *gm_series_find(struct gm *g, unsigned section, uint32_t device,
-				 uint32_t name_id)
+struct gm_series *gm_series_find(struct gm *g, unsigned section, uint32_t device, uint32_t name_id)
 {
 	struct gm_sec *c = section < g->nsecs ? &g->secs[section] : NULL;
 	uint64_t key = series_key(device, name_id);
@@ -224,8 +237,9 @@ static struct gm_series *series_new(struct gm *g, struct gm_sec *c, struct repor
 	return &g->s[g->n++];
 }
 
-struct gm_series *gm_series_of(struct gm *g, struct report_section *rs,
-			       const struct tally_record *r)
+/* The series of a GPU_METRIC record, made if new; NULL when memory ran out. */
+static struct gm_series *series_of(struct gm *g, struct report_section *rs,
+				   const struct tally_record *r)
 {
 	struct gm_series *s = gm_series_find(g, rs->index, r->device_id, r->name_id);
 	struct gm_sec *c;
@@ -311,7 +325,7 @@ int gm_add(struct gm *g, struct report_section *rs, const struct tally_record *r
 	if (!n || r[0].kind != TALLY_KIND_GPU_METRIC)
 		return 0;
 	for (i = 0; i < n; i++) {
-		struct gm_series *s = gm_series_of(g, rs, &r[i]);
+		struct gm_series *s = series_of(g, rs, &r[i]);
 
 		if (!s)
 			return -ENOMEM;
@@ -357,7 +371,8 @@ static char *device_why(const struct tally_gpu_metrics *c)
 
 	switch (c->state) {
 	case TALLY_GM_ELSEWHERE:
-		n = asprintf(&out, "not sampled here: pid %" PRIu64 " on %s samples it (its trace: %s)",
+		n = asprintf(&out,
+			     "not sampled here: pid %" PRIu64 " on %s samples it (its trace: %s)",
 			     c->holder_pid, c->holder_host ? c->holder_host : "?",
 			     c->holder_file ? c->holder_file : "?");
 		break;
@@ -371,7 +386,8 @@ static char *device_why(const struct tally_gpu_metrics *c)
 			     why);
 		break;
 	case TALLY_GM_STOPPED:
-		n = asprintf(&out, "sampling stopped early (%s): nothing after the last sample", why);
+		n = asprintf(&out, "sampling stopped early (%s): nothing after the last sample",
+			     why);
 		break;
 	default:
 		return NULL;
@@ -396,13 +412,15 @@ static int set_rows(struct gm *g, const struct report_section *rs,
 		bool have = false;
 
 		for (i = 0; i < g->n && !have; i++)
-			have = g->s[i].section == rs->index && g->s[i].device == c->device &&
-			       strcmp(g->s[i].name, c->metrics[k].name ? c->metrics[k].name : "") == 0;
+			have =
+			    g->s[i].section == rs->index && g->s[i].device == c->device &&
+			    strcmp(g->s[i].name, c->metrics[k].name ? c->metrics[k].name : "") == 0;
 		if (!have && c->metrics[k].name) {
 			/* no record named it: a series with no samples, under a name id of its
 			 * own (beyond any string id, so no record can reach it) */
-			struct gm_series *s = series_new(g, sec, (struct report_section *)rs, c->device,
-							 UINT32_MAX - (uint32_t)k, c->metrics[k].scale);
+			struct gm_series *s =
+			    series_new(g, sec, (struct report_section *)rs, c->device,
+				       UINT32_MAX - (uint32_t)k, c->metrics[k].scale);
 
 			if (!s)
 				return -ENOMEM;
@@ -473,7 +491,8 @@ int gm_section_end(struct gm *g, const struct report_section *rs)
 	return take_devices(g, rs);
 }
 
-/* ---- finishing --------------------------------------------------------------------------------- */
+/* ---- finishing ---------------------------------------------------------------------------------
+ */
 
 void gm_fill_stats(struct gm_series_view *v, const struct gm_series *s, __int128 sum,
 		   uint64_t weight, uint64_t samples, const struct wsketch *sk)
@@ -517,12 +536,12 @@ static void series_view(const struct gm_series *s, struct gm_series_view *v)
 	if (s->covered_ns && s->percent && s->above_exact)
 		v->above = (double)s->above_ns / (double)s->covered_ns;
 	else if (s->covered_ns) /* threshold from the max: the sketch knows what lies above */
-		v->above = (double)wsketch_weight_above(&s->sk, (int64_t)ceil(v->threshold * unit)) /
-			   (double)s->covered_ns;
+		v->above =
+		    (double)wsketch_weight_above(&s->sk, (int64_t)ceil(v->threshold * unit)) /
+		    (double)s->covered_ns;
 	v->busy_ns = s->busy_ns;
 	if (s->busy_ns)
-		v->busy_mean =
-		    (double)((long double)s->busy_sum / (long double)s->busy_ns) / unit;
+		v->busy_mean = (double)((long double)s->busy_sum / (long double)s->busy_ns) / unit;
 }
 
 /* Row order: section, device, the device row first, then the metric set's order (metrics not in
@@ -627,7 +646,7 @@ const struct gm_series_view *gm_find(const struct gm *g, unsigned section, uint3
 	return NULL;
 }
 
-const struct gm_series_view *gm_curve(const struct gm *g, size_t i, const double **mean)
+const struct gm_series_view *gm_curve(const struct gm *g, size_t i, const double **mean, size_t *n)
 {
 	size_t k, seen = 0;
 
@@ -644,6 +663,7 @@ const struct gm_series_view *gm_curve(const struct gm *g, size_t i, const double
 				s->cw[b] = -1;
 			}
 		*mean = s->csum;
+		*n = g->nb;
 		return &g->rows[k];
 	}
 	return NULL;

@@ -23,10 +23,10 @@
 #include "gaps.h"
 #include "trace-set.h"
 
-#define GM_ABOVE_PCT	  80.0 /* gpu_metrics_sum's threshold: 80% (of the peak, or of the max) */
-#define GM_SM_ACTIVE	  "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"
-#define GM_NVTX_GROUPS	  64 /* gpu_metrics_nvtx_sum: range names with the most time, at most */
-#define GM_NO_METRICS	  "the trace(s) hold no GPU metrics (record with --gpu-metrics)"
+#define GM_ABOVE_PCT   80.0 /* gpu_metrics_sum's threshold: 80% (of the peak, or of the max) */
+#define GM_SM_ACTIVE   "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"
+#define GM_NVTX_GROUPS 64 /* gpu_metrics_nvtx_sum: range names with the most time, at most */
+#define GM_NO_METRICS  "the trace(s) hold no GPU metrics (record with --gpu-metrics)"
 
 /* One row of gpu_metrics_sum: a metric of a device of a section, or (samples 0 and why set) a
  * device of a section whose metrics are not in it. */
@@ -74,9 +74,9 @@ size_t gm_rows(const struct gm *g);
 const struct gm_series_view *gm_find(const struct gm *g, unsigned section, uint32_t device,
 				     const char *name);
 
-/* A curve (gm_new with buckets): mean per bucket, NAN where no sample covers it.  NULL past the
- * end.  Curves come in row order, device rows left out. */
-const struct gm_series_view *gm_curve(const struct gm *g, size_t i, const double **mean);
+/* A curve (gm_new with buckets): *n means, one per bucket, NAN where no sample covers it.  NULL
+ * past the end.  Curves come in row order, device rows left out. */
+const struct gm_series_view *gm_curve(const struct gm *g, size_t i, const double **mean, size_t *n);
 
 /* ---- metrics over stretches of time: the second pass (metricwin.c) -------------------------- */
 
@@ -106,7 +106,5 @@ struct gm_nvtx_view {
 };
 size_t gm_nvtx_rows(const struct gm *g);
 const struct gm_nvtx_view *gm_nvtx_row(const struct gm *g, size_t i);
-/* Range names left out (past GM_NVTX_GROUPS), for a note under the report. */
-uint64_t gm_nvtx_left_out(const struct gm *g);
 
 #endif

@@ -48,9 +48,9 @@ enum group_kind { G_GAP, G_BUSY, G_NVTX };
 
 struct group {
 	enum group_kind kind;
-	uint32_t index;		 /* gap index; busy: series index; nvtx: row slot */
-	unsigned section;	 /* the windows' owner (NVTX: its process) */
-	uint32_t device, name;	 /* its device; NVTX: the range name */
+	uint32_t index;	       /* gap index; busy: series index; nvtx: row slot */
+	unsigned section;      /* the windows' owner (NVTX: its process) */
+	uint32_t device, name; /* its device; NVTX: the range name */
 };
 
 /* A section's device gaps of one device: a run of the gap list, in time order. */
@@ -97,7 +97,8 @@ static uint64_t mix(uint64_t k)
 	return (k * 0x9e3779b97f4a7c15ull) >> 13;
 }
 
-/* ---- windows and their tree -------------------------------------------------------------------- */
+/* ---- windows and their tree --------------------------------------------------------------------
+ */
 
 static struct wset *wset_of(struct wpass *p, unsigned section, uint32_t device, bool make)
 {
@@ -115,8 +116,8 @@ static struct wset *wset_of(struct wpass *p, unsigned section, uint32_t device, 
 	return &v[p->nsets++];
 }
 
-static int add_window(struct wpass *p, unsigned section, uint32_t device, uint64_t t0,
-		      uint64_t t1, uint32_t group, enum win_rule rule)
+static int add_window(struct wpass *p, unsigned section, uint32_t device, uint64_t t0, uint64_t t1,
+		      uint32_t group, enum win_rule rule)
 {
 	struct wset *ws;
 	struct win *v;
@@ -207,7 +208,8 @@ static void query(struct wpass *p, const struct wset *ws, uint64_t a, uint64_t b
 	}
 }
 
-/* ---- running sums per (group, series) ---------------------------------------------------------- */
+/* ---- running sums per (group, series) ----------------------------------------------------------
+ */
 
 static bool acc_grow(struct wpass *p)
 {
@@ -412,7 +414,8 @@ static int gap_windows(struct wpass *p, struct report_gap *gaps, size_t ngaps)
 		n = sources(p->g, gaps[i].section, gaps[i].device, secs, devs, 8);
 		if (!n)
 			continue;
-		if ((grp = new_group(p, G_GAP, (uint32_t)i, gaps[i].section, gaps[i].device, 0)) < 0)
+		if ((grp = new_group(p, G_GAP, (uint32_t)i, gaps[i].section, gaps[i].device, 0)) <
+		    0)
 			return -ENOMEM;
 		for (k = 0; k < n; k++) {
 			uint64_t guard = interval_of(p->g, secs[k], devs[k]);
@@ -460,16 +463,12 @@ static int busy_windows(struct wpass *p, const struct report_gpu_gaps *gg)
 
 /* ---- results ------------------------------------------------------------------------------ */
 
-/* The SM Active series of (section, device), or NULL. */
+/* The SM Active series of (section, device), or NULL (the rows are those of gm_finish). */
 static struct gm_series *sm_active(const struct gm *g, unsigned section, uint32_t device)
 {
-	size_t i;
+	const struct gm_series_view *v = gm_find(g, section, device, GM_SM_ACTIVE);
 
-	for (i = 0; i < g->n; i++)
-		if (g->s[i].section == section && g->s[i].device == device &&
-		    strcmp(g->s[i].name, GM_SM_ACTIVE) == 0)
-			return &g->s[i];
-	return NULL;
+	return v ? g->curve_of[v - g->rows] : NULL;
 }
 
 /* The runs of device gaps: gaps.c lists a section's device gaps device by device, in time order. */
@@ -497,8 +496,8 @@ static int find_runs(struct wpass *p, const struct report_gap *gaps, size_t ngap
 }
 
 /* Did (section, device) run work in [t0, t1)?  Not where one of its gaps holds all of it. */
-static bool worked(const struct wpass *p, const struct report_span *sp, const struct report_gap *gaps,
-		   uint64_t t0, uint64_t t1)
+static bool worked(const struct wpass *p, const struct report_span *sp,
+		   const struct report_gap *gaps, uint64_t t0, uint64_t t1)
 {
 	const struct run *r = NULL;
 	size_t i, lo, hi;
@@ -510,7 +509,8 @@ static bool worked(const struct wpass *p, const struct report_span *sp, const st
 			r = &p->runs[i];
 	if (!r)
 		return true;
-	for (lo = r->from, hi = r->from + r->n; lo < hi;) { /* the last gap starting at t0 or before */
+	for (lo = r->from, hi = r->from + r->n;
+	     lo < hi;) { /* the last gap starting at t0 or before */
 		size_t mid = (lo + hi) / 2;
 
 		if (gaps[mid].t0 <= t0)
@@ -572,9 +572,9 @@ static void gap_results(struct wpass *p, const struct group *grp, struct report_
 
 	for (k = 0; k < n; k++) {
 		struct gm_series *s = sm_active(p->g, secs[k], devs[k]);
-		const struct acc *a = s ? acc_of(p, (uint32_t)(grp - p->groups),
-						 (uint32_t)(s - p->g->s), false)
-					: NULL;
+		const struct acc *a =
+		    s ? acc_of(p, (uint32_t)(grp - p->groups), (uint32_t)(s - p->g->s), false)
+		      : NULL;
 
 		if (!a)
 			continue;
@@ -607,7 +607,6 @@ static void busy_results(struct wpass *p, const struct group *grp)
 		s->busy_ns = a ? a->w : 0;
 	}
 }
-
 
 /* ---- NVTX ranges ---------------------------------------------------------------------------- */
 
@@ -669,7 +668,8 @@ int gm_collect_ranges(struct gm *g, struct report_section *rs, const struct tall
 		struct gm_range *v;
 		long k;
 
-		if (r[i].flags & (TALLY_REC_BAD_TIME | TALLY_REC_DEPTH_LOST) || r[i].end <= r[i].start)
+		if (r[i].flags & (TALLY_REC_BAD_TIME | TALLY_REC_DEPTH_LOST) ||
+		    r[i].end <= r[i].start)
 			continue;
 		snprintf(text, sizeof(text), "%s:%s",
 			 r[i].domain_id ? report_string(rs, r[i].domain_id) : "",
@@ -678,8 +678,8 @@ int gm_collect_ranges(struct gm *g, struct report_section *rs, const struct tall
 		    !(v = grow(g->ranges, &g->rcap, g->nranges + 1, sizeof(*v))))
 			return -ENOMEM;
 		g->ranges = v;
-		v[g->nranges++] = (struct gm_range){report_time(rs, r[i].start),
-						    report_time(rs, r[i].end), rs->index, (uint32_t)k};
+		v[g->nranges++] = (struct gm_range){
+		    report_time(rs, r[i].start), report_time(rs, r[i].end), rs->index, (uint32_t)k};
 		g->names[k].instances++;
 		g->names[k].ns += r[i].end - r[i].start;
 	}
@@ -719,7 +719,8 @@ static size_t section_devices(const struct gm *g, unsigned section, uint32_t *ou
 	for (i = 0; i < g->ndevs && n < max; i++) {
 		bool seen = false;
 
-		if (g->devs[i].section != section || !sources(g, section, g->devs[i].device, secs, devs, 8))
+		if (g->devs[i].section != section ||
+		    !sources(g, section, g->devs[i].device, secs, devs, 8))
 			continue;
 		for (k = 0; k < n; k++)
 			seen |= out[k] == g->devs[i].device;
@@ -779,7 +780,6 @@ static int nvtx_windows(struct gm *g, struct wpass *p)
 	qsort(order, g->nnames, sizeof(*order), by_time);
 	for (i = 0; i < g->nnames && i < GM_NVTX_GROUPS; i++)
 		chosen[order[i]] = 1;
-	g->nvtx_left_out = g->nnames > GM_NVTX_GROUPS ? g->nnames - GM_NVTX_GROUPS : 0;
 	for (i = 0; i < g->nranges; i++) /* the chosen ones only, sorted by name, section, start */
 		if (chosen[g->ranges[i].name])
 			g->ranges[keep++] = g->ranges[i];
@@ -805,7 +805,8 @@ static unsigned rank_of(const struct gm *g, uint32_t name)
 	size_t i;
 
 	for (i = 0; i < g->nnames; i++) /* the names before it in by_time's order */
-		rank += g->names[i].ns > me->ns || (g->names[i].ns == me->ns && strcmp(g->names[i].s, me->s) < 0);
+		rank += g->names[i].ns > me->ns ||
+			(g->names[i].ns == me->ns && strcmp(g->names[i].s, me->s) < 0);
 	return rank;
 }
 
@@ -918,11 +919,6 @@ size_t gm_nvtx_rows(const struct gm *g)
 const struct gm_nvtx_view *gm_nvtx_row(const struct gm *g, size_t i)
 {
 	return i < g->nnvtx ? &g->nvtx[i] : NULL;
-}
-
-uint64_t gm_nvtx_left_out(const struct gm *g)
-{
-	return g->nvtx_left_out;
 }
 
 static void wpass_fini(struct wpass *p)

@@ -572,8 +572,8 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 
 	if (st->gaps && report_gpu_gaps_add(st->gaps, rs, r, n) < 0)
 		st->failed = true;
-	if (st->gm && (gm_add(st->gm, rs, r, n) < 0 ||
-		       (stats_wants(st, R_GPU_METRICS_NVTX) && gm_collect_ranges(st->gm, rs, r, n) < 0)))
+	if (st->gm && (gm_add(st->gm, rs, r, n) < 0 || (stats_wants(st, R_GPU_METRICS_NVTX) &&
+							gm_collect_ranges(st->gm, rs, r, n) < 0)))
 		st->failed = true;
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) {
@@ -877,8 +877,8 @@ static int finish_metrics(struct stats *st, const struct report_set *set)
 		return 0;
 	if ((rc = gm_finish(st->gm)) < 0)
 		return rc;
-	if (!stats_wants(st, R_GPU_GAPS) && !nvtx)
-		return 0;
+	if ((!stats_wants(st, R_GPU_GAPS) && !nvtx) || !gm_records(st->gm))
+		return 0; /* nothing to take over stretches of time, or no metric to take */
 	rc = gm_windows_pass(st->gm, stats_wants(st, R_GPU_GAPS) ? st->gaps : NULL, nvtx, set,
 			     st->err, sizeof(st->err));
 	if (rc == -ENOMEM)

@@ -18,9 +18,15 @@ mkdir -p "$C"
 # allocated then freed (format 1.2), so the stack and memory reports have an example
 "$TS" -o "$D/stacks.tally" --t0 1796000000000000000 --seed 44 --kernels 300 --memcpys 20 \
 	--stacks 3 --mem-allocs 6 --batch 64
+# metrics: GPU metrics sampled at 1 kHz on two devices (format 1.3) whose values follow from the
+# kernels (tests/support/tally-metricsgen.c), work of an untraced process in every 5th gap of
+# device 0, and 3 ms with no sample on each device: every metric report has an example
+"$B/tests/tally-metricsgen" -o "$D/metrics.tally" --seconds 0.5 --hz 1000 --devices 2 \
+	--other-gaps 5 --metric-gap 200:3
 # seed corpus: whole files, a cut one, and one with a flipped byte
 cp "$D/tiny.tally" "$C/tiny"
 cp "$D/lossy.tally" "$C/lossy"
+cp "$D/metrics.tally" "$C/metrics"
 head -c 3000 "$D/tiny.tally" >"$C/tiny-cut"
 cp "$D/tiny.tally" "$C/tiny-flipped"
 printf '\377' | dd of="$C/tiny-flipped" bs=1 seek=500 conv=notrunc 2>/dev/null
