@@ -603,11 +603,11 @@ static void metric_json(FILE *f, const struct gen *g, unsigned d, unsigned m, we
 		for (i = 0; i < n; i++)
 			above += (double)s[i].v >= thr ? s[i].w : 0;
 		qsort(s, n, sizeof(*s), by_value);
-		fprintf(f, ", \"mean\": %.9g, \"min\": %.9g, \"max\": %.9g, \"above\": %.9g",
+		fprintf(f, ", \"mean\": %.17g, \"min\": %.17g, \"max\": %.17g, \"above\": %.17g",
 			sum / (double)total / unit, (double)min / unit, (double)max / unit,
 			(double)above / (double)total);
 		if (quantiles)
-			fprintf(f, ", \"p50\": %.9g, \"p90\": %.9g",
+			fprintf(f, ", \"p50\": %.17g, \"p90\": %.17g",
 				quantile(s, n, total, 0.5, unit), quantile(s, n, total, 0.9, unit));
 	}
 	fputc('}', f);
