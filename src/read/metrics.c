@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "metricset.h"
 #include "trace-set.h"
 
@@ -50,7 +51,7 @@ const char *report_metric_text(const struct tally_record *r, char buf[REPORT_MET
 
 static uint64_t slot_of(uint64_t key, size_t cap)
 {
-	return (key * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
+	return tally_hash_u64(key) & (cap - 1);
 }
 
 static bool grow(struct report_metrics *c)
@@ -83,7 +84,8 @@ void report_metric_describe(const struct tally_section *s, uint32_t device, cons
 	*label = *unit = NULL;
 	*order = UINT32_MAX;
 	for (i = 0; i < s->ngpu_metrics && !*label; i++)
-		for (k = 0; s->gpu_metrics[i].device == device && k < s->gpu_metrics[i].nmetrics; k++)
+		for (k = 0; s->gpu_metrics[i].device == device && k < s->gpu_metrics[i].nmetrics;
+		     k++)
 			if (s->gpu_metrics[i].metrics[k].name &&
 			    strcmp(s->gpu_metrics[i].metrics[k].name, name) == 0) {
 				*label = s->gpu_metrics[i].metrics[k].label;

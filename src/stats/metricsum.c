@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "metricsum-int.h"
 
 #define MAX_SCALE 18 /* 10^18 still fits 64 bits */
@@ -108,7 +109,7 @@ uint64_t gm_records(const struct gm *g)
 
 static uint64_t mix(uint64_t k)
 {
-	return (k * 0x9e3779b97f4a7c15ull) >> 17;
+	return tally_hash_u64(k);
 }
 
 static struct gm_sec *sec_of(struct gm *g, unsigned index)
@@ -228,6 +229,7 @@ static struct gm_series *series_new(struct gm *g, struct gm_sec *c, struct repor
 	}
 	s->percent = strcmp(s->unit, "%") == 0;
 	s->above_exact = true;
+	s->sm_active = strcmp(s->name, GM_SM_ACTIVE) == 0;
 	for (j = mix(series_key(device, name_id)) & (c->cap - 1); c->keys[j];
 	     j = (j + 1) & (c->cap - 1))
 		;

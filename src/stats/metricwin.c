@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "metricsum-int.h"
 
 enum win_rule {
@@ -94,7 +95,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 
 static uint64_t mix(uint64_t k)
 {
-	return (k * 0x9e3779b97f4a7c15ull) >> 13;
+	return tally_hash_u64(k);
 }
 
 /* ---- windows and their tree --------------------------------------------------------------------
@@ -265,6 +266,8 @@ static void take_hit(struct wpass *p, const struct win *w, void *ctx)
 
 	if (hi <= lo || (w->rule == WIN_CONTAIN && (x->t0 < w->t0 || x->t1 > w->t1)))
 		return;
+	if (p->groups[w->group].kind == G_GAP && !p->g->s[x->series].sm_active)
+		return; /* a gap says its SM Active only: no sum for the other metrics */
 	if (!(a = acc_of(p, w->group, x->series, true))) {
 		p->failed = true;
 		return;

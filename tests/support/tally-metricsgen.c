@@ -175,8 +175,7 @@ static void devices(struct out *o, const struct gen *g, unsigned n)
 	(void)g;
 }
 
-static void gpu_metrics_chunk(struct out *o, const struct gen *g, unsigned device,
-			      unsigned state)
+static void gpu_metrics_chunk(struct out *o, const struct gen *g, unsigned device, unsigned state)
 {
 	struct tally_metric_desc md[MAXM];
 	struct tally_gpu_metrics c = {.device = device, .has_uuid = true, .state = state};
@@ -185,9 +184,9 @@ static void gpu_metrics_chunk(struct out *o, const struct gen *g, unsigned devic
 	uuid_of(device, c.uuid);
 	if (state == TALLY_GM_SAMPLED) {
 		for (i = 0; i < g->nm; i++)
-			md[i] = (struct tally_metric_desc){g->m[i].scale, (char *)g->m[i].name,
-							   (char *)g->m[i].unit,
-							   (char *)g->m[i].label};
+			md[i] =
+			    (struct tally_metric_desc){g->m[i].scale, (char *)g->m[i].name,
+						       (char *)g->m[i].unit, (char *)g->m[i].label};
 		c.chip = "GH100";
 		c.interval = g->interval;
 		c.trigger = TALLY_GM_TRIGGER_TIME;
@@ -206,6 +205,11 @@ static void gpu_metrics_chunk(struct out *o, const struct gen *g, unsigned devic
 
 static void records(struct out *o, const struct tally_record *r, size_t n)
 {
+	if (n > BATCH) { /* chunks of a bounded size, as the collector writes them */
+		records(o, r, BATCH);
+		records(o, r + BATCH, n - BATCH);
+		return;
+	}
 	if (!n)
 		return;
 	if (tally_records_encode(&o->codec, &o->b, r[0].kind, r, n, tally_kind_columns(r[0].kind)) <
@@ -297,8 +301,7 @@ static void activity(const struct gen *g, unsigned device, uint64_t a, uint64_t 
 }
 
 /* Metric m's value over [a, b) of a device, in its unit. */
-static double metric_value(const struct gen *g, unsigned device, unsigned m, uint64_t a,
-			   uint64_t b)
+static double metric_value(const struct gen *g, unsigned device, unsigned m, uint64_t a, uint64_t b)
 {
 	const char *n = g->m[m].name;
 	double sm, tensor, busy;
@@ -653,8 +656,8 @@ static void gaps_json(FILE *f, const struct gen *g, unsigned d)
 
 	fputs("\"gaps\": [", f);
 	for (p = 0; p + 1 < g->nperiods; p++) {
-		struct span w = {a_kernel(p, 2).t1 + g->interval, a_kernel(p + 1, 0).t0 - g->interval,
-				 true};
+		struct span w = {a_kernel(p, 2).t1 + g->interval,
+				 a_kernel(p + 1, 0).t0 - g->interval, true};
 
 		fprintf(f, "%s{\"start_ns\": %" PRIu64 ", \"sm\": {", p ? ", " : "",
 			a_kernel(p, 2).t1);
@@ -671,7 +674,8 @@ static void other_gaps_json(FILE *f, const struct gen *g)
 
 	fputs("\"other_gaps\": [", f);
 	for (i = 0; i + 1 < g->nother; i++) {
-		struct span w = {g->other[i].t1 + g->interval, g->other[i + 1].t0 - g->interval, true};
+		struct span w = {g->other[i].t1 + g->interval, g->other[i + 1].t0 - g->interval,
+				 true};
 
 		fprintf(f, "%s{\"start_ns\": %" PRIu64 ", \"sm\": {", i ? ", " : "",
 			g->other[i].t1);
@@ -691,9 +695,9 @@ static void ranges_json(FILE *f, const struct gen *g, unsigned d, bool compute)
 	if (!v)
 		die("calloc");
 	for (p = 0; p < g->nperiods; p++)
-		v[p] = (struct span){a_kernel(p, 0).t0,
-				     compute ? a_kernel(p, 2).t1 : a_kernel(p, 0).t0 + PERIOD,
-				     false};
+		v[p] =
+		    (struct span){a_kernel(p, 0).t0,
+				  compute ? a_kernel(p, 2).t1 : a_kernel(p, 0).t0 + PERIOD, false};
 	fprintf(f, "\"%s\": {", compute ? ":compute" : ":step");
 	for (m = 0; m < g->nm; m++) {
 		fputs(m ? ", " : "", f);
