@@ -666,9 +666,18 @@ static void take_sample(struct pm_device *d, size_t i, struct pm_batch *b, struc
 		tally_pipeline_metric_count(TALLY_C_METRIC_DROPPED, 1);
 }
 
-static void hand_over(struct pm_batch *b)
+/* To the consumer.  While PIPELINE_METRIC_BATCHES wait, this thread waits (until the deadline):
+ * the hardware buffer holds what comes meanwhile, and an overflow there is counted with its gap,
+ * where a batch dropped here would lose samples already taken. */
+static void hand_over(struct pm_batch *b, uint64_t deadline)
 {
-	if (b && b->nsamples && tally_pipeline_metric_batch(b) == 0)
+	struct timespec step = {0, 1000000};
+	int rc = -ENOENT;
+
+	while (b && b->nsamples && (rc = tally_pipeline_metric_batch(b)) == -ENOSPC &&
+	       tally_monotonic_ns() < deadline)
+		nanosleep(&step, NULL);
+	if (rc == 0)
 		return;
 	if (b)
 		tally_pipeline_metric_count(TALLY_C_METRIC_DROPPED, b->nsamples);
@@ -676,7 +685,7 @@ static void hand_over(struct pm_batch *b)
 }
 
 /* The image's completed samples, then the image made ready for the next decode. */
-static CUptiResult take_image(struct pm_device *d, struct pm_cost *cost)
+static CUptiResult take_image(struct pm_device *d, struct pm_cost *cost, uint64_t deadline)
 {
 	CUpti_PmSampling_GetCounterDataInfo_Params p = {
 	    .structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE};
@@ -696,14 +705,15 @@ static CUptiResult take_image(struct pm_device *d, struct pm_cost *cost)
 		: NULL;
 	for (i = 0; i < p.numCompletedSamples; i++)
 		take_sample(d, i, b, cost);
-	hand_over(b);
+	hand_over(b, deadline);
 	t0 = tally_monotonic_ns();
 	r = init_image(d);
 	cost->reset_ns += tally_monotonic_ns() - t0;
 	return r;
 }
 
-void pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost)
+bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
+		      uint64_t deadline)
 {
 	CUpti_PmSampling_DecodeData_Params p = {.structSize =
 						    CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE};
@@ -723,25 +733,30 @@ void pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
 		cost->decodes++;
 		/* What was decoded before an error or an overflow still counts. */
 		if ((r == CUPTI_SUCCESS || p.overflow) &&
-		    (r = take_image(d, cost)) != CUPTI_SUCCESS && !p.overflow) {
+		    (r = take_image(d, cost, deadline)) != CUPTI_SUCCESS && !p.overflow) {
 			give_up(d, "cuptiPmSamplingGetCounterDataInfo", r);
-			return;
+			return true;
 		}
 		if (p.overflow) {
 			restart(d, rq);
-			return;
+			return true;
 		}
 		if (r != CUPTI_SUCCESS) {
 			give_up(d, "cuptiPmSamplingDecodeData", r);
-			return;
+			return true;
 		}
 		if (p.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL)
-			return;
+			return true;
+		if (tally_monotonic_ns() >= deadline)
+			break; /* the rest waits in the hardware buffer */
 	}
+	return d->state != TALLY_GM_SAMPLED || !d->obj;
 }
 
-void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost)
+void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
+		    uint64_t deadline)
 {
+	uint64_t stopped_at;
 	CUptiResult r;
 
 	if (d->state != TALLY_GM_SAMPLED || !d->running)
@@ -750,8 +765,14 @@ void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_
 		give_up(d, "cuptiPmSamplingStop", r);
 		return;
 	}
+	stopped_at = cupti_clock();
 	d->running = false;
-	pm_device_decode(d, rq, cost);
+	/* Samples left in the hardware when the time is up are lost: the stretch they covered is
+	 * a gap, from the last sample taken to the stop. */
+	if (!pm_device_decode(d, rq, cost, deadline) && d->prev_end && stopped_at > d->prev_end) {
+		tally_pipeline_metric_gap(d->prev_end, stopped_at);
+		d->prev_end = stopped_at;
+	}
 }
 
 void pm_device_release(struct pm_device *d)

@@ -85,11 +85,15 @@ void pm_device_setup(struct pm_device *d, int cu_dev, const struct pm_request *r
 void pm_device_settle(struct pm_device *d, CUptiResult r, const char *call);
 /* Start sampling (a deliberate start: no gap is owed across it). */
 void pm_device_start(struct pm_device *d);
-/* Take everything decodable out of the hardware and hand it on.  After an overflow the device
- * is set up again and d->overflowed is set. */
-void pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost);
-/* Stop sampling and hand on what the hardware still holds. */
-void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost);
+/* Take what the hardware holds, until the deadline (CLOCK_MONOTONIC ns), and hand it on; true
+ * when nothing was left there (or sampling ended).  After an overflow the device is set up
+ * again and d->overflowed is set. */
+bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
+		      uint64_t deadline);
+/* Stop sampling and hand on what the hardware still holds, until the deadline: what is left
+ * then is lost, and counted as a gap. */
+void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
+		    uint64_t deadline);
 /* Release CUPTI's objects, the memory and the lock. */
 void pm_device_release(struct pm_device *d);
 /* The GPU_METRICS chunk and the note for the device's state, to the pipeline. */

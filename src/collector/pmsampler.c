@@ -31,6 +31,7 @@
 #define SAMPLES_PER_DECODE  2000	  /* at most, by shortening the period at high rates */
 #define HW_BUFFER_PER_10KHZ (64ull << 20) /* 64 MiB at 10 kHz held through seconds of decoding */
 #define HW_BUFFER_MAX	    (512ull << 20)
+#define STOP_DECODE_NS	    1000000000ull /* the close's last decode, all devices: 1 s at most */
 
 struct pm_sampler {
 	struct pm_sampler_config cfg;
@@ -41,7 +42,8 @@ struct pm_sampler {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool stop, done; /* under lock */
+	bool stop, done;       /* under lock */
+	_Atomic bool stopping; /* stop, for the loop over devices to look at without the lock */
 	struct pm_device *devs;
 	unsigned ndevs;
 	/* Lock files held, for a fork child to close: plain ints, safe to read in one. */
@@ -189,10 +191,13 @@ static bool window_open(const struct pm_sampler *s)
 /* One decode period's work: start or stop with the window, and decode. */
 static void step(struct pm_sampler *s)
 {
+	/* a backlog takes at most one period per device: the stop is looked at in between */
+	uint64_t deadline = tally_monotonic_ns() + (uint64_t)s->decode_ms * 1000000;
 	bool open = window_open(s);
 	unsigned i;
 
-	for (i = 0; i < s->ndevs; i++) {
+	for (i = 0; i < s->ndevs && !atomic_load_explicit(&s->stopping, memory_order_relaxed);
+	     i++) {
 		struct pm_device *d = &s->devs[i];
 
 		if (d->state != TALLY_GM_SAMPLED)
@@ -200,9 +205,9 @@ static void step(struct pm_sampler *s)
 		if (open && !d->running)
 			pm_device_start(d);
 		else if (!open && d->running)
-			pm_device_stop(d, &s->rq, &s->cost);
+			pm_device_stop(d, &s->rq, &s->cost, deadline);
 		if (d->running)
-			pm_device_decode(d, &s->rq, &s->cost);
+			(void)pm_device_decode(d, &s->rq, &s->cost, deadline);
 		if (d->overflowed && s->decode_ms > DECODE_MS_MIN) {
 			/* the hardware buffer filled between two decodes: decode twice as often */
 			s->decode_ms =
@@ -217,10 +222,11 @@ static void step(struct pm_sampler *s)
 
 static void finish_devices(struct pm_sampler *s)
 {
+	uint64_t deadline = tally_monotonic_ns() + STOP_DECODE_NS;
 	unsigned i;
 
 	for (i = 0; i < s->ndevs; i++) {
-		pm_device_stop(&s->devs[i], &s->rq, &s->cost);
+		pm_device_stop(&s->devs[i], &s->rq, &s->cost, deadline);
 		atomic_store_explicit(&s->lock_fds[s->devs[i].ordinal], -1, memory_order_relaxed);
 		pm_device_release(&s->devs[i]);
 	}
@@ -378,6 +384,7 @@ static bool wait_done(struct pm_sampler *s, uint64_t timeout_ns)
 	struct timespec until = tally_monotonic_after(timeout_ns);
 	bool done;
 
+	atomic_store_explicit(&s->stopping, true, memory_order_relaxed);
 	pthread_mutex_lock(&s->lock);
 	s->stop = true;
 	pthread_cond_broadcast(&s->cond);
@@ -393,9 +400,10 @@ bool pm_sampler_stop(struct pm_sampler *s, uint64_t timeout_ns)
 	if (!s)
 		return true;
 	if (!wait_done(s, timeout_ns)) {
-		tally_pipeline_note(TALLY_NOTE_ERROR, "gpu-metrics-stuck",
-				    "the GPU-metrics sampler did not stop in time (inside CUPTI): "
-				    "its last samples are not in the trace");
+		tally_pipeline_note(
+		    TALLY_NOTE_ERROR, "gpu-metrics-stuck",
+		    "the GPU-metrics sampler did not stop in time (stuck in a CUPTI "
+		    "call): its last samples are not in the trace");
 		tally_pipeline_metric_count(TALLY_C_METRIC_FAILURES, 1);
 		return false;
 	}

@@ -16,7 +16,8 @@
  * availability query fails with R (35 privileges, 26 busy); FAKECUPTI_PM_UNSUPPORTED=1 the
  * device's architecture cannot be sampled; FAKECUPTI_PM_OVERFLOW_AT=K the K-th decode finds
  * the hardware buffer overflowed (its samples lost); FAKECUPTI_PM_LOG=FILE appends, at each
- * disable, "pm pid=P device=D decoded=N overflows=K" (what the "hardware" handed out).
+ * disable, "pm pid=P device=D decoded=N overflows=K" (what the "hardware" handed out);
+ * FAKECUPTI_PM_EVAL_US=N makes evaluating a sample take N us (a sampler that falls behind).
  * The hardware buffer holds hardwareBufferSize / 1024 samples; more pending is an overflow.
  */
 #include <cupti.h>
@@ -241,12 +242,20 @@ static double value_of(const char *name, bool b)
 API CUptiResult
 cuptiProfilerHostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Params *p)
 {
+	static long eval_us = -1;
 	const struct image *im = (const struct image *)p->pCounterDataImage;
 	size_t i;
 	bool b;
 
 	if (im->magic != IMAGE_MAGIC || p->rangeIndex >= im->count)
 		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (eval_us < 0)
+		eval_us = knob("FAKECUPTI_PM_EVAL_US", 0);
+	if (eval_us) {
+		struct timespec ts = {0, eval_us * 1000};
+
+		nanosleep(&ts, NULL);
+	}
 	b = busy_at(im->s[p->rangeIndex].start / 2 + im->s[p->rangeIndex].end / 2);
 	for (i = 0; i < p->numMetrics; i++)
 		p->pMetricValues[i] = value_of(p->ppMetricNames[i], b);
