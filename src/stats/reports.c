@@ -373,8 +373,8 @@ static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct repor
 /* ---- gaps with proof ---------------------------------------------------------------------- */
 
 static const struct report_col gap_cols[] = {
-    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64},   {"PID", COL_U64},
-    {"Device", COL_U64},     {"Stream", COL_STR},	       {"Class", COL_STR},
+    {"Start (ns)", COL_I64},   {"Duration (ns)", COL_U64}, {"PID", COL_U64},
+    {"Device", COL_U64},       {"Stream", COL_STR},	   {"Class", COL_STR},
     {"Sampled (ns)", COL_U64}, {"SM Active (%)", COL_PCT}, {"Why", COL_STR},
 };
 
@@ -416,41 +416,61 @@ static void gap_cell(const void *ctx, size_t row, size_t col, struct report_cell
 
 /* ---- GPU metrics -------------------------------------------------------------------------- */
 
-#define METRIC_STATS                                                                               	{"Samples", COL_U64}, {"Covered (ns)", COL_U64}, {"Mean", COL_F1}, {"P50", COL_F1},        	    {"P90", COL_F1}, {"Min", COL_F1}, {"Max", COL_F1}, {"Threshold", COL_F1},              	{                                                                                          		"Above (%)", COL_PCT                                                               	}
+#define METRIC_STATS                                                                               \
+	{"Mean", COL_F1}, {"P50", COL_F1}, {"P90", COL_F1}, {"Min", COL_F1}, {"Max", COL_F1},      \
+	    {"Threshold", COL_F1},                                                                 \
+	{                                                                                          \
+		"Above (%)", COL_PCT                                                               \
+	}
 
 static const struct report_col metrics_cols[] = {
-    {"PID", COL_U64}, {"Device", COL_U64}, {"Metric", COL_STR}, {"Unit", COL_STR}, METRIC_STATS,
-    {"Name", COL_STR},
+    {"PID", COL_U64},	    {"Device", COL_U64},  {"Metric", COL_STR},
+    {"Unit", COL_STR},	    {"Samples", COL_U64}, {"Covered (ns)", COL_U64},
+    {"Span (ns)", COL_U64}, METRIC_STATS,	  {"Name", COL_STR},
 };
 
 static const struct report_col metrics_nvtx_cols[] = {
-    {"Range", COL_STR},		 {"PID", COL_U64},	     {"Device", COL_U64},
-    {"Metric", COL_STR},	 {"Unit", COL_STR},	     {"Instances", COL_U64},
-    {"Range Time (ns)", COL_U64}, METRIC_STATS,	     {"Name", COL_STR},
+    {"Range", COL_STR},
+    {"PID", COL_U64},
+    {"Device", COL_U64},
+    {"Metric", COL_STR},
+    {"Unit", COL_STR},
+    {"Instances", COL_U64},
+    {"Range Time (ns)", COL_U64},
+    {"Samples", COL_U64},
+    {"Covered (ns)", COL_U64},
+    METRIC_STATS,
+    {"Name", COL_STR},
 };
 
-/* Columns from Samples on (the nine statistics, then the name), of a series' figures. */
+/* The seven statistics from Mean on, then the name, of a series' figures. */
 static void metric_stat_cell(const struct gm_series_view *v, size_t col, struct report_cell *c)
 {
 	const double d[] = {v->mean, v->p50, v->p90, v->min, v->max, v->threshold};
 
-	if (col == 9) {
+	if (col == 7)
 		set_s(c, v->name ? v->name : v->why);
-	} else if (!v->name) {
-		return; /* a device row: no figures */
-	} else if (col < 2) {
-		set_u(c, col ? v->covered_ns : v->samples);
-	} else if (!v->covered_ns) {
-		return; /* no sample: no statistic */
-	} else if (col < 8) {
-		set_d(c, d[col - 2]);
-	} else {
+	else if (!v->name || !v->covered_ns)
+		return; /* a device row, or no sample: no figures */
+	else if (col < 6)
+		set_d(c, d[col]);
+	else
 		set_d(c, 100 * v->above);
-	}
 }
 
-static void metric_head_cell(const struct trace_ctx *x, const struct gm_series_view *v,
-			     size_t col, struct report_cell *c)
+/* Samples and Covered (ns), and Span (ns) when span: the time from the first sample to the end of
+ * the last (Covered less than it: the samples have gaps). */
+static void metric_count_cell(const struct gm_series_view *v, size_t col, bool span,
+			      struct report_cell *c)
+{
+	const uint64_t u[] = {v->samples, v->covered_ns, v->samples ? v->last_ns - v->first_ns : 0};
+
+	if (v->name && col < (span ? 3u : 2u))
+		set_u(c, u[col]);
+}
+
+static void metric_head_cell(const struct trace_ctx *x, const struct gm_series_view *v, size_t col,
+			     struct report_cell *c)
 {
 	if (col == 0)
 		set_u(c, section_pid(x, v->section));
@@ -467,8 +487,10 @@ static void metrics_cell(const void *ctx, size_t row, size_t col, struct report_
 
 	if (col < 4)
 		metric_head_cell(x, v, col, c);
+	else if (col < 7)
+		metric_count_cell(v, col - 4, true, c);
 	else
-		metric_stat_cell(v, col - 4, c);
+		metric_stat_cell(v, col - 7, c);
 }
 
 static void metrics_nvtx_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
@@ -482,8 +504,10 @@ static void metrics_nvtx_cell(const void *ctx, size_t row, size_t col, struct re
 		metric_head_cell(x, &n->m, col - 1, c);
 	else if (col < 7)
 		set_u(c, col == 5 ? n->instances : n->range_ns);
+	else if (col < 9)
+		metric_count_cell(&n->m, col - 7, false, c);
 	else
-		metric_stat_cell(&n->m, col - 7, c);
+		metric_stat_cell(&n->m, col - 9, c);
 }
 
 static void util_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
@@ -514,13 +538,20 @@ static const struct {
 	const struct report_col *cols;
 	size_t n;
 } report_cols[R_COUNT] = {
-    [R_NVTX_SUM] = COLS(nvtx_cols),	   [R_API_SUM] = COLS(api_cols),
-    [R_KERN_SUM] = COLS(kern_cols),	   [R_KERN_GB_SUM] = COLS(kern_gb_cols),
-    [R_MEM_TIME_SUM] = COLS(memtime_cols), [R_MEM_SIZE_SUM] = COLS(memsize_cols),
-    [R_GPU_TRACE] = COLS(gpu_trace_cols),  [R_API_TRACE] = COLS(api_trace_cols),
-    [R_GPU_GAPS] = COLS(gap_cols),	   [R_GPU_UTIL] = COLS(util_cols),
-    [R_KERN_STACK_SUM] = COLS(stack_cols), [R_MEM_USAGE] = COLS(mem_usage_cols),
-    [R_GPU_METRICS_SUM] = COLS(metrics_cols), [R_GPU_METRICS_NVTX] = COLS(metrics_nvtx_cols),
+    [R_NVTX_SUM] = COLS(nvtx_cols),
+    [R_API_SUM] = COLS(api_cols),
+    [R_KERN_SUM] = COLS(kern_cols),
+    [R_KERN_GB_SUM] = COLS(kern_gb_cols),
+    [R_MEM_TIME_SUM] = COLS(memtime_cols),
+    [R_MEM_SIZE_SUM] = COLS(memsize_cols),
+    [R_GPU_TRACE] = COLS(gpu_trace_cols),
+    [R_API_TRACE] = COLS(api_trace_cols),
+    [R_GPU_GAPS] = COLS(gap_cols),
+    [R_GPU_UTIL] = COLS(util_cols),
+    [R_KERN_STACK_SUM] = COLS(stack_cols),
+    [R_MEM_USAGE] = COLS(mem_usage_cols),
+    [R_GPU_METRICS_SUM] = COLS(metrics_cols),
+    [R_GPU_METRICS_NVTX] = COLS(metrics_nvtx_cols),
 };
 
 static const char *const empty_text[R_COUNT] = {

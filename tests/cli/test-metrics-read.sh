@@ -68,7 +68,8 @@ for dev, d in exp['devices'].items():
         n += 1
         if not r:
             fails.append('no row for %s %s' % (dev, name)); continue
-        want(r['Samples'] == e['samples'] and r['Covered (ns)'] == e['covered_ns'], '%s %s: samples %s/%s, want %s/%s' % (dev, name, r['Samples'], r['Covered (ns)'], e['samples'], e['covered_ns']))
+        want(r['Samples'] == e['samples'] and r['Covered (ns)'] == e['covered_ns'] and r['Span (ns)'] == e['span_ns'], '%s %s: samples %s/%s/%s, want %s/%s/%s' % (dev, name, r['Samples'], r['Covered (ns)'], r['Span (ns)'], e['samples'], e['covered_ns'], e['span_ns']))
+        want(r['Span (ns)'] - r['Covered (ns)'] == 3000000, '%s %s: the 3 ms hole: span %r, covered %r' % (dev, name, r['Span (ns)'], r['Covered (ns)']))
         for k in ('mean', 'min', 'max'):
             want(close(r[k.capitalize()], e[k], 1e-9), '%s %s %s %r, want %r' % (dev, name, k, r[k.capitalize()], e[k]))
         for k in ('p50', 'p90'):

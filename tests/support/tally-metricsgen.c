@@ -581,7 +581,7 @@ static void metric_json(FILE *f, const struct gen *g, unsigned d, unsigned m, we
 {
 	struct wv *s = calloc(g->ns[d] + 1, sizeof(*s));
 	double unit = pow(10, g->m[m].scale), sum = 0, thr;
-	uint64_t total = 0, above = 0, samples = 0;
+	uint64_t total = 0, above = 0, samples = 0, first = UINT64_MAX, last = 0;
 	int64_t max = INT64_MIN, min = INT64_MAX;
 	size_t i, n = 0;
 
@@ -596,11 +596,15 @@ static void metric_json(FILE *f, const struct gen *g, unsigned d, unsigned m, we
 		sum += (double)g->val[d][m][i] * (double)w;
 		total += w;
 		samples++;
+		first = g->st[d][i] < first ? g->st[d][i] : first;
+		last = g->en[d][i] > last ? g->en[d][i] : last;
 		max = g->val[d][m][i] > max ? g->val[d][m][i] : max;
 		min = g->val[d][m][i] < min ? g->val[d][m][i] : min;
 	}
-	fprintf(f, "\"%s\": {\"samples\": %" PRIu64 ", \"covered_ns\": %" PRIu64, g->m[m].name,
-		samples, total);
+	fprintf(f,
+		"\"%s\": {\"samples\": %" PRIu64 ", \"covered_ns\": %" PRIu64
+		", \"span_ns\": %" PRIu64,
+		g->m[m].name, samples, total, samples ? last - first : 0);
 	if (total) {
 		thr = strcmp(g->m[m].unit, "%") == 0 ? 80 * unit : 0.8 * (double)max;
 		for (i = 0; i < n; i++)
