@@ -741,6 +741,19 @@ static void write_expect(const struct gen *g)
 		die(g->o.expect);
 }
 
+static void gen_free(struct gen *g)
+{
+	unsigned d, m;
+
+	for (d = 0; d < MAXDEV; d++) {
+		for (m = 0; m < MAXM; m++)
+			free(g->val[d][m]);
+		free(g->st[d]);
+		free(g->en[d]);
+	}
+	free(g->other);
+}
+
 /* ---- main ------------------------------------------------------------------------------------ */
 
 static void usage(void)
@@ -808,5 +821,6 @@ int main(int argc, char **argv)
 		write_b(&g);
 	if (g.o.expect)
 		write_expect(&g);
+	gen_free(&g);
 	return 0;
 }
