@@ -235,10 +235,11 @@ static const struct csv_kind kinds[TALLY_KIND_MAX] = {
 			   "section,pid,time,correlation,device,context,stream,address,bytes,"
 			   "operation,memory_kind,async",
 			   memory_row},
-    [TALLY_KIND_GPU_METRIC] = {"gpu_metric.csv",
-			       "section,pid,start,end,duration,device,sample,metric,label,unit,value,"
-			       "merged,after_gap",
-			       gpu_metric_row},
+    [TALLY_KIND_GPU_METRIC] =
+	{"gpu_metric.csv",
+	 "section,pid,start,end,duration,device,sample,metric,label,unit,value,"
+	 "merged,after_gap",
+	 gpu_metric_row},
 };
 
 /* A CSV file of the directory, written under a temporary name until close_file() renames it. */
