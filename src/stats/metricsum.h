@@ -81,16 +81,20 @@ const struct gm_series_view *gm_curve(const struct gm *g, size_t i, const double
 /* ---- metrics over stretches of time: the second pass (metricwin.c) -------------------------- */
 
 /*
- * Annotate the device gaps of g (gaps.h: sampled_ns, sm_active, active) with the GPU metrics of
- * their device, and fill each series' busy_mean (outside those gaps), in one more pass over the
- * set's inputs (read again; the set itself stays as it is).  The samples taken are those wholly
- * inside a gap: one sampling interval from each end (a sample across an edge also measured the
- * work beside the gap).  Does nothing when gm holds no GPU metrics.  nvtx (may be NULL): also fill
- * gpu_metrics_nvtx_sum's rows (gm_nvtx_*), from the NVTX ranges gm_collect_ranges kept.
- * Returns 0 or -errno with err.
+ * The second pass: annotate the device gaps gaps[0..n) (gaps.h: sampled_ns, sm_active, active;
+ * stream gaps are left as they are) with the GPU metrics of their device, and, when nvtx, fill
+ * gpu_metrics_nvtx_sum's rows (gm_nvtx_*) from the NVTX ranges gm_collect_ranges kept, in one
+ * more pass over the set's inputs (read again; the set itself stays as it is).  The samples a gap
+ * takes are those wholly inside it, one sampling interval from each end (a sample across an edge
+ * also measured the work beside the gap).  context (may be NULL): the report_gpu_gaps the gaps
+ * come from, or any holding every device's gaps and span: with it, each series' busy_mean (its
+ * mean outside its device's gaps) is filled too, and an active gap says which other process of
+ * the set ran work on its GPU then.  The gaps may be another report's (gpu_idle_why's), given by
+ * address.  Does nothing when gm holds no GPU metrics.  Returns 0 or -errno with err.
  */
-int gm_windows_pass(struct gm *gm, struct report_gpu_gaps *gaps, bool nvtx,
-		    const struct report_set *set, char *err, size_t errlen);
+int gm_windows_pass(struct gm *gm, struct report_gap *const *gaps, size_t ngaps,
+		    const struct report_gpu_gaps *context, bool nvtx, const struct report_set *set,
+		    char *err, size_t errlen);
 
 /* Keep the NVTX ranges of a batch (their names and times) for gpu_metrics_nvtx_sum. */
 int gm_collect_ranges(struct gm *g, struct report_section *rs, const struct tally_record *r,

@@ -64,7 +64,11 @@ struct run {
 struct wpass {
 	struct gm *g;
 	const struct report_set *set;
-	const struct report_gpu_gaps *gg;
+	struct report_gap *const *gaps; /* the gaps to annotate */
+	size_t ngaps;
+	const struct report_gpu_gaps *gg; /* every device's gaps and span, or NULL */
+	const struct report_gap *all;	  /* gg's gaps */
+	size_t nall;
 	struct run *runs;
 	size_t nruns;
 	struct wset *sets;
@@ -403,28 +407,28 @@ static uint64_t interval_of(const struct gm *g, unsigned section, uint32_t devic
 	return longest;
 }
 
-static int gap_windows(struct wpass *p, struct report_gap *gaps, size_t ngaps)
+static int gap_windows(struct wpass *p)
 {
 	unsigned secs[8];
 	uint32_t devs[8];
 	size_t i, k, n;
 
-	for (i = 0; i < ngaps; i++) {
+	for (i = 0; i < p->ngaps; i++) {
+		const struct report_gap *g = p->gaps[i];
 		long grp;
 
-		if (gaps[i].stream != REPORT_GAP_ALL_STREAMS)
+		if (g->stream != REPORT_GAP_ALL_STREAMS)
 			continue;
-		n = sources(p->g, gaps[i].section, gaps[i].device, secs, devs, 8);
+		n = sources(p->g, g->section, g->device, secs, devs, 8);
 		if (!n)
 			continue;
-		if ((grp = new_group(p, G_GAP, (uint32_t)i, gaps[i].section, gaps[i].device, 0)) <
-		    0)
+		if ((grp = new_group(p, G_GAP, (uint32_t)i, g->section, g->device, 0)) < 0)
 			return -ENOMEM;
 		for (k = 0; k < n; k++) {
 			uint64_t guard = interval_of(p->g, secs[k], devs[k]);
 
-			if (gaps[i].t1 - gaps[i].t0 > 2 * guard &&
-			    add_window(p, secs[k], devs[k], gaps[i].t0 + guard, gaps[i].t1 - guard,
+			if (g->t1 - g->t0 > 2 * guard &&
+			    add_window(p, secs[k], devs[k], g->t0 + guard, g->t1 - guard,
 				       (uint32_t)grp, WIN_CONTAIN) < 0)
 				return -ENOMEM;
 		}
@@ -433,11 +437,11 @@ static int gap_windows(struct wpass *p, struct report_gap *gaps, size_t ngaps)
 }
 
 /* A sampled device's busy time: its span of work less its device gaps (of its own section). */
-static int busy_windows(struct wpass *p, const struct report_gpu_gaps *gg)
+static int busy_windows(struct wpass *p)
 {
-	size_t nspans, ngaps, i, k;
-	const struct report_span *sp = report_gpu_span_list(gg, &nspans);
-	const struct report_gap *gaps = report_gpu_gaps_list(gg, &ngaps);
+	size_t nspans, ngaps = p->nall, i, k;
+	const struct report_span *sp = report_gpu_span_list(p->gg, &nspans);
+	const struct report_gap *gaps = p->all;
 
 	for (i = 0; i < nspans; i++) {
 		uint64_t from = sp[i].t0;
@@ -475,9 +479,10 @@ static struct gm_series *sm_active(const struct gm *g, unsigned section, uint32_
 }
 
 /* The runs of device gaps: gaps.c lists a section's device gaps device by device, in time order. */
-static int find_runs(struct wpass *p, const struct report_gap *gaps, size_t ngaps)
+static int find_runs(struct wpass *p)
 {
-	size_t i, cap = 0;
+	const struct report_gap *gaps = p->all;
+	size_t i, cap = 0, ngaps = p->nall;
 	struct run *v;
 
 	for (i = 0; i < ngaps; i++) {
@@ -499,9 +504,9 @@ static int find_runs(struct wpass *p, const struct report_gap *gaps, size_t ngap
 }
 
 /* Did (section, device) run work in [t0, t1)?  Not where one of its gaps holds all of it. */
-static bool worked(const struct wpass *p, const struct report_span *sp,
-		   const struct report_gap *gaps, uint64_t t0, uint64_t t1)
+static bool worked(const struct wpass *p, const struct report_span *sp, uint64_t t0, uint64_t t1)
 {
+	const struct report_gap *gaps = p->all;
 	const struct run *r = NULL;
 	size_t i, lo, hi;
 
@@ -525,8 +530,7 @@ static bool worked(const struct wpass *p, const struct report_span *sp,
 }
 
 /* Another process of the set that ran work on the gap's GPU during it: its pid, or 0. */
-static uint64_t other_worker(const struct wpass *p, const struct report_gap *gap,
-			     const struct report_gap *gaps)
+static uint64_t other_worker(const struct wpass *p, const struct report_gap *gap)
 {
 	const struct gm_device *me = gm_device_of(p->g, gap->section, gap->device);
 	const struct report_span *sp;
@@ -540,7 +544,7 @@ static uint64_t other_worker(const struct wpass *p, const struct report_gap *gap
 
 		if (sp[i].section != gap->section && o && o->has_uuid &&
 		    memcmp(o->uuid, me->uuid, 16) == 0 && sp[i].section < p->set->nsections &&
-		    worked(p, &sp[i], gaps, gap->t0, gap->t1))
+		    worked(p, &sp[i], gap->t0, gap->t1))
 			return p->set->sections[sp[i].section]->s->pid;
 	}
 	return 0;
@@ -548,10 +552,13 @@ static uint64_t other_worker(const struct wpass *p, const struct report_gap *gap
 
 /* What a gap's metrics add to its why: "; SM Active 0.0% over 4.800 ms", or, for a gap the GPU
  * was busy in, whose work that was. */
-static void gap_why(struct report_gap *gap, uint64_t pid)
+static void gap_why(const struct wpass *p, struct report_gap *gap, uint64_t pid)
 {
 	size_t n = strlen(gap->why);
 	char whose[80] = ": work no trace here holds (another process, or untraced)";
+
+	if (!p->gg) /* no other process's work to look in */
+		snprintf(whose, sizeof(whose), ": work not in this process's records");
 
 	if (pid)
 		snprintf(whose, sizeof(whose), ": pid %" PRIu64 "'s work (its trace is here)", pid);
@@ -563,9 +570,9 @@ static void gap_why(struct report_gap *gap, uint64_t pid)
 			 gap->sm_active, (double)gap->sampled_ns / 1e6, gap->active ? whose : "");
 }
 
-static void gap_results(struct wpass *p, const struct group *grp, struct report_gap *gaps)
+static void gap_results(struct wpass *p, const struct group *grp)
 {
-	struct report_gap *gap = &gaps[grp->index];
+	struct report_gap *gap = p->gaps[grp->index];
 	unsigned secs[8];
 	uint32_t devs[8];
 	__int128 sum = 0;
@@ -592,7 +599,7 @@ static void gap_results(struct wpass *p, const struct group *grp, struct report_
 	gap->sm_active = (double)((long double)sum / (long double)w) * scale;
 	gap->sm_active_max = max;
 	gap->active = sum > 0;
-	gap_why(gap, gap->active ? other_worker(p, gap, gaps) : 0);
+	gap_why(p, gap, gap->active ? other_worker(p, gap) : 0);
 }
 
 static void busy_results(struct wpass *p, const struct group *grp)
@@ -943,20 +950,20 @@ static void wpass_fini(struct wpass *p)
 	free(p->runs);
 }
 
-int gm_windows_pass(struct gm *gm, struct report_gpu_gaps *gg, bool nvtx,
-		    const struct report_set *set, char *err, size_t errlen)
+int gm_windows_pass(struct gm *gm, struct report_gap *const *gaps, size_t ngaps,
+		    const struct report_gpu_gaps *context, bool nvtx, const struct report_set *set,
+		    char *err, size_t errlen)
 {
-	struct wpass p = {.g = gm, .set = set, .gg = gg};
-	struct report_gap *gaps = NULL;
-	size_t ngaps = 0, i;
+	struct wpass p = {.g = gm, .set = set, .gaps = gaps, .ngaps = ngaps, .gg = context};
+	size_t i;
 	int rc = 0;
 
 	if (!gm->records)
 		return 0;
-	if (gg)
-		gaps = report_gpu_gaps_edit(gg, &ngaps);
-	if (gg && ((rc = gap_windows(&p, gaps, ngaps)) < 0 || (rc = busy_windows(&p, gg)) < 0 ||
-		   (rc = find_runs(&p, gaps, ngaps)) < 0))
+	if (context)
+		p.all = report_gpu_gaps_list(context, &p.nall);
+	if ((rc = gap_windows(&p)) < 0 ||
+	    (context && ((rc = busy_windows(&p)) < 0 || (rc = find_runs(&p)) < 0)))
 		goto out;
 	if (nvtx && (rc = nvtx_windows(gm, &p)) < 0)
 		goto out;
@@ -967,7 +974,7 @@ int gm_windows_pass(struct gm *gm, struct report_gpu_gaps *gg, bool nvtx,
 		goto out;
 	for (i = 0; i < p.ngroups; i++)
 		if (p.groups[i].kind == G_GAP)
-			gap_results(&p, &p.groups[i], gaps);
+			gap_results(&p, &p.groups[i]);
 		else if (p.groups[i].kind == G_BUSY)
 			busy_results(&p, &p.groups[i]);
 	if (nvtx)

@@ -870,17 +870,26 @@ static int cmp_api(const void *pa, const void *pb)
 /* GPU metrics: the summary, then (for gaps and NVTX ranges) a second pass over the inputs. */
 static int finish_metrics(struct stats *st, const struct report_set *set)
 {
-	bool nvtx = stats_wants(st, R_GPU_METRICS_NVTX);
+	bool nvtx = stats_wants(st, R_GPU_METRICS_NVTX), gaps = stats_wants(st, R_GPU_GAPS);
+	struct report_gap *list = NULL, **each = NULL;
+	size_t n = 0, i;
 	int rc;
 
 	if (!st->gm)
 		return 0;
 	if ((rc = gm_finish(st->gm)) < 0)
 		return rc;
-	if ((!stats_wants(st, R_GPU_GAPS) && !nvtx) || !gm_records(st->gm))
+	if ((!gaps && !nvtx) || !gm_records(st->gm))
 		return 0; /* nothing to take over stretches of time, or no metric to take */
-	rc = gm_windows_pass(st->gm, stats_wants(st, R_GPU_GAPS) ? st->gaps : NULL, nvtx, set,
-			     st->err, sizeof(st->err));
+	if (gaps)
+		list = report_gpu_gaps_edit(st->gaps, &n);
+	if (n && !(each = malloc(n * sizeof(*each))))
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		each[i] = &list[i];
+	rc = gm_windows_pass(st->gm, each, n, gaps ? st->gaps : NULL, nvtx, set, st->err,
+			     sizeof(st->err));
+	free(each);
 	if (rc == -ENOMEM)
 		st->err[0] = '\0'; /* said as out of memory */
 	return rc;
