@@ -264,11 +264,16 @@ int64_t gm_scaled(const struct gm_series *s, const struct tally_record *r)
 
 	/* a series keeps the scale of its first record; another one is converted (never seen from
 	 * tally's collector, which writes one scale per metric) */
+	int64_t f, v = r->metric_value;
+
 	if (k == s->scale)
-		return r->metric_value;
+		return v;
 	if (k > s->scale)
-		return r->metric_value / pow10s[k - s->scale];
-	return r->metric_value * pow10s[s->scale - k];
+		return v / pow10s[k - s->scale];
+	f = pow10s[s->scale - k]; /* a value past what 64 bits hold is clamped, as the collector's */
+	if (v > INT64_MAX / f || v < INT64_MIN / f)
+		return v > 0 ? INT64_MAX : INT64_MIN;
+	return v * f;
 }
 
 /* ---- the pass ------------------------------------------------------------------------------ */

@@ -787,14 +787,16 @@ static int nvtx_windows(struct gm *g, struct wpass *p)
 	for (i = 0; i < g->nnames; i++)
 		order[i] = (uint32_t)i;
 	sort_names_of = g;
-	qsort(order, g->nnames, sizeof(*order), by_time);
+	if (g->nnames > 1)
+		qsort(order, g->nnames, sizeof(*order), by_time);
 	for (i = 0; i < g->nnames && i < GM_NVTX_GROUPS; i++)
 		chosen[order[i]] = 1;
 	for (i = 0; i < g->nranges; i++) /* the chosen ones only, sorted by name, section, start */
 		if (chosen[g->ranges[i].name])
 			g->ranges[keep++] = g->ranges[i];
 	g->nranges = keep;
-	qsort(g->ranges, g->nranges, sizeof(*g->ranges), by_owner);
+	if (g->nranges > 1)
+		qsort(g->ranges, g->nranges, sizeof(*g->ranges), by_owner);
 	for (from = 0, i = 1; rc == 0 && i <= g->nranges; i++)
 		if (i == g->nranges || g->ranges[i].name != g->ranges[from].name ||
 		    g->ranges[i].section != g->ranges[from].section) {
@@ -917,7 +919,8 @@ static int nvtx_results(struct gm *g, struct wpass *p)
 	for (i = 0; i < p->ngroups; i++)
 		if (p->groups[i].kind == G_NVTX && nvtx_group_rows(g, p, &p->groups[i]) < 0)
 			return -ENOMEM;
-	qsort(g->nvtx, g->nnvtx, sizeof(*g->nvtx), by_row);
+	if (g->nnvtx > 1)
+		qsort(g->nvtx, g->nnvtx, sizeof(*g->nvtx), by_row);
 	return 0;
 }
 
