@@ -120,6 +120,7 @@ static void print_session(const struct tally_file *f, const struct tally_section
 	char when[64] = "unknown time", dur[32];
 	time_t t = (time_t)(s->start_realtime / 1000000000ull);
 	struct tm tm;
+	char driver[24] = "unknown";
 
 	if (s->start_realtime && gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
@@ -136,8 +137,11 @@ static void print_session(const struct tally_file *f, const struct tally_section
 	if (s->ndevices)
 		printf(", %zu device(s): %s", s->ndevices,
 		       s->devices[0].name ? cli_text(s->devices[0].name) : "?");
-	printf("\n  versions  CUDA driver %" PRIu64 ", CUPTI API %" PRIu64 ", file format %u.%u\n",
-	       s->driver_version, s->cupti_version, f->format_major, f->format_minor);
+	/* 0: the process had no driver to ask, or an older collector could not find it */
+	if (s->driver_version)
+		snprintf(driver, sizeof(driver), "%" PRIu64, s->driver_version);
+	printf("\n  versions  CUDA driver %s, CUPTI API %" PRIu64 ", file format %u.%u\n", driver,
+	       s->cupti_version, f->format_major, f->format_minor);
 	printf("  contents  ");
 	print_records(s);
 }

@@ -29,6 +29,7 @@
 
 #include "bounded.h"
 #include "cupti-api.h"
+#include "driver.h"
 #include "log.h"
 #include "nvtx.h"
 #include "pattern.h"
@@ -257,10 +258,10 @@ static uint64_t kinds_mask(unsigned trace)
 	return k;
 }
 
-/* The driver is loaded (it is injecting us) but we do not link it: look its symbol up. */
+/* The driver is loaded (it is injecting us) but we do not link it: look its symbol up in it. */
 static void driver_version(struct tally_buf *b)
 {
-	int (*get)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
+	int (*get)(int *) = (int (*)(int *))tally_driver_sym("cuDriverGetVersion");
 	int v = 0;
 
 	if (get && get(&v) == 0 && v > 0)
