@@ -30,6 +30,7 @@
 #include "bounded.h"
 #include "cupti-api.h"
 #include "driver.h"
+#include "jobkeys.h"
 #include "log.h"
 #include "nvtx.h"
 #include "pattern.h"
@@ -283,6 +284,7 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	cmdline(b);
 	if (s->rank[0])
 		tally_kv_str(b, TALLY_SK_RANK, s->rank);
+	tally_job_keys(b);
 	tally_kv_uint(b, TALLY_SK_START_REALTIME, tally_realtime_ns());
 	tally_kv_uint(b, TALLY_SK_START_MONOTONIC, mono_now_ns());
 	tally_kv_uint(b, TALLY_SK_START_CUPTI, cupti_now());
