@@ -1002,7 +1002,7 @@ static int write_tally_tables(struct sq *q, const struct report_set *set)
 	    "INSERT INTO TALLY_GPU_METRICS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	};
 	int (*const fill[])(struct sq *, sqlite3_stmt *, const struct report_section *) = {
-	    write_session, write_verdict, write_windows, write_ledger,
+	    write_session, write_verdict, write_windows,       write_ledger,
 	    write_notes,   write_drops,	  write_metric_states,
 	};
 	sqlite3_stmt *st;

@@ -270,7 +270,8 @@ int64_t gm_scaled(const struct gm_series *s, const struct tally_record *r)
 		return v;
 	if (k > s->scale)
 		return v / pow10s[k - s->scale];
-	f = pow10s[s->scale - k]; /* a value past what 64 bits hold is clamped, as the collector's */
+	f = pow10s[s->scale -
+		   k]; /* a value past what 64 bits hold is clamped, as the collector's */
 	if (v > INT64_MAX / f || v < INT64_MIN / f)
 		return v > 0 ? INT64_MAX : INT64_MIN;
 	return v * f;

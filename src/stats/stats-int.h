@@ -9,8 +9,8 @@
 #include "gaps.h"
 #include "jobs.h"
 #include "launch.h"
-#include "metricsum.h"
 #include "memusage.h"
+#include "metricsum.h"
 #include "spread.h"
 #include "stats.h"
 #include "steps.h"
@@ -133,7 +133,7 @@ struct stats {
 	struct diag_finding *findings;
 	size_t nfindings;
 	const struct report_set *set; /* the set stats_finish was given */
-	struct gm *gm;	/* GPU metrics: gpu_metrics_sum, _nvtx_sum, and gpu_gaps' metrics */
+	struct gm *gm; /* GPU metrics: gpu_metrics_sum, _nvtx_sum, and gpu_gaps' metrics */
 	char err[400]; /* why stats_finish failed, when not for memory */
 };
 
