@@ -543,6 +543,32 @@ static int check_one(const char *path, const struct check_opts *o, struct tally_
 	return 0;
 }
 
+/* A file, or a directory's *.tally files (as every reader takes them). */
+static int check_path(char *path, const struct check_opts *o, struct tally_json *j, bool *all)
+{
+	char **files, err[600];
+	size_t n, i;
+	int rc = 0;
+
+	if (report_paths_expand(&path, 1, &files, &n, err, sizeof(err)) < 0) {
+		if (j)
+			json_unreadable(j, path, err);
+		else
+			cli_error(TALLY_EXIT_UNREADABLE, "%s", cli_text(err));
+		*all = false;
+		return TALLY_EXIT_UNREADABLE;
+	}
+	for (i = 0; i < n; i++) {
+		bool complete = false;
+
+		if (check_one(files[i], o, j, &complete) != 0)
+			rc = TALLY_EXIT_UNREADABLE;
+		*all &= complete;
+	}
+	report_paths_free(files, n);
+	return rc;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	struct check_opts o = {0};
@@ -558,13 +584,9 @@ int cmd_check(int argc, char **argv)
 		tally_json_name(&j, "files");
 		tally_json_array_begin(&j);
 	}
-	for (i = first; i < argc; i++) {
-		bool complete = false;
-
-		if (check_one(argv[i], &o, o.json ? &j : NULL, &complete) != 0)
+	for (i = first; i < argc; i++)
+		if (check_path(argv[i], &o, o.json ? &j : NULL, &all) != 0)
 			unreadable = true;
-		all &= complete;
-	}
 	if (o.json) {
 		tally_json_array_end(&j);
 		tally_json_field_string(&j, "verdict", all ? "COMPLETE" : "INCOMPLETE");

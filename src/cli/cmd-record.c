@@ -115,7 +115,7 @@ static int record_check_overwrite(const struct collect_opts *c)
 	if (tally_pattern_expand(c->output_abs, &vars, path, sizeof(path), err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_USAGE, "--output: %s", err);
 	if (outfile_check(path, c->force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
-		return cli_error(TALLY_EXIT_USAGE, "%s%s", err,
+		return cli_error(TALLY_EXIT_USAGE, "%s%s", cli_text(err),
 				 c->force ? "" : "; or use a pattern with %p or %n");
 	return 0;
 }
@@ -136,12 +136,16 @@ static void make_manifest(char *manifest, size_t len)
 	close(fd);
 }
 
-/* c NULL: untraced (tally control's baseline), the same program with nothing injected. */
-static void child_exec(const struct collect_opts *c, const char *manifest, char **argv)
+/* c NULL: untraced (tally control's baseline), the same program with nothing injected.  When
+ * execvp fails, its errno goes up the close-on-exec pipe failed_fd: the parent then knows the
+ * program never ran (an exit status of 127 could also be the program's own). */
+static void child_exec(const struct collect_opts *c, const char *manifest, char **argv,
+		       unsigned flags, int failed_fd)
 {
 	struct env_var vars[32];
 	size_t n = c ? collect_env(c, vars, 32) : 0, i;
 	char pid[32];
+	int err;
 
 	for (i = 0; i < n; i++)
 		setenv(vars[i].name, vars[i].value, 1);
@@ -150,9 +154,26 @@ static void child_exec(const struct collect_opts *c, const char *manifest, char 
 	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
 	if (c)
 		setenv("TALLY_ROOT_PID", pid, 1);
+	if (flags & RECORD_RUN_STDOUT_TO_STDERR)
+		dup2(STDERR_FILENO, STDOUT_FILENO);
 	execvp(argv[0], argv);
-	fprintf(stderr, "tally record: cannot run %s: %s\n", argv[0], strerror(errno));
-	_exit(errno == ENOENT ? 127 : 126);
+	err = errno;
+	fprintf(stderr, "tally record: cannot run %s: %s\n", cli_text(argv[0]), strerror(err));
+	if (write(failed_fd, &err, sizeof(err)) < 0)
+		err = errno; /* the exit status below still says it */
+	_exit(err == ENOENT ? 127 : 126);
+}
+
+/* execvp's errno from the child, or 0 when the program was started (the pipe closed on exec). */
+static int exec_failure(int fd)
+{
+	int err = 0;
+	ssize_t n;
+
+	while ((n = read(fd, &err, sizeof(err))) < 0 && errno == EINTR)
+		;
+	close(fd);
+	return n == (ssize_t)sizeof(err) ? err : 0;
 }
 
 static int wait_child(pid_t pid)
@@ -250,7 +271,8 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 			tally_json_field_string(j, "verdict", "UNREADABLE");
 			tally_json_object_end(j);
 		} else {
-			fprintf(out, "  %s: unreadable: %s\n", w->path, f ? "no session" : err);
+			fprintf(out, "  %s: unreadable: %s\n", cli_text(w->path),
+				f ? "no session" : cli_text(err));
 		}
 		tally_file_close(f);
 		return false;
@@ -270,12 +292,13 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 		tally_json_array_end(j);
 		tally_json_object_end(j);
 	} else {
-		fprintf(out, "  %s: %s, ", w->path, cli_fmt_bytes(size, sizeof(size), f->size));
+		fprintf(out, "  %s: %s, ", cli_text(w->path),
+			cli_fmt_bytes(size, sizeof(size), f->size));
 		print_counts(out, f->sections[0]);
 		fprintf(out, ", %s%s%s\n", v.complete ? col.green : col.red,
 			v.complete ? "COMPLETE" : "INCOMPLETE", col.reset);
 		for (i = 0; i < v.nreasons; i++)
-			fprintf(out, "    - %s\n", v.reasons[i].text);
+			fprintf(out, "    - %s\n", cli_text(v.reasons[i].text));
 	}
 	tally_verdict_fini(&v);
 	tally_file_close(f);
@@ -415,24 +438,35 @@ static void collect_written(struct record_run *run, const char *manifest)
 	free(buf);
 }
 
-int record_run_program(const struct collect_opts *c, char **argv, struct record_run *run)
+int record_run_program(const struct collect_opts *c, char **argv, unsigned flags,
+		       struct record_run *run)
 {
 	char manifest[PATH_MAX] = "";
+	int failed[2];
 	uint64_t t0;
 	pid_t pid;
 
 	memset(run, 0, sizeof(*run));
+	if (pipe2(failed, O_CLOEXEC) < 0)
+		return cli_error(TALLY_EXIT_ERROR, "pipe: %s", strerror(errno));
 	if (c)
 		make_manifest(manifest, sizeof(manifest));
 	install_forwarding();
 	fflush(NULL);
 	t0 = cli_now_ns();
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		close(failed[0]);
+		close(failed[1]);
 		return cli_error(TALLY_EXIT_ERROR, "fork: %s", strerror(errno));
-	if (pid == 0)
-		child_exec(c, manifest, argv);
+	}
+	if (pid == 0) {
+		close(failed[0]);
+		child_exec(c, manifest, argv, flags, failed[1]);
+	}
+	close(failed[1]);
 	child_pid = pid;
+	run->exec_errno = exec_failure(failed[0]);
 	run->status = wait_child(pid);
 	run->wall_ns = cli_now_ns() - t0;
 	child_pid = 0;
@@ -468,7 +502,7 @@ int cmd_record(int argc, char **argv)
 		return rc;
 	if (!o.skip_checks && (rc = record_preflight(&o.c)) != 0)
 		return rc;
-	rc = record_run_program(&o.c, argv + first, &run);
+	rc = record_run_program(&o.c, argv + first, 0, &run);
 	if (rc == 0) {
 		summarize(&o, &run);
 		rc = run.status;

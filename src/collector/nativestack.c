@@ -27,7 +27,6 @@
 
 #define MAX_CAPTURE TALLY_UNWIND_MAX
 #define SELF_FRAMES 8 /* tally's frames above the capture, and a sanitizer's interceptor */
-#define MAX_MODULES 4096
 
 struct module_range {
 	uint64_t base, lo, hi;
@@ -135,7 +134,7 @@ static int describe_new(struct dl_phdr_info *info, size_t size, void *arg)
 
 	(void)size;
 	object_range(info, &r);
-	if (r.hi <= r.lo || same_module(&r) || nknown >= MAX_MODULES)
+	if (r.hi <= r.lo || same_module(&r) || nknown >= TALLY_MODULES_MAX)
 		return 0;
 	grown = realloc(known, (nknown + 1) * sizeof(*known));
 	if (!grown)

@@ -7,6 +7,7 @@
 
 #define MAX_TABLE_IDS	(1u << 24) /* more is damage: the collector caps its tables far below */
 #define MAX_STACK_DEPTH 4096
+#define FRAME_MIN_BYTES 5 /* type, line, pc and two empty names: a varint each */
 
 static void put_bytes(struct tally_buf *b, const char *s, size_t len)
 {
@@ -88,20 +89,28 @@ static char *take_string(struct tally_cursor *c)
 	return s;
 }
 
-/* Grow a table indexed by id to hold ids below need; new entries zeroed. */
-static bool table_grow(void **table, uint32_t *n, uint64_t need, size_t elem)
+/*
+ * Grow a table indexed by id to hold ids below need; new entries zeroed.  Each new id is paid for
+ * from *budget at entry_min bytes, the least an entry of its kind takes in a payload: every id
+ * below need was defined by some chunk of this file (or lost with it), so ids the file's bytes
+ * could not hold are damage, and memory stays proportional to the file however many sections
+ * claim large first ids.
+ */
+static bool table_grow(void **table, uint32_t *n, uint64_t need, size_t elem, unsigned entry_min,
+		       uint64_t *budget)
 {
 	void *t;
 
 	if (need <= *n)
 		return true;
-	if (need > MAX_TABLE_IDS)
+	if (need > MAX_TABLE_IDS || (need - *n) > *budget / entry_min)
 		return false;
 	t = realloc(*table, need * elem);
 	if (!t)
 		return false;
 	memset((char *)t + (size_t)*n * elem, 0, (need - *n) * elem);
 	*table = t;
+	*budget -= (need - *n) * entry_min;
 	*n = (uint32_t)need;
 	return true;
 }
@@ -120,13 +129,15 @@ static void frame_free(struct tally_frame *f)
 	memset(f, 0, sizeof(*f));
 }
 
-bool tally_frames_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len)
+bool tally_frames_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len,
+			uint64_t *budget)
 {
 	struct tally_cursor c = {p, p + len, false};
 	uint64_t first, count, i;
 
-	if (!table_header(&c, &first, &count, len) ||
-	    !table_grow((void **)&t->frames, &t->nframes, first + count, sizeof(*t->frames)))
+	if (!table_header(&c, &first, &count, len / FRAME_MIN_BYTES) ||
+	    !table_grow((void **)&t->frames, &t->nframes, first + count, sizeof(*t->frames),
+			FRAME_MIN_BYTES, budget))
 		return false;
 	for (i = 0; i < count; i++) {
 		struct tally_frame *f = &t->frames[first + i];
@@ -145,13 +156,15 @@ bool tally_frames_parse(struct tally_stack_tables *t, const uint8_t *p, size_t l
 	return c.p == c.end;
 }
 
-bool tally_stacks_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len)
+bool tally_stacks_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len,
+			uint64_t *budget)
 {
 	struct tally_cursor c = {p, p + len, false};
 	uint64_t first, count, i, j;
 
 	if (!table_header(&c, &first, &count, len) ||
-	    !table_grow((void **)&t->stacks, &t->nstacks, first + count, sizeof(*t->stacks)))
+	    !table_grow((void **)&t->stacks, &t->nstacks, first + count, sizeof(*t->stacks), 1,
+			budget))
 		return false;
 	for (i = 0; i < count; i++) {
 		struct tally_stack *s = &t->stacks[first + i];
@@ -189,7 +202,11 @@ bool tally_modules_parse(struct tally_stack_tables *t, const uint8_t *p, size_t 
 			free(m.path);
 			return false;
 		}
-		grown = realloc(t->modules, (t->nmodules + 1) * sizeof(*grown));
+		/* the collector describes at most TALLY_MODULES_MAX per section; lookups walk them
+		 */
+		grown = t->nmodules < TALLY_MODULES_MAX
+			    ? realloc(t->modules, (t->nmodules + 1) * sizeof(*grown))
+			    : NULL;
 		if (!grown) {
 			free(m.path);
 			return false;

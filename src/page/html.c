@@ -303,16 +303,13 @@ static void fill_result(struct html_job *job, struct report_html_result *res)
 		res->exact_events += timeline_window_exact(job->tl, job->tl->events[i].window);
 }
 
-static int write_output(struct html_job *job, char *const *paths, size_t npaths, char *err,
-			size_t errlen)
+static int write_output(struct html_job *job, char *err, size_t errlen)
 {
 	struct outfile of = {.fd = -1};
 	struct stat sb;
 	FILE *out;
-	int rc = outfile_not_input(job->o->output, paths, npaths, err, errlen);
+	int rc = open_output(job->o, &of, &out, err, errlen);
 
-	if (rc == 0)
-		rc = open_output(job->o, &of, &out, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = write_page(out, job);
@@ -353,7 +350,7 @@ int report_html(char *const *paths, size_t npaths, const struct report_html_opts
 		snprintf(err, errlen, "out of memory");
 	if (rc == 0) {
 		fill_result(&job, res);
-		rc = write_output(&job, paths, npaths, err, errlen);
+		rc = write_output(&job, err, errlen);
 	}
 	timeline_free(job.tl);
 	stats_free(job.st);

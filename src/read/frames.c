@@ -14,9 +14,12 @@
  * the .deb, docs/install.md).  Without libdw (at build time, or libdw.so.1 at run time) a native
  * frame reads "module+0xoffset", which `addr2line -e module` resolves by hand.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "stacks.h"
 #include "trace-set.h"
@@ -37,7 +40,11 @@ struct report_frames {
 	uint32_t nstack;
 	uint32_t *user_frame; /* by stack id: frame id + 1, 0 not computed */
 	uint32_t nuser;
+	uint8_t *frame_class; /* by frame id: FRAME_USER or FRAME_LIBRARY, 0 not computed */
+	uint32_t nclass;
 };
+
+enum { FRAME_USER = 1, FRAME_LIBRARY = 2 };
 
 static struct report_frames *frames_of(struct report_section *rs)
 {
@@ -169,22 +176,54 @@ static bool dw_load(void)
 	return dw.ok;
 }
 
+/*
+ * A module's path comes from the trace, which may be crafted: only a regular file no larger than
+ * REPORT_MODULE_MAX_BYTES is opened (stat first, so that a FIFO or a device is never opened at
+ * all; then without blocking, checked again on the descriptor).  -1 when it is refused.
+ */
+static int open_module(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > REPORT_MODULE_MAX_BYTES)
+		return -1;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > REPORT_MODULE_MAX_BYTES) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static Dwfl_Module *dw_open(const char *path)
 {
 	struct dw_module *t, *m;
+	int fd;
+	char *copy;
 	size_t i;
 
 	for (i = 0; i < dw_n; i++)
 		if (strcmp(dw_cache[i].path, path) == 0)
 			return dw_cache[i].mod;
 	t = realloc(dw_cache, (dw_n + 1) * sizeof(*t));
-	if (!t)
+	if (!t || !(copy = strdup(path))) {
+		dw_cache = t ? t : dw_cache;
 		return NULL;
+	}
 	dw_cache = t;
 	m = &dw_cache[dw_n++];
-	m->path = strdup(path);
+	*m = (struct dw_module){.path = copy};
+	fd = open_module(path); /* refused: remembered as a module that cannot be read */
+	if (fd < 0)
+		return NULL;
 	m->dwfl = dw.begin(&dw_callbacks);
-	m->mod = m->dwfl ? dw.report_offline(m->dwfl, path, path, -1) : NULL;
+	/* libdw takes the descriptor when it succeeds; it leaves it to us when it fails */
+	m->mod = m->dwfl ? dw.report_offline(m->dwfl, path, path, fd) : NULL;
+	if (!m->mod)
+		close(fd);
 	if (m->dwfl)
 		dw.report_end(m->dwfl, NULL, NULL);
 	return m->mod;
@@ -425,8 +464,7 @@ static bool is_kernel_host_side(const char *stub_label, const char *label)
 }
 
 /* Library code: the frame says where the call came from, not why. */
-static bool is_library_frame(struct report_section *rs, uint32_t frame_id,
-			     const struct tally_frame *f)
+static bool library_frame(struct report_section *rs, uint32_t frame_id, const struct tally_frame *f)
 {
 	static const char *const py_lib[] = {"/site-packages/", "/dist-packages/", "/lib/python",
 					     "<frozen"};
@@ -449,6 +487,23 @@ static bool is_library_frame(struct report_section *rs, uint32_t frame_id,
 		if (strncmp(base_name(m->path), native_lib[i], strlen(native_lib[i])) == 0)
 			return true;
 	return is_cuda_glue(report_frame_label(rs, frame_id));
+}
+
+/* library_frame, once per frame: a stack's frames are shared by many stacks, and the module
+ * lookup behind a native one walks the section's module map. */
+static bool is_library_frame(struct report_section *rs, uint32_t frame_id,
+			     const struct tally_frame *f)
+{
+	struct report_frames *fr = frames_of(rs);
+	bool lib;
+
+	if (fr && grow((void **)&fr->frame_class, &fr->nclass, frame_id, 1) &&
+	    fr->frame_class[frame_id])
+		return fr->frame_class[frame_id] == FRAME_LIBRARY;
+	lib = library_frame(rs, frame_id, f);
+	if (fr && frame_id < fr->nclass)
+		fr->frame_class[frame_id] = lib ? FRAME_LIBRARY : FRAME_USER;
+	return lib;
 }
 
 uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id)
@@ -491,5 +546,6 @@ void report_frames_free(struct report_frames *fr)
 	free(fr->frame_label);
 	free(fr->stack_label);
 	free(fr->user_frame);
+	free(fr->frame_class);
 	free(fr);
 }

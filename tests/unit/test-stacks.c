@@ -63,6 +63,7 @@ static void test_interning(void **state)
 	const struct tally_stack *s;
 	const struct tally_frame *f;
 	uint32_t a, b, c, other = 0;
+	uint64_t budget;
 	pthread_t th;
 	int i;
 
@@ -79,8 +80,9 @@ static void test_interning(void **state)
 	c = intern3(3, 2, 10);
 	assert_true(b != a && c != a && c != b);
 	tally_stacktab_take(&frames, &stacks, &modules, NULL);
-	assert_true(tally_frames_parse(&t, frames.data, frames.len));
-	assert_true(tally_stacks_parse(&t, stacks.data, stacks.len));
+	budget = frames.len + stacks.len; /* what a file holding just these chunks allows */
+	assert_true(tally_frames_parse(&t, frames.data, frames.len, &budget));
+	assert_true(tally_stacks_parse(&t, stacks.data, stacks.len, &budget));
 	/* 3 stacks of 3 frames share: (1,10) (2,20) native (1,11) (3,10): 5 frames */
 	assert_int_equal(t.nframes, 6);
 	assert_int_equal(t.nstacks, 4);
