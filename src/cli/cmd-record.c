@@ -256,6 +256,28 @@ static void print_counts(FILE *out, const struct tally_section *s)
 	fputs(first ? "" : ")", out);
 }
 
+/* A full disk, in words: what the ledger says of it (the verdict's reasons say the rest). */
+static bool disk_filled(const struct tally_section *s)
+{
+	return s->ledger.v[TALLY_C_WRITE_FAILURES] && s->ledger.v[TALLY_C_WRITE_ERRNO] == ENOSPC;
+}
+
+static void say_disk_filled(FILE *out, const char *path, const struct tally_section *s)
+{
+	const uint64_t *c = s->ledger.v;
+	uint64_t origin = tally_section_origin(s), at = c[TALLY_C_WRITE_FIRST_FAILED_AT];
+
+	if (!disk_filled(s))
+		return;
+	fprintf(out, "tally: the disk filled while recording %s: %" PRIu64 " bytes lost",
+		cli_text(path), c[TALLY_C_BYTES_LOST]);
+	if (at && origin && at >= origin)
+		fprintf(out, " from +%.3f s", (double)(at - origin) / 1e9);
+	fprintf(out, "; %s\n",
+		s->has_final ? "its final ledger says what and when"
+			     : "the file ends without its final ledger");
+}
+
 static bool summarize_file(FILE *out, struct tally_json *j, const struct record_written *w)
 {
 	struct cli_colors col = cli_colors_for(out);
@@ -285,6 +307,7 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 		tally_json_field_uint(j, "size", f->size);
 		tally_json_field_uint(j, "records", f->sections[0]->records_total);
 		tally_json_field_string(j, "verdict", v.complete ? "COMPLETE" : "INCOMPLETE");
+		tally_json_field_bool(j, "disk_filled", disk_filled(f->sections[0]));
 		tally_json_name(j, "reasons");
 		tally_json_array_begin(j);
 		for (i = 0; i < v.nreasons; i++)
@@ -299,6 +322,7 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 			v.complete ? "COMPLETE" : "INCOMPLETE", col.reset);
 		for (i = 0; i < v.nreasons; i++)
 			fprintf(out, "    - %s\n", cli_text(v.reasons[i].text));
+		say_disk_filled(out, w->path, f->sections[0]);
 	}
 	tally_verdict_fini(&v);
 	tally_file_close(f);

@@ -23,7 +23,8 @@ struct report_cli {
 
 #define S struct report_cli
 static const struct cli_option report_options[] = {
-    CLI_STRING(S, 'o', "output", "FILE", o.output, "the page to write (default: report.html)"),
+    CLI_STRING(S, 'o', "output", "FILE", o.output,
+	       "the page to write (default: report.html; '-': standard output)"),
     CLI_BOOL(S, 0, "force", o.force, "replace an existing page"),
     CLI_BOOL(S, 0, "strict", strict,
 	     "exit 1 when a trace is INCOMPLETE (the page is still written)"),

@@ -47,6 +47,7 @@ struct session {
 	 * this image's file gets "-execN" so it never meets theirs. */
 	unsigned exec_files;
 	bool wrote_file; /* this image opened a trace */
+	int reserve_errno; /* 0: room for the closing chunks is kept in the file (tally_fd_reserve) */
 	uint64_t started_mono;
 	pthread_mutex_t lock; /* start, close and fork; never taken in a signal handler */
 	struct cupti_tracer tracer;

@@ -106,6 +106,16 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
     [TALLY_C_SIGNAL_TO_CLOSE] = {"signal_to_close_ns",
 				 "from the signal's arrival to the final ledger written",
 				 TALLY_CC_INFO},
+    [TALLY_C_WRITE_FIRST_FAILED_AT] = {"write_first_failed_at",
+				       "when a write first failed (CUPTI ns, at slice grain)",
+				       TALLY_CC_INFO},
+    [TALLY_C_WRITE_LAST_FAILED_AT] = {"write_last_failed_at",
+				      "when a write last failed (CUPTI ns, at slice grain)",
+				      TALLY_CC_INFO},
+    [TALLY_C_CLOSE_RESERVE_USED] = {"close_reserve_used",
+				    "1: writes had failed, and the close gave back the room kept "
+				    "for it so that its last chunks got through",
+				    TALLY_CC_INFO},
 };
 
 #define BY_KIND(n)                                                                                 \

@@ -184,6 +184,7 @@ static void free_section(struct tally_section *s)
 	free(s->source);
 	free(s->exe);
 	free(s->output);
+	free(s->output_fs);
 	for (i = 0; i < s->ndevices; i++) {
 		free(s->devices[i].name);
 		free(s->devices[i].pci_bus);
@@ -339,6 +340,9 @@ static const struct session_field {
     STR(TALLY_SK_SOURCE, source),
     STR(TALLY_SK_EXE, exe),
     STR(TALLY_SK_OUTPUT, output),
+    STR(TALLY_SK_OUTPUT_FS, output_fs),
+    U64(TALLY_SK_CLOSE_RESERVE, close_reserve),
+    U64(TALLY_SK_CLOSE_RESERVE_ERRNO, close_reserve_errno),
     U64(TALLY_SK_PID, pid),
     U64(TALLY_SK_PPID, ppid),
     U64(TALLY_SK_START_REALTIME, start_realtime),

@@ -13,7 +13,7 @@
 #define TALLY_MAGIC_LEN	       8
 #define TALLY_PREAMBLE_LEN     16
 #define TALLY_FORMAT_MAJOR     1
-#define TALLY_FORMAT_MINOR     2
+#define TALLY_FORMAT_MINOR     3
 #define TALLY_CHUNK_SYNC       0x4B4E4843u /* "CHNK" read as little-endian u32 */
 #define TALLY_CHUNK_HEADER_LEN 32
 #define TALLY_CHUNK_MAX	       (64u << 20)
@@ -221,6 +221,10 @@ enum tally_session_key {
 	TALLY_SK_OUTPUT,
 	TALLY_SK_MERGED,
 	TALLY_SK_MERGE_OFFSET,
+	/* 1.3: the room kept for the closing chunks (docs/format.md §13) */
+	TALLY_SK_CLOSE_RESERVE = 45,	   /* bytes reserved at open; 0: none could be */
+	TALLY_SK_CLOSE_RESERVE_ERRNO = 46, /* why none could be (EOPNOTSUPP ...); 0 when reserved */
+	TALLY_SK_OUTPUT_FS = 47,	   /* the output's filesystem type ("ext4", "tmpfs" ...) */
 	TALLY_SK_MAX,
 };
 

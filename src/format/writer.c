@@ -3,7 +3,10 @@
 #include "writer.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL /* header-only: the collector links no libxxhash */
@@ -55,6 +58,35 @@ ssize_t tally_fd_write(void *ctx, const void *buf, size_t len)
 		n = write((int)(intptr_t)ctx, buf, len);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : n;
+}
+
+int tally_fd_reserve(int fd)
+{
+	int rc;
+
+	do
+		rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)TALLY_CLOSE_RESERVE_AT,
+			       TALLY_CLOSE_RESERVE);
+	while (rc < 0 && errno == EINTR);
+	return rc < 0 ? -errno : 0;
+}
+
+/*
+ * The room goes back two ways, for the filesystems that take one or the other: a hole punched
+ * over it (tmpfs, XFS, btrfs), then the file cut to its own size, which frees what lies past the
+ * end (ext4 punches nothing past the end).  The size is read from the descriptor and only this
+ * process appends to it.
+ */
+int tally_fd_release(void *ctx)
+{
+	int fd = (int)(intptr_t)ctx, punched;
+	struct stat st;
+
+	punched = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			    (off_t)TALLY_CLOSE_RESERVE_AT, TALLY_CLOSE_RESERVE);
+	if (fstat(fd, &st) == 0 && ftruncate(fd, st.st_size) == 0)
+		return 0;
+	return punched == 0 ? 0 : -errno;
 }
 
 int tally_writer_init(struct tally_writer *w, const struct tally_sink *sink, size_t flush_at)

@@ -23,10 +23,25 @@
 struct tally_sink {
 	ssize_t (*write)(void *ctx, const void *buf, size_t len);
 	void *ctx;
+	/* optional: give back the room kept for the closing chunks (tally_fd_release); 0 or -errno */
+	int (*release)(void *ctx);
 };
 
 /* A sink on a file descriptor (ctx is the fd cast to a pointer). */
 ssize_t tally_fd_write(void *ctx, const void *buf, size_t len);
+
+/*
+ * Room for the closing chunks, so that a full disk still ends with the final ledger that says so
+ * (docs/format.md §13): TALLY_CLOSE_RESERVE bytes allocated for fd (fallocate, keeping the size)
+ * at TALLY_CLOSE_RESERVE_AT, far past anything an append reaches.  0, or -errno: -EOPNOTSUPP
+ * where the filesystem cannot (then a full disk may end the trace without its final ledger, as
+ * before).  tally_fd_release gives the room back (ctx is the fd, as for tally_fd_write): the
+ * writer's owner calls it when a write failed, just before the closing chunks, and at the close.
+ */
+#define TALLY_CLOSE_RESERVE    (64u << 10)
+#define TALLY_CLOSE_RESERVE_AT (1ull << 40)
+int tally_fd_reserve(int fd);
+int tally_fd_release(void *ctx);
 
 struct tally_writer_stats {
 	uint64_t bytes_written;

@@ -847,7 +847,7 @@ int main(int argc, char **argv)
 	c.fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (c.fd < 0)
 		die(argv[2]);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)c.fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)c.fd, NULL};
 	if (tally_writer_init(&c.w, &sink, 1) < 0 || tally_writer_preamble(&c.w) < 0 ||
 	    tally_writer_flush(&c.w) < 0)
 		die("writer");

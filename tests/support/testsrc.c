@@ -666,6 +666,16 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 	}
 }
 
+int fault_sink_release(void *ctx)
+{
+	struct fault_sink *s = ctx;
+
+	s->released++;
+	s->fail_after = (s->accepted > s->fail_after ? s->accepted : s->fail_after) + s->reserve;
+	s->reserve = 0;
+	return 0;
+}
+
 ssize_t fault_sink_write(void *ctx, const void *buf, size_t len)
 {
 	struct fault_sink *s = ctx;
