@@ -70,6 +70,11 @@ struct tally_stack_tables {
 	uint32_t nstacks;
 	struct tally_module *modules;
 	size_t nmodules;
+	/* The address map, rebuilt after each MODULES chunk: boundaries at[0..nsegs) in order, and
+	 * for [at[i], at[i + 1]) the module (index + 1; 0 none) that wins there, the latest one. */
+	uint64_t *seg_at;
+	uint32_t *seg_module;
+	size_t nsegs;
 };
 
 /*

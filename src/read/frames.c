@@ -198,24 +198,74 @@ static int open_module(const char *path)
 	return fd;
 }
 
-static Dwfl_Module *dw_open(const char *path)
+/* The cache's index: open addressing on the path's hash, slot = entry + 1, 0 empty; a crafted
+ * trace may name thousands of modules, and each frame asks for its own. */
+static uint32_t *dw_slot;
+static size_t dw_slots;
+
+static uint64_t path_hash(const char *s)
 {
-	struct dw_module *t, *m;
-	int fd;
-	char *copy;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static struct dw_module *dw_find(const char *path)
+{
 	size_t i;
 
-	for (i = 0; i < dw_n; i++)
-		if (strcmp(dw_cache[i].path, path) == 0)
-			return dw_cache[i].mod;
-	t = realloc(dw_cache, (dw_n + 1) * sizeof(*t));
-	if (!t || !(copy = strdup(path))) {
-		dw_cache = t ? t : dw_cache;
-		return NULL;
-	}
+	for (i = path_hash(path) & (dw_slots - 1); dw_slots && dw_slot[i];
+	     i = (i + 1) & (dw_slots - 1))
+		if (strcmp(dw_cache[dw_slot[i] - 1].path, path) == 0)
+			return &dw_cache[dw_slot[i] - 1];
+	return NULL;
+}
+
+/* Room for one more entry, in the array and in the index (kept at most half full). */
+static bool dw_grow(void)
+{
+	struct dw_module *t = realloc(dw_cache, (dw_n + 1) * sizeof(*t));
+	size_t cap = dw_slots ? dw_slots : 64, i, j;
+	uint32_t *slot;
+
+	if (!t)
+		return false;
 	dw_cache = t;
-	m = &dw_cache[dw_n++];
+	if (2 * (dw_n + 1) <= dw_slots)
+		return true;
+	while (2 * (dw_n + 1) > cap)
+		cap *= 2;
+	if (!(slot = calloc(cap, sizeof(*slot))))
+		return false;
+	for (i = 0; i < dw_n; i++) {
+		for (j = path_hash(dw_cache[i].path) & (cap - 1); slot[j]; j = (j + 1) & (cap - 1))
+			;
+		slot[j] = (uint32_t)i + 1;
+	}
+	free(dw_slot);
+	dw_slot = slot;
+	dw_slots = cap;
+	return true;
+}
+
+static Dwfl_Module *dw_open(const char *path)
+{
+	struct dw_module *m = dw_find(path);
+	char *copy;
+	size_t i;
+	int fd;
+
+	if (m)
+		return m->mod;
+	if (!dw_grow() || !(copy = strdup(path)))
+		return NULL;
+	m = &dw_cache[dw_n];
 	*m = (struct dw_module){.path = copy};
+	for (i = path_hash(path) & (dw_slots - 1); dw_slot[i]; i = (i + 1) & (dw_slots - 1))
+		;
+	dw_slot[i] = (uint32_t)++dw_n;
 	fd = open_module(path); /* refused: remembered as a module that cannot be read */
 	if (fd < 0)
 		return NULL;

@@ -34,11 +34,14 @@
  *                   U+009B, U+202E and invalid UTF-8
  *   header-only     the preamble and nothing else
  *   header-junk     the preamble and 4 KiB of bytes that hold no chunk
+ *   note-overhead   a NOTE chunk (with an escape in its text) and OVERHEAD records: the chunk type
+ *                   and record kind no other case has (tests/fuzz/corpus-coverage.py wants all)
  *
  * Inputs that double, for the scaling tests (ARG: how many):
  *   names ARG       ARG kernels, each with a name of its own (and a launch of its own name)
  *   stack-ids ARG   ARG kernels, each launched from a stack of its own (Python and native
  *                   frames, ARG / 16 modules)
+ *   files ARG       OUT is a directory of ARG small traces (overlap's), one rank each
  *   edits ARG       ARG kernels on one stream, all _Z4workv but every 100th, _Z5otherv: against
  *                   stack-ids ARG, the edit distance is ARG / 50, spread along the stream (the
  *                   worst case of compare's edit distance)
@@ -48,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -664,6 +668,29 @@ static void header_junk(struct craft *c)
 		die("write");
 }
 
+static void note_overhead(struct craft *c)
+{
+	struct tally_record r[2];
+
+	session(c, "note", 4);
+	tally_buf_reset(&c->b);
+	tally_kv_uint(&c->b, TALLY_NK_TIME, T0 + 500);
+	tally_kv_uint(&c->b, TALLY_NK_SEVERITY, TALLY_NOTE_WARNING);
+	tally_kv_str(&c->b, TALLY_NK_CODE, "crafted");
+	tally_kv_str(&c->b, TALLY_NK_TEXT, "a note\033[2J with an escape");
+	chunk(c, TALLY_CHUNK_NOTE, 0, &c->b);
+	for (unsigned i = 0; i < 2; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].kind = TALLY_KIND_OVERHEAD;
+		r[i].start = T0 + 1000 + i * 5000;
+		r[i].end = r[i].start + 700;
+		r[i].process_id = 4242;
+		r[i].subkind = 1;
+	}
+	records(c, r, 2);
+	ledger(c, true, NULL);
+}
+
 static unsigned count_arg(void)
 {
 	long n = case_arg ? strtol(case_arg, NULL, 10) : 0;
@@ -822,43 +849,73 @@ static const struct {
     {"names", names},
     {"stack-ids", stack_ids},
     {"edits", edits},
+    {"note-overhead", note_overhead},
 };
 
-int main(int argc, char **argv)
+/* One file: the preamble, then what the case writes. */
+static void craft_file(size_t which, const char *name, const char *path)
 {
 	struct tally_sink sink;
 	struct craft c;
-	size_t i;
 
-	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: tally-craft CASE OUT [ARG]\n");
-		return 2;
-	}
-	case_arg = argc == 4 ? argv[3] : NULL;
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (strcmp(argv[1], cases[i].name) == 0)
-			break;
-	if (i == sizeof(cases) / sizeof(cases[0])) {
-		fprintf(stderr, "tally-craft: unknown case %s\n", argv[1]);
-		return 2;
-	}
 	memset(&c, 0, sizeof(c));
-	srand((unsigned)getpid());
-	c.fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	c.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (c.fd < 0)
-		die(argv[2]);
+		die(path);
 	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)c.fd, NULL};
 	if (tally_writer_init(&c.w, &sink, 1) < 0 || tally_writer_preamble(&c.w) < 0 ||
 	    tally_writer_flush(&c.w) < 0)
 		die("writer");
-	if (cases[i].make)
-		cases[i].make(&c);
+	if (cases[which].make)
+		cases[which].make(&c);
 	else
-		partial(&c, strcmp(argv[1], "partial-eof") == 0);
+		partial(&c, strcmp(name, "partial-eof") == 0);
 	tally_writer_flush(&c.w);
 	tally_writer_fini(&c.w);
 	tally_codec_fini(&c.codec);
 	tally_buf_fini(&c.b);
 	close(c.fd);
+}
+
+static size_t find_case(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (strcmp(name, cases[i].name) == 0)
+			return i;
+	fprintf(stderr, "tally-craft: unknown case %s\n", name);
+	exit(2);
+}
+
+/* files ARG: OUT is a directory of ARG small traces (rank0000.tally ...), one process each. */
+static void craft_files(const char *dir)
+{
+	unsigned n = count_arg(), i;
+	size_t overlap_case = find_case("overlap");
+	char path[4096], rank[32];
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		die(dir);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/rank%05u.tally", dir, i);
+		snprintf(rank, sizeof(rank), "RANK=%u", i);
+		session_rank = rank;
+		craft_file(overlap_case, "overlap", path);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: tally-craft CASE OUT [ARG]\n");
+		return 2;
+	}
+	case_arg = argc == 4 ? argv[3] : NULL;
+	srand((unsigned)getpid());
+	if (strcmp(argv[1], "files") == 0)
+		craft_files(argv[2]);
+	else
+		craft_file(find_case(argv[1]), argv[1], argv[2]);
 	return 0;
 }

@@ -107,6 +107,45 @@ static void test_interning(void **state)
 	tally_buf_fini(&modules);
 }
 
+/* The module map: a later entry covering the same addresses wins (a library unloaded and another
+ * loaded there), nested and adjoining ranges each find their own, gaps find none; and ids past
+ * what the file's bytes could hold are refused before anything is allocated. */
+static void test_module_map(void **state)
+{
+	struct tally_stack_tables t = {0};
+	struct tally_buf b = {0};
+	uint64_t budget = 16;
+
+	(void)state;
+	tally_module_put(&b, 0, 0x1000, 0x5000, "/a.so"); /* module 0 */
+	tally_module_put(&b, 0, 0x2000, 0x3000, "/b.so"); /* 1, inside a */
+	tally_module_put(&b, 0, 0x5000, 0x6000, "/c.so"); /* 2, adjoining a */
+	assert_true(tally_modules_parse(&t, b.data, b.len));
+	tally_buf_reset(&b);
+	tally_module_put(&b, 0, 0x2800, 0x4000, "/d.so"); /* 3, later, over b and a */
+	assert_true(tally_modules_parse(&t, b.data, b.len));
+	assert_null(tally_module_of(&t, 0xfff));
+	assert_string_equal(tally_module_of(&t, 0x1000)->path, "/a.so");
+	assert_string_equal(tally_module_of(&t, 0x2000)->path, "/b.so");
+	assert_string_equal(tally_module_of(&t, 0x27ff)->path, "/b.so");
+	assert_string_equal(tally_module_of(&t, 0x2800)->path, "/d.so");
+	assert_string_equal(tally_module_of(&t, 0x3fff)->path, "/d.so");
+	assert_string_equal(tally_module_of(&t, 0x4000)->path, "/a.so");
+	assert_string_equal(tally_module_of(&t, 0x5000)->path, "/c.so");
+	assert_null(tally_module_of(&t, 0x6000));
+	/* a frame id near 2^24 in a file of 16 bytes: refused, nothing allocated */
+	tally_buf_reset(&b);
+	tally_buf_put_varint(&b, (1u << 24) - 2);
+	tally_buf_put_varint(&b, 1);
+	for (int i = 0; i < 5; i++)
+		tally_buf_put_varint(&b, i == 0 ? TALLY_FRAME_NATIVE : 0);
+	assert_false(tally_frames_parse(&t, b.data, b.len, &budget));
+	assert_int_equal(t.nframes, 0);
+	assert_int_equal(budget, 16);
+	tally_stack_tables_fini(&t);
+	tally_buf_fini(&b);
+}
+
 static void test_correlation_ring(void **state)
 {
 	(void)state;
@@ -496,7 +535,7 @@ int main(void)
 	    cmocka_unit_test(test_correlation_ring), cmocka_unit_test(test_stack_report),
 	    cmocka_unit_test(test_memory_report),    cmocka_unit_test(test_chrome),
 	    cmocka_unit_test(test_sqlite),	     cmocka_unit_test(test_csv_memory),
-	    cmocka_unit_test(test_unknown_chunks),
+	    cmocka_unit_test(test_unknown_chunks),   cmocka_unit_test(test_module_map),
 	};
 
 	return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
