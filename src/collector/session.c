@@ -333,6 +333,11 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE, s->reserve_errno ? 0 : TALLY_CLOSE_RESERVE);
 	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE_ERRNO, (uint64_t)s->reserve_errno);
 	output_fs(b, s->fd);
+	if (c->gpu_metrics[0]) {
+		tally_kv_str(b, TALLY_SK_GPU_METRICS, c->gpu_metrics);
+		tally_kv_uint(b, TALLY_SK_GPU_METRICS_HZ, c->gpu_metrics_hz);
+		tally_kv_str(b, TALLY_SK_GPU_METRICS_SET, c->gpu_metrics_set);
+	}
 }
 
 static void new_session_id(uint8_t id[16])
@@ -446,6 +451,45 @@ static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t le
 	return 0;
 }
 
+static bool metrics_window_open(void *tracer)
+{
+	return cupti_tracer_window_open(tracer);
+}
+
+/* GPU metrics, when asked for: the sampler thread, with this trace's lock files beside it. */
+static void start_metrics(struct session *s)
+{
+	struct pm_sampler_config pc = {0};
+	const struct tally_config *c = &s->cfg;
+	char why[256], text[400], *slash;
+
+	if (!c->gpu_metrics[0])
+		return;
+	if (pm_devices_parse(c->gpu_metrics, &pc.device_mask, why, sizeof(why)) < 0) {
+		snprintf(text, sizeof(text), "TALLY_GPU_METRICS=%.64s: %s", c->gpu_metrics, why);
+		tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-stopped", text);
+		return;
+	}
+	pc.hz = c->gpu_metrics_hz;
+	pc.set = c->gpu_metrics_set;
+	pc.hw_buffer = c->gpu_metrics_buffer;
+	pc.decode_ms = c->gpu_metrics_decode_ms;
+	snprintf(pc.lock_dir, sizeof(pc.lock_dir), "%s", s->path);
+	slash = strrchr(pc.lock_dir, '/');
+	if (slash)
+		*(slash == pc.lock_dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(pc.lock_dir, sizeof(pc.lock_dir), ".");
+	pc.self.pid = (long)getpid();
+	gethostname(pc.self.host, sizeof(pc.self.host) - 1);
+	snprintf(pc.self.file, sizeof(pc.self.file), "%s", s->path);
+	memcpy(pc.self.session, s->id, sizeof(s->id));
+	pc.self.has_session = true;
+	pc.window_open = metrics_window_open;
+	pc.window_arg = &s->tracer;
+	s->metrics = pm_sampler_start(&pc);
+}
+
 /* Open, write the header, start the pipeline and CUPTI.  Called with s->lock held. */
 static int start_locked(struct session *s, const char *why_started, char *why, size_t len)
 {
@@ -457,6 +501,8 @@ static int start_locked(struct session *s, const char *why_started, char *why, s
 		return rc;
 	if (cupti_ok && (rc = cupti_tracer_setup(&s->tracer, &s->cfg, why, len)) < 0)
 		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-setup", why); /* keep NVTX going */
+	else if (cupti_ok)
+		start_metrics(s);
 	s->started_mono = mono_now_ns();
 	return 0;
 }
@@ -639,10 +685,14 @@ static bool close_cupti(struct session *s)
 static void close_locked(struct session *s, enum tally_flush_path path, int signo)
 {
 	struct tally_stop_report rep;
-	bool flushed;
+	bool flushed, sampler_done;
 
 	tally_pipeline_flush_begin(path, signo);
-	flushed = close_cupti(s);
+	/* The metric samples up to now, before CUPTI's own flush; a sampler stuck inside CUPTI
+	 * is left behind, and then CUPTI is not finalized under it. */
+	sampler_done = pm_sampler_stop(s->metrics, s->cfg.flush_timeout_ns);
+	s->metrics = NULL;
+	flushed = close_cupti(s) && sampler_done;
 	nvtx_flush_all();
 	tally_pipeline_stop(&rep);
 	/* Finalize only a CUPTI that answered: one stuck in its flush could hang us here too. */
@@ -788,6 +838,8 @@ void session_after_fork_child(struct session *s)
 		return;
 	tally_pipeline_abandon();
 	control_forget(&s->control);
+	pm_sampler_forget(s->metrics);
+	s->metrics = NULL;
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;

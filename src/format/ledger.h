@@ -72,6 +72,17 @@ enum tally_counter {
 	TALLY_C_WRITE_FIRST_FAILED_AT = 65, /* CUPTI ns of the first slice a write failed in */
 	TALLY_C_WRITE_LAST_FAILED_AT = 66,  /* ... and of the last */
 	TALLY_C_CLOSE_RESERVE_USED = 67,    /* 1: the close gave back its room to get through */
+	/* GPU metrics (format 1.3): PM samples, all devices (docs/ledger.md) */
+	TALLY_C_METRIC_DECODED = 80,
+	TALLY_C_METRIC_WRITTEN = 81,
+	TALLY_C_METRIC_SKIPPED = 82,
+	TALLY_C_METRIC_DROPPED = 83,
+	TALLY_C_METRIC_OVERFLOWS = 84,
+	TALLY_C_METRIC_GAPS = 85,
+	TALLY_C_METRIC_GAP_NS = 86,
+	TALLY_C_METRIC_MERGED = 87,
+	TALLY_C_METRIC_FAILURES = 88,
+	TALLY_C_METRIC_DEVICES = 89,
 	/* records parsed, by kind: TALLY_C_BY_KIND + kind */
 	TALLY_C_BY_KIND = 100,
 	TALLY_C_MAX = TALLY_C_BY_KIND + TALLY_KIND_MAX,

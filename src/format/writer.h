@@ -23,7 +23,8 @@
 struct tally_sink {
 	ssize_t (*write)(void *ctx, const void *buf, size_t len);
 	void *ctx;
-	/* optional: give back the room kept for the closing chunks (tally_fd_release); 0 or -errno */
+	/* optional: give back the room kept for the closing chunks (tally_fd_release); 0 or -errno
+	 */
 	int (*release)(void *ctx);
 };
 
@@ -32,7 +33,7 @@ ssize_t tally_fd_write(void *ctx, const void *buf, size_t len);
 
 /*
  * Room for the closing chunks, so that a full disk still ends with the final ledger that says so
- * (docs/format.md §13): TALLY_CLOSE_RESERVE bytes allocated for fd (fallocate, keeping the size)
+ * (docs/format.md §14): TALLY_CLOSE_RESERVE bytes allocated for fd (fallocate, keeping the size)
  * at TALLY_CLOSE_RESERVE_AT, far past anything an append reaches.  0, or -errno: -EOPNOTSUPP
  * where the filesystem cannot (then a full disk may end the trace without its final ledger, as
  * before).  tally_fd_release gives the room back (ctx is the fd, as for tally_fd_write): the

@@ -384,6 +384,21 @@ hasnt "item 9: not 'no GPU work'" "hold no GPU work" "$T/out"
 run "item 9: --max-edits past the cap" 2 10 256 "$TALLY" compare --max-edits 100001 "$T/tiny.tally" "$T/tiny.tally"
 run "item 9: --max-edits at the cap" 0 20 256 "$TALLY" compare --max-edits 100000 "$T/tiny.tally" "$T/tiny.tally"
 
+# ---- GPU metrics (format 1.3): every reader bounded on their edges, nothing raw ---------------
+craft metrics
+run "metrics: check" 0 10 256 "$TALLY" check "$T/metrics.tally"
+no_raw "metrics: check prints no raw host, file or label" "$T/out"
+run "metrics: stats" 0 10 256 "$TALLY" stats -r all "$T/metrics.tally"
+run "metrics: chrome" 0 10 256 "$TALLY" export -f chrome -o "$T/met.json" "$T/metrics.tally"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/met.json" && ok "metrics: chrome parses" || bad "metrics: chrome JSON"
+run "metrics: sqlite" 0 10 256 "$TALLY" export -f sqlite -o "$T/met.sqlite" "$T/metrics.tally"
+run "metrics: csv" 0 10 256 "$TALLY" export -f csv -o "$T/met-csv" "$T/metrics.tally"
+run "metrics: merge" 0 10 256 "$TALLY" merge -o "$T/met-m.tally" "$T/metrics.tally"
+run "metrics: merged, checked" 0 10 256 "$TALLY" check "$T/met-m.tally"
+run "metrics: report" 0 20 512 "$TALLY" report -q -o "$T/met.html" "$T/metrics.tally"
+# the crafted gap is a loss window over the whole run: compare cannot time it
+run "metrics: compare" 5 10 256 "$TALLY" compare "$T/metrics.tally" "$T/metrics.tally"
+
 # ---- item 11: one -o refusal, "-" is standard output, a directory is a directory ------------
 echo keep >"$T/exists.out"
 run "item 11: stats -o existing" 2 10 256 "$TALLY" stats -o "$T/exists.out" "$T/tiny.tally"

@@ -37,6 +37,12 @@
  *   note-overhead   a NOTE chunk (with an escape in its text) and OVERHEAD records: the chunk type
  *                   and record kind no other case has (tests/fuzz/corpus-coverage.py wants all)
  *
+ * GPU metrics (format 1.3):
+ *   metrics         GPU_METRICS chunks (device 0 sampled, with 2 metrics, one label holding an
+ *                   escape; device 1 sampled elsewhere, by a host whose name holds one) and
+ *                   GPU_METRIC records at the edges: values INT64_MIN and INT64_MAX, a scale of
+ *                   255, a zero duration, a device with no GPU_METRICS chunk, a gap (LOSS 85)
+ *
  * Inputs that double, for the scaling tests (ARG: how many):
  *   names ARG       ARG kernels, each with a name of its own (and a launch of its own name)
  *   stack-ids ARG   ARG kernels, each launched from a stack of its own (Python and native
@@ -56,6 +62,7 @@
 
 #include "buf.h"
 #include "codec.h"
+#include "gpumetrics.h"
 #include "ledger.h"
 #include "stacks.h"
 #include "writer.h"
@@ -691,6 +698,80 @@ static void note_overhead(struct craft *c)
 	ledger(c, true, NULL);
 }
 
+static void metrics_chunk(struct craft *c, const struct tally_gpu_metrics *g)
+{
+	tally_buf_reset(&c->b);
+	tally_gpu_metrics_encode(&c->b, g);
+	chunk(c, TALLY_CHUNK_GPU_METRICS, 0, &c->b);
+}
+
+static struct tally_record metric_rec(uint64_t at, uint64_t dur, uint32_t device, uint32_t name,
+				      unsigned scale, int64_t value, uint32_t sample)
+{
+	struct tally_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = TALLY_KIND_GPU_METRIC;
+	r.start = at;
+	r.end = at + dur;
+	r.device_id = device;
+	r.name_id = name;
+	r.subkind = scale;
+	r.metric_value = value;
+	r.correlation_id = sample;
+	return r;
+}
+
+static void metrics(struct craft *c)
+{
+	struct tally_metric_desc set[] = {
+	    {3, "sm__cycles_active.avg.pct_of_peak_sustained_elapsed", "%", "SM \033[2JActive"},
+	    {0, "dram__bytes_read.sum.per_second", "bytes/s", "DRAM Read"},
+	};
+	struct tally_gpu_metrics sampled = {.device = 0,
+					    .state = TALLY_GM_SAMPLED,
+					    .chip = "GH100",
+					    .interval = 100000,
+					    .trigger = TALLY_GM_TRIGGER_TIME,
+					    .hw_buffer = 1u << 20,
+					    .passes = 1,
+					    .metrics = set,
+					    .nmetrics = 2};
+	struct tally_gpu_metrics elsewhere = {.device = 1,
+					      .state = TALLY_GM_ELSEWHERE,
+					      .why = "another process samples it",
+					      .holder_pid = 4343,
+					      .holder_host = "node\xc2\x9b"
+							     "2J",
+					      .holder_file = "/tmp/other\342\200\256.tally"};
+	const char *s[] = {set[0].name, set[1].name};
+	size_t len[] = {strlen(set[0].name), strlen(set[1].name)};
+	struct tally_record r[8];
+	struct tally_buf loss = {0};
+
+	session(c, "metrics", 7);
+	strings(c, 1, s, len, 2);
+	metrics_chunk(c, &sampled);
+	metrics_chunk(c, &elsewhere);
+	r[0] = metric_rec(T0 + 1000, 100000, 0, 1, 3, 55123, 1);
+	r[1] = metric_rec(T0 + 1000, 100000, 0, 2, 0, INT64_MAX, 1);
+	r[2] = metric_rec(T0 + 101000, 100000, 0, 1, 3, INT64_MIN, 2);
+	r[3] = metric_rec(T0 + 101000, 100000, 0, 2, 255, 7, 2); /* a scale no double holds */
+	r[4] = metric_rec(T0 + 201000, 0, 0, 1, 3, 1000, 3);	 /* no duration */
+	r[5] = metric_rec(T0 + 201000, 0, 0, 2, 0, -5, 3);
+	r[6] = metric_rec(T0 + 901000, 100000, 0, 1, 3, 2000, 9); /* after a gap */
+	r[6].value = TALLY_METRIC_AFTER_GAP;
+	r[7] = metric_rec(T0 + 5000, 100000, 7, 1, 3, 1, 1); /* a device no chunk describes */
+	records(c, r, 8);
+	tally_buf_put_varint(&loss, T0 + 301000); /* the gap, exactly */
+	tally_buf_put_varint(&loss, T0 + 901000);
+	tally_buf_put_varint(&loss, 85);
+	tally_buf_put_varint(&loss, 1);
+	chunk(c, TALLY_CHUNK_LOSS, 0, &loss);
+	tally_buf_fini(&loss);
+	ledger(c, true, NULL);
+}
+
 static unsigned count_arg(void)
 {
 	long n = case_arg ? strtol(case_arg, NULL, 10) : 0;
@@ -850,6 +931,7 @@ static const struct {
     {"stack-ids", stack_ids},
     {"edits", edits},
     {"note-overhead", note_overhead},
+    {"metrics", metrics},
 };
 
 /* One file: the preamble, then what the case writes. */

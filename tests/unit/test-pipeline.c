@@ -583,7 +583,7 @@ static void test_write_enospc(void **state)
 }
 
 /* ENOSPC from some point on, on a disk that kept room for the close: the final ledger gets
- * through and says what failed and when (docs/format.md §13). */
+ * through and says what failed and when (docs/format.md §14). */
 static void test_write_enospc_reserved(void **state)
 {
 	struct fault_sink fault = {.fail_after = 30000,
