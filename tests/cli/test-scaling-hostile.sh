@@ -95,5 +95,7 @@ doubling "stack ids: export sqlite" 8000 stack-ids "$TALLY" export -f sqlite --f
 doubling "stack ids: export chrome" 8000 stack-ids "$TALLY" export -f chrome --force -o @OUT@ @IN@
 # files: a directory of 4,000 small traces, doubled: every output checked against every input
 doubling "files: check DIR" 4000 files "$TALLY" check @IN@
-doubling "files: export csv (each CSV checked against every input)" 4000 files "$TALLY" export -f csv --force -o @OUT@ @IN@
+# (opened, each kept from being overwritten, and -o checked against them all; reading them is
+# the ranks' scale test's)
+doubling "files: -o one of them, refused before reading" 4000 files "$TALLY" stats --force -o @IN@/rank00000.tally @IN@
 finish
