@@ -24,6 +24,7 @@
 #include "reader.h"
 #include "record-run.h"
 #include "verdict.h"
+#include "writer.h"
 
 struct record_opts {
 	struct collect_opts c;
@@ -496,6 +497,18 @@ static void collect_written(struct record_run *run, const char *manifest)
 	free(buf);
 }
 
+/* A process that ended without its close (SIGKILL, a crash) leaves the room it kept beside its
+ * trace for the final ledger (tally_room_keep): 64 KiB of nothing, removed here. */
+static void remove_rooms_left(const struct record_run *run)
+{
+	char room[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < run->nfiles; i++)
+		if (!run->files[i].ended && tally_room_path(run->files[i].path, room, sizeof(room)))
+			(void)unlink(room);
+}
+
 int record_run_program(const struct collect_opts *c, char **argv, unsigned flags,
 		       struct record_run *run)
 {
@@ -532,6 +545,7 @@ int record_run_program(const struct collect_opts *c, char **argv, unsigned flags
 		collect_written(run, manifest);
 		unlink(manifest);
 	}
+	remove_rooms_left(run);
 	return 0;
 }
 

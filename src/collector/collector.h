@@ -24,6 +24,7 @@
 #include "cupti-tracer.h"
 #include "ledger.h"
 #include "pmsampler.h"
+#include "writer.h"
 
 #define TALLY_EXPORT __attribute__((visibility("default")))
 
@@ -47,8 +48,9 @@ struct session {
 	/* Files written by earlier images of this pid (exec without fork), from TALLY_EXEC_FROM:
 	 * this image's file gets "-execN" so it never meets theirs. */
 	unsigned exec_files;
-	bool wrote_file; /* this image opened a trace */
-	int reserve_errno; /* 0: room for the closing chunks is kept in the file (tally_fd_reserve) */
+	bool wrote_file;	/* this image opened a trace */
+	struct tally_room room; /* room for the closing chunks (tally_room_keep); fd -1: none */
+	int reserve_errno;	/* why there is none */
 	uint64_t started_mono;
 	pthread_mutex_t lock; /* start, close and fork; never taken in a signal handler */
 	struct cupti_tracer tracer;

@@ -619,7 +619,7 @@ static void writer_flush(struct pipeline *p)
 }
 
 /*
- * Give back the room the sink kept for the close (tally_fd_release): when writes have failed,
+ * Give back the room the sink kept for the close (tally_room_release): when writes have failed,
  * just before the closing chunks, so that a full disk still takes the final ledger that says
  * so; otherwise after them, so that the file keeps nothing past its end.
  */
@@ -628,7 +628,7 @@ static void release_close_room(struct pipeline *p, bool needed)
 	if (p->room_released || !p->writer.sink.release)
 		return;
 	p->room_released = true;
-	if (p->writer.sink.release(p->writer.sink.ctx) == 0 && needed)
+	if (p->writer.sink.release(p->writer.sink.release_ctx) == 0 && needed)
 		p->c[TALLY_C_CLOSE_RESERVE_USED] = 1;
 }
 

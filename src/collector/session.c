@@ -70,6 +70,7 @@ void session_init(struct session *s)
 {
 	clock_gettime(CLOCK_REALTIME, &loaded_at);
 	s->fd = -1;
+	s->room.fd = -1;
 	s->exec_files = exec_files_from_env();
 	cupti_tracer_init(&s->tracer);
 	control_init(&s->control);
@@ -431,12 +432,12 @@ static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t le
 	s->pid = getpid();
 	/* Room for the final ledger, so that a full disk still ends the file with one that says
 	 * so; where the file system cannot keep it, the session header says which one refused. */
-	rc = tally_fd_reserve(s->fd);
+	rc = tally_room_keep(&s->room, s->path);
 	s->reserve_errno = rc < 0 ? -rc : 0;
 	new_session_id(s->id);
 	session_header(s, &header);
 	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)s->fd,
-				   s->reserve_errno ? NULL : tally_fd_release};
+				   s->room.fd >= 0 ? tally_room_release : NULL, &s->room};
 	rc = tally_pipeline_start(&pc, cupti_ok ? &tally_collector_source : &tally_clock_source,
 				  &sink, &header);
 	tally_buf_fini(&header);
@@ -445,6 +446,7 @@ static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t le
 		close(s->fd);
 		unlink(s->path);
 		s->fd = -1;
+		(void)tally_room_release(&s->room);
 		return rc;
 	}
 	s->wrote_file = true;
@@ -700,6 +702,7 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 		(void)run_bounded(finalize_cupti, &s->tracer, s->cfg.flush_timeout_ns);
 	close(s->fd);
 	s->fd = -1;
+	(void)tally_room_release(&s->room); /* the close gave it back already, unless it hung */
 	manifest_line(s, "end %d %s %s %llu %llu %s", (int)getpid(),
 		      rep.complete ? "clean" : "loss", tally_flush_path_name(path),
 		      (unsigned long long)rep.records, (unsigned long long)rep.bytes_written,
@@ -843,6 +846,9 @@ void session_after_fork_child(struct session *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
+	if (s->room.fd >= 0) /* the parent's room: it gives it back itself */
+		close(s->room.fd);
+	s->room.fd = -1;
 	atomic_store_explicit(&s->ending_signal, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->state, SESSION_NONE, memory_order_relaxed);
 }

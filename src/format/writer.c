@@ -4,9 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
+#include <string.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL /* header-only: the collector links no libxxhash */
@@ -60,33 +60,55 @@ ssize_t tally_fd_write(void *ctx, const void *buf, size_t len)
 	return n < 0 ? -errno : n;
 }
 
-int tally_fd_reserve(int fd)
+bool tally_room_path(const char *path, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	int n =
+	    slash ? snprintf(out, len, "%.*s/.%s.tally-room", (int)(slash - path), path, slash + 1)
+		  : snprintf(out, len, ".%s.tally-room", path);
+
+	return n > 0 && (size_t)n < len;
+}
+
+int tally_room_keep(struct tally_room *room, const char *trace_path)
 {
 	int rc;
 
+	room->fd = -1;
+	if (!tally_room_path(trace_path, room->path, sizeof(room->path)))
+		return -ENAMETOOLONG;
+	/* A room left by a process killed before its close is taken over: it is only room. */
+	room->fd = open(room->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (room->fd < 0)
+		return -errno;
 	do
-		rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)TALLY_CLOSE_RESERVE_AT,
-			       TALLY_CLOSE_RESERVE);
+		rc = fallocate(room->fd, 0, 0, TALLY_CLOSE_RESERVE);
 	while (rc < 0 && errno == EINTR);
-	return rc < 0 ? -errno : 0;
+	if (rc == 0)
+		return 0;
+	rc = -errno;
+	close(room->fd);
+	unlink(room->path);
+	room->fd = -1;
+	return rc;
 }
 
-/*
- * The room goes back two ways, for the filesystems that take one or the other: a hole punched
- * over it (tmpfs, XFS, btrfs), then the file cut to its own size, which frees what lies past the
- * end (ext4 punches nothing past the end).  The size is read from the descriptor and only this
- * process appends to it.
- */
-int tally_fd_release(void *ctx)
+int tally_room_release(void *ctx)
 {
-	int fd = (int)(intptr_t)ctx, punched;
-	struct stat st;
+	struct tally_room *room = ctx;
+	int rc = 0;
 
-	punched = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			    (off_t)TALLY_CLOSE_RESERVE_AT, TALLY_CLOSE_RESERVE);
-	if (fstat(fd, &st) == 0 && ftruncate(fd, st.st_size) == 0)
+	if (room->fd < 0)
 		return 0;
-	return punched == 0 ? 0 : -errno;
+	if (ftruncate(room->fd, 0) < 0)
+		rc = -errno;
+	/* ext4 reuses freed blocks once the journal has committed their freeing: commit it */
+	(void)fsync(room->fd);
+	close(room->fd);
+	room->fd = -1;
+	if (unlink(room->path) < 0 && rc == 0)
+		rc = -errno;
+	return rc;
 }
 
 int tally_writer_init(struct tally_writer *w, const struct tally_sink *sink, size_t flush_at)

@@ -503,7 +503,7 @@ int report_merge(struct report_set *set, const char *path, bool force,
 	if (rc < 0)
 		return rc;
 	m.fd = out.fd;
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd, NULL};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd, NULL, NULL};
 	rc = tally_writer_init(&m.w, &sink, 0);
 	if (rc == 0)
 		rc = tally_writer_preamble(&m.w);

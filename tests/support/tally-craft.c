@@ -944,7 +944,7 @@ static void craft_file(size_t which, const char *name, const char *path)
 	c.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (c.fd < 0)
 		die(path);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)c.fd, NULL};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)c.fd, NULL, NULL};
 	if (tally_writer_init(&c.w, &sink, 1) < 0 || tally_writer_preamble(&c.w) < 0 ||
 	    tally_writer_flush(&c.w) < 0)
 		die("writer");

@@ -325,7 +325,7 @@ static uint64_t kinds_mask(const struct testsrc_workload *w)
 
 static int run(struct opts *o, int fd)
 {
-	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd, NULL};
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	struct tally_buf session = {0};
 	struct tally_stop_report rep;
 	struct worker *wk;
@@ -334,7 +334,7 @@ static int run(struct opts *o, int fd)
 
 	if (o->use_fault) {
 		o->fault.fd = fd;
-		sink = (struct tally_sink){fault_sink_write, &o->fault, NULL};
+		sink = (struct tally_sink){fault_sink_write, &o->fault, NULL, NULL};
 	}
 	o->cfg.consumer_thread = !o->starve;
 	if (o->w.t0)

@@ -133,7 +133,7 @@ struct fault_sink {
 };
 ssize_t fault_sink_write(void *ctx, const void *buf, size_t len);
 /* The sink's release: the room kept for the close becomes free space (fail_after grows by
- * reserve), as tally_fd_release frees the blocks it kept. */
+ * reserve), as tally_room_release frees the blocks it kept. */
 int fault_sink_release(void *ctx);
 
 #endif

@@ -174,11 +174,12 @@ static void scenario_run(struct scenario *sc)
 	strcpy(sc->path, "/tmp/tally-pipe-XXXXXX");
 	fd = mkstemp(sc->path);
 	assert_true(fd >= 0);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	if (sc->fault) {
 		sc->fault->fd = fd;
-		sink = (struct tally_sink){fault_sink_write, sc->fault,
-					   sc->fault->reserve ? fault_sink_release : NULL};
+		sink =
+		    (struct tally_sink){fault_sink_write, sc->fault,
+					sc->fault->reserve ? fault_sink_release : NULL, sc->fault};
 	}
 	testsrc_session(&session, ~0ull);
 	assert_int_equal(tally_pipeline_start(&sc->cfg, &testsrc_source, &sink, &session), 0);
@@ -476,7 +477,7 @@ static void test_window_edge(void **state)
 	(void)state;
 	tally_pipeline_config_default(&cfg);
 	cfg.consumer_thread = false;
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	testsrc_session(&session, ~0ull);
 	assert_int_equal(tally_pipeline_start(&cfg, &testsrc_source, &sink, &session), 0);
 	testsrc_emitter_init(&e, 1, NULL, NULL);
@@ -711,7 +712,7 @@ static void test_killed_after_slice(void **state)
 	(void)state;
 	tally_pipeline_config_default(&cfg);
 	cfg.consumer_thread = false;
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	testsrc_session(&session, ~0ull);
 	assert_int_equal(tally_pipeline_start(&cfg, &testsrc_source, &sink, &session), 0);
 	testsrc_emitter_init(&e, 1, NULL, NULL);
@@ -744,7 +745,7 @@ static void test_foreign_buffer(void **state)
 {
 	struct tally_pipeline_config cfg;
 	struct tally_buf session = {0};
-	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)-1, NULL};
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)-1, NULL, NULL};
 	static uint8_t stray[4096] __attribute__((aligned(8)));
 	struct tally_stop_report rep;
 

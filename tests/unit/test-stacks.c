@@ -265,7 +265,7 @@ static void make_trace(const char *path, struct observed *x)
 	cfg.consumer_thread = false;
 	cfg.stacks = true;
 	cfg.batch_records = 100; /* many RECORDS chunks: stacks must precede each user */
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	testsrc_session(&session, ~0ull);
 	assert_int_equal(tally_pipeline_start(&cfg, &testsrc_source, &sink, &session), 0);
 	tally_buf_fini(&session);
@@ -511,7 +511,7 @@ static void test_unknown_chunks(void **state)
 	assert_true(frames > 0 && stacks > 0);
 	tally_file_close(f);
 	rn.fd = open(scratch_path("old.tally"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)rn.fd, NULL};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)rn.fd, NULL, NULL};
 	assert_int_equal(tally_writer_init(&rn.w, &sink, 0), 0);
 	assert_int_equal(tally_writer_preamble(&rn.w), 0);
 	assert_int_equal(tally_file_open(&f, scratch_path("new.tally"), err, sizeof(err)), 0);
