@@ -5,6 +5,8 @@
 # /usr/local/cuda (or CUDA_HOME); this script checks for it and says so if it is not.
 set -eu
 need_pkgs="cmake pkg-config gcc make libiberty-dev libcmocka-dev libxxhash-dev libjansson-dev libsqlite3-dev sqlite3 python3 libdw-dev"
+# tests/cli/test-hostile.sh: a full disk on small file systems (unshare, mount, script; mkfs.ext4)
+need_pkgs="$need_pkgs util-linux bsdutils e2fsprogs"
 # a real single-node Slurm for tests/slurm/ (started by hand, without systemd)
 need_pkgs="$need_pkgs slurm-wlm munge"
 # tally report: its page is checked by node (syntax) and in a headless browser (tests/cli/test-html-report.sh)

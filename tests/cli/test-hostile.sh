@@ -378,6 +378,8 @@ grep -q '^16650743073709551615,' "$T/out" && ok "item 9: the late kernel's start
 run "item 9: times past 2^63: chrome" 0 10 256 "$TALLY" export -f chrome -o "$T/bi.json" "$T/big-ids.tally"
 python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["traceEvents"]; sys.exit(0 if all(x.get("ts",0)>=0 for x in e) and max(x.get("ts",0) for x in e)>1e16 else 1)' "$T/bi.json" &&
 	ok "item 9: chrome ts past 2^63 ns positive" || bad "item 9: chrome ts"
+run "item 9: times past 2^63: report" 0 20 512 "$TALLY" report -q -o "$T/bi.html" "$T/big-ids.tally"
+grep -q '"t_max":-' "$T/bi.html" && bad "item 9: report: a negative time" || ok "item 9: report: no time wrapped negative"
 run "item 9: --util-bucket 1ns" 0 10 256 "$TALLY" stats -r gpu_time_util --util-bucket 1ns "$T/tiny.tally"
 has "item 9: too many buckets said" "more than 100000" "$T/out"
 hasnt "item 9: not 'no GPU work'" "hold no GPU work" "$T/out"
