@@ -139,6 +139,7 @@ static void print_session(const struct tally_file *f, const struct tally_section
 	char when[64] = "unknown time", dur[32];
 	time_t t = (time_t)(s->start_realtime / 1000000000ull);
 	struct tm tm;
+	char driver[24] = "unknown";
 
 	if (s->start_realtime && gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
@@ -149,14 +150,24 @@ static void print_session(const struct tally_file *f, const struct tally_section
 	       s->source ? cli_text(s->source) : "?");
 	if (s->cmdline)
 		printf("  command   %s\n", cli_text(s->cmdline));
+	if (s->job || s->job_step || s->run_id || s->world_size) /* format 1.3 */
+		printf("  job       %s%s%s%s%s%s%s\n", s->job ? cli_text(s->job) : "",
+		       s->job && s->job_step ? " " : "", s->job_step ? cli_text(s->job_step) : "",
+		       (s->job || s->job_step) && s->run_id ? " " : "",
+		       s->run_id ? cli_text(s->run_id) : "",
+		       (s->job || s->job_step || s->run_id) && s->world_size ? " " : "",
+		       s->world_size ? cli_text(s->world_size) : "");
 	printf("  recorded  %s", when);
 	if (s->t_min != UINT64_MAX && s->t_max > s->t_min)
 		printf(", records span %s", cli_fmt_ns(dur, sizeof(dur), s->t_max - s->t_min));
 	if (s->ndevices)
 		printf(", %zu device(s): %s", s->ndevices,
 		       s->devices[0].name ? cli_text(s->devices[0].name) : "?");
-	printf("\n  versions  CUDA driver %" PRIu64 ", CUPTI API %" PRIu64 ", file format %u.%u\n",
-	       s->driver_version, s->cupti_version, f->format_major, f->format_minor);
+	/* 0: the process had no driver to ask, or an older collector could not find it */
+	if (s->driver_version)
+		snprintf(driver, sizeof(driver), "%" PRIu64, s->driver_version);
+	printf("\n  versions  CUDA driver %s, CUPTI API %" PRIu64 ", file format %u.%u\n", driver,
+	       s->cupti_version, f->format_major, f->format_minor);
 	print_output_fs(s);
 	printf("  contents  ");
 	print_records(s);
@@ -560,6 +571,10 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	tally_json_field_uint(j, "ppid", s->ppid);
 	tally_json_field_string(j, "host", s->host);
 	tally_json_field_string(j, "rank", s->rank);
+	tally_json_field_string(j, "job", s->job); /* format 1.3 keys 40-43; null when absent */
+	tally_json_field_string(j, "job_step", s->job_step);
+	tally_json_field_string(j, "run_id", s->run_id);
+	tally_json_field_string(j, "world_size", s->world_size);
 	tally_json_field_string(j, "cmdline", s->cmdline);
 	tally_json_field_string(j, "writer", s->writer);
 	tally_json_field_string(j, "source", s->source);

@@ -30,6 +30,8 @@
 
 #include "bounded.h"
 #include "cupti-api.h"
+#include "driver.h"
+#include "jobkeys.h"
 #include "log.h"
 #include "nvtx.h"
 #include "pattern.h"
@@ -259,10 +261,10 @@ static uint64_t kinds_mask(unsigned trace)
 	return k;
 }
 
-/* The driver is loaded (it is injecting us) but we do not link it: look its symbol up. */
+/* The driver is loaded (it is injecting us) but we do not link it: look its symbol up in it. */
 static void driver_version(struct tally_buf *b)
 {
-	int (*get)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
+	int (*get)(int *) = (int (*)(int *))tally_driver_sym("cuDriverGetVersion");
 	int v = 0;
 
 	if (get && get(&v) == 0 && v > 0)
@@ -314,6 +316,7 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	cmdline(b);
 	if (s->rank[0])
 		tally_kv_str(b, TALLY_SK_RANK, s->rank);
+	tally_job_keys(b);
 	tally_kv_uint(b, TALLY_SK_START_REALTIME, tally_realtime_ns());
 	tally_kv_uint(b, TALLY_SK_START_MONOTONIC, mono_now_ns());
 	tally_kv_uint(b, TALLY_SK_START_CUPTI, cupti_now());

@@ -185,6 +185,10 @@ static void free_section(struct tally_section *s)
 	free(s->exe);
 	free(s->output);
 	free(s->output_fs);
+	free(s->job);
+	free(s->job_step);
+	free(s->run_id);
+	free(s->world_size);
 	for (i = 0; i < s->ndevices; i++) {
 		free(s->devices[i].name);
 		free(s->devices[i].pci_bus);
@@ -351,6 +355,10 @@ static const struct session_field {
     STR(TALLY_SK_GPU_METRICS, gpu_metrics_asked),
     STR(TALLY_SK_GPU_METRICS_SET, gpu_metrics_set),
     U64(TALLY_SK_GPU_METRICS_HZ, gpu_metrics_hz),
+    STR(TALLY_SK_JOB, job),
+    STR(TALLY_SK_JOB_STEP, job_step),
+    STR(TALLY_SK_RUN_ID, run_id),
+    STR(TALLY_SK_WORLD_SIZE, world_size),
     U64(TALLY_SK_PID, pid),
     U64(TALLY_SK_PPID, ppid),
     U64(TALLY_SK_START_REALTIME, start_realtime),

@@ -233,6 +233,12 @@ enum tally_session_key {
 	TALLY_SK_GPU_METRICS = 35,     /* bytes: "all" or device ordinals "0,2" */
 	TALLY_SK_GPU_METRICS_HZ = 36,  /* uint: sampling frequency asked for */
 	TALLY_SK_GPU_METRICS_SET = 37, /* bytes: "default" or metric names, comma-separated */
+	/* 1.3: which job a process belongs to (docs/format.md §5), so readers can tell traces
+	 * that belong together from traces that do not */
+	TALLY_SK_JOB = 40,	  /* "SLURM_JOB_ID=123": the batch system's job */
+	TALLY_SK_JOB_STEP = 41,	  /* "SLURM_STEP_ID=0": the step of that job */
+	TALLY_SK_RUN_ID = 42,	  /* "TORCHELASTIC_RUN_ID=abc": the launcher's run */
+	TALLY_SK_WORLD_SIZE = 43, /* "WORLD_SIZE=8": how many ranks the job has */
 	/* 1.3: the room kept for the closing chunks (docs/format.md §14) */
 	TALLY_SK_CLOSE_RESERVE = 45,	   /* bytes reserved at open; 0: none could be */
 	TALLY_SK_CLOSE_RESERVE_ERRNO = 46, /* why none could be (EOPNOTSUPP ...); 0 when reserved */

@@ -12,7 +12,8 @@
  * debug files; libbacktrace describes the running process only.  libdw is dlopened at the first
  * native frame, so tally itself needs nothing but glibc wherever it is installed (the bundle and
  * the .deb, docs/install.md).  Without libdw (at build time, or libdw.so.1 at run time) a native
- * frame reads "module+0xoffset", which `addr2line -e module` resolves by hand.
+ * frame is named from the module's own ELF symbol table (elfsyms.c), without file:line; one that
+ * no symbol holds reads "module+0xoffset", which `addr2line -e module` resolves by hand.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elfsyms.h"
 #include "stacks.h"
 #include "trace-set.h"
 
@@ -176,28 +178,6 @@ static bool dw_load(void)
 	return dw.ok;
 }
 
-/*
- * A module's path comes from the trace, which may be crafted: only a regular file no larger than
- * REPORT_MODULE_MAX_BYTES is opened (stat first, so that a FIFO or a device is never opened at
- * all; then without blocking, checked again on the descriptor).  -1 when it is refused.
- */
-static int open_module(const char *path)
-{
-	struct stat st;
-	int fd;
-
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > REPORT_MODULE_MAX_BYTES)
-		return -1;
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > REPORT_MODULE_MAX_BYTES) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* The cache's index: open addressing on the path's hash, slot = entry + 1, 0 empty; a crafted
  * trace may name thousands of modules, and each frame asks for its own. */
 static uint32_t *dw_slot;
@@ -266,7 +246,7 @@ static Dwfl_Module *dw_open(const char *path)
 	for (i = path_hash(path) & (dw_slots - 1); dw_slot[i]; i = (i + 1) & (dw_slots - 1))
 		;
 	dw_slot[i] = (uint32_t)++dw_n;
-	fd = open_module(path); /* refused: remembered as a module that cannot be read */
+	fd = module_file_open(path); /* refused: remembered as one that cannot be read */
 	if (fd < 0)
 		return NULL;
 	m->dwfl = dw.begin(&dw_callbacks);
@@ -278,6 +258,7 @@ static Dwfl_Module *dw_open(const char *path)
 		dw.report_end(m->dwfl, NULL, NULL);
 	return m->mod;
 }
+#endif
 
 /* GCC's clones keep their origin's name with a suffix (solver_step.constprop.0, or mangled
  * _ZL11solver_stepi.constprop.0): the length of the name the programmer wrote.  Itanium mangling
@@ -315,6 +296,21 @@ static char *plain_name(const char *sym)
 		*clone = 0;
 	return raw;
 }
+
+/* "func (module)" from the module's ELF symbol table (elfsyms.c): where libdw is absent. */
+static bool elf_describe(const char *path, uint64_t addr, char *out, size_t len)
+{
+	const char *sym = elfsyms_lookup(path, addr);
+	char *name = sym ? plain_name(sym) : NULL;
+
+	if (!sym)
+		return false;
+	snprintf(out, len, "%s (%s)", name ? name : sym, base_name(path));
+	free(name);
+	return true;
+}
+
+#ifdef TALLY_HAVE_LIBDW
 
 /* The file of a CU's file table entry; relative names (as the compiler was given them) below
  * the CU's compilation directory, as the line table's names are. */
@@ -416,6 +412,8 @@ static void native_label(const struct tally_section *s, const struct tally_frame
 #else
 	unsymbolized_why = "tally was built without libdw (elfutils)";
 #endif
+	if (elf_describe(m->path, addr, out, len))
+		return;
 	snprintf(out, len, "%s+0x%llx", base_name(m->path), (unsigned long long)addr + 1);
 }
 

@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "outfile.h"
+#include "path.h"
 #include "text.h"
 #include "trace-set.h"
 
@@ -89,7 +90,6 @@ static int expand_directory(const char *dir, char ***files, size_t *n, size_t *c
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	size_t first = *n;
-	char *path;
 	int rc = 0;
 
 	if (!d) {
@@ -99,8 +99,7 @@ static int expand_directory(const char *dir, char ***files, size_t *n, size_t *c
 	}
 	while (rc == 0 && (e = readdir(d)))
 		if (e->d_name[0] != '.' && has_suffix(e->d_name, ".tally"))
-			rc = push_path(files, n, cap,
-				       asprintf(&path, "%s/%s", dir, e->d_name) < 0 ? NULL : path);
+			rc = push_path(files, n, cap, tally_path_join(dir, e->d_name));
 	closedir(d);
 	if (rc == 0 && *n == first) {
 		snprintf(err, errlen, "%s: no *.tally file in this directory", dir);

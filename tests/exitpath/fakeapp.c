@@ -12,6 +12,8 @@
  * With FAKEAPP_SAY_CUPTI=1 it prints "cupti PATH", the CUPTI its launches went through;
  * FAKEAPP_OWN_CUPTI=PATH loads a CUPTI before CUDA starts (as PyTorch brings its own);
  * FAKEAPP_LATE_CUPTI=NAME loads one by name after, and says whether it got the same copy.
+ * FAKEAPP_DRIVER=1 first loads libcuda.so.1 by name with RTLD_LOCAL, as libcudart and PyTorch
+ * load the driver (with tests/support/fake-cuda.c's stand-in on LD_LIBRARY_PATH).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -42,6 +44,10 @@ static void cu_init(void)
 	if (getenv("FAKEAPP_NO_CUDA")) {
 		launch = untraced_launch;
 		return;
+	}
+	if (getenv("FAKEAPP_DRIVER") && !dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+		fprintf(stderr, "fakeapp: %s\n", dlerror());
+		exit(3);
 	}
 	if (own && !dlopen(own, RTLD_NOW | RTLD_GLOBAL)) {
 		fprintf(stderr, "fakeapp: %s\n", dlerror());
