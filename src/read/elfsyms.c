@@ -21,6 +21,7 @@
  * so a damaged or hostile file costs at most its own size in memory.
  */
 #include "elfsyms.h"
+#include "pathmap.h"
 #include "trace-set.h"
 
 #include <elf.h>
@@ -343,15 +344,22 @@ static struct {
 } * cache;
 static size_t ncache, last;
 
+static const char *cache_key(const void *ctx, size_t i)
+{
+	(void)ctx;
+	return cache[i].path;
+}
+
+static struct pathmap cache_index = {.key = cache_key};
+
 const char *elfsyms_lookup(const char *path, uint64_t vaddr)
 {
-	size_t i = last < ncache && strcmp(cache[last].path, path) == 0 ? last : ncache;
+	size_t i = last < ncache && strcmp(cache[last].path, path) == 0
+		       ? last
+		       : pathmap_find(&cache_index, path);
 	void *grown;
 
-	if (i == ncache)
-		for (i = 0; i < ncache && strcmp(cache[i].path, path) != 0; i++)
-			;
-	if (i == ncache) {
+	if (i == SIZE_MAX) {
 		char *copy = strdup(path);
 
 		grown = copy ? realloc(cache, (ncache + 1) * sizeof(*cache)) : NULL;
@@ -360,9 +368,10 @@ const char *elfsyms_lookup(const char *path, uint64_t vaddr)
 			return NULL;
 		}
 		cache = grown;
-		cache[ncache].path = copy;
-		(void)elfsyms_open(path, &cache[ncache].e);
-		ncache++;
+		i = ncache++;
+		cache[i].path = copy;
+		(void)elfsyms_open(path, &cache[i].e);
+		(void)pathmap_add(&cache_index, i);
 	}
 	last = i;
 	return cache[i].e ? elfsyms_find(cache[i].e, vaddr) : NULL;

@@ -15,14 +15,13 @@
  * frame is named from the module's own ELF symbol table (elfsyms.c), without file:line; one that
  * no symbol holds reads "module+0xoffset", which `addr2line -e module` resolves by hand.
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "elfsyms.h"
+#include "pathmap.h"
 #include "stacks.h"
 #include "trace-set.h"
 
@@ -178,74 +177,32 @@ static bool dw_load(void)
 	return dw.ok;
 }
 
-/* The cache's index: open addressing on the path's hash, slot = entry + 1, 0 empty; a crafted
- * trace may name thousands of modules, and each frame asks for its own. */
-static uint32_t *dw_slot;
-static size_t dw_slots;
-
-static uint64_t path_hash(const char *s)
+static const char *dw_key(const void *ctx, size_t i)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
+	(void)ctx;
+	return dw_cache[i].path;
 }
 
-static struct dw_module *dw_find(const char *path)
-{
-	size_t i;
-
-	for (i = path_hash(path) & (dw_slots - 1); dw_slots && dw_slot[i];
-	     i = (i + 1) & (dw_slots - 1))
-		if (strcmp(dw_cache[dw_slot[i] - 1].path, path) == 0)
-			return &dw_cache[dw_slot[i] - 1];
-	return NULL;
-}
-
-/* Room for one more entry, in the array and in the index (kept at most half full). */
-static bool dw_grow(void)
-{
-	struct dw_module *t = realloc(dw_cache, (dw_n + 1) * sizeof(*t));
-	size_t cap = dw_slots ? dw_slots : 64, i, j;
-	uint32_t *slot;
-
-	if (!t)
-		return false;
-	dw_cache = t;
-	if (2 * (dw_n + 1) <= dw_slots)
-		return true;
-	while (2 * (dw_n + 1) > cap)
-		cap *= 2;
-	if (!(slot = calloc(cap, sizeof(*slot))))
-		return false;
-	for (i = 0; i < dw_n; i++) {
-		for (j = path_hash(dw_cache[i].path) & (cap - 1); slot[j]; j = (j + 1) & (cap - 1))
-			;
-		slot[j] = (uint32_t)i + 1;
-	}
-	free(dw_slot);
-	dw_slot = slot;
-	dw_slots = cap;
-	return true;
-}
+static struct pathmap dw_index = {.key = dw_key};
 
 static Dwfl_Module *dw_open(const char *path)
 {
-	struct dw_module *m = dw_find(path);
+	size_t found = pathmap_find(&dw_index, path);
+	struct dw_module *t, *m;
 	char *copy;
-	size_t i;
 	int fd;
 
-	if (m)
-		return m->mod;
-	if (!dw_grow() || !(copy = strdup(path)))
+	if (found != SIZE_MAX)
+		return dw_cache[found].mod;
+	t = realloc(dw_cache, (dw_n + 1) * sizeof(*t));
+	if (!t || !(copy = strdup(path))) {
+		dw_cache = t ? t : dw_cache;
 		return NULL;
+	}
+	dw_cache = t;
 	m = &dw_cache[dw_n];
 	*m = (struct dw_module){.path = copy};
-	for (i = path_hash(path) & (dw_slots - 1); dw_slot[i]; i = (i + 1) & (dw_slots - 1))
-		;
-	dw_slot[i] = (uint32_t)++dw_n;
+	(void)pathmap_add(&dw_index, dw_n++);
 	fd = module_file_open(path); /* refused: remembered as one that cannot be read */
 	if (fd < 0)
 		return NULL;

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "export.h"
+#include "pathmap.h"
 #include "reader.h"
 #include "report-fixture.h"
 #include "scratch.h"
@@ -144,6 +145,33 @@ static void test_module_map(void **state)
 	assert_int_equal(budget, 16);
 	tally_stack_tables_fini(&t);
 	tally_buf_fini(&b);
+}
+
+/* The module-path index of the frame labels: every path found after the table grew past the
+ * index's first size, none that was never added. */
+static char pm_paths[300][32];
+
+static const char *pm_key(const void *ctx, size_t i)
+{
+	(void)ctx;
+	return pm_paths[i];
+}
+
+static void test_pathmap(void **state)
+{
+	struct pathmap m = {.key = pm_key};
+	size_t i;
+
+	(void)state;
+	assert_int_equal(pathmap_find(&m, "/lib/a.so"), SIZE_MAX);
+	for (i = 0; i < 300; i++) {
+		snprintf(pm_paths[i], sizeof(pm_paths[i]), "/lib/m%zu.so", i);
+		assert_true(pathmap_add(&m, i));
+	}
+	for (i = 0; i < 300; i++)
+		assert_int_equal(pathmap_find(&m, pm_paths[i]), i);
+	assert_int_equal(pathmap_find(&m, "/lib/m300.so"), SIZE_MAX);
+	pathmap_fini(&m);
 }
 
 static void test_correlation_ring(void **state)
@@ -536,6 +564,7 @@ int main(void)
 	    cmocka_unit_test(test_memory_report),    cmocka_unit_test(test_chrome),
 	    cmocka_unit_test(test_sqlite),	     cmocka_unit_test(test_csv_memory),
 	    cmocka_unit_test(test_unknown_chunks),   cmocka_unit_test(test_module_map),
+	    cmocka_unit_test(test_pathmap),
 	};
 
 	return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
