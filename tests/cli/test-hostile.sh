@@ -276,6 +276,7 @@ craft header-junk
 for c in header-only header-junk resync-bomb; do
 	run "item 5: compare $c against a good trace" 5 10 256 "$TALLY" compare "$T/$c.tally" "$T/tiny.tally"
 	has "item 5: compare $c: UNUSABLE" "UNUSABLE" "$T/out"
+	[ $c = resync-bomb ] && continue # 4 MiB of headers: once is enough under a sanitizer
 	run "item 5: compare $c with itself" 5 10 256 "$TALLY" compare -f json "$T/$c.tally" "$T/$c.tally"
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["verdict"]=="unusable" and not d["a"]["timing_usable"] else 1)' "$T/out" &&
 		ok "item 5: compare $c: json verdict unusable" || bad "item 5: compare $c json"
