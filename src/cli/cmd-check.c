@@ -56,6 +56,7 @@ static const char *chunk_type_name(unsigned type)
 	    "STACKS",
 	    "MODULES",
 	    [TALLY_CHUNK_DROPS] = "DROPS",
+	    [TALLY_CHUNK_THREADS] = "THREADS",
 	    [TALLY_CHUNK_GPU_METRICS] = "GPU_METRICS",
 	};
 
@@ -227,6 +228,83 @@ static void print_ledger(const struct tally_section *s)
 	print_signal(s);
 }
 
+/* "python,native", "python", "native", "none". */
+static const char *sample_asked(uint64_t bits)
+{
+	static const char *const names[] = {"none", "python", "native", "python,native"};
+
+	return names[bits & (TALLY_SAMPLE_BIT_PYTHON | TALLY_SAMPLE_BIT_NATIVE)];
+}
+
+/* Distinct threads the THREADS chunks name. */
+static size_t distinct_threads(const struct tally_section *s)
+{
+	size_t n = 0;
+
+	free((void *)tally_section_threads(s, &n));
+	return n;
+}
+
+/* Host sampling and blocking calls (format 1.3): what was asked, how it ran, every count. */
+static void print_sampling(const struct tally_section *s)
+{
+	const uint64_t *v = s->ledger.v;
+	char buf[32];
+
+	if (s->sample || v[TALLY_C_SAMPLES_TAKEN] || s->records[TALLY_KIND_CPU_SAMPLE]) {
+		printf("  sampling  %s at %" PRIu64 " Hz", sample_asked(s->sample), s->sample_rate);
+		if (s->sample_mechanism)
+			printf("; native by %s", cli_text(s->sample_mechanism));
+		if (s->sample_signal)
+			printf("; signal %" PRIu64, s->sample_signal);
+		printf("; %zu thread(s) named\n", distinct_threads(s));
+		printf("    samples taken %" PRIu64 ", written %" PRIu64 ", dropped %" PRIu64
+		       ", torn %" PRIu64 ", stalls %" PRIu64 ", ticks missed %" PRIu64
+		       ", overruns %" PRIu64 ", skipped %" PRIu64 "\n",
+		       v[TALLY_C_SAMPLES_TAKEN], v[TALLY_C_BY_KIND + TALLY_KIND_CPU_SAMPLE],
+		       v[TALLY_C_SAMPLES_DROPPED], v[TALLY_C_SAMPLES_TORN],
+		       v[TALLY_C_SAMPLE_STALLS], v[TALLY_C_SAMPLE_TICKS_MISSED],
+		       v[TALLY_C_SAMPLE_OVERRUNS], v[TALLY_C_SAMPLES_SKIPPED]);
+	}
+	if (s->osrt_threshold || s->records[TALLY_KIND_OSRT] || v[TALLY_C_OSRT_DROPPED])
+		printf("  osrt      blocking calls of %s or longer: %" PRIu64 " written, %" PRIu64
+		       " dropped\n",
+		       cli_fmt_ns(buf, sizeof(buf), s->osrt_threshold),
+		       v[TALLY_C_BY_KIND + TALLY_KIND_OSRT], v[TALLY_C_OSRT_DROPPED]);
+}
+
+static void json_sampling(struct tally_json *j, const struct tally_section *s)
+{
+	size_t i, n = 0;
+	const struct tally_thread **threads = tally_section_threads(s, &n);
+
+	tally_json_name(j, "sampling");
+	tally_json_object_begin(j);
+	tally_json_field_string(j, "asked", sample_asked(s->sample));
+	tally_json_field_uint(j, "rate_hz", s->sample_rate);
+	tally_json_field_string(j, "mechanism", s->sample_mechanism);
+	tally_json_field_uint(j, "signal", s->sample_signal);
+	tally_json_field_uint(j, "osrt_threshold_ns", s->osrt_threshold);
+	tally_json_name(j, "threads");
+	tally_json_array_begin(j);
+	for (i = 0; i < n; i++) {
+		const struct tally_thread *t = threads[i];
+
+		tally_json_object_begin(j);
+		tally_json_field_uint(j, "tid", t->tid);
+		tally_json_field_uint(j, "pthread_id", t->pthread_id);
+		tally_json_field_string(j, "name", t->name);
+		tally_json_field_bool(j, "main", t->flags & TALLY_THREADF_MAIN);
+		tally_json_field_bool(j, "python", t->flags & TALLY_THREADF_PYTHON);
+		tally_json_field_bool(j, "tally", t->flags & TALLY_THREADF_TALLY);
+		tally_json_field_bool(j, "exited", t->flags & TALLY_THREADF_EXITED);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+	tally_json_object_end(j);
+	free((void *)threads);
+}
+
 /* CUPTI's drops by the queue it counted them in, and each context tied to its device. */
 static void print_drops(const struct tally_section *s)
 {
@@ -376,6 +454,7 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 		} else {
 			print_session(f, s);
 			print_ledger(s);
+			print_sampling(s);
 			print_drops(s);
 			print_gpu_metrics(s);
 			print_verdict(s, &v);
@@ -601,6 +680,7 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	tally_json_field_uint(j, "records_total", s->records_total);
 	json_ledger(j, s);
 	json_drops(j, s);
+	json_sampling(j, s);
 	json_gpu_metrics(j, s);
 	json_verdict(j, s, v);
 	tally_json_name(j, "notes");

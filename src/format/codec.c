@@ -268,6 +268,11 @@ uint64_t tally_kind_columns(unsigned kind)
 	case TALLY_KIND_MEMORY:
 		return common | C(CORRELATION) | C(DEVICE) | C(CONTEXT) | C(STREAM) | C(PROCESS) |
 		       C(BYTES) | C(SUBKIND) | C(SRC_KIND) | C(ADDRESS) | C(STACK);
+	case TALLY_KIND_CPU_SAMPLE:
+		return common | C(PROCESS) | C(THREAD) | C(SUBKIND) | C(VALUE) | C(STACK);
+	case TALLY_KIND_OSRT:
+		return common | C(NAME) | C(PROCESS) | C(THREAD) | C(CBID) | C(SUBKIND) | C(VALUE) |
+		       C(ADDRESS) | C(STACK);
 	case TALLY_KIND_GPU_METRIC:
 		return C(START) | C(DURATION) | C(CORRELATION) | C(NAME) | C(DEVICE) | C(SUBKIND) |
 		       C(VALUE) | C(METRIC_VALUE);

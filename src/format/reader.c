@@ -189,6 +189,10 @@ static void free_section(struct tally_section *s)
 	free(s->job_step);
 	free(s->run_id);
 	free(s->world_size);
+	free(s->sample_mechanism);
+	for (i = 0; i < s->nthreads; i++)
+		free(s->threads[i].name);
+	free(s->threads);
 	for (i = 0; i < s->ndevices; i++) {
 		free(s->devices[i].name);
 		free(s->devices[i].pci_bus);
@@ -369,6 +373,11 @@ static const struct session_field {
     U64(TALLY_SK_CUPTI_VERSION, cupti_version),
     U64(TALLY_SK_KINDS, kinds),
     U64(TALLY_SK_SLICE_NS, slice_ns),
+    U64(TALLY_SK_SAMPLE, sample),
+    U64(TALLY_SK_SAMPLE_RATE, sample_rate),
+    STR(TALLY_SK_SAMPLE_MECHANISM, sample_mechanism),
+    U64(TALLY_SK_OSRT_THRESHOLD, osrt_threshold),
+    U64(TALLY_SK_SAMPLE_SIGNAL, sample_signal),
     {TALLY_SK_MERGED, F_BOOL, offsetof(struct tally_section, merged), 0},
     {TALLY_SK_MERGE_OFFSET, F_S64, offsetof(struct tally_section, merge_offset), 0},
     {TALLY_SK_SESSION_ID, F_ID, offsetof(struct tally_section, session_id),
@@ -647,6 +656,79 @@ static bool parse_drops(struct tally_section *s, const uint8_t *p, size_t len)
 	return true;
 }
 
+/* THREADS: entries appended in file order (a later entry for a tid wins); a section keeps at
+ * most TALLY_THREADS_MAX, so a hostile file costs bounded memory and linear time. */
+#define TALLY_THREADS_MAX 65536
+static bool parse_threads(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+
+	while (!c.bad && c.p < c.end) {
+		uint64_t tid = tally_cur_varint(&c), pthread_id = tally_cur_varint(&c);
+		uint64_t flags = tally_cur_varint(&c), nlen = tally_cur_varint(&c);
+		const uint8_t *name = tally_cur_bytes(&c, nlen);
+		struct tally_thread *t;
+
+		if (c.bad || !name)
+			return false;
+		if (s->nthreads == TALLY_THREADS_MAX)
+			continue;
+		t = array_push(&s->threads, &s->nthreads, sizeof(*t));
+		if (!t)
+			return true;
+		t->tid = (uint32_t)tid;
+		t->pthread_id = pthread_id;
+		t->flags = (unsigned)flags;
+		t->name = malloc(nlen + 1);
+		if (t->name) {
+			memcpy(t->name, name, nlen);
+			t->name[nlen] = 0;
+		}
+	}
+	return !c.bad;
+}
+
+static int by_tid_then_order(const void *a, const void *b)
+{
+	const struct tally_thread *x = *(const struct tally_thread *const *)a;
+	const struct tally_thread *y = *(const struct tally_thread *const *)b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x < y ? -1 : x > y; /* file order: the later entry last */
+}
+
+const struct tally_thread **tally_section_threads(const struct tally_section *s, size_t *n)
+{
+	const struct tally_thread **v;
+	size_t i, k = 0;
+
+	*n = 0;
+	if (!s->nthreads)
+		return NULL;
+	v = malloc(s->nthreads * sizeof(*v));
+	if (!v)
+		return NULL;
+	for (i = 0; i < s->nthreads; i++)
+		v[i] = &s->threads[i];
+	qsort(v, s->nthreads, sizeof(*v), by_tid_then_order);
+	for (i = 0; i < s->nthreads; i++)
+		if (i + 1 == s->nthreads || v[i + 1]->tid != v[i]->tid)
+			v[k++] = v[i];
+	*n = k;
+	return v;
+}
+
+const struct tally_thread *tally_section_thread(const struct tally_section *s, uint32_t tid)
+{
+	size_t i;
+
+	for (i = s->nthreads; i-- > 0;)
+		if (s->threads[i].tid == tid)
+			return &s->threads[i];
+	return NULL;
+}
+
 /* GPU_METRICS (1.3): the last chunk of each device wins; at most TALLY_GPU_METRICS_MAX devices,
  * so a hostile file costs no memory. */
 static bool parse_gpu_metrics(struct tally_section *s, const uint8_t *p, size_t len)
@@ -757,6 +839,9 @@ static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
 		break;
 	case TALLY_CHUNK_DROPS:
 		ok = parse_drops(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_THREADS:
+		ok = parse_threads(s, payload, c->len);
 		break;
 	case TALLY_CHUNK_GPU_METRICS:
 		ok = parse_gpu_metrics(s, payload, c->len);

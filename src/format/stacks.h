@@ -19,9 +19,16 @@
 #include "buf.h"
 
 enum tally_frame_type {
-	TALLY_FRAME_PYTHON = 1, /* file, function, line */
-	TALLY_FRAME_NATIVE = 2, /* a return address (pc), symbolized at read time */
+	TALLY_FRAME_PYTHON = 1,	   /* file, function, line */
+	TALLY_FRAME_NATIVE = 2,	   /* a return address (pc), symbolized at read time */
+	TALLY_FRAME_NATIVE_PC = 3, /* 1.3: the instruction itself (a sample's innermost frame) */
 };
+
+/* Native frames of either kind: a return address, or an exact instruction address. */
+static inline int tally_frame_is_native(unsigned type)
+{
+	return type == TALLY_FRAME_NATIVE || type == TALLY_FRAME_NATIVE_PC;
+}
 
 struct tally_frame {
 	uint8_t type;

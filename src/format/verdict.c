@@ -65,6 +65,15 @@ static const char *loss_hint(unsigned counter)
 		return "CUPTI's flush hung and was abandoned: records still inside CUPTI were lost";
 	case TALLY_C_DROPPED_INPROCESS:
 		return "tally's consumer fell behind: raise TALLY_POOL_BUFFERS";
+	case TALLY_C_SAMPLES_DROPPED:
+		return "samples came faster than tally wrote them: lower the rate (--sample-rate), "
+		       "sample fewer kinds (--sample python or native), or raise "
+		       "TALLY_POOL_BUFFERS";
+	case TALLY_C_SAMPLE_STALLS:
+		return "the sampler did not get the CPU (an overloaded machine), or the kernel "
+		       "throttled sampling: samples are missing in these windows, not time idle";
+	case TALLY_C_OSRT_DROPPED:
+		return "blocking calls came faster than tally wrote them: raise --osrt-threshold";
 	case TALLY_C_METRIC_GAPS:
 	case TALLY_C_METRIC_OVERFLOWS:
 		return "the GPU metrics are unproven in these windows (not idle, not busy): sample "

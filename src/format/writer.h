@@ -35,7 +35,7 @@ ssize_t tally_fd_write(void *ctx, const void *buf, size_t len);
 
 /*
  * Room for the closing chunks, so that a full disk still ends the trace with the final ledger that
- * says so (docs/format.md §14): TALLY_CLOSE_RESERVE bytes allocated in a file of their own beside
+ * says so (docs/format.md §15): TALLY_CLOSE_RESERVE bytes allocated in a file of their own beside
  * the trace, ".NAME.tally-room", which no append can take (blocks kept past a file's end would
  * not do: ext4 frees them at the first write that fails).  tally_room_keep makes it: 0, or
  * -errno (-EOPNOTSUPP where the file system cannot allocate ahead; then a full disk may end the

@@ -354,8 +354,10 @@ static void native_label(const struct tally_section *s, const struct tally_frame
 			 size_t len)
 {
 	const struct tally_module *m = tally_module_of(&s->stacks, f->pc);
-	/* A return address points after the call: look up the call instruction itself. */
-	uint64_t addr = m ? f->pc - m->base - 1 : f->pc;
+	/* A return address points after the call: look up the call instruction itself.  A
+	 * sample's innermost frame (format 1.3) is the instruction itself. */
+	unsigned back = f->type == TALLY_FRAME_NATIVE_PC ? 0 : 1;
+	uint64_t addr = m ? f->pc - m->base - back : f->pc;
 
 	if (!m) {
 		snprintf(out, len, "[0x%llx]", (unsigned long long)f->pc);
@@ -371,7 +373,7 @@ static void native_label(const struct tally_section *s, const struct tally_frame
 #endif
 	if (elf_describe(m->path, addr, out, len))
 		return;
-	snprintf(out, len, "%s+0x%llx", base_name(m->path), (unsigned long long)addr + 1);
+	snprintf(out, len, "%s+0x%llx", base_name(m->path), (unsigned long long)addr + back);
 }
 
 const char *report_symbolizer_missing(void)

@@ -2,7 +2,7 @@
 /*
  * LD_PRELOAD stand-in for a file system that cannot allocate ahead (FUSE, some network file
  * systems): fallocate fails with EOPNOTSUPP, so that the hostile-input test sees the collector
- * fall back when it cannot keep room for the final ledger (docs/format.md §14).
+ * fall back when it cannot keep room for the final ledger (docs/format.md §15).
  */
 #include <errno.h>
 #include <fcntl.h>

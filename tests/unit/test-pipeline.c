@@ -584,7 +584,7 @@ static void test_write_enospc(void **state)
 }
 
 /* ENOSPC from some point on, on a disk that kept room for the close: the final ledger gets
- * through and says what failed and when (docs/format.md §14). */
+ * through and says what failed and when (docs/format.md §15). */
 static void test_write_enospc_reserved(void **state)
 {
 	struct fault_sink fault = {.fail_after = 30000,
