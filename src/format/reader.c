@@ -669,7 +669,8 @@ static bool parse_threads(struct tally_section *s, const uint8_t *p, size_t len)
 		const uint8_t *name = tally_cur_bytes(&c, nlen);
 		struct tally_thread *t;
 
-		if (c.bad || !name)
+		/* a kernel tid is 32 bits: a wider one would be cut and taken for another thread */
+		if (c.bad || !name || tid > UINT32_MAX)
 			return false;
 		if (s->nthreads == TALLY_THREADS_MAX)
 			continue;

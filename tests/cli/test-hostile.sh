@@ -402,6 +402,21 @@ run "metrics: report" 0 20 512 "$TALLY" report -q -o "$T/met.html" "$T/metrics.t
 # the crafted gap is a loss window over the whole run: compare cannot time it
 run "metrics: compare" 5 10 256 "$TALLY" compare "$T/metrics.tally" "$T/metrics.tally"
 
+# ---- host samples (format 1.3): every reader bounded on their edges, nothing raw -------------
+craft host-samples
+run "host samples: check" 1 10 256 "$TALLY" check "$T/host-samples.tally"
+no_raw "host samples: check prints no raw thread name" "$T/out"
+has "host samples: a tid past 32 bits is damage, not another thread" "bad-payload" "$T/out"
+run "host samples: stats" 1 10 256 "$TALLY" stats -r all "$T/host-samples.tally"
+no_raw "host samples: stats prints nothing raw" "$T/out"
+run "host samples: chrome" 0 10 256 "$TALLY" export -f chrome -o "$T/hs.json" "$T/host-samples.tally"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/hs.json" && ok "host samples: chrome parses" || bad "host samples: chrome JSON"
+run "host samples: sqlite" 0 10 256 "$TALLY" export -f sqlite -o "$T/hs.sqlite" "$T/host-samples.tally"
+run "host samples: csv" 0 10 256 "$TALLY" export -f csv -o "$T/hs-csv" "$T/host-samples.tally"
+run "host samples: merge" 0 10 256 "$TALLY" merge -o "$T/hs-m.tally" "$T/host-samples.tally"
+run "host samples: report" 0 20 512 "$TALLY" report -q -o "$T/hs.html" "$T/host-samples.tally"
+run "host samples: compare (damaged: unusable)" 5 10 256 "$TALLY" compare "$T/host-samples.tally" "$T/host-samples.tally"
+
 # ---- item 11: one -o refusal, "-" is standard output, a directory is a directory ------------
 echo keep >"$T/exists.out"
 run "item 11: stats -o existing" 2 10 256 "$TALLY" stats -o "$T/exists.out" "$T/tiny.tally"

@@ -43,6 +43,12 @@
  *                   GPU_METRIC records at the edges: values INT64_MIN and INT64_MAX, a scale of
  *                   255, a zero duration, a device with no GPU_METRICS chunk, a gap (LOSS 85)
  *
+ * Host sampling (format 1.3):
+ *   host-samples    THREADS entries (names holding escapes, an entry for a tid that exited, one
+ *                   for a tid past 32 bits in a chunk of its own), CPU_SAMPLE records on stacks
+ *                   (Python and native frames, one torn, states of every kind) and OSRT records
+ *                   (a call id no table knows, a duration of 2^63 ns)
+ *
  * Inputs that double, for the scaling tests (ARG: how many):
  *   names ARG       ARG kernels, each with a name of its own (and a launch of its own name)
  *   stack-ids ARG   ARG kernels, each launched from a stack of its own (Python and native
@@ -772,6 +778,77 @@ static void metrics(struct craft *c)
 	ledger(c, true, NULL);
 }
 
+static void thread_entry(struct tally_buf *b, uint64_t tid, uint64_t pthread_id, unsigned flags,
+			 const char *name)
+{
+	tally_buf_put_varint(b, tid);
+	tally_buf_put_varint(b, pthread_id);
+	tally_buf_put_varint(b, flags);
+	tally_buf_put_varint(b, strlen(name));
+	tally_buf_put(b, name, strlen(name));
+}
+
+static struct tally_record host_rec(unsigned kind, uint64_t at, uint64_t dur, uint32_t tid)
+{
+	struct tally_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = kind;
+	r.start = at;
+	r.end = at + dur;
+	r.thread_id = tid;
+	r.process_id = 4242;
+	return r;
+}
+
+static void host_samples(struct craft *c)
+{
+	struct tally_pending_table frames = {0}, stacks = {0};
+	const char *s[] = {"pthread_mutex_lock", "poll"};
+	size_t len[] = {18, 4};
+	struct tally_record r[8];
+	uint32_t f[2], stack;
+
+	session(c, "samples", 7);
+	strings(c, 1, s, len, 2);
+	f[0] = tally_frame_put(&frames, TALLY_FRAME_PYTHON, 7, 0, "train\033[2J.py", 14, "step", 4);
+	f[1] = tally_frame_put(&frames, TALLY_FRAME_NATIVE, 0, 0x401234, NULL, 0, NULL, 0);
+	stack = tally_stack_put(&stacks, f, 2);
+	pending_chunk(c, TALLY_CHUNK_FRAMES, &frames);
+	pending_chunk(c, TALLY_CHUNK_STACKS, &stacks);
+	tally_buf_reset(&c->b);
+	thread_entry(&c->b, 4242, 0x7f0000001000ull, TALLY_THREADF_MAIN | TALLY_THREADF_PYTHON,
+		     "python\033]0;t\007");
+	thread_entry(&c->b, 4243, 0x7f0000002000ull, TALLY_THREADF_TALLY, "tally-sampler");
+	thread_entry(&c->b, 4244, 0, TALLY_THREADF_EXITED, "gone\xe2\x80\xae");
+	chunk(c, TALLY_CHUNK_THREADS, 0, &c->b);
+	tally_buf_reset(&c->b); /* a tid no kernel hands out: its chunk is damage */
+	thread_entry(&c->b, (1ull << 32) + 4242, 1, 0, "wide");
+	chunk(c, TALLY_CHUNK_THREADS, 0, &c->b);
+	for (unsigned i = 0; i < 5; i++) {
+		r[i] =
+		    host_rec(TALLY_KIND_CPU_SAMPLE, T0 + 1000 + i * 10000, 0, i < 4 ? 4242 : 4299);
+		r[i].subkind = i % 3 + 1; /* python, perf, timer */
+		r[i].value = i;		  /* every state, and one no table knows */
+		r[i].stack_id = i == 3 ? 0 : stack;
+		r[i].flags = i == 3 ? TALLY_REC_TORN : 0;
+	}
+	records(c, r, 5);
+	r[5] = host_rec(TALLY_KIND_OSRT, T0 + 2000, 5000000, 4242);
+	r[5].cbid = TALLY_OSRT_PTHREAD_MUTEX_LOCK;
+	r[5].name_id = 1;
+	r[5].address = 0x7ffd0000;
+	r[6] = host_rec(TALLY_KIND_OSRT, T0 + 3000, 1ull << 63, 4243); /* a call of 2^63 ns */
+	r[6].cbid = TALLY_OSRT_POLL;
+	r[6].name_id = 2;
+	r[6].value = 0xffffffffu;
+	r[6].subkind = 4; /* EINTR */
+	r[7] = host_rec(TALLY_KIND_OSRT, T0 + 4000, 1000, 4242);
+	r[7].cbid = 999; /* no table knows it */
+	records(c, r + 5, 3);
+	ledger(c, true, NULL);
+}
+
 static unsigned count_arg(void)
 {
 	long n = case_arg ? strtol(case_arg, NULL, 10) : 0;
@@ -932,6 +1009,7 @@ static const struct {
     {"edits", edits},
     {"note-overhead", note_overhead},
     {"metrics", metrics},
+    {"host-samples", host_samples},
 };
 
 /* One file: the preamble, then what the case writes. */

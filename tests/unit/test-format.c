@@ -728,7 +728,7 @@ static void test_host_records(void **state)
 	free(back);
 
 	mem_file_open(&m);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd, NULL, NULL};
 	assert_int_equal(tally_writer_init(&w, &sink, 1), 0);
 	tally_writer_preamble(&w);
 	tally_buf_reset(&b);
