@@ -48,9 +48,9 @@ struct session {
 	/* Files written by earlier images of this pid (exec without fork), from TALLY_EXEC_FROM:
 	 * this image's file gets "-execN" so it never meets theirs. */
 	unsigned exec_files;
-	bool wrote_file;	/* this image opened a trace */
-	bool cupti_on;		/* CUPTI is loaded for this session (under lock) */
-	bool cupti_tried;	/* no more tries: it was loaded, or failed, or the session is CUDA's */
+	bool wrote_file;  /* this image opened a trace */
+	bool cupti_on;	  /* CUPTI is loaded for this session (under lock) */
+	bool cupti_tried; /* no more tries: it was loaded, or failed, or the session is CUDA's */
 	struct tally_room room; /* room for the closing chunks (tally_room_keep); fd -1: none */
 	int reserve_errno;	/* why there is none */
 	uint64_t started_mono;
