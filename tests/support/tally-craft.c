@@ -804,14 +804,14 @@ static struct tally_record host_rec(unsigned kind, uint64_t at, uint64_t dur, ui
 static void host_samples(struct craft *c)
 {
 	struct tally_pending_table frames = {0}, stacks = {0};
-	const char *s[] = {"pthread_mutex_lock", "poll"};
+	const char *s[] = {"pthread_mutex_lock", "poll"}, *file = "train\033[2J.py";
 	size_t len[] = {18, 4};
 	struct tally_record r[8];
 	uint32_t f[2], stack;
 
 	session(c, "samples", 7);
 	strings(c, 1, s, len, 2);
-	f[0] = tally_frame_put(&frames, TALLY_FRAME_PYTHON, 7, 0, "train\033[2J.py", 14, "step", 4);
+	f[0] = tally_frame_put(&frames, TALLY_FRAME_PYTHON, 7, 0, file, strlen(file), "step", 4);
 	f[1] = tally_frame_put(&frames, TALLY_FRAME_NATIVE, 0, 0x401234, NULL, 0, NULL, 0);
 	stack = tally_stack_put(&stacks, f, 2);
 	pending_chunk(c, TALLY_CHUNK_FRAMES, &frames);
