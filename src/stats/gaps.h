@@ -79,6 +79,10 @@ const struct report_util *report_gpu_util_list(const struct report_gpu_gaps *g, 
 const struct report_span *report_gpu_span_list(const struct report_gpu_gaps *g, size_t *n);
 /* The gap list, writable, for the passes that add to what a gap says (metricsum.h). */
 struct report_gap *report_gpu_gaps_edit(struct report_gpu_gaps *g, size_t *n);
+/* A device whose span the bucket would cut into more than REPORT_UTIL_MAX_BUCKETS buckets has
+ * none listed: the most buckets asked for on such a device, 0 when none was refused. */
+#define REPORT_UTIL_MAX_BUCKETS 100000
+uint64_t report_gpu_util_refused(const struct report_gpu_gaps *g);
 
 /*
  * Is [t0, t1] (aligned ns) of rs proven idle?  true, with why, when something lost may lie in it:
