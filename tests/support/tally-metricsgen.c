@@ -102,7 +102,7 @@ static void open_out(struct out *o, const char *path)
 	o->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (o->fd < 0)
 		die(path);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)o->fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)o->fd, NULL, NULL};
 	if (tally_writer_init(&o->w, &sink, 1 << 20) < 0 || tally_writer_preamble(&o->w) < 0)
 		die("writer");
 	o->next_string = 1;
