@@ -46,9 +46,9 @@ static int64_t bucket_value(const struct wsketch *s, uint32_t b)
 	if (b == 0)
 		return s->min;
 	low = bucket_low(b, &width);
-	v = mean <= (double)low ? (int64_t)low
+	v = mean <= (double)low			? (int64_t)low
 	    : mean >= (double)(low + width - 1) ? (int64_t)(low + width - 1)
-						 : (int64_t)llround(mean);
+						: (int64_t)llround(mean);
 	return v < s->min ? s->min : v > s->max ? s->max : v;
 }
 

@@ -17,9 +17,9 @@
 #include <stdint.h>
 
 struct wsketch {
-	uint64_t *w;	/* weight per bucket; bucket 0 holds every negative value */
-	double *vw;	/* value x weight per bucket */
-	uint32_t n;	/* buckets allocated */
+	uint64_t *w;	  /* weight per bucket; bucket 0 holds every negative value */
+	double *vw;	  /* value x weight per bucket */
+	uint32_t n;	  /* buckets allocated */
 	int64_t min, max; /* exact, over values with weight */
 	uint64_t total;	  /* sum of weights */
 };

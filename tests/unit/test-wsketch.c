@@ -97,7 +97,8 @@ static void within_the_bound(void **state)
 		assert_int_equal(s.min, lo);
 		assert_int_equal(s.max, hi);
 		for (k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
-			int64_t want = exact_quantile(v, n, qs[k]), got = wsketch_quantile(&s, qs[k]);
+			int64_t want = exact_quantile(v, n, qs[k]),
+				got = wsketch_quantile(&s, qs[k]);
 			int64_t err = got > want ? got - want : want - got;
 
 			assert_true(err <= want / 64 + 1);
