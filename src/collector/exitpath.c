@@ -71,11 +71,21 @@ static void register_atexit(void)
  * the libraries: it runs last, inside that unloading, after CUPTI's teardown (on the H200:
  * SIGSEGV in cuptiActivityDisable).  So when CUDA joins (at cuInit, CUPTI loaded and set up) the
  * handler is registered again, exactly where a session that CUDA starts registers it (its only
- * one); the older registration then finds the session closed.
+ * one); the older registration then finds the session closed.  No arm after CUDA's registers
+ * one: it would run before the runtime's teardown, and the contexts' end, which the PM sampler
+ * meets at CUPTI's context-destroy callback, would come after the close.
  */
+static void registered_by_cuda(void)
+{
+}
+
 void exitpath_arm(bool cuda)
 {
-	pthread_once(cuda ? &cuda_atexit_once : &atexit_once, register_atexit);
+	if (cuda)
+		pthread_once(&cuda_atexit_once, register_atexit);
+	/* the first arm registers it, unless that was CUDA's: a later one (NVTX's first call) would
+	 * come after the runtime's teardown and run before it */
+	pthread_once(&atexit_once, cuda ? registered_by_cuda : register_atexit);
 }
 
 /* ---- fork ------------------------------------------------------------------------------- */

@@ -11,8 +11,9 @@
 #include <stdbool.h>
 
 void exitpath_init(void); /* at load: the fork hooks */
-/* A session runs: the atexit close; cuda: CUDA is in it now (registered again, once, so that the
- * close runs before CUDA's and CUPTI's own exit handlers: exitpath.c). */
+/* A session runs: the atexit close; cuda: CUDA is in it now (registered at the first arm, and
+ * again when CUDA joins a session armed before it, so that the close runs before CUDA's and
+ * CUPTI's own exit handlers: exitpath.c). */
 void exitpath_arm(bool cuda);
 
 /* signals.c: put tally's handler in front of every signal that can end the process, keeping
