@@ -14,6 +14,7 @@
 struct gap_iv {
 	uint64_t t0, t1; /* aligned */
 	uint32_t device, stream;
+	uint32_t corr; /* correlation id: a segment remembers that of its earliest work */
 };
 
 /* Busy time of one device (stream REPORT_GAP_ALL_STREAMS) or stream: sorted, disjoint segments,
@@ -22,6 +23,7 @@ struct busy {
 	uint32_t device, stream;
 	struct seg {
 		uint64_t t0, t1;
+		uint32_t corr; /* of the work that starts at t0: it ends the gap before */
 	} * s;
 	size_t n, cap;
 };
@@ -130,8 +132,8 @@ static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t strea
 	return &sec->busy[sec->last = sec->nbusy++];
 }
 
-/* Add [t0, t1] to b, merging every segment closer to it than gap_min. */
-static int busy_add(struct busy *b, uint64_t t0, uint64_t t1, uint64_t gap_min)
+/* Add [t0, t1] (work corr) to b, merging every segment closer to it than gap_min. */
+static int busy_add(struct busy *b, uint64_t t0, uint64_t t1, uint32_t corr, uint64_t gap_min)
 {
 	size_t lo = 0, hi = b->n, j;
 
@@ -144,7 +146,10 @@ static int busy_add(struct busy *b, uint64_t t0, uint64_t t1, uint64_t gap_min)
 			hi = mid;
 	}
 	for (j = lo; j < b->n && b->s[j].t0 < t1 + gap_min; j++) {
-		t0 = b->s[j].t0 < t0 ? b->s[j].t0 : t0;
+		if (b->s[j].t0 < t0) {
+			t0 = b->s[j].t0;
+			corr = b->s[j].corr;
+		}
 		t1 = b->s[j].t1 > t1 ? b->s[j].t1 : t1;
 	}
 	if (j == lo) { /* nothing to merge with: a new segment at lo */
@@ -159,7 +164,7 @@ static int busy_add(struct busy *b, uint64_t t0, uint64_t t1, uint64_t gap_min)
 		memmove(b->s + lo + 1, b->s + j, (b->n - j) * sizeof(*b->s));
 		b->n -= j - lo - 1;
 	}
-	b->s[lo] = (struct seg){t0, t1};
+	b->s[lo] = (struct seg){t0, t1, corr};
 	return 0;
 }
 
@@ -169,10 +174,11 @@ static int add_one(struct report_gpu_gaps *g, struct gap_sec *sec, const struct 
 	struct busy *b = busy_of(sec, iv->device, REPORT_GAP_ALL_STREAMS);
 	struct gap_iv *v;
 
-	if (!b || busy_add(b, iv->t0, iv->t1, g->o.gap_min_ns) < 0)
+	if (!b || busy_add(b, iv->t0, iv->t1, iv->corr, g->o.gap_min_ns) < 0)
 		return -ENOMEM;
-	b = busy_of(sec, iv->device, iv->stream);
-	if (!b || busy_add(b, iv->t0, iv->t1, g->o.gap_min_ns) < 0)
+	b = g->o.devices_only ? NULL : busy_of(sec, iv->device, iv->stream);
+	if (!g->o.devices_only &&
+	    (!b || busy_add(b, iv->t0, iv->t1, iv->corr, g->o.gap_min_ns) < 0))
 		return -ENOMEM;
 	if (!g->o.util)
 		return 0;
@@ -195,7 +201,7 @@ int report_gpu_gaps_add(struct report_gpu_gaps *g, const struct report_section *
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		struct gap_iv iv = {report_time(rs, r[i].start), report_time(rs, r[i].end),
-				    r[i].device_id, r[i].stream_id};
+				    r[i].device_id, r[i].stream_id, r[i].correlation_id};
 
 		if (r[i].flags & TALLY_REC_BAD_TIME)
 			continue;
@@ -319,18 +325,24 @@ static bool unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, 
 /* ---- gaps ----------------------------------------------------------------------------------- */
 
 static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, uint32_t device,
-		   uint32_t stream, uint64_t t0, uint64_t t1)
+		   uint32_t stream, const struct seg *before, const struct seg *after)
 {
-	struct report_gap *gp = grow(g->gaps, &g->gcap, g->ngaps + 1, sizeof(*gp));
+	struct report_gap one, *gp = &one;
 
-	if (!gp)
-		return -ENOMEM;
-	g->gaps = gp;
-	gp += g->ngaps++;
-	*gp = (struct report_gap){
-	    .section = rs->index, .device = device, .stream = stream, .t0 = t0, .t1 = t1};
-	gp->unproven = unproven(rs, t0, t1, gp->why, sizeof(gp->why));
-	return 0;
+	if (!g->o.each) {
+		if (!(gp = grow(g->gaps, &g->gcap, g->ngaps + 1, sizeof(*gp))))
+			return -ENOMEM;
+		g->gaps = gp;
+		gp += g->ngaps++;
+	}
+	*gp = (struct report_gap){.section = rs->index,
+				  .device = device,
+				  .stream = stream,
+				  .t0 = before->t1,
+				  .t1 = after->t0,
+				  .next_corr = after->corr};
+	gp->unproven = unproven(rs, gp->t0, gp->t1, gp->why, sizeof(gp->why));
+	return g->o.each ? g->o.each(g->o.each_ctx, gp) : 0;
 }
 
 /* Between two segments of a busy set lies a gap of gap_min or more, by construction. */
@@ -338,10 +350,11 @@ static int busy_gaps(struct report_gpu_gaps *g, const struct report_section *rs,
 		     const struct busy *b)
 {
 	size_t i;
+	int rc;
 
 	for (i = 1; i < b->n; i++)
-		if (add_gap(g, rs, b->device, b->stream, b->s[i - 1].t1, b->s[i].t0) < 0)
-			return -ENOMEM;
+		if ((rc = add_gap(g, rs, b->device, b->stream, &b->s[i - 1], &b->s[i])) != 0)
+			return rc;
 	return 0;
 }
 

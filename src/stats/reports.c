@@ -24,6 +24,12 @@ const struct report_def report_defs[] = {
     [R_KERN_STACK_SUM] = {"cuda_kern_stack_sum", "CUDA GPU Kernel Summary by Call Stack", false,
 			  false},
     [R_MEM_USAGE] = {"cuda_gpu_mem_usage", "CUDA GPU Memory Usage", false, false},
+    [R_IDLE_WHY] = {"gpu_idle_why", "Why the GPU was idle: the host during each gap", false, false},
+    [R_IDLE_BREAKDOWN] = {"gpu_idle_breakdown", "GPU Idle Time Breakdown (HTA's categories)", false,
+			  false},
+    [R_CPU_SAMPLE_SUM] = {"cpu_sample_sum", "CPU Sampling Summary (functions and lines)", false,
+			  false},
+    [R_OSRT_SUM] = {"osrt_sum", "OS Runtime Summary", false, false},
 };
 const unsigned report_defs_count = R_COUNT;
 
@@ -437,6 +443,7 @@ static const struct {
     [R_GPU_TRACE] = COLS(gpu_trace_cols),  [R_API_TRACE] = COLS(api_trace_cols),
     [R_GPU_GAPS] = COLS(gap_cols),	   [R_GPU_UTIL] = COLS(util_cols),
     [R_KERN_STACK_SUM] = COLS(stack_cols), [R_MEM_USAGE] = COLS(mem_usage_cols),
+    [R_OSRT_SUM] = COLS(api_cols),
 };
 
 static const char *const empty_text[R_COUNT] = {
@@ -454,10 +461,15 @@ static const char *const empty_text[R_COUNT] = {
 			 "--python-stacks or --native-stacks)",
     [R_MEM_USAGE] = "the trace(s) hold no CUDA memory allocation data (record with --trace "
 		    "cuda,memory)",
+    [R_IDLE_WHY] = "no GPU gap as long as --gap-min",
+    [R_IDLE_BREAKDOWN] = "the trace(s) hold no idle time between GPU work",
+    [R_CPU_SAMPLE_SUM] = "the trace(s) hold no host samples (record with --sample python,native)",
+    [R_OSRT_SUM] = "the trace(s) hold no blocking calls (record with --trace osrt)",
 };
 
 static void view_for(const struct stats *st, const struct report_set *set, enum report_id r,
-		     struct report_view *v, struct sum_ctx *sx, struct trace_ctx *tx)
+		     struct report_view *v, struct sum_ctx *sx, struct trace_ctx *tx,
+		     struct host_view_ctx *hx)
 {
 	memset(v, 0, sizeof(*v));
 	v->name = report_defs[r].name;
@@ -467,7 +479,10 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 	v->ncols = report_cols[r].n;
 	*sx = (struct sum_ctx){&st->t[r], r};
 	*tx = (struct trace_ctx){st, set};
-	if (r == R_GPU_GAPS || r == R_GPU_UTIL) {
+	*hx = (struct host_view_ctx){st, set};
+	if (r == R_IDLE_WHY || r == R_IDLE_BREAKDOWN || r == R_CPU_SAMPLE_SUM) {
+		host_report_view(hx, r, v);
+	} else if (r == R_GPU_GAPS || r == R_GPU_UTIL) {
 		v->cell = r == R_GPU_GAPS ? gap_cell : util_cell;
 		v->ctx = tx;
 		if (r == R_GPU_GAPS)
@@ -521,10 +536,11 @@ int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum 
 		struct report_view v;
 		struct sum_ctx sx;
 		struct trace_ctx tx;
+		struct host_view_ctx hx;
 
 		if (!stats_wants(st, r))
 			continue;
-		view_for(st, set, r, &v, &sx, &tx);
+		view_for(st, set, r, &v, &sx, &tx, &hx);
 		report_view_write(out, &v, fmt, &j);
 	}
 	if (fmt == REPORT_FMT_JSON) {

@@ -4,7 +4,10 @@
 #define TALLY_STATS_STATS_INT_H
 
 #include "gaps.h"
+#include "idle.h"
+#include "idlewhy.h"
 #include "memusage.h"
+#include "samplesum.h"
 #include "stats.h"
 
 /* Report indexes into report_defs[] (reports.c keeps the two in step). */
@@ -21,6 +24,10 @@ enum report_id {
 	R_GPU_UTIL,
 	R_KERN_STACK_SUM, /* style 0: by innermost user frame, 1: by whole stack */
 	R_MEM_USAGE,
+	R_IDLE_WHY,	  /* hostreports.c */
+	R_IDLE_BREAKDOWN, /* hostreports.c */
+	R_CPU_SAMPLE_SUM, /* hostreports.c */
+	R_OSRT_SUM,
 	R_COUNT,
 };
 
@@ -104,7 +111,27 @@ struct stats {
 	struct mem_usage mem;	      /* cuda_gpu_mem_usage */
 	/* kernels with a call stack: with none, the stack report is empty */
 	uint64_t stacked_kernels;
+	struct report_idle *idle;		  /* gpu_idle_why, gpu_idle_breakdown */
+	struct idle_why *why;			  /* the same: the host behind the holes */
+	struct sample_sum *samples;		  /* cpu_sample_sum */
+	uint32_t osrt_group[TALLY_OSRT_CALL_MAX]; /* osrt_sum: group index + 1 by call */
+	struct bd_row *bd_rows;			  /* gpu_idle_breakdown's rows (hostreports.c) */
+	size_t nbd_rows;
 };
+
+/* The host reports' views (hostreports.c): x lives as long as the view is written. */
+struct host_view_ctx {
+	const struct stats *st;
+	const struct report_set *set;
+};
+void host_report_view(struct host_view_ctx *x, enum report_id r, struct report_view *v);
+/* Aggregation of the host reports (hostreports.c), called by stats.c's scan callbacks. */
+int host_reports_new(struct stats *st);
+void host_reports_free(struct stats *st);
+int host_reports_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			 size_t n);
+int host_reports_section_end(struct stats *st, struct report_section *rs);
+int host_reports_finish(struct stats *st);
 
 bool stats_wants(const struct stats *st, enum report_id r);
 

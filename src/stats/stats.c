@@ -540,6 +540,29 @@ static void nvtx_range(struct stats *st, struct report_section *rs, const struct
 		vec_add(st, &g->vals, r->end - r->start);
 }
 
+/* osrt_sum: blocking calls by call, nsys's columns (one group per call, found once). */
+static void osrt(struct stats *st, struct report_section *rs, const struct tally_record *r)
+{
+	uint32_t *slot = r->cbid < TALLY_OSRT_CALL_MAX ? &st->osrt_group[r->cbid] : NULL;
+	const char *name = tally_osrt_call_name(r->cbid);
+	long g;
+
+	if (!stats_wants(st, R_OSRT_SUM))
+		return;
+	if (slot && *slot) {
+		vec_add(st, &st->t[R_OSRT_SUM].g[*slot - 1].vals, r->end - r->start);
+		return;
+	}
+	g = gtable_get(&st->t[R_OSRT_SUM], name ? name : report_string(rs, r->name_id), NULL, 0);
+	if (g < 0) {
+		st->failed = true;
+		return;
+	}
+	if (slot && name)
+		*slot = (uint32_t)g + 1;
+	vec_add(st, &st->t[R_OSRT_SUM].g[g].vals, r->end - r->start);
+}
+
 typedef void (*record_fn)(struct stats *st, struct report_section *rs,
 			  const struct tally_record *r);
 
@@ -559,6 +582,8 @@ static record_fn record_handler(unsigned kind)
 		return nvtx_range;
 	case TALLY_KIND_MEMORY:
 		return memory;
+	case TALLY_KIND_OSRT:
+		return osrt;
 	default:
 		return NULL;
 	}
@@ -571,6 +596,8 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	size_t i;
 
 	if (st->gaps && report_gpu_gaps_add(st->gaps, rs, r, n) < 0)
+		st->failed = true;
+	if (host_reports_records(st, rs, r, n) < 0)
 		st->failed = true;
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) {
@@ -589,6 +616,8 @@ static int on_section_end(void *ctx, struct report_section *rs)
 	struct stats *st = ctx;
 
 	if (st->gaps && report_gpu_gaps_section(st->gaps, rs) < 0)
+		st->failed = true;
+	if (host_reports_section_end(st, rs) < 0)
 		st->failed = true;
 	return st->failed ? -ENOMEM : 0;
 }
@@ -610,13 +639,18 @@ struct stats *stats_new(const struct stats_request *req)
 		return NULL;
 	st->req = *req;
 	if (stats_wants(st, R_GPU_GAPS) || stats_wants(st, R_GPU_UTIL)) {
-		struct report_gaps_opts go = {req->gap_min_ns, req->util_bucket_ns,
-					      stats_wants(st, R_GPU_UTIL)};
+		struct report_gaps_opts go = {.gap_min_ns = req->gap_min_ns,
+					      .bucket_ns = req->util_bucket_ns,
+					      .util = stats_wants(st, R_GPU_UTIL)};
 
 		if (!(st->gaps = report_gpu_gaps_new(&go))) {
 			free(st);
 			return NULL;
 		}
+	}
+	if (host_reports_new(st) < 0) {
+		stats_free(st);
+		return NULL;
 	}
 	st->gpu.elem = sizeof(struct gpu_row);
 	st->api.elem = sizeof(struct api_row);
@@ -653,6 +687,7 @@ void stats_free(struct stats *st)
 	free(st->api.v);
 	pool_fini(&st->names);
 	report_gpu_gaps_free(st->gaps);
+	host_reports_free(st);
 	free(st);
 }
 
@@ -859,6 +894,8 @@ int stats_finish(struct stats *st, const struct report_set *set)
 		if (finish_table(&st->t[r]) < 0)
 			return -ENOMEM;
 	group_by_style(&st->t[R_KERN_STACK_SUM]);
+	if (host_reports_finish(st) < 0)
+		return -ENOMEM;
 	if (mem_usage_finish(&st->mem) < 0)
 		return -ENOMEM;
 	if (st->gpu.n > 1)

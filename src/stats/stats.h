@@ -22,6 +22,7 @@ struct stats_request {
 	enum report_name_mode names[32]; /* per report: :base / :mangled */
 	uint64_t gap_min_ns;		 /* gpu_gaps: shortest gap listed (0: 1 ms) */
 	uint64_t util_bucket_ns;	 /* gpu_time_util: bucket (0: a twentieth of the span) */
+	uint64_t kernel_wait_ns; /* idle classes: kernel wait below this (0: the launch's cost) */
 };
 
 /* The reports, in nsys's order; index is stable for the bit mask above. */
