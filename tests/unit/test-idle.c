@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The idle classes of stats/idle.h on records built by hand: each rule of host wait, kernel wait
+ * and other, --kernel-wait, a launch that was not recorded, the totals over every hole, the
+ * listing threshold, and the holes of the largest class.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "idle.h"
+
+struct fake {
+	struct tally_file f;
+	struct report_input in;
+	struct tally_section s;
+	struct report_section rs;
+};
+
+static void fake_init(struct fake *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->in.f = &x->f;
+	x->s.has_final = true;
+	x->rs.in = &x->in;
+	x->rs.s = &x->s;
+}
+
+static struct tally_record kernel(uint64_t t0, uint64_t t1, uint32_t corr)
+{
+	struct tally_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = TALLY_KIND_KERNEL;
+	r.start = t0;
+	r.end = t1;
+	r.correlation_id = corr;
+	r.stream_id = 7;
+	return r;
+}
+
+static struct tally_record launch(uint64_t t0, uint64_t dur, uint32_t corr)
+{
+	struct tally_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = TALLY_KIND_RUNTIME;
+	r.flags = TALLY_REC_LAUNCH;
+	r.start = t0;
+	r.end = t0 + dur;
+	r.correlation_id = corr;
+	r.thread_id = 42;
+	return r;
+}
+
+/* Kernel 1 runs [1000, 2000]; kernel 2 starts at 2000 + hole, launched at l2 for dur. */
+static struct report_idle *two_kernels(struct fake *x, const struct report_idle_opts *o,
+				       uint64_t hole, uint64_t l2, uint64_t dur, bool record_l2)
+{
+	struct report_idle *idle = report_idle_new(o);
+	struct tally_record k[2] = {kernel(1000, 2000, 1), kernel(2000 + hole, 2100 + hole, 2)};
+	struct tally_record a[2] = {launch(100, 500, 1), launch(l2, dur, 2)};
+
+	assert_non_null(idle);
+	assert_int_equal(report_idle_add(idle, &x->rs, a, record_l2 ? 2 : 1), 0);
+	assert_int_equal(report_idle_add(idle, &x->rs, k, 2), 0);
+	assert_int_equal(report_idle_section(idle, &x->rs), 0);
+	return idle;
+}
+
+static enum idle_class only_class(struct report_idle *idle, uint64_t hole)
+{
+	size_t n;
+	const struct report_idle_total *t = report_idle_totals(idle, &n);
+	unsigned c, found = IDLE_CLASSES;
+
+	assert_int_equal(n, 1);
+	for (c = 0; c < IDLE_CLASSES; c++)
+		if (t->holes[c]) {
+			assert_int_equal(t->holes[c], 1);
+			assert_int_equal(t->ns[c], hole);
+			found = c;
+		}
+	assert_true(found < IDLE_CLASSES);
+	return (enum idle_class)found;
+}
+
+/* The launch of the work after the hole began after the GPU went idle: host wait. */
+static void host_wait(void **state)
+{
+	struct fake x;
+	struct report_idle *idle;
+
+	(void)state;
+	fake_init(&x);
+	idle = two_kernels(&x, NULL, 5000, 2001, 300, true);
+	assert_int_equal(only_class(idle, 5000), IDLE_HOST_WAIT);
+	report_idle_free(idle);
+}
+
+/* Launched before, and a hole shorter than that launch's call: kernel wait; longer: other. */
+static void kernel_wait_and_other(void **state)
+{
+	struct fake x;
+	struct report_idle *idle;
+
+	(void)state;
+	fake_init(&x);
+	idle = two_kernels(&x, NULL, 1000, 1500, 3000, true);
+	assert_int_equal(only_class(idle, 1000), IDLE_KERNEL_WAIT);
+	report_idle_free(idle);
+	idle = two_kernels(&x, NULL, 1000, 1500, 999, true);
+	assert_int_equal(only_class(idle, 1000), IDLE_OTHER);
+	report_idle_free(idle);
+}
+
+/* --kernel-wait replaces the launch's own cost as the threshold (HTA's fixed one). */
+static void kernel_wait_option(void **state)
+{
+	struct report_idle_opts o = {.kernel_wait_ns = 2000};
+	struct fake x;
+	struct report_idle *idle;
+
+	(void)state;
+	fake_init(&x);
+	idle = two_kernels(&x, &o, 1000, 1500, 10, true);
+	assert_int_equal(only_class(idle, 1000), IDLE_KERNEL_WAIT);
+	report_idle_free(idle);
+	idle = two_kernels(&x, &o, 2000, 1500, 1000000, true);
+	assert_int_equal(only_class(idle, 2000), IDLE_OTHER);
+	report_idle_free(idle);
+}
+
+/* No record of the launching call: other, and the reason says so. */
+static void launch_not_recorded(void **state)
+{
+	struct report_idle_opts o = {.list_min_ns = 1};
+	struct fake x;
+	struct report_idle *idle;
+	const struct report_idle_gap *g;
+	size_t n;
+
+	(void)state;
+	fake_init(&x);
+	idle = two_kernels(&x, &o, 5000, 2001, 300, false);
+	assert_int_equal(only_class(idle, 5000), IDLE_OTHER);
+	g = report_idle_gaps(idle, &n);
+	assert_int_equal(n, 1);
+	assert_false(g->launch_known);
+	assert_non_null(strstr(g->why, "not recorded"));
+	report_idle_free(idle);
+}
+
+/*
+ * Every hole counts in the totals; only those of list_min or more are listed; the largest
+ * class's holes are handed out for the stacks behind it.  Kernels [0,1000], [1500,2000] (launched
+ * at 100 for 2000 ns: kernel wait, 500 ns), [5000000,5001000] (launched at 4000000: host wait).
+ */
+static void totals_listing_largest(void **state)
+{
+	struct report_idle_opts o = {.list_min_ns = 1000000};
+	struct fake x;
+	struct report_idle *idle;
+	struct tally_record k[3] = {kernel(0, 1000, 1), kernel(1500, 2000, 2),
+				    kernel(5000000, 5001000, 3)};
+	struct tally_record a[3] = {launch(0, 10, 1), launch(100, 2000, 2),
+				    launch(4000000, 50, 3)};
+	const struct report_idle_total *t;
+	const struct report_idle_gap *g;
+	const struct report_idle_span *sp;
+	size_t n;
+
+	(void)state;
+	fake_init(&x);
+	idle = report_idle_new(&o);
+	assert_int_equal(report_idle_add(idle, &x.rs, k, 3), 0);
+	assert_int_equal(report_idle_add(idle, &x.rs, a, 3), 0);
+	assert_int_equal(report_idle_section(idle, &x.rs), 0);
+	t = report_idle_totals(idle, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(t->holes[IDLE_KERNEL_WAIT], 1);
+	assert_int_equal(t->ns[IDLE_KERNEL_WAIT], 500);
+	assert_int_equal(t->holes[IDLE_HOST_WAIT], 1);
+	assert_int_equal(t->ns[IDLE_HOST_WAIT], 5000000 - 2000);
+	assert_int_equal(t->unproven[IDLE_HOST_WAIT], 0);
+	assert_int_equal(report_idle_largest(t), IDLE_HOST_WAIT);
+	g = report_idle_gaps(idle, &n);
+	assert_int_equal(n, 1); /* the 500 ns hole is not listed */
+	assert_int_equal(g->cls, IDLE_HOST_WAIT);
+	assert_int_equal(g->gap.t0, 2000);
+	assert_int_equal(g->gap.t1, 5000000);
+	assert_int_equal(g->launch_start, 4000000);
+	sp = report_idle_largest_holes(idle, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(sp->t0, 2000);
+	report_idle_free(idle);
+}
+
+/* A loss window over the hole: unproven, counted apart. */
+static void unproven_hole(void **state)
+{
+	struct fake x;
+	struct tally_window w = {.t_begin = 2500, .t_end = 3000, .counter = TALLY_C_DROPPED_CUPTI,
+				 .count = 7};
+	struct report_idle *idle;
+	const struct report_idle_total *t;
+	size_t n;
+
+	(void)state;
+	fake_init(&x);
+	x.s.windows = &w;
+	x.s.nwindows = 1;
+	x.s.ledger.v[TALLY_C_DROPPED_CUPTI] = 7;
+	idle = two_kernels(&x, NULL, 5000, 2001, 300, true);
+	t = report_idle_totals(idle, &n);
+	assert_int_equal(t->unproven[IDLE_HOST_WAIT], 5000);
+	report_idle_free(idle);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(host_wait),	     cmocka_unit_test(kernel_wait_and_other),
+	    cmocka_unit_test(kernel_wait_option),    cmocka_unit_test(launch_not_recorded),
+	    cmocka_unit_test(totals_listing_largest), cmocka_unit_test(unproven_hole),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
