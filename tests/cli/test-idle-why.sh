@@ -166,6 +166,44 @@ PY
 python3 "$SRC/cli/check-chrome-samples.py" "$T/h.json" "$T/expected.txt" >"$T/chrome.txt" 2>&1 &&
 	ok "chrome: $(cat "$T/chrome.txt")" || { bad "chrome samples"; cat "$T/chrome.txt"; }
 
+# ---- SQLite: nsys's shapes, one row per sample, per frame of each, per blocking call ------------
+if "$TALLY" export -q -f sqlite -o "$T/h.db" "$HOST" 2>/dev/null; then
+	python3 - "$T/h.db" >"$T/sq.txt" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+q = lambda sql: db.execute(sql).fetchall()
+# 3 threads x 200 samples; a Python stack has 2 frames, a native one 3, a torn one none (8 torn)
+checks = [
+    ("COMPOSITE_EVENTS: a row per sample", q("SELECT count(*) FROM COMPOSITE_EVENTS") == [(600,)]),
+    ("SAMPLING_CALLCHAINS: a row per frame of each sample",
+     q("SELECT count(*) FROM SAMPLING_CALLCHAINS") == [((400 - 8) * 2 + 200 * 3,)]),
+    ("torn samples flagged, with no frames", q("SELECT count(*) FROM COMPOSITE_EVENTS e WHERE tallyTorn"
+       " AND NOT EXISTS (SELECT 1 FROM SAMPLING_CALLCHAINS c WHERE c.id = e.id)") == [(8,)]),
+    ("OSRT_API: 20 + 20 calls, class 27, named",
+     q("SELECT s.value, count(*), min(eventClass), max(eventClass) FROM OSRT_API o JOIN StringIds s"
+       " ON s.id = o.nameId GROUP BY 1 ORDER BY 1") ==
+     [("clock_nanosleep", 20, 27, 27), ("pthread_cond_timedwait", 20, 27, 27)]),
+    ("innermost Python lines, by nsys's join", q(
+        "SELECT c.line, count(*) FROM COMPOSITE_EVENTS e JOIN SAMPLING_CALLCHAINS c ON c.id = e.id"
+        " AND c.stackDepth = 0 WHERE e.tallySource = 1 GROUP BY 1 ORDER BY 1")
+     == [(20, 98), (30, 98), (55, 196)]),
+    ("Running for the on-CPU half, Interruptible for the waits", q(
+        "SELECT threadState, count(*) FROM COMPOSITE_EVENTS WHERE tallySource = 1 GROUP BY 1")
+     == [(1, 100), (2, 300)]),
+    ("ThreadNames: the three threads", sorted(r[0] for r in q(
+        "SELECT s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId"))
+     == ["MainThread", "loader", "pt_main"]),
+]
+for name, good in checks:
+    print(("ok " if good else "bad ") + name)
+PY
+	while read -r verdict name; do
+		if [ "$verdict" = ok ]; then ok "sqlite: $name"; else bad "sqlite: $name"; fi
+	done <"$T/sq.txt"
+else
+	skipped "sqlite: this tally has no SQLite export"
+fi
+
 # ---- cost: twice the records, at most about twice the time and memory -------------------------
 measure() { # trace -> "user_seconds max_rss_kb" of the four reports
 	python3 - "$TALLY" "$1" <<'PY'
