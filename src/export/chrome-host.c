@@ -208,8 +208,7 @@ static bool nodes_grow(struct psession *p)
 }
 
 /* The node for frame under parent (0: a root), defined in the pending chunk if new. */
-static uint32_t node(struct psession *p, struct report_section *rs, uint32_t parent,
-		     uint32_t frame)
+static uint32_t node(struct psession *p, struct report_section *rs, uint32_t parent, uint32_t frame)
 {
 	uint64_t key = (uint64_t)parent << 32 | frame;
 	size_t k;
@@ -386,8 +385,8 @@ void chrome_host_thread_names(struct chrome *c, const struct report_section *rs)
 
 		if (tally_section_thread(s, t->tid) != t)
 			continue; /* a later entry of the same thread says more */
-		snprintf(name, sizeof(name), "%s (tid %" PRIu32 ")", t->name[0] ? t->name : "thread",
-			 t->tid);
+		snprintf(name, sizeof(name), "%s (tid %" PRIu32 ")",
+			 t->name[0] ? t->name : "thread", t->tid);
 		esc = obuf_json_escaped(name, &len);
 		if (!esc)
 			continue;

@@ -95,7 +95,7 @@ struct chrome {
 	size_t nsecs;
 	struct report_gpu_gaps *gaps; /* unproven gaps go on the loss track */
 	size_t gaps_drawn;
-	struct mem_usage mem; /* CUDA memory counters, written at the end in time order */
+	struct mem_usage mem;	  /* CUDA memory counters, written at the end in time order */
 	struct chrome_host *host; /* samples and blocking calls (chrome-host.c) */
 };
 

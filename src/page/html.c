@@ -151,8 +151,8 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 	int rc;
 
 	for (r = 0; r < report_defs_count; r++)
-		if (report_defs[r].by_default)
-			req.reports |= 1u << r;
+		if (report_defs[r].by_default || strcmp(report_defs[r].name, "gpu_idle_why") == 0)
+			req.reports |= 1u << r; /* the idle gaps explained, next to the gaps */
 	job->st = stats_new(&req);
 	job->tl = timeline_new(job->o->buckets, job->o->exact_budget);
 	if (!job->st || !job->tl)

@@ -11,10 +11,8 @@
 #include "timeline.h"
 
 static const char *const lane_type_names[TL_LANE_TYPES] = {
-    [TL_LANE_GPU] = "gpu",
-    [TL_LANE_API] = "api",
-    [TL_LANE_NVTX] = "nvtx",
-    [TL_LANE_DEVICE] = "device",
+    [TL_LANE_GPU] = "gpu",	 [TL_LANE_API] = "api",		[TL_LANE_NVTX] = "nvtx",
+    [TL_LANE_DEVICE] = "device", [TL_LANE_SAMPLES] = "samples", [TL_LANE_OSRT] = "osrt",
 };
 
 static int64_t rel(const struct timeline *tl, uint64_t aligned)
@@ -335,6 +333,34 @@ static void write_names(const struct timeline *tl, struct tally_json *j)
 	tally_json_array_end(j);
 }
 
+/* Host threads by the id their lanes carry (their CUPTI id where THREADS ties it): names. */
+static void write_threads(const struct report_set *set, struct tally_json *j)
+{
+	size_t i, k;
+
+	tally_json_name(j, "threads");
+	tally_json_array_begin(j);
+	for (i = 0; i < set->nsections; i++) {
+		const struct tally_section *s = set->sections[i]->s;
+
+		for (k = 0; k < s->nthreads; k++) {
+			const struct tally_thread *t = &s->threads[k];
+
+			if (tally_section_thread(s, t->tid) != t)
+				continue; /* the latest entry of each thread */
+			tally_json_object_begin(j);
+			tally_json_field_uint(j, "sec", i);
+			tally_json_field_uint(j, "id",
+					      t->pthread_id ? (uint32_t)t->pthread_id : t->tid);
+			tally_json_field_uint(j, "tid", t->tid);
+			tally_json_field_string(j, "name", t->name);
+			tally_json_field_bool(j, "main", (t->flags & TALLY_THREADF_MAIN) != 0);
+			tally_json_object_end(j);
+		}
+	}
+	tally_json_array_end(j);
+}
+
 void timeline_write_json(struct timeline *tl, const struct report_set *set, struct tally_json *j)
 {
 	size_t i;
@@ -356,6 +382,7 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, stru
 	write_ledgers(tl, set, j);
 	write_loss(tl, set, j);
 	write_gaps(tl, set, j);
+	write_threads(set, j);
 	tally_json_object_end(j);
 	tally_json_finish(j);
 }

@@ -167,8 +167,7 @@ static void totals_listing_largest(void **state)
 	struct report_idle *idle;
 	struct tally_record k[3] = {kernel(0, 1000, 1), kernel(1500, 2000, 2),
 				    kernel(5000000, 5001000, 3)};
-	struct tally_record a[3] = {launch(0, 10, 1), launch(100, 2000, 2),
-				    launch(4000000, 50, 3)};
+	struct tally_record a[3] = {launch(0, 10, 1), launch(100, 2000, 2), launch(4000000, 50, 3)};
 	const struct report_idle_total *t;
 	const struct report_idle_gap *g;
 	const struct report_idle_span *sp;
@@ -204,8 +203,8 @@ static void totals_listing_largest(void **state)
 static void unproven_hole(void **state)
 {
 	struct fake x;
-	struct tally_window w = {.t_begin = 2500, .t_end = 3000, .counter = TALLY_C_DROPPED_CUPTI,
-				 .count = 7};
+	struct tally_window w = {
+	    .t_begin = 2500, .t_end = 3000, .counter = TALLY_C_DROPPED_CUPTI, .count = 7};
 	struct report_idle *idle;
 	const struct report_idle_total *t;
 	size_t n;
@@ -224,9 +223,12 @@ static void unproven_hole(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(host_wait),	     cmocka_unit_test(kernel_wait_and_other),
-	    cmocka_unit_test(kernel_wait_option),    cmocka_unit_test(launch_not_recorded),
-	    cmocka_unit_test(totals_listing_largest), cmocka_unit_test(unproven_hole),
+	    cmocka_unit_test(host_wait),
+	    cmocka_unit_test(kernel_wait_and_other),
+	    cmocka_unit_test(kernel_wait_option),
+	    cmocka_unit_test(launch_not_recorded),
+	    cmocka_unit_test(totals_listing_largest),
+	    cmocka_unit_test(unproven_hole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

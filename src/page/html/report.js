@@ -78,7 +78,8 @@ function part(where, fn) {
 const STATS = readJson("tally-stats");
 const TL = readJson("tally-timeline");
 const SECS = TL.sections;
-const LANE_COLORS = { gpu: "#2f6fdf", api: "#8a5cd0", nvtx: "#d98a1f", device: "#1f9d8a" };
+const LANE_COLORS = { gpu: "#2f6fdf", api: "#8a5cd0", nvtx: "#d98a1f", device: "#1f9d8a", samples: "#5b8c2a",
+	osrt: "#b3261e" };
 
 function secLabel(i) {
 	const s = SECS[i];
@@ -435,7 +436,7 @@ window.addEventListener("resize", () => {
 
 /* ---- timeline ----------------------------------------------------------------------------- */
 
-const ROW = { header: 20, device: 20, gpu: 16, api: 14, nvtx: 13 };
+const ROW = { header: 20, device: 20, gpu: 16, api: 14, nvtx: 13, samples: 12, osrt: 12 };
 /* processes shown as their devices only (a click on the band toggles); many ranks start folded */
 const COLLAPSED = new Set(SECS.length > 4 ? SECS.map((s, i) => i) : []);
 const LABEL_W = 210, AXIS_H = 24;
@@ -472,8 +473,84 @@ function buildRows() {
 			push({ kind: "lane", lane: a, label: laneName(a, "thread " + a.tid + " CUDA API") }, ROW.api);
 		for (const n of mine.filter((l) => l.type === "nvtx").sort((p, q) => p.tid - q.tid))
 			push({ kind: "lane", lane: n, label: laneName(n, "thread " + n.tid + " NVTX") }, ROW.nvtx * n.depth);
+		for (const h of hostLanes(mine))
+			push({ kind: "lane", lane: h, label: laneName(h, threadLabel(h) + (h.type === "samples" ? " samples" : " waits")) },
+				ROW[h.type]);
 	}
 	return { rows, height: y + 6 };
+}
+
+/* ---- the host under the GPU lanes: each thread's samples and blocking calls ------------------ */
+
+/* A host lane's thread: its name and kernel tid where the trace's THREADS chunk names it. */
+function threadOf(lane) {
+	return (TL.threads || []).find((t) => t.sec === lane.sec && t.id === lane.tid);
+}
+
+function threadLabel(lane) {
+	const t = threadOf(lane);
+	return t ? (t.name || "thread") + " (tid " + t.tid + ")" : "thread " + lane.tid;
+}
+
+/* The main thread first, then by thread; a thread's samples above its waits. */
+function hostLanes(mine) {
+	const order = (l) => { const t = threadOf(l); return t && t.main ? -1 : t ? t.tid : l.tid; };
+	return mine.filter((l) => l.type === "samples" || l.type === "osrt")
+		.sort((p, q) => order(p) - order(q) || p.tid - q.tid || (p.type === "samples" ? -1 : 1));
+}
+
+/* gpu_idle_why's rows, by gap: what each thread did while the GPU sat idle. */
+function idleWhy() {
+	const rep = STATS.reports.find((r) => r.name === "gpu_idle_why");
+	const gaps = new Map();
+	for (const r of rep ? rep.rows : []) {
+		if (!gaps.has(r.Gap)) gaps.set(r.Gap, { head: r, rows: [] });
+		if (r.What !== "gap") gaps.get(r.Gap).rows.push(r);
+	}
+	return gaps;
+}
+
+/* The explanation of the device gap of `duration` ns on a section's device (gpu_idle_why lists
+ * device gaps of 1 ms or more; the timeline's gaps have their own origin, so match by length). */
+function gapWhy(sec, device, duration) {
+	const pid = SECS[sec] ? SECS[sec].pid : -1;
+	for (const g of idleWhy().values())
+		if (g.head.PID === pid && g.head.Device === device && g.head["Duration (ns)"] === duration) return g;
+	return null;
+}
+
+function whyLines(g, max) {
+	const lines = [g.head.Class + ": " + g.head.Detail];
+	const byThread = new Map();
+	for (const r of g.rows) {
+		if (!byThread.has(r.Thread)) byThread.set(r.Thread, []);
+		byThread.get(r.Thread).push(r);
+	}
+	for (const [thread, rows] of byThread) {
+		const top = rows.slice().sort((a, b) => b["Time (ns)"] - a["Time (ns)"]).slice(0, 2);
+		lines.push(thread + ": " + top.map((r) => r.What + " " + r["Share (%)"].toFixed(0) + "% " + r.Detail).join("; "));
+	}
+	return lines.slice(0, max);
+}
+
+function renderIdleWhy() {
+	const box = document.getElementById("idle-why");
+	const gaps = idleWhy();
+	if (!gaps.size) {
+		box.appendChild(el("p", { class: "note" }, "no GPU gap of 1 ms or more"));
+		return;
+	}
+	for (const [n, g] of gaps) {
+		const h = g.head, div = el("div", { class: "why-gap", "data-gap": String(n), "data-class": h.Class });
+		div.appendChild(el("h3", null, "Gap " + n + ": " + fmtNs(h["Duration (ns)"]) + " on GPU " + h.Device + " of pid " +
+			h.PID + " at " + fmtNs(h["Start (ns)"]) + " \u2014 " + h.Class + (h.Proof === "idle" ? "" : " (UNPROVEN)")));
+		div.appendChild(el("p", { class: "note" }, h.Detail));
+		if (g.rows.length) {
+			const cols = ["Thread", "What", "Count", "Time (ns)", "Share (%)", "Detail"];
+			div.appendChild(dataTable(cols, g.rows.map((r) => cols.map((c) => r[c])), "why-gap-" + n));
+		}
+		box.appendChild(div);
+	}
 }
 
 const view = { t0: 0, t1: Math.max(TL.span_ns, 1), selected: null, hover: null };
@@ -703,6 +780,7 @@ function drawTimeline() {
 	drawFlows(ctx, TLS.rows, plotW);
 	ctx.restore();
 	drawLabels(ctx, TLS.rows);
+	canvas.setAttribute("data-rows", TLS.rows.map((r) => r.label.trim()).join("\n"));
 	document.getElementById("tl-range").textContent = fmtNs(view.t0) + " \u2013 " + fmtNs(view.t1) +
 		" (" + fmtNs(view.t1 - view.t0) + (lod.detailed ? ", exact events" : ", buckets of " + fmtNs(TL.bucket_ns * Math.pow(2, lod.k))) + ")";
 }
@@ -770,7 +848,9 @@ function hit(canvas, ev) {
 function gapLine(lane, t) {
 	const g = TL.gaps.find((x) => x[0] === lane.index && x[1] <= t && t < x[2]);
 	if (!g) return "";
-	return "\n" + (g[3] ? "UNPROVEN idle " : "idle ") + fmtNs(g[2] - g[1]) + ": " + g[4];
+	const why = lane.type === "device" ? gapWhy(lane.sec, lane.device, g[2] - g[1]) : null;
+	return "\n" + (g[3] ? "UNPROVEN idle " : "idle ") + fmtNs(g[2] - g[1]) + ": " + g[4] +
+		(why ? "\nwhy: " + whyLines(why, 5).join("\n  ") : "");
 }
 
 function tipText(h) {
@@ -1058,6 +1138,7 @@ part("busy", () => {
 });
 part("timeline", setupTimeline);
 part("tables", renderTables);
+part("idle-why", renderIdleWhy);
 document.getElementById("footer").textContent = "Written by tally report from " + STATS.inputs.length +
 	" file(s); " + TL.lanes.length + " lanes of " + NB + " buckets, " + fmtCount(TL.events.length / 5) +
 	" exact events. Charts by uPlot 1.6.32 (MIT licence, in the page's source).";
