@@ -76,7 +76,9 @@ void chrome_host_section_end(struct chrome_host *h)
 	drop_sessions(h);
 }
 
-uint32_t chrome_host_track(const struct report_section *rs, uint32_t tid)
+/* The track (tid) of a kernel thread id of rs: the thread's CUPTI id where THREADS ties them, so
+ * that its API calls, blocking calls and samples share one track. */
+static uint32_t chrome_host_track(const struct report_section *rs, uint32_t tid)
 {
 	const struct tally_thread *t = tally_section_thread(rs->s, tid);
 

@@ -32,8 +32,4 @@ int chrome_host_records(struct chrome_host *h, struct chrome *c, struct report_s
 void chrome_host_section_end(struct chrome_host *h);
 /* The section's threads (THREADS entries) named on their tracks: after chrome.c's own names. */
 void chrome_host_thread_names(struct chrome *c, const struct report_section *rs);
-/* The track (tid) of a kernel thread id of rs: the thread's CUPTI id where THREADS ties them, so
- * that its API calls, blocking calls and samples share one track. */
-uint32_t chrome_host_track(const struct report_section *rs, uint32_t tid);
-
 #endif
