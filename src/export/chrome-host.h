@@ -32,4 +32,5 @@ int chrome_host_records(struct chrome_host *h, struct chrome *c, struct report_s
 void chrome_host_section_end(struct chrome_host *h);
 /* The section's threads (THREADS entries) named on their tracks: after chrome.c's own names. */
 void chrome_host_thread_names(struct chrome *c, const struct report_section *rs);
+
 #endif
