@@ -570,3 +570,39 @@ const char *idle_why_thread_label(const struct report_section *rs, uint64_t thre
 		snprintf(buf, sizeof(buf), "thread %" PRIu32, (uint32_t)thread);
 	return buf;
 }
+
+const char *idle_cause(void *ctx, unsigned section, uint32_t device, char *buf, size_t len)
+{
+	const struct idle_cause_ctx *x = ctx;
+	const struct report_idle_total *t;
+	const struct why_stack *s = NULL;
+	struct report_section *rs;
+	uint64_t all = 0;
+	size_t n, i;
+	int used;
+	enum idle_class big;
+
+	t = report_idle_totals(x->idle, &n);
+	for (i = 0; i < n && !(t[i].section == section && t[i].device == device); i++)
+		;
+	if (i == n)
+		return NULL;
+	t += i;
+	for (i = 0; i < IDLE_CLASSES; i++)
+		all += t->ns[i];
+	if (!all)
+		return NULL;
+	big = report_idle_largest(t);
+	used = snprintf(buf, len, "%s, %.0f%% of the idle time", idle_class_name(big),
+			100.0 * (double)t->ns[big] / (double)all);
+	for (i = 0, s = x->why ? idle_why_stacks(x->why, &n) : NULL; s && i < n; i++)
+		if (s[i].section == section && s[i].device == device && s[i].stack)
+			break; /* the first is the heaviest (idle_why_section sorts them) */
+	rs = section < x->set->nsections ? x->set->sections[section] : NULL;
+	if (s && i < n && rs && used > 0 && (size_t)used < len)
+		snprintf(buf + used, len - (size_t)used,
+			 "; the host was in %s, %.0f%% of its samples",
+			 report_frame_label(rs, report_user_frame(rs, s[i].stack)),
+			 s[i].of ? 100.0 * (double)s[i].count / (double)s[i].of : 0.0);
+	return buf;
+}

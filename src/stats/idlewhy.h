@@ -66,6 +66,20 @@ const struct why_stack *idle_why_stacks(const struct idle_why *w, size_t *n);
 /* Whether any section had host samples, blocking calls (false: the reports say how to record). */
 bool idle_why_has_host(const struct idle_why *w);
 
+/*
+ * For the diagnosis (its diag_input.idle_cause): the class that holds most of a device's idle
+ * time, its share, and where host samples exist the program's own frame in the stack sampled most
+ * during it: "host wait, 97% of the idle time; the host was in sleep_between
+ * (/work/train.py:30), 61% of its samples".  ctx is a struct idle_cause_ctx; NULL when the device
+ * had no idle time.
+ */
+struct idle_cause_ctx {
+	const struct report_idle *idle;
+	const struct idle_why *why;
+	const struct report_set *set;
+};
+const char *idle_cause(void *ctx, unsigned section, uint32_t device, char *buf, size_t len);
+
 /* "MainThread (tid 2001)", "thread 2002", "CUPTI thread 1000" (a static buffer). */
 const char *idle_why_thread_label(const struct report_section *rs, uint64_t thread);
 /* The sampling period of rs, ns (1 / its rate; 1 ms when the rate is not recorded). */

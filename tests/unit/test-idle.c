@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "idle.h"
+#include "idlewhy.h"
 
 struct fake {
 	struct tally_file f;
@@ -220,6 +221,117 @@ static void unproven_hole(void **state)
 	report_idle_free(idle);
 }
 
+static struct tally_record sample(uint64_t t, uint32_t tid, uint32_t stack, unsigned state)
+{
+	struct tally_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = TALLY_KIND_CPU_SAMPLE;
+	r.start = r.end = t;
+	r.thread_id = tid;
+	r.subkind = TALLY_SAMPLE_PYTHON;
+	r.value = state;
+	r.stack_id = stack;
+	return r;
+}
+
+/*
+ * The host behind a hole: a 10 ms host-wait hole [2000, 10002000], the main thread (tid 7)
+ * sampled every 1 ms from 1 ms on: 6 samples in sleep_between (line 30, waiting), then 4 in
+ * compute (line 20, on CPU); one blocking call of 4 ms inside it.  gpu_idle_why's rows for the
+ * thread, the breakdown's stacks, and the diagnosis's sentence.
+ */
+static void host_behind_a_hole(void **state)
+{
+	static struct tally_frame frames[3] = {
+	    {0},
+	    {.type = TALLY_FRAME_PYTHON,
+	     .line = 30,
+	     .file = "/w/train.py",
+	     .func = "sleep_between"},
+	    {.type = TALLY_FRAME_PYTHON, .line = 20, .file = "/w/train.py", .func = "compute"}};
+	static uint32_t f1[] = {1}, f2[] = {2};
+	static struct tally_stack stacks[3] = {{0}, {1, f1}, {1, f2}};
+	static struct tally_thread threads[1] = {
+	    {.tid = 7, .flags = TALLY_THREADF_MAIN, .name = "main"}};
+	struct report_idle_opts o = {.list_min_ns = 1000000};
+	struct tally_record k[2] = {kernel(1000, 2000, 1), kernel(10002000, 10003000, 2)};
+	struct tally_record a[2] = {launch(0, 100, 1), launch(10001000, 500, 2)};
+	struct tally_record smp[11], call;
+	struct idle_cause_ctx cx;
+	const struct why_row *w;
+	const struct why_stack *st;
+	struct report_section *list[1];
+	struct report_set set;
+	struct report_idle *idle;
+	struct idle_why *why;
+	struct fake x;
+	char buf[300];
+	size_t n, i, python = 0;
+
+	(void)state;
+	fake_init(&x);
+	x.s.stacks.frames = frames;
+	x.s.stacks.nframes = 3;
+	x.s.stacks.stacks = stacks;
+	x.s.stacks.nstacks = 3;
+	x.s.threads = threads;
+	x.s.nthreads = 1;
+	x.s.sample_rate = 1000;
+	for (i = 0; i < 11; i++) /* 1..11 ms: 10 inside the hole, the 11th after it */
+		smp[i] = sample(1000000 * (i + 1), 7, i < 6 ? 1 : 2,
+				i < 6 ? TALLY_THREAD_WAITING : TALLY_THREAD_ON_CPU);
+	memset(&call, 0, sizeof(call));
+	call.kind = TALLY_KIND_OSRT;
+	call.start = 3000000;
+	call.end = 7000000;
+	call.thread_id = 7;
+	call.cbid = TALLY_OSRT_CLOCK_NANOSLEEP;
+	idle = report_idle_new(&o);
+	why = idle_why_new(idle);
+	assert_non_null(why);
+	assert_int_equal(report_idle_add(idle, &x.rs, a, 2), 0);
+	assert_int_equal(idle_why_add(why, &x.rs, a, 2), 0);
+	assert_int_equal(report_idle_add(idle, &x.rs, k, 2), 0);
+	assert_int_equal(idle_why_add(why, &x.rs, smp, 11), 0);
+	assert_int_equal(idle_why_add(why, &x.rs, &call, 1), 0);
+	assert_int_equal(report_idle_section(idle, &x.rs), 0);
+	assert_int_equal(idle_why_section(why, &x.rs), 0);
+	w = idle_why_rows(why, &n);
+	assert_int_equal(w[0].what, WHY_GAP);
+	for (i = 1; i < n; i++) {
+		if (w[i].what == WHY_OSRT) {
+			assert_int_equal(w[i].thread, 7);
+			assert_int_equal(w[i].ns, 4000000);
+		}
+		if (w[i].what != WHY_PYTHON)
+			continue;
+		python += w[i].count;
+		if (w[i].id == 1) /* sleep_between, waiting, heaviest: first */
+			assert_true(w[i].count == 6 && w[i].state == TALLY_THREAD_WAITING &&
+				    w[i].ns == 6000000 && w[i - 1].what != WHY_PYTHON);
+		else
+			assert_true(w[i].id == 2 && w[i].count == 4 &&
+				    w[i].state == TALLY_THREAD_ON_CPU);
+	}
+	assert_int_equal(python, 10);
+	st = idle_why_stacks(why, &n);
+	assert_int_equal(n, 2);
+	assert_true(st[0].stack == 1 && st[0].count == 6 && st[0].of == 10);
+	list[0] = &x.rs;
+	memset(&set, 0, sizeof(set));
+	set.sections = list;
+	set.nsections = 1;
+	cx = (struct idle_cause_ctx){idle, why, &set};
+	assert_non_null(idle_cause(&cx, 0, 0, buf, sizeof(buf)));
+	assert_string_equal(buf, "host wait, 100% of the idle time; the host was in sleep_between "
+				 "(/w/train.py:30), 60% of its samples");
+	assert_null(idle_cause(&cx, 0, 1, buf, sizeof(buf)));
+	report_frames_free(x.rs.frames);
+	idle_why_free(why);
+	report_idle_free(idle);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +341,7 @@ int main(void)
 	    cmocka_unit_test(launch_not_recorded),
 	    cmocka_unit_test(totals_listing_largest),
 	    cmocka_unit_test(unproven_hole),
+	    cmocka_unit_test(host_behind_a_hole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
