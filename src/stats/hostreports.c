@@ -20,7 +20,8 @@ int host_reports_new(struct stats *st)
 	struct report_idle_opts io = {st->req.gap_min_ns, st->req.kernel_wait_ns};
 
 	if (stats_wants(st, R_IDLE_WHY) || stats_wants(st, R_IDLE_BREAKDOWN)) {
-		if (!(st->idle = report_idle_new(&io)) || !(st->why = idle_why_new(st->idle)))
+		if (!(st->idle = report_idle_new(&io)) ||
+		    !(st->why = idle_why_new(st->idle, stats_wants(st, R_IDLE_WHY))))
 			return -ENOMEM;
 	}
 	if (stats_wants(st, R_CPU_SAMPLE_SUM) && !(st->samples = sample_sum_new()))

@@ -37,6 +37,7 @@ struct obs {
 
 struct idle_why {
 	const struct report_idle *idle;
+	bool want_rows;	  /* gpu_idle_why's rows are wanted (else only the breakdown's stacks) */
 	size_t gaps_done; /* listed holes already explained */
 	struct hvec api, osrt, samp;
 	struct why_row *rows;
@@ -70,12 +71,14 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
 	return true;
 }
 
-struct idle_why *idle_why_new(const struct report_idle *idle)
+struct idle_why *idle_why_new(const struct report_idle *idle, bool rows)
 {
 	struct idle_why *w = calloc(1, sizeof(*w));
 
-	if (w)
+	if (w) {
 		w->idle = idle;
+		w->want_rows = rows;
+	}
 	return w;
 }
 
@@ -118,6 +121,8 @@ int idle_why_add(struct idle_why *w, const struct report_section *rs, const stru
 	else
 		return 0;
 	w->has_host |= h != &w->api;
+	if (!w->want_rows && h != &w->samp)
+		return 0; /* the breakdown's stacks need samples only */
 	for (i = 0; i < n; i++) {
 		struct hitem it = {.t0 = report_time(rs, r[i].start),
 				   .thread = r[i].thread_id,
@@ -528,7 +533,7 @@ int idle_why_section(struct idle_why *w, struct report_section *rs)
 	hvec_sort(&w->osrt);
 	hvec_sort(&w->samp);
 	report_idle_gaps(w->idle, &n);
-	for (gap = w->gaps_done; gap < n && rc == 0; gap++)
+	for (gap = w->gaps_done; w->want_rows && gap < n && rc == 0; gap++)
 		rc = explain(w, rs, (uint32_t)gap);
 	w->gaps_done = n;
 	if (rc == 0)

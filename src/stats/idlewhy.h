@@ -12,6 +12,7 @@
 #ifndef TALLY_STATS_IDLEWHY_H
 #define TALLY_STATS_IDLEWHY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "idle.h"
@@ -53,7 +54,8 @@ struct why_stack {
 
 struct idle_why;
 
-struct idle_why *idle_why_new(const struct report_idle *idle);
+/* rows false: only the breakdown's stacks are wanted, and API and blocking calls are not kept. */
+struct idle_why *idle_why_new(const struct report_idle *idle, bool rows);
 void idle_why_free(struct idle_why *w);
 /* API calls, blocking calls and samples are kept; other kinds are ignored.  0 or -ENOMEM. */
 int idle_why_add(struct idle_why *w, const struct report_section *rs, const struct tally_record *r,

@@ -288,7 +288,7 @@ static void host_behind_a_hole(void **state)
 	call.thread_id = 7;
 	call.cbid = TALLY_OSRT_CLOCK_NANOSLEEP;
 	idle = report_idle_new(&o);
-	why = idle_why_new(idle);
+	why = idle_why_new(idle, true);
 	assert_non_null(why);
 	assert_int_equal(report_idle_add(idle, &x.rs, a, 2), 0);
 	assert_int_equal(idle_why_add(why, &x.rs, a, 2), 0);
