@@ -138,6 +138,48 @@ while read -r verdict name; do
 done <"$T/checks.txt"
 [ -s "$T/checks.txt" ] || bad "the checks did not run"
 
+# ---- a trace of the real collector (tests/data/sampled.tally: tests/exitpath/sampling_gaps.py on
+# the stand-in CUPTI, Python sampling at 500 Hz, blocking calls): bursts of launches, then a sleep
+# at a known line; each gap it makes is host wait, spent in that sleep
+SAMPLED=$SRC/data/sampled.tally
+if [ -e "$SAMPLED" ]; then
+	line=$(grep -n 'time.sleep(pause)' "$SRC/exitpath/sampling_gaps.py" | cut -d: -f1)
+	"$TALLY" stats -f json -r gpu_idle_why,gpu_idle_breakdown "$SAMPLED" >"$T/sampled.json" ||
+		bad "stats on sampled.tally"
+	python3 - "$T/sampled.json" "$line" >"$T/sampled.txt" <<'PY'
+import collections, json, sys
+d = json.load(open(sys.argv[1]))
+line = sys.argv[2]
+rep = {r["name"]: r["rows"] for r in d["reports"]}
+gaps = collections.defaultdict(list)
+for r in rep["gpu_idle_why"]:
+    if r["Duration (ns)"] >= 40e6:
+        gaps[r["Gap"]].append(r)
+def top_python(rows):
+    py = [r for r in rows if r["What"] == "python"]
+    return max(py, key=lambda r: r["Count"])["Detail"].split(" <- ")[0] if py else ""
+ok = len(gaps) >= 3 and all(rows[0]["Class"] == "host wait" for rows in gaps.values())
+print(("ok" if ok else "bad"), "sampled: each 50 ms sleep is a gap, host wait (%d gaps)" % len(gaps))
+ok = all(top_python(rows).startswith("[waiting] ") and top_python(rows).endswith("sampling_gaps.py:%s)" % line)
+         for rows in gaps.values())
+print(("ok" if ok else "bad"), "sampled: in each, the main thread waits at the sleep's line %s" % line)
+ok = all(any(r["What"] == "osrt" and r["Detail"] == "clock_nanosleep" and r["Share (%)"] >= 90 for r in rows)
+         for rows in gaps.values())
+print(("ok" if ok else "bad"), "sampled: clock_nanosleep covers 90% of each")
+bd = rep["gpu_idle_breakdown"]
+st = [r for r in bd if r["Category"] == "host wait: python stack"]
+ok = st and st[0]["Stack"].split(" <- ")[0].endswith("sampling_gaps.py:%s)" % line) and any(
+    r["Category"] == "host wait" and r["Idle (%)"] > 99 for r in bd)
+print(("ok" if ok else "bad"), "sampled: the breakdown: host wait, behind it the sleep's line first")
+PY
+	while read -r verdict name; do
+		if [ "$verdict" = ok ]; then ok "$name"; else bad "$name"; fi
+	done <"$T/sampled.txt"
+	[ -s "$T/sampled.txt" ] || bad "sampled: the checks did not run"
+else
+	skipped "sampled: no tests/data/sampled.tally"
+fi
+
 # ---- the Chrome export: samples as Perfetto imports them, blocking calls on their thread --------
 "$TALLY" export -q -f chrome -o "$T/h.json" "$HOST" || bad "chrome export"
 python3 - "$T/h.json" "$T/dump.txt" >"$T/expected.txt" <<'PY'
