@@ -12,7 +12,7 @@
 #             --trace osrt): pthread_mutex_lock overlaps each long gap for about MS ms
 # The reports, the breakdown and the Chrome export of each run go to OUT (or $OUT).
 #
-#   tests/gpu/idle-why.sh [BUILD_DIR] [OUT_DIR]
+#   tests/gpu/idle-why.sh [BUILD_DIR] [OUT_DIR]      (about 1 minute)
 # Exits 77 without a GPU.
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -101,7 +101,7 @@ fi
 
 # ---- C++: CPU work between launches, native samples (perf, then the timer fallback) ------------
 if [ -e "$HERE/sampling.cu" ] && { [ -x "$S" ] && [ "$S" -nt "$HERE/sampling.cu" ] ||
-	{ mkdir -p "$B/gpu" && nvcc -O2 -g -arch=sm_90 -cudart shared -o "$S" "$HERE/sampling.cu" -lpthread; }; }; then
+	{ mkdir -p "$B/gpu" && nvcc -O2 -g -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -o "$S" "$HERE/sampling.cu"; }; }; then
 	rec compute native cuda -- "$S" compute 10 100
 	judge compute 80 "sum('cpu_work' in top(rs, 'native').split(' <- ')[0] for rs in g.values()) >= 0.8 * len(g) and all(rs[0]['Class'] == 'host wait' for rs in g.values())" \
 		"compute (perf events): each 100 ms gap is host wait, the main thread's top native frame cpu_work in 80%"
