@@ -89,10 +89,12 @@ static struct {
 	int (*is_initialized)(void);
 	void *(*interp_main)(void);
 	void *(*thread_head)(void *interp);
-	int code_off;		  /* co_code_adaptive, checked where it can be */
-	int tid_off, pthread_off; /* PyThreadState: native_thread_id, thread_id */
-	bool lines;		  /* the location table reader agreed with CPython's */
-	_Atomic int outside;	  /* 0 not yet, 1 ready, -1 never */
+	int code_off;		    /* co_code_adaptive */
+	int fr_instr;		    /* the frame's instruction pointer */
+	int firstlineno, linetable; /* co_firstlineno, co_linetable */
+	int tid_off, pthread_off;   /* PyThreadState: native_thread_id, thread_id */
+	bool lines;		    /* the location table reader agreed with CPython's */
+	_Atomic int outside;	    /* 0 not yet, 1 ready, -1 never */
 	unsigned outside_tries;
 } pf;
 
@@ -128,6 +130,9 @@ int tally_pyframes_init(void)
 		return -ENOTSUP;
 	}
 	pf.code_off = pf.l->co_code;
+	pf.fr_instr = pf.l->fr_instr;
+	pf.firstlineno = pf.l->co_firstlineno;
+	pf.linetable = pf.l->co_linetable;
 	return 0;
 }
 
@@ -339,8 +344,8 @@ static bool code_fields(const uint8_t *blk, struct code_fields *c)
 	memcpy(&c->units, blk + 16, sizeof(c->units));
 	memcpy(&c->filename, blk + pf.l->co_filename, sizeof(c->filename));
 	memcpy(&c->qualname, blk + pf.l->co_qualname, sizeof(c->qualname));
-	memcpy(&c->linetable, blk + pf.l->co_linetable, sizeof(c->linetable));
-	memcpy(&c->firstlineno, blk + pf.l->co_firstlineno, sizeof(c->firstlineno));
+	memcpy(&c->linetable, blk + pf.linetable, sizeof(c->linetable));
+	memcpy(&c->firstlineno, blk + pf.firstlineno, sizeof(c->firstlineno));
 	return c->units < (1u << 24);
 }
 
@@ -445,7 +450,7 @@ int tally_pyframes_sample(const void *ts, struct raw_frame *out, unsigned max)
 
 		memcpy(&code, fb + pf.l->fr_code, sizeof(code));
 		memcpy(&prev, fb + pf.l->fr_previous, sizeof(prev));
-		memcpy(&ip, fb + pf.l->fr_instr, sizeof(ip));
+		memcpy(&ip, fb + pf.fr_instr, sizeof(ip));
 		if (owner < 0 || owner > 3)
 			return -1;
 		/* this frame's code and the next frame in one read */
@@ -534,33 +539,88 @@ static const void *outermost(const void *ts, const void **code)
 		   : NULL;
 }
 
-/* Where it can be checked (3.12+), the instructions' offset in a code object, from CPython's
- * own answer for the main thread's outermost frame; then this reader's line against
- * PyCode_Addr2Line's for that frame.  That frame and its code live as long as the program. */
-static void check_code_layout(const void *ts)
+/* The first int in code bytes [lo, hi) that is want, the table's offset first; -1 if none. */
+static int find_int(const uint8_t *blk, int lo, int hi, int table, int want)
 {
-	const void *code = NULL, *frame = outermost(ts, &code), *ip;
-	uint8_t blk[CODE_BLOCK];
-	struct code_fields c;
-	int lasti, off, i;
+	int v, off;
 
-	if (!frame)
+	memcpy(&v, blk + table, sizeof(v));
+	if (v == want)
+		return table;
+	for (off = lo; off + 4 <= hi; off += 4) {
+		memcpy(&v, blk + off, sizeof(v));
+		if (v == want)
+			return off;
+	}
+	return -1;
+}
+
+/* Does the bytes object at a code's offset off read as its location table: the same lines
+ * as PyCode_Addr2Line at the frame's offset and at the code's first and last instructions? */
+static bool is_linetable(const void *code, const uint8_t *blk, int off, int lasti, int units)
+{
+	struct code_fields c;
+	int probe[3] = {lasti, 0, 2 * units - 2}, i;
+
+	if (!code_fields(blk, &c))
+		return false;
+	memcpy(&c.linetable, blk + off, sizeof(c.linetable));
+	if (!safe_typed(c.linetable, pf.bytes_type))
+		return false;
+	for (i = 0; i < 3; i++)
+		if (probe[i] >= 0 &&
+		    safe_line(&c, probe[i]) != pf.addr2line((void *)code, probe[i]))
+			return false;
+	return true;
+}
+
+/*
+ * The fields the sampler reads beyond what validate() checked, found from CPython's own answers
+ * for the main thread's outermost frame (it and its code live as long as the program), so that a
+ * wrong guess of this file's table costs lines, never a wrong answer: the frame's instruction
+ * pointer (the one pointer field that points into its code object), the instructions' offset in
+ * the code (from PyUnstable_InterpreterFrame_GetLasti, 3.12+), co_firstlineno (what
+ * PyCode_Addr2Line answers for offset -1) and co_linetable (the bytes field that reads as the
+ * same lines).  Without all of them sampled frames have line 0.
+ */
+static void calibrate(const void *ts)
+{
+	const void *code = NULL, *frame = outermost(ts, &code), *ip = NULL;
+	uint8_t fb[FRAME_BLOCK], cb[CODE_BLOCK];
+	int off, lasti = -1, lt = -1;
+	uint64_t units;
+
+	pf.lines = false;
+	if (!frame || !tally_safe_read(frame, fb, sizeof(fb)) ||
+	    !tally_safe_read(code, cb, sizeof(cb)))
 		return;
-	for (i = 0; pf.frame_lasti && i < 4; i++) {
-		if (!tally_safe_ptr(frame, pf.l->fr_instr, &ip))
-			return;
+	memcpy(&units, cb + 16, sizeof(units));
+	for (off = 40; off + 8 <= FRAME_BLOCK && !ip; off += 8) { /* the instruction pointer */
+		const char *p;
+
+		memcpy(&p, fb + off, sizeof(p));
+		if (p > (const char *)code && p < (const char *)code + 1024 + 2 * units)
+			ip = p, pf.fr_instr = off;
+	}
+	if (!ip)
+		return;
+	if (pf.frame_lasti) {
 		lasti = pf.frame_lasti((void *)frame);
 		off = (int)((const char *)ip - (const char *)code) - lasti;
-		if (off > 0 && off < 1024 && off == pf.code_off)
-			break;
 		if (off > 0 && off < 1024)
-			pf.code_off = off; /* and once more, to see it hold */
+			pf.code_off = off;
 	}
-	if (!tally_safe_ptr(frame, pf.l->fr_instr, &ip) ||
-	    !tally_safe_read(code, blk, sizeof(blk)) || !code_fields(blk, &c))
-		return;
 	lasti = (int)((const char *)ip - ((const char *)code + pf.code_off));
-	pf.lines = safe_line(&c, lasti) == pf.addr2line((void *)code, lasti);
+	pf.firstlineno = find_int(cb, 48, 96, pf.l->co_firstlineno, pf.addr2line((void *)code, -1));
+	if (pf.firstlineno < 0 || lasti < 0)
+		return;
+	if (is_linetable(code, cb, pf.l->co_linetable, lasti, (int)units))
+		lt = pf.l->co_linetable;
+	for (off = 96; lt < 0 && off + 8 <= CODE_BLOCK; off += 8)
+		if (is_linetable(code, cb, off, lasti, (int)units))
+			lt = off;
+	pf.linetable = lt;
+	pf.lines = lt >= 0;
 }
 
 static int outside_locked(unsigned long main_pthread, char *why, size_t len)
@@ -589,7 +649,7 @@ static int outside_locked(unsigned long main_pthread, char *why, size_t len)
 			return -ENOTSUP;
 		}
 	}
-	check_code_layout(ts);
+	calibrate(ts);
 	return 0;
 }
 

@@ -116,11 +116,13 @@ def check_python(dump, spec, missed):
 
 
 def symbol_range(binary, func):
-    out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True,
+    """FUNC's address range in BINARY: a C name, or a C++ one demangled ("cpu_work(long)"),
+    or a compiler's clone of either ("burn_cpu.constprop.0", "... [clone .isra.0]")."""
+    out = subprocess.run(["nm", "-S", "-C", "--defined-only", binary], capture_output=True,
                          text=True).stdout
     for line in out.splitlines():
-        f = line.split()
-        if len(f) == 4 and (f[3] == func or f[3].startswith(func + ".")):  # or a clone
+        f = line.split(None, 3)
+        if len(f) == 4 and f[3].split("(")[0].split(".")[0].split(" ")[0] == func:
             start = int(f[0], 16)
             return start, start + int(f[1], 16)
     return None

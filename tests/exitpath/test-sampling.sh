@@ -60,11 +60,27 @@ $CHECK native "$T/timer.dump" "$HOST" burn_cpu "$(value cpu_ns "$T/timer.out")" 
 PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
 [ "$TSAN" -eq 0 ] || PY=
 if [ -n "$PY" ]; then
-	sampled py TALLY_SAMPLE=python "$PY" "$SRC/sampling.py" "$T/py.json" 0.6 0.6 1.5 ||
-		bad "python exit"
-	"$DUMP" --host "$T/py.tally" >"$T/py.dump"
-	$CHECK python "$T/py.dump" "$T/py.json" "$(counter sample_ticks_missed "$T/py.tally")" ||
-		bad "python sampling"
+	# every CPython layout there is to try here (3.11 to 3.13: pyenv keeps some)
+	for p in "$PY" $(ls -d "$HOME"/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null); do
+		v=$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+		sampled "py$v" TALLY_SAMPLE=python "$p" "$SRC/sampling.py" "$T/py$v.json" 0.6 0.6 1.5 ||
+			bad "python $v exit"
+		"$DUMP" --host "$T/py$v.tally" >"$T/py$v.dump"
+		$CHECK python "$T/py$v.dump" "$T/py$v.json" \
+			"$(counter sample_ticks_missed "$T/py$v.tally")" && ok "python $v sampling" ||
+			bad "python $v sampling"
+	done
+	# a CPython whose layout tally does not know: no Python samples, a note, and no harm
+	old=$(ls -d "$HOME"/.pyenv/versions/3.10*/bin/python3 2>/dev/null | head -n 1)
+	if [ -n "$old" ]; then
+		sampled py310 TALLY_SAMPLE=python "$old" "$SRC/sampling.py" "$T/py310.json" 0.1 0.1 0.2 &&
+			"$TALLY" check "$T/py310.tally" | grep -q 'python sampling: this CPython is not' &&
+			! "$DUMP" --host "$T/py310.tally" | grep -q 'source=1 ' &&
+			ok "CPython 3.10: refused with a note, the program unharmed" ||
+			bad "CPython 3.10"
+	else
+		skipped "no CPython 3.10 here to show an unknown layout refused"
+	fi
 	# GPU idle gaps (the stand-in CUPTI's kernels) made by a sleep: the sleep's line
 	sampled pygaps TALLY_SAMPLE=python "$PY" "$SRC/sampling_gaps.py" "$T/pygaps.json" 5 0.1 ||
 		bad "python gaps exit"

@@ -41,7 +41,7 @@ S=$B/gpu/sampling
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64
 if [ ! -x "$S" ] || [ "$HERE/sampling.cu" -nt "$S" ]; then
 	mkdir -p "$B/gpu"
-	nvcc -O2 -g -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -o "$S" "$HERE/sampling.cu" ||
+	nvcc -O2 -g -arch=sm_90 -cudart shared -Xcompiler -fno-omit-frame-pointer -o "$S" "$HERE/sampling.cu" ||
 		{ bad "cannot build sampling.cu"; finish; }
 fi
 
