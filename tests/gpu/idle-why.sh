@@ -22,7 +22,7 @@ B=$(cd "${1:-build}" && pwd)
 OUT=${2:-${OUT:-$(mktemp -d /tmp/tally-idle-why-XXXXXX)}}
 mkdir -p "$OUT"
 TALLY=$B/src/cli/tally
-PY=${PYTHON:-python3}
+PY=${PYTHON:-python3} # the workloads'; the checks run python3
 S=$B/gpu/idle-why-sampling
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64
 if ! $PY -c 'import ctypes; ctypes.CDLL("libdw.so.1")' 2>/dev/null && [ -e "$B/extra-libs/libdw.so.1" ]; then
@@ -53,7 +53,7 @@ rec() {
 # breakdown, os the osrt_sum rows); it prints "ok TEXT" or "bad TEXT"
 judge() {
 	local name=$1 min_ms=$2 cond=$3 what=$4
-	$PY - "$OUT/$name/why.json" "$min_ms" "$cond" "$what" >"$OUT/$name/judged" <<'PY'
+	python3 - "$OUT/$name/why.json" "$min_ms" "$cond" "$what" >"$OUT/$name/judged" <<'PY'
 import collections, json, re, sys
 try:
     d = json.load(open(sys.argv[1]))
@@ -101,7 +101,7 @@ fi
 
 # ---- C++: CPU work between launches, native samples (perf, then the timer fallback) ------------
 if [ -e "$HERE/sampling.cu" ] && { [ -x "$S" ] && [ "$S" -nt "$HERE/sampling.cu" ] ||
-	{ mkdir -p "$B/gpu" && nvcc -O2 -g -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -o "$S" "$HERE/sampling.cu"; }; }; then
+	{ mkdir -p "$B/gpu" && nvcc -O2 -g -arch=sm_90 -cudart shared -Xcompiler -fno-omit-frame-pointer -o "$S" "$HERE/sampling.cu"; }; }; then
 	rec compute native cuda -- "$S" compute 10 100
 	judge compute 80 "sum('cpu_work' in top(rs, 'native').split(' <- ')[0] for rs in g.values()) >= 0.8 * len(g) and all(rs[0]['Class'] == 'host wait' for rs in g.values())" \
 		"compute (perf events): each 100 ms gap is host wait, the main thread's top native frame cpu_work in 80%"
