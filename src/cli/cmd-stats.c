@@ -42,7 +42,7 @@ static int add_report(struct stats_opts *o, char *name, char *err, size_t len)
 		*arg++ = '\0';
 	if (strcmp(name, "all") == 0 && !arg) {
 		for (i = 0; i < report_defs_count; i++)
-			o->req.reports |= 1u << i;
+			o->req.reports |= 1ull << i;
 		return 0;
 	}
 	r = report_find(name);
@@ -59,7 +59,7 @@ static int add_report(struct stats_opts *o, char *name, char *err, size_t len)
 		snprintf(err, len, "%s takes no :%s", name, arg);
 	if (err[0])
 		return -EINVAL;
-	o->req.reports |= 1u << r;
+	o->req.reports |= 1ull << r;
 	o->req.names[r] = mode;
 	return 0;
 }
@@ -90,9 +90,13 @@ static const struct cli_option stats_options[] = {
     CLI_DURATION(S, 0, "util-bucket", "DURATION", req.util_bucket_ns, 0, UINT64_MAX,
 		 "gpu_time_util: bucket (default: a twentieth of the span)"),
     CLI_DURATION(S, 0, "kernel-wait", "DURATION", req.kernel_wait_ns, 0, UINT64_MAX,
-		 "gpu_idle_why, gpu_idle_breakdown: a gap after work already submitted is\n"
-		 "kernel wait below this (default: the launching call's own duration;\n"
-		 "HTA's consecutive_kernel_delay)"),
+		 "gpu_idle_why, gpu_idle_breakdown, diagnosis: a gap after work already\n"
+		 "submitted is kernel wait below this (default: the launching call's own\n"
+		 "duration; HTA's consecutive_kernel_delay)"),
+    CLI_STRING(S, 0, "range", "NAME", req.range,
+	       "rank_steps: the NVTX range of a step (default: step, then ProfilerStep)"),
+    CLI_UINT(S, 0, "top", "N", req.top, 1, 1000,
+	     "kern_rank_spread: the kernels compared, by GPU time (default 10)"),
     CLI_CHOICE(S, 'f', "format", "FMT", fmt, cli_report_formats, "table (default), csv or json"),
     CLI_STRING(S, 'o', "output", "FILE", output,
 	       "write to FILE instead of standard output (never over an input)"),
@@ -182,6 +186,6 @@ int cmd_stats(int argc, char **argv)
 	if (!o.req.reports)
 		for (i = 0; i < report_defs_count; i++)
 			if (report_defs[i].by_default)
-				o.req.reports |= 1u << i;
+				o.req.reports |= 1ull << i;
 	return run(argv + first, (size_t)(argc - first), &o);
 }

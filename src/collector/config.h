@@ -59,12 +59,17 @@ struct tally_config {
 	uint64_t osrt_threshold_ns; /* TALLY_OSRT_THRESHOLD_NS: shorter calls are not kept */
 	uint64_t test_sample_ring;  /* TALLY_TEST_SAMPLE_RING: tests: slots of the signal ring */
 	bool test_torn;		    /* TALLY_TEST_TORN: tests: every Python sample reads torn */
+	/* GPU metrics (pmsampler.h); gpu_metrics "" when not asked for */
+	char gpu_metrics[256];		/* TALLY_GPU_METRICS: "all" or CUDA ordinals "0,2" */
+	unsigned gpu_metrics_hz;	/* TALLY_GPU_METRICS_FREQUENCY, 10-200000 */
+	char gpu_metrics_set[4096];	/* TALLY_GPU_METRICS_SET: "default" or metric names */
+	uint64_t gpu_metrics_buffer;	/* TALLY_GPU_METRICS_BUFFER: hardware buffer bytes; 0 */
+	unsigned gpu_metrics_decode_ms; /* TALLY_GPU_METRICS_DECODE_MS; 0: by the rate */
 };
 
 /* Does the configuration ask for anything that records from the program's first instruction
  * (host sampling, blocking calls)?  Such a session starts when libtally.so loads. */
 bool tally_config_from_start(const struct tally_config *c);
-
 
 /* Parse the environment; returns 0, or -EINVAL with why naming the variable and value. */
 int tally_config_load(struct tally_config *c, char *why, size_t len);

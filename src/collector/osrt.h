@@ -15,7 +15,7 @@
 /* One blocking call, as the interposer hands it to the sampler (times CLOCK_MONOTONIC ns). */
 struct osrt_event {
 	uint64_t start, end;
-	uint64_t object; /* what was waited on (docs/format.md §13, ADDRESS) */
+	uint64_t object; /* what was waited on (docs/format.md §14, ADDRESS) */
 	pid_t tid;
 	uint16_t call; /* enum tally_osrt_call */
 	int16_t err;   /* errno after a failed call, 0 otherwise */

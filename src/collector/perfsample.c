@@ -15,7 +15,7 @@
  * (PERF_RECORD_THROTTLE): both reach the ledger.
  *
  * The kernel walks user stacks by frame pointers: code built without them gives the right
- * innermost frame and a short or wrong chain above it (docs/format.md §13).
+ * innermost frame and a short or wrong chain above it (docs/format.md §14).
  */
 #include "perfsample.h"
 
@@ -33,7 +33,8 @@
 
 #include "ownthread.h"
 
-#define DATA_PAGES  16 /* per CPU: 64 KiB of samples, ~100 ms of a busy thread at 1 kHz */
+/* Per CPU: 128 KiB, about 400 ms of a busy thread at 1 kHz (perf_event_mlock_kb allows 516). */
+#define DATA_PAGES  32
 #define MAX_EVENTS  4096
 #define MAX_CPUS    1024
 #define CTX_MARKERS ((uint64_t)-4095) /* PERF_CONTEXT_*: markers in a callchain, not frames */

@@ -651,7 +651,8 @@ void tally_sampler_after_fork_child(void)
 	tally_perf_after_fork_child();
 	tally_host_threads_forget();
 	tally_own_threads_forget();
-	free(sm.batch);
+	/* the parent's sampler may have handed this batch over (and the pipeline freed it) an
+	 * instant before the fork: the child's copy of the pointer is not its own to free */
 	sm.batch = NULL;
 	sm.n = 0;
 	memset(sm.threads, 0, sizeof(sm.threads));

@@ -23,7 +23,7 @@
  *
  * The kernel checks CPU-time timers at its scheduler tick (CONFIG_HZ, 250 on many distributions):
  * above that rate one signal stands for several periods, which it says (si_overrun), and the
- * sample's DURATION carries them (docs/format.md §13).
+ * sample's DURATION carries them (docs/format.md §14).
  *
  * Threads are armed when they start (the thread registry's hook runs in each new thread before
  * its start routine) and by the sampler's scans (threads that were there before, or not made

@@ -104,8 +104,8 @@ static bool seccomp_filtered(struct doctor_ctx *ctx)
 static const char *native_sampling(struct doctor_ctx *ctx, long level)
 {
 	if (level > 2 && !has_perf_caps(ctx))
-		return "tally --sample native uses the timer fallback (a CPU-time timer per thread: "
-		       "no kernel frames, no time off CPU in native stacks)";
+		return "tally --sample native uses the timer fallback (a CPU-time timer per "
+		       "thread: no kernel frames, no time off CPU in native stacks)";
 	if (seccomp_filtered(ctx))
 		return "tally --sample native uses perf events, or the timer fallback (no kernel "
 		       "frames, no time off CPU) if the seccomp filter refuses perf_event_open";

@@ -140,6 +140,32 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
 			      TALLY_CC_LOSS},
     [TALLY_C_THREADS_SEEN] = {"threads_seen", "threads the sampler saw in the process",
 			      TALLY_CC_INFO},
+    [TALLY_C_METRIC_DECODED] = {"metric_samples_decoded",
+				"GPU metric samples taken out of the hardware buffers",
+				TALLY_CC_INFO},
+    [TALLY_C_METRIC_WRITTEN] = {"metric_samples_written",
+				"GPU metric samples written (one record per metric)",
+				TALLY_CC_INFO},
+    [TALLY_C_METRIC_SKIPPED] = {"metric_samples_skipped",
+				"first samples after each start, left out on purpose",
+				TALLY_CC_INFO},
+    [TALLY_C_METRIC_DROPPED] = {"metric_samples_dropped",
+				"GPU metric samples decoded but not written", TALLY_CC_LOSS},
+    [TALLY_C_METRIC_OVERFLOWS] = {"metric_overflows",
+				  "times the GPU's metric sample buffer overflowed (samples lost)",
+				  TALLY_CC_LOSS},
+    [TALLY_C_METRIC_GAPS] = {"metric_gaps",
+			     "breaks in a device's metric samples: stretches no sample covers",
+			     TALLY_CC_LOSS},
+    [TALLY_C_METRIC_GAP_NS] = {"metric_gap_ns", "time in those breaks", TALLY_CC_INFO},
+    [TALLY_C_METRIC_MERGED] = {"metric_samples_merged",
+			       "samples spanning more than 1.5 intervals (averages, no time lost)",
+			       TALLY_CC_INFO},
+    [TALLY_C_METRIC_FAILURES] = {"metric_sampler_failures",
+				 "devices whose metric sampling stopped early on an error",
+				 TALLY_CC_LOSS},
+    [TALLY_C_METRIC_DEVICES] = {"metric_devices", "devices whose metrics this process sampled",
+				TALLY_CC_INFO},
 };
 
 #define BY_KIND(n)                                                                                 \
@@ -153,6 +179,7 @@ static const struct tally_counter_info by_kind[TALLY_KIND_MAX] = {
     [TALLY_KIND_NVTX_RANGE] = BY_KIND("nvtx_range"), [TALLY_KIND_NVTX_MARK] = BY_KIND("nvtx_mark"),
     [TALLY_KIND_OVERHEAD] = BY_KIND("overhead"),     [TALLY_KIND_MEMORY] = BY_KIND("memory"),
     [TALLY_KIND_CPU_SAMPLE] = BY_KIND("cpu_sample"), [TALLY_KIND_OSRT] = BY_KIND("osrt"),
+    [TALLY_KIND_GPU_METRIC] = BY_KIND("gpu_metric"),
 };
 
 const struct tally_counter_info *tally_counter_info(unsigned id)
@@ -173,6 +200,8 @@ const unsigned tally_loss_counters[] = {
     TALLY_C_WRITE_FAILURES,  TALLY_C_CHUNKS_LOST,	TALLY_C_RECORDS_LOST_WRITE,
     TALLY_C_BYTES_LOST,	     TALLY_C_WATCHDOG_FIRED,	TALLY_C_MERGE_DAMAGED,
     TALLY_C_SAMPLES_DROPPED, TALLY_C_SAMPLE_STALLS,	TALLY_C_OSRT_DROPPED,
+    TALLY_C_METRIC_DROPPED,  TALLY_C_METRIC_OVERFLOWS,	TALLY_C_METRIC_GAPS,
+    TALLY_C_METRIC_FAILURES,
 };
 const unsigned tally_loss_counters_count = sizeof(tally_loss_counters) / sizeof(unsigned);
 

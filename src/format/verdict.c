@@ -74,6 +74,16 @@ static const char *loss_hint(unsigned counter)
 		       "throttled sampling: samples are missing in these windows, not time idle";
 	case TALLY_C_OSRT_DROPPED:
 		return "blocking calls came faster than tally wrote them: raise --osrt-threshold";
+	case TALLY_C_METRIC_GAPS:
+	case TALLY_C_METRIC_OVERFLOWS:
+		return "the GPU metrics are unproven in these windows (not idle, not busy): sample "
+		       "less often (--gpu-metrics-frequency) or fewer metrics (--gpu-metrics-set)";
+	case TALLY_C_METRIC_DROPPED:
+		return "tally could not keep these metric samples (see the notes): the metrics are "
+		       "unproven in these windows";
+	case TALLY_C_METRIC_FAILURES:
+		return "metric sampling stopped early (the notes say on which device and why): the "
+		       "metrics are unproven from then on; the other records are not affected";
 	case TALLY_C_MERGE_DAMAGED:
 		return "an input of tally merge was damaged (see the notes): tally check it, "
 		       "and merge an intact copy if there is one";

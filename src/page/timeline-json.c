@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "breakdown.h"
+#include "depth.h"
 #include "json.h"
+#include "memusage.h"
+#include "stats.h"
 #include "timeline.h"
 
 static const char *const lane_type_names[TL_LANE_TYPES] = {
@@ -20,38 +24,32 @@ static int64_t rel(const struct timeline *tl, uint64_t aligned)
 	return (int64_t)(aligned - tl->t0);
 }
 
-/* Busy ns of a device lane, each bucket capped at its width (streams overlap). */
-static uint64_t device_busy(const struct timeline *tl, const struct tl_lane *l)
-{
-	uint64_t sum = 0, cap = (uint64_t)tl->bucket_ns + 1;
-	unsigned b;
-
-	for (b = 0; b < tl->nbuckets; b++)
-		sum += l->busy[b] < cap ? l->busy[b] : cap;
-	return sum;
-}
-
+/* A process's figures, summed over its devices from gpu_time_breakdown (stats' own rows). */
 struct rank_figures {
-	uint64_t busy, idle, devices, loss;
+	uint64_t busy, idle, idle_unproven, compute, comm, comm_exposed, copy_exposed, devices;
+	uint64_t loss;
 	uint32_t top_kernel; /* string id */
 	uint64_t top_ns;
 };
 
 static void rank_figures(const struct timeline *tl, const struct report_section *rs,
-			 struct rank_figures *f)
+			 const struct stats *st, struct rank_figures *f)
 {
 	const struct tl_section *ts = &tl->secs[rs->index];
-	uint64_t span = ts->t_max > ts->t_min ? ts->t_max - ts->t_min : 0;
-	size_t i;
+	size_t i, n;
+	const struct bd_row *bd = stats_breakdown(st, &n);
 	uint32_t id;
 
 	memset(f, 0, sizeof(*f));
-	for (i = 0; i < tl->nlanes; i++)
-		if (tl->lanes[i].sec == rs->index && tl->lanes[i].type == TL_LANE_DEVICE) {
-			uint64_t busy = device_busy(tl, &tl->lanes[i]);
-
-			f->busy += busy;
-			f->idle += span > busy ? span - busy : 0;
+	for (i = 0; i < n; i++)
+		if (bd[i].section == rs->index) {
+			f->busy += bd[i].busy;
+			f->idle += bd[i].idle;
+			f->idle_unproven += bd[i].idle_unproven;
+			f->compute += bd[i].compute;
+			f->comm += bd[i].comm;
+			f->comm_exposed += bd[i].comm_exposed;
+			f->copy_exposed += bd[i].copy_exposed;
 			f->devices++;
 		}
 	for (id = 0; id < ts->nkern; id++)
@@ -80,13 +78,13 @@ static void write_devices(struct tally_json *j, const struct tally_section *s)
 }
 
 static void write_section(const struct timeline *tl, struct report_section *rs,
-			  struct tally_json *j)
+			  const struct stats *st, struct tally_json *j)
 {
 	const struct tl_section *ts = &tl->secs[rs->index];
 	struct rank_figures f;
 	char label[300];
 
-	rank_figures(tl, rs, &f);
+	rank_figures(tl, rs, st, &f);
 	tally_json_object_begin(j);
 	tally_json_field_string(j, "label", report_section_label(rs, label, sizeof(label)));
 	tally_json_field_string(j, "path", rs->in->path);
@@ -98,7 +96,11 @@ static void write_section(const struct timeline *tl, struct report_section *rs,
 	tally_json_field_int(j, "t_max", ts->t_min == UINT64_MAX ? 0 : rel(tl, ts->t_max));
 	tally_json_field_uint(j, "gpu_busy_ns", f.busy);
 	tally_json_field_uint(j, "gpu_idle_ns", f.idle);
-	tally_json_field_uint(j, "nccl_ns", ts->nccl_ns);
+	tally_json_field_uint(j, "gpu_idle_unproven_ns", f.idle_unproven);
+	tally_json_field_uint(j, "compute_ns", f.compute);
+	tally_json_field_uint(j, "comm_ns", f.comm);
+	tally_json_field_uint(j, "comm_exposed_ns", f.comm_exposed);
+	tally_json_field_uint(j, "copy_exposed_ns", f.copy_exposed);
 	tally_json_field_uint(j, "loss", f.loss);
 	tally_json_field_string(
 	    j, "top_kernel",
@@ -361,7 +363,102 @@ static void write_threads(const struct report_set *set, struct tally_json *j)
 	tally_json_array_end(j);
 }
 
-void timeline_write_json(struct timeline *tl, const struct report_set *set, struct tally_json *j)
+/* Launches outstanding per stream: each series' buckets, from gpu_queue_depth's analysis. */
+static void write_queues(const struct timeline *tl, const struct stats *st, struct tally_json *j)
+{
+	size_t n, i;
+	const struct qseries *q = stats_queues(st, &n);
+	uint32_t b;
+
+	tally_json_name(j, "queues");
+	tally_json_array_begin(j);
+	for (i = 0; i < n; i++) {
+		tally_json_object_begin(j);
+		tally_json_field_uint(j, "sec", q[i].section);
+		tally_json_field_uint(j, "device", q[i].device);
+		tally_json_field_uint(j, "stream", q[i].stream);
+		tally_json_field_int(j, "t0", rel(tl, q[i].origin));
+		tally_json_field_uint(j, "width", q[i].width);
+		tally_json_field_double(j, "peak", q[i].peak);
+		tally_json_field_double(j, "mean", q[i].avg);
+		tally_json_name(j, "depth");
+		tally_json_array_begin(j);
+		for (b = 0; b < q[i].n; b++) /* three decimals are plenty for a curve */
+			tally_json_double(j,
+					  (double)(int64_t)(q[i].mean[b] * 1000.0 + 0.5) / 1000.0);
+		tally_json_array_end(j);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+}
+
+#define MEM_POINTS 2000 /* per series at most: more events keep each step's highest */
+
+/* CUDA memory in use per (process, device, kind) over time, from cuda_gpu_mem_usage's events:
+ * [t, bytes] pairs, each the value from t on. */
+static void write_memory(const struct timeline *tl, const struct stats *st, struct tally_json *j)
+{
+	const struct mem_usage *m = stats_mem_usage(st);
+	size_t r, i, nr = m ? m->nrows : 0;
+
+	tally_json_name(j, "memory");
+	tally_json_array_begin(j);
+	for (r = 0; r < nr; r++) {
+		const struct mem_usage_row *row = &m->rows[r];
+		uint64_t step = (tl->t1 - tl->t0) / MEM_POINTS + 1, cur = UINT64_MAX, hi = 0,
+			 at = 0;
+		size_t count = 0;
+
+		for (i = 0; i < m->n; i++)
+			count += m->ev[i].sec == row->sec && m->ev[i].device == row->device &&
+				 m->ev[i].kind == row->kind;
+		tally_json_object_begin(j);
+		tally_json_field_uint(j, "sec", row->sec);
+		tally_json_field_uint(j, "device", row->device);
+		tally_json_field_string(j, "kind", report_mem_kind_label(row->kind));
+		tally_json_field_uint(j, "peak", row->peak);
+		tally_json_name(j, "points");
+		tally_json_array_begin(j);
+		for (i = 0; i < m->n; i++) {
+			const struct mem_event *e = &m->ev[i];
+			uint64_t t = e->t > tl->t0 ? e->t - tl->t0 : 0, b = t / step;
+
+			if (e->sec != row->sec || e->device != row->device || e->kind != row->kind)
+				continue;
+			if (count > MEM_POINTS && b == cur) { /* the step's highest stands for it */
+				hi = e->in_use > hi ? e->in_use : hi;
+				continue;
+			}
+			if (cur != UINT64_MAX && count > MEM_POINTS) {
+				tally_json_array_begin(j);
+				tally_json_uint(j, at);
+				tally_json_uint(j, hi);
+				tally_json_array_end(j);
+			}
+			cur = b;
+			at = t;
+			hi = e->in_use;
+			if (count <= MEM_POINTS) {
+				tally_json_array_begin(j);
+				tally_json_uint(j, t);
+				tally_json_uint(j, e->in_use);
+				tally_json_array_end(j);
+			}
+		}
+		if (cur != UINT64_MAX && count > MEM_POINTS) {
+			tally_json_array_begin(j);
+			tally_json_uint(j, at);
+			tally_json_uint(j, hi);
+			tally_json_array_end(j);
+		}
+		tally_json_array_end(j);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+}
+
+void timeline_write_json(struct timeline *tl, const struct report_set *set, const struct stats *st,
+			 struct tally_json *j)
 {
 	size_t i;
 
@@ -374,7 +471,7 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, stru
 	tally_json_name(j, "sections");
 	tally_json_array_begin(j);
 	for (i = 0; i < set->nsections && i < tl->nsecs; i++)
-		write_section(tl, set->sections[i], j);
+		write_section(tl, set->sections[i], st, j);
 	tally_json_array_end(j);
 	write_names(tl, j);
 	write_lanes(tl, j);
@@ -383,6 +480,8 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, stru
 	write_loss(tl, set, j);
 	write_gaps(tl, set, j);
 	write_threads(set, j);
+	write_queues(tl, st, j);
+	write_memory(tl, st, j);
 	tally_json_object_end(j);
 	tally_json_finish(j);
 }

@@ -110,13 +110,6 @@ static bool is_timed(const struct tally_record *r)
 	return !(r->flags & TALLY_REC_BAD_TIME) && r->end >= r->start && r->start != 0;
 }
 
-static bool is_nccl(struct report_section *rs, uint32_t id)
-{
-	const char *name = report_string(rs, id);
-
-	return strstr(name, "nccl") || strstr(name, "NCCL");
-}
-
 static void kernel_time(struct timeline *tl, struct tl_section *ts, struct report_section *rs,
 			const struct tally_record *r)
 {
@@ -180,15 +173,6 @@ void timeline_pass1_ops(struct timeline *tl, struct report_scan_ops *ops)
 	ops->ledger = pass1_ledger;
 }
 
-static void nccl_time(struct tl_section *ts, struct report_section *rs)
-{
-	uint32_t id;
-
-	for (id = 1; id < ts->nkern; id++)
-		if (ts->kern_ns[id] && is_nccl(rs, id))
-			ts->nccl_ns += ts->kern_ns[id];
-}
-
 /* Where bucket b begins (relative ns); a span near 2^64 ns must not overflow the conversion. */
 static uint64_t bucket_edge(const struct timeline *tl, unsigned b)
 {
@@ -222,7 +206,6 @@ int timeline_prepare(struct timeline *tl, const struct report_set *set)
 			tl->t0 = ts->t_min;
 		if (ts->t_max > tl->t1)
 			tl->t1 = ts->t_max;
-		nccl_time(ts, set->sections[i]);
 	}
 	if (tl->t0 == UINT64_MAX)
 		tl->t0 = tl->t1 = 0;

@@ -49,7 +49,6 @@ struct tl_section {
 	uint64_t t_min, t_max; /* aligned; t_min UINT64_MAX while empty */
 	uint64_t *kern_ns;     /* kernel ns by name id (pass 1) */
 	uint32_t nkern;
-	uint64_t nccl_ns; /* kernels whose name holds "nccl": waiting, not computing */
 	struct tally_ledger *snaps;
 	size_t nsnaps, snap_cap;
 	uint32_t *name_map[2]; /* pass 2, name id -> name index + 1: [0] kernels, [1] others */
@@ -97,9 +96,15 @@ bool timeline_window_exact(const struct timeline *tl, uint32_t w);
 /* Chooses the exact windows: sparsest first, while the budget lasts. */
 void timeline_choose_exact(struct timeline *tl);
 
-/* The page's data (everything but stats and the verdict) as one JSON object. */
+/*
+ * The page's data (everything but stats and the verdict) as one JSON object; the figures per
+ * process (busy, idle, compute ...), the queue and memory curves come from the analyses of st,
+ * the same code as tally stats' reports, so the page and stats agree.
+ */
 struct tally_json;
-void timeline_write_json(struct timeline *tl, const struct report_set *set, struct tally_json *j);
+struct stats;
+void timeline_write_json(struct timeline *tl, const struct report_set *set, const struct stats *st,
+			 struct tally_json *j);
 
 /* ---- idle stretches (timeline-gaps.c) ----------------------------------------------------- */
 

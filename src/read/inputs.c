@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "path.h"
 #include "text.h"
 #include "trace-set.h"
 
@@ -75,7 +76,7 @@ static int add_directory(struct report_set *set, const char *dir, char *err, siz
 		if (e->d_name[0] == '.' || !has_suffix(e->d_name, ".tally"))
 			continue;
 		t = realloc(names, (n + 1) * sizeof(*t));
-		if (!t || asprintf(&t[n], "%s/%s", dir, e->d_name) < 0) {
+		if (!t || !(t[n] = tally_path_join(dir, e->d_name))) {
 			names = t ? t : names;
 			rc = -ENOMEM;
 			goto free_names;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gaps.h"
+#include "spans.h"
 
 #define DEFAULT_GAP_MIN_NS 1000000ull
 #define AUTO_BUCKETS	   20
@@ -21,11 +22,7 @@ struct gap_iv {
  * any two at least gap_min apart (closer ones are merged as they come). */
 struct busy {
 	uint32_t device, stream;
-	struct seg {
-		uint64_t t0, t1;
-		uint32_t corr; /* of the work that starts at t0: it ends the gap before */
-	} * s;
-	size_t n, cap;
+	struct span_set set;
 };
 
 struct gap_sec {
@@ -78,7 +75,7 @@ static void free_sec(struct gap_sec *sec)
 	size_t i;
 
 	for (i = 0; i < sec->nbusy; i++)
-		free(sec->busy[i].s);
+		span_set_fini(&sec->busy[i].set);
 	free(sec->busy);
 	free(sec->v);
 	memset(sec, 0, sizeof(*sec));
@@ -114,7 +111,7 @@ static struct gap_sec *sec_of(struct report_gpu_gaps *g, unsigned index)
 	return &g->secs[index];
 }
 
-static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t stream)
+static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t stream, uint64_t gap_min)
 {
 	struct busy *b;
 	size_t i;
@@ -129,56 +126,20 @@ static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t strea
 		return NULL;
 	sec->busy = b;
 	b[sec->nbusy] = (struct busy){.device = device, .stream = stream};
+	b[sec->nbusy].set.merge_gap = gap_min;
 	return &sec->busy[sec->last = sec->nbusy++];
-}
-
-/* Add [t0, t1] (work corr) to b, merging every segment closer to it than gap_min. */
-static int busy_add(struct busy *b, uint64_t t0, uint64_t t1, uint32_t corr, uint64_t gap_min)
-{
-	size_t lo = 0, hi = b->n, j;
-
-	while (lo < hi) { /* the first segment that does not end gap_min or more before t0 */
-		size_t mid = (lo + hi) / 2;
-
-		if (b->s[mid].t1 + gap_min <= t0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (j = lo; j < b->n && b->s[j].t0 < t1 + gap_min; j++) {
-		if (b->s[j].t0 < t0) {
-			t0 = b->s[j].t0;
-			corr = b->s[j].corr;
-		}
-		t1 = b->s[j].t1 > t1 ? b->s[j].t1 : t1;
-	}
-	if (j == lo) { /* nothing to merge with: a new segment at lo */
-		struct seg *s = grow(b->s, &b->cap, b->n + 1, sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		b->s = s;
-		memmove(s + lo + 1, s + lo, (b->n - lo) * sizeof(*s));
-		b->n++;
-	} else if (j > lo + 1) { /* lo .. j-1 become one */
-		memmove(b->s + lo + 1, b->s + j, (b->n - j) * sizeof(*b->s));
-		b->n -= j - lo - 1;
-	}
-	b->s[lo] = (struct seg){t0, t1, corr};
-	return 0;
 }
 
 static int add_one(struct report_gpu_gaps *g, struct gap_sec *sec, const struct gap_iv *iv)
 {
 	/* one at a time: finding the second may move the first (the array grows) */
-	struct busy *b = busy_of(sec, iv->device, REPORT_GAP_ALL_STREAMS);
+	struct busy *b = busy_of(sec, iv->device, REPORT_GAP_ALL_STREAMS, g->o.gap_min_ns);
 	struct gap_iv *v;
 
-	if (!b || busy_add(b, iv->t0, iv->t1, iv->corr, g->o.gap_min_ns) < 0)
+	if (!b || span_add_tagged(&b->set, iv->t0, iv->t1, 0, iv->corr) < 0)
 		return -ENOMEM;
-	b = g->o.devices_only ? NULL : busy_of(sec, iv->device, iv->stream);
-	if (!g->o.devices_only &&
-	    (!b || busy_add(b, iv->t0, iv->t1, iv->corr, g->o.gap_min_ns) < 0))
+	if (!g->o.devices_only && (!(b = busy_of(sec, iv->device, iv->stream, g->o.gap_min_ns)) ||
+				   span_add_tagged(&b->set, iv->t0, iv->t1, 0, iv->corr) < 0))
 		return -ENOMEM;
 	if (!g->o.util)
 		return 0;
@@ -291,9 +252,8 @@ static bool outside_window(const struct report_section *rs, uint64_t t0, uint64_
 	return is_closed && t1 >= closed;
 }
 
-/* Is [t0, t1] proven idle?  false, with why, when something lost may lie in it. */
-static bool unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, char *why,
-		     size_t len)
+bool report_gap_unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, char *why,
+			 size_t len)
 {
 	const struct tally_section *s = rs->s;
 	size_t i;
@@ -325,7 +285,7 @@ static bool unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, 
 /* ---- gaps ----------------------------------------------------------------------------------- */
 
 static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, uint32_t device,
-		   uint32_t stream, const struct seg *before, const struct seg *after)
+		   uint32_t stream, const struct span *before, const struct span *after)
 {
 	struct report_gap one, *gp = &one;
 
@@ -340,8 +300,8 @@ static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, u
 				  .stream = stream,
 				  .t0 = before->t1,
 				  .t1 = after->t0,
-				  .next_corr = after->corr};
-	gp->unproven = unproven(rs, gp->t0, gp->t1, gp->why, sizeof(gp->why));
+				  .next_corr = (uint32_t)after->first};
+	gp->unproven = report_gap_unproven(rs, gp->t0, gp->t1, gp->why, sizeof(gp->why));
 	return g->o.each ? g->o.each(g->o.each_ctx, gp) : 0;
 }
 
@@ -349,11 +309,12 @@ static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, u
 static int busy_gaps(struct report_gpu_gaps *g, const struct report_section *rs,
 		     const struct busy *b)
 {
+	const struct span *s = b->set.s;
 	size_t i;
 	int rc;
 
-	for (i = 1; i < b->n; i++)
-		if ((rc = add_gap(g, rs, b->device, b->stream, &b->s[i - 1], &b->s[i])) != 0)
+	for (i = 1; i < b->set.n; i++)
+		if ((rc = add_gap(g, rs, b->device, b->stream, &s[i - 1], &s[i])) != 0)
 			return rc;
 	return 0;
 }
@@ -426,13 +387,13 @@ static int device_util(struct report_gpu_gaps *g, const struct report_section *r
 			return -ENOMEM;
 		}
 		g->util = u;
-		u[g->nutil++] =
-		    (struct report_util){rs->index,
-					 v[0].device,
-					 b0,
-					 b0 + bucket,
-					 busy[i] / (double)bucket,
-					 unproven(rs, b0, b0 + bucket, why, sizeof(why))};
+		u[g->nutil++] = (struct report_util){
+		    rs->index,
+		    v[0].device,
+		    b0,
+		    b0 + bucket,
+		    busy[i] / (double)bucket,
+		    report_gap_unproven(rs, b0, b0 + bucket, why, sizeof(why))};
 	}
 	free(busy);
 	return 0;

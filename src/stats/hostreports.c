@@ -19,7 +19,9 @@ int host_reports_new(struct stats *st)
 {
 	struct report_idle_opts io = {st->req.gap_min_ns, st->req.kernel_wait_ns};
 
-	if (stats_wants(st, R_IDLE_WHY) || stats_wants(st, R_IDLE_BREAKDOWN)) {
+	/* the diagnosis names the main cause of idle time (idle_cause): the classes, the stacks */
+	if (stats_wants(st, R_IDLE_WHY) || stats_wants(st, R_IDLE_BREAKDOWN) ||
+	    stats_wants(st, R_DIAGNOSIS)) {
 		if (!(st->idle = report_idle_new(&io)) ||
 		    !(st->why = idle_why_new(st->idle, stats_wants(st, R_IDLE_WHY))))
 			return -ENOMEM;
@@ -65,24 +67,6 @@ int host_reports_finish(struct stats *st)
 
 /* ---- shared cells ------------------------------------------------------------------------------
  */
-
-static void set_u(struct report_cell *c, uint64_t v)
-{
-	c->t = CELL_U64;
-	c->u = v;
-}
-
-static void set_d(struct report_cell *c, double v)
-{
-	c->t = CELL_DBL;
-	c->d = v;
-}
-
-static void set_s(struct report_cell *c, const char *s)
-{
-	c->t = CELL_STR;
-	c->s = s;
-}
 
 static double pct(uint64_t part, uint64_t whole)
 {
@@ -231,14 +215,14 @@ static void why_cell(const void *ctx, size_t row, size_t col, struct report_cell
 /* ---- gpu_idle_breakdown --------------------------------------------------------------------- */
 
 static const struct report_col breakdown_cols[] = {
-    {"PID", COL_U64},	   {"Rank", COL_STR},	       {"Device", COL_U64},
+    {"Rank", COL_STR},	   {"PID", COL_U64},	       {"Device", COL_U64},
     {"Category", COL_STR}, {"Gaps", COL_U64},	       {"Idle Time (ns)", COL_U64},
     {"Idle (%)", COL_PCT}, {"Unproven (ns)", COL_U64}, {"Samples", COL_U64},
     {"Stack", COL_STR},
 };
 
 /* A row: a class of a total, or (stack >= 0) a stack of its largest class. */
-struct bd_row {
+struct idle_bd_row {
 	uint32_t total;
 	uint8_t cls;
 	long stack;
@@ -255,7 +239,7 @@ static int bd_build(struct stats *st)
 	size_t nt, ns, t, k, c, bd_n = 0;
 	const struct report_idle_total *tot = report_idle_totals(st->idle, &nt);
 	const struct why_stack *s = stacks_of(st, &ns);
-	struct bd_row *bd_rows = calloc(nt * IDLE_CLASSES + ns + 1, sizeof(*bd_rows));
+	struct idle_bd_row *bd_rows = calloc(nt * IDLE_CLASSES + ns + 1, sizeof(*bd_rows));
 
 	if (!bd_rows)
 		return -ENOMEM;
@@ -263,13 +247,13 @@ static int bd_build(struct stats *st)
 		enum idle_class big = report_idle_largest(&tot[t]);
 
 		for (c = 0; c < IDLE_CLASSES; c++) {
-			bd_rows[bd_n++] = (struct bd_row){(uint32_t)t, (uint8_t)c, -1};
+			bd_rows[bd_n++] = (struct idle_bd_row){(uint32_t)t, (uint8_t)c, -1};
 			if (c != big)
 				continue;
 			for (k = 0; k < ns; k++)
 				if (s[k].section == tot[t].section && s[k].device == tot[t].device)
 					bd_rows[bd_n++] =
-					    (struct bd_row){(uint32_t)t, (uint8_t)c, (long)k};
+					    (struct idle_bd_row){(uint32_t)t, (uint8_t)c, (long)k};
 		}
 	}
 	free(st->bd_rows);
@@ -278,11 +262,10 @@ static int bd_build(struct stats *st)
 	return 0;
 }
 
+/* The rank as recorded ("RANK=3"), or "-", as the analyses' Rank column says it */
 static const char *rank_of(const struct report_section *rs)
 {
-	const char *eq = rs && rs->s->rank ? strchr(rs->s->rank, '=') : NULL;
-
-	return eq ? eq + 1 : "";
+	return rs && rs->s->rank ? rs->s->rank : "-";
 }
 
 static uint64_t idle_sum(const struct report_idle_total *t)
@@ -319,15 +302,15 @@ static void breakdown_stack_cell(const struct host_view_ctx *x, const struct why
 static void breakdown_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
 	const struct host_view_ctx *x = ctx;
-	const struct bd_row *b = &x->st->bd_rows[row];
+	const struct idle_bd_row *b = &x->st->bd_rows[row];
 	size_t n;
 	const struct report_idle_total *t = report_idle_totals(x->st->idle, &n) + b->total;
 	struct report_section *rs = section_of(x, t->section);
 
 	if (col == 0)
-		set_u(c, rs ? rs->s->pid : 0);
-	else if (col == 1)
 		set_s(c, rank_of(rs));
+	else if (col == 1)
+		set_u(c, rs ? rs->s->pid : 0);
 	else if (col == 2)
 		set_u(c, t->device);
 	else if (b->stack >= 0)

@@ -19,8 +19,11 @@
  * Streaming, like gaps.h: feed every record batch (report_idle_add), then report_idle_section when
  * a section ends.  Every hole of every device counts in the totals (idle time is the device's
  * span less its busy time, whatever the length of each hole); the holes of at least list_min_ns
- * are also kept, classified, for gpu_idle_why.  Memory: the devices' busy segments (one per hole)
- * and the launching calls of the section being read (24 bytes each), freed when it ends.
+ * are also kept, classified, for gpu_idle_why.  A hole that begins while a synchronizing call
+ * (idle_is_sync_call) is in flight followed a synchronization: the host waited for the GPU to
+ * finish, then had nothing queued; the totals count those apart, whatever their class.  Memory:
+ * the devices' busy segments (one per hole), the launching calls of the section being read (24
+ * bytes each) and the union of its synchronizing calls, freed when it ends.
  */
 #ifndef TALLY_STATS_IDLE_H
 #define TALLY_STATS_IDLE_H
@@ -40,6 +43,9 @@ enum idle_class {
 
 /* "host wait", "kernel wait", "other" */
 const char *idle_class_name(enum idle_class c);
+/* Whether an API call of this name waits for the GPU: a name holding "Synchronize", or a
+ * cudaMemcpy / cuMemcpy that is not Async. */
+bool idle_is_sync_call(const char *name);
 
 struct report_idle_opts {
 	uint64_t list_min_ns;	 /* holes kept for listing: at least this long (0: 1 ms) */
@@ -65,13 +71,17 @@ struct report_idle_total {
 	uint64_t holes[IDLE_CLASSES];	 /* how many */
 	uint64_t ns[IDLE_CLASSES];	 /* idle ns */
 	uint64_t unproven[IDLE_CLASSES]; /* of which in holes that are not proven idle */
+	/* of which in holes that began while a synchronizing call was in flight (the host waited
+	 * for the GPU to finish, then had nothing queued) */
+	uint64_t after_sync[IDLE_CLASSES];
 };
 
 struct report_idle;
 
 struct report_idle *report_idle_new(const struct report_idle_opts *o);
 void report_idle_free(struct report_idle *x);
-/* GPU records feed the holes, API calls the launches; other kinds are ignored.  0 or -ENOMEM. */
+/* GPU records feed the holes, API calls the launches and the synchronizing calls; other kinds are
+ * ignored.  0 or -ENOMEM. */
 int report_idle_add(struct report_idle *x, const struct report_section *rs,
 		    const struct tally_record *r, size_t n);
 /* rs has ended: classify its holes.  0 or -ENOMEM. */

@@ -366,19 +366,6 @@ static int obs_rows(struct idle_why *w, uint32_t gap)
 	return 0;
 }
 
-static bool is_sync_call(const char *name)
-{
-	static const char *const copy[] = {"cudaMemcpy", "cuMemcpy"};
-	size_t i;
-
-	if (strstr(name, "Synchronize"))
-		return true;
-	for (i = 0; i < 2; i++)
-		if (strncmp(name, copy[i], strlen(copy[i])) == 0 && !strstr(name, "Async"))
-			return true;
-	return false;
-}
-
 static int explain(struct idle_why *w, struct report_section *rs, uint32_t gap)
 {
 	const struct report_idle_gap *ig;
@@ -403,7 +390,7 @@ static int explain(struct idle_why *w, struct report_section *rs, uint32_t gap)
 		return rc;
 	for (i = n; i < w->nrows; i++)
 		if (w->rows[i].what == WHY_CUDA)
-			w->rows[i].sync = is_sync_call(report_string(rs, w->rows[i].id));
+			w->rows[i].sync = idle_is_sync_call(report_string(rs, w->rows[i].id));
 	return 0;
 }
 
@@ -576,6 +563,37 @@ const char *idle_why_thread_label(const struct report_section *rs, uint64_t thre
 	return buf;
 }
 
+static double share(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/*
+ * The largest class in words.  Host wait that began inside a synchronizing call is the cost of
+ * synchronizing: named first when it is half the host wait or more, said as a part of it from a
+ * tenth on (less is the odd synchronize any program has).
+ */
+static int cause_class(const struct report_idle_total *t, enum idle_class big, uint64_t all,
+		       char *buf, size_t len)
+{
+	uint64_t hw = t->ns[IDLE_HOST_WAIT], sync = t->after_sync[IDLE_HOST_WAIT];
+
+	if (big == IDLE_HOST_WAIT && 2 * sync >= hw)
+		return snprintf(
+		    buf, len,
+		    "synchronization, %.0f%% of the idle time: host wait that began "
+		    "inside a synchronizing call (the host waited for the GPU, then had "
+		    "nothing queued)",
+		    share(sync, all));
+	if (big == IDLE_HOST_WAIT && 10 * sync >= hw && sync)
+		return snprintf(buf, len,
+				"host wait, %.0f%% of the idle time (%.0f%% of it right after a "
+				"synchronizing call)",
+				share(hw, all), share(sync, hw));
+	return snprintf(buf, len, "%s, %.0f%% of the idle time", idle_class_name(big),
+			share(t->ns[big], all));
+}
+
 const char *idle_cause(void *ctx, unsigned section, uint32_t device, char *buf, size_t len)
 {
 	const struct idle_cause_ctx *x = ctx;
@@ -598,8 +616,7 @@ const char *idle_cause(void *ctx, unsigned section, uint32_t device, char *buf, 
 	if (!all)
 		return NULL;
 	big = report_idle_largest(t);
-	used = snprintf(buf, len, "%s, %.0f%% of the idle time", idle_class_name(big),
-			100.0 * (double)t->ns[big] / (double)all);
+	used = cause_class(t, big, all, buf, len);
 	for (i = 0, s = x->why ? idle_why_stacks(x->why, &n) : NULL; s && i < n; i++)
 		if (s[i].section == section && s[i].device == device && s[i].stack)
 			break; /* the first is the heaviest (idle_why_section sorts them) */

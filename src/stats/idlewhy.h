@@ -70,10 +70,10 @@ bool idle_why_has_host(const struct idle_why *w);
 
 /*
  * For the diagnosis (its diag_input.idle_cause): the class that holds most of a device's idle
- * time, its share, and where host samples exist the program's own frame in the stack sampled most
- * during it: "host wait, 97% of the idle time; the host was in sleep_between
- * (/work/train.py:30), 61% of its samples".  ctx is a struct idle_cause_ctx; NULL when the device
- * had no idle time.
+ * time, its share, how much of it began right after a synchronizing call (when any did), and
+ * where host samples exist the program's own frame in the stack sampled most during it: "host
+ * wait, 97% of the idle time; the host was in sleep_between (/work/train.py:30), 61% of its
+ * samples".  ctx is a struct idle_cause_ctx; NULL when the device had no idle time.
  */
 struct idle_cause_ctx {
 	const struct report_idle *idle;

@@ -79,14 +79,15 @@ static struct live *live_find(struct live_map *lm, uint64_t addr, uint32_t sec)
 	return &lm->slot[i];
 }
 
-/* The device+kind row of e, made if new. */
+/* The section+device+kind row of e, made if new. */
 static struct mem_usage_row *row_for(struct mem_usage *m, const struct mem_event *e)
 {
 	struct mem_usage_row *t;
 	size_t i;
 
 	for (i = 0; i < m->nrows; i++)
-		if (m->rows[i].device == e->device && m->rows[i].kind == e->kind)
+		if (m->rows[i].sec == e->sec && m->rows[i].device == e->device &&
+		    m->rows[i].kind == e->kind)
 			return &m->rows[i];
 	t = realloc(m->rows, (m->nrows + 1) * sizeof(*t));
 	if (!t)
@@ -94,6 +95,7 @@ static struct mem_usage_row *row_for(struct mem_usage *m, const struct mem_event
 	m->rows = t;
 	t = &m->rows[m->nrows++];
 	memset(t, 0, sizeof(*t));
+	t->sec = e->sec;
 	t->device = e->device;
 	t->kind = e->kind;
 	return t;

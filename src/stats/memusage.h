@@ -11,14 +11,14 @@
 
 struct mem_event {
 	uint64_t t, bytes, addr;
-	uint64_t in_use; /* after mem_usage_finish: bytes in use on (device, kind) after it */
+	uint64_t in_use; /* after mem_usage_finish: bytes in use on (sec, device, kind) after it */
 	uint32_t device, sec, seq;
 	uint8_t kind, op; /* CUPTI memory kind; TALLY_MEM_ALLOC / TALLY_MEM_RELEASE */
 };
 
-/* One device and memory kind, over the whole timeline. */
+/* One device and memory kind of one process (section), over the whole timeline. */
 struct mem_usage_row {
-	uint32_t device;
+	uint32_t sec, device;
 	uint8_t kind;
 	uint64_t allocs, frees, alloc_bytes, freed_bytes;
 	uint64_t in_use, peak, peak_time; /* in_use: at the end */

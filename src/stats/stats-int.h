@@ -3,12 +3,19 @@
 #ifndef TALLY_STATS_STATS_INT_H
 #define TALLY_STATS_STATS_INT_H
 
+#include "breakdown.h"
+#include "depth.h"
+#include "diagnosis.h"
 #include "gaps.h"
 #include "idle.h"
 #include "idlewhy.h"
+#include "jobs.h"
+#include "launch.h"
 #include "memusage.h"
 #include "samplesum.h"
+#include "spread.h"
 #include "stats.h"
+#include "steps.h"
 
 /* Report indexes into report_defs[] (reports.c keeps the two in step). */
 enum report_id {
@@ -24,6 +31,15 @@ enum report_id {
 	R_GPU_UTIL,
 	R_KERN_STACK_SUM, /* style 0: by innermost user frame, 1: by whole stack */
 	R_MEM_USAGE,
+	/* the analyses (docs/stats.md, "Where the time went, across ranks") */
+	R_TIME_BREAKDOWN,
+	R_COMM_OVERLAP,
+	R_KERN_SPREAD,
+	R_RANK_STEPS,
+	R_LAUNCH_STATS,
+	R_QUEUE_DEPTH,
+	R_DIAGNOSIS,
+	/* the host behind the GPU's idle time (docs/stats.md, "Why the GPU was idle") */
 	R_IDLE_WHY,	  /* hostreports.c */
 	R_IDLE_BREAKDOWN, /* hostreports.c */
 	R_CPU_SAMPLE_SUM, /* hostreports.c */
@@ -108,16 +124,36 @@ struct stats {
 	uint64_t base;
 	bool failed;		      /* out of memory somewhere: reports would be short */
 	struct report_gpu_gaps *gaps; /* gpu_gaps, gpu_time_util */
-	struct mem_usage mem;	      /* cuda_gpu_mem_usage */
+	struct mem_usage mem_usage;   /* cuda_gpu_mem_usage */
 	/* kernels with a call stack: with none, the stack report is empty */
 	uint64_t stacked_kernels;
+	/* the analyses, each made when a report needs it */
+	struct breakdown *bd;
+	struct queues *queues;
+	struct launches *launches;
+	struct steps *steps;
+	struct spread *spread;
+	bool mem;		 /* MEMORY records are kept (memory usage, the diagnosis) */
+	struct report_jobs jobs; /* after stats_finish */
+	struct diag_finding *findings;
+	size_t nfindings;
+	const struct report_set *set;		  /* the set stats_finish was given */
 	struct report_idle *idle;		  /* gpu_idle_why, gpu_idle_breakdown */
 	struct idle_why *why;			  /* the same: the host behind the holes */
 	struct sample_sum *samples;		  /* cpu_sample_sum */
 	uint32_t osrt_group[TALLY_OSRT_CALL_MAX]; /* osrt_sum: group index + 1 by call */
-	struct bd_row *bd_rows;			  /* gpu_idle_breakdown's rows (hostreports.c) */
+	struct idle_bd_row *bd_rows;		  /* gpu_idle_breakdown's rows (hostreports.c) */
 	size_t nbd_rows;
 };
+
+/* The analyses' views (reports-analyses.c): fills v for report r; false if r is not one. */
+struct analysis_ctx {
+	const struct stats *st;
+	const struct report_set *set;
+	char empty[400];
+};
+bool analysis_view(const struct stats *st, const struct report_set *set, enum report_id r,
+		   struct report_view *v, struct analysis_ctx *ax);
 
 /* The host reports' views (hostreports.c): x lives as long as the view is written. */
 struct host_view_ctx {

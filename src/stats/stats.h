@@ -18,10 +18,13 @@
 struct stats;
 
 struct stats_request {
-	uint32_t reports;		 /* bit 1 << report index (report_find) */
-	enum report_name_mode names[32]; /* per report: :base / :mangled */
+	uint64_t reports;		 /* bit 1 << report index (report_find) */
+	enum report_name_mode names[64]; /* per report: :base / :mangled */
 	uint64_t gap_min_ns;		 /* gpu_gaps: shortest gap listed (0: 1 ms) */
 	uint64_t util_bucket_ns;	 /* gpu_time_util: bucket (0: a twentieth of the span) */
+	const char *range;		 /* rank_steps: the NVTX range (NULL: step, ProfilerStep) */
+	unsigned top;			 /* kern_rank_spread: kernels compared (0: 10) */
+	unsigned queue_buckets;		 /* gpu_queue_depth: buckets per stream (0: 1024) */
 	uint64_t kernel_wait_ns; /* idle classes: kernel wait below this (0: the launch's cost) */
 };
 
@@ -56,5 +59,18 @@ struct stats_group_view {
 const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i);
 /* Timed records left out of every report because their timestamps were lost (BAD_TIME). */
 uint64_t stats_untimed(const struct stats *st);
+
+/* The analyses behind the reports, for the page and the exports (NULL: not computed). */
+struct bd_row;
+struct qseries;
+struct mem_usage;
+struct report_jobs;
+const struct bd_row *stats_breakdown(const struct stats *st, size_t *n);
+const struct qseries *stats_queues(const struct stats *st, size_t *n);
+const struct mem_usage *stats_mem_usage(const struct stats *st);
+/* The jobs the traces belong to (after stats_finish); more than one: they do not go together. */
+const struct report_jobs *stats_jobs(const struct stats *st);
+/* The warning to print when the traces are of several jobs, written with prefix ("# " in CSV). */
+void stats_jobs_warning(const struct stats *st, FILE *out, const char *prefix);
 
 #endif

@@ -5,7 +5,9 @@
 # (MainThread) sampled every 1 ms from S0, on CPU at line 20 for its first 100 samples, waiting
 # at line 30 after; 2002 (loader) waiting at line 55; 2003 native, 4 stacks in turn, 0.5 ms after;
 # every 50th Python sample torn; clock_nanosleep (10 ms, 2001) and pthread_cond_timedwait (5 ms,
-# 2002) every 20 ms.  Then the four reports' time and memory on traces of N and 2N records.
+# 2002) every 20 ms.  The diagnosis's cause of idle time, on sampled.tally and on the test
+# source's gap with host samples and without.  Then the four reports' time and memory on traces
+# of N and 2N records.
 # Usage: test-idle-why.sh TALLY TESTSRC TALLY_DUMP SRCDIR
 set -u
 TALLY=$1 TESTSRC=$2 DUMP=$3 SRC=$4
@@ -144,7 +146,7 @@ done <"$T/checks.txt"
 SAMPLED=$SRC/data/sampled.tally
 if [ -e "$SAMPLED" ]; then
 	line=$(grep -n 'time.sleep(pause)' "$SRC/exitpath/sampling_gaps.py" | cut -d: -f1)
-	"$TALLY" stats -f json -r gpu_idle_why,gpu_idle_breakdown "$SAMPLED" >"$T/sampled.json" ||
+	"$TALLY" stats -f json -r gpu_idle_why,gpu_idle_breakdown,diagnosis "$SAMPLED" >"$T/sampled.json" ||
 		bad "stats on sampled.tally"
 	python3 - "$T/sampled.json" "$line" >"$T/sampled.txt" <<'PY'
 import collections, json, sys
@@ -171,6 +173,10 @@ st = [r for r in bd if r["Category"] == "host wait: python stack"]
 ok = st and st[0]["Stack"].split(" <- ")[0].endswith("sampling_gaps.py:%s)" % line) and any(
     r["Category"] == "host wait" and r["Idle (%)"] > 99 for r in bd)
 print(("ok" if ok else "bad"), "sampled: the breakdown: host wait, behind it the sleep's line first")
+idle = [f for f in rep["diagnosis"] if f["Rule"] == "gpu-idle"]
+ok = len(idle) == 1 and idle[0]["Why"].startswith("host wait, ") and (
+    "; the host was in <module> (" in idle[0]["Why"]) and ("sampling_gaps.py:%s), " % line) in idle[0]["Why"]
+print(("ok" if ok else "bad"), "sampled: the diagnosis names host wait at the sleep's line %s" % line)
 PY
 	while read -r verdict name; do
 		if [ "$verdict" = ok ]; then ok "$name"; else bad "$name"; fi
@@ -179,6 +185,36 @@ PY
 else
 	skipped "sampled: no tests/data/sampled.tally"
 fi
+
+# ---- the diagnosis's cause on the test source's 150 ms gap, with host samples and without: the
+# loader waits at data.py:55 (Loader.get) in every one of its samples, the main thread's split
+# between lines 20 and 30, so line 55 is the stack sampled most in the gap; without samples the
+# cause is the class alone, no line
+for h in host none; do
+	extra=""
+	[ $h = host ] && extra="--host 200 --host-torn-every 50"
+	# shellcheck disable=SC2086
+	"$TESTSRC" -o "$T/cause-$h.tally" --kernels 100 --idle-at 50:150 $extra --batch 64 >/dev/null ||
+		bad "testsrc for the cause ($h)"
+	"$TALLY" stats -f json -r diagnosis "$T/cause-$h.tally" >"$T/cause-$h.json" || bad "stats ($h)"
+done
+python3 - "$T/cause-host.json" "$T/cause-none.json" >"$T/cause.txt" <<'PY'
+import json, sys
+def why(path):
+    f = [f for f in json.load(open(path))["reports"][0]["rows"] if f["Rule"] == "gpu-idle"]
+    return f[0]["Why"] if len(f) == 1 else None
+w = why(sys.argv[1])
+print("ok" if w and w.startswith("host wait, 100% of the idle time; the host was in Loader.get "
+                                 "(/work/data.py:55), ") else "bad",
+      "diagnosis: with host samples, host wait in the line sampled most (%s)" % w)
+w = why(sys.argv[2])
+print("ok" if w == "host wait, 100% of the idle time" else "bad",
+      "diagnosis: without host samples, the class and no line (%s)" % w)
+PY
+while read -r verdict name; do
+	if [ "$verdict" = ok ]; then ok "$name"; else bad "$name"; fi
+done <"$T/cause.txt"
+[ -s "$T/cause.txt" ] || bad "cause: the checks did not run"
 
 # ---- the Chrome export: samples as Perfetto imports them, blocking calls on their thread --------
 "$TALLY" export -q -f chrome -o "$T/h.json" "$HOST" || bad "chrome export"

@@ -161,7 +161,7 @@ static void *reader(void *arg)
 	for (i = 0; i < p->n; i++) {
 		ssize_t r;
 
-		(void)burn_cpu(200000); /* 0.2 ms of CPU: the timer fires around the reads */
+		(void)burn_cpu(200000);	    /* 0.2 ms of CPU: the timer fires around the reads */
 		r = read(p->fd[0], buf, 1); /* a byte: n reads need n bytes; no retry on EINTR */
 		if (r < 0 && errno == EINTR)
 			p->eintr++;

@@ -2,7 +2,9 @@
 /*
  * The idle classes of stats/idle.h on records built by hand: each rule of host wait, kernel wait
  * and other, --kernel-wait, a launch that was not recorded, the totals over every hole, the
- * listing threshold, and the holes of the largest class.
+ * listing threshold, and the holes of the largest class; the holes that followed a
+ * synchronization; the unproven part as gpu_time_breakdown counts it; and each wording of the
+ * diagnosis's cause (idle_cause).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "breakdown.h"
 #include "idle.h"
 #include "idlewhy.h"
 
@@ -332,6 +335,162 @@ static void host_behind_a_hole(void **state)
 	report_idle_free(idle);
 }
 
+/* An API call that is not a launch: a synchronize (name 2) or anything else (name 1). */
+static struct tally_record api_call(uint64_t t0, uint64_t t1, uint32_t name)
+{
+	struct tally_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = TALLY_KIND_RUNTIME;
+	r.start = t0;
+	r.end = t1;
+	r.name_id = name;
+	r.correlation_id = 900 + name;
+	r.thread_id = 42;
+	return r;
+}
+
+static char *api_names[] = {NULL, "cudaGetDevice", "cudaStreamSynchronize"};
+
+/*
+ * Three host-wait holes after kernels ending at 1000, 3000 and 5000 (each next kernel launched
+ * after the hole began), of sync_ns, plain_ns and other_ns.  The first hole begins inside a
+ * cudaStreamSynchronize [500, 1000 + 10]; the second inside a cudaGetDevice (not a
+ * synchronization); the third in no call.  Returns the diagnosis's cause.
+ */
+static const char *cause_of(uint64_t sync_ns, uint64_t plain_ns, uint64_t other_ns, char *buf,
+			    size_t len)
+{
+	struct fake x;
+	struct report_idle *idle;
+	uint64_t end1 = 1000, end2 = end1 + sync_ns + 1000, end3 = end2 + plain_ns + 1000;
+	struct tally_record k[4] = {kernel(0, end1, 1), kernel(end1 + sync_ns, end2, 2),
+				    kernel(end2 + plain_ns, end3, 3),
+				    kernel(end3 + other_ns, end3 + other_ns + 1000, 4)};
+	struct tally_record a[6] = {launch(0, 10, 1),
+				    launch(end1 + 5, 10, 2),
+				    launch(end2 + 5, 10, 3),
+				    launch(end3 + 5, 10, 4),
+				    api_call(500, end1 + 10, 2),
+				    api_call(end2 - 10, end2 + 10, 1)};
+	struct report_section *list[1];
+	struct report_set set;
+	struct idle_cause_ctx cx;
+	const struct report_idle_total *t;
+	const char *c;
+	size_t n;
+
+	fake_init(&x);
+	x.s.strings = api_names;
+	x.s.nstrings = 3;
+	idle = report_idle_new(NULL);
+	assert_non_null(idle);
+	assert_int_equal(report_idle_add(idle, &x.rs, a, 6), 0);
+	assert_int_equal(report_idle_add(idle, &x.rs, k, 4), 0);
+	assert_int_equal(report_idle_section(idle, &x.rs), 0);
+	t = report_idle_totals(idle, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(t->ns[IDLE_HOST_WAIT], sync_ns + plain_ns + other_ns);
+	assert_int_equal(t->after_sync[IDLE_HOST_WAIT], sync_ns);
+	list[0] = &x.rs;
+	memset(&set, 0, sizeof(set));
+	set.sections = list;
+	set.nsections = 1;
+	cx = (struct idle_cause_ctx){idle, NULL, &set};
+	c = idle_cause(&cx, 0, 0, buf, len);
+	report_idle_free(idle);
+	return c;
+}
+
+/* The diagnosis's cause: synchronization from half the host wait on, said as a part of it from a
+ * tenth, not at all below; kernel wait by its name. */
+static void cause_wordings(void **state)
+{
+	struct fake x;
+	struct report_idle *idle;
+	struct report_section *list[1];
+	struct report_set set;
+	struct idle_cause_ctx cx;
+	char buf[300];
+
+	(void)state;
+	assert_non_null(cause_of(6000, 2000, 2000, buf, sizeof(buf)));
+	assert_string_equal(buf,
+			    "synchronization, 60% of the idle time: host wait that began inside "
+			    "a synchronizing call (the host waited for the GPU, then had "
+			    "nothing queued)");
+	assert_non_null(cause_of(3000, 4000, 3000, buf, sizeof(buf)));
+	assert_string_equal(buf, "host wait, 100% of the idle time (30% of it right after a "
+				 "synchronizing call)");
+	assert_non_null(cause_of(900, 5000, 4100, buf, sizeof(buf)));
+	assert_string_equal(buf, "host wait, 100% of the idle time");
+	fake_init(&x);
+	idle = two_kernels(&x, NULL, 1000, 1500, 3000, true);
+	list[0] = &x.rs;
+	memset(&set, 0, sizeof(set));
+	set.sections = list;
+	set.nsections = 1;
+	cx = (struct idle_cause_ctx){idle, NULL, &set};
+	assert_non_null(idle_cause(&cx, 0, 0, buf, sizeof(buf)));
+	assert_string_equal(buf, "kernel wait, 100% of the idle time");
+	report_idle_free(idle);
+}
+
+/*
+ * Unproven as gpu_time_breakdown counts it: a hole of list_min or more by itself, a shorter one
+ * with the stretch of work it lies in.  Kernels [0,1000], [1500,2500] (a 500 ns hole), then
+ * [5000000,5001000] after a listed hole, then [5001200,5002000] (a 200 ns hole).  A loss window
+ * [2200, 2300] lies on the first stretch's work, not on its hole: the 500 ns are unproven, the
+ * listed hole and the last 200 ns are not.  The breakdown of the same records says the same.
+ */
+static void unproven_like_the_breakdown(void **state)
+{
+	struct report_idle_opts o = {.list_min_ns = 1000000};
+	struct tally_window w = {
+	    .t_begin = 2200, .t_end = 2300, .counter = TALLY_C_DROPPED_CUPTI, .count = 3};
+	struct tally_record k[4] = {kernel(0, 1000, 1), kernel(1500, 2500, 2),
+				    kernel(5000000, 5001000, 3), kernel(5001200, 5002000, 4)};
+	struct tally_record a[4] = {launch(0, 10, 1), launch(100, 10, 2), launch(4000000, 10, 3),
+				    launch(4000100, 10, 4)};
+	const struct report_idle_total *t;
+	const struct bd_row *row;
+	struct report_idle *idle;
+	struct breakdown *bd;
+	struct fake x;
+	uint64_t ns = 0, unproven = 0;
+	size_t n;
+	unsigned c;
+
+	(void)state;
+	fake_init(&x);
+	x.s.windows = &w;
+	x.s.nwindows = 1;
+	x.s.ledger.v[TALLY_C_DROPPED_CUPTI] = 3;
+	idle = report_idle_new(&o);
+	bd = breakdown_new(o.list_min_ns);
+	assert_non_null(idle);
+	assert_non_null(bd);
+	assert_int_equal(report_idle_add(idle, &x.rs, a, 4), 0);
+	assert_int_equal(report_idle_add(idle, &x.rs, k, 4), 0);
+	assert_int_equal(report_idle_section(idle, &x.rs), 0);
+	assert_int_equal(breakdown_add(bd, &x.rs, k, 4), 0);
+	assert_int_equal(breakdown_section_end(bd, &x.rs), 0);
+	t = report_idle_totals(idle, &n);
+	assert_int_equal(n, 1);
+	for (c = 0; c < IDLE_CLASSES; c++) {
+		ns += t->ns[c];
+		unproven += t->unproven[c];
+	}
+	assert_int_equal(ns, 500 + (5000000 - 2500) + 200);
+	assert_int_equal(unproven, 500);
+	row = breakdown_rows(bd, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(row->idle, ns);
+	assert_int_equal(row->idle_unproven, unproven);
+	breakdown_free(bd);
+	report_idle_free(idle);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -342,6 +501,8 @@ int main(void)
 	    cmocka_unit_test(totals_listing_largest),
 	    cmocka_unit_test(unproven_hole),
 	    cmocka_unit_test(host_behind_a_hole),
+	    cmocka_unit_test(cause_wordings),
+	    cmocka_unit_test(unproven_like_the_breakdown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
