@@ -31,12 +31,12 @@ static const struct cli_option check_options[] = {
 };
 
 static const struct cli_command check_command = {
-    .usage = "tally check [--json] [-v|-q] FILE...",
+    .usage = "tally check [--json] [-v|-q] FILE|DIR...",
     .about = "Read each trace to its end and judge it: COMPLETE only when the ledger proves\n"
 	     "nothing was lost. Exit 0: all COMPLETE; 1: some INCOMPLETE; 2: usage;\n"
 	     "3: a file could not be read at all.",
     .options = check_options,
-    .no_operand = "no trace given; usage: tally check FILE...",
+    .no_operand = "no trace given; usage: tally check FILE|DIR...",
     .flags = CLI_STOP_AT_OPERAND,
 };
 
@@ -116,6 +116,25 @@ static void print_records(const struct tally_section *s)
 	printf("%s\n", first ? "" : ")");
 }
 
+/* Where the trace was written and whether room was kept for its final ledger (format 1.3). */
+static void print_output_fs(const struct tally_section *s)
+{
+	char size[32];
+
+	if (!s->output_fs)
+		return;
+	if (s->close_reserve)
+		printf(
+		    "  output    on %s, %s kept for the final ledger (a full disk still gets it)\n",
+		    cli_text(s->output_fs), cli_fmt_bytes(size, sizeof(size), s->close_reserve));
+	else
+		printf(
+		    "  output    on %s, which kept no room for the final ledger (%s): a full disk "
+		    "may leave none\n",
+		    cli_text(s->output_fs),
+		    s->close_reserve_errno ? strerror((int)s->close_reserve_errno) : "refused");
+}
+
 static void print_session(const struct tally_file *f, const struct tally_section *s)
 {
 	char when[64] = "unknown time", dur[32];
@@ -150,6 +169,7 @@ static void print_session(const struct tally_file *f, const struct tally_section
 		snprintf(driver, sizeof(driver), "%" PRIu64, s->driver_version);
 	printf("\n  versions  CUDA driver %s, CUPTI API %" PRIu64 ", file format %u.%u\n", driver,
 	       s->cupti_version, f->format_major, f->format_minor);
+	print_output_fs(s);
 	printf("  contents  ");
 	print_records(s);
 }
@@ -645,6 +665,11 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 		json_hex(j, "session_id", s->session_id, 16);
 	if (s->has_parent)
 		json_hex(j, "parent_id", s->parent_id, 16);
+	if (s->output_fs) { /* 1.3 */
+		tally_json_field_string(j, "output_fs", s->output_fs);
+		tally_json_field_uint(j, "close_reserve", s->close_reserve);
+		tally_json_field_uint(j, "close_reserve_errno", s->close_reserve_errno);
+	}
 	json_devices(j, s);
 	tally_json_name(j, "records");
 	tally_json_object_begin(j);
@@ -752,6 +777,32 @@ static int check_one(const char *path, const struct check_opts *o, struct tally_
 	return 0;
 }
 
+/* A file, or a directory's *.tally files (as every reader takes them). */
+static int check_path(char *path, const struct check_opts *o, struct tally_json *j, bool *all)
+{
+	char **files, err[600];
+	size_t n, i;
+	int rc = 0;
+
+	if (report_paths_expand(&path, 1, &files, &n, err, sizeof(err)) < 0) {
+		if (j)
+			json_unreadable(j, path, err);
+		else
+			cli_error(TALLY_EXIT_UNREADABLE, "%s", cli_text(err));
+		*all = false;
+		return TALLY_EXIT_UNREADABLE;
+	}
+	for (i = 0; i < n; i++) {
+		bool complete = false;
+
+		if (check_one(files[i], o, j, &complete) != 0)
+			rc = TALLY_EXIT_UNREADABLE;
+		*all &= complete;
+	}
+	report_paths_free(files, n);
+	return rc;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	struct check_opts o = {0};
@@ -767,13 +818,9 @@ int cmd_check(int argc, char **argv)
 		tally_json_name(&j, "files");
 		tally_json_array_begin(&j);
 	}
-	for (i = first; i < argc; i++) {
-		bool complete = false;
-
-		if (check_one(argv[i], &o, o.json ? &j : NULL, &complete) != 0)
+	for (i = first; i < argc; i++)
+		if (check_path(argv[i], &o, o.json ? &j : NULL, &all) != 0)
 			unreadable = true;
-		all &= complete;
-	}
 	if (o.json) {
 		tally_json_array_end(&j);
 		tally_json_field_string(&j, "verdict", all ? "COMPLETE" : "INCOMPLETE");

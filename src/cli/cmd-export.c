@@ -92,11 +92,13 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 	uint64_t t0 = cli_now_ns();
 	int rc;
 
-	if (strcmp(x->o.output, "-") != 0 &&
-	    outfile_not_input(x->o.output, paths, npaths, err, sizeof(err)) < 0)
-		return cli_error(TALLY_EXIT_USAGE, "%s", err);
 	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
+	/* before the reading: the same refusal, and exit code, as every command's -o */
+	if (report_export_check(x->e, &x->o, err, sizeof(err)) < 0) {
+		rc = cli_error(TALLY_EXIT_USAGE, "%s", cli_text(err));
+		goto close_set;
+	}
 	set.align = !x->no_align;
 	report_set_find_base(&set);
 	cli_progress_begin(&progress, "tally export");
@@ -110,6 +112,11 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 	}
 	report_warn_damage(&set, stderr, tally_progname);
 	cli_warn_demangle_refused();
+	if (st.clamped)
+		cli_warn("%" PRIu64
+			 " value(s) past 2^63 - 1 (a time or a byte count) are stored as "
+			 "9223372036854775807, SQLite's largest integer, not as negative numbers",
+			 st.clamped);
 	cli_warn_symbolizer_missing();
 	if (!set.complete)
 		cli_warn("INCOMPLETE: data was lost in the input (the export shows where: 'tally "

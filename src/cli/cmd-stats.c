@@ -118,11 +118,10 @@ static const struct cli_command stats_command = {
 };
 
 /* To standard output, or to -o FILE (cli_output: a temporary file renamed over it). */
-static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o,
-			 char **paths, size_t npaths)
+static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o)
 {
 	struct cli_output out;
-	int rc = cli_output_open(&out, o->output, o->force, paths, npaths);
+	int rc = cli_output_open(&out, o->output, o->force);
 
 	if (rc)
 		return rc;
@@ -138,11 +137,11 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 	char err[600];
 	int rc;
 
-	/* before the reading, so that a refused -o costs nothing */
-	if ((rc = cli_output_check(o->output, o->force, paths, npaths)) != 0)
-		return rc;
 	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
+	/* before the reading, so that a refused -o costs nothing */
+	if ((rc = cli_output_check(o->output, cli_output_flags(o->force))) != 0)
+		goto close_set;
 	report_set_find_base(&set);
 	st = stats_new(&o->req);
 	if (!st) {
@@ -163,8 +162,8 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 		goto free_stats;
 	}
 	report_warn_damage(&set, stderr, tally_progname);
-	cli_warn_demangle_refused();
-	rc = write_reports(st, &set, o, paths, npaths);
+	rc = write_reports(st, &set, o);
+	cli_warn_demangle_refused();   /* names are made as the reports are written */
 	cli_warn_symbolizer_missing(); /* frames are labelled as the reports are written */
 	if (rc == 0 && !set.complete)
 		rc = TALLY_EXIT_FAIL;

@@ -24,6 +24,7 @@
 #include "cupti-tracer.h"
 #include "ledger.h"
 #include "pmsampler.h"
+#include "writer.h"
 
 #define TALLY_EXPORT __attribute__((visibility("default")))
 
@@ -50,6 +51,8 @@ struct session {
 	bool wrote_file;  /* this image opened a trace */
 	bool cupti_on;	  /* CUPTI is loaded for this session (under lock) */
 	bool cupti_tried; /* no more tries: it was loaded, or failed, or the session is CUDA's */
+	struct tally_room room; /* room for the closing chunks (tally_room_keep); fd -1: none */
+	int reserve_errno;	/* why there is none */
 	uint64_t started_mono;
 	pthread_mutex_t lock; /* start, close and fork; never taken in a signal handler */
 	struct cupti_tracer tracer;

@@ -121,6 +121,8 @@ struct pipeline {
 	 * value only makes it wake early.  Relaxed. */
 	_Atomic uint64_t next_slice_mono;
 	uint64_t start_time;
+	uint64_t failures_seen; /* write failures already timed (TALLY_C_WRITE_*_FAILED_AT) */
+	bool room_released;	/* the room kept for the close was given back (sink.release) */
 };
 
 /* The one pipeline.  Published with release once built; callbacks load it with acquire. */
@@ -635,10 +637,45 @@ static void snapshot_signal(struct pipeline *p, struct tally_ledger *l)
 	    (uint64_t)atomic_load_explicit(&p->sig_sender, memory_order_relaxed);
 }
 
+/* Writes failed since the last look (a full disk, say): when, at the grain of the flushes. */
+static void time_write_failures(struct pipeline *p)
+{
+	uint64_t now;
+
+	if (p->writer.stats.write_failures == p->failures_seen)
+		return;
+	p->failures_seen = p->writer.stats.write_failures;
+	now = p->src.now();
+	if (!p->c[TALLY_C_WRITE_FIRST_FAILED_AT])
+		p->c[TALLY_C_WRITE_FIRST_FAILED_AT] = now;
+	p->c[TALLY_C_WRITE_LAST_FAILED_AT] = now;
+}
+
+static void writer_flush(struct pipeline *p)
+{
+	(void)tally_writer_flush(&p->writer);
+	time_write_failures(p);
+}
+
+/*
+ * Give back the room the sink kept for the close (tally_room_release): when writes have failed,
+ * just before the closing chunks, so that a full disk still takes the final ledger that says
+ * so; otherwise after them, so that the file keeps nothing past its end.
+ */
+static void release_close_room(struct pipeline *p, bool needed)
+{
+	if (p->room_released || !p->writer.sink.release)
+		return;
+	p->room_released = true;
+	if (p->writer.sink.release(p->writer.sink.release_ctx) == 0 && needed)
+		p->c[TALLY_C_CLOSE_RESERVE_USED] = 1;
+}
+
 static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 {
 	const struct tally_writer_stats *w = &p->writer.stats;
 
+	time_write_failures(p);
 	memcpy(l->v, p->c, sizeof(l->v));
 	l->unknown_counters = 0; /* a writer has none: only readers pass them on */
 	l->v[TALLY_C_BUFFERS_REQUESTED] = atomic_load_explicit(&p->requested, memory_order_relaxed);
@@ -706,9 +743,9 @@ static void end_slice(struct pipeline *p)
 	emit_drops(p, false);
 	tally_corr_sweep(&p->corr);
 	emit_metric_gaps(p);
-	(void)tally_writer_flush(&p->writer); /* so the ledger counts what reached the file */
+	writer_flush(p); /* so the ledger counts what reached the file */
 	emit_ledger(p, false);
-	(void)tally_writer_flush(&p->writer);
+	writer_flush(p);
 	next = slice_deadline(p) + p->cfg.slice_ns;
 	if (next < tally_monotonic_ns()) /* fell behind (suspended?): don't catch up in a burst */
 		next = tally_monotonic_ns() + p->cfg.slice_ns;
@@ -791,6 +828,9 @@ static void finish_locked(struct pipeline *p)
 		note_stacks_lost();
 	consume_all(p, false);
 	flush_batches(p);
+	writer_flush(p); /* the records: on a full disk they fail here, and are counted */
+	if (p->writer.stats.write_failures)
+		release_close_room(p, true);
 	read_dropped(p);
 	emit_drops(p, true);
 	tally_buf_reset(&p->payload);
@@ -815,14 +855,17 @@ static void finish_locked(struct pipeline *p)
 	p->c[TALLY_C_FLUSH_END] = p->src.now();
 	p->c[TALLY_C_FLUSH_COMPLETED] = 1;
 	emit_clock(p);
-	(void)tally_writer_flush(&p->writer);
+	writer_flush(p);
 	if (atomic_load_explicit(&p->sig_first, memory_order_acquire))
 		p->c[TALLY_C_SIGNAL_TO_CLOSE] =
 		    tally_monotonic_ns() -
 		    atomic_load_explicit(&p->sig_at_mono, memory_order_relaxed);
-	(void)tally_writer_flush(&p->writer); /* so the ledger counts what reached the file */
+	if (p->writer.stats.write_failures) /* the close's own chunks failed: the last chance */
+		release_close_room(p, true);
+	writer_flush(p); /* so the ledger counts what reached the file */
 	emit_ledger(p, true);
-	(void)tally_writer_flush(&p->writer);
+	writer_flush(p);
+	release_close_room(p, false);
 }
 
 static void *consumer_main(void *arg)

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +73,7 @@ void session_init(struct session *s)
 {
 	clock_gettime(CLOCK_REALTIME, &loaded_at);
 	s->fd = -1;
+	s->room.fd = -1;
 	s->exec_files = exec_files_from_env();
 	cupti_tracer_init(&s->tracer);
 	control_init(&s->control);
@@ -271,6 +273,36 @@ static void driver_version(struct tally_buf *b)
 		tally_kv_uint(b, TALLY_SK_DRIVER_VERSION, (uint64_t)v);
 }
 
+/* The output's file system, by name where it is a known one: where no room could be kept for the
+ * close, a reader says which file system refused. */
+static void output_fs(struct tally_buf *b, int fd)
+{
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} names[] = {
+	    {0xef53, "ext4"},	   {0x01021994, "tmpfs"},  {0x58465342, "xfs"},
+	    {0x9123683e, "btrfs"}, {0x6969, "nfs"},	   {0x794c7630, "overlay"},
+	    {0x65735546, "fuse"},  {0x0bd00bd0, "lustre"}, {0x47504653, "gpfs"},
+	    {0xff534d42, "cifs"},  {0xfe534d42, "smb2"},   {0x00c36400, "ceph"},
+	    {0x2fc12fc1, "zfs"},   {0x4d44, "vfat"},	   {0x19830326, "beegfs"},
+	    {0x01021997, "9p"},	   {0x858458f6, "ramfs"},  {0x73717368, "squashfs"},
+	};
+	struct statfs st;
+	char hex[32];
+	size_t i;
+
+	if (fstatfs(fd, &st) < 0)
+		return;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if ((unsigned long)st.f_type == names[i].magic) {
+			tally_kv_str(b, TALLY_SK_OUTPUT_FS, names[i].name);
+			return;
+		}
+	snprintf(hex, sizeof(hex), "0x%lx", (unsigned long)st.f_type);
+	tally_kv_str(b, TALLY_SK_OUTPUT_FS, hex);
+}
+
 static void session_header(const struct session *s, struct tally_buf *b)
 {
 	const struct tally_config *c = &s->cfg;
@@ -306,6 +338,9 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	driver_version(b);
 	tally_kv_uint(b, TALLY_SK_SLICE_NS, c->slice_ns);
 	tally_kv_str(b, TALLY_SK_OUTPUT, s->path);
+	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE, s->reserve_errno ? 0 : TALLY_CLOSE_RESERVE);
+	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE_ERRNO, (uint64_t)s->reserve_errno);
+	output_fs(b, s->fd);
 	if (c->gpu_metrics[0]) {
 		tally_kv_str(b, TALLY_SK_GPU_METRICS, c->gpu_metrics);
 		tally_kv_uint(b, TALLY_SK_GPU_METRICS_HZ, c->gpu_metrics_hz);
@@ -413,11 +448,16 @@ static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t le
 		return rc;
 	s->fd = rc;
 	s->pid = getpid();
+	/* Room for the final ledger, so that a full disk still ends the file with one that says
+	 * so; where the file system cannot keep it, the session header says which one refused. */
+	rc = tally_room_keep(&s->room, s->path);
+	s->reserve_errno = rc < 0 ? -rc : 0;
 	new_session_id(s->id);
 	s->cupti_on = cupti_ok;
 	session_header(s, &header);
 	tally_sampler_plan(&s->cfg, &header);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)s->fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)s->fd,
+				   s->room.fd >= 0 ? tally_room_release : NULL, &s->room};
 	rc = tally_pipeline_start(&pc, source_for(s, cupti_ok), &sink, &header);
 	tally_buf_fini(&header);
 	if (rc < 0) {
@@ -425,6 +465,7 @@ static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t le
 		close(s->fd);
 		unlink(s->path);
 		s->fd = -1;
+		(void)tally_room_release(&s->room);
 		return rc;
 	}
 	s->wrote_file = true;
@@ -740,6 +781,7 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 		(void)run_bounded(finalize_cupti, &s->tracer, s->cfg.flush_timeout_ns);
 	close(s->fd);
 	s->fd = -1;
+	(void)tally_room_release(&s->room); /* the close gave it back already, unless it hung */
 	manifest_line(s, "end %d %s %s %llu %llu %s", (int)getpid(),
 		      rep.complete ? "clean" : "loss", tally_flush_path_name(path),
 		      (unsigned long long)rep.records, (unsigned long long)rep.bytes_written,
@@ -885,6 +927,9 @@ void session_after_fork_child(struct session *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
+	if (s->room.fd >= 0) /* the parent's room: it gives it back itself */
+		close(s->room.fd);
+	s->room.fd = -1;
 	atomic_store_explicit(&s->ending_signal, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->state, SESSION_NONE, memory_order_relaxed);
 }

@@ -205,9 +205,10 @@ static void begin(struct chrome *c)
 	c->events++;
 }
 
-static int64_t rel(const struct chrome *c, const struct report_section *rs, uint64_t t)
+/* Time since the earliest moment of the inputs: never negative, and past 2^63 ns still right. */
+static uint64_t rel(const struct chrome *c, const struct report_section *rs, uint64_t t)
 {
-	return (int64_t)(report_time(rs, t) - c->base);
+	return report_time(rs, t) - c->base;
 }
 
 /* ---- for chrome-host.c ------------------------------------------------------------------- */
@@ -234,7 +235,7 @@ uint32_t chrome_host_pid(const struct chrome *c, const struct report_section *rs
 
 /* "ph":"X" ... "pid":P,"tid":T,"ts":..,"dur":.. (without the closing brace) */
 static void slice_head(struct chrome *c, const char *cat, size_t catlen, const struct esc *name,
-		       uint32_t pid, uint64_t tid, int64_t ts, uint64_t dur)
+		       uint32_t pid, uint64_t tid, uint64_t ts, uint64_t dur)
 {
 	struct obuf *o = &c->ob;
 
@@ -251,11 +252,11 @@ static void slice_head(struct chrome *c, const char *cat, size_t catlen, const s
 	obuf_lit(o, ",\"ts\":");
 	obuf_us(o, ts);
 	obuf_lit(o, ",\"dur\":");
-	obuf_us(o, (int64_t)dur);
+	obuf_us(o, dur);
 }
 
 static void flow(struct chrome *c, char ph, const struct report_section *rs, uint32_t corr,
-		 uint32_t pid, uint64_t tid, int64_t ts)
+		 uint32_t pid, uint64_t tid, uint64_t ts)
 {
 	struct obuf *o = &c->ob;
 
@@ -344,7 +345,7 @@ static void kernel(struct chrome *c, struct report_section *rs, struct csec *cs,
 {
 	struct obuf *o = &c->ob;
 	uint32_t pid = device_pid(rs, r->device_id);
-	int64_t ts = rel(c, rs, r->start);
+	uint64_t ts = rel(c, rs, r->start);
 	uint32_t tid = stream_track(cs, r);
 
 	slice_head(c, "kernel", 6, escaped(rs, cs, r->name_id, true), pid, tid, ts,
@@ -382,7 +383,7 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 	static struct esc names[16];
 	struct obuf *o = &c->ob;
 	uint32_t pid = device_pid(rs, r->device_id);
-	int64_t ts = rel(c, rs, r->start);
+	uint64_t ts = rel(c, rs, r->start);
 	unsigned k = r->kind == TALLY_KIND_MEMSET ? 15 : (r->subkind < 15 ? r->subkind : 0);
 	uint32_t tid = stream_track(cs, r);
 
@@ -444,7 +445,7 @@ static void api(struct chrome *c, struct report_section *rs, struct csec *cs,
 		const struct tally_record *r)
 {
 	struct obuf *o = &c->ob;
-	int64_t ts = rel(c, rs, r->start);
+	uint64_t ts = rel(c, rs, r->start);
 	bool driver = r->kind == TALLY_KIND_DRIVER;
 
 	slice_head(c, driver ? "cuda_driver" : "cuda_runtime", driver ? 11 : 12,
@@ -616,7 +617,7 @@ static int on_section(void *ctx, struct report_section *rs)
 	return 0;
 }
 
-static void counter(struct chrome *c, uint32_t pid, const char *name, int64_t ts)
+static void counter(struct chrome *c, uint32_t pid, const char *name, uint64_t ts)
 {
 	struct obuf *o = &c->ob;
 
@@ -636,7 +637,7 @@ static int on_ledger(void *ctx, struct report_section *rs, const struct tally_le
 	struct chrome *c = ctx;
 	struct csec *cs = csec(c, rs);
 	struct obuf *o = &c->ob;
-	int64_t ts = rel(c, rs, l->t_end);
+	uint64_t ts = rel(c, rs, l->t_end);
 	unsigned i;
 
 	if (!cs || !c->base)
@@ -969,7 +970,7 @@ static void mem_counter(struct chrome *c, const struct report_set *set, const st
 
 	if (!cs)
 		return;
-	counter(c, device_pid(rs, e->device), "CUDA memory (bytes)", (int64_t)(e->t - c->base));
+	counter(c, device_pid(rs, e->device), "CUDA memory (bytes)", e->t - c->base);
 	obuf_c(&c->ob, '"');
 	obuf_str(&c->ob, report_mem_kind_label(e->kind));
 	obuf_lit(&c->ob, "\":");

@@ -450,24 +450,44 @@ static int csv_finish(void *state, struct report_set *set, struct export_stats *
 	return rc;
 }
 
+/* One file of the directory: replaced only when it is a regular file and not an input. */
+static int check_file(const char *dir, const char *name, char *err, size_t errlen)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return outfile_check(path, OUTFILE_FORCE, err, errlen);
+}
+
+/* The directory (new, or there with --force), and every file this exporter may write in it. */
+static int csv_check(const struct export_opts *o, char *err, size_t errlen)
+{
+	int rc = outfile_check(o->output, OUTFILE_DIRECTORY | (o->force ? OUTFILE_FORCE : 0), err,
+			       errlen);
+	size_t i;
+
+	for (i = 0; rc == 0 && i < TALLY_KIND_MAX; i++)
+		if (kinds[i].file)
+			rc = check_file(o->output, kinds[i].file, err, errlen);
+	for (i = 0; rc == 0 && i < sizeof(about) / sizeof(about[0]); i++)
+		rc = check_file(o->output, about[i].file, err, errlen);
+	return rc;
+}
+
 static int csv_open(void **state, struct report_set *set, const struct export_opts *o, char *err,
 		    size_t errlen)
 {
 	struct csv *c;
 	struct stat st;
+	int rc;
 
 	(void)set;
-	if (lstat(o->output, &st) == 0) {
-		if (!S_ISDIR(st.st_mode)) { /* a link to a directory too: nothing is followed */
-			snprintf(err, errlen, "%s: not a directory (csv writes a directory)",
-				 o->output);
-			return -ENOTDIR;
-		}
-		if (!o->force) {
-			snprintf(err, errlen, "%s: exists (--force writes into it)", o->output);
-			return -EEXIST;
-		}
-	} else if (mkdir(o->output, 0777) < 0) {
+	/* a directory, new or (with --force) there: a link to one is refused, nothing is followed
+	 */
+	rc = csv_check(o, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (lstat(o->output, &st) < 0 && mkdir(o->output, 0777) < 0) {
 		snprintf(err, errlen, "%s: %s", o->output, strerror(errno));
 		return -errno;
 	}
@@ -503,6 +523,7 @@ static void csv_destroy(void *state, bool failed)
 const struct exporter export_csv = {
     .name = "csv",
     .what = "a directory of CSV files, one per record kind, plus the verdict and loss",
+    .check = csv_check,
     .open = csv_open,
     .scan_ops = csv_scan_ops,
     .finish = csv_finish,

@@ -133,8 +133,16 @@ static int run(struct sq *q, sqlite3_stmt *st)
 	return 0;
 }
 
+/* Values past SQLite's largest integer (a time past 2^63 ns, a byte count past 2^63), stored as
+ * that integer rather than as a negative one, and counted (export_stats.clamped). */
+static uint64_t clamped;
+
 static void bind_u(sqlite3_stmt *st, int i, uint64_t v)
 {
+	if (v > INT64_MAX) {
+		clamped++;
+		v = INT64_MAX;
+	}
 	sqlite3_bind_int64(st, i, (sqlite3_int64)v);
 }
 
@@ -1020,6 +1028,7 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 		rc = -EIO;
 	(void)errlen; /* failures wrote q->err, which is err */
 	out->events = q->rows;
+	out->clamped = clamped;
 	return rc;
 }
 
@@ -1033,6 +1042,7 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	struct sq *q = calloc(1, sizeof(*q));
 	int rc = -ENOMEM, i;
 
+	clamped = 0;
 	(void)set;
 	if (q)
 		q->out.fd = -1;

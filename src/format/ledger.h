@@ -68,6 +68,10 @@ enum tally_counter {
 	TALLY_C_SIGNALS_RECEIVED = 62,
 	TALLY_C_SIGNAL_SENDER = 63,
 	TALLY_C_SIGNAL_TO_CLOSE = 64,
+	/* a full disk (format 1.3): when writes failed, and whether the close used its room */
+	TALLY_C_WRITE_FIRST_FAILED_AT = 65, /* CUPTI ns of the first slice a write failed in */
+	TALLY_C_WRITE_LAST_FAILED_AT = 66,  /* ... and of the last */
+	TALLY_C_CLOSE_RESERVE_USED = 67,    /* 1: the close gave back its room to get through */
 	/* host sampling and blocking calls (format 1.3) */
 	TALLY_C_SAMPLES_TAKEN = 70,
 	TALLY_C_SAMPLES_DROPPED = 71,

@@ -29,6 +29,8 @@ struct read_state {
 	bool have_seq;
 	uint32_t last_seq;
 	uint64_t next_progress;
+	/* payload bytes that may still define string, frame and stack ids, for every section */
+	uint64_t id_budget;
 };
 
 const char *tally_damage_kind_name(enum tally_damage_kind k)
@@ -182,6 +184,7 @@ static void free_section(struct tally_section *s)
 	free(s->source);
 	free(s->exe);
 	free(s->output);
+	free(s->output_fs);
 	free(s->job);
 	free(s->job_step);
 	free(s->run_id);
@@ -350,6 +353,9 @@ static const struct session_field {
     STR(TALLY_SK_SOURCE, source),
     STR(TALLY_SK_EXE, exe),
     STR(TALLY_SK_OUTPUT, output),
+    STR(TALLY_SK_OUTPUT_FS, output_fs),
+    U64(TALLY_SK_CLOSE_RESERVE, close_reserve),
+    U64(TALLY_SK_CLOSE_RESERVE_ERRNO, close_reserve_errno),
     STR(TALLY_SK_GPU_METRICS, gpu_metrics_asked),
     STR(TALLY_SK_GPU_METRICS_SET, gpu_metrics_set),
     U64(TALLY_SK_GPU_METRICS_HZ, gpu_metrics_hz),
@@ -522,18 +528,19 @@ static void parse_note(struct tally_section *s, const uint8_t *p, size_t len)
 }
 
 /*
- * Every string id costs at least one byte of some STRINGS payload before it, so an id beyond the
- * file's size is damage; checking that before growing the table keeps memory proportional to the
- * file (a crafted first id of 2^28 would otherwise cost 2 GiB of pointers).
+ * Every string id costs at least one byte of some STRINGS payload before it, so ids beyond what
+ * the file's bytes could hold are damage.  The budget is the file's, shared by every section (and
+ * the frame and stack tables): checking it before growing the table keeps memory proportional to
+ * the file, however many sections each claim a first id near the file's size.
  */
-static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len, uint64_t file_size)
+static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len, uint64_t *budget)
 {
 	struct tally_cursor c = {p, p + len, false};
 	uint64_t first = tally_cur_varint(&c), count = tally_cur_varint(&c), i;
 	uint64_t need = first + count;
 
-	if (c.bad || first == 0 || count > len || first > file_size || need > file_size ||
-	    need > TALLY_STRING_ID_MAX)
+	if (c.bad || first == 0 || count > len || first > *budget || need > TALLY_STRING_ID_MAX ||
+	    (need > s->nstrings && need - s->nstrings > *budget))
 		return false;
 	if (need > s->nstrings) {
 		char **t = realloc(s->strings, need * sizeof(*t));
@@ -542,6 +549,7 @@ static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len,
 			return false;
 		memset(t + s->nstrings, 0, (need - s->nstrings) * sizeof(*t));
 		s->strings = t;
+		*budget -= need - s->nstrings;
 		s->nstrings = (uint32_t)need;
 	}
 	for (i = 0; i < count; i++) {
@@ -661,7 +669,8 @@ static bool parse_threads(struct tally_section *s, const uint8_t *p, size_t len)
 		const uint8_t *name = tally_cur_bytes(&c, nlen);
 		struct tally_thread *t;
 
-		if (c.bad || !name)
+		/* a kernel tid is 32 bits: a wider one would be cut and taken for another thread */
+		if (c.bad || !name || tid > UINT32_MAX)
 			return false;
 		if (s->nthreads == TALLY_THREADS_MAX)
 			continue;
@@ -797,7 +806,7 @@ static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
 	s->chunks++;
 	switch (c->type) {
 	case TALLY_CHUNK_STRINGS:
-		ok = parse_strings(s, payload, c->len, st->f->size);
+		ok = parse_strings(s, payload, c->len, &st->id_budget);
 		break;
 	case TALLY_CHUNK_RECORDS:
 		rc = handle_records(st, s, payload, c->len);
@@ -821,10 +830,10 @@ static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
 		ok = parse_loss(s, payload, c->len);
 		break;
 	case TALLY_CHUNK_FRAMES:
-		ok = tally_frames_parse(&s->stacks, payload, c->len);
+		ok = tally_frames_parse(&s->stacks, payload, c->len, &st->id_budget);
 		break;
 	case TALLY_CHUNK_STACKS:
-		ok = tally_stacks_parse(&s->stacks, payload, c->len);
+		ok = tally_stacks_parse(&s->stacks, payload, c->len, &st->id_budget);
 		break;
 	case TALLY_CHUNK_MODULES:
 		ok = tally_modules_parse(&s->stacks, payload, c->len);
@@ -969,7 +978,7 @@ static void report_progress(struct read_state *st, uint64_t off)
 
 int tally_file_read(struct tally_file *f, const struct tally_read_ops *ops)
 {
-	struct read_state st = {.f = f, .ops = ops};
+	struct read_state st = {.f = f, .ops = ops, .id_budget = f->size};
 	uint64_t off = TALLY_PREAMBLE_LEN;
 	int rc = 0;
 

@@ -89,7 +89,9 @@ struct tally_section {
 
 	/* SESSION facts; strings are owned, NULL when absent */
 	char *writer, *host, *cmdline, *rank, *config, *source, *exe, *output;
-	char *job, *job_step, *run_id, *world_size; /* 1.3: "VAR=value", NULL when absent */
+	char *output_fs;			     /* 1.3: NULL when the writer did not say */
+	uint64_t close_reserve, close_reserve_errno; /* 1.3: room kept for the close */
+	char *job, *job_step, *run_id, *world_size;  /* 1.3: "VAR=value", NULL when absent */
 	uint64_t pid, ppid;
 	uint64_t start_realtime, start_monotonic, start_cupti;
 	uint64_t driver_version, runtime_version, cupti_version;

@@ -298,6 +298,10 @@ enum tally_session_key {
 	TALLY_SK_JOB_STEP = 41,	  /* "SLURM_STEP_ID=0": the step of that job */
 	TALLY_SK_RUN_ID = 42,	  /* "TORCHELASTIC_RUN_ID=abc": the launcher's run */
 	TALLY_SK_WORLD_SIZE = 43, /* "WORLD_SIZE=8": how many ranks the job has */
+	/* 1.3: the room kept for the closing chunks (docs/format.md §15) */
+	TALLY_SK_CLOSE_RESERVE = 45,	   /* bytes reserved at open; 0: none could be */
+	TALLY_SK_CLOSE_RESERVE_ERRNO = 46, /* why none could be (EOPNOTSUPP ...); 0 when reserved */
+	TALLY_SK_OUTPUT_FS = 47,	   /* the output's filesystem type ("ext4", "tmpfs" ...) */
 	TALLY_SK_MAX,
 };
 

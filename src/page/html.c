@@ -316,16 +316,28 @@ static void fill_result(struct html_job *job, struct report_html_result *res)
 		res->exact_events += timeline_window_exact(job->tl, job->tl->events[i].window);
 }
 
-static int write_output(struct html_job *job, char *const *paths, size_t npaths, char *err,
-			size_t errlen)
+/* "-o -": the page on standard output, as every command's "-" means. */
+static int write_stdout(struct html_job *job, char *err, size_t errlen)
+{
+	int rc = write_page(stdout, job);
+
+	if (fflush(stdout) != 0 && rc == 0)
+		rc = -errno;
+	if (rc < 0)
+		snprintf(err, errlen, "standard output: write failed: %s", strerror(-rc));
+	return rc;
+}
+
+static int write_output(struct html_job *job, char *err, size_t errlen)
 {
 	struct outfile of = {.fd = -1};
 	struct stat sb;
 	FILE *out;
-	int rc = outfile_not_input(job->o->output, paths, npaths, err, errlen);
+	int rc;
 
-	if (rc == 0)
-		rc = open_output(job->o, &of, &out, err, errlen);
+	if (strcmp(job->o->output, "-") == 0)
+		return write_stdout(job, err, errlen);
+	rc = open_output(job->o, &of, &out, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = write_page(out, job);
@@ -395,7 +407,7 @@ int report_html(char *const *paths, size_t npaths, const struct report_html_opts
 		snprintf(err, errlen, "out of memory");
 	if (rc == 0) {
 		fill_result(&job, res);
-		rc = write_output(&job, paths, npaths, err, errlen);
+		rc = write_output(&job, err, errlen);
 	}
 	timeline_free(job.tl);
 	stats_free(job.st);

@@ -25,9 +25,10 @@
 
 struct report_input {
 	char *path;
-	struct tally_file *f;	 /* opened (preamble checked) by report_set_open */
-	unsigned first_section;	 /* global index of its first section */
-	size_t damage_delivered; /* f->damage entries already handed to consumers */
+	struct tally_file *f;	     /* opened (preamble checked) by report_set_open */
+	unsigned long long dev, ino; /* what it is, whatever its name: no output may replace it */
+	unsigned first_section;	     /* global index of its first section */
+	size_t damage_delivered;     /* f->damage entries already handed to consumers */
 };
 
 /* Per-section names, resolved once per string id (see names.c). */
@@ -70,12 +71,22 @@ struct report_set {
 
 /*
  * Expand paths (files, and directories: every *.tally inside, sorted by name) and open each file.
- * Nothing is read yet.  On failure returns -errno with err naming the file (and the offset, for a
- * file that is not a trace); set is left empty.
+ * Nothing is read yet.  Until report_set_close, every output tally writes refuses to replace any
+ * of these files (outfile_protect).  On failure returns -errno with err naming the file (and the
+ * offset, for a file that is not a trace); set is left empty.
  */
 int report_set_open(struct report_set *set, char *const *paths, size_t npaths, char *err,
 		    size_t errlen);
 void report_set_close(struct report_set *set);
+
+/*
+ * The files paths name, as report_set_open reads them: a file as given, a directory as every
+ * *.tally in it, sorted by name.  0, or -errno with err naming the path (a directory with no
+ * *.tally in it is -ENOENT).  *files is freed with report_paths_free.
+ */
+int report_paths_expand(char *const *paths, size_t npaths, char ***files, size_t *nfiles, char *err,
+			size_t errlen);
+void report_paths_free(char **files, size_t n);
 
 /* Reads each input's first SESSION (cheap) to find set->base before the main pass. */
 void report_set_find_base(struct report_set *set);
@@ -126,8 +137,16 @@ enum report_name_mode {
 	REPORT_NAME_MANGLED,   /* as recorded: "_Z3fooIiEvPfi" */
 };
 
-/* The string for id in rs's section: "[string N lost]" when its STRINGS chunk was lost. */
+/*
+ * The string for id in rs's section: "[string N lost]" when its STRINGS chunk was lost.  A string
+ * (or a demangled name) longer than REPORT_TEXT_MAX bytes is cut there, ending in "...[N bytes
+ * cut]", and counted in report_texts_cut(): a name repeated on every row of a trace report or an
+ * export must not make the output thousands of times its input.  NVTX messages are shorter
+ * (TALLY_NVTX_TEXT_MAX), and so is every real kernel and API name seen so far.
+ */
+#define REPORT_TEXT_MAX 4096u
 const char *report_string(struct report_section *rs, uint32_t id);
+uint64_t report_texts_cut(void);
 /* A kernel name in the given form; "[unnamed kernel]" for id 0. */
 const char *report_kernel_name(struct report_section *rs, uint32_t id, enum report_name_mode m);
 void report_names_free(struct report_names *n);
@@ -150,6 +169,13 @@ const char *report_mem_kind_label(unsigned cupti_kind);	  /* "Pageable", "Device
 const char *report_sync_type_label(unsigned t);
 
 /* ---- call stacks (frames.c) ------------------------------------------------------------ */
+
+/*
+ * The largest module file a native frame is symbolized from: the trace names the path, so only a
+ * regular file up to this size is opened (a FIFO, a device or a huge file there is never read),
+ * and its frames read "module+0xoffset".  The largest real ones (libtorch_cuda.so) are ~1.5 GiB.
+ */
+#define REPORT_MODULE_MAX_BYTES (4ll << 30)
 
 /* "function (file:line)"; native frames symbolized from the module map (libdw). */
 const char *report_frame_label(struct report_section *rs, uint32_t frame_id);

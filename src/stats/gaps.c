@@ -10,7 +10,7 @@
 
 #define DEFAULT_GAP_MIN_NS 1000000ull
 #define AUTO_BUCKETS	   20
-#define MAX_BUCKETS	   100000
+#define MAX_BUCKETS	   REPORT_UTIL_MAX_BUCKETS
 
 struct gap_iv {
 	uint64_t t0, t1; /* aligned */
@@ -40,6 +40,7 @@ struct report_gpu_gaps {
 	size_t ngaps, gcap;
 	struct report_util *util;
 	size_t nutil, ucap;
+	uint64_t util_refused; /* report_gpu_util_refused */
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -178,6 +179,11 @@ const struct report_gap *report_gpu_gaps_list(const struct report_gpu_gaps *g, s
 {
 	*n = g->ngaps;
 	return g->gaps;
+}
+
+uint64_t report_gpu_util_refused(const struct report_gpu_gaps *g)
+{
+	return g->util_refused;
 }
 
 const struct report_util *report_gpu_util_list(const struct report_gpu_gaps *g, size_t *n)
@@ -365,8 +371,10 @@ static int device_util(struct report_gpu_gaps *g, const struct report_section *r
 		last = v[i].t1 > last ? v[i].t1 : last;
 	bucket = g->o.bucket_ns ? g->o.bucket_ns : (last - first) / AUTO_BUCKETS + 1;
 	nb = (size_t)((last - first) / bucket) + 1;
-	if (nb > MAX_BUCKETS)
-		return 0; /* a bucket far too small for the span: say nothing rather than flood */
+	if (nb > MAX_BUCKETS) { /* a bucket far too small for the span: no flood, but say so */
+		g->util_refused = nb > g->util_refused ? nb : g->util_refused;
+		return 0;
+	}
 	if (!(busy = calloc(nb, sizeof(*busy))))
 		return -ENOMEM;
 	for (i = 0, seg0 = first, seg1 = v[0].t1; i < n; i++) {

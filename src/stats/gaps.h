@@ -68,6 +68,10 @@ int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_secti
 /* Results so far, in section order, each section's device gaps first, then per stream. */
 const struct report_gap *report_gpu_gaps_list(const struct report_gpu_gaps *g, size_t *n);
 const struct report_util *report_gpu_util_list(const struct report_gpu_gaps *g, size_t *n);
+/* A device whose span the bucket would cut into more than REPORT_UTIL_MAX_BUCKETS buckets has
+ * none listed: the most buckets asked for on such a device, 0 when none was refused. */
+#define REPORT_UTIL_MAX_BUCKETS 100000
+uint64_t report_gpu_util_refused(const struct report_gpu_gaps *g);
 
 /*
  * Is [t0, t1] (aligned ns) of rs proven idle?  true, with why, when something lost may lie in it:

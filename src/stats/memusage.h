@@ -30,6 +30,7 @@ struct mem_usage {
 	struct mem_usage_row *rows; /* in order of first appearance */
 	size_t nrows;
 	bool failed;
+	bool saturated; /* a byte count stopped at UINT64_MAX rather than wrap */
 };
 
 void mem_usage_add(struct mem_usage *m, const struct report_section *rs,

@@ -94,7 +94,7 @@ static const struct report_col mem_usage_cols[] = {
     {"Memory Kind", COL_STR},  {"Allocations", COL_U64},
     {"Frees", COL_U64},	       {"Allocated (B)", COL_U64},
     {"Freed (B)", COL_U64},    {"Peak (B)", COL_U64},
-    {"Peak At (ns)", COL_I64}, {"In Use At End (B)", COL_U64},
+    {"Peak At (ns)", COL_U64}, {"In Use At End (B)", COL_U64},
 };
 
 struct sum_ctx {
@@ -199,7 +199,7 @@ static void sum_cell(const void *ctx, size_t row, size_t col, struct report_cell
 /* ---- trace reports ---------------------------------------------------------------------- */
 
 static const struct report_col gpu_trace_cols[] = {
-    {"Start (ns)", COL_I64},  {"Duration (ns)", COL_U64},
+    {"Start (ns)", COL_U64},  {"Duration (ns)", COL_U64},
     {"CorrId", COL_U64},      {"GrdX", COL_U64},
     {"GrdY", COL_U64},	      {"GrdZ", COL_U64},
     {"BlkX", COL_U64},	      {"BlkY", COL_U64},
@@ -212,10 +212,11 @@ static const struct report_col gpu_trace_cols[] = {
     {"Name", COL_STR},
 };
 
+/* nsys's columns, with Name moved last, where a table does not pad it (docs/stats.md). */
 static const struct report_col api_trace_cols[] = {
-    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64}, {"Name", COL_STR},
-    {"Result", COL_I64},     {"CorrID", COL_U64},	 {"Pid", COL_U64},
-    {"Tid", COL_U64},	     {"T-Pri", COL_U64},	 {"Thread Name", COL_STR},
+    {"Start (ns)", COL_U64}, {"Duration (ns)", COL_U64}, {"Result", COL_I64},
+    {"CorrID", COL_U64},     {"Pid", COL_U64},		 {"Tid", COL_U64},
+    {"T-Pri", COL_U64},	     {"Thread Name", COL_STR},	 {"Name", COL_STR},
 };
 
 struct trace_ctx {
@@ -223,11 +224,17 @@ struct trace_ctx {
 	const struct report_set *set;
 };
 
-/* Start relative to the earliest session start, as nsys's are relative to its capture start. */
+/* Start relative to the earliest session start, as nsys's are relative to its capture start:
+ * negative for a record before it (a clock of another source, an allocation made before the
+ * session began), and past 2^63 ns still the positive number it is. */
 static void start_cell(const struct trace_ctx *x, uint64_t start, struct report_cell *c)
 {
-	c->t = CELL_I64;
-	c->i = (int64_t)(start - x->st->base);
+	uint64_t base = x->st->base;
+
+	if (start >= base)
+		set_u(c, start - base);
+	else
+		set_i(c, base - start > INT64_MAX ? INT64_MIN : -(int64_t)(base - start));
 }
 
 /* "NVIDIA H200 (0)": the device's name and id, as nsys shows it. */
@@ -323,20 +330,20 @@ static void api_cell(const void *ctx, size_t row, size_t col, struct report_cell
 		set_u(c, a->dur);
 		break;
 	case 2:
-		set_s(c, a->name);
-		break;
-	case 3:
 		c->t = CELL_I64;
 		c->i = a->result;
 		break;
-	case 4:
+	case 3:
 		set_u(c, a->corr);
 		break;
-	case 5:
+	case 4:
 		set_u(c, a->pid ? a->pid : (s ? s->pid : 0));
 		break;
-	case 6:
+	case 5:
 		set_u(c, a->tid);
+		break;
+	case 8:
+		set_s(c, a->name);
 		break;
 	default: /* thread priority and name are not recorded */
 		break;
@@ -366,8 +373,10 @@ static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct repor
 		set_u(c, col == 2 ? m->allocs : m->frees);
 	else if (col >= 4 && col <= 6)
 		set_u(c, bytes[col - 4]);
-	else if (col == 7)
+	else if (col == 7 && m->peak) /* no byte was ever in use: there is no peak to time */
 		start_cell(x, m->peak_time, c);
+	else if (col == 7)
+		return;
 	else
 		set_u(c, m->in_use);
 }
@@ -375,12 +384,12 @@ static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct repor
 /* ---- gaps with proof ---------------------------------------------------------------------- */
 
 static const struct report_col gap_cols[] = {
-    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64}, {"Device", COL_U64},
+    {"Start (ns)", COL_U64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64}, {"Device", COL_U64},
     {"Stream", COL_STR},     {"Class", COL_STR},	 {"Why", COL_STR},
 };
 
 static const struct report_col util_cols[] = {
-    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64},
+    {"Start (ns)", COL_U64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64},
     {"Device", COL_U64},     {"Busy (%)", COL_PCT},	 {"Loss", COL_STR},
 };
 
@@ -462,6 +471,28 @@ static const char *const empty_text[R_COUNT] = {
     [R_OSRT_SUM] = "the trace(s) hold no blocking calls (record with --trace osrt)",
 };
 
+/* What a report must say beside its rows: a figure that could not be shown as it is. */
+static void view_notes(const struct stats *st, enum report_id r, struct report_view *v)
+{
+	static char util[300];
+	uint64_t refused;
+
+	if ((r == R_MEM_USAGE && st->mem_usage.saturated) || st->t[r].saturated)
+		v->note = "a total passed 2^64 - 1 and is shown stopped there "
+			  "(18,446,744,073,709,551,615; averages are exact): the trace claims more "
+			  "than 64 bits count";
+	if (r == R_GPU_UTIL && (refused = report_gpu_util_refused(st->gaps)) != 0) {
+		snprintf(util, sizeof(util),
+			 "--util-bucket cuts a device's span into %" PRIu64
+			 " buckets, more than %u: that device is not listed; give a larger bucket",
+			 refused, REPORT_UTIL_MAX_BUCKETS);
+		if (v->nrows)
+			v->note = util;
+		else
+			v->empty = util;
+	}
+}
+
 static void view_for(const struct stats *st, const struct report_set *set, enum report_id r,
 		     struct report_view *v, struct sum_ctx *sx, struct trace_ctx *tx,
 		     struct analysis_ctx *ax, struct host_view_ctx *hx)
@@ -499,6 +530,7 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 		v->ctx = sx;
 		v->nrows = r == R_KERN_STACK_SUM && !st->stacked_kernels ? 0 : st->t[r].n;
 	}
+	view_notes(st, r, v);
 }
 
 static void untimed_note(const struct stats *st, FILE *out, const char *prefix)

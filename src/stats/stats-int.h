@@ -67,6 +67,7 @@ struct gtable {
 	uint32_t *slot; /* open addressing: group index + 1, 0 empty */
 	size_t nslot;
 	uint64_t grand_total;
+	bool saturated;	      /* a total (or the grand total) stopped at UINT64_MAX */
 	struct group **order; /* after stats_finish: by total, descending */
 };
 

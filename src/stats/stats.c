@@ -762,11 +762,16 @@ uint64_t stats_untimed(const struct stats *st)
 
 /* ---- finishing: exact medians and standard deviations ----------------------------------- */
 
-/* Sum, extremes and the variance's numerator in one pass of exact integer arithmetic. */
-static bool exact_moments(const struct u64vec *vals, struct stats_group_view *v, long double *ss)
+/*
+ * Sum, extremes and the variance's numerator in one pass of exact integer arithmetic.  The sum is
+ * 128 bits wide (2^64 records of 2^64 each), so the average stays exact; the total shown stops at
+ * UINT64_MAX rather than wrap, and says so (saturated).
+ */
+static bool exact_moments(const struct u64vec *vals, struct stats_group_view *v, long double *ss,
+			  long double *mean)
 {
-	unsigned __int128 sq = 0, num;
-	uint64_t total = 0, min = UINT64_MAX, max = 0;
+	unsigned __int128 sq = 0, num, total = 0;
+	uint64_t min = UINT64_MAX, max = 0;
 	size_t i;
 
 	for (i = 0; i < vals->n; i++) {
@@ -777,7 +782,9 @@ static bool exact_moments(const struct u64vec *vals, struct stats_group_view *v,
 		max = x > max ? x : max;
 		sq += (unsigned __int128)x * x;
 	}
-	v->total = total;
+	v->saturated = total > UINT64_MAX;
+	v->total = v->saturated ? UINT64_MAX : (uint64_t)total;
+	*mean = (long double)total / (long double)vals->n;
 	v->min = min;
 	v->max = max;
 	/* exact while x < 2^32 and n < 2^31: n * sum(x^2) and sum(x)^2 both fit in 128 bits */
@@ -802,15 +809,14 @@ static void finish_group(struct group *g)
 	v->count = g->vals.n;
 	if (!v->count)
 		return;
-	if (!exact_moments(&g->vals, v, &ss)) { /* huge values: two passes in long double */
-		mean = (long double)v->total / (long double)v->count;
+	if (!exact_moments(&g->vals, v, &ss, &mean)) { /* huge values: two passes, long double */
 		for (ss = 0, i = 0; i < g->vals.n; i++) {
 			long double d = (long double)g->vals.v[i] - mean;
 
 			ss += d * d;
 		}
 	}
-	v->avg = (double)((long double)v->total / (long double)v->count);
+	v->avg = (double)mean;
 	/* the sample standard deviation (n - 1), as nsys reports it; 0 for a single value */
 	v->stddev = v->count > 1 ? (double)sqrtl(ss / (long double)(v->count - 1)) : 0.0;
 	mid = stats_select(g->vals.v, g->vals.n, (g->vals.n - 1) / 2, v->min, v->max,
@@ -841,9 +847,15 @@ static int finish_table(struct gtable *t)
 	if (!t->order)
 		return -ENOMEM;
 	t->grand_total = 0;
+	t->saturated = false;
 	for (i = 0; i < t->n; i++) {
+		uint64_t total;
+
 		finish_group(&t->g[i]);
-		t->grand_total += t->g[i].view.total;
+		total = t->g[i].view.total;
+		t->saturated |= t->g[i].view.saturated || t->grand_total > UINT64_MAX - total;
+		t->grand_total =
+		    t->grand_total > UINT64_MAX - total ? UINT64_MAX : t->grand_total + total;
 		t->order[i] = &t->g[i];
 	}
 	if (t->n > 1)

@@ -54,6 +54,7 @@ struct stats_group_view {
 	int32_t grid[3], block[3]; /* cuda_gpu_kern_gb_sum */
 	uint64_t count, total, min, max;
 	double avg, median, stddev;
+	bool saturated; /* total passed 2^64 - 1: shown as UINT64_MAX (avg is still exact) */
 };
 /* Groups of report idx after stats_finish, in report order; NULL past the end. */
 const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i);

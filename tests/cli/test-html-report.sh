@@ -147,7 +147,7 @@ fi
 
 # The command line: usage, an existing page, a file that is not a trace.
 "$TALLY" report -q -o "$T/made.html" "$T/made.tally" 2>"$T/err"; rc=$?
-[ "$rc" -eq 4 ] && grep -q -- "--force" "$T/err" && ok "an existing page is kept (exit 4)" || bad "existing page: exit $rc"
+[ "$rc" -eq 2 ] && grep -q -- "--force" "$T/err" && ok "an existing page is kept (exit 2, as every -o refusal)" || bad "existing page: exit $rc"
 "$TALLY" report 2>/dev/null; [ $? -eq 2 ] && ok "no trace: usage (exit 2)" || bad "no trace"
 echo "not a trace" >"$T/junk.tally"
 "$TALLY" report -q --force -o "$T/junk.html" "$T/junk.tally" 2>/dev/null; rc=$?

@@ -412,7 +412,7 @@ static uint64_t host_kinds(const struct testsrc_host *h)
 
 static int run(struct opts *o, int fd)
 {
-	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd};
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	struct tally_buf session = {0};
 	struct tally_stop_report rep;
 	struct worker *wk;
@@ -422,7 +422,7 @@ static int run(struct opts *o, int fd)
 
 	if (o->use_fault) {
 		o->fault.fd = fd;
-		sink = (struct tally_sink){fault_sink_write, &o->fault};
+		sink = (struct tally_sink){fault_sink_write, &o->fault, NULL, NULL};
 	}
 	o->cfg.consumer_thread = !o->starve;
 	if (o->w.t0)

@@ -820,6 +820,16 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 	tally_job_keys(b); /* SLURM_JOB_ID, TORCHELASTIC_RUN_ID, WORLD_SIZE ... as the collector */
 }
 
+int fault_sink_release(void *ctx)
+{
+	struct fault_sink *s = ctx;
+
+	s->released++;
+	s->fail_after = (s->accepted > s->fail_after ? s->accepted : s->fail_after) + s->reserve;
+	s->reserve = 0;
+	return 0;
+}
+
 ssize_t fault_sink_write(void *ctx, const void *buf, size_t len)
 {
 	struct fault_sink *s = ctx;

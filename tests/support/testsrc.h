@@ -179,7 +179,12 @@ struct fault_sink {
 	size_t short_max;    /* short-write mode: at most this many bytes per call */
 	uint64_t accepted;
 	uint64_t calls_failed;
+	uint64_t reserve;  /* a disk that kept this much room for the close (fault_sink_release) */
+	unsigned released; /* calls of fault_sink_release */
 };
 ssize_t fault_sink_write(void *ctx, const void *buf, size_t len);
+/* The sink's release: the room kept for the close becomes free space (fail_after grows by
+ * reserve), as tally_room_release frees the blocks it kept. */
+int fault_sink_release(void *ctx);
 
 #endif

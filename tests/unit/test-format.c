@@ -314,7 +314,7 @@ static void mem_file_close(struct mem_file *m)
 /* A small synthetic file: SESSION, STRINGS, 3 RECORDS chunks of 10 kernels, LEDGER x2 (final). */
 static size_t write_sample(int fd, size_t *chunk_ends, size_t max_chunks, unsigned extra_type)
 {
-	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd};
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	struct tally_writer w;
 	struct tally_codec codec = {0};
 	struct tally_buf b = {0};
@@ -579,7 +579,7 @@ static void test_reader_seq_gap(void **state)
 
 	(void)state;
 	mem_file_open(&m);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd, NULL, NULL};
 	tally_writer_init(&w, &sink, 0);
 	tally_writer_preamble(&w);
 	tally_kv_uint(&b, TALLY_SK_PID, 1);
@@ -728,7 +728,7 @@ static void test_host_records(void **state)
 	free(back);
 
 	mem_file_open(&m);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd, NULL, NULL};
 	assert_int_equal(tally_writer_init(&w, &sink, 1), 0);
 	tally_writer_preamble(&w);
 	tally_buf_reset(&b);
