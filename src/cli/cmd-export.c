@@ -54,6 +54,9 @@ static const struct cli_option export_options[] = {
     CLI_BOOL(S, 0, "no-align", no_align,
 	     "keep each trace's own timestamps (default: aligned by clock pairs)"),
     CLI_BOOL(S, 'q', "quiet", quiet, "no summary line on standard error"),
+    CLI_DURATION(S, 0, "metric-step", "DURATION", o.metric_step_ns, 0, UINT64_MAX,
+		 "chrome: GPU metrics as one point per DURATION, the mean of its\n"
+		 "samples (default: every sample; 10 kHz is about 1 MB/s per metric)"),
     CLI_END,
 };
 #undef S

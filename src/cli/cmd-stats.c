@@ -156,6 +156,10 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 	cli_progress_end(&progress);
 	if (rc == 0)
 		rc = stats_finish(st, &set);
+	if (rc < 0 && stats_error(st)) { /* the second pass (GPU metrics) could not read again */
+		rc = cli_error(TALLY_EXIT_UNREADABLE, "%s", stats_error(st));
+		goto free_stats;
+	}
 	if (rc < 0) {
 		rc = cli_error(set.read_failed ? TALLY_EXIT_UNREADABLE : TALLY_EXIT_ERROR, "%s",
 			       set.read_failed ? err : "out of memory");

@@ -172,6 +172,25 @@ static void memory_row(struct csv *c, FILE *f, struct report_section *rs,
 	fprintf(f, ",%d\n", !!(r->flags & TALLY_REC_ASYNC));
 }
 
+/* A GPU metric of a device over one sample (format 1.3): its value in its unit, exactly as
+ * recorded (value / 10^scale), and the sample's flags. */
+static void gpu_metric_row(struct csv *c, FILE *f, struct report_section *rs,
+			   const struct tally_record *r)
+{
+	const struct report_metric *m = report_metric(rs, r);
+	char value[REPORT_METRIC_TEXT];
+
+	(void)c;
+	fprintf(f, "%u,%" PRIu64 ",", rs->index, rs->s->pid);
+	times(f, rs, r);
+	fprintf(f, ",%u,%u", r->device_id, r->correlation_id);
+	str(f, m ? m->name : report_string(rs, r->name_id));
+	str(f, m ? m->label : "");
+	str(f, m ? m->unit : "");
+	fprintf(f, ",%s,%d,%d\n", report_metric_text(r, value), !!(r->value & TALLY_METRIC_MERGED),
+		!!(r->value & TALLY_METRIC_AFTER_GAP));
+}
+
 static const struct csv_kind kinds[TALLY_KIND_MAX] = {
     [TALLY_KIND_KERNEL] = {"kernel.csv",
 			   "section,pid,start,end,duration,correlation,device,context,stream,name,"
@@ -217,6 +236,11 @@ static const struct csv_kind kinds[TALLY_KIND_MAX] = {
 			   "section,pid,time,correlation,device,context,stream,address,bytes,"
 			   "operation,memory_kind,async",
 			   memory_row},
+    [TALLY_KIND_GPU_METRIC] =
+	{"gpu_metric.csv",
+	 "section,pid,start,end,duration,device,sample,metric,label,unit,value,"
+	 "merged,after_gap",
+	 gpu_metric_row},
 };
 
 /* A CSV file of the directory, written under a temporary name until close_file() renames it. */

@@ -14,8 +14,10 @@
 #include "trace-set.h"
 
 struct export_opts {
-	const char *output; /* file (chrome: "-" is stdout, sqlite) or directory (csv) */
-	bool force;	    /* replace an existing output */
+	const char *output;	 /* file (chrome: "-" is stdout, sqlite) or directory (csv) */
+	bool force;		 /* replace an existing output */
+	uint64_t metric_step_ns; /* chrome: GPU metrics averaged over steps of this (0: each
+				    sample) */
 };
 
 struct export_stats {

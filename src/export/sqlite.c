@@ -38,6 +38,8 @@ enum stmt {
 	S_DAMAGE,
 	S_CALLCHAIN,
 	S_MEMORY,
+	S_METRIC,
+	S_METRIC_INFO,
 	S_COUNT,
 };
 
@@ -67,6 +69,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_DAMAGE] = "INSERT INTO TALLY_DAMAGE VALUES (?,?,?,?,?,?)",
     [S_CALLCHAIN] = "INSERT INTO CUDA_CALLCHAINS VALUES (?,?,?,?,?,?,?,?,?,?)",
     [S_MEMORY] = "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    [S_METRIC] = "INSERT INTO GPU_METRICS VALUES (?,?,?,?,?,?,?)",
+    [S_METRIC_INFO] = "INSERT INTO TARGET_INFO_GPU_METRICS VALUES (?,?,?,?,?,?,?,?,?)",
 };
 
 struct strslot {
@@ -82,6 +86,7 @@ struct sqsec {
 	int64_t global_pid;
 	uint8_t *chain_done; /* by stack id: its CUDA_CALLCHAINS rows are written */
 	uint32_t nchain;
+	uint32_t metrics_described; /* report_metric indexes with a TARGET_INFO_GPU_METRICS row */
 };
 
 struct sq {
@@ -577,6 +582,63 @@ static int nvtx_row(struct sq *q, struct report_section *rs, const struct sqsec 
 	return run(q, st);
 }
 
+/* nsys's typeId names the GPU in its low byte; tally's is unique per section too. */
+static int64_t metric_type(const struct report_section *rs, uint32_t device)
+{
+	return (int64_t)rs->index << 8 | (device & 0xff);
+}
+
+/* TARGET_INFO_GPU_METRICS: a row per metric of a device, when it first comes (indexes come in
+ * order, 0, 1, ...). */
+static int metric_info(struct sq *q, struct report_section *rs, struct sqsec *x,
+		       const struct report_metric *m)
+{
+	sqlite3_stmt *st = q->st[S_METRIC_INFO];
+	const struct tally_section *s = rs->s;
+	const char *chip = NULL;
+	char type[200];
+	size_t i;
+
+	for (i = 0; i < s->ngpu_metrics; i++)
+		if (s->gpu_metrics[i].device == m->device)
+			chip = s->gpu_metrics[i].chip;
+	snprintf(type, sizeof(type), "GPU %u%s%s%s", m->device, chip ? " (" : "", chip ? chip : "",
+		 chip ? ")" : "");
+	sqlite3_bind_int64(st, 1, metric_type(rs, m->device));
+	sqlite3_bind_int64(st, 2, x->global_pid);
+	bind_text(st, 3, type);
+	bind_u(st, 4, m->index);
+	bind_text(st, 5, m->label);
+	bind_text(st, 6, m->name);
+	bind_text(st, 7, m->unit);
+	bind_u(st, 8, m->device);
+	sqlite3_bind_int64(st, 9, x->global_pid);
+	x->metrics_described++;
+	return run(q, st);
+}
+
+/* GPU_METRICS: a sample's value of one metric, in its unit, from the sample's start. */
+static int metric_row(struct sq *q, struct report_section *rs, struct sqsec *x,
+		      const struct tally_record *r)
+{
+	const struct report_metric *m = report_metric(rs, r);
+	sqlite3_stmt *st = q->st[S_METRIC];
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	if (m->index >= x->metrics_described && (rc = metric_info(q, rs, x, m)) < 0)
+		return rc;
+	bind_u(st, 1, report_time(rs, r->start));
+	sqlite3_bind_int64(st, 2, metric_type(rs, r->device_id));
+	bind_u(st, 3, m->index);
+	sqlite3_bind_double(st, 4, report_metric_value(r));
+	bind_u(st, 5, r->end - r->start);
+	bind_u(st, 6, r->correlation_id);
+	bind_u(st, 7, r->value);
+	return run(q, st);
+}
+
 static int on_records(void *ctx, struct report_section *rs, const struct tally_record *r, size_t n)
 {
 	struct sq *q = ctx;
@@ -621,6 +683,9 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 		case TALLY_KIND_CPU_SAMPLE:
 		case TALLY_KIND_OSRT:
 			rc = sq_host_records(q->host, q, rs, &r[i]);
+			break;
+		case TALLY_KIND_GPU_METRIC:
+			rc = metric_row(q, rs, x, &r[i]);
 			break;
 		default:
 			break;
@@ -927,6 +992,45 @@ static int write_notes(struct sq *q, sqlite3_stmt *st, const struct report_secti
 
 /* Per section: TALLY_SESSIONS, TALLY_VERDICT, TALLY_LOSS_WINDOWS, TALLY_LEDGER, TALLY_NOTES,
  * TALLY_DROPS. */
+/* TALLY_GPU_METRICS: what each section says of each device's metrics (sampled here, elsewhere by
+ * whom, refused and what to change). */
+static int write_metric_states(struct sq *q, sqlite3_stmt *st, const struct report_section *rs)
+{
+	const struct tally_section *s = rs->s;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < s->ngpu_metrics && rc == 0; i++) {
+		const struct tally_gpu_metrics *g = &s->gpu_metrics[i];
+		char uuid[48];
+		struct tally_device d = {.has_uuid = g->has_uuid};
+
+		memcpy(d.uuid, g->uuid, 16);
+		uuid_text(&d, uuid, sizeof(uuid));
+		bind_u(st, 1, rs->index);
+		sqlite3_bind_int64(st, 2, q->secs[rs->index].global_pid);
+		bind_u(st, 3, g->device);
+		bind_text(st, 4, g->has_uuid ? uuid : NULL);
+		bind_text(st, 5, tally_gpu_metrics_state_name(g->state));
+		bind_text(st, 6, g->chip);
+		if (g->trigger == TALLY_GM_TRIGGER_TIME && g->interval)
+			bind_u(st, 7, g->interval);
+		else
+			sqlite3_bind_null(st, 7);
+		bind_u(st, 8, g->nmetrics);
+		bind_text(st, 9, g->why);
+		bind_text(st, 10, g->remedy);
+		if (g->holder_pid)
+			bind_u(st, 11, g->holder_pid);
+		else
+			sqlite3_bind_null(st, 11);
+		bind_text(st, 12, g->holder_host);
+		bind_text(st, 13, g->holder_file);
+		rc = run(q, st);
+	}
+	return rc;
+}
+
 static int write_tally_tables(struct sq *q, const struct report_set *set)
 {
 	static const char *const sql[] = {
@@ -936,9 +1040,11 @@ static int write_tally_tables(struct sq *q, const struct report_set *set)
 	    "INSERT INTO TALLY_LEDGER VALUES (?,?,?,?,?,?)",
 	    "INSERT INTO TALLY_NOTES VALUES (?,?,?,?,?)",
 	    "INSERT INTO TALLY_DROPS VALUES (?,?,?,?,?,?,?,?)",
+	    "INSERT INTO TALLY_GPU_METRICS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	};
 	int (*const fill[])(struct sq *, sqlite3_stmt *, const struct report_section *) = {
-	    write_session, write_verdict, write_windows, write_ledger, write_notes, write_drops,
+	    write_session, write_verdict, write_windows,       write_ledger,
+	    write_notes,   write_drops,	  write_metric_states,
 	};
 	sqlite3_stmt *st;
 	size_t i, t;

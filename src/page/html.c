@@ -12,6 +12,7 @@
 
 #include "jobs.h"
 #include "json.h"
+#include "metricsum.h"
 #include "outfile.h"
 #include "page.h"
 #include "stats.h"
@@ -147,7 +148,7 @@ struct html_job {
 static const char *const page_reports[] = {
     "cuda_kern_stack_sum", "cuda_gpu_mem_usage", "gpu_time_breakdown", "comm_compute_overlap",
     "kern_rank_spread",	   "rank_steps",	 "cuda_launch_stats",  "gpu_queue_depth",
-    "diagnosis",	   "gpu_idle_why",	 "gpu_idle_breakdown",
+    "diagnosis",	   "gpu_idle_why",	 "gpu_idle_breakdown", "gpu_metrics_sum",
 };
 
 /* Pass 1: every summary report of tally stats, and the timeline's span and ledger. */
@@ -180,6 +181,8 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 		rc = stats_finish(job->st, &job->set);
 	if (rc == 0)
 		rc = timeline_prepare(job->tl, &job->set);
+	if (rc == 0 && gm_records(stats_gpu_metrics(job->st))) /* curves only where metrics are */
+		rc = timeline_metrics_prepare(job->tl);
 	return rc;
 }
 
@@ -201,6 +204,8 @@ static int pass2(struct html_job *job, char *const *paths, size_t npaths,
 	rc = report_scan(&again, &ops, err, errlen);
 	if (rc == 0)
 		timeline_choose_exact(job->tl);
+	if (rc == 0)
+		rc = timeline_metrics_finish(job->tl);
 	report_set_close(&again);
 	return rc;
 }

@@ -486,6 +486,7 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, cons
 	write_threads(set, j);
 	write_queues(tl, st, j);
 	write_memory(tl, st, j);
+	timeline_metrics_json(tl, j);
 	tally_json_object_end(j);
 	tally_json_finish(j);
 }

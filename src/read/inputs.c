@@ -173,6 +173,7 @@ void report_set_close(struct report_set *set)
 		tally_verdict_fini(&set->sections[i]->verdict);
 		report_names_free(set->sections[i]->names);
 		report_frames_free(set->sections[i]->frames);
+		report_metrics_free(set->sections[i]->metrics);
 		free(set->sections[i]);
 	}
 	free(set->sections);

@@ -35,6 +35,8 @@ struct report_input {
 struct report_names;
 /* Per-section frame and stack labels (see frames.c). */
 struct report_frames;
+/* Per-section GPU metric names, labels and units (see metrics.c). */
+struct report_metrics;
 
 struct report_section {
 	unsigned index;		      /* across all inputs, in reading order */
@@ -52,6 +54,7 @@ struct report_section {
 	 * by report_warn_damage. */
 	const struct report_section *duplicate_of;
 	struct report_frames *frames;
+	struct report_metrics *metrics;
 };
 
 struct report_set {
@@ -187,6 +190,34 @@ uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id);
  * or tally built without libdw); NULL when none was, or all were symbolized. */
 const char *report_symbolizer_missing(void);
 void report_frames_free(struct report_frames *f);
+
+/* ---- GPU metrics (metrics.c) --------------------------------------------------------------- */
+
+/* What a GPU_METRIC record measures. */
+struct report_metric {
+	char *name;  /* CUPTI's: sm__cycles_active.avg.pct_of_peak_sustained_elapsed */
+	char *label; /* "SM Active", from the device's metric set (or the name) */
+	char *unit;  /* "%", "bytes/s", "Hz", "" */
+	bool percent;
+	uint32_t device;
+	uint32_t index; /* 0, 1, ... in the order the section's (device, metric) pairs came */
+};
+
+/*
+ * The label, unit and place in its device's metric set (UINT32_MAX: not in one) of a metric
+ * named name of a device of s: from the section's GPU_METRICS chunk of the device, else from the
+ * name (metricset.h: the default set's entry, or its suffix).  Pointers into s, or static, or name.
+ */
+void report_metric_describe(const struct tally_section *s, uint32_t device, const char *name,
+			    const char **label, const char **unit, unsigned *order);
+/* The metric of a GPU_METRIC record of rs (cached per section); NULL when memory ran out. */
+const struct report_metric *report_metric(struct report_section *rs, const struct tally_record *r);
+/* A GPU_METRIC record's value in its unit: METRIC_VALUE / 10^SUBKIND. */
+double report_metric_value(const struct tally_record *r);
+/* The same, exactly, as decimal text: 12345 at scale 3 is "12.345". */
+#define REPORT_METRIC_TEXT 48
+const char *report_metric_text(const struct tally_record *r, char buf[REPORT_METRIC_TEXT]);
+void report_metrics_free(struct report_metrics *m);
 
 /* ---- loss, for the top of every report (loss.c) ----------------------------------------- */
 

@@ -40,6 +40,8 @@ struct report_gpu_gaps {
 	size_t ngaps, gcap;
 	struct report_util *util;
 	size_t nutil, ucap;
+	struct report_span *spans;
+	size_t nspans, scap;
 	uint64_t util_refused; /* report_gpu_util_refused */
 };
 
@@ -93,6 +95,7 @@ void report_gpu_gaps_free(struct report_gpu_gaps *g)
 	free(g->secs);
 	free(g->gaps);
 	free(g->util);
+	free(g->spans);
 	free(g);
 }
 
@@ -192,11 +195,30 @@ const struct report_util *report_gpu_util_list(const struct report_gpu_gaps *g, 
 	return g->util;
 }
 
+const struct report_span *report_gpu_span_list(const struct report_gpu_gaps *g, size_t *n)
+{
+	*n = g->nspans;
+	return g->spans;
+}
+
+struct report_gap *report_gpu_gaps_edit(struct report_gpu_gaps *g, size_t *n)
+{
+	*n = g->ngaps;
+	return g->gaps;
+}
+
 /* ---- the proof ---------------------------------------------------------------------------- */
 
 static bool overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 {
 	return a0 <= b1 && b0 <= a1;
+}
+
+/* GPU metrics' own losses (unsampled stretches, overflows) say nothing of the records: a gap is
+ * proven idle or not by the records' ledger alone, and its metrics say what they covered. */
+static bool metric_counter(unsigned counter)
+{
+	return counter >= TALLY_C_METRIC_DECODED && counter <= TALLY_C_METRIC_DEVICES;
 }
 
 static bool has_window(const struct tally_section *s, unsigned counter)
@@ -219,7 +241,7 @@ static bool loss_anywhere(const struct report_section *rs, char *why, size_t len
 	for (i = 0; i < tally_loss_counters_count; i++) {
 		unsigned id = tally_loss_counters[i];
 
-		if (s->ledger.v[id] && !has_window(s, id)) {
+		if (s->ledger.v[id] && !has_window(s, id) && !metric_counter(id)) {
 			snprintf(why, len, "%s: %" PRIu64 " lost at an unknown time",
 				 tally_counter_info(id)->name, s->ledger.v[id]);
 			return true;
@@ -268,7 +290,8 @@ bool report_gap_unproven(const struct report_section *rs, uint64_t t0, uint64_t 
 		const struct tally_window *w = &s->windows[i];
 		const struct tally_counter_info *ci = tally_counter_info(w->counter);
 
-		if (overlaps(t0, t1, report_time(rs, w->t_begin), report_time(rs, w->t_end))) {
+		if (!metric_counter(w->counter) &&
+		    overlaps(t0, t1, report_time(rs, w->t_begin), report_time(rs, w->t_end))) {
 			snprintf(why, len, "loss window: %s, %" PRIu64 " lost",
 				 ci ? ci->name : "loss", w->count);
 			return true;
@@ -319,6 +342,15 @@ static int busy_gaps(struct report_gpu_gaps *g, const struct report_section *rs,
 	size_t i;
 	int rc;
 
+	if (b->stream == REPORT_GAP_ALL_STREAMS && b->set.n) {
+		struct report_span *sp = grow(g->spans, &g->scap, g->nspans + 1, sizeof(*sp));
+
+		if (!sp)
+			return -ENOMEM;
+		g->spans = sp;
+		sp[g->nspans++] =
+		    (struct report_span){rs->index, b->device, s[0].t0, s[b->set.n - 1].t1};
+	}
 	for (i = 1; i < b->set.n; i++)
 		if ((rc = add_gap(g, rs, b->device, b->stream, &s[i - 1], &s[i])) != 0)
 			return rc;

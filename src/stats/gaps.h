@@ -34,6 +34,20 @@ struct report_gap {
 	bool unproven;	    /* something lost may have run here */
 	char why[120];	    /* "dropped_cupti: 500 in ...", or "no loss overlaps it" */
 	uint32_t next_corr; /* correlation id of the work that ended the gap (starts at t1) */
+	/* The device's GPU metrics over a device gap, once gm_windows_pass (metricsum.h) ran:
+	 * sampled_ns of its interior was sampled (0: no metrics), SM Active's mean and max (%)
+	 * there, and active when SM Active was above 0: the GPU ran work that no record of this
+	 * trace holds (another process, or work that was not traced), so the gap is not idle. */
+	uint64_t sampled_ns;
+	double sm_active, sm_active_max;
+	bool active;
+};
+
+/* Where a device (of a section) ran work: from its first record's start to its last one's end. */
+struct report_span {
+	unsigned section;
+	uint32_t device;
+	uint64_t t0, t1; /* aligned */
 };
 
 struct report_util {
@@ -68,6 +82,10 @@ int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_secti
 /* Results so far, in section order, each section's device gaps first, then per stream. */
 const struct report_gap *report_gpu_gaps_list(const struct report_gpu_gaps *g, size_t *n);
 const struct report_util *report_gpu_util_list(const struct report_gpu_gaps *g, size_t *n);
+/* Each device's span of work, in section order (what lies between its device gaps is busy). */
+const struct report_span *report_gpu_span_list(const struct report_gpu_gaps *g, size_t *n);
+/* The gap list, writable, for the passes that add to what a gap says (metricsum.h). */
+struct report_gap *report_gpu_gaps_edit(struct report_gpu_gaps *g, size_t *n);
 /* A device whose span the bucket would cut into more than REPORT_UTIL_MAX_BUCKETS buckets has
  * none listed: the most buckets asked for on such a device, 0 when none was refused. */
 #define REPORT_UTIL_MAX_BUCKETS 100000

@@ -39,6 +39,10 @@ const struct report_def report_defs[] = {
     [R_CPU_SAMPLE_SUM] = {"cpu_sample_sum", "CPU Sampling Summary (functions and lines)", false,
 			  false},
     [R_OSRT_SUM] = {"osrt_sum", "OS Runtime Summary", false, false},
+    [R_GPU_METRICS_SUM] = {"gpu_metrics_sum", "GPU Metrics Summary", false, false},
+    [R_GPU_METRICS_NVTX] = {"gpu_metrics_nvtx_sum",
+			    "GPU Metrics per NVTX Range (the 64 range names with the most time)",
+			    false, false},
 };
 const unsigned report_defs_count = R_COUNT;
 
@@ -384,8 +388,9 @@ static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct repor
 /* ---- gaps with proof ---------------------------------------------------------------------- */
 
 static const struct report_col gap_cols[] = {
-    {"Start (ns)", COL_U64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64}, {"Device", COL_U64},
-    {"Stream", COL_STR},     {"Class", COL_STR},	 {"Why", COL_STR},
+    {"Start (ns)", COL_U64},   {"Duration (ns)", COL_U64}, {"PID", COL_U64},
+    {"Device", COL_U64},       {"Stream", COL_STR},	   {"Class", COL_STR},
+    {"Sampled (ns)", COL_U64}, {"SM Active (%)", COL_PCT}, {"Why", COL_STR},
 };
 
 static const struct report_col util_cols[] = {
@@ -408,9 +413,111 @@ static void gap_cell(const void *ctx, size_t row, size_t col, struct report_cell
 	} else if (col == 4) {
 		snprintf(stream, sizeof(stream), "%" PRIu32, g->stream);
 		set_s(c, g->stream == REPORT_GAP_ALL_STREAMS ? "all" : stream);
-	} else {
-		set_s(c, col == 5 ? (g->unproven ? "unproven" : "idle") : g->why);
+	} else if (col == 5) {
+		set_s(c, g->unproven ? "unproven" : g->active ? "active" : "idle");
+	} else if (col == 6 && g->sampled_ns) {
+		set_u(c, g->sampled_ns);
+	} else if (col == 7 && g->sampled_ns) {
+		set_d(c, g->sm_active);
+	} else if (col == 8) {
+		set_s(c, g->why);
 	}
+}
+
+/* ---- GPU metrics -------------------------------------------------------------------------- */
+
+#define METRIC_STATS                                                                               \
+	{"Mean", COL_F1}, {"P50", COL_F1}, {"P90", COL_F1}, {"Min", COL_F1}, {"Max", COL_F1},      \
+	    {"Threshold", COL_F1},                                                                 \
+	{                                                                                          \
+		"Above (%)", COL_PCT                                                               \
+	}
+
+static const struct report_col metrics_cols[] = {
+    {"PID", COL_U64},	    {"Device", COL_U64},  {"Metric", COL_STR},
+    {"Unit", COL_STR},	    {"Samples", COL_U64}, {"Covered (ns)", COL_U64},
+    {"Span (ns)", COL_U64}, METRIC_STATS,	  {"Name", COL_STR},
+};
+
+static const struct report_col metrics_nvtx_cols[] = {
+    {"Range", COL_STR},
+    {"PID", COL_U64},
+    {"Device", COL_U64},
+    {"Metric", COL_STR},
+    {"Unit", COL_STR},
+    {"Instances", COL_U64},
+    {"Range Time (ns)", COL_U64},
+    {"Samples", COL_U64},
+    {"Covered (ns)", COL_U64},
+    METRIC_STATS,
+    {"Name", COL_STR},
+};
+
+/* The seven statistics from Mean on, then the name, of a series' figures. */
+static void metric_stat_cell(const struct gm_series_view *v, size_t col, struct report_cell *c)
+{
+	const double d[] = {v->mean, v->p50, v->p90, v->min, v->max, v->threshold};
+
+	if (col == 7)
+		set_s(c, v->name ? v->name : v->why);
+	else if (!v->name || !v->covered_ns)
+		return; /* a device row, or no sample: no figures */
+	else if (col < 6)
+		set_d(c, d[col]);
+	else
+		set_d(c, 100 * v->above);
+}
+
+/* Samples and Covered (ns), and Span (ns) when span: the time from the first sample to the end of
+ * the last (Covered less than it: the samples have gaps). */
+static void metric_count_cell(const struct gm_series_view *v, size_t col, bool span,
+			      struct report_cell *c)
+{
+	const uint64_t u[] = {v->samples, v->covered_ns, v->samples ? v->last_ns - v->first_ns : 0};
+
+	if (v->name && col < (span ? 3u : 2u))
+		set_u(c, u[col]);
+}
+
+static void metric_head_cell(const struct trace_ctx *x, const struct gm_series_view *v, size_t col,
+			     struct report_cell *c)
+{
+	if (col == 0)
+		set_u(c, section_pid(x, v->section));
+	else if (col == 1)
+		set_u(c, v->device);
+	else
+		set_s(c, col == 2 ? v->label : v->unit);
+}
+
+static void metrics_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct trace_ctx *x = ctx;
+	const struct gm_series_view *v = gm_row(x->st->gm, row);
+
+	if (col < 4)
+		metric_head_cell(x, v, col, c);
+	else if (col < 7)
+		metric_count_cell(v, col - 4, true, c);
+	else
+		metric_stat_cell(v, col - 7, c);
+}
+
+static void metrics_nvtx_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct trace_ctx *x = ctx;
+	const struct gm_nvtx_view *n = gm_nvtx_row(x->st->gm, row);
+
+	if (col == 0)
+		set_s(c, n->range);
+	else if (col < 5)
+		metric_head_cell(x, &n->m, col - 1, c);
+	else if (col < 7)
+		set_u(c, col == 5 ? n->instances : n->range_ns);
+	else if (col < 9)
+		metric_count_cell(&n->m, col - 7, false, c);
+	else
+		metric_stat_cell(&n->m, col - 9, c);
 }
 
 static void util_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
@@ -441,12 +548,20 @@ static const struct {
 	const struct report_col *cols;
 	size_t n;
 } report_cols[R_COUNT] = {
-    [R_NVTX_SUM] = COLS(nvtx_cols),	   [R_API_SUM] = COLS(api_cols),
-    [R_KERN_SUM] = COLS(kern_cols),	   [R_KERN_GB_SUM] = COLS(kern_gb_cols),
-    [R_MEM_TIME_SUM] = COLS(memtime_cols), [R_MEM_SIZE_SUM] = COLS(memsize_cols),
-    [R_GPU_TRACE] = COLS(gpu_trace_cols),  [R_API_TRACE] = COLS(api_trace_cols),
-    [R_GPU_GAPS] = COLS(gap_cols),	   [R_GPU_UTIL] = COLS(util_cols),
-    [R_KERN_STACK_SUM] = COLS(stack_cols), [R_MEM_USAGE] = COLS(mem_usage_cols),
+    [R_NVTX_SUM] = COLS(nvtx_cols),
+    [R_API_SUM] = COLS(api_cols),
+    [R_KERN_SUM] = COLS(kern_cols),
+    [R_KERN_GB_SUM] = COLS(kern_gb_cols),
+    [R_MEM_TIME_SUM] = COLS(memtime_cols),
+    [R_MEM_SIZE_SUM] = COLS(memsize_cols),
+    [R_GPU_TRACE] = COLS(gpu_trace_cols),
+    [R_API_TRACE] = COLS(api_trace_cols),
+    [R_GPU_GAPS] = COLS(gap_cols),
+    [R_GPU_UTIL] = COLS(util_cols),
+    [R_KERN_STACK_SUM] = COLS(stack_cols),
+    [R_MEM_USAGE] = COLS(mem_usage_cols),
+    [R_GPU_METRICS_SUM] = COLS(metrics_cols),
+    [R_GPU_METRICS_NVTX] = COLS(metrics_nvtx_cols),
     [R_OSRT_SUM] = COLS(api_cols),
 };
 
@@ -469,6 +584,9 @@ static const char *const empty_text[R_COUNT] = {
     [R_IDLE_BREAKDOWN] = "the trace(s) hold no idle time between GPU work",
     [R_CPU_SAMPLE_SUM] = "the trace(s) hold no host samples (record with --sample python,native)",
     [R_OSRT_SUM] = "the trace(s) hold no blocking calls (record with --trace osrt)",
+    [R_GPU_METRICS_SUM] = GM_NO_METRICS,
+    [R_GPU_METRICS_NVTX] = "the trace(s) hold no GPU metrics inside NVTX ranges (record with "
+			   "--gpu-metrics and NVTX ranges)",
 };
 
 /* What a report must say beside its rows: a figure that could not be shown as it is. */
@@ -525,6 +643,10 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 		v->cell = mem_usage_cell;
 		v->ctx = tx;
 		v->nrows = st->mem_usage.nrows;
+	} else if (r == R_GPU_METRICS_SUM || r == R_GPU_METRICS_NVTX) {
+		v->cell = r == R_GPU_METRICS_SUM ? metrics_cell : metrics_nvtx_cell;
+		v->ctx = tx;
+		v->nrows = r == R_GPU_METRICS_SUM ? gm_rows(st->gm) : gm_nvtx_rows(st->gm);
 	} else {
 		v->cell = sum_cell;
 		v->ctx = sx;

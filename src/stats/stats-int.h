@@ -12,6 +12,7 @@
 #include "jobs.h"
 #include "launch.h"
 #include "memusage.h"
+#include "metricsum.h"
 #include "samplesum.h"
 #include "spread.h"
 #include "stats.h"
@@ -44,6 +45,8 @@ enum report_id {
 	R_IDLE_BREAKDOWN, /* hostreports.c */
 	R_CPU_SAMPLE_SUM, /* hostreports.c */
 	R_OSRT_SUM,
+	R_GPU_METRICS_SUM,
+	R_GPU_METRICS_NVTX,
 	R_COUNT,
 };
 
@@ -145,6 +148,8 @@ struct stats {
 	uint32_t osrt_group[TALLY_OSRT_CALL_MAX]; /* osrt_sum: group index + 1 by call */
 	struct idle_bd_row *bd_rows;		  /* gpu_idle_breakdown's rows (hostreports.c) */
 	size_t nbd_rows;
+	struct gm *gm; /* GPU metrics: gpu_metrics_sum, _nvtx_sum, and gpu_gaps' metrics */
+	char err[400]; /* why stats_finish failed, when not for memory */
 };
 
 /* The analyses' views (reports-analyses.c): fills v for report r; false if r is not one. */

@@ -607,6 +607,9 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 
 	if (st->gaps && report_gpu_gaps_add(st->gaps, rs, r, n) < 0)
 		st->failed = true;
+	if (st->gm && (gm_add(st->gm, rs, r, n) < 0 || (stats_wants(st, R_GPU_METRICS_NVTX) &&
+							gm_collect_ranges(st->gm, rs, r, n) < 0)))
+		st->failed = true;
 	if ((st->bd && breakdown_add(st->bd, rs, r, n) < 0) ||
 	    (st->launches && launches_add(st->launches, rs, r, n) < 0) ||
 	    (st->steps && steps_add(st->steps, rs, r, n) < 0) ||
@@ -630,6 +633,8 @@ static int on_section_end(void *ctx, struct report_section *rs)
 	struct stats *st = ctx;
 
 	if (st->gaps && report_gpu_gaps_section(st->gaps, rs) < 0)
+		st->failed = true;
+	if (st->gm && gm_section_end(st->gm, rs) < 0)
 		st->failed = true;
 	if ((st->bd && breakdown_section_end(st->bd, rs) < 0) ||
 	    (st->launches && launches_section_end(st->launches, rs) < 0) ||
@@ -705,6 +710,12 @@ struct stats *stats_new(const struct stats_request *req)
 			return NULL;
 		}
 	}
+	if ((stats_wants(st, R_GPU_METRICS_SUM) || stats_wants(st, R_GPU_METRICS_NVTX) ||
+	     stats_wants(st, R_GPU_GAPS)) &&
+	    !(st->gm = gm_new(0, 0, 0))) {
+		stats_free(st);
+		return NULL;
+	}
 	if (host_reports_new(st) < 0) {
 		stats_free(st);
 		return NULL;
@@ -752,7 +763,13 @@ void stats_free(struct stats *st)
 	pool_fini(&st->names);
 	report_gpu_gaps_free(st->gaps);
 	host_reports_free(st);
+	gm_free(st->gm);
 	free(st);
+}
+
+const struct gm *stats_gpu_metrics(const struct stats *st)
+{
+	return st->gm;
 }
 
 uint64_t stats_untimed(const struct stats *st)
@@ -903,6 +920,34 @@ static int cmp_api(const void *pa, const void *pb)
 	return a->corr < b->corr ? -1 : a->corr > b->corr;
 }
 
+/* GPU metrics: the summary, then (for gaps and NVTX ranges) a second pass over the inputs. */
+static int finish_metrics(struct stats *st, const struct report_set *set)
+{
+	bool nvtx = stats_wants(st, R_GPU_METRICS_NVTX), gaps = stats_wants(st, R_GPU_GAPS);
+	struct report_gap *list = NULL, **each = NULL;
+	size_t n = 0, i;
+	int rc;
+
+	if (!st->gm)
+		return 0;
+	if ((rc = gm_finish(st->gm)) < 0)
+		return rc;
+	if ((!gaps && !nvtx) || !gm_records(st->gm))
+		return 0; /* nothing to take over stretches of time, or no metric to take */
+	if (gaps)
+		list = report_gpu_gaps_edit(st->gaps, &n);
+	if (n && !(each = malloc(n * sizeof(*each))))
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		each[i] = &list[i];
+	rc = gm_windows_pass(st->gm, each, n, gaps ? st->gaps : NULL, nvtx, set, st->err,
+			     sizeof(st->err));
+	free(each);
+	if (rc == -ENOMEM)
+		st->err[0] = '\0'; /* said as out of memory */
+	return rc;
+}
+
 /* The analyses that need the whole set: steps, spread, queues, jobs, then the diagnosis. */
 static int analyses_finish(struct stats *st, const struct report_set *set)
 {
@@ -972,6 +1017,7 @@ void stats_jobs_warning(const struct stats *st, FILE *out, const char *prefix)
 int stats_finish(struct stats *st, const struct report_set *set)
 {
 	unsigned r;
+	int rc;
 
 	if (st->failed)
 		return -ENOMEM;
@@ -983,6 +1029,9 @@ int stats_finish(struct stats *st, const struct report_set *set)
 		return -ENOMEM;
 	if (mem_usage_finish(&st->mem_usage) < 0)
 		return -ENOMEM;
+	/* the GPU metrics before the analyses: the diagnosis may read them (stats_gpu_metrics) */
+	if ((rc = finish_metrics(st, set)) < 0)
+		return rc;
 	if (analyses_finish(st, set) < 0)
 		return -ENOMEM;
 	if (st->gpu.n > 1)
@@ -997,6 +1046,11 @@ int stats_finish(struct stats *st, const struct report_set *set)
 	if (st->api.n && ((struct api_row *)st->api.v)->start < st->base)
 		st->base = ((struct api_row *)st->api.v)->start;
 	return 0;
+}
+
+const char *stats_error(const struct stats *st)
+{
+	return st->err[0] ? st->err : NULL;
 }
 
 const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i)

@@ -56,9 +56,15 @@ done
 "$B/src/cli/tally" merge -q --force -o "$D/ranks.tally" "$ranks_dir"
 rm -rf "$ranks_dir"
 [ "${RANKS_ONLY:-0}" = 1 ] && exit 0
+# metrics: GPU metrics sampled at 1 kHz on two devices (format 1.3) whose values follow from the
+# kernels (tests/support/tally-metricsgen.c), work of an untraced process in every 5th gap of
+# device 0, and 3 ms with no sample on each device: every metric report has an example
+"$B/tests/tally-metricsgen" -o "$D/metrics.tally" --seconds 0.5 --hz 1000 --devices 2 \
+	--other-gaps 5 --metric-gap 200:3
 # seed corpus: whole files, a cut one, and one with a flipped byte
 cp "$D/tiny.tally" "$C/tiny"
 cp "$D/lossy.tally" "$C/lossy"
+cp "$D/metrics.tally" "$C/metrics"
 cp "$D/host.tally" "$C/host"
 head -c 3000 "$D/tiny.tally" >"$C/tiny-cut"
 cp "$D/tiny.tally" "$C/tiny-flipped"
