@@ -125,6 +125,13 @@ static const char *gap_detail(const struct host_view_ctx *x, const struct report
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
 				      "; NOT proven idle, its stacks may be incomplete: %s",
 				      g->gap.why);
+	if (g->gap.sampled_ns && n < sizeof(buf))
+		n += (size_t)snprintf(
+		    buf + n, sizeof(buf) - n, "; SM Active %.1f%% (max %.1f%%) over %.3f ms%s",
+		    g->gap.sm_active, g->gap.sm_active_max, (double)g->gap.sampled_ns / 1e6,
+		    g->gap.active ? ": the GPU ran work no trace here holds (another "
+				    "process, or untraced), so it was not idle"
+				  : "");
 	if (!idle_why_has_host(x->st->why) && n < sizeof(buf))
 		snprintf(buf + n, sizeof(buf) - n,
 			 "; no host samples or blocking calls were recorded (tally record "
@@ -187,7 +194,7 @@ static void why_cell(const void *ctx, size_t row, size_t col, struct report_cell
 		set_u(c, g->gap.device);
 		break;
 	case 5:
-		set_s(c, g->gap.unproven ? "unproven" : "idle");
+		set_s(c, g->gap.unproven ? "unproven" : g->gap.active ? "active" : "idle");
 		break;
 	case 6:
 		set_s(c, idle_class_name(g->cls));

@@ -488,6 +488,12 @@ const struct report_idle_gap *report_idle_gaps(const struct report_idle *x, size
 	return x->list;
 }
 
+struct report_idle_gap *report_idle_gaps_edit(struct report_idle *x, size_t *n)
+{
+	*n = x->nlist;
+	return x->list;
+}
+
 const struct report_idle_total *report_idle_totals(const struct report_idle *x, size_t *n)
 {
 	*n = x->ntot;

@@ -89,6 +89,8 @@ int report_idle_section(struct report_idle *x, const struct report_section *rs);
 
 /* Results so far, in section order, each section's devices in id order. */
 const struct report_idle_gap *report_idle_gaps(const struct report_idle *x, size_t *n);
+/* The same, to annotate (the GPU metrics over each hole: gaps.h's sampled_ns, active). */
+struct report_idle_gap *report_idle_gaps_edit(struct report_idle *x, size_t *n);
 const struct report_idle_total *report_idle_totals(const struct report_idle *x, size_t *n);
 /* The class with the most idle time of a total (host wait on a tie, then kernel wait). */
 enum idle_class report_idle_largest(const struct report_idle_total *t);

@@ -711,7 +711,7 @@ struct stats *stats_new(const struct stats_request *req)
 		}
 	}
 	if ((stats_wants(st, R_GPU_METRICS_SUM) || stats_wants(st, R_GPU_METRICS_NVTX) ||
-	     stats_wants(st, R_GPU_GAPS)) &&
+	     stats_wants(st, R_GPU_GAPS) || stats_wants(st, R_IDLE_WHY)) &&
 	    !(st->gm = gm_new(0, 0, 0))) {
 		stats_free(st);
 		return NULL;
@@ -920,27 +920,33 @@ static int cmp_api(const void *pa, const void *pb)
 	return a->corr < b->corr ? -1 : a->corr > b->corr;
 }
 
-/* GPU metrics: the summary, then (for gaps and NVTX ranges) a second pass over the inputs. */
+/* GPU metrics: the summary, then (for gpu_gaps' and gpu_idle_why's gaps and NVTX ranges) a
+ * second pass over the inputs. */
 static int finish_metrics(struct stats *st, const struct report_set *set)
 {
 	bool nvtx = stats_wants(st, R_GPU_METRICS_NVTX), gaps = stats_wants(st, R_GPU_GAPS);
 	struct report_gap *list = NULL, **each = NULL;
-	size_t n = 0, i;
+	struct report_idle_gap *holes = NULL;
+	size_t n = 0, nholes = 0, i;
 	int rc;
 
 	if (!st->gm)
 		return 0;
 	if ((rc = gm_finish(st->gm)) < 0)
 		return rc;
-	if ((!gaps && !nvtx) || !gm_records(st->gm))
-		return 0; /* nothing to take over stretches of time, or no metric to take */
 	if (gaps)
 		list = report_gpu_gaps_edit(st->gaps, &n);
-	if (n && !(each = malloc(n * sizeof(*each))))
+	if (st->idle && stats_wants(st, R_IDLE_WHY))
+		holes = report_idle_gaps_edit(st->idle, &nholes);
+	if ((!n && !nholes && !nvtx) || !gm_records(st->gm))
+		return 0; /* nothing to take over stretches of time, or no metric to take */
+	if (n + nholes && !(each = malloc((n + nholes) * sizeof(*each))))
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		each[i] = &list[i];
-	rc = gm_windows_pass(st->gm, each, n, gaps ? st->gaps : NULL, nvtx, set, st->err,
+	for (i = 0; i < nholes; i++)
+		each[n + i] = &holes[i].gap;
+	rc = gm_windows_pass(st->gm, each, n + nholes, gaps ? st->gaps : NULL, nvtx, set, st->err,
 			     sizeof(st->err));
 	free(each);
 	if (rc == -ENOMEM)
