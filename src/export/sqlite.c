@@ -21,6 +21,7 @@
 
 #include "export.h"
 #include "outfile.h"
+#include "sqlite-host.h"
 #include "sqlite-schema.h"
 #include "text.h"
 
@@ -104,6 +105,7 @@ struct sq {
 	uint64_t rows;
 	char *err; /* the caller's, from open */
 	size_t errlen;
+	struct sq_host *host; /* samples and blocking calls (sqlite-host.c) */
 };
 
 static int sq_fail(struct sq *q, const char *what)
@@ -283,6 +285,33 @@ static int64_t gtid(const struct sqsec *x, uint32_t pid, uint32_t tid)
 {
 	return (x->global_pid & ~(int64_t)0xffffffffffff) | (int64_t)(pid & 0xffffff) << 24 |
 	       (tid & 0xffffff);
+}
+
+/* ---- for sqlite-host.c ------------------------------------------------------------------- */
+
+sqlite3 *sq_db(struct sq *q)
+{
+	return q->db;
+}
+
+int sq_run(struct sq *q, sqlite3_stmt *st)
+{
+	return run(q, st);
+}
+
+int64_t sq_string(struct sq *q, const char *s)
+{
+	return string_id(q, s);
+}
+
+int64_t sq_gtid(struct sq *q, const struct report_section *rs, uint32_t pid, uint32_t tid)
+{
+	return rs->index < q->nsecs ? gtid(&q->secs[rs->index], pid, tid) : 0;
+}
+
+int sq_error(struct sq *q, const char *what)
+{
+	return sq_fail(q, what);
 }
 
 /* nsys numbers memory kinds from pageable = 0 (unknown = 7); CUPTI from unknown = 0. */
@@ -650,6 +679,10 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 			break;
 		case TALLY_KIND_MEMORY:
 			rc = memory_row(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_CPU_SAMPLE:
+		case TALLY_KIND_OSRT:
+			rc = sq_host_records(q->host, q, rs, &r[i]);
 			break;
 		case TALLY_KIND_GPU_METRIC:
 			rc = metric_row(q, rs, x, &r[i]);
@@ -1081,6 +1114,8 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 	if (rc == 0)
 		rc = write_meta(q, set);
 	if (rc == 0)
+		rc = sq_host_finish(q->host, q, set);
+	if (rc == 0)
 		rc = exec(q, sqlite_indexes);
 	if (rc == 0)
 		rc = exec(q, "COMMIT;");
@@ -1089,6 +1124,8 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 			sqlite3_finalize(q->st[i]);
 			q->st[i] = NULL;
 		}
+		sq_host_close(q->host);
+		q->host = NULL;
 		if (sqlite3_close(q->db) != SQLITE_OK)
 			rc = -EIO;
 		q->db = NULL;
@@ -1136,13 +1173,15 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	/* One writer, a file made from scratch: no journal, no syncs, one transaction. */
 	if (exec(q, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
 		    " PRAGMA locking_mode=EXCLUSIVE; BEGIN;") < 0 ||
-	    exec(q, sqlite_schema) < 0)
+	    exec(q, sqlite_schema) < 0 || exec(q, sqlite_host_schema) < 0)
 		goto fail;
 	for (i = 0; i < S_COUNT; i++)
 		if (sqlite3_prepare_v2(q->db, stmt_sql[i], -1, &q->st[i], NULL) != SQLITE_OK) {
 			sq_fail(q, stmt_sql[i]);
 			goto fail;
 		}
+	if (!(q->host = sq_host_open(q)))
+		goto fail;
 	q->next_id = 1;
 	*state = q;
 	return 0;
@@ -1160,6 +1199,7 @@ static void sq_destroy(void *state, bool failed)
 		return;
 	for (i = 0; i < S_COUNT; i++)
 		sqlite3_finalize(q->st[i]);
+	sq_host_close(q->host);
 	if (q->db)
 		sqlite3_close(q->db);
 	(void)failed; /* whatever was not committed is only a temporary file */

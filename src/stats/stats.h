@@ -25,6 +25,7 @@ struct stats_request {
 	const char *range;		 /* rank_steps: the NVTX range (NULL: step, ProfilerStep) */
 	unsigned top;			 /* kern_rank_spread: kernels compared (0: 10) */
 	unsigned queue_buckets;		 /* gpu_queue_depth: buckets per stream (0: 1024) */
+	uint64_t kernel_wait_ns; /* idle classes: kernel wait below this (0: the launch's cost) */
 };
 
 /* The reports, in nsys's order; index is stable for the bit mask above. */
