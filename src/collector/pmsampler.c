@@ -31,6 +31,7 @@
 #define SAMPLES_PER_DECODE  2000	  /* at most, by shortening the period at high rates */
 #define HW_BUFFER_PER_10KHZ (64ull << 20) /* 64 MiB at 10 kHz held through seconds of decoding */
 #define HW_BUFFER_MAX	    (512ull << 20)
+#define IMAGE_SAMPLES_MAX   20000
 #define STOP_DECODE_NS	    1000000000ull /* the close's last decode, all devices: 1 s at most */
 
 struct pm_sampler {
@@ -340,7 +341,7 @@ static void *sampler_main(void *arg)
 static void size_for_rate(struct pm_sampler *s)
 {
 	const struct pm_sampler_config *c = &s->cfg;
-	uint64_t per_decode, buffer;
+	uint64_t per_decode, image, buffer;
 
 	s->decode_ms = c->decode_ms;
 	if (!s->decode_ms) {
@@ -350,8 +351,12 @@ static void size_for_rate(struct pm_sampler *s)
 		if (s->decode_ms < DECODE_MS_MIN)
 			s->decode_ms = DECODE_MS_MIN;
 	}
+	/* A decode that fills the image loses what the hardware held past it (on the H200, 10 kHz:
+	 * a gap after every 2,066 samples while decode and evaluation took 240 ms a round), so the
+	 * image holds half a second of samples, or two decode periods if that is more. */
 	per_decode = (uint64_t)c->hz * s->decode_ms / 1000 + 1;
-	s->rq.image_samples = (uint32_t)(2 * per_decode + 64 < 20000 ? 2 * per_decode + 64 : 20000);
+	image = 2 * per_decode + 64 > c->hz / 2 ? 2 * per_decode + 64 : c->hz / 2;
+	s->rq.image_samples = (uint32_t)(image < IMAGE_SAMPLES_MAX ? image : IMAGE_SAMPLES_MAX);
 	s->rq.interval_ns = 1000000000ull / c->hz;
 	buffer = c->hw_buffer;
 	if (!buffer) {

@@ -73,7 +73,10 @@ static const struct layout layouts[] = {
 #define CODE_BLOCK  144 /* bytes of a code object read from outside: up to co_linetable */
 #define TS_SCAN	    1024
 #define MAX_HOPS    4096
-#define TABLE_MAX   65536 /* a location table longer than this is not believed */
+/* calibrate() reads the main thread's outermost frame, which may not have begun (no instruction
+ * yet) or may be torn at the first try: it is tried again, at most this many times */
+#define CALIBRATE_TRIES 1000
+#define TABLE_MAX	65536 /* a location table longer than this is not believed */
 
 static struct {
 	const struct layout *l; /* written only before state becomes 1 (then read-only) */
@@ -96,6 +99,7 @@ static struct {
 	bool lines;		    /* the location table reader agreed with CPython's */
 	_Atomic int outside;	    /* 0 not yet, 1 ready, -1 never */
 	unsigned outside_tries;
+	unsigned calibrations; /* calibrate() calls so far (tally_pyframes_lines_retry) */
 } pf;
 
 static _Atomic bool busy; /* one validation at a time */
@@ -676,6 +680,22 @@ int tally_pyframes_outside_init(unsigned long main_pthread, char *why, size_t le
 	if (rc != -EAGAIN)
 		atomic_store_explicit(&pf.outside, rc == 0 ? 1 : -1, memory_order_release);
 	return rc;
+}
+
+void tally_pyframes_lines_retry(unsigned long main_pthread)
+{
+	bool idle = false;
+	const void *ts;
+
+	if (pf.lines || pf.calibrations >= CALIBRATE_TRIES ||
+	    atomic_load_explicit(&pf.outside, memory_order_acquire) != 1)
+		return;
+	if (!atomic_compare_exchange_strong(&busy, &idle, true))
+		return;
+	pf.calibrations++;
+	if ((ts = find_main(main_pthread)))
+		calibrate(ts);
+	atomic_store(&busy, false);
 }
 
 unsigned tally_pyframes_threads(struct py_thread *out, unsigned max)

@@ -38,6 +38,11 @@ struct py_thread {
  * yet: no interpreter, no frame to check; try later); -ENOTSUP (never here), with why. */
 int tally_pyframes_outside_init(unsigned long main_pthread, char *why, size_t len);
 
+/* Sampled frames have lines only once the main thread's outermost frame has been read as
+ * CPython reads it (calibration, at outside_init); where that failed (the frame had not begun),
+ * try again.  Cheap once it succeeded; call on the sampler thread between passes. */
+void tally_pyframes_lines_retry(unsigned long main_pthread);
+
 /* The main interpreter's threads, up to max.  Returns how many. */
 unsigned tally_pyframes_threads(struct py_thread *out, unsigned max);
 

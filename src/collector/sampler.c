@@ -414,8 +414,10 @@ static void python_thread(const struct py_thread *p)
 static void python_pass(void)
 {
 	struct py_thread threads[MAX_PYTHREAD];
-	unsigned i, n = tally_pyframes_threads(threads, MAX_PYTHREAD);
+	unsigned i, n;
 
+	tally_pyframes_lines_retry(sm.main_pthread);
+	n = tally_pyframes_threads(threads, MAX_PYTHREAD);
 	for (i = 0; i < n; i++)
 		python_thread(&threads[i]);
 }
