@@ -18,6 +18,7 @@ struct stats_opts {
 	enum report_format fmt;
 	const char *output;
 	bool force;
+	uint64_t exact_medians;
 };
 
 static void list_reports(FILE *out)
@@ -89,6 +90,10 @@ static const struct cli_option stats_options[] = {
 		 "gpu_gaps: shortest gap listed (default 1ms; 500us, 2s ...)"),
     CLI_DURATION(S, 0, "util-bucket", "DURATION", req.util_bucket_ns, 0, UINT64_MAX,
 		 "gpu_time_util: bucket (default: a twentieth of the span)"),
+    CLI_UINT(S, 0, "exact-medians", "N", exact_medians, 0, UINT64_MAX,
+	     "values kept for exact medians, all reports together (default\n"
+	     "4000000: 32 MB); past them, medians come from a quantile sketch within\n"
+	     "0.39%, and memory stops growing with the trace (0: always the sketch)"),
     CLI_CHOICE(S, 'f', "format", "FMT", fmt, cli_report_formats, "table (default), csv or json"),
     CLI_STRING(S, 'o', "output", "FILE", output,
 	       "write to FILE instead of standard output (never over an input)"),
@@ -169,12 +174,14 @@ close_set:
 
 int cmd_stats(int argc, char **argv)
 {
-	struct stats_opts o = {.fmt = REPORT_FMT_TABLE};
+	struct stats_opts o = {.fmt = REPORT_FMT_TABLE, .exact_medians = STATS_EXACT_VALUES};
 	unsigned i;
 	int first, rc = cli_parse(&stats_command, &o, argc, argv, &first);
 
 	if (rc)
 		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
+	o.req.exact_values = o.exact_medians ? o.exact_medians : 1;
+	o.req.sketch_only = o.exact_medians == 0;
 	if (!o.req.reports)
 		for (i = 0; i < report_defs_count; i++)
 			if (report_defs[i].by_default)

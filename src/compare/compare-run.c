@@ -63,12 +63,7 @@ static int side_order(const struct cmp_side *sd, struct side_order *so)
 
 static long find_stream(const struct cmp_side *sd, const struct cmp_stream_id *id)
 {
-	size_t i;
-
-	for (i = 0; i < sd->nstreams; i++)
-		if (memcmp(&sd->streams[i], id, sizeof(*id)) == 0)
-			return (long)i;
-	return -1;
+	return (long)cmp_stream_find(sd, id) - 1;
 }
 
 static void compare_one_stream(struct compare_stream *cs, const struct side_order so[2],
@@ -91,26 +86,24 @@ static void compare_one_stream(struct compare_stream *cs, const struct side_orde
 	cs->edits = compare_edit_distance(s[0], n[0], s[1], n[1], max_edits, &cs->edits_capped);
 }
 
-static int add_stream(struct compare_result *r, const struct cmp_stream_id *id)
+/* r->streams has room for every stream of both sides (order() made it). */
+static void add_stream(struct compare_result *r, const struct cmp_stream_id *id)
 {
-	struct compare_stream *n = realloc(r->streams, (r->nstreams + 1) * sizeof(*n));
-
-	if (!n)
-		return -ENOMEM;
-	r->streams = n;
-	n[r->nstreams++] = (struct compare_stream){.process = id->process,
-						   .device = id->device,
-						   .context = id->context,
-						   .stream = id->stream};
-	return 0;
+	r->streams[r->nstreams++] = (struct compare_stream){.process = id->process,
+							    .device = id->device,
+							    .context = id->context,
+							    .stream = id->stream};
 }
 
 static int order(struct compare_result *r, const struct cmp_side sd[2],
 		 const struct side_order so[2])
 {
+	size_t i, most = sd[0].nstreams + sd[1].nstreams;
 	unsigned k;
-	size_t i;
 
+	r->streams = malloc((most ? most : 1) * sizeof(*r->streams));
+	if (!r->streams)
+		return -ENOMEM;
 	for (k = 0; k < 2; k++) {
 		for (i = 0; i < sd[k].nstreams; i++) {
 			const struct cmp_stream_id *id = &sd[k].streams[i];
@@ -118,8 +111,7 @@ static int order(struct compare_result *r, const struct cmp_side sd[2],
 
 			if (k == 1 && find_stream(&sd[0], id) >= 0)
 				continue; /* already done from A */
-			if (add_stream(r, id) < 0)
-				return -ENOMEM;
+			add_stream(r, id);
 			idx[k] = (long)i;
 			idx[!k] = find_stream(&sd[!k], id);
 			compare_one_stream(&r->streams[r->nstreams - 1], so, idx,

@@ -54,17 +54,20 @@ static long stream_of(struct cmp_side *sd, const struct report_section *rs,
 {
 	struct cmp_stream_id id = {rs->index, r->device_id, r->context_id, r->stream_id};
 	struct cmp_stream_id *s;
-	size_t i;
+	uint32_t found;
 
 	if (sd->nstreams && memcmp(&sd->streams[sd->last_stream], &id, sizeof(id)) == 0)
 		return (long)sd->last_stream;
-	for (i = 0; i < sd->nstreams; i++)
-		if (memcmp(&sd->streams[i], &id, sizeof(id)) == 0)
-			return (long)(sd->last_stream = i);
+	found = cmp_stream_find(sd, &id);
+	if (found)
+		return (long)(sd->last_stream = found - 1);
 	s = grow(sd->streams, &sd->scap, sd->nstreams + 1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	sd->streams = s;
+	if (tally_map_put(&sd->stream_map, tally_key32(id.process, id.device),
+			  tally_key32(id.context, id.stream), (uint32_t)sd->nstreams + 1) < 0)
+		return -ENOMEM;
 	s[sd->nstreams] = id;
 	return (long)(sd->last_stream = sd->nstreams++);
 }
@@ -242,6 +245,7 @@ void cmp_side_free(struct cmp_side *sd)
 	free(sd->secs);
 	free(sd->ev);
 	free(sd->streams);
+	tally_map_fini(&sd->stream_map);
 	report_set_close(&sd->set);
 }
 
@@ -374,6 +378,23 @@ static void cut(struct cmp_side *sd)
 
 /* ---- losses against the stretch ---------------------------------------------------------- */
 
+/* Where each section's events lie in sd->ev: they come in reading order, a section's together,
+ * so each judged window looks at its own section's events, not at every rank's. */
+static void event_ranges(struct cmp_side *sd)
+{
+	size_t i;
+
+	for (i = 0; i < sd->nsecs; i++)
+		sd->secs[i].ev_begin = sd->secs[i].ev_end = 0;
+	for (i = 0; i < sd->nev; i++) {
+		struct cmp_sec *sec = &sd->secs[sd->streams[sd->ev[i].stream].process];
+
+		if (sec->ev_end == 0)
+			sec->ev_begin = i;
+		sec->ev_end = i + 1;
+	}
+}
+
 static void say(struct compare_side_info *info, const char *text)
 {
 	size_t used = strlen(info->why);
@@ -395,7 +416,8 @@ static bool window_hits(const struct cmp_side *sd, const struct report_section *
 	for (i = 0; sec && i < sec->nivals; i++)
 		if (sec->ivals[i].t0 <= t1 && t0 <= sec->ivals[i].t1)
 			return true;
-	for (i = 0; i < sd->nev; i++) { /* GPU work launched in the stretch, run after it */
+	/* GPU work launched in the stretch, run after it: the section's own events */
+	for (i = sec ? sec->ev_begin : 0; sec && i < sec->ev_end; i++) {
 		const struct cmp_event *e = &sd->ev[i];
 
 		if (sd->streams[e->stream].process == rs->index && e->start <= t1 &&
@@ -515,6 +537,7 @@ int cmp_side_stretch(struct cmp_side *sd, struct compare_side_info *info, char *
 		cut(sd);
 	}
 	info->gpu_records = sd->nev;
+	event_ranges(sd);
 	for (i = 0; i < sd->set.nsections; i++)
 		judge_section(sd, sd->set.sections[i], info);
 	return collect_reasons(sd, info);

@@ -219,6 +219,14 @@ void tally_file_close(struct tally_file *f)
 	free(f);
 }
 
+void tally_file_drop_window(struct tally_file *f)
+{
+	free(f->buf);
+	f->buf = NULL;
+	f->buf_cap = f->buf_len = 0;
+	f->buf_base = 0;
+}
+
 uint64_t tally_section_origin(const struct tally_section *s)
 {
 	uint64_t t0 = s->start_cupti ? s->start_cupti : UINT64_MAX;

@@ -188,6 +188,10 @@ int tally_file_read(struct tally_file *f, const struct tally_read_ops *ops);
 
 void tally_file_close(struct tally_file *f); /* NULL is fine */
 
+/* Give back the read window (up to 1 MiB) of a file not being read: a reader of thousands of
+ * files keeps the summaries, not their buffers.  The next read makes a new one. */
+void tally_file_drop_window(struct tally_file *f);
+
 /* Convenience: open and read with no callbacks (a summary only). */
 int tally_file_load(struct tally_file **ret, const char *path, char *err, size_t errlen);
 

@@ -158,7 +158,7 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 	if (!job->st || !job->tl)
 		return -ENOMEM;
 	stats_scan_ops(job->st, &t.a);
-	timeline_pass1_ops(job->tl, &t.b);
+	timeline_pass1_ops(job->tl, &t.b, job->set.ninputs);
 	tee_ops(&t, &ops);
 	ops.progress = progress->progress;
 	ops.pctx = progress->pctx;

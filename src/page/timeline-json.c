@@ -22,17 +22,6 @@ static int64_t rel(const struct timeline *tl, uint64_t aligned)
 	return (int64_t)(aligned - tl->t0);
 }
 
-/* Busy ns of a device lane, each bucket capped at its width (streams overlap). */
-static uint64_t device_busy(const struct timeline *tl, const struct tl_lane *l)
-{
-	uint64_t sum = 0, cap = (uint64_t)tl->bucket_ns + 1;
-	unsigned b;
-
-	for (b = 0; b < tl->nbuckets; b++)
-		sum += l->busy[b] < cap ? l->busy[b] : cap;
-	return sum;
-}
-
 struct rank_figures {
 	uint64_t busy, idle, devices, loss;
 	uint32_t top_kernel; /* string id */
@@ -43,19 +32,13 @@ static void rank_figures(const struct timeline *tl, const struct report_section 
 			 struct rank_figures *f)
 {
 	const struct tl_section *ts = &tl->secs[rs->index];
-	uint64_t span = ts->t_max > ts->t_min ? ts->t_max - ts->t_min : 0;
 	size_t i;
 	uint32_t id;
 
 	memset(f, 0, sizeof(*f));
-	for (i = 0; i < tl->nlanes; i++)
-		if (tl->lanes[i].sec == rs->index && tl->lanes[i].type == TL_LANE_DEVICE) {
-			uint64_t busy = device_busy(tl, &tl->lanes[i]);
-
-			f->busy += busy;
-			f->idle += span > busy ? span - busy : 0;
-			f->devices++;
-		}
+	f->busy = ts->busy_ns; /* worked out as the section was read (timeline.c) */
+	f->idle = ts->idle_ns;
+	f->devices = ts->devices;
 	for (id = 0; id < ts->nkern; id++)
 		if (ts->kern_ns[id] > f->top_ns) {
 			f->top_ns = ts->kern_ns[id];
@@ -202,33 +185,25 @@ static void write_events(const struct timeline *tl, struct tally_json *j)
 	tally_json_array_end(j);
 }
 
-/* Counters the ledger chart draws, by the name the page knows them by. */
-static const struct {
-	const char *key;
-	unsigned counter;
-} snap_counters[] = {
-    {"parsed", TALLY_C_RECORDS_PARSED},	    {"dropped", TALLY_C_DROPPED_CUPTI},
-    {"bad_time", TALLY_C_BAD_TIME},	    {"pool_hw", TALLY_C_POOL_HIGH_WATER},
-    {"pool_cap", TALLY_C_POOL_CAPACITY},    {"write_fail", TALLY_C_WRITE_FAILURES},
-    {"bytes", TALLY_C_BYTES_WRITTEN},	    {"refused", TALLY_C_BUFFERS_REFUSED},
-    {"queue_hw", TALLY_C_QUEUE_HIGH_WATER},
+/* Counters the ledger chart draws, by the name the page knows them by, in the order of
+ * tl_snap_counter_ids[] (timeline.c). */
+static const char *const snap_keys[TL_SNAP_COUNTERS] = {
+    "parsed",	  "dropped", "bad_time", "pool_hw",  "pool_cap",
+    "write_fail", "bytes",   "refused",	 "queue_hw",
 };
 
 static void write_snap(const struct timeline *tl, struct report_section *rs,
-		       const struct tally_ledger *l, struct tally_json *j)
+		       const struct tl_snap *l, struct tally_json *j)
 {
-	uint64_t loss = 0;
 	size_t k;
 
-	for (k = 0; k < tally_loss_counters_count; k++)
-		loss += l->v[tally_loss_counters[k]];
 	tally_json_object_begin(j);
 	tally_json_field_int(j, "t", rel(tl, report_time(rs, l->t_end)));
 	tally_json_field_uint(j, "slice", l->slice);
 	tally_json_field_bool(j, "final", l->final);
-	for (k = 0; k < sizeof(snap_counters) / sizeof(snap_counters[0]); k++)
-		tally_json_field_uint(j, snap_counters[k].key, l->v[snap_counters[k].counter]);
-	tally_json_field_uint(j, "loss", loss);
+	for (k = 0; k < TL_SNAP_COUNTERS; k++)
+		tally_json_field_uint(j, snap_keys[k], l->v[k]);
+	tally_json_field_uint(j, "loss", l->loss);
 	tally_json_object_end(j);
 }
 
@@ -265,9 +240,16 @@ static void write_ledgers(const struct timeline *tl, const struct report_set *se
 		tally_json_array_begin(j);
 		for (k = 0; k < ts->nsnaps; k++)
 			write_snap(tl, set->sections[i], &ts->snaps[k], j);
+		/* the latest is always drawn, kept among the others or not */
+		if (ts->last && (ts->snaps_seen - 1) % ts->snap_stride) {
+			struct tl_snap last;
+
+			timeline_snap_of(ts->last, &last);
+			write_snap(tl, set->sections[i], &last, j);
+		}
 		tally_json_array_end(j);
-		if (ts->nsnaps && ts->snaps[ts->nsnaps - 1].final)
-			write_flush(&ts->snaps[ts->nsnaps - 1], j);
+		if (ts->last && ts->last->final)
+			write_flush(ts->last, j);
 		tally_json_object_end(j);
 	}
 	tally_json_array_end(j);

@@ -30,10 +30,11 @@ static int add_input(struct report_set *set, const char *path, char *err, size_t
 	rc = tally_file_open(&in->f, path, err, errlen);
 	if (rc < 0)
 		return rc;
-	/* Checked, then closed until its turn: a directory of thousands of ranks must not need
-	 * thousands of descriptors at once. */
+	/* Checked, then closed until its turn, its read window given back: a directory of
+	 * thousands of ranks must need neither thousands of descriptors nor of windows at once. */
 	close(in->f->fd);
 	in->f->fd = -1;
+	tally_file_drop_window(in->f);
 	in->path = strdup(path);
 	if (!in->path) {
 		tally_file_close(in->f);
@@ -136,6 +137,7 @@ void report_set_close(struct report_set *set)
 	for (i = 0; i < set->nduplicates; i++)
 		free(set->duplicates[i]);
 	free(set->duplicates);
+	tally_map_fini(&set->sessions);
 	for (i = 0; i < set->ninputs; i++) {
 		tally_file_close(set->inputs[i].f);
 		free(set->inputs[i].path);
@@ -299,20 +301,29 @@ static void session_offset(struct report_set *set, struct report_section *rs)
 		rs->offset = (int64_t)(s->start_realtime - s->start_cupti);
 }
 
-/* The section read before with s's session id, if any (ids are unique per recording). */
-static const struct report_section *earlier_session(const struct report_set *set,
+static uint64_t id_word(const uint8_t *id)
+{
+	uint64_t w;
+
+	memcpy(&w, id, sizeof(w));
+	return w;
+}
+
+/* The section read before with s's session id, if any (ids are unique per recording); a new id
+ * is remembered.  A hash, so that thousands of ranks cost no more each than one. */
+static const struct report_section *earlier_session(struct report_set *set,
 						    const struct tally_section *s)
 {
-	size_t i;
+	uint32_t found;
 
 	if (!s->has_session_id)
 		return NULL;
-	for (i = 0; i < set->nsections; i++) {
-		const struct tally_section *e = set->sections[i]->s;
-
-		if (e->has_session_id && memcmp(e->session_id, s->session_id, 16) == 0)
-			return set->sections[i];
-	}
+	found = tally_map_get(&set->sessions, id_word(s->session_id), id_word(s->session_id + 8));
+	if (found)
+		return set->sections[found - 1];
+	/* out of memory: the repeat goes unnoticed, as if its id were new */
+	(void)tally_map_put(&set->sessions, id_word(s->session_id), id_word(s->session_id + 8),
+			    (uint32_t)set->nsections + 1);
 	return NULL;
 }
 
@@ -509,6 +520,7 @@ static int scan_file(struct scan *sc, char *err, size_t errlen)
 	rc = tally_file_read(sc->in->f, &rops);
 	close(sc->in->f->fd);
 	sc->in->f->fd = -1;
+	tally_file_drop_window(sc->in->f);
 	if (rc < 0 && !sc->consumer_failed) {
 		snprintf(err, errlen, "%s: read failed: %s", sc->in->path, strerror(-rc));
 		sc->set->read_failed = true;

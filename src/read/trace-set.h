@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hashmap.h"
 #include "ledger.h"
 #include "reader.h"
 #include "tally-format.h"
@@ -66,6 +67,7 @@ struct report_set {
 	uint64_t records;
 	struct report_section **duplicates; /* sections skipped as repeats (duplicate_of set) */
 	size_t nduplicates;
+	struct tally_map sessions; /* session id -> index + 1 of the section that carries it */
 };
 
 /*

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gaps.h"
+#include "hashmap.h"
 
 #define DEFAULT_GAP_MIN_NS 1000000ull
 #define AUTO_BUCKETS	   20
@@ -29,7 +30,8 @@ struct busy {
 struct gap_sec {
 	struct busy *busy;
 	size_t nbusy, bcap, last;
-	struct gap_iv *v; /* every interval, for utilization only */
+	struct tally_map busy_map; /* (device, stream) -> index in busy + 1 */
+	struct gap_iv *v;	   /* every interval, for utilization only */
 	size_t n, cap;
 };
 
@@ -78,6 +80,7 @@ static void free_sec(struct gap_sec *sec)
 	for (i = 0; i < sec->nbusy; i++)
 		free(sec->busy[i].s);
 	free(sec->busy);
+	tally_map_fini(&sec->busy_map);
 	free(sec->v);
 	memset(sec, 0, sizeof(*sec));
 }
@@ -115,17 +118,19 @@ static struct gap_sec *sec_of(struct report_gpu_gaps *g, unsigned index)
 static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t stream)
 {
 	struct busy *b;
-	size_t i;
+	uint32_t found;
 
 	if (sec->last < sec->nbusy && sec->busy[sec->last].device == device &&
 	    sec->busy[sec->last].stream == stream)
 		return &sec->busy[sec->last];
-	for (i = 0; i < sec->nbusy; i++)
-		if (sec->busy[i].device == device && sec->busy[i].stream == stream)
-			return &sec->busy[sec->last = i];
+	found = tally_map_get(&sec->busy_map, device, stream);
+	if (found)
+		return &sec->busy[sec->last = found - 1];
 	if (!(b = grow(sec->busy, &sec->bcap, sec->nbusy + 1, sizeof(*b))))
 		return NULL;
 	sec->busy = b;
+	if (tally_map_put(&sec->busy_map, device, stream, (uint32_t)sec->nbusy + 1) < 0)
+		return NULL;
 	b[sec->nbusy] = (struct busy){.device = device, .stream = stream};
 	return &sec->busy[sec->last = sec->nbusy++];
 }
@@ -285,9 +290,10 @@ static bool outside_window(const struct report_section *rs, uint64_t t0, uint64_
 	return is_closed && t1 >= closed;
 }
 
-/* Is [t0, t1] proven idle?  false, with why, when something lost may lie in it. */
+/* Is [t0, t1] proven idle?  false, with why, when something lost may lie in it.  anywhere: what
+ * loss_anywhere() said of the section, worked out once per section, not once per gap. */
 static bool unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, char *why,
-		     size_t len)
+		     size_t len, const char *anywhere)
 {
 	const struct tally_section *s = rs->s;
 	size_t i;
@@ -310,8 +316,10 @@ static bool unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, 
 		snprintf(why, len, "outside the collection window: nothing was recorded");
 		return true;
 	}
-	if (loss_anywhere(rs, why, len))
+	if (anywhere) {
+		snprintf(why, len, "%s", anywhere);
 		return true;
+	}
 	snprintf(why, len, "no loss overlaps it (the ledger proves it)");
 	return false;
 }
@@ -319,7 +327,7 @@ static bool unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, 
 /* ---- gaps ----------------------------------------------------------------------------------- */
 
 static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, uint32_t device,
-		   uint32_t stream, uint64_t t0, uint64_t t1)
+		   uint32_t stream, uint64_t t0, uint64_t t1, const char *anywhere)
 {
 	struct report_gap *gp = grow(g->gaps, &g->gcap, g->ngaps + 1, sizeof(*gp));
 
@@ -329,18 +337,18 @@ static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, u
 	gp += g->ngaps++;
 	*gp = (struct report_gap){
 	    .section = rs->index, .device = device, .stream = stream, .t0 = t0, .t1 = t1};
-	gp->unproven = unproven(rs, t0, t1, gp->why, sizeof(gp->why));
+	gp->unproven = unproven(rs, t0, t1, gp->why, sizeof(gp->why), anywhere);
 	return 0;
 }
 
 /* Between two segments of a busy set lies a gap of gap_min or more, by construction. */
 static int busy_gaps(struct report_gpu_gaps *g, const struct report_section *rs,
-		     const struct busy *b)
+		     const struct busy *b, const char *anywhere)
 {
 	size_t i;
 
 	for (i = 1; i < b->n; i++)
-		if (add_gap(g, rs, b->device, b->stream, b->s[i - 1].t1, b->s[i].t0) < 0)
+		if (add_gap(g, rs, b->device, b->stream, b->s[i - 1].t1, b->s[i].t0, anywhere) < 0)
 			return -ENOMEM;
 	return 0;
 }
@@ -381,7 +389,7 @@ static void add_busy(double *busy, size_t nb, uint64_t origin, uint64_t bucket, 
 
 /* One device's run v[0..n) (sorted by start): its merged busy time, bucket by bucket. */
 static int device_util(struct report_gpu_gaps *g, const struct report_section *rs,
-		       const struct gap_iv *v, size_t n)
+		       const struct gap_iv *v, size_t n, const char *anywhere)
 {
 	uint64_t first = v[0].t0, last = 0, bucket, seg0, seg1;
 	size_t i, nb;
@@ -419,14 +427,14 @@ static int device_util(struct report_gpu_gaps *g, const struct report_section *r
 					 b0,
 					 b0 + bucket,
 					 busy[i] / (double)bucket,
-					 unproven(rs, b0, b0 + bucket, why, sizeof(why))};
+					 unproven(rs, b0, b0 + bucket, why, sizeof(why), anywhere)};
 	}
 	free(busy);
 	return 0;
 }
 
 static int section_util(struct report_gpu_gaps *g, const struct report_section *rs,
-			struct gap_sec *sec)
+			struct gap_sec *sec, const char *anywhere)
 {
 	size_t i, from = 0;
 	int rc = 0;
@@ -434,7 +442,7 @@ static int section_util(struct report_gpu_gaps *g, const struct report_section *
 	qsort(sec->v, sec->n, sizeof(*sec->v), by_device);
 	for (i = 1; rc == 0 && i <= sec->n; i++)
 		if (i == sec->n || sec->v[i].device != sec->v[from].device) {
-			rc = device_util(g, rs, sec->v + from, i - from);
+			rc = device_util(g, rs, sec->v + from, i - from, anywhere);
 			from = i;
 		}
 	return rc;
@@ -443,11 +451,14 @@ static int section_util(struct report_gpu_gaps *g, const struct report_section *
 int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_section *rs)
 {
 	struct gap_sec *sec = rs->index < g->nsecs ? &g->secs[rs->index] : NULL;
+	char why_anywhere[120];
+	const char *anywhere;
 	size_t pass, i;
 	int rc = 0;
 
 	if (!sec)
 		return 0;
+	anywhere = loss_anywhere(rs, why_anywhere, sizeof(why_anywhere)) ? why_anywhere : NULL;
 	/* Each device's gaps, then its streams' (REPORT_GAP_ALL_STREAMS sorts last: device first)
 	 */
 	if (sec->nbusy > 1)
@@ -455,9 +466,9 @@ int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_secti
 	for (pass = 0; pass < 2 && rc == 0; pass++)
 		for (i = 0; i < sec->nbusy && rc == 0; i++)
 			if ((sec->busy[i].stream == REPORT_GAP_ALL_STREAMS) == (pass == 0))
-				rc = busy_gaps(g, rs, &sec->busy[i]);
+				rc = busy_gaps(g, rs, &sec->busy[i], anywhere);
 	if (rc == 0 && sec->n)
-		rc = section_util(g, rs, sec);
+		rc = section_util(g, rs, sec, anywhere);
 	free_sec(sec);
 	return rc;
 }

@@ -499,6 +499,20 @@ static void untimed_note(const struct stats *st, FILE *out, const char *prefix)
 			prefix, st->untimed);
 }
 
+/* Medians past the budget of kept values come from the sketch: say so, and how close they are. */
+static void sketch_note(const struct stats *st, FILE *out, const char *prefix)
+{
+	if (st->sketching && (stats_wants(st, R_NVTX_SUM) || stats_wants(st, R_API_SUM) ||
+			      stats_wants(st, R_KERN_SUM) || stats_wants(st, R_KERN_GB_SUM) ||
+			      stats_wants(st, R_MEM_TIME_SUM) || stats_wants(st, R_MEM_SIZE_SUM) ||
+			      stats_wants(st, R_KERN_STACK_SUM)))
+		fprintf(
+		    out,
+		    "%stally: medians (Med) are from a quantile sketch, each within %.2f%% of the "
+		    "exact median (%s); counts, totals, minima, maxima and deviations are exact\n",
+		    prefix, SKETCH_REL_ERROR * 100, st->why_sketch);
+}
+
 int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum report_format fmt)
 {
 	struct tally_json j;
@@ -511,11 +525,15 @@ int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum 
 		report_loss_json(&j, set);
 		tally_json_field_uint(&j, "untimed_records", st->untimed);
 		tally_json_field_uint(&j, "time_base_ns", st->base);
+		tally_json_field_string(&j, "medians", st->sketching ? "sketch" : "exact");
+		tally_json_field_double(&j, "median_max_rel_error",
+					st->sketching ? SKETCH_REL_ERROR : 0.0);
 		tally_json_name(&j, "reports");
 		tally_json_array_begin(&j);
 	} else {
 		report_loss_text(out, set, fmt == REPORT_FMT_CSV ? "# " : "");
 		untimed_note(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
+		sketch_note(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
 	}
 	for (r = 0; r < R_COUNT; r++) {
 		struct report_view v;

@@ -5,6 +5,7 @@
 
 #include "gaps.h"
 #include "memusage.h"
+#include "sketch.h"
 #include "stats.h"
 
 /* Report indexes into report_defs[] (reports.c keeps the two in step). */
@@ -29,12 +30,27 @@ struct u64vec {
 	size_t n, cap;
 };
 
-/* One row of a summary report: every value of the group is kept, for the exact median. */
+/* Exact moments of a group's values, kept as they come once the values are not (and the figures
+ * a summary carries): they add up, group to group and summary to summary. */
+struct moments {
+	uint64_t n, total, min, max;
+	unsigned __int128 sq; /* sum of squares: exact while values < 2^32 and n < 2^31 */
+	long double lsq;      /* the same, in long double, past that */
+};
+
+/*
+ * One row of a summary report.  While the values kept by all groups fit the budget
+ * (stats_request.exact_values), every value is kept, for the exact median; past it, every group
+ * turns to its exact moments and a quantile sketch (sketch.h), and memory stops growing with the
+ * trace.
+ */
 struct group {
 	char *name; /* owned */
 	int32_t grid[3], block[3];
 	unsigned style; /* nvtx: 0 push/pop, 1 start/end */
 	struct u64vec vals;
+	struct moments m;	      /* sketching */
+	struct tally_sketch sk;	      /* sketching */
 	struct stats_group_view view; /* after stats_finish */
 };
 
@@ -104,7 +120,16 @@ struct stats {
 	struct mem_usage mem;	      /* cuda_gpu_mem_usage */
 	/* kernels with a call stack: with none, the stack report is empty */
 	uint64_t stacked_kernels;
+	uint64_t kept;	       /* values kept by all groups (their capacity) */
+	uint64_t exact_values; /* the budget of kept values */
+	bool sketching;	       /* past it: moments and sketches, every group */
+	char why_sketch[96];
 };
+
+/* Every group of every table to moments and a sketch (past the budget, or for a summary). */
+int stats_to_sketches(struct stats *st);
+void moments_add(struct moments *m, uint64_t x);
+void moments_merge(struct moments *m, const struct moments *o);
 
 bool stats_wants(const struct stats *st, enum report_id r);
 

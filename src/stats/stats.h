@@ -22,7 +22,13 @@ struct stats_request {
 	enum report_name_mode names[32]; /* per report: :base / :mangled */
 	uint64_t gap_min_ns;		 /* gpu_gaps: shortest gap listed (0: 1 ms) */
 	uint64_t util_bucket_ns;	 /* gpu_time_util: bucket (0: a twentieth of the span) */
+	/* values kept for exact medians, all groups together (0: STATS_EXACT_VALUES); past it,
+	 * medians come from a quantile sketch within SKETCH_REL_ERROR */
+	uint64_t exact_values;
+	bool sketch_only; /* medians from the sketch from the first value (--exact-medians 0) */
 };
+
+#define STATS_EXACT_VALUES 4000000ull /* 32 MB of values */
 
 /* The reports, in nsys's order; index is stable for the bit mask above. */
 struct report_def {
@@ -55,5 +61,7 @@ struct stats_group_view {
 const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i);
 /* Timed records left out of every report because their timestamps were lost (BAD_TIME). */
 uint64_t stats_untimed(const struct stats *st);
+/* Whether the medians came from the quantile sketch (too many values to keep them all). */
+bool stats_sketched(const struct stats *st);
 
 #endif
