@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "jobs.h"
+#include "prefetch.h"
 #include "text.h"
 #include "trace-set.h"
 
@@ -271,6 +273,7 @@ struct scan {
 	struct report_section *cur; /* of the file being read */
 	uint64_t done_before;	    /* bytes of the inputs already read */
 	bool consumer_failed; /* a non-zero return came from us or a consumer, not the reader */
+	struct prefetch *pf;  /* workers framing the inputs ahead (NULL: read here, serially) */
 };
 
 /* Every return from a consumer goes through here, so that a failure is not blamed on the input. */
@@ -496,6 +499,39 @@ static void on_progress(void *ctx, uint64_t offset, uint64_t size)
 		sc->ops->progress(sc->ops->pctx, sc->done_before + offset, sc->set->total_bytes);
 }
 
+/* Input in read here: framed and applied on this thread. */
+static int read_here(struct scan *sc, const struct tally_read_ops *rops, char *err, size_t errlen)
+{
+	int rc;
+
+	/* O_NONBLOCK: a regular file when opened first; should it be a FIFO now, fail, not wait */
+	sc->in->f->fd = open(sc->in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (sc->in->f->fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", sc->in->path, strerror(errno));
+		return rc;
+	}
+	rc = tally_file_read(sc->in->f, rops);
+	close(sc->in->f->fd);
+	sc->in->f->fd = -1;
+	tally_file_drop_window(sc->in->f);
+	return rc;
+}
+
+/* Input in framed by a worker (prefetch.h), its items applied here, in order. */
+static int read_prefetched(struct scan *sc, const struct tally_read_ops *rops, char *err,
+			   size_t errlen)
+{
+	struct tally_reading *r = tally_reading_new(sc->in->f, rops);
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	rc = prefetch_input(sc->pf, (size_t)(sc->in - sc->set->inputs), r, err, errlen);
+	tally_reading_end(r);
+	return rc;
+}
+
 static int scan_file(struct scan *sc, char *err, size_t errlen)
 {
 	struct tally_read_ops rops = {
@@ -509,20 +545,11 @@ static int scan_file(struct scan *sc, char *err, size_t errlen)
 
 	sc->cur = NULL;
 	sc->in->first_section = (unsigned)sc->set->nsections;
-	/* O_NONBLOCK: a regular file when opened first; should it be a FIFO now, fail, not wait */
-	sc->in->f->fd = open(sc->in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (sc->in->f->fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", sc->in->path, strerror(errno));
-		sc->set->read_failed = true;
-		return rc;
-	}
-	rc = tally_file_read(sc->in->f, &rops);
-	close(sc->in->f->fd);
-	sc->in->f->fd = -1;
-	tally_file_drop_window(sc->in->f);
+	sc->consumer_failed = false;
+	rc = sc->pf ? read_prefetched(sc, &rops, err, errlen) : read_here(sc, &rops, err, errlen);
 	if (rc < 0 && !sc->consumer_failed) {
-		snprintf(err, errlen, "%s: read failed: %s", sc->in->path, strerror(-rc));
+		if (!err[0]) /* else the open said why */
+			snprintf(err, errlen, "%s: read failed: %s", sc->in->path, strerror(-rc));
 		sc->set->read_failed = true;
 	}
 	if (rc)
@@ -555,13 +582,20 @@ static void judge(struct report_set *set)
 int report_scan(struct report_set *set, const struct report_scan_ops *ops, char *err, size_t errlen)
 {
 	struct scan sc = {.set = set, .ops = ops};
+	unsigned jobs = tally_jobs();
 	size_t i;
 	int rc = 0;
 
+	if (errlen)
+		err[0] = '\0';
+	/* a second thread is worth it for one large input too: decoding runs beside the consumer */
+	if (jobs > 1)
+		sc.pf = prefetch_start(set, jobs);
 	for (i = 0; i < set->ninputs && rc == 0; i++) {
 		sc.in = &set->inputs[i];
 		rc = scan_file(&sc, err, errlen);
 	}
+	prefetch_stop(sc.pf);
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	if (rc == 0)
