@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "codec.h"
+#include "summary.h"
 #include "writer.h"
 
 #define READ_WINDOW	  (1u << 20)
@@ -209,6 +210,7 @@ static void free_section(struct tally_section *s)
 		free(s->strings[i]);
 	free(s->strings);
 	tally_stack_tables_fini(&s->stacks);
+	tally_summary_facts_free(s->facts);
 	free(s);
 }
 
@@ -366,6 +368,7 @@ static const struct session_field {
     U64(TALLY_SK_KINDS, kinds),
     U64(TALLY_SK_SLICE_NS, slice_ns),
     {TALLY_SK_MERGED, F_BOOL, offsetof(struct tally_section, merged), 0},
+    {TALLY_SK_SUMMARY, F_BOOL, offsetof(struct tally_section, summary), 0},
     {TALLY_SK_MERGE_OFFSET, F_S64, offsetof(struct tally_section, merge_offset), 0},
     {TALLY_SK_SESSION_ID, F_ID, offsetof(struct tally_section, session_id),
      offsetof(struct tally_section, has_session_id)},
@@ -641,6 +644,20 @@ static bool parse_drops(struct tally_section *s, const uint8_t *p, size_t len)
 	return true;
 }
 
+/* A summary's SECTION part fills the section; the other parts are for the caller's chunk_payload
+ * (the aggregates of tally stats).  Only a summary's section may carry them. */
+static bool parse_summary(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	uint64_t part = tally_cur_varint(&c);
+
+	if (c.bad || !s->summary)
+		return false;
+	if (part == TALLY_SUMMARY_SECTION)
+		return tally_summary_section_parse(s, c.p, (size_t)(c.end - c.p));
+	return true;
+}
+
 static int handle_records(struct read_state *st, struct tally_section *s,
 			  const struct tally_item *it)
 {
@@ -727,6 +744,9 @@ static int handle_chunk(struct read_state *st, const struct tally_item *it)
 		break;
 	case TALLY_CHUNK_DROPS:
 		ok = parse_drops(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_SUMMARY:
+		ok = parse_summary(s, payload, c->len);
 		break;
 	default:
 		s->unknown_chunks++;
@@ -902,9 +922,10 @@ int tally_framer_run(struct tally_framer *fr, tally_item_fn emit, void *ctx)
 				rc = check_sequence(fr, emit, ctx, off, it.info.seq);
 			if (rc == 0)
 				rc = emit_damage(fr, emit, ctx, off,
-						 next >= f->size && truncated ? TALLY_DAMAGE_TRUNCATED
-						 : partial		      ? TALLY_DAMAGE_PARTIAL
-									      : TALLY_DAMAGE_CORRUPT,
+						 next >= f->size && truncated
+						     ? TALLY_DAMAGE_TRUNCATED
+						 : partial ? TALLY_DAMAGE_PARTIAL
+							   : TALLY_DAMAGE_CORRUPT,
 						 off, next, 0);
 			off = next;
 			continue;

@@ -116,6 +116,10 @@ struct tally_section {
 	uint32_t nstrings;
 
 	struct tally_stack_tables stacks; /* FRAMES, STACKS, MODULES (1.2) */
+
+	/* 1.3: a summary's section (summary.h): no records; facts from its SUMMARY chunk */
+	bool summary;
+	struct tally_summary_facts *facts;
 };
 
 /*

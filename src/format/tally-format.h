@@ -13,7 +13,7 @@
 #define TALLY_MAGIC_LEN	       8
 #define TALLY_PREAMBLE_LEN     16
 #define TALLY_FORMAT_MAJOR     1
-#define TALLY_FORMAT_MINOR     2
+#define TALLY_FORMAT_MINOR     3
 #define TALLY_CHUNK_SYNC       0x4B4E4843u /* "CHNK" read as little-endian u32 */
 #define TALLY_CHUNK_HEADER_LEN 32
 #define TALLY_CHUNK_MAX	       (64u << 20)
@@ -39,6 +39,7 @@ enum tally_chunk_type {
 	TALLY_CHUNK_STACKS = 10,  /* 1.2: call stacks, as lists of frame ids */
 	TALLY_CHUNK_MODULES = 11, /* 1.2: the process's loaded modules, for native frames */
 	TALLY_CHUNK_DROPS = 12,	  /* 1.2: CUPTI's drop counts by queue, contexts tied to devices */
+	TALLY_CHUNK_SUMMARY = 15, /* 1.3: a summary's section facts and aggregates (summary.h) */
 	TALLY_CHUNK_TYPE_MAX,
 };
 
@@ -222,6 +223,8 @@ enum tally_session_key {
 	TALLY_SK_MERGED,
 	TALLY_SK_MERGE_OFFSET,
 	TALLY_SK_MAX,
+	/* 1.3: the section is a summary (tally stats --partial): no records, a SUMMARY chunk */
+	TALLY_SK_SUMMARY = 50,
 };
 
 enum tally_device_key {

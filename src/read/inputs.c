@@ -59,7 +59,8 @@ static bool has_suffix(const char *s, const char *suffix)
 	return n > m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Every *.tally in dir, sorted by name so that the order (and section numbers) are stable. */
+/* Every *.tally and *.tsum (summaries) in dir, sorted by name so that the order (and section
+ * numbers) are stable. */
 static int add_directory(struct report_set *set, const char *dir, char *err, size_t errlen)
 {
 	DIR *d = opendir(dir);
@@ -75,7 +76,8 @@ static int add_directory(struct report_set *set, const char *dir, char *err, siz
 	while ((e = readdir(d))) {
 		char **t;
 
-		if (e->d_name[0] == '.' || !has_suffix(e->d_name, ".tally"))
+		if (e->d_name[0] == '.' ||
+		    (!has_suffix(e->d_name, ".tally") && !has_suffix(e->d_name, ".tsum")))
 			continue;
 		t = realloc(names, (n + 1) * sizeof(*t));
 		if (!t || asprintf(&t[n], "%s/%s", dir, e->d_name) < 0) {
@@ -87,7 +89,7 @@ static int add_directory(struct report_set *set, const char *dir, char *err, siz
 		n++;
 	}
 	if (n == 0) {
-		snprintf(err, errlen, "%s: no *.tally file in this directory", dir);
+		snprintf(err, errlen, "%s: no *.tally (or *.tsum) file in this directory", dir);
 		rc = -ENOENT;
 		goto free_names;
 	}
@@ -291,6 +293,8 @@ static int end_section(struct scan *sc)
 	if (!rs || rs->ended)
 		return 0;
 	rs->ended = true;
+	if (rs->s->summary) /* a summary's records are counted, not handed out */
+		sc->set->records += rs->s->records_total;
 	return sc->ops->section_end ? took(sc, sc->ops->section_end(sc->ops->ctx, rs)) : 0;
 }
 

@@ -448,6 +448,21 @@ static int section_util(struct report_gpu_gaps *g, const struct report_section *
 	return rc;
 }
 
+uint64_t report_gpu_gaps_take_busy(struct report_gpu_gaps *g, const struct report_section *rs)
+{
+	struct gap_sec *sec = rs->index < g->nsecs ? &g->secs[rs->index] : NULL;
+	uint64_t busy = 0;
+	size_t i, k;
+
+	for (i = 0; sec && i < sec->nbusy; i++)
+		if (sec->busy[i].stream == REPORT_GAP_ALL_STREAMS)
+			for (k = 0; k < sec->busy[i].n; k++)
+				busy += sec->busy[i].s[k].t1 - sec->busy[i].s[k].t0;
+	if (sec)
+		free_sec(sec);
+	return busy;
+}
+
 int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_section *rs)
 {
 	struct gap_sec *sec = rs->index < g->nsecs ? &g->secs[rs->index] : NULL;

@@ -487,6 +487,11 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 		v->ctx = sx;
 		v->nrows = r == R_KERN_STACK_SUM && !st->stacked_kernels ? 0 : st->t[r].n;
 	}
+	if (st->summaries && !stats_summarized(r)) {
+		v->nrows = 0;
+		v->empty = "summaries (tally stats --partial) carry no records: this report needs "
+			   "the traces themselves";
+	}
 }
 
 static void untimed_note(const struct stats *st, FILE *out, const char *prefix)

@@ -105,6 +105,8 @@ struct strpool {
 	size_t cap, n;
 };
 
+struct stats_partial;
+
 struct stats {
 	struct stats_request req;
 	struct gtable t[R_COUNT];	 /* summary reports */
@@ -124,7 +126,19 @@ struct stats {
 	uint64_t exact_values; /* the budget of kept values */
 	bool sketching;	       /* past it: moments and sketches, every group */
 	char why_sketch[96];
+	struct stats_partial *partial; /* --partial: what the summary needs (summary.c) */
+	uint64_t summaries;	       /* sections read from summaries */
 };
+
+/* summary.c: a section's chunks and records kept for its summary; a summary's aggregates merged */
+int stats_partial_chunk(struct stats *st, struct report_section *rs,
+			const struct tally_chunk_info *c, const uint8_t *payload);
+int stats_partial_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			  size_t n);
+int stats_partial_section_end(struct stats *st, struct report_section *rs);
+void stats_partial_free(struct stats_partial *p);
+int stats_summary_chunk(struct stats *st, const uint8_t *payload, size_t len);
+long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned style);
 
 /* Every group of every table to moments and a sketch (past the budget, or for a summary). */
 int stats_to_sketches(struct stats *st);

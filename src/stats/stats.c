@@ -155,7 +155,7 @@ static bool group_equal(const struct group *g, const char *name, const int32_t *
  * The group for (name, grid/block, style), made if new.  Returns its index, or -1 when memory ran
  * out.  gb (six ints) is NULL for reports that do not split by launch shape.
  */
-static long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned style)
+long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned style)
 {
 	size_t mask, i;
 	uint64_t h = group_hash(name, gb, style);
@@ -646,6 +646,8 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 
 	if (st->gaps && report_gpu_gaps_add(st->gaps, rs, r, n) < 0)
 		st->failed = true;
+	if (st->partial && stats_partial_records(st, rs, r, n) < 0)
+		st->failed = true;
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) {
 			st->untimed++;
@@ -664,6 +666,23 @@ static int on_section_end(void *ctx, struct report_section *rs)
 
 	if (st->gaps && report_gpu_gaps_section(st->gaps, rs) < 0)
 		st->failed = true;
+	if (st->partial && stats_partial_section_end(st, rs) < 0)
+		st->failed = true;
+	st->summaries += rs->s->summary;
+	return st->failed ? -ENOMEM : 0;
+}
+
+/* A summary's aggregates (in its sections only), and, for --partial, the chunks a summary keeps. */
+static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chunk_info *c,
+		    const uint8_t *payload)
+{
+	struct stats *st = ctx;
+
+	if (c->type == TALLY_CHUNK_SUMMARY && rs->s->summary &&
+	    stats_summary_chunk(st, payload, c->len) < 0)
+		st->failed = true;
+	if (st->partial && stats_partial_chunk(st, rs, c, payload) < 0)
+		st->failed = true;
 	return st->failed ? -ENOMEM : 0;
 }
 
@@ -672,6 +691,7 @@ void stats_scan_ops(struct stats *st, struct report_scan_ops *ops)
 	memset(ops, 0, sizeof(*ops));
 	ops->records = on_records;
 	ops->section_end = on_section_end;
+	ops->chunk = on_chunk;
 	ops->ctx = st;
 }
 
@@ -725,6 +745,7 @@ void stats_free(struct stats *st)
 		free(st->secs[i].stack_groups[1]);
 	}
 	mem_usage_fini(&st->mem);
+	stats_partial_free(st->partial);
 	free(st->secs);
 	free(st->gpu.v);
 	free(st->api.v);
@@ -736,6 +757,11 @@ void stats_free(struct stats *st)
 uint64_t stats_untimed(const struct stats *st)
 {
 	return st->untimed;
+}
+
+uint64_t stats_summaries(const struct stats *st)
+{
+	return st->summaries;
 }
 
 bool stats_sketched(const struct stats *st)

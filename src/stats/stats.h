@@ -61,6 +61,19 @@ struct stats_group_view {
 const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i);
 /* Timed records left out of every report because their timestamps were lost (BAD_TIME). */
 uint64_t stats_untimed(const struct stats *st);
+/*
+ * Summaries (summary.c): stats_partial_begin before the scan makes the aggregation keep what a
+ * summary needs; after stats_finish, stats_partial_write writes it to path (a temporary file
+ * renamed over it; force: replace a regular file).  0 or -errno with err.  stats_summarized: the
+ * reports a summary carries (the others need records).
+ */
+int stats_partial_begin(struct stats *st);
+int stats_partial_write(struct stats *st, const struct report_set *set, const char *path,
+			bool force, char *err, size_t errlen);
+bool stats_summarized(unsigned report);
+/* Sections read from summaries, which carry no records (their reports are skipped). */
+uint64_t stats_summaries(const struct stats *st);
+
 /* Whether the medians came from the quantile sketch (too many values to keep them all). */
 bool stats_sketched(const struct stats *st);
 
