@@ -5,6 +5,7 @@
 
 #include "compare.h"
 #include "hashmap.h"
+#include "stats.h"
 
 /* Names of both sides in one table, so that a key id means the same on both. */
 struct cmp_keys {
@@ -68,6 +69,10 @@ struct cmp_side {
 	struct tally_map stream_map; /* stream id -> index + 1 */
 	uint64_t untimed;
 	bool failed;
+	/* summaries (tally stats --partial): their distributions, per key, as sketches */
+	bool summaries;
+	struct tally_sketch *sk;
+	size_t nsk;
 };
 
 /* The index + 1 of a stream of the side, 0 if it has none such. */
@@ -84,5 +89,7 @@ void cmp_side_free(struct cmp_side *sd);
 
 void cmp_key_fill(struct compare_key *k, const uint32_t *const d[2], const size_t n[2],
 		  const struct compare_opts *o);
+/* The shift, the critical value and the call, once n, the quantiles and D are known. */
+void cmp_key_judge(struct compare_key *k, double ks_d, const struct compare_opts *o);
 
 #endif

@@ -217,9 +217,49 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	return 0;
 }
 
+/* A summary's group of GPU work: its durations' sketch, under the key a record would have. */
+static int summary_group(void *ctx, const struct stats_summary_group *g)
+{
+	struct cmp_side *sd = ctx;
+	unsigned kind = g->report == (unsigned)report_find("cuda_gpu_kern_sum") ? TALLY_KIND_KERNEL
+			: strcmp(g->name, "[CUDA memset]") == 0		       ? TALLY_KIND_MEMSET
+									       : TALLY_KIND_MEMCPY;
+	long k;
+
+	if (g->report != (unsigned)report_find("cuda_gpu_kern_sum") &&
+	    g->report != (unsigned)report_find("cuda_gpu_mem_time_sum"))
+		return 0;
+	k = cmp_key_intern(sd->keys, g->name, kind);
+	if (k < 0)
+		return -ENOMEM;
+	if ((size_t)k >= sd->nsk) {
+		size_t cap = sd->nsk;
+		struct tally_sketch *t = grow(sd->sk, &cap, (size_t)k + 1, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		sd->sk = t;
+		sd->nsk = cap;
+	}
+	return tally_sketch_merge(&sd->sk[k], g->sk);
+}
+
+static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chunk_info *c,
+		    const uint8_t *payload)
+{
+	struct cmp_side *sd = ctx;
+
+	if (!rs->s->summary)
+		return 0;
+	sd->summaries = true;
+	if (c->type != TALLY_CHUNK_SUMMARY)
+		return 0;
+	return stats_summary_each(payload, c->len, summary_group, sd);
+}
+
 int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, size_t errlen)
 {
-	struct report_scan_ops ops = {.records = on_records, .ctx = sd};
+	struct report_scan_ops ops = {.records = on_records, .chunk = on_chunk, .ctx = sd};
 	int rc = report_set_open(&sd->set, paths, n, err, errlen);
 
 	if (rc < 0)
@@ -246,6 +286,9 @@ void cmp_side_free(struct cmp_side *sd)
 	free(sd->ev);
 	free(sd->streams);
 	tally_map_fini(&sd->stream_map);
+	for (i = 0; i < sd->nsk; i++)
+		tally_sketch_fini(&sd->sk[i]);
+	free(sd->sk);
 	report_set_close(&sd->set);
 }
 
@@ -524,6 +567,12 @@ int cmp_side_stretch(struct cmp_side *sd, struct compare_side_info *info, char *
 	info->complete = sd->set.complete;
 	info->timing_usable = true;
 	info->untimed = sd->untimed;
+	if (sd->o->stretch != COMPARE_WHOLE && sd->summaries) {
+		snprintf(err, errlen, "%s",
+			 "a summary (tally stats --partial) holds no ranges or capture windows: "
+			 "compare the traces themselves, or compare the whole runs");
+		return -ESRCH;
+	}
 	if (sd->o->stretch != COMPARE_WHOLE) {
 		if (build_ivals(sd, info) < 0)
 			return -ENOMEM;
@@ -537,6 +586,8 @@ int cmp_side_stretch(struct cmp_side *sd, struct compare_side_info *info, char *
 		cut(sd);
 	}
 	info->gpu_records = sd->nev;
+	for (i = 0; i < sd->nsk; i++) /* what summaries stand for */
+		info->gpu_records += sd->sk[i].values;
 	event_ranges(sd);
 	for (i = 0; i < sd->set.nsections; i++)
 		judge_section(sd, sd->set.sections[i], info);

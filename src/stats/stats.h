@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sketch.h"
 #include "table.h"
 #include "trace-set.h"
 
@@ -71,6 +72,21 @@ int stats_partial_begin(struct stats *st);
 int stats_partial_write(struct stats *st, const struct report_set *set, const char *path,
 			bool force, char *err, size_t errlen);
 bool stats_summarized(unsigned report);
+/* One group of a summary's aggregates, as stats_summary_each hands it out (valid during the call). */
+struct stats_summary_group {
+	unsigned report;	     /* index into report_defs */
+	const char *name;	     /* kernel names as recorded (mangled) */
+	unsigned style;		     /* nvtx_sum: push/pop or start/end; the stack report's "by" */
+	const int32_t *gb;	     /* grid[3], block[3] (cuda_gpu_kern_gb_sum) */
+	uint64_t n, total, min, max; /* exact */
+	unsigned __int128 sq;	     /* sum of squares, exact while values < 2^32 */
+	long double lsq;
+	const struct tally_sketch *sk;
+};
+typedef int (*stats_summary_fn)(void *ctx, const struct stats_summary_group *g);
+/* Every group of a SUMMARY chunk's payload (a STATS part; other parts hold none).  0 or fn's
+ * non-zero value; a damaged payload ends the groups early. */
+int stats_summary_each(const uint8_t *payload, size_t len, stats_summary_fn fn, void *ctx);
 /* Sections read from summaries, which carry no records (their reports are skipped). */
 uint64_t stats_summaries(const struct stats *st);
 

@@ -499,54 +499,91 @@ static char *kernel_form(char *recorded, enum report_name_mode m)
 	return b;
 }
 
-/* One group of a summary into the report's table: moments add, sketches add. */
-static int merge_group(struct stats *st, enum report_id r, struct tally_cursor *c)
+/* One group of a summary's STATS part; false on a bad encoding.  g->name and g->sk are the
+ * caller's to free. */
+static bool read_group(struct tally_cursor *c, struct stats_summary_group *g, char **name,
+		       struct tally_sketch *sk, int32_t *gb)
 {
-	struct group in = {0};
-	int32_t gb[6];
 	uint64_t lo, hi, bits;
 	double lsq;
-	long k;
-	int i, rc = -EINVAL;
+	int i;
 
-	if (!get_text(c, &in.name))
-		return -EINVAL;
-	in.style = (unsigned)tally_cur_varint(c);
+	*name = NULL;
+	memset(sk, 0, sizeof(*sk));
+	if (!get_text(c, name))
+		return false;
+	g->name = *name;
+	g->style = (unsigned)tally_cur_varint(c);
 	for (i = 0; i < 6; i++)
 		gb[i] = (int32_t)unzigzag(tally_cur_varint(c));
-	in.m.n = tally_cur_varint(c);
-	in.m.total = tally_cur_varint(c);
-	in.m.min = tally_cur_varint(c);
-	in.m.max = tally_cur_varint(c);
+	g->gb = gb;
+	g->n = tally_cur_varint(c);
+	g->total = tally_cur_varint(c);
+	g->min = tally_cur_varint(c);
+	g->max = tally_cur_varint(c);
 	lo = tally_cur_varint(c);
 	hi = tally_cur_varint(c);
 	bits = tally_cur_varint(c);
 	memcpy(&lsq, &bits, sizeof(lsq));
-	in.m.sq = (unsigned __int128)hi << 64 | lo;
-	in.m.lsq = lsq;
-	if (c->bad || !tally_sketch_decode(&in.sk, c))
-		goto out;
-	if (r == R_KERN_SUM || r == R_KERN_GB_SUM)
-		in.name = kernel_form(in.name, st->req.names[r]);
-	k = gtable_get(&st->t[r], in.name, r == R_KERN_GB_SUM ? gb : NULL, in.style);
-	rc = -ENOMEM;
-	if (k >= 0 && tally_sketch_merge(&st->t[r].g[k].sk, &in.sk) == 0) {
-		moments_merge(&st->t[r].g[k].m, &in.m);
-		rc = 0;
+	g->sq = (unsigned __int128)hi << 64 | lo;
+	g->lsq = lsq;
+	g->sk = sk;
+	return !c->bad && tally_sketch_decode(sk, c);
+}
+
+int stats_summary_each(const uint8_t *payload, size_t len, stats_summary_fn fn, void *ctx)
+{
+	struct tally_cursor c = {payload, payload + len, false};
+	uint64_t part = tally_cur_varint(&c), what = tally_cur_varint(&c);
+	int rc = 0;
+
+	/* damage stops the reading where it is: the verdict of its section says the rest */
+	if (c.bad || part != TALLY_SUMMARY_STATS || what == 0 || what > R_COUNT ||
+	    !stats_summarized((unsigned)what - 1))
+		return 0;
+	while (rc == 0 && c.p < c.end) {
+		struct stats_summary_group g = {.report = (unsigned)what - 1};
+		struct tally_sketch sk;
+		int32_t gb[6];
+		char *name;
+
+		if (read_group(&c, &g, &name, &sk, gb))
+			rc = fn(ctx, &g);
+		else
+			c.p = c.end;
+		free(name);
+		tally_sketch_fini(&sk);
 	}
-out:
-	free(in.name);
-	tally_sketch_fini(&in.sk);
 	return rc;
+}
+
+/* One group of a summary into the report's table: moments add, sketches add. */
+static int merge_group(void *ctx, const struct stats_summary_group *in)
+{
+	struct stats *st = ctx;
+	enum report_id r = (enum report_id)in->report;
+	struct moments m = {in->n, in->total, in->min, in->max, in->sq, in->lsq};
+	char *name = strdup(in->name);
+	long k;
+
+	if (!name)
+		return -ENOMEM;
+	if (r == R_KERN_SUM || r == R_KERN_GB_SUM)
+		name = kernel_form(name, st->req.names[r]);
+	k = gtable_get(&st->t[r], name, r == R_KERN_GB_SUM ? in->gb : NULL, in->style);
+	free(name);
+	if (k < 0 || tally_sketch_merge(&st->t[r].g[k].sk, in->sk) < 0)
+		return -ENOMEM;
+	moments_merge(&st->t[r].g[k].m, &m);
+	return 0;
 }
 
 int stats_summary_chunk(struct stats *st, const uint8_t *payload, size_t len)
 {
 	struct tally_cursor c = {payload, payload + len, false};
-	uint64_t part = tally_cur_varint(&c), what;
-	int rc = 0;
+	uint64_t part = tally_cur_varint(&c), what = tally_cur_varint(&c);
 
-	if (part != TALLY_SUMMARY_STATS)
+	if (c.bad || part != TALLY_SUMMARY_STATS)
 		return 0;
 	if (!st->sketching) {
 		if (stats_to_sketches(st) < 0)
@@ -554,17 +591,10 @@ int stats_summary_chunk(struct stats *st, const uint8_t *payload, size_t len)
 		snprintf(st->why_sketch, sizeof(st->why_sketch), "%s",
 			 "summaries carry sketches, not values");
 	}
-	what = tally_cur_varint(&c);
-	if (c.bad)
-		return 0; /* damaged: the verdict of its section says so */
 	if (what == 0) {
 		st->untimed += tally_cur_varint(&c);
 		st->stacked_kernels += tally_cur_varint(&c);
 		return 0;
 	}
-	if (what > R_COUNT || !stats_summarized((unsigned)what - 1))
-		return 0;
-	while (rc == 0 && c.p < c.end)
-		rc = merge_group(st, (enum report_id)(what - 1), &c);
-	return rc == -EINVAL ? 0 : rc;
+	return stats_summary_each(payload, len, merge_group, st);
 }
