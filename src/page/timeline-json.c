@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "summary.h"
 #include "timeline.h"
 
 static const char *const lane_type_names[TL_LANE_TYPES] = {
@@ -24,7 +25,8 @@ static int64_t rel(const struct timeline *tl, uint64_t aligned)
 
 struct rank_figures {
 	uint64_t busy, idle, devices, loss;
-	uint32_t top_kernel; /* string id */
+	uint32_t top_kernel;	 /* string id */
+	const char *top_summary; /* a summary's: the name as recorded */
 	uint64_t top_ns;
 };
 
@@ -44,6 +46,10 @@ static void rank_figures(const struct timeline *tl, const struct report_section 
 			f->top_ns = ts->kern_ns[id];
 			f->top_kernel = id;
 		}
+	if (rs->s->summary && rs->s->facts && rs->s->facts->top_kernel) {
+		f->top_summary = rs->s->facts->top_kernel;
+		f->top_ns = rs->s->facts->top_kernel_ns;
+	}
 	for (i = 0; i < rs->verdict.nreasons; i++)
 		if (rs->verdict.reasons[i].code == TALLY_R_LOSS)
 			f->loss += rs->verdict.reasons[i].count;
@@ -69,9 +75,11 @@ static void write_section(const struct timeline *tl, struct report_section *rs,
 {
 	const struct tl_section *ts = &tl->secs[rs->index];
 	struct rank_figures f;
-	char label[300];
+	char label[300], *demangled = NULL;
 
 	rank_figures(tl, rs, &f);
+	if (f.top_summary)
+		demangled = report_demangle(f.top_summary);
 	tally_json_object_begin(j);
 	tally_json_field_string(j, "label", report_section_label(rs, label, sizeof(label)));
 	tally_json_field_string(j, "path", rs->in->path);
@@ -87,10 +95,14 @@ static void write_section(const struct timeline *tl, struct report_section *rs,
 	tally_json_field_uint(j, "loss", f.loss);
 	tally_json_field_string(
 	    j, "top_kernel",
-	    f.top_ns ? report_kernel_name(rs, f.top_kernel, REPORT_NAME_DEMANGLED) : "");
+	    !f.top_ns	    ? ""
+	    : f.top_summary ? (demangled ? demangled : f.top_summary)
+			    : report_kernel_name(rs, f.top_kernel, REPORT_NAME_DEMANGLED));
 	tally_json_field_uint(j, "top_kernel_ns", f.top_ns);
+	tally_json_field_bool(j, "summary", rs->s->summary);
 	write_devices(j, rs->s);
 	tally_json_object_end(j);
+	free(demangled);
 }
 
 /* The four arrays of a lane's buckets: index delta, busy ns, events, name of the longest. */
@@ -327,6 +339,7 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, stru
 	tally_json_field_uint(j, "buckets", tl->nbuckets);
 	tally_json_field_double(j, "bucket_ns", tl->bucket_ns);
 	tally_json_field_uint(j, "window_buckets", tl->nbuckets / tl->nwindows);
+	tally_json_field_uint(j, "summaries", tl->summaries);
 	tally_json_name(j, "sections");
 	tally_json_array_begin(j);
 	for (i = 0; i < set->nsections && i < tl->nsecs; i++)

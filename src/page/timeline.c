@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gaps.h"
+#include "summary.h"
 #include "timeline.h"
 
 #define WINDOW_BUCKETS 16   /* buckets per exact-event window */
@@ -228,6 +229,34 @@ static int pass1_ledger(void *ctx, struct report_section *rs, const struct tally
 	return 0;
 }
 
+/*
+ * A summary's section (tally stats --partial) has no records: its span, its ranks-table figures
+ * and its latest ledger come from its facts (src/format/summary.h), its times already aligned.
+ */
+static int pass1_section_end(void *ctx, struct report_section *rs)
+{
+	struct timeline *tl = ctx;
+	const struct tally_section *s = rs->s;
+	struct tl_section *ts = section(tl, rs);
+	uint64_t span;
+
+	if (!ts)
+		return -ENOMEM;
+	if (!s->summary || !s->facts)
+		return 0;
+	tl->summaries++;
+	if (s->t_min != UINT64_MAX && s->t_max >= s->t_min && s->t_max) {
+		ts->t_min = s->t_min;
+		ts->t_max = s->t_max;
+	}
+	span = ts->t_min != UINT64_MAX ? ts->t_max - ts->t_min : 0;
+	ts->busy_ns = s->facts->gpu_busy_ns;
+	ts->idle_ns = span > ts->busy_ns ? span - ts->busy_ns : 0;
+	ts->devices = s->facts->gpu_busy_ns ? 1 : 0;
+	ts->nccl_ns = s->facts->nccl_ns;
+	return s->ledgers ? pass1_ledger(ctx, rs, &s->ledger) : 0;
+}
+
 static int pass1_section(void *ctx, struct report_section *rs)
 {
 	struct timeline *tl = ctx;
@@ -245,6 +274,7 @@ void timeline_pass1_ops(struct timeline *tl, struct report_scan_ops *ops, size_t
 	memset(ops, 0, sizeof(*ops));
 	ops->ctx = tl;
 	ops->section = pass1_section;
+	ops->section_end = pass1_section_end;
 	ops->records = pass1_records;
 	ops->ledger = pass1_ledger;
 }
@@ -253,6 +283,8 @@ static void nccl_time(struct tl_section *ts, struct report_section *rs)
 {
 	uint32_t id;
 
+	if (rs->s->summary)
+		return; /* its facts said */
 	for (id = 1; id < ts->nkern; id++)
 		if (ts->kern_ns[id] && is_nccl(rs, id))
 			ts->nccl_ns += ts->kern_ns[id];

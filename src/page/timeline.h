@@ -107,6 +107,7 @@ struct timeline {
 	char **names; /* owned */
 	size_t nnames, name_cap;
 	struct tally_map name_map; /* (hash, length) of a name -> index + 1 */
+	size_t summaries;	   /* sections from summaries: figures, no timeline */
 	struct tl_devbusy *cur;	   /* pass 2: the section being read, per device */
 	size_t ncur, cur_cap;
 	uint32_t cur_sec;

@@ -1083,6 +1083,10 @@ part("busy", () => {
 	document.getElementById("busy-streams").addEventListener("change", () => part("busy", renderBusy));
 });
 part("timeline", setupTimeline);
+if (TL.summaries)
+	document.getElementById("timeline-section").insertBefore(el("p", { class: "note", id: "summaries-note" },
+		TL.summaries + " process(es) come from summaries (tally stats --partial): their verdicts, figures and " +
+		"tables are here, but a summary keeps no events to draw."), document.getElementById("tl-wrap"));
 part("tables", renderTables);
 document.getElementById("footer").textContent = "Written by tally report from " + STATS.inputs.length +
 	" file(s); " + TL.lanes.length + " lanes of " + NB + " buckets, " + fmtCount(TL.events.length / 5) +
