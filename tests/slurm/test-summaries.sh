@@ -3,7 +3,8 @@
 # single-node Slurm (cluster.sh): 12 rank traces (tally-testsrc, each its own RANK, one of them
 # INCOMPLETE: CUPTI dropped records in it) are summarized
 #   by one srun step of 4 tasks (each `tally stats --partial` over its share, SLURM_PROCID), and
-#   by a Slurm array of 3 (each its share, SLURM_ARRAY_TASK_ID), as examples/slurm/summarize.sh does,
+#   by a Slurm array of 3 (each its share, SLURM_ARRAY_TASK_ID), both through the recipe
+#   examples/slurm/summarize.sh,
 # and the summaries of each way are combined by `tally stats`, `compare` and `report` on this
 # node.  The combined stats must equal the direct `tally stats` of the same traces: the same
 # verdict and records, the same rows with equal counts, totals, minima, maxima and (to the
@@ -35,28 +36,14 @@ KILLWAIT=5 "$SRC/tests/slurm/cluster.sh" start "$T/cluster" linuxproc >/dev/null
 rc=$?
 [ $rc -eq 77 ] && skip "Slurm cannot start here (tests/slurm/cluster.sh)"
 [ $rc -eq 0 ] || { bad "cluster.sh start: exit $rc"; finish test-summaries; }
-export SLURM_CONF=$T/cluster/slurm.conf TALLY T
+export SLURM_CONF=$T/cluster/slurm.conf TALLY
 
-# One task's share: every file whose index modulo the number of shares is its own.
-cat >"$T/share.sh" <<'SH'
-#!/bin/sh
-# share.sh INDEX COUNT OUT: summarize traces/rank*.tally number INDEX, INDEX+COUNT, ...
-set -eu
-i=0 files=
-for f in "$T"/traces/rank*.tally; do
-	[ $((i % $2)) -eq "$1" ] && files="$files $f"
-	i=$((i + 1))
-done
-# shellcheck disable=SC2086 # the list is split on purpose
-exec "$TALLY" stats --partial -o "$3" $files
-SH
-chmod +x "$T/share.sh"
-
-expect_rc "srun -n4: a summary per task" 0 srun -N1 -n4 sh -c \
-	'"$T/share.sh" "$SLURM_PROCID" "$SLURM_NTASKS" "$T/srun/part$SLURM_PROCID.tsum"; s=$?; [ $s -le 1 ]'
-expect_rc "sbatch --array=0-2 --wait: a summary per array task" 0 sbatch --wait -N1 -n1 \
-	--array=0-2 -o "$T/array/slurm-%a.out" --export=ALL --wrap \
-	'"$T/share.sh" "$SLURM_ARRAY_TASK_ID" 3 "$T/array/part$SLURM_ARRAY_TASK_ID.tsum"; [ $? -le 1 ]'
+# The recipe, both ways: a step of 4 tasks (srun inside the batch script), an array of 3.
+expect_rc "sbatch -n4 summarize.sh: srun -n4, a summary per task" 0 env OUT="$T/srun" \
+	sbatch --wait -N1 -n4 -o "$T/srun.out" --export=ALL "$SRC/examples/slurm/summarize.sh" "$T/traces"
+expect_rc "sbatch --array=0-2 summarize.sh: a summary per array task" 0 env OUT="$T/array" \
+	sbatch --wait -N1 -n1 --array=0-2 -o "$T/array-%a.out" --export=ALL \
+	"$SRC/examples/slurm/summarize.sh" "$T/traces"
 [ "$(ls "$T"/srun/*.tsum 2>/dev/null | wc -l)" = 4 ] && ok "srun: 4 summaries" ||
 	bad "srun: $(ls "$T/srun")"
 [ "$(ls "$T"/array/*.tsum 2>/dev/null | wc -l)" = 3 ] && ok "array: 3 summaries" ||
