@@ -8,7 +8,8 @@
 
 #define EXACT_BELOW (1u << (SKETCH_SUB_BITS + 1)) /* 256: a bucket per value below */
 
-uint32_t tally_sketch_index(uint64_t v)
+/* Bucket index of v, and the smallest and largest value of bucket i. */
+static uint32_t tally_sketch_index(uint64_t v)
 {
 	unsigned e, shift;
 
@@ -19,7 +20,7 @@ uint32_t tally_sketch_index(uint64_t v)
 	return (uint32_t)(((uint64_t)shift << SKETCH_SUB_BITS) + (v >> shift));
 }
 
-uint64_t tally_sketch_bucket_low(uint32_t i)
+static uint64_t tally_sketch_bucket_low(uint32_t i)
 {
 	unsigned shift;
 
@@ -29,7 +30,7 @@ uint64_t tally_sketch_bucket_low(uint32_t i)
 	return (uint64_t)((1u << SKETCH_SUB_BITS) | (i & ((1u << SKETCH_SUB_BITS) - 1))) << shift;
 }
 
-uint64_t tally_sketch_bucket_high(uint32_t i)
+static uint64_t tally_sketch_bucket_high(uint32_t i)
 {
 	if (i < EXACT_BELOW)
 		return i;
@@ -121,18 +122,6 @@ double tally_sketch_median(const struct tally_sketch *s, uint64_t min, uint64_t 
 		return tally_sketch_rank(s, (n - 1) / 2, min, max);
 	return (tally_sketch_rank(s, n / 2 - 1, min, max) + tally_sketch_rank(s, n / 2, min, max)) /
 	       2;
-}
-
-double tally_sketch_cdf(const struct tally_sketch *s, uint64_t x)
-{
-	uint32_t i = tally_sketch_index(x), k;
-	uint64_t below = 0;
-
-	if (!s->values)
-		return 0;
-	for (k = 0; k < s->n && s->lo + k <= i; k++)
-		below += s->count[k];
-	return (double)below / (double)s->values;
 }
 
 void tally_sketch_fini(struct tally_sketch *s)

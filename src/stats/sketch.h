@@ -47,14 +47,7 @@ int tally_sketch_merge(struct tally_sketch *dst, const struct tally_sketch *src)
 double tally_sketch_rank(const struct tally_sketch *s, uint64_t k, uint64_t min, uint64_t max);
 /* The median as nsys defines it (the mean of the middle two for an even count). */
 double tally_sketch_median(const struct tally_sketch *s, uint64_t min, uint64_t max);
-/* The fraction of the values at or below x, as far as the buckets tell (x's bucket counts in). */
-double tally_sketch_cdf(const struct tally_sketch *s, uint64_t x);
 void tally_sketch_fini(struct tally_sketch *s);
-
-/* Bucket index of v, and the smallest and largest value of bucket i. */
-uint32_t tally_sketch_index(uint64_t v);
-uint64_t tally_sketch_bucket_low(uint32_t i);
-uint64_t tally_sketch_bucket_high(uint32_t i);
 
 /* Serialised (the summary file, docs/format.md): lo, n, then n counts, varints. */
 void tally_sketch_encode(const struct tally_sketch *s, struct tally_buf *out);

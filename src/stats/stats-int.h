@@ -142,7 +142,6 @@ long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned 
 
 /* Every group of every table to moments and a sketch (past the budget, or for a summary). */
 int stats_to_sketches(struct stats *st);
-void moments_add(struct moments *m, uint64_t x);
 void moments_merge(struct moments *m, const struct moments *o);
 
 bool stats_wants(const struct stats *st, enum report_id r);

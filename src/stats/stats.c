@@ -22,7 +22,7 @@ bool stats_wants(const struct stats *st, enum report_id r)
 	return st->req.reports >> r & 1;
 }
 
-void moments_add(struct moments *m, uint64_t x)
+static void moments_add(struct moments *m, uint64_t x)
 {
 	if (!m->n || x < m->min)
 		m->min = x;
@@ -757,16 +757,6 @@ void stats_free(struct stats *st)
 uint64_t stats_untimed(const struct stats *st)
 {
 	return st->untimed;
-}
-
-uint64_t stats_summaries(const struct stats *st)
-{
-	return st->summaries;
-}
-
-bool stats_sketched(const struct stats *st)
-{
-	return st->sketching;
 }
 
 /* ---- finishing: exact medians and standard deviations ----------------------------------- */

@@ -87,10 +87,7 @@ typedef int (*stats_summary_fn)(void *ctx, const struct stats_summary_group *g);
 /* Every group of a SUMMARY chunk's payload (a STATS part; other parts hold none).  0 or fn's
  * non-zero value; a damaged payload ends the groups early. */
 int stats_summary_each(const uint8_t *payload, size_t len, stats_summary_fn fn, void *ctx);
-/* Sections read from summaries, which carry no records (their reports are skipped). */
-uint64_t stats_summaries(const struct stats *st);
 
-/* Whether the medians came from the quantile sketch (too many values to keep them all). */
-bool stats_sketched(const struct stats *st);
+
 
 #endif
