@@ -69,6 +69,24 @@ row() { # series command size cpu rss
 	mv "$PREV.t" "$PREV"
 }
 
+# the page in headless Chromium: drawn (data-tally-ready), no script error, how long
+render() { # PAGE WHAT
+	c=$(command -v chromium || command -v chromium-browser || true)
+	[ -n "$c" ] || { echo "(no chromium: the page of $2 not rendered)"; return; }
+	t0=$(date +%s.%N)
+	timeout 600 "$c" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+		--user-data-dir="$DIR/profile" --virtual-time-budget=30000 --dump-dom "file://$1" \
+		>"$DIR/page.dom" 2>/dev/null
+	t1=$(date +%s.%N)
+	if grep -q 'data-tally-ready="1"' "$DIR/page.dom" &&
+		grep -q '<pre id="tally-errors" hidden=""></pre>' "$DIR/page.dom"; then
+		echo "page of $2 in headless Chromium: drawn, no script error, $(echo "$t1 - $t0" | bc) s wall," \
+			"$(grep -o 'data-tally-ms="[0-9]*"' "$DIR/page.dom") of script"
+	else
+		echo "page of $2 in headless Chromium: NOT drawn or script errors"
+	fi
+}
+
 header() {
 	echo "| series  | command                            |      size |    cpu s |  RSS MiB | cpu, RSS per doubling |"
 	echo "| ------- | ---------------------------------- | --------- | -------- | -------- | --------------------- |"
@@ -96,8 +114,10 @@ if [ "${ONLY:-ranks}" = ranks ]; then
 			row ranks "$cmd" "$n" $r
 		done
 		rm -f "$DIR/merged$n.tally"
-		echo "|         | ($n ranks: $rec records)"
+		echo "|         | ($n ranks: $rec records; page $(stat -c %s "$DIR/page$n.html") bytes)"
 	done
+	echo
+	render "$DIR/page$n.html" "$n ranks"
 	echo
 fi
 
