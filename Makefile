@@ -5,7 +5,7 @@
 all: build
 
 build:
-	scripts/install-deps.sh
+	scripts/install-deps.sh build
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build build -j$$(nproc)
 

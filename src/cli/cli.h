@@ -100,6 +100,9 @@ uint64_t cli_now_ns(void); /* CLOCK_MONOTONIC */
  * Returns 0 and the absolute path, or -ENOENT with out holding the last place looked at.
  */
 int cli_find_collector(char *out, size_t len);
+/* The installed documentation (BINDIR/../share/doc/tally/docs, resolved); -ENOENT where there is
+ * none (the build tree). */
+int cli_docs_dir(char *out, size_t len);
 
 /* Human sizes and durations for reports: "1.5 MiB", "2.301 s". */
 const char *cli_fmt_bytes(char *buf, size_t len, uint64_t bytes);

@@ -56,6 +56,7 @@ static const char *chunk_type_name(unsigned type)
 	    "STACKS",
 	    "MODULES",
 	    [TALLY_CHUNK_DROPS] = "DROPS",
+	    [TALLY_CHUNK_GPU_METRICS] = "GPU_METRICS",
 	};
 
 	return type < TALLY_CHUNK_TYPE_MAX && names[type] ? names[type] : "unknown";
@@ -119,6 +120,7 @@ static void print_session(const struct tally_file *f, const struct tally_section
 	char when[64] = "unknown time", dur[32];
 	time_t t = (time_t)(s->start_realtime / 1000000000ull);
 	struct tm tm;
+	char driver[24] = "unknown";
 
 	if (s->start_realtime && gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
@@ -129,14 +131,24 @@ static void print_session(const struct tally_file *f, const struct tally_section
 	       s->source ? cli_text(s->source) : "?");
 	if (s->cmdline)
 		printf("  command   %s\n", cli_text(s->cmdline));
+	if (s->job || s->job_step || s->run_id || s->world_size) /* format 1.3 */
+		printf("  job       %s%s%s%s%s%s%s\n", s->job ? cli_text(s->job) : "",
+		       s->job && s->job_step ? " " : "", s->job_step ? cli_text(s->job_step) : "",
+		       (s->job || s->job_step) && s->run_id ? " " : "",
+		       s->run_id ? cli_text(s->run_id) : "",
+		       (s->job || s->job_step || s->run_id) && s->world_size ? " " : "",
+		       s->world_size ? cli_text(s->world_size) : "");
 	printf("  recorded  %s", when);
 	if (s->t_min != UINT64_MAX && s->t_max > s->t_min)
 		printf(", records span %s", cli_fmt_ns(dur, sizeof(dur), s->t_max - s->t_min));
 	if (s->ndevices)
 		printf(", %zu device(s): %s", s->ndevices,
 		       s->devices[0].name ? cli_text(s->devices[0].name) : "?");
-	printf("\n  versions  CUDA driver %" PRIu64 ", CUPTI API %" PRIu64 ", file format %u.%u\n",
-	       s->driver_version, s->cupti_version, f->format_major, f->format_minor);
+	/* 0: the process had no driver to ask, or an older collector could not find it */
+	if (s->driver_version)
+		snprintf(driver, sizeof(driver), "%" PRIu64, s->driver_version);
+	printf("\n  versions  CUDA driver %s, CUPTI API %" PRIu64 ", file format %u.%u\n", driver,
+	       s->cupti_version, f->format_major, f->format_minor);
 	printf("  contents  ");
 	print_records(s);
 }
@@ -242,6 +254,55 @@ static void json_drops(struct tally_json *j, const struct tally_section *s)
 	tally_json_object_end(j);
 }
 
+/* GPU metrics (format 1.3): what was asked, what was sampled, and why a device was not. */
+static void print_metric_device(const struct tally_gpu_metrics *g)
+{
+	size_t i;
+
+	printf("    device %" PRIu32 "%s%s%s: %s", g->device, g->chip ? " (" : "",
+	       g->chip ? cli_text(g->chip) : "", g->chip ? ")" : "",
+	       tally_gpu_metrics_state_name(g->state));
+	if (g->nmetrics)
+		printf(", %zu metric(s) every %" PRIu64 " %s", g->nmetrics, g->interval,
+		       g->trigger == TALLY_GM_TRIGGER_TIME ? "ns" : "SYS clock cycles");
+	if (g->state == TALLY_GM_ELSEWHERE)
+		printf(" by pid %" PRIu64 " on %s, in %s", g->holder_pid,
+		       g->holder_host ? cli_text(g->holder_host) : "?",
+		       g->holder_file ? cli_text(g->holder_file) : "?");
+	if (g->result)
+		printf(" (CUPTI error %" PRIu64 ")", g->result);
+	printf("\n");
+	if (g->why)
+		printf("      %s\n", cli_text(g->why));
+	if (g->remedy)
+		printf("      fix: %s\n", cli_text(g->remedy));
+	for (i = 0; i < g->nleft_out; i++)
+		printf("      left out %s\n", cli_text(g->left_out[i]));
+}
+
+static void print_gpu_metrics(const struct tally_section *s)
+{
+	const uint64_t *v = s->ledger.v;
+	char buf[32];
+	size_t i;
+
+	if (!s->gpu_metrics_asked && !s->ngpu_metrics && !v[TALLY_C_METRIC_DECODED])
+		return;
+	printf("  metrics   asked for devices %s, %" PRIu64 " Hz, set %s; %" PRIu64
+	       " device(s) sampled here\n",
+	       s->gpu_metrics_asked ? cli_text(s->gpu_metrics_asked) : "?", s->gpu_metrics_hz,
+	       s->gpu_metrics_set ? cli_text(s->gpu_metrics_set) : "?", v[TALLY_C_METRIC_DEVICES]);
+	printf("    samples decoded %" PRIu64 ", written %" PRIu64 ", skipped %" PRIu64
+	       ", dropped %" PRIu64 ", overflows %" PRIu64 ", gaps %" PRIu64
+	       " (%s), merged %" PRIu64 ", sampler failures %" PRIu64 "\n",
+	       v[TALLY_C_METRIC_DECODED], v[TALLY_C_METRIC_WRITTEN], v[TALLY_C_METRIC_SKIPPED],
+	       v[TALLY_C_METRIC_DROPPED], v[TALLY_C_METRIC_OVERFLOWS], v[TALLY_C_METRIC_GAPS],
+	       cli_fmt_ns(buf, sizeof(buf), v[TALLY_C_METRIC_GAP_NS]), v[TALLY_C_METRIC_MERGED],
+	       v[TALLY_C_METRIC_FAILURES]);
+	for (i = 0; i < s->ngpu_metrics; i++)
+		print_metric_device(&s->gpu_metrics[i]);
+}
+
 static void print_verdict(const struct tally_section *s, const struct tally_verdict *v)
 {
 	struct cli_colors c = cli_colors_for(stdout);
@@ -296,6 +357,7 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 			print_session(f, s);
 			print_ledger(s);
 			print_drops(s);
+			print_gpu_metrics(s);
 			print_verdict(s, &v);
 		}
 		tally_verdict_fini(&v);
@@ -346,6 +408,67 @@ static void json_devices(struct tally_json *j, const struct tally_section *s)
 		tally_json_object_end(j);
 	}
 	tally_json_array_end(j);
+}
+
+static void json_metric_device(struct tally_json *j, const struct tally_gpu_metrics *g)
+{
+	size_t i;
+
+	tally_json_object_begin(j);
+	tally_json_field_uint(j, "device", g->device);
+	if (g->has_uuid)
+		json_hex(j, "uuid", g->uuid, 16);
+	tally_json_field_string(j, "state", tally_gpu_metrics_state_name(g->state));
+	tally_json_field_string(j, "chip", g->chip);
+	tally_json_field_uint(j, "interval", g->interval);
+	tally_json_field_string(j, "trigger",
+				g->trigger == TALLY_GM_TRIGGER_TIME ? "ns" : "sysclk");
+	tally_json_field_uint(j, "hw_buffer", g->hw_buffer);
+	tally_json_field_uint(j, "passes", g->passes);
+	tally_json_name(j, "metrics");
+	tally_json_array_begin(j);
+	for (i = 0; i < g->nmetrics; i++) {
+		tally_json_object_begin(j);
+		tally_json_field_string(j, "name", g->metrics[i].name);
+		tally_json_field_string(j, "unit", g->metrics[i].unit);
+		tally_json_field_string(j, "label", g->metrics[i].label);
+		tally_json_field_uint(j, "scale", g->metrics[i].scale);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+	tally_json_name(j, "left_out");
+	tally_json_array_begin(j);
+	for (i = 0; i < g->nleft_out; i++)
+		tally_json_string(j, g->left_out[i]);
+	tally_json_array_end(j);
+	tally_json_field_uint(j, "result", g->result);
+	tally_json_field_string(j, "why", g->why);
+	tally_json_field_string(j, "remedy", g->remedy);
+	if (g->state == TALLY_GM_ELSEWHERE) {
+		tally_json_field_uint(j, "holder_pid", g->holder_pid);
+		tally_json_field_string(j, "holder_host", g->holder_host);
+		tally_json_field_string(j, "holder_file", g->holder_file);
+		if (g->has_holder_session)
+			json_hex(j, "holder_session_id", g->holder_session, 16);
+	}
+	tally_json_object_end(j);
+}
+
+static void json_gpu_metrics(struct tally_json *j, const struct tally_section *s)
+{
+	size_t i;
+
+	tally_json_name(j, "gpu_metrics");
+	tally_json_object_begin(j);
+	tally_json_field_string(j, "asked", s->gpu_metrics_asked);
+	tally_json_field_uint(j, "hz", s->gpu_metrics_hz);
+	tally_json_field_string(j, "set", s->gpu_metrics_set);
+	tally_json_name(j, "devices");
+	tally_json_array_begin(j);
+	for (i = 0; i < s->ngpu_metrics; i++)
+		json_metric_device(j, &s->gpu_metrics[i]);
+	tally_json_array_end(j);
+	tally_json_object_end(j);
 }
 
 static void json_ledger(struct tally_json *j, const struct tally_section *s)
@@ -428,6 +551,10 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	tally_json_field_uint(j, "ppid", s->ppid);
 	tally_json_field_string(j, "host", s->host);
 	tally_json_field_string(j, "rank", s->rank);
+	tally_json_field_string(j, "job", s->job); /* format 1.3 keys 40-43; null when absent */
+	tally_json_field_string(j, "job_step", s->job_step);
+	tally_json_field_string(j, "run_id", s->run_id);
+	tally_json_field_string(j, "world_size", s->world_size);
 	tally_json_field_string(j, "cmdline", s->cmdline);
 	tally_json_field_string(j, "writer", s->writer);
 	tally_json_field_string(j, "source", s->source);
@@ -443,11 +570,13 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	tally_json_name(j, "records");
 	tally_json_object_begin(j);
 	for (k = 1; k < TALLY_KIND_MAX; k++)
-		tally_json_field_uint(j, tally_kind_name(k), s->records[k]);
+		if (tally_kind_known(k))
+			tally_json_field_uint(j, tally_kind_name(k), s->records[k]);
 	tally_json_object_end(j);
 	tally_json_field_uint(j, "records_total", s->records_total);
 	json_ledger(j, s);
 	json_drops(j, s);
+	json_gpu_metrics(j, s);
 	json_verdict(j, s, v);
 	tally_json_name(j, "notes");
 	tally_json_array_begin(j);

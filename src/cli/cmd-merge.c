@@ -19,7 +19,7 @@
 
 struct merge_cli {
 	const char *output;
-	bool force, strict, quiet;
+	bool force, strict, quiet, mixed_jobs;
 };
 
 #define S struct merge_cli
@@ -28,19 +28,23 @@ static const struct cli_option merge_options[] = {
     CLI_BOOL(S, 0, "force", force, "replace FILE if it exists"),
     CLI_BOOL(S, 0, "strict", strict,
 	     "exit 1 when a part is INCOMPLETE (the merged file is still written)"),
+    CLI_BOOL(S, 0, "mixed-jobs", mixed_jobs,
+	     "merge traces of different jobs (refused without it: exit 2)"),
     CLI_BOOL(S, 'q', "quiet", quiet, "no summary on standard error"),
     CLI_END,
 };
 #undef S
 
 static const struct cli_command merge_command = {
-    .usage = "tally merge -o OUT [--force] [--strict] FILE|DIR...",
+    .usage = "tally merge -o OUT [--force] [--strict] [--mixed-jobs] FILE|DIR...",
     .about = "Merge several processes' traces into one, on one timeline: each\n"
 	     "section's times are shifted by its clock pair (CLOCK_REALTIME minus\n"
 	     "CUPTI time). Every part keeps its ledger and verdict; damage in a part\n"
 	     "is carried into the merged file, so its verdict is the worst of them.\n"
-	     "Exit 0: written; 1: --strict and a part is INCOMPLETE; 2: usage;\n"
-	     "3: unreadable input; 4: output failed.",
+	     "Traces of different jobs (job ids, run ids, or recordings far apart in\n"
+	     "time) are refused unless --mixed-jobs.\n"
+	     "Exit 0: written; 1: --strict and a part is INCOMPLETE; 2: usage, or traces\n"
+	     "of several jobs; 3: unreadable input; 4: output failed.",
     .options = merge_options,
     .no_operand = "no trace given; usage: tally merge -o OUT FILE...",
 };
@@ -106,12 +110,15 @@ static int run(char **paths, size_t npaths, const struct merge_cli *x)
 	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
 	cli_progress_begin(&progress, "tally merge");
-	rc = report_merge(&set, x->output, x->force, cli_progress_callback, &progress, &res, err,
-			  sizeof(err));
+	rc = report_merge(&set, x->output,
+			  (x->force ? MERGE_FORCE : 0) | (x->mixed_jobs ? MERGE_MIXED_JOBS : 0),
+			  cli_progress_callback, &progress, &res, err, sizeof(err));
 	cli_progress_end(&progress);
 	if (rc) {
-		rc = cli_error(set.read_failed ? TALLY_EXIT_UNREADABLE : TALLY_EXIT_ERROR, "%s",
-			       err);
+		rc = cli_error(res.mixed_jobs	 ? TALLY_EXIT_USAGE
+			       : set.read_failed ? TALLY_EXIT_UNREADABLE
+						 : TALLY_EXIT_ERROR,
+			       "%s", err);
 		goto close_set;
 	}
 	report_warn_damage(&set, stderr, tally_progname);

@@ -235,7 +235,36 @@ static void print_counts(FILE *out, const struct tally_section *s)
 	fputs(first ? "" : ")", out);
 }
 
-static bool summarize_file(FILE *out, struct tally_json *j, const struct record_written *w)
+/* GPU metrics that were asked for and not recorded (refused, unsupported, busy, stopped): said
+ * once per reason for the whole run, however many processes met it.  Another process sampling
+ * a device is how it should be, and is not said. */
+struct metric_said {
+	char said[8][1536]; /* "why\n  fix: remedy" */
+	size_t n;
+};
+
+static void say_gpu_metrics(const struct tally_section *s, struct metric_said *ms)
+{
+	size_t i, k;
+
+	for (i = 0; ms && i < s->ngpu_metrics; i++) {
+		const struct tally_gpu_metrics *g = &s->gpu_metrics[i];
+		char line[1536];
+
+		if (g->state == TALLY_GM_SAMPLED || g->state == TALLY_GM_ELSEWHERE)
+			continue;
+		snprintf(line, sizeof(line), "%s: %.700s%s%.600s",
+			 tally_gpu_metrics_state_name(g->state), cli_text(g->why ? g->why : "?"),
+			 g->remedy ? "\n  fix: " : "", g->remedy ? cli_text(g->remedy) : "");
+		for (k = 0; k < ms->n && strcmp(ms->said[k], line) != 0; k++)
+			;
+		if (k == ms->n && ms->n < sizeof(ms->said) / sizeof(ms->said[0]))
+			memcpy(ms->said[ms->n++], line, sizeof(line));
+	}
+}
+
+static bool summarize_file(FILE *out, struct tally_json *j, const struct record_written *w,
+			   struct metric_said *ms)
 {
 	struct cli_colors col = cli_colors_for(out);
 	struct tally_file *f = NULL;
@@ -256,6 +285,7 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 		return false;
 	}
 	tally_verdict_compute(f, f->sections[0], &v);
+	say_gpu_metrics(f->sections[0], ms);
 	if (j) {
 		tally_json_object_begin(j);
 		tally_json_field_string(j, "path", w->path);
@@ -330,7 +360,7 @@ static void summarize_json(const struct record_opts *o, const struct record_run 
 	tally_json_name(&j, "files");
 	tally_json_array_begin(&j);
 	for (i = 0; i < run->nfiles; i++)
-		summarize_file(f, &j, &run->files[i]);
+		summarize_file(f, &j, &run->files[i], NULL);
 	tally_json_array_end(&j);
 	tally_json_object_end(&j);
 	tally_json_finish(&j);
@@ -339,6 +369,7 @@ static void summarize_json(const struct record_opts *o, const struct record_run 
 
 static void summarize(const struct record_opts *o, const struct record_run *run)
 {
+	struct metric_said ms = {.n = 0};
 	FILE *out = stderr;
 	size_t n = run->nfiles, i;
 
@@ -363,7 +394,10 @@ static void summarize(const struct record_opts *o, const struct record_run *run)
 	else
 		fprintf(out, "tally: %zu file(s) written:\n", n);
 	for (i = 0; i < n; i++)
-		summarize_file(out, NULL, &run->files[i]);
+		summarize_file(out, NULL, &run->files[i], &ms);
+	/* Said even with --quiet: metrics were asked for and are missing. */
+	for (i = 0; i < ms.n; i++)
+		fprintf(stderr, "tally: GPU metrics not recorded, %s\n", ms.said[i]);
 	if (out != stderr)
 		fclose(out);
 }

@@ -31,6 +31,11 @@ static const struct cli_option report_options[] = {
 	     "level-of-detail buckets per lane, 16 to 1048576 (default 16384)"),
     CLI_UINT(S, 0, "exact", "N", o.exact_budget, 0, 100000000,
 	     "events kept one by one, at most (default 200000; 0: buckets only)"),
+    CLI_STRING(S, 0, "range", "NAME", o.range,
+	       "the NVTX range of a step, for the ranks' steps (default: step, then\n"
+	       "ProfilerStep)"),
+    CLI_BOOL(S, 0, "mixed-jobs", o.mixed_jobs,
+	     "draw traces of different jobs on one page (refused without it: exit 2)"),
     CLI_BOOL(S, 'q', "quiet", quiet, "no summary line on standard error"),
     CLI_END,
 };
@@ -41,8 +46,8 @@ static const struct cli_command report_command = {
     .about = "Write one HTML page that opens offline (no network, everything inlined): the\n"
 	     "verdict, the ledger over time, GPU busy and idle per device, the stats reports\n"
 	     "as sortable tables, a timeline with zoom, and the ranks side by side.\n"
-	     "Exit 0: written; 1: INCOMPLETE with --strict; 2: usage; 3: unreadable input;\n"
-	     "4: the page could not be written.",
+	     "Exit 0: written; 1: INCOMPLETE with --strict; 2: usage, or traces of several\n"
+	     "jobs without --mixed-jobs; 3: unreadable input; 4: the page could not be written.",
     .options = report_options,
     .no_operand = "no trace given; usage: tally report FILE|DIR... [-o FILE]",
 };
@@ -77,8 +82,10 @@ int cmd_report(int argc, char **argv)
 			 &progress, &res, err, sizeof(err));
 	cli_progress_end(&progress);
 	if (rc)
-		return cli_error(res.input_failed ? TALLY_EXIT_UNREADABLE : TALLY_EXIT_ERROR, "%s",
-				 err);
+		return cli_error(res.mixed_jobs	    ? TALLY_EXIT_USAGE
+				 : res.input_failed ? TALLY_EXIT_UNREADABLE
+						    : TALLY_EXIT_ERROR,
+				 "%s", err);
 	if (!res.complete)
 		cli_warn(
 		    "INCOMPLETE: data was lost in the input (the page's banner says what, when "

@@ -47,7 +47,7 @@ static int add_report(struct stats_opts *o, char *name, char *err, size_t len)
 		*arg++ = '\0';
 	if (strcmp(name, "all") == 0 && !arg) {
 		for (i = 0; i < report_defs_count; i++)
-			o->req.reports |= 1u << i;
+			o->req.reports |= 1ull << i;
 		return 0;
 	}
 	r = report_find(name);
@@ -64,7 +64,7 @@ static int add_report(struct stats_opts *o, char *name, char *err, size_t len)
 		snprintf(err, len, "%s takes no :%s", name, arg);
 	if (err[0])
 		return -EINVAL;
-	o->req.reports |= 1u << r;
+	o->req.reports |= 1ull << r;
 	o->req.names[r] = mode;
 	return 0;
 }
@@ -94,6 +94,10 @@ static const struct cli_option stats_options[] = {
 		 "gpu_gaps: shortest gap listed (default 1ms; 500us, 2s ...)"),
     CLI_DURATION(S, 0, "util-bucket", "DURATION", req.util_bucket_ns, 0, UINT64_MAX,
 		 "gpu_time_util: bucket (default: a twentieth of the span)"),
+    CLI_STRING(S, 0, "range", "NAME", req.range,
+	       "rank_steps: the NVTX range of a step (default: step, then ProfilerStep)"),
+    CLI_UINT(S, 0, "top", "N", req.top, 1, 1000,
+	     "kern_rank_spread: the kernels compared, by GPU time (default 10)"),
     CLI_UINT(S, 0, "exact-medians", "N", exact_medians, 0, UINT64_MAX,
 	     "values kept for exact medians, all reports together (default\n"
 	     "4000000: 32 MB); past them, medians come from a quantile sketch within\n"
@@ -221,6 +225,6 @@ int cmd_stats(int argc, char **argv)
 	if (!o.req.reports)
 		for (i = 0; i < report_defs_count; i++)
 			if (report_defs[i].by_default)
-				o.req.reports |= 1u << i;
+				o.req.reports |= 1ull << i;
 	return run(argv + first, (size_t)(argc - first), &o);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "metricset.h"
 #include "pattern.h"
 
 #define CHILD_SUFFIX_MAX 8 /* "-4194304" */
@@ -57,6 +58,28 @@ static int set_capture_range(void *opts, const char *arg, char *err, size_t len)
 	return 0;
 }
 
+/* --gpu-metrics[=DEVICES]: all, or CUDA ordinals */
+static int set_gpu_metrics(void *opts, const char *arg, char *err, size_t len)
+{
+	uint64_t mask;
+
+	if (arg && *arg && pm_devices_parse(arg, &mask, err, len) < 0)
+		return -EINVAL;
+	((struct collect_opts *)opts)->gpu_metrics = arg && *arg ? arg : "all";
+	return 0;
+}
+
+static int set_gpu_metrics_set(void *opts, const char *arg, char *err, size_t len)
+{
+	struct pm_metric m[PM_METRICS_MAX];
+	char store[PM_METRICS_MAX * (PM_METRIC_NAME_MAX + 1)];
+
+	if (pm_metric_list_parse(arg, m, PM_METRICS_MAX, store, sizeof(store), err, len) < 0)
+		return -EINVAL;
+	((struct collect_opts *)opts)->gpu_metrics_set = arg;
+	return 0;
+}
+
 #define C struct collect_opts
 const struct cli_option collect_options[] = {
     CLI_STRING(C, 'o', "output", "PATTERN", output,
@@ -87,6 +110,14 @@ const struct cli_option collect_options[] = {
 	     "buffers the pool may hold (default 64)"),
     CLI_SIZE(C, 0, "flush-interval", "MS", slice_ms, 1, UINT64_MAX,
 	     "ledger slice and periodic flush; bounds SIGKILL loss (1000)"),
+    CLI_CALLBACK_OPTARG(0, "gpu-metrics", "DEVICES", set_gpu_metrics,
+			"sample the GPUs' performance counters (SM, tensor, DRAM, PCIe,\n"
+			"NVLink): all (the default) or CUDA ordinals 0,2; one process of a job\n"
+			"samples each device, the others say which (docs/collector.md)"),
+    CLI_UINT(C, 0, "gpu-metrics-frequency", "HZ", gpu_metrics_hz, 10, 200000,
+	     "GPU metric samples per second (default 10000)"),
+    CLI_CALLBACK(0, "gpu-metrics-set", "LIST", set_gpu_metrics_set,
+		 "default, or CUPTI metric names (sm__cycles_active.avg...), comma-separated"),
     CLI_BOOL(C, 'f', "force", force, "overwrite existing files"),
     CLI_END,
 };
@@ -147,6 +178,10 @@ static int absolute_output(struct collect_opts *o)
 int collect_opts_finish(struct collect_opts *o)
 {
 	int rc;
+
+	if ((o->gpu_metrics_hz || o->gpu_metrics_set) && !o->gpu_metrics)
+		return cli_usage_error("--gpu-metrics-frequency and --gpu-metrics-set go with "
+				       "--gpu-metrics");
 
 	if ((rc = absolute_output(o)) != 0)
 		return rc;
@@ -211,5 +246,8 @@ size_t collect_env(const struct collect_opts *o, struct env_var *vars, size_t ma
 	if (o->native_stacks)
 		put(vars, &n, max, "TALLY_NATIVE_STACKS", "1");
 	put(vars, &n, max, "TALLY_STACK_DEPTH", o->stack_depth);
+	put(vars, &n, max, "TALLY_GPU_METRICS", o->gpu_metrics);
+	put_uint(vars, &n, max, "TALLY_GPU_METRICS_FREQUENCY", o->gpu_metrics_hz);
+	put(vars, &n, max, "TALLY_GPU_METRICS_SET", o->gpu_metrics_set);
 	return n;
 }

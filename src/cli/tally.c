@@ -25,6 +25,7 @@ static const struct tally_cmd commands[] = {
 
 static void usage(FILE *out)
 {
+	char docs[4096];
 	size_t i;
 
 	fprintf(out,
@@ -34,7 +35,14 @@ static void usage(FILE *out)
 		"what is missing, when, and why.\n\ncommands:\n");
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out, "\n'tally COMMAND --help' describes a command; docs/ has a page for each.\n");
+	if (cli_docs_dir(docs, sizeof(docs)) == 0)
+		fprintf(out,
+			"\n'tally COMMAND --help' describes a command; %s/ has a page for each.\n",
+			docs);
+	else
+		fprintf(out,
+			"\n'tally COMMAND --help' describes a command; the docs/ folder of tally's "
+			"source has a page for each.\n");
 }
 
 static const struct tally_cmd *find_command(const char *name)

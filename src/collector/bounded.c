@@ -4,6 +4,7 @@
  * whichever finishes last frees it, and a helper stuck for good leaks only that block.
  */
 #include "bounded.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -81,16 +82,9 @@ static bool bounded_start(struct bounded *b)
 
 static bool bounded_wait(struct bounded *b, uint64_t timeout_ns)
 {
-	struct timespec deadline;
+	struct timespec deadline = tally_monotonic_after(timeout_ns);
 	bool ok;
 
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += (time_t)(timeout_ns / 1000000000ull);
-	deadline.tv_nsec += (long)(timeout_ns % 1000000000ull);
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&b->lock);
 	while (!atomic_load_explicit(&b->done, memory_order_acquire))
 		if (pthread_cond_timedwait(&b->cond, &b->lock, &deadline) == ETIMEDOUT)

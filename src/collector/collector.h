@@ -23,6 +23,7 @@
 #include "control.h"
 #include "cupti-tracer.h"
 #include "ledger.h"
+#include "pmsampler.h"
 
 #define TALLY_EXPORT __attribute__((visibility("default")))
 
@@ -51,8 +52,9 @@ struct session {
 	pthread_mutex_t lock; /* start, close and fork; never taken in a signal handler */
 	struct cupti_tracer tracer;
 	struct control control;
-	_Atomic uint64_t done_gen; /* bumped after each request the control thread completes */
-	_Atomic int ending_signal; /* the signal that is ending the process, 0 if none */
+	struct pm_sampler *metrics; /* GPU metrics (pmsampler.h); NULL when not sampled */
+	_Atomic uint64_t done_gen;  /* bumped after each request the control thread completes */
+	_Atomic int ending_signal;  /* the signal that is ending the process, 0 if none */
 };
 
 /* The injection entry points (inject.c) CUDA's driver and the NVTX loader call. */

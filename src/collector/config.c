@@ -100,6 +100,24 @@ static int parse_devices(const char *v, uint64_t *mask, char *why, size_t len)
 	return 0;
 }
 
+/* TALLY_GPU_METRICS*: what the device list and the set say is the sampler's to judge (a bad
+ * one costs the metrics, with a note, never the recording); numbers are checked here. */
+static int gpu_metrics_load(struct tally_config *c, char *why, size_t len)
+{
+	uint64_t v;
+
+	env_str("TALLY_GPU_METRICS", "", c->gpu_metrics, sizeof(c->gpu_metrics));
+	env_str("TALLY_GPU_METRICS_SET", "default", c->gpu_metrics_set, sizeof(c->gpu_metrics_set));
+	if (!env_u64("TALLY_GPU_METRICS_FREQUENCY", 10000, 1, &v, why, len))
+		return -EINVAL;
+	c->gpu_metrics_hz = v < 10 ? 10 : v > 200000 ? 200000 : (unsigned)v;
+	if (!env_u64("TALLY_GPU_METRICS_BUFFER", 0, 1, &c->gpu_metrics_buffer, why, len) ||
+	    !env_u64("TALLY_GPU_METRICS_DECODE_MS", 0, 1, &v, why, len))
+		return -EINVAL;
+	c->gpu_metrics_decode_ms = v > 10000 ? 10000 : (unsigned)v;
+	return 0;
+}
+
 int tally_config_load(struct tally_config *c, char *why, size_t len)
 {
 	uint64_t v;
@@ -158,7 +176,7 @@ int tally_config_load(struct tally_config *c, char *why, size_t len)
 	if (!env_u64("TALLY_STACK_DEPTH", 32, 1, &v, why, len))
 		return -EINVAL;
 	c->stack_depth = v < 1 ? 1 : v > 128 ? 128 : (unsigned)v;
-	return 0;
+	return gpu_metrics_load(c, why, len);
 }
 
 static const char *const rank_vars[] = {"SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};

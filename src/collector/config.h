@@ -49,6 +49,12 @@ struct tally_config {
 	bool python_stacks_gil;	   /* TALLY_PYTHON_STACKS=gil: only from threads holding the GIL */
 	bool native_stacks;	   /* TALLY_NATIVE_STACKS: return addresses of each launch */
 	unsigned stack_depth;	   /* TALLY_STACK_DEPTH: frames kept per stack */
+	/* GPU metrics (pmsampler.h); gpu_metrics "" when not asked for */
+	char gpu_metrics[256];		/* TALLY_GPU_METRICS: "all" or CUDA ordinals "0,2" */
+	unsigned gpu_metrics_hz;	/* TALLY_GPU_METRICS_FREQUENCY, 10-200000 */
+	char gpu_metrics_set[4096];	/* TALLY_GPU_METRICS_SET: "default" or metric names */
+	uint64_t gpu_metrics_buffer;	/* TALLY_GPU_METRICS_BUFFER: hardware buffer bytes; 0 */
+	unsigned gpu_metrics_decode_ms; /* TALLY_GPU_METRICS_DECODE_MS; 0: by the rate */
 };
 
 /* Parse the environment; returns 0, or -EINVAL with why naming the variable and value. */

@@ -11,6 +11,10 @@
  *
  * Nothing is symbolized in the process: the file gets return addresses and, from the consumer
  * thread, the module map (dl_iterate_phdr) they are read against (tally's report side).
+ *
+ * A launch's stack starts in tally's callback, called by CUPTI, called by the driver: those frames
+ * (7 of CUPTI's and a few of libcuda's on CUDA 13) say nothing about the program and would take
+ * the room of its own frames, so the run of them at the top is left out.
  */
 #include "nativestack.h"
 
@@ -25,15 +29,19 @@
 #include "stacks.h"
 #include "unwinder.h"
 
-#define MAX_CAPTURE TALLY_UNWIND_MAX
-#define SELF_FRAMES 8 /* tally's frames above the capture, and a sanitizer's interceptor */
-#define MAX_MODULES 4096
+#define MAX_CAPTURE    TALLY_UNWIND_MAX
+#define SELF_FRAMES    8  /* tally's frames above the capture, and a sanitizer's interceptor */
+#define FOREIGN_FRAMES 32 /* CUPTI's and the driver's frames between tally's and the program's */
+#define MAX_FOREIGN    4
+#define MAX_MODULES    4096
 
 struct module_range {
 	uint64_t base, lo, hi;
 };
 
-static struct module_range self; /* libtally's own code: its frames are left out */
+static struct module_range self;		 /* libtally's own code: its frames are left out */
+static struct module_range foreign[MAX_FOREIGN]; /* CUPTI, the driver: left out at the top */
+static unsigned nforeign;
 static struct module_range *known;
 static size_t nknown;
 
@@ -57,37 +65,66 @@ static void object_range(const struct dl_phdr_info *info, struct module_range *r
 	}
 }
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+struct find {
+	uint64_t here;
+	struct module_range *out;
+};
+
+static int find_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
+	struct find *f = arg;
 	struct module_range r;
-	uint64_t here = (uint64_t)(uintptr_t)arg;
 
 	(void)size;
 	object_range(info, &r);
-	if (here >= r.lo && here < r.hi) {
-		self = r;
+	if (f->here >= r.lo && f->here < r.hi) {
+		*f->out = r;
 		return 1;
 	}
 	return 0;
 }
 
-void tally_nativestack_init(void)
+static bool in_range(const struct module_range *r, const void *pc)
 {
+	return (uint64_t)(uintptr_t)pc >= r->lo && (uint64_t)(uintptr_t)pc < r->hi;
+}
+
+void tally_nativestack_init(const void *const *addrs, unsigned n)
+{
+	struct find f = {(uint64_t)(uintptr_t)tally_nativestack_init, &self};
+	unsigned i;
+
 	tally_unwind_init();
-	(void)dl_iterate_phdr(find_self, (void *)(uintptr_t)tally_nativestack_init);
+	(void)dl_iterate_phdr(find_module, &f);
+	for (i = 0; i < n && nforeign < MAX_FOREIGN; i++) {
+		f = (struct find){(uint64_t)(uintptr_t)addrs[i], &foreign[nforeign]};
+		if (addrs[i] && !in_range(&self, addrs[i]) && dl_iterate_phdr(find_module, &f))
+			nforeign++;
+	}
 }
 
 static bool in_self(const void *pc)
 {
-	return (uint64_t)(uintptr_t)pc >= self.lo && (uint64_t)(uintptr_t)pc < self.hi;
+	return in_range(&self, pc);
+}
+
+static bool in_foreign(const void *pc)
+{
+	unsigned i;
+
+	for (i = 0; i < nforeign; i++)
+		if (in_range(&foreign[i], pc))
+			return true;
+	return false;
 }
 
 unsigned tally_nativestack_capture(struct raw_frame *out, unsigned max)
 {
 	void *pcs[MAX_CAPTURE];
 	/* Unwinding costs per frame (CFI interpreted each time): no deeper than what is kept, plus
-	 * tally's own few frames at the top. */
-	int want = (int)(max + SELF_FRAMES < MAX_CAPTURE ? max + SELF_FRAMES : MAX_CAPTURE);
+	 * tally's own few frames and CUPTI's and the driver's at the top. */
+	unsigned top = SELF_FRAMES + (nforeign ? FOREIGN_FRAMES : 0);
+	int want = (int)(max + top < MAX_CAPTURE ? max + top : MAX_CAPTURE);
 	int got = tally_unwind(pcs, want), i, first = 0;
 	unsigned n = 0;
 
@@ -96,6 +133,8 @@ unsigned tally_nativestack_capture(struct raw_frame *out, unsigned max)
 	for (i = 0; i < got && i < SELF_FRAMES; i++)
 		if (in_self(pcs[i]))
 			first = i + 1;
+	while (first < got && in_foreign(pcs[first]))
+		first++;
 	for (i = first; i < got && n < max; i++, n++) {
 		out[n].key = (uint64_t)(uintptr_t)pcs[i];
 		out[n].line = 0;

@@ -9,10 +9,13 @@
 #include "buf.h"
 #include "stacktab.h"
 
-/* Load the unwinder now, outside any CUDA call (glibc loads libgcc_s on first use). */
-void tally_nativestack_init(void);
+/* Load the unwinder now, outside any CUDA call (glibc loads libgcc_s on first use).  The
+ * modules holding the n addresses of foreign (CUPTI's, the driver's) are left out of the top of
+ * every stack, as tally's own frames are: where the launch went, not where it came from. */
+void tally_nativestack_init(const void *const *foreign, unsigned n);
 
-/* Up to max return addresses of the caller, innermost first, tally's own frames left out. */
+/* Up to max return addresses of the caller, innermost first, tally's own frames and the foreign
+ * modules' frames above the caller left out. */
 unsigned tally_nativestack_capture(struct raw_frame *out, unsigned max);
 
 /* Consumer: describe the module that pc lies in, once per module (MODULES payload entries);

@@ -25,6 +25,7 @@
 #include "codec.h"
 #include "convert.h"
 #include "corr.h"
+#include "metricq.h"
 #include "nativestack.h"
 #include "pool.h"
 #include "queue.h"
@@ -80,6 +81,9 @@ struct pipeline {
 		bool open;
 	} edges[64]; /* under side_lock; the last slot is reused when full */
 	unsigned nedges;
+
+	/* GPU metrics from the sampler thread (metricq.h) */
+	struct metricq metrics;
 
 	/* consumer state, under consume_lock */
 	pthread_mutex_t consume_lock;
@@ -459,6 +463,48 @@ static void consume_side(struct pipeline *p)
 	tally_buf_fini(&side);
 }
 
+/* The sampler's batches: each metric's samples one after another (the columns compress well). */
+static void consume_metrics(struct pipeline *p)
+{
+	struct pm_batch *b = metricq_take(&p->metrics), *next;
+	uint32_t ids[PM_METRICS_MAX], m, i;
+	struct tally_record r;
+
+	for (; b; b = next) {
+		next = b->next;
+		for (m = 0; m < b->nmetrics; m++)
+			ids[m] = tally_strtab_intern(&p->strings, b->names[m]);
+		for (m = 0; m < b->nmetrics; m++)
+			for (i = 0; i < b->nsamples; i++) {
+				pm_batch_record(b, m, i, ids[m], &r);
+				append_record(p, &r);
+			}
+		p->c[TALLY_C_METRIC_WRITTEN] += b->nsamples;
+		free(b);
+	}
+}
+
+/* Gaps in the devices' samples, counted and placed (LOSS class 85) before the ledger that
+ * counts them, so that a reader takes these windows instead of the slice's. */
+static void emit_metric_gaps(struct pipeline *p)
+{
+	struct metric_gap g[METRICQ_GAPS];
+	unsigned n = metricq_take_gaps(&p->metrics, g), i;
+
+	if (!n)
+		return;
+	tally_buf_reset(&p->payload);
+	for (i = 0; i < n; i++) {
+		tally_buf_put_varint(&p->payload, g[i].t0);
+		tally_buf_put_varint(&p->payload, g[i].t1);
+		tally_buf_put_varint(&p->payload, TALLY_C_METRIC_GAPS);
+		tally_buf_put_varint(&p->payload, g[i].count);
+		p->c[TALLY_C_METRIC_GAPS] += g[i].count;
+		p->c[TALLY_C_METRIC_GAP_NS] += g[i].ns;
+	}
+	emit_chunk(p, TALLY_CHUNK_LOSS, 0, &p->payload, 0);
+}
+
 static void read_dropped(struct pipeline *p)
 {
 	size_t dropped = 0;
@@ -523,6 +569,7 @@ static unsigned consume_all(struct pipeline *p, bool slices)
 	unsigned n = 0;
 
 	consume_side(p);
+	consume_metrics(p);
 	while (tally_queue_pop(&p->queue, &it)) {
 		consume_buffer(p, &it);
 		n++;
@@ -580,6 +627,7 @@ static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	l->v[TALLY_C_RECORDS_LOST_WRITE] = w->records_lost;
 	l->v[TALLY_C_WATCHDOG_FIRED] =
 	    atomic_load_explicit(&p->watchdog_fired, memory_order_relaxed);
+	metricq_snapshot(&p->metrics, l->v);
 	snapshot_signal(p, l);
 }
 
@@ -616,6 +664,7 @@ static void end_slice(struct pipeline *p)
 	read_dropped(p);
 	emit_drops(p, false);
 	tally_corr_sweep(&p->corr);
+	emit_metric_gaps(p);
 	(void)tally_writer_flush(&p->writer); /* so the ledger counts what reached the file */
 	emit_ledger(p, false);
 	(void)tally_writer_flush(&p->writer);
@@ -711,6 +760,7 @@ static void finish_locked(struct pipeline *p)
 	pthread_mutex_unlock(&p->side_lock);
 	if (p->payload.len)
 		emit_chunk(p, TALLY_CHUNK_LOSS, 0, &p->payload, 0);
+	emit_metric_gaps(p);
 	handed = atomic_load_explicit(&p->requested, memory_order_relaxed) -
 		 atomic_load_explicit(&p->refused, memory_order_relaxed);
 	delivered = atomic_load_explicit(&p->delivered, memory_order_relaxed);
@@ -774,6 +824,7 @@ static void pipeline_free(struct pipeline *p)
 	tally_buf_fini(&p->side);
 	tally_queue_fini(&p->queue);
 	tally_pool_fini(&p->pool);
+	metricq_fini(&p->metrics);
 	sem_destroy(&p->wake);
 	pthread_mutex_destroy(&p->consume_lock);
 	pthread_mutex_destroy(&p->side_lock);
@@ -794,6 +845,7 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 	pthread_mutex_init(&p->consume_lock, NULL);
 	pthread_mutex_init(&p->side_lock, NULL);
 	sem_init(&p->wake, 0, 0);
+	metricq_init(&p->metrics, PIPELINE_METRIC_BATCHES);
 	tally_corr_init(&p->corr);
 	rc = tally_pool_init(&p->pool, cfg->buffer_size, cfg->pool_buffers);
 	if (rc == 0)
@@ -954,6 +1006,40 @@ void tally_pipeline_nvtx_dropped(uint64_t events)
 
 	if (p)
 		atomic_fetch_add_explicit(&p->dropped_nvtx, events, memory_order_relaxed);
+}
+
+int tally_pipeline_metric_batch(struct pm_batch *b)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	int rc;
+
+	if (!p || atomic_load_explicit(&p->state, memory_order_acquire) != P_RUNNING)
+		return -ENOENT;
+	rc = metricq_put(&p->metrics, b);
+	if (rc == 0)
+		sem_post(&p->wake);
+	return rc;
+}
+
+void tally_pipeline_metric_count(unsigned counter, uint64_t n)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	if (p)
+		metricq_count(&p->metrics, counter, n);
+}
+
+void tally_pipeline_metric_gap(uint64_t t0, uint64_t t1)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	if (p)
+		metricq_gap(&p->metrics, t0, t1);
+}
+
+void tally_pipeline_gpu_metrics(const struct tally_buf *kv)
+{
+	side_put(TALLY_CHUNK_GPU_METRICS, kv->data, kv->len);
 }
 
 void tally_pipeline_flush_begin(enum tally_flush_path path, int signo)

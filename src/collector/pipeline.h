@@ -137,6 +137,23 @@ void tally_pipeline_signal(int sig, int sender);
 /* The watchdog gave up on a hanging source flush: say so in the ledger. */
 void tally_pipeline_watchdog_fired(void);
 
+/*
+ * GPU metrics (pmsampler.h), from the sampler thread:
+ *   metric_batch   hand over a batch of samples (the consumer writes and frees it).  0, or
+ *                  -ENOSPC when PIPELINE_METRIC_BATCHES batches already wait (the caller frees
+ *                  it and counts its samples dropped), -ENOENT with no running pipeline.
+ *   metric_count   add n to a sampler-side counter (80, 82-84, 87-89 of docs/ledger.md)
+ *   metric_gap     a device's samples did not cover [t0, t1]: counted (85, 86) and placed by a
+ *                  LOSS entry of class 85 in the ledger slice that ends next
+ *   gpu_metrics    a GPU_METRICS chunk payload to write (format §13)
+ */
+#define PIPELINE_METRIC_BATCHES 8
+struct pm_batch;
+int tally_pipeline_metric_batch(struct pm_batch *b);
+void tally_pipeline_metric_count(unsigned counter, uint64_t n);
+void tally_pipeline_metric_gap(uint64_t t0, uint64_t t1);
+void tally_pipeline_gpu_metrics(const struct tally_buf *kv);
+
 /* Is a pipeline running in this process? */
 bool tally_pipeline_running(void);
 

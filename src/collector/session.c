@@ -29,6 +29,8 @@
 
 #include "bounded.h"
 #include "cupti-api.h"
+#include "driver.h"
+#include "jobkeys.h"
 #include "log.h"
 #include "nvtx.h"
 #include "pattern.h"
@@ -257,10 +259,10 @@ static uint64_t kinds_mask(unsigned trace)
 	return k;
 }
 
-/* The driver is loaded (it is injecting us) but we do not link it: look its symbol up. */
+/* The driver is loaded (it is injecting us) but we do not link it: look its symbol up in it. */
 static void driver_version(struct tally_buf *b)
 {
-	int (*get)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
+	int (*get)(int *) = (int (*)(int *))tally_driver_sym("cuDriverGetVersion");
 	int v = 0;
 
 	if (get && get(&v) == 0 && v > 0)
@@ -282,6 +284,7 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	cmdline(b);
 	if (s->rank[0])
 		tally_kv_str(b, TALLY_SK_RANK, s->rank);
+	tally_job_keys(b);
 	tally_kv_uint(b, TALLY_SK_START_REALTIME, tally_realtime_ns());
 	tally_kv_uint(b, TALLY_SK_START_MONOTONIC, mono_now_ns());
 	tally_kv_uint(b, TALLY_SK_START_CUPTI, cupti_now());
@@ -299,6 +302,11 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	driver_version(b);
 	tally_kv_uint(b, TALLY_SK_SLICE_NS, c->slice_ns);
 	tally_kv_str(b, TALLY_SK_OUTPUT, s->path);
+	if (c->gpu_metrics[0]) {
+		tally_kv_str(b, TALLY_SK_GPU_METRICS, c->gpu_metrics);
+		tally_kv_uint(b, TALLY_SK_GPU_METRICS_HZ, c->gpu_metrics_hz);
+		tally_kv_str(b, TALLY_SK_GPU_METRICS_SET, c->gpu_metrics_set);
+	}
 }
 
 static void new_session_id(uint8_t id[16])
@@ -407,6 +415,45 @@ static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t le
 	return 0;
 }
 
+static bool metrics_window_open(void *tracer)
+{
+	return cupti_tracer_window_open(tracer);
+}
+
+/* GPU metrics, when asked for: the sampler thread, with this trace's lock files beside it. */
+static void start_metrics(struct session *s)
+{
+	struct pm_sampler_config pc = {0};
+	const struct tally_config *c = &s->cfg;
+	char why[256], text[400], *slash;
+
+	if (!c->gpu_metrics[0])
+		return;
+	if (pm_devices_parse(c->gpu_metrics, &pc.device_mask, why, sizeof(why)) < 0) {
+		snprintf(text, sizeof(text), "TALLY_GPU_METRICS=%.64s: %s", c->gpu_metrics, why);
+		tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-stopped", text);
+		return;
+	}
+	pc.hz = c->gpu_metrics_hz;
+	pc.set = c->gpu_metrics_set;
+	pc.hw_buffer = c->gpu_metrics_buffer;
+	pc.decode_ms = c->gpu_metrics_decode_ms;
+	snprintf(pc.lock_dir, sizeof(pc.lock_dir), "%s", s->path);
+	slash = strrchr(pc.lock_dir, '/');
+	if (slash)
+		*(slash == pc.lock_dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(pc.lock_dir, sizeof(pc.lock_dir), ".");
+	pc.self.pid = (long)getpid();
+	gethostname(pc.self.host, sizeof(pc.self.host) - 1);
+	snprintf(pc.self.file, sizeof(pc.self.file), "%s", s->path);
+	memcpy(pc.self.session, s->id, sizeof(s->id));
+	pc.self.has_session = true;
+	pc.window_open = metrics_window_open;
+	pc.window_arg = &s->tracer;
+	s->metrics = pm_sampler_start(&pc);
+}
+
 /* Open, write the header, start the pipeline and CUPTI.  Called with s->lock held. */
 static int start_locked(struct session *s, const char *why_started, char *why, size_t len)
 {
@@ -418,6 +465,8 @@ static int start_locked(struct session *s, const char *why_started, char *why, s
 		return rc;
 	if (cupti_ok && (rc = cupti_tracer_setup(&s->tracer, &s->cfg, why, len)) < 0)
 		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-setup", why); /* keep NVTX going */
+	else if (cupti_ok)
+		start_metrics(s);
 	s->started_mono = mono_now_ns();
 	return 0;
 }
@@ -600,10 +649,14 @@ static bool close_cupti(struct session *s)
 static void close_locked(struct session *s, enum tally_flush_path path, int signo)
 {
 	struct tally_stop_report rep;
-	bool flushed;
+	bool flushed, sampler_done;
 
 	tally_pipeline_flush_begin(path, signo);
-	flushed = close_cupti(s);
+	/* The metric samples up to now, before CUPTI's own flush; a sampler stuck inside CUPTI
+	 * is left behind, and then CUPTI is not finalized under it. */
+	sampler_done = pm_sampler_stop(s->metrics, s->cfg.flush_timeout_ns);
+	s->metrics = NULL;
+	flushed = close_cupti(s) && sampler_done;
 	nvtx_flush_all();
 	tally_pipeline_stop(&rep);
 	/* Finalize only a CUPTI that answered: one stuck in its flush could hang us here too. */
@@ -749,6 +802,8 @@ void session_after_fork_child(struct session *s)
 		return;
 	tally_pipeline_abandon();
 	control_forget(&s->control);
+	pm_sampler_forget(s->metrics);
+	s->metrics = NULL;
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;

@@ -16,6 +16,7 @@
 
 #include "convert.h"
 #include "cupti-api.h"
+#include "driver.h"
 #include "log.h"
 #include "nativestack.h"
 #include "pipeline.h"
@@ -88,8 +89,14 @@ void tally_stackcap_subscribe(CUpti_SubscriberHandle sub, const struct tally_con
 	say_what(cfg->python_stacks);
 	if ((!cap.python && !cap.native) || !tally_stacktab_ready())
 		return;
-	if (cap.native)
-		tally_nativestack_init();
+	if (cap.native) {
+		/* CUPTI (any function of it) and the driver: their frames top every launch's stack
+		 */
+		const void *foreign[] = {(const void *)(uintptr_t)cupti.Subscribe,
+					 tally_driver_sym("cuInit")};
+
+		tally_nativestack_init(foreign, sizeof(foreign) / sizeof(foreign[0]));
+	}
 	enable_launch_callbacks(sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
 	enable_launch_callbacks(sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
 }

@@ -27,4 +27,13 @@ static inline uint64_t tally_monotonic_ns(void)
 	return tally_clock_ns(CLOCK_MONOTONIC);
 }
 
+/* CLOCK_MONOTONIC ns from now, as pthread_cond_timedwait takes it (on a condition variable
+ * whose clock is CLOCK_MONOTONIC). */
+static inline struct timespec tally_monotonic_after(uint64_t ns)
+{
+	uint64_t t = tally_monotonic_ns() + ns;
+
+	return (struct timespec){(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+}
+
 #endif

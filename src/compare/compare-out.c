@@ -309,16 +309,17 @@ int compare_write(const struct compare_result *r, FILE *out, enum report_format 
 	const struct report_view views[] = {
 	    {"compare_names", "Durations per kernel name and copy kind", key_cols,
 	     sizeof(key_cols) / sizeof(key_cols[0]), r->nkeys, key_cell, r,
-	     "no GPU record in the stretch on either side"},
+	     "no GPU record in the stretch on either side", false, 0},
 	    {"compare_order", "Kernel order per stream", stream_cols,
 	     sizeof(stream_cols) / sizeof(stream_cols[0]), r->nstreams, stream_cell, &sc,
-	     r->sketched ? "not compared: summaries keep no sequence" : "no stream"},
+	     r->sketched ? "not compared: summaries keep no sequence" : "no stream", false, 0},
 	    {"compare_loss", "Loss counters side by side", loss_cols,
-	     sizeof(loss_cols) / sizeof(loss_cols[0]), tally_loss_counters_count, loss_cell, r, ""},
+	     sizeof(loss_cols) / sizeof(loss_cols[0]), tally_loss_counters_count, loss_cell, r, "",
+	     false, 0},
 	    {"compare_drops", "CUPTI drops by queue, contexts by device", drop_cols,
 	     sizeof(drop_cols) / sizeof(drop_cols[0]),
 	     r->side[0].nctx_drops + r->side[1].nctx_drops, drop_cell, r,
-	     "no DROPS chunk in either trace (none lost, or written before format 1.2)"},
+	     "no DROPS chunk in either trace (none lost, or written before format 1.2)", false, 0},
 	};
 	size_t i;
 

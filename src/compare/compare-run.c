@@ -175,6 +175,7 @@ struct side_dist {
 static int side_dist(struct cmp_side *sd, size_t nkeys, struct side_dist *d)
 {
 	uint64_t *comp = malloc((sd->nev ? sd->nev : 1) * sizeof(*comp));
+	uint32_t *shrunk;
 	size_t i;
 
 	d->nkeys = nkeys;
@@ -198,9 +199,10 @@ static int side_dist(struct cmp_side *sd, size_t nkeys, struct side_dist *d)
 	d->dur = (uint32_t *)comp; /* narrowed in place: element i's 4 bytes never pass i's 8 */
 	for (i = 0; i < sd->nev; i++)
 		d->dur[i] = (uint32_t)comp[i];
-	d->dur = realloc(comp, (sd->nev ? sd->nev : 1) * sizeof(*d->dur));
-	if (!d->dur)
-		d->dur = (uint32_t *)comp;
+	/* given back the other half; where realloc cannot, the array stays as it is */
+	shrunk = realloc(d->dur, (sd->nev ? sd->nev : 1) * sizeof(*d->dur));
+	if (shrunk)
+		d->dur = shrunk;
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "remedies.h"
 
 #define CAP_SYS_ADMIN_BIT 21
 
@@ -33,14 +34,13 @@ void check_counters_permission(struct doctor_ctx *ctx, struct tally_doctor_findi
 	long v;
 	int rc = doctor_read(ctx, path, text, sizeof(text));
 
-	finding_why(f, "hardware metrics (ncu, nsys --gpu-metrics-devices) read the GPU's "
+	finding_why(f, "hardware metrics (tally record --gpu-metrics, ncu, nsys "
+		       "--gpu-metrics-devices) read the GPU's "
 		       "performance counters, which the driver can keep for admins; tracing "
 		       "kernels, copies, API calls and NVTX reads none");
 	finding_fix(f,
-		    "nothing to do for tally. For hardware metrics with other tools: on the "
-		    "host, `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in "
-		    "/etc/modprobe.d/, then reload the nvidia module (or reboot); shared clusters "
-		    "and cloud platforms rarely allow it: ask the admins");
+		    "nothing to do for tally's tracing. For hardware metrics (tally record "
+		    "--gpu-metrics, ncu, nsys --gpu-metrics-devices): " TALLY_REMEDY_GPU_COUNTERS);
 	if (rc == -ENOENT) {
 		finding_source(f, "%s", path);
 		finding_set(f, TALLY_DOCTOR_SKIP, "no %s: no NVIDIA kernel driver visible here",

@@ -55,7 +55,7 @@ static const struct doctor_check checks[] = {
     {"output.name", "output", true, true, check_output_name},
     {"output.dir", "output", true, true, check_output_dir},
     {"output.space", "output", true, true, check_output_space},
-    {"output.volume", "output", true, false, check_output_volume},
+    {"output.volume", "output", true, true, check_output_volume},
     {"output.tmpdir", "output", false, false, check_output_tmpdir},
 };
 

@@ -188,6 +188,12 @@ static bool in_container(struct doctor_ctx *ctx)
 	return w->container != CONTAINER_NONE || w->kubernetes || w->serverless;
 }
 
+/* The copy-on-write layer a container runtime puts over its image. */
+static bool is_overlay(const char *fstype)
+{
+	return strcmp(fstype, "overlay") == 0 || strstr(fstype, "overlayfs") != NULL;
+}
+
 /* "ext4 /dev/sda2", or just "overlay" when the source repeats the type. */
 static const char *mount_desc(const struct doctor_mount *m, char *out, size_t len)
 {
@@ -233,7 +239,9 @@ void check_output_volume(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 		return;
 	}
 	if (in_container(ctx) && strcmp(m.point, "/") == 0) {
-		finding_set(f, TALLY_DOCTOR_WARN,
+		/* an image's overlay (Docker, Podman, containerd) goes with the container: tally
+		 * record refuses it; another kind of root (a system container's) may be kept */
+		finding_set(f, is_overlay(m.fstype) ? TALLY_DOCTOR_FAIL : TALLY_DOCTOR_WARN,
 			    "%s is on the container's own root filesystem (%s at /), not on a "
 			    "mounted volume",
 			    o->dir, mount_desc(&m, desc, sizeof(desc)));

@@ -6,7 +6,8 @@
  *   (Perfetto draws no overlapping slices on one track, and a stream runs one thing at a time);
  * - the traced process itself, with its API calls and NVTX ranges on their threads;
  * - a flow arrow from each launching call to the GPU work it launched (correlation id);
- * - counters from the ledger snapshots;
+ * - counters from the ledger snapshots, CUDA memory in use per device, and each stream's
+ *   launches outstanding (gpu_queue_depth's curve: the mean per time bucket);
  * - every window where data was lost as a slice named "DATA LOST: ..." on a track of its own in
  *   each of those processes, so that a gap is never read as an idle GPU.
  *
@@ -23,10 +24,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "depth.h"
 #include "export.h"
 #include "gaps.h"
 #include "hashmap.h"
 #include "json.h"
+#include "launch.h"
 #include "memusage.h"
 #include "obuf.h"
 #include "outfile.h"
@@ -43,6 +46,7 @@
  * is thread LANE_TID_BASE + (L - 1) * 10000000 + S % 10000000. */
 #define LANE_TID_BASE 1700000000u
 #define MAX_LANES     8u
+#define QUEUE_BUCKETS 4096u /* the queue-depth curve of each stream: this many steps at most */
 
 /* Escaped strings of one section, by string id: as they are, and kernel names demangled. */
 struct esc {
@@ -97,7 +101,9 @@ struct chrome {
 	struct tally_map pids_taken;  /* host pids given to sections so far */
 	struct report_gpu_gaps *gaps; /* unproven gaps go on the loss track */
 	size_t gaps_drawn;
-	struct mem_usage mem; /* CUDA memory counters, written at the end in time order */
+	struct mem_usage mem;	   /* CUDA memory counters, written at the end in time order */
+	struct queues *queues;	   /* launches outstanding per stream, written at the end */
+	struct launches *launches; /* joins each launch to its GPU work, for the queues */
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -514,7 +520,8 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	struct csec *cs = csec(c, rs);
 	size_t i;
 
-	if (!cs || report_gpu_gaps_add(c->gaps, rs, r, n) < 0)
+	if (!cs || report_gpu_gaps_add(c->gaps, rs, r, n) < 0 ||
+	    launches_add(c->launches, rs, r, n) < 0)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) { /* timing lost: nothing to place */
@@ -575,6 +582,7 @@ static int on_section(void *ctx, struct report_section *rs)
 		c->secs_cap = cap;
 	}
 	memset(&c->secs[rs->index], 0, sizeof(*c->secs));
+	queues_section(c->queues, rs);
 	c->nsecs = rs->index + 1;
 	/* the real pid where it is unique, so that it matches what other tools show */
 	pid = (uint32_t)(rs->s->pid % HOST_PID_STEP);
@@ -713,7 +721,7 @@ static int on_section_end(void *ctx, struct report_section *rs)
 
 	if (!cs)
 		return 0;
-	if (draw_unproven_gaps(c, rs, cs) < 0)
+	if (draw_unproven_gaps(c, rs, cs) < 0 || launches_section_end(c->launches, rs) < 0)
 		return -ENOMEM;
 	for (i = 0; i < s->nwindows; i++) {
 		const struct tally_window *w = &s->windows[i];
@@ -947,6 +955,32 @@ static void mem_counter(struct chrome *c, const struct report_set *set, const st
 	set_add(&cs->tracks, tag(TAG_DEVICE, e->device));
 }
 
+/* A counter track per stream in its device's process: the launches outstanding on it, one value
+ * per bucket (the time-weighted mean), then 0 after the last. */
+static void queue_counters(struct chrome *c, const struct report_set *set, const struct qseries *q)
+{
+	struct report_section *rs = q->section < set->nsections ? set->sections[q->section] : NULL;
+	struct csec *cs = rs ? csec(c, rs) : NULL;
+	char name[64];
+	uint32_t b;
+
+	if (!cs || !q->n)
+		return;
+	snprintf(name, sizeof(name), "launches outstanding, stream %" PRIu32, q->stream);
+	for (b = 0; b <= q->n; b++) {
+		uint64_t t = q->origin + b * q->width;
+
+		if (t < c->base)
+			continue;
+		counter(c, device_pid(rs, q->device), name, (int64_t)(t - c->base));
+		obuf_lit(&c->ob, "\"launches\":");
+		/* three decimals: the mean in thousandths, written as obuf_us writes ns as us */
+		obuf_us(&c->ob, b < q->n ? (int64_t)(q->mean[b] * 1000.0 + 0.5) : 0);
+		obuf_lit(&c->ob, "}}");
+	}
+	set_add(&cs->tracks, tag(TAG_DEVICE, q->device));
+}
+
 static int chrome_finish(void *state, struct report_set *set, struct export_stats *st, char *err,
 			 size_t errlen)
 {
@@ -960,6 +994,15 @@ static int chrome_finish(void *state, struct report_set *set, struct export_stat
 		return -ENOMEM;
 	for (i = 0; i < c->mem.n; i++)
 		mem_counter(c, set, &c->mem.ev[i]);
+	if (queues_finish(c->queues) < 0)
+		return -ENOMEM;
+	{
+		size_t nq;
+		const struct qseries *q = queues_list(c->queues, &nq);
+
+		for (i = 0; i < nq; i++)
+			queue_counters(c, set, &q[i]);
+	}
 	for (i = 0; i < set->nsections && i < c->nsecs; i++)
 		section_meta(c, set, set->sections[i], &c->secs[i]);
 	od = other_data(c, set, &len);
@@ -1028,7 +1071,9 @@ static int chrome_open(void **state, struct report_set *set, const struct export
 		c->f = stdout;
 	}
 	c->seekable = !c->to_stdout && fstat(fileno(c->f), &sb) == 0 && S_ISREG(sb.st_mode);
-	if (obuf_init(&c->ob, c->f) < 0 || !(c->gaps = report_gpu_gaps_new(NULL)))
+	if (obuf_init(&c->ob, c->f) < 0 || !(c->gaps = report_gpu_gaps_new(NULL)) ||
+	    !(c->queues = queues_new(QUEUE_BUCKETS)) ||
+	    !(c->launches = launches_new(c->queues, false)))
 		goto close_file;
 	c->first = true;
 	/* ts counts from the earliest moment of the inputs, so that none is negative */
@@ -1071,6 +1116,8 @@ static void chrome_destroy(void *state, bool failed)
 	if (!c)
 		return;
 	mem_usage_fini(&c->mem);
+	launches_free(c->launches);
+	queues_free(c->queues);
 	obuf_fini(&c->ob);
 	if (!c->to_stdout && c->f)
 		fclose(c->f);

@@ -15,6 +15,7 @@
 
 #include "export.h"
 #include "outfile.h"
+#include "path.h"
 #include "table.h"
 
 struct csv;
@@ -221,19 +222,26 @@ static const struct csv_kind kinds[TALLY_KIND_MAX] = {
 /* A CSV file of the directory, written under a temporary name until close_file() renames it. */
 static FILE *open_csv(struct csv *c, struct outfile *out, const char *name, const char *header)
 {
-	char path[4200];
+	char *path = tally_path_join(c->dir, name);
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", c->dir, name);
-	/* The directory is new, or --force was given: a regular file of the name is replaced. */
-	if (outfile_open(out, path, OUTFILE_FORCE, c->err, c->errlen) < 0)
+	if (!path) {
+		snprintf(c->err, c->errlen, "%s: %s", c->dir, strerror(ENOMEM));
 		return NULL;
+	}
+	/* The directory is new, or --force was given: a regular file of the name is replaced. */
+	if (outfile_open(out, path, OUTFILE_FORCE, c->err, c->errlen) < 0) {
+		free(path);
+		return NULL;
+	}
 	f = fdopen(out->fd, "w");
 	if (!f) {
 		snprintf(c->err, c->errlen, "%s: %s", path, strerror(errno));
+		free(path);
 		outfile_abort(out);
 		return NULL;
 	}
+	free(path);
 	out->fd = -1; /* f owns it now */
 	setvbuf(f, NULL, _IOFBF, 1 << 20);
 	fprintf(f, "%s\n", header);

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "export.h"
-#include "jobs.h"
+#include "workers.h"
 #include "outfile.h"
 #include "sqlite-schema.h"
 #include "text.h"
@@ -1188,7 +1188,7 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	snprintf(pragma, sizeof(pragma),
 		 "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
 		 " PRAGMA threads=%u; PRAGMA locking_mode=EXCLUSIVE; BEGIN;",
-		 tally_jobs() > 8 ? 8 : tally_jobs() - 1);
+		 tally_workers() > 8 ? 8 : tally_workers() - 1);
 	if (exec(q, pragma) < 0 || exec(q, sqlite_schema) < 0)
 		goto fail;
 	for (i = 0; i < S_COUNT; i++)

@@ -51,7 +51,15 @@ static const struct column_desc columns[TALLY_COL_MAX] = {
     [TALLY_COL_CATEGORY] = COL(category),
     [TALLY_COL_STACK] = COL(stack_id),
     [TALLY_COL_ADDRESS] = COL(address),
+    [TALLY_COL_METRIC_VALUE] = COL(metric_value),
 };
+
+/* An id below TALLY_COL_MAX that this build leaves unassigned (another branch of the format's
+ * history may use it): skipped on decode, never encoded. */
+static bool column_known(unsigned col)
+{
+	return col > 0 && col < TALLY_COL_MAX && columns[col].size;
+}
 
 void tally_codec_fini(struct tally_codec *c)
 {
@@ -255,6 +263,9 @@ uint64_t tally_kind_columns(unsigned kind)
 	case TALLY_KIND_MEMORY:
 		return common | C(CORRELATION) | C(DEVICE) | C(CONTEXT) | C(STREAM) | C(PROCESS) |
 		       C(BYTES) | C(SUBKIND) | C(SRC_KIND) | C(ADDRESS) | C(STACK);
+	case TALLY_KIND_GPU_METRIC:
+		return C(START) | C(DURATION) | C(CORRELATION) | C(NAME) | C(DEVICE) | C(SUBKIND) |
+		       C(VALUE) | C(METRIC_VALUE);
 	default:
 		return TALLY_COLUMNS_ALL;
 	}
@@ -274,7 +285,8 @@ static void records_encode_columns(struct tally_codec *c, struct tally_buf *out,
 	ncols_at = out->len;
 	tally_buf_put_u8(out, 0);
 	for (col = 1; col < TALLY_COL_MAX; col++) {
-		if (!(column_mask >> col & 1) && !(dense && col == TALLY_COL_START))
+		if (!column_known(col) ||
+		    (!(column_mask >> col & 1) && !(dense && col == TALLY_COL_START)))
 			continue;
 		before = out->len;
 		column_encode(out, col, recs, c->values, n, dense && col == TALLY_COL_START);
@@ -380,7 +392,7 @@ long tally_records_decode(struct tally_codec *c, const uint8_t *payload, size_t 
 		if (cur.bad || !cp)
 			return -EINVAL;
 		cc = (struct tally_cursor){cp, cp + clen, false};
-		if (col == 0 || col >= TALLY_COL_MAX) {
+		if (!column_known((unsigned)(col < TALLY_COL_MAX ? col : 0))) {
 			c->unknown_columns++;
 			continue;
 		}
@@ -427,7 +439,8 @@ int tally_records_append_unknown(struct tally_buf *out, size_t begin, const uint
 		(void)tally_cur_bytes(&cur, clen);
 		if (cur.bad)
 			return -EINVAL;
-		if (col < TALLY_COL_MAX || out->data[ncols_at] >= 127)
+		if (col == 0 || column_known((unsigned)(col < TALLY_COL_MAX ? col : 0)) ||
+		    out->data[ncols_at] >= 127)
 			continue;
 		tally_buf_put_varint(out, col);
 		tally_buf_put(out, from, (size_t)(cur.p - from));

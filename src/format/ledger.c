@@ -106,6 +106,32 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
     [TALLY_C_SIGNAL_TO_CLOSE] = {"signal_to_close_ns",
 				 "from the signal's arrival to the final ledger written",
 				 TALLY_CC_INFO},
+    [TALLY_C_METRIC_DECODED] = {"metric_samples_decoded",
+				"GPU metric samples taken out of the hardware buffers",
+				TALLY_CC_INFO},
+    [TALLY_C_METRIC_WRITTEN] = {"metric_samples_written",
+				"GPU metric samples written (one record per metric)",
+				TALLY_CC_INFO},
+    [TALLY_C_METRIC_SKIPPED] = {"metric_samples_skipped",
+				"first samples after each start, left out on purpose",
+				TALLY_CC_INFO},
+    [TALLY_C_METRIC_DROPPED] = {"metric_samples_dropped",
+				"GPU metric samples decoded but not written", TALLY_CC_LOSS},
+    [TALLY_C_METRIC_OVERFLOWS] = {"metric_overflows",
+				  "times the GPU's metric sample buffer overflowed (samples lost)",
+				  TALLY_CC_LOSS},
+    [TALLY_C_METRIC_GAPS] = {"metric_gaps",
+			     "breaks in a device's metric samples: stretches no sample covers",
+			     TALLY_CC_LOSS},
+    [TALLY_C_METRIC_GAP_NS] = {"metric_gap_ns", "time in those breaks", TALLY_CC_INFO},
+    [TALLY_C_METRIC_MERGED] = {"metric_samples_merged",
+			       "samples spanning more than 1.5 intervals (averages, no time lost)",
+			       TALLY_CC_INFO},
+    [TALLY_C_METRIC_FAILURES] = {"metric_sampler_failures",
+				 "devices whose metric sampling stopped early on an error",
+				 TALLY_CC_LOSS},
+    [TALLY_C_METRIC_DEVICES] = {"metric_devices", "devices whose metrics this process sampled",
+				TALLY_CC_INFO},
 };
 
 #define BY_KIND(n)                                                                                 \
@@ -118,6 +144,7 @@ static const struct tally_counter_info by_kind[TALLY_KIND_MAX] = {
     [TALLY_KIND_DRIVER] = BY_KIND("driver"),	     [TALLY_KIND_SYNC] = BY_KIND("sync"),
     [TALLY_KIND_NVTX_RANGE] = BY_KIND("nvtx_range"), [TALLY_KIND_NVTX_MARK] = BY_KIND("nvtx_mark"),
     [TALLY_KIND_OVERHEAD] = BY_KIND("overhead"),     [TALLY_KIND_MEMORY] = BY_KIND("memory"),
+    [TALLY_KIND_GPU_METRIC] = BY_KIND("gpu_metric"),
 };
 
 const struct tally_counter_info *tally_counter_info(unsigned id)
@@ -132,11 +159,13 @@ const struct tally_counter_info *tally_counter_info(unsigned id)
 }
 
 const unsigned tally_loss_counters[] = {
-    TALLY_C_DROPPED_CUPTI,  TALLY_C_BAD_TIME,	       TALLY_C_UNKNOWN_KIND,
-    TALLY_C_PARSE_FAILURES, TALLY_C_DROPPED_INPROCESS, TALLY_C_UNMATCHED_API,
-    TALLY_C_UNMATCHED_GPU,  TALLY_C_FOREIGN_BUFFERS,   TALLY_C_BUFFERS_STRANDED,
-    TALLY_C_WRITE_FAILURES, TALLY_C_CHUNKS_LOST,       TALLY_C_RECORDS_LOST_WRITE,
-    TALLY_C_BYTES_LOST,	    TALLY_C_WATCHDOG_FIRED,    TALLY_C_MERGE_DAMAGED,
+    TALLY_C_DROPPED_CUPTI,   TALLY_C_BAD_TIME,		TALLY_C_UNKNOWN_KIND,
+    TALLY_C_PARSE_FAILURES,  TALLY_C_DROPPED_INPROCESS, TALLY_C_UNMATCHED_API,
+    TALLY_C_UNMATCHED_GPU,   TALLY_C_FOREIGN_BUFFERS,	TALLY_C_BUFFERS_STRANDED,
+    TALLY_C_WRITE_FAILURES,  TALLY_C_CHUNKS_LOST,	TALLY_C_RECORDS_LOST_WRITE,
+    TALLY_C_BYTES_LOST,	     TALLY_C_WATCHDOG_FIRED,	TALLY_C_MERGE_DAMAGED,
+    TALLY_C_METRIC_DROPPED,  TALLY_C_METRIC_OVERFLOWS,	TALLY_C_METRIC_GAPS,
+    TALLY_C_METRIC_FAILURES,
 };
 const unsigned tally_loss_counters_count = sizeof(tally_loss_counters) / sizeof(unsigned);
 

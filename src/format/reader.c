@@ -193,6 +193,10 @@ static void free_section(struct tally_section *s)
 	free(s->source);
 	free(s->exe);
 	free(s->output);
+	free(s->job);
+	free(s->job_step);
+	free(s->run_id);
+	free(s->world_size);
 	for (i = 0; i < s->ndevices; i++) {
 		free(s->devices[i].name);
 		free(s->devices[i].pci_bus);
@@ -206,6 +210,11 @@ static void free_section(struct tally_section *s)
 	free(s->notes);
 	free(s->windows);
 	free(s->drops);
+	free(s->gpu_metrics_asked);
+	free(s->gpu_metrics_set);
+	for (i = 0; i < s->ngpu_metrics; i++)
+		tally_gpu_metrics_fini(&s->gpu_metrics[i]);
+	free(s->gpu_metrics);
 	for (i = 0; i < s->nstrings; i++)
 		free(s->strings[i]);
 	free(s->strings);
@@ -357,6 +366,13 @@ static const struct session_field {
     STR(TALLY_SK_SOURCE, source),
     STR(TALLY_SK_EXE, exe),
     STR(TALLY_SK_OUTPUT, output),
+    STR(TALLY_SK_GPU_METRICS, gpu_metrics_asked),
+    STR(TALLY_SK_GPU_METRICS_SET, gpu_metrics_set),
+    U64(TALLY_SK_GPU_METRICS_HZ, gpu_metrics_hz),
+    STR(TALLY_SK_JOB, job),
+    STR(TALLY_SK_JOB_STEP, job_step),
+    STR(TALLY_SK_RUN_ID, run_id),
+    STR(TALLY_SK_WORLD_SIZE, world_size),
     U64(TALLY_SK_PID, pid),
     U64(TALLY_SK_PPID, ppid),
     U64(TALLY_SK_START_REALTIME, start_realtime),
@@ -583,7 +599,7 @@ static bool parse_ledger(struct tally_section *s, const uint8_t *p, size_t len, 
 		unsigned id = tally_loss_counters[i];
 		uint64_t before = s->ledgers ? s->ledger.v[id] : 0;
 
-		if (l.v[id] > before && !(id < 64 && (s->explicit_windows >> id & 1)))
+		if (l.v[id] > before && !(s->explicit_windows[id / 64] >> id % 64 & 1))
 			add_window(s, s->ledgers ? s->ledger.t_end : l.t_begin, l.t_end, id,
 				   l.v[id] - before);
 	}
@@ -607,8 +623,8 @@ static bool parse_loss(struct tally_section *s, const uint8_t *p, size_t len)
 		w = array_push(&s->windows, &s->nwindows, sizeof(*w));
 		if (w)
 			*w = (struct tally_window){t0, t1, (unsigned)cls, count};
-		if (cls < 64)
-			s->explicit_windows |= 1ull << cls;
+		if (cls < TALLY_C_MAX)
+			s->explicit_windows[cls / 64] |= 1ull << cls % 64;
 	}
 	return !c.bad;
 }
@@ -642,6 +658,28 @@ static bool parse_drops(struct tally_section *s, const uint8_t *p, size_t len)
 	s->drops = d;
 	s->ndrops = n;
 	return true;
+}
+
+/* GPU_METRICS (1.3): the last chunk of each device wins; at most TALLY_GPU_METRICS_MAX devices,
+ * so a hostile file costs no memory. */
+static bool parse_gpu_metrics(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_gpu_metrics g, *slot = NULL;
+	bool ok = tally_gpu_metrics_decode(p, len, &g, &s->unknown_keys);
+	size_t i;
+
+	for (i = 0; i < s->ngpu_metrics && !slot; i++)
+		if (s->gpu_metrics[i].device == g.device)
+			slot = &s->gpu_metrics[i];
+	if (slot)
+		tally_gpu_metrics_fini(slot);
+	else if (s->ngpu_metrics < TALLY_GPU_METRICS_MAX)
+		slot = array_push(&s->gpu_metrics, &s->ngpu_metrics, sizeof(*slot));
+	if (slot)
+		*slot = g;
+	else
+		tally_gpu_metrics_fini(&g);
+	return ok;
 }
 
 /* A summary's SECTION part fills the section; the other parts are for the caller's chunk_payload
@@ -747,6 +785,9 @@ static int handle_chunk(struct read_state *st, const struct tally_item *it)
 		break;
 	case TALLY_CHUNK_SUMMARY:
 		ok = parse_summary(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_GPU_METRICS:
+		ok = parse_gpu_metrics(s, payload, c->len);
 		break;
 	default:
 		s->unknown_chunks++;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gpumetrics.h"
 #include "ledger.h"
 #include "stacks.h"
 #include "tally-format.h"
@@ -80,6 +81,7 @@ struct tally_section {
 
 	/* SESSION facts; strings are owned, NULL when absent */
 	char *writer, *host, *cmdline, *rank, *config, *source, *exe, *output;
+	char *job, *job_step, *run_id, *world_size; /* 1.3: "VAR=value", NULL when absent */
 	uint64_t pid, ppid;
 	uint64_t start_realtime, start_monotonic, start_cupti;
 	uint64_t driver_version, runtime_version, cupti_version;
@@ -89,6 +91,9 @@ struct tally_section {
 	bool has_session_id, has_parent;
 	bool merged;
 	int64_t merge_offset;
+	/* GPU metrics asked for (1.3): devices ("all", "0,2"), NULL when not asked; Hz; set */
+	char *gpu_metrics_asked, *gpu_metrics_set;
+	uint64_t gpu_metrics_hz;
 
 	struct tally_device *devices;
 	size_t ndevices;
@@ -102,9 +107,13 @@ struct tally_section {
 	bool has_final;
 	struct tally_window *windows;
 	size_t nwindows;
-	uint64_t explicit_windows; /* bit 1 << counter: LOSS chunks placed it; no delta windows */
+	/* bit counter % 64 of word counter / 64: LOSS chunks placed it, so no delta windows */
+	uint64_t explicit_windows[(TALLY_C_MAX + 63) / 64];
 	struct tally_drops *drops; /* the latest DROPS chunk (1.2); NULL: none written */
 	size_t ndrops;
+	/* The last GPU_METRICS chunk of each device (1.3), in the order devices first came. */
+	struct tally_gpu_metrics *gpu_metrics;
+	size_t ngpu_metrics;
 
 	/* what the reader found */
 	uint64_t records[TALLY_KIND_MAX];

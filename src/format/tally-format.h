@@ -6,6 +6,7 @@
 #ifndef TALLY_FORMAT_TALLY_FORMAT_H
 #define TALLY_FORMAT_TALLY_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,7 +40,8 @@ enum tally_chunk_type {
 	TALLY_CHUNK_STACKS = 10,  /* 1.2: call stacks, as lists of frame ids */
 	TALLY_CHUNK_MODULES = 11, /* 1.2: the process's loaded modules, for native frames */
 	TALLY_CHUNK_DROPS = 12,	  /* 1.2: CUPTI's drop counts by queue, contexts tied to devices */
-	TALLY_CHUNK_SUMMARY = 15, /* 1.3: a summary's section facts and aggregates (summary.h) */
+	TALLY_CHUNK_GPU_METRICS = 14, /* 1.3: one device's metric sampling (docs/format.md §13) */
+	TALLY_CHUNK_SUMMARY = 15, /* 1.3: a summary's section facts and aggregates (summary.h, §14) */
 	TALLY_CHUNK_TYPE_MAX,
 };
 
@@ -68,6 +70,8 @@ enum tally_kind {
 	TALLY_KIND_NVTX_MARK = 8,
 	TALLY_KIND_OVERHEAD = 9,
 	TALLY_KIND_MEMORY = 10, /* 1.2: a device memory allocation or release */
+	/* 11 and 12: host samples */
+	TALLY_KIND_GPU_METRIC = 13, /* 1.3: one metric of one device over one PM sample */
 	TALLY_KIND_MAX,
 };
 
@@ -83,6 +87,7 @@ static inline int tally_kind_is_api(unsigned kind)
 }
 
 const char *tally_kind_name(unsigned kind); /* "kernel", "memcpy", ...; "kind-N" if unknown */
+bool tally_kind_known(unsigned kind);	    /* a kind this build has a name for */
 
 enum tally_record_flag {
 	TALLY_REC_BAD_TIME = 1u << 0,
@@ -138,8 +143,9 @@ struct tally_record {
 	uint32_t domain_id;
 	uint32_t color;
 	uint32_t category;
-	uint32_t stack_id; /* 1.2: call stack of the launching call (STACKS chunk), 0 none */
-	uint64_t address;  /* 1.2: MEMORY: the allocation's device address */
+	uint32_t stack_id;    /* 1.2: call stack of the launching call (STACKS chunk), 0 none */
+	uint64_t address;     /* 1.2: MEMORY: the allocation's device address */
+	int64_t metric_value; /* 1.3: GPU_METRIC: the value x 10^subkind */
 };
 
 /* MEMORY records: SUBKIND is the operation (CUPTI's CUpti_ActivityMemoryOperationType). */
@@ -183,6 +189,8 @@ enum tally_column {
 	TALLY_COL_CATEGORY,
 	TALLY_COL_STACK,   /* 1.2 */
 	TALLY_COL_ADDRESS, /* 1.2 */
+	/* 35: host samples */
+	TALLY_COL_METRIC_VALUE = 36, /* 1.3: GPU_METRIC */
 	TALLY_COL_MAX,
 };
 
@@ -222,6 +230,16 @@ enum tally_session_key {
 	TALLY_SK_OUTPUT,
 	TALLY_SK_MERGED,
 	TALLY_SK_MERGE_OFFSET,
+	/* 1.3: GPU metrics asked for (docs/format.md §13); absent when they were not */
+	TALLY_SK_GPU_METRICS = 35,     /* bytes: "all" or device ordinals "0,2" */
+	TALLY_SK_GPU_METRICS_HZ = 36,  /* uint: sampling frequency asked for */
+	TALLY_SK_GPU_METRICS_SET = 37, /* bytes: "default" or metric names, comma-separated */
+	/* 1.3: which job a process belongs to (docs/format.md §5), so readers can tell traces
+	 * that belong together from traces that do not */
+	TALLY_SK_JOB = 40,	  /* "SLURM_JOB_ID=123": the batch system's job */
+	TALLY_SK_JOB_STEP = 41,	  /* "SLURM_STEP_ID=0": the step of that job */
+	TALLY_SK_RUN_ID = 42,	  /* "TORCHELASTIC_RUN_ID=abc": the launcher's run */
+	TALLY_SK_WORLD_SIZE = 43, /* "WORLD_SIZE=8": how many ranks the job has */
 	TALLY_SK_MAX,
 	/* 1.3: the section is a summary (tally stats --partial): no records, a SUMMARY chunk */
 	TALLY_SK_SUMMARY = 50,
@@ -251,6 +269,53 @@ enum tally_note_key {
 	TALLY_NK_CODE,
 	TALLY_NK_TEXT,
 };
+
+/* GPU_METRIC records (docs/format.md §13): VALUE holds the sample's flags. */
+enum tally_metric_sample_flag {
+	TALLY_METRIC_MERGED = 1u << 0,	  /* spans more than 1.5 intervals: an average over it */
+	TALLY_METRIC_AFTER_GAP = 1u << 1, /* the device's samples have a gap just before it */
+};
+
+/* GPU_METRICS chunk keys (docs/format.md §13). */
+enum tally_gpu_metrics_key {
+	TALLY_GK_DEVICE = 1,
+	TALLY_GK_UUID = 2,
+	TALLY_GK_STATE = 3,
+	TALLY_GK_CHIP = 4,
+	TALLY_GK_INTERVAL = 5,
+	TALLY_GK_TRIGGER = 6,
+	TALLY_GK_HW_BUFFER = 7,
+	TALLY_GK_PASSES = 8,
+	TALLY_GK_METRIC = 9, /* list: scale:varint name unit label (len-bytes each) */
+	TALLY_GK_RESULT = 10,
+	TALLY_GK_WHY = 11,
+	TALLY_GK_REMEDY = 12,
+	TALLY_GK_LEFT_OUT = 13, /* list: "NAME: why" */
+	TALLY_GK_HOLDER_PID = 20,
+	TALLY_GK_HOLDER_HOST = 21,
+	TALLY_GK_HOLDER_FILE = 22,
+	TALLY_GK_HOLDER_SESSION = 23,
+};
+
+/* GPU_METRICS key 3: what this section has of the device's metrics. */
+enum tally_gpu_metrics_state {
+	TALLY_GM_SAMPLED = 1,	  /* this section holds its samples */
+	TALLY_GM_ELSEWHERE = 2,	  /* another process of the job samples it (keys 20-23) */
+	TALLY_GM_REFUSED = 3,	  /* the driver keeps the counters for administrators */
+	TALLY_GM_UNSUPPORTED = 4, /* this GPU or configuration cannot be sampled */
+	TALLY_GM_BUSY = 5,	  /* another tool holds the counters */
+	TALLY_GM_STOPPED = 6,	  /* sampling stopped early on an error */
+	TALLY_GM_STATE_MAX,
+};
+
+/* GPU_METRICS key 6 */
+enum tally_gpu_metrics_trigger {
+	TALLY_GM_TRIGGER_SYSCLK = 0, /* the interval counts GPU SYS clock cycles */
+	TALLY_GM_TRIGGER_TIME = 1,   /* the interval is in ns */
+};
+
+/* "sampled", "elsewhere", ...; "unknown" for a state this build does not know. */
+const char *tally_gpu_metrics_state_name(unsigned state);
 
 enum tally_note_severity {
 	TALLY_NOTE_INFO = 0,

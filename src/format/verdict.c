@@ -67,6 +67,16 @@ static const char *loss_hint(unsigned counter)
 		return "CUPTI's flush hung and was abandoned: records still inside CUPTI were lost";
 	case TALLY_C_DROPPED_INPROCESS:
 		return "tally's consumer fell behind: raise TALLY_POOL_BUFFERS";
+	case TALLY_C_METRIC_GAPS:
+	case TALLY_C_METRIC_OVERFLOWS:
+		return "the GPU metrics are unproven in these windows (not idle, not busy): sample "
+		       "less often (--gpu-metrics-frequency) or fewer metrics (--gpu-metrics-set)";
+	case TALLY_C_METRIC_DROPPED:
+		return "tally could not keep these metric samples (see the notes): the metrics are "
+		       "unproven in these windows";
+	case TALLY_C_METRIC_FAILURES:
+		return "metric sampling stopped early (the notes say on which device and why): the "
+		       "metrics are unproven from then on; the other records are not affected";
 	case TALLY_C_MERGE_DAMAGED:
 		return "an input of tally merge was damaged (see the notes): tally check it, "
 		       "and merge an intact copy if there is one";

@@ -22,6 +22,7 @@
 
 #include "buf.h"
 #include "codec.h"
+#include "jobs.h"
 #include "merge.h"
 #include "outfile.h"
 #include "writer.h"
@@ -484,7 +485,33 @@ static int finish(struct merge *m, struct report_set *set, char *err, size_t err
 	return rc;
 }
 
-int report_merge(struct report_set *set, const char *path, bool force,
+/* After the scan, before the output is kept: traces of several jobs are refused. */
+static int check_jobs(const struct report_set *set, struct merge_result *res, char *err,
+		      size_t errlen)
+{
+	struct report_jobs jobs;
+	FILE *f;
+
+	if (report_jobs_group(set, &jobs) < 0)
+		return -ENOMEM;
+	if (jobs.njobs > 1 && (f = fmemopen(err, errlen, "w"))) {
+		fprintf(
+		    f,
+		    "the inputs are of %zu different jobs, not the ranks of one (merge the traces "
+		    "of one job, or --mixed-jobs to merge them anyway):\n",
+		    jobs.njobs);
+		report_jobs_print(&jobs, f, "  ");
+		fclose(f);
+		err[errlen - 1] = '\0';
+		if (*err && err[strlen(err) - 1] == '\n')
+			err[strlen(err) - 1] = '\0';
+	}
+	res->mixed_jobs = jobs.njobs > 1;
+	report_jobs_free(&jobs);
+	return res->mixed_jobs ? -EINVAL : 0;
+}
+
+int report_merge(struct report_set *set, const char *path, unsigned flags,
 		 void (*progress)(void *ctx, uint64_t done, uint64_t total), void *pctx,
 		 struct merge_result *res, char *err, size_t errlen)
 {
@@ -504,7 +531,7 @@ int report_merge(struct report_set *set, const char *path, bool force,
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	rc = open_output(&out, path, force, set, err, errlen);
+	rc = open_output(&out, path, flags & MERGE_FORCE, set, err, errlen);
 	if (rc < 0)
 		return rc;
 	m.fd = out.fd;
@@ -516,6 +543,8 @@ int report_merge(struct report_set *set, const char *path, bool force,
 		rc = report_scan(set, &ops, err, errlen);
 	if (rc == 0)
 		rc = finish(&m, set, err, errlen);
+	if (rc == 0 && !(flags & MERGE_MIXED_JOBS))
+		rc = check_jobs(set, res, err, errlen);
 	for (i = 0; i < set->nsections; i++) {
 		int64_t off = set->sections[i]->offset;
 
@@ -525,7 +554,8 @@ int report_merge(struct report_set *set, const char *path, bool force,
 			res->max_offset = off;
 	}
 	merge_fini(&m);
-	if (rc == 0 && outfile_commit(&out, force ? OUTFILE_FORCE : 0, err, errlen) < 0)
+	if (rc == 0 &&
+	    outfile_commit(&out, flags & MERGE_FORCE ? OUTFILE_FORCE : 0, err, errlen) < 0)
 		rc = -EIO;
 	outfile_abort(&out); /* the temporary file, unless committed */
 	if (rc && !err[0])

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "jobs.h"
 #include "json.h"
 #include "outfile.h"
 #include "page.h"
@@ -141,6 +142,13 @@ struct html_job {
 	struct report_html_result *res;
 };
 
+/* What the page shows besides the default reports: every analysis, the stacks, the memory. */
+static const char *const page_reports[] = {
+    "cuda_kern_stack_sum",  "cuda_gpu_mem_usage", "gpu_time_breakdown",
+    "comm_compute_overlap", "kern_rank_spread",	  "rank_steps",
+    "cuda_launch_stats",    "gpu_queue_depth",	  "diagnosis",
+};
+
 /* Pass 1: every summary report of tally stats, and the timeline's span and ledger. */
 static int pass1(struct html_job *job, struct report_scan_ops *progress, char *err, size_t errlen)
 {
@@ -152,7 +160,11 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 
 	for (r = 0; r < report_defs_count; r++)
 		if (report_defs[r].by_default)
-			req.reports |= 1u << r;
+			req.reports |= 1ull << r;
+	for (r = 0; r < sizeof(page_reports) / sizeof(page_reports[0]); r++)
+		req.reports |= 1ull << report_find(page_reports[r]);
+	req.range = job->o->range;
+	req.queue_buckets = 2048;
 	job->st = stats_new(&req);
 	job->tl = timeline_new(job->o->buckets, job->o->exact_budget);
 	if (!job->st || !job->tl)
@@ -212,7 +224,7 @@ static int write_json_block(FILE *out, const char *id, struct html_job *job, boo
 		return -errno;
 	if (timeline) {
 		tally_json_init(&j, safe, false);
-		timeline_write_json(job->tl, &job->set, &j);
+		timeline_write_json(job->tl, &job->set, job->st, &j);
 	} else {
 		(void)stats_write(job->st, &job->set, safe, REPORT_FMT_JSON);
 	}
@@ -329,6 +341,31 @@ static int write_output(struct html_job *job, char *const *paths, size_t npaths,
 	return rc;
 }
 
+/* Traces of several jobs are not drawn as the ranks of one: err lists the jobs. */
+static bool refuse_mixed(struct html_job *job, char *err, size_t errlen)
+{
+	const struct report_jobs *jobs = stats_jobs(job->st);
+	FILE *f;
+
+	if (jobs->njobs < 2)
+		return false;
+	f = fmemopen(err, errlen, "w");
+	if (!f) {
+		snprintf(err, errlen, "the traces are of %zu different jobs", jobs->njobs);
+		return true;
+	}
+	fprintf(f,
+		"the traces are of %zu different jobs, not the ranks of one (give the traces of "
+		"one job, or --mixed-jobs to draw them together anyway):\n",
+		jobs->njobs);
+	report_jobs_print(jobs, f, "  ");
+	fclose(f);
+	err[errlen - 1] = '\0';
+	if (*err && err[strlen(err) - 1] == '\n')
+		err[strlen(err) - 1] = '\0';
+	return true;
+}
+
 int report_html(char *const *paths, size_t npaths, const struct report_html_opts *o,
 		void (*progress)(void *ctx, uint64_t done, uint64_t total), void *pctx,
 		struct report_html_result *res, char *err, size_t errlen)
@@ -345,9 +382,13 @@ int report_html(char *const *paths, size_t npaths, const struct report_html_opts
 	}
 	report_set_find_base(&job.set);
 	rc = pass1(&job, &prog, err, errlen);
+	if (rc == 0 && !o->mixed_jobs && refuse_mixed(&job, err, errlen)) {
+		res->mixed_jobs = true;
+		rc = -EINVAL;
+	}
 	if (rc == 0)
 		rc = pass2(&job, paths, npaths, &prog, err, errlen);
-	if (rc < 0 && (job.set.read_failed || rc != -ENOMEM))
+	if (rc < 0 && !res->mixed_jobs && (job.set.read_failed || rc != -ENOMEM))
 		res->input_failed = true;
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");

@@ -17,6 +17,8 @@ struct report_html_opts {
 	bool force;	       /* replace an existing output */
 	unsigned buckets;      /* level-of-detail buckets per lane */
 	uint64_t exact_budget; /* events drawn one by one, at most */
+	const char *range;     /* rank_steps' NVTX range (NULL: step, ProfilerStep) */
+	bool mixed_jobs;       /* draw traces of several jobs on one page all the same */
 };
 
 struct report_html_result {
@@ -26,6 +28,7 @@ struct report_html_result {
 	size_t lanes;
 	bool complete;	   /* every section COMPLETE */
 	bool input_failed; /* the failure was reading an input, not writing the page */
+	bool mixed_jobs;   /* refused: the traces are of several jobs (err lists them) */
 };
 
 /*

@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "breakdown.h"
+#include "depth.h"
 #include "json.h"
+#include "memusage.h"
+#include "stats.h"
 #include "summary.h"
 #include "timeline.h"
 
@@ -23,33 +27,76 @@ static int64_t rel(const struct timeline *tl, uint64_t aligned)
 	return (int64_t)(aligned - tl->t0);
 }
 
+/* A process's figures, summed over its devices from gpu_time_breakdown (stats' own rows). */
 struct rank_figures {
-	uint64_t busy, idle, devices, loss;
+	uint64_t busy, idle, idle_unproven, compute, comm, comm_exposed, copy_exposed, devices;
+	uint64_t loss;
 	uint32_t top_kernel;	 /* string id */
 	const char *top_summary; /* a summary's: the name as recorded */
 	uint64_t top_ns;
 };
 
+/* The first breakdown row of section sec: rows come section by section (each section's are made
+ * when it ends), so a binary search finds them, and thousands of ranks cost no more each. */
+static size_t first_row(const struct bd_row *bd, size_t n, unsigned sec)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (bd[mid].section < sec)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A summary's figures: GPU busy time from its facts (idle stretches under 1 us counted in), the
+ * rest of its span idle, its NCCL kernels' time as communication. */
+static void summary_figures(const struct tl_section *ts, const struct tally_summary_facts *x,
+			    struct rank_figures *f)
+{
+	uint64_t span = ts->t_min != UINT64_MAX && ts->t_max > ts->t_min ? ts->t_max - ts->t_min : 0;
+
+	f->busy = x->gpu_busy_ns;
+	f->idle = span > f->busy ? span - f->busy : 0;
+	f->comm = x->nccl_ns < f->busy ? x->nccl_ns : f->busy;
+	f->compute = f->busy - f->comm;
+	f->devices = x->gpu_busy_ns ? 1 : 0;
+	if (x->top_kernel) {
+		f->top_summary = x->top_kernel;
+		f->top_ns = x->top_kernel_ns;
+	}
+}
+
 static void rank_figures(const struct timeline *tl, const struct report_section *rs,
-			 struct rank_figures *f)
+			 const struct stats *st, struct rank_figures *f)
 {
 	const struct tl_section *ts = &tl->secs[rs->index];
-	size_t i;
+	size_t i, n;
+	const struct bd_row *bd = stats_breakdown(st, &n);
 	uint32_t id;
 
 	memset(f, 0, sizeof(*f));
-	f->busy = ts->busy_ns; /* worked out as the section was read (timeline.c) */
-	f->idle = ts->idle_ns;
-	f->devices = ts->devices;
+	for (i = first_row(bd, n, rs->index); i < n && bd[i].section == rs->index; i++) {
+			f->busy += bd[i].busy;
+			f->idle += bd[i].idle;
+			f->idle_unproven += bd[i].idle_unproven;
+			f->compute += bd[i].compute;
+			f->comm += bd[i].comm;
+			f->comm_exposed += bd[i].comm_exposed;
+			f->copy_exposed += bd[i].copy_exposed;
+			f->devices++;
+		}
 	for (id = 0; id < ts->nkern; id++)
 		if (ts->kern_ns[id] > f->top_ns) {
 			f->top_ns = ts->kern_ns[id];
 			f->top_kernel = id;
 		}
-	if (rs->s->summary && rs->s->facts && rs->s->facts->top_kernel) {
-		f->top_summary = rs->s->facts->top_kernel;
-		f->top_ns = rs->s->facts->top_kernel_ns;
-	}
+	if (rs->s->summary && rs->s->facts)
+		summary_figures(ts, rs->s->facts, f);
 	for (i = 0; i < rs->verdict.nreasons; i++)
 		if (rs->verdict.reasons[i].code == TALLY_R_LOSS)
 			f->loss += rs->verdict.reasons[i].count;
@@ -71,13 +118,13 @@ static void write_devices(struct tally_json *j, const struct tally_section *s)
 }
 
 static void write_section(const struct timeline *tl, struct report_section *rs,
-			  struct tally_json *j)
+			  const struct stats *st, struct tally_json *j)
 {
 	const struct tl_section *ts = &tl->secs[rs->index];
 	struct rank_figures f;
 	char label[300], *demangled = NULL;
 
-	rank_figures(tl, rs, &f);
+	rank_figures(tl, rs, st, &f);
 	if (f.top_summary)
 		demangled = report_demangle(f.top_summary);
 	tally_json_object_begin(j);
@@ -91,7 +138,11 @@ static void write_section(const struct timeline *tl, struct report_section *rs,
 	tally_json_field_int(j, "t_max", ts->t_min == UINT64_MAX ? 0 : rel(tl, ts->t_max));
 	tally_json_field_uint(j, "gpu_busy_ns", f.busy);
 	tally_json_field_uint(j, "gpu_idle_ns", f.idle);
-	tally_json_field_uint(j, "nccl_ns", ts->nccl_ns);
+	tally_json_field_uint(j, "gpu_idle_unproven_ns", f.idle_unproven);
+	tally_json_field_uint(j, "compute_ns", f.compute);
+	tally_json_field_uint(j, "comm_ns", f.comm);
+	tally_json_field_uint(j, "comm_exposed_ns", f.comm_exposed);
+	tally_json_field_uint(j, "copy_exposed_ns", f.copy_exposed);
 	tally_json_field_uint(j, "loss", f.loss);
 	tally_json_field_string(
 	    j, "top_kernel",
@@ -329,7 +380,134 @@ static void write_names(const struct timeline *tl, struct tally_json *j)
 	tally_json_array_end(j);
 }
 
-void timeline_write_json(struct timeline *tl, const struct report_set *set, struct tally_json *j)
+/* Launches outstanding per stream: each series' buckets, from gpu_queue_depth's analysis. */
+static void write_queues(const struct timeline *tl, const struct stats *st, struct tally_json *j)
+{
+	size_t n, i;
+	const struct qseries *q = stats_queues(st, &n);
+	uint32_t b;
+
+	tally_json_name(j, "queues");
+	tally_json_array_begin(j);
+	for (i = 0; i < n; i++) {
+		tally_json_object_begin(j);
+		tally_json_field_uint(j, "sec", q[i].section);
+		tally_json_field_uint(j, "device", q[i].device);
+		tally_json_field_uint(j, "stream", q[i].stream);
+		tally_json_field_int(j, "t0", rel(tl, q[i].origin));
+		tally_json_field_uint(j, "width", q[i].width);
+		tally_json_field_double(j, "peak", q[i].peak);
+		tally_json_field_double(j, "mean", q[i].avg);
+		tally_json_name(j, "depth");
+		tally_json_array_begin(j);
+		for (b = 0; b < q[i].n; b++) /* three decimals are plenty for a curve */
+			tally_json_double(j,
+					  (double)(int64_t)(q[i].mean[b] * 1000.0 + 0.5) / 1000.0);
+		tally_json_array_end(j);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+}
+
+#define MEM_POINTS 2000 /* per series at most: more events keep each step's highest */
+
+/* The events of each row, grouped by row in time order: begin[r] .. begin[r + 1] of order[].  A
+ * counting sort, so that thousands of ranks' rows cost their events, not rows x events.  false
+ * on ENOMEM. */
+static bool events_by_row(const struct mem_usage *m, size_t **begin, size_t **order)
+{
+	size_t i, *pos;
+
+	*begin = calloc(m->nrows + 2, sizeof(**begin));
+	*order = malloc((m->n ? m->n : 1) * sizeof(**order));
+	pos = malloc((m->n ? m->n : 1) * sizeof(*pos));
+	if (!*begin || !*order || !pos) {
+		free(pos);
+		return false;
+	}
+	for (i = 0; i < m->n; i++) { /* each event's row: the one mem_usage made for it */
+		uint32_t r = tally_map_get(&m->row_map, tally_key32(m->ev[i].sec, m->ev[i].device),
+					   m->ev[i].kind);
+
+		pos[i] = r ? r - 1 : m->nrows;
+		(*begin)[pos[i] + 2]++;
+	}
+	for (i = 2; i < m->nrows + 2; i++)
+		(*begin)[i] += (*begin)[i - 1];
+	for (i = 0; i < m->n; i++)
+		if (pos[i] < m->nrows)
+			(*order)[(*begin)[pos[i] + 1]++] = i;
+	free(pos);
+	return true;
+}
+
+static void point(struct tally_json *j, uint64_t t, uint64_t bytes)
+{
+	tally_json_array_begin(j);
+	tally_json_uint(j, t);
+	tally_json_uint(j, bytes);
+	tally_json_array_end(j);
+}
+
+/* One row's [t, bytes] points; past MEM_POINTS, each step's highest stands for it. */
+static void row_points(const struct timeline *tl, const struct mem_usage *m, const size_t *idx,
+		       size_t count, struct tally_json *j)
+{
+	uint64_t step = (tl->t1 - tl->t0) / MEM_POINTS + 1, cur = UINT64_MAX, hi = 0, at = 0;
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		const struct mem_event *e = &m->ev[idx[i]];
+		uint64_t t = e->t > tl->t0 ? e->t - tl->t0 : 0, b = t / step;
+
+		if (count > MEM_POINTS && b == cur) {
+			hi = e->in_use > hi ? e->in_use : hi;
+			continue;
+		}
+		if (cur != UINT64_MAX && count > MEM_POINTS)
+			point(j, at, hi);
+		cur = b;
+		at = t;
+		hi = e->in_use;
+		if (count <= MEM_POINTS)
+			point(j, t, e->in_use);
+	}
+	if (cur != UINT64_MAX && count > MEM_POINTS)
+		point(j, at, hi);
+}
+
+/* CUDA memory in use per (process, device, kind) over time, from cuda_gpu_mem_usage's events:
+ * [t, bytes] pairs, each the value from t on. */
+static void write_memory(const struct timeline *tl, const struct stats *st, struct tally_json *j)
+{
+	const struct mem_usage *m = stats_mem_usage(st);
+	size_t r, nr = m ? m->nrows : 0, *begin = NULL, *order = NULL;
+
+	tally_json_name(j, "memory");
+	tally_json_array_begin(j);
+	if (nr && !events_by_row(m, &begin, &order))
+		nr = 0; /* out of memory: no curves, the reports still say it all */
+	for (r = 0; r < nr; r++) {
+		const struct mem_usage_row *row = &m->rows[r];
+
+		tally_json_object_begin(j);
+		tally_json_field_uint(j, "sec", row->sec);
+		tally_json_field_uint(j, "device", row->device);
+		tally_json_field_string(j, "kind", report_mem_kind_label(row->kind));
+		tally_json_field_uint(j, "peak", row->peak);
+		tally_json_name(j, "points");
+		tally_json_array_begin(j);
+		row_points(tl, m, order + (r ? begin[r] : 0), begin[r + 1] - (r ? begin[r] : 0), j);
+		tally_json_array_end(j);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+	free(begin);
+	free(order);
+}
+
+void timeline_write_json(struct timeline *tl, const struct report_set *set, const struct stats *st,
+			 struct tally_json *j)
 {
 	size_t i;
 
@@ -343,7 +521,7 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, stru
 	tally_json_name(j, "sections");
 	tally_json_array_begin(j);
 	for (i = 0; i < set->nsections && i < tl->nsecs; i++)
-		write_section(tl, set->sections[i], j);
+		write_section(tl, set->sections[i], st, j);
 	tally_json_array_end(j);
 	write_names(tl, j);
 	write_lanes(tl, j);
@@ -351,6 +529,8 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, stru
 	write_ledgers(tl, set, j);
 	write_loss(tl, set, j);
 	write_gaps(tl, set, j);
+	write_queues(tl, st, j);
+	write_memory(tl, st, j);
 	tally_json_object_end(j);
 	tally_json_finish(j);
 }

@@ -28,7 +28,6 @@ struct timeline *timeline_new(unsigned nbuckets, uint64_t exact_budget)
 	tl->window_cap = WINDOW_CAP;
 	tl->exact_budget = exact_budget;
 	tl->t0 = UINT64_MAX;
-	tl->cur_sec = UINT32_MAX;
 	return tl;
 }
 
@@ -58,9 +57,6 @@ void timeline_free(struct timeline *tl)
 	report_gpu_gaps_free(tl->gaps);
 	for (i = 0; i < tl->nnames; i++)
 		free(tl->names[i]);
-	for (i = 0; i < tl->cur_cap; i++)
-		free(tl->cur[i].busy);
-	free(tl->cur);
 	free(tl->secs);
 	free(tl->lanes);
 	tally_map_fini(&tl->lane_map);
@@ -113,13 +109,6 @@ static struct tl_section *section(struct timeline *tl, const struct report_secti
 static bool is_timed(const struct tally_record *r)
 {
 	return !(r->flags & TALLY_REC_BAD_TIME) && r->end >= r->start && r->start != 0;
-}
-
-static bool is_nccl(struct report_section *rs, uint32_t id)
-{
-	const char *name = report_string(rs, id);
-
-	return strstr(name, "nccl") || strstr(name, "NCCL");
 }
 
 static void kernel_time(struct timeline *tl, struct tl_section *ts, struct report_section *rs,
@@ -230,15 +219,15 @@ static int pass1_ledger(void *ctx, struct report_section *rs, const struct tally
 }
 
 /*
- * A summary's section (tally stats --partial) has no records: its span, its ranks-table figures
- * and its latest ledger come from its facts (src/format/summary.h), its times already aligned.
+ * A summary's section (tally stats --partial) has no records: its span and its latest ledger come
+ * from its facts (src/format/summary.h), its times already aligned; its ranks-table figures too
+ * (timeline-json.c).
  */
 static int pass1_section_end(void *ctx, struct report_section *rs)
 {
 	struct timeline *tl = ctx;
 	const struct tally_section *s = rs->s;
 	struct tl_section *ts = section(tl, rs);
-	uint64_t span;
 
 	if (!ts)
 		return -ENOMEM;
@@ -249,11 +238,6 @@ static int pass1_section_end(void *ctx, struct report_section *rs)
 		ts->t_min = s->t_min;
 		ts->t_max = s->t_max;
 	}
-	span = ts->t_min != UINT64_MAX ? ts->t_max - ts->t_min : 0;
-	ts->busy_ns = s->facts->gpu_busy_ns;
-	ts->idle_ns = span > ts->busy_ns ? span - ts->busy_ns : 0;
-	ts->devices = s->facts->gpu_busy_ns ? 1 : 0;
-	ts->nccl_ns = s->facts->nccl_ns;
 	return s->ledgers ? pass1_ledger(ctx, rs, &s->ledger) : 0;
 }
 
@@ -277,17 +261,6 @@ void timeline_pass1_ops(struct timeline *tl, struct report_scan_ops *ops, size_t
 	ops->section_end = pass1_section_end;
 	ops->records = pass1_records;
 	ops->ledger = pass1_ledger;
-}
-
-static void nccl_time(struct tl_section *ts, struct report_section *rs)
-{
-	uint32_t id;
-
-	if (rs->s->summary)
-		return; /* its facts said */
-	for (id = 1; id < ts->nkern; id++)
-		if (ts->kern_ns[id] && is_nccl(rs, id))
-			ts->nccl_ns += ts->kern_ns[id];
 }
 
 /* Where bucket b begins (relative ns); a span near 2^64 ns must not overflow the conversion. */
@@ -323,7 +296,6 @@ int timeline_prepare(struct timeline *tl, const struct report_set *set)
 			tl->t0 = ts->t_min;
 		if (ts->t_max > tl->t1)
 			tl->t1 = ts->t_max;
-		nccl_time(ts, set->sections[i]);
 	}
 	if (tl->t0 == UINT64_MAX)
 		tl->t0 = tl->t1 = 0;
@@ -520,43 +492,6 @@ static void lane_add(struct timeline *tl, struct tl_lane *l, uint64_t s, uint64_
 	spread(tl, l->busy, l->top, l->top_ns, s, e, name);
 }
 
-/* Zero the current section's device buckets for the next section (they are reused). */
-static void cur_reset(struct timeline *tl)
-{
-	size_t i;
-
-	for (i = 0; i < tl->ncur; i++)
-		memset(tl->cur[i].busy, 0, tl->nbuckets * sizeof(uint64_t));
-	tl->ncur = 0;
-}
-
-/* The current section's busy buckets of device (made on first use, reused section to section). */
-static uint64_t *section_device_busy(struct timeline *tl, uint32_t sec, uint32_t device)
-{
-	size_t i;
-
-	if (tl->cur_sec != sec)
-		cur_reset(tl);
-	tl->cur_sec = sec;
-	for (i = 0; i < tl->ncur; i++) /* a process has a handful of devices */
-		if (tl->cur[i].device == device)
-			return tl->cur[i].busy;
-	if (tl->ncur == tl->cur_cap) {
-		if (tl->cur_cap >= 64)
-			return NULL; /* more than 64 devices in one process: not a real trace */
-		if (!grow((void **)&tl->cur, &tl->cur_cap, tl->ncur + 1, sizeof(*tl->cur)))
-			goto oom;
-	}
-	if (!tl->cur[tl->ncur].busy &&
-	    !(tl->cur[tl->ncur].busy = calloc(tl->nbuckets, sizeof(uint64_t))))
-		goto oom;
-	tl->cur[tl->ncur].device = device;
-	return tl->cur[tl->ncur++].busy;
-oom:
-	tl->failed = true;
-	return NULL;
-}
-
 static void keep_event(struct timeline *tl, uint32_t lane_index, uint64_t s, uint64_t e,
 		       uint32_t name, uint32_t corr)
 {
@@ -589,18 +524,12 @@ static void pass2_record(struct timeline *tl, struct report_section *rs,
 	struct tl_lane *l = lane(tl, rs->index, type, a, type == TL_LANE_GPU ? r->stream_id : 0);
 	uint32_t name = record_name(tl, rs, r);
 
-	uint64_t *busy;
-
 	if (!l)
 		return;
 	lane_add(tl, l, s, e, name);
 	keep_event(tl, (uint32_t)(l - tl->lanes), s, e, name, r->correlation_id);
-	if (type != TL_LANE_GPU)
-		return;
-	if ((l = lane(tl, rs->index, TL_LANE_DEVICE, r->device_id, 0)))
+	if (type == TL_LANE_GPU && (l = lane(tl, rs->index, TL_LANE_DEVICE, r->device_id, 0)))
 		lane_add(tl, l, s, e, name);
-	if ((busy = section_device_busy(tl, rs->index, r->device_id)))
-		spread(tl, busy, NULL, NULL, s, e, 0);
 }
 
 static int pass2_records(void *ctx, struct report_section *rs, const struct tally_record *r,
@@ -623,36 +552,11 @@ static int pass2_records(void *ctx, struct report_section *rs, const struct tall
 	return tl->failed ? -ENOMEM : 0;
 }
 
-/* The ranks table's figures of a section that has ended: per device, the busy buckets each capped
- * at their width (streams overlap), and the rest of the section's span as idle. */
-static void section_figures(struct timeline *tl, struct tl_section *ts, uint32_t sec)
-{
-	uint64_t span = ts->t_max > ts->t_min ? ts->t_max - ts->t_min : 0;
-	uint64_t cap = (uint64_t)tl->bucket_ns + 1;
-	size_t i;
-	unsigned b;
-
-	if (tl->cur_sec != sec)
-		return;
-	for (i = 0; i < tl->ncur; i++) {
-		uint64_t busy = 0, *v = tl->cur[i].busy;
-
-		for (b = 0; b < tl->nbuckets; b++)
-			busy += v[b] < cap ? v[b] : cap;
-		ts->busy_ns += busy;
-		ts->idle_ns += span > busy ? span - busy : 0;
-		ts->devices++;
-	}
-	cur_reset(tl);
-}
-
-/* A section's records are all in: its figures, and its gaps judged against its loss windows. */
+/* A section's records are all in: its gaps can be judged against its loss windows. */
 static int pass2_section_end(void *ctx, struct report_section *rs)
 {
 	struct timeline *tl = ctx;
 
-	if (rs->index < tl->nsecs)
-		section_figures(tl, &tl->secs[rs->index], rs->index);
 	return report_gpu_gaps_section(tl->gaps, rs);
 }
 

@@ -66,23 +66,12 @@ struct tl_section {
 	uint64_t t_min, t_max; /* aligned; t_min UINT64_MAX while empty */
 	uint64_t *kern_ns;     /* kernel ns by name id (pass 1) */
 	uint32_t nkern;
-	uint64_t nccl_ns; /* kernels whose name holds "nccl": waiting, not computing */
 	struct tl_snap *snaps;
 	size_t nsnaps, snap_cap, snap_stride, snaps_seen;
 	struct tally_ledger *last; /* the latest snapshot whole (its flush counters) */
-	/* pass 2: the figures of the ranks table, from the section's own buckets per device (kept
-	 * only while the section is read), whether or not its devices have lanes on the page */
-	uint64_t busy_ns, idle_ns;
-	uint32_t devices;
 	uint32_t *name_map[2]; /* pass 2, name id -> name index + 1: [0] kernels, [1] others */
 	uint32_t nmap[2];
 	uint32_t memop_name[17]; /* memset, then memcpy by copy kind: name index + 1 */
-};
-
-/* The current section's busy ns per bucket, per device (pass 2). */
-struct tl_devbusy {
-	uint32_t device;
-	uint64_t *busy;
 };
 
 struct timeline {
@@ -108,9 +97,7 @@ struct timeline {
 	size_t nnames, name_cap;
 	struct tally_map name_map; /* (hash, length) of a name -> index + 1 */
 	size_t summaries;	   /* sections from summaries: figures, no timeline */
-	struct tl_devbusy *cur;	   /* pass 2: the section being read, per device */
-	size_t ncur, cur_cap;
-	uint32_t cur_sec;
+
 	struct tl_event *events;
 	size_t nevents, event_cap;
 	struct report_gpu_gaps *gaps; /* idle stretches, exact, fed in pass 2 (gaps.h) */
@@ -136,9 +123,15 @@ bool timeline_window_exact(const struct timeline *tl, uint32_t w);
 /* Chooses the exact windows: sparsest first, while the budget lasts. */
 void timeline_choose_exact(struct timeline *tl);
 
-/* The page's data (everything but stats and the verdict) as one JSON object. */
+/*
+ * The page's data (everything but stats and the verdict) as one JSON object; the figures per
+ * process (busy, idle, compute ...), the queue and memory curves come from the analyses of st,
+ * the same code as tally stats' reports, so the page and stats agree.
+ */
 struct tally_json;
-void timeline_write_json(struct timeline *tl, const struct report_set *set, struct tally_json *j);
+struct stats;
+void timeline_write_json(struct timeline *tl, const struct report_set *set, const struct stats *st,
+			 struct tally_json *j);
 
 /* ---- idle stretches (timeline-gaps.c) ----------------------------------------------------- */
 

@@ -12,12 +12,14 @@
  * debug files; libbacktrace describes the running process only.  libdw is dlopened at the first
  * native frame, so tally itself needs nothing but glibc wherever it is installed (the bundle and
  * the .deb, docs/install.md).  Without libdw (at build time, or libdw.so.1 at run time) a native
- * frame reads "module+0xoffset", which `addr2line -e module` resolves by hand.
+ * frame is named from the module's own ELF symbol table (elfsyms.c), without file:line; one that
+ * no symbol holds reads "module+0xoffset", which `addr2line -e module` resolves by hand.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "elfsyms.h"
 #include "stacks.h"
 #include "trace-set.h"
 
@@ -189,6 +191,7 @@ static Dwfl_Module *dw_open(const char *path)
 		dw.report_end(m->dwfl, NULL, NULL);
 	return m->mod;
 }
+#endif
 
 /* GCC's clones keep their origin's name with a suffix (solver_step.constprop.0, or mangled
  * _ZL11solver_stepi.constprop.0): the length of the name the programmer wrote.  Itanium mangling
@@ -226,6 +229,21 @@ static char *plain_name(const char *sym)
 		*clone = 0;
 	return raw;
 }
+
+/* "func (module)" from the module's ELF symbol table (elfsyms.c): where libdw is absent. */
+static bool elf_describe(const char *path, uint64_t addr, char *out, size_t len)
+{
+	const char *sym = elfsyms_lookup(path, addr);
+	char *name = sym ? plain_name(sym) : NULL;
+
+	if (!sym)
+		return false;
+	snprintf(out, len, "%s (%s)", name ? name : sym, base_name(path));
+	free(name);
+	return true;
+}
+
+#ifdef TALLY_HAVE_LIBDW
 
 /* The file of a CU's file table entry; relative names (as the compiler was given them) below
  * the CU's compilation directory, as the line table's names are. */
@@ -327,6 +345,8 @@ static void native_label(const struct tally_section *s, const struct tally_frame
 #else
 	unsymbolized_why = "tally was built without libdw (elfutils)";
 #endif
+	if (elf_describe(m->path, addr, out, len))
+		return;
 	snprintf(out, len, "%s+0x%llx", base_name(m->path), (unsigned long long)addr + 1);
 }
 

@@ -13,10 +13,11 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "jobs.h"
+#include "path.h"
 #include "prefetch.h"
 #include "text.h"
 #include "trace-set.h"
+#include "workers.h"
 
 static int add_input(struct report_set *set, const char *path, char *err, size_t errlen)
 {
@@ -80,7 +81,7 @@ static int add_directory(struct report_set *set, const char *dir, char *err, siz
 		    (!has_suffix(e->d_name, ".tally") && !has_suffix(e->d_name, ".tsum")))
 			continue;
 		t = realloc(names, (n + 1) * sizeof(*t));
-		if (!t || asprintf(&t[n], "%s/%s", dir, e->d_name) < 0) {
+		if (!t || !(t[n] = tally_path_join(dir, e->d_name))) {
 			names = t ? t : names;
 			rc = -ENOMEM;
 			goto free_names;
@@ -586,7 +587,7 @@ static void judge(struct report_set *set)
 int report_scan(struct report_set *set, const struct report_scan_ops *ops, char *err, size_t errlen)
 {
 	struct scan sc = {.set = set, .ops = ops};
-	unsigned jobs = tally_jobs();
+	unsigned jobs = tally_workers();
 	size_t i;
 	int rc = 0;
 

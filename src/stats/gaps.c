@@ -7,6 +7,7 @@
 
 #include "gaps.h"
 #include "hashmap.h"
+#include "spans.h"
 
 #define DEFAULT_GAP_MIN_NS 1000000ull
 #define AUTO_BUCKETS	   20
@@ -21,17 +22,14 @@ struct gap_iv {
  * any two at least gap_min apart (closer ones are merged as they come). */
 struct busy {
 	uint32_t device, stream;
-	struct seg {
-		uint64_t t0, t1;
-	} * s;
-	size_t n, cap;
+	struct span_set set;
 };
 
 struct gap_sec {
 	struct busy *busy;
 	size_t nbusy, bcap, last;
 	struct tally_map busy_map; /* (device, stream) -> index in busy + 1 */
-	struct gap_iv *v;	   /* every interval, for utilization only */
+	struct gap_iv *v; /* every interval, for utilization only */
 	size_t n, cap;
 };
 
@@ -78,7 +76,7 @@ static void free_sec(struct gap_sec *sec)
 	size_t i;
 
 	for (i = 0; i < sec->nbusy; i++)
-		free(sec->busy[i].s);
+		span_set_fini(&sec->busy[i].set);
 	free(sec->busy);
 	tally_map_fini(&sec->busy_map);
 	free(sec->v);
@@ -115,7 +113,7 @@ static struct gap_sec *sec_of(struct report_gpu_gaps *g, unsigned index)
 	return &g->secs[index];
 }
 
-static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t stream)
+static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t stream, uint64_t gap_min)
 {
 	struct busy *b;
 	uint32_t found;
@@ -123,6 +121,7 @@ static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t strea
 	if (sec->last < sec->nbusy && sec->busy[sec->last].device == device &&
 	    sec->busy[sec->last].stream == stream)
 		return &sec->busy[sec->last];
+	/* a hash, not a scan: a trace of 100,000 streams costs each record what 4 streams do */
 	found = tally_map_get(&sec->busy_map, device, stream);
 	if (found)
 		return &sec->busy[sec->last = found - 1];
@@ -132,52 +131,20 @@ static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t strea
 	if (tally_map_put(&sec->busy_map, device, stream, (uint32_t)sec->nbusy + 1) < 0)
 		return NULL;
 	b[sec->nbusy] = (struct busy){.device = device, .stream = stream};
+	b[sec->nbusy].set.merge_gap = gap_min;
 	return &sec->busy[sec->last = sec->nbusy++];
-}
-
-/* Add [t0, t1] to b, merging every segment closer to it than gap_min. */
-static int busy_add(struct busy *b, uint64_t t0, uint64_t t1, uint64_t gap_min)
-{
-	size_t lo = 0, hi = b->n, j;
-
-	while (lo < hi) { /* the first segment that does not end gap_min or more before t0 */
-		size_t mid = (lo + hi) / 2;
-
-		if (b->s[mid].t1 + gap_min <= t0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (j = lo; j < b->n && b->s[j].t0 < t1 + gap_min; j++) {
-		t0 = b->s[j].t0 < t0 ? b->s[j].t0 : t0;
-		t1 = b->s[j].t1 > t1 ? b->s[j].t1 : t1;
-	}
-	if (j == lo) { /* nothing to merge with: a new segment at lo */
-		struct seg *s = grow(b->s, &b->cap, b->n + 1, sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		b->s = s;
-		memmove(s + lo + 1, s + lo, (b->n - lo) * sizeof(*s));
-		b->n++;
-	} else if (j > lo + 1) { /* lo .. j-1 become one */
-		memmove(b->s + lo + 1, b->s + j, (b->n - j) * sizeof(*b->s));
-		b->n -= j - lo - 1;
-	}
-	b->s[lo] = (struct seg){t0, t1};
-	return 0;
 }
 
 static int add_one(struct report_gpu_gaps *g, struct gap_sec *sec, const struct gap_iv *iv)
 {
 	/* one at a time: finding the second may move the first (the array grows) */
-	struct busy *b = busy_of(sec, iv->device, REPORT_GAP_ALL_STREAMS);
+	struct busy *b = busy_of(sec, iv->device, REPORT_GAP_ALL_STREAMS, g->o.gap_min_ns);
 	struct gap_iv *v;
 
-	if (!b || busy_add(b, iv->t0, iv->t1, g->o.gap_min_ns) < 0)
+	if (!b || span_add(&b->set, iv->t0, iv->t1, 0) < 0)
 		return -ENOMEM;
-	b = busy_of(sec, iv->device, iv->stream);
-	if (!b || busy_add(b, iv->t0, iv->t1, g->o.gap_min_ns) < 0)
+	b = busy_of(sec, iv->device, iv->stream, g->o.gap_min_ns);
+	if (!b || span_add(&b->set, iv->t0, iv->t1, 0) < 0)
 		return -ENOMEM;
 	if (!g->o.util)
 		return 0;
@@ -290,10 +257,8 @@ static bool outside_window(const struct report_section *rs, uint64_t t0, uint64_
 	return is_closed && t1 >= closed;
 }
 
-/* Is [t0, t1] proven idle?  false, with why, when something lost may lie in it.  anywhere: what
- * loss_anywhere() said of the section, worked out once per section, not once per gap. */
-static bool unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, char *why,
-		     size_t len, const char *anywhere)
+bool report_gap_unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, char *why,
+			 size_t len)
 {
 	const struct tally_section *s = rs->s;
 	size_t i;
@@ -316,10 +281,8 @@ static bool unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, 
 		snprintf(why, len, "outside the collection window: nothing was recorded");
 		return true;
 	}
-	if (anywhere) {
-		snprintf(why, len, "%s", anywhere);
+	if (loss_anywhere(rs, why, len))
 		return true;
-	}
 	snprintf(why, len, "no loss overlaps it (the ledger proves it)");
 	return false;
 }
@@ -327,7 +290,7 @@ static bool unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, 
 /* ---- gaps ----------------------------------------------------------------------------------- */
 
 static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, uint32_t device,
-		   uint32_t stream, uint64_t t0, uint64_t t1, const char *anywhere)
+		   uint32_t stream, uint64_t t0, uint64_t t1)
 {
 	struct report_gap *gp = grow(g->gaps, &g->gcap, g->ngaps + 1, sizeof(*gp));
 
@@ -337,18 +300,20 @@ static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, u
 	gp += g->ngaps++;
 	*gp = (struct report_gap){
 	    .section = rs->index, .device = device, .stream = stream, .t0 = t0, .t1 = t1};
-	gp->unproven = unproven(rs, t0, t1, gp->why, sizeof(gp->why), anywhere);
+	gp->unproven = report_gap_unproven(rs, t0, t1, gp->why, sizeof(gp->why));
 	return 0;
 }
 
 /* Between two segments of a busy set lies a gap of gap_min or more, by construction. */
 static int busy_gaps(struct report_gpu_gaps *g, const struct report_section *rs,
-		     const struct busy *b, const char *anywhere)
+		     const struct busy *b)
 {
 	size_t i;
 
-	for (i = 1; i < b->n; i++)
-		if (add_gap(g, rs, b->device, b->stream, b->s[i - 1].t1, b->s[i].t0, anywhere) < 0)
+	const struct span *s = b->set.s;
+
+	for (i = 1; i < b->set.n; i++)
+		if (add_gap(g, rs, b->device, b->stream, s[i - 1].t1, s[i].t0) < 0)
 			return -ENOMEM;
 	return 0;
 }
@@ -389,7 +354,7 @@ static void add_busy(double *busy, size_t nb, uint64_t origin, uint64_t bucket, 
 
 /* One device's run v[0..n) (sorted by start): its merged busy time, bucket by bucket. */
 static int device_util(struct report_gpu_gaps *g, const struct report_section *rs,
-		       const struct gap_iv *v, size_t n, const char *anywhere)
+		       const struct gap_iv *v, size_t n)
 {
 	uint64_t first = v[0].t0, last = 0, bucket, seg0, seg1;
 	size_t i, nb;
@@ -421,20 +386,20 @@ static int device_util(struct report_gpu_gaps *g, const struct report_section *r
 			return -ENOMEM;
 		}
 		g->util = u;
-		u[g->nutil++] =
-		    (struct report_util){rs->index,
-					 v[0].device,
-					 b0,
-					 b0 + bucket,
-					 busy[i] / (double)bucket,
-					 unproven(rs, b0, b0 + bucket, why, sizeof(why), anywhere)};
+		u[g->nutil++] = (struct report_util){
+		    rs->index,
+		    v[0].device,
+		    b0,
+		    b0 + bucket,
+		    busy[i] / (double)bucket,
+		    report_gap_unproven(rs, b0, b0 + bucket, why, sizeof(why))};
 	}
 	free(busy);
 	return 0;
 }
 
 static int section_util(struct report_gpu_gaps *g, const struct report_section *rs,
-			struct gap_sec *sec, const char *anywhere)
+			struct gap_sec *sec)
 {
 	size_t i, from = 0;
 	int rc = 0;
@@ -442,7 +407,7 @@ static int section_util(struct report_gpu_gaps *g, const struct report_section *
 	qsort(sec->v, sec->n, sizeof(*sec->v), by_device);
 	for (i = 1; rc == 0 && i <= sec->n; i++)
 		if (i == sec->n || sec->v[i].device != sec->v[from].device) {
-			rc = device_util(g, rs, sec->v + from, i - from, anywhere);
+			rc = device_util(g, rs, sec->v + from, i - from);
 			from = i;
 		}
 	return rc;
@@ -456,8 +421,8 @@ uint64_t report_gpu_gaps_take_busy(struct report_gpu_gaps *g, const struct repor
 
 	for (i = 0; sec && i < sec->nbusy; i++)
 		if (sec->busy[i].stream == REPORT_GAP_ALL_STREAMS)
-			for (k = 0; k < sec->busy[i].n; k++)
-				busy += sec->busy[i].s[k].t1 - sec->busy[i].s[k].t0;
+			for (k = 0; k < sec->busy[i].set.n; k++)
+				busy += sec->busy[i].set.s[k].t1 - sec->busy[i].set.s[k].t0;
 	if (sec)
 		free_sec(sec);
 	return busy;
@@ -466,14 +431,11 @@ uint64_t report_gpu_gaps_take_busy(struct report_gpu_gaps *g, const struct repor
 int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_section *rs)
 {
 	struct gap_sec *sec = rs->index < g->nsecs ? &g->secs[rs->index] : NULL;
-	char why_anywhere[120];
-	const char *anywhere;
 	size_t pass, i;
 	int rc = 0;
 
 	if (!sec)
 		return 0;
-	anywhere = loss_anywhere(rs, why_anywhere, sizeof(why_anywhere)) ? why_anywhere : NULL;
 	/* Each device's gaps, then its streams' (REPORT_GAP_ALL_STREAMS sorts last: device first)
 	 */
 	if (sec->nbusy > 1)
@@ -481,9 +443,9 @@ int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_secti
 	for (pass = 0; pass < 2 && rc == 0; pass++)
 		for (i = 0; i < sec->nbusy && rc == 0; i++)
 			if ((sec->busy[i].stream == REPORT_GAP_ALL_STREAMS) == (pass == 0))
-				rc = busy_gaps(g, rs, &sec->busy[i], anywhere);
+				rc = busy_gaps(g, rs, &sec->busy[i]);
 	if (rc == 0 && sec->n)
-		rc = section_util(g, rs, sec, anywhere);
+		rc = section_util(g, rs, sec);
 	free_sec(sec);
 	return rc;
 }

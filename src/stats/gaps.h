@@ -69,6 +69,15 @@ const struct report_gap *report_gpu_gaps_list(const struct report_gpu_gaps *g, s
 const struct report_util *report_gpu_util_list(const struct report_gpu_gaps *g, size_t *n);
 
 /*
+ * Is [t0, t1] (aligned ns) of rs proven idle?  true, with why, when something lost may lie in it:
+ * a loss window over it, the part after the last ledger of a trace that was not closed, a span
+ * outside the collection window, damage or a loss with no time; else false, why saying the ledger
+ * proves it.  The one rule of proof for every idle figure (gpu_gaps, gpu_time_breakdown, the page).
+ */
+bool report_gap_unproven(const struct report_section *rs, uint64_t t0, uint64_t t1, char *why,
+			 size_t len);
+
+/*
  * One pass over an opened set (report_set_open; not yet scanned) computing every section's gaps
  * and buckets.  Returns 0 and *out (free with report_gpu_gaps_free), or -errno with err.
  */

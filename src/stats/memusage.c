@@ -80,10 +80,10 @@ static struct live *live_find(struct live_map *lm, uint64_t addr, uint32_t sec)
 	return &lm->slot[i];
 }
 
-/* The device+kind row of e, made if new. */
+/* The section+device+kind row of e, made if new. */
 static struct mem_usage_row *row_for(struct mem_usage *m, const struct mem_event *e)
 {
-	uint32_t found = tally_map_get(&m->row_map, e->device, e->kind);
+	uint32_t found = tally_map_get(&m->row_map, tally_key32(e->sec, e->device), e->kind);
 	struct mem_usage_row *t;
 
 	if (found)
@@ -97,10 +97,11 @@ static struct mem_usage_row *row_for(struct mem_usage *m, const struct mem_event
 		m->rows = t;
 		m->rows_cap = cap;
 	}
-	if (tally_map_put(&m->row_map, e->device, e->kind, (uint32_t)m->nrows + 1) < 0)
+	if (tally_map_put(&m->row_map, tally_key32(e->sec, e->device), e->kind, (uint32_t)m->nrows + 1) < 0)
 		return NULL;
 	t = &m->rows[m->nrows++];
 	memset(t, 0, sizeof(*t));
+	t->sec = e->sec;
 	t->device = e->device;
 	t->kind = e->kind;
 	return t;

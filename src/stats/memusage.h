@@ -12,14 +12,14 @@
 
 struct mem_event {
 	uint64_t t, bytes, addr;
-	uint64_t in_use; /* after mem_usage_finish: bytes in use on (device, kind) after it */
+	uint64_t in_use; /* after mem_usage_finish: bytes in use on (sec, device, kind) after it */
 	uint32_t device, sec, seq;
 	uint8_t kind, op; /* CUPTI memory kind; TALLY_MEM_ALLOC / TALLY_MEM_RELEASE */
 };
 
-/* One device and memory kind, over the whole timeline. */
+/* One device and memory kind of one process (section), over the whole timeline. */
 struct mem_usage_row {
-	uint32_t device;
+	uint32_t sec, device;
 	uint8_t kind;
 	uint64_t allocs, frees, alloc_bytes, freed_bytes;
 	uint64_t in_use, peak, peak_time; /* in_use: at the end */
@@ -30,7 +30,7 @@ struct mem_usage {
 	size_t n, cap;
 	struct mem_usage_row *rows; /* in order of first appearance */
 	size_t nrows, rows_cap;
-	struct tally_map row_map; /* (device, kind) -> row index + 1 */
+	struct tally_map row_map; /* (section, device, kind) -> row index + 1 */
 	bool failed;
 };
 

@@ -24,6 +24,15 @@ const struct report_def report_defs[] = {
     [R_KERN_STACK_SUM] = {"cuda_kern_stack_sum", "CUDA GPU Kernel Summary by Call Stack", false,
 			  false},
     [R_MEM_USAGE] = {"cuda_gpu_mem_usage", "CUDA GPU Memory Usage", false, false},
+    [R_TIME_BREAKDOWN] = {"gpu_time_breakdown", "GPU Time Breakdown, per process and device", false,
+			  false},
+    [R_COMM_OVERLAP] = {"comm_compute_overlap", "Communication Overlapped by Compute", false,
+			false},
+    [R_KERN_SPREAD] = {"kern_rank_spread", "Top Kernels' Durations across Processes", false, true},
+    [R_RANK_STEPS] = {"rank_steps", "Steps across Ranks, and the Straggler", false, false},
+    [R_LAUNCH_STATS] = {"cuda_launch_stats", "CUDA Kernel Launch Statistics", false, false},
+    [R_QUEUE_DEPTH] = {"gpu_queue_depth", "Launches Outstanding per Stream", false, false},
+    [R_DIAGNOSIS] = {"diagnosis", "Diagnosis: What Cost the Most Time", false, false},
 };
 const unsigned report_defs_count = R_COUNT;
 
@@ -75,33 +84,17 @@ static const struct report_col stack_cols[] = {
     {"By", COL_STR},	   {"Location", COL_STR},
 };
 static const struct report_col mem_usage_cols[] = {
-    {"Device", COL_U64},   {"Memory Kind", COL_STR},   {"Allocations", COL_U64},
-    {"Frees", COL_U64},	   {"Allocated (B)", COL_U64}, {"Freed (B)", COL_U64},
-    {"Peak (B)", COL_U64}, {"Peak At (ns)", COL_I64},  {"In Use At End (B)", COL_U64},
+    {"PID", COL_U64},	       {"Device", COL_U64},
+    {"Memory Kind", COL_STR},  {"Allocations", COL_U64},
+    {"Frees", COL_U64},	       {"Allocated (B)", COL_U64},
+    {"Freed (B)", COL_U64},    {"Peak (B)", COL_U64},
+    {"Peak At (ns)", COL_I64}, {"In Use At End (B)", COL_U64},
 };
 
 struct sum_ctx {
 	const struct gtable *t;
 	enum report_id r;
 };
-
-static void set_u(struct report_cell *c, uint64_t v)
-{
-	c->t = CELL_U64;
-	c->u = v;
-}
-
-static void set_d(struct report_cell *c, double v)
-{
-	c->t = CELL_DBL;
-	c->d = v;
-}
-
-static void set_s(struct report_cell *c, const char *s)
-{
-	c->t = CELL_STR;
-	c->s = s;
-}
 
 static void size_cell(const struct stats_group_view *v, size_t col, struct report_cell *c)
 {
@@ -344,15 +337,22 @@ static void api_cell(const void *ctx, size_t row, size_t col, struct report_cell
 	}
 }
 
+static uint64_t section_pid(const struct trace_ctx *x, unsigned sec)
+{
+	return sec < x->set->nsections ? x->set->sections[sec]->s->pid : 0;
+}
+
 static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
 	const struct trace_ctx *x = ctx;
-	const struct mem_usage_row *m = &x->st->mem.rows[row];
+	const struct mem_usage_row *m = &x->st->mem_usage.rows[row];
 	/* Bytes, not MB: a peak is compared with what the program or its allocator says it held
 	 * (torch.cuda.max_memory_reserved()), to the byte. */
 	const uint64_t bytes[] = {m->alloc_bytes, m->freed_bytes, m->peak};
 
-	if (col == 0)
+	if (col-- == 0)
+		set_u(c, section_pid(x, m->sec));
+	else if (col == 0)
 		set_u(c, m->device);
 	else if (col == 1)
 		set_s(c, report_mem_kind_label(m->kind));
@@ -377,11 +377,6 @@ static const struct report_col util_cols[] = {
     {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64},
     {"Device", COL_U64},     {"Busy (%)", COL_PCT},	 {"Loss", COL_STR},
 };
-
-static uint64_t section_pid(const struct trace_ctx *x, unsigned sec)
-{
-	return sec < x->set->nsections ? x->set->sections[sec]->s->pid : 0;
-}
 
 static void gap_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
@@ -456,10 +451,26 @@ static const char *const empty_text[R_COUNT] = {
 		    "cuda,memory)",
 };
 
+/* A report a summary cannot carry, when summaries are among the inputs: none of its rows. */
+static void summarized_only(const struct stats *st, enum report_id r, struct report_view *v)
+{
+	if (st->summaries && !stats_summarized(r)) {
+		v->nrows = 0;
+		v->empty = "summaries (tally stats --partial) carry no records: this report needs "
+			   "the traces themselves";
+	}
+}
+
 static void view_for(const struct stats *st, const struct report_set *set, enum report_id r,
-		     struct report_view *v, struct sum_ctx *sx, struct trace_ctx *tx)
+		     struct report_view *v, struct sum_ctx *sx, struct trace_ctx *tx,
+		     struct analysis_ctx *ax)
 {
 	memset(v, 0, sizeof(*v));
+	if (analysis_view(st, set, r, v, ax)) {
+		if (st->summaries) /* they need the records themselves */
+			summarized_only(st, r, v);
+		return;
+	}
 	v->name = report_defs[r].name;
 	v->title = report_defs[r].title;
 	v->empty = empty_text[r];
@@ -481,17 +492,13 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 	} else if (r == R_MEM_USAGE) {
 		v->cell = mem_usage_cell;
 		v->ctx = tx;
-		v->nrows = st->mem.nrows;
+		v->nrows = st->mem_usage.nrows;
 	} else {
 		v->cell = sum_cell;
 		v->ctx = sx;
 		v->nrows = r == R_KERN_STACK_SUM && !st->stacked_kernels ? 0 : st->t[r].n;
 	}
-	if (st->summaries && !stats_summarized(r)) {
-		v->nrows = 0;
-		v->empty = "summaries (tally stats --partial) carry no records: this report needs "
-			   "the traces themselves";
-	}
+	summarized_only(st, r, v);
 }
 
 static void untimed_note(const struct stats *st, FILE *out, const char *prefix)
@@ -518,6 +525,33 @@ static void sketch_note(const struct stats *st, FILE *out, const char *prefix)
 		    prefix, SKETCH_REL_ERROR * 100, st->why_sketch);
 }
 
+/* "jobs": one object per job the traces belong to (more than one: they do not go together). */
+static void jobs_json(const struct stats *st, struct tally_json *j)
+{
+	size_t i;
+
+	tally_json_name(j, "jobs");
+	tally_json_array_begin(j);
+	for (i = 0; i < st->jobs.njobs; i++) {
+		const struct report_job *job = &st->jobs.jobs[i];
+
+		tally_json_object_begin(j);
+		tally_json_name(j, "key");
+		if (job->key)
+			tally_json_string(j, job->key);
+		else
+			tally_json_null(j);
+		tally_json_field_uint(j, "sections", job->nsections);
+		tally_json_field_uint(j, "ranks", job->ranks);
+		tally_json_field_int(j, "world_size", job->world_size);
+		tally_json_field_uint(j, "start_realtime_ns", job->start);
+		tally_json_field_uint(j, "end_realtime_ns", job->end);
+		tally_json_field_string(j, "hosts", job->hosts);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+}
+
 int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum report_format fmt)
 {
 	struct tally_json j;
@@ -528,6 +562,7 @@ int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum 
 		tally_json_init(&j, out, true);
 		tally_json_object_begin(&j);
 		report_loss_json(&j, set);
+		jobs_json(st, &j);
 		tally_json_field_uint(&j, "untimed_records", st->untimed);
 		tally_json_field_uint(&j, "time_base_ns", st->base);
 		tally_json_field_string(&j, "medians", st->sketching ? "sketch" : "exact");
@@ -537,6 +572,7 @@ int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum 
 		tally_json_array_begin(&j);
 	} else {
 		report_loss_text(out, set, fmt == REPORT_FMT_CSV ? "# " : "");
+		stats_jobs_warning(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
 		untimed_note(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
 		sketch_note(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
 	}
@@ -544,10 +580,11 @@ int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum 
 		struct report_view v;
 		struct sum_ctx sx;
 		struct trace_ctx tx;
+		struct analysis_ctx ax;
 
 		if (!stats_wants(st, r))
 			continue;
-		view_for(st, set, r, &v, &sx, &tx);
+		view_for(st, set, r, &v, &sx, &tx, &ax);
 		report_view_write(out, &v, fmt, &j);
 	}
 	if (fmt == REPORT_FMT_JSON) {

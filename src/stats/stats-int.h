@@ -3,10 +3,17 @@
 #ifndef TALLY_STATS_STATS_INT_H
 #define TALLY_STATS_STATS_INT_H
 
+#include "breakdown.h"
+#include "depth.h"
+#include "diagnosis.h"
 #include "gaps.h"
+#include "jobs.h"
+#include "launch.h"
 #include "memusage.h"
 #include "sketch.h"
+#include "spread.h"
 #include "stats.h"
+#include "steps.h"
 
 /* Report indexes into report_defs[] (reports.c keeps the two in step). */
 enum report_id {
@@ -22,6 +29,14 @@ enum report_id {
 	R_GPU_UTIL,
 	R_KERN_STACK_SUM, /* style 0: by innermost user frame, 1: by whole stack */
 	R_MEM_USAGE,
+	/* the analyses (docs/stats.md, "Where the time went, across ranks") */
+	R_TIME_BREAKDOWN,
+	R_COMM_OVERLAP,
+	R_KERN_SPREAD,
+	R_RANK_STEPS,
+	R_LAUNCH_STATS,
+	R_QUEUE_DEPTH,
+	R_DIAGNOSIS,
 	R_COUNT,
 };
 
@@ -119,7 +134,7 @@ struct stats {
 	uint64_t base;
 	bool failed;		      /* out of memory somewhere: reports would be short */
 	struct report_gpu_gaps *gaps; /* gpu_gaps, gpu_time_util */
-	struct mem_usage mem;	      /* cuda_gpu_mem_usage */
+	struct mem_usage mem_usage;   /* cuda_gpu_mem_usage */
 	/* kernels with a call stack: with none, the stack report is empty */
 	uint64_t stacked_kernels;
 	uint64_t kept;	       /* values kept by all groups (their capacity) */
@@ -128,8 +143,27 @@ struct stats {
 	char why_sketch[96];
 	struct stats_partial *partial; /* --partial: what the summary needs (summary.c) */
 	uint64_t summaries;	       /* sections read from summaries */
+	/* the analyses, each made when a report needs it */
+	struct breakdown *bd;
+	struct queues *queues;
+	struct launches *launches;
+	struct steps *steps;
+	struct spread *spread;
+	bool mem;		 /* MEMORY records are kept (memory usage, the diagnosis) */
+	struct report_jobs jobs; /* after stats_finish */
+	struct diag_finding *findings;
+	size_t nfindings;
+	const struct report_set *set; /* the set stats_finish was given */
 };
 
+/* The analyses' views (reports-analyses.c): fills v for report r; false if r is not one. */
+struct analysis_ctx {
+	const struct stats *st;
+	const struct report_set *set;
+	char empty[400];
+};
+bool analysis_view(const struct stats *st, const struct report_set *set, enum report_id r,
+		   struct report_view *v, struct analysis_ctx *ax);
 /* summary.c: a section's chunks and records kept for its summary; a summary's aggregates merged */
 int stats_partial_chunk(struct stats *st, struct report_section *rs,
 			const struct tally_chunk_info *c, const uint8_t *payload);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "select.h"
 #include "stats-int.h"
 
 static const char *memop_names[MEMOPS];
@@ -20,6 +21,15 @@ static char memop_store[MEMOPS][48];
 bool stats_wants(const struct stats *st, enum report_id r)
 {
 	return st->req.reports >> r & 1;
+}
+
+/* Whether any of the reports (a list ending in R_COUNT) is wanted. */
+static bool wants_any(const struct stats *st, const enum report_id *r)
+{
+	for (; *r != R_COUNT; r++)
+		if (stats_wants(st, *r))
+			return true;
+	return false;
 }
 
 static void moments_add(struct moments *m, uint64_t x)
@@ -564,8 +574,8 @@ static void kernel(struct stats *st, struct report_section *rs, const struct tal
 
 static void memory(struct stats *st, struct report_section *rs, const struct tally_record *r)
 {
-	if (stats_wants(st, R_MEM_USAGE))
-		mem_usage_add(&st->mem, rs, r);
+	if (st->mem)
+		mem_usage_add(&st->mem_usage, rs, r);
 }
 
 static void memop(struct stats *st, struct report_section *rs, const struct tally_record *r)
@@ -648,6 +658,11 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 		st->failed = true;
 	if (st->partial && stats_partial_records(st, rs, r, n) < 0)
 		st->failed = true;
+	if ((st->bd && breakdown_add(st->bd, rs, r, n) < 0) ||
+	    (st->launches && launches_add(st->launches, rs, r, n) < 0) ||
+	    (st->steps && steps_add(st->steps, rs, r, n) < 0) ||
+	    (st->spread && spread_add(st->spread, rs, r, n) < 0))
+		st->failed = true;
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) {
 			st->untimed++;
@@ -665,6 +680,9 @@ static int on_section_end(void *ctx, struct report_section *rs)
 	struct stats *st = ctx;
 
 	if (st->gaps && report_gpu_gaps_section(st->gaps, rs) < 0)
+		st->failed = true;
+	if ((st->bd && breakdown_section_end(st->bd, rs) < 0) ||
+	    (st->launches && launches_section_end(st->launches, rs) < 0))
 		st->failed = true;
 	if (st->partial && stats_partial_section_end(st, rs) < 0)
 		st->failed = true;
@@ -686,13 +704,50 @@ static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chu
 	return st->failed ? -ENOMEM : 0;
 }
 
+static int on_section(void *ctx, struct report_section *rs)
+{
+	struct stats *st = ctx;
+
+	if (st->queues)
+		queues_section(st->queues, rs);
+	return 0;
+}
+
 void stats_scan_ops(struct stats *st, struct report_scan_ops *ops)
 {
 	memset(ops, 0, sizeof(*ops));
+	ops->section = on_section;
 	ops->records = on_records;
 	ops->section_end = on_section_end;
 	ops->chunk = on_chunk;
 	ops->ctx = st;
+}
+
+/* The analyses the wanted reports need; false when memory ran out. */
+static bool analyses_new(struct stats *st)
+{
+	static const enum report_id bd[] = {R_TIME_BREAKDOWN, R_COMM_OVERLAP, R_DIAGNOSIS, R_COUNT},
+				    ln[] = {R_LAUNCH_STATS, R_QUEUE_DEPTH, R_DIAGNOSIS, R_COUNT},
+				    steps[] = {R_RANK_STEPS, R_DIAGNOSIS, R_COUNT},
+				    mem[] = {R_MEM_USAGE, R_DIAGNOSIS, R_COUNT};
+	const struct stats_request *q = &st->req;
+
+	st->mem = wants_any(st, mem);
+	if (wants_any(st, bd) && !(st->bd = breakdown_new(q->gap_min_ns)))
+		return false;
+	if (stats_wants(st, R_QUEUE_DEPTH) &&
+	    !(st->queues = queues_new(q->queue_buckets ? q->queue_buckets : 1024)))
+		return false;
+	if (wants_any(st, ln) &&
+	    !(st->launches = launches_new(st->queues, stats_wants(st, R_LAUNCH_STATS) ||
+							  stats_wants(st, R_DIAGNOSIS))))
+		return false;
+	if (wants_any(st, steps) && !(st->steps = steps_new(q->range)))
+		return false;
+	if (stats_wants(st, R_KERN_SPREAD) &&
+	    !(st->spread = spread_new(q->top, q->names[R_KERN_SPREAD])))
+		return false;
+	return true;
 }
 
 struct stats *stats_new(const struct stats_request *req)
@@ -706,12 +761,16 @@ struct stats *stats_new(const struct stats_request *req)
 	st->exact_values = req->exact_values ? req->exact_values : STATS_EXACT_VALUES;
 	st->sketching = req->sketch_only;
 	snprintf(st->why_sketch, sizeof(st->why_sketch), "%s", "asked for by --exact-medians 0");
+	if (!analyses_new(st)) {
+		stats_free(st);
+		return NULL;
+	}
 	if (stats_wants(st, R_GPU_GAPS) || stats_wants(st, R_GPU_UTIL)) {
 		struct report_gaps_opts go = {req->gap_min_ns, req->util_bucket_ns,
 					      stats_wants(st, R_GPU_UTIL)};
 
 		if (!(st->gaps = report_gpu_gaps_new(&go))) {
-			free(st);
+			stats_free(st);
 			return NULL;
 		}
 	}
@@ -744,7 +803,14 @@ void stats_free(struct stats *st)
 		free(st->secs[i].stack_groups[0]);
 		free(st->secs[i].stack_groups[1]);
 	}
-	mem_usage_fini(&st->mem);
+	mem_usage_fini(&st->mem_usage);
+	breakdown_free(st->bd);
+	launches_free(st->launches);
+	queues_free(st->queues);
+	steps_free(st->steps);
+	spread_free(st->spread);
+	report_jobs_free(&st->jobs);
+	free(st->findings);
 	stats_partial_free(st->partial);
 	free(st->secs);
 	free(st->gpu.v);
@@ -760,63 +826,6 @@ uint64_t stats_untimed(const struct stats *st)
 }
 
 /* ---- finishing: exact medians and standard deviations ----------------------------------- */
-
-#define RADIX_BITS 11
-#define RADIX_SIZE (1u << RADIX_BITS)
-
-/* The smallest value of a[0..n) whose digit at shift is want. */
-static uint64_t bucket_min(const uint64_t *a, size_t n, uint64_t lo, unsigned shift, size_t want)
-{
-	uint64_t m = UINT64_MAX;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if ((((a[i] - lo) >> shift) & (RADIX_SIZE - 1)) == want && a[i] < m)
-			m = a[i];
-	return m;
-}
-
-/*
- * The k-th smallest of a[0..n) (0-based), all in [lo, hi], by radix selection: count the top
- * digit of x - lo over the candidates, keep the bucket holding k, go on with the next digit.
- * A pass to count and a pass to keep per digit, all sequential; a[] is reordered.  If next is
- * not NULL (and k + 1 < n), *next gets the (k+1)-th, for medians of an even count.
- */
-static uint64_t radix_select(uint64_t *a, size_t n, size_t k, uint64_t lo, uint64_t hi,
-			     uint64_t *next)
-{
-	unsigned bits = hi > lo ? 64 - (unsigned)__builtin_clzll(hi - lo) : 0;
-	size_t hist[RADIX_SIZE];
-
-	while (bits) {
-		unsigned shift = bits > RADIX_BITS ? bits - RADIX_BITS : 0;
-		size_t i, j, b, before = 0;
-
-		memset(hist, 0, sizeof(hist));
-		for (i = 0; i < n; i++)
-			hist[((a[i] - lo) >> shift) & (RADIX_SIZE - 1)]++;
-		for (b = 0; before + hist[b] <= k; b++)
-			before += hist[b];
-		if (next && k + 1 == before + hist[b]) { /* k is its bucket's last: next is after */
-			size_t b2 = b + 1;
-
-			while (b2 < RADIX_SIZE && !hist[b2])
-				b2++;
-			*next = b2 < RADIX_SIZE ? bucket_min(a, n, lo, shift, b2) : a[0];
-			next = NULL;
-		}
-		for (i = j = 0; i < n; i++)
-			if ((((a[i] - lo) >> shift) & (RADIX_SIZE - 1)) == b)
-				a[j++] = a[i];
-		n = j;
-		k -= before;
-		bits = shift;
-	}
-	/* every candidate left is the same value */
-	if (next)
-		*next = a[k];
-	return a[k];
-}
 
 /* Sum, extremes and the variance's numerator in one pass of exact integer arithmetic. */
 static bool exact_moments(const struct u64vec *vals, struct stats_group_view *v, long double *ss)
@@ -897,7 +906,7 @@ static void finish_group(const struct stats *st, struct group *g)
 	v->avg = (double)((long double)v->total / (long double)v->count);
 	/* the sample standard deviation (n - 1), as nsys reports it; 0 for a single value */
 	v->stddev = v->count > 1 ? (double)sqrtl(ss / (long double)(v->count - 1)) : 0.0;
-	mid = radix_select(g->vals.v, g->vals.n, (g->vals.n - 1) / 2, v->min, v->max,
+	mid = stats_select(g->vals.v, g->vals.n, (g->vals.n - 1) / 2, v->min, v->max,
 			   g->vals.n % 2 ? NULL : &next);
 	v->median = g->vals.n % 2 ? (double)mid : ((double)mid + (double)next) / 2;
 }
@@ -975,6 +984,67 @@ static int cmp_api(const void *pa, const void *pb)
 	return a->corr < b->corr ? -1 : a->corr > b->corr;
 }
 
+/* The analyses that need the whole set: steps, spread, queues, jobs, then the diagnosis. */
+static int analyses_finish(struct stats *st, const struct report_set *set)
+{
+	struct diag_input in = {.set = (struct report_set *)set};
+
+	st->set = set;
+	if ((st->steps && steps_finish(st->steps) < 0) ||
+	    (st->spread && spread_finish(st->spread) < 0) ||
+	    (st->queues && queues_finish(st->queues) < 0) || report_jobs_group(set, &st->jobs) < 0)
+		return -ENOMEM;
+	if (!stats_wants(st, R_DIAGNOSIS))
+		return 0;
+	in.bd = breakdown_rows(st->bd, &in.nbd);
+	in.ln = launches_rows(st->launches, &in.nln);
+	in.steps = steps_verdict(st->steps);
+	in.mem = &st->mem_usage;
+	in.jobs = &st->jobs;
+	return diagnose(&in, &st->findings, &st->nfindings);
+}
+
+const struct bd_row *stats_breakdown(const struct stats *st, size_t *n)
+{
+	*n = 0;
+	return st->bd ? breakdown_rows(st->bd, n) : NULL;
+}
+
+const struct qseries *stats_queues(const struct stats *st, size_t *n)
+{
+	*n = 0;
+	return st->queues ? queues_list(st->queues, n) : NULL;
+}
+
+const struct mem_usage *stats_mem_usage(const struct stats *st)
+{
+	return st->mem ? &st->mem_usage : NULL;
+}
+
+const struct report_jobs *stats_jobs(const struct stats *st)
+{
+	return &st->jobs;
+}
+
+void stats_jobs_warning(const struct stats *st, FILE *out, const char *prefix)
+{
+	char buf[80];
+	size_t i;
+
+	if (st->jobs.njobs > 1) {
+		fprintf(
+		    out,
+		    "%stally: WARNING: these traces are of %zu different jobs, not the ranks of "
+		    "one: reports that compare ranks compare unrelated runs\n",
+		    prefix, st->jobs.njobs);
+		snprintf(buf, sizeof(buf), "%stally:   ", prefix);
+		report_jobs_print(&st->jobs, out, buf);
+	}
+	for (i = 0; i < st->jobs.njobs; i++)
+		if (report_job_missing(&st->jobs.jobs[i], buf, sizeof(buf)))
+			fprintf(out, "%stally: job %zu: only %s are here\n", prefix, i + 1, buf);
+}
+
 int stats_finish(struct stats *st, const struct report_set *set)
 {
 	unsigned r;
@@ -985,7 +1055,9 @@ int stats_finish(struct stats *st, const struct report_set *set)
 		if (finish_table(st, &st->t[r]) < 0)
 			return -ENOMEM;
 	group_by_style(&st->t[R_KERN_STACK_SUM]);
-	if (mem_usage_finish(&st->mem) < 0)
+	if (mem_usage_finish(&st->mem_usage) < 0)
+		return -ENOMEM;
+	if (analyses_finish(st, set) < 0)
 		return -ENOMEM;
 	if (st->gpu.n > 1)
 		qsort(st->gpu.v, st->gpu.n, st->gpu.elem, cmp_gpu);

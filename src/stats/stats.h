@@ -19,10 +19,13 @@
 struct stats;
 
 struct stats_request {
-	uint32_t reports;		 /* bit 1 << report index (report_find) */
-	enum report_name_mode names[32]; /* per report: :base / :mangled */
+	uint64_t reports;		 /* bit 1 << report index (report_find) */
+	enum report_name_mode names[64]; /* per report: :base / :mangled */
 	uint64_t gap_min_ns;		 /* gpu_gaps: shortest gap listed (0: 1 ms) */
 	uint64_t util_bucket_ns;	 /* gpu_time_util: bucket (0: a twentieth of the span) */
+	const char *range;		 /* rank_steps: the NVTX range (NULL: step, ProfilerStep) */
+	unsigned top;			 /* kern_rank_spread: kernels compared (0: 10) */
+	unsigned queue_buckets;		 /* gpu_queue_depth: buckets per stream (0: 1024) */
 	/* values kept for exact medians, all groups together (0: STATS_EXACT_VALUES); past it,
 	 * medians come from a quantile sketch within SKETCH_REL_ERROR */
 	uint64_t exact_values;
@@ -89,5 +92,18 @@ typedef int (*stats_summary_fn)(void *ctx, const struct stats_summary_group *g);
 int stats_summary_each(const uint8_t *payload, size_t len, stats_summary_fn fn, void *ctx);
 
 
+
+/* The analyses behind the reports, for the page and the exports (NULL: not computed). */
+struct bd_row;
+struct qseries;
+struct mem_usage;
+struct report_jobs;
+const struct bd_row *stats_breakdown(const struct stats *st, size_t *n);
+const struct qseries *stats_queues(const struct stats *st, size_t *n);
+const struct mem_usage *stats_mem_usage(const struct stats *st);
+/* The jobs the traces belong to (after stats_finish); more than one: they do not go together. */
+const struct report_jobs *stats_jobs(const struct stats *st);
+/* The warning to print when the traces are of several jobs, written with prefix ("# " in CSV). */
+void stats_jobs_warning(const struct stats *st, FILE *out, const char *prefix);
 
 #endif

@@ -175,6 +175,40 @@ static void write_table(FILE *out, const struct report_view *v)
 	free(w);
 }
 
+/* Rows as numbered blocks: for text too long for columns. */
+static void write_blocks(FILE *out, const struct report_view *v)
+{
+	size_t r, k, w = 0;
+	struct report_cell c;
+	char buf[64];
+
+	for (k = 0; k < v->ncols; k++)
+		if (k != v->block_title && strlen(v->cols[k].header) > w)
+			w = strlen(v->cols[k].header);
+	for (r = 0; r < v->nrows; r++) {
+		memset(&c, 0, sizeof(c));
+		v->cell(v->ctx, r, v->block_title, &c);
+		fprintf(out, "%s %zu. ", r ? "\n" : "", r + 1);
+		put_text(out, cell_text(&v->cols[v->block_title], &c, true, buf, sizeof(buf)));
+		fputc('\n', out);
+		for (k = 0; k < v->ncols; k++) {
+			const char *t;
+
+			if (k == v->block_title)
+				continue;
+			memset(&c, 0, sizeof(c));
+			v->cell(v->ctx, r, k, &c);
+			t = cell_text(&v->cols[k], &c, true, buf, sizeof(buf));
+			if (!*t)
+				continue;
+			fprintf(out, "     %s", v->cols[k].header);
+			pad(out, w - strlen(v->cols[k].header) + 2);
+			put_text(out, t);
+			fputc('\n', out);
+		}
+	}
+}
+
 void report_csv_field(FILE *out, const char *s)
 {
 	if (!strpbrk(s, ",\"\r\n")) {
@@ -259,7 +293,9 @@ void report_view_write(FILE *out, const struct report_view *v, enum report_forma
 	case REPORT_FMT_TABLE:
 		fprintf(out, "\n ** %s (%s):\n\n", v->title, v->name);
 		if (v->nrows == 0)
-			fprintf(out, " SKIPPED: %s\n", v->empty);
+			fprintf(out, v->blocks ? " %s\n" : " SKIPPED: %s\n", v->empty);
+		else if (v->blocks)
+			write_blocks(out, v);
 		else
 			write_table(out, v);
 		break;

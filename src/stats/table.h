@@ -58,7 +58,36 @@ struct report_view {
 	void (*cell)(const void *ctx, size_t row, size_t col, struct report_cell *c);
 	const void *ctx;
 	const char *empty; /* said instead of a table when there is no row */
+	/* the table format as blocks, not columns (long text: the diagnosis): each row numbered,
+	 * column block_title on its first line, every other column on a line of its own */
+	bool blocks;
+	size_t block_title;
 };
+
+/* A cell's value, for the views' cell functions. */
+static inline void set_u(struct report_cell *c, uint64_t v)
+{
+	c->t = CELL_U64;
+	c->u = v;
+}
+
+static inline void set_i(struct report_cell *c, int64_t v)
+{
+	c->t = CELL_I64;
+	c->i = v;
+}
+
+static inline void set_d(struct report_cell *c, double v)
+{
+	c->t = CELL_DBL;
+	c->d = v;
+}
+
+static inline void set_s(struct report_cell *c, const char *s)
+{
+	c->t = CELL_STR;
+	c->s = s;
+}
 
 /* Write one report; j is the open JSON writer for REPORT_FMT_JSON (an array element). */
 void report_view_write(FILE *out, const struct report_view *v, enum report_format fmt,

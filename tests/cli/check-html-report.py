@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Checks a tally report page as Chromium rendered it (its --dump-dom and a screenshot) against
 what other commands said about the same traces: the verdict and each reason, when and fix line of
-`tally check`, and the kernel names and counts of `tally stats --format json`.
+`tally check`, and the kernel names and counts of `tally stats --format json`; the analyses as
+`tally stats -f json -r <the page's reports>` gives them: the diagnosis in its order, each
+process's breakdown (one definition of idle: the busy charts' titles and the ranks table say the
+same idle time as gpu_time_breakdown), the straggler line, every report as a table; and how the
+page is drawn: every chart's plot area where the timeline's is (one time axis), legends with
+values before any hover, no Ranks link for one process.
 
 Usage: check-html-report.py DOM STATS_JSON CHECK_TXT PNG [--ranks N] [--kernels N]
 Exit 0 when every check holds; prints one line per failed check otherwise (exit 1).
@@ -25,10 +30,14 @@ class Dom(HTMLParser):
         self.row = None
         self.tags = {}
         self.attrs_seen = set()
+        self.elements = []  # (tag, attrs) of every element, in order
+        self.text_of_class = {}
+        self.in_value = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         self.tags[tag] = self.tags.get(tag, 0) + 1
+        self.elements.append((tag, a))
         for k in a:
             self.attrs_seen.add(k)
         if tag in ("script", "style"):
@@ -42,6 +51,8 @@ class Dom(HTMLParser):
         if tag == "tr" and self.table is not None:
             self.row = {}
             self.table.append(self.row)
+        if "u-value" in (a.get("class") or "").split():
+            self.in_value = True
         if tag == "td" and self.row is not None and "data-col" in a:
             self.row[a["data-col"]] = a.get("data-value", "")
 
@@ -57,6 +68,9 @@ class Dom(HTMLParser):
     def handle_data(self, data):
         if any(t == "skip" for t, _ in self.stack):
             return
+        if self.in_value:
+            self.text_of_class.setdefault("u-value", []).append(data.strip())
+            self.in_value = False
         self.text.append(data)
         for t, i in self.stack:
             if i:
@@ -70,6 +84,82 @@ def png_colours(path):
         return None
     img = Image.open(path).convert("RGB")
     return len(img.getcolors(maxcolors=1 << 24) or [])
+
+
+def report(stats, name):
+    return next((r["rows"] for r in stats["reports"] if r["name"] == name), None)
+
+
+def by_class(dom, cls):
+    return [a for t, a in dom.elements if cls in (a.get("class") or "").split()]
+
+
+def analyses(dom, stats, text, ranks):
+    """The page's analyses against stats' (the same traces, `-r` the page's reports)."""
+    fails = []
+    diag = report(stats, "diagnosis")
+    if diag is not None:
+        page = [a.get("data-rule") for a in by_class(dom, "finding")]
+        if page != [f["Rule"] for f in diag]:
+            fails.append("diagnosis: page %s, tally stats %s" % (page, [f["Rule"] for f in diag]))
+        for f in diag:
+            if f["Finding"] not in text:
+                fails.append("diagnosis: the page does not say %r" % f["Finding"])
+    bd = report(stats, "gpu_time_breakdown") or []
+    parts = {"Compute": "Compute (ns)", "Communication": "Communication (ns)", "Copy/Memset": "Copy/Memset (ns)",
+             "Idle proven": "Idle Proven (ns)", "Idle unproven": "Idle Unproven (ns)"}
+    bars = by_class(dom, "bd-bar")
+    segs = [a for a in by_class(dom, "bd-seg")]
+    if len(bars) != len(bd):
+        fails.append("breakdown: %d bars, tally stats %d rows" % (len(bars), len(bd)))
+    for i, row in enumerate(bd):
+        mine = segs[i * len(parts):(i + 1) * len(parts)]
+        for a in mine:
+            if int(a["data-ns"]) != row[parts[a["data-part"]]]:
+                fails.append("breakdown pid %s GPU %s %s: page %s, tally stats %s" % (
+                    row["PID"], row["Device"], a["data-part"], a["data-ns"], row[parts[a["data-part"]]]))
+    # one definition of idle: each busy chart's title says gpu_time_breakdown's idle
+    for a in dom.elements:
+        if a[1].get("data-idle-ns") is not None and a[1].get("data-device") is not None:
+            want = [r["Idle (ns)"] for r in bd if r["Device"] == int(a[1]["data-device"])]
+            if a[1]["data-idle-ns"] == "" or int(a[1]["data-idle-ns"]) not in want:
+                fails.append("busy chart idle %r is none of gpu_time_breakdown's %s" % (a[1]["data-idle-ns"], want))
+    processes = sum(len(i["sections"]) for i in stats["inputs"])
+    if processes >= 2:
+        rt = dom.tables.get("ranks-table", [])[1:]
+        idle = sorted(int(r["GPU idle (ns)"]) for r in rt)
+        per = {}
+        for r in bd:
+            per[(r["Rank"], r["PID"])] = per.get((r["Rank"], r["PID"]), 0) + r["Idle (ns)"]
+        if idle != sorted(per.values()):
+            fails.append("ranks table idle %s, gpu_time_breakdown %s" % (idle, sorted(per.values())))
+        steps = report(stats, "rank_steps") or []
+        want = next((s["Verdict"] for s in steps if s["Step"] == "all"), None)
+        line = dom.ids.get("straggler", {}).get("text", "")
+        if want and want not in line:
+            fails.append("straggler line %r, rank_steps says %r" % (line, want))
+        if not dom.ids.get("nav-ranks"):
+            fails.append("no Ranks link with %d processes" % processes)
+    elif dom.ids.get("nav-ranks"):
+        fails.append("a Ranks link with one process")
+    for name in ("gpu_time_breakdown", "comm_compute_overlap", "kern_rank_spread", "rank_steps",
+                 "cuda_launch_stats", "gpu_queue_depth", "cuda_kern_stack_sum", "cuda_gpu_mem_usage"):
+        rows = report(stats, name)
+        if rows and len(dom.tables.get("table-" + name, [])) - 1 != len(rows):
+            fails.append("table %s: %d rows on the page, tally stats %d" % (
+                name, len(dom.tables.get("table-" + name, [])) - 1, len(rows)))
+    # one time axis: every chart's plot area where the timeline's is
+    canvas = [a for t, a in dom.elements if a.get("id") == "tl-canvas"]
+    overs = [a.get("style", "") for t, a in dom.elements if (a.get("class") or "") == "u-over"]
+    if canvas and overs:
+        want = "left: %spx" % canvas[0].get("data-plot-left"), "width: %spx" % canvas[0].get("data-plot-width")
+        bad = [s for s in overs if want[0] not in s or want[1] not in s]
+        if bad:
+            fails.append("%d chart(s) not on the timeline's axis (%s, %s): %s" % (len(bad), want[0], want[1], bad[0]))
+    values = [a for a in by_class(dom, "u-value")]
+    if dom.text_of_class.get("u-value", []).count("--"):
+        fails.append("a legend says -- before any hover")
+    return fails
 
 
 def main():
@@ -119,9 +209,10 @@ def main():
         ranks = dom.tables.get("ranks-table", [])[1:]
         if len(ranks) != o.ranks:
             fails.append("ranks table has %d rows, want %d" % (len(ranks), o.ranks))
-        if not dom.ids.get("slowest-rank", {}).get("text", "").startswith("Slowest: "):
-            fails.append("no slowest rank named")
+        if not dom.ids.get("straggler", {}).get("text", "").startswith("Steps: "):
+            fails.append("no straggler line")
 
+    fails += analyses(dom, stats, text, o.ranks)
     colours = png_colours(o.png)
     if colours is not None and colours < 50:
         fails.append("screenshot %s has %d colours: blank?" % (o.png, colours))

@@ -79,7 +79,7 @@ any "perf 4 is not a warning" "$TALLY" doctor --root "$FIX/perf-paranoid-4" --js
 check "perf.paranoid ok, not needed" 'c["perf.paranoid"]["status"] == "ok" and not c["perf.paranoid"]["needed_for_tracing"] and "--cap-add=SYS_ADMIN" in c["perf.paranoid"]["remedy"]'
 expect_rc "full output disk" 1 "$TALLY" doctor --root "$FIX/output" -o /full/trace --json
 check "output.space fail" 'c["output.space"]["status"] == "fail" and d["blocking"] == ["tool.collector", "output.space"]'
-expect_rc "docker: trace inside the container" 0 "$TALLY" doctor --root "$FIX/docker" -o /out/trace
+expect_rc "docker: a trace inside the container (its overlay root) blocks recording" 1 "$TALLY" doctor --root "$FIX/docker" -o /out/trace
 has "volume remedy" 'fix: mount a volume and write there: `docker run -v $PWD:/work -w /work ...`'
 expect_rc "per-rank pattern in a Slurm job" 0 "$TALLY" doctor --root "$FIX/slurm-job-gpu" -o 'trace_%q{SLURM_PROCID}' --json
 check "expanded per rank" 'd["output"] == "/scratch/alice/run/trace_3.tally" and d["output_pattern"] == "trace_%q{SLURM_PROCID}"'

@@ -30,7 +30,7 @@ check_page() { # name trace [checker args]
 	[ "$rc" -eq 0 ] && ok "$name: page written" || { bad "$name: tally report exit $rc"; cat "$T/err"; return; }
 	grep -q -i -E '<(script|link|img)[^>]+(src|href)=' "$T/$name.html" &&
 		bad "$name: the page loads something" || ok "$name: nothing loaded from outside"
-	"$TALLY" stats -f json -o "$T/$name.json" "$trace" 2>/dev/null
+	"$TALLY" stats -f json -r "$PAGE_REPORTS" -o "$T/$name.json" "$trace" 2>/dev/null
 	if [ -d "$trace" ]; then # tally check takes files
 		"$TALLY" check "$trace"/*.tally >"$T/$name.check" 2>&1
 	else
@@ -46,6 +46,11 @@ check_page() { # name trace [checker args]
 		bad "$name: the page disagrees (above)"
 	fi
 }
+
+# what the page shows: the default reports and the analyses (src/page/html.c)
+PAGE_REPORTS=nvtx_sum,cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum
+PAGE_REPORTS=$PAGE_REPORTS,cuda_kern_stack_sum,cuda_gpu_mem_usage,gpu_time_breakdown,comm_compute_overlap
+PAGE_REPORTS=$PAGE_REPORTS,kern_rank_spread,rank_steps,cuda_launch_stats,gpu_queue_depth,diagnosis
 
 # Debian's python3 has python3-pil (install-deps.sh); another python3 first on PATH may not
 PY=python3
@@ -97,6 +102,35 @@ grep -q '"sec":4294967295' "$T/many.html" && ok "many: lanes past the budget sha
 	bad "many: no shared lane"
 grep -q 'more processes. ledgers not drawn' "$T/many.dom" && ok "many: ledger charts capped, with a note" ||
 	bad "many: no note of the ledgers left out"
+# Four ranks built with exact times, rank 2 sleeping 50 ms a step, memory held: the checker holds
+# the diagnosis, the breakdown bars, the straggler line and the tables to what stats says.
+mkdir "$T/steps"
+for r in 0 1 2 3; do
+	s=0
+	[ $r = 2 ] && s=50000
+	RANK=$r "$TESTSRC" -o "$T/steps/r$r.tally" --t0 1796000000000000000 --steps 10 --step-kernels 10 \
+		--kernel-us 1000 --copy-us 2000 --comm-us 3000 --comm-at-us 2000 --sleep-us $s --gap-us 500 \
+		--devices 1 --mem-mb 1000 >/dev/null || bad "testsrc steps $r"
+done
+check_page steps "$T/steps" --ranks 4
+grep -q 'id="straggler">Steps: straggler: RANK=2, slowest in 10 of 10' "$T/steps.dom" &&
+	grep -q 'data-rule="straggler"' "$T/steps.dom" && ok "steps: RANK=2 named, in the diagnosis too" ||
+	bad "steps: no straggler on the page"
+[ "$(grep -o 'data-queue="' "$T/steps.dom" | wc -l)" -eq 4 ] && [ "$(grep -o 'data-memory-peak="1048576000"' "$T/steps.dom" | wc -l)" -eq 4 ] &&
+	ok "steps: a queue curve and a memory curve (1000 MiB) per rank" || bad "steps: queue or memory curves missing"
+# one process: no Ranks link (the checker), and a loss window over the whole run is said, not painted
+"$TESTSRC" -o "$T/starved.tally" --kernels 3000 --pool 2 --buffer-size 65536 --slow-walk-ns 20000 >/dev/null
+check_page starved "$T/starved.tally"
+if python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+w = [x for i in d['inputs'] for s in i['sections'] for r in s['reasons'] for x in r.get('windows', [])]
+sys.exit(0 if w else 1)" "$T/starved.json"; then
+	grep -q 'class="whole-loss">A loss window covers the whole run' "$T/starved.dom" &&
+		ok "a loss window over the whole run: said above the charts" || skipped "starved: the loss window does not cover the run"
+else
+	skipped "starved: no loss window (the pool kept up)"
+fi
 
 # The command line: usage, an existing page, a file that is not a trace.
 "$TALLY" report -q -o "$T/made.html" "$T/made.tally" 2>"$T/err"; rc=$?

@@ -113,6 +113,15 @@ expect_rc "merge corrupt, strict" 1 "$TALLY" merge --strict --force -o "$T/o.tal
 expect_rc "check of a merged corrupt input" 1 "$TALLY" check "$T/o.tally"
 has "carried as merge_damaged_chunks" "$T/out" "merge_damaged_chunks"
 
+# a directory given with a trailing slash (as tab completion writes it): no "//" in the paths shown
+expect_rc "stats directory/" 0 "$TALLY" stats -f json "$T/ranks/"
+grep -q '"path": *"[^"]*//' "$T/out" && bad "stats directory/: a path with // in it" ||
+	{ grep -q "\"$T/ranks/[^/\"]*\.tally\"" "$T/out" && ok "stats directory/: paths as dir/file" ||
+		bad "stats directory/: no dir/file path in the output"; }
+expect_rc "export csv into directory/" 0 "$TALLY" export -f csv -o "$T/csv2/" "$T/ranks/"
+grep -q "r0.tally" "$T/csv2/sessions.csv" && ! grep -q "//" "$T/csv2/sessions.csv" &&
+	ok "export csv: sessions.csv lists dir/file, no //" || bad "export csv: the paths in sessions.csv"
+
 # the samples kept in the repo go through every command
 for f in "$SRC"/data/*.tally; do
 	"$TALLY" stats -r all "$f" >/dev/null 2>&1; rc=$?

@@ -8,6 +8,8 @@ D=$(dirname "$0")
 TS=$B/tests/tally-testsrc
 C=$D/../fuzz/corpus
 mkdir -p "$C"
+# RANKS_ONLY=1: only the ranks trace below (the others stay as they are)
+if [ "${RANKS_ONLY:-0}" != 1 ]; then
 # tiny: a small, complete trace of every record kind, fixed seed and start time
 "$TS" -o "$D/tiny.tally" --t0 1796000000000000000 --seed 42 --kernels 200 --driver-kernels 20 \
 	--memcpys 30 --memsets 10 --syncs 10 --ranges 12 --marks 3 --names 6 --devices 1 --batch 64
@@ -18,6 +20,25 @@ mkdir -p "$C"
 # allocated then freed (format 1.2), so the stack and memory reports have an example
 "$TS" -o "$D/stacks.tally" --t0 1796000000000000000 --seed 44 --kernels 300 --memcpys 20 \
 	--stacks 3 --mem-allocs 6 --batch 64
+fi
+# ranks: four ranks of one Slurm job, merged, built with exact times (tally-testsrc --steps): per
+# step a 2 ms copy, ten 1 ms kernels, an NCCL kernel of 4 ms from 8 ms in (half of it overlapped),
+# rank 2 sleeping 50 ms at the end of each step, rank 3's kernels 1.5 ms, 1000 MiB held; so that
+# every analysis and rule of the diagnosis has an example (tests/cli/test-analyses.sh checks the
+# figures against the construction)
+ranks_dir=$(mktemp -d)
+for r in 0 1 2 3; do
+	extra=""
+	[ $r = 2 ] && extra="--sleep-us 50000"
+	[ $r = 3 ] && extra="--kernel-us 1500"
+	# shellcheck disable=SC2086
+	SLURM_JOB_ID=4242 SLURM_STEP_ID=0 WORLD_SIZE=4 RANK=$r "$TS" -o "$ranks_dir/rank$r.tally" \
+		--t0 1796000000000000000 --steps 12 --step-kernels 10 --kernel-us 1000 --copy-us 2000 \
+		--comm-us 4000 --comm-at-us 8000 --gap-us 500 --devices 1 --mem-mb 1000 $extra --batch 64
+done
+"$B/src/cli/tally" merge -q --force -o "$D/ranks.tally" "$ranks_dir"
+rm -rf "$ranks_dir"
+[ "${RANKS_ONLY:-0}" = 1 ] && exit 0
 # seed corpus: whole files, a cut one, and one with a flipped byte
 cp "$D/tiny.tally" "$C/tiny"
 cp "$D/lossy.tally" "$C/lossy"

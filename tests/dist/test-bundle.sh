@@ -23,10 +23,19 @@ case "$tarball" in */tally-*-linux-x86_64.tar.gz) ok "packed $(basename "$tarbal
 mkdir -p "$T/unpacked/deep/er"
 tar -C "$T/unpacked/deep/er" --strip-components=1 -xzf "$tarball"
 B=$T/unpacked/deep/er
-for f in bin/tally lib/tally/libtally.so share/doc/tally/README.md share/doc/tally/docs/record.md \
-	share/doc/tally/examples/slurm/job.sh; do
+for f in bin/tally lib/tally/libtally.so share/doc/tally/README.md share/doc/tally/LICENSE \
+	share/doc/tally/docs/record.md share/doc/tally/examples/slurm/job.sh share/man/man1/tally.1.gz \
+	share/man/man1/tally-record.1.gz; do
 	[ -f "$B/$f" ] && ok "bundle has $f" || bad "bundle lacks $f"
 done
+cmp -s "$B/share/doc/tally/LICENSE" "$SRC/LICENSE" && ok "the bundle's LICENSE is the tree's" || bad "LICENSE differs"
+[ -x "$B/share/doc/tally/examples/slurm/job.sh" ] && ok "examples/slurm/job.sh is executable in the bundle" ||
+	bad "examples/slurm/job.sh lost its executable bit"
+docs=$(cd "$B/share/doc/tally/docs" && pwd -P)
+"$B/bin/tally" --help | grep -qF "$docs/ has a page" && ok "tally --help points at the bundle's docs ($docs)" ||
+	{ bad "tally --help does not point at $docs"; "$B/bin/tally" --help | tail -1; }
+top=$(tar -tzf "$tarball" | head -1)
+[ "${top%%/*}" = "$(basename "$tarball" .tar.gz)" ] && ok "unpacks to ${top%%/*}/" || bad "unpacks to $top"
 [ ! -e "$B/lib/tally/libcupti.so.13" ] && ok "no CUPTI without WITH_CUPTI" || bad "CUPTI bundled unasked"
 "$SRC/tests/dist/elf-check.sh" "$B/bin/tally" "$B/lib/tally/libtally.so" || bad "the bundle's ELF files (above)"
 
@@ -146,6 +155,10 @@ fi
 # and the doctor says it is the one tally will use.
 if ls "${CUDA_HOME:-/usr/local/cuda}"/lib64/libcupti.so.* >/dev/null 2>&1; then
 	withc=$("$SRC/scripts/dist.sh" "$BUILD" "$T/dist" --with-cupti) || bad "dist.sh --with-cupti"
+	top2=$(tar -tzf "$withc" | head -1)
+	[ "${top2%%/*}" = "$(basename "$withc" .tar.gz)" ] && [ "${top2%%/*}" != "${top%%/*}" ] &&
+		ok "the WITH_CUPTI bundle unpacks to ${top2%%/*}/, beside the plain one" ||
+		bad "the WITH_CUPTI bundle unpacks to $top2 (the plain one: $top)"
 	mkdir -p "$T/real"
 	tar -C "$T/real" --strip-components=1 -xzf "$withc"
 	for f in lib/tally/libcupti.so.13 share/doc/tally/cupti/LICENSE.txt; do

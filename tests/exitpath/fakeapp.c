@@ -12,11 +12,14 @@
  * With FAKEAPP_SAY_CUPTI=1 it prints "cupti PATH", the CUPTI its launches went through;
  * FAKEAPP_OWN_CUPTI=PATH loads a CUPTI before CUDA starts (as PyTorch brings its own);
  * FAKEAPP_LATE_CUPTI=NAME loads one by name after, and says whether it got the same copy.
+ * FAKEAPP_DRIVER=1 first loads libcuda.so.1 by name with RTLD_LOCAL, as libcudart and PyTorch
+ * load the driver (with tests/support/fake-cuda.c's stand-in on LD_LIBRARY_PATH).
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +44,10 @@ static void cu_init(void)
 	if (getenv("FAKEAPP_NO_CUDA")) {
 		launch = untraced_launch;
 		return;
+	}
+	if (getenv("FAKEAPP_DRIVER") && !dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+		fprintf(stderr, "fakeapp: %s\n", dlerror());
+		exit(3);
 	}
 	if (own && !dlopen(own, RTLD_NOW | RTLD_GLOBAL)) {
 		fprintf(stderr, "fakeapp: %s\n", dlerror());
@@ -134,21 +141,30 @@ static const void *NVTX_API get_export_table(uint32_t id)
 	return id == NVTX_ETID_CALLBACKS ? &callbacks : NULL;
 }
 
-/* n times: push "step", push "forward", pop, pop; one mark; one start/end range. */
-static void nvtx_ranges(unsigned n)
+/* The NVTX loader's part: hand the injection our tables, as nvtx3 does at the first call. */
+static void nvtx_init(void)
 {
 	const char *inj = getenv("NVTX_INJECTION64_PATH");
 	void *h = inj ? dlopen(inj, RTLD_NOW) : NULL;
 	int (*init)(NvtxGetExportTableFunc_t) =
 	    h ? (int (*)(NvtxGetExportTableFunc_t))dlsym(h, "InitializeInjectionNvtx2") : NULL;
-	int (*push)(const char *);
-	int (*pop)(void);
-	unsigned i;
 
+	if (core_slot[NVTX_CBID_CORE_RangePushA])
+		return;
 	if (!init || init(get_export_table) != 1 || !core_slot[NVTX_CBID_CORE_RangePushA]) {
 		fprintf(stderr, "fakeapp: NVTX injection refused\n");
 		exit(4);
 	}
+}
+
+/* n times: push "step", push "forward", pop, pop; one mark; one start/end range. */
+static void nvtx_ranges(unsigned n)
+{
+	int (*push)(const char *);
+	int (*pop)(void);
+	unsigned i;
+
+	nvtx_init();
 	push = (int (*)(const char *))core_slot[NVTX_CBID_CORE_RangePushA];
 	pop = (int (*)(void))core_slot[NVTX_CBID_CORE_RangePop];
 	for (i = 0; i < n; i++) {
@@ -451,8 +467,29 @@ static int mode_fork_exec(void)
 	return fork_and("exec");
 }
 
+/* With FAKEAPP_WAIT_CLAIM=FILE, fork only once FILE (a GPU-metrics lock file) names this
+ * process: the parent holds the device before its child starts a session of its own. */
+static void wait_claim(void)
+{
+	const char *path = getenv("FAKEAPP_WAIT_CLAIM");
+	char text[256] = "", want[64];
+	int i, fd;
+	ssize_t n;
+
+	snprintf(want, sizeof(want), "pid=%d\n", (int)getpid());
+	for (i = 0; path && i < 500 && strncmp(text, want, strlen(want)) != 0; i++) {
+		sleep_ms(10);
+		fd = open(path, O_RDONLY);
+		n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : 0;
+		text[n > 0 ? n : 0] = '\0';
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
 static int mode_fork_session(void)
 {
+	wait_claim();
 	return fork_and("session");
 }
 
@@ -484,6 +521,39 @@ static int mode_exec_self(void)
 static int mode_quick_exit(void)
 {
 	quick_exit(3);
+}
+
+/*
+ * GPU metrics by construction: an NVTX range per phase, idle, busy (the stand-in CUPTI's
+ * samples read busy values while fakecupti_pm_busy says so: fakecupti-pm.c), idle.  Each phase
+ * lasts FAKEAPP_PHASE_MS (300).
+ */
+static int mode_metrics(void)
+{
+	static const char *const phases[] = {"idle-a", "busy", "idle-b"};
+	void (*busy)(bool) = (void (*)(bool))dlsym(RTLD_DEFAULT, "fakecupti_pm_busy");
+	long ms = getenv("FAKEAPP_PHASE_MS") ? atol(getenv("FAKEAPP_PHASE_MS")) : 300;
+	unsigned i;
+
+	if (!busy) {
+		fprintf(stderr, "fakeapp: the stand-in CUPTI has no PM part\n");
+		return 3;
+	}
+	nvtx_init();
+	for (i = 0; i < 3; i++) {
+		/* busy encloses its range: a delay between the calls leaves busy samples between
+		 * ranges, never idle ones inside "busy" or busy ones inside an idle range */
+		if (i == 1)
+			busy(true);
+		((int (*)(const char *))core_slot[NVTX_CBID_CORE_RangePushA])(phases[i]);
+		if (i == 1)
+			launched(count);
+		sleep_ms(ms);
+		((int (*)(void))core_slot[NVTX_CBID_CORE_RangePop])();
+		if (i == 1)
+			busy(false);
+	}
+	return 0;
 }
 
 static const struct mode {
@@ -520,6 +590,7 @@ static const struct mode {
     {"execlp", mode_execlp},
     {"exec-self", mode_exec_self},
     {"quick_exit", mode_quick_exit},
+    {"metrics", mode_metrics},
 };
 
 /* Before CUDA starts: the program's own SIGINT handler, a small "disk". */

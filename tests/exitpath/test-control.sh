@@ -59,7 +59,14 @@ mkdir -p "$T/cap"
 cap=$(ls "$T/cap"/*.tally | head -1)
 expect_rc "compare --capture, a trace with itself" 0 "$TALLY" compare --capture -f json -o "$T/cap.json" "$cap" "$cap"
 "$TALLY" check --json "$cap" >"$T/capcheck.json" 2>/dev/null
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); k=json.load(open(sys.argv[2]))['files'][0]['sections'][0]['records']['kernel']; sys.exit(0 if d['a']['intervals']==1 and d['a']['gpu_records']==k>0 and d['verdict']=='same' else 1)" "$T/cap.json" "$T/capcheck.json" \
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+k = json.load(open(sys.argv[2]))['files'][0]['sections'][0]['records'].get('kernel', 0)
+good = d['a']['intervals'] == 1 and d['a']['gpu_records'] == k > 0 and d['verdict'] == 'same'
+if not good:
+    print('capture: intervals', d['a']['intervals'], 'gpu_records', d['a']['gpu_records'], 'kernels', k, 'verdict', d['verdict'])
+sys.exit(0 if good else 1)" "$T/cap.json" "$T/capcheck.json" \
 	&& ok "capture: one window, every recorded kernel in it" || bad "capture stretch"
 
 expect_rc "no program" 2 "$TALLY" control -o "$T/u"

@@ -4,8 +4,11 @@
 #   cluster.sh stop DIR
 # Everything lives in DIR: slurm.conf (clients find it through SLURM_CONF=DIR/slurm.conf, which
 # `start` prints), munge's key and socket, spool and state directories, logs.  Its own ports and
-# munge socket keep it apart from any other Slurm on the machine.  Exits 77, saying why, where
-# Slurm cannot start (not root, slurm-wlm or munge missing, the node never comes up).
+# munge socket keep it apart from any other Slurm on the machine.  The node is what the machine
+# is: its real CPU count (nproc), which slurmd checks against the hardware; the partition lets
+# jobs share CPUs (OverSubscribe), as a test runs several small jobs at once, but a job that asks
+# for more tasks than the node has CPUs is refused, as on any cluster.  Exits 77, saying why,
+# where Slurm cannot start (not root, slurm-wlm or munge missing, the node never comes up).
 set -eu
 cmd=$1 dir=$2 track=${3:-linuxproc}
 skip() { echo "skip: $*" >&2; exit 77; }
@@ -68,14 +71,13 @@ MailProg=/bin/true
 SchedulerType=sched/builtin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
-SlurmdParameters=config_overrides
 ReturnToService=2
 KillWait=${KILLWAIT:-5}
 InactiveLimit=0
 MinJobAge=300
 FirstJobId=$((port * 10))
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=16 RealMemory=1000 State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE OverSubscribe=FORCE:8 State=UP
 CONF
 	# cgroup v1 (what these machines have writable); only read by proctrack/cgroup
 	echo "CgroupPlugin=cgroup/v1" >"$dir/cgroup.conf"

@@ -8,7 +8,10 @@
 # TALLY_RANKS=0 (--ranks 0 under srun) gives one file, and a job run past its --time=1 limit, a
 # job ended by scancel, and a job warned by --signal=USR1@50 whose program does not handle USR1
 # each leave every rank's trace COMPLETE, with the kernels the program says it launched before
-# the signal (its last batch may be launched while the close runs, outside the window).
+# the signal (its last batch may be launched while the close runs, outside the window), and the
+# recipe's own check-and-merge step runs in each (all.tally, COMPLETE, every rank's kernels).
+# The node has the machine's real CPU count (cluster.sh): the recipe as shipped is accepted
+# with no option and with -n NCPU, and a job asking for more tasks than that is refused.
 # About 100 s (slurmctld checks time limits every ~30 s).  Exits 77 where Slurm cannot start.
 # Usage: test-slurm.sh TALLY FAKEAPP FAKECUPTI SRC
 #   TALLY_SLURM_XFAIL="case ..." marks cases known to fail (reported XFAIL, not failing the run)
@@ -62,6 +65,27 @@ wait_jobs() { # JOBID...: until none is pending or running (at most 180 s)
 
 job_state() { scontrol show job "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
 
+# merged MODE CASE DIR: the recipe's all.tally is there, COMPLETE, with every rank's kernels
+merged() {
+	mode=$1 case=$2 dir=$3
+	"$TALLY" check --json "$dir"/rank*.tally >"$dir.ranks.json" 2>/dev/null
+	"$TALLY" check --json "$dir/all.tally" >"$dir.all.json" 2>/dev/null
+	if [ -f "$dir/all.tally" ] && python3 - "$dir.ranks.json" "$dir.all.json" >"$dir.mwhy" 2>&1 <<'PY'; then
+import json, sys
+ranks, merged = (json.load(open(p))["files"] for p in sys.argv[1:])
+parts = [s for f in ranks for s in f["sections"]]
+secs = merged[0]["sections"]
+kern = lambda ss: sum(s["records"]["kernel"] for s in ss)
+if len(secs) != len(parts) or kern(secs) != kern(parts) or any(s["verdict"] != "COMPLETE" for s in secs):
+    sys.exit("all.tally: %d sections, %d kernels, verdicts %s; the ranks: %d sections, %d kernels"
+             % (len(secs), kern(secs), [s["verdict"] for s in secs], len(parts), kern(parts)))
+PY
+		ok "$mode $case: the recipe checked and merged (all.tally COMPLETE, every rank's kernels)"
+	else
+		bad "$mode $case: the recipe's merge: $(cat "$dir.mwhy" 2>/dev/null || echo no all.tally)"
+	fi
+}
+
 # The cases of one mode, on its own cluster; prints ok/FAIL lines; returns 1 on a failure.
 run_mode() {
 	m=$1 C=$T/$1 fail=0
@@ -70,6 +94,14 @@ run_mode() {
 	mkdir -p "$D"
 	cd "$D" || return 1
 	job="$SRC/examples/slurm/job.sh"
+	# the recipe as shipped fits the real node: no option, and one task per CPU; more is refused
+	ncpu=$(nproc)
+	sbatch --test-only "$job" true >/dev/null 2>&1 && sbatch --test-only -N1 -n"$ncpu" "$job" true >/dev/null 2>&1 &&
+		ok "$m the recipe is accepted as shipped, and with -N1 -n$ncpu (the node's CPUs)" ||
+		bad "$m the recipe is refused on a $ncpu-CPU node"
+	sbatch --test-only -N1 -n$((ncpu * 2)) "$job" true >/dev/null 2>&1 &&
+		bad "$m -n$((ncpu * 2)) accepted on a $ncpu-CPU node: the node is not the machine" ||
+		ok "$m -n$((ncpu * 2)) refused on a $ncpu-CPU node"
 	# the slow ones first, in parallel: time limit, scancel, USR1 warning
 	tl=$(sbatch --parsable -N1 -n2 --time=1 -o "$D/tl.out" --export=ALL,TRACES="$D/tl" \
 		"$job" "$APP" forever $N)
@@ -90,8 +122,7 @@ run_mode() {
 		'v == "COMPLETE" and s["rank"] == "SLURM_PROCID=0" and k["kernel"] == L == 1000'
 	[ "$(grep -c "launched 1000" "$D/rank0.out")" = 2 ] && ok "$m ranks-0: rank 1 ran untraced" ||
 		bad "$m ranks-0: rank 1 did not run"
-	[ -f "$D/rank0/all.tally" ] && ok "$m ranks-0: the recipe checked and merged" ||
-		bad "$m ranks-0: the recipe's merge did not run"
+	merged $m ranks-0 "$D/rank0"
 
 	# scancel once both ranks are launching
 	i=0
@@ -115,6 +146,14 @@ run_mode() {
 		'v == "COMPLETE" and L > 0 and k["kernel"] in (L, L - '$N') and s["ledger"]["flush_path"] == "signal" and c["signal"] == 15'
 	check $m usr1 "$D/usr1" "$D/usr1.out" 2 \
 		'v == "COMPLETE" and L > 0 and k["kernel"] in (L, L - '$N') and s["ledger"]["flush_path"] == "signal" and c["signal"] == 10'
+	# the recipe lived through SIGTERM (time limit, scancel) and merged; and after USR1
+	for c in tl:time-limit cancel:scancel usr1:usr1; do
+		merged $m "${c#*:}" "$D/${c%%:*}"
+	done
+	for c in tl:time-limit cancel:scancel; do
+		grep -q "^job.sh: SIGTERM" "$D/${c%%:*}.out" && ok "$m ${c#*:}: the recipe saw SIGTERM and went on" ||
+			bad "$m ${c#*:}: no SIGTERM seen by the recipe"
+	done
 	# the program died of USR1 (tally record passes its status on), before the time limit
 	[ "$(job_state "$u1")" != TIMEOUT ] && grep -q "signal 10\|SIGUSR1\|status 138" "$D/usr1.out" &&
 		ok "$m usr1: the program died of SIGUSR1, before the limit" ||

@@ -50,6 +50,10 @@ static void usage(FILE *out)
 	      "  --swap-at K (launches K and K+1 swap names) --idle-at K:MS[:DROPS] (before\n"
 	      "  launch K the GPU idles MS ms; CUPTI drops DROPS records halfway; the clock is\n"
 	      "  then paced to real time; repeatable)\n"
+	      "steps (exact times, for the analyses): --steps N --step-kernels K --kernel-us U\n"
+	      "  --launch-us L --copy-us C --comm-us M --comm-at-us A --sleep-us S --gap-us G\n"
+	      "  --jitter-us J --mem-mb MB (see testsrc_run_steps in testsrc.h)\n"
+	      "  --realtime-shift-s S (the session says it started S seconds later)\n"
 	      "environment: RANK=N records the session as rank N (RANK=N), as the collector does\n",
 	      out);
 }
@@ -91,6 +95,18 @@ enum {
 	O_IDLE,
 	O_STACKS,
 	O_MEM,
+	O_STEPS,
+	O_STEP_KERNELS,
+	O_KERNEL_US,
+	O_LAUNCH_US,
+	O_COPY_US,
+	O_COMM_US,
+	O_COMM_AT_US,
+	O_SLEEP_US,
+	O_GAP_US,
+	O_JITTER_US,
+	O_MEM_MB,
+	O_SHIFT,
 };
 
 static const struct option longopts[] = {
@@ -130,6 +146,18 @@ static const struct option longopts[] = {
     {"idle-at", 1, NULL, O_IDLE},
     {"stacks", 1, NULL, O_STACKS},
     {"mem-allocs", 1, NULL, O_MEM},
+    {"steps", 1, NULL, O_STEPS},
+    {"step-kernels", 1, NULL, O_STEP_KERNELS},
+    {"kernel-us", 1, NULL, O_KERNEL_US},
+    {"launch-us", 1, NULL, O_LAUNCH_US},
+    {"copy-us", 1, NULL, O_COPY_US},
+    {"comm-us", 1, NULL, O_COMM_US},
+    {"comm-at-us", 1, NULL, O_COMM_AT_US},
+    {"sleep-us", 1, NULL, O_SLEEP_US},
+    {"gap-us", 1, NULL, O_GAP_US},
+    {"jitter-us", 1, NULL, O_JITTER_US},
+    {"mem-mb", 1, NULL, O_MEM_MB},
+    {"realtime-shift-s", 1, NULL, O_SHIFT},
     {"output", 1, NULL, 'o'},
     {"help", 0, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -142,6 +170,35 @@ static int parse_errno(const char *s)
 	if (strcmp(s, "ENOSPC") == 0)
 		return ENOSPC;
 	return atoi(s);
+}
+
+/* The steps of the analyses' tests (times in us, kept in ns); 0 if c is not one of them. */
+static int parse_steps(struct opts *o, int c, const char *arg)
+{
+	struct testsrc_steps *s = &o->w.st;
+	uint64_t ns = arg ? (uint64_t)(strtod(arg, NULL) * 1000.0 + 0.5) : 0;
+	uint64_t *const us[] = {[O_KERNEL_US - O_KERNEL_US] = &s->kernel_ns,
+				[O_LAUNCH_US - O_KERNEL_US] = &s->launch_ns,
+				[O_COPY_US - O_KERNEL_US] = &s->copy_ns,
+				[O_COMM_US - O_KERNEL_US] = &s->comm_ns,
+				[O_COMM_AT_US - O_KERNEL_US] = &s->comm_at_ns,
+				[O_SLEEP_US - O_KERNEL_US] = &s->sleep_ns,
+				[O_GAP_US - O_KERNEL_US] = &s->gap_ns,
+				[O_JITTER_US - O_KERNEL_US] = &s->jitter_ns};
+
+	if (c == O_STEPS)
+		s->steps = (unsigned)strtoul(arg, NULL, 0);
+	else if (c == O_STEP_KERNELS)
+		s->kernels = (unsigned)strtoul(arg, NULL, 0);
+	else if (c == O_MEM_MB)
+		s->mem_bytes = strtoull(arg, NULL, 0) << 20;
+	else if (c == O_SHIFT)
+		testsrc_realtime_shift_ns = (int64_t)(strtod(arg, NULL) * 1e9);
+	else if (c >= O_KERNEL_US && c <= O_JITTER_US)
+		*us[c - O_KERNEL_US] = ns;
+	else
+		return 0;
+	return 1;
 }
 
 /* The shapes tally compare and gpu_gaps are tested with; 0 if c is not one of them. */
@@ -180,6 +237,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		unsigned long long v = optarg ? strtoull(optarg, NULL, 0) : 0;
 		int shape = parse_shape(o, c, optarg, v);
 
+		if (!shape)
+			shape = parse_steps(o, c, optarg);
 		if (shape < 0) {
 			usage(stderr);
 			return -1;
@@ -306,6 +365,8 @@ static void *worker_main(void *arg)
 	struct testsrc_workload w = wk->o->w;
 
 	w.seed += wk->index;
+	if (w.st.steps)
+		testsrc_run_steps(&wk->e, &w, 5000000 + wk->index * 10000000u);
 	testsrc_run(&wk->e, &w, 1 + wk->index * 10000000u);
 	/* --in-flight: the first thread's last buffer stays with "CUPTI" at stop. */
 	if (!(wk->o->in_flight && wk->index == 0))
@@ -320,7 +381,8 @@ static uint64_t kinds_mask(const struct testsrc_workload *w)
 	       (w->syncs ? 1u << TALLY_KIND_SYNC : 0) |
 	       (w->ranges || w->marks ? 1u << TALLY_KIND_NVTX_RANGE | 1u << TALLY_KIND_NVTX_MARK
 				      : 0) |
-	       (w->mem_allocs ? 1u << TALLY_KIND_MEMORY : 0);
+	       (w->mem_allocs || w->st.mem_bytes ? 1u << TALLY_KIND_MEMORY : 0) |
+	       (w->st.steps ? 1u << TALLY_KIND_NVTX_RANGE | 1u << TALLY_KIND_NVTX_MARK : 0);
 }
 
 static int run(struct opts *o, int fd)

@@ -9,12 +9,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jobkeys.h"
 #include "stacks.h"
 #include "stacktab.h"
 #include "tally-format.h"
 
 _Atomic uint64_t testsrc_dropped_pending;
 _Atomic uint64_t testsrc_walk_delay_ns;
+int64_t testsrc_realtime_shift_ns;
 
 const char *const testsrc_kernel_names[] = {
     "_Z10vectorAddPKfS0_Pfi",
@@ -651,7 +653,7 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 	tally_kv_uint(b, TALLY_SK_PPID, (uint64_t)getppid());
 	tally_kv_bytes(b, TALLY_SK_CMDLINE, cmd, sizeof(cmd) - 1);
 	/* the pair maps the records' clock (testsrc_now, maybe moved by --t0) to real time */
-	tally_kv_uint(b, TALLY_SK_START_REALTIME, real_now());
+	tally_kv_uint(b, TALLY_SK_START_REALTIME, real_now() + (uint64_t)testsrc_realtime_shift_ns);
 	tally_kv_uint(b, TALLY_SK_START_CUPTI, testsrc_now());
 	tally_kv_uint(b, TALLY_SK_CUPTI_VERSION, CUPTI_API_VERSION);
 	tally_kv_uint(b, TALLY_SK_KINDS, kinds_mask);
@@ -664,6 +666,7 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 		snprintf(rank, sizeof(rank), "RANK=%s", getenv("RANK"));
 		tally_kv_str(b, TALLY_SK_RANK, rank);
 	}
+	tally_job_keys(b); /* SLURM_JOB_ID, TORCHELASTIC_RUN_ID, WORLD_SIZE ... as the collector */
 }
 
 ssize_t fault_sink_write(void *ctx, const void *buf, size_t len)
@@ -687,4 +690,163 @@ ssize_t fault_sink_write(void *ctx, const void *buf, size_t len)
 		return -errno;
 	s->accepted += (uint64_t)n;
 	return n;
+}
+
+/* ---- training steps with exact times (testsrc_run_steps) ---------------------------------- */
+
+#define STEP_LATENCY_NS 5000u /* a launch call's start to the earliest start of its work */
+#define STEP_CALL_GAP	1000u /* between one call's end and the next call */
+
+struct steps_gen {
+	struct testsrc_emitter *e;
+	const struct testsrc_steps *st;
+	uint32_t corr;
+	uint64_t h, gpu; /* the host's time, the compute stream's end */
+};
+
+static void exact_api(struct steps_gen *s, uint32_t cbid, uint64_t start, uint64_t end,
+		      uint32_t corr)
+{
+	CUpti_ActivityAPI a;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+	a.cbid = cbid;
+	a.start = start;
+	a.end = end;
+	a.processId = (uint32_t)getpid();
+	a.threadId = s->e->thread_id;
+	a.correlationId = corr;
+	testsrc_emit(s->e, &a, sizeof(a));
+}
+
+static void exact_kernel(struct steps_gen *s, const char *name, uint32_t stream, uint64_t start,
+			 uint64_t end, uint32_t corr)
+{
+	CUpti_ActivityKernel10 k;
+
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.start = start;
+	k.end = end;
+	k.contextId = 1;
+	k.streamId = stream;
+	k.gridX = k.gridY = k.gridZ = 1;
+	k.blockX = 128;
+	k.blockY = k.blockZ = 1;
+	k.correlationId = corr;
+	k.name = name;
+	testsrc_emit(s->e, &k, sizeof(k));
+}
+
+static void exact_marker(struct steps_gen *s, unsigned flags, uint32_t id, uint64_t t)
+{
+	CUpti_ActivityMarker2 m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+	m.flags = flags;
+	m.timestamp = t;
+	m.id = id;
+	m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+	m.objectId.pt.processId = (uint32_t)getpid();
+	m.objectId.pt.threadId = s->e->thread_id;
+	m.name = flags == CUPTI_ACTIVITY_FLAG_MARKER_START ? "step" : NULL;
+	testsrc_emit(s->e, &m, sizeof(m));
+}
+
+/* A launch call now; its work starts at the latency after it, or at `after`, if later. */
+static uint64_t exact_launch(struct steps_gen *s, uint64_t after, uint32_t *corr)
+{
+	uint64_t call = s->st->launch_ns ? s->st->launch_ns : 4000, start = s->h + STEP_LATENCY_NS;
+
+	*corr = s->corr++;
+	exact_api(s, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, s->h, s->h + call, *corr);
+	s->h += call + STEP_CALL_GAP;
+	return start > after ? start : after;
+}
+
+static void exact_copy(struct steps_gen *s)
+{
+	CUpti_ActivityMemcpy6 m;
+	uint64_t call = s->st->launch_ns ? s->st->launch_ns : 4000;
+	uint64_t start = s->h + STEP_LATENCY_NS > s->gpu ? s->h + STEP_LATENCY_NS : s->gpu;
+	uint32_t corr = s->corr++;
+
+	exact_api(s, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, s->h, s->h + call, corr);
+	s->h += call + STEP_CALL_GAP;
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+	m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+	m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+	m.bytes = 1u << 20;
+	m.start = start;
+	m.end = start + s->st->copy_ns;
+	m.contextId = 1;
+	m.streamId = 7;
+	m.correlationId = corr;
+	testsrc_emit(s->e, &m, sizeof(m));
+	s->gpu = m.end;
+}
+
+static void exact_step(struct steps_gen *s, unsigned k)
+{
+	const struct testsrc_steps *st = s->st;
+	int64_t jitter = ((int64_t)(k * 7) % 5 - 2) * (int64_t)st->jitter_ns;
+	uint64_t first = 0, comm_end = 0, t;
+	uint32_t corr;
+	unsigned i;
+
+	exact_marker(s, CUPTI_ACTIVITY_FLAG_MARKER_START, 1000000u + k, s->h);
+	if (st->copy_ns)
+		exact_copy(s);
+	for (i = 0; i < st->kernels; i++) {
+		t = exact_launch(s, s->gpu, &corr);
+		first = i ? first : t;
+		exact_kernel(s, TESTSRC_STEP_KERNEL, 7, t, t + st->kernel_ns + (uint64_t)jitter,
+			     corr);
+		s->gpu = t + st->kernel_ns + (uint64_t)jitter;
+	}
+	if (st->comm_ns) {
+		t = exact_launch(s, first + st->comm_at_ns, &corr);
+		comm_end = t + st->comm_ns;
+		exact_kernel(s, TESTSRC_COMM_KERNEL, 8, t, comm_end, corr);
+	}
+	/* the host waits for the GPU, then idles, then ends the step */
+	t = (s->gpu > comm_end ? s->gpu : comm_end) + STEP_CALL_GAP;
+	t = t > s->h ? t : s->h;
+	exact_api(s, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, s->h, t, s->corr++);
+	s->h = t + st->sleep_ns;
+	exact_marker(s, CUPTI_ACTIVITY_FLAG_MARKER_END, 1000000u + k, s->h);
+	s->h += st->gap_ns;
+}
+
+uint32_t testsrc_run_steps(struct testsrc_emitter *e, const struct testsrc_workload *w,
+			   uint32_t first_correlation)
+{
+	struct steps_gen s = {.e = e, .st = &w->st, .corr = first_correlation};
+	unsigned k;
+
+	s.h = w->t0 ? w->t0 : testsrc_now();
+	s.gpu = s.h;
+	if (w->st.mem_bytes) {
+		CUpti_ActivityMemory4 m;
+
+		memset(&m, 0, sizeof(m));
+		m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+		m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+		m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+		m.address = testsrc_alloc_address(0);
+		m.bytes = w->st.mem_bytes;
+		m.timestamp = s.h;
+		m.processId = (uint32_t)getpid();
+		m.contextId = 1;
+		testsrc_emit(e, &m, sizeof(m));
+		s.h += 1000;
+	}
+	for (k = 0; k < w->st.steps; k++)
+		exact_step(&s, k);
+	return s.corr;
 }

@@ -59,6 +59,20 @@ struct testsrc_workload {
 	/* call stacks and memory (format 1.2) */
 	unsigned stacks; /* launches carry Python stack testsrc_stack_index(corr) of this many */
 	unsigned mem_allocs; /* MEMORY2: this many allocations, then their releases */
+	/* training steps with exact times, for the analyses (testsrc_run_steps) */
+	struct testsrc_steps {
+		unsigned steps;	     /* each inside an NVTX range "step" */
+		unsigned kernels;    /* compute kernels per step, stream 7, launched back to back */
+		uint64_t kernel_ns;  /* each lasts this long */
+		uint64_t launch_ns;  /* each launch call lasts this long (0: 4 us) */
+		uint64_t copy_ns;    /* first in each step, a host-to-device copy this long */
+		uint64_t comm_ns;    /* an NCCL all-reduce kernel this long, stream 8, ... */
+		uint64_t comm_at_ns; /* ... starting this long after the step's first kernel */
+		uint64_t sleep_ns;   /* then the host idles this long, inside the step's range */
+		uint64_t gap_ns;     /* and this long between steps, outside it */
+		uint64_t jitter_ns;  /* step k's kernels last ((k * 7) % 5 - 2) * jitter_ns more */
+		uint64_t mem_bytes;  /* one device allocation of this size, held to the end */
+	} st;
 };
 
 /* The stacks the test source attributes launches to: launch with correlation id c comes from
@@ -104,6 +118,18 @@ bool testsrc_emit(struct testsrc_emitter *e, const void *rec, size_t size);
 /* Hand the current buffer back (CUPTI's flush).  keep: leave it in flight instead. */
 void testsrc_flush(struct testsrc_emitter *e);
 
+/*
+ * The steps of w->st, with exact timestamps from w->t0 (or now), on one host thread and device 0:
+ * per step, a range start; a copy launch and its copy; w->st.kernels kernel launches, each
+ * 1 us after the previous call ends, each kernel starting 5 us after its launch call or when the
+ * one before ends; the NCCL kernel; a cudaStreamSynchronize until the GPU is done (+1 us); the
+ * sleep; the range end; the gap.  Returns the correlation id after the last one used.
+ */
+uint32_t testsrc_run_steps(struct testsrc_emitter *e, const struct testsrc_workload *w,
+			   uint32_t first_correlation);
+#define TESTSRC_COMM_KERNEL "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+#define TESTSRC_STEP_KERNEL "ampere_sgemm_128x64_nn"
+
 /* Generate a whole workload through e; returns the correlation id after the last one used. */
 uint32_t testsrc_run(struct testsrc_emitter *e, const struct testsrc_workload *w,
 		     uint32_t first_correlation);
@@ -115,6 +141,9 @@ extern const unsigned testsrc_kernel_names_count;
 uint64_t testsrc_now(void);
 /* From now on testsrc_now() reads t0 plus the time elapsed since this call (t0 0: real time). */
 void testsrc_clock_start(uint64_t t0);
+
+/* Added to the session's CLOCK_REALTIME start: a recording made "hours ago", for job grouping. */
+extern int64_t testsrc_realtime_shift_ns;
 
 /* Build the SESSION payload the way the collector does, with source "testsrc". */
 void testsrc_session(struct tally_buf *b, uint64_t kinds_mask);

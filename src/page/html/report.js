@@ -104,7 +104,7 @@ function secShort(i) {
 function whenLine(w) {
 	const b = (w.begin_s >= 0 ? "+" : "") + w.begin_s.toFixed(3);
 	const e = (w.end_s >= 0 ? "+" : "") + w.end_s.toFixed(3);
-	return "when: " + b + " s .. " + e + " s: " + fmtCount(w.count);
+	return "when: " + b + " s .. " + e + " s: " + w.count; /* as tally check says it */
 }
 
 function reasonItem(input, sec, r) {
@@ -164,6 +164,16 @@ function lossWindows(sec) {
 	return TL.loss_windows.filter((w) => sec === undefined || w.sec === sec);
 }
 
+/* A loss window over (nearly) the whole run would paint every chart red and hide it: such a
+ * window is drawn as a band along the top instead, and the page says why (wholeRunLoss). */
+function coversRun(w) {
+	return w.end - w.begin >= 0.9 * Math.max(TL.span_ns, 1);
+}
+
+function wholeRunLoss() {
+	return TL.loss_windows.filter(coversRun);
+}
+
 /* uPlot plugin: shade loss windows (red) and, for busy charts, idle and unproven stretches. */
 function shadePlugin(sec, gaps) {
 	return {
@@ -176,7 +186,7 @@ function shadePlugin(sec, gaps) {
 				for (const w of lossWindows(sec)) {
 					const x0 = u.valToPos(w.begin / 1e9, "x", true);
 					const x1 = Math.max(u.valToPos(w.end / 1e9, "x", true), x0 + 2);
-					ctx.fillRect(x0, top, x1 - x0, h);
+					ctx.fillRect(x0, top, x1 - x0, coversRun(w) ? Math.min(6, h) : h);
 				}
 				for (const g of gaps || []) {
 					const x0 = u.valToPos(g[1] / 1e9, "x", true);
@@ -217,8 +227,70 @@ function timeAxis(spanS) {
 
 const CHARTS = [];
 
+/* Every chart's time axis is the same: 0 to the run's span, with the same room left and right of
+ * the plot, so that a moment is at the same place on each (the timeline's too). */
+const RUN_T0 = Math.min(0, ...TL.ledgers.flatMap((l) => l.snaps.map((s) => s.t)));
+const RUN_T1 = Math.max(TL.span_ns, 1, ...TL.ledgers.flatMap((l) => l.snaps.map((s) => s.t)));
+const SPAN_S = (RUN_T1 - RUN_T0) / 1e9;
+/* the timeline's row labels are as wide as the charts' left axes */
+const LEFT_AXIS = 210, RIGHT_AXIS = 64;
+
+function xScale() {
+	return { time: false, range: () => [RUN_T0 / 1e9, RUN_T1 / 1e9] };
+}
+
+/* An axis's label takes LABEL_SIZE of its width, whether it has one or not. */
+const LABEL_SIZE = 30;
+
+function leftAxis(label) {
+	return { label, size: LEFT_AXIS - LABEL_SIZE, labelSize: LABEL_SIZE };
+}
+
+/* The right-hand axis a chart has, or an empty one of the same width. */
+function rightAxis(opts) {
+	return Object.assign({ side: 1, size: RIGHT_AXIS - LABEL_SIZE, labelSize: LABEL_SIZE, grid: { show: false } },
+		opts || { scale: "y", label: " ", values: (u, splits) => splits.map(() => ""), ticks: { show: false } });
+}
+
+/* Legends show the values at the highest point of the first curve until a pointer moves over
+ * the chart, and go back to them when it leaves: never "--". */
+function legendAtPeak() {
+	let peak = null;
+	const find = (u) => {
+		const ys = u.data[1] || [];
+		let best = 0;
+		for (let i = 0; i < ys.length; i++) if (ys[i] !== null && ys[i] > (ys[best] || 0)) best = i;
+		return ys.length ? best : null;
+	};
+	return {
+		hooks: {
+			ready: [(u) => {
+				peak = find(u);
+				if (peak !== null) u.setLegend({ idx: peak });
+			}],
+			setCursor: [(u) => {
+				if (u.cursor.idx === null && peak !== null) u.setLegend({ idx: peak });
+			}],
+		},
+	};
+}
+
+/* As wide as the timeline's canvas (its frame takes a pixel each side) */
 function chartWidth(container) {
-	return Math.max(480, (container.clientWidth || document.body.clientWidth - 90) - 10);
+	return Math.max(480, (container.clientWidth || document.body.clientWidth - 90) - 2);
+}
+
+/* A report of tally stats, as the page's JSON holds it: its rows, or [] */
+function report(name) {
+	const r = STATS.reports.find((x) => x.name === name);
+	return r ? r.rows : [];
+}
+
+/* gpu_time_breakdown's row of a section's device (the PID and device say which section) */
+function breakdownRow(sec, device) {
+	const s = SECS[sec];
+	return report("gpu_time_breakdown").find((r) => s && r.PID === s.pid && r.Device === device &&
+		(r.Rank === (s.rank || "-"))) || null;
 }
 
 /* ---- ledger ------------------------------------------------------------------------------- */
@@ -267,7 +339,6 @@ function renderLedger() {
 			", pool high-water " + last.pool_hw + "/" + last.pool_cap + ", write failures " + fmtCount(last.write_fail) +
 			", " + fmtBytes(last.bytes) + " written"));
 		const xs = snaps.map((s) => s.t / 1e9);
-		const xmin = Math.min(0, xs[0]), xmax = Math.max(TL.span_ns / 1e9, xs[xs.length - 1]) * 1.02;
 		const data = [xs, perSlice(snaps, "parsed"), perSlice(snaps, "dropped"), perSlice(snaps, "loss"),
 			snaps.map((s) => s.pool_hw), perSlice(snaps, "write_fail")];
 		const div = el("div");
@@ -276,10 +347,9 @@ function renderLedger() {
 		const bars = uPlot.paths.bars({ size: [0.6, 60, 4], align: -1 });
 		const opts = {
 			width: chartWidth(box), height: SECS.length > 2 ? 130 : 190,
-			plugins: [shadePlugin(led.sec)],
-			scales: { x: { time: false, range: [xmin, xmax] }, pool: { range: (u, a, b) => [0, Math.max(b, snaps[0].pool_cap || 1)] } },
-			axes: [timeAxis(xmax - xmin), { label: "records/slice", size: 70 },
-				{ scale: "pool", side: 1, label: "pool buffers", grid: { show: false } }],
+			plugins: [shadePlugin(led.sec), legendAtPeak()],
+			scales: { x: xScale(), pool: { range: (u, a, b) => [0, Math.max(b, snaps[0].pool_cap || 1)] } },
+			axes: [timeAxis(SPAN_S), leftAxis("records/slice"), rightAxis({ scale: "pool", label: "pool buffers" })],
 			series: [{ label: "time (s)" },
 				{ label: "records parsed", stroke: "#2f6fdf", fill: "rgba(47,111,223,0.35)", width: 1, paths: bars },
 				{ label: "dropped by CUPTI", stroke: "#b3261e", fill: "rgba(179,38,30,0.6)", width: 1, paths: bars },
@@ -426,11 +496,12 @@ function renderBusy() {
 		const streams = LANES.filter((l) => l.type === "gpu" && l.sec === dev.sec && l.device === dev.device)
 			.sort((a, b) => a.stream - b.stream);
 		const gaps = TL.gaps.filter((g) => g[0] === dev.index);
-		const idle = gaps.filter((g) => !g[3]).reduce((s, g) => s + g[2] - g[1], 0);
-		const unproven = gaps.filter((g) => g[3]).reduce((s, g) => s + g[2] - g[1], 0);
-		box.appendChild(el("div", { class: "chart-title" }, secLabel(dev.sec) + ", GPU " + dev.device + ": " +
-			streams.length + " stream(s), " + fmtCount(dev.events) + " GPU records; idle " + fmtNs(idle) +
-			(unproven ? ", unproven " + fmtNs(unproven) : "")));
+		const bd = breakdownRow(dev.sec, dev.device);
+		box.appendChild(el("div", { class: "chart-title", "data-sec": dev.sec, "data-device": dev.device,
+			"data-idle-ns": bd ? bd["Idle (ns)"] : "" },
+			secLabel(dev.sec) + ", GPU " + dev.device + ": " + streams.length + " stream(s), " +
+			fmtCount(dev.events) + " GPU records; idle " + (bd ? fmtNs(bd["Idle (ns)"]) + " of " + fmtNs(bd["Span (ns)"]) +
+			(bd["Idle Unproven (ns)"] ? ", of it unproven " + fmtNs(bd["Idle Unproven (ns)"]) : "") : "?")));
 		const [xs, ys] = busySeries(dev);
 		const data = [xs, ys];
 		const series = [{ label: "time (s)" }, { label: "GPU " + dev.device + " busy %", stroke: "#1f9d8a", fill: "rgba(31,157,138,0.18)", width: 1.5 }];
@@ -442,9 +513,9 @@ function renderBusy() {
 		const div = el("div");
 		box.appendChild(div);
 		CHARTS.push(new uPlot({
-			width: chartWidth(box), height: SECS.length > 2 ? 120 : 170, plugins: [shadePlugin(dev.sec, gaps)],
-			scales: { x: { time: false }, y: { range: [0, 100] } },
-			axes: [timeAxis(TL.span_ns / 1e9), { label: "busy %", size: 50 }],
+			width: chartWidth(box), height: SECS.length > 2 ? 120 : 170, plugins: [shadePlugin(dev.sec, gaps), legendAtPeak()],
+			scales: { x: xScale(), y: { range: [0, 100] } },
+			axes: [timeAxis(SPAN_S), leftAxis("busy %"), rightAxis()],
 			series,
 		}, data, div));
 	}
@@ -461,7 +532,7 @@ window.addEventListener("resize", () => {
 const ROW = { header: 20, device: 20, gpu: 16, api: 14, nvtx: 13 };
 /* processes shown as their devices only (a click on the band toggles); many ranks start folded */
 const COLLAPSED = new Set(SECS.length > 4 ? SECS.map((s, i) => i) : []);
-const LABEL_W = 210, AXIS_H = 24;
+const LABEL_W = LEFT_AXIS, AXIS_H = 24;
 
 function laneName(l, name) {
 	return (l.type === "gpu" || l.type === "device" ? l.device : l.tid) === OTHER ? "(more threads/streams, together)" : name;
@@ -502,11 +573,11 @@ function buildRows() {
 	return { rows, height: y + 6 };
 }
 
-const view = { t0: 0, t1: Math.max(TL.span_ns, 1), selected: null, hover: null };
+const view = { t0: RUN_T0, t1: RUN_T1, selected: null, hover: null };
 
 function tlGeometry(canvas) {
 	const w = canvas.clientWidth;
-	return { w, plotW: Math.max(w - LABEL_W, 10) };
+	return { w, plotW: Math.max(w - LABEL_W - RIGHT_AXIS, 10) };
 }
 
 function xOf(t, plotW) {
@@ -711,6 +782,9 @@ function drawTimeline() {
 	canvas.height = Math.round(TLS.height * dpr);
 	canvas.style.height = TLS.height + "px";
 	const ctx = canvas.getContext("2d");
+	/* where the time axis is, for the browser test: the charts' plot areas are the same */
+	canvas.setAttribute("data-plot-left", String(LABEL_W));
+	canvas.setAttribute("data-plot-width", String(Math.round(plotW)));
 	ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
 	ctx.clearRect(0, 0, w, TLS.height);
 	drawAxis(ctx, plotW, TLS.height);
@@ -918,8 +992,8 @@ function setupTimeline() {
 	document.getElementById("tl-zoom-in").addEventListener("click", () => zoom(0.5));
 	document.getElementById("tl-zoom-out").addEventListener("click", () => zoom(2));
 	document.getElementById("tl-reset").addEventListener("click", () => {
-		view.t0 = 0;
-		view.t1 = Math.max(TL.span_ns, 1);
+		view.t0 = RUN_T0;
+		view.t1 = RUN_T1;
 		drawTimeline();
 	});
 	window.addEventListener("resize", drawTimeline);
@@ -951,38 +1025,206 @@ function selfTest() {
 	document.body.setAttribute("data-selftest", "zoom=" + zoomed + " pan=" + panned + " brush=" + brushed);
 }
 
-/* ---- ranks -------------------------------------------------------------------------------- */
+/* ---- diagnosis ------------------------------------------------------------------------------ */
 
-function renderRanks() {
-	if (SECS.length < 2) return;
-	document.getElementById("ranks-section").hidden = false;
-	const box = document.getElementById("ranks");
-	const compute = (s) => Math.max(s.gpu_busy_ns - s.nccl_ns, 0);
-	let slowest = 0;
-	SECS.forEach((s, i) => { if (compute(s) > compute(SECS[slowest])) slowest = i; });
-	const sorted = SECS.map(compute).sort((a, b) => a - b);
-	const median = sorted[Math.floor((sorted.length - 1) / 2)];
-	const s = SECS[slowest];
-	if (!compute(s)) {
-		box.appendChild(el("p", { id: "slowest-rank" }, "No GPU work to compare between these processes."));
+function renderDiagnosis() {
+	const box = document.getElementById("diagnosis");
+	const rows = report("diagnosis");
+	if (!STATS.reports.some((r) => r.name === "diagnosis")) {
+		box.appendChild(el("p", { class: "note" }, "The diagnosis was not computed."));
 		return;
 	}
-	box.appendChild(el("p", { id: "slowest-rank" }, "Slowest: " + s.label + " \u2014 compute " + fmtNs(compute(s)) +
-		(median > 0 ? ", " + ((compute(s) / median - 1) * 100).toFixed(1) + "% over the median rank" : "") +
-		"; top kernel " + (s.top_kernel || "(none)") + "."));
+	if (!rows.length) {
+		box.appendChild(el("p", { id: "diagnosis-none" },
+			"Nothing crosses a rule's threshold: no finding (the rules and thresholds: docs/diagnosis.md)."));
+		return;
+	}
+	const list = el("ol", { class: "findings", id: "diagnosis-list" });
+	for (const f of rows) {
+		const li = el("li", { class: "finding", "data-rule": f.Rule, "data-cost-ns": f["Cost (ns)"] });
+		const head = el("div", { class: "finding-head" });
+		head.appendChild(el("span", { class: "rule" }, f.Rule));
+		head.appendChild(el("span", { class: "figure" }, f.Finding));
+		if (f["Cost (ns)"]) head.appendChild(el("span", { class: "cost" }, "costs " + fmtNs(f["Cost (ns)"]) +
+			(f["Cost (%)"] !== null ? " (" + f["Cost (%)"].toFixed(1) + "%)" : "")));
+		li.appendChild(head);
+		for (const k of ["Proof", "Where", "Why", "Try"])
+			if (f[k]) {
+				const line = el("div", { class: "finding-" + k.toLowerCase() });
+				line.appendChild(el("b", null, k.toLowerCase()));
+				line.appendChild(document.createTextNode(" " + f[k]));
+				li.appendChild(line);
+			}
+		list.appendChild(li);
+	}
+	box.appendChild(list);
+}
+
+/* ---- ranks -------------------------------------------------------------------------------- */
+
+function stragglerText() {
+	const all = report("rank_steps").find((r) => r.Step === "all");
+	if (!all) return "Steps: no NVTX range of a step in these traces (name one with tally report --range NAME): no straggler named.";
+	return "Steps: " + all.Verdict + (all.Verdict.startsWith("straggler") ? "" : ".");
+}
+
+function renderRanks() {
+	if (SECS.length < 2) {
+		const link = document.getElementById("nav-ranks");
+		if (link) link.remove(); /* one process: nothing to set side by side */
+		return;
+	}
+	document.getElementById("ranks-section").hidden = false;
+	const box = document.getElementById("ranks");
+	const all = report("rank_steps").find((r) => r.Step === "all");
+	const named = all && all.Verdict.startsWith("straggler") ? all["Slowest Rank"] : null;
+	box.appendChild(el("p", { id: "straggler" }, stragglerText()));
 	const max = Math.max(...SECS.map((x) => x.gpu_busy_ns), 1);
-	const rows = SECS.map((x, i) => [x.rank || "-", x.label, x.gpu_busy_ns, x.gpu_idle_ns, compute(x), x.top_kernel,
-		x.top_kernel_ns, x.loss, x.verdict, i]);
-	const cols = ["Rank", "Process", "GPU busy (ns)", "GPU idle (ns)", "Compute (ns)", "Top kernel", "Top kernel time (ns)",
-		"Records lost", "Verdict"];
-	const table = dataTable(cols,
-		rows, "ranks-table", (tr, row) => {
-			if (row[9] === slowest) tr.className = "slowest";
-			const cell = tr.children[2], bar = el("span", { class: "bar" });
-			bar.style.width = Math.round(80 * row[2] / max) + "px";
-			cell.insertBefore(bar, cell.firstChild);
-		});
-	box.appendChild(table);
+	const rows = SECS.map((x, i) => [x.rank || "-", x.label, x.gpu_busy_ns, x.gpu_idle_ns, x.gpu_idle_unproven_ns,
+		x.compute_ns, x.comm_exposed_ns, x.copy_exposed_ns, x.top_kernel, x.top_kernel_ns, x.loss, x.verdict, i]);
+	const cols = ["Rank", "Process", "GPU busy (ns)", "GPU idle (ns)", "Idle unproven (ns)", "Compute (ns)",
+		"Communication (ns)", "Copy/Memset (ns)", "Top kernel", "Top kernel time (ns)", "Records lost", "Verdict"];
+	box.appendChild(dataTable(cols, rows, "ranks-table", (tr, row) => {
+		if (named && row[0] === named) tr.className = "slowest";
+		const cell = tr.children[2], bar = el("span", { class: "bar" });
+		bar.style.width = Math.round(80 * row[2] / max) + "px";
+		cell.insertBefore(bar, cell.firstChild);
+	}));
+}
+
+/* ---- where the time went -------------------------------------------------------------------- */
+
+const PARTS = [["Compute", "#2f6fdf"], ["Communication", "#d98a1f"], ["Copy/Memset", "#8a5cd0"],
+	["Idle proven", "#b9c2cc"], ["Idle unproven", "#b3261e"]];
+
+function partNs(r, name) {
+	if (name === "Idle proven") return r["Idle Proven (ns)"];
+	if (name === "Idle unproven") return r["Idle Unproven (ns)"];
+	return r[name + " (ns)"];
+}
+
+function renderBreakdown() {
+	const box = document.getElementById("breakdown");
+	const rows = report("gpu_time_breakdown");
+	if (!rows.length) {
+		box.appendChild(el("p", { class: "note" }, "No GPU work in these traces."));
+		return;
+	}
+	for (const r of rows) {
+		const line = el("div", { class: "bd-line" });
+		line.appendChild(el("div", { class: "bd-label" }, (r.Rank !== "-" ? r.Rank + ", " : "") + "pid " + r.PID +
+			", GPU " + r.Device + ": " + fmtNs(r["Span (ns)"])));
+		const bar = el("div", { class: "bd-bar", "data-pid": r.PID, "data-device": r.Device });
+		const legend = el("div", { class: "bd-legend" });
+		for (const [name, color] of PARTS) {
+			const ns = partNs(r, name), pct = r["Span (ns)"] ? 100 * ns / r["Span (ns)"] : 0;
+			const seg = el("span", { class: "bd-seg", title: name + " " + fmtNs(ns), "data-part": name, "data-ns": ns });
+			seg.style.width = pct + "%";
+			seg.style.background = color;
+			bar.appendChild(seg);
+			const item = el("span", { class: "bd-item" });
+			const sw = el("span", { class: "legend-swatch" });
+			sw.style.background = color;
+			item.appendChild(sw);
+			item.appendChild(document.createTextNode(name + " " + pct.toFixed(1) + "% (" + fmtNs(ns) + ")"));
+			legend.appendChild(item);
+		}
+		line.appendChild(bar);
+		line.appendChild(legend);
+		if (r.Note) line.appendChild(el("div", { class: "note" }, r.Note));
+		box.appendChild(line);
+	}
+	const ov = report("comm_compute_overlap");
+	box.appendChild(el("p", { id: "overlap-line" }, ov.length
+		? ov.map((r) => (r.Rank !== "-" ? r.Rank : "pid " + r.PID) + " GPU " + r.Device + ": " + r["Overlap (%)"].toFixed(1) +
+			"% of " + fmtNs(r["Communication (ns)"]) + " of communication overlapped by compute").join("; ")
+		: "No communication kernels (NCCL and the like, by name) in these traces."));
+}
+
+/* ---- queues and memory: curves on the common time axis --------------------------------------- */
+
+function stepSeries(t0, width, values) {
+	const xs = [], ys = [];
+	for (let i = 0; i < values.length; i++) {
+		xs.push((t0 + (i + 0.5) * width) / 1e9);
+		ys.push(values[i]);
+	}
+	return [xs, ys];
+}
+
+/* One chart per (process, device): a series per stream; x values merged (series may differ). */
+function renderQueues() {
+	const box = document.getElementById("queues");
+	const qs = TL.queues || [];
+	if (!qs.length) {
+		box.appendChild(el("p", { class: "note" }, "No launch joined to its GPU work in these traces (needs the CUDA API and GPU records)."));
+		return;
+	}
+	const keys = [...new Set(qs.map((q) => q.sec + ":" + q.device))];
+	for (const key of keys) {
+		const mine = qs.filter((q) => q.sec + ":" + q.device === key).sort((a, b) => a.stream - b.stream);
+		const xsAll = [...new Set(mine.flatMap((q) => stepSeries(q.t0, q.width, q.depth)[0]))].sort((a, b) => a - b);
+		const data = [xsAll];
+		const series = [{ label: "time (s)" }];
+		for (const q of mine) {
+			const [xs, ys] = stepSeries(q.t0, q.width, q.depth), at = new Map(xs.map((x, i) => [x, ys[i]]));
+			data.push(xsAll.map((x) => (at.has(x) ? at.get(x) : null)));
+			series.push({ label: "stream " + q.stream + " (peak " + q.peak.toFixed(1) + ")", stroke: "hsl(" + (q.stream * 47 % 360) + ",60%,45%)",
+				width: 1.2, spanGaps: false });
+		}
+		box.appendChild(el("div", { class: "chart-title", "data-queue": key }, secLabel(mine[0].sec) + ", GPU " + mine[0].device +
+			": launches outstanding per stream (mean per " + fmtNs(mine[0].width) + ")"));
+		const div = el("div");
+		box.appendChild(div);
+		CHARTS.push(new uPlot({
+			width: chartWidth(box), height: 140, plugins: [shadePlugin(mine[0].sec), legendAtPeak()],
+			scales: { x: xScale() }, axes: [timeAxis(SPAN_S), leftAxis("launches"), rightAxis()], series,
+		}, data, div));
+	}
+}
+
+function renderMemory() {
+	const box = document.getElementById("memory");
+	const mem = (TL.memory || []).filter((m) => m.points.length);
+	if (!mem.length) {
+		box.appendChild(el("p", { class: "note" }, "No CUDA memory records in these traces (record with --trace cuda,memory)."));
+		return;
+	}
+	for (const m of mem) {
+		const xs = [RUN_T0 / 1e9], ys = [0];
+		for (const [t, b] of m.points) {
+			xs.push(t / 1e9);
+			ys.push(b);
+		}
+		xs.push(RUN_T1 / 1e9);
+		ys.push(ys[ys.length - 1]);
+		box.appendChild(el("div", { class: "chart-title", "data-memory-peak": m.peak }, secLabel(m.sec) + ", GPU " + m.device + ", " +
+			m.kind + " memory: peak " + fmtBytes(m.peak)));
+		const div = el("div");
+		box.appendChild(div);
+		CHARTS.push(new uPlot({
+			width: chartWidth(box), height: 130, plugins: [shadePlugin(m.sec), legendAtPeak()],
+			scales: { x: xScale() },
+			axes: [timeAxis(SPAN_S), Object.assign(leftAxis("bytes"), { values: (u, v) => v.map((b) => fmtBytes(b)) }), rightAxis()],
+			series: [{ label: "time (s)" }, { label: "in use", stroke: "#1f9d8a", fill: "rgba(31,157,138,0.18)", width: 1.5,
+				paths: uPlot.paths.stepped({ align: 1 }), value: (u, v) => (v === null ? "" : fmtBytes(v)) }],
+		}, [xs, ys], div));
+	}
+}
+
+/* A loss window over the whole run: said once, above the charts it would otherwise fill. */
+function renderWholeRunLoss() {
+	const whole = wholeRunLoss();
+	if (!whole.length) return;
+	const text = "A loss window covers the whole run (" + [...new Set(whole.map((w) => w.counter))].join(", ") +
+		", in " + [...new Set(whole.map((w) => secShort(w.sec)))].join(", ") + "): records may be missing anywhere, " +
+		"so every count is a lower bound and no idle time is proven. It is drawn as a red band along the top of " +
+		"each chart rather than over all of it.";
+	for (const id of ["ledger-section", "busy-section", "queue-section"]) {
+		const sec = document.getElementById(id);
+		const p = el("p", { class: "whole-loss" }, text);
+		sec.insertBefore(p, sec.children[1]);
+	}
 }
 
 /* ---- tables ------------------------------------------------------------------------------- */
@@ -1054,7 +1296,10 @@ function filterBox(wrap, name) {
 	return input;
 }
 
-const TABLES = ["cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum"];
+/* Every report the page carries, as a table: the analyses, nsys's summaries, stacks, memory */
+const TABLES = ["gpu_time_breakdown", "comm_compute_overlap", "kern_rank_spread", "rank_steps", "cuda_launch_stats",
+	"gpu_queue_depth", "cuda_gpu_kern_sum", "cuda_kern_stack_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum",
+	"cuda_gpu_mem_size_sum", "cuda_gpu_mem_usage", "nvtx_sum"];
 
 function renderTables() {
 	const box = document.getElementById("tables");
@@ -1076,12 +1321,17 @@ function renderTables() {
 /* ---- the page ----------------------------------------------------------------------------- */
 
 part("verdict", renderVerdict);
+part("diagnosis", renderDiagnosis);
 part("ranks", renderRanks);
+part("breakdown", renderBreakdown);
+part("whole-run loss", renderWholeRunLoss);
 part("ledger", renderLedger);
 part("busy", () => {
 	renderBusy();
 	document.getElementById("busy-streams").addEventListener("change", () => part("busy", renderBusy));
 });
+part("queues", renderQueues);
+part("memory", renderMemory);
 part("timeline", setupTimeline);
 if (TL.summaries)
 	document.getElementById("timeline-section").insertBefore(el("p", { class: "note", id: "summaries-note" },

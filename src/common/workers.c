@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The readers' thread count; see jobs.h. */
-#include "jobs.h"
+/* The readers' thread count; see workers.h. */
+#include "workers.h"
 
 #include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-unsigned tally_jobs(void)
+unsigned tally_workers(void)
 {
 	const char *env = getenv("TALLY_JOBS");
 	unsigned long n = 0;
@@ -26,5 +26,5 @@ unsigned tally_jobs(void)
 
 		n = c > 0 ? (unsigned long)c : 1;
 	}
-	return n > TALLY_JOBS_MAX ? TALLY_JOBS_MAX : (unsigned)n;
+	return n > TALLY_WORKERS_MAX ? TALLY_WORKERS_MAX : (unsigned)n;
 }

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One sampler per device.  PM sampling is device-wide and takes one client at a time, so when
+ * several processes of a job share a GPU, the first to claim the device's lock file samples it
+ * and the others read from the file who that is (pid, host, trace file, session id), to say so
+ * in their own trace.  The file lies next to the output, named by the GPU's UUID, so processes
+ * of one job on one node meet there and nodes sharing a file system never collide.
+ *
+ * The lock is an open-file-description lock (flock where those are not to be had): the kernel
+ * drops it when the holder exits, however it exits, so a lock file is never stale; its contents
+ * are only read while someone holds it.  The file is left in place (a removed lock file lets two
+ * processes each lock a file of their own).
+ */
+#ifndef TALLY_COLLECTOR_METRICLOCK_H
+#define TALLY_COLLECTOR_METRICLOCK_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pm_lock_holder {
+	long pid;
+	char host[256];
+	char file[PATH_MAX];
+	uint8_t session[16];
+	bool has_session;
+};
+
+/* DIR/.tally-gpu-metrics-GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.lock (nvidia-smi's UUID
+ * spelling); without a UUID, DIR/.tally-gpu-metrics-HOST-devN.lock. */
+void pm_lock_path(char *out, size_t len, const char *dir, const uint8_t *uuid, const char *host,
+		  unsigned device);
+
+/*
+ * Claim path for self.  Returns the lock's fd (held until pm_lock_release or exit; close-on-exec),
+ * -EBUSY when another process holds it (*holder says who, as far as it wrote it: pid 0 when it
+ * had not yet), or another -errno when no lock can be taken there (the directory is not
+ * writable): the caller then samples without one, and CUPTI's own "busy" is the referee.
+ */
+int pm_lock_claim(const char *path, const struct pm_lock_holder *self,
+		  struct pm_lock_holder *holder);
+void pm_lock_release(int fd);
+
+#endif

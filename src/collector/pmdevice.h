@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One GPU's PM sampling, for the sampler thread (pmsampler.c), in CUPTI's terms: settle whether
+ * this process samples the device (the lock, CUPTI's support, availability and privileges, the
+ * metric set that fits one pass), then start, decode, stop.  Decoded samples go to the pipeline
+ * as batches (metricbatch.h), their counts and gaps to the ledger (docs/ledger.md 80-89).
+ *
+ * Only the sampler thread touches a device, so nothing here locks.
+ */
+#ifndef TALLY_COLLECTOR_PMDEVICE_H
+#define TALLY_COLLECTOR_PMDEVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cupti-pm.h"
+#include "metriclock.h"
+#include "metricset.h"
+
+/* What the sampler asks of every device (from TALLY_GPU_METRICS_*). */
+struct pm_request {
+	const struct pm_metric *metrics; /* asked for, in order */
+	size_t nmetrics;
+	uint64_t interval_ns;
+	uint64_t hw_buffer;	    /* bytes */
+	uint32_t image_samples;	    /* samples the counter data image holds */
+	const char *lock_dir;	    /* NULL: no lock file (the directory took none) */
+	struct pm_lock_holder self; /* what the lock file says of this process */
+};
+
+/* The sampler's cost, for the note it writes at close. */
+struct pm_cost {
+	uint64_t setup_ns, decode_ns, evaluate_ns, reset_ns;
+	uint64_t decodes, evaluated;
+	unsigned faster; /* times the decode period was halved after an overflow */
+};
+
+struct pm_device {
+	unsigned ordinal;
+	uint8_t uuid[16];
+	bool has_uuid;
+	unsigned state; /* enum tally_gpu_metrics_state; 0 until settled */
+	char chip[64];
+	int lock_fd;
+	struct pm_lock_holder holder; /* state ELSEWHERE: who */
+	char lock_path[4096];
+	unsigned result; /* CUptiResult that refused or stopped it */
+	char why[512];
+	/* the set that fits one pass, and what was left out */
+	struct pm_metric set[PM_METRICS_MAX];
+	const char *names[PM_METRICS_MAX];
+	size_t nset;
+	char left_out[PM_METRICS_MAX][PM_METRIC_NAME_MAX + 80];
+	size_t nleft_out;
+	/* CUPTI's objects */
+	uint8_t *avail, *config, *image;
+	size_t avail_size, config_size, image_size;
+	uint32_t image_samples;
+	CUpti_Profiler_Host_Object *host;
+	CUpti_PmSampling_Object *obj;
+	unsigned trigger;  /* enum tally_gpu_metrics_trigger */
+	uint64_t interval; /* as configured: ns, or SYS clock cycles */
+	uint64_t expected_ns;
+	uint64_t hw_buffer;
+	double *values;
+	/* sampling */
+	bool running;
+	bool skip_next; /* the first sample after a start spans from an arbitrary moment */
+	bool bridge;	/* an overflow restarted sampling: the next kept sample may follow a gap */
+	uint64_t started_at, prev_end; /* CUPTI ns; prev_end: end of the last kept sample */
+	uint64_t gap_from;	       /* bridge: where the samples stopped covering */
+	uint32_t number;	       /* samples taken out of the hardware */
+	unsigned overflows_in_row;
+	bool overflowed; /* since the sampler last looked: it then decodes more often */
+	uint64_t kept;
+	bool set_up; /* was set up to sample (state sampled at some point) */
+};
+
+/* Settle the device's state (sampled, elsewhere, refused, unsupported, busy, stopped); on
+ * "sampled" it is ready to start.  cu_dev: the driver's CUdevice for it. */
+void pm_device_setup(struct pm_device *d, int cu_dev, const struct pm_request *rq,
+		     struct pm_cost *cost);
+/* Settle the device as r, the result of call, says (refused, busy, unsupported, or a failure),
+ * before any setup. */
+void pm_device_settle(struct pm_device *d, CUptiResult r, const char *call);
+/* Start sampling (a deliberate start: no gap is owed across it). */
+void pm_device_start(struct pm_device *d);
+/* Take what the hardware holds, until the deadline (CLOCK_MONOTONIC ns), and hand it on; true
+ * when nothing was left there (or sampling ended).  After an overflow the device is set up
+ * again and d->overflowed is set. */
+bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
+		      uint64_t deadline);
+/* Stop sampling and hand on what the hardware still holds, until the deadline: what is left
+ * then is lost, and counted as a gap. */
+void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
+		    uint64_t deadline);
+/* Release CUPTI's objects, the memory and the lock. */
+void pm_device_release(struct pm_device *d);
+/* The GPU_METRICS chunk and the note for the device's state, to the pipeline. */
+void pm_device_report(const struct pm_device *d);
+
+#endif

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The GPU-metrics sampler thread; see pmsampler.h.  It reads top-down:
+ *
+ *   pm_sampler_start   the metric list, the decode period and buffer sizes, the thread
+ *   sampler_main       wait for CUDA, settle every device asked for, then every decode period
+ *                      follow the window and decode; at the stop, the last decode and release
+ *   pm_sampler_stop    the session's close: ask, and wait (bounded)
+ */
+#include "pmsampler.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "cupti-pm.h"
+#include "pipeline.h"
+#include "pmdevice.h"
+
+#define DEVICES_MAX	    64
+#define DECODE_MS_DEFAULT   100
+#define DECODE_MS_MIN	    5
+#define SAMPLES_PER_DECODE  2000	  /* at most, by shortening the period at high rates */
+#define HW_BUFFER_PER_10KHZ (64ull << 20) /* 64 MiB at 10 kHz held through seconds of decoding */
+#define HW_BUFFER_MAX	    (512ull << 20)
+#define STOP_DECODE_NS	    1000000000ull /* the close's last decode, all devices: 1 s at most */
+
+struct pm_sampler {
+	struct pm_sampler_config cfg;
+	struct pm_metric metrics[PM_METRICS_MAX];
+	char names[PM_METRICS_MAX * (PM_METRIC_NAME_MAX + 1)];
+	struct pm_request rq;
+	unsigned decode_ms;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop, done;       /* under lock */
+	_Atomic bool stopping; /* stop, for the loop over devices to look at without the lock */
+	struct pm_device *devs;
+	unsigned ndevs;
+	/* Lock files held, for a fork child to close: plain ints, safe to read in one. */
+	_Atomic int lock_fds[DEVICES_MAX];
+	struct pm_cost cost;
+	bool saw_cuda;
+};
+
+/* ---- the driver, looked up (libtally.so links no CUDA) ------------------------------------ */
+
+typedef int (*count_fn)(int *);
+typedef int (*get_fn)(int *, int);
+typedef int (*uuid_fn)(CUuuid *, int);
+
+static void *driver_symbol(const char *name)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	void *fn = h ? dlsym(h, name) : NULL;
+
+	if (h)
+		dlclose(h);
+	return fn ? fn : dlsym(RTLD_DEFAULT, name);
+}
+
+/* The devices CUDA has, once the program's cuInit is done; false until then. */
+static bool device_count(int *n)
+{
+	count_fn count = (count_fn)driver_symbol("cuDeviceGetCount");
+
+	*n = 0;
+	return count && count(n) == 0;
+}
+
+static int device_handle(unsigned ordinal)
+{
+	get_fn get = (get_fn)driver_symbol("cuDeviceGet");
+	int dev = (int)ordinal;
+
+	if (get)
+		(void)get(&dev, (int)ordinal);
+	return dev;
+}
+
+static bool device_uuid(int dev, uint8_t uuid[16])
+{
+	uuid_fn fn = (uuid_fn)driver_symbol("cuDeviceGetUuid_v2");
+	CUuuid u;
+
+	if (!fn)
+		fn = (uuid_fn)driver_symbol("cuDeviceGetUuid");
+	if (!fn || fn(&u, dev) != 0)
+		return false;
+	memcpy(uuid, u.bytes, 16);
+	return true;
+}
+
+/* ---- waiting ------------------------------------------------------------------------------ */
+
+/* Wait ms, or until the stop is asked for; true when it is. */
+static bool wait_stop(struct pm_sampler *s, unsigned ms)
+{
+	struct timespec until = tally_monotonic_after((uint64_t)ms * 1000000);
+	bool stop;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
+		;
+	stop = s->stop;
+	pthread_mutex_unlock(&s->lock);
+	return stop;
+}
+
+/* The program's cuInit may still be running (we were started from inside it), or may come
+ * much later (a session NVTX started): poll, 10 ms apart at first. */
+static bool wait_for_cuda(struct pm_sampler *s, int *n)
+{
+	unsigned tries = 0;
+
+	while (!device_count(n))
+		if (wait_stop(s, tries++ < 100 ? 10 : 100))
+			return false;
+	s->saw_cuda = true;
+	return true;
+}
+
+/* ---- devices ------------------------------------------------------------------------------ */
+
+static CUptiResult profiler_init(void)
+{
+	CUpti_Profiler_Initialize_Params p = {.structSize =
+						  CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+
+	return cupti_pm.ProfilerInitialize(&p);
+}
+
+/* Settle every device asked for that CUDA has, and say what became of each. */
+static void setup_devices(struct pm_sampler *s, int count)
+{
+	char why[256] = "cuptiProfilerInitialize";
+	bool have_pm = cupti_pm_load(why, sizeof(why));
+	CUptiResult init = have_pm ? profiler_init() : CUPTI_ERROR_NOT_SUPPORTED;
+	unsigned i;
+	if (!(s->devs = calloc((size_t)count, sizeof(*s->devs))))
+		return;
+	for (i = 0; i < (unsigned)count && i < DEVICES_MAX; i++) {
+		struct pm_device *d = &s->devs[s->ndevs];
+		int dev;
+
+		if (s->cfg.device_mask && !(s->cfg.device_mask >> i & 1))
+			continue;
+		s->ndevs++;
+		d->ordinal = i;
+		d->lock_fd = -1;
+		dev = device_handle(i);
+		d->has_uuid = device_uuid(dev, d->uuid);
+		if (init != CUPTI_SUCCESS)
+			pm_device_settle(d, init, why);
+		else
+			pm_device_setup(d, dev, &s->rq, &s->cost);
+		atomic_store_explicit(&s->lock_fds[i], d->lock_fd, memory_order_relaxed);
+		pm_device_report(d);
+	}
+}
+
+/* Devices asked for that CUDA does not have: said once. */
+static void note_missing(const struct pm_sampler *s, int count)
+{
+	char text[256];
+	unsigned i;
+
+	for (i = (unsigned)count; i < DEVICES_MAX; i++)
+		if (s->cfg.device_mask >> i & 1) {
+			snprintf(text, sizeof(text),
+				 "GPU metrics asked for device %u, but CUDA has %d device(s) here",
+				 i, count);
+			tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-no-device", text);
+		}
+}
+
+static bool window_open(const struct pm_sampler *s)
+{
+	return !s->cfg.window_open || s->cfg.window_open(s->cfg.window_arg);
+}
+
+/* One decode period's work: start or stop with the window, and decode. */
+static void step(struct pm_sampler *s)
+{
+	/* a backlog takes at most one period per device: the stop is looked at in between */
+	uint64_t deadline = tally_monotonic_ns() + (uint64_t)s->decode_ms * 1000000;
+	bool open = window_open(s);
+	unsigned i;
+
+	for (i = 0; i < s->ndevs && !atomic_load_explicit(&s->stopping, memory_order_relaxed);
+	     i++) {
+		struct pm_device *d = &s->devs[i];
+
+		if (d->state != TALLY_GM_SAMPLED)
+			continue;
+		if (open && !d->running)
+			pm_device_start(d);
+		else if (!open && d->running)
+			pm_device_stop(d, &s->rq, &s->cost, deadline);
+		if (d->running)
+			(void)pm_device_decode(d, &s->rq, &s->cost, deadline);
+		if (d->overflowed && s->decode_ms > DECODE_MS_MIN) {
+			/* the hardware buffer filled between two decodes: decode twice as often */
+			s->decode_ms =
+			    s->decode_ms / 2 > DECODE_MS_MIN ? s->decode_ms / 2 : DECODE_MS_MIN;
+			s->cost.faster++;
+		}
+		d->overflowed = false;
+		if (d->state != TALLY_GM_SAMPLED) /* given up: its lock is released */
+			atomic_store_explicit(&s->lock_fds[d->ordinal], -1, memory_order_relaxed);
+	}
+}
+
+static void finish_devices(struct pm_sampler *s)
+{
+	uint64_t deadline = tally_monotonic_ns() + STOP_DECODE_NS;
+	unsigned i;
+
+	for (i = 0; i < s->ndevs; i++) {
+		pm_device_stop(&s->devs[i], &s->rq, &s->cost, deadline);
+		atomic_store_explicit(&s->lock_fds[s->devs[i].ordinal], -1, memory_order_relaxed);
+		pm_device_release(&s->devs[i]);
+	}
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* What sampling cost this process, measured as it went (docs/collector.md). */
+static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
+{
+	const struct pm_cost *c = &s->cost;
+	uint64_t cpu = thread_cpu_ns(), kept = 0;
+	unsigned i, sampled = 0;
+	char text[768];
+
+	for (i = 0; i < s->ndevs; i++) {
+		kept += s->devs[i].kept;
+		sampled += s->devs[i].set_up;
+	}
+	if (!sampled)
+		return;
+	snprintf(text, sizeof(text),
+		 "GPU metrics: %u device(s) sampled, %llu samples kept; decode %.1f ms in %llu "
+		 "calls, evaluate %.1f ms (%.2f us/sample), image reset %.1f ms, setup %.1f ms; "
+		 "the sampler thread used %.1f ms of CPU in %.3f s (%.2f%% of a core); decode "
+		 "period %u ms (halved %u times after overflows)",
+		 sampled, (unsigned long long)kept, (double)c->decode_ns / 1e6,
+		 (unsigned long long)c->decodes, (double)c->evaluate_ns / 1e6,
+		 c->evaluated ? (double)c->evaluate_ns / 1e3 / (double)c->evaluated : 0.0,
+		 (double)c->reset_ns / 1e6, (double)c->setup_ns / 1e6, (double)cpu / 1e6,
+		 (double)wall_ns / 1e9, wall_ns ? 100.0 * (double)cpu / (double)wall_ns : 0.0,
+		 s->decode_ms, s->cost.faster);
+	tally_pipeline_note(TALLY_NOTE_INFO, "gpu-metrics-cost", text);
+}
+
+static void *sampler_main(void *arg)
+{
+	struct pm_sampler *s = arg;
+	uint64_t t0 = tally_monotonic_ns();
+	int count = 0;
+
+	if (wait_for_cuda(s, &count)) {
+		setup_devices(s, count);
+		note_missing(s, count);
+		do /* sampling starts at once: a program may be shorter than a decode period */
+			step(s);
+		while (!wait_stop(s, s->decode_ms));
+		finish_devices(s);
+		note_cost(s, tally_monotonic_ns() - t0);
+	} else {
+		tally_pipeline_note(TALLY_NOTE_INFO, "gpu-metrics-no-cuda",
+				    "GPU metrics: the program did not initialise CUDA while it was "
+				    "recorded; no device was sampled");
+	}
+	pthread_mutex_lock(&s->lock);
+	s->done = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* ---- the session's calls ------------------------------------------------------------------ */
+
+/* The decode period, the image and the hardware buffer, by the rate. */
+static void size_for_rate(struct pm_sampler *s)
+{
+	const struct pm_sampler_config *c = &s->cfg;
+	uint64_t per_decode, buffer;
+
+	s->decode_ms = c->decode_ms;
+	if (!s->decode_ms) {
+		s->decode_ms = DECODE_MS_DEFAULT;
+		if ((uint64_t)c->hz * s->decode_ms / 1000 > SAMPLES_PER_DECODE)
+			s->decode_ms = (unsigned)(SAMPLES_PER_DECODE * 1000ull / c->hz);
+		if (s->decode_ms < DECODE_MS_MIN)
+			s->decode_ms = DECODE_MS_MIN;
+	}
+	per_decode = (uint64_t)c->hz * s->decode_ms / 1000 + 1;
+	s->rq.image_samples = (uint32_t)(2 * per_decode + 64 < 20000 ? 2 * per_decode + 64 : 20000);
+	s->rq.interval_ns = 1000000000ull / c->hz;
+	buffer = c->hw_buffer;
+	if (!buffer) {
+		buffer = HW_BUFFER_PER_10KHZ * ((c->hz + 9999) / 10000);
+		buffer = buffer > HW_BUFFER_MAX ? HW_BUFFER_MAX : buffer;
+	}
+	s->rq.hw_buffer = buffer;
+}
+
+static int start_thread(struct pm_sampler *s)
+{
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	int rc;
+
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	sigfillset(&all); /* the sampler takes no signals: they are the program's */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&s->thread, NULL, sampler_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return -rc;
+	pthread_setname_np(s->thread, "tally-metrics");
+	return 0;
+}
+
+struct pm_sampler *pm_sampler_start(const struct pm_sampler_config *cfg)
+{
+	struct pm_sampler *s = calloc(1, sizeof(*s));
+	char why[256], text[320];
+	int n, i;
+
+	if (!s) {
+		tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-stopped",
+				    "GPU metrics: no memory for the sampler");
+		return NULL;
+	}
+	s->cfg = *cfg;
+	n = pm_metric_list_parse(cfg->set, s->metrics, PM_METRICS_MAX, s->names, sizeof(s->names),
+				 why, sizeof(why));
+	if (n < 0 || !cfg->hz) {
+		snprintf(text, sizeof(text), "GPU metrics not sampled: %s",
+			 n < 0 ? why : "a frequency of 0 Hz");
+		tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-stopped", text);
+		free(s);
+		return NULL;
+	}
+	for (i = 0; i < DEVICES_MAX; i++)
+		atomic_init(&s->lock_fds[i], -1);
+	s->rq.metrics = s->metrics;
+	s->rq.nmetrics = (size_t)n;
+	s->rq.lock_dir = s->cfg.lock_dir[0] ? s->cfg.lock_dir : NULL;
+	s->rq.self = s->cfg.self;
+	size_for_rate(s);
+	if (start_thread(s) < 0) {
+		tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-stopped",
+				    "GPU metrics not sampled: no thread could be started");
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static bool wait_done(struct pm_sampler *s, uint64_t timeout_ns)
+{
+	struct timespec until = tally_monotonic_after(timeout_ns);
+	bool done;
+
+	atomic_store_explicit(&s->stopping, true, memory_order_relaxed);
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	pthread_cond_broadcast(&s->cond);
+	while (!s->done && pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
+		;
+	done = s->done;
+	pthread_mutex_unlock(&s->lock);
+	return done;
+}
+
+bool pm_sampler_stop(struct pm_sampler *s, uint64_t timeout_ns)
+{
+	if (!s)
+		return true;
+	if (!wait_done(s, timeout_ns)) {
+		tally_pipeline_note(
+		    TALLY_NOTE_ERROR, "gpu-metrics-stuck",
+		    "the GPU-metrics sampler did not stop in time (stuck in a CUPTI "
+		    "call): its last samples are not in the trace");
+		tally_pipeline_metric_count(TALLY_C_METRIC_FAILURES, 1);
+		return false;
+	}
+	pthread_join(s->thread, NULL);
+	free(s->devs);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	free(s);
+	return true;
+}
+
+void pm_sampler_forget(struct pm_sampler *s)
+{
+	int i, fd;
+
+	if (!s)
+		return;
+	for (i = 0; i < DEVICES_MAX; i++)
+		if ((fd = atomic_load_explicit(&s->lock_fds[i], memory_order_relaxed)) >= 0)
+			close(fd);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queue length per stream over time (docs/stats.md, gpu_queue_depth): the launches outstanding
+ * on a stream, each from the start of its launch call to the end of its GPU work, averaged over
+ * time buckets (HTA's queue length, with time-weighted means instead of samples).  Each stream
+ * of each device of each process has a fixed number of buckets from its section's start; when
+ * the work runs past the last one the buckets double in width, pairs added together, so memory
+ * is buckets x streams whatever the length.  An interval costs O(1): its first and last bucket
+ * get their part, the whole buckets between it a count in a difference array.
+ */
+#ifndef TALLY_STATS_DEPTH_H
+#define TALLY_STATS_DEPTH_H
+
+#include <stdint.h>
+
+#include "trace-set.h"
+
+struct qseries {
+	unsigned section;
+	uint32_t device, stream;
+	uint64_t origin, width; /* bucket i is [origin + i * width, origin + (i + 1) * width) */
+	uint32_t n;		/* buckets (of nbuckets) that hold anything, from the first */
+	double *mean;		/* after queues_finish: launches outstanding, time-averaged */
+	double *area;		/* ns x launches in partly covered buckets */
+	int32_t *cover;		/* whole buckets covered, as a difference array */
+	uint64_t launches;
+	uint64_t first, last; /* earliest launch call, latest end of GPU work */
+	long double total;    /* ns x launches, the whole series */
+	double peak, avg;     /* after queues_finish: the highest bucket mean; the mean over
+				 [first, last] */
+	uint64_t peak_at;     /* start of that bucket */
+};
+
+struct queues;
+
+struct queues *queues_new(unsigned nbuckets);
+void queues_free(struct queues *q);
+/* A section begins: its buckets start at its session start (aligned). */
+void queues_section(struct queues *q, const struct report_section *rs);
+/* A launch outstanding on (device, stream) of rs from t0 to t1 (aligned ns).  0 or -ENOMEM. */
+int queues_add(struct queues *q, const struct report_section *rs, uint32_t device, uint32_t stream,
+	       uint64_t t0, uint64_t t1);
+/* The means and summaries of every series.  0 or -ENOMEM. */
+int queues_finish(struct queues *q);
+/* The series, in order of first launch within each section, sections in order. */
+const struct qseries *queues_list(const struct queues *q, size_t *n);
+
+#endif

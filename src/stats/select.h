@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Exact order statistics, in linear time: radix selection over the values (two sequential passes
+ * per 11-bit digit), for the medians of the summary reports and the percentiles of the analyses.
+ * Every function reorders a[] (and may overwrite it with copies of its values): pass a copy to
+ * keep the values.
+ */
+#ifndef TALLY_STATS_SELECT_H
+#define TALLY_STATS_SELECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The k-th smallest of a[0..n), all in [lo, hi]; *next (if not NULL) the (k+1)-th. */
+uint64_t stats_select(uint64_t *a, size_t n, size_t k, uint64_t lo, uint64_t hi, uint64_t *next);
+/* The median: the middle value, or the mean of the two middle ones (nsys's Med). 0 for none. */
+double stats_median(uint64_t *a, size_t n);
+/* The p-th percentile by nearest rank (p50 of 1..4 is 2, p90 of 1..10 is 9). 0 for none. */
+uint64_t stats_percentile(uint64_t *a, size_t n, double p);
+/* Each percentile p[i] of v[0..n) into out[i], v left as it is (a copy is selected in).  0 or
+ * -ENOMEM. */
+int stats_percentiles(const uint64_t *v, size_t n, const double *p, uint64_t *out, size_t np);
+
+#endif

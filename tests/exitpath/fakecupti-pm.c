@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The stand-in CUPTI's PM sampling part, for the GPU-metrics tests on machines with no GPU:
+ * the profiler host and PM sampling entry points the collector's sampler calls, and the three
+ * driver calls it makes (cuDeviceGetCount, cuDeviceGet, cuDeviceGetUuid_v2).  It behaves as the
+ * H200 did under tests/gpu/pm-probe.cu: samples come every sampling interval on the CUPTI clock
+ * (here CLOCK_REALTIME, as cuptiGetTimestamp's), the first after a start spans from far back,
+ * NVLink's metrics fail to add, sm__throughput needs 19 passes, and a full hardware buffer makes
+ * every decode fail (CUPTI_ERROR_OUT_OF_MEMORY, overflow set) until sampling is set up again.
+ *
+ * Values are made by construction: while the app says it is busy (fakecupti_pm_busy), a
+ * percentage metric reads 75, a bytes-per-second one 2e9, a clock 1.98e9, others 1.5; idle,
+ * all read 0 but the clock (and bytes per second 1e3).  A sample is busy when its midpoint is.
+ *
+ * Knobs (environment): FAKECUPTI_PM_DEVICES=N devices (1); FAKECUPTI_PM_RESULT=R the counter
+ * availability query fails with R (35 privileges, 26 busy); FAKECUPTI_PM_UNSUPPORTED=1 the
+ * device's architecture cannot be sampled; FAKECUPTI_PM_OVERFLOW_AT=K the K-th decode finds
+ * the hardware buffer overflowed (its samples lost); FAKECUPTI_PM_LOG=FILE appends, at each
+ * disable, "pm pid=P device=D decoded=N overflows=K" (what the "hardware" handed out);
+ * FAKECUPTI_PM_EVAL_US=N makes evaluating a sample take N us (a sampler that falls behind).
+ * The hardware buffer holds hardwareBufferSize / 1024 samples; more pending is an overflow.
+ */
+#include <cupti.h>
+#include <cupti_pmsampling.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_target.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define API	    __attribute__((visibility("default")))
+#define MAX_NAMES   64
+#define MAX_BUSY    256
+#define IMAGE_MAGIC 0x46414b45u /* "FAKE" */
+
+struct CUpti_Profiler_Host_Object {
+	const char *names[MAX_NAMES];
+	size_t n;
+	unsigned passes;
+};
+
+struct CUpti_PmSampling_Object {
+	int device;
+	uint64_t interval, capacity; /* ns; samples the "hardware buffer" holds */
+	bool running, overflowed;
+	uint64_t first_end; /* end of the first (far-reaching) sample; regular ones follow it */
+	uint64_t next;	    /* the next sample to decode: 0 the first, k the k-th regular one */
+	uint64_t stop_at;   /* when sampling stopped (0 while running) */
+	uint64_t decoded, overflows;
+};
+
+struct image {
+	uint32_t magic, count, capacity, pad;
+	struct {
+		uint64_t start, end;
+	} s[];
+};
+
+static pthread_mutex_t busy_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uint64_t start, end; /* end 0: still busy */
+} busy[MAX_BUSY];
+static unsigned nbusy, decodes;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static long knob(const char *name, long def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? atol(v) : def;
+}
+
+/* The app side: busy from now on (true) or idle (false). */
+API void fakecupti_pm_busy(bool on)
+{
+	pthread_mutex_lock(&busy_lock);
+	if (on && nbusy < MAX_BUSY)
+		busy[nbusy++].start = now_ns();
+	else if (!on && nbusy && !busy[nbusy - 1].end)
+		busy[nbusy - 1].end = now_ns();
+	pthread_mutex_unlock(&busy_lock);
+}
+
+static bool busy_at(uint64_t t)
+{
+	bool b = false;
+	unsigned i;
+
+	pthread_mutex_lock(&busy_lock);
+	for (i = 0; i < nbusy && !b; i++)
+		b = t >= busy[i].start && (!busy[i].end || t < busy[i].end);
+	pthread_mutex_unlock(&busy_lock);
+	return b;
+}
+
+/* ---- the driver's three calls ------------------------------------------------------------- */
+
+API CUresult cuDeviceGetCount(int *n)
+{
+	*n = (int)knob("FAKECUPTI_PM_DEVICES", 1);
+	return CUDA_SUCCESS;
+}
+
+API CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+	*dev = ordinal;
+	return CUDA_SUCCESS;
+}
+
+/* The same "GPU" in every process, as processes of a job on one node share one. */
+API CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice dev)
+{
+	static const char base[16] = {(char)0xfa, (char)0xce, 0x0d, 0x0e, 1, 2,	 3,  4,
+				      5,	  6,	      7,    8,	  9, 10, 11, 0};
+
+	memcpy(u->bytes, base, 16);
+	u->bytes[15] = (char)dev;
+	return CUDA_SUCCESS;
+}
+
+/* ---- profiler: support, chip, availability ------------------------------------------------ */
+
+API CUptiResult cuptiProfilerInitialize(CUpti_Profiler_Initialize_Params *p)
+{
+	(void)p;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiProfilerDeviceSupported(CUpti_Profiler_DeviceSupported_Params *p)
+{
+	bool no = knob("FAKECUPTI_PM_UNSUPPORTED", 0) != 0;
+
+	p->isSupported =
+	    no ? CUPTI_PROFILER_CONFIGURATION_UNSUPPORTED : CUPTI_PROFILER_CONFIGURATION_SUPPORTED;
+	p->architecture = p->isSupported;
+	p->sli = p->vGpu = p->confidentialCompute = p->cmp = p->wsl =
+	    CUPTI_PROFILER_CONFIGURATION_SUPPORTED;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiDeviceGetChipName(CUpti_Device_GetChipName_Params *p)
+{
+	p->pChipName = "FAKE100";
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult
+cuptiPmSamplingGetCounterAvailability(CUpti_PmSampling_GetCounterAvailability_Params *p)
+{
+	long refuse = knob("FAKECUPTI_PM_RESULT", 0);
+
+	if (refuse)
+		return (CUptiResult)refuse;
+	if (!p->pCounterAvailabilityImage)
+		p->counterAvailabilityImageSize = 64;
+	else
+		memset(p->pCounterAvailabilityImage, 0xa5, p->counterAvailabilityImageSize);
+	return CUPTI_SUCCESS;
+}
+
+/* ---- the host API: sets, config images, evaluation ---------------------------------------- */
+
+API CUptiResult cuptiProfilerHostInitialize(CUpti_Profiler_Host_Initialize_Params *p)
+{
+	if (p->profilerType != CUPTI_PROFILER_TYPE_PM_SAMPLING || !p->pChipName)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	p->pHostObject = calloc(1, sizeof(*p->pHostObject));
+	return p->pHostObject ? CUPTI_SUCCESS : CUPTI_ERROR_OUT_OF_MEMORY;
+}
+
+API CUptiResult cuptiProfilerHostDeinitialize(CUpti_Profiler_Host_Deinitialize_Params *p)
+{
+	free(p->pHostObject);
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiProfilerHostConfigAddMetrics(CUpti_Profiler_Host_ConfigAddMetrics_Params *p)
+{
+	CUpti_Profiler_Host_Object *h = p->pHostObject;
+	size_t i;
+
+	for (i = 0; i < p->numMetrics; i++)
+		if (strncmp(p->ppMetricNames[i], "nvl", 3) == 0)
+			return CUPTI_ERROR_UNKNOWN; /* as on a GPU without NVLink peers */
+	for (i = 0; i < p->numMetrics && h->n < MAX_NAMES; i++) {
+		h->names[h->n++] = p->ppMetricNames[i];
+		if (strstr(p->ppMetricNames[i], "sm__throughput"))
+			h->passes = 19;
+	}
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult
+cuptiProfilerHostGetConfigImageSize(CUpti_Profiler_Host_GetConfigImageSize_Params *p)
+{
+	p->configImageSize = 64 + 8 * p->pHostObject->n;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiProfilerHostGetConfigImage(CUpti_Profiler_Host_GetConfigImage_Params *p)
+{
+	unsigned passes = p->pHostObject->passes ? p->pHostObject->passes : 1;
+
+	memset(p->pConfigImage, 0, p->configImageSize);
+	memcpy(p->pConfigImage, &passes, sizeof(passes));
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiProfilerHostGetNumOfPasses(CUpti_Profiler_Host_GetNumOfPasses_Params *p)
+{
+	unsigned passes;
+
+	memcpy(&passes, p->pConfigImage, sizeof(passes));
+	p->numOfPasses = passes;
+	return CUPTI_SUCCESS;
+}
+
+static double value_of(const char *name, bool b)
+{
+	if (strstr(name, "cycles_elapsed") && strstr(name, "per_second"))
+		return 1.98e9;
+	if (strstr(name, "pct"))
+		return b ? 75.0 : 0.0;
+	if (strstr(name, "bytes"))
+		return b ? 2.0e9 : 1.0e3;
+	return b ? 1.5 : 0.0;
+}
+
+API CUptiResult
+cuptiProfilerHostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Params *p)
+{
+	static long eval_us = -1;
+	const struct image *im = (const struct image *)p->pCounterDataImage;
+	size_t i;
+	bool b;
+
+	if (im->magic != IMAGE_MAGIC || p->rangeIndex >= im->count)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (eval_us < 0)
+		eval_us = knob("FAKECUPTI_PM_EVAL_US", 0);
+	if (eval_us) {
+		struct timespec ts = {0, eval_us * 1000};
+
+		nanosleep(&ts, NULL);
+	}
+	b = busy_at(im->s[p->rangeIndex].start / 2 + im->s[p->rangeIndex].end / 2);
+	for (i = 0; i < p->numMetrics; i++)
+		p->pMetricValues[i] = value_of(p->ppMetricNames[i], b);
+	return CUPTI_SUCCESS;
+}
+
+/* ---- the PM sampler ----------------------------------------------------------------------- */
+
+API CUptiResult cuptiPmSamplingEnable(CUpti_PmSampling_Enable_Params *p)
+{
+	CUpti_PmSampling_Object *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return CUPTI_ERROR_OUT_OF_MEMORY;
+	o->device = (int)p->deviceIndex;
+	p->pPmSamplingObject = o;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPmSamplingDisable(CUpti_PmSampling_Disable_Params *p)
+{
+	CUpti_PmSampling_Object *o = p->pPmSamplingObject;
+	const char *log = getenv("FAKECUPTI_PM_LOG");
+	FILE *f = log ? fopen(log, "a") : NULL;
+
+	if (f) {
+		fprintf(f, "pm pid=%d device=%d decoded=%llu overflows=%llu\n", (int)getpid(),
+			o->device, (unsigned long long)o->decoded,
+			(unsigned long long)o->overflows);
+		fclose(f);
+	}
+	free(o);
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPmSamplingSetConfig(CUpti_PmSampling_SetConfig_Params *p)
+{
+	CUpti_PmSampling_Object *o = p->pPmSamplingObject;
+	unsigned passes;
+
+	memcpy(&passes, p->pConfig, sizeof(passes));
+	if (passes != 1)
+		return CUPTI_ERROR_NOT_SUPPORTED;
+	if (p->triggerMode != CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL ||
+	    !p->samplingInterval)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	o->interval = p->samplingInterval;
+	o->capacity = p->hardwareBufferSize / 1024;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPmSamplingStart(CUpti_PmSampling_Start_Params *p)
+{
+	CUpti_PmSampling_Object *o = p->pPmSamplingObject;
+	uint64_t t = now_ns();
+
+	if (!o->interval || o->running)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	o->running = true;
+	o->first_end = t + o->interval / 3;
+	o->next = 0;
+	o->stop_at = 0;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPmSamplingStop(CUpti_PmSampling_Stop_Params *p)
+{
+	CUpti_PmSampling_Object *o = p->pPmSamplingObject;
+
+	if (!o->running)
+		return CUPTI_ERROR_INVALID_OPERATION;
+	o->running = false;
+	o->stop_at = now_ns();
+	return CUPTI_SUCCESS;
+}
+
+static void sample_span(const CUpti_PmSampling_Object *o, uint64_t k, uint64_t *start,
+			uint64_t *end)
+{
+	if (k == 0) {
+		*start = o->first_end - 777000000ull; /* from an arbitrary earlier moment */
+		*end = o->first_end;
+		return;
+	}
+	*start = o->first_end + (k - 1) * o->interval;
+	*end = *start + o->interval;
+}
+
+/* Samples complete by now (or by the stop) and not yet decoded. */
+static uint64_t pending(const CUpti_PmSampling_Object *o, uint64_t limit)
+{
+	uint64_t start, end, n;
+
+	sample_span(o, o->next, &start, &end);
+	if (end > limit)
+		return 0;
+	if (o->next == 0)
+		return 1 + (limit - o->first_end) / o->interval;
+	n = (limit - end) / o->interval + 1;
+	return n;
+}
+
+API CUptiResult cuptiPmSamplingDecodeData(CUpti_PmSampling_DecodeData_Params *p)
+{
+	CUpti_PmSampling_Object *o = p->pPmSamplingObject;
+	struct image *im = (struct image *)p->pCounterDataImage;
+	uint64_t limit = o->stop_at ? o->stop_at : now_ns(), n, room, i;
+	long overflow_at = knob("FAKECUPTI_PM_OVERFLOW_AT", 0);
+
+	p->overflow = 0;
+	if (im->magic != IMAGE_MAGIC)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	n = pending(o, limit);
+	if (!o->overflowed && (n > o->capacity || ++decodes == (unsigned long)overflow_at)) {
+		o->overflowed = true; /* what the hardware held is lost */
+		o->overflows++;
+		o->next += n;
+	}
+	if (o->overflowed) {
+		p->overflow = 1;
+		return CUPTI_ERROR_OUT_OF_MEMORY;
+	}
+	room = im->capacity - im->count;
+	for (i = 0; i < n && i < room; i++, im->count++, o->decoded++)
+		sample_span(o, o->next++, &im->s[im->count].start, &im->s[im->count].end);
+	p->decodeStopReason = n > room ? CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL
+				       : CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPmSamplingGetCounterDataSize(CUpti_PmSampling_GetCounterDataSize_Params *p)
+{
+	if (!p->numMetrics || !p->maxSamples)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	p->counterDataSize = sizeof(struct image) + (size_t)p->maxSamples * 16;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult
+cuptiPmSamplingCounterDataImageInitialize(CUpti_PmSampling_CounterDataImage_Initialize_Params *p)
+{
+	struct image *im = (struct image *)p->pCounterData;
+
+	if (p->counterDataSize < sizeof(*im))
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	im->magic = IMAGE_MAGIC;
+	im->count = 0;
+	im->capacity = (uint32_t)((p->counterDataSize - sizeof(*im)) / 16);
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiPmSamplingGetCounterDataInfo(CUpti_PmSampling_GetCounterDataInfo_Params *p)
+{
+	const struct image *im = (const struct image *)p->pCounterDataImage;
+
+	if (im->magic != IMAGE_MAGIC)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	p->numTotalSamples = im->capacity;
+	p->numPopulatedSamples = p->numCompletedSamples = im->count;
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult
+cuptiPmSamplingCounterDataGetSampleInfo(CUpti_PmSampling_CounterData_GetSampleInfo_Params *p)
+{
+	const struct image *im = (const struct image *)p->pCounterDataImage;
+
+	if (im->magic != IMAGE_MAGIC || p->sampleIndex >= im->count)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	p->startTimestamp = im->s[p->sampleIndex].start;
+	p->endTimestamp = im->s[p->sampleIndex].end;
+	return CUPTI_SUCCESS;
+}

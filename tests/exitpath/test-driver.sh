@@ -1,0 +1,36 @@
+#!/bin/sh
+# The trace knows the driver: a program that loads libcuda.so.1 with RTLD_LOCAL (as libcudart,
+# static or shared, and PyTorch do), so that cuDriverGetVersion is not in the global scope, still
+# gets the driver's version in its trace: 13000, what the stand-in libcuda.so.1
+# (tests/support/fake-cuda.c) answers.  Without a driver in the process the version is unknown,
+# and tally check says "unknown", not 0.
+# Usage: test-driver.sh TALLY FAKEAPP FAKECUPTI FAKECUDA_DIR
+set -u
+. "$(dirname "$0")/../lib.sh"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
+TALLY=$1 APP=$2 CUDA_DIR=$4
+export TALLY_CUPTI_PATH=$3
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+# version NAME: the driver version tally check --json and its text give for $T/NAME.tally
+version() {
+	"$TALLY" check --json "$T/$1.tally" 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["files"][0]["sections"][0]["driver_version"])'
+}
+
+"$TALLY" record -o "$T/local.tally" -- env LD_LIBRARY_PATH="$CUDA_DIR" FAKEAPP_DRIVER=1 \
+	"$APP" exit 10 >"$T/local.out" 2>&1 || { cat "$T/local.out"; bad "record with the driver loaded"; }
+v=$(version local)
+[ "$v" = 13000 ] && ok "libcuda.so.1 loaded RTLD_LOCAL: driver 13000 in the trace" ||
+	{ bad "driver version $v with libcuda.so.1 loaded RTLD_LOCAL (want 13000)"; tail -5 "$T/local.out"; }
+"$TALLY" check "$T/local.tally" 2>&1 | grep -q "CUDA driver 13000," && ok "tally check: CUDA driver 13000" ||
+	bad "tally check does not say CUDA driver 13000"
+
+"$TALLY" record -o "$T/none.tally" -- "$APP" exit 10 >"$T/none.out" 2>&1 || bad "record without a driver"
+v=$(version none)
+[ "$v" = 0 ] && ok "no driver in the process: none recorded (driver_version 0 in --json)" ||
+	bad "driver version $v without a driver"
+"$TALLY" check "$T/none.tally" 2>&1 | grep -q "CUDA driver unknown," && ok "tally check: CUDA driver unknown" ||
+	{ bad "tally check does not say CUDA driver unknown"; "$TALLY" check "$T/none.tally" | grep versions; }
+finish
