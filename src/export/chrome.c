@@ -955,27 +955,34 @@ static void mem_counter(struct chrome *c, const struct report_set *set, const st
 	set_add(&cs->tracks, tag(TAG_DEVICE, e->device));
 }
 
-/* A counter track per stream in its device's process: the launches outstanding on it, one value
- * per bucket (the time-weighted mean), then 0 after the last. */
+/*
+ * A counter track per stream in its device's process: the launches outstanding on it, a value
+ * where the time-weighted mean of a bucket changes (a counter holds until the next), then 0
+ * after the last.  Only changes are written: a stream's values cost what its launches do, not
+ * the buckets of the whole run.
+ */
 static void queue_counters(struct chrome *c, const struct report_set *set, const struct qseries *q)
 {
 	struct report_section *rs = q->section < set->nsections ? set->sections[q->section] : NULL;
 	struct csec *cs = rs ? csec(c, rs) : NULL;
+	int64_t prev = -1;
 	char name[64];
 	uint32_t b;
 
-	if (!cs || !q->n)
+	if (!cs || q->n <= q->lo)
 		return;
 	snprintf(name, sizeof(name), "launches outstanding, stream %" PRIu32, q->stream);
-	for (b = 0; b <= q->n; b++) {
+	for (b = q->lo; b <= q->n; b++) {
 		uint64_t t = q->origin + b * q->width;
+		/* three decimals: the mean in thousandths, written as obuf_us writes ns as us */
+		int64_t v = b < q->n ? (int64_t)(q->mean[b - q->lo] * 1000.0 + 0.5) : 0;
 
-		if (t < c->base)
+		if (t < c->base || v == prev)
 			continue;
+		prev = v;
 		counter(c, device_pid(rs, q->device), name, (int64_t)(t - c->base));
 		obuf_lit(&c->ob, "\"launches\":");
-		/* three decimals: the mean in thousandths, written as obuf_us writes ns as us */
-		obuf_us(&c->ob, b < q->n ? (int64_t)(q->mean[b] * 1000.0 + 0.5) : 0);
+		obuf_us(&c->ob, v);
 		obuf_lit(&c->ob, "}}");
 	}
 	set_add(&cs->tracks, tag(TAG_DEVICE, q->device));

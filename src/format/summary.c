@@ -194,8 +194,8 @@ static bool parse_window(struct tally_section *s, const struct tally_kv *kv)
 		return false;
 	s->windows = v;
 	v[s->nwindows++] = w;
-	if (w.counter < 64)
-		s->explicit_windows |= 1ull << w.counter;
+	if (w.counter < TALLY_C_MAX)
+		s->explicit_windows[w.counter / 64] |= 1ull << w.counter % 64;
 	return true;
 }
 

@@ -58,7 +58,8 @@ static size_t first_row(const struct bd_row *bd, size_t n, unsigned sec)
 static void summary_figures(const struct tl_section *ts, const struct tally_summary_facts *x,
 			    struct rank_figures *f)
 {
-	uint64_t span = ts->t_min != UINT64_MAX && ts->t_max > ts->t_min ? ts->t_max - ts->t_min : 0;
+	uint64_t span =
+	    ts->t_min != UINT64_MAX && ts->t_max > ts->t_min ? ts->t_max - ts->t_min : 0;
 
 	f->busy = x->gpu_busy_ns;
 	f->idle = span > f->busy ? span - f->busy : 0;
@@ -81,15 +82,15 @@ static void rank_figures(const struct timeline *tl, const struct report_section 
 
 	memset(f, 0, sizeof(*f));
 	for (i = first_row(bd, n, rs->index); i < n && bd[i].section == rs->index; i++) {
-			f->busy += bd[i].busy;
-			f->idle += bd[i].idle;
-			f->idle_unproven += bd[i].idle_unproven;
-			f->compute += bd[i].compute;
-			f->comm += bd[i].comm;
-			f->comm_exposed += bd[i].comm_exposed;
-			f->copy_exposed += bd[i].copy_exposed;
-			f->devices++;
-		}
+		f->busy += bd[i].busy;
+		f->idle += bd[i].idle;
+		f->idle_unproven += bd[i].idle_unproven;
+		f->compute += bd[i].compute;
+		f->comm += bd[i].comm;
+		f->comm_exposed += bd[i].comm_exposed;
+		f->copy_exposed += bd[i].copy_exposed;
+		f->devices++;
+	}
 	for (id = 0; id < ts->nkern; id++)
 		if (ts->kern_ns[id] > f->top_ns) {
 			f->top_ns = ts->kern_ns[id];
@@ -144,11 +145,11 @@ static void write_section(const struct timeline *tl, struct report_section *rs,
 	tally_json_field_uint(j, "comm_exposed_ns", f.comm_exposed);
 	tally_json_field_uint(j, "copy_exposed_ns", f.copy_exposed);
 	tally_json_field_uint(j, "loss", f.loss);
-	tally_json_field_string(
-	    j, "top_kernel",
-	    !f.top_ns	    ? ""
-	    : f.top_summary ? (demangled ? demangled : f.top_summary)
-			    : report_kernel_name(rs, f.top_kernel, REPORT_NAME_DEMANGLED));
+	tally_json_field_string(j, "top_kernel",
+				!f.top_ns ? ""
+				: f.top_summary
+				    ? (demangled ? demangled : f.top_summary)
+				    : report_kernel_name(rs, f.top_kernel, REPORT_NAME_DEMANGLED));
 	tally_json_field_uint(j, "top_kernel_ns", f.top_ns);
 	tally_json_field_bool(j, "summary", rs->s->summary);
 	write_devices(j, rs->s);
@@ -380,7 +381,11 @@ static void write_names(const struct timeline *tl, struct tally_json *j)
 	tally_json_array_end(j);
 }
 
-/* Launches outstanding per stream: each series' buckets, from gpu_queue_depth's analysis. */
+/*
+ * Launches outstanding per stream: each series' buckets, from gpu_queue_depth's analysis, for the
+ * streams that have a row of their own on the page (the lane budget bounds them, however many
+ * streams the traces have); a series starts at its first bucket with anything in it.
+ */
 static void write_queues(const struct timeline *tl, const struct stats *st, struct tally_json *j)
 {
 	size_t n, i;
@@ -390,19 +395,21 @@ static void write_queues(const struct timeline *tl, const struct stats *st, stru
 	tally_json_name(j, "queues");
 	tally_json_array_begin(j);
 	for (i = 0; i < n; i++) {
+		if (timeline_find_lane(tl, q[i].section, TL_LANE_GPU, q[i].device, q[i].stream) < 0)
+			continue;
 		tally_json_object_begin(j);
 		tally_json_field_uint(j, "sec", q[i].section);
 		tally_json_field_uint(j, "device", q[i].device);
 		tally_json_field_uint(j, "stream", q[i].stream);
-		tally_json_field_int(j, "t0", rel(tl, q[i].origin));
+		tally_json_field_int(j, "t0",
+				     rel(tl, q[i].origin + (uint64_t)q[i].lo * q[i].width));
 		tally_json_field_uint(j, "width", q[i].width);
 		tally_json_field_double(j, "peak", q[i].peak);
 		tally_json_field_double(j, "mean", q[i].avg);
 		tally_json_name(j, "depth");
 		tally_json_array_begin(j);
-		for (b = 0; b < q[i].n; b++) /* three decimals are plenty for a curve */
-			tally_json_double(j,
-					  (double)(int64_t)(q[i].mean[b] * 1000.0 + 0.5) / 1000.0);
+		for (b = q[i].lo; b < q[i].n; b++) /* three decimals are plenty for a curve */
+			tally_json_milli(j, (int64_t)(q[i].mean[b - q[i].lo] * 1000.0 + 0.5));
 		tally_json_array_end(j);
 		tally_json_object_end(j);
 	}

@@ -497,8 +497,11 @@ function renderBusy() {
 			.sort((a, b) => a.stream - b.stream);
 		const gaps = TL.gaps.filter((g) => g[0] === dev.index);
 		const bd = breakdownRow(dev.sec, dev.device);
-		box.appendChild(el("div", { class: "chart-title", "data-sec": dev.sec, "data-device": dev.device,
-			"data-idle-ns": bd ? bd["Idle (ns)"] : "" },
+		/* the shared lane of the devices past the lane budget is no one device: no figures of one */
+		const shared = dev.sec === OTHER;
+		box.appendChild(el("div", shared ? { class: "chart-title", "data-shared": "1" } :
+			{ class: "chart-title", "data-sec": dev.sec, "data-device": dev.device, "data-idle-ns": bd ? bd["Idle (ns)"] : "" },
+			shared ? OTHER_LABEL + ": the GPUs past the page's lanes, " + fmtCount(dev.events) + " GPU records" :
 			secLabel(dev.sec) + ", GPU " + dev.device + ": " + streams.length + " stream(s), " +
 			fmtCount(dev.events) + " GPU records; idle " + (bd ? fmtNs(bd["Idle (ns)"]) + " of " + fmtNs(bd["Span (ns)"]) +
 			(bd["Idle Unproven (ns)"] ? ", of it unproven " + fmtNs(bd["Idle Unproven (ns)"]) : "") : "?")));
