@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 		perror(out);
 		return 1;
 	}
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	testsrc_session(&session, 1u << TALLY_KIND_KERNEL);
 	cfg.trace_api = false; /* kernel records only: no launch records to match */
 	if (tally_pipeline_start(&cfg, &testsrc_source, &sink, &session) < 0)

@@ -18,7 +18,10 @@ group_packages() {
 	build) echo "gcc libc6-dev make cmake pkg-config libiberty-dev libxxhash-dev libsqlite3-dev libdw-dev protobuf-c-compiler libprotobuf-c-dev" ;;
 	# unit and CLI tests, the format check, the .deb checked by lintian, git for the file lists;
 	# libc's debug file, so that the native-stack test meets a libc frame only .symtab names
-	test) echo "git python3 sqlite3 libcmocka-dev libjansson-dev clang-format lintian libc6-dbg" ;;
+	# (util-linux, bsdutils, e2fsprogs: unshare, mount, script and mkfs.ext4, for the full disks
+	# of tests/cli/test-hostile.sh); GNU time, for the doubling tests' CPU time and peak memory
+	# (tests/cli/test-metrics-doubling.sh)
+	test) echo "git python3 sqlite3 libcmocka-dev libjansson-dev clang-format lintian libc6-dbg util-linux bsdutils e2fsprogs time" ;;
 	# tally report's page: node (syntax) and a headless browser (tests/cli/test-html-report.sh)
 	browser) echo "chromium python3-pil nodejs" ;;
 	# Perfetto's trace processor for tests/cli/test-perfetto.sh: node and npm (a nodejs that

@@ -17,6 +17,19 @@
 
 const char *tally_progname = "tally";
 
+/* The message, whatever its arguments hold (a path from a directory, a name from a trace), under
+ * the one escaping rule of text.h: one line, nothing a terminal would obey. */
+static void put_message(const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	fputs(msg ? tally_text_shown(msg) : "[out of memory]", stderr);
+	fputc('\n', stderr);
+	free(msg);
+}
+
 int cli_error(int code, const char *fmt, ...)
 {
 	struct cli_colors c = cli_colors_for(stderr);
@@ -24,9 +37,8 @@ int cli_error(int code, const char *fmt, ...)
 
 	fprintf(stderr, "%s: %serror:%s ", tally_progname, c.red, c.reset);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	put_message(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return code;
 }
 
@@ -37,9 +49,8 @@ void cli_warn(const char *fmt, ...)
 
 	fprintf(stderr, "%s: %swarning:%s ", tally_progname, c.yellow, c.reset);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	put_message(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 const char *const cli_report_formats[] = {
@@ -244,8 +255,13 @@ int cli_docs_dir(char *out, size_t len)
 
 void cli_warn_demangle_refused(void)
 {
-	uint64_t n = report_demangle_refused();
+	uint64_t n = report_demangle_refused(), cut = report_texts_cut();
 
+	if (cut)
+		cli_warn("%" PRIu64 " name(s) or message(s) longer than %u bytes are cut there "
+			 "(ending in \"[N bytes cut]\"), so that the output stays a small multiple "
+			 "of the trace",
+			 cut, REPORT_TEXT_MAX);
 	if (n)
 		cli_warn("%" PRIu64
 			 " kernel name(s) are shown mangled: demangled they would exceed "
@@ -265,38 +281,32 @@ void cli_warn_symbolizer_missing(void)
 		    why);
 }
 
-const char *cli_text(const char *s)
+int cli_output_check(const char *path, unsigned flags)
 {
-	/* A ring, so that one printf may hold several; each entry lives until reused. */
-	static char *ring[16];
-	static unsigned next;
-	char *t;
-
-	if (!s)
-		return NULL;
-	t = tally_text_printable(s);
-	if (!t)
-		return "[out of memory]";
-	free(ring[next]);
-	ring[next] = t;
-	next = (next + 1) % 16;
-	return t;
-}
-
-int cli_output_check(const char *path, bool force, char *const *inputs, size_t ninputs)
-{
-	char err[PATH_MAX + 128];
+	char err[2 * PATH_MAX + 128];
 
 	if (!path || strcmp(path, "-") == 0)
 		return 0;
-	if (outfile_not_input(path, inputs, ninputs, err, sizeof(err)) < 0 ||
-	    outfile_check(path, force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
-		return cli_error(TALLY_EXIT_USAGE, "%s", err);
+	if (outfile_check(path, flags, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_USAGE, "%s", cli_text(err));
 	return 0;
 }
 
-int cli_output_open(struct cli_output *o, const char *path, bool force, char *const *inputs,
-		    size_t ninputs)
+int cli_inputs_hold(struct report_set *held, char *const *paths, size_t npaths)
+{
+	char err[PATH_MAX + 128];
+
+	if (report_set_open(held, paths, npaths, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_UNREADABLE, "%s", cli_text(err));
+	return 0;
+}
+
+void cli_inputs_release(struct report_set *held)
+{
+	report_set_close(held);
+}
+
+int cli_output_open(struct cli_output *o, const char *path, bool force)
 {
 	char err[PATH_MAX + 128];
 	int rc;
@@ -308,7 +318,7 @@ int cli_output_open(struct cli_output *o, const char *path, bool force, char *co
 	o->flags = force ? OUTFILE_FORCE : 0;
 	if (!o->path)
 		return 0;
-	if ((rc = cli_output_check(path, force, inputs, ninputs)) != 0)
+	if ((rc = cli_output_check(path, o->flags)) != 0)
 		return rc;
 	if (outfile_open(&o->of, path, o->flags, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_ERROR, "%s", err);

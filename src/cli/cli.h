@@ -12,6 +12,7 @@
 
 #include "cli-options.h"
 #include "outfile.h"
+#include "text.h"
 
 /* Exit codes, one meaning each and stable: docs/architecture.md ("Exit codes") has the table,
  * each command's page in docs/ says which it returns. */
@@ -47,10 +48,32 @@ extern const char *tally_progname;
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
+ * The one refusal of an output, the same in every command: before anything is read, and after the
+ * inputs are open (report_set_open registers them, so that none of them is replaced however the
+ * output names it), refuse an -o that exists without --force, that is not a regular file (with
+ * OUTFILE_DIRECTORY: a directory), or that is an input.  path NULL or "-" (standard output) is
+ * always taken.  0, or TALLY_EXIT_USAGE said on stderr.
+ */
+int cli_output_check(const char *path, unsigned flags);
+static inline unsigned cli_output_flags(bool force)
+{
+	return force ? OUTFILE_FORCE : 0;
+}
+
+/*
+ * For commands whose library opens the inputs itself (compare, report): the inputs opened, and so
+ * protected, while it runs.  0, or TALLY_EXIT_UNREADABLE said on stderr.  cli_inputs_release
+ * closes them.
+ */
+struct report_set;
+int cli_inputs_hold(struct report_set *held, char *const *paths, size_t npaths);
+void cli_inputs_release(struct report_set *held);
+
+/*
  * A report's output: standard output (path NULL or "-"), or FILE written through a temporary
- * file beside it and renamed at the end (outfile.h): only a regular file is replaced, only with
- * force, never one of the inputs.  cli_output_open returns 0 or an exit code (said on stderr);
- * cli_output_close takes the writer's result (0 or -errno) and returns 0 or an exit code.
+ * file beside it and renamed at the end (outfile.h), after cli_output_check.  cli_output_open
+ * returns 0 or an exit code (said on stderr); cli_output_close takes the writer's result (0 or
+ * -errno) and returns 0 or an exit code.
  */
 struct cli_output {
 	FILE *f;
@@ -58,18 +81,20 @@ struct cli_output {
 	struct outfile of;
 	unsigned flags;
 };
-int cli_output_check(const char *path, bool force, char *const *inputs, size_t ninputs);
-int cli_output_open(struct cli_output *o, const char *path, bool force, char *const *inputs,
-		    size_t ninputs);
+int cli_output_open(struct cli_output *o, const char *path, bool force);
 int cli_output_close(struct cli_output *o, int write_rc);
 
-/* Says how many kernel names were too big to demangle (report_demangle), if any. */
+/* Says how many kernel names were too big to demangle (report_demangle), and how many texts were
+ * cut at REPORT_TEXT_MAX (report_string), if any. */
 void cli_warn_demangle_refused(void);
 /* Says why native frames were not symbolized (libdw missing), if any was not. */
 void cli_warn_symbolizer_missing(void);
 /* s with control bytes and invalid UTF-8 escaped (text.h), for printing text from a trace;
  * valid until 16 more calls.  NULL stays NULL. */
-const char *cli_text(const char *s);
+static inline const char *cli_text(const char *s)
+{
+	return tally_text_shown(s);
+}
 
 /* table, csv, json: the names of enum report_format, in its order, for CLI_CHOICE. */
 extern const char *const cli_report_formats[];

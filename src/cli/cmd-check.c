@@ -31,12 +31,12 @@ static const struct cli_option check_options[] = {
 };
 
 static const struct cli_command check_command = {
-    .usage = "tally check [--json] [-v|-q] FILE...",
+    .usage = "tally check [--json] [-v|-q] FILE|DIR...",
     .about = "Read each trace to its end and judge it: COMPLETE only when the ledger proves\n"
 	     "nothing was lost. Exit 0: all COMPLETE; 1: some INCOMPLETE; 2: usage;\n"
 	     "3: a file could not be read at all.",
     .options = check_options,
-    .no_operand = "no trace given; usage: tally check FILE...",
+    .no_operand = "no trace given; usage: tally check FILE|DIR...",
     .flags = CLI_STOP_AT_OPERAND,
 };
 
@@ -56,6 +56,7 @@ static const char *chunk_type_name(unsigned type)
 	    "STACKS",
 	    "MODULES",
 	    [TALLY_CHUNK_DROPS] = "DROPS",
+	    [TALLY_CHUNK_THREADS] = "THREADS",
 	    [TALLY_CHUNK_GPU_METRICS] = "GPU_METRICS",
 	};
 
@@ -115,6 +116,25 @@ static void print_records(const struct tally_section *s)
 	printf("%s\n", first ? "" : ")");
 }
 
+/* Where the trace was written and whether room was kept for its final ledger (format 1.3). */
+static void print_output_fs(const struct tally_section *s)
+{
+	char size[32];
+
+	if (!s->output_fs)
+		return;
+	if (s->close_reserve)
+		printf(
+		    "  output    on %s, %s kept for the final ledger (a full disk still gets it)\n",
+		    cli_text(s->output_fs), cli_fmt_bytes(size, sizeof(size), s->close_reserve));
+	else
+		printf(
+		    "  output    on %s, which kept no room for the final ledger (%s): a full disk "
+		    "may leave none\n",
+		    cli_text(s->output_fs),
+		    s->close_reserve_errno ? strerror((int)s->close_reserve_errno) : "refused");
+}
+
 static void print_session(const struct tally_file *f, const struct tally_section *s)
 {
 	char when[64] = "unknown time", dur[32];
@@ -149,6 +169,7 @@ static void print_session(const struct tally_file *f, const struct tally_section
 		snprintf(driver, sizeof(driver), "%" PRIu64, s->driver_version);
 	printf("\n  versions  CUDA driver %s, CUPTI API %" PRIu64 ", file format %u.%u\n", driver,
 	       s->cupti_version, f->format_major, f->format_minor);
+	print_output_fs(s);
 	printf("  contents  ");
 	print_records(s);
 }
@@ -205,6 +226,83 @@ static void print_ledger(const struct tally_section *s)
 		       v[TALLY_C_FLUSH_COMPLETED] ? "completed" : "NOT completed",
 		       v[TALLY_C_FLUSH_RECORDS]);
 	print_signal(s);
+}
+
+/* "python,native", "python", "native", "none". */
+static const char *sample_asked(uint64_t bits)
+{
+	static const char *const names[] = {"none", "python", "native", "python,native"};
+
+	return names[bits & (TALLY_SAMPLE_BIT_PYTHON | TALLY_SAMPLE_BIT_NATIVE)];
+}
+
+/* Distinct threads the THREADS chunks name. */
+static size_t distinct_threads(const struct tally_section *s)
+{
+	size_t n = 0;
+
+	free((void *)tally_section_threads(s, &n));
+	return n;
+}
+
+/* Host sampling and blocking calls (format 1.3): what was asked, how it ran, every count. */
+static void print_sampling(const struct tally_section *s)
+{
+	const uint64_t *v = s->ledger.v;
+	char buf[32];
+
+	if (s->sample || v[TALLY_C_SAMPLES_TAKEN] || s->records[TALLY_KIND_CPU_SAMPLE]) {
+		printf("  sampling  %s at %" PRIu64 " Hz", sample_asked(s->sample), s->sample_rate);
+		if (s->sample_mechanism)
+			printf("; native by %s", cli_text(s->sample_mechanism));
+		if (s->sample_signal)
+			printf("; signal %" PRIu64, s->sample_signal);
+		printf("; %zu thread(s) named\n", distinct_threads(s));
+		printf("    samples taken %" PRIu64 ", written %" PRIu64 ", dropped %" PRIu64
+		       ", torn %" PRIu64 ", stalls %" PRIu64 ", ticks missed %" PRIu64
+		       ", overruns %" PRIu64 ", skipped %" PRIu64 "\n",
+		       v[TALLY_C_SAMPLES_TAKEN], v[TALLY_C_BY_KIND + TALLY_KIND_CPU_SAMPLE],
+		       v[TALLY_C_SAMPLES_DROPPED], v[TALLY_C_SAMPLES_TORN],
+		       v[TALLY_C_SAMPLE_STALLS], v[TALLY_C_SAMPLE_TICKS_MISSED],
+		       v[TALLY_C_SAMPLE_OVERRUNS], v[TALLY_C_SAMPLES_SKIPPED]);
+	}
+	if (s->osrt_threshold || s->records[TALLY_KIND_OSRT] || v[TALLY_C_OSRT_DROPPED])
+		printf("  osrt      blocking calls of %s or longer: %" PRIu64 " written, %" PRIu64
+		       " dropped\n",
+		       cli_fmt_ns(buf, sizeof(buf), s->osrt_threshold),
+		       v[TALLY_C_BY_KIND + TALLY_KIND_OSRT], v[TALLY_C_OSRT_DROPPED]);
+}
+
+static void json_sampling(struct tally_json *j, const struct tally_section *s)
+{
+	size_t i, n = 0;
+	const struct tally_thread **threads = tally_section_threads(s, &n);
+
+	tally_json_name(j, "sampling");
+	tally_json_object_begin(j);
+	tally_json_field_string(j, "asked", sample_asked(s->sample));
+	tally_json_field_uint(j, "rate_hz", s->sample_rate);
+	tally_json_field_string(j, "mechanism", s->sample_mechanism);
+	tally_json_field_uint(j, "signal", s->sample_signal);
+	tally_json_field_uint(j, "osrt_threshold_ns", s->osrt_threshold);
+	tally_json_name(j, "threads");
+	tally_json_array_begin(j);
+	for (i = 0; i < n; i++) {
+		const struct tally_thread *t = threads[i];
+
+		tally_json_object_begin(j);
+		tally_json_field_uint(j, "tid", t->tid);
+		tally_json_field_uint(j, "pthread_id", t->pthread_id);
+		tally_json_field_string(j, "name", t->name);
+		tally_json_field_bool(j, "main", t->flags & TALLY_THREADF_MAIN);
+		tally_json_field_bool(j, "python", t->flags & TALLY_THREADF_PYTHON);
+		tally_json_field_bool(j, "tally", t->flags & TALLY_THREADF_TALLY);
+		tally_json_field_bool(j, "exited", t->flags & TALLY_THREADF_EXITED);
+		tally_json_object_end(j);
+	}
+	tally_json_array_end(j);
+	tally_json_object_end(j);
+	free((void *)threads);
 }
 
 /* CUPTI's drops by the queue it counted them in, and each context tied to its device. */
@@ -356,6 +454,7 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 		} else {
 			print_session(f, s);
 			print_ledger(s);
+			print_sampling(s);
 			print_drops(s);
 			print_gpu_metrics(s);
 			print_verdict(s, &v);
@@ -566,6 +665,11 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 		json_hex(j, "session_id", s->session_id, 16);
 	if (s->has_parent)
 		json_hex(j, "parent_id", s->parent_id, 16);
+	if (s->output_fs) { /* 1.3 */
+		tally_json_field_string(j, "output_fs", s->output_fs);
+		tally_json_field_uint(j, "close_reserve", s->close_reserve);
+		tally_json_field_uint(j, "close_reserve_errno", s->close_reserve_errno);
+	}
 	json_devices(j, s);
 	tally_json_name(j, "records");
 	tally_json_object_begin(j);
@@ -576,6 +680,7 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	tally_json_field_uint(j, "records_total", s->records_total);
 	json_ledger(j, s);
 	json_drops(j, s);
+	json_sampling(j, s);
 	json_gpu_metrics(j, s);
 	json_verdict(j, s, v);
 	tally_json_name(j, "notes");
@@ -672,6 +777,32 @@ static int check_one(const char *path, const struct check_opts *o, struct tally_
 	return 0;
 }
 
+/* A file, or a directory's *.tally files (as every reader takes them). */
+static int check_path(char *path, const struct check_opts *o, struct tally_json *j, bool *all)
+{
+	char **files, err[600];
+	size_t n, i;
+	int rc = 0;
+
+	if (report_paths_expand(&path, 1, &files, &n, err, sizeof(err)) < 0) {
+		if (j)
+			json_unreadable(j, path, err);
+		else
+			cli_error(TALLY_EXIT_UNREADABLE, "%s", cli_text(err));
+		*all = false;
+		return TALLY_EXIT_UNREADABLE;
+	}
+	for (i = 0; i < n; i++) {
+		bool complete = false;
+
+		if (check_one(files[i], o, j, &complete) != 0)
+			rc = TALLY_EXIT_UNREADABLE;
+		*all &= complete;
+	}
+	report_paths_free(files, n);
+	return rc;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	struct check_opts o = {0};
@@ -687,13 +818,9 @@ int cmd_check(int argc, char **argv)
 		tally_json_name(&j, "files");
 		tally_json_array_begin(&j);
 	}
-	for (i = first; i < argc; i++) {
-		bool complete = false;
-
-		if (check_one(argv[i], &o, o.json ? &j : NULL, &complete) != 0)
+	for (i = first; i < argc; i++)
+		if (check_path(argv[i], &o, o.json ? &j : NULL, &all) != 0)
 			unreadable = true;
-		all &= complete;
-	}
 	if (o.json) {
 		tally_json_array_end(&j);
 		tally_json_field_string(&j, "verdict", all ? "COMPLETE" : "INCOMPLETE");

@@ -92,8 +92,9 @@ static const struct cli_option compare_options[] = {
     CLI_CALLBACK(0, "alpha", "P", set_alpha, "significance level of the KS test (default 0.01)"),
     CLI_CALLBACK(0, "min-effect", "PCT", set_min_effect,
 		 "smallest p50/p90 shift that counts as different (default 5)"),
-    CLI_UINT(S, 0, "max-edits", "N", o.max_edits, 1, 10000000,
-	     "compute the edit distance up to N (default 1000)"),
+    CLI_UINT(S, 0, "max-edits", "N", o.max_edits, 1, COMPARE_MAX_EDITS_CAP,
+	     "compute the edit distance up to N (default 1000, at most 100000:\n"
+	     "the time grows as N squared)"),
     CLI_END,
 };
 #undef S
@@ -111,10 +112,10 @@ static const struct cli_command compare_command = {
 };
 
 /* To standard output, or to -o FILE (cli_output: a temporary file renamed over it). */
-static int write_out(const struct compare_result *r, const struct compare_cli *c, char **inputs)
+static int write_out(const struct compare_result *r, const struct compare_cli *c)
 {
 	struct cli_output out;
-	int rc = cli_output_open(&out, c->output, c->force, inputs, 2);
+	int rc = cli_output_open(&out, c->output, c->force);
 
 	if (rc)
 		return rc;
@@ -131,22 +132,30 @@ static int exit_for(enum compare_verdict v)
 static int run(char **argv, const struct compare_cli *c)
 {
 	struct compare_result *r;
+	struct report_set held;
 	char err[700];
-	int rc = cli_output_check(c->output, c->force, argv, 2); /* before the reading */
+	int rc = cli_inputs_hold(&held, argv, 2);
 
 	if (rc)
 		return rc;
+	rc = cli_output_check(c->output, cli_output_flags(c->force)); /* before the reading */
+	if (rc)
+		goto release;
 	rc = compare_run(&argv[0], 1, &argv[1], 1, &c->o, &r, err, sizeof(err));
-	if (rc == -ENOMEM)
-		return cli_error(TALLY_EXIT_ERROR, "%s", err);
-	if (rc == -ESRCH)
-		return cli_error(TALLY_EXIT_USAGE, "%s", err);
-	if (rc < 0)
-		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
-	rc = write_out(r, c, argv);
+	if (rc < 0) {
+		rc = cli_error(rc == -ENOMEM  ? TALLY_EXIT_ERROR
+			       : rc == -ESRCH ? TALLY_EXIT_USAGE
+					      : TALLY_EXIT_UNREADABLE,
+			       "%s", err);
+		goto release;
+	}
+	rc = write_out(r, c);
+	cli_warn_demangle_refused();
 	if (rc == 0)
 		rc = exit_for(r->verdict);
 	compare_free(r);
+release:
+	cli_inputs_release(&held);
 	return rc;
 }
 

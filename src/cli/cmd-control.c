@@ -46,6 +46,8 @@ struct control {
 	struct collect_opts base;
 	unsigned rounds;
 	bool json, skip_checks;
+	const char
+	    *json_path; /* --json=FILE; plain --json: standard output, the program's to stderr */
 	const char *dir;
 	char dir_abs[PATH_MAX];
 	char **argv; /* the program and its arguments, the same every round */
@@ -54,13 +56,27 @@ struct control {
 	char cmp_err[600];
 };
 
+/* --json or --json=FILE ("-" or nothing: standard output) */
+static int set_json(void *opts, const char *arg, char *err, size_t len)
+{
+	struct control *ctl = opts;
+
+	(void)err;
+	(void)len;
+	ctl->json = true;
+	ctl->json_path = arg && *arg && strcmp(arg, "-") != 0 ? arg : NULL;
+	return 0;
+}
+
 #define S struct control
 static const struct cli_option control_options[] = {
     CLI_STRING(S, 'o', "output", "DIR", dir,
 	       "where the traces go: DIR/CONFIG-rK/ (default tally-control-PID)"),
     CLI_UINT(S, 'n', "rounds", "N", rounds, 1, MAX_ROUNDS,
 	     "rounds of untraced, reduced and full runs (default 3)"),
-    CLI_BOOL(S, 0, "json", json, "print the summary as JSON (docs/control.md)"),
+    CLI_CALLBACK_OPTARG(0, "json", "FILE", set_json,
+			"the summary as JSON (docs/control.md): into FILE, or on standard\n"
+			"output with the program's standard output sent to standard error"),
     CLI_BOOL(S, 0, "no-checks", skip_checks, "do not stop on the doctor's blocking findings"),
     /* after -o: the directory's, not the pattern's (the first row with a name wins) */
     CLI_GROUP(S, base, collect_options,
@@ -78,8 +94,9 @@ static const struct cli_command control_command = {
 	"(median, range, ratio to untraced), the records lost per configuration, and\n"
 	"tally compare of reduced vs full, then says what follows.  Traces are kept in\n"
 	"DIR/reduced-r1/, DIR/full-r1/, ...\n"
-	"Exit 0: every run exited 0 and no record was lost; 1: records were lost, or\n"
-	"the program failed in a round; 2: usage; 4: tally itself failed.",
+	"Exit 0: every run exited 0, wrote its traces and lost no record; 1: records\n"
+	"were lost, a traced round wrote no trace, or the program failed in a round;\n"
+	"2: usage, or PROGRAM cannot be run (the rounds stop there); 4: tally failed.",
     .options = control_options,
     .no_operand = "no program given: tally control [options] -- PROGRAM [ARGS]",
     .flags = CLI_STOP_AT_OPERAND,
@@ -157,9 +174,18 @@ static int run_one(struct control *ctl, enum config cfg, unsigned round)
 		if (cfg == C_REDUCED)
 			c.trace = REDUCED;
 	}
-	rc = record_run_program(cfg == C_UNTRACED ? NULL : &c, ctl->argv, &run);
+	rc = record_run_program(cfg == C_UNTRACED ? NULL : &c, ctl->argv,
+				ctl->json && !ctl->json_path ? RECORD_RUN_STDOUT_TO_STDERR : 0,
+				&run);
 	if (rc)
 		return rc;
+	if (run.exec_errno) { /* no round can run it: its timings would be of nothing */
+		rc = run.exec_errno;
+		record_run_fini(&run);
+		return cli_error(TALLY_EXIT_USAGE, "cannot run %s: %s; stopped after round %u (%s)",
+				 cli_text(ctl->argv[0]), strerror(rc), round + 1,
+				 config_names[cfg]);
+	}
 	rr->wall_ns = run.wall_ns;
 	rr->status = run.status;
 	for (i = 0; i < run.nfiles; i++)
@@ -261,6 +287,38 @@ static bool statuses_differ(const struct control *ctl)
 	return false;
 }
 
+/* Traced rounds that wrote no trace at all: nothing is known about what they would have lost. */
+static unsigned rounds_without_trace(const struct control *ctl)
+{
+	unsigned c, i, n = 0;
+
+	for (c = C_REDUCED; c < C_COUNT; c++)
+		for (i = 0; i < ctl->rounds; i++)
+			n += ctl->cfg[c].r[i].files == 0;
+	return n;
+}
+
+/* What the traces say about loss; never "complete" for a trace that is missing or not read so. */
+static void loss_conclusion(const struct control *ctl, char *out, size_t len)
+{
+	const struct config_result *r = &ctl->cfg[C_REDUCED], *f = &ctl->cfg[C_FULL];
+	unsigned missing = rounds_without_trace(ctl);
+
+	if (missing)
+		snprintf(out, len,
+			 "%u of %u traced round(s) wrote no trace: the program never initialised "
+			 "CUDA or used NVTX, or tally could not load into it (tally record says "
+			 "which); nothing is known about what those rounds lost",
+			 missing, 2 * ctl->rounds);
+	else if (!r->lost && !f->lost && (r->complete < r->files || f->complete < f->files))
+		snprintf(out, len,
+			 "no loss counter moved, but %zu of %zu trace(s) are not COMPLETE: tally "
+			 "check on DIR says why",
+			 r->files + f->files - r->complete - f->complete, r->files + f->files);
+	else
+		snprintf(out, len, "%s", loss_meaning[r->lost > 0][f->lost > 0]);
+}
+
 static void conclusions(const struct control *ctl, char out[4][400])
 {
 	const struct config_result *u = &ctl->cfg[C_UNTRACED];
@@ -271,8 +329,7 @@ static void conclusions(const struct control *ctl, char out[4][400])
 	    out[0], sizeof(out[0]),
 	    "recording costs %.1f%% wall time with the full kinds, %.1f%% reduced%s", full, reduced,
 	    fabs(full) <= spread ? " (within the untraced runs' own spread: not measurable)" : "");
-	snprintf(out[1], sizeof(out[1]), "%s",
-		 loss_meaning[ctl->cfg[C_REDUCED].lost > 0][ctl->cfg[C_FULL].lost > 0]);
+	loss_conclusion(ctl, out[1], sizeof(out[1]));
 	if (!ctl->cmp)
 		snprintf(out[2], sizeof(out[2]), "reduced vs full could not be compared: %.300s",
 			 ctl->cmp_err);
@@ -305,8 +362,8 @@ static void text_report(const struct control *ctl)
 	char what[4][400];
 	unsigned c;
 
-	printf("tally control: %u round(s) of %s; traces in %s/\n\n", ctl->rounds, ctl->argv[0],
-	       ctl->dir_abs);
+	printf("tally control: %u round(s) of %s; traces in %s/\n\n", ctl->rounds,
+	       cli_text(ctl->argv[0]), cli_text(ctl->dir_abs));
 	printf("  %-9s %10s  %-21s %9s  %7s  %13s  %s\n", "config", "wall (med)", "range",
 	       "vs untr.", "records", "lost (cupti)", "complete");
 	for (c = 0; c < C_COUNT; c++) {
@@ -375,17 +432,18 @@ static void json_config(struct tally_json *j, const struct control *ctl, enum co
 	tally_json_object_end(j);
 }
 
-static void json_report(const struct control *ctl)
+static void json_report(const struct control *ctl, FILE *out)
 {
 	struct tally_json j;
 	char what[4][400];
 	unsigned c;
 
 	conclusions(ctl, what);
-	tally_json_init(&j, stdout, true);
+	tally_json_init(&j, out, true);
 	tally_json_object_begin(&j);
 	tally_json_field_string(&j, "directory", ctl->dir_abs);
 	tally_json_field_uint(&j, "rounds", ctl->rounds);
+	tally_json_field_uint(&j, "rounds_without_trace", rounds_without_trace(ctl));
 	tally_json_name(&j, "configs");
 	tally_json_array_begin(&j);
 	for (c = 0; c < C_COUNT; c++)
@@ -405,6 +463,23 @@ static void json_report(const struct control *ctl)
 	tally_json_array_end(&j);
 	tally_json_object_end(&j);
 	tally_json_finish(&j);
+}
+
+/* The text on standard output, or the JSON there or into --json=FILE (never over anything but a
+ * regular file: cli_output). */
+static int write_report(const struct control *ctl)
+{
+	struct cli_output out;
+	int rc;
+
+	if (!ctl->json) {
+		text_report(ctl);
+		return 0;
+	}
+	if ((rc = cli_output_open(&out, ctl->json_path, true)) != 0)
+		return rc;
+	json_report(ctl, out.f);
+	return cli_output_close(&out, ferror(out.f) ? -EIO : 0);
 }
 
 /* ---- the command ----------------------------------------------------------------------- */
@@ -450,20 +525,20 @@ int cmd_control(int argc, char **argv)
 	if (rc)
 		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
 	ctl.argv = argv + first;
-	if ((rc = collect_opts_finish(&ctl.base)) != 0 || (rc = make_dir(&ctl)) != 0)
+	if ((rc = collect_opts_finish(&ctl.base)) != 0 ||
+	    (rc = cli_output_check(ctl.json_path, OUTFILE_FORCE)) != 0 ||
+	    (rc = make_dir(&ctl)) != 0)
 		return rc;
 	if (!ctl.skip_checks && (rc = preflight(&ctl)) != 0)
 		return rc;
 	if ((rc = run_rounds(&ctl)) != 0)
 		return rc;
-	if (ctl.json)
-		json_report(&ctl);
-	else
-		text_report(&ctl);
-	rc = ctl.cfg[C_REDUCED].lost || ctl.cfg[C_FULL].lost || statuses_differ(&ctl) ||
-		     ctl.cfg[C_UNTRACED].r[0].status
-		 ? TALLY_EXIT_FAIL
-		 : TALLY_EXIT_OK;
+	rc = write_report(&ctl);
+	if (rc == 0)
+		rc = ctl.cfg[C_REDUCED].lost || ctl.cfg[C_FULL].lost || statuses_differ(&ctl) ||
+			     ctl.cfg[C_UNTRACED].r[0].status || rounds_without_trace(&ctl)
+			 ? TALLY_EXIT_FAIL
+			 : TALLY_EXIT_OK;
 	compare_free(ctl.cmp);
 	return rc;
 }

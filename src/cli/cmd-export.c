@@ -60,6 +60,9 @@ static const struct cli_option export_options[] = {
     CLI_BOOL(S, 0, "no-align", no_align,
 	     "keep each trace's own timestamps (default: aligned by clock pairs)"),
     CLI_BOOL(S, 'q', "quiet", quiet, "no summary line on standard error"),
+    CLI_DURATION(S, 0, "metric-step", "DURATION", o.metric_step_ns, 0, UINT64_MAX,
+		 "chrome: GPU metrics as one point per DURATION, the mean of its\n"
+		 "samples (default: every sample; 10 kHz is about 1 MB/s per metric)"),
     CLI_END,
 };
 #undef S
@@ -116,11 +119,13 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 	uint64_t t0 = cli_now_ns();
 	int rc;
 
-	if (strcmp(x->o.output, "-") != 0 &&
-	    outfile_not_input(x->o.output, paths, npaths, err, sizeof(err)) < 0)
-		return cli_error(TALLY_EXIT_USAGE, "%s", err);
 	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
+	/* before the reading: the same refusal, and exit code, as every command's -o */
+	if (report_export_check(x->e, &x->o, err, sizeof(err)) < 0) {
+		rc = cli_error(TALLY_EXIT_USAGE, "%s", cli_text(err));
+		goto close_set;
+	}
 	set.align = !x->no_align;
 	report_set_find_base(&set);
 	cli_progress_begin(&progress, "tally export");
@@ -134,6 +139,11 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 	}
 	report_warn_damage(&set, stderr, tally_progname);
 	cli_warn_demangle_refused();
+	if (st.clamped)
+		cli_warn("%" PRIu64
+			 " value(s) past 2^63 - 1 (a time or a byte count) are stored as "
+			 "9223372036854775807, SQLite's largest integer, not as negative numbers",
+			 st.clamped);
 	cli_warn_symbolizer_missing();
 	if (!set.complete)
 		cli_warn("INCOMPLETE: data was lost in the input (the export shows where: 'tally "

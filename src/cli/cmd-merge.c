@@ -109,6 +109,8 @@ static int run(char **paths, size_t npaths, const struct merge_cli *x)
 
 	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
+	if ((rc = cli_output_check(x->output, cli_output_flags(x->force))) != 0)
+		goto close_set;
 	cli_progress_begin(&progress, "tally merge");
 	rc = report_merge(&set, x->output,
 			  (x->force ? MERGE_FORCE : 0) | (x->mixed_jobs ? MERGE_MIXED_JOBS : 0),

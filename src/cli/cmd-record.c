@@ -24,6 +24,7 @@
 #include "reader.h"
 #include "record-run.h"
 #include "verdict.h"
+#include "writer.h"
 
 struct record_opts {
 	struct collect_opts c;
@@ -115,7 +116,7 @@ static int record_check_overwrite(const struct collect_opts *c)
 	if (tally_pattern_expand(c->output_abs, &vars, path, sizeof(path), err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_USAGE, "--output: %s", err);
 	if (outfile_check(path, c->force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
-		return cli_error(TALLY_EXIT_USAGE, "%s%s", err,
+		return cli_error(TALLY_EXIT_USAGE, "%s%s", cli_text(err),
 				 c->force ? "" : "; or use a pattern with %p or %n");
 	return 0;
 }
@@ -136,12 +137,16 @@ static void make_manifest(char *manifest, size_t len)
 	close(fd);
 }
 
-/* c NULL: untraced (tally control's baseline), the same program with nothing injected. */
-static void child_exec(const struct collect_opts *c, const char *manifest, char **argv)
+/* c NULL: untraced (tally control's baseline), the same program with nothing injected.  When
+ * execvp fails, its errno goes up the close-on-exec pipe failed_fd: the parent then knows the
+ * program never ran (an exit status of 127 could also be the program's own). */
+static void child_exec(const struct collect_opts *c, const char *manifest, char **argv,
+		       unsigned flags, int failed_fd)
 {
 	struct env_var vars[32];
 	size_t n = c ? collect_env(c, vars, 32) : 0, i;
 	char pid[32];
+	int err;
 
 	for (i = 0; i < n; i++)
 		setenv(vars[i].name, vars[i].value, 1);
@@ -150,9 +155,26 @@ static void child_exec(const struct collect_opts *c, const char *manifest, char 
 	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
 	if (c)
 		setenv("TALLY_ROOT_PID", pid, 1);
+	if (flags & RECORD_RUN_STDOUT_TO_STDERR)
+		dup2(STDERR_FILENO, STDOUT_FILENO);
 	execvp(argv[0], argv);
-	fprintf(stderr, "tally record: cannot run %s: %s\n", argv[0], strerror(errno));
-	_exit(errno == ENOENT ? 127 : 126);
+	err = errno;
+	fprintf(stderr, "tally record: cannot run %s: %s\n", cli_text(argv[0]), strerror(err));
+	if (write(failed_fd, &err, sizeof(err)) < 0)
+		err = errno; /* the exit status below still says it */
+	_exit(err == ENOENT ? 127 : 126);
+}
+
+/* execvp's errno from the child, or 0 when the program was started (the pipe closed on exec). */
+static int exec_failure(int fd)
+{
+	int err = 0;
+	ssize_t n;
+
+	while ((n = read(fd, &err, sizeof(err))) < 0 && errno == EINTR)
+		;
+	close(fd);
+	return n == (ssize_t)sizeof(err) ? err : 0;
 }
 
 static int wait_child(pid_t pid)
@@ -235,6 +257,28 @@ static void print_counts(FILE *out, const struct tally_section *s)
 	fputs(first ? "" : ")", out);
 }
 
+/* A full disk, in words: what the ledger says of it (the verdict's reasons say the rest). */
+static bool disk_filled(const struct tally_section *s)
+{
+	return s->ledger.v[TALLY_C_WRITE_FAILURES] && s->ledger.v[TALLY_C_WRITE_ERRNO] == ENOSPC;
+}
+
+static void say_disk_filled(FILE *out, const char *path, const struct tally_section *s)
+{
+	const uint64_t *c = s->ledger.v;
+	uint64_t origin = tally_section_origin(s), at = c[TALLY_C_WRITE_FIRST_FAILED_AT];
+
+	if (!disk_filled(s))
+		return;
+	fprintf(out, "tally: the disk filled while recording %s: %" PRIu64 " bytes lost",
+		cli_text(path), c[TALLY_C_BYTES_LOST]);
+	if (at && origin && at >= origin)
+		fprintf(out, " from +%.3f s", (double)(at - origin) / 1e9);
+	fprintf(out, "; %s\n",
+		s->has_final ? "its final ledger says what and when"
+			     : "the file ends without its final ledger");
+}
+
 /* GPU metrics that were asked for and not recorded (refused, unsupported, busy, stopped): said
  * once per reason for the whole run, however many processes met it.  Another process sampling
  * a device is how it should be, and is not said. */
@@ -279,7 +323,8 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 			tally_json_field_string(j, "verdict", "UNREADABLE");
 			tally_json_object_end(j);
 		} else {
-			fprintf(out, "  %s: unreadable: %s\n", w->path, f ? "no session" : err);
+			fprintf(out, "  %s: unreadable: %s\n", cli_text(w->path),
+				f ? "no session" : cli_text(err));
 		}
 		tally_file_close(f);
 		return false;
@@ -293,6 +338,7 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 		tally_json_field_uint(j, "size", f->size);
 		tally_json_field_uint(j, "records", f->sections[0]->records_total);
 		tally_json_field_string(j, "verdict", v.complete ? "COMPLETE" : "INCOMPLETE");
+		tally_json_field_bool(j, "disk_filled", disk_filled(f->sections[0]));
 		tally_json_name(j, "reasons");
 		tally_json_array_begin(j);
 		for (i = 0; i < v.nreasons; i++)
@@ -300,12 +346,14 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 		tally_json_array_end(j);
 		tally_json_object_end(j);
 	} else {
-		fprintf(out, "  %s: %s, ", w->path, cli_fmt_bytes(size, sizeof(size), f->size));
+		fprintf(out, "  %s: %s, ", cli_text(w->path),
+			cli_fmt_bytes(size, sizeof(size), f->size));
 		print_counts(out, f->sections[0]);
 		fprintf(out, ", %s%s%s\n", v.complete ? col.green : col.red,
 			v.complete ? "COMPLETE" : "INCOMPLETE", col.reset);
 		for (i = 0; i < v.nreasons; i++)
-			fprintf(out, "    - %s\n", v.reasons[i].text);
+			fprintf(out, "    - %s\n", cli_text(v.reasons[i].text));
+		say_disk_filled(out, w->path, f->sections[0]);
 	}
 	tally_verdict_fini(&v);
 	tally_file_close(f);
@@ -449,24 +497,47 @@ static void collect_written(struct record_run *run, const char *manifest)
 	free(buf);
 }
 
-int record_run_program(const struct collect_opts *c, char **argv, struct record_run *run)
+/* A process that ended without its close (SIGKILL, a crash) leaves the room it kept beside its
+ * trace for the final ledger (tally_room_keep): 64 KiB of nothing, removed here. */
+static void remove_rooms_left(const struct record_run *run)
+{
+	char room[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < run->nfiles; i++)
+		if (!run->files[i].ended && tally_room_path(run->files[i].path, room, sizeof(room)))
+			(void)unlink(room);
+}
+
+int record_run_program(const struct collect_opts *c, char **argv, unsigned flags,
+		       struct record_run *run)
 {
 	char manifest[PATH_MAX] = "";
+	int failed[2];
 	uint64_t t0;
 	pid_t pid;
 
 	memset(run, 0, sizeof(*run));
+	if (pipe2(failed, O_CLOEXEC) < 0)
+		return cli_error(TALLY_EXIT_ERROR, "pipe: %s", strerror(errno));
 	if (c)
 		make_manifest(manifest, sizeof(manifest));
 	install_forwarding();
 	fflush(NULL);
 	t0 = cli_now_ns();
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		close(failed[0]);
+		close(failed[1]);
 		return cli_error(TALLY_EXIT_ERROR, "fork: %s", strerror(errno));
-	if (pid == 0)
-		child_exec(c, manifest, argv);
+	}
+	if (pid == 0) {
+		close(failed[0]);
+		child_exec(c, manifest, argv, flags, failed[1]);
+	}
+	close(failed[1]);
 	child_pid = pid;
+	run->exec_errno = exec_failure(failed[0]);
 	run->status = wait_child(pid);
 	run->wall_ns = cli_now_ns() - t0;
 	child_pid = 0;
@@ -474,6 +545,7 @@ int record_run_program(const struct collect_opts *c, char **argv, struct record_
 		collect_written(run, manifest);
 		unlink(manifest);
 	}
+	remove_rooms_left(run);
 	return 0;
 }
 
@@ -502,7 +574,7 @@ int cmd_record(int argc, char **argv)
 		return rc;
 	if (!o.skip_checks && (rc = record_preflight(&o.c)) != 0)
 		return rc;
-	rc = record_run_program(&o.c, argv + first, &run);
+	rc = record_run_program(&o.c, argv + first, 0, &run);
 	if (rc == 0) {
 		summarize(&o, &run);
 		rc = run.status;

@@ -23,7 +23,8 @@ struct report_cli {
 
 #define S struct report_cli
 static const struct cli_option report_options[] = {
-    CLI_STRING(S, 'o', "output", "FILE", o.output, "the page to write (default: report.html)"),
+    CLI_STRING(S, 'o', "output", "FILE", o.output,
+	       "the page to write (default: report.html; '-': standard output)"),
     CLI_BOOL(S, 0, "force", o.force, "replace an existing page"),
     CLI_BOOL(S, 0, "strict", strict,
 	     "exit 1 when a trace is INCOMPLETE (the page is still written)"),
@@ -71,21 +72,31 @@ int cmd_report(int argc, char **argv)
 				     .exact_budget = DEFAULT_EXACT}};
 	struct report_html_result res;
 	struct cli_progress progress;
+	struct report_set held;
 	uint64_t t0 = cli_now_ns();
 	char err[600];
 	int first, rc = cli_parse(&report_command, &x, argc, argv, &first);
 
 	if (rc)
 		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
-	cli_progress_begin(&progress, "tally report");
-	rc = report_html(argv + first, (size_t)(argc - first), &x.o, cli_progress_callback,
-			 &progress, &res, err, sizeof(err));
-	cli_progress_end(&progress);
+	if ((rc = cli_inputs_hold(&held, argv + first, (size_t)(argc - first))) != 0)
+		return rc;
+	rc = cli_output_check(x.o.output, cli_output_flags(x.o.force)); /* before the reading */
+	if (rc == 0) {
+		cli_progress_begin(&progress, "tally report");
+		rc = report_html(argv + first, (size_t)(argc - first), &x.o, cli_progress_callback,
+				 &progress, &res, err, sizeof(err));
+		cli_progress_end(&progress);
+		if (rc)
+			rc = cli_error(res.mixed_jobs	  ? TALLY_EXIT_USAGE
+				       : res.input_failed ? TALLY_EXIT_UNREADABLE
+							  : TALLY_EXIT_ERROR,
+				       "%s", err);
+	}
+	cli_inputs_release(&held);
 	if (rc)
-		return cli_error(res.mixed_jobs	    ? TALLY_EXIT_USAGE
-				 : res.input_failed ? TALLY_EXIT_UNREADABLE
-						    : TALLY_EXIT_ERROR,
-				 "%s", err);
+		return rc;
+	cli_warn_demangle_refused();
 	if (!res.complete)
 		cli_warn(
 		    "INCOMPLETE: data was lost in the input (the page's banner says what, when "

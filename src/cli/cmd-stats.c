@@ -128,11 +128,10 @@ static const struct cli_command stats_command = {
 };
 
 /* To standard output, or to -o FILE (cli_output: a temporary file renamed over it). */
-static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o,
-			 char **paths, size_t npaths)
+static int write_reports(struct stats *st, struct report_set *set, const struct stats_opts *o)
 {
 	struct cli_output out;
-	int rc = cli_output_open(&out, o->output, o->force, paths, npaths);
+	int rc = cli_output_open(&out, o->output, o->force);
 
 	if (rc)
 		return rc;
@@ -140,15 +139,12 @@ static int write_reports(struct stats *st, struct report_set *set, const struct 
 }
 
 /* --partial: the summary to -o FILE (never over an input), and one line on what it holds. */
-static int write_summary(struct stats *st, struct report_set *set, const struct stats_opts *o,
-			 char **paths, size_t npaths)
+static int write_summary(struct stats *st, struct report_set *set, const struct stats_opts *o)
 {
 	char err[600];
 	struct stat sb;
-	int rc = outfile_not_input(o->output, paths, npaths, err, sizeof(err));
+	int rc = stats_partial_write(st, set, o->output, o->force, err, sizeof(err));
 
-	if (rc == 0)
-		rc = stats_partial_write(st, set, o->output, o->force, err, sizeof(err));
 	if (rc < 0)
 		return cli_error(TALLY_EXIT_ERROR, "%s", err);
 	fprintf(stderr, "%s: %zu section(s), %" PRIu64 " records -> %s (%lld bytes): %s\n",
@@ -167,11 +163,11 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 	char err[600];
 	int rc;
 
-	/* before the reading, so that a refused -o costs nothing */
-	if ((rc = cli_output_check(o->output, o->force, paths, npaths)) != 0)
-		return rc;
 	if (report_set_open(&set, paths, npaths, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
+	/* before the reading, so that a refused -o costs nothing */
+	if ((rc = cli_output_check(o->output, cli_output_flags(o->force))) != 0)
+		goto close_set;
 	report_set_find_base(&set);
 	st = stats_new(&o->req);
 	if (!st) {
@@ -190,15 +186,18 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 	cli_progress_end(&progress);
 	if (rc == 0)
 		rc = stats_finish(st, &set);
+	if (rc < 0 && stats_error(st)) { /* the second pass (GPU metrics) could not read again */
+		rc = cli_error(TALLY_EXIT_UNREADABLE, "%s", stats_error(st));
+		goto free_stats;
+	}
 	if (rc < 0) {
 		rc = cli_error(set.read_failed ? TALLY_EXIT_UNREADABLE : TALLY_EXIT_ERROR, "%s",
 			       set.read_failed ? err : "out of memory");
 		goto free_stats;
 	}
 	report_warn_damage(&set, stderr, tally_progname);
-	cli_warn_demangle_refused();
-	rc = o->partial ? write_summary(st, &set, o, paths, npaths)
-			: write_reports(st, &set, o, paths, npaths);
+	rc = o->partial ? write_summary(st, &set, o) : write_reports(st, &set, o);
+	cli_warn_demangle_refused(); /* names are made as the reports are written */
 	cli_warn_symbolizer_missing(); /* frames are labelled as the reports are written */
 	if (rc == 0 && !set.complete)
 		rc = TALLY_EXIT_FAIL;

@@ -18,9 +18,9 @@
 /* --trace: the kinds the collector knows (TALLY_TRACE), comma-separated. */
 static int set_trace(void *opts, const char *arg, char *err, size_t len)
 {
-	static const char *const known[] = {"cuda",	"nvtx",	   "kernel", "memcpy",
-					    "memset",	"runtime", "driver", "sync",
-					    "overhead", "none",	   "memory", NULL};
+	static const char *const known[] = {"cuda",    "nvtx",	 "kernel", "memcpy",   "memset",
+					    "runtime", "driver", "sync",   "overhead", "none",
+					    "memory",  "osrt",	 NULL};
 	const char *p = arg;
 	size_t i, n;
 
@@ -31,7 +31,7 @@ static int set_trace(void *opts, const char *arg, char *err, size_t len)
 		if (n && !known[i]) {
 			snprintf(err, len,
 				 "unknown kind '%.*s' (use cuda, nvtx, kernel, memcpy, memset, "
-				 "runtime, driver, sync, overhead, memory)",
+				 "runtime, driver, sync, overhead, memory, osrt)",
 				 (int)n, cli_text(p));
 			return -EINVAL;
 		}
@@ -58,6 +58,9 @@ static int set_capture_range(void *opts, const char *arg, char *err, size_t len)
 	return 0;
 }
 
+/* --sample: what TALLY_SAMPLE takes (docs/collector.md, "Host sampling"). */
+static const char *const sample_names[] = {"none",	    "python",	     "native",
+					   "python,native", "native,python", NULL};
 /* --gpu-metrics[=DEVICES]: all, or CUDA ordinals */
 static int set_gpu_metrics(void *opts, const char *arg, char *err, size_t len)
 {
@@ -87,7 +90,15 @@ const struct cli_option collect_options[] = {
 	       "tally-%p.tally)"),
     CLI_CALLBACK('t', "trace", "LIST", set_trace,
 		 "cuda,nvtx (default), or: kernel memcpy memset runtime driver sync overhead "
-		 "memory (CUDA allocations and frees)"),
+		 "memory (CUDA allocations and frees) osrt (calls that block: locks, waits, "
+		 "sleeps, reads)"),
+    CLI_CHOICE(C, 0, "sample", "KINDS", sample, sample_names,
+	       "host sampling: python (every thread's Python stack, wall clock), native (CPU\n"
+	       "time, perf events or a timer), python,native, or none (default)"),
+    CLI_UINT(C, 0, "sample-rate", "HZ", sample_hz, 1, 20000,
+	     "samples per second per thread (default 1000)"),
+    CLI_DURATION(C, 0, "osrt-threshold", "DURATION", osrt_threshold_ns, 1, UINT64_MAX,
+		 "--trace osrt keeps calls this long or longer (default 1us)"),
     CLI_BOOL(C, 0, "python-stacks", python_stacks,
 	     "the Python stack of every launch, copy and memset call"),
     CLI_BOOL(C, 0, "native-stacks", native_stacks,
@@ -246,6 +257,10 @@ size_t collect_env(const struct collect_opts *o, struct env_var *vars, size_t ma
 	if (o->native_stacks)
 		put(vars, &n, max, "TALLY_NATIVE_STACKS", "1");
 	put(vars, &n, max, "TALLY_STACK_DEPTH", o->stack_depth);
+	if (o->sample)
+		put(vars, &n, max, "TALLY_SAMPLE", sample_names[o->sample]);
+	put_uint(vars, &n, max, "TALLY_SAMPLE_RATE", o->sample_hz);
+	put_uint(vars, &n, max, "TALLY_OSRT_THRESHOLD_NS", o->osrt_threshold_ns);
 	put(vars, &n, max, "TALLY_GPU_METRICS", o->gpu_metrics);
 	put_uint(vars, &n, max, "TALLY_GPU_METRICS_FREQUENCY", o->gpu_metrics_hz);
 	put(vars, &n, max, "TALLY_GPU_METRICS_SET", o->gpu_metrics_set);

@@ -20,6 +20,9 @@ struct collect_opts {
 	uint64_t delay_ns, duration_ns;		      /* 0: from the start, to the end */
 	uint64_t buffer_size, pool_buffers, slice_ms; /* 0: the collector's default */
 	bool force, python_stacks, native_stacks;
+	int sample;				   /* --sample: an index of the names, 0 none */
+	unsigned sample_hz;			   /* 0: the collector's default */
+	uint64_t osrt_threshold_ns;		   /* 0: the collector's default */
 	const char *gpu_metrics, *gpu_metrics_set; /* devices ("all", "0,2"), metric list */
 	unsigned gpu_metrics_hz;		   /* 0: the collector's default */
 	char collector[PATH_MAX];

@@ -21,6 +21,7 @@ struct record_written {
 
 struct record_run {
 	int status;	  /* the program's exit status; 128+N if it died of signal N */
+	int exec_errno;	  /* not 0: the program could not be started at all (execvp's errno) */
 	uint64_t wall_ns; /* fork to exit */
 	struct record_written *files;
 	size_t nfiles;
@@ -29,9 +30,15 @@ struct record_run {
 	size_t nrefused; /* processes that said why they were not recorded ("off" lines) */
 };
 
+enum {
+	RECORD_RUN_STDOUT_TO_STDERR = 1u << 0, /* the program's standard output goes to stderr */
+};
+
 /* Run argv to its end: traced as c says, or untraced (c NULL: nothing injected, nothing set).
- * Returns 0 (run->status is the program's) or an exit code when it could not be started. */
-int record_run_program(const struct collect_opts *c, char **argv, struct record_run *run);
+ * Returns 0 (run->status is the program's; run->exec_errno when it could not be executed) or an
+ * exit code when tally could not fork. */
+int record_run_program(const struct collect_opts *c, char **argv, unsigned flags,
+		       struct record_run *run);
 void record_run_fini(struct record_run *run);
 
 /* The doctor's blocking checks for recording with c; 0, or an exit code (said on stderr). */

@@ -5,6 +5,7 @@
  */
 #include "bounded.h"
 #include "clock.h"
+#include "ownthread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -65,19 +66,9 @@ static struct bounded *bounded_new(void (*fn)(void *), void *arg)
 /* A detached thread that takes no signals; false if none could be made. */
 static bool bounded_start(struct bounded *b)
 {
-	pthread_attr_t attr;
-	sigset_t all, old;
 	pthread_t t;
-	int rc;
 
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&t, &attr, bounded_main, b);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return rc == 0;
+	return tally_own_thread_create(&t, bounded_main, b, NULL, true) == 0;
 }
 
 static bool bounded_wait(struct bounded *b, uint64_t timeout_ns)

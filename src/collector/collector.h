@@ -24,6 +24,7 @@
 #include "cupti-tracer.h"
 #include "ledger.h"
 #include "pmsampler.h"
+#include "writer.h"
 
 #define TALLY_EXPORT __attribute__((visibility("default")))
 
@@ -47,7 +48,11 @@ struct session {
 	/* Files written by earlier images of this pid (exec without fork), from TALLY_EXEC_FROM:
 	 * this image's file gets "-execN" so it never meets theirs. */
 	unsigned exec_files;
-	bool wrote_file; /* this image opened a trace */
+	bool wrote_file;  /* this image opened a trace */
+	bool cupti_on;	  /* CUPTI is loaded for this session (under lock) */
+	bool cupti_tried; /* no more tries: it was loaded, or failed, or the session is CUDA's */
+	struct tally_room room; /* room for the closing chunks (tally_room_keep); fd -1: none */
+	int reserve_errno;	/* why there is none */
 	uint64_t started_mono;
 	pthread_mutex_t lock; /* start, close and fork; never taken in a signal handler */
 	struct cupti_tracer tracer;
@@ -67,9 +72,11 @@ struct session *session_get(void);
 /* At load: the parts that must be right before anything else runs. */
 void session_init(struct session *s);
 
-/* Start the session in this process if not yet started; safe to call again.  why: "cuda" or
- * "nvtx", for the log. */
+/* Start the session in this process if not yet started; safe to call again.  why: "cuda",
+ * "nvtx", or "host" (at load, for host sampling and blocking calls: CUPTI joins at cuInit). */
 void session_start(struct session *s, const char *why);
+/* Host sampling and blocking calls, if asked for: after the signal handlers are in place. */
+void session_sampling_start(struct session *s);
 bool session_running(const struct session *s);
 bool session_traces_nvtx(const struct session *s);
 

@@ -2,6 +2,7 @@
 /* The collector's environment; see config.h and docs/collector.md. */
 #include "config.h"
 #include "ranks.h"
+#include "tally-format.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,12 +13,19 @@ static const struct {
 	const char *name;
 	unsigned bits;
 } trace_names[] = {
-    {"cuda", TRACE_CUDA},	  {"nvtx", TRACE_NVTX},
-    {"kernel", TRACE_KERNEL},	  {"memcpy", TRACE_MEMCPY},
-    {"memset", TRACE_MEMSET},	  {"runtime", TRACE_RUNTIME},
-    {"driver", TRACE_DRIVER},	  {"sync", TRACE_SYNC},
-    {"overhead", TRACE_OVERHEAD}, {"cuda-launch-driver", TRACE_LAUNCH_DRIVER},
-    {"memory", TRACE_MEMORY},	  {"none", 0},
+    {"cuda", TRACE_CUDA},
+    {"nvtx", TRACE_NVTX},
+    {"kernel", TRACE_KERNEL},
+    {"memcpy", TRACE_MEMCPY},
+    {"memset", TRACE_MEMSET},
+    {"runtime", TRACE_RUNTIME},
+    {"driver", TRACE_DRIVER},
+    {"sync", TRACE_SYNC},
+    {"overhead", TRACE_OVERHEAD},
+    {"cuda-launch-driver", TRACE_LAUNCH_DRIVER},
+    {"memory", TRACE_MEMORY},
+    {"osrt", TRACE_OSRT},
+    {"none", 0},
 };
 
 /* "cuda,nvtx" -> bits; -1 with why for an unknown name. */
@@ -36,13 +44,41 @@ static int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t le
 		if (i == sizeof(trace_names) / sizeof(trace_names[0])) {
 			snprintf(why, len,
 				 "unknown trace kind '%s' (use cuda, nvtx, kernel, memcpy, "
-				 "memset, runtime, driver, sync, overhead, memory)",
+				 "memset, runtime, driver, sync, overhead, memory, osrt)",
 				 tok);
 			return -1;
 		}
 		*bits |= trace_names[i].bits;
 	}
 	return 0;
+}
+
+/* "python", "native", "python,native", "none" -> TALLY_SAMPLE_BIT_*; -1 with why. */
+static int sample_parse(const char *s, unsigned *bits, char *why, size_t len)
+{
+	char buf[64], *tok, *save = NULL;
+
+	*bits = 0;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "python") == 0) {
+			*bits |= TALLY_SAMPLE_BIT_PYTHON;
+		} else if (strcmp(tok, "native") == 0) {
+			*bits |= TALLY_SAMPLE_BIT_NATIVE;
+		} else if (strcmp(tok, "none") != 0) {
+			snprintf(
+			    why, len,
+			    "unknown sampling '%s' (use python, native, python,native or none)",
+			    tok);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+bool tally_config_from_start(const struct tally_config *c)
+{
+	return c->sample || (c->trace & TRACE_OSRT);
 }
 
 /* An unsigned number from the environment, with its default; false on a bad value. */
@@ -97,6 +133,33 @@ static int parse_devices(const char *v, uint64_t *mask, char *why, size_t len)
 		}
 		*mask |= 1ull << id;
 	}
+	return 0;
+}
+
+/* Host sampling and blocking calls. */
+static int load_host(struct tally_config *c, char *why, size_t len)
+{
+	const char *s = getenv("TALLY_SAMPLE");
+	uint64_t v;
+
+	if (s && *s && sample_parse(s, &c->sample, why, len) < 0)
+		return -EINVAL;
+	if (!env_u64("TALLY_SAMPLE_RATE", 1000, 1, &v, why, len))
+		return -EINVAL;
+	if (v < 1 || v > 20000) {
+		snprintf(why, len, "TALLY_SAMPLE_RATE=%llu: use 1 to 20000 (Hz)",
+			 (unsigned long long)v);
+		return -EINVAL;
+	}
+	c->sample_rate = (unsigned)v;
+	c->sample_fallback = env_flag("TALLY_SAMPLE_FALLBACK");
+	if (!env_u64("TALLY_SAMPLE_SIGNAL", 0, 1, &v, why, len) ||
+	    !env_u64("TALLY_SAMPLE_STALL_MS", 100, 1000000, &c->sample_stall_ns, why, len) ||
+	    !env_u64("TALLY_OSRT_THRESHOLD_NS", 1000, 1, &c->osrt_threshold_ns, why, len) ||
+	    !env_u64("TALLY_TEST_SAMPLE_RING", 0, 1, &c->test_sample_ring, why, len))
+		return -EINVAL;
+	c->sample_signal = (int)v;
+	c->test_torn = env_flag("TALLY_TEST_TORN");
 	return 0;
 }
 
@@ -176,6 +239,8 @@ int tally_config_load(struct tally_config *c, char *why, size_t len)
 	if (!env_u64("TALLY_STACK_DEPTH", 32, 1, &v, why, len))
 		return -EINVAL;
 	c->stack_depth = v < 1 ? 1 : v > 128 ? 128 : (unsigned)v;
+	if (load_host(c, why, len) < 0)
+		return -EINVAL;
 	return gpu_metrics_load(c, why, len);
 }
 

@@ -23,6 +23,7 @@ enum tally_trace_bits {
 	TRACE_OVERHEAD = 1u << 7,
 	TRACE_LAUNCH_DRIVER = 1u << 8, /* only the driver calls that launch work (cuLaunch...) */
 	TRACE_MEMORY = 1u << 9,	       /* device memory allocations and releases */
+	TRACE_OSRT = 1u << 10,	       /* blocking calls (format 1.3): not CUPTI's */
 	TRACE_CUDA =
 	    TRACE_KERNEL | TRACE_MEMCPY | TRACE_MEMSET | TRACE_RUNTIME | TRACE_LAUNCH_DRIVER,
 	TRACE_DEFAULT = TRACE_CUDA | TRACE_NVTX,
@@ -49,6 +50,15 @@ struct tally_config {
 	bool python_stacks_gil;	   /* TALLY_PYTHON_STACKS=gil: only from threads holding the GIL */
 	bool native_stacks;	   /* TALLY_NATIVE_STACKS: return addresses of each launch */
 	unsigned stack_depth;	   /* TALLY_STACK_DEPTH: frames kept per stack */
+	/* host sampling and blocking calls (docs/collector.md, "Host sampling") */
+	unsigned sample;	    /* TALLY_SAMPLE: TALLY_SAMPLE_BIT_PYTHON | _NATIVE */
+	unsigned sample_rate;	    /* TALLY_SAMPLE_RATE: Hz */
+	bool sample_fallback;	    /* TALLY_SAMPLE_FALLBACK: the timer even where perf works */
+	int sample_signal;	    /* TALLY_SAMPLE_SIGNAL: the timer's signal; 0: pick one */
+	uint64_t sample_stall_ns;   /* TALLY_SAMPLE_STALL_MS: a gap this long is a stall */
+	uint64_t osrt_threshold_ns; /* TALLY_OSRT_THRESHOLD_NS: shorter calls are not kept */
+	uint64_t test_sample_ring;  /* TALLY_TEST_SAMPLE_RING: tests: slots of the signal ring */
+	bool test_torn;		    /* TALLY_TEST_TORN: tests: every Python sample reads torn */
 	/* GPU metrics (pmsampler.h); gpu_metrics "" when not asked for */
 	char gpu_metrics[256];		/* TALLY_GPU_METRICS: "all" or CUDA ordinals "0,2" */
 	unsigned gpu_metrics_hz;	/* TALLY_GPU_METRICS_FREQUENCY, 10-200000 */
@@ -56,6 +66,10 @@ struct tally_config {
 	uint64_t gpu_metrics_buffer;	/* TALLY_GPU_METRICS_BUFFER: hardware buffer bytes; 0 */
 	unsigned gpu_metrics_decode_ms; /* TALLY_GPU_METRICS_DECODE_MS; 0: by the rate */
 };
+
+/* Does the configuration ask for anything that records from the program's first instruction
+ * (host sampling, blocking calls)?  Such a session starts when libtally.so loads. */
+bool tally_config_from_start(const struct tally_config *c);
 
 /* Parse the environment; returns 0, or -EINVAL with why naming the variable and value. */
 int tally_config_load(struct tally_config *c, char *why, size_t len);

@@ -5,6 +5,7 @@
  * two-byte request into a pipe, and the control thread, which takes no signals, reads it.
  */
 #include "control.h"
+#include "ownthread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,23 +22,17 @@ void control_init(struct control *c)
 
 int control_start(struct control *c, void *(*main)(void *), void *arg, const char *name)
 {
-	sigset_t all, old;
 	int rc;
 
 	if (pipe2(c->pipe, O_CLOEXEC) < 0)
 		return -errno;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&c->thread, NULL, main, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc) {
+	rc = tally_own_thread_create(&c->thread, main, arg, name, true);
+	if (rc < 0) {
 		close(c->pipe[0]);
 		close(c->pipe[1]);
 		c->pipe[0] = c->pipe[1] = -1;
-		return -rc;
+		return rc;
 	}
-	pthread_detach(c->thread);
-	pthread_setname_np(c->thread, name);
 	/* Release: the pipe is set before a handler that sees running writes to it. */
 	atomic_store_explicit(&c->running, true, memory_order_release);
 	return 0;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Run-time CUPTI binding; see cupti-api.h. */
 #include "cupti-api.h"
+#include "clock.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,8 @@ static void *open_cupti(char *where, size_t len)
 		}                                                                                  \
 	} while (0)
 
+static _Atomic bool loaded;
+
 int cupti_api_load(char *why, size_t len)
 {
 	bool required = true;
@@ -123,6 +127,8 @@ int cupti_api_load(char *why, size_t len)
 	RESOLVE(Finalize, "cuptiFinalize");
 	RESOLVE(ActivityEnableDriverApi, "cuptiActivityEnableDriverApi");
 	RESOLVE(ActivityEnableRuntimeApi, "cuptiActivityEnableRuntimeApi");
+	/* Release: the table is whole before a late source (another thread) sees it. */
+	atomic_store_explicit(&loaded, true, memory_order_release);
 	return 0;
 }
 
@@ -159,4 +165,41 @@ const struct tally_source tally_collector_source = {
     .dropped = src_dropped,
     .now = src_now,
     .api_name = src_api_name,
+};
+
+/* A session started at load for host sampling: CUPTI comes later, if ever (at cuInit).  Its
+ * clock is CLOCK_REALTIME from the start, CUPTI's own default, so that records from before and
+ * after CUPTI share one timeline; CUPTI's calls are made only once it is loaded. */
+static CUptiResult late_next_record(uint8_t *buf, size_t valid, CUpti_Activity **rec)
+{
+	if (!atomic_load_explicit(&loaded, memory_order_acquire)) {
+		*rec = NULL;
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	}
+	return cupti.ActivityGetNextRecord(buf, valid, rec);
+}
+
+static CUptiResult late_dropped(size_t *dropped)
+{
+	*dropped = 0;
+	return atomic_load_explicit(&loaded, memory_order_acquire) ? src_dropped(dropped)
+								   : CUPTI_SUCCESS;
+}
+
+static uint64_t late_now(void)
+{
+	return tally_realtime_ns();
+}
+
+static const char *late_api_name(CUpti_ActivityKind kind, uint32_t cbid)
+{
+	return atomic_load_explicit(&loaded, memory_order_acquire) ? src_api_name(kind, cbid)
+								   : NULL;
+}
+
+const struct tally_source tally_late_cupti_source = {
+    .next_record = late_next_record,
+    .dropped = late_dropped,
+    .now = late_now,
+    .api_name = late_api_name,
 };

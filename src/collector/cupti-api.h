@@ -50,5 +50,7 @@ int cupti_api_load(char *why, size_t len);
 
 /* The pipeline's source calls, on this table. */
 extern const struct tally_source tally_collector_source;
+/* The same for a session that started before CUPTI was loaded (host sampling from load). */
+extern const struct tally_source tally_late_cupti_source;
 
 #endif

@@ -16,15 +16,9 @@
 #include "exitpath.h"
 #include "log.h"
 #include "nvtx.h"
+#include "osrt.h"
+#include "sampler.h"
 #include "sigreal.h"
-
-__attribute__((constructor)) static void tally_loaded(void)
-{
-	sigreal_init();
-	tally_log_init();
-	session_init(session_get());
-	exitpath_init();
-}
 
 /* Start the session; once it runs, every exit path closes it. */
 static void start(const char *why)
@@ -36,6 +30,29 @@ static void start(const char *why)
 		return;
 	exitpath_arm();
 	signals_arm();
+	session_sampling_start(s);
+}
+
+/* Host sampling or blocking calls asked for: the session starts now, before main, so that they
+ * cover the program from its first instruction (CUDA joins it at cuInit). */
+static bool wanted_from_start(void)
+{
+	struct tally_config c;
+	char why[256];
+
+	return tally_config_load(&c, why, sizeof(why)) == 0 && tally_config_from_start(&c);
+}
+
+__attribute__((constructor)) static void tally_loaded(void)
+{
+	sigreal_init();
+	tally_log_init();
+	tally_sampler_init();
+	tally_osrt_init();
+	session_init(session_get());
+	exitpath_init();
+	if (wanted_from_start())
+		start("host");
 }
 
 TALLY_EXPORT int InitializeInjection(void)

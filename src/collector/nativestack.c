@@ -33,7 +33,6 @@
 #define SELF_FRAMES    8  /* tally's frames above the capture, and a sanitizer's interceptor */
 #define FOREIGN_FRAMES 32 /* CUPTI's and the driver's frames between tally's and the program's */
 #define MAX_FOREIGN    4
-#define MAX_MODULES    4096
 
 struct module_range {
 	uint64_t base, lo, hi;
@@ -174,7 +173,7 @@ static int describe_new(struct dl_phdr_info *info, size_t size, void *arg)
 
 	(void)size;
 	object_range(info, &r);
-	if (r.hi <= r.lo || same_module(&r) || nknown >= MAX_MODULES)
+	if (r.hi <= r.lo || same_module(&r) || nknown >= TALLY_MODULES_MAX)
 		return 0;
 	grown = realloc(known, (nknown + 1) * sizeof(*known));
 	if (!grown)

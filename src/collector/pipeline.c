@@ -27,6 +27,7 @@
 #include "corr.h"
 #include "metricq.h"
 #include "nativestack.h"
+#include "ownthread.h"
 #include "pool.h"
 #include "queue.h"
 #include "stacktab.h"
@@ -38,6 +39,9 @@
 #define DEFAULT_BATCH	    8192
 
 enum pstate { P_RUNNING, P_STOPPING, P_STOPPED };
+
+#define HOST_FIRST    TALLY_C_SAMPLES_TAKEN
+#define HOST_COUNTERS (TALLY_C_THREADS_SEEN - TALLY_C_SAMPLES_TAKEN + 1)
 
 struct batch {
 	struct tally_record *recs;
@@ -57,6 +61,8 @@ struct pipeline {
 	/* Producer counters.  Relaxed everywhere: they are statistics, each a single total that
 	 * no other memory depends on; snapshots read them under consume_lock. */
 	_Atomic uint64_t requested, delivered, refused, foreign, late, dropped_nvtx;
+	/* Host sampling and blocking calls: ledger counters HOST_FIRST.., the same way. */
+	_Atomic uint64_t host[HOST_COUNTERS];
 
 	/* Controller -> consumer: when the closing flush began, by which path.  flush_start is
 	 * stored last with release; the consumer loads it with acquire before path/signal. */
@@ -94,7 +100,8 @@ struct pipeline {
 	struct tally_corr corr;
 	struct tally_buf payload, device;
 	struct batch batches[TALLY_KIND_MAX];
-	uint64_t c[TALLY_C_MAX]; /* the consumer's ledger counters */
+	uint64_t c[TALLY_C_MAX];		  /* the consumer's ledger counters */
+	uint32_t osrt_names[TALLY_OSRT_CALL_MAX]; /* string ids of the calls' names, 0 not yet */
 	struct capture {
 		uint32_t thread;
 		int depth;
@@ -114,6 +121,8 @@ struct pipeline {
 	 * value only makes it wake early.  Relaxed. */
 	_Atomic uint64_t next_slice_mono;
 	uint64_t start_time;
+	uint64_t failures_seen; /* write failures already timed (TALLY_C_WRITE_*_FAILED_AT) */
+	bool room_released;	/* the room kept for the close was given back (sink.release) */
 };
 
 /* The one pipeline.  Published with release once built; callbacks load it with acquire. */
@@ -407,10 +416,42 @@ static void consume_nvtx(struct pipeline *p, const struct tally_queue_item *it)
 	free(it->buf);
 }
 
+/* The NAME of an OSRT record: the call's name, interned once per session. */
+static uint32_t osrt_name(struct pipeline *p, unsigned call)
+{
+	const char *name = tally_osrt_call_name(call);
+
+	if (!name)
+		return 0;
+	if (!p->osrt_names[call])
+		p->osrt_names[call] = tally_strtab_intern(&p->strings, name);
+	return p->osrt_names[call];
+}
+
+/* Host records, ready as they are: the OSRT names are the only thing left to fill in. */
+static void consume_host(struct pipeline *p, const struct tally_queue_item *it)
+{
+	struct tally_record *r = (struct tally_record *)(void *)it->buf;
+	size_t i, n = it->valid / sizeof(*r);
+
+	for (i = 0; i < n; i++) {
+		if (r[i].kind != TALLY_KIND_CPU_SAMPLE && r[i].kind != TALLY_KIND_OSRT)
+			continue; /* only these come this way */
+		if (r[i].kind == TALLY_KIND_OSRT)
+			r[i].name_id = osrt_name(p, r[i].cbid);
+		append_record(p, &r[i]);
+	}
+	free(it->buf);
+}
+
 static void consume_buffer(struct pipeline *p, const struct tally_queue_item *it)
 {
 	if (it->origin == ORIGIN_NVTX) {
 		consume_nvtx(p, it);
+		return;
+	}
+	if (it->origin == ORIGIN_HOST) {
+		consume_host(p, it);
 		return;
 	}
 	consume_cupti(p, it);
@@ -596,10 +637,45 @@ static void snapshot_signal(struct pipeline *p, struct tally_ledger *l)
 	    (uint64_t)atomic_load_explicit(&p->sig_sender, memory_order_relaxed);
 }
 
+/* Writes failed since the last look (a full disk, say): when, at the grain of the flushes. */
+static void time_write_failures(struct pipeline *p)
+{
+	uint64_t now;
+
+	if (p->writer.stats.write_failures == p->failures_seen)
+		return;
+	p->failures_seen = p->writer.stats.write_failures;
+	now = p->src.now();
+	if (!p->c[TALLY_C_WRITE_FIRST_FAILED_AT])
+		p->c[TALLY_C_WRITE_FIRST_FAILED_AT] = now;
+	p->c[TALLY_C_WRITE_LAST_FAILED_AT] = now;
+}
+
+static void writer_flush(struct pipeline *p)
+{
+	(void)tally_writer_flush(&p->writer);
+	time_write_failures(p);
+}
+
+/*
+ * Give back the room the sink kept for the close (tally_room_release): when writes have failed,
+ * just before the closing chunks, so that a full disk still takes the final ledger that says
+ * so; otherwise after them, so that the file keeps nothing past its end.
+ */
+static void release_close_room(struct pipeline *p, bool needed)
+{
+	if (p->room_released || !p->writer.sink.release)
+		return;
+	p->room_released = true;
+	if (p->writer.sink.release(p->writer.sink.release_ctx) == 0 && needed)
+		p->c[TALLY_C_CLOSE_RESERVE_USED] = 1;
+}
+
 static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 {
 	const struct tally_writer_stats *w = &p->writer.stats;
 
+	time_write_failures(p);
 	memcpy(l->v, p->c, sizeof(l->v));
 	l->unknown_counters = 0; /* a writer has none: only readers pass them on */
 	l->v[TALLY_C_BUFFERS_REQUESTED] = atomic_load_explicit(&p->requested, memory_order_relaxed);
@@ -627,6 +703,8 @@ static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	l->v[TALLY_C_RECORDS_LOST_WRITE] = w->records_lost;
 	l->v[TALLY_C_WATCHDOG_FIRED] =
 	    atomic_load_explicit(&p->watchdog_fired, memory_order_relaxed);
+	for (unsigned i = 0; i < HOST_COUNTERS; i++)
+		l->v[HOST_FIRST + i] = atomic_load_explicit(&p->host[i], memory_order_relaxed);
 	metricq_snapshot(&p->metrics, l->v);
 	snapshot_signal(p, l);
 }
@@ -665,9 +743,9 @@ static void end_slice(struct pipeline *p)
 	emit_drops(p, false);
 	tally_corr_sweep(&p->corr);
 	emit_metric_gaps(p);
-	(void)tally_writer_flush(&p->writer); /* so the ledger counts what reached the file */
+	writer_flush(p); /* so the ledger counts what reached the file */
 	emit_ledger(p, false);
-	(void)tally_writer_flush(&p->writer);
+	writer_flush(p);
 	next = slice_deadline(p) + p->cfg.slice_ns;
 	if (next < tally_monotonic_ns()) /* fell behind (suspended?): don't catch up in a burst */
 		next = tally_monotonic_ns() + p->cfg.slice_ns;
@@ -750,6 +828,9 @@ static void finish_locked(struct pipeline *p)
 		note_stacks_lost();
 	consume_all(p, false);
 	flush_batches(p);
+	writer_flush(p); /* the records: on a full disk they fail here, and are counted */
+	if (p->writer.stats.write_failures)
+		release_close_room(p, true);
 	read_dropped(p);
 	emit_drops(p, true);
 	tally_buf_reset(&p->payload);
@@ -774,14 +855,17 @@ static void finish_locked(struct pipeline *p)
 	p->c[TALLY_C_FLUSH_END] = p->src.now();
 	p->c[TALLY_C_FLUSH_COMPLETED] = 1;
 	emit_clock(p);
-	(void)tally_writer_flush(&p->writer);
+	writer_flush(p);
 	if (atomic_load_explicit(&p->sig_first, memory_order_acquire))
 		p->c[TALLY_C_SIGNAL_TO_CLOSE] =
 		    tally_monotonic_ns() -
 		    atomic_load_explicit(&p->sig_at_mono, memory_order_relaxed);
-	(void)tally_writer_flush(&p->writer); /* so the ledger counts what reached the file */
+	if (p->writer.stats.write_failures) /* the close's own chunks failed: the last chance */
+		release_close_room(p, true);
+	writer_flush(p); /* so the ledger counts what reached the file */
 	emit_ledger(p, true);
-	(void)tally_writer_flush(&p->writer);
+	writer_flush(p);
+	release_close_room(p, false);
 }
 
 static void *consumer_main(void *arg)
@@ -861,18 +945,12 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 
 static int start_consumer(struct pipeline *p)
 {
-	sigset_t all, old;
-	int rc;
-
 	/* The consumer takes no signals: they belong to the program's threads. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&p->thread, NULL, consumer_main, p);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc)
-		return -rc;
+	int rc = tally_own_thread_create(&p->thread, consumer_main, p, "tally-consumer", false);
+
+	if (rc < 0)
+		return rc;
 	p->has_thread = true;
-	pthread_setname_np(p->thread, "tally-consumer");
 	return 0;
 }
 
@@ -1006,6 +1084,67 @@ void tally_pipeline_nvtx_dropped(uint64_t events)
 
 	if (p)
 		atomic_fetch_add_explicit(&p->dropped_nvtx, events, memory_order_relaxed);
+}
+
+/* Host records a full queue (or no pipeline) turned away: counted by what they were. */
+static void host_dropped(struct pipeline *p, const struct tally_record *r, size_t n)
+{
+	uint64_t samples = 0, calls = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		samples += r[i].kind == TALLY_KIND_CPU_SAMPLE;
+		calls += r[i].kind == TALLY_KIND_OSRT;
+	}
+	if (!p)
+		return;
+	atomic_fetch_add_explicit(&p->host[TALLY_C_SAMPLES_DROPPED - HOST_FIRST], samples,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->host[TALLY_C_OSRT_DROPPED - HOST_FIRST], calls,
+				  memory_order_relaxed);
+}
+
+int tally_pipeline_host_records(struct tally_record *recs, size_t n)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	struct tally_queue_item item = {(uint8_t *)recs, n * sizeof(*recs), 0, ORIGIN_HOST};
+	int rc = 0;
+
+	if (!n) {
+		free(recs);
+		return 0;
+	}
+	if (!p || atomic_load_explicit(&p->state, memory_order_acquire) != P_RUNNING)
+		rc = -ENOENT;
+	else if (item.delivered_at = p->src.now(), !tally_queue_push(&p->queue, &item))
+		rc = -ENOSPC;
+	if (rc < 0) {
+		host_dropped(p, recs, n);
+		free(recs);
+		return rc;
+	}
+	sem_post(&p->wake);
+	return 0;
+}
+
+void tally_pipeline_count(unsigned counter, uint64_t n)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	if (p && counter >= HOST_FIRST && counter < HOST_FIRST + HOST_COUNTERS)
+		atomic_fetch_add_explicit(&p->host[counter - HOST_FIRST], n, memory_order_relaxed);
+}
+
+void tally_pipeline_threads(const struct tally_buf *payload)
+{
+	side_put(TALLY_CHUNK_THREADS, payload->data, payload->len);
+}
+
+uint64_t tally_pipeline_now(void)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	return p ? p->src.now() : 0;
 }
 
 int tally_pipeline_metric_batch(struct pm_batch *b)

@@ -102,6 +102,27 @@ void CUPTIAPI tally_pipeline_buffer_complete(CUcontext ctx, uint32_t stream_id, 
 int tally_pipeline_nvtx_buffer(uint8_t *buf, size_t used);
 void tally_pipeline_nvtx_dropped(uint64_t events);
 
+/*
+ * Host records (CPU_SAMPLE and OSRT, format 1.3), ready to write: recs is a malloc'd array of n
+ * records that the pipeline takes in every case.  Stack ids come from the stack tables
+ * (stacktab.h); an OSRT record's NAME is filled in by the consumer from its CBID.  Returns 0, or
+ * -ENOSPC (queue full) / -ENOENT (no running pipeline): the records are then counted as dropped
+ * (samples_dropped, osrt_dropped) and freed.
+ */
+int tally_pipeline_host_records(struct tally_record *recs, size_t n);
+
+/* Add n to a host counter (TALLY_C_SAMPLES_TAKEN .. TALLY_C_THREADS_SEEN).  Relaxed atomics:
+ * async-signal-safe, from any thread. */
+void tally_pipeline_count(unsigned counter, uint64_t n);
+/* Raise a host counter to at least v (a high-water mark or a total kept elsewhere). */
+void tally_pipeline_count_max(unsigned counter, uint64_t v);
+
+/* A THREADS chunk payload (format 1.3) to write; safe from any thread (not a signal handler). */
+void tally_pipeline_threads(const struct tally_buf *payload);
+
+/* The pipeline's record clock now, in ns (what its records' times are on); 0 with no pipeline. */
+uint64_t tally_pipeline_now(void);
+
 /* Drain whatever is queued, in the caller's thread (config.consumer_thread false). */
 void tally_pipeline_drain(void);
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A bounded multi-producer, single-consumer queue of completed buffers (Vyukov's bounded queue).
- * Producers are CUPTI's completion callbacks on any thread: they never block and never take a lock.
- * The consumer is the consumer thread (or whoever drains).  Capacity is a power of two, at least
- * the pool's, so a buffer from the pool always finds a slot.
+ * The bounded multi-producer, single-consumer queue of completed buffers, on ring.h.  Producers
+ * are CUPTI's completion callbacks on any thread (and NVTX and the host sampler): they never
+ * block and never take a lock.  The consumer is the consumer thread (or whoever drains).
+ * Capacity is a power of two, at least the pool's, so a buffer from the pool always finds a slot.
  */
 #ifndef TALLY_COLLECTOR_QUEUE_H
 #define TALLY_COLLECTOR_QUEUE_H
@@ -13,7 +13,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum tally_origin { ORIGIN_CUPTI = 0, ORIGIN_NVTX = 1 };
+#include "ring.h"
+
+enum tally_origin {
+	ORIGIN_CUPTI = 0,
+	ORIGIN_NVTX = 1,
+	ORIGIN_HOST = 2, /* an array of struct tally_record: host samples and blocking calls */
+};
 
 struct tally_queue_item {
 	uint8_t *buf;
@@ -22,16 +28,8 @@ struct tally_queue_item {
 	unsigned origin; /* enum tally_origin: how to walk it, and whose it is */
 };
 
-struct tally_queue_cell {
-	_Atomic size_t seq;
-	struct tally_queue_item item;
-};
-
 struct tally_queue {
-	struct tally_queue_cell *cells;
-	size_t mask;
-	_Atomic size_t head; /* next position producers claim */
-	size_t tail;	     /* next position the consumer reads; consumer-only */
+	struct tally_ring ring;
 	_Atomic size_t high_water;
 };
 

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@
 #include "nvtx.h"
 #include "pattern.h"
 #include "pipeline.h"
+#include "sampler.h"
 #include "sigreal.h"
 
 #define EXEC_FROM_VAR "TALLY_EXEC_FROM"
@@ -71,6 +73,7 @@ void session_init(struct session *s)
 {
 	clock_gettime(CLOCK_REALTIME, &loaded_at);
 	s->fd = -1;
+	s->room.fd = -1;
 	s->exec_files = exec_files_from_env();
 	cupti_tracer_init(&s->tracer);
 	control_init(&s->control);
@@ -256,6 +259,7 @@ static uint64_t kinds_mask(unsigned trace)
 	k |= trace & TRACE_NVTX ? 1u << TALLY_KIND_NVTX_RANGE | 1u << TALLY_KIND_NVTX_MARK : 0;
 	k |= trace & TRACE_OVERHEAD ? 1u << TALLY_KIND_OVERHEAD : 0;
 	k |= trace & TRACE_MEMORY ? 1u << TALLY_KIND_MEMORY : 0;
+	k |= trace & TRACE_OSRT ? 1u << TALLY_KIND_OSRT : 0;
 	return k;
 }
 
@@ -267,6 +271,36 @@ static void driver_version(struct tally_buf *b)
 
 	if (get && get(&v) == 0 && v > 0)
 		tally_kv_uint(b, TALLY_SK_DRIVER_VERSION, (uint64_t)v);
+}
+
+/* The output's file system, by name where it is a known one: where no room could be kept for the
+ * close, a reader says which file system refused. */
+static void output_fs(struct tally_buf *b, int fd)
+{
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} names[] = {
+	    {0xef53, "ext4"},	   {0x01021994, "tmpfs"},  {0x58465342, "xfs"},
+	    {0x9123683e, "btrfs"}, {0x6969, "nfs"},	   {0x794c7630, "overlay"},
+	    {0x65735546, "fuse"},  {0x0bd00bd0, "lustre"}, {0x47504653, "gpfs"},
+	    {0xff534d42, "cifs"},  {0xfe534d42, "smb2"},   {0x00c36400, "ceph"},
+	    {0x2fc12fc1, "zfs"},   {0x4d44, "vfat"},	   {0x19830326, "beegfs"},
+	    {0x01021997, "9p"},	   {0x858458f6, "ramfs"},  {0x73717368, "squashfs"},
+	};
+	struct statfs st;
+	char hex[32];
+	size_t i;
+
+	if (fstatfs(fd, &st) < 0)
+		return;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if ((unsigned long)st.f_type == names[i].magic) {
+			tally_kv_str(b, TALLY_SK_OUTPUT_FS, names[i].name);
+			return;
+		}
+	snprintf(hex, sizeof(hex), "0x%lx", (unsigned long)st.f_type);
+	tally_kv_str(b, TALLY_SK_OUTPUT_FS, hex);
 }
 
 static void session_header(const struct session *s, struct tally_buf *b)
@@ -287,11 +321,13 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	tally_job_keys(b);
 	tally_kv_uint(b, TALLY_SK_START_REALTIME, tally_realtime_ns());
 	tally_kv_uint(b, TALLY_SK_START_MONOTONIC, mono_now_ns());
-	tally_kv_uint(b, TALLY_SK_START_CUPTI, cupti_now());
+	/* before CUPTI (a session started at load for sampling): its clock, CLOCK_REALTIME */
+	tally_kv_uint(b, TALLY_SK_START_CUPTI, s->cupti_on ? cupti_now() : tally_realtime_ns());
 	if (cupti.GetVersion && cupti.GetVersion(&version) == CUPTI_SUCCESS)
 		tally_kv_uint(b, TALLY_SK_CUPTI_VERSION, version);
 	config_text(b, c);
-	tally_kv_uint(b, TALLY_SK_KINDS, kinds_mask(c->trace));
+	tally_kv_uint(b, TALLY_SK_KINDS,
+		      kinds_mask(c->trace) | (c->sample ? 1u << TALLY_KIND_CPU_SAMPLE : 0));
 	tally_kv_bytes(b, TALLY_SK_SESSION_ID, s->id, sizeof(s->id));
 	tally_kv_str(b, TALLY_SK_SOURCE, "cupti");
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -302,6 +338,9 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	driver_version(b);
 	tally_kv_uint(b, TALLY_SK_SLICE_NS, c->slice_ns);
 	tally_kv_str(b, TALLY_SK_OUTPUT, s->path);
+	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE, s->reserve_errno ? 0 : TALLY_CLOSE_RESERVE);
+	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE_ERRNO, (uint64_t)s->reserve_errno);
+	output_fs(b, s->fd);
 	if (c->gpu_metrics[0]) {
 		tally_kv_str(b, TALLY_SK_GPU_METRICS, c->gpu_metrics);
 		tally_kv_uint(b, TALLY_SK_GPU_METRICS_HZ, c->gpu_metrics_hz);
@@ -338,7 +377,7 @@ static struct tally_pipeline_config pipeline_config(const struct tally_config *c
 	pc.trace_api = (c->trace & (TRACE_RUNTIME | TRACE_DRIVER | TRACE_LAUNCH_DRIVER)) != 0;
 	pc.device_mask = c->device_mask;
 	pc.slow_consumer_ns = c->slow_consumer_ns;
-	pc.stacks = c->python_stacks || c->native_stacks;
+	pc.stacks = c->python_stacks || c->native_stacks || c->sample;
 	return pc;
 }
 
@@ -377,12 +416,23 @@ static int start_check(struct session *s, const char *why_started, bool *cupti_o
 		snprintf(why, len, "rank not in TALLY_RANKS=%s: not recorded", c->ranks);
 		return -ECANCELED;
 	}
+	if (strcmp(why_started, "host") == 0)
+		return 0; /* CUPTI comes at cuInit, if the program ever calls it */
 	*cupti_ok = cupti_api_load(why, len) == 0;
 	if (!*cupti_ok && strcmp(why_started, "cuda") == 0)
 		return -ENOENT;
 	if (*cupti_ok && (rc = check_cupti_version(why, len)) < 0)
 		return rc;
 	return 0;
+}
+
+/* Which clock and CUPTI calls the pipeline uses: a session that starts before CUPTI (host
+ * sampling from load) can take CUPTI in later, on the clock CUPTI uses by default. */
+static const struct tally_source *source_for(const struct session *s, bool cupti_ok)
+{
+	if (cupti_ok)
+		return &tally_collector_source;
+	return tally_config_from_start(&s->cfg) ? &tally_late_cupti_source : &tally_clock_source;
 }
 
 /* The file and the pipeline that writes it. */
@@ -398,17 +448,24 @@ static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t le
 		return rc;
 	s->fd = rc;
 	s->pid = getpid();
+	/* Room for the final ledger, so that a full disk still ends the file with one that says
+	 * so; where the file system cannot keep it, the session header says which one refused. */
+	rc = tally_room_keep(&s->room, s->path);
+	s->reserve_errno = rc < 0 ? -rc : 0;
 	new_session_id(s->id);
+	s->cupti_on = cupti_ok;
 	session_header(s, &header);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)s->fd};
-	rc = tally_pipeline_start(&pc, cupti_ok ? &tally_collector_source : &tally_clock_source,
-				  &sink, &header);
+	tally_sampler_plan(&s->cfg, &header);
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)s->fd,
+				   s->room.fd >= 0 ? tally_room_release : NULL, &s->room};
+	rc = tally_pipeline_start(&pc, source_for(s, cupti_ok), &sink, &header);
 	tally_buf_fini(&header);
 	if (rc < 0) {
 		snprintf(why, len, "%s: cannot start: %s", s->path, strerror(-rc));
 		close(s->fd);
 		unlink(s->path);
 		s->fd = -1;
+		(void)tally_room_release(&s->room);
 		return rc;
 	}
 	s->wrote_file = true;
@@ -463,6 +520,7 @@ static int start_locked(struct session *s, const char *why_started, char *why, s
 	if ((rc = start_check(s, why_started, &cupti_ok, why, len)) < 0 ||
 	    (rc = start_pipeline(s, cupti_ok, why, len)) < 0)
 		return rc;
+	s->cupti_tried = cupti_ok || strcmp(why_started, "host") != 0;
 	if (cupti_ok && (rc = cupti_tracer_setup(&s->tracer, &s->cfg, why, len)) < 0)
 		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-setup", why); /* keep NVTX going */
 	else if (cupti_ok)
@@ -481,11 +539,61 @@ static void start_failed(struct session *s, int rc, const char *why)
 	manifest_line(s, "off %d %s", (int)getpid(), why);
 }
 
+/* The header was written before CUPTI was there: its versions, said now. */
+static void cupti_joined_note(void)
+{
+	int (*driver)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
+	uint32_t version = 0;
+	int dv = 0;
+	char text[PATH_MAX + 128];
+
+	if (cupti.GetVersion)
+		(void)cupti.GetVersion(&version);
+	if (driver)
+		(void)driver(&dv);
+	snprintf(text, sizeof(text),
+		 "CUDA joined the recording at cuInit: CUPTI API version %u (%s), CUDA driver %d",
+		 version, cupti.path, dv);
+	tally_pipeline_note(TALLY_NOTE_INFO, "cupti-joined", text);
+}
+
+/* A session that started at load (host sampling) meets CUDA: CUPTI joins it now, as it would
+ * have at the start of a session started by CUDA. */
+static void attach_cupti(struct session *s)
+{
+	char why[PATH_MAX + 128];
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->cupti_tried || !session_running(s))
+		goto unlock;
+	s->cupti_tried = true;
+	if ((rc = cupti_api_load(why, sizeof(why))) < 0 ||
+	    (rc = check_cupti_version(why, sizeof(why))) < 0) {
+		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-load", why);
+		tally_log_user("CUDA is not recorded in this process: %s", why);
+		goto unlock;
+	}
+	s->cupti_on = true;
+	if ((rc = cupti_tracer_setup(&s->tracer, &s->cfg, why, sizeof(why))) < 0) {
+		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-setup", why);
+		goto unlock;
+	}
+	cupti_joined_note();
+	start_metrics(s);
+	tally_log("CUDA joins the recording to %s", s->path);
+unlock:
+	pthread_mutex_unlock(&s->lock);
+}
+
 void session_start(struct session *s, const char *why_started)
 {
 	char why[PATH_MAX + 128];
 	int expected = SESSION_NONE, rc;
 
+	if (atomic_load_explicit(&s->state, memory_order_acquire) == SESSION_RUNNING &&
+	    strcmp(why_started, "cuda") == 0 && !s->cupti_on)
+		attach_cupti(s);
 	if (atomic_load_explicit(&s->state, memory_order_acquire) != SESSION_NONE)
 		return;
 	pthread_mutex_lock(&s->lock);
@@ -508,6 +616,14 @@ void session_start(struct session *s, const char *why_started)
 				    "no periodic flush, and signals end the process without a "
 				    "close: a SIGKILL or SIGTERM loses more than one slice");
 unlock:
+	pthread_mutex_unlock(&s->lock);
+}
+
+void session_sampling_start(struct session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	if (session_running(s) && !tally_sampler_running() && tally_config_from_start(&s->cfg))
+		(void)tally_sampler_start(&s->cfg);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -652,6 +768,7 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 	bool flushed, sampler_done;
 
 	tally_pipeline_flush_begin(path, signo);
+	tally_sampler_stop(); /* what it holds reaches the pipeline before the pipeline stops */
 	/* The metric samples up to now, before CUPTI's own flush; a sampler stuck inside CUPTI
 	 * is left behind, and then CUPTI is not finalized under it. */
 	sampler_done = pm_sampler_stop(s->metrics, s->cfg.flush_timeout_ns);
@@ -664,6 +781,7 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 		(void)run_bounded(finalize_cupti, &s->tracer, s->cfg.flush_timeout_ns);
 	close(s->fd);
 	s->fd = -1;
+	(void)tally_room_release(&s->room); /* the close gave it back already, unless it hung */
 	manifest_line(s, "end %d %s %s %llu %llu %s", (int)getpid(),
 		      rep.complete ? "clean" : "loss", tally_flush_path_name(path),
 		      (unsigned long long)rep.records, (unsigned long long)rep.bytes_written,
@@ -794,9 +912,11 @@ void session_after_fork_parent(struct session *s)
 void session_after_fork_child(struct session *s)
 {
 	nvtx_forget();
+	tally_sampler_after_fork_child();
 	cupti_tracer_after_fork_child(&s->tracer);
 	pthread_mutex_unlock(&s->lock); /* taken by this thread in session_before_fork */
 	s->wrote_file = false;
+	s->cupti_on = s->cupti_tried = false;
 	s->exec_files = 0; /* counted per pid: this is a new one */
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) == SESSION_NONE)
 		return;
@@ -807,6 +927,9 @@ void session_after_fork_child(struct session *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
+	if (s->room.fd >= 0) /* the parent's room: it gives it back itself */
+		close(s->room.fd);
+	s->room.fd = -1;
 	atomic_store_explicit(&s->ending_signal, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->state, SESSION_NONE, memory_order_relaxed);
 }

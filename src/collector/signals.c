@@ -73,6 +73,9 @@ struct view {
 };
 
 static struct view views[MAX_SIG];
+/* The sampler's timer signal (signals_claim): written before the handler is in front. */
+static _Atomic int claimed_sig, claimed_tag;
+static void (*_Atomic claimed_fn)(int, siginfo_t *, void *);
 static _Atomic bool armed[MAX_SIG];
 static atomic_flag write_lock = ATOMIC_FLAG_INIT;
 static __thread sigset_t fork_saved_mask;
@@ -179,8 +182,9 @@ static void on_signal(int sig, siginfo_t *info, void *uc);
 static void install_front(int sig, const struct sigaction *act)
 {
 	struct sigaction sa;
+	bool claimed = sig == atomic_load_explicit(&claimed_sig, memory_order_relaxed);
 
-	if (act->sa_handler == SIG_IGN) {
+	if (act->sa_handler == SIG_IGN && !claimed) {
 		(void)libc_sigaction(sig, act, NULL);
 		return;
 	}
@@ -188,8 +192,10 @@ static void install_front(int sig, const struct sigaction *act)
 	sa.sa_sigaction = on_signal;
 	sa.sa_mask = act->sa_mask;
 	sa.sa_flags = SA_SIGINFO | (act->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER));
-	if (act->sa_handler == SIG_DFL)
+	if (act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN)
 		sa.sa_flags |= SA_RESTART | SA_ONSTACK;
+	if (claimed) /* the sampler's timer must not make the program's calls fail with EINTR */
+		sa.sa_flags |= SA_RESTART;
 	(void)libc_sigaction(sig, &sa, NULL);
 }
 
@@ -325,13 +331,28 @@ static bool drop_repeat(int sig, bool handler, siginfo_t **info, siginfo_t *as_s
 	return false;
 }
 
+static bool is_claimed_timer(int sig, const siginfo_t *info)
+{
+	return sig == atomic_load_explicit(&claimed_sig, memory_order_acquire) && info &&
+	       info->si_code == SI_TIMER &&
+	       info->si_value.sival_int == atomic_load_explicit(&claimed_tag, memory_order_relaxed);
+}
+
 static void on_signal(int sig, siginfo_t *info, void *uc)
 {
 	enum sig_class cls = class_of(sig);
 	int saved = errno;
 	struct sigaction a;
 	siginfo_t as_sent;
+	void (*fn)(int, siginfo_t *, void *);
 
+	if (is_claimed_timer(sig, info)) {
+		fn = atomic_load_explicit(&claimed_fn, memory_order_acquire);
+		if (fn)
+			fn(sig, info, uc);
+		errno = saved;
+		return; /* tally's own: the program never sees it */
+	}
 	view_load(sig, &a);
 	if (a.sa_handler == SIG_IGN) /* ignored since the kernel chose us: as if it had not come */
 		return;
@@ -370,6 +391,30 @@ static void arm_one(int sig)
 	writer_unlock(&saved);
 }
 
+void signals_claim(int sig, int tag, void (*fn)(int, siginfo_t *, void *))
+{
+	struct sigaction a;
+	sigset_t saved;
+
+	atomic_store_explicit(&claimed_tag, tag, memory_order_relaxed);
+	atomic_store_explicit(&claimed_fn, fn, memory_order_release);
+	atomic_store_explicit(&claimed_sig, sig, memory_order_release);
+	arm_one(sig);
+	/* in front even where the program asked to ignore it; with SA_RESTART */
+	writer_lock(&saved);
+	view_load(sig, &a);
+	install_front(sig, &a);
+	writer_unlock(&saved);
+}
+
+void signals_program_action(int sig, struct sigaction *out)
+{
+	if (sig > 0 && sig < MAX_SIG && is_armed(sig))
+		view_load(sig, out);
+	else
+		(void)libc_sigaction(sig, NULL, out);
+}
+
 void signals_arm(void)
 {
 	int sig;
@@ -395,6 +440,9 @@ void signals_after_fork_child(void)
 {
 	struct sigaction a;
 	int sig;
+
+	/* no sampler here: a timer's signal cannot come (timers are not inherited by fork) */
+	atomic_store_explicit(&claimed_sig, 0, memory_order_relaxed);
 
 	for (sig = 1; sig < MAX_SIG; sig++) {
 		if (!atomic_load_explicit(&armed[sig], memory_order_relaxed))

@@ -127,7 +127,7 @@ static uint32_t frame_add(const struct raw_frame *f, frame_namer namer)
 	char file[NAME_MAX_LEN] = "", func[NAME_MAX_LEN] = "";
 	uint32_t line = f->line;
 
-	if (f->type == TALLY_FRAME_NATIVE) {
+	if (tally_frame_is_native(f->type)) {
 		if (!remember_pc(f->key))
 			return 0;
 		return tally_frame_put(&tab.pending_frames, f->type, 0, f->key, NULL, 0, NULL, 0);

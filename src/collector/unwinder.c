@@ -21,6 +21,7 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -45,6 +46,9 @@ static _Thread_local struct {
 	bool bounds_known;
 	uintptr_t stack_lo, stack_hi; /* the thread's own stack: only a chain inside it is cached */
 } cache;
+
+/* Read by signal handlers: initial-exec, so that no first access allocates. */
+static _Thread_local bool in_unwind __attribute__((tls_model("initial-exec")));
 
 void tally_unwind_init(void)
 {
@@ -154,9 +158,43 @@ __attribute__((noinline)) int tally_unwind(void **pcs, int max)
 		verifying = true;
 	}
 #endif
+	in_unwind = true;
+	atomic_signal_fence(memory_order_seq_cst);
 	(void)gcc.backtrace(on_frame, &w);
+	atomic_signal_fence(memory_order_seq_cst);
+	in_unwind = false;
 	remember(frame, w.max, &w, verifying);
 	return w.n;
+}
+
+bool tally_unwind_busy(void)
+{
+	return in_unwind;
+}
+
+bool tally_unwind_signal_safe(void)
+{
+	/* libgcc (12+) looks unwind tables up with _dl_find_object where glibc has it (2.35+):
+	 * lock-free.  Before that it walks dl_iterate_phdr, under the loader's lock, which the
+	 * interrupted thread may hold. */
+	return gcc.backtrace && dlsym(RTLD_DEFAULT, "_dl_find_object");
+}
+
+int tally_unwind_from_signal(void **pcs, int max, uintptr_t pc)
+{
+	uintptr_t cfas[TALLY_UNWIND_MAX];
+	void *all[TALLY_UNWIND_MAX];
+	struct walk w = {all, cfas, 0, TALLY_UNWIND_MAX, false};
+	int i, n = 0;
+
+	if (!gcc.backtrace)
+		return 0;
+	(void)gcc.backtrace(on_frame, &w);
+	for (i = 0; i < w.n && (uintptr_t)all[i] != pc; i++)
+		;
+	for (; i < w.n && n < max; i++)
+		pcs[n++] = all[i];
+	return n;
 }
 
 unsigned tally_unwind_cache_hits(void)

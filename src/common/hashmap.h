@@ -18,15 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* splitmix64's finalizer (a bijection on 64 bits). */
-static inline uint64_t tally_hash_u64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ x >> 31;
-}
+#include "hash.h" /* tally_hash_u64: splitmix64's finalizer */
 
 /* Two words into one hash (the second is mixed before it is folded in, so (a, b) != (b, a)). */
 static inline uint64_t tally_hash_pair(uint64_t a, uint64_t b)

@@ -112,7 +112,12 @@ void tally_json_escape(FILE *out, const char *str, size_t len)
 			fputs("\\u007f", out);
 			i++;
 		} else if ((u = tally_text_utf8_seq(s + i, len - i)) != 0) {
-			fwrite(s + i, 1, u, out);
+			/* C1 and the bidirectional controls (text.h): the same text, but never a
+			 * raw control for a terminal that shows the JSON */
+			if (tally_text_is_control(s + i, u))
+				fprintf(out, "\\u%04x", tally_text_code_point(s + i, u));
+			else
+				fwrite(s + i, 1, u, out);
 			i += u;
 		} else {
 			fputs("\\ufffd", out);

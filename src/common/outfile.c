@@ -17,8 +17,9 @@ static const char *file_type_name(mode_t m)
 		mode_t type;
 		const char *name;
 	} types[] = {
-	    {S_IFLNK, "a symbolic link"}, {S_IFDIR, "a directory"}, {S_IFCHR, "a device"},
-	    {S_IFBLK, "a device"},	  {S_IFIFO, "a FIFO"},	    {S_IFSOCK, "a socket"},
+	    {S_IFREG, "a regular file"}, {S_IFLNK, "a symbolic link"}, {S_IFDIR, "a directory"},
+	    {S_IFCHR, "a device"},	 {S_IFBLK, "a device"},	       {S_IFIFO, "a FIFO"},
+	    {S_IFSOCK, "a socket"},
 	};
 
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
@@ -27,8 +28,70 @@ static const char *file_type_name(mode_t m)
 	return "not a regular file";
 }
 
+/* The inputs being read (outfile_protect); appended and removed from the end, as sets are
+ * opened and closed. */
+static struct protected_input {
+	unsigned long long dev, ino;
+	char *path;
+} * protected;
+static size_t nprotected, protected_cap;
+
+int outfile_protect(const char *path, unsigned long long dev, unsigned long long ino)
+{
+	struct protected_input *p;
+
+	if (nprotected == protected_cap) {
+		size_t cap = protected_cap ? 2 * protected_cap : 16;
+
+		p = realloc(protected, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		protected = p;
+		protected_cap = cap;
+	}
+	p = &protected[nprotected];
+	p->dev = dev;
+	p->ino = ino;
+	p->path = strdup(path);
+	if (!p->path)
+		return -ENOMEM;
+	nprotected++;
+	return 0;
+}
+
+void outfile_unprotect(unsigned long long dev, unsigned long long ino)
+{
+	size_t i;
+
+	for (i = nprotected; i-- > 0;)
+		if (protected[i].dev == dev && protected[i].ino == ino) {
+			free(protected[i].path);
+			protected[i] = protected[--nprotected];
+			break;
+		}
+	if (!nprotected) {
+		free(protected);
+		protected = NULL;
+		protected_cap = 0;
+	}
+}
+
+/* The input st is, or NULL. */
+static const char *protected_as(const struct stat *st)
+{
+	size_t i;
+
+	for (i = 0; i < nprotected; i++)
+		if (protected[i].dev == (unsigned long long)st->st_dev &&
+		    protected[i].ino == (unsigned long long)st->st_ino)
+			return protected[i].path;
+	return NULL;
+}
+
 int outfile_check(const char *path, unsigned flags, char *err, size_t errlen)
 {
+	bool dir = flags & OUTFILE_DIRECTORY;
+	const char *input;
 	struct stat st;
 
 	if (lstat(path, &st) < 0) {
@@ -37,32 +100,23 @@ int outfile_check(const char *path, unsigned flags, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -errno;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: is %s; tally only ever replaces regular files", path,
-			 file_type_name(st.st_mode));
+	if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: is %s; tally only ever writes %s", path,
+			 file_type_name(st.st_mode),
+			 dir ? "into a directory (csv)" : "over regular files");
 		return -EPERM;
 	}
+	if ((input = protected_as(&st))) {
+		snprintf(err, errlen,
+			 "%s: is an input (read as %s); tally never writes over its input", path,
+			 input);
+		return -EINVAL;
+	}
 	if (!(flags & OUTFILE_FORCE)) {
-		snprintf(err, errlen, "%s: exists (--force replaces it)", path);
+		snprintf(err, errlen, "%s: exists (--force %s)", path,
+			 dir ? "writes into it" : "replaces it");
 		return -EEXIST;
 	}
-	return 0;
-}
-
-int outfile_not_input(const char *path, char *const *inputs, size_t n, char *err, size_t errlen)
-{
-	struct stat out, in;
-	size_t i;
-
-	if (stat(path, &out) < 0)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev &&
-		    in.st_ino == out.st_ino) {
-			snprintf(err, errlen,
-				 "%s: is also an input; tally never writes over its input", path);
-			return -EINVAL;
-		}
 	return 0;
 }
 

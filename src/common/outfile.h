@@ -20,21 +20,30 @@ struct outfile {
 };
 
 enum {
-	OUTFILE_FORCE = 1u << 0, /* replace an existing regular file */
+	OUTFILE_FORCE = 1u << 0,     /* replace an existing regular file */
+	OUTFILE_DIRECTORY = 1u << 1, /* the target is a directory to write into (export -f csv) */
 };
 
 /*
- * May path be written?  0 when it is absent, or a regular file and flags has OUTFILE_FORCE;
- * else -EEXIST or -EPERM (not a regular file) and err says why in words.  Also -errno from
- * lstat(2) for anything but ENOENT.
+ * May path be written?  The one check of every output of tally, before and again just before it
+ * is replaced.  0 when it is absent, or a regular file (with OUTFILE_DIRECTORY: a directory) and
+ * flags has OUTFILE_FORCE; else err says why in words and:
+ *   -EEXIST  it exists and OUTFILE_FORCE is not given
+ *   -EPERM   it is not a regular file (a link, a FIFO, a device, a directory ...)
+ *   -EINVAL  it is one of the inputs being read (outfile_protect), however it is named
+ * and -errno from lstat(2) for anything but ENOENT.
  */
 int outfile_check(const char *path, unsigned flags, char *err, size_t errlen);
 
 /*
- * Is path one of inputs[0..n) (same device and inode)?  An output must never be its own input:
- * -EINVAL and err says so.  0 otherwise (also when path does not exist).
+ * The inputs no output may replace.  Whoever reads a file registers it while it reads
+ * (report_set_open does, for every file of every directory it expands, and report_set_close
+ * lets go): outfile_check then refuses a target with the same device and inode, whether it is
+ * named by the same path, another one, a hard link, or an entry of a directory given as input.
+ * The process's one list, for the CLI's one thread.  0, or -ENOMEM.
  */
-int outfile_not_input(const char *path, char *const *inputs, size_t n, char *err, size_t errlen);
+int outfile_protect(const char *path, unsigned long long dev, unsigned long long ino);
+void outfile_unprotect(unsigned long long dev, unsigned long long ino);
 
 /* outfile_check, then create the temporary file (mode 0666 less the umask).  0 or -errno. */
 int outfile_open(struct outfile *o, const char *path, unsigned flags, char *err, size_t errlen);

@@ -74,28 +74,115 @@ char *tally_text_utf8(const char *s, size_t len, size_t *out_len)
 	return out;
 }
 
+uint32_t tally_text_code_point(const unsigned char *s, size_t n)
+{
+	static const unsigned char lead_mask[] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+	uint32_t cp = s[0] & lead_mask[n];
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		cp = cp << 6 | (s[i] & 0x3f);
+	return cp;
+}
+
+bool tally_text_is_control(const unsigned char *s, size_t n)
+{
+	static const struct {
+		uint32_t lo, hi;
+	} controls[] = {
+	    {0x00, 0x1f},     {0x7f, 0x9f},	/* C0; DEL and C1 */
+	    {0x61c, 0x61c},   {0x200e, 0x200f}, /* Arabic letter mark; LRM, RLM */
+	    {0x2028, 0x202e}, {0x2066, 0x2069}, /* separators, embeddings, overrides; isolates */
+	};
+	uint32_t cp = tally_text_code_point(s, n);
+	size_t i;
+
+	for (i = 0; i < sizeof(controls) / sizeof(controls[0]); i++)
+		if (cp >= controls[i].lo && cp <= controls[i].hi)
+			return true;
+	return false;
+}
+
+/* One step of the printable form: the sequence at p (n bytes, 0 for an invalid byte) is written
+ * as *bytes bytes taking *cols columns; true when it is escaped. */
+static bool printable_step(const unsigned char *p, size_t left, size_t *n, size_t *bytes,
+			   size_t *cols)
+{
+	size_t len = tally_text_utf8_seq(p, left);
+	bool escape = len == 0 || tally_text_is_control(p, len);
+
+	*n = len ? len : 1;
+	*bytes = escape ? 4 * *n : *n;
+	*cols = escape ? 4 * *n : 1;
+	return escape;
+}
+
+size_t tally_text_printable_to(const char *s, size_t max_cols, char *out, size_t outlen, bool *cut)
+{
+	static const char ellipsis[] = "\xe2\x80\xa6"; /* U+2026, one column */
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = strlen(s), i, n, bytes, w, cols = 0, used = 0;
+	size_t max_cols_kept = max_cols, max_bytes = outlen - 1;
+
+	/* Does all of it fit?  Else keep room for the ellipsis. */
+	for (i = 0; i < len; i += n) {
+		printable_step(p + i, len - i, &n, &bytes, &w);
+		cols += w;
+		used += bytes;
+	}
+	*cut = cols > max_cols || used > max_bytes;
+	if (*cut) {
+		max_cols_kept = max_cols ? max_cols - 1 : 0;
+		max_bytes = outlen - sizeof(ellipsis);
+	}
+	cols = used = 0;
+	for (i = 0; i < len; i += n) {
+		bool escape = printable_step(p + i, len - i, &n, &bytes, &w);
+
+		if (cols + w > max_cols_kept || used + bytes > max_bytes)
+			break;
+		if (escape)
+			for (size_t k = 0; k < n; k++)
+				used += (size_t)snprintf(out + used, outlen - used, "\\x%02x",
+							 p[i + k]);
+		else
+			memcpy(out + used, p + i, n), used += n;
+		cols += w;
+	}
+	if (*cut && max_cols) {
+		memcpy(out + used, ellipsis, sizeof(ellipsis) - 1);
+		used += sizeof(ellipsis) - 1;
+		cols++;
+	}
+	out[used] = '\0';
+	return cols;
+}
+
+const char *tally_text_shown(const char *s)
+{
+	/* A ring, so that one printf may hold several; each entry lives until reused. */
+	static char *ring[16];
+	static unsigned next;
+	char *t;
+
+	if (!s)
+		return NULL;
+	t = tally_text_printable(s);
+	if (!t)
+		return "[out of memory]";
+	free(ring[next]);
+	ring[next] = t;
+	next = (next + 1) % 16;
+	return t;
+}
+
 char *tally_text_printable(const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t len = strlen(s), i = 0, n;
-	char *out = malloc(len * 4 + 1), *o = out; /* each byte at most "\xNN" */
+	size_t len = strlen(s), cap = len * 4 + 4; /* each byte at most "\xNN" */
+	char *out = malloc(cap);
+	bool cut;
 
-	if (!out)
-		return NULL;
-	while (i < len) {
-		n = tally_text_utf8_seq(p + i, len - i);
-		/* C0 and DEL; C1 (U+0080..U+009F) arrives as C2 80..C2 9F. */
-		if (n == 0 || (n == 1 && (p[i] < 0x20 || p[i] == 0x7f)) ||
-		    (n == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0)) {
-			n = n ? n : 1;
-			for (size_t k = 0; k < n; k++)
-				o += sprintf(o, "\\x%02x", p[i + k]);
-		} else {
-			memcpy(o, p + i, n);
-			o += n;
-		}
-		i += n;
-	}
-	*o = '\0';
+	if (out)
+		tally_text_printable_to(s, SIZE_MAX, out, cap, &cut);
 	return out;
 }

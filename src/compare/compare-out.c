@@ -8,6 +8,7 @@
 #include "compare.h"
 #include "json.h"
 #include "table.h"
+#include "text.h"
 
 static const char *stretch_name(const struct compare_opts *o)
 {
@@ -132,16 +133,18 @@ static void text_side(FILE *out, const struct compare_result *r, unsigned s)
 	const struct compare_side_info *in = &r->side[s];
 	size_t i;
 
-	fprintf(out, "  %c  %s: %zu file(s), %zu process(es), %s\n", 'A' + s, r->label[s],
-		in->files, in->processes, in->complete ? "COMPLETE" : "INCOMPLETE");
+	fprintf(out, "  %c  %s: %zu file(s), %zu process(es), %s\n", 'A' + s,
+		tally_text_shown(r->label[s]), in->files, in->processes,
+		in->complete ? "COMPLETE" : "INCOMPLETE");
 	for (i = 0; i < in->nreasons; i++)
-		fprintf(out, "       - %s\n", in->reasons[i]);
+		fprintf(out, "       - %s\n", tally_text_shown(in->reasons[i]));
 	fprintf(out, "     %" PRIu64 " GPU records in the stretch", in->gpu_records);
 	if (in->intervals)
 		fprintf(out, " (%" PRIu64 " interval(s))", in->intervals);
 	if (in->untimed)
 		fprintf(out, ", %" PRIu64 " without timestamps (left out)", in->untimed);
-	fprintf(out, "; timing %s%s%s\n", in->timing_usable ? "usable" : "UNUSABLE: ", in->why, "");
+	fprintf(out, "; timing %s%s\n",
+		in->timing_usable ? "usable" : "UNUSABLE: ", tally_text_shown(in->why));
 }
 
 static const char sketched_note[] =
@@ -160,9 +163,10 @@ static void text_header(FILE *out, const struct compare_result *r)
 	text_side(out, r, 1);
 	fprintf(out, "  stretch  %s", stretch_name(o));
 	if (o->stretch == COMPARE_RANGE && o->range_k)
-		fprintf(out, " \"%s\", occurrence %u in each process", o->range_name, o->range_k);
+		fprintf(out, " \"%s\", occurrence %u in each process",
+			tally_text_shown(o->range_name), o->range_k);
 	else if (o->stretch == COMPARE_RANGE)
-		fprintf(out, " \"%s\", every occurrence", o->range_name);
+		fprintf(out, " \"%s\", every occurrence", tally_text_shown(o->range_name));
 	fprintf(out,
 		"\n  rule     differs: a count that differs, or KS D above its critical value "
 		"(alpha %g) and a p50 or p90 shift over %.0f%%\n",
@@ -309,17 +313,18 @@ int compare_write(const struct compare_result *r, FILE *out, enum report_format 
 	const struct report_view views[] = {
 	    {"compare_names", "Durations per kernel name and copy kind", key_cols,
 	     sizeof(key_cols) / sizeof(key_cols[0]), r->nkeys, key_cell, r,
-	     "no GPU record in the stretch on either side", false, 0},
+	     "no GPU record in the stretch on either side", NULL, false, 0},
 	    {"compare_order", "Kernel order per stream", stream_cols,
 	     sizeof(stream_cols) / sizeof(stream_cols[0]), r->nstreams, stream_cell, &sc,
-	     r->sketched ? "not compared: summaries keep no sequence" : "no stream", false, 0},
+	     r->sketched ? "not compared: summaries keep no sequence" : "no stream", NULL, false, 0},
 	    {"compare_loss", "Loss counters side by side", loss_cols,
 	     sizeof(loss_cols) / sizeof(loss_cols[0]), tally_loss_counters_count, loss_cell, r, "",
-	     false, 0},
+	     NULL, false, 0},
 	    {"compare_drops", "CUPTI drops by queue, contexts by device", drop_cols,
 	     sizeof(drop_cols) / sizeof(drop_cols[0]),
 	     r->side[0].nctx_drops + r->side[1].nctx_drops, drop_cell, r,
-	     "no DROPS chunk in either trace (none lost, or written before format 1.2)", false, 0},
+	     "no DROPS chunk in either trace (none lost, or written before format 1.2)", NULL,
+	     false, 0},
 	};
 	size_t i;
 

@@ -513,6 +513,19 @@ static void judge_section(const struct cmp_side *sd, struct report_section *rs,
 	}
 }
 
+/* A file in which no section could be read (a header and nothing, junk, a resynchronisation
+ * that found no session) says nothing about its run: its side cannot be timed at all. */
+static void judge_input(const struct report_input *in, struct compare_side_info *info)
+{
+	char text[300];
+
+	if (in->f->nsections)
+		return;
+	snprintf(text, sizeof(text), "%s: no session could be read (%zu damaged range(s))",
+		 in->path, in->f->ndamage);
+	say(info, text);
+}
+
 static int collect_drops(const struct report_section *rs, struct compare_side_info *info)
 {
 	size_t i;
@@ -591,5 +604,7 @@ int cmp_side_stretch(struct cmp_side *sd, struct compare_side_info *info, char *
 	event_ranges(sd);
 	for (i = 0; i < sd->set.nsections; i++)
 		judge_section(sd, sd->set.sections[i], info);
+	for (i = 0; i < sd->set.ninputs; i++)
+		judge_input(&sd->set.inputs[i], info);
 	return collect_reasons(sd, info);
 }

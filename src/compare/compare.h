@@ -27,6 +27,13 @@ enum compare_stretch {
 	COMPARE_CAPTURE, /* between the collection window's open and close notes */
 };
 
+/*
+ * The largest --max-edits: Myers' search visits up to max^2 diagonals per stream that differs
+ * throughout, so on a 1 M-kernel stream 100,000 costs about 14 s more than 1 (docs/compare.md);
+ * 10^7 would take hours.
+ */
+#define COMPARE_MAX_EDITS_CAP 100000u
+
 struct compare_opts {
 	enum compare_stretch stretch;
 	const char *range_name; /* COMPARE_RANGE: the range's message */

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * CPU sampling: kernel.perf_event_paranoid, CAP_SYS_ADMIN / CAP_PERFMON in the effective set, and
- * seccomp.  These decide whether perf_event_open works - which tally never calls: cuda/nvtx
- * tracing goes through CUPTI.  So these checks say what they see and never warn or block; the
- * remedy is for whoever also wants CPU sampling from another tool (the seed's --sample=none
- * advice, the other way round).
+ * seccomp.  These decide whether perf_event_open works, which tally uses only for native host
+ * samples (`tally record --sample native`); where it is closed, tally samples with a per-thread
+ * CPU-time timer instead.  cuda/nvtx tracing (CUPTI) and Python sampling need none of it.  So
+ * these checks say what they see and which sampling tally will use, and never warn or block;
+ * the remedy is for whoever wants perf's own view (kernel frames, time off CPU) or another tool.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,7 +18,7 @@
 #define CAP_SYS_ADMIN_BIT 21
 #define CAP_PERFMON_BIT	  38 /* Linux 5.8 */
 
-#define NOT_NEEDED "not needed for cuda/nvtx tracing"
+#define NOT_NEEDED "not needed for cuda/nvtx tracing or Python sampling"
 
 static const char perf_fix[] =
     "nothing to do for tally. For CPU sampling with other tools: on the host, `sysctl "
@@ -90,6 +91,27 @@ static const char *paranoid_meaning(long level)
 	return "perf_event_open closed to unprivileged users (Debian/Ubuntu hardening)";
 }
 
+/* Seccomp mode 2 (a filter), which may refuse perf_event_open whatever the sysctl says. */
+static bool seccomp_filtered(struct doctor_ctx *ctx)
+{
+	char text[8192], mode[32];
+
+	return doctor_read(ctx, "/proc/self/status", text, sizeof(text)) > 0 &&
+	       doctor_field(text, "Seccomp:", mode, sizeof(mode)) && atoi(mode) == 2;
+}
+
+/* What `tally record --sample native` will use here (docs/doctor.md, gate 2). */
+static const char *native_sampling(struct doctor_ctx *ctx, long level)
+{
+	if (level > 2 && !has_perf_caps(ctx))
+		return "tally --sample native uses the timer fallback (a CPU-time timer per "
+		       "thread: no kernel frames, no time off CPU in native stacks)";
+	if (seccomp_filtered(ctx))
+		return "tally --sample native uses perf events, or the timer fallback (no kernel "
+		       "frames, no time off CPU) if the seccomp filter refuses perf_event_open";
+	return "tally --sample native uses perf events (user-space callchains)";
+}
+
 void check_perf_paranoid(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 {
 	static const char path[] = "/proc/sys/kernel/perf_event_paranoid";
@@ -97,8 +119,11 @@ void check_perf_paranoid(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 	long level;
 	int rc = doctor_read(ctx, path, text, sizeof(text));
 
-	finding_why(f, "only CPU sampling (nsys --sample, perf record) uses perf_event_open; "
-		       "tally's cuda/nvtx tracing goes through CUPTI and needs no perf permission");
+	finding_why(f, "native CPU sampling (tally record --sample native, nsys --sample, perf "
+		       "record) uses perf_event_open; where it is closed, tally samples with a "
+		       "CPU-time timer per thread instead, which sees no kernel frames and no time "
+		       "off CPU; cuda/nvtx tracing (CUPTI) and Python sampling need no perf "
+		       "permission");
 	finding_fix(f, "%s", perf_fix);
 	if (rc <= 0) {
 		finding_unreadable(f, path, rc);
@@ -111,7 +136,8 @@ void check_perf_paranoid(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 			    text, path);
 		return;
 	}
-	finding_set(f, TALLY_DOCTOR_OK, "%ld: %s; " NOT_NEEDED, level, paranoid_meaning(level));
+	finding_set(f, TALLY_DOCTOR_OK, "%ld: %s; %s; " NOT_NEEDED, level, paranoid_meaning(level),
+		    native_sampling(ctx, level));
 	f->advise = level > 2 && !has_perf_caps(ctx);
 }
 

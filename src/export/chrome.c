@@ -8,6 +8,9 @@
  * - a flow arrow from each launching call to the GPU work it launched (correlation id);
  * - counters from the ledger snapshots, CUDA memory in use per device, and each stream's
  *   launches outstanding (gpu_queue_depth's curve: the mean per time bucket);
+ * - GPU metrics as counter tracks of each device's process, one per metric ("SM Active %"), a value
+ *   per sample from the sample's start (samples tile their span; a stretch with none is a loss
+ *   window, on the DATA LOST track);
  * - every window where data was lost as a slice named "DATA LOST: ..." on a track of its own in
  *   each of those processes, so that a gap is never read as an idle GPU.
  *
@@ -70,6 +73,17 @@ struct csec {
 	struct tally_map lanes_map;   /* device << 32 | stream -> index in lanes + 1 */
 	uint64_t loss_end[MAX_LANES]; /* the same for the DATA LOST track (windows may overlap) */
 	unsigned loss_lanes;
+	struct esc *metric_name, *metric_unit; /* by report_metric index: escaped once */
+	struct step *steps;		       /* by the same index, with --metric-step */
+	uint32_t nmetrics;
+};
+
+/* --metric-step: the open step of a metric of a device, its samples' value x ns and ns. */
+struct step {
+	uint64_t index;
+	double vw, w;
+	uint32_t pid;
+	bool open;
 };
 
 struct stream_lanes {
@@ -104,6 +118,7 @@ struct chrome {
 	struct mem_usage mem;	   /* CUDA memory counters, written at the end in time order */
 	struct queues *queues;	   /* launches outstanding per stream, written at the end */
 	struct launches *launches; /* joins each launch to its GPU work, for the queues */
+	uint64_t metric_step;	   /* --metric-step, ns; 0: each sample */
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -204,14 +219,15 @@ static void begin(struct chrome *c)
 	c->events++;
 }
 
-static int64_t rel(const struct chrome *c, const struct report_section *rs, uint64_t t)
+/* Time since the earliest moment of the inputs: never negative, and past 2^63 ns still right. */
+static uint64_t rel(const struct chrome *c, const struct report_section *rs, uint64_t t)
 {
-	return (int64_t)(report_time(rs, t) - c->base);
+	return report_time(rs, t) - c->base;
 }
 
 /* "ph":"X" ... "pid":P,"tid":T,"ts":..,"dur":.. (without the closing brace) */
 static void slice_head(struct chrome *c, const char *cat, size_t catlen, const struct esc *name,
-		       uint32_t pid, uint64_t tid, int64_t ts, uint64_t dur)
+		       uint32_t pid, uint64_t tid, uint64_t ts, uint64_t dur)
 {
 	struct obuf *o = &c->ob;
 
@@ -228,11 +244,11 @@ static void slice_head(struct chrome *c, const char *cat, size_t catlen, const s
 	obuf_lit(o, ",\"ts\":");
 	obuf_us(o, ts);
 	obuf_lit(o, ",\"dur\":");
-	obuf_us(o, (int64_t)dur);
+	obuf_us(o, dur);
 }
 
 static void flow(struct chrome *c, char ph, const struct report_section *rs, uint32_t corr,
-		 uint32_t pid, uint64_t tid, int64_t ts)
+		 uint32_t pid, uint64_t tid, uint64_t ts)
 {
 	struct obuf *o = &c->ob;
 
@@ -327,7 +343,7 @@ static void kernel(struct chrome *c, struct report_section *rs, struct csec *cs,
 {
 	struct obuf *o = &c->ob;
 	uint32_t pid = device_pid(rs, r->device_id);
-	int64_t ts = rel(c, rs, r->start);
+	uint64_t ts = rel(c, rs, r->start);
 	uint32_t tid = stream_track(cs, r);
 
 	slice_head(c, "kernel", 6, escaped(rs, cs, r->name_id, true), pid, tid, ts,
@@ -365,7 +381,7 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 	static struct esc names[16];
 	struct obuf *o = &c->ob;
 	uint32_t pid = device_pid(rs, r->device_id);
-	int64_t ts = rel(c, rs, r->start);
+	uint64_t ts = rel(c, rs, r->start);
 	unsigned k = r->kind == TALLY_KIND_MEMSET ? 15 : (r->subkind < 15 ? r->subkind : 0);
 	uint32_t tid = stream_track(cs, r);
 
@@ -427,7 +443,7 @@ static void api(struct chrome *c, struct report_section *rs, struct csec *cs,
 		const struct tally_record *r)
 {
 	struct obuf *o = &c->ob;
-	int64_t ts = rel(c, rs, r->start);
+	uint64_t ts = rel(c, rs, r->start);
 	bool driver = r->kind == TALLY_KIND_DRIVER;
 
 	slice_head(c, driver ? "cuda_driver" : "cuda_runtime", driver ? 11 : 12,
@@ -514,6 +530,120 @@ static void overhead(struct chrome *c, struct report_section *rs, struct csec *c
 	set_add(&cs->tracks, tag(TAG_OVERHEAD, 0));
 }
 
+/* The escaped label and unit of a metric, made the first time it comes. */
+static bool metric_names(struct csec *cs, const struct report_metric *m)
+{
+	struct esc *n, *u;
+	struct step *st;
+	uint32_t cap = cs->nmetrics;
+	size_t len;
+
+	if (m->index < cs->nmetrics && cs->metric_name[m->index].s)
+		return true;
+	if (m->index >= cs->nmetrics) {
+		cap = m->index + 16;
+		n = realloc(cs->metric_name, cap * sizeof(*n));
+		if (n)
+			cs->metric_name = n;
+		u = n ? realloc(cs->metric_unit, cap * sizeof(*u)) : NULL;
+		if (u)
+			cs->metric_unit = u;
+		st = u ? realloc(cs->steps, cap * sizeof(*st)) : NULL;
+		if (!st)
+			return false;
+		cs->steps = st;
+		memset(n + cs->nmetrics, 0, (cap - cs->nmetrics) * sizeof(*n));
+		memset(u + cs->nmetrics, 0, (cap - cs->nmetrics) * sizeof(*u));
+		memset(st + cs->nmetrics, 0, (cap - cs->nmetrics) * sizeof(*st));
+		cs->nmetrics = cap;
+	}
+	/* Perfetto names a counter track "name arg": the unit makes it "SM Active %" */
+	cs->metric_unit[m->index].s = obuf_json_escaped(*m->unit ? m->unit : "value", &len);
+	cs->metric_unit[m->index].len = (uint32_t)len;
+	cs->metric_name[m->index].s = obuf_json_escaped(m->label, &len);
+	cs->metric_name[m->index].len = (uint32_t)len;
+	return cs->metric_name[m->index].s && cs->metric_unit[m->index].s;
+}
+
+/* A counter event up to its value: {"ph":"C","name":"SM Active","pid":P,"ts":T,"args":{"%": */
+static void metric_head(struct chrome *c, const struct csec *cs, uint32_t index, uint32_t pid,
+			int64_t ts)
+{
+	struct obuf *o = &c->ob;
+
+	begin(c);
+	obuf_lit(o, "\"ph\":\"C\",\"name\":\"");
+	obuf_put(o, cs->metric_name[index].s, cs->metric_name[index].len);
+	obuf_room(o);
+	obuf_lit(o, "\",\"pid\":");
+	obuf_u64(o, pid);
+	obuf_lit(o, ",\"ts\":");
+	obuf_us(o, ts);
+	obuf_lit(o, ",\"args\":{\"");
+	obuf_put(o, cs->metric_unit[index].s, cs->metric_unit[index].len);
+	obuf_room(o);
+	obuf_lit(o, "\":");
+}
+
+/* The mean of a metric's samples over one step, at the step's start. */
+static void step_out(struct chrome *c, const struct csec *cs, uint32_t index)
+{
+	struct step *st = &cs->steps[index];
+	char num[32];
+
+	if (!st->open)
+		return;
+	metric_head(c, cs, index, st->pid, (int64_t)(st->index * c->metric_step));
+	snprintf(num, sizeof(num), "%.9g", st->w > 0 ? st->vw / st->w : 0.0);
+	obuf_str(&c->ob, num);
+	obuf_lit(&c->ob, "}}");
+	st->open = false;
+}
+
+/* Every open step of a section, when it ends. */
+static void steps_out(struct chrome *c, const struct csec *cs)
+{
+	uint32_t i;
+
+	for (i = 0; i < cs->nmetrics; i++)
+		if (cs->steps[i].open)
+			step_out(c, cs, i);
+}
+
+/* A GPU metric sample: the value the device's counter track holds from the sample's start, or
+ * (--metric-step) its share of its step's mean. */
+static int metric(struct chrome *c, struct report_section *rs, struct csec *cs,
+		  const struct tally_record *r)
+{
+	const struct report_metric *m = report_metric(rs, r);
+	uint32_t pid = device_pid(rs, r->device_id);
+	int64_t ts = rel(c, rs, r->start);
+	struct step *st;
+	double d;
+
+	if (!m || !metric_names(cs, m))
+		return -ENOMEM;
+	if (!set_add(&cs->tracks, tag(TAG_DEVICE, r->device_id)))
+		return -ENOMEM;
+	if (!c->metric_step) {
+		char value[REPORT_METRIC_TEXT];
+
+		metric_head(c, cs, m->index, pid, ts);
+		obuf_str(&c->ob, report_metric_text(r, value));
+		obuf_lit(&c->ob, "}}");
+		return 0;
+	}
+	st = &cs->steps[m->index];
+	if (st->open && st->index != (uint64_t)(ts > 0 ? ts : 0) / c->metric_step)
+		step_out(c, cs, m->index);
+	d = r->end > r->start ? (double)(r->end - r->start) : 1;
+	if (!st->open)
+		*st = (struct step){(uint64_t)(ts > 0 ? ts : 0) / c->metric_step, 0, 0, pid, true};
+	st->vw += report_metric_value(r) * d;
+	st->w += d;
+	return 0;
+}
+
 static int on_records(void *ctx, struct report_section *rs, const struct tally_record *r, size_t n)
 {
 	struct chrome *c = ctx;
@@ -555,6 +685,10 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 		case TALLY_KIND_MEMORY:
 			mem_usage_add(&c->mem, rs, &r[i]);
 			break;
+		case TALLY_KIND_GPU_METRIC:
+			if (metric(c, rs, cs, &r[i]) < 0)
+				return -ENOMEM;
+			break;
 		default:
 			break;
 		}
@@ -594,7 +728,7 @@ static int on_section(void *ctx, struct report_section *rs)
 	return 0;
 }
 
-static void counter(struct chrome *c, uint32_t pid, const char *name, int64_t ts)
+static void counter(struct chrome *c, uint32_t pid, const char *name, uint64_t ts)
 {
 	struct obuf *o = &c->ob;
 
@@ -614,7 +748,7 @@ static int on_ledger(void *ctx, struct report_section *rs, const struct tally_le
 	struct chrome *c = ctx;
 	struct csec *cs = csec(c, rs);
 	struct obuf *o = &c->ob;
-	int64_t ts = rel(c, rs, l->t_end);
+	uint64_t ts = rel(c, rs, l->t_end);
 	unsigned i;
 
 	if (!cs || !c->base)
@@ -721,6 +855,7 @@ static int on_section_end(void *ctx, struct report_section *rs)
 
 	if (!cs)
 		return 0;
+	steps_out(c, cs);
 	if (draw_unproven_gaps(c, rs, cs) < 0 || launches_section_end(c->launches, rs) < 0)
 		return -ENOMEM;
 	for (i = 0; i < s->nwindows; i++) {
@@ -946,7 +1081,7 @@ static void mem_counter(struct chrome *c, const struct report_set *set, const st
 
 	if (!cs)
 		return;
-	counter(c, device_pid(rs, e->device), "CUDA memory (bytes)", (int64_t)(e->t - c->base));
+	counter(c, device_pid(rs, e->device), "CUDA memory (bytes)", e->t - c->base);
 	obuf_c(&c->ob, '"');
 	obuf_str(&c->ob, report_mem_kind_label(e->kind));
 	obuf_lit(&c->ob, "\":");
@@ -1083,6 +1218,7 @@ static int chrome_open(void **state, struct report_set *set, const struct export
 	    !(c->launches = launches_new(c->queues, false)))
 		goto close_file;
 	c->first = true;
+	c->metric_step = o->metric_step_ns;
 	/* ts counts from the earliest moment of the inputs, so that none is negative */
 	c->base = report_set_earliest(set);
 	if (!c->base)
@@ -1136,6 +1272,13 @@ static void chrome_destroy(void *state, bool failed)
 			free(c->secs[i].raw[k].s);
 		for (k = 0; k < c->secs[i].nkern; k++)
 			free(c->secs[i].kern[k].s);
+		for (k = 0; k < c->secs[i].nmetrics; k++) {
+			free(c->secs[i].metric_name[k].s);
+			free(c->secs[i].metric_unit[k].s);
+		}
+		free(c->secs[i].metric_name);
+		free(c->secs[i].metric_unit);
+		free(c->secs[i].steps);
 		free(c->secs[i].raw);
 		free(c->secs[i].lanes);
 		tally_map_fini(&c->secs[i].lanes_map);

@@ -172,6 +172,25 @@ static void memory_row(struct csv *c, FILE *f, struct report_section *rs,
 	fprintf(f, ",%d\n", !!(r->flags & TALLY_REC_ASYNC));
 }
 
+/* A GPU metric of a device over one sample (format 1.3): its value in its unit, exactly as
+ * recorded (value / 10^scale), and the sample's flags. */
+static void gpu_metric_row(struct csv *c, FILE *f, struct report_section *rs,
+			   const struct tally_record *r)
+{
+	const struct report_metric *m = report_metric(rs, r);
+	char value[REPORT_METRIC_TEXT];
+
+	(void)c;
+	fprintf(f, "%u,%" PRIu64 ",", rs->index, rs->s->pid);
+	times(f, rs, r);
+	fprintf(f, ",%u,%u", r->device_id, r->correlation_id);
+	str(f, m ? m->name : report_string(rs, r->name_id));
+	str(f, m ? m->label : "");
+	str(f, m ? m->unit : "");
+	fprintf(f, ",%s,%d,%d\n", report_metric_text(r, value), !!(r->value & TALLY_METRIC_MERGED),
+		!!(r->value & TALLY_METRIC_AFTER_GAP));
+}
+
 static const struct csv_kind kinds[TALLY_KIND_MAX] = {
     [TALLY_KIND_KERNEL] = {"kernel.csv",
 			   "section,pid,start,end,duration,correlation,device,context,stream,name,"
@@ -217,6 +236,11 @@ static const struct csv_kind kinds[TALLY_KIND_MAX] = {
 			   "section,pid,time,correlation,device,context,stream,address,bytes,"
 			   "operation,memory_kind,async",
 			   memory_row},
+    [TALLY_KIND_GPU_METRIC] =
+	{"gpu_metric.csv",
+	 "section,pid,start,end,duration,device,sample,metric,label,unit,value,"
+	 "merged,after_gap",
+	 gpu_metric_row},
 };
 
 /* A CSV file of the directory, written under a temporary name until close_file() renames it. */
@@ -450,24 +474,44 @@ static int csv_finish(void *state, struct report_set *set, struct export_stats *
 	return rc;
 }
 
+/* One file of the directory: replaced only when it is a regular file and not an input. */
+static int check_file(const char *dir, const char *name, char *err, size_t errlen)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return outfile_check(path, OUTFILE_FORCE, err, errlen);
+}
+
+/* The directory (new, or there with --force), and every file this exporter may write in it. */
+static int csv_check(const struct export_opts *o, char *err, size_t errlen)
+{
+	int rc = outfile_check(o->output, OUTFILE_DIRECTORY | (o->force ? OUTFILE_FORCE : 0), err,
+			       errlen);
+	size_t i;
+
+	for (i = 0; rc == 0 && i < TALLY_KIND_MAX; i++)
+		if (kinds[i].file)
+			rc = check_file(o->output, kinds[i].file, err, errlen);
+	for (i = 0; rc == 0 && i < sizeof(about) / sizeof(about[0]); i++)
+		rc = check_file(o->output, about[i].file, err, errlen);
+	return rc;
+}
+
 static int csv_open(void **state, struct report_set *set, const struct export_opts *o, char *err,
 		    size_t errlen)
 {
 	struct csv *c;
 	struct stat st;
+	int rc;
 
 	(void)set;
-	if (lstat(o->output, &st) == 0) {
-		if (!S_ISDIR(st.st_mode)) { /* a link to a directory too: nothing is followed */
-			snprintf(err, errlen, "%s: not a directory (csv writes a directory)",
-				 o->output);
-			return -ENOTDIR;
-		}
-		if (!o->force) {
-			snprintf(err, errlen, "%s: exists (--force writes into it)", o->output);
-			return -EEXIST;
-		}
-	} else if (mkdir(o->output, 0777) < 0) {
+	/* a directory, new or (with --force) there: a link to one is refused, nothing is followed
+	 */
+	rc = csv_check(o, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (lstat(o->output, &st) < 0 && mkdir(o->output, 0777) < 0) {
 		snprintf(err, errlen, "%s: %s", o->output, strerror(errno));
 		return -errno;
 	}
@@ -503,6 +547,7 @@ static void csv_destroy(void *state, bool failed)
 const struct exporter export_csv = {
     .name = "csv",
     .what = "a directory of CSV files, one per record kind, plus the verdict and loss",
+    .check = csv_check,
     .open = csv_open,
     .scan_ops = csv_scan_ops,
     .finish = csv_finish,

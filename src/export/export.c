@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "outfile.h"
 
 const struct exporter *const export_formats[] = {
     &export_chrome,
@@ -24,6 +25,16 @@ const struct exporter *export_find(const char *name)
 		if (strcmp(export_formats[i]->name, name) == 0)
 			return export_formats[i];
 	return NULL;
+}
+
+int report_export_check(const struct exporter *e, const struct export_opts *o, char *err,
+			size_t errlen)
+{
+	if (e->check)
+		return e->check(o, err, errlen);
+	if (strcmp(o->output, "-") == 0)
+		return 0; /* standard output: the format says whether it takes it */
+	return outfile_check(o->output, o->force ? OUTFILE_FORCE : 0, err, errlen);
 }
 
 int report_export(const struct exporter *e, struct report_set *set, const struct export_opts *o,

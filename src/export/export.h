@@ -15,20 +15,26 @@
 #include "trace-set.h"
 
 struct export_opts {
-	const char *output; /* file (chrome: "-" is stdout, sqlite) or directory (csv) */
-	bool force;	    /* replace an existing output */
+	const char *output;	 /* file (chrome: "-" is stdout, sqlite) or directory (csv) */
+	bool force;		 /* replace an existing output */
+	uint64_t metric_step_ns; /* chrome: GPU metrics averaged over steps of this (0: each
+				    sample) */
 };
 
 struct export_stats {
 	uint64_t records; /* records read */
 	uint64_t events;  /* events / rows written */
 	uint64_t bytes;	  /* bytes written, where known */
+	uint64_t clamped; /* values past 2^63 - 1 stored as 2^63 - 1 (SQLite's integers) */
 };
 
 /* One output format; exporters are looked up by name in export_formats[] (an ops table). */
 struct exporter {
 	const char *name;
 	const char *what;
+	/* may the output be written (outfile_check for what this format writes)?  0 or the
+	 * refusal; NULL: one file, outfile_check's rules */
+	int (*check)(const struct export_opts *o, char *err, size_t errlen);
 	/* open the output; *state is the exporter's own */
 	int (*open)(void **state, struct report_set *set, const struct export_opts *o, char *err,
 		    size_t errlen);
@@ -43,6 +49,14 @@ struct exporter {
 extern const struct exporter export_chrome, export_perfetto, export_sqlite, export_csv;
 const struct exporter *export_find(const char *name);
 extern const struct exporter *const export_formats[];
+
+/*
+ * Will the exporter refuse o->output (outfile_check, for every file it may write)?  0, or the
+ * refusal as -errno with err saying why: the command line's error, to be said before anything is
+ * read.  The inputs must be open (report_set_open), so that none of them is overwritten.
+ */
+int report_export_check(const struct exporter *e, const struct export_opts *o, char *err,
+			size_t errlen);
 
 /*
  * Run the exporter over the set; progress (may be NULL) as in report_scan_ops.  Returns 0 or -errno

@@ -96,14 +96,13 @@ static inline void obuf_i64(struct obuf *o, int64_t v)
 	}
 }
 
-/* ns as microseconds with three decimals: 1234567 -> "1234.567" (Chrome's ts and dur). */
-static inline void obuf_us(struct obuf *o, int64_t ns)
+/* ns as microseconds with three decimals: 1234567 -> "1234.567" (Chrome's ts and dur, which
+ * count from the earliest moment and so are never negative). */
+static inline void obuf_us(struct obuf *o, uint64_t ns)
 {
-	uint64_t a = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns, frac = a % 1000;
+	uint64_t frac = ns % 1000;
 
-	if (ns < 0)
-		*o->p++ = '-';
-	obuf_u64(o, a / 1000);
+	obuf_u64(o, ns / 1000);
 	o->p[0] = '.';
 	o->p[1] = (char)('0' + frac / 100);
 	memcpy(o->p + 2, obuf_digits2 + (frac % 100) * 2, 2);

@@ -64,6 +64,12 @@ const char sqlite_schema[] =
     " deviceId INTEGER NOT NULL, contextId INTEGER, streamId INTEGER, correlationId INTEGER,"
     " address INTEGER NOT NULL, bytes INTEGER NOT NULL, memKind INTEGER NOT NULL,"
     " memoryOperationType INTEGER NOT NULL, callchainId INTEGER);\n"
+    "CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER NOT NULL, sourceId INTEGER NOT NULL,"
+    " typeName TEXT NOT NULL, metricId INTEGER NOT NULL, metricName TEXT NOT NULL,"
+    " cuptiName TEXT, unit TEXT, deviceId INTEGER, globalPid INTEGER);\n"
+    "CREATE TABLE GPU_METRICS (timestamp INTEGER, typeId INTEGER NOT NULL,"
+    " metricId INTEGER NOT NULL, value REAL NOT NULL, duration INTEGER, sample INTEGER,"
+    " flags INTEGER);\n"
     "CREATE TABLE TALLY_SESSIONS (section INTEGER NOT NULL PRIMARY KEY, file TEXT NOT NULL,"
     " fileSection INTEGER NOT NULL, globalPid INTEGER NOT NULL, pid INTEGER, ppid INTEGER,"
     " host TEXT, rank TEXT, cmdline TEXT, exe TEXT, writer TEXT, source TEXT,"
@@ -86,7 +92,11 @@ const char sqlite_schema[] =
     " code TEXT, text TEXT);\n"
     "CREATE TABLE TALLY_DROPS (section INTEGER NOT NULL, globalPid INTEGER NOT NULL,"
     " source TEXT NOT NULL, contextId INTEGER, deviceId INTEGER, streamId INTEGER,"
-    " count INTEGER NOT NULL, meaning TEXT);\n";
+    " count INTEGER NOT NULL, meaning TEXT);\n"
+    "CREATE TABLE TALLY_GPU_METRICS (section INTEGER NOT NULL, globalPid INTEGER NOT NULL,"
+    " deviceId INTEGER NOT NULL, uuid TEXT, state TEXT NOT NULL, chip TEXT, intervalNs INTEGER,"
+    " metrics INTEGER, why TEXT, remedy TEXT, holderPid INTEGER, holderHost TEXT,"
+    " holderFile TEXT);\n";
 
 const char sqlite_indexes[] =
     "CREATE INDEX kernel_corr ON CUPTI_ACTIVITY_KIND_KERNEL (correlationId);\n"
@@ -100,7 +110,8 @@ const char sqlite_indexes[] =
     "CREATE INDEX runtime_tid_start ON CUPTI_ACTIVITY_KIND_RUNTIME (globalTid, start);\n"
     "CREATE INDEX nvtx_tid_start ON NVTX_EVENTS (globalTid, start);\n"
     "CREATE INDEX callchains_id ON CUDA_CALLCHAINS (id, stackDepth);\n"
-    "CREATE INDEX windows_section ON TALLY_LOSS_WINDOWS (section, start);\n";
+    "CREATE INDEX windows_section ON TALLY_LOSS_WINDOWS (section, start);\n"
+    "CREATE INDEX gpu_metrics_type ON GPU_METRICS (typeId, metricId, timestamp);\n";
 
 /* nsys's enum tables, with the values it documents (CUDA memory kinds renumbered as nsys does). */
 const struct enum_row enum_event_type[] = {

@@ -38,6 +38,8 @@ enum stmt {
 	S_DAMAGE,
 	S_CALLCHAIN,
 	S_MEMORY,
+	S_METRIC,
+	S_METRIC_INFO,
 	S_COUNT,
 };
 
@@ -67,6 +69,8 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_DAMAGE] = "INSERT INTO TALLY_DAMAGE VALUES (?,?,?,?,?,?)",
     [S_CALLCHAIN] = "INSERT INTO CUDA_CALLCHAINS VALUES (?,?,?,?,?,?,?,?,?,?)",
     [S_MEMORY] = "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    [S_METRIC] = "INSERT INTO GPU_METRICS VALUES (?,?,?,?,?,?,?)",
+    [S_METRIC_INFO] = "INSERT INTO TARGET_INFO_GPU_METRICS VALUES (?,?,?,?,?,?,?,?,?)",
 };
 
 /*
@@ -79,9 +83,10 @@ static const char *const stmt_sql[S_COUNT] = {
 
 struct bval {
 	int64_t i;
-	char *s; /* owned: TEXT; NULL with is_text: NULL */
+	double d; /* with is_real: REAL */
+	char *s;  /* owned: TEXT; NULL with is_text: NULL */
 	int n;
-	bool is_text, is_null;
+	bool is_text, is_null, is_real;
 };
 
 struct batch {
@@ -104,6 +109,7 @@ struct sqsec {
 	int64_t global_pid;
 	uint8_t *chain_done; /* by stack id: its CUDA_CALLCHAINS rows are written */
 	uint32_t nchain;
+	uint32_t metrics_described; /* report_metric indexes with a TARGET_INFO_GPU_METRICS row */
 };
 
 struct sq {
@@ -154,8 +160,16 @@ static int run(struct sq *q, sqlite3_stmt *st)
 	return 0;
 }
 
+/* Values past SQLite's largest integer (a time past 2^63 ns, a byte count past 2^63), stored as
+ * that integer rather than as a negative one, and counted (export_stats.clamped). */
+static uint64_t clamped;
+
 static void bind_u(sqlite3_stmt *st, int i, uint64_t v)
 {
+	if (v > INT64_MAX) {
+		clamped++;
+		v = INT64_MAX;
+	}
 	sqlite3_bind_int64(st, i, (sqlite3_int64)v);
 }
 
@@ -178,6 +192,14 @@ static void b_i(struct batch *b, int i, int64_t x)
 static void b_u(struct batch *b, int i, uint64_t x)
 {
 	b_at(b, i)->i = (int64_t)x;
+}
+
+static void b_real(struct batch *b, int i, double x)
+{
+	struct bval *v = b_at(b, i);
+
+	v->d = x;
+	v->is_real = true;
 }
 
 static void b_null(struct batch *b, int i)
@@ -264,6 +286,8 @@ static int batch_flush(struct sq *q, struct batch *b)
 			sqlite3_bind_null(st, k + 1);
 		else if (v->is_text)
 			sqlite3_bind_text(st, k + 1, v->s, v->n, SQLITE_TRANSIENT);
+		else if (v->is_real)
+			sqlite3_bind_double(st, k + 1, v->d);
 		else
 			sqlite3_bind_int64(st, k + 1, v->i);
 	}
@@ -699,6 +723,63 @@ static int nvtx_row(struct sq *q, struct report_section *rs, const struct sqsec 
 	return rows_add(q, st);
 }
 
+/* nsys's typeId names the GPU in its low byte; tally's is unique per section too. */
+static int64_t metric_type(const struct report_section *rs, uint32_t device)
+{
+	return (int64_t)rs->index << 8 | (device & 0xff);
+}
+
+/* TARGET_INFO_GPU_METRICS: a row per metric of a device, when it first comes (indexes come in
+ * order, 0, 1, ...). */
+static int metric_info(struct sq *q, struct report_section *rs, struct sqsec *x,
+		       const struct report_metric *m)
+{
+	struct batch *st = &q->b[S_METRIC_INFO];
+	const struct tally_section *s = rs->s;
+	const char *chip = NULL;
+	char type[200];
+	size_t i;
+
+	for (i = 0; i < s->ngpu_metrics; i++)
+		if (s->gpu_metrics[i].device == m->device)
+			chip = s->gpu_metrics[i].chip;
+	snprintf(type, sizeof(type), "GPU %u%s%s%s", m->device, chip ? " (" : "", chip ? chip : "",
+		 chip ? ")" : "");
+	b_i(st, 1, metric_type(rs, m->device));
+	b_i(st, 2, x->global_pid);
+	b_text(st, 3, type);
+	b_u(st, 4, m->index);
+	b_text(st, 5, m->label);
+	b_text(st, 6, m->name);
+	b_text(st, 7, m->unit);
+	b_u(st, 8, m->device);
+	b_i(st, 9, x->global_pid);
+	x->metrics_described++;
+	return rows_add(q, st);
+}
+
+/* GPU_METRICS: a sample's value of one metric, in its unit, from the sample's start. */
+static int metric_row(struct sq *q, struct report_section *rs, struct sqsec *x,
+		      const struct tally_record *r)
+{
+	const struct report_metric *m = report_metric(rs, r);
+	struct batch *st = &q->b[S_METRIC];
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	if (m->index >= x->metrics_described && (rc = metric_info(q, rs, x, m)) < 0)
+		return rc;
+	b_u(st, 1, report_time(rs, r->start));
+	b_i(st, 2, metric_type(rs, r->device_id));
+	b_u(st, 3, m->index);
+	b_real(st, 4, report_metric_value(r));
+	b_u(st, 5, r->end - r->start);
+	b_u(st, 6, r->correlation_id);
+	b_u(st, 7, r->value);
+	return rows_add(q, st);
+}
+
 static int on_records(void *ctx, struct report_section *rs, const struct tally_record *r, size_t n)
 {
 	struct sq *q = ctx;
@@ -739,6 +820,9 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 			break;
 		case TALLY_KIND_MEMORY:
 			rc = memory_row(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_GPU_METRIC:
+			rc = metric_row(q, rs, x, &r[i]);
 			break;
 		default:
 			break;
@@ -1045,6 +1129,45 @@ static int write_notes(struct sq *q, sqlite3_stmt *st, const struct report_secti
 
 /* Per section: TALLY_SESSIONS, TALLY_VERDICT, TALLY_LOSS_WINDOWS, TALLY_LEDGER, TALLY_NOTES,
  * TALLY_DROPS. */
+/* TALLY_GPU_METRICS: what each section says of each device's metrics (sampled here, elsewhere by
+ * whom, refused and what to change). */
+static int write_metric_states(struct sq *q, sqlite3_stmt *st, const struct report_section *rs)
+{
+	const struct tally_section *s = rs->s;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < s->ngpu_metrics && rc == 0; i++) {
+		const struct tally_gpu_metrics *g = &s->gpu_metrics[i];
+		char uuid[48];
+		struct tally_device d = {.has_uuid = g->has_uuid};
+
+		memcpy(d.uuid, g->uuid, 16);
+		uuid_text(&d, uuid, sizeof(uuid));
+		bind_u(st, 1, rs->index);
+		sqlite3_bind_int64(st, 2, q->secs[rs->index].global_pid);
+		bind_u(st, 3, g->device);
+		bind_text(st, 4, g->has_uuid ? uuid : NULL);
+		bind_text(st, 5, tally_gpu_metrics_state_name(g->state));
+		bind_text(st, 6, g->chip);
+		if (g->trigger == TALLY_GM_TRIGGER_TIME && g->interval)
+			bind_u(st, 7, g->interval);
+		else
+			sqlite3_bind_null(st, 7);
+		bind_u(st, 8, g->nmetrics);
+		bind_text(st, 9, g->why);
+		bind_text(st, 10, g->remedy);
+		if (g->holder_pid)
+			bind_u(st, 11, g->holder_pid);
+		else
+			sqlite3_bind_null(st, 11);
+		bind_text(st, 12, g->holder_host);
+		bind_text(st, 13, g->holder_file);
+		rc = run(q, st);
+	}
+	return rc;
+}
+
 static int write_tally_tables(struct sq *q, const struct report_set *set)
 {
 	static const char *const sql[] = {
@@ -1054,9 +1177,11 @@ static int write_tally_tables(struct sq *q, const struct report_set *set)
 	    "INSERT INTO TALLY_LEDGER VALUES (?,?,?,?,?,?)",
 	    "INSERT INTO TALLY_NOTES VALUES (?,?,?,?,?)",
 	    "INSERT INTO TALLY_DROPS VALUES (?,?,?,?,?,?,?,?)",
+	    "INSERT INTO TALLY_GPU_METRICS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	};
 	int (*const fill[])(struct sq *, sqlite3_stmt *, const struct report_section *) = {
-	    write_session, write_verdict, write_windows, write_ledger, write_notes, write_drops,
+	    write_session, write_verdict, write_windows,       write_ledger,
+	    write_notes,   write_drops,	  write_metric_states,
 	};
 	sqlite3_stmt *st;
 	size_t i, t;
@@ -1146,6 +1271,7 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 		rc = -EIO;
 	(void)errlen; /* failures wrote q->err, which is err */
 	out->events = q->rows;
+	out->clamped = clamped;
 	return rc;
 }
 
@@ -1160,6 +1286,7 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	int rc = -ENOMEM, i;
 	char pragma[200];
 
+	clamped = 0;
 	(void)set;
 	if (q)
 		q->out.fd = -1;

@@ -100,7 +100,9 @@ static inline uint64_t column_value(const struct column_desc *d, unsigned col,
 	return v4;
 }
 
-static void column_scatter(unsigned col, struct tally_record *recs, size_t n, const uint64_t *v)
+/* false when a value does not fit its field: a 32-bit id (stream, device, stack ...) or count
+ * past 2^32 would be cut and counted under another id, so the chunk is damage instead. */
+static bool column_scatter(unsigned col, struct tally_record *recs, size_t n, const uint64_t *v)
 {
 	const struct column_desc *d = &columns[col];
 	uint8_t *base = (uint8_t *)recs + d->offset;
@@ -118,9 +120,12 @@ static void column_scatter(unsigned col, struct tally_record *recs, size_t n, co
 		for (i = 0; i < n; i++, base += sizeof(*recs)) {
 			uint32_t x = (uint32_t)v[i];
 
+			if (v[i] > UINT32_MAX)
+				return false;
 			memcpy(base, &x, 4);
 		}
 	}
+	return true;
 }
 
 /*
@@ -263,6 +268,11 @@ uint64_t tally_kind_columns(unsigned kind)
 	case TALLY_KIND_MEMORY:
 		return common | C(CORRELATION) | C(DEVICE) | C(CONTEXT) | C(STREAM) | C(PROCESS) |
 		       C(BYTES) | C(SUBKIND) | C(SRC_KIND) | C(ADDRESS) | C(STACK);
+	case TALLY_KIND_CPU_SAMPLE:
+		return common | C(PROCESS) | C(THREAD) | C(SUBKIND) | C(VALUE) | C(STACK);
+	case TALLY_KIND_OSRT:
+		return common | C(NAME) | C(PROCESS) | C(THREAD) | C(CBID) | C(SUBKIND) | C(VALUE) |
+		       C(ADDRESS) | C(STACK);
 	case TALLY_KIND_GPU_METRIC:
 		return C(START) | C(DURATION) | C(CORRELATION) | C(NAME) | C(DEVICE) | C(SUBKIND) |
 		       C(VALUE) | C(METRIC_VALUE);
@@ -398,7 +408,8 @@ long tally_records_decode(struct tally_codec *c, const uint8_t *payload, size_t 
 		}
 		if (!column_decode(&cc, enc, c->values, n))
 			return -EINVAL;
-		column_scatter((unsigned)col, *recs, n, c->values);
+		if (!column_scatter((unsigned)col, *recs, n, c->values))
+			return -EINVAL;
 		has_duration |= col == TALLY_COL_DURATION;
 	}
 	if (cur.p != cur.end)

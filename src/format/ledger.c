@@ -106,6 +106,50 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
     [TALLY_C_SIGNAL_TO_CLOSE] = {"signal_to_close_ns",
 				 "from the signal's arrival to the final ledger written",
 				 TALLY_CC_INFO},
+    [TALLY_C_WRITE_FIRST_FAILED_AT] = {"write_first_failed_at",
+				       "when a write first failed (CUPTI ns, at slice grain)",
+				       TALLY_CC_INFO},
+    [TALLY_C_WRITE_LAST_FAILED_AT] = {"write_last_failed_at",
+				      "when a write last failed (CUPTI ns, at slice grain)",
+				      TALLY_CC_INFO},
+    [TALLY_C_CLOSE_RESERVE_USED] = {"close_reserve_used",
+				    "1: writes had failed, and the close gave back the room kept "
+				    "for it so that its last chunks got through",
+				    TALLY_CC_INFO},
+    [TALLY_C_SAMPLES_TAKEN] = {"samples_taken",
+			       "host samples taken (Python and native; written + dropped)",
+			       TALLY_CC_INFO},
+    [TALLY_C_SAMPLES_DROPPED] =
+	{"samples_dropped",
+	 "host samples lost for want of room (a ring or the queue was full, "
+	 "the kernel's perf buffer overflowed)",
+	 TALLY_CC_LOSS},
+    [TALLY_C_SAMPLES_TORN] = {"samples_torn",
+			      "Python samples whose frames changed while read: written with no "
+			      "stack",
+			      TALLY_CC_INFO},
+    [TALLY_C_SAMPLE_STALLS] =
+	{"sample_stalls",
+	 "times sampling stopped for longer than the stall limit (the sampler "
+	 "did not run, or the kernel throttled sampling)",
+	 TALLY_CC_LOSS},
+    [TALLY_C_SAMPLE_TICKS_MISSED] =
+	{"sample_ticks_missed", "Python sampling periods skipped because the sampler woke late",
+	 TALLY_CC_INFO},
+    [TALLY_C_SAMPLE_OVERRUNS] = {"sample_overruns",
+				 "timer expirations the kernel merged (the thread had the "
+				 "signal blocked): CPU time the timer fallback could not sample",
+				 TALLY_CC_INFO},
+    [TALLY_C_SAMPLES_SKIPPED] = {"samples_skipped",
+				 "native samples skipped on purpose: the thread was inside tally's "
+				 "own unwinder",
+				 TALLY_CC_INFO},
+    [TALLY_C_OSRT_DROPPED] = {"osrt_dropped",
+			      "blocking calls not recorded for want of room (a ring or the queue "
+			      "was full)",
+			      TALLY_CC_LOSS},
+    [TALLY_C_THREADS_SEEN] = {"threads_seen", "threads the sampler saw in the process",
+			      TALLY_CC_INFO},
     [TALLY_C_METRIC_DECODED] = {"metric_samples_decoded",
 				"GPU metric samples taken out of the hardware buffers",
 				TALLY_CC_INFO},
@@ -144,6 +188,7 @@ static const struct tally_counter_info by_kind[TALLY_KIND_MAX] = {
     [TALLY_KIND_DRIVER] = BY_KIND("driver"),	     [TALLY_KIND_SYNC] = BY_KIND("sync"),
     [TALLY_KIND_NVTX_RANGE] = BY_KIND("nvtx_range"), [TALLY_KIND_NVTX_MARK] = BY_KIND("nvtx_mark"),
     [TALLY_KIND_OVERHEAD] = BY_KIND("overhead"),     [TALLY_KIND_MEMORY] = BY_KIND("memory"),
+    [TALLY_KIND_CPU_SAMPLE] = BY_KIND("cpu_sample"), [TALLY_KIND_OSRT] = BY_KIND("osrt"),
     [TALLY_KIND_GPU_METRIC] = BY_KIND("gpu_metric"),
 };
 
@@ -164,6 +209,7 @@ const unsigned tally_loss_counters[] = {
     TALLY_C_UNMATCHED_GPU,   TALLY_C_FOREIGN_BUFFERS,	TALLY_C_BUFFERS_STRANDED,
     TALLY_C_WRITE_FAILURES,  TALLY_C_CHUNKS_LOST,	TALLY_C_RECORDS_LOST_WRITE,
     TALLY_C_BYTES_LOST,	     TALLY_C_WATCHDOG_FIRED,	TALLY_C_MERGE_DAMAGED,
+    TALLY_C_SAMPLES_DROPPED, TALLY_C_SAMPLE_STALLS,	TALLY_C_OSRT_DROPPED,
     TALLY_C_METRIC_DROPPED,  TALLY_C_METRIC_OVERFLOWS,	TALLY_C_METRIC_GAPS,
     TALLY_C_METRIC_FAILURES,
 };

@@ -68,6 +68,20 @@ enum tally_counter {
 	TALLY_C_SIGNALS_RECEIVED = 62,
 	TALLY_C_SIGNAL_SENDER = 63,
 	TALLY_C_SIGNAL_TO_CLOSE = 64,
+	/* a full disk (format 1.3): when writes failed, and whether the close used its room */
+	TALLY_C_WRITE_FIRST_FAILED_AT = 65, /* CUPTI ns of the first slice a write failed in */
+	TALLY_C_WRITE_LAST_FAILED_AT = 66,  /* ... and of the last */
+	TALLY_C_CLOSE_RESERVE_USED = 67,    /* 1: the close gave back its room to get through */
+	/* host sampling and blocking calls (format 1.3) */
+	TALLY_C_SAMPLES_TAKEN = 70,
+	TALLY_C_SAMPLES_DROPPED = 71,
+	TALLY_C_SAMPLES_TORN = 72,
+	TALLY_C_SAMPLE_STALLS = 73,
+	TALLY_C_SAMPLE_TICKS_MISSED = 74,
+	TALLY_C_SAMPLE_OVERRUNS = 75,
+	TALLY_C_SAMPLES_SKIPPED = 76,
+	TALLY_C_OSRT_DROPPED = 77,
+	TALLY_C_THREADS_SEEN = 78,
 	/* GPU metrics (format 1.3): PM samples, all devices (docs/ledger.md) */
 	TALLY_C_METRIC_DECODED = 80,
 	TALLY_C_METRIC_WRITTEN = 81,

@@ -40,6 +40,8 @@ struct read_state {
 	const struct tally_read_ops *ops;
 	struct tally_section *cur;
 	uint64_t next_progress;
+	/* payload bytes that may still define string, frame and stack ids, for every section */
+	uint64_t id_budget;
 };
 
 const char *tally_damage_kind_name(enum tally_damage_kind k)
@@ -193,10 +195,15 @@ static void free_section(struct tally_section *s)
 	free(s->source);
 	free(s->exe);
 	free(s->output);
+	free(s->output_fs);
 	free(s->job);
 	free(s->job_step);
 	free(s->run_id);
 	free(s->world_size);
+	free(s->sample_mechanism);
+	for (i = 0; i < s->nthreads; i++)
+		free(s->threads[i].name);
+	free(s->threads);
 	for (i = 0; i < s->ndevices; i++) {
 		free(s->devices[i].name);
 		free(s->devices[i].pci_bus);
@@ -366,6 +373,9 @@ static const struct session_field {
     STR(TALLY_SK_SOURCE, source),
     STR(TALLY_SK_EXE, exe),
     STR(TALLY_SK_OUTPUT, output),
+    STR(TALLY_SK_OUTPUT_FS, output_fs),
+    U64(TALLY_SK_CLOSE_RESERVE, close_reserve),
+    U64(TALLY_SK_CLOSE_RESERVE_ERRNO, close_reserve_errno),
     STR(TALLY_SK_GPU_METRICS, gpu_metrics_asked),
     STR(TALLY_SK_GPU_METRICS_SET, gpu_metrics_set),
     U64(TALLY_SK_GPU_METRICS_HZ, gpu_metrics_hz),
@@ -383,6 +393,11 @@ static const struct session_field {
     U64(TALLY_SK_CUPTI_VERSION, cupti_version),
     U64(TALLY_SK_KINDS, kinds),
     U64(TALLY_SK_SLICE_NS, slice_ns),
+    U64(TALLY_SK_SAMPLE, sample),
+    U64(TALLY_SK_SAMPLE_RATE, sample_rate),
+    STR(TALLY_SK_SAMPLE_MECHANISM, sample_mechanism),
+    U64(TALLY_SK_OSRT_THRESHOLD, osrt_threshold),
+    U64(TALLY_SK_SAMPLE_SIGNAL, sample_signal),
     {TALLY_SK_MERGED, F_BOOL, offsetof(struct tally_section, merged), 0},
     {TALLY_SK_SUMMARY, F_BOOL, offsetof(struct tally_section, summary), 0},
     {TALLY_SK_MERGE_OFFSET, F_S64, offsetof(struct tally_section, merge_offset), 0},
@@ -534,18 +549,19 @@ static void parse_note(struct tally_section *s, const uint8_t *p, size_t len)
 }
 
 /*
- * Every string id costs at least one byte of some STRINGS payload before it, so an id beyond the
- * file's size is damage; checking that before growing the table keeps memory proportional to the
- * file (a crafted first id of 2^28 would otherwise cost 2 GiB of pointers).
+ * Every string id costs at least one byte of some STRINGS payload before it, so ids beyond what
+ * the file's bytes could hold are damage.  The budget is the file's, shared by every section (and
+ * the frame and stack tables): checking it before growing the table keeps memory proportional to
+ * the file, however many sections each claim a first id near the file's size.
  */
-static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len, uint64_t file_size)
+static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len, uint64_t *budget)
 {
 	struct tally_cursor c = {p, p + len, false};
 	uint64_t first = tally_cur_varint(&c), count = tally_cur_varint(&c), i;
 	uint64_t need = first + count;
 
-	if (c.bad || first == 0 || count > len || first > file_size || need > file_size ||
-	    need > TALLY_STRING_ID_MAX)
+	if (c.bad || first == 0 || count > len || first > *budget || need > TALLY_STRING_ID_MAX ||
+	    (need > s->nstrings && need - s->nstrings > *budget))
 		return false;
 	if (need > s->nstrings) {
 		char **t = realloc(s->strings, need * sizeof(*t));
@@ -554,6 +570,7 @@ static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len,
 			return false;
 		memset(t + s->nstrings, 0, (need - s->nstrings) * sizeof(*t));
 		s->strings = t;
+		*budget -= need - s->nstrings;
 		s->nstrings = (uint32_t)need;
 	}
 	for (i = 0; i < count; i++) {
@@ -660,6 +677,80 @@ static bool parse_drops(struct tally_section *s, const uint8_t *p, size_t len)
 	return true;
 }
 
+/* THREADS: entries appended in file order (a later entry for a tid wins); a section keeps at
+ * most TALLY_THREADS_MAX, so a hostile file costs bounded memory and linear time. */
+#define TALLY_THREADS_MAX 65536
+static bool parse_threads(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+
+	while (!c.bad && c.p < c.end) {
+		uint64_t tid = tally_cur_varint(&c), pthread_id = tally_cur_varint(&c);
+		uint64_t flags = tally_cur_varint(&c), nlen = tally_cur_varint(&c);
+		const uint8_t *name = tally_cur_bytes(&c, nlen);
+		struct tally_thread *t;
+
+		/* a kernel tid is 32 bits: a wider one would be cut and taken for another thread */
+		if (c.bad || !name || tid > UINT32_MAX)
+			return false;
+		if (s->nthreads == TALLY_THREADS_MAX)
+			continue;
+		t = array_push(&s->threads, &s->nthreads, sizeof(*t));
+		if (!t)
+			return true;
+		t->tid = (uint32_t)tid;
+		t->pthread_id = pthread_id;
+		t->flags = (unsigned)flags;
+		t->name = malloc(nlen + 1);
+		if (t->name) {
+			memcpy(t->name, name, nlen);
+			t->name[nlen] = 0;
+		}
+	}
+	return !c.bad;
+}
+
+static int by_tid_then_order(const void *a, const void *b)
+{
+	const struct tally_thread *x = *(const struct tally_thread *const *)a;
+	const struct tally_thread *y = *(const struct tally_thread *const *)b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x < y ? -1 : x > y; /* file order: the later entry last */
+}
+
+const struct tally_thread **tally_section_threads(const struct tally_section *s, size_t *n)
+{
+	const struct tally_thread **v;
+	size_t i, k = 0;
+
+	*n = 0;
+	if (!s->nthreads)
+		return NULL;
+	v = malloc(s->nthreads * sizeof(*v));
+	if (!v)
+		return NULL;
+	for (i = 0; i < s->nthreads; i++)
+		v[i] = &s->threads[i];
+	qsort(v, s->nthreads, sizeof(*v), by_tid_then_order);
+	for (i = 0; i < s->nthreads; i++)
+		if (i + 1 == s->nthreads || v[i + 1]->tid != v[i]->tid)
+			v[k++] = v[i];
+	*n = k;
+	return v;
+}
+
+const struct tally_thread *tally_section_thread(const struct tally_section *s, uint32_t tid)
+{
+	size_t i;
+
+	for (i = s->nthreads; i-- > 0;)
+		if (s->threads[i].tid == tid)
+			return &s->threads[i];
+	return NULL;
+}
+
 /* GPU_METRICS (1.3): the last chunk of each device wins; at most TALLY_GPU_METRICS_MAX devices,
  * so a hostile file costs no memory. */
 static bool parse_gpu_metrics(struct tally_section *s, const uint8_t *p, size_t len)
@@ -748,7 +839,7 @@ static int handle_chunk(struct read_state *st, const struct tally_item *it)
 	s->chunks++;
 	switch (c->type) {
 	case TALLY_CHUNK_STRINGS:
-		ok = parse_strings(s, payload, c->len, st->f->size);
+		ok = parse_strings(s, payload, c->len, &st->id_budget);
 		break;
 	case TALLY_CHUNK_RECORDS:
 		rc = handle_records(st, s, it);
@@ -772,10 +863,10 @@ static int handle_chunk(struct read_state *st, const struct tally_item *it)
 		ok = parse_loss(s, payload, c->len);
 		break;
 	case TALLY_CHUNK_FRAMES:
-		ok = tally_frames_parse(&s->stacks, payload, c->len);
+		ok = tally_frames_parse(&s->stacks, payload, c->len, &st->id_budget);
 		break;
 	case TALLY_CHUNK_STACKS:
-		ok = tally_stacks_parse(&s->stacks, payload, c->len);
+		ok = tally_stacks_parse(&s->stacks, payload, c->len, &st->id_budget);
 		break;
 	case TALLY_CHUNK_MODULES:
 		ok = tally_modules_parse(&s->stacks, payload, c->len);
@@ -785,6 +876,9 @@ static int handle_chunk(struct read_state *st, const struct tally_item *it)
 		break;
 	case TALLY_CHUNK_SUMMARY:
 		ok = parse_summary(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_THREADS:
+		ok = parse_threads(s, payload, c->len);
 		break;
 	case TALLY_CHUNK_GPU_METRICS:
 		ok = parse_gpu_metrics(s, payload, c->len);
@@ -1016,6 +1110,7 @@ struct tally_reading *tally_reading_new(struct tally_file *f, const struct tally
 	if (st) {
 		st->f = f;
 		st->ops = ops;
+		st->id_budget = f->size;
 	}
 	return (struct tally_reading *)st;
 }

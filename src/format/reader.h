@@ -56,6 +56,14 @@ struct tally_drops {
 	uint64_t count;
 };
 
+/* One THREADS entry (format 1.3): a thread of the process, as the sampler saw it. */
+struct tally_thread {
+	uint32_t tid;	     /* kernel thread id: THREAD of CPU_SAMPLE and OSRT records */
+	uint64_t pthread_id; /* pthread_self(); its low 32 bits are CUPTI's THREAD; 0 unknown */
+	unsigned flags;	     /* enum tally_thread_flag */
+	char *name;	     /* owned; "" when unknown */
+};
+
 enum tally_damage_kind {
 	TALLY_DAMAGE_TRUNCATED, /* the file ends inside a chunk */
 	TALLY_DAMAGE_CORRUPT,	/* bytes that are not an intact chunk, skipped */
@@ -81,7 +89,9 @@ struct tally_section {
 
 	/* SESSION facts; strings are owned, NULL when absent */
 	char *writer, *host, *cmdline, *rank, *config, *source, *exe, *output;
-	char *job, *job_step, *run_id, *world_size; /* 1.3: "VAR=value", NULL when absent */
+	char *output_fs;			     /* 1.3: NULL when the writer did not say */
+	uint64_t close_reserve, close_reserve_errno; /* 1.3: room kept for the close */
+	char *job, *job_step, *run_id, *world_size;  /* 1.3: "VAR=value", NULL when absent */
 	uint64_t pid, ppid;
 	uint64_t start_realtime, start_monotonic, start_cupti;
 	uint64_t driver_version, runtime_version, cupti_version;
@@ -115,6 +125,15 @@ struct tally_section {
 	struct tally_gpu_metrics *gpu_metrics;
 	size_t ngpu_metrics;
 
+	/* host sampling and blocking calls (1.3) */
+	uint64_t sample;	      /* TALLY_SK_SAMPLE bits: what was asked */
+	uint64_t sample_rate;	      /* Hz */
+	char *sample_mechanism;	      /* "perf: why", "timer: why", "none: why"; NULL */
+	uint64_t osrt_threshold;      /* ns; 0 when blocking calls were not traced */
+	uint64_t sample_signal;	      /* the timer fallback's signal; 0 none */
+	struct tally_thread *threads; /* THREADS entries in file order (a later one wins) */
+	size_t nthreads;
+
 	/* what the reader found */
 	uint64_t records[TALLY_KIND_MAX];
 	uint64_t records_total;
@@ -137,6 +156,12 @@ struct tally_section {
  * session's start: clocks of another source, or a crafted file).  0 when neither is known.
  */
 uint64_t tally_section_origin(const struct tally_section *s);
+
+/* The latest THREADS entry for tid, or NULL.  Linear in the entries: for one lookup. */
+const struct tally_thread *tally_section_thread(const struct tally_section *s, uint32_t tid);
+/* The latest entry of every thread, sorted by tid (malloc'd; *n of them; NULL when none or out
+ * of memory).  O(n log n): for readers that look up many records' threads (bsearch by tid). */
+const struct tally_thread **tally_section_threads(const struct tally_section *s, size_t *n);
 
 /* The string for id, or NULL (id 0, or its STRINGS chunk was lost). */
 const char *tally_section_string(const struct tally_section *s, uint32_t id);

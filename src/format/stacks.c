@@ -7,6 +7,7 @@
 
 #define MAX_TABLE_IDS	(1u << 24) /* more is damage: the collector caps its tables far below */
 #define MAX_STACK_DEPTH 4096
+#define FRAME_MIN_BYTES 5 /* type, line, pc and two empty names: a varint each */
 
 static void put_bytes(struct tally_buf *b, const char *s, size_t len)
 {
@@ -88,20 +89,28 @@ static char *take_string(struct tally_cursor *c)
 	return s;
 }
 
-/* Grow a table indexed by id to hold ids below need; new entries zeroed. */
-static bool table_grow(void **table, uint32_t *n, uint64_t need, size_t elem)
+/*
+ * Grow a table indexed by id to hold ids below need; new entries zeroed.  Each new id is paid for
+ * from *budget at entry_min bytes, the least an entry of its kind takes in a payload: every id
+ * below need was defined by some chunk of this file (or lost with it), so ids the file's bytes
+ * could not hold are damage, and memory stays proportional to the file however many sections
+ * claim large first ids.
+ */
+static bool table_grow(void **table, uint32_t *n, uint64_t need, size_t elem, unsigned entry_min,
+		       uint64_t *budget)
 {
 	void *t;
 
 	if (need <= *n)
 		return true;
-	if (need > MAX_TABLE_IDS)
+	if (need > MAX_TABLE_IDS || (need - *n) > *budget / entry_min)
 		return false;
 	t = realloc(*table, need * elem);
 	if (!t)
 		return false;
 	memset((char *)t + (size_t)*n * elem, 0, (need - *n) * elem);
 	*table = t;
+	*budget -= (need - *n) * entry_min;
 	*n = (uint32_t)need;
 	return true;
 }
@@ -120,13 +129,15 @@ static void frame_free(struct tally_frame *f)
 	memset(f, 0, sizeof(*f));
 }
 
-bool tally_frames_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len)
+bool tally_frames_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len,
+			uint64_t *budget)
 {
 	struct tally_cursor c = {p, p + len, false};
 	uint64_t first, count, i;
 
-	if (!table_header(&c, &first, &count, len) ||
-	    !table_grow((void **)&t->frames, &t->nframes, first + count, sizeof(*t->frames)))
+	if (!table_header(&c, &first, &count, len / FRAME_MIN_BYTES) ||
+	    !table_grow((void **)&t->frames, &t->nframes, first + count, sizeof(*t->frames),
+			FRAME_MIN_BYTES, budget))
 		return false;
 	for (i = 0; i < count; i++) {
 		struct tally_frame *f = &t->frames[first + i];
@@ -145,13 +156,15 @@ bool tally_frames_parse(struct tally_stack_tables *t, const uint8_t *p, size_t l
 	return c.p == c.end;
 }
 
-bool tally_stacks_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len)
+bool tally_stacks_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len,
+			uint64_t *budget)
 {
 	struct tally_cursor c = {p, p + len, false};
 	uint64_t first, count, i, j;
 
 	if (!table_header(&c, &first, &count, len) ||
-	    !table_grow((void **)&t->stacks, &t->nstacks, first + count, sizeof(*t->stacks)))
+	    !table_grow((void **)&t->stacks, &t->nstacks, first + count, sizeof(*t->stacks), 1,
+			budget))
 		return false;
 	for (i = 0; i < count; i++) {
 		struct tally_stack *s = &t->stacks[first + i];
@@ -173,6 +186,97 @@ bool tally_stacks_parse(struct tally_stack_tables *t, const uint8_t *p, size_t l
 	return c.p == c.end;
 }
 
+/* ---- the address map: which module wins where --------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_lo(const void *a, const void *b, void *modules)
+{
+	const struct tally_module *m = modules;
+	uint64_t x = m[*(const uint32_t *)a].lo, y = m[*(const uint32_t *)b].lo;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A max-heap of module indices: the latest module among those that have begun. */
+static void heap_push(uint32_t *h, size_t *n, uint32_t v)
+{
+	size_t i = (*n)++;
+
+	for (; i && h[(i - 1) / 2] < v; i = (i - 1) / 2)
+		h[i] = h[(i - 1) / 2];
+	h[i] = v;
+}
+
+static void heap_pop(uint32_t *h, size_t *n)
+{
+	uint32_t v = h[--*n];
+	size_t i = 0, c;
+
+	while ((c = 2 * i + 1) < *n) {
+		if (c + 1 < *n && h[c + 1] > h[c])
+			c++;
+		if (h[c] <= v)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = v;
+}
+
+/*
+ * Every module's bounds, in order, cut the address space into segments that each module covers
+ * whole or not at all; one sweep with a heap of the modules begun so far gives each segment its
+ * latest module.  O(n log n) for n modules (at most TALLY_MODULES_MAX).
+ */
+static bool map_modules(struct tally_stack_tables *t)
+{
+	size_t n = t->nmodules, np = 0, i, j, next = 0, nh = 0;
+	uint64_t *at = malloc(2 * n * sizeof(*at));
+	uint32_t *win = malloc(2 * n * sizeof(*win)), *order = malloc(n * sizeof(*order));
+	uint32_t *heap = malloc(n * sizeof(*heap));
+	bool ok = at && win && order && heap;
+
+	for (i = 0; ok && i < n; i++) {
+		at[np++] = t->modules[i].lo;
+		at[np++] = t->modules[i].hi;
+		order[i] = (uint32_t)i;
+	}
+	if (ok) {
+		qsort(at, np, sizeof(*at), cmp_u64);
+		for (i = j = 0; i < np; i++) /* unique */
+			if (!j || at[j - 1] != at[i])
+				at[j++] = at[i];
+		np = j;
+		qsort_r(order, n, sizeof(*order), cmp_lo, t->modules);
+	}
+	for (i = 0; ok && i < np; i++) {
+		while (next < n && t->modules[order[next]].lo <= at[i])
+			heap_push(heap, &nh, order[next++]);
+		while (nh && t->modules[heap[0]].hi <= at[i])
+			heap_pop(heap, &nh);
+		win[i] = nh ? heap[0] + 1 : 0;
+	}
+	free(order);
+	free(heap);
+	free(t->seg_at);
+	free(t->seg_module);
+	t->seg_at = ok ? at : NULL;
+	t->seg_module = ok ? win : NULL;
+	t->nsegs = ok ? np : 0;
+	if (!ok) {
+		free(at);
+		free(win);
+	}
+	return ok;
+}
+
 bool tally_modules_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len)
 {
 	struct tally_cursor c = {p, p + len, false};
@@ -189,7 +293,11 @@ bool tally_modules_parse(struct tally_stack_tables *t, const uint8_t *p, size_t 
 			free(m.path);
 			return false;
 		}
-		grown = realloc(t->modules, (t->nmodules + 1) * sizeof(*grown));
+		/* the collector describes at most TALLY_MODULES_MAX per section; lookups walk them
+		 */
+		grown = t->nmodules < TALLY_MODULES_MAX
+			    ? realloc(t->modules, (t->nmodules + 1) * sizeof(*grown))
+			    : NULL;
 		if (!grown) {
 			free(m.path);
 			return false;
@@ -197,7 +305,7 @@ bool tally_modules_parse(struct tally_stack_tables *t, const uint8_t *p, size_t 
 		t->modules = grown;
 		t->modules[t->nmodules++] = m;
 	}
-	return !c.bad;
+	return map_modules(t) && !c.bad;
 }
 
 void tally_stack_tables_fini(struct tally_stack_tables *t)
@@ -214,6 +322,8 @@ void tally_stack_tables_fini(struct tally_stack_tables *t)
 	free(t->frames);
 	free(t->stacks);
 	free(t->modules);
+	free(t->seg_at);
+	free(t->seg_module);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -227,13 +337,21 @@ const struct tally_frame *tally_frame_get(const struct tally_stack_tables *t, ui
 	return id && id < t->nframes && t->frames[id].type ? &t->frames[id] : NULL;
 }
 
-/* The latest module covering pc: a later MODULES chunk (after a dlclose/dlopen) wins. */
+/* The latest module covering pc: a later MODULES chunk (after a dlclose/dlopen) wins.  A binary
+ * search of the address map, so that a frame costs the same however many modules there are. */
 const struct tally_module *tally_module_of(const struct tally_stack_tables *t, uint64_t pc)
 {
-	size_t m;
+	size_t lo = 0, hi = t->nsegs;
 
-	for (m = t->nmodules; m-- > 0;)
-		if (pc >= t->modules[m].lo && pc < t->modules[m].hi)
-			return &t->modules[m];
-	return NULL;
+	if (!t->nsegs || pc < t->seg_at[0])
+		return NULL;
+	while (hi - lo > 1) { /* the last boundary at or below pc */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->seg_at[mid] <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return t->seg_module[lo] ? &t->modules[t->seg_module[lo] - 1] : NULL;
 }

@@ -19,9 +19,16 @@
 #include "buf.h"
 
 enum tally_frame_type {
-	TALLY_FRAME_PYTHON = 1, /* file, function, line */
-	TALLY_FRAME_NATIVE = 2, /* a return address (pc), symbolized at read time */
+	TALLY_FRAME_PYTHON = 1,	   /* file, function, line */
+	TALLY_FRAME_NATIVE = 2,	   /* a return address (pc), symbolized at read time */
+	TALLY_FRAME_NATIVE_PC = 3, /* 1.3: the instruction itself (a sample's innermost frame) */
 };
+
+/* Native frames of either kind: a return address, or an exact instruction address. */
+static inline int tally_frame_is_native(unsigned type)
+{
+	return type == TALLY_FRAME_NATIVE || type == TALLY_FRAME_NATIVE_PC;
+}
 
 struct tally_frame {
 	uint8_t type;
@@ -59,6 +66,9 @@ void tally_module_put(struct tally_buf *b, uint64_t base, uint64_t lo, uint64_t 
 bool tally_pending_take(struct tally_pending_table *t, struct tally_buf *payload);
 void tally_pending_fini(struct tally_pending_table *t);
 
+/* Modules a section may describe (the collector's own cap); a MODULES chunk past it is damage. */
+#define TALLY_MODULES_MAX 4096
+
 /* Reader side: a section's tables (index = id; entry 0 unused). */
 struct tally_stack_tables {
 	struct tally_frame *frames;
@@ -67,10 +77,22 @@ struct tally_stack_tables {
 	uint32_t nstacks;
 	struct tally_module *modules;
 	size_t nmodules;
+	/* The address map, rebuilt after each MODULES chunk: boundaries at[0..nsegs) in order, and
+	 * for [at[i], at[i + 1]) the module (index + 1; 0 none) that wins there, the latest one. */
+	uint64_t *seg_at;
+	uint32_t *seg_module;
+	size_t nsegs;
 };
 
-bool tally_frames_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len);
-bool tally_stacks_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len);
+/*
+ * FRAMES and STACKS payloads into the tables.  *budget is what the file may still define, in
+ * payload bytes (the reader starts it at the file's size, shared by every section and table):
+ * ids beyond it are damage (false), and memory stays a small multiple of the file.
+ */
+bool tally_frames_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len,
+			uint64_t *budget);
+bool tally_stacks_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len,
+			uint64_t *budget);
 bool tally_modules_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len);
 void tally_stack_tables_fini(struct tally_stack_tables *t);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Summaries (format 1.3, docs/format.md §14): a .tsum file is a .tally file whose sections hold no
+ * Summaries (format 1.3, docs/format.md §16): a .tsum file is a .tally file whose sections hold no
  * records.  Each stands for one section of the traces it was made from: its SESSION (marked with
  * the SUMMARY key, its times already aligned, as a merged file's are), its DEVICE, NOTE and DROPS
  * chunks, and a SUMMARY chunk of part SUMMARY_PART_SECTION carrying what the reader would have

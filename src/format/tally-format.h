@@ -40,8 +40,9 @@ enum tally_chunk_type {
 	TALLY_CHUNK_STACKS = 10,  /* 1.2: call stacks, as lists of frame ids */
 	TALLY_CHUNK_MODULES = 11, /* 1.2: the process's loaded modules, for native frames */
 	TALLY_CHUNK_DROPS = 12,	  /* 1.2: CUPTI's drop counts by queue, contexts tied to devices */
+	TALLY_CHUNK_THREADS = 13, /* 1.3: the process's threads: kernel tid, pthread id, name */
 	TALLY_CHUNK_GPU_METRICS = 14, /* 1.3: one device's metric sampling (docs/format.md §13) */
-	TALLY_CHUNK_SUMMARY = 15, /* 1.3: a summary's section facts and aggregates (summary.h, §14) */
+	TALLY_CHUNK_SUMMARY = 15, /* 1.3: a summary's section facts and aggregates (summary.h, §16) */
 	TALLY_CHUNK_TYPE_MAX,
 };
 
@@ -69,8 +70,9 @@ enum tally_kind {
 	TALLY_KIND_NVTX_RANGE = 7,
 	TALLY_KIND_NVTX_MARK = 8,
 	TALLY_KIND_OVERHEAD = 9,
-	TALLY_KIND_MEMORY = 10, /* 1.2: a device memory allocation or release */
-	/* 11 and 12: host samples */
+	TALLY_KIND_MEMORY = 10,	    /* 1.2: a device memory allocation or release */
+	TALLY_KIND_CPU_SAMPLE = 11, /* 1.3: one thread's stack at one moment (host sampling) */
+	TALLY_KIND_OSRT = 12,	    /* 1.3: a blocking call that lasted the threshold or more */
 	TALLY_KIND_GPU_METRIC = 13, /* 1.3: one metric of one device over one PM sample */
 	TALLY_KIND_MAX,
 };
@@ -96,7 +98,58 @@ enum tally_record_flag {
 	TALLY_REC_DEPTH_LOST = 1u << 3,
 	TALLY_REC_CAPTURED = 1u << 4,
 	TALLY_REC_TEXT_TRUNCATED = 1u << 5, /* NVTX: the message was cut at TALLY_NVTX_TEXT_MAX */
+	TALLY_REC_TORN = 1u << 6, /* CPU_SAMPLE: the Python frames changed while read: no stack */
 };
+
+/* CPU_SAMPLE records: SUBKIND says how the sample was taken (docs/format.md §14). */
+enum tally_sample_source {
+	TALLY_SAMPLE_PYTHON = 1, /* wall clock: tally's sampler thread read the Python frames */
+	TALLY_SAMPLE_PERF = 2,	 /* CPU time: a perf_event_open software event, user callchain */
+	TALLY_SAMPLE_TIMER = 3,	 /* CPU time: a per-thread CPU-time timer's signal, unwound */
+};
+
+/* CPU_SAMPLE records: VALUE is the thread's state at the sample (/proc/self/task/TID/stat). */
+enum tally_thread_state {
+	TALLY_THREAD_UNKNOWN = 0,
+	TALLY_THREAD_ON_CPU = 1, /* R: running or runnable */
+	TALLY_THREAD_SYSCALL =
+	    2, /* D: in a system call that cannot be interrupted (disk, driver) */
+	TALLY_THREAD_WAITING = 3, /* S: asleep in the kernel: a futex, a pipe, a timer, poll */
+	TALLY_THREAD_STOPPED = 4, /* T, t: stopped or traced */
+};
+
+/* OSRT records: CBID says which call (docs/format.md §14); NAME carries the same as a string. */
+enum tally_osrt_call {
+	TALLY_OSRT_PTHREAD_MUTEX_LOCK = 1,
+	TALLY_OSRT_PTHREAD_COND_WAIT = 2,
+	TALLY_OSRT_PTHREAD_COND_TIMEDWAIT = 3,
+	TALLY_OSRT_PTHREAD_COND_CLOCKWAIT = 4,
+	TALLY_OSRT_SEM_WAIT = 5,
+	TALLY_OSRT_SEM_TIMEDWAIT = 6,
+	TALLY_OSRT_SEM_CLOCKWAIT = 7,
+	TALLY_OSRT_POLL = 8,
+	TALLY_OSRT_PPOLL = 9,
+	TALLY_OSRT_SELECT = 10,
+	TALLY_OSRT_PSELECT = 11,
+	TALLY_OSRT_EPOLL_WAIT = 12,
+	TALLY_OSRT_EPOLL_PWAIT = 13,
+	TALLY_OSRT_READ = 14,
+	TALLY_OSRT_RECV = 15,
+	TALLY_OSRT_RECVFROM = 16,
+	TALLY_OSRT_RECVMSG = 17,
+	TALLY_OSRT_NANOSLEEP = 18,
+	TALLY_OSRT_CLOCK_NANOSLEEP = 19,
+	TALLY_OSRT_USLEEP = 20,
+	TALLY_OSRT_SLEEP = 21,
+	TALLY_OSRT_WAITPID = 22,
+	TALLY_OSRT_WAIT = 23,
+	TALLY_OSRT_FUTEX = 24,
+	TALLY_OSRT_PTHREAD_JOIN = 25,
+	TALLY_OSRT_CALL_MAX,
+};
+
+/* "pthread_mutex_lock", ...; NULL for an id this build does not know. */
+const char *tally_osrt_call_name(unsigned call);
 
 /* The longest NVTX message kept, in bytes; a longer one is cut at a UTF-8 character boundary. */
 #define TALLY_NVTX_TEXT_MAX 4000
@@ -230,6 +283,12 @@ enum tally_session_key {
 	TALLY_SK_OUTPUT,
 	TALLY_SK_MERGED,
 	TALLY_SK_MERGE_OFFSET,
+	/* 1.3, host sampling and blocking calls (docs/format.md §14) */
+	TALLY_SK_SAMPLE = 30,		/* bits: 1 python, 2 native: what was asked */
+	TALLY_SK_SAMPLE_RATE = 31,	/* Hz */
+	TALLY_SK_SAMPLE_MECHANISM = 32, /* "perf: why" / "timer: why" / "none: why" */
+	TALLY_SK_OSRT_THRESHOLD = 33,	/* ns: blocking calls this long or longer are recorded */
+	TALLY_SK_SAMPLE_SIGNAL = 34,	/* the timer fallback's signal number; 0 none */
 	/* 1.3: GPU metrics asked for (docs/format.md §13); absent when they were not */
 	TALLY_SK_GPU_METRICS = 35,     /* bytes: "all" or device ordinals "0,2" */
 	TALLY_SK_GPU_METRICS_HZ = 36,  /* uint: sampling frequency asked for */
@@ -240,9 +299,27 @@ enum tally_session_key {
 	TALLY_SK_JOB_STEP = 41,	  /* "SLURM_STEP_ID=0": the step of that job */
 	TALLY_SK_RUN_ID = 42,	  /* "TORCHELASTIC_RUN_ID=abc": the launcher's run */
 	TALLY_SK_WORLD_SIZE = 43, /* "WORLD_SIZE=8": how many ranks the job has */
+	/* 1.3: the room kept for the closing chunks (docs/format.md §15) */
+	TALLY_SK_CLOSE_RESERVE = 45,	   /* bytes reserved at open; 0: none could be */
+	TALLY_SK_CLOSE_RESERVE_ERRNO = 46, /* why none could be (EOPNOTSUPP ...); 0 when reserved */
+	TALLY_SK_OUTPUT_FS = 47,	   /* the output's filesystem type ("ext4", "tmpfs" ...) */
 	TALLY_SK_MAX,
 	/* 1.3: the section is a summary (tally stats --partial): no records, a SUMMARY chunk */
 	TALLY_SK_SUMMARY = 50,
+};
+
+/* THREADS entries: what a thread is. */
+enum tally_thread_flag {
+	TALLY_THREADF_MAIN = 1u << 0,	/* the process's main thread (tid == pid) */
+	TALLY_THREADF_PYTHON = 1u << 1, /* has a Python thread state (its frames are sampled) */
+	TALLY_THREADF_TALLY = 1u << 2,	/* one of tally's own threads (sampler, consumer, ...) */
+	TALLY_THREADF_EXITED = 1u << 3, /* gone: the thread ended before this entry was written */
+};
+
+/* TALLY_SK_SAMPLE bits. */
+enum tally_sample_bits {
+	TALLY_SAMPLE_BIT_PYTHON = 1u << 0,
+	TALLY_SAMPLE_BIT_NATIVE = 1u << 1,
 };
 
 enum tally_device_key {

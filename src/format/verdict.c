@@ -67,6 +67,15 @@ static const char *loss_hint(unsigned counter)
 		return "CUPTI's flush hung and was abandoned: records still inside CUPTI were lost";
 	case TALLY_C_DROPPED_INPROCESS:
 		return "tally's consumer fell behind: raise TALLY_POOL_BUFFERS";
+	case TALLY_C_SAMPLES_DROPPED:
+		return "samples came faster than tally wrote them: lower the rate (--sample-rate), "
+		       "sample fewer kinds (--sample python or native), or raise "
+		       "TALLY_POOL_BUFFERS";
+	case TALLY_C_SAMPLE_STALLS:
+		return "the sampler did not get the CPU (an overloaded machine), or the kernel "
+		       "throttled sampling: samples are missing in these windows, not time idle";
+	case TALLY_C_OSRT_DROPPED:
+		return "blocking calls came faster than tally wrote them: raise --osrt-threshold";
 	case TALLY_C_METRIC_GAPS:
 	case TALLY_C_METRIC_OVERFLOWS:
 		return "the GPU metrics are unproven in these windows (not idle, not busy): sample "
@@ -85,6 +94,37 @@ static const char *loss_hint(unsigned counter)
 	}
 }
 
+/* Seconds from the section's origin to t (CUPTI ns); 0 when either is unknown. */
+static double rel_s(const struct tally_section *s, uint64_t t)
+{
+	uint64_t origin = tally_section_origin(s);
+
+	return t && origin && t >= origin ? (double)(t - origin) / 1e9 : 0;
+}
+
+/* "the disk filled (ENOSPC) from +12.000 s to +14.000 s: ...": what failed, and when (1.3). */
+static void write_failed_hint(const struct tally_section *s, struct tally_reason *r)
+{
+	const uint64_t *c = s->ledger.v;
+	char when[96] = "";
+
+	if (c[TALLY_C_WRITE_FIRST_FAILED_AT])
+		snprintf(when, sizeof(when), " from +%.3f s to +%.3f s",
+			 rel_s(s, c[TALLY_C_WRITE_FIRST_FAILED_AT]),
+			 rel_s(s, c[TALLY_C_WRITE_LAST_FAILED_AT]));
+	if (c[TALLY_C_WRITE_ERRNO] == ENOSPC)
+		say(r->hint, sizeof(r->hint),
+		    "the disk filled (ENOSPC)%s, %llu bytes lost%s: record where there is room",
+		    when, (unsigned long long)c[TALLY_C_BYTES_LOST],
+		    c[TALLY_C_CLOSE_RESERVE_USED] ? " (the room kept for the close took the final "
+						    "ledger)"
+						  : "");
+	else
+		say(r->hint, sizeof(r->hint), "writes failed%s with errno %llu (%s): %s", when,
+		    (unsigned long long)c[TALLY_C_WRITE_ERRNO],
+		    strerror((int)c[TALLY_C_WRITE_ERRNO]), loss_hint(TALLY_C_WRITE_FAILURES));
+}
+
 static void reason_loss(struct tally_verdict *v, const struct tally_section *s, unsigned id)
 {
 	const struct tally_counter_info *ci = tally_counter_info(id);
@@ -98,9 +138,7 @@ static void reason_loss(struct tally_verdict *v, const struct tally_section *s, 
 	say(r->text, sizeof(r->text), "%s: %llu %s%s", ci->name,
 	    (unsigned long long)s->ledger.v[id], ci->what, nwin ? "" : " (no time window known)");
 	if (id == TALLY_C_WRITE_FAILURES && s->ledger.v[TALLY_C_WRITE_ERRNO])
-		say(r->hint, sizeof(r->hint), "writes failed with %s (%s): %s",
-		    s->ledger.v[TALLY_C_WRITE_ERRNO] == ENOSPC ? "ENOSPC" : "errno",
-		    strerror((int)s->ledger.v[TALLY_C_WRITE_ERRNO]), loss_hint(id));
+		write_failed_hint(s, r);
 	else
 		say(r->hint, sizeof(r->hint), "%s", loss_hint(id));
 }
@@ -132,6 +170,16 @@ static void check_damage(const struct tally_file *f, const struct tally_section 
 		r = add_reason(v, TALLY_R_DAMAGED, 0, d->end - d->offset);
 		if (!r)
 			return;
+		if (d->kind == TALLY_DAMAGE_SEQ_GAP && s->ledger.v[TALLY_C_CHUNKS_LOST]) {
+			say(r->text, sizeof(r->text), "%u chunk(s) missing before offset %llu",
+			    d->missing, (unsigned long long)d->offset);
+			say(r->hint, sizeof(r->hint),
+			    "chunks the writer could not write (the ledger counts %llu "
+			    "chunks_lost): "
+			    "see write_failures",
+			    (unsigned long long)s->ledger.v[TALLY_C_CHUNKS_LOST]);
+			continue;
+		}
 		if (d->kind == TALLY_DAMAGE_SEQ_GAP)
 			say(r->text, sizeof(r->text), "%u chunk(s) missing before offset %llu",
 			    d->missing, (unsigned long long)d->offset);
@@ -187,6 +235,14 @@ static void close_hint(const struct tally_section *s, struct tally_reason *r)
 	else if (s->ledger.v[TALLY_C_WRITE_FAILURES] && err)
 		say(r->hint, sizeof(r->hint), "writes were failing (%s) before the end",
 		    strerror((int)err));
+	else if (s->output_fs && !s->close_reserve)
+		say(r->hint, sizeof(r->hint),
+		    "killed (SIGKILL, OOM), crashed, or the disk filled: no room could be kept for "
+		    "the closing ledger on this %s file system (%s), so a full disk leaves no "
+		    "ledger to say so: check free space; a shorter TALLY_SLICE_MS bounds what such "
+		    "an end loses",
+		    s->output_fs,
+		    s->close_reserve_errno ? strerror((int)s->close_reserve_errno) : "refused");
 	else
 		say(r->hint, sizeof(r->hint),
 		    "killed (SIGKILL, OOM), crashed, or the disk filled (ENOSPC leaves no ledger "

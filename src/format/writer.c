@@ -3,7 +3,10 @@
 #include "writer.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL /* header-only: the collector links no libxxhash */
@@ -55,6 +58,57 @@ ssize_t tally_fd_write(void *ctx, const void *buf, size_t len)
 		n = write((int)(intptr_t)ctx, buf, len);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : n;
+}
+
+bool tally_room_path(const char *path, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	int n =
+	    slash ? snprintf(out, len, "%.*s/.%s.tally-room", (int)(slash - path), path, slash + 1)
+		  : snprintf(out, len, ".%s.tally-room", path);
+
+	return n > 0 && (size_t)n < len;
+}
+
+int tally_room_keep(struct tally_room *room, const char *trace_path)
+{
+	int rc;
+
+	room->fd = -1;
+	if (!tally_room_path(trace_path, room->path, sizeof(room->path)))
+		return -ENAMETOOLONG;
+	/* A room left by a process killed before its close is taken over: it is only room. */
+	room->fd = open(room->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (room->fd < 0)
+		return -errno;
+	do
+		rc = fallocate(room->fd, 0, 0, TALLY_CLOSE_RESERVE);
+	while (rc < 0 && errno == EINTR);
+	if (rc == 0)
+		return 0;
+	rc = -errno;
+	close(room->fd);
+	unlink(room->path);
+	room->fd = -1;
+	return rc;
+}
+
+int tally_room_release(void *ctx)
+{
+	struct tally_room *room = ctx;
+	int rc = 0;
+
+	if (room->fd < 0)
+		return 0;
+	if (ftruncate(room->fd, 0) < 0)
+		rc = -errno;
+	/* ext4 reuses freed blocks once the journal has committed their freeing: commit it */
+	(void)fsync(room->fd);
+	close(room->fd);
+	room->fd = -1;
+	if (unlink(room->path) < 0 && rc == 0)
+		rc = -errno;
+	return rc;
 }
 
 int tally_writer_init(struct tally_writer *w, const struct tally_sink *sink, size_t flush_at)

@@ -10,6 +10,7 @@
 #ifndef TALLY_FORMAT_WRITER_H
 #define TALLY_FORMAT_WRITER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -23,10 +24,35 @@
 struct tally_sink {
 	ssize_t (*write)(void *ctx, const void *buf, size_t len);
 	void *ctx;
+	/* optional: give back the room kept for the closing chunks (tally_room_release, with
+	 * release_ctx); 0 or -errno */
+	int (*release)(void *release_ctx);
+	void *release_ctx;
 };
 
 /* A sink on a file descriptor (ctx is the fd cast to a pointer). */
 ssize_t tally_fd_write(void *ctx, const void *buf, size_t len);
+
+/*
+ * Room for the closing chunks, so that a full disk still ends the trace with the final ledger that
+ * says so (docs/format.md §15): TALLY_CLOSE_RESERVE bytes allocated in a file of their own beside
+ * the trace, ".NAME.tally-room", which no append can take (blocks kept past a file's end would
+ * not do: ext4 frees them at the first write that fails).  tally_room_keep makes it: 0, or
+ * -errno (-EOPNOTSUPP where the file system cannot allocate ahead; then a full disk may end the
+ * trace without its final ledger, as before) and room->fd is -1.  tally_room_release gives the
+ * room back (empties, syncs, so that ext4 may reuse the blocks at once, and removes the file):
+ * the writer's owner calls it when a write failed, just before the closing chunks, and at the
+ * close; 0 or -errno.  Calling it again does nothing.
+ */
+#define TALLY_CLOSE_RESERVE (64u << 10)
+struct tally_room {
+	int fd;
+	char path[4096];
+};
+int tally_room_keep(struct tally_room *room, const char *trace_path);
+int tally_room_release(void *room);
+/* ".NAME.tally-room" beside path, into out (len bytes); false when it does not fit. */
+bool tally_room_path(const char *path, char *out, size_t len);
 
 struct tally_writer_stats {
 	uint64_t bytes_written;

@@ -310,6 +310,7 @@ static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chu
 	case TALLY_CHUNK_STACKS:
 	case TALLY_CHUNK_MODULES: /* addresses, not times */
 	case TALLY_CHUNK_DROPS:	  /* cumulative counts, not times */
+	case TALLY_CHUNK_THREADS: /* thread ids and names */
 	case TALLY_CHUNK_DEVICE:
 		return emit_raw(m, c, payload);
 	default: /* a newer writer's: copied as it is, its times (if any) unshifted */
@@ -437,15 +438,10 @@ static int empty_input(struct merge *m, const struct report_input *in)
 
 /* ---- the whole merge ------------------------------------------------------------------------ */
 
-/* The output: never one of the inputs, never anything but a regular file (outfile.h). */
-static int open_output(struct outfile *out, const char *path, bool force,
-		       const struct report_set *set, char *err, size_t errlen)
+/* The output: never one of the inputs (report_set_open protects them), never anything but a
+ * regular file (outfile.h). */
+static int open_output(struct outfile *out, const char *path, bool force, char *err, size_t errlen)
 {
-	size_t i;
-
-	for (i = 0; i < set->ninputs; i++)
-		if (outfile_not_input(path, &set->inputs[i].path, 1, err, errlen) < 0)
-			return -EINVAL;
 	return outfile_open(out, path, force ? OUTFILE_FORCE : 0, err, errlen);
 }
 
@@ -531,11 +527,11 @@ int report_merge(struct report_set *set, const char *path, unsigned flags,
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	rc = open_output(&out, path, flags & MERGE_FORCE, set, err, errlen);
+	rc = open_output(&out, path, flags & MERGE_FORCE, err, errlen);
 	if (rc < 0)
 		return rc;
 	m.fd = out.fd;
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd, NULL, NULL};
 	rc = tally_writer_init(&m.w, &sink, 0);
 	if (rc == 0)
 		rc = tally_writer_preamble(&m.w);

@@ -12,6 +12,7 @@
 
 #include "jobs.h"
 #include "json.h"
+#include "metricsum.h"
 #include "outfile.h"
 #include "page.h"
 #include "stats.h"
@@ -144,9 +145,9 @@ struct html_job {
 
 /* What the page shows besides the default reports: every analysis, the stacks, the memory. */
 static const char *const page_reports[] = {
-    "cuda_kern_stack_sum",  "cuda_gpu_mem_usage", "gpu_time_breakdown",
-    "comm_compute_overlap", "kern_rank_spread",	  "rank_steps",
-    "cuda_launch_stats",    "gpu_queue_depth",	  "diagnosis",
+    "cuda_kern_stack_sum", "cuda_gpu_mem_usage", "gpu_time_breakdown", "comm_compute_overlap",
+    "kern_rank_spread",	   "rank_steps",	 "cuda_launch_stats",  "gpu_queue_depth",
+    "diagnosis",	   "gpu_metrics_sum",
 };
 
 /* Pass 1: every summary report of tally stats, and the timeline's span and ledger. */
@@ -180,6 +181,8 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 		rc = stats_finish(job->st, &job->set);
 	if (rc == 0)
 		rc = timeline_prepare(job->tl, &job->set);
+	if (rc == 0 && gm_records(stats_gpu_metrics(job->st))) /* curves only where metrics are */
+		rc = timeline_metrics_prepare(job->tl);
 	return rc;
 }
 
@@ -201,6 +204,8 @@ static int pass2(struct html_job *job, char *const *paths, size_t npaths,
 	rc = report_scan(&again, &ops, err, errlen);
 	if (rc == 0)
 		timeline_choose_exact(job->tl);
+	if (rc == 0)
+		rc = timeline_metrics_finish(job->tl);
 	report_set_close(&again);
 	return rc;
 }
@@ -316,16 +321,28 @@ static void fill_result(struct html_job *job, struct report_html_result *res)
 		res->exact_events += timeline_window_exact(job->tl, job->tl->events[i].window);
 }
 
-static int write_output(struct html_job *job, char *const *paths, size_t npaths, char *err,
-			size_t errlen)
+/* "-o -": the page on standard output, as every command's "-" means. */
+static int write_stdout(struct html_job *job, char *err, size_t errlen)
+{
+	int rc = write_page(stdout, job);
+
+	if (fflush(stdout) != 0 && rc == 0)
+		rc = -errno;
+	if (rc < 0)
+		snprintf(err, errlen, "standard output: write failed: %s", strerror(-rc));
+	return rc;
+}
+
+static int write_output(struct html_job *job, char *err, size_t errlen)
 {
 	struct outfile of = {.fd = -1};
 	struct stat sb;
 	FILE *out;
-	int rc = outfile_not_input(job->o->output, paths, npaths, err, errlen);
+	int rc;
 
-	if (rc == 0)
-		rc = open_output(job->o, &of, &out, err, errlen);
+	if (strcmp(job->o->output, "-") == 0)
+		return write_stdout(job, err, errlen);
+	rc = open_output(job->o, &of, &out, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = write_page(out, job);
@@ -395,7 +412,7 @@ int report_html(char *const *paths, size_t npaths, const struct report_html_opts
 		snprintf(err, errlen, "out of memory");
 	if (rc == 0) {
 		fill_result(&job, res);
-		rc = write_output(&job, paths, npaths, err, errlen);
+		rc = write_output(&job, err, errlen);
 	}
 	timeline_free(job.tl);
 	stats_free(job.st);

@@ -22,9 +22,13 @@ static const char *const lane_type_names[TL_LANE_TYPES] = {
     [TL_LANE_DEVICE] = "device",
 };
 
+/* ns from the page's origin; a time more than 2^63 ns away (a crafted trace) is shown at the
+ * farthest a signed number goes, never wrapped to the other side. */
 static int64_t rel(const struct timeline *tl, uint64_t aligned)
 {
-	return (int64_t)(aligned - tl->t0);
+	if (aligned >= tl->t0)
+		return aligned - tl->t0 > INT64_MAX ? INT64_MAX : (int64_t)(aligned - tl->t0);
+	return tl->t0 - aligned > INT64_MAX ? -INT64_MAX : -(int64_t)(tl->t0 - aligned);
 }
 
 /* A process's figures, summed over its devices from gpu_time_breakdown (stats' own rows). */
@@ -538,6 +542,7 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, cons
 	write_gaps(tl, set, j);
 	write_queues(tl, st, j);
 	write_memory(tl, st, j);
+	timeline_metrics_json(tl, j);
 	tally_json_object_end(j);
 	tally_json_finish(j);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gaps.h"
+#include "metricsum.h"
 #include "summary.h"
 #include "timeline.h"
 
@@ -55,6 +56,7 @@ void timeline_free(struct timeline *tl)
 	for (i = 0; i < tl->nlanes; i++)
 		lane_free(&tl->lanes[i]);
 	report_gpu_gaps_free(tl->gaps);
+	gm_free(tl->metrics);
 	for (i = 0; i < tl->nnames; i++)
 		free(tl->names[i]);
 	free(tl->secs);
@@ -539,6 +541,8 @@ static int pass2_records(void *ctx, struct report_section *rs, const struct tall
 	uint32_t type = lane_type_of(r[0].kind);
 	size_t i;
 
+	if (r[0].kind == TALLY_KIND_GPU_METRIC)
+		return timeline_metrics_add(tl, rs, r, n);
 	if (type == TL_LANE_TYPES || rs->index >= tl->nsecs)
 		return 0;
 	if (type == TL_LANE_GPU && report_gpu_gaps_add(tl->gaps, rs, r, n) < 0)
@@ -556,8 +560,9 @@ static int pass2_records(void *ctx, struct report_section *rs, const struct tall
 static int pass2_section_end(void *ctx, struct report_section *rs)
 {
 	struct timeline *tl = ctx;
+	int rc = report_gpu_gaps_section(tl->gaps, rs);
 
-	return report_gpu_gaps_section(tl->gaps, rs);
+	return rc ? rc : timeline_metrics_section_end(tl, rs);
 }
 
 void timeline_pass2_ops(struct timeline *tl, struct report_scan_ops *ops)

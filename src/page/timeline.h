@@ -104,6 +104,8 @@ struct timeline {
 	uint32_t *window_count;	      /* events per window (all of them, kept or not) */
 	uint8_t *window_exact;	      /* after timeline_choose_exact: its events are written */
 	bool failed;		      /* out of memory */
+	struct gm *metrics;	      /* GPU metric curves (timeline-metrics.c), NULL: none */
+	double metric_bucket_ns;
 };
 
 struct timeline *timeline_new(unsigned nbuckets, uint64_t exact_budget);
@@ -152,5 +154,19 @@ long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type, 
  * (gaps.h), fed during pass 2, placed on the timeline's lanes.  Caller frees *out.
  */
 int timeline_gaps(const struct timeline *tl, struct tl_gap **out, size_t *n);
+
+/* ---- GPU metric curves (timeline-metrics.c) ------------------------------------------------ */
+
+struct gm;
+/* Between the passes, when the traces hold GPU metrics: curves at the busy curves' resolution. */
+int timeline_metrics_prepare(struct timeline *tl);
+/* Pass 2 (timeline.c calls these; nothing happens without timeline_metrics_prepare). */
+int timeline_metrics_add(struct timeline *tl, struct report_section *rs,
+			 const struct tally_record *r, size_t n);
+int timeline_metrics_section_end(struct timeline *tl, const struct report_section *rs);
+/* After pass 2. */
+int timeline_metrics_finish(struct timeline *tl);
+/* The "metrics" member of the page's data. */
+void timeline_metrics_json(const struct timeline *tl, struct tally_json *j);
 
 #endif

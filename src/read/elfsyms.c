@@ -21,6 +21,8 @@
  * so a damaged or hostile file costs at most its own size in memory.
  */
 #include "elfsyms.h"
+#include "pathmap.h"
+#include "trace-set.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -219,6 +221,30 @@ out:
 	return rc;
 }
 
+static bool module_file(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_size <= REPORT_MODULE_MAX_BYTES;
+}
+
+int module_file_open(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!module_file(&st))
+		return -ENOEXEC;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !module_file(&st)) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	return fd;
+}
+
 static int open_one(const char *path, struct elfsyms **out, char *debug, size_t debug_len)
 {
 	struct elfsyms *e = calloc(1, sizeof(*e));
@@ -228,16 +254,13 @@ static int open_one(const char *path, struct elfsyms **out, char *debug, size_t 
 	*out = NULL;
 	if (!e)
 		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
+	fd = module_file_open(path);
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		rc = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
 		free(e);
 		return rc;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		free(e);
-		return -ENOEXEC;
 	}
 	rc = load(fd, (uint64_t)st.st_size, e, debug, debug_len);
 	close(fd);
@@ -321,15 +344,22 @@ static struct {
 } * cache;
 static size_t ncache, last;
 
+static const char *cache_key(const void *ctx, size_t i)
+{
+	(void)ctx;
+	return cache[i].path;
+}
+
+static struct pathmap cache_index = {.key = cache_key};
+
 const char *elfsyms_lookup(const char *path, uint64_t vaddr)
 {
-	size_t i = last < ncache && strcmp(cache[last].path, path) == 0 ? last : ncache;
+	size_t i = last < ncache && strcmp(cache[last].path, path) == 0
+		       ? last
+		       : pathmap_find(&cache_index, path);
 	void *grown;
 
-	if (i == ncache)
-		for (i = 0; i < ncache && strcmp(cache[i].path, path) != 0; i++)
-			;
-	if (i == ncache) {
+	if (i == SIZE_MAX) {
 		char *copy = strdup(path);
 
 		grown = copy ? realloc(cache, (ncache + 1) * sizeof(*cache)) : NULL;
@@ -338,9 +368,10 @@ const char *elfsyms_lookup(const char *path, uint64_t vaddr)
 			return NULL;
 		}
 		cache = grown;
-		cache[ncache].path = copy;
-		(void)elfsyms_open(path, &cache[ncache].e);
-		ncache++;
+		i = ncache++;
+		cache[i].path = copy;
+		(void)elfsyms_open(path, &cache[i].e);
+		(void)pathmap_add(&cache_index, i);
 	}
 	last = i;
 	return cache[i].e ? elfsyms_find(cache[i].e, vaddr) : NULL;

@@ -22,6 +22,15 @@ int elfsyms_full(const struct elfsyms *e);
 
 void elfsyms_close(struct elfsyms *e);
 
+/*
+ * A module's file, opened for reading as no trace may make tally open anything else: the path is
+ * the trace's word, so only a regular file of at most REPORT_MODULE_MAX_BYTES is opened (stat
+ * first, so that a FIFO or a device is never opened at all; then without blocking, checked again
+ * on the descriptor).  The descriptor, or -errno (-ENOEXEC: not such a file).  Both readers of
+ * module files (this one, and libdw's in frames.c) open them here.
+ */
+int module_file_open(const char *path);
+
 /* elfsyms_find on the file at path, each file opened once per process; NULL when it cannot be
  * read or names nothing there. */
 const char *elfsyms_lookup(const char *path, uint64_t vaddr);

@@ -18,8 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "elfsyms.h"
+#include "pathmap.h"
 #include "stacks.h"
 #include "trace-set.h"
 
@@ -39,7 +41,11 @@ struct report_frames {
 	uint32_t nstack;
 	uint32_t *user_frame; /* by stack id: frame id + 1, 0 not computed */
 	uint32_t nuser;
+	uint8_t *frame_class; /* by frame id: FRAME_USER or FRAME_LIBRARY, 0 not computed */
+	uint32_t nclass;
 };
+
+enum { FRAME_USER = 1, FRAME_LIBRARY = 2 };
 
 static struct report_frames *frames_of(struct report_section *rs)
 {
@@ -171,22 +177,40 @@ static bool dw_load(void)
 	return dw.ok;
 }
 
+static const char *dw_key(const void *ctx, size_t i)
+{
+	(void)ctx;
+	return dw_cache[i].path;
+}
+
+static struct pathmap dw_index = {.key = dw_key};
+
 static Dwfl_Module *dw_open(const char *path)
 {
+	size_t found = pathmap_find(&dw_index, path);
 	struct dw_module *t, *m;
-	size_t i;
+	char *copy;
+	int fd;
 
-	for (i = 0; i < dw_n; i++)
-		if (strcmp(dw_cache[i].path, path) == 0)
-			return dw_cache[i].mod;
+	if (found != SIZE_MAX)
+		return dw_cache[found].mod;
 	t = realloc(dw_cache, (dw_n + 1) * sizeof(*t));
-	if (!t)
+	if (!t || !(copy = strdup(path))) {
+		dw_cache = t ? t : dw_cache;
 		return NULL;
+	}
 	dw_cache = t;
-	m = &dw_cache[dw_n++];
-	m->path = strdup(path);
+	m = &dw_cache[dw_n];
+	*m = (struct dw_module){.path = copy};
+	(void)pathmap_add(&dw_index, dw_n++);
+	fd = module_file_open(path); /* refused: remembered as one that cannot be read */
+	if (fd < 0)
+		return NULL;
 	m->dwfl = dw.begin(&dw_callbacks);
-	m->mod = m->dwfl ? dw.report_offline(m->dwfl, path, path, -1) : NULL;
+	/* libdw takes the descriptor when it succeeds; it leaves it to us when it fails */
+	m->mod = m->dwfl ? dw.report_offline(m->dwfl, path, path, fd) : NULL;
+	if (!m->mod)
+		close(fd);
 	if (m->dwfl)
 		dw.report_end(m->dwfl, NULL, NULL);
 	return m->mod;
@@ -330,8 +354,10 @@ static void native_label(const struct tally_section *s, const struct tally_frame
 			 size_t len)
 {
 	const struct tally_module *m = tally_module_of(&s->stacks, f->pc);
-	/* A return address points after the call: look up the call instruction itself. */
-	uint64_t addr = m ? f->pc - m->base - 1 : f->pc;
+	/* A return address points after the call: look up the call instruction itself.  A
+	 * sample's innermost frame (format 1.3) is the instruction itself. */
+	unsigned back = f->type == TALLY_FRAME_NATIVE_PC ? 0 : 1;
+	uint64_t addr = m ? f->pc - m->base - back : f->pc;
 
 	if (!m) {
 		snprintf(out, len, "[0x%llx]", (unsigned long long)f->pc);
@@ -347,7 +373,7 @@ static void native_label(const struct tally_section *s, const struct tally_frame
 #endif
 	if (elf_describe(m->path, addr, out, len))
 		return;
-	snprintf(out, len, "%s+0x%llx", base_name(m->path), (unsigned long long)addr + 1);
+	snprintf(out, len, "%s+0x%llx", base_name(m->path), (unsigned long long)addr + back);
 }
 
 const char *report_symbolizer_missing(void)
@@ -445,8 +471,7 @@ static bool is_kernel_host_side(const char *stub_label, const char *label)
 }
 
 /* Library code: the frame says where the call came from, not why. */
-static bool is_library_frame(struct report_section *rs, uint32_t frame_id,
-			     const struct tally_frame *f)
+static bool library_frame(struct report_section *rs, uint32_t frame_id, const struct tally_frame *f)
 {
 	static const char *const py_lib[] = {"/site-packages/", "/dist-packages/", "/lib/python",
 					     "<frozen"};
@@ -469,6 +494,23 @@ static bool is_library_frame(struct report_section *rs, uint32_t frame_id,
 		if (strncmp(base_name(m->path), native_lib[i], strlen(native_lib[i])) == 0)
 			return true;
 	return is_cuda_glue(report_frame_label(rs, frame_id));
+}
+
+/* library_frame, once per frame: a stack's frames are shared by many stacks, and the module
+ * lookup behind a native one walks the section's module map. */
+static bool is_library_frame(struct report_section *rs, uint32_t frame_id,
+			     const struct tally_frame *f)
+{
+	struct report_frames *fr = frames_of(rs);
+	bool lib;
+
+	if (fr && grow((void **)&fr->frame_class, &fr->nclass, frame_id, 1) &&
+	    fr->frame_class[frame_id])
+		return fr->frame_class[frame_id] == FRAME_LIBRARY;
+	lib = library_frame(rs, frame_id, f);
+	if (fr && frame_id < fr->nclass)
+		fr->frame_class[frame_id] = lib ? FRAME_LIBRARY : FRAME_USER;
+	return lib;
 }
 
 uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id)
@@ -511,5 +553,6 @@ void report_frames_free(struct report_frames *fr)
 	free(fr->frame_label);
 	free(fr->stack_label);
 	free(fr->user_frame);
+	free(fr->frame_class);
 	free(fr);
 }

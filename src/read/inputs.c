@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "outfile.h"
 #include "path.h"
 #include "prefetch.h"
 #include "text.h"
@@ -23,6 +24,7 @@ static int add_input(struct report_set *set, const char *path, char *err, size_t
 {
 	struct report_input *v = realloc(set->inputs, (set->ninputs + 1) * sizeof(*v));
 	struct report_input *in;
+	struct stat st;
 	int rc;
 
 	if (!v)
@@ -33,13 +35,18 @@ static int add_input(struct report_set *set, const char *path, char *err, size_t
 	rc = tally_file_open(&in->f, path, err, errlen);
 	if (rc < 0)
 		return rc;
+	if (fstat(in->f->fd, &st) == 0) {
+		in->dev = (unsigned long long)st.st_dev;
+		in->ino = (unsigned long long)st.st_ino;
+	}
 	/* Checked, then closed until its turn, its read window given back: a directory of
 	 * thousands of ranks must need neither thousands of descriptors nor of windows at once. */
 	close(in->f->fd);
 	in->f->fd = -1;
 	tally_file_drop_window(in->f);
 	in->path = strdup(path);
-	if (!in->path) {
+	if (!in->path || outfile_protect(path, in->dev, in->ino) < 0) {
+		free(in->path);
 		tally_file_close(in->f);
 		return -ENOMEM;
 	}
@@ -60,67 +67,102 @@ static bool has_suffix(const char *s, const char *suffix)
 	return n > m && strcmp(s + n - m, suffix) == 0;
 }
 
+static int push_path(char ***files, size_t *n, size_t *cap, char *path)
+{
+	if (!path)
+		return -ENOMEM;
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		char **t = realloc(*files, c * sizeof(*t));
+
+		if (!t) {
+			free(path);
+			return -ENOMEM;
+		}
+		*files = t;
+		*cap = c;
+	}
+	(*files)[(*n)++] = path;
+	return 0;
+}
+
 /* Every *.tally and *.tsum (summaries) in dir, sorted by name so that the order (and section
  * numbers) are stable. */
-static int add_directory(struct report_set *set, const char *dir, char *err, size_t errlen)
+static int expand_directory(const char *dir, char ***files, size_t *n, size_t *cap, char *err,
+			    size_t errlen)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
-	char **names = NULL;
-	size_t n = 0, i;
+	size_t first = *n;
 	int rc = 0;
 
 	if (!d) {
+		rc = -errno;
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-		return -errno;
+		return rc;
 	}
-	while ((e = readdir(d))) {
-		char **t;
-
-		if (e->d_name[0] == '.' ||
-		    (!has_suffix(e->d_name, ".tally") && !has_suffix(e->d_name, ".tsum")))
-			continue;
-		t = realloc(names, (n + 1) * sizeof(*t));
-		if (!t || !(t[n] = tally_path_join(dir, e->d_name))) {
-			names = t ? t : names;
-			rc = -ENOMEM;
-			goto free_names;
-		}
-		names = t;
-		n++;
-	}
-	if (n == 0) {
+	while (rc == 0 && (e = readdir(d)))
+		if (e->d_name[0] != '.' &&
+		    (has_suffix(e->d_name, ".tally") || has_suffix(e->d_name, ".tsum")))
+			rc = push_path(files, n, cap, tally_path_join(dir, e->d_name));
+	closedir(d);
+	if (rc == 0 && *n == first) {
 		snprintf(err, errlen, "%s: no *.tally (or *.tsum) file in this directory", dir);
 		rc = -ENOENT;
-		goto free_names;
 	}
-	qsort(names, n, sizeof(*names), cmp_str);
-	for (i = 0; i < n && rc == 0; i++)
-		rc = add_input(set, names[i], err, errlen);
-free_names:
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
+	if (rc == 0)
+		qsort(*files + first, *n - first, sizeof(**files), cmp_str);
 	return rc;
+}
+
+int report_paths_expand(char *const *paths, size_t npaths, char ***files, size_t *nfiles, char *err,
+			size_t errlen)
+{
+	size_t i, cap = 0;
+	int rc = 0;
+
+	*files = NULL;
+	*nfiles = 0;
+	for (i = 0; i < npaths && rc == 0; i++) {
+		struct stat st;
+
+		if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode))
+			rc = expand_directory(paths[i], files, nfiles, &cap, err, errlen);
+		else
+			rc = push_path(files, nfiles, &cap, strdup(paths[i]));
+	}
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory listing the inputs");
+	if (rc < 0) {
+		report_paths_free(*files, *nfiles);
+		*files = NULL;
+		*nfiles = 0;
+	}
+	return rc;
+}
+
+void report_paths_free(char **files, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(files[i]);
+	free(files);
 }
 
 int report_set_open(struct report_set *set, char *const *paths, size_t npaths, char *err,
 		    size_t errlen)
 {
-	size_t i;
-	int rc = 0;
+	char **files;
+	size_t i, n;
+	int rc;
 
 	memset(set, 0, sizeof(*set));
 	set->align = true;
-	for (i = 0; i < npaths && rc == 0; i++) {
-		struct stat st;
-
-		if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode))
-			rc = add_directory(set, paths[i], err, errlen);
-		else
-			rc = add_input(set, paths[i], err, errlen);
-	}
+	rc = report_paths_expand(paths, npaths, &files, &n, err, errlen);
+	for (i = 0; i < n && rc == 0; i++)
+		rc = add_input(set, files[i], err, errlen);
+	report_paths_free(files, n);
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory opening the inputs");
 	if (rc < 0)
@@ -136,6 +178,7 @@ void report_set_close(struct report_set *set)
 		tally_verdict_fini(&set->sections[i]->verdict);
 		report_names_free(set->sections[i]->names);
 		report_frames_free(set->sections[i]->frames);
+		report_metrics_free(set->sections[i]->metrics);
 		free(set->sections[i]);
 	}
 	free(set->sections);
@@ -143,7 +186,8 @@ void report_set_close(struct report_set *set)
 		free(set->duplicates[i]);
 	free(set->duplicates);
 	tally_map_fini(&set->sessions);
-	for (i = 0; i < set->ninputs; i++) {
+	for (i = set->ninputs; i-- > 0;) {
+		outfile_unprotect(set->inputs[i].dev, set->inputs[i].ino);
 		tally_file_close(set->inputs[i].f);
 		free(set->inputs[i].path);
 	}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "text.h"
 #include "trace-set.h"
 
 #define MAX_WINDOWS_SHOWN 8
@@ -52,13 +53,13 @@ static void text_section(FILE *out, const char *prefix, const struct report_sect
 	char label[300];
 	size_t i;
 
-	fprintf(out, "%s  %s [%u] %s: %s\n", prefix, rs->in->path, rs->s->index,
+	fprintf(out, "%s  %s [%u] %s: %s\n", prefix, tally_text_shown(rs->in->path), rs->s->index,
 		report_section_label(rs, label, sizeof(label)),
 		v->complete ? "COMPLETE" : "INCOMPLETE");
 	for (i = 0; i < v->nreasons; i++) {
 		const struct tally_reason *r = &v->reasons[i];
 
-		fprintf(out, "%s    - %s\n", prefix, r->text);
+		fprintf(out, "%s    - %s\n", prefix, tally_text_shown(r->text));
 		if (r->code == TALLY_R_LOSS)
 			text_windows(out, prefix, rs, r->counter);
 		if (r->hint[0])
@@ -80,7 +81,7 @@ void report_loss_text(FILE *out, const struct report_set *set, const char *prefi
 	for (i = 0; i < set->ninputs; i++)
 		if (set->inputs[i].f->nsections == 0)
 			fprintf(out, "%s  %s: no readable section (nothing in it could be read)\n",
-				prefix, set->inputs[i].path);
+				prefix, tally_text_shown(set->inputs[i].path));
 	for (i = 0; i < set->nsections; i++) {
 		if (set->sections[i]->verdict.complete)
 			complete++;
@@ -227,17 +228,19 @@ void report_warn_damage(const struct report_set *set, FILE *out, const char *pro
 				    out,
 				    "%s: warning: %s: %u chunk(s) missing before offset %" PRIu64
 				    "\n",
-				    prog, set->inputs[i].path, d->missing, d->offset);
+				    prog, tally_text_shown(set->inputs[i].path), d->missing,
+				    d->offset);
 			else
 				fprintf(out,
 					"%s: warning: %s: %s at offset %" PRIu64 " (bytes %" PRIu64
 					"-%" PRIu64 " unreadable)\n",
-					prog, set->inputs[i].path, tally_damage_kind_name(d->kind),
-					d->offset, d->offset, d->end);
+					prog, tally_text_shown(set->inputs[i].path),
+					tally_damage_kind_name(d->kind), d->offset, d->offset,
+					d->end);
 		}
 		if (f->nsections == 0)
 			fprintf(out, "%s: warning: %s: no readable section\n", prog,
-				set->inputs[i].path);
+				tally_text_shown(set->inputs[i].path));
 	}
 	for (i = 0; i < set->nduplicates; i++) {
 		const struct report_section *d = set->duplicates[i];
@@ -246,7 +249,8 @@ void report_warn_damage(const struct report_set *set, FILE *out, const char *pro
 		fprintf(out,
 			"%s: warning: %s: section %u (%s) repeats a session already read from %s: "
 			"counted once\n",
-			prog, d->in->path, d->s->index,
-			report_section_label(d, label, sizeof(label)), d->duplicate_of->in->path);
+			prog, tally_text_shown(d->in->path), d->s->index,
+			report_section_label(d, label, sizeof(label)),
+			tally_text_shown(d->duplicate_of->in->path));
 	}
 }

@@ -18,16 +18,37 @@
 
 struct report_names {
 	uint32_t cap;
-	char **raw;	  /* "[string N lost]" for lost ids; else NULL (the section's own) */
-	char **demangled; /* per id; NULL until asked */
+	char **raw; /* "[string N lost]" for lost ids, a long one cut; else NULL (the section's) */
+	uint8_t *measured; /* per id: its length was checked against REPORT_TEXT_MAX */
+	char **demangled;  /* per id; NULL until asked */
 	char **base;
 };
 
 static uint64_t demangle_refused; /* names kept mangled because they were too big */
+static uint64_t texts_cut;	  /* strings cut at REPORT_TEXT_MAX */
 
 uint64_t report_demangle_refused(void)
 {
 	return demangle_refused;
+}
+
+uint64_t report_texts_cut(void)
+{
+	return texts_cut;
+}
+
+/* s cut to REPORT_TEXT_MAX bytes at a character boundary, saying how much went: malloc'd. */
+static char *cut_text(const char *s, size_t len)
+{
+	size_t keep = REPORT_TEXT_MAX - 64;
+	char *out;
+
+	while (keep > 0 && ((unsigned char)s[keep] & 0xc0) == 0x80)
+		keep--; /* not inside a UTF-8 sequence */
+	if (asprintf(&out, "%.*s\xe2\x80\xa6[%zu bytes cut]", (int)keep, s, len - keep) < 0)
+		return NULL;
+	texts_cut++;
+	return out;
 }
 
 struct demangle_out {
@@ -165,8 +186,34 @@ static bool names_grow(struct report_names **np, uint32_t id)
 	if (!grow_ids(&n->raw, n->cap, cap) || !grow_ids(&n->demangled, n->cap, cap) ||
 	    !grow_ids(&n->base, n->cap, cap))
 		return false;
+	{
+		uint8_t *m = realloc(n->measured, cap);
+
+		if (!m)
+			return false;
+		memset(m + n->cap, 0, cap - n->cap);
+		n->measured = m;
+	}
 	n->cap = cap;
 	return true;
+}
+
+/* s, or its cut copy when it is longer than REPORT_TEXT_MAX (measured once per id). */
+static const char *bounded_string(struct report_section *rs, uint32_t id, const char *s)
+{
+	struct report_names *n;
+	size_t len;
+
+	if (!names_grow(&rs->names, id))
+		return s;
+	n = rs->names;
+	if (!n->measured[id]) {
+		n->measured[id] = 1;
+		len = strlen(s);
+		if (len > REPORT_TEXT_MAX)
+			n->raw[id] = cut_text(s, len);
+	}
+	return n->raw[id] ? n->raw[id] : s;
 }
 
 const char *report_string(struct report_section *rs, uint32_t id)
@@ -174,8 +221,10 @@ const char *report_string(struct report_section *rs, uint32_t id)
 	const char *s = tally_section_string(rs->s, id);
 	char *lost;
 
-	if (s || id == 0)
-		return s ? s : "";
+	if (s)
+		return bounded_string(rs, id, s);
+	if (id == 0)
+		return "";
 	/* Ids past the table were never defined here (a lost tail, or damage): no per-id cache,
 	 * so that a wild id cannot make one huge. */
 	if (id >= rs->s->nstrings || !names_grow(&rs->names, id))
@@ -199,6 +248,12 @@ const char *report_kernel_name(struct report_section *rs, uint32_t id, enum repo
 	if (!n->demangled[id]) {
 		char *d = report_demangle(raw);
 
+		if (d && strlen(d) > REPORT_TEXT_MAX) {
+			char *c = cut_text(d, strlen(d));
+
+			free(d);
+			d = c;
+		}
 		n->demangled[id] = d ? d : strdup(raw);
 		if (!n->demangled[id])
 			return raw;
@@ -222,6 +277,7 @@ void report_names_free(struct report_names *n)
 		free(n->base[i]);
 	}
 	free(n->raw);
+	free(n->measured);
 	free(n->demangled);
 	free(n->base);
 	free(n);

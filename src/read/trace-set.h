@@ -26,15 +26,18 @@
 
 struct report_input {
 	char *path;
-	struct tally_file *f;	 /* opened (preamble checked) by report_set_open */
-	unsigned first_section;	 /* global index of its first section */
-	size_t damage_delivered; /* f->damage entries already handed to consumers */
+	struct tally_file *f;	     /* opened (preamble checked) by report_set_open */
+	unsigned long long dev, ino; /* what it is, whatever its name: no output may replace it */
+	unsigned first_section;	     /* global index of its first section */
+	size_t damage_delivered;     /* f->damage entries already handed to consumers */
 };
 
 /* Per-section names, resolved once per string id (see names.c). */
 struct report_names;
 /* Per-section frame and stack labels (see frames.c). */
 struct report_frames;
+/* Per-section GPU metric names, labels and units (see metrics.c). */
+struct report_metrics;
 
 struct report_section {
 	unsigned index;		      /* across all inputs, in reading order */
@@ -52,6 +55,7 @@ struct report_section {
 	 * by report_warn_damage. */
 	const struct report_section *duplicate_of;
 	struct report_frames *frames;
+	struct report_metrics *metrics;
 };
 
 struct report_set {
@@ -72,12 +76,22 @@ struct report_set {
 
 /*
  * Expand paths (files, and directories: every *.tally inside, sorted by name) and open each file.
- * Nothing is read yet.  On failure returns -errno with err naming the file (and the offset, for a
- * file that is not a trace); set is left empty.
+ * Nothing is read yet.  Until report_set_close, every output tally writes refuses to replace any
+ * of these files (outfile_protect).  On failure returns -errno with err naming the file (and the
+ * offset, for a file that is not a trace); set is left empty.
  */
 int report_set_open(struct report_set *set, char *const *paths, size_t npaths, char *err,
 		    size_t errlen);
 void report_set_close(struct report_set *set);
+
+/*
+ * The files paths name, as report_set_open reads them: a file as given, a directory as every
+ * *.tally in it, sorted by name.  0, or -errno with err naming the path (a directory with no
+ * *.tally in it is -ENOENT).  *files is freed with report_paths_free.
+ */
+int report_paths_expand(char *const *paths, size_t npaths, char ***files, size_t *nfiles, char *err,
+			size_t errlen);
+void report_paths_free(char **files, size_t n);
 
 /* Reads each input's first SESSION (cheap) to find set->base before the main pass. */
 void report_set_find_base(struct report_set *set);
@@ -128,8 +142,16 @@ enum report_name_mode {
 	REPORT_NAME_MANGLED,   /* as recorded: "_Z3fooIiEvPfi" */
 };
 
-/* The string for id in rs's section: "[string N lost]" when its STRINGS chunk was lost. */
+/*
+ * The string for id in rs's section: "[string N lost]" when its STRINGS chunk was lost.  A string
+ * (or a demangled name) longer than REPORT_TEXT_MAX bytes is cut there, ending in "...[N bytes
+ * cut]", and counted in report_texts_cut(): a name repeated on every row of a trace report or an
+ * export must not make the output thousands of times its input.  NVTX messages are shorter
+ * (TALLY_NVTX_TEXT_MAX), and so is every real kernel and API name seen so far.
+ */
+#define REPORT_TEXT_MAX 4096u
 const char *report_string(struct report_section *rs, uint32_t id);
+uint64_t report_texts_cut(void);
 /* A kernel name in the given form; "[unnamed kernel]" for id 0. */
 const char *report_kernel_name(struct report_section *rs, uint32_t id, enum report_name_mode m);
 void report_names_free(struct report_names *n);
@@ -153,6 +175,13 @@ const char *report_sync_type_label(unsigned t);
 
 /* ---- call stacks (frames.c) ------------------------------------------------------------ */
 
+/*
+ * The largest module file a native frame is symbolized from: the trace names the path, so only a
+ * regular file up to this size is opened (a FIFO, a device or a huge file there is never read),
+ * and its frames read "module+0xoffset".  The largest real ones (libtorch_cuda.so) are ~1.5 GiB.
+ */
+#define REPORT_MODULE_MAX_BYTES (4ll << 30)
+
 /* "function (file:line)"; native frames symbolized from the module map (libdw). */
 const char *report_frame_label(struct report_section *rs, uint32_t frame_id);
 /* Frames of a stack, innermost first, joined by " <- "; "[no stack]" for id 0. */
@@ -163,6 +192,34 @@ uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id);
  * or tally built without libdw); NULL when none was, or all were symbolized. */
 const char *report_symbolizer_missing(void);
 void report_frames_free(struct report_frames *f);
+
+/* ---- GPU metrics (metrics.c) --------------------------------------------------------------- */
+
+/* What a GPU_METRIC record measures. */
+struct report_metric {
+	char *name;  /* CUPTI's: sm__cycles_active.avg.pct_of_peak_sustained_elapsed */
+	char *label; /* "SM Active", from the device's metric set (or the name) */
+	char *unit;  /* "%", "bytes/s", "Hz", "" */
+	bool percent;
+	uint32_t device;
+	uint32_t index; /* 0, 1, ... in the order the section's (device, metric) pairs came */
+};
+
+/*
+ * The label, unit and place in its device's metric set (UINT32_MAX: not in one) of a metric
+ * named name of a device of s: from the section's GPU_METRICS chunk of the device, else from the
+ * name (metricset.h: the default set's entry, or its suffix).  Pointers into s, or static, or name.
+ */
+void report_metric_describe(const struct tally_section *s, uint32_t device, const char *name,
+			    const char **label, const char **unit, unsigned *order);
+/* The metric of a GPU_METRIC record of rs (cached per section); NULL when memory ran out. */
+const struct report_metric *report_metric(struct report_section *rs, const struct tally_record *r);
+/* A GPU_METRIC record's value in its unit: METRIC_VALUE / 10^SUBKIND. */
+double report_metric_value(const struct tally_record *r);
+/* The same, exactly, as decimal text: 12345 at scale 3 is "12.345". */
+#define REPORT_METRIC_TEXT 48
+const char *report_metric_text(const struct tally_record *r, char buf[REPORT_METRIC_TEXT]);
+void report_metrics_free(struct report_metrics *m);
 
 /* ---- loss, for the top of every report (loss.c) ----------------------------------------- */
 

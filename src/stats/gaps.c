@@ -11,7 +11,7 @@
 
 #define DEFAULT_GAP_MIN_NS 1000000ull
 #define AUTO_BUCKETS	   20
-#define MAX_BUCKETS	   100000
+#define MAX_BUCKETS	   REPORT_UTIL_MAX_BUCKETS
 
 struct gap_iv {
 	uint64_t t0, t1; /* aligned */
@@ -41,6 +41,9 @@ struct report_gpu_gaps {
 	size_t ngaps, gcap;
 	struct report_util *util;
 	size_t nutil, ucap;
+	struct report_span *spans;
+	size_t nspans, scap;
+	uint64_t util_refused; /* report_gpu_util_refused */
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -94,6 +97,7 @@ void report_gpu_gaps_free(struct report_gpu_gaps *g)
 	free(g->secs);
 	free(g->gaps);
 	free(g->util);
+	free(g->spans);
 	free(g);
 }
 
@@ -185,10 +189,27 @@ const struct report_gap *report_gpu_gaps_list(const struct report_gpu_gaps *g, s
 	return g->gaps;
 }
 
+uint64_t report_gpu_util_refused(const struct report_gpu_gaps *g)
+{
+	return g->util_refused;
+}
+
 const struct report_util *report_gpu_util_list(const struct report_gpu_gaps *g, size_t *n)
 {
 	*n = g->nutil;
 	return g->util;
+}
+
+const struct report_span *report_gpu_span_list(const struct report_gpu_gaps *g, size_t *n)
+{
+	*n = g->nspans;
+	return g->spans;
+}
+
+struct report_gap *report_gpu_gaps_edit(struct report_gpu_gaps *g, size_t *n)
+{
+	*n = g->ngaps;
+	return g->gaps;
 }
 
 /* ---- the proof ---------------------------------------------------------------------------- */
@@ -196,6 +217,13 @@ const struct report_util *report_gpu_util_list(const struct report_gpu_gaps *g, 
 static bool overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 {
 	return a0 <= b1 && b0 <= a1;
+}
+
+/* GPU metrics' own losses (unsampled stretches, overflows) say nothing of the records: a gap is
+ * proven idle or not by the records' ledger alone, and its metrics say what they covered. */
+static bool metric_counter(unsigned counter)
+{
+	return counter >= TALLY_C_METRIC_DECODED && counter <= TALLY_C_METRIC_DEVICES;
 }
 
 static bool has_window(const struct tally_section *s, unsigned counter)
@@ -218,7 +246,7 @@ static bool loss_anywhere(const struct report_section *rs, char *why, size_t len
 	for (i = 0; i < tally_loss_counters_count; i++) {
 		unsigned id = tally_loss_counters[i];
 
-		if (s->ledger.v[id] && !has_window(s, id)) {
+		if (s->ledger.v[id] && !has_window(s, id) && !metric_counter(id)) {
 			snprintf(why, len, "%s: %" PRIu64 " lost at an unknown time",
 				 tally_counter_info(id)->name, s->ledger.v[id]);
 			return true;
@@ -267,7 +295,8 @@ bool report_gap_unproven(const struct report_section *rs, uint64_t t0, uint64_t 
 		const struct tally_window *w = &s->windows[i];
 		const struct tally_counter_info *ci = tally_counter_info(w->counter);
 
-		if (overlaps(t0, t1, report_time(rs, w->t_begin), report_time(rs, w->t_end))) {
+		if (!metric_counter(w->counter) &&
+		    overlaps(t0, t1, report_time(rs, w->t_begin), report_time(rs, w->t_end))) {
 			snprintf(why, len, "loss window: %s, %" PRIu64 " lost",
 				 ci ? ci->name : "loss", w->count);
 			return true;
@@ -312,6 +341,15 @@ static int busy_gaps(struct report_gpu_gaps *g, const struct report_section *rs,
 
 	const struct span *s = b->set.s;
 
+	if (b->stream == REPORT_GAP_ALL_STREAMS && b->set.n) {
+		struct report_span *sp = grow(g->spans, &g->scap, g->nspans + 1, sizeof(*sp));
+
+		if (!sp)
+			return -ENOMEM;
+		g->spans = sp;
+		sp[g->nspans++] =
+		    (struct report_span){rs->index, b->device, s[0].t0, s[b->set.n - 1].t1};
+	}
 	for (i = 1; i < b->set.n; i++)
 		if (add_gap(g, rs, b->device, b->stream, s[i - 1].t1, s[i].t0) < 0)
 			return -ENOMEM;
@@ -364,8 +402,10 @@ static int device_util(struct report_gpu_gaps *g, const struct report_section *r
 		last = v[i].t1 > last ? v[i].t1 : last;
 	bucket = g->o.bucket_ns ? g->o.bucket_ns : (last - first) / AUTO_BUCKETS + 1;
 	nb = (size_t)((last - first) / bucket) + 1;
-	if (nb > MAX_BUCKETS)
-		return 0; /* a bucket far too small for the span: say nothing rather than flood */
+	if (nb > MAX_BUCKETS) { /* a bucket far too small for the span: no flood, but say so */
+		g->util_refused = nb > g->util_refused ? nb : g->util_refused;
+		return 0;
+	}
 	if (!(busy = calloc(nb, sizeof(*busy))))
 		return -ENOMEM;
 	for (i = 0, seg0 = first, seg1 = v[0].t1; i < n; i++) {

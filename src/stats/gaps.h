@@ -33,6 +33,20 @@ struct report_gap {
 	uint64_t t0, t1;  /* aligned ns: end of the work before, start of the work after */
 	bool unproven;	  /* something lost may have run here */
 	char why[120];	  /* "dropped_cupti: 500 in ...", or "no loss overlaps it" */
+	/* The device's GPU metrics over a device gap, once gm_windows_pass (metricsum.h) ran:
+	 * sampled_ns of its interior was sampled (0: no metrics), SM Active's mean and max (%)
+	 * there, and active when SM Active was above 0: the GPU ran work that no record of this
+	 * trace holds (another process, or work that was not traced), so the gap is not idle. */
+	uint64_t sampled_ns;
+	double sm_active, sm_active_max;
+	bool active;
+};
+
+/* Where a device (of a section) ran work: from its first record's start to its last one's end. */
+struct report_span {
+	unsigned section;
+	uint32_t device;
+	uint64_t t0, t1; /* aligned */
 };
 
 struct report_util {
@@ -67,6 +81,14 @@ uint64_t report_gpu_gaps_take_busy(struct report_gpu_gaps *g, const struct repor
 /* Results so far, in section order, each section's device gaps first, then per stream. */
 const struct report_gap *report_gpu_gaps_list(const struct report_gpu_gaps *g, size_t *n);
 const struct report_util *report_gpu_util_list(const struct report_gpu_gaps *g, size_t *n);
+/* Each device's span of work, in section order (what lies between its device gaps is busy). */
+const struct report_span *report_gpu_span_list(const struct report_gpu_gaps *g, size_t *n);
+/* The gap list, writable, for the passes that add to what a gap says (metricsum.h). */
+struct report_gap *report_gpu_gaps_edit(struct report_gpu_gaps *g, size_t *n);
+/* A device whose span the bucket would cut into more than REPORT_UTIL_MAX_BUCKETS buckets has
+ * none listed: the most buckets asked for on such a device, 0 when none was refused. */
+#define REPORT_UTIL_MAX_BUCKETS 100000
+uint64_t report_gpu_util_refused(const struct report_gpu_gaps *g);
 
 /*
  * Is [t0, t1] (aligned ns) of rs proven idle?  true, with why, when something lost may lie in it:

@@ -122,6 +122,17 @@ static uint64_t release_size(struct live_map *lm, const struct mem_event *e)
 	return bytes;
 }
 
+/* a + b, or UINT64_MAX (and *saturated) when that does not fit: a crafted or broken trace may
+ * claim more bytes than 64 bits count, and a total must not wrap to a small number. */
+static uint64_t add_bytes(uint64_t a, uint64_t b, bool *saturated)
+{
+	if (a > UINT64_MAX - b) {
+		*saturated = true;
+		return UINT64_MAX;
+	}
+	return a + b;
+}
+
 static int apply(struct mem_usage *m, struct live_map *lm, struct mem_event *e)
 {
 	struct mem_usage_row *row = row_for(m, e);
@@ -134,12 +145,12 @@ static int apply(struct mem_usage *m, struct live_map *lm, struct mem_event *e)
 		*l = (struct live){e->addr, e->bytes, e->sec, true};
 		lm->n++;
 		row->allocs++;
-		row->alloc_bytes += e->bytes;
-		row->in_use += e->bytes;
+		row->alloc_bytes = add_bytes(row->alloc_bytes, e->bytes, &m->saturated);
+		row->in_use = add_bytes(row->in_use, e->bytes, &m->saturated);
 	} else {
 		e->bytes = release_size(lm, e);
 		row->frees++;
-		row->freed_bytes += e->bytes;
+		row->freed_bytes = add_bytes(row->freed_bytes, e->bytes, &m->saturated);
 		row->in_use -= e->bytes < row->in_use ? e->bytes : row->in_use;
 	}
 	if (row->in_use > row->peak) {

@@ -32,6 +32,7 @@ struct mem_usage {
 	size_t nrows, rows_cap;
 	struct tally_map row_map; /* (section, device, kind) -> row index + 1 */
 	bool failed;
+	bool saturated; /* a byte count stopped at UINT64_MAX rather than wrap */
 };
 
 void mem_usage_add(struct mem_usage *m, const struct report_section *rs,

@@ -33,6 +33,10 @@ const struct report_def report_defs[] = {
     [R_LAUNCH_STATS] = {"cuda_launch_stats", "CUDA Kernel Launch Statistics", false, false},
     [R_QUEUE_DEPTH] = {"gpu_queue_depth", "Launches Outstanding per Stream", false, false},
     [R_DIAGNOSIS] = {"diagnosis", "Diagnosis: What Cost the Most Time", false, false},
+    [R_GPU_METRICS_SUM] = {"gpu_metrics_sum", "GPU Metrics Summary", false, false},
+    [R_GPU_METRICS_NVTX] = {"gpu_metrics_nvtx_sum",
+			    "GPU Metrics per NVTX Range (the 64 range names with the most time)",
+			    false, false},
 };
 const unsigned report_defs_count = R_COUNT;
 
@@ -88,7 +92,7 @@ static const struct report_col mem_usage_cols[] = {
     {"Memory Kind", COL_STR},  {"Allocations", COL_U64},
     {"Frees", COL_U64},	       {"Allocated (B)", COL_U64},
     {"Freed (B)", COL_U64},    {"Peak (B)", COL_U64},
-    {"Peak At (ns)", COL_I64}, {"In Use At End (B)", COL_U64},
+    {"Peak At (ns)", COL_U64}, {"In Use At End (B)", COL_U64},
 };
 
 struct sum_ctx {
@@ -193,7 +197,7 @@ static void sum_cell(const void *ctx, size_t row, size_t col, struct report_cell
 /* ---- trace reports ---------------------------------------------------------------------- */
 
 static const struct report_col gpu_trace_cols[] = {
-    {"Start (ns)", COL_I64},  {"Duration (ns)", COL_U64},
+    {"Start (ns)", COL_U64},  {"Duration (ns)", COL_U64},
     {"CorrId", COL_U64},      {"GrdX", COL_U64},
     {"GrdY", COL_U64},	      {"GrdZ", COL_U64},
     {"BlkX", COL_U64},	      {"BlkY", COL_U64},
@@ -206,10 +210,11 @@ static const struct report_col gpu_trace_cols[] = {
     {"Name", COL_STR},
 };
 
+/* nsys's columns, with Name moved last, where a table does not pad it (docs/stats.md). */
 static const struct report_col api_trace_cols[] = {
-    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64}, {"Name", COL_STR},
-    {"Result", COL_I64},     {"CorrID", COL_U64},	 {"Pid", COL_U64},
-    {"Tid", COL_U64},	     {"T-Pri", COL_U64},	 {"Thread Name", COL_STR},
+    {"Start (ns)", COL_U64}, {"Duration (ns)", COL_U64}, {"Result", COL_I64},
+    {"CorrID", COL_U64},     {"Pid", COL_U64},		 {"Tid", COL_U64},
+    {"T-Pri", COL_U64},	     {"Thread Name", COL_STR},	 {"Name", COL_STR},
 };
 
 struct trace_ctx {
@@ -217,11 +222,17 @@ struct trace_ctx {
 	const struct report_set *set;
 };
 
-/* Start relative to the earliest session start, as nsys's are relative to its capture start. */
+/* Start relative to the earliest session start, as nsys's are relative to its capture start:
+ * negative for a record before it (a clock of another source, an allocation made before the
+ * session began), and past 2^63 ns still the positive number it is. */
 static void start_cell(const struct trace_ctx *x, uint64_t start, struct report_cell *c)
 {
-	c->t = CELL_I64;
-	c->i = (int64_t)(start - x->st->base);
+	uint64_t base = x->st->base;
+
+	if (start >= base)
+		set_u(c, start - base);
+	else
+		set_i(c, base - start > INT64_MAX ? INT64_MIN : -(int64_t)(base - start));
 }
 
 /* "NVIDIA H200 (0)": the device's name and id, as nsys shows it. */
@@ -317,20 +328,20 @@ static void api_cell(const void *ctx, size_t row, size_t col, struct report_cell
 		set_u(c, a->dur);
 		break;
 	case 2:
-		set_s(c, a->name);
-		break;
-	case 3:
 		c->t = CELL_I64;
 		c->i = a->result;
 		break;
-	case 4:
+	case 3:
 		set_u(c, a->corr);
 		break;
-	case 5:
+	case 4:
 		set_u(c, a->pid ? a->pid : (s ? s->pid : 0));
 		break;
-	case 6:
+	case 5:
 		set_u(c, a->tid);
+		break;
+	case 8:
+		set_s(c, a->name);
 		break;
 	default: /* thread priority and name are not recorded */
 		break;
@@ -360,8 +371,10 @@ static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct repor
 		set_u(c, col == 2 ? m->allocs : m->frees);
 	else if (col >= 4 && col <= 6)
 		set_u(c, bytes[col - 4]);
-	else if (col == 7)
+	else if (col == 7 && m->peak) /* no byte was ever in use: there is no peak to time */
 		start_cell(x, m->peak_time, c);
+	else if (col == 7)
+		return;
 	else
 		set_u(c, m->in_use);
 }
@@ -369,12 +382,13 @@ static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct repor
 /* ---- gaps with proof ---------------------------------------------------------------------- */
 
 static const struct report_col gap_cols[] = {
-    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64}, {"Device", COL_U64},
-    {"Stream", COL_STR},     {"Class", COL_STR},	 {"Why", COL_STR},
+    {"Start (ns)", COL_U64},   {"Duration (ns)", COL_U64}, {"PID", COL_U64},
+    {"Device", COL_U64},       {"Stream", COL_STR},	   {"Class", COL_STR},
+    {"Sampled (ns)", COL_U64}, {"SM Active (%)", COL_PCT}, {"Why", COL_STR},
 };
 
 static const struct report_col util_cols[] = {
-    {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64},
+    {"Start (ns)", COL_U64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64},
     {"Device", COL_U64},     {"Busy (%)", COL_PCT},	 {"Loss", COL_STR},
 };
 
@@ -393,9 +407,111 @@ static void gap_cell(const void *ctx, size_t row, size_t col, struct report_cell
 	} else if (col == 4) {
 		snprintf(stream, sizeof(stream), "%" PRIu32, g->stream);
 		set_s(c, g->stream == REPORT_GAP_ALL_STREAMS ? "all" : stream);
-	} else {
-		set_s(c, col == 5 ? (g->unproven ? "unproven" : "idle") : g->why);
+	} else if (col == 5) {
+		set_s(c, g->unproven ? "unproven" : g->active ? "active" : "idle");
+	} else if (col == 6 && g->sampled_ns) {
+		set_u(c, g->sampled_ns);
+	} else if (col == 7 && g->sampled_ns) {
+		set_d(c, g->sm_active);
+	} else if (col == 8) {
+		set_s(c, g->why);
 	}
+}
+
+/* ---- GPU metrics -------------------------------------------------------------------------- */
+
+#define METRIC_STATS                                                                               \
+	{"Mean", COL_F1}, {"P50", COL_F1}, {"P90", COL_F1}, {"Min", COL_F1}, {"Max", COL_F1},      \
+	    {"Threshold", COL_F1},                                                                 \
+	{                                                                                          \
+		"Above (%)", COL_PCT                                                               \
+	}
+
+static const struct report_col metrics_cols[] = {
+    {"PID", COL_U64},	    {"Device", COL_U64},  {"Metric", COL_STR},
+    {"Unit", COL_STR},	    {"Samples", COL_U64}, {"Covered (ns)", COL_U64},
+    {"Span (ns)", COL_U64}, METRIC_STATS,	  {"Name", COL_STR},
+};
+
+static const struct report_col metrics_nvtx_cols[] = {
+    {"Range", COL_STR},
+    {"PID", COL_U64},
+    {"Device", COL_U64},
+    {"Metric", COL_STR},
+    {"Unit", COL_STR},
+    {"Instances", COL_U64},
+    {"Range Time (ns)", COL_U64},
+    {"Samples", COL_U64},
+    {"Covered (ns)", COL_U64},
+    METRIC_STATS,
+    {"Name", COL_STR},
+};
+
+/* The seven statistics from Mean on, then the name, of a series' figures. */
+static void metric_stat_cell(const struct gm_series_view *v, size_t col, struct report_cell *c)
+{
+	const double d[] = {v->mean, v->p50, v->p90, v->min, v->max, v->threshold};
+
+	if (col == 7)
+		set_s(c, v->name ? v->name : v->why);
+	else if (!v->name || !v->covered_ns)
+		return; /* a device row, or no sample: no figures */
+	else if (col < 6)
+		set_d(c, d[col]);
+	else
+		set_d(c, 100 * v->above);
+}
+
+/* Samples and Covered (ns), and Span (ns) when span: the time from the first sample to the end of
+ * the last (Covered less than it: the samples have gaps). */
+static void metric_count_cell(const struct gm_series_view *v, size_t col, bool span,
+			      struct report_cell *c)
+{
+	const uint64_t u[] = {v->samples, v->covered_ns, v->samples ? v->last_ns - v->first_ns : 0};
+
+	if (v->name && col < (span ? 3u : 2u))
+		set_u(c, u[col]);
+}
+
+static void metric_head_cell(const struct trace_ctx *x, const struct gm_series_view *v, size_t col,
+			     struct report_cell *c)
+{
+	if (col == 0)
+		set_u(c, section_pid(x, v->section));
+	else if (col == 1)
+		set_u(c, v->device);
+	else
+		set_s(c, col == 2 ? v->label : v->unit);
+}
+
+static void metrics_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct trace_ctx *x = ctx;
+	const struct gm_series_view *v = gm_row(x->st->gm, row);
+
+	if (col < 4)
+		metric_head_cell(x, v, col, c);
+	else if (col < 7)
+		metric_count_cell(v, col - 4, true, c);
+	else
+		metric_stat_cell(v, col - 7, c);
+}
+
+static void metrics_nvtx_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
+{
+	const struct trace_ctx *x = ctx;
+	const struct gm_nvtx_view *n = gm_nvtx_row(x->st->gm, row);
+
+	if (col == 0)
+		set_s(c, n->range);
+	else if (col < 5)
+		metric_head_cell(x, &n->m, col - 1, c);
+	else if (col < 7)
+		set_u(c, col == 5 ? n->instances : n->range_ns);
+	else if (col < 9)
+		metric_count_cell(&n->m, col - 7, false, c);
+	else
+		metric_stat_cell(&n->m, col - 9, c);
 }
 
 static void util_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
@@ -426,12 +542,20 @@ static const struct {
 	const struct report_col *cols;
 	size_t n;
 } report_cols[R_COUNT] = {
-    [R_NVTX_SUM] = COLS(nvtx_cols),	   [R_API_SUM] = COLS(api_cols),
-    [R_KERN_SUM] = COLS(kern_cols),	   [R_KERN_GB_SUM] = COLS(kern_gb_cols),
-    [R_MEM_TIME_SUM] = COLS(memtime_cols), [R_MEM_SIZE_SUM] = COLS(memsize_cols),
-    [R_GPU_TRACE] = COLS(gpu_trace_cols),  [R_API_TRACE] = COLS(api_trace_cols),
-    [R_GPU_GAPS] = COLS(gap_cols),	   [R_GPU_UTIL] = COLS(util_cols),
-    [R_KERN_STACK_SUM] = COLS(stack_cols), [R_MEM_USAGE] = COLS(mem_usage_cols),
+    [R_NVTX_SUM] = COLS(nvtx_cols),
+    [R_API_SUM] = COLS(api_cols),
+    [R_KERN_SUM] = COLS(kern_cols),
+    [R_KERN_GB_SUM] = COLS(kern_gb_cols),
+    [R_MEM_TIME_SUM] = COLS(memtime_cols),
+    [R_MEM_SIZE_SUM] = COLS(memsize_cols),
+    [R_GPU_TRACE] = COLS(gpu_trace_cols),
+    [R_API_TRACE] = COLS(api_trace_cols),
+    [R_GPU_GAPS] = COLS(gap_cols),
+    [R_GPU_UTIL] = COLS(util_cols),
+    [R_KERN_STACK_SUM] = COLS(stack_cols),
+    [R_MEM_USAGE] = COLS(mem_usage_cols),
+    [R_GPU_METRICS_SUM] = COLS(metrics_cols),
+    [R_GPU_METRICS_NVTX] = COLS(metrics_nvtx_cols),
 };
 
 static const char *const empty_text[R_COUNT] = {
@@ -449,6 +573,9 @@ static const char *const empty_text[R_COUNT] = {
 			 "--python-stacks or --native-stacks)",
     [R_MEM_USAGE] = "the trace(s) hold no CUDA memory allocation data (record with --trace "
 		    "cuda,memory)",
+    [R_GPU_METRICS_SUM] = GM_NO_METRICS,
+    [R_GPU_METRICS_NVTX] = "the trace(s) hold no GPU metrics inside NVTX ranges (record with "
+			   "--gpu-metrics and NVTX ranges)",
 };
 
 /* A report a summary cannot carry, when summaries are among the inputs: none of its rows. */
@@ -458,6 +585,28 @@ static void summarized_only(const struct stats *st, enum report_id r, struct rep
 		v->nrows = 0;
 		v->empty = "summaries (tally stats --partial) carry no records: this report needs "
 			   "the traces themselves";
+	}
+}
+
+/* What a report must say beside its rows: a figure that could not be shown as it is. */
+static void view_notes(const struct stats *st, enum report_id r, struct report_view *v)
+{
+	static char util[300];
+	uint64_t refused;
+
+	if ((r == R_MEM_USAGE && st->mem_usage.saturated) || st->t[r].saturated)
+		v->note = "a total passed 2^64 - 1 and is shown stopped there "
+			  "(18,446,744,073,709,551,615; averages are exact): the trace claims more "
+			  "than 64 bits count";
+	if (r == R_GPU_UTIL && (refused = report_gpu_util_refused(st->gaps)) != 0) {
+		snprintf(util, sizeof(util),
+			 "--util-bucket cuts a device's span into %" PRIu64
+			 " buckets, more than %u: that device is not listed; give a larger bucket",
+			 refused, REPORT_UTIL_MAX_BUCKETS);
+		if (v->nrows)
+			v->note = util;
+		else
+			v->empty = util;
 	}
 }
 
@@ -493,11 +642,16 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 		v->cell = mem_usage_cell;
 		v->ctx = tx;
 		v->nrows = st->mem_usage.nrows;
+	} else if (r == R_GPU_METRICS_SUM || r == R_GPU_METRICS_NVTX) {
+		v->cell = r == R_GPU_METRICS_SUM ? metrics_cell : metrics_nvtx_cell;
+		v->ctx = tx;
+		v->nrows = r == R_GPU_METRICS_SUM ? gm_rows(st->gm) : gm_nvtx_rows(st->gm);
 	} else {
 		v->cell = sum_cell;
 		v->ctx = sx;
 		v->nrows = r == R_KERN_STACK_SUM && !st->stacked_kernels ? 0 : st->t[r].n;
 	}
+	view_notes(st, r, v);
 	summarized_only(st, r, v);
 }
 

@@ -10,6 +10,7 @@
 #include "jobs.h"
 #include "launch.h"
 #include "memusage.h"
+#include "metricsum.h"
 #include "sketch.h"
 #include "spread.h"
 #include "stats.h"
@@ -37,6 +38,8 @@ enum report_id {
 	R_LAUNCH_STATS,
 	R_QUEUE_DEPTH,
 	R_DIAGNOSIS,
+	R_GPU_METRICS_SUM,
+	R_GPU_METRICS_NVTX,
 	R_COUNT,
 };
 
@@ -75,6 +78,7 @@ struct gtable {
 	uint32_t *slot; /* open addressing: group index + 1, 0 empty */
 	size_t nslot;
 	uint64_t grand_total;
+	bool saturated;	      /* a total (or the grand total) stopped at UINT64_MAX */
 	struct group **order; /* after stats_finish: by total, descending */
 };
 
@@ -154,6 +158,8 @@ struct stats {
 	struct diag_finding *findings;
 	size_t nfindings;
 	const struct report_set *set; /* the set stats_finish was given */
+	struct gm *gm; /* GPU metrics: gpu_metrics_sum, _nvtx_sum, and gpu_gaps' metrics */
+	char err[400]; /* why stats_finish failed, when not for memory */
 };
 
 /* The analyses' views (reports-analyses.c): fills v for report r; false if r is not one. */

@@ -658,6 +658,9 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 		st->failed = true;
 	if (st->partial && stats_partial_records(st, rs, r, n) < 0)
 		st->failed = true;
+	if (st->gm && (gm_add(st->gm, rs, r, n) < 0 || (stats_wants(st, R_GPU_METRICS_NVTX) &&
+							gm_collect_ranges(st->gm, rs, r, n) < 0)))
+		st->failed = true;
 	if ((st->bd && breakdown_add(st->bd, rs, r, n) < 0) ||
 	    (st->launches && launches_add(st->launches, rs, r, n) < 0) ||
 	    (st->steps && steps_add(st->steps, rs, r, n) < 0) ||
@@ -680,6 +683,8 @@ static int on_section_end(void *ctx, struct report_section *rs)
 	struct stats *st = ctx;
 
 	if (st->gaps && report_gpu_gaps_section(st->gaps, rs) < 0)
+		st->failed = true;
+	if (st->gm && gm_section_end(st->gm, rs) < 0)
 		st->failed = true;
 	if ((st->bd && breakdown_section_end(st->bd, rs) < 0) ||
 	    (st->launches && launches_section_end(st->launches, rs) < 0))
@@ -774,6 +779,13 @@ struct stats *stats_new(const struct stats_request *req)
 			return NULL;
 		}
 	}
+	if ((stats_wants(st, R_GPU_METRICS_SUM) || stats_wants(st, R_GPU_METRICS_NVTX) ||
+	     stats_wants(st, R_GPU_GAPS)) &&
+	    !(st->gm = gm_new(0, 0, 0))) {
+		report_gpu_gaps_free(st->gaps);
+		free(st);
+		return NULL;
+	}
 	st->gpu.elem = sizeof(struct gpu_row);
 	st->api.elem = sizeof(struct api_row);
 	for (i = 0; i < MEMOPS; i++) {
@@ -817,7 +829,13 @@ void stats_free(struct stats *st)
 	free(st->api.v);
 	pool_fini(&st->names);
 	report_gpu_gaps_free(st->gaps);
+	gm_free(st->gm);
 	free(st);
+}
+
+const struct gm *stats_gpu_metrics(const struct stats *st)
+{
+	return st->gm;
 }
 
 uint64_t stats_untimed(const struct stats *st)
@@ -827,11 +845,16 @@ uint64_t stats_untimed(const struct stats *st)
 
 /* ---- finishing: exact medians and standard deviations ----------------------------------- */
 
-/* Sum, extremes and the variance's numerator in one pass of exact integer arithmetic. */
-static bool exact_moments(const struct u64vec *vals, struct stats_group_view *v, long double *ss)
+/*
+ * Sum, extremes and the variance's numerator in one pass of exact integer arithmetic.  The sum is
+ * 128 bits wide (2^64 records of 2^64 each), so the average stays exact; the total shown stops at
+ * UINT64_MAX rather than wrap, and says so (saturated).
+ */
+static bool exact_moments(const struct u64vec *vals, struct stats_group_view *v, long double *ss,
+			  long double *mean)
 {
-	unsigned __int128 sq = 0, num;
-	uint64_t total = 0, min = UINT64_MAX, max = 0;
+	unsigned __int128 sq = 0, num, total = 0;
+	uint64_t min = UINT64_MAX, max = 0;
 	size_t i;
 
 	for (i = 0; i < vals->n; i++) {
@@ -842,7 +865,9 @@ static bool exact_moments(const struct u64vec *vals, struct stats_group_view *v,
 		max = x > max ? x : max;
 		sq += (unsigned __int128)x * x;
 	}
-	v->total = total;
+	v->saturated = total > UINT64_MAX;
+	v->total = v->saturated ? UINT64_MAX : (uint64_t)total;
+	*mean = (long double)total / (long double)vals->n;
 	v->min = min;
 	v->max = max;
 	/* exact while x < 2^32 and n < 2^31: n * sum(x^2) and sum(x)^2 both fit in 128 bits */
@@ -895,15 +920,14 @@ static void finish_group(const struct stats *st, struct group *g)
 	v->count = g->vals.n;
 	if (!v->count)
 		return;
-	if (!exact_moments(&g->vals, v, &ss)) { /* huge values: two passes in long double */
-		mean = (long double)v->total / (long double)v->count;
+	if (!exact_moments(&g->vals, v, &ss, &mean)) { /* huge values: two passes, long double */
 		for (ss = 0, i = 0; i < g->vals.n; i++) {
 			long double d = (long double)g->vals.v[i] - mean;
 
 			ss += d * d;
 		}
 	}
-	v->avg = (double)((long double)v->total / (long double)v->count);
+	v->avg = (double)mean;
 	/* the sample standard deviation (n - 1), as nsys reports it; 0 for a single value */
 	v->stddev = v->count > 1 ? (double)sqrtl(ss / (long double)(v->count - 1)) : 0.0;
 	mid = stats_select(g->vals.v, g->vals.n, (g->vals.n - 1) / 2, v->min, v->max,
@@ -934,9 +958,15 @@ static int finish_table(const struct stats *st, struct gtable *t)
 	if (!t->order)
 		return -ENOMEM;
 	t->grand_total = 0;
+	t->saturated = false;
 	for (i = 0; i < t->n; i++) {
+		uint64_t total;
+
 		finish_group(st, &t->g[i]);
-		t->grand_total += t->g[i].view.total;
+		total = t->g[i].view.total;
+		t->saturated |= t->g[i].view.saturated || t->grand_total > UINT64_MAX - total;
+		t->grand_total =
+		    t->grand_total > UINT64_MAX - total ? UINT64_MAX : t->grand_total + total;
 		t->order[i] = &t->g[i];
 	}
 	if (t->n > 1)
@@ -982,6 +1012,34 @@ static int cmp_api(const void *pa, const void *pb)
 	if (a->sec != b->sec)
 		return a->sec < b->sec ? -1 : 1;
 	return a->corr < b->corr ? -1 : a->corr > b->corr;
+}
+
+/* GPU metrics: the summary, then (for gaps and NVTX ranges) a second pass over the inputs. */
+static int finish_metrics(struct stats *st, const struct report_set *set)
+{
+	bool nvtx = stats_wants(st, R_GPU_METRICS_NVTX), gaps = stats_wants(st, R_GPU_GAPS);
+	struct report_gap *list = NULL, **each = NULL;
+	size_t n = 0, i;
+	int rc;
+
+	if (!st->gm)
+		return 0;
+	if ((rc = gm_finish(st->gm)) < 0)
+		return rc;
+	if ((!gaps && !nvtx) || !gm_records(st->gm))
+		return 0; /* nothing to take over stretches of time, or no metric to take */
+	if (gaps)
+		list = report_gpu_gaps_edit(st->gaps, &n);
+	if (n && !(each = malloc(n * sizeof(*each))))
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		each[i] = &list[i];
+	rc = gm_windows_pass(st->gm, each, n, gaps ? st->gaps : NULL, nvtx, set, st->err,
+			     sizeof(st->err));
+	free(each);
+	if (rc == -ENOMEM)
+		st->err[0] = '\0'; /* said as out of memory */
+	return rc;
 }
 
 /* The analyses that need the whole set: steps, spread, queues, jobs, then the diagnosis. */
@@ -1048,6 +1106,7 @@ void stats_jobs_warning(const struct stats *st, FILE *out, const char *prefix)
 int stats_finish(struct stats *st, const struct report_set *set)
 {
 	unsigned r;
+	int rc;
 
 	if (st->failed)
 		return -ENOMEM;
@@ -1057,6 +1116,9 @@ int stats_finish(struct stats *st, const struct report_set *set)
 	group_by_style(&st->t[R_KERN_STACK_SUM]);
 	if (mem_usage_finish(&st->mem_usage) < 0)
 		return -ENOMEM;
+	/* the GPU metrics before the analyses: the diagnosis may read them (stats_gpu_metrics) */
+	if ((rc = finish_metrics(st, set)) < 0)
+		return rc;
 	if (analyses_finish(st, set) < 0)
 		return -ENOMEM;
 	if (st->gpu.n > 1)
@@ -1071,6 +1133,11 @@ int stats_finish(struct stats *st, const struct report_set *set)
 	if (st->api.n && ((struct api_row *)st->api.v)->start < st->base)
 		st->base = ((struct api_row *)st->api.v)->start;
 	return 0;
+}
+
+const char *stats_error(const struct stats *st)
+{
+	return st->err[0] ? st->err : NULL;
 }
 
 const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i)

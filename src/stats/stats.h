@@ -49,8 +49,14 @@ struct stats *stats_new(const struct stats_request *req);
 void stats_free(struct stats *st);
 /* Scan callbacks that feed the aggregation (stats is their ctx). */
 void stats_scan_ops(struct stats *st, struct report_scan_ops *ops);
-/* After the scan: medians, standard deviations, sorting. */
+/* After the scan: medians, standard deviations, sorting, and (for gpu_gaps and
+ * gpu_metrics_nvtx_sum, when the traces hold GPU metrics) a second pass over the set's inputs.
+ * 0, or -errno: -ENOMEM, or what stats_error() says. */
 int stats_finish(struct stats *st, const struct report_set *set);
+/* Why stats_finish failed, other than memory; NULL if it did not. */
+const char *stats_error(const struct stats *st);
+/* The GPU metrics' summary (metricsum.h) after stats_finish; NULL unless a report needed it. */
+const struct gm *stats_gpu_metrics(const struct stats *st);
 /* Write every requested report. Returns 0 or -errno (output failed). */
 int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum report_format fmt);
 
@@ -60,6 +66,7 @@ struct stats_group_view {
 	int32_t grid[3], block[3]; /* cuda_gpu_kern_gb_sum */
 	uint64_t count, total, min, max;
 	double avg, median, stddev;
+	bool saturated; /* total passed 2^64 - 1: shown as UINT64_MAX (avg is still exact) */
 };
 /* Groups of report idx after stats_finish, in report order; NULL past the end. */
 const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i);

@@ -1,10 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* Report views as nsys-style tables, CSV and JSON; see table.h. */
 #include "table.h"
+#include "text.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* A text cell of a table, escaped and cut to its column's cap: up to 4 bytes a column. */
+struct text_cell {
+	char buf[4 * TABLE_LAST_MAX_COLS + 8];
+	size_t cols;
+	bool cut;
+};
 
 /* 1234567 -> "1,234,567" into buf (at least 32 bytes). */
 static const char *with_commas(char *buf, uint64_t v, bool negative)
@@ -70,21 +79,14 @@ static const char *cell_text(const struct report_col *col, const struct report_c
 	return "";
 }
 
-/* Display width: code points, not bytes (names may be UTF-8). */
-static size_t text_width(const char *s)
+/* The text of a string cell as the table shows it: escaped for the terminal (text.h), at most
+ * TABLE_LAST_MAX_COLS wide in the last column (where the names are, as nsys puts them) and
+ * TABLE_MAX_COLS in any other, so that no row is padded to a crafted name's width. */
+static void text_cell(const struct report_view *v, size_t k, const char *s, struct text_cell *t)
 {
-	size_t w = 0;
+	size_t cap = k + 1 == v->ncols ? TABLE_LAST_MAX_COLS : TABLE_MAX_COLS;
 
-	for (; *s; s++)
-		w += ((unsigned char)*s & 0xc0) != 0x80;
-	return w;
-}
-
-/* Terminal-safe text: control characters would break the columns. */
-static void put_text(FILE *out, const char *s)
-{
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
+	t->cols = tally_text_printable_to(s, cap, t->buf, sizeof(t->buf), &t->cut);
 }
 
 static void pad(FILE *out, size_t n)
@@ -93,24 +95,34 @@ static void pad(FILE *out, size_t n)
 		fputc(' ', out);
 }
 
-static void table_widths(const struct report_view *v, size_t *w)
+/* Widths of the columns; returns how many text cells will be cut. */
+static size_t table_widths(const struct report_view *v, size_t *w, struct text_cell *t)
 {
 	struct report_cell c;
 	char buf[64];
-	size_t r, k;
+	size_t r, k, cut = 0;
 
 	for (k = 0; k < v->ncols; k++)
 		w[k] = strlen(v->cols[k].header);
 	for (r = 0; r < v->nrows; r++)
 		for (k = 0; k < v->ncols; k++) {
+			const char *s;
 			size_t n;
 
 			memset(&c, 0, sizeof(c));
 			v->cell(v->ctx, r, k, &c);
-			n = text_width(cell_text(&v->cols[k], &c, true, buf, sizeof(buf)));
+			s = cell_text(&v->cols[k], &c, true, buf, sizeof(buf));
+			if (v->cols[k].type == COL_STR) {
+				text_cell(v, k, s, t);
+				n = t->cols;
+				cut += t->cut;
+			} else {
+				n = strlen(s);
+			}
 			if (n > w[k])
 				w[k] = n;
 		}
+	return cut;
 }
 
 static void table_header(FILE *out, const struct report_view *v, const size_t *w)
@@ -143,36 +155,52 @@ static void table_header(FILE *out, const struct report_view *v, const size_t *w
 
 static void write_table(FILE *out, const struct report_view *v)
 {
-	size_t *w = calloc(v->ncols, sizeof(*w)), r, k;
+	size_t *w = calloc(v->ncols, sizeof(*w)), r, k, cut;
+	struct text_cell *t = malloc(sizeof(*t));
 	struct report_cell c;
 	char buf[64];
 
-	if (!w)
-		return;
-	table_widths(v, w);
+	if (!w || !t)
+		goto out;
+	cut = table_widths(v, w, t);
 	table_header(out, v, w);
 	for (r = 0; r < v->nrows; r++) {
 		for (k = 0; k < v->ncols; k++) {
-			const char *t;
-			size_t n;
+			const char *s;
 
 			memset(&c, 0, sizeof(c));
 			v->cell(v->ctx, r, k, &c);
-			t = cell_text(&v->cols[k], &c, true, buf, sizeof(buf));
-			n = text_width(t);
+			s = cell_text(&v->cols[k], &c, true, buf, sizeof(buf));
 			fputs(k ? "  " : " ", out);
 			if (v->cols[k].type == COL_STR) {
-				put_text(out, t);
+				text_cell(v, k, s, t);
+				fputs(t->buf, out);
 				if (k + 1 < v->ncols)
-					pad(out, w[k] - n);
+					pad(out, w[k] - t->cols);
 			} else {
-				pad(out, w[k] - n);
-				fputs(t, out);
+				pad(out, w[k] - strlen(s));
+				fputs(s, out);
 			}
 		}
 		fputc('\n', out);
 	}
+	if (cut)
+		fprintf(
+		    out,
+		    "\n (%zu text(s) cut, ending in \"\xe2\x80\xa6\": a table's columns are at "
+		    "most "
+		    "%u characters wide, %u for the last; -f csv or -f json has the whole text)\n",
+		    cut, TABLE_MAX_COLS, TABLE_LAST_MAX_COLS);
+out:
+	free(t);
 	free(w);
+}
+
+/* Text of a block, under the one escaping rule (common/text.h); not cut: a block is a line of
+ * its own. */
+static void put_text(FILE *out, const char *s)
+{
+	fputs(tally_text_shown(s), out);
 }
 
 /* Rows as numbered blocks: for text too long for columns. */
@@ -224,8 +252,23 @@ void report_csv_field(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+/* A CSV field to a terminal: the same text, escaped (CSV to a file stays data). */
+static void csv_field_for(FILE *out, const char *s, bool terminal)
+{
+	char *t;
+
+	if (!terminal) {
+		report_csv_field(out, s);
+		return;
+	}
+	t = tally_text_printable(s);
+	report_csv_field(out, t ? t : "[out of memory]");
+	free(t);
+}
+
 static void write_csv(FILE *out, const struct report_view *v)
 {
+	bool terminal = isatty(fileno(out));
 	struct report_cell c;
 	char buf[64];
 	size_t r, k;
@@ -240,7 +283,8 @@ static void write_csv(FILE *out, const struct report_view *v)
 			memset(&c, 0, sizeof(c));
 			v->cell(v->ctx, r, k, &c);
 			fputs(k ? "," : "", out);
-			report_csv_field(out, cell_text(&v->cols[k], &c, false, buf, sizeof(buf)));
+			csv_field_for(out, cell_text(&v->cols[k], &c, false, buf, sizeof(buf)),
+				      terminal);
 		}
 		fputc('\n', out);
 	}
@@ -254,6 +298,8 @@ static void write_json(const struct report_view *v, struct tally_json *j)
 	tally_json_object_begin(j);
 	tally_json_field_string(j, "name", v->name);
 	tally_json_field_string(j, "title", v->title);
+	if (v->note)
+		tally_json_field_string(j, "note", v->note);
 	tally_json_name(j, "rows");
 	tally_json_array_begin(j);
 	for (r = 0; r < v->nrows; r++) {
@@ -298,9 +344,13 @@ void report_view_write(FILE *out, const struct report_view *v, enum report_forma
 			write_blocks(out, v);
 		else
 			write_table(out, v);
+		if (v->note)
+			fprintf(out, "\n NOTE: %s\n", v->note);
 		break;
 	case REPORT_FMT_CSV:
 		fprintf(out, "\n# %s: %s\n", v->name, v->title);
+		if (v->note)
+			fprintf(out, "# note: %s\n", v->note);
 		write_csv(out, v);
 		break;
 	case REPORT_FMT_JSON:

@@ -58,6 +58,7 @@ struct report_view {
 	void (*cell)(const void *ctx, size_t row, size_t col, struct report_cell *c);
 	const void *ctx;
 	const char *empty; /* said instead of a table when there is no row */
+	const char *note;  /* said after the rows (or the empty text), when not NULL */
 	/* the table format as blocks, not columns (long text: the diagnosis): each row numbered,
 	 * column block_title on its first line, every other column on a line of its own */
 	bool blocks;
@@ -88,6 +89,15 @@ static inline void set_s(struct report_cell *c, const char *s)
 	c->t = CELL_STR;
 	c->s = s;
 }
+
+/*
+ * Tables are for people: every text cell is escaped for the terminal (common/text.h's one rule)
+ * and no column is wider than TABLE_MAX_COLS characters, or TABLE_LAST_MAX_COLS for the last one
+ * (where names go, as nsys puts them); a cut text ends in U+2026 and the table says so.  CSV is
+ * data: written as it is to a file, escaped by the same rule when the stream is a terminal.
+ */
+#define TABLE_MAX_COLS	    40u
+#define TABLE_LAST_MAX_COLS 1000u
 
 /* Write one report; j is the open JSON writer for REPORT_FMT_JSON (an array element). */
 void report_view_write(FILE *out, const struct report_view *v, enum report_format fmt,

@@ -30,6 +30,7 @@ class Dom(HTMLParser):
         self.row = None
         self.tags = {}
         self.attrs_seen = set()
+        self.classes = {}  # class -> elements
         self.elements = []  # (tag, attrs) of every element, in order
         self.text_of_class = {}
         self.in_value = False
@@ -40,6 +41,8 @@ class Dom(HTMLParser):
         self.elements.append((tag, a))
         for k in a:
             self.attrs_seen.add(k)
+        for c in (a.get("class") or "").split():
+            self.classes[c] = self.classes.get(c, 0) + 1
         if tag in ("script", "style"):
             self.stack.append(("skip", None))
             return
@@ -170,6 +173,8 @@ def main():
     ap.add_argument("png")
     ap.add_argument("--ranks", type=int, default=0)
     ap.add_argument("--kernels", type=int, default=-1, help="kernel instances the generator made")
+    ap.add_argument("--gpu-metrics", help="tally stats -r gpu_metrics_sum -f json of the trace")
+    ap.add_argument("--metric-charts", type=int, default=-1, help="metric charts (device x unit)")
     o = ap.parse_args()
     fails = []
     dom = Dom()
@@ -211,6 +216,19 @@ def main():
             fails.append("ranks table has %d rows, want %d" % (len(ranks), o.ranks))
         if not dom.ids.get("straggler", {}).get("text", "").startswith("Steps: "):
             fails.append("no straggler line")
+
+    if o.gpu_metrics:  # the summary table as tally stats says it, and a chart per device and unit
+        want = json.load(open(o.gpu_metrics))["reports"][0]["rows"]
+        rows = dom.tables.get("table-gpu_metrics_sum", [])[1:]
+        got = {(r.get("Device"), r.get("Name")): r.get("Samples") for r in rows}
+        for r in want:
+            if got.get((str(r["Device"]), r["Name"])) != ("" if r["Samples"] is None else str(r["Samples"])):
+                fails.append("gpu_metrics_sum %s of device %s: page %r, tally stats %r" % (
+                    r["Name"], r["Device"], got.get((str(r["Device"]), r["Name"])), r["Samples"]))
+        if len(rows) != len(want):
+            fails.append("gpu_metrics_sum: %d rows on the page, %d from tally stats" % (len(rows), len(want)))
+    if o.metric_charts >= 0 and dom.classes.get("metrics-chart", 0) != o.metric_charts:
+        fails.append("%d metric charts, want %d" % (dom.classes.get("metrics-chart", 0), o.metric_charts))
 
     fails += analyses(dom, stats, text, o.ranks)
     colours = png_colours(o.png)

@@ -2,9 +2,10 @@
 # Hostile and odd inputs (docs/format.md "Limits", docs/export.md "Safe outputs"): crafted traces
 # made by tally-craft, FIFOs, symbolic links and devices at -o, odd option values.  Every reader
 # run is bounded in time and memory here, so that a regression fails instead of hanging.
-# Usage: test-hostile.sh TALLY CRAFT SRCDIR TESTSRC
+# Issue 21's cases each carry their item number ("item N").
+# Usage: test-hostile.sh TALLY CRAFT SRCDIR TESTSRC FAKEAPP FAKECUPTI NO_FALLOCATE
 set -u
-TALLY=$1 CRAFT=$2 SRC=$3 TESTSRC=$4
+TALLY=$1 CRAFT=$2 SRC=$3 TESTSRC=$4 APP=$5 FAKECUPTI=$6 NO_FALLOCATE=$7
 TALLY=$(cd "$(dirname "$TALLY")" && pwd)/$(basename "$TALLY") # some cases change directory
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -39,7 +40,34 @@ has() { # name pattern file
 hasnt() { # name pattern file
 	grep -q -- "$2" "$3" && { bad "$1: '$2' in $3"; head -c 2000 "$3"; } || ok "$1"
 }
-craft() { "$CRAFT" "$1" "$T/$1.tally" || bad "tally-craft $1"; }
+craft() { "$CRAFT" "$1" "$T/$1.tally" ${2+"$2"} || bad "tally-craft $1"; }
+# raw FILE: does FILE hold a character a terminal would obey (text.h's rule), or invalid UTF-8?
+raw() {
+	python3 - "$1" <<'EOF'
+import sys
+d = open(sys.argv[1], "rb").read().replace(b"\r\n", b"\n")  # script(1) ends lines with CR LF
+t = d.decode("utf-8", "replace")
+bidi = {0x61C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
+        0x2066, 0x2067, 0x2068, 0x2069}
+bad = [c for c in t if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F
+       or ord(c) in bidi or c == "\ufffd"]
+sys.exit(0 if bad else 1)
+EOF
+}
+no_raw() { # name file
+	if raw "$2"; then
+		bad "$1: a raw control or invalid UTF-8 in $2"
+		head -c 600 "$2" | od -c | head
+	else
+		ok "$1"
+	fi
+}
+# on_tty FILE CMD...: CMD on a terminal (script(1) gives it one); what the terminal got in FILE
+on_tty() {
+	out=$1
+	shift
+	script -qec "$(printf "'%s' " "$@")" /dev/null >"$out" 2>&1
+}
 
 # ---- readers: declared counts and ids are checked before anything is allocated ---------------
 for c in rows-bomb strings-bomb; do
@@ -181,26 +209,26 @@ EOF
 echo precious >"$T/victim"
 ln -s "$T/victim" "$T/link.json"
 ln -s "$T/nowhere" "$T/dangling.json"
-run "export --force onto a symlink" 4 10 256 "$TALLY" export -f chrome --force -o "$T/link.json" "$T/tiny.tally"
+run "export --force onto a symlink" 2 10 256 "$TALLY" export -f chrome --force -o "$T/link.json" "$T/tiny.tally"
 has "export: says it is a link" "symbolic link" "$T/err"
 [ "$(cat "$T/victim")" = precious ] && [ -L "$T/link.json" ] && ok "export: link and target intact" || bad "export: link followed"
-run "export onto a dangling symlink" 4 10 256 "$TALLY" export -f chrome -o "$T/dangling.json" "$T/tiny.tally"
+run "export onto a dangling symlink" 2 10 256 "$TALLY" export -f chrome -o "$T/dangling.json" "$T/tiny.tally"
 [ ! -e "$T/nowhere" ] && ok "export: dangling target not created" || bad "export: created through a link"
-run "sqlite --force onto a symlink" 4 10 256 "$TALLY" export -f sqlite --force -o "$T/link.json" "$T/tiny.tally"
-run "export --force onto a FIFO" 4 10 256 "$TALLY" export -f chrome --force -o "$T/fifo.tally" "$T/tiny.tally"
+run "sqlite --force onto a symlink" 2 10 256 "$TALLY" export -f sqlite --force -o "$T/link.json" "$T/tiny.tally"
+run "export --force onto a FIFO" 2 10 256 "$TALLY" export -f chrome --force -o "$T/fifo.tally" "$T/tiny.tally"
 [ -p "$T/fifo.tally" ] && ok "export: FIFO left alone" || bad "export: FIFO replaced"
 if mknod "$T/null" c 1 3 2>/dev/null; then
-	run "export --force onto a device" 4 10 256 "$TALLY" export -f chrome --force -o "$T/null" "$T/tiny.tally"
+	run "export --force onto a device" 2 10 256 "$TALLY" export -f chrome --force -o "$T/null" "$T/tiny.tally"
 	[ -c "$T/null" ] && ok "export: device left alone" || bad "export: device replaced"
 fi
 mkdir "$T/csvdir" && ln -s "$T/victim" "$T/csvdir/kernel.csv"
-run "csv --force with a symlink inside" 4 10 256 "$TALLY" export -f csv --force -o "$T/csvdir" "$T/tiny.tally"
+run "csv --force with a symlink inside" 2 10 256 "$TALLY" export -f csv --force -o "$T/csvdir" "$T/tiny.tally"
 [ "$(cat "$T/victim")" = precious ] && ok "csv: link target intact" || bad "csv: wrote through a link"
 echo old >"$T/old.json"
 run "export --force onto a regular file" 0 10 256 "$TALLY" export -f chrome --force -o "$T/old.json" "$T/tiny.tally"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/old.json" && ok "export: regular file replaced" || bad "export: not replaced"
 ls -a "$T" | grep -q "tally-tmp" && bad "a temporary file was left behind" || ok "no temporary file left"
-run "merge --force onto a symlink" 4 10 256 "$TALLY" merge --force -o "$T/link.json" "$T/tiny.tally"
+run "merge --force onto a symlink" 2 10 256 "$TALLY" merge --force -o "$T/link.json" "$T/tiny.tally"
 [ "$(cat "$T/victim")" = precious ] && ok "merge: target intact" || bad "merge: wrote through a link"
 
 # stats -o: no overwrite without --force, never its own input
@@ -219,8 +247,284 @@ run "compare --force -o a symlink" 2 10 256 "$TALLY" compare --force -o "$T/link
 run "compare -o its input" 2 10 256 "$TALLY" compare --force -o "$T/input.tally" "$T/input.tally" "$T/lossy.tally"
 cmp -s "$T/input.tally" "$T/tiny.tally" && ok "compare -o: input intact" || bad "compare -o: input overwritten"
 
+# ---- item 1: stack and frame ids are paid for by the file's bytes ----------------------------
+craft stacks-bomb
+run "item 1: stacks-bomb: check" 1 10 256 "$TALLY" check "$T/stacks-bomb.tally"
+has "item 1: stacks-bomb: the chunks named damaged" "bad-payload" "$T/out"
+run "item 1: stacks-bomb: stats" 1 10 256 "$TALLY" stats -r all "$T/stacks-bomb.tally"
+run "item 1: stacks-bomb: merge" 0 10 256 "$TALLY" merge -o "$T/sb-m.tally" "$T/stacks-bomb.tally"
+run "item 1: stacks-bomb: chrome" 0 10 256 "$TALLY" export -f chrome -o "$T/sb.json" "$T/stacks-bomb.tally"
+run "item 1: stacks-bomb: sqlite" 0 10 256 "$TALLY" export -f sqlite -o "$T/sb.sqlite" "$T/stacks-bomb.tally"
+
+# ---- item 2: a module path is opened only when it is a regular file, never waited on ---------
+mkfifo "$T/module-fifo"
+truncate -s 5G "$T/module-huge" # sparse: a regular file past the 4 GiB a module may be
+for m in "$T/module-fifo" /dev/zero "$T/module-huge"; do
+	n=$(basename "$m")
+	craft module "$m"
+	mv "$T/module.tally" "$T/mod-$n.tally"
+	run "item 2: module $n: stats by stack" 0 10 512 "$TALLY" stats -r cuda_kern_stack_sum "$T/mod-$n.tally"
+	has "item 2: module $n: frame as module+offset" "$n+0x401234" "$T/out"
+	run "item 2: module $n: chrome" 0 10 512 "$TALLY" export -f chrome -o "$T/mod-$n.json" "$T/mod-$n.tally"
+	run "item 2: module $n: sqlite" 0 10 512 "$TALLY" export -f sqlite -o "$T/mod-$n.sqlite" "$T/mod-$n.tally"
+	run "item 2: module $n: report" 0 20 512 "$TALLY" report -q -o "$T/mod-$n.html" "$T/mod-$n.tally"
+done
+
+# ---- item 5: a side that could not be read is UNUSABLE, never SAME or DIFFERS ----------------
+craft header-only
+craft header-junk
+for c in header-only header-junk resync-bomb; do
+	run "item 5: compare $c against a good trace" 5 10 256 "$TALLY" compare "$T/$c.tally" "$T/tiny.tally"
+	has "item 5: compare $c: UNUSABLE" "UNUSABLE" "$T/out"
+	[ $c = resync-bomb ] && continue # 4 MiB of headers: once is enough under a sanitizer
+	run "item 5: compare $c with itself" 5 10 256 "$TALLY" compare -f json "$T/$c.tally" "$T/$c.tally"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["verdict"]=="unusable" and not d["a"]["timing_usable"] else 1)' "$T/out" &&
+		ok "item 5: compare $c: json verdict unusable" || bad "item 5: compare $c json"
+done
+
+# ---- item 6: no writer replaces an input, however it is named -------------------------------
+mkdir -p "$T/in6"
+cp "$T/tiny.tally" "$T/in6/a.tally"
+ln "$T/in6/a.tally" "$T/hard6.tally"
+cp "$T/tiny.tally" "$T/kernel.csv" # a trace named like a CSV output, given as a file
+for out in "$T/in6/a.tally" "$T/hard6.tally"; do
+	w=$(basename "$out")
+	run "item 6: chrome --force -o $w, input the directory" 2 10 256 "$TALLY" export -f chrome --force -o "$out" "$T/in6"
+	has "item 6: chrome -o $w: says it is an input" "is an input" "$T/err"
+	run "item 6: sqlite --force -o $w" 2 10 256 "$TALLY" export -f sqlite --force -o "$out" "$T/in6"
+	run "item 6: stats --force -o $w" 2 10 256 "$TALLY" stats --force -o "$out" "$T/in6"
+	run "item 6: compare --force -o $w" 2 10 256 "$TALLY" compare --force -o "$out" "$T/in6" "$T/tiny.tally"
+	run "item 6: report --force -o $w" 2 10 256 "$TALLY" report -q --force -o "$out" "$T/in6"
+	run "item 6: merge --force -o $w" 2 10 256 "$TALLY" merge --force -o "$out" "$T/in6"
+done
+run "item 6: csv --force -o DIR holding an input" 2 10 256 "$TALLY" export -f csv --force -o "$T" "$T/kernel.csv"
+has "item 6: csv: the input inside named" "kernel.csv: is an input" "$T/err"
+cmp -s "$T/in6/a.tally" "$T/tiny.tally" && cmp -s "$T/kernel.csv" "$T/tiny.tally" &&
+	ok "item 6: every input intact" || bad "item 6: an input was overwritten"
+
+# ---- item 7: column widths capped, names last, output a small multiple of the input ----------
+craft long-name
+insize=$(wc -c <"$T/long-name.tally")
+run "item 7: long name: cuda_api_trace" 0 20 512 "$TALLY" stats -r cuda_api_trace "$T/long-name.tally"
+[ "$(wc -c <"$T/out")" -lt $((insize * 8)) ] && ok "item 7: table within 8x its input ($(wc -c <"$T/out") bytes from $insize)" ||
+	bad "item 7: table is $(wc -c <"$T/out") bytes from $insize"
+has "item 7: the table says texts were cut" "text(s) cut" "$T/out"
+has "item 7: and a warning says names were cut" "longer than 4096 bytes are cut" "$T/err"
+grep -m1 "Start (ns)" "$T/out" | grep -q " Name *$" && ok "item 7: Name is the last column" || bad "item 7: Name not last"
+for f in csv json; do
+	run "item 7: long name: cuda_api_trace -f $f" 0 20 512 "$TALLY" stats -r cuda_api_trace -f $f "$T/long-name.tally"
+	[ "$(wc -c <"$T/out")" -lt $((insize * 20)) ] && ok "item 7: -f $f within 20x its input" || bad "item 7: -f $f is $(wc -c <"$T/out") bytes"
+done
+run "item 7: long name: chrome" 0 20 512 "$TALLY" export -f chrome -o "$T/ln.json" "$T/long-name.tally"
+[ "$(wc -c <"$T/ln.json")" -lt $((insize * 20)) ] && ok "item 7: chrome within 20x its input" || bad "item 7: chrome is $(wc -c <"$T/ln.json") bytes"
+run "item 7: long name: csv export" 0 20 512 "$TALLY" export -f csv -o "$T/ln-csv" "$T/long-name.tally"
+[ "$(cat "$T/ln-csv"/*.csv | wc -c)" -lt $((insize * 20)) ] && ok "item 7: csv export within 20x its input" || bad "item 7: csv export too big"
+
+# ---- item 8: one escaping rule for whatever reaches a terminal ------------------------------
+craft escapes
+run "item 8: check" 0 10 256 "$TALLY" check "$T/escapes.tally"
+no_raw "item 8: check prints nothing raw" "$T/out"
+has "item 8: check: U+202E escaped" '\\xe2\\x80\\xae' "$T/out"
+run "item 8: stats tables" 0 10 256 "$TALLY" stats -r all "$T/escapes.tally"
+no_raw "item 8: stats tables print nothing raw" "$T/out"
+has "item 8: stats: the raw 0x9B byte escaped" '\\x9b31m' "$T/out"
+run "item 8: compare tables" 0 10 256 "$TALLY" compare "$T/escapes.tally" "$T/escapes.tally"
+no_raw "item 8: compare prints nothing raw" "$T/out"
+run "item 8: stats json" 0 10 256 "$TALLY" stats -r all -f json "$T/escapes.tally"
+no_raw "item 8: json: controls as \\u escapes" "$T/out"
+python3 -c 'import json,sys; s=json.dumps(json.load(open(sys.argv[1])), ensure_ascii=False); sys.exit(0 if "\u202e" in s and "\u009b" in s else 1)' "$T/out" &&
+	ok "item 8: json: the same text once decoded" || bad "item 8: json text changed"
+run "item 8: csv to a file" 0 10 256 "$TALLY" stats -r all -f csv "$T/escapes.tally"
+raw "$T/out" && ok "item 8: csv to a file stays data" || bad "item 8: csv to a file was escaped"
+if command -v script >/dev/null 2>&1; then
+	on_tty "$T/tty-csv" "$TALLY" stats -r all -f csv "$T/escapes.tally"
+	no_raw "item 8: csv on a terminal escaped" "$T/tty-csv"
+	has "item 8: csv on a terminal: BS escaped" '\\x08' "$T/tty-csv"
+	on_tty "$T/tty-cmp" "$TALLY" compare -f csv "$T/escapes.tally" "$T/escapes.tally"
+	no_raw "item 8: compare csv on a terminal escaped" "$T/tty-cmp"
+else
+	skipped "item 8: no script(1) to give tally a terminal"
+fi
+mkdir -p "$T/esc-dir"
+cp "$T/stacks-bomb.tally" "$T/esc-dir/$(printf 'x\033]0;title\007\342\200\256.tally')"
+run "item 8: a file name from a directory, in a warning" 1 10 256 "$TALLY" stats "$T/esc-dir"
+no_raw "item 8: paths from a directory escaped (stderr)" "$T/err"
+no_raw "item 8: paths from a directory escaped (report)" "$T/out"
+
+# ---- item 9: figures that are right or say why they are not ---------------------------------
+craft memory
+run "item 9: memory: usage and sizes" 0 10 256 "$TALLY" stats -r cuda_gpu_mem_usage,cuda_gpu_mem_size_sum -f json "$T/memory.tally"
+python3 - "$T/out" <<'EOF' && ok "item 9: only frees: no Peak At; byte totals saturate and say so" || { bad "item 9: memory figures"; head -c 3000 "$T/out"; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = {x["name"]: x for x in d["reports"]}
+use = {row["Device"]: row for row in r["cuda_gpu_mem_usage"]["rows"]}
+assert use[0]["Peak At (ns)"] is None and use[0]["Peak (B)"] == 0, use[0]  # releases only
+assert use[1]["Allocated (B)"] == 2**64 - 1 and use[1]["Peak (B)"] == 2**64 - 1, use[1]  # 3 x 2^63
+assert "2^64" in r["cuda_gpu_mem_usage"]["note"]
+size = r["cuda_gpu_mem_size_sum"]
+assert abs(size["rows"][0]["Avg (MB)"] - 2**63 / 1e6) < 1e3, size["rows"][0]  # from 128 bits
+assert "2^64" in size["note"]
+EOF
+run "item 9: memory: sqlite" 0 10 256 "$TALLY" export -f sqlite -o "$T/mem.sqlite" "$T/memory.tally"
+has "item 9: sqlite says values were clamped" "SQLite's largest integer" "$T/err"
+python3 -c 'import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); sys.exit(0 if db.execute("select min(bytes) from CUPTI_ACTIVITY_KIND_MEMCPY").fetchone()[0] > 0 else 1)' "$T/mem.sqlite" &&
+	ok "item 9: sqlite: no negative byte count" || bad "item 9: sqlite bytes negative"
+craft big-ids
+run "item 9: ids past 32 bits: check" 1 10 256 "$TALLY" check "$T/big-ids.tally"
+has "item 9: ids past 32 bits are damage, not other ids" "bad-payload" "$T/out"
+run "item 9: times past 2^63: cuda_gpu_trace" 1 10 256 "$TALLY" stats -r cuda_gpu_trace -f csv "$T/big-ids.tally"
+grep -q '^-' "$T/out" && bad "item 9: a negative start" || ok "item 9: no negative start"
+grep -q '^16650743073709551615,' "$T/out" && ok "item 9: the late kernel's start as it is" || bad "item 9: late start"
+run "item 9: times past 2^63: chrome" 0 10 256 "$TALLY" export -f chrome -o "$T/bi.json" "$T/big-ids.tally"
+python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["traceEvents"]; sys.exit(0 if all(x.get("ts",0)>=0 for x in e) and max(x.get("ts",0) for x in e)>1e16 else 1)' "$T/bi.json" &&
+	ok "item 9: chrome ts past 2^63 ns positive" || bad "item 9: chrome ts"
+run "item 9: times past 2^63: report" 0 20 512 "$TALLY" report -q -o "$T/bi.html" "$T/big-ids.tally"
+grep -q '"t_max":-' "$T/bi.html" && bad "item 9: report: a negative time" || ok "item 9: report: no time wrapped negative"
+run "item 9: --util-bucket 1ns" 0 10 256 "$TALLY" stats -r gpu_time_util --util-bucket 1ns "$T/tiny.tally"
+has "item 9: too many buckets said" "more than 100000" "$T/out"
+hasnt "item 9: not 'no GPU work'" "hold no GPU work" "$T/out"
+run "item 9: --max-edits past the cap" 2 10 256 "$TALLY" compare --max-edits 100001 "$T/tiny.tally" "$T/tiny.tally"
+run "item 9: --max-edits at the cap" 0 20 256 "$TALLY" compare --max-edits 100000 "$T/tiny.tally" "$T/tiny.tally"
+
+# ---- GPU metrics (format 1.3): every reader bounded on their edges, nothing raw ---------------
+craft metrics
+run "metrics: check" 0 10 256 "$TALLY" check "$T/metrics.tally"
+no_raw "metrics: check prints no raw host, file or label" "$T/out"
+run "metrics: stats" 0 10 256 "$TALLY" stats -r all "$T/metrics.tally"
+run "metrics: chrome" 0 10 256 "$TALLY" export -f chrome -o "$T/met.json" "$T/metrics.tally"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/met.json" && ok "metrics: chrome parses" || bad "metrics: chrome JSON"
+run "metrics: sqlite" 0 10 256 "$TALLY" export -f sqlite -o "$T/met.sqlite" "$T/metrics.tally"
+run "metrics: csv" 0 10 256 "$TALLY" export -f csv -o "$T/met-csv" "$T/metrics.tally"
+run "metrics: merge" 0 10 256 "$TALLY" merge -o "$T/met-m.tally" "$T/metrics.tally"
+run "metrics: merged, checked" 0 10 256 "$TALLY" check "$T/met-m.tally"
+run "metrics: report" 0 20 512 "$TALLY" report -q -o "$T/met.html" "$T/metrics.tally"
+# the crafted gap is a loss window over the whole run: compare cannot time it
+run "metrics: compare" 5 10 256 "$TALLY" compare "$T/metrics.tally" "$T/metrics.tally"
+
+# ---- host samples (format 1.3): every reader bounded on their edges, nothing raw -------------
+craft host-samples
+run "host samples: check" 1 10 256 "$TALLY" check "$T/host-samples.tally"
+no_raw "host samples: check prints no raw thread name" "$T/out"
+has "host samples: a tid past 32 bits is damage, not another thread" "bad-payload" "$T/out"
+run "host samples: stats" 1 10 256 "$TALLY" stats -r all "$T/host-samples.tally"
+no_raw "host samples: stats prints nothing raw" "$T/out"
+run "host samples: chrome" 0 10 256 "$TALLY" export -f chrome -o "$T/hs.json" "$T/host-samples.tally"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/hs.json" && ok "host samples: chrome parses" || bad "host samples: chrome JSON"
+run "host samples: sqlite" 0 10 256 "$TALLY" export -f sqlite -o "$T/hs.sqlite" "$T/host-samples.tally"
+run "host samples: csv" 0 10 256 "$TALLY" export -f csv -o "$T/hs-csv" "$T/host-samples.tally"
+run "host samples: merge" 0 10 256 "$TALLY" merge -o "$T/hs-m.tally" "$T/host-samples.tally"
+run "host samples: report" 0 20 512 "$TALLY" report -q -o "$T/hs.html" "$T/host-samples.tally"
+run "host samples: compare (damaged: unusable)" 5 10 256 "$TALLY" compare "$T/host-samples.tally" "$T/host-samples.tally"
+
+# ---- item 11: one -o refusal, "-" is standard output, a directory is a directory ------------
+echo keep >"$T/exists.out"
+run "item 11: stats -o existing" 2 10 256 "$TALLY" stats -o "$T/exists.out" "$T/tiny.tally"
+run "item 11: export -o existing" 2 10 256 "$TALLY" export -f chrome -o "$T/exists.out" "$T/tiny.tally"
+run "item 11: merge -o existing" 2 10 256 "$TALLY" merge -o "$T/exists.out" "$T/tiny.tally"
+run "item 11: compare -o existing" 2 10 256 "$TALLY" compare -o "$T/exists.out" "$T/tiny.tally" "$T/tiny.tally"
+run "item 11: report -o existing" 2 10 256 "$TALLY" report -q -o "$T/exists.out" "$T/tiny.tally"
+[ "$(cat "$T/exists.out")" = keep ] && ok "item 11: the existing file kept" || bad "item 11: overwritten"
+(cd "$T" && bounded 20 512 "$TALLY" report -q -o - "$T/tiny.tally" >"$T/page.html" 2>"$T/err")
+[ $? = 0 ] && [ ! -e "$T/-" ] && grep -q "<html" "$T/page.html" && ok "item 11: report -o - to standard output" || bad "item 11: report -o -"
+run "item 11: check DIR" 0 10 256 "$TALLY" check "$T/in6"
+has "item 11: check DIR reads its *.tally" "in6/a.tally" "$T/out"
+for c in check stats export merge compare report control record env doctor; do
+	run "item 11: $c --bogus" 2 5 256 "$TALLY" $c --bogus
+	has "item 11: $c --bogus: names the command and --help" "tally $c: .*--help" "$T/err"
+done
+
 # tally record preloads libtally.so into programs that are not sanitized: as test-exitpath.sh does
 [ $asan = 1 ] && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
+
+# ---- item 10: tally control never calls missing traces complete ------------------------------
+export TALLY_CUPTI_PATH=$FAKECUPTI FAKEAPP_UNTRACED_OK=1
+run "item 10: control of a program that records nothing" 1 60 512 "$TALLY" control --no-checks -n 1 -o "$T/ctl-true" -- true
+has "item 10: says the rounds wrote no trace" "wrote no trace" "$T/out"
+hasnt "item 10: never 'the traces are complete'" "traces are complete" "$T/out"
+run "item 10: control of a program that cannot run" 2 60 512 "$TALLY" control --no-checks -n 3 -o "$T/ctl-none" -- "$T/no-such-program"
+has "item 10: says it cannot run" "cannot run" "$T/err"
+[ "$(grep -c "round [0-9]" "$T/err")" -le 1 ] && ok "item 10: stopped after the first round" || bad "item 10: went on: $(grep -c "round [0-9]" "$T/err") rounds"
+hasnt "item 10: no cost figure for a program that never ran" "recording costs" "$T/out"
+run "item 10: control --json, the program writing to stdout" 0 60 512 "$TALLY" control --no-checks -n 1 -o "$T/ctl-json" --json -- "$APP" exit 10
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" && ok "item 10: --json: standard output is the JSON alone" || bad "item 10: --json not clean"
+has "item 10: --json: the program's output on stderr" "^launched 10 pid" "$T/err"
+run "item 10: control --json=FILE" 0 60 512 "$TALLY" control --no-checks -n 1 -o "$T/ctl-jf" --json="$T/ctl.json" -- "$APP" exit 10
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["rounds_without_trace"]==0 else 1)' "$T/ctl.json" &&
+	ok "item 10: --json=FILE parses" || bad "item 10: --json=FILE"
+has "item 10: --json=FILE: the program's output where it was" "^launched 10 pid" "$T/out"
+run "item 10: control --json=FILE onto an existing directory" 2 10 256 "$TALLY" control --no-checks -n 1 -o "$T/ctl-x" --json="$T/in6" -- true
+
+# ---- item 8: what record and control print from names they did not choose --------------------
+esc=$(printf 'r\033]0;t\007\342\200\256')
+run "item 8: record: an output named with escapes" 0 30 512 "$TALLY" record --no-checks -o "$T/$esc.tally" -- "$APP" exit 10
+no_raw "item 8: record: the summary escapes the name" "$T/err"
+run "item 8: control: a program named with escapes" 2 30 512 "$TALLY" control --no-checks -n 1 -o "$T/ctl-esc" -- "$T/$esc"
+no_raw "item 8: control: the program's name escaped" "$T/err"
+
+# ---- item 12: a full disk ends with a final ledger that says so ------------------------------
+# A small tmpfs, in a mount namespace of its own so that nothing is left mounted: 256 KiB, and a
+# fakeapp run that writes about 800 KiB of trace.
+full_disk() { # name fstype: records into a small file system of that type, $T/fd-NAME.json
+	name=$1
+	cat >"$T/fd-$name.sh" <<EOF
+set -e
+mkdir -p "$T/mnt-$name"
+if [ $2 = tmpfs ]; then
+	mount -t tmpfs -o size=256k tmpfs "$T/mnt-$name"
+else
+	dd if=/dev/zero of="$T/img-$name" bs=1M count=2 2>/dev/null
+	mkfs.ext4 -q -F "$T/img-$name" && mount -o loop "$T/img-$name" "$T/mnt-$name"
+	dd if=/dev/zero of="$T/mnt-$name/filler" bs=1k count=640 2>/dev/null || true
+fi
+set +e
+TALLY_SLICE_MS=50 "$TALLY" record --no-checks -o "$T/mnt-$name/full.tally" -- "$APP" exit 200000 >"$T/fd-$name.out" 2>"$T/fd-$name.err"
+echo \$? >"$T/fd-$name.rc"
+"$TALLY" check --json "$T/mnt-$name/full.tally" >"$T/fd-$name.json" 2>&1
+"$TALLY" check "$T/mnt-$name/full.tally" >"$T/fd-$name.txt" 2>&1
+ls -a "$T/mnt-$name" | grep -c tally-room >"$T/fd-$name.rooms"
+umount "$T/mnt-$name"
+EOF
+	unshare -m sh "$T/fd-$name.sh" >"$T/fd-$name.log" 2>&1
+}
+if unshare -m sh -c "mount -t tmpfs -o size=64k tmpfs '$T' && umount '$T'" 2>/dev/null; then
+	kinds="tmpfs"
+	command -v mkfs.ext4 >/dev/null && unshare -m sh -c "dd if=/dev/zero of='$T/probe.img' bs=1M count=2 2>/dev/null && mkfs.ext4 -q -F '$T/probe.img' && mkdir -p '$T/probe' && mount -o loop '$T/probe.img' '$T/probe' && umount '$T/probe'" 2>/dev/null &&
+		kinds="$kinds ext4"
+	[ "$kinds" = tmpfs ] && skipped "item 12: no loop-mounted ext4 here (its way of giving the room back is not checked)"
+	for k in $kinds; do
+		full_disk $k $k
+		[ "$(cat "$T/fd-$k.rc" 2>/dev/null)" = 0 ] && ok "item 12 ($k): the program ran to its end (exit 0)" || { bad "item 12 ($k): exit $(cat "$T/fd-$k.rc" 2>/dev/null)"; cat "$T/fd-$k.log" "$T/fd-$k.err"; }
+		python3 - "$T/fd-$k.json" <<'EOF' && ok "item 12 ($k): a final ledger naming the failed writes, the bytes lost and when" || { bad "item 12 ($k): final ledger"; head -c 3000 "$T/fd-$k.json"; }
+import json, sys
+s = json.load(open(sys.argv[1]))["files"][0]["sections"][0]
+c = s["ledger"]["counters"]
+assert s["ledger"]["final"], "no final ledger"
+assert c["write_failures"] > 0 and c["write_errno"] == 28 and c["bytes_lost"] > 0, c
+assert c["close_reserve_used"] == 1, c
+assert 0 < c["write_first_failed_at"] <= c["write_last_failed_at"], c
+assert s["close_reserve"] == 65536 and s["output_fs"] in ("tmpfs", "ext4"), s
+EOF
+		has "item 12 ($k): tally record says the disk filled" "the disk filled while recording" "$T/fd-$k.err"
+		has "item 12 ($k): check says when" "the disk filled (ENOSPC) from +" "$T/fd-$k.txt"
+		[ "$(cat "$T/fd-$k.rooms")" = 0 ] && ok "item 12 ($k): the room given back (no .tally-room left)" ||
+			bad "item 12 ($k): a room file left"
+	done
+else
+	skipped "item 12: cannot mount a small tmpfs here (unshare -m and mount need CAP_SYS_ADMIN); test-pipeline's test_write_enospc_reserved covers the writer"
+fi
+# A process killed before its close leaves its room: tally record removes it when the program ends.
+mkdir -p "$T/killed"
+run "item 12: a process killed by SIGKILL" 137 30 512 "$TALLY" record --no-checks -o "$T/killed/k.tally" -- "$APP" sigkill 100
+[ -z "$(ls -a "$T/killed" | grep tally-room)" ] && ok "item 12: its room removed by tally record" || bad "item 12: a room left after SIGKILL"
+# Where no room can be kept (a file system without fallocate: no-fallocate.so stands in for one),
+# the trace says which file system refused, and why.
+mkdir -p "$T/nofalloc"
+run "item 12: no fallocate" 0 30 512 env LD_PRELOAD="$NO_FALLOCATE" "$TALLY" record --no-checks -o "$T/nofalloc/t.tally" -- "$APP" exit 100
+run "item 12: no fallocate: check" 0 10 256 "$TALLY" check "$T/nofalloc/t.tally"
+has "item 12: says no room could be kept, and why" "which kept no room for the final ledger (Operation not supported)" "$T/out"
+unset TALLY_CUPTI_PATH FAKEAPP_UNTRACED_OK
+
 
 # record -f: a symlink at the output is refused, its target untouched
 ln -s "$T/victim" "$T/link.tally"

@@ -77,6 +77,15 @@ grep -q 'data-selftest="zoom=true pan=true brush=true"' "$T/self.dom" &&
 	grep -q '<pre id="tally-errors" hidden=""></pre>' "$T/self.dom" && ok "wheel, drag, shift+drag" ||
 	{ bad "mouse: $(grep -o 'data-selftest="[^"]*"' "$T/self.dom")"; grep -o '<pre id="tally-errors"[^<]*' "$T/self.dom"; }
 
+# GPU metrics (tests/data/metrics.tally: two devices, each with %, bytes/s and Hz metrics): a
+# chart per device and unit under the busy curves, the summary as tally stats gives it, and the
+# gaps where an untraced process worked said to be active.
+"$TALLY" stats -r gpu_metrics_sum -f json -o "$T/metrics-sum.json" "$SRC/data/metrics.tally" 2>/dev/null
+check_page metrics-charts "$SRC/data/metrics.tally" --gpu-metrics "$T/metrics-sum.json" --metric-charts 6
+grep -q 'SM Active above 0 in [^<]* of the idle stretches drawn: other work ran' "$T/metrics-charts.dom" &&
+	ok "metrics: gaps with SM Active above 0 said to have had other work" ||
+	bad "metrics: the busy chart's title says nothing of the active gaps"
+
 # Two ranks, merged: the ranks table and the slowest rank; rank 1 lost timestamps.
 RANK=0 "$TESTSRC" -o "$T/r0.tally" --kernels 3000 --names 9 --seed 1 --rate 200000 >/dev/null || bad "testsrc r0"
 RANK=1 "$TESTSRC" -o "$T/r1.tally" --kernels 3000 --names 9 --seed 2 --rate 100000 --bad-time-every 200 >/dev/null || bad "testsrc r1"
@@ -134,7 +143,7 @@ fi
 
 # The command line: usage, an existing page, a file that is not a trace.
 "$TALLY" report -q -o "$T/made.html" "$T/made.tally" 2>"$T/err"; rc=$?
-[ "$rc" -eq 4 ] && grep -q -- "--force" "$T/err" && ok "an existing page is kept (exit 4)" || bad "existing page: exit $rc"
+[ "$rc" -eq 2 ] && grep -q -- "--force" "$T/err" && ok "an existing page is kept (exit 2, as every -o refusal)" || bad "existing page: exit $rc"
 "$TALLY" report 2>/dev/null; [ $? -eq 2 ] && ok "no trace: usage (exit 2)" || bad "no trace"
 echo "not a trace" >"$T/junk.tally"
 "$TALLY" report -q --force -o "$T/junk.html" "$T/junk.tally" 2>/dev/null; rc=$?

@@ -20,6 +20,23 @@ if [ "${RANKS_ONLY:-0}" != 1 ]; then
 # allocated then freed (format 1.2), so the stack and memory reports have an example
 "$TS" -o "$D/stacks.tally" --t0 1796000000000000000 --seed 44 --kernels 300 --memcpys 20 \
 	--stacks 3 --mem-allocs 6 --batch 64
+# host: format 1.3's host sampling and blocking calls (tests/support/testsrc.h says what each
+# thread does), over a GPU timeline with a 150 ms idle gap before launch 50
+"$TS" -o "$D/host.tally" --t0 1796000000000000000 --seed 45 --kernels 100 --idle-at 50:150 \
+	--host 200 --host-torn-every 50 --batch 64
+# sampled: the real collector with the stand-in CUPTI (not the test source): a Python program
+# launching 3 bursts of 50 kernels 50 ms apart, with --sample python at 500 Hz and --trace osrt
+# (tests/exitpath/sampling_gaps.py; its frames name this checkout's paths, so it changes when
+# remade elsewhere: remake it only on purpose, and the goldens with it)
+if [ "${TALLY_REMAKE_SAMPLED:-0}" = 1 ]; then
+	PY=$(python3 -c 'import sys; print(sys.executable)')
+	L=$(cd "$B" && pwd)/src/collector/libtally.so
+	rm -f "$D/sampled.tally"
+	env LD_PRELOAD="$L" CUDA_INJECTION64_PATH="$L" TALLY_TRACE=cuda,nvtx,osrt \
+		TALLY_CUPTI_PATH="$(cd "$B" && pwd)/tests/exitpath/libfakecupti.so" \
+		TALLY_OUTPUT="$(cd "$D" && pwd)/sampled.tally" TALLY_SAMPLE=python TALLY_SAMPLE_RATE=500 \
+		"$PY" "$D/../exitpath/sampling_gaps.py" /dev/null 3 0.05
+fi
 fi
 # ranks: four ranks of one Slurm job, merged, built with exact times (tally-testsrc --steps): per
 # step a 2 ms copy, ten 1 ms kernels, an NCCL kernel of 4 ms from 8 ms in (half of it overlapped),
@@ -39,9 +56,16 @@ done
 "$B/src/cli/tally" merge -q --force -o "$D/ranks.tally" "$ranks_dir"
 rm -rf "$ranks_dir"
 [ "${RANKS_ONLY:-0}" = 1 ] && exit 0
+# metrics: GPU metrics sampled at 1 kHz on two devices (format 1.3) whose values follow from the
+# kernels (tests/support/tally-metricsgen.c), work of an untraced process in every 5th gap of
+# device 0, and 3 ms with no sample on each device: every metric report has an example
+"$B/tests/tally-metricsgen" -o "$D/metrics.tally" --seconds 0.5 --hz 1000 --devices 2 \
+	--other-gaps 5 --metric-gap 200:3
 # seed corpus: whole files, a cut one, and one with a flipped byte
 cp "$D/tiny.tally" "$C/tiny"
 cp "$D/lossy.tally" "$C/lossy"
+cp "$D/metrics.tally" "$C/metrics"
+cp "$D/host.tally" "$C/host"
 head -c 3000 "$D/tiny.tally" >"$C/tiny-cut"
 cp "$D/tiny.tally" "$C/tiny-flipped"
 printf '\377' | dd of="$C/tiny-flipped" bs=1 seek=500 conv=notrunc 2>/dev/null

@@ -14,9 +14,10 @@ N=3000
 py() { python3 -c "$1" "$T" "$N" && ok "$2" || bad "$2"; }
 
 # Plenty of buffer space: nothing lost; every round's traces kept, named by configuration.
+# --json: the JSON alone on standard output, the program's own output sent to standard error
 expect_rc "control, 3 rounds" 0 "$TALLY" control -o "$T/c" --json -- "$APP" exit "$N"
-grep -v '^launched' "$T/out" >"$T/c.json"
-[ "$(grep -c "^launched $N pid" "$T/out")" = 9 ] && ok "the program ran 9 times (3 rounds x 3)" || bad "9 runs"
+cp "$T/out" "$T/c.json"
+[ "$(grep -c "^launched $N pid" "$T/err")" = 9 ] && ok "the program ran 9 times (3 rounds x 3)" || bad "9 runs"
 for cfg in reduced full; do
 	for r in 1 2 3; do
 		[ "$(ls "$T/c/$cfg-r$r"/*.tally 2>/dev/null | wc -l)" = 1 ] || bad "$cfg-r$r: one trace"
@@ -36,8 +37,9 @@ py "import json,sys; d=json.load(open(sys.argv[1]+'/c.json')); sys.exit(0 if any
 
 # A starved pool (one 4 KiB buffer): CUPTI drops.  Every launch is either recorded or counted as
 # dropped, per kind recorded: reduced records kernels only, full kernels and API calls.
-expect_rc "control, starved pool" 1 "$TALLY" control -o "$T/s" -n 2 --pool-buffers 1 --buffer-size 4096 --json -- "$APP" exit 20000
-grep -v '^launched' "$T/out" >"$T/s.json"
+# --json=FILE: the JSON into FILE, the program's output where it was
+expect_rc "control, starved pool" 1 "$TALLY" control -o "$T/s" -n 2 --pool-buffers 1 --buffer-size 4096 --json="$T/s.json" -- "$APP" exit 20000
+[ "$(grep -c "^launched" "$T/out")" = 6 ] && ok "--json=FILE: the program's output on standard output" || bad "--json=FILE: program output"
 python3 - "$T/s.json" <<'PY' && ok "records + dropped = launches x kinds, per configuration" || bad "starved counts"
 import json, sys
 d = json.load(open(sys.argv[1]))

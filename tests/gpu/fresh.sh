@@ -9,7 +9,7 @@
 #   driver     the trace's "CUDA driver" is the driver's own version (nvidia-smi's "CUDA
 #              Version: 13.0" is 13000), not 0/unknown: for stacks.cu built with the static
 #              cudart (nvcc's default, which dlopens libcuda RTLD_LOCAL) and for PyTorch (skipped
-#              without it; also compared with torch._C._cuda_getDriverVersion())
+#              without it; also compared with what cuDriverGetVersion answers in Python, through ctypes)
 #
 #   tests/gpu/fresh.sh [BUILD_DIR] [OUT_DIR]     (OUT_DIR defaults to $OUT, else a temporary one)
 # About a minute.  Exits 77 without a GPU.
@@ -98,7 +98,8 @@ got=$(driver static)
 if $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
 	"$TALLY" record -f -o "$O/torch.tally" -- $PY "$HERE/torch_loop.py" 200 >"$O/torch.stdout" 2>&1
 	got=$(driver torch)
-	tv=$($PY -c "import torch; print(torch._C._cuda_getDriverVersion())")
+	# what the driver itself answers, asked the way tally asks it (torch has no public call for it)
+	tv=$($PY -c "import ctypes; v = ctypes.c_int(); ctypes.CDLL('libcuda.so.1').cuDriverGetVersion(ctypes.byref(v)); print(v.value)")
 	[ "$got" = "$want" ] && [ "$got" = "$tv" ] &&
 		ok "driver: PyTorch: CUDA driver $got (nvidia-smi $want, torch $tv)" ||
 		bad "driver: PyTorch: CUDA driver '$got', nvidia-smi '$want', torch '$tv'"

@@ -4,8 +4,9 @@
 # DRAM-bound copy kernel, an SM-bound spin kernel) and tests/gpu/torch_metrics.py (time.sleep,
 # an elementwise loop, FP16 matmuls), each inside an NVTX range; the copy kernel's DRAM throughput
 # against ncu's on the same kernel; sample counts against the phases' own clocks; two processes
-# on one GPU; an overflowing hardware buffer.  The traces are read with tests/support/tally-metrics
-# (until tally stats -r gpu_metrics_sum exists).  About two minutes.
+# on one GPU; an overflowing hardware buffer.  The traces are read by tally itself: tally check
+# --json (the ledger) and tally stats -r gpu_metrics_sum,gpu_metrics_nvtx_sum -f json (the
+# metrics, over the whole trace and within each phase's NVTX range).  About two minutes.
 #
 #   tests/gpu/metrics.sh [BUILD_DIR] [OUT_DIR]     (defaults: build; $OUT, or a new directory)
 #
@@ -19,12 +20,10 @@ B=$(cd "${1:-build}" && pwd)
 OUT=${2:-${OUT:-$(mktemp -d /tmp/tally-metrics-XXXXXX)}}
 mkdir -p "$OUT"
 TALLY=$B/src/cli/tally
-SUM=$B/tests/tally-metrics
 LOAD=$B/gpu/metrics-load
 PY=${PYTHON:-python3}
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
 
-[ -x "$SUM" ] || { bad "$SUM missing (build the tests)"; finish; }
 if [ ! -x "$LOAD" ] || [ "$HERE/metrics-load.cu" -nt "$LOAD" ]; then
 	mkdir -p "$B/gpu"
 	nvcc -O2 -arch=sm_90 -o "$LOAD" "$HERE/metrics-load.cu" || { bad "cannot build metrics-load"; finish; }
@@ -45,39 +44,44 @@ rec() {
 }
 
 # expect NAME INDEX CONDITION: python over trace INDEX (by name): s the section, c its counters,
-# v the verdict, g its gpu_metrics block, dev(i) device i's entry, M the tally-metrics summary,
-# mean(range, label) a metric's mean over the range's samples on device 0 (by the set's label),
-# n(range) the samples in a range, secs(phase) the phase's length as the program measured it,
-# span the summary of the SM Active metric over the whole trace, status, out the program's stdout.
+# v the verdict, g its gpu_metrics block, dev(i) device i's entry (tally check --json); from tally
+# stats -r gpu_metrics_sum,gpu_metrics_nvtx_sum -f json: mean(range, label) a metric's mean over
+# the NVTX range's time on device 0, stat(range, label, column) any of its columns, n(range) the
+# samples in the range, span the SM Active row of device 0 over the whole trace, gaps the device
+# gaps of device 0 (gpu_gaps), longest first, elsewhere the device rows' texts; secs(phase) the
+# phase's length as the program measured it, status, out the program's stdout.
 expect() {
 	local name=$1 idx=$2 cond=$3 f
 	f=$(ls "$OUT/$name"/*.tally 2>/dev/null | sort | sed -n "$((idx + 1))p")
 	[ -n "$f" ] || { bad "$name #$idx: no trace ($(tail -3 "$OUT/$name/stderr"))"; return; }
 	"$TALLY" check --json "$f" >"$f.json" 2>/dev/null
-	"$SUM" "$f" >"$f.metrics" 2>/dev/null
-	if $PY - "$f.json" "$f.metrics" "$OUT/$name" "$cond" <<'PY'; then
+	"$TALLY" stats -r gpu_metrics_sum,gpu_metrics_nvtx_sum,gpu_gaps -f json -o "$f.stats" \
+		--force "$f" 2>/dev/null
+	if $PY - "$f.json" "$f.stats" "$OUT/$name" "$cond" <<'PY'; then
 import json, os, re, sys
 d = json.load(open(sys.argv[1]))
 s = d["files"][0]["sections"][0]
 c, v, g = s["ledger"]["counters"], s["verdict"], s["gpu_metrics"]
 dev = lambda i: [x for x in g["devices"] if x["device"] == i][0]
-M = json.load(open(sys.argv[2]))
+S = {r["name"]: r["rows"] for r in json.load(open(sys.argv[2]))["reports"]}
 where = sys.argv[3]
 out = open(os.path.join(where, "stdout")).read()
 status = int(open(os.path.join(where, "status")).read())
 notes = {n["code"]: n["text"] for n in s.get("notes", [])}
-labels = {x["label"]: x["name"] for x in dev(0)["metrics"]} if g["devices"] and dev(0)["metrics"] else {}
-rng = lambda r: [x for x in M["ranges"] if x["name"] == r][0]["devices"].get("0", {})
-mean = lambda r, label: rng(r)[labels[label]]["mean"]
-n = lambda r: rng(r)[labels["SM Active"]]["n"]
+stat = lambda r, label, col: [x for x in S["gpu_metrics_nvtx_sum"] if x["Range"] == ":" + r and x["Device"] == 0 and x["Metric"] == label][0][col]
+mean = lambda r, label: stat(r, label, "Mean")
+n = lambda r: stat(r, "SM Active", "Samples")
 secs = lambda p: float(re.search(r"phase %s seconds ([0-9.]+)" % re.escape(p), out).group(1))
-span = M["devices"]["0"][labels["SM Active"]] if labels else {}
+span = ([x for x in S["gpu_metrics_sum"] if x["Device"] == 0 and x["Metric"] == "SM Active"] or [{}])[0]
+gaps = sorted((x for x in S["gpu_gaps"] if x["Device"] == 0 and x["Stream"] == "all"), key=lambda x: -x["Duration (ns)"])
+elsewhere = [x["Name"] for x in S["gpu_metrics_sum"] if x["Metric"] == "-"]
 ok = eval(sys.argv[4])
 if not ok or os.environ.get("VERBOSE"):
     print("  verdict", v, [r["text"] for r in s["reasons"]], "\n  counters",
           {k: x for k, x in c.items() if k.startswith("metric")}, file=sys.stderr)
-    for r in M["ranges"]:
-        print("  range %s: %s" % (r["name"], {k.split(".")[0]: (x["n"], round(x["mean"], 3)) for k, x in r["devices"].get("0", {}).items()}), file=sys.stderr)
+    for x in S["gpu_metrics_nvtx_sum"]:
+        if x["Device"] == 0 and x["Unit"] == "%":
+            print("  range %s %s: %s samples, mean %.3f, p90 %.3f" % (x["Range"], x["Metric"], x["Samples"], x["Mean"] or 0, x["P90"] or 0), file=sys.stderr)
 sys.exit(0 if ok else 1)
 PY
 		ok "$name #$idx: $cond"
@@ -99,7 +103,7 @@ for n in s.get("notes", []):
 }
 
 HZ_OK='all(abs(n(p) - secs(p) * 10000) <= 0.03 * secs(p) * 10000 for p in PHASES)'
-WHOLE='v == "COMPLETE" and status == 0 and dev(0)["state"] == "sampled" and c["metric_gaps"] == 0 and c["metric_overflows"] == 0 and c["metric_samples_dropped"] == 0 and c["metric_samples_decoded"] == c["metric_samples_written"] + c["metric_samples_skipped"] and span["covered_ns"] == span["last_end"] - span["first_start"]'
+WHOLE='v == "COMPLETE" and status == 0 and dev(0)["state"] == "sampled" and c["metric_gaps"] == 0 and c["metric_overflows"] == 0 and c["metric_samples_dropped"] == 0 and c["metric_samples_decoded"] == c["metric_samples_written"] + c["metric_samples_skipped"] and span["Covered (ns)"] == span["Span (ns)"] and abs(span["Samples"] - span["Span (ns)"] / dev(0)["interval"]) <= 1'
 
 if want load; then
 	rec load --gpu-metrics -- "$LOAD" 1
@@ -135,6 +139,8 @@ if want torch; then
 		expect torch 0 "${HZ_OK/PHASES/(\"sleep\", \"elementwise\", \"matmul-fp16\")}"
 		# time.sleep(1): SM active ~ 0; FP16 matmul: tensor pipes well above the elementwise loop's
 		expect torch 0 'mean("sleep", "SM Active") < 1 and mean("matmul-fp16", "Tensor Active") > 20 and mean("matmul-fp16", "Tensor Active") > 5 * mean("elementwise", "Tensor Active") + 1 and mean("elementwise", "DRAM Throughput") > 30'
+		# the sleep is the longest device gap: proven idle, sampled through, SM Active 0 in it
+		expect torch 0 'gaps[0]["Duration (ns)"] > 0.9e9 * secs("sleep") and gaps[0]["Class"] == "idle" and gaps[0]["Sampled (ns)"] > 0.9 * gaps[0]["Duration (ns)"] and gaps[0]["SM Active (%)"] < 0.5'
 		cost torch
 	else
 		skipped "torch: no PyTorch with CUDA"
@@ -154,6 +160,7 @@ if want two; then
 		wait $first
 		expect two 0 'v == "COMPLETE" and dev(0)["state"] == "sampled" and s["records"]["gpu_metric"] > 0'
 		expect two 1 'v == "COMPLETE" and status == 0 and dev(0)["state"] == "elsewhere" and "/two/a-" in dev(0)["holder_file"] and dev(0)["holder_pid"] != s["pid"] and s["records"]["gpu_metric"] == 0 and "gpu-metrics-elsewhere" in notes and "GPU metrics not recorded" not in open(os.path.join(where, "stderr")).read()'
+		expect two 1 'len(elsewhere) == 1 and elsewhere[0].startswith("not sampled here: pid %d " % dev(0)["holder_pid"])'
 	else
 		skipped "two: no PyTorch with CUDA"
 	fi
@@ -166,7 +173,7 @@ if want overflow; then
 	TALLY_GPU_METRICS_BUFFER=4194304 TALLY_GPU_METRICS_DECODE_MS=1000 \
 		rec overflow --gpu-metrics --gpu-metrics-frequency 20000 -- "$LOAD" 1
 	expect overflow 0 'v == "INCOMPLETE" and status == 0 and c["metric_overflows"] >= 1 and c["metric_gaps"] >= 1 and any(r.get("counter") == "metric_gaps" and r["windows"] for r in s["reasons"])'
-	expect overflow 0 'dev(0)["state"] == "sampled" and span["after_gap"] >= 1 and n("spin") > 0.9 * secs("spin") * 20000 and "halved" in notes["gpu-metrics-cost"]'
+	expect overflow 0 'dev(0)["state"] == "sampled" and span["Covered (ns)"] < span["Span (ns)"] and n("spin") > 0.9 * secs("spin") * 20000 and "halved" in notes["gpu-metrics-cost"]'
 	cost overflow
 fi
 

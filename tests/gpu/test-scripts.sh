@@ -104,6 +104,29 @@ rc=$?
 [ $rc -eq 77 ] && grep -q "^skip torch: no chromium" "$T/rep.out" && ! grep -q "^ok" "$T/rep.out" &&
 	[ -s "$T/rep/torch.html" ] && ok "report.sh without Chromium: page written, skip said, exit 77" ||
 	{ bad "report.sh without Chromium: exit $rc"; cat "$T/rep.out"; }
+# fulldisk.sh on stand-ins: its torch loop is fakeapp launching the adds, saying them as
+# torch_loop.py does; 2.5 M of them fill the 8 MiB tmpfs.  Needs a tmpfs it may mount.
+cat >"$T/py/python-adds" <<EOF
+#!/bin/sh
+case \$1 in
+-c) exit 0 ;;
+*/torch_loop.py) "$FAKEAPP" exit \$((\$2 + 1)) >/dev/null && echo "pid \$\$ adds \$2 nvtx_ranges 0 loop_ns 0" ;;
+*) exec python3 "\$@" ;;
+esac
+EOF
+chmod +x "$T/py/python-adds"
+(PATH="$T/gpu:$PATH" PYTHON="$T/py/python-adds" TALLY_FULLDISK_ADDS=2500000 \
+	"$SRC/tests/gpu/fulldisk.sh" "$B" "$T/fd" >"$T/fd.out" 2>&1)
+rc=$?
+if [ $rc -eq 77 ]; then
+	skipped "fulldisk.sh on stand-ins: $(grep '^SKIP' "$T/fd.out")"
+elif [ $rc -eq 0 ] && grep -q "^ok   the final ledger names the failure" "$T/fd.out"; then
+	ok "fulldisk.sh on stand-ins: the full disk's final ledger checked (exit 0)"
+else
+	bad "fulldisk.sh on stand-ins: exit $rc"
+	cat "$T/fd.out"
+fi
+
 CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -n "$CHROME" ]; then
 	(PATH="$T/gpu:$PATH" PYTHON="$T/py/python" "$SRC/tests/gpu/report.sh" "$B" "$T/rep2" >"$T/rep.out" 2>&1)

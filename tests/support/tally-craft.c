@@ -20,29 +20,70 @@
  *   early-records   records 10 s before the session's start
  *   overlap         5 kernels on one stream, each overlapping the next (and their launches)
  *   enospc          writes failed with ENOSPC, then the process ended without a final ledger
+ *
+ * Call stacks, memory and drops (format 1.2):
+ *   stacks-bomb     8 sections, each with a STACKS and a FRAMES chunk whose first id is 2^24 - 2
+ *   module ARG      kernels launched from a native frame whose MODULES path is ARG (a FIFO, say)
+ *   memory          MEMORY records: releases only on device 0 (no allocation seen), and on
+ *                   device 1 three allocations of 2^63 bytes each (totals past 2^64)
+ *   big-ids         a RECORDS chunk whose STACK and DEVICE columns hold 2^32 + 1, and a kernel
+ *                   that starts and ends past 2^63 ns
+ *   drops           a DROPS chunk of every source, names with escapes in the context's kernels
+ *   long-name       runtime calls named by one 1 MiB name
+ *   escapes         kernel, API, NVTX and session text holding ESC, BEL, BS, CR, a raw 0x9B,
+ *                   U+009B, U+202E and invalid UTF-8
+ *   header-only     the preamble and nothing else
+ *   header-junk     the preamble and 4 KiB of bytes that hold no chunk
+ *   note-overhead   a NOTE chunk (with an escape in its text) and OVERHEAD records: the chunk type
+ *                   and record kind no other case has (tests/fuzz/corpus-coverage.py wants all)
+ *
+ * GPU metrics (format 1.3):
+ *   metrics         GPU_METRICS chunks (device 0 sampled, with 2 metrics, one label holding an
+ *                   escape; device 1 sampled elsewhere, by a host whose name holds one) and
+ *                   GPU_METRIC records at the edges: values INT64_MIN and INT64_MAX, a scale of
+ *                   255, a zero duration, a device with no GPU_METRICS chunk, a gap (LOSS 85)
+ *
+ * Host sampling (format 1.3):
+ *   host-samples    THREADS entries (names holding escapes, an entry for a tid that exited, one
+ *                   for a tid past 32 bits in a chunk of its own), CPU_SAMPLE records on stacks
+ *                   (Python and native frames, one torn, states of every kind) and OSRT records
+ *                   (a call id no table knows, a duration of 2^63 ns)
+ *
+ * Inputs that double, for the scaling tests (ARG: how many):
+ *   names ARG       ARG kernels, each with a name of its own (and a launch of its own name)
+ *   stack-ids ARG   ARG kernels, each launched from a stack of its own (Python and native
+ *                   frames, ARG / 16 modules)
+ *   files ARG       OUT is a directory of ARG small traces (overlap's), one rank each
+ *   edits ARG       ARG kernels on one stream, all _Z4workv but every 100th, _Z5otherv: against
+ *                   stack-ids ARG, the edit distance is ARG / 50, spread along the stream (the
+ *                   worst case of compare's edit distance)
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "codec.h"
+#include "gpumetrics.h"
 #include "ledger.h"
+#include "stacks.h"
 #include "writer.h"
 
 #define T0 1796000000000000000ull /* session start, CUPTI ns */
 
 static const char *session_host = "crafted", *session_rank; /* control-chars changes them */
+static const char *case_arg;				    /* ARG of the cases that take one */
 
 struct craft {
 	int fd;
 	struct tally_writer w;
 	struct tally_codec codec;
 	struct tally_buf b;
-	uint64_t kernels, runtime, nvtx; /* records written, for the final ledger */
+	uint64_t by_kind[TALLY_KIND_MAX]; /* records written, for the ledger */
 };
 
 static void die(const char *what)
@@ -119,11 +160,8 @@ static void records(struct craft *c, const struct tally_record *r, size_t n)
 	if (tally_records_encode(&c->codec, &c->b, r[0].kind, r, n, TALLY_COLUMNS_ALL) < 0)
 		die("encode");
 	chunk(c, TALLY_CHUNK_RECORDS, 0, &c->b);
-	for (i = 0; i < n; i++) {
-		c->kernels += r[i].kind == TALLY_KIND_KERNEL;
-		c->runtime += r[i].kind == TALLY_KIND_RUNTIME;
-		c->nvtx += r[i].kind == TALLY_KIND_NVTX_RANGE;
-	}
+	for (i = 0; i < n; i++)
+		c->by_kind[r[i].kind]++;
 }
 
 static void ledger(struct craft *c, bool final, const struct tally_ledger *extra)
@@ -136,10 +174,10 @@ static void ledger(struct craft *c, bool final, const struct tally_ledger *extra
 		memset(&l, 0, sizeof(l));
 	l.t_begin = T0;
 	l.t_end = T0 + 1000000000ull;
-	l.v[TALLY_C_BY_KIND + TALLY_KIND_KERNEL] = c->kernels;
-	l.v[TALLY_C_BY_KIND + TALLY_KIND_RUNTIME] = c->runtime;
-	l.v[TALLY_C_BY_KIND + TALLY_KIND_NVTX_RANGE] = c->nvtx;
-	l.v[TALLY_C_RECORDS_PARSED] = c->kernels + c->runtime + c->nvtx;
+	for (unsigned k = 0; k < TALLY_KIND_MAX; k++) {
+		l.v[TALLY_C_BY_KIND + k] = c->by_kind[k];
+		l.v[TALLY_C_RECORDS_PARSED] += c->by_kind[k];
+	}
 	l.v[TALLY_C_FLUSH_COMPLETED] = final;
 	tally_buf_reset(&c->b);
 	tally_ledger_encode(&c->b, &l);
@@ -180,6 +218,8 @@ static struct tally_record launch_rec(uint64_t start, uint32_t name, uint32_t co
 	return r;
 }
 
+static uint32_t plain_stack; /* the STACK of plain_trace's records: 0, or a case's stack id */
+
 /* A small complete trace: kernels (named by id 1) and their launches (id 2). */
 static void plain_trace(struct craft *c, const char *kname, size_t klen, unsigned n, uint64_t at,
 			uint64_t step, uint64_t dur)
@@ -193,6 +233,7 @@ static void plain_trace(struct craft *c, const char *kname, size_t klen, unsigne
 	for (i = 0; i < n && i < 16; i++) {
 		a[i] = launch_rec(at + i * step, 2, i + 1);
 		k[i] = kernel_rec(at + i * step + 5000, dur, 1, i + 1);
+		a[i].stack_id = k[i].stack_id = plain_stack;
 	}
 	records(c, a, i);
 	records(c, k, i);
@@ -364,7 +405,7 @@ static void future(struct craft *c)
 	tally_buf_put_varint(&c->b, 1);
 	tally_buf_put_varint(&c->b, 84); /* zigzag 42 */
 	chunk(c, TALLY_CHUNK_RECORDS, 0, &c->b);
-	c->kernels = 1;
+	c->by_kind[TALLY_KIND_KERNEL] = 1;
 	memset(&l, 0, sizeof(l));
 	l.unknown_counters = 1;
 	l.unknown[0].id = 90;
@@ -399,50 +440,642 @@ static void enospc(struct craft *c)
 	ledger(c, false, &l);
 }
 
+/* ---- call stacks, memory, drops (1.2) ------------------------------------------------------- */
+
+/* The FRAMES or STACKS chunk of what t holds. */
+static void pending_chunk(struct craft *c, unsigned type, struct tally_pending_table *t)
+{
+	tally_buf_reset(&c->b);
+	if (tally_pending_take(t, &c->b))
+		chunk(c, type, 0, &c->b);
+	tally_pending_fini(t);
+}
+
+static void stacks_bomb(struct craft *c)
+{
+	const uint64_t first = (1u << 24) - 2;
+
+	for (unsigned sec = 0; sec < 8; sec++) {
+		session(c, "bomb", 4);
+		tally_buf_reset(&c->b); /* one native frame: type, line, pc, no file, no function */
+		tally_buf_put_varint(&c->b, first);
+		tally_buf_put_varint(&c->b, 1);
+		tally_buf_put_varint(&c->b, TALLY_FRAME_NATIVE);
+		tally_buf_put_varint(&c->b, 0);
+		tally_buf_put_varint(&c->b, 0x401000);
+		tally_buf_put_varint(&c->b, 0);
+		tally_buf_put_varint(&c->b, 0);
+		chunk(c, TALLY_CHUNK_FRAMES, 0, &c->b);
+		tally_buf_reset(&c->b); /* one stack of that frame */
+		tally_buf_put_varint(&c->b, first);
+		tally_buf_put_varint(&c->b, 1);
+		tally_buf_put_varint(&c->b, 1);
+		tally_buf_put_varint(&c->b, first);
+		chunk(c, TALLY_CHUNK_STACKS, 0, &c->b);
+	}
+}
+
+/* Kernels launched from train.py:12 through a native frame of the module at path ARG. */
+static void module(struct craft *c)
+{
+	struct tally_pending_table frames = {0}, stacks = {0};
+	uint32_t f[2];
+
+	session(c, "module", 6);
+	f[0] = tally_frame_put(&frames, TALLY_FRAME_NATIVE, 0, 0x401234, NULL, 0, NULL, 0);
+	f[1] = tally_frame_put(&frames, TALLY_FRAME_PYTHON, 12, 0, "train.py", 8, "step", 4);
+	plain_stack = tally_stack_put(&stacks, f, 2);
+	pending_chunk(c, TALLY_CHUNK_FRAMES, &frames);
+	pending_chunk(c, TALLY_CHUNK_STACKS, &stacks);
+	tally_buf_reset(&c->b);
+	tally_module_put(&c->b, 0, 0x400000, 0x500000, case_arg ? case_arg : "/nonexistent/lib.so");
+	chunk(c, TALLY_CHUNK_MODULES, 0, &c->b);
+	plain_trace(c, "_Z4workv", 8, 3, T0 + 1000, 10000, 3000);
+	ledger(c, true, NULL);
+}
+
+static struct tally_record memory_rec(uint64_t at, unsigned op, uint32_t device, uint64_t address,
+				      uint64_t bytes)
+{
+	struct tally_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = TALLY_KIND_MEMORY;
+	r.start = r.end = at;
+	r.subkind = op;
+	r.src_kind = 3; /* device memory */
+	r.device_id = device;
+	r.context_id = 1;
+	r.process_id = 4242;
+	r.address = address;
+	r.bytes = bytes;
+	return r;
+}
+
+/* Releases with no allocation seen (device 0); 3 allocations of 2^63 bytes (device 1); copies of
+ * 2^63 bytes each: every byte total passes 2^64. */
+static void memory(struct craft *c)
+{
+	struct tally_record m[6], k[3];
+	const uint64_t half = 1ull << 63;
+	unsigned i;
+
+	session(c, "memory", 6);
+	for (i = 0; i < 3; i++) {
+		m[i] = memory_rec(T0 + 1000 + i * 1000, TALLY_MEM_RELEASE, 0,
+				  0x7f0000000000 + i * 4096, 4096);
+		m[3 + i] = memory_rec(T0 + 5000 + i * 1000, TALLY_MEM_ALLOC, 1,
+				      0x7e0000000000 + i * 4096, half);
+	}
+	records(c, m, 6);
+	for (i = 0; i < 3; i++) {
+		memset(&k[i], 0, sizeof(k[i]));
+		k[i].kind = TALLY_KIND_MEMCPY;
+		k[i].start = T0 + 10000 + i * 10000;
+		k[i].end = k[i].start + 3000;
+		k[i].bytes = half;
+		k[i].subkind = 1; /* host to device */
+		k[i].stream_id = 7;
+		k[i].context_id = 1;
+	}
+	records(c, k, 3);
+	ledger(c, true, NULL);
+}
+
+/* A column of kind KERNEL, CONST v. */
+static void const_column(struct tally_buf *b, unsigned col, uint64_t v)
+{
+	struct tally_buf one = {0};
+
+	tally_buf_put_varint(&one, tally_zigzag((int64_t)v));
+	tally_buf_put_varint(b, col);
+	tally_buf_put_u8(b, TALLY_ENC_CONST);
+	tally_buf_put_varint(b, one.len);
+	tally_buf_put(b, one.data, one.len);
+	tally_buf_fini(&one);
+}
+
+/* Ids past 32 bits (STACK, DEVICE) in one kernel; a kernel timed past 2^63 ns in another. */
+static void big_ids(struct craft *c)
+{
+	const uint64_t wide = (1ull << 32) + 1, late = UINT64_MAX - 1000000000000ull;
+	struct tally_record k;
+
+	session(c, "big-ids", 7);
+	plain_trace(c, "_Z4workv", 8, 1, T0 + 1000, 10000, 3000); /* device 0, stack 0 */
+	tally_buf_reset(&c->b);
+	tally_buf_put_varint(&c->b, TALLY_KIND_KERNEL);
+	tally_buf_put_varint(&c->b, 1); /* rows */
+	tally_buf_put_varint(&c->b, 6); /* columns */
+	const_column(&c->b, TALLY_COL_START, T0 + 50000);
+	const_column(&c->b, TALLY_COL_DURATION, 3000);
+	const_column(&c->b, TALLY_COL_NAME, 1);
+	const_column(&c->b, TALLY_COL_DEVICE, wide);
+	const_column(&c->b, TALLY_COL_STREAM, 7);
+	const_column(&c->b, TALLY_COL_STACK, wide);
+	chunk(c, TALLY_CHUNK_RECORDS, 0, &c->b);
+	k = kernel_rec(late, 3000, 1, 0);
+	records(c, &k, 1);
+	c->by_kind[TALLY_KIND_KERNEL]++; /* the raw chunk's */
+	ledger(c, true, NULL);
+}
+
+static void drops(struct craft *c)
+{
+	static const uint64_t entries[][5] = {
+	    {TALLY_DROPS_GLOBAL, 0, 0, 0, 5},
+	    {TALLY_DROPS_CONTEXT, 1, 0, 7, 3},
+	    {TALLY_DROPS_SEEN, 1, 0, 0, 10},
+	};
+	struct tally_ledger l;
+
+	session(c, "drops", 5);
+	plain_trace(c, "_Z4workv", 8, 3, T0 + 1000, 10000, 3000);
+	tally_buf_reset(&c->b);
+	for (unsigned i = 0; i < 3; i++)
+		for (unsigned j = 0; j < 5; j++)
+			tally_buf_put_varint(&c->b, entries[i][j]);
+	chunk(c, TALLY_CHUNK_DROPS, 0, &c->b);
+	memset(&l, 0, sizeof(l));
+	l.v[TALLY_C_DROPPED_CUPTI] = 5;
+	ledger(c, true, &l);
+}
+
+/* 4096 runtime calls named by one 1 MiB name: a table padded to it would be gigabytes. */
+static void long_name(struct craft *c)
+{
+	const size_t len = 1u << 20;
+	static struct tally_record r[4096];
+	char *name = malloc(len);
+	const char *s[1];
+	size_t slen[1] = {len};
+	unsigned i;
+
+	if (!name)
+		die("malloc");
+	memset(name, 'A', len);
+	memcpy(name, "cudaLong", 8);
+	s[0] = name;
+	session(c, "long", 4);
+	strings(c, 1, s, slen, 1);
+	for (i = 0; i < 4096; i++) {
+		r[i] = launch_rec(T0 + 1000 + i * 3000ull, 1, 0);
+		r[i].flags = 0;
+		r[i].subkind = TALLY_API_OTHER;
+	}
+	records(c, r, 4096);
+	ledger(c, true, NULL);
+	free(name);
+}
+
+/* Text that would drive a terminal: a title change and an OSC 52 clipboard write (ESC ... BEL),
+ * backspaces and a carriage return over the line, CSI as the raw C1 byte 0x9B and as U+009B,
+ * a right-to-left override (U+202E), and bytes that are not UTF-8. */
+static void escapes(struct craft *c)
+{
+	static const char kname[] = "_Z4work\033]0;pwned\007\033]52;c;SGVsbG8=\007v";
+	static const char api[] = "cudaLaunchKernel\b\b\b\b\rfake\xc2\x9b"
+				  "2J\x9b"
+				  "31m";
+	static const char nvtx[] = "step \xe2\x80\xae"
+				   "gnp.exe \xff\xfe end";
+	static const char cmd[] = "prog\033[2J\0--x\xe2\x80\xae";
+	const char *s[] = {kname, api, nvtx};
+	size_t len[] = {sizeof(kname) - 1, sizeof(api) - 1, sizeof(nvtx) - 1};
+	struct tally_record k[2], a[2], n[2];
+	unsigned i;
+
+	session_host = "node\xc2\x9b"
+		       "2J";
+	session_rank = "0\033[8m";
+	session(c, cmd, sizeof(cmd) - 1);
+	strings(c, 1, s, len, 3);
+	for (i = 0; i < 2; i++) {
+		a[i] = launch_rec(T0 + 1000 + i * 10000, 2, i + 1);
+		k[i] = kernel_rec(T0 + 6000 + i * 10000, 3000, 1, i + 1);
+		memset(&n[i], 0, sizeof(n[i]));
+		n[i].kind = TALLY_KIND_NVTX_RANGE;
+		n[i].start = T0 + 500 + i * 10000;
+		n[i].end = n[i].start + 9000;
+		n[i].name_id = 3;
+		n[i].process_id = 4242;
+		n[i].thread_id = 1;
+	}
+	records(c, a, 2);
+	records(c, k, 2);
+	records(c, n, 2);
+	ledger(c, true, NULL);
+}
+
+static void header_only(struct craft *c)
+{
+	(void)c; /* main wrote the preamble */
+}
+
+static void header_junk(struct craft *c)
+{
+	uint8_t junk[4096];
+
+	memset(junk, 0x5a, sizeof(junk));
+	if (write(c->fd, junk, sizeof(junk)) != (ssize_t)sizeof(junk))
+		die("write");
+}
+
+static void note_overhead(struct craft *c)
+{
+	struct tally_record r[2];
+
+	session(c, "note", 4);
+	tally_buf_reset(&c->b);
+	tally_kv_uint(&c->b, TALLY_NK_TIME, T0 + 500);
+	tally_kv_uint(&c->b, TALLY_NK_SEVERITY, TALLY_NOTE_WARNING);
+	tally_kv_str(&c->b, TALLY_NK_CODE, "crafted");
+	tally_kv_str(&c->b, TALLY_NK_TEXT, "a note\033[2J with an escape");
+	chunk(c, TALLY_CHUNK_NOTE, 0, &c->b);
+	for (unsigned i = 0; i < 2; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].kind = TALLY_KIND_OVERHEAD;
+		r[i].start = T0 + 1000 + i * 5000;
+		r[i].end = r[i].start + 700;
+		r[i].process_id = 4242;
+		r[i].subkind = 1;
+	}
+	records(c, r, 2);
+	ledger(c, true, NULL);
+}
+
+static void metrics_chunk(struct craft *c, const struct tally_gpu_metrics *g)
+{
+	tally_buf_reset(&c->b);
+	tally_gpu_metrics_encode(&c->b, g);
+	chunk(c, TALLY_CHUNK_GPU_METRICS, 0, &c->b);
+}
+
+static struct tally_record metric_rec(uint64_t at, uint64_t dur, uint32_t device, uint32_t name,
+				      unsigned scale, int64_t value, uint32_t sample)
+{
+	struct tally_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = TALLY_KIND_GPU_METRIC;
+	r.start = at;
+	r.end = at + dur;
+	r.device_id = device;
+	r.name_id = name;
+	r.subkind = scale;
+	r.metric_value = value;
+	r.correlation_id = sample;
+	return r;
+}
+
+static void metrics(struct craft *c)
+{
+	struct tally_metric_desc set[] = {
+	    {3, "sm__cycles_active.avg.pct_of_peak_sustained_elapsed", "%", "SM \033[2JActive"},
+	    {0, "dram__bytes_read.sum.per_second", "bytes/s", "DRAM Read"},
+	};
+	struct tally_gpu_metrics sampled = {.device = 0,
+					    .state = TALLY_GM_SAMPLED,
+					    .chip = "GH100",
+					    .interval = 100000,
+					    .trigger = TALLY_GM_TRIGGER_TIME,
+					    .hw_buffer = 1u << 20,
+					    .passes = 1,
+					    .metrics = set,
+					    .nmetrics = 2};
+	struct tally_gpu_metrics elsewhere = {.device = 1,
+					      .state = TALLY_GM_ELSEWHERE,
+					      .why = "another process samples it",
+					      .holder_pid = 4343,
+					      .holder_host = "node\xc2\x9b"
+							     "2J",
+					      .holder_file = "/tmp/other\342\200\256.tally"};
+	const char *s[] = {set[0].name, set[1].name};
+	size_t len[] = {strlen(set[0].name), strlen(set[1].name)};
+	struct tally_record r[8];
+	struct tally_buf loss = {0};
+
+	session(c, "metrics", 7);
+	strings(c, 1, s, len, 2);
+	metrics_chunk(c, &sampled);
+	metrics_chunk(c, &elsewhere);
+	r[0] = metric_rec(T0 + 1000, 100000, 0, 1, 3, 55123, 1);
+	r[1] = metric_rec(T0 + 1000, 100000, 0, 2, 0, INT64_MAX, 1);
+	r[2] = metric_rec(T0 + 101000, 100000, 0, 1, 3, INT64_MIN, 2);
+	r[3] = metric_rec(T0 + 101000, 100000, 0, 2, 255, 7, 2); /* a scale no double holds */
+	r[4] = metric_rec(T0 + 201000, 0, 0, 1, 3, 1000, 3);	 /* no duration */
+	r[5] = metric_rec(T0 + 201000, 0, 0, 2, 0, -5, 3);
+	r[6] = metric_rec(T0 + 901000, 100000, 0, 1, 3, 2000, 9); /* after a gap */
+	r[6].value = TALLY_METRIC_AFTER_GAP;
+	r[7] = metric_rec(T0 + 5000, 100000, 7, 1, 3, 1, 1); /* a device no chunk describes */
+	records(c, r, 8);
+	tally_buf_put_varint(&loss, T0 + 301000); /* the gap, exactly */
+	tally_buf_put_varint(&loss, T0 + 901000);
+	tally_buf_put_varint(&loss, 85);
+	tally_buf_put_varint(&loss, 1);
+	chunk(c, TALLY_CHUNK_LOSS, 0, &loss);
+	tally_buf_fini(&loss);
+	ledger(c, true, NULL);
+}
+
+static void thread_entry(struct tally_buf *b, uint64_t tid, uint64_t pthread_id, unsigned flags,
+			 const char *name)
+{
+	tally_buf_put_varint(b, tid);
+	tally_buf_put_varint(b, pthread_id);
+	tally_buf_put_varint(b, flags);
+	tally_buf_put_varint(b, strlen(name));
+	tally_buf_put(b, name, strlen(name));
+}
+
+static struct tally_record host_rec(unsigned kind, uint64_t at, uint64_t dur, uint32_t tid)
+{
+	struct tally_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = kind;
+	r.start = at;
+	r.end = at + dur;
+	r.thread_id = tid;
+	r.process_id = 4242;
+	return r;
+}
+
+static void host_samples(struct craft *c)
+{
+	struct tally_pending_table frames = {0}, stacks = {0};
+	const char *s[] = {"pthread_mutex_lock", "poll"}, *file = "train\033[2J.py";
+	size_t len[] = {18, 4};
+	struct tally_record r[8];
+	uint32_t f[2], stack;
+
+	session(c, "samples", 7);
+	strings(c, 1, s, len, 2);
+	f[0] = tally_frame_put(&frames, TALLY_FRAME_PYTHON, 7, 0, file, strlen(file), "step", 4);
+	f[1] = tally_frame_put(&frames, TALLY_FRAME_NATIVE, 0, 0x401234, NULL, 0, NULL, 0);
+	stack = tally_stack_put(&stacks, f, 2);
+	pending_chunk(c, TALLY_CHUNK_FRAMES, &frames);
+	pending_chunk(c, TALLY_CHUNK_STACKS, &stacks);
+	tally_buf_reset(&c->b);
+	thread_entry(&c->b, 4242, 0x7f0000001000ull, TALLY_THREADF_MAIN | TALLY_THREADF_PYTHON,
+		     "python\033]0;t\007");
+	thread_entry(&c->b, 4243, 0x7f0000002000ull, TALLY_THREADF_TALLY, "tally-sampler");
+	thread_entry(&c->b, 4244, 0, TALLY_THREADF_EXITED, "gone\xe2\x80\xae");
+	chunk(c, TALLY_CHUNK_THREADS, 0, &c->b);
+	tally_buf_reset(&c->b); /* a tid no kernel hands out: its chunk is damage */
+	thread_entry(&c->b, (1ull << 32) + 4242, 1, 0, "wide");
+	chunk(c, TALLY_CHUNK_THREADS, 0, &c->b);
+	for (unsigned i = 0; i < 5; i++) {
+		r[i] =
+		    host_rec(TALLY_KIND_CPU_SAMPLE, T0 + 1000 + i * 10000, 0, i < 4 ? 4242 : 4299);
+		r[i].subkind = i % 3 + 1; /* python, perf, timer */
+		r[i].value = i;		  /* every state, and one no table knows */
+		r[i].stack_id = i == 3 ? 0 : stack;
+		r[i].flags = i == 3 ? TALLY_REC_TORN : 0;
+	}
+	records(c, r, 5);
+	r[5] = host_rec(TALLY_KIND_OSRT, T0 + 2000, 5000000, 4242);
+	r[5].cbid = TALLY_OSRT_PTHREAD_MUTEX_LOCK;
+	r[5].name_id = 1;
+	r[5].address = 0x7ffd0000;
+	r[6] = host_rec(TALLY_KIND_OSRT, T0 + 3000, 1ull << 63, 4243); /* a call of 2^63 ns */
+	r[6].cbid = TALLY_OSRT_POLL;
+	r[6].name_id = 2;
+	r[6].value = 0xffffffffu;
+	r[6].subkind = 4; /* EINTR */
+	r[7] = host_rec(TALLY_KIND_OSRT, T0 + 4000, 1000, 4242);
+	r[7].cbid = 999; /* no table knows it */
+	records(c, r + 5, 3);
+	ledger(c, true, NULL);
+}
+
+static unsigned count_arg(void)
+{
+	long n = case_arg ? strtol(case_arg, NULL, 10) : 0;
+
+	if (n < 1 || n > (1l << 22)) {
+		fprintf(stderr, "tally-craft: this case takes a count, 1 to 4194304\n");
+		exit(2);
+	}
+	return (unsigned)n;
+}
+
+/* Kernels in batches of up to 16384 records, each launch then its kernel. */
+static void kernels_batched(struct craft *c, unsigned n, uint32_t (*name)(unsigned i),
+			    uint32_t (*stack)(unsigned i))
+{
+	static struct tally_record a[16384], k[16384];
+	unsigned i, b;
+
+	for (i = 0; i < n; i += b) {
+		for (b = 0; b < 16384 && i + b < n; b++) {
+			uint64_t at = T0 + 1000 + (uint64_t)(i + b) * 10000;
+
+			a[b] = launch_rec(at, 1, i + b + 1);
+			k[b] = kernel_rec(at + 5000, 3000, name(i + b), i + b + 1);
+			a[b].stack_id = k[b].stack_id = stack ? stack(i + b) : 0;
+		}
+		records(c, a, b);
+		records(c, k, b);
+	}
+}
+
+static uint32_t name_of_own(unsigned i)
+{
+	return i + 2;
+}
+
+static uint32_t stack_of_own(unsigned i)
+{
+	return i + 1;
+}
+
+static uint32_t name_shared(unsigned i)
+{
+	(void)i;
+	return 2;
+}
+
+/* ARG kernels named _Z6kernelIXLiNEEEvv (kernel<N>), each its own; launches named by id 1. */
+static void names(struct craft *c)
+{
+	unsigned n = count_arg(), i;
+	const char **s = calloc(n + 1, sizeof(*s));
+	size_t *len = calloc(n + 1, sizeof(*len));
+	char *text = malloc((size_t)(n + 1) * 32);
+
+	if (!s || !len || !text)
+		die("calloc");
+	s[0] = "cudaLaunchKernel";
+	len[0] = 16;
+	for (i = 0; i < n; i++) {
+		s[i + 1] = text + (size_t)i * 32;
+		len[i + 1] = (size_t)snprintf(text + (size_t)i * 32, 32, "_Z6kernelILi%uEEvv", i);
+	}
+	session(c, "names", 5);
+	strings(c, 1, s, len, n + 1);
+	kernels_batched(c, n, name_of_own, NULL);
+	ledger(c, true, NULL);
+	free(s);
+	free(len);
+	free(text);
+}
+
+/* ARG kernels, each launched from a stack of its own: a native frame in one of ARG / 16 modules
+ * (none of them on disk: labelled module+0xoffset) under a Python frame of its own line. */
+static void stack_ids(struct craft *c)
+{
+	struct tally_pending_table frames = {0}, stacks = {0};
+	unsigned n = count_arg(), nmod = n / 16 ? n / 16 : 1, i;
+	const char *s[] = {"cudaLaunchKernel", "_Z4workv"};
+	size_t len[] = {16, 8};
+	char path[64];
+
+	if (nmod > TALLY_MODULES_MAX)
+		nmod = TALLY_MODULES_MAX;
+	session(c, "stacks", 6);
+	strings(c, 1, s, len, 2);
+	tally_buf_reset(&c->b);
+	for (i = 0; i < nmod; i++) {
+		snprintf(path, sizeof(path), "/nonexistent/libm%u.so", i);
+		tally_module_put(&c->b, 0x10000000ull * (i + 1), 0x10000000ull * (i + 1),
+				 0x10000000ull * (i + 2), path);
+	}
+	chunk(c, TALLY_CHUNK_MODULES, 0, &c->b);
+	for (i = 0; i < n; i++) {
+		uint32_t f[2];
+
+		f[0] =
+		    tally_frame_put(&frames, TALLY_FRAME_NATIVE, 0,
+				    0x10000000ull * (i % nmod + 1) + 16 * i + 8, NULL, 0, NULL, 0);
+		f[1] = tally_frame_put(&frames, TALLY_FRAME_PYTHON, i + 1, 0, "train.py", 8, "step",
+				       4);
+		tally_stack_put(&stacks, f, 2);
+		if (frames.entries.len > (1u << 20) || i + 1 == n) {
+			pending_chunk(c, TALLY_CHUNK_FRAMES, &frames);
+			pending_chunk(c, TALLY_CHUNK_STACKS, &stacks);
+			frames.next_id = 2 * (i + 1) + 1; /* fini cleared them: the ids go on */
+			stacks.next_id = i + 2;
+		}
+	}
+	kernels_batched(c, n, name_shared, stack_of_own);
+	ledger(c, true, NULL);
+}
+
+static uint32_t name_every_100th(unsigned i)
+{
+	return i % 100 == 99 ? 3 : 2;
+}
+
+static void edits(struct craft *c)
+{
+	unsigned n = count_arg();
+	const char *s[] = {"cudaLaunchKernel", "_Z4workv", "_Z5otherv"};
+	size_t len[] = {16, 8, 9};
+
+	session(c, "edits", 5);
+	strings(c, 1, s, len, 3);
+	kernels_batched(c, n, name_every_100th, NULL);
+	ledger(c, true, NULL);
+}
+
 static const struct {
 	const char *name;
 	void (*make)(struct craft *c);
 } cases[] = {
-    {"rows-bomb", rows_bomb},	      {"strings-bomb", strings_bomb}, {"resync-bomb", resync_bomb},
-    {"demangle-bomb", demangle_bomb}, {"partial-mid", NULL},	      {"partial-eof", NULL},
-    {"control-chars", control_chars}, {"bad-text", bad_text},	      {"future", future},
-    {"early-records", early_records}, {"overlap", overlap},	      {"enospc", enospc},
+    {"rows-bomb", rows_bomb},
+    {"strings-bomb", strings_bomb},
+    {"resync-bomb", resync_bomb},
+    {"demangle-bomb", demangle_bomb},
+    {"partial-mid", NULL},
+    {"partial-eof", NULL},
+    {"control-chars", control_chars},
+    {"bad-text", bad_text},
+    {"future", future},
+    {"early-records", early_records},
+    {"overlap", overlap},
+    {"enospc", enospc},
+    {"stacks-bomb", stacks_bomb},
+    {"module", module},
+    {"memory", memory},
+    {"big-ids", big_ids},
+    {"drops", drops},
+    {"long-name", long_name},
+    {"escapes", escapes},
+    {"header-only", header_only},
+    {"header-junk", header_junk},
+    {"names", names},
+    {"stack-ids", stack_ids},
+    {"edits", edits},
+    {"note-overhead", note_overhead},
+    {"metrics", metrics},
+    {"host-samples", host_samples},
 };
 
-int main(int argc, char **argv)
+/* One file: the preamble, then what the case writes. */
+static void craft_file(size_t which, const char *name, const char *path)
 {
 	struct tally_sink sink;
 	struct craft c;
-	size_t i;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: tally-craft CASE OUT\n");
-		return 2;
-	}
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (strcmp(argv[1], cases[i].name) == 0)
-			break;
-	if (i == sizeof(cases) / sizeof(cases[0])) {
-		fprintf(stderr, "tally-craft: unknown case %s\n", argv[1]);
-		return 2;
-	}
 	memset(&c, 0, sizeof(c));
-	srand((unsigned)getpid());
-	c.fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	c.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (c.fd < 0)
-		die(argv[2]);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)c.fd};
+		die(path);
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)c.fd, NULL, NULL};
 	if (tally_writer_init(&c.w, &sink, 1) < 0 || tally_writer_preamble(&c.w) < 0 ||
 	    tally_writer_flush(&c.w) < 0)
 		die("writer");
-	if (cases[i].make)
-		cases[i].make(&c);
+	if (cases[which].make)
+		cases[which].make(&c);
 	else
-		partial(&c, strcmp(argv[1], "partial-eof") == 0);
+		partial(&c, strcmp(name, "partial-eof") == 0);
 	tally_writer_flush(&c.w);
 	tally_writer_fini(&c.w);
 	tally_codec_fini(&c.codec);
 	tally_buf_fini(&c.b);
 	close(c.fd);
+}
+
+static size_t find_case(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (strcmp(name, cases[i].name) == 0)
+			return i;
+	fprintf(stderr, "tally-craft: unknown case %s\n", name);
+	exit(2);
+}
+
+/* files ARG: OUT is a directory of ARG small traces (rank0000.tally ...), one process each. */
+static void craft_files(const char *dir)
+{
+	unsigned n = count_arg(), i;
+	size_t overlap_case = find_case("overlap");
+	char path[4096], rank[32];
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		die(dir);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/rank%05u.tally", dir, i);
+		snprintf(rank, sizeof(rank), "RANK=%u", i);
+		session_rank = rank;
+		craft_file(overlap_case, "overlap", path);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: tally-craft CASE OUT [ARG]\n");
+		return 2;
+	}
+	case_arg = argc == 4 ? argv[3] : NULL;
+	srand((unsigned)getpid());
+	if (strcmp(argv[1], "files") == 0)
+		craft_files(argv[2]);
+	else
+		craft_file(find_case(argv[1]), argv[1], argv[2]);
 	return 0;
 }

@@ -23,6 +23,7 @@ struct opts {
 	bool in_flight, kill, starve;
 	struct fault_sink fault;
 	bool use_fault;
+	struct testsrc_host host; /* --host N: host samples and blocking calls (format 1.3) */
 };
 
 struct worker {
@@ -39,6 +40,8 @@ static void usage(FILE *out)
 	      "  --syncs N --ranges N --marks N --names N --devices N --seed N --threads N\n"
 	      "  --rate RECORDS_PER_S --t0 NS --stacks N (launch c from Python stack c % N)\n"
 	      "  --mem-allocs N (N device allocations, then their releases)\n"
+	      "  --host N (host sampling, format 1.3: N samples per thread of three threads, N/10\n"
+	      "  blocking calls; testsrc.h says what) --host-torn-every K --host-dropped N\n"
 	      "faults: --bad-time-every N --orphan-launches N --orphan-gpu N --unknown-kind N\n"
 	      "  --invalid-tail --in-flight (a buffer still in CUPTI at stop) --kill (end with\n"
 	      "  no closing flush, like SIGKILL) --starve (no consumer until the end)\n"
@@ -107,6 +110,9 @@ enum {
 	O_JITTER_US,
 	O_MEM_MB,
 	O_SHIFT,
+	O_HOST,
+	O_HOST_TORN,
+	O_HOST_DROPPED,
 };
 
 static const struct option longopts[] = {
@@ -158,6 +164,9 @@ static const struct option longopts[] = {
     {"jitter-us", 1, NULL, O_JITTER_US},
     {"mem-mb", 1, NULL, O_MEM_MB},
     {"realtime-shift-s", 1, NULL, O_SHIFT},
+    {"host", 1, NULL, O_HOST},
+    {"host-torn-every", 1, NULL, O_HOST_TORN},
+    {"host-dropped", 1, NULL, O_HOST_DROPPED},
     {"output", 1, NULL, 'o'},
     {"help", 0, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -344,6 +353,17 @@ static int parse(int argc, char **argv, struct opts *o)
 		case O_MEM:
 			o->w.mem_allocs = (unsigned)v;
 			break;
+		case O_HOST:
+			o->host.samples = (unsigned)v;
+			o->host.calls = (unsigned)v / 10;
+			o->cfg.stacks |= v > 0;
+			break;
+		case O_HOST_TORN:
+			o->host.torn_every = (unsigned)v;
+			break;
+		case O_HOST_DROPPED:
+			o->host.dropped_samples = (unsigned)v;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -385,29 +405,38 @@ static uint64_t kinds_mask(const struct testsrc_workload *w)
 	       (w->st.steps ? 1u << TALLY_KIND_NVTX_RANGE | 1u << TALLY_KIND_NVTX_MARK : 0);
 }
 
+static uint64_t host_kinds(const struct testsrc_host *h)
+{
+	return h->samples ? 1u << TALLY_KIND_CPU_SAMPLE | 1u << TALLY_KIND_OSRT : 0;
+}
+
 static int run(struct opts *o, int fd)
 {
-	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd};
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	struct tally_buf session = {0};
 	struct tally_stop_report rep;
 	struct worker *wk;
+	uint64_t t_start;
 	unsigned i;
 	int rc;
 
 	if (o->use_fault) {
 		o->fault.fd = fd;
-		sink = (struct tally_sink){fault_sink_write, &o->fault};
+		sink = (struct tally_sink){fault_sink_write, &o->fault, NULL, NULL};
 	}
 	o->cfg.consumer_thread = !o->starve;
 	if (o->w.t0)
 		testsrc_clock_start(o->w.t0);
-	testsrc_session(&session, kinds_mask(&o->w));
+	testsrc_session(&session, kinds_mask(&o->w) | host_kinds(&o->host));
+	if (o->host.samples)
+		testsrc_host_session(&session);
 	rc = tally_pipeline_start(&o->cfg, &testsrc_source, &sink, &session);
 	tally_buf_fini(&session);
 	if (rc < 0) {
 		fprintf(stderr, "tally-testsrc: pipeline start: %s\n", strerror(-rc));
 		return 1;
 	}
+	t_start = testsrc_now();
 	wk = calloc(o->threads, sizeof(*wk));
 	for (i = 0; i < o->threads; i++) {
 		wk[i].o = o;
@@ -418,6 +447,8 @@ static int run(struct opts *o, int fd)
 	for (i = 0; i < o->threads; i++)
 		pthread_join(wk[i].thread, NULL);
 	free(wk);
+	if (o->host.samples)
+		testsrc_host_run(&o->host, t_start);
 	if (o->kill) {
 		tally_pipeline_tick(); /* what the periodic flush had written; then nothing */
 		_exit(0);

@@ -421,6 +421,158 @@ static uint32_t next_corr(struct gen *g)
 	return g->corr++;
 }
 
+/* ---- host sampling and blocking calls (format 1.3) ---------------------------------------- */
+
+#define HOST_PERIOD_NS 1000000ull
+
+/* A Python stack of the host workload: (file, func, line) innermost first, then <module>. */
+static uint32_t host_stack(const char *file, const char *func, unsigned line)
+{
+	struct testsrc_frame f[2] = {{file, func, line}, {"/work/train.py", "<module>", 99}};
+	struct raw_frame raw[2];
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		unsigned k = 200 + (line % 50); /* keys 201..250, apart from the launch stacks' */
+
+		named[k] = f[i];
+		raw[i] = (struct raw_frame){k + 1, f[i].line, TALLY_FRAME_PYTHON, 0};
+		if (i)
+			raw[i].key = 251, named[250] = f[i];
+	}
+	return tally_stacktab_intern(raw, 2, name_frame);
+}
+
+static uint32_t native_stack(unsigned i)
+{
+	struct raw_frame raw[3] = {
+	    {0x1000 + 16 * (i % 4), 0, TALLY_FRAME_NATIVE_PC, 0},
+	    {0x2000, 0, TALLY_FRAME_NATIVE, 0},
+	    {0x3000, 0, TALLY_FRAME_NATIVE, 0},
+	};
+
+	return tally_stacktab_intern(raw, 3, NULL);
+}
+
+static struct tally_record host_sample(uint64_t t, uint32_t tid, unsigned source, unsigned state,
+				       uint32_t stack)
+{
+	struct tally_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = TALLY_KIND_CPU_SAMPLE;
+	r.start = r.end = t;
+	r.thread_id = tid;
+	r.process_id = (uint32_t)getpid();
+	r.subkind = source;
+	r.value = state;
+	r.stack_id = stack;
+	return r;
+}
+
+static struct tally_record host_call(uint64_t t, uint64_t dur, uint32_t tid, unsigned call,
+				     uint64_t object)
+{
+	struct tally_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = TALLY_KIND_OSRT;
+	r.start = t;
+	r.end = t + dur;
+	r.thread_id = tid;
+	r.process_id = (uint32_t)getpid();
+	r.cbid = call;
+	r.address = object;
+	return r;
+}
+
+static void host_threads(void)
+{
+	static const struct {
+		uint32_t tid;
+		unsigned flags;
+		const char *name;
+	} t[] = {{2001, TALLY_THREADF_MAIN | TALLY_THREADF_PYTHON, "MainThread"},
+		 {2002, TALLY_THREADF_PYTHON, "loader"},
+		 {2003, 0, "pt_main"}};
+	struct tally_buf b = {0};
+	unsigned i;
+
+	for (i = 0; i < 3; i++) {
+		tally_buf_put_varint(&b, t[i].tid);
+		tally_buf_put_varint(&b, 0x7f0000001000ull + i * 0x100000ull);
+		tally_buf_put_varint(&b, t[i].flags);
+		tally_buf_put_varint(&b, strlen(t[i].name));
+		tally_buf_put(&b, t[i].name, strlen(t[i].name));
+	}
+	tally_pipeline_threads(&b);
+	tally_buf_fini(&b);
+	tally_pipeline_count(TALLY_C_THREADS_SEEN, 3);
+}
+
+/* The Python samples of one thread: first half in a (state, stack), the second in another. */
+static size_t python_samples(struct tally_record *r, const struct testsrc_host *h, uint64_t t0,
+			     uint32_t tid, const unsigned state[2], const uint32_t stack[2])
+{
+	size_t n = 0;
+	unsigned i;
+
+	for (i = 0; i < h->samples; i++) {
+		unsigned half = i >= h->samples / 2;
+		bool torn = h->torn_every && (i + 1) % h->torn_every == 0;
+
+		r[n] = host_sample(t0 + i * HOST_PERIOD_NS, tid, TALLY_SAMPLE_PYTHON, state[half],
+				   torn ? 0 : stack[half]);
+		r[n].flags = torn ? TALLY_REC_TORN : 0;
+		n++;
+	}
+	return n;
+}
+
+void testsrc_host_run(const struct testsrc_host *h, uint64_t t0)
+{
+	const unsigned main_state[2] = {TALLY_THREAD_ON_CPU, TALLY_THREAD_WAITING};
+	const unsigned loader_state[2] = {TALLY_THREAD_WAITING, TALLY_THREAD_WAITING};
+	uint32_t main_stack[2], loader_stack[2];
+	size_t n = 0, cap = 3 * (size_t)h->samples + 2 * (size_t)h->calls + 1;
+	struct tally_record *r = calloc(cap, sizeof(*r));
+	uint64_t torn = 0;
+	unsigned i;
+
+	if (!r)
+		return;
+	host_threads();
+	main_stack[0] = host_stack("/work/train.py", "compute", 20);
+	main_stack[1] = host_stack("/work/train.py", "sleep_between", 30);
+	loader_stack[0] = loader_stack[1] = host_stack("/work/data.py", "Loader.get", 55);
+	n += python_samples(r + n, h, t0, 2001, main_state, main_stack);
+	n += python_samples(r + n, h, t0, 2002, loader_state, loader_stack);
+	for (i = 0; i < h->samples; i++)
+		r[n++] = host_sample(t0 + i * HOST_PERIOD_NS + 500000, 2003, TALLY_SAMPLE_PERF,
+				     TALLY_THREAD_ON_CPU, native_stack(i));
+	for (i = 0; i < h->calls; i++) {
+		r[n++] = host_call(t0 + i * 20 * HOST_PERIOD_NS, 10 * HOST_PERIOD_NS, 2001,
+				   TALLY_OSRT_CLOCK_NANOSLEEP, 0);
+		r[n++] = host_call(t0 + i * 20 * HOST_PERIOD_NS, 5 * HOST_PERIOD_NS, 2002,
+				   TALLY_OSRT_PTHREAD_COND_TIMEDWAIT, 0x5000);
+	}
+	if (h->torn_every)
+		torn = 2 * (uint64_t)(h->samples / h->torn_every);
+	tally_pipeline_count(TALLY_C_SAMPLES_TAKEN, 3 * (uint64_t)h->samples + h->dropped_samples);
+	tally_pipeline_count(TALLY_C_SAMPLES_TORN, torn);
+	tally_pipeline_count(TALLY_C_SAMPLES_DROPPED, h->dropped_samples);
+	(void)tally_pipeline_host_records(r, n);
+}
+
+void testsrc_host_session(struct tally_buf *b)
+{
+	tally_kv_uint(b, TALLY_SK_SAMPLE, TALLY_SAMPLE_BIT_PYTHON | TALLY_SAMPLE_BIT_NATIVE);
+	tally_kv_uint(b, TALLY_SK_SAMPLE_RATE, 1000);
+	tally_kv_str(b, TALLY_SK_SAMPLE_MECHANISM,
+		     "perf: made up by the test source (tally-testsrc --host)");
+	tally_kv_uint(b, TALLY_SK_OSRT_THRESHOLD, 1000);
+}
+
 /* ---- memory ------------------------------------------------------------------------------ */
 
 uint64_t testsrc_alloc_bytes(unsigned i)
@@ -667,6 +819,16 @@ void testsrc_session(struct tally_buf *b, uint64_t kinds_mask)
 		tally_kv_str(b, TALLY_SK_RANK, rank);
 	}
 	tally_job_keys(b); /* SLURM_JOB_ID, TORCHELASTIC_RUN_ID, WORLD_SIZE ... as the collector */
+}
+
+int fault_sink_release(void *ctx)
+{
+	struct fault_sink *s = ctx;
+
+	s->released++;
+	s->fail_after = (s->accepted > s->fail_after ? s->accepted : s->fail_after) + s->reserve;
+	s->reserve = 0;
+	return 0;
 }
 
 ssize_t fault_sink_write(void *ctx, const void *buf, size_t len)

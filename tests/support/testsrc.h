@@ -90,6 +90,28 @@ unsigned testsrc_stack_frames(unsigned s, struct testsrc_frame out[TESTSRC_STACK
 uint64_t testsrc_alloc_bytes(unsigned i);
 uint64_t testsrc_alloc_address(unsigned i);
 
+/*
+ * Host sampling and blocking calls (format 1.3), made up the way the collector's sampler hands
+ * them to the pipeline (tally_pipeline_host_records), so that readers have a trace with known
+ * contents.  Three threads, named in a THREADS chunk:
+ *   tid 2001 "MainThread" (main, Python): `samples` Python samples, the first half on CPU in
+ *     compute (/work/train.py:20), the second half waiting in sleep (/work/train.py:30); and
+ *     `calls` clock_nanosleep calls of 10 ms
+ *   tid 2002 "loader" (Python): `samples` Python samples waiting in get (/work/data.py:55);
+ *     `calls` pthread_cond_timedwait calls of 5 ms on the object 0x5000
+ *   tid 2003 "pt_main" (native): `samples` perf samples of native frames 0x1000.. (in no module)
+ * Samples are 1 ms apart from t0 (the CUPTI part's start, so they cover its GPU gaps); every
+ * torn_every-th Python sample (0: none) is torn (flag TORN, no stack).  Ledger counters:
+ * samples_taken = written + dropped_samples, and dropped_samples samples counted as dropped (none
+ * written for them).
+ */
+struct testsrc_host {
+	unsigned samples, calls, torn_every, dropped_samples;
+};
+void testsrc_host_run(const struct testsrc_host *h, uint64_t t0);
+/* The SESSION keys of sampling for a --host trace (sample python,native at 1 kHz, osrt 1 us). */
+void testsrc_host_session(struct tally_buf *b);
+
 /* A generated record, as the observer sees it (a copy of the CUPTI struct). */
 typedef void (*testsrc_observer)(void *ctx, const CUpti_Activity *rec, size_t size);
 
@@ -157,7 +179,12 @@ struct fault_sink {
 	size_t short_max;    /* short-write mode: at most this many bytes per call */
 	uint64_t accepted;
 	uint64_t calls_failed;
+	uint64_t reserve;  /* a disk that kept this much room for the close (fault_sink_release) */
+	unsigned released; /* calls of fault_sink_release */
 };
 ssize_t fault_sink_write(void *ctx, const void *buf, size_t len);
+/* The sink's release: the room kept for the close becomes free space (fail_after grows by
+ * reserve), as tally_room_release frees the blocks it kept. */
+int fault_sink_release(void *ctx);
 
 #endif

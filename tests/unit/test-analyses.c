@@ -89,7 +89,7 @@ static void write_work(const char *path, const struct work *w, size_t n, uint64_
 {
 	static const unsigned kinds[] = {TALLY_KIND_KERNEL, TALLY_KIND_MEMCPY, TALLY_KIND_MEMSET};
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd};
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	struct tally_ledger l = {.final = true, .t_begin = T0, .t_end = T0 + 100000 * MS};
 	struct tally_strtab strings;
 	struct tally_writer tw;

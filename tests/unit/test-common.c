@@ -280,7 +280,8 @@ static char *read_file(const char *path)
 static void test_outfile(void **state)
 {
 	const char *dir = scratch_new();
-	char err[512], *victim, *link, *out, *fifo;
+	char err[512], *victim, *link, *out, *fifo, *hard;
+	struct stat sb;
 	struct outfile o;
 	DIR *d;
 	struct dirent *e;
@@ -309,8 +310,26 @@ static void test_outfile(void **state)
 	outfile_abort(&o); /* a failed write leaves the old file */
 	assert_string_equal(read_file(victim), "precious");
 
-	assert_int_equal(outfile_not_input(out, &out, 1, err, sizeof(err)), -EINVAL);
-	assert_int_equal(outfile_not_input(out, &victim, 1, err, sizeof(err)), 0);
+	/* an input is refused by what it is, whatever the name: here through a hard link */
+	assert_int_equal(stat(out, &sb), 0);
+	assert_true(asprintf(&hard, "%s/hard", dir) > 0);
+	assert_int_equal(linkat(AT_FDCWD, out, AT_FDCWD, hard, 0), 0);
+	assert_int_equal(outfile_protect(out, sb.st_dev, sb.st_ino), 0);
+	assert_int_equal(outfile_check(hard, OUTFILE_FORCE, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "is an input"));
+	assert_int_equal(outfile_open(&o, out, OUTFILE_FORCE, err, sizeof(err)), -EINVAL);
+	assert_int_equal(outfile_check(victim, OUTFILE_FORCE, err, sizeof(err)), 0);
+	outfile_unprotect(sb.st_dev, sb.st_ino);
+	assert_int_equal(outfile_check(hard, OUTFILE_FORCE, err, sizeof(err)), 0);
+	assert_int_equal(unlink(hard), 0);
+	/* a directory to write into: only with OUTFILE_DIRECTORY, and with --force when it exists
+	 */
+	assert_int_equal(outfile_check(dir, OUTFILE_FORCE, err, sizeof(err)), -EPERM);
+	assert_int_equal(outfile_check(dir, OUTFILE_DIRECTORY, err, sizeof(err)), -EEXIST);
+	assert_int_equal(outfile_check(dir, OUTFILE_DIRECTORY | OUTFILE_FORCE, err, sizeof(err)),
+			 0);
+	assert_int_equal(outfile_check(out, OUTFILE_DIRECTORY | OUTFILE_FORCE, err, sizeof(err)),
+			 -EPERM);
 
 	d = opendir(dir); /* victim, link, fifo, out: no temporary file left */
 	while ((e = readdir(d)))
@@ -318,7 +337,7 @@ static void test_outfile(void **state)
 	closedir(d);
 	assert_int_equal(n, 4);
 	scratch_remove();
-	free(victim), free(link), free(fifo), free(out);
+	free(victim), free(link), free(fifo), free(out), free(hard);
 }
 
 int main(void)

@@ -314,7 +314,7 @@ static void mem_file_close(struct mem_file *m)
 /* A small synthetic file: SESSION, STRINGS, 3 RECORDS chunks of 10 kernels, LEDGER x2 (final). */
 static size_t write_sample(int fd, size_t *chunk_ends, size_t max_chunks, unsigned extra_type)
 {
-	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd};
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	struct tally_writer w;
 	struct tally_codec codec = {0};
 	struct tally_buf b = {0};
@@ -579,7 +579,7 @@ static void test_reader_seq_gap(void **state)
 
 	(void)state;
 	mem_file_open(&m);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd, NULL, NULL};
 	tally_writer_init(&w, &sink, 0);
 	tally_writer_preamble(&w);
 	tally_kv_uint(&b, TALLY_SK_PID, 1);
@@ -668,6 +668,120 @@ static void test_ledger_signal_counters(void **state)
 	tally_buf_fini(&b);
 }
 
+static void thread_entry(struct tally_buf *b, uint32_t tid, uint64_t pthread_id, unsigned flags,
+			 const char *name)
+{
+	tally_buf_put_varint(b, tid);
+	tally_buf_put_varint(b, pthread_id);
+	tally_buf_put_varint(b, flags);
+	tally_buf_put_varint(b, strlen(name));
+	tally_buf_put(b, name, strlen(name));
+}
+
+/* Format 1.3: THREADS entries (a later one wins), the host loss counters in the verdict, and
+ * CPU_SAMPLE / OSRT records through the codec with their columns. */
+static void test_host_records(void **state)
+{
+	struct tally_sink sink;
+	struct tally_writer w;
+	struct tally_codec codec = {0};
+	struct tally_buf b = {0};
+	struct tally_record recs[2], *back = NULL;
+	struct tally_ledger l;
+	struct tally_verdict v;
+	const struct tally_thread **all;
+	struct tally_file *f;
+	struct mem_file m;
+	size_t cap = 0, n;
+	unsigned kind;
+	char err[256];
+	bool loss_named = false;
+
+	(void)state;
+	memset(recs, 0, sizeof(recs));
+	recs[0] = (struct tally_record){.kind = TALLY_KIND_CPU_SAMPLE,
+					.start = 5000,
+					.end = 6000,
+					.thread_id = 12,
+					.process_id = 10,
+					.subkind = 1,
+					.value = TALLY_THREAD_WAITING,
+					.stack_id = 3,
+					.flags = TALLY_REC_TORN};
+	recs[1] = recs[0];
+	recs[1].start = 7000;
+	recs[1].end = 7000 + 1000;
+	tally_records_encode(&codec, &b, TALLY_KIND_CPU_SAMPLE, recs, 2,
+			     tally_kind_columns(TALLY_KIND_CPU_SAMPLE));
+	assert_int_equal(tally_records_decode(&codec, b.data, b.len, &kind, &back, &cap), 2);
+	assert_int_equal(kind, TALLY_KIND_CPU_SAMPLE);
+	assert_int_equal(back[1].start, 7000);
+	assert_int_equal(back[1].end - back[1].start, 1000);
+	assert_int_equal(back[0].thread_id, 12);
+	assert_int_equal(back[0].value, TALLY_THREAD_WAITING);
+	assert_int_equal(back[0].stack_id, 3);
+	assert_int_equal(back[0].flags, TALLY_REC_TORN);
+	assert_string_equal(tally_kind_name(TALLY_KIND_OSRT), "osrt");
+	assert_string_equal(tally_osrt_call_name(TALLY_OSRT_PTHREAD_MUTEX_LOCK),
+			    "pthread_mutex_lock");
+	assert_null(tally_osrt_call_name(TALLY_OSRT_CALL_MAX));
+	free(back);
+
+	mem_file_open(&m);
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)m.fd, NULL, NULL};
+	assert_int_equal(tally_writer_init(&w, &sink, 1), 0);
+	tally_writer_preamble(&w);
+	tally_buf_reset(&b);
+	tally_kv_uint(&b, TALLY_SK_PID, 10);
+	tally_kv_uint(&b, TALLY_SK_SAMPLE, TALLY_SAMPLE_BIT_PYTHON);
+	tally_kv_uint(&b, TALLY_SK_SAMPLE_RATE, 1000);
+	tally_kv_str(&b, TALLY_SK_SAMPLE_MECHANISM, "timer: a test");
+	tally_kv_uint(&b, TALLY_SK_OSRT_THRESHOLD, 1000);
+	tally_writer_chunk(&w, TALLY_CHUNK_SESSION, 0, b.data, b.len, 0);
+	tally_buf_reset(&b);
+	thread_entry(&b, 12, 0, 0, "worker");
+	thread_entry(&b, 10, 0x7f00, TALLY_THREADF_MAIN, "main");
+	tally_writer_chunk(&w, TALLY_CHUNK_THREADS, 0, b.data, b.len, 0);
+	tally_buf_reset(&b);
+	thread_entry(&b, 12, 0x7f01, TALLY_THREADF_PYTHON | TALLY_THREADF_EXITED, "worker");
+	tally_writer_chunk(&w, TALLY_CHUNK_THREADS, 0, b.data, b.len, 0);
+	tally_buf_reset(&b);
+	tally_records_encode(&codec, &b, TALLY_KIND_CPU_SAMPLE, recs, 2,
+			     tally_kind_columns(TALLY_KIND_CPU_SAMPLE));
+	tally_writer_chunk(&w, TALLY_CHUNK_RECORDS, 0, b.data, b.len, 2);
+	memset(&l, 0, sizeof(l));
+	l.v[TALLY_C_BY_KIND + TALLY_KIND_CPU_SAMPLE] = 2;
+	l.v[TALLY_C_SAMPLES_TAKEN] = 5;
+	l.v[TALLY_C_SAMPLES_DROPPED] = 3;
+	tally_buf_reset(&b);
+	tally_ledger_encode(&b, &l);
+	tally_writer_chunk(&w, TALLY_CHUNK_LEDGER, TALLY_CHUNK_FLAG_FINAL, b.data, b.len, 0);
+	tally_writer_fini(&w);
+	assert_int_equal(tally_file_load(&f, m.path, err, sizeof(err)), 0);
+	assert_int_equal(f->sections[0]->unknown_chunks, 0);
+	assert_int_equal(f->sections[0]->records[TALLY_KIND_CPU_SAMPLE], 2);
+	assert_int_equal(f->sections[0]->sample_rate, 1000);
+	assert_string_equal(f->sections[0]->sample_mechanism, "timer: a test");
+	assert_int_equal(f->sections[0]->osrt_threshold, 1000);
+	assert_int_equal(tally_section_thread(f->sections[0], 12)->pthread_id, 0x7f01);
+	all = tally_section_threads(f->sections[0], &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(all[0]->tid, 10);
+	assert_string_equal(all[1]->name, "worker");
+	assert_true(all[1]->flags & TALLY_THREADF_EXITED);
+	free((void *)all);
+	tally_verdict_compute(f, f->sections[0], &v);
+	assert_false(v.complete);
+	for (n = 0; n < v.nreasons; n++)
+		loss_named |= v.reasons[n].counter == TALLY_C_SAMPLES_DROPPED;
+	assert_true(loss_named);
+	tally_verdict_fini(&v);
+	tally_file_close(f);
+	mem_file_close(&m);
+	tally_codec_fini(&codec);
+	tally_buf_fini(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -685,6 +799,7 @@ int main(void)
 	    cmocka_unit_test(test_reader_seq_gap),
 	    cmocka_unit_test(test_verdict_signal_not_closed),
 	    cmocka_unit_test(test_ledger_signal_counters),
+	    cmocka_unit_test(test_host_records),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -194,7 +194,7 @@ static void test_chunk_roundtrip(void **state)
  * verdict names the gap. */
 static void write_file(int fd)
 {
-	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd};
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	struct tally_gpu_metrics g = {0};
 	struct tally_writer w;
 	struct tally_buf b = {0};

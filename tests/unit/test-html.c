@@ -81,7 +81,7 @@ static void write_trace_kind(const char *path, const struct kernel_at *k, size_t
 			     const struct loss_at *loss, unsigned kind)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd};
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	struct tally_ledger l = {.final = true, .t_begin = T0, .t_end = T0 + 20 * MS};
 	struct tally_writer w;
 	struct tally_buf b = {0};

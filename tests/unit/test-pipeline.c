@@ -174,10 +174,12 @@ static void scenario_run(struct scenario *sc)
 	strcpy(sc->path, "/tmp/tally-pipe-XXXXXX");
 	fd = mkstemp(sc->path);
 	assert_true(fd >= 0);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	if (sc->fault) {
 		sc->fault->fd = fd;
-		sink = (struct tally_sink){fault_sink_write, sc->fault};
+		sink =
+		    (struct tally_sink){fault_sink_write, sc->fault,
+					sc->fault->reserve ? fault_sink_release : NULL, sc->fault};
 	}
 	testsrc_session(&session, ~0ull);
 	assert_int_equal(tally_pipeline_start(&sc->cfg, &testsrc_source, &sink, &session), 0);
@@ -475,7 +477,7 @@ static void test_window_edge(void **state)
 	(void)state;
 	tally_pipeline_config_default(&cfg);
 	cfg.consumer_thread = false;
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	testsrc_session(&session, ~0ull);
 	assert_int_equal(tally_pipeline_start(&cfg, &testsrc_source, &sink, &session), 0);
 	testsrc_emitter_init(&e, 1, NULL, NULL);
@@ -581,6 +583,49 @@ static void test_write_enospc(void **state)
 	readback_done(&sc, &rb);
 }
 
+/* ENOSPC from some point on, on a disk that kept room for the close: the final ledger gets
+ * through and says what failed and when (docs/format.md §15). */
+static void test_write_enospc_reserved(void **state)
+{
+	struct fault_sink fault = {.fail_after = 30000,
+				   .fail_errno = ENOSPC,
+				   .fail_count = UINT64_MAX,
+				   .reserve = TALLY_CLOSE_RESERVE};
+	struct scenario sc;
+	struct readback rb;
+	struct tally_verdict v;
+	const uint64_t *c;
+
+	(void)state;
+	scenario_init(&sc);
+	sc.fault = &fault;
+	sc.w.kernels = 20000;
+	sc.cfg.batch_records = 1000;
+	sc.drain_often = true;
+	scenario_run(&sc);
+	read_back(&sc, &rb);
+	assert_int_equal(fault.released, 1); /* once: at the close, and before its chunks */
+	assert_true(rb.f->size > 30000 && rb.f->size <= 30000 + TALLY_CLOSE_RESERVE);
+	assert_true(rb.f->sections[0]->has_final);
+	c = ledger(&rb);
+	assert_true(c[TALLY_C_WRITE_FAILURES] > 0);
+	assert_int_equal(c[TALLY_C_WRITE_ERRNO], ENOSPC);
+	assert_int_equal(c[TALLY_C_CLOSE_RESERVE_USED], 1);
+	assert_true(c[TALLY_C_BYTES_LOST] > 0);
+	assert_true(c[TALLY_C_WRITE_FIRST_FAILED_AT] > 0);
+	assert_true(c[TALLY_C_WRITE_LAST_FAILED_AT] >= c[TALLY_C_WRITE_FIRST_FAILED_AT]);
+	/* every record is in the file or counted lost: the final ledger accounts for all */
+	assert_int_equal(rb.by_kind[TALLY_KIND_KERNEL] + rb.by_kind[TALLY_KIND_RUNTIME] +
+			     c[TALLY_C_RECORDS_LOST_WRITE],
+			 40000);
+	tally_verdict_compute(rb.f, rb.f->sections[0], &v);
+	assert_false(v.complete);
+	for (size_t i = 0; i < v.nreasons; i++)
+		assert_int_not_equal(v.reasons[i].code, TALLY_R_NOT_CLOSED);
+	tally_verdict_fini(&v);
+	readback_done(&sc, &rb);
+}
+
 /* Short writes are retried: nothing is lost, the trace is COMPLETE. */
 static void test_short_writes(void **state)
 {
@@ -667,7 +712,7 @@ static void test_killed_after_slice(void **state)
 	(void)state;
 	tally_pipeline_config_default(&cfg);
 	cfg.consumer_thread = false;
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	testsrc_session(&session, ~0ull);
 	assert_int_equal(tally_pipeline_start(&cfg, &testsrc_source, &sink, &session), 0);
 	testsrc_emitter_init(&e, 1, NULL, NULL);
@@ -700,7 +745,7 @@ static void test_foreign_buffer(void **state)
 {
 	struct tally_pipeline_config cfg;
 	struct tally_buf session = {0};
-	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)-1};
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)-1, NULL, NULL};
 	static uint8_t stray[4096] __attribute__((aligned(8)));
 	struct tally_stop_report rep;
 
@@ -722,13 +767,21 @@ static void test_foreign_buffer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_roundtrip),	   cmocka_unit_test(test_pool_exhaustion),
-	    cmocka_unit_test(test_slow_consumer),  cmocka_unit_test(test_bad_timestamps),
-	    cmocka_unit_test(test_unmatched),	   cmocka_unit_test(test_unknown_and_invalid),
-	    cmocka_unit_test(test_write_eio),	   cmocka_unit_test(test_write_enospc),
-	    cmocka_unit_test(test_short_writes),   cmocka_unit_test(test_stop_in_flight),
-	    cmocka_unit_test(test_many_producers), cmocka_unit_test(test_killed_after_slice),
-	    cmocka_unit_test(test_foreign_buffer), cmocka_unit_test(test_graph_capture),
+	    cmocka_unit_test(test_roundtrip),
+	    cmocka_unit_test(test_pool_exhaustion),
+	    cmocka_unit_test(test_slow_consumer),
+	    cmocka_unit_test(test_bad_timestamps),
+	    cmocka_unit_test(test_unmatched),
+	    cmocka_unit_test(test_unknown_and_invalid),
+	    cmocka_unit_test(test_write_eio),
+	    cmocka_unit_test(test_write_enospc),
+	    cmocka_unit_test(test_write_enospc_reserved),
+	    cmocka_unit_test(test_short_writes),
+	    cmocka_unit_test(test_stop_in_flight),
+	    cmocka_unit_test(test_many_producers),
+	    cmocka_unit_test(test_killed_after_slice),
+	    cmocka_unit_test(test_foreign_buffer),
+	    cmocka_unit_test(test_graph_capture),
 	    cmocka_unit_test(test_window_edge),
 	};
 

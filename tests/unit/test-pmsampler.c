@@ -354,7 +354,7 @@ static void test_pipeline(void **state)
 	assert_true(fd >= 0);
 	tally_pipeline_config_default(&cfg);
 	cfg.consumer_thread = false;
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	testsrc_session(&session, ~0ull);
 	assert_int_equal(tally_pipeline_start(&cfg, &testsrc_source, &sink, &session), 0);
 	tally_buf_fini(&session);

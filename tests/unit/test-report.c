@@ -338,7 +338,7 @@ static void make_trace(const char *path, const struct trace_spec *spec, struct o
 	src.now = shifted_now;
 	tally_pipeline_config_default(&cfg);
 	cfg.consumer_thread = false;
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	testsrc_session(&session, ~0ull);
 	assert_int_equal(tally_pipeline_start(&cfg, &src, &sink, &session), 0);
 	tally_buf_fini(&session);
@@ -480,7 +480,7 @@ static void test_stats_median_edges(void **state)
 static void write_kernels(const char *path, const char *const *names, const uint64_t *dur, size_t n)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd};
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	struct tally_record *r = calloc(n, sizeof(*r));
 	struct tally_ledger l = {.final = true};
 	struct tally_codec codec = {0};

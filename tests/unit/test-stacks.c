@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "export.h"
+#include "pathmap.h"
 #include "reader.h"
 #include "report-fixture.h"
 #include "scratch.h"
@@ -63,6 +64,7 @@ static void test_interning(void **state)
 	const struct tally_stack *s;
 	const struct tally_frame *f;
 	uint32_t a, b, c, other = 0;
+	uint64_t budget;
 	pthread_t th;
 	int i;
 
@@ -79,8 +81,9 @@ static void test_interning(void **state)
 	c = intern3(3, 2, 10);
 	assert_true(b != a && c != a && c != b);
 	tally_stacktab_take(&frames, &stacks, &modules, NULL);
-	assert_true(tally_frames_parse(&t, frames.data, frames.len));
-	assert_true(tally_stacks_parse(&t, stacks.data, stacks.len));
+	budget = frames.len + stacks.len; /* what a file holding just these chunks allows */
+	assert_true(tally_frames_parse(&t, frames.data, frames.len, &budget));
+	assert_true(tally_stacks_parse(&t, stacks.data, stacks.len, &budget));
 	/* 3 stacks of 3 frames share: (1,10) (2,20) native (1,11) (3,10): 5 frames */
 	assert_int_equal(t.nframes, 6);
 	assert_int_equal(t.nstacks, 4);
@@ -103,6 +106,72 @@ static void test_interning(void **state)
 	tally_buf_fini(&frames);
 	tally_buf_fini(&stacks);
 	tally_buf_fini(&modules);
+}
+
+/* The module map: a later entry covering the same addresses wins (a library unloaded and another
+ * loaded there), nested and adjoining ranges each find their own, gaps find none; and ids past
+ * what the file's bytes could hold are refused before anything is allocated. */
+static void test_module_map(void **state)
+{
+	struct tally_stack_tables t = {0};
+	struct tally_buf b = {0};
+	uint64_t budget = 16;
+
+	(void)state;
+	tally_module_put(&b, 0, 0x1000, 0x5000, "/a.so"); /* module 0 */
+	tally_module_put(&b, 0, 0x2000, 0x3000, "/b.so"); /* 1, inside a */
+	tally_module_put(&b, 0, 0x5000, 0x6000, "/c.so"); /* 2, adjoining a */
+	assert_true(tally_modules_parse(&t, b.data, b.len));
+	tally_buf_reset(&b);
+	tally_module_put(&b, 0, 0x2800, 0x4000, "/d.so"); /* 3, later, over b and a */
+	assert_true(tally_modules_parse(&t, b.data, b.len));
+	assert_null(tally_module_of(&t, 0xfff));
+	assert_string_equal(tally_module_of(&t, 0x1000)->path, "/a.so");
+	assert_string_equal(tally_module_of(&t, 0x2000)->path, "/b.so");
+	assert_string_equal(tally_module_of(&t, 0x27ff)->path, "/b.so");
+	assert_string_equal(tally_module_of(&t, 0x2800)->path, "/d.so");
+	assert_string_equal(tally_module_of(&t, 0x3fff)->path, "/d.so");
+	assert_string_equal(tally_module_of(&t, 0x4000)->path, "/a.so");
+	assert_string_equal(tally_module_of(&t, 0x5000)->path, "/c.so");
+	assert_null(tally_module_of(&t, 0x6000));
+	/* a frame id near 2^24 in a file of 16 bytes: refused, nothing allocated */
+	tally_buf_reset(&b);
+	tally_buf_put_varint(&b, (1u << 24) - 2);
+	tally_buf_put_varint(&b, 1);
+	for (int i = 0; i < 5; i++)
+		tally_buf_put_varint(&b, i == 0 ? TALLY_FRAME_NATIVE : 0);
+	assert_false(tally_frames_parse(&t, b.data, b.len, &budget));
+	assert_int_equal(t.nframes, 0);
+	assert_int_equal(budget, 16);
+	tally_stack_tables_fini(&t);
+	tally_buf_fini(&b);
+}
+
+/* The module-path index of the frame labels: every path found after the table grew past the
+ * index's first size, none that was never added. */
+static char pm_paths[300][32];
+
+static const char *pm_key(const void *ctx, size_t i)
+{
+	(void)ctx;
+	return pm_paths[i];
+}
+
+static void test_pathmap(void **state)
+{
+	struct pathmap m = {.key = pm_key};
+	size_t i;
+
+	(void)state;
+	assert_int_equal(pathmap_find(&m, "/lib/a.so"), SIZE_MAX);
+	for (i = 0; i < 300; i++) {
+		snprintf(pm_paths[i], sizeof(pm_paths[i]), "/lib/m%zu.so", i);
+		assert_true(pathmap_add(&m, i));
+	}
+	for (i = 0; i < 300; i++)
+		assert_int_equal(pathmap_find(&m, pm_paths[i]), i);
+	assert_int_equal(pathmap_find(&m, "/lib/m300.so"), SIZE_MAX);
+	pathmap_fini(&m);
 }
 
 static void test_correlation_ring(void **state)
@@ -224,7 +293,7 @@ static void make_trace(const char *path, struct observed *x)
 	cfg.consumer_thread = false;
 	cfg.stacks = true;
 	cfg.batch_records = 100; /* many RECORDS chunks: stacks must precede each user */
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
 	testsrc_session(&session, ~0ull);
 	assert_int_equal(tally_pipeline_start(&cfg, &testsrc_source, &sink, &session), 0);
 	tally_buf_fini(&session);
@@ -470,7 +539,7 @@ static void test_unknown_chunks(void **state)
 	assert_true(frames > 0 && stacks > 0);
 	tally_file_close(f);
 	rn.fd = open(scratch_path("old.tally"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)rn.fd};
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)rn.fd, NULL, NULL};
 	assert_int_equal(tally_writer_init(&rn.w, &sink, 0), 0);
 	assert_int_equal(tally_writer_preamble(&rn.w), 0);
 	assert_int_equal(tally_file_open(&f, scratch_path("new.tally"), err, sizeof(err)), 0);
@@ -494,7 +563,8 @@ int main(void)
 	    cmocka_unit_test(test_correlation_ring), cmocka_unit_test(test_stack_report),
 	    cmocka_unit_test(test_memory_report),    cmocka_unit_test(test_chrome),
 	    cmocka_unit_test(test_sqlite),	     cmocka_unit_test(test_csv_memory),
-	    cmocka_unit_test(test_unknown_chunks),
+	    cmocka_unit_test(test_unknown_chunks),   cmocka_unit_test(test_module_map),
+	    cmocka_unit_test(test_pathmap),
 	};
 
 	return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);

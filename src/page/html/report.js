@@ -191,7 +191,7 @@ function shadePlugin(sec, gaps) {
 				for (const g of gaps || []) {
 					const x0 = u.valToPos(g[1] / 1e9, "x", true);
 					const x1 = Math.max(u.valToPos(g[2] / 1e9, "x", true), x0 + 1);
-					ctx.fillStyle = g[3] ? hatch(ctx) : "rgba(120,130,140,0.22)";
+					ctx.fillStyle = g[3] ? hatch(ctx) : g[5] ? "rgba(230,140,20,0.28)" : "rgba(120,130,140,0.22)";
 					ctx.fillRect(x0, top, x1 - x0, h);
 				}
 				ctx.restore();
@@ -495,7 +495,8 @@ function renderBusy() {
 	for (const dev of devices) {
 		const streams = LANES.filter((l) => l.type === "gpu" && l.sec === dev.sec && l.device === dev.device)
 			.sort((a, b) => a.stream - b.stream);
-		const gaps = TL.gaps.filter((g) => g[0] === dev.index);
+		const gaps = TL.gaps.filter((g) => g[0] === dev.index).map((g) => markActive(dev, g));
+		const active = gaps.filter((g) => !g[3] && g[5]).reduce((s, g) => s + g[2] - g[1], 0);
 		const bd = breakdownRow(dev.sec, dev.device);
 		/* the shared lane of the devices past the lane budget is no one device: no figures of one */
 		const shared = dev.sec === OTHER;
@@ -504,7 +505,8 @@ function renderBusy() {
 			shared ? OTHER_LABEL + ": the GPUs past the page's lanes, " + fmtCount(dev.events) + " GPU records" :
 			secLabel(dev.sec) + ", GPU " + dev.device + ": " + streams.length + " stream(s), " +
 			fmtCount(dev.events) + " GPU records; idle " + (bd ? fmtNs(bd["Idle (ns)"]) + " of " + fmtNs(bd["Span (ns)"]) +
-			(bd["Idle Unproven (ns)"] ? ", of it unproven " + fmtNs(bd["Idle Unproven (ns)"]) : "") : "?")));
+			(bd["Idle Unproven (ns)"] ? ", of it unproven " + fmtNs(bd["Idle Unproven (ns)"]) : "") : "?") +
+			(active ? "; SM Active above 0 in " + fmtNs(active) + " of the idle stretches drawn: other work ran" : "")));
 		const [xs, ys] = busySeries(dev);
 		const data = [xs, ys];
 		const series = [{ label: "time (s)" }, { label: "GPU " + dev.device + " busy %", stroke: "#1f9d8a", fill: "rgba(31,157,138,0.18)", width: 1.5 }];
@@ -521,7 +523,94 @@ function renderBusy() {
 			axes: [timeAxis(SPAN_S), leftAxis("busy %"), rightAxis()],
 			series,
 		}, data, div));
+		renderMetrics(box, dev, gaps);
 	}
+	renderMetricTable(box);
+}
+
+/* ---- GPU metrics, under each device's busy curve ------------------------------------------- */
+
+const METRICS = TL.metrics || { bucket_ns: 0, curves: [] };
+const METRIC_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+	"#17becf", "#7f7f7f", "#bcbd22"];
+
+function metricCurves(dev) {
+	return METRICS.curves.filter((c) => c.sec === dev.sec && c.device === dev.device);
+}
+
+/* 1.92e12 bytes/s -> "1.92 TB/s"; percentages with one decimal */
+function fmtMetric(v, unit) {
+	if (v === null || v === undefined || !isFinite(v)) return "-";
+	if (unit === "%") return v.toFixed(1) + "%";
+	const base = unit === "bytes/s" ? "B/s" : unit || "";
+	const steps = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+	for (const [f, p] of steps)
+		if (Math.abs(v) >= f) return (v / f).toPrecision(3) + " " + p + base;
+	return Number(v.toPrecision(3)) + (base ? " " + base : "");
+}
+
+/* A gap's SM Active as the page sees it: the mean of the curve's steps wholly inside the gap
+ * (tally stats -r gpu_gaps has the exact figure, from the samples). g[5]: above 0. */
+function markActive(dev, g) {
+	const sm = metricCurves(dev).find((c) => c.name === "sm__cycles_active.avg.pct_of_peak_sustained_elapsed");
+	const w = METRICS.bucket_ns;
+	let sum = 0, n = 0;
+	if (sm && w > 0)
+		for (let i = Math.ceil(g[1] / w); (i + 1) * w <= g[2] && i < sm.values.length; i++)
+			if (sm.values[i] !== null) {
+				sum += sm.values[i];
+				n++;
+			}
+	return g.slice(0, 5).concat([n > 0 && sum > 0, n ? sum / n : null]);
+}
+
+/* Why a device of a process has no curves: the gpu_metrics_sum row that says so. */
+function metricsElsewhere(dev) {
+	const rep = STATS.reports.find((r) => r.name === "gpu_metrics_sum");
+	const pid = SECS[dev.sec] ? SECS[dev.sec].pid : -1;
+	const row = rep ? rep.rows.find((r) => r.PID === pid && r.Device === dev.device && r.Metric === "-") : null;
+	return row ? row.Name : null;
+}
+
+/* One chart per unit: percentages on 0..100, rates and clocks on their own scale. */
+function renderMetrics(box, dev, gaps) {
+	const curves = metricCurves(dev);
+	if (!curves.length) {
+		const why = metricsElsewhere(dev);
+		if (why) box.appendChild(el("p", { class: "note metrics-note" }, "GPU metrics: " + why));
+		return;
+	}
+	const units = [...new Set(curves.map((c) => c.unit))];
+	const w = METRICS.bucket_ns;
+	const xs = curves[0].values.map((v, i) => (i + 0.5) * w / 1e9);
+	for (const unit of units) {
+		const mine = curves.filter((c) => c.unit === unit);
+		const data = [xs].concat(mine.map((c) => c.values));
+		const series = [{ label: "time (s)" }].concat(mine.map((c, k) => ({
+			label: c.label, stroke: METRIC_COLORS[k % METRIC_COLORS.length], width: 1,
+			value: (u, v) => fmtMetric(v, unit),
+		})));
+		box.appendChild(el("div", { class: "chart-title metrics-title" }, "GPU " + dev.device + " metrics (" +
+			(unit || "value") + "): " + mine.map((c) => c.label + " mean " + fmtMetric(c.mean, unit)).join(", ")));
+		const div = el("div", { class: "metrics-chart" });
+		box.appendChild(div);
+		CHARTS.push(new uPlot({
+			width: chartWidth(box), height: 130, plugins: [shadePlugin(dev.sec, gaps), legendAtPeak()],
+			scales: { x: xScale(), y: unit === "%" ? { range: [0, 100] } : {} },
+			axes: [timeAxis(SPAN_S), Object.assign(leftAxis(unit || "value"),
+				{ values: (u, splits) => splits.map((v) => fmtMetric(v, unit)) }), rightAxis()],
+			series,
+		}, data, div));
+	}
+}
+
+/* gpu_metrics_sum, below the charts. */
+function renderMetricTable(box) {
+	const rep = STATS.reports.find((r) => r.name === "gpu_metrics_sum");
+	if (!rep || !rep.rows.length) return;
+	box.appendChild(el("h3", null, rep.title + " (" + rep.name + "): " + rep.rows.length + " row(s)"));
+	const cols = Object.keys(rep.rows[0]);
+	box.appendChild(dataTable(cols, rep.rows.map((r) => cols.map((c) => r[c])), "table-" + rep.name));
 }
 
 /* the charts follow the window's width */

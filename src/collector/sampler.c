@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sampler thread (sampler.h).  It never stops, signals or slows a sampled thread:
+ *
+ *   Python samples  every period (1/rate, wall clock) it walks the interpreter's thread states
+ *                   and reads each thread's frames in place from outside (pyframes.c: checked
+ *                   reads, torn chains detected), and the thread's state from
+ *                   /proc/self/task/TID/stat (one pread of a kept fd: R on CPU, D in a system
+ *                   call, S waiting).  Reading costs the sampler, not the sampled thread.
+ *   native samples  taken by the kernel (perf events: perfsample.c) or by the thread itself in
+ *                   a signal handler (the timer fallback: timersample.c); the sampler drains
+ *                   them every 10 ms
+ *   blocking calls  recorded by the interposers (osrt.c) in the calling thread; drained here
+ *
+ * Every record is timed on CLOCK_MONOTONIC and put on the pipeline's clock with the offset
+ * between the two, measured at every drain.  Records go to the pipeline in batches
+ * (tally_pipeline_host_records); what a full queue turns away is counted as dropped.  Every
+ * 100 ms the sampler scans /proc/self/task: new threads get a THREADS entry (and a timer, in the
+ * fallback), threads that ended get their last entry.
+ */
+#include "sampler.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "hostthreads.h"
+#include "ledger.h"
+#include "log.h"
+#include "osrt.h"
+#include "ownthread.h"
+#include "perfsample.h"
+#include "pipeline.h"
+#include "pyframes.h"
+#include "saferead.h"
+#include "stacks.h"
+#include "stacktab.h"
+#include "timersample.h"
+#include "unwinder.h"
+
+#define DRAIN_NS     10000000ull  /* native samples and calls drained this often */
+#define SCAN_NS	     100000000ull /* /proc/self/task scanned this often */
+#define PY_RETRY_NS  10000000ull  /* how often to look for CPython until it is loaded */
+#define BATCH_MAX    4096	  /* records per hand-over */
+#define BATCH_NS     20000000ull  /* and at least this often */
+#define TABLE	     4096	  /* threads the sampler tracks (a power of two) */
+#define MAX_PYTHREAD 256
+#define OSRT_SLOTS   65536
+#define TIMER_SLOTS  4096
+
+enum mechanism { MECH_NONE, MECH_PERF, MECH_TIMER };
+
+#define WRITTEN (1u << 31) /* in written_flags: an entry was written */
+
+struct thread {
+	pid_t tid; /* 0: free */
+	unsigned flags;
+	unsigned long pthread_id;
+	char name[16];
+	unsigned written_flags; /* what the last THREADS entry said */
+	unsigned long written_pthread;
+	char written_name[16];
+	uint64_t seen; /* the scan that last saw it */
+};
+
+static struct {
+	unsigned asked; /* TALLY_SAMPLE_BIT_* */
+	enum mechanism mech;
+	unsigned rate, depth;
+	int signo;
+	bool osrt;
+	uint64_t period_ns, stall_ns, osrt_ns;
+	size_t timer_slots;
+	bool test_torn;
+	char why[256]; /* how native samples are taken, and why */
+
+	pthread_t thread;
+	_Atomic bool running, started;
+	pid_t pid;
+	unsigned long main_pthread;
+
+	/* sampler thread only */
+	int python; /* 0 not yet, 1 on, -1 never */
+	char python_why[160];
+	uint64_t offset; /* pipeline clock - CLOCK_MONOTONIC */
+	struct tally_record *batch;
+	size_t n;
+	uint64_t batch_at, scan_gen;
+	struct thread threads[TABLE];
+	struct tally_buf entries; /* THREADS entries not yet handed over */
+} sm;
+
+static uint64_t mono(void)
+{
+	return tally_monotonic_ns();
+}
+
+void tally_sampler_init(void)
+{
+	sm.main_pthread = (unsigned long)pthread_self();
+}
+
+/* ---- records ------------------------------------------------------------------------------- */
+
+static void hand_over(void)
+{
+	if (sm.n)
+		(void)tally_pipeline_host_records(sm.batch, sm.n);
+	else
+		free(sm.batch);
+	sm.batch = NULL;
+	sm.n = 0;
+	sm.batch_at = mono();
+}
+
+static struct tally_record *next_record(void)
+{
+	if (sm.n == BATCH_MAX)
+		hand_over();
+	if (!sm.batch) {
+		sm.batch = malloc(BATCH_MAX * sizeof(*sm.batch));
+		if (!sm.batch)
+			return NULL;
+	}
+	memset(&sm.batch[sm.n], 0, sizeof(sm.batch[0]));
+	return &sm.batch[sm.n++];
+}
+
+static void add_sample(uint64_t t, uint64_t stands_for, pid_t tid, unsigned source, unsigned state,
+		       uint32_t stack, unsigned flags)
+{
+	struct tally_record *r = next_record();
+
+	tally_pipeline_count(TALLY_C_SAMPLES_TAKEN, 1);
+	if (!r) {
+		tally_pipeline_count(TALLY_C_SAMPLES_DROPPED, 1);
+		return;
+	}
+	r->kind = TALLY_KIND_CPU_SAMPLE;
+	r->start = t + sm.offset;
+	r->end = r->start + stands_for;
+	r->thread_id = (uint32_t)tid;
+	r->process_id = (uint32_t)sm.pid;
+	r->subkind = source;
+	r->value = state;
+	r->stack_id = stack;
+	r->flags = flags;
+}
+
+/* Native frames: the first is the instruction itself, the rest return addresses. */
+static uint32_t native_stack(const uint64_t *pcs, unsigned n)
+{
+	struct raw_frame f[TIMER_SAMPLE_DEPTH];
+	unsigned i;
+
+	if (n > sm.depth)
+		n = sm.depth;
+	if (n > TIMER_SAMPLE_DEPTH)
+		n = TIMER_SAMPLE_DEPTH;
+	for (i = 0; i < n; i++)
+		f[i] = (struct raw_frame){pcs[i], 0, i ? TALLY_FRAME_NATIVE : TALLY_FRAME_NATIVE_PC,
+					  0};
+	return tally_stacktab_intern(f, n, NULL);
+}
+
+static void perf_sample(void *ctx, pid_t tid, uint64_t time, const uint64_t *ips, unsigned n)
+{
+	(void)ctx;
+	add_sample(time, sm.period_ns, tid, TALLY_SAMPLE_PERF, TALLY_THREAD_ON_CPU,
+		   n ? native_stack(ips, n) : 0, 0);
+}
+
+static void perf_lost(void *ctx, uint64_t samples)
+{
+	(void)ctx;
+	tally_pipeline_count(TALLY_C_SAMPLES_TAKEN, samples);
+	tally_pipeline_count(TALLY_C_SAMPLES_DROPPED, samples);
+}
+
+static void perf_throttled(void *ctx, uint64_t time)
+{
+	(void)ctx;
+	(void)time;
+	tally_pipeline_count(TALLY_C_SAMPLE_STALLS, 1);
+}
+
+static void timer_sample(void *ctx, const struct timer_sample *s)
+{
+	(void)ctx;
+	if (s->overrun)
+		tally_pipeline_count(TALLY_C_SAMPLE_OVERRUNS, s->overrun);
+	add_sample(s->time, (1 + (uint64_t)s->overrun) * sm.period_ns, s->tid, TALLY_SAMPLE_TIMER,
+		   TALLY_THREAD_ON_CPU, s->n ? native_stack(s->pcs, s->n) : 0, 0);
+}
+
+static void osrt_call(void *ctx, const struct osrt_event *e)
+{
+	struct tally_record *r = next_record();
+
+	(void)ctx;
+	if (!r) {
+		tally_pipeline_count(TALLY_C_OSRT_DROPPED, 1);
+		return;
+	}
+	r->kind = TALLY_KIND_OSRT;
+	r->start = e->start + sm.offset;
+	r->end = e->end + sm.offset;
+	r->thread_id = (uint32_t)e->tid;
+	r->process_id = (uint32_t)sm.pid;
+	r->cbid = e->call;
+	r->value = (uint32_t)e->ret;
+	r->subkind = (uint32_t)e->err;
+	r->address = e->object;
+}
+
+static void drain(void)
+{
+	static const struct perf_sink sink = {perf_sample, perf_lost, perf_throttled, NULL};
+	uint64_t now = mono();
+
+	sm.offset = tally_pipeline_now() - now;
+	if (sm.mech == MECH_PERF)
+		tally_perf_drain(&sink);
+	else if (sm.mech == MECH_TIMER)
+		(void)tally_timer_drain(timer_sample, NULL);
+	if (sm.osrt)
+		(void)tally_osrt_drain(osrt_call, NULL);
+	if (sm.n && (sm.n >= BATCH_MAX / 2 || mono() - sm.batch_at >= BATCH_NS))
+		hand_over();
+}
+
+/* ---- threads ------------------------------------------------------------------------------- */
+
+static struct thread *thread_of(pid_t tid, bool create)
+{
+	size_t i = ((size_t)tid * 2654435761u) & (TABLE - 1), k;
+
+	for (k = 0; k < TABLE; k++, i = (i + 1) & (TABLE - 1)) {
+		if (sm.threads[i].tid == tid)
+			return &sm.threads[i];
+		if (!sm.threads[i].tid) {
+			if (!create)
+				return NULL;
+			sm.threads[i].tid = tid;
+			tally_pipeline_count(TALLY_C_THREADS_SEEN, 1);
+			return &sm.threads[i];
+		}
+	}
+	return NULL;
+}
+
+/* A THREADS entry when what is known of the thread changed. */
+static void note_thread(struct thread *t)
+{
+	size_t len = strlen(t->name);
+
+	if (t->written_flags == (t->flags | WRITTEN) && t->written_pthread == t->pthread_id &&
+	    strcmp(t->written_name, t->name) == 0)
+		return;
+	tally_buf_put_varint(&sm.entries, (uint64_t)t->tid);
+	tally_buf_put_varint(&sm.entries, t->pthread_id);
+	tally_buf_put_varint(&sm.entries, t->flags);
+	tally_buf_put_varint(&sm.entries, len);
+	tally_buf_put(&sm.entries, t->name, len);
+	t->written_flags = t->flags | WRITTEN;
+	t->written_pthread = t->pthread_id;
+	memcpy(t->written_name, t->name, sizeof(t->name));
+}
+
+static void hand_over_threads(void)
+{
+	if (!sm.entries.len)
+		return;
+	tally_pipeline_threads(&sm.entries);
+	tally_buf_reset(&sm.entries);
+}
+
+static void refresh(struct thread *t, bool name)
+{
+	unsigned long p = tally_host_thread_pthread(t->tid);
+
+	if (p)
+		t->pthread_id = p;
+	if (t->tid == sm.pid)
+		t->flags |= TALLY_THREADF_MAIN;
+	if (tally_own_tid(t->tid))
+		t->flags |= TALLY_THREADF_TALLY;
+	if (name)
+		(void)tally_host_thread_name(t->tid, t->name, sizeof(t->name));
+	note_thread(t);
+}
+
+static void ended(struct thread *t)
+{
+	t->flags |= TALLY_THREADF_EXITED;
+	note_thread(t);
+	if (sm.mech == MECH_TIMER)
+		tally_timer_disarm(t->tid);
+	tally_host_thread_close(t->tid);
+}
+
+/* New threads, renamed threads, ended threads. */
+static void scan(bool names)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	size_t i;
+
+	if (!d)
+		return;
+	sm.scan_gen++;
+	while ((e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		struct thread *t = tid > 0 ? thread_of(tid, true) : NULL;
+		bool fresh;
+
+		if (!t)
+			continue;
+		fresh = !t->seen || (t->flags & TALLY_THREADF_EXITED);
+		if (fresh) { /* a new thread, or a new one with an ended one's tid */
+			t->flags = 0;
+			t->written_flags = 0;
+			if (sm.mech == MECH_TIMER && !tally_host_thread_word(tid))
+				tally_timer_arm(tid);
+		}
+		t->seen = sm.scan_gen;
+		refresh(t, names || fresh);
+	}
+	closedir(d);
+	for (i = 0; i < TABLE; i++)
+		if (sm.threads[i].tid && sm.threads[i].seen != sm.scan_gen &&
+		    !(sm.threads[i].flags & TALLY_THREADF_EXITED))
+			ended(&sm.threads[i]);
+	hand_over_threads();
+}
+
+/* ---- Python -------------------------------------------------------------------------------- */
+
+static void python_note(const char *text, unsigned severity)
+{
+	char full[300];
+
+	snprintf(full, sizeof(full), "python sampling: %s", text);
+	tally_pipeline_note(severity, "python-sampling", full);
+}
+
+/* Until CPython is there and its layout checks out (it may load late, or never).  Returns
+ * whether CPython's symbols are in the process yet. */
+static bool python_find(void)
+{
+	static bool symbols; /* found once: dlsym takes the loader's lock */
+	char why[160] = "", text[256];
+	int rc;
+
+	if (!symbols && !(symbols = dlsym(RTLD_DEFAULT, "Py_IsInitialized") != NULL))
+		return false;
+	if (tally_pyframes_init() < 0) {
+		sm.python = -1;
+		snprintf(sm.python_why, sizeof(sm.python_why),
+			 "this CPython is not 3.11 to 3.13, or lacks what tally reads");
+		python_note(sm.python_why, TALLY_NOTE_WARNING);
+		return true;
+	}
+	rc = tally_pyframes_outside_init(sm.main_pthread, why, sizeof(why));
+	if (rc == -EAGAIN)
+		return true;
+	sm.python = rc == 0 ? 1 : -1;
+	if (rc == 0)
+		snprintf(text, sizeof(text), "on: every thread's frames read in place (%s)",
+			 tally_safe_read_how());
+	else
+		snprintf(sm.python_why, sizeof(sm.python_why), "%s", why);
+	python_note(rc == 0 ? text : sm.python_why, rc == 0 ? TALLY_NOTE_INFO : TALLY_NOTE_WARNING);
+	return true;
+}
+
+static void python_thread(const struct py_thread *p)
+{
+	struct raw_frame f[128];
+	unsigned state, flags = 0;
+	struct thread *t;
+	uint32_t stack = 0;
+	uint64_t t0 = mono();
+	int n = tally_pyframes_sample(p->tstate, f, sm.depth < 128 ? sm.depth : 128);
+
+	if (n < 0 || sm.test_torn) {
+		flags = TALLY_REC_TORN;
+		tally_pipeline_count(TALLY_C_SAMPLES_TORN, 1);
+	} else if (n > 0) {
+		stack = tally_stacktab_intern(f, (unsigned)n, tally_pyframes_name_outside);
+	}
+	state = tally_host_thread_state(p->tid);
+	add_sample(t0, sm.period_ns, p->tid, TALLY_SAMPLE_PYTHON, state, stack, flags);
+	t = thread_of(p->tid, true);
+	if (t && (!(t->flags & TALLY_THREADF_PYTHON) || t->pthread_id != p->pthread_id)) {
+		t->flags |= TALLY_THREADF_PYTHON;
+		t->pthread_id = p->pthread_id;
+		tally_host_thread_set_pthread(p->tid, p->pthread_id);
+		if (!t->seen)
+			refresh(t, true);
+		else
+			note_thread(t);
+	}
+}
+
+static void python_pass(void)
+{
+	struct py_thread threads[MAX_PYTHREAD];
+	unsigned i, n = tally_pyframes_threads(threads, MAX_PYTHREAD);
+
+	for (i = 0; i < n; i++)
+		python_thread(&threads[i]);
+}
+
+/* ---- the thread ---------------------------------------------------------------------------- */
+
+static void sleep_until(uint64_t t)
+{
+	struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* The Python pass is due: count what the sampler missed if it woke late. */
+static void python_tick(uint64_t *due, uint64_t now)
+{
+	uint64_t late = now - *due;
+
+	if (late >= sm.stall_ns)
+		tally_pipeline_count(TALLY_C_SAMPLE_STALLS, 1);
+	else if (late >= sm.period_ns)
+		tally_pipeline_count(TALLY_C_SAMPLE_TICKS_MISSED, late / sm.period_ns);
+	python_pass();
+	*due += (late / sm.period_ns + 1) * sm.period_ns;
+}
+
+static void *sampler_main(void *arg)
+{
+	uint64_t now = mono(), py_due = now, drain_due = now, scan_due = now, find_due = now;
+	uint64_t names_due = now;
+	bool python = sm.asked & TALLY_SAMPLE_BIT_PYTHON;
+
+	(void)arg;
+	while (atomic_load_explicit(&sm.running, memory_order_acquire)) {
+		uint64_t next = drain_due;
+
+		now = mono();
+		if (now >= scan_due) {
+			scan(now >= names_due);
+			if (now >= names_due)
+				names_due = now + 10 * SCAN_NS;
+			scan_due = now + SCAN_NS;
+		}
+		if (python && sm.python == 0 && now >= find_due) {
+			/* once CPython is loaded, every period until its first frame shows */
+			find_due = now + (python_find() ? sm.period_ns : PY_RETRY_NS);
+			py_due = now;
+		}
+		if (python && sm.python == 1 && now >= py_due)
+			python_tick(&py_due, now);
+		if (now >= drain_due) {
+			drain();
+			drain_due = now + DRAIN_NS;
+		}
+		if (python && sm.python == 1 && py_due < next)
+			next = py_due;
+		if (python && sm.python == 0 && find_due < next)
+			next = find_due;
+		sleep_until(next);
+	}
+	return NULL;
+}
+
+/* ---- plan, start, stop ---------------------------------------------------------------------- */
+
+static void plan_native(const struct tally_config *c)
+{
+	char why[200] = "";
+	int rc;
+
+	if (c->sample_fallback) {
+		snprintf(sm.why, sizeof(sm.why), "timer: TALLY_SAMPLE_FALLBACK asks for it");
+	} else if (!tally_perf_probe(why, sizeof(why))) {
+		snprintf(sm.why, sizeof(sm.why), "timer: %s", why);
+	} else if ((rc = tally_perf_open(sm.rate, sm.depth, why, sizeof(why))) < 0) {
+		snprintf(sm.why, sizeof(sm.why), "timer: %s", why);
+	} else {
+		sm.mech = MECH_PERF;
+		snprintf(sm.why, sizeof(sm.why),
+			 "perf: perf_event_open, task-clock every %u us of CPU time, user "
+			 "callchains (frame pointers)",
+			 1000000 / sm.rate);
+		return;
+	}
+	tally_unwind_init(); /* loads libgcc_s now, never in a signal handler */
+	if (!tally_unwind_signal_safe()) {
+		snprintf(sm.why, sizeof(sm.why),
+			 "none: perf events are refused and the timer fallback needs libgcc_s "
+			 "and glibc 2.35's _dl_find_object to unwind inside a signal handler");
+		return;
+	}
+	sm.signo = tally_timer_pick_signal(c->sample_signal, why, sizeof(why));
+	if (!sm.signo) {
+		snprintf(sm.why, sizeof(sm.why), "none: %s", why);
+		return;
+	}
+	sm.mech = MECH_TIMER;
+}
+
+void tally_sampler_plan(const struct tally_config *c, struct tally_buf *header)
+{
+	memset(&sm.why, 0, sizeof(sm.why));
+	sm.asked = c->sample;
+	sm.mech = MECH_NONE;
+	sm.rate = c->sample_rate;
+	sm.depth = c->stack_depth;
+	sm.period_ns = 1000000000ull / c->sample_rate;
+	sm.stall_ns = c->sample_stall_ns > sm.period_ns ? c->sample_stall_ns : 2 * sm.period_ns;
+	sm.osrt = c->trace & TRACE_OSRT;
+	sm.osrt_ns = c->osrt_threshold_ns;
+	sm.timer_slots = c->test_sample_ring ? c->test_sample_ring : TIMER_SLOTS;
+	sm.test_torn = c->test_torn;
+	sm.signo = 0;
+	if (c->sample & TALLY_SAMPLE_BIT_NATIVE)
+		plan_native(c);
+	if (c->sample) {
+		tally_kv_uint(header, TALLY_SK_SAMPLE, c->sample);
+		tally_kv_uint(header, TALLY_SK_SAMPLE_RATE, c->sample_rate);
+	}
+	if (sm.why[0])
+		tally_kv_str(header, TALLY_SK_SAMPLE_MECHANISM, sm.why);
+	if (sm.signo)
+		tally_kv_uint(header, TALLY_SK_SAMPLE_SIGNAL, (uint64_t)sm.signo);
+	if (sm.osrt)
+		tally_kv_uint(header, TALLY_SK_OSRT_THRESHOLD, sm.osrt_ns);
+}
+
+static void on_new_thread(pid_t tid)
+{
+	tally_timer_arm(tid); /* in the new thread, before its first instruction of its own */
+}
+
+static void start_native(void)
+{
+	char why[200] = "", text[400];
+
+	if (sm.mech != MECH_TIMER)
+		return;
+	if (tally_timer_start(sm.rate, sm.depth, sm.signo, sm.timer_slots, why, sizeof(why)) < 0) {
+		sm.mech = MECH_NONE;
+		snprintf(text, sizeof(text), "native sampling is off: %s", why);
+		tally_pipeline_note(TALLY_NOTE_WARNING, "native-sampling", text);
+		return;
+	}
+	snprintf(text, sizeof(text),
+		 "native samples by a CPU-time timer per thread, signal %d (SA_RESTART); it "
+		 "cannot see kernel frames, nor time off CPU",
+		 sm.signo);
+	tally_pipeline_note(TALLY_NOTE_INFO, "native-sampling", text);
+}
+
+int tally_sampler_start(const struct tally_config *c)
+{
+	int rc;
+
+	(void)c;
+	if (!sm.asked && !sm.osrt)
+		return 0;
+	sm.pid = getpid();
+	sm.python = 0;
+	sm.offset = tally_pipeline_now() - mono();
+	tally_host_threads_watch(sm.mech == MECH_TIMER ? on_new_thread : NULL);
+	start_native();
+	if (sm.osrt && (rc = tally_osrt_start(sm.osrt_ns, OSRT_SLOTS)) < 0) {
+		sm.osrt = false;
+		tally_pipeline_note(TALLY_NOTE_WARNING, "osrt", "blocking calls: out of memory");
+	}
+	atomic_store_explicit(&sm.running, true, memory_order_release);
+	rc = tally_own_thread_create(&sm.thread, sampler_main, NULL, "tally-sampler", false);
+	if (rc < 0) {
+		atomic_store(&sm.running, false);
+		tally_sampler_stop();
+		tally_pipeline_note(TALLY_NOTE_ERROR, "sampler",
+				    "no sampler thread: nothing sampled");
+		return rc;
+	}
+	atomic_store(&sm.started, true);
+	return 0;
+}
+
+bool tally_sampler_running(void)
+{
+	return atomic_load_explicit(&sm.running, memory_order_relaxed);
+}
+
+/* Everything still in the rings, and every thread's entry once more (cumulative). */
+static void final_drain(void)
+{
+	size_t i;
+
+	drain();
+	for (i = 0; i < TABLE; i++)
+		if (sm.threads[i].tid) {
+			sm.threads[i].written_flags = 0; /* write it again */
+			note_thread(&sm.threads[i]);
+		}
+	hand_over_threads();
+	hand_over();
+	if ((sm.asked & TALLY_SAMPLE_BIT_PYTHON) && sm.python == 0)
+		python_note("off: no CPython interpreter was running in this process",
+			    TALLY_NOTE_INFO);
+}
+
+void tally_sampler_stop(void)
+{
+	if (sm.osrt) /* first: the waits of the close itself are tally's, not the program's */
+		tally_osrt_stop();
+	if (atomic_exchange(&sm.running, false) && atomic_load(&sm.started))
+		pthread_join(sm.thread, NULL);
+	atomic_store(&sm.started, false);
+	tally_host_threads_unwatch();
+	if (sm.mech == MECH_TIMER)
+		tally_timer_stop();
+	if (sm.asked || sm.osrt)
+		final_drain();
+	if (sm.mech == MECH_PERF)
+		tally_perf_close();
+	sm.mech = MECH_NONE;
+	sm.asked = 0;
+	sm.osrt = false;
+	tally_host_thread_close_all();
+	tally_buf_fini(&sm.entries);
+}
+
+void tally_sampler_after_fork_child(void)
+{
+	/* the sampler thread is not here; its state is the parent's copy */
+	atomic_store(&sm.running, false);
+	atomic_store(&sm.started, false);
+	tally_osrt_after_fork_child();
+	tally_timer_after_fork_child();
+	tally_perf_after_fork_child();
+	tally_host_threads_forget();
+	tally_own_threads_forget();
+	/* the parent's sampler may have handed this batch over (and the pipeline freed it) an
+	 * instant before the fork: the child's copy of the pointer is not its own to free */
+	sm.batch = NULL;
+	sm.n = 0;
+	memset(sm.threads, 0, sizeof(sm.threads));
+	memset(&sm.entries, 0, sizeof(sm.entries)); /* the parent's buffer: leaked, not freed */
+	sm.mech = MECH_NONE;
+	sm.asked = 0;
+	sm.osrt = false;
+	sm.main_pthread = (unsigned long)pthread_self(); /* the child's only thread */
+}
