@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "export.h"
-#include "workers.h"
 #include "outfile.h"
 #include "sqlite-schema.h"
 #include "text.h"
@@ -164,13 +163,18 @@ static int run(struct sq *q, sqlite3_stmt *st)
  * that integer rather than as a negative one, and counted (export_stats.clamped). */
 static uint64_t clamped;
 
-static void bind_u(sqlite3_stmt *st, int i, uint64_t v)
+static int64_t clamp_u(uint64_t v)
 {
 	if (v > INT64_MAX) {
 		clamped++;
 		v = INT64_MAX;
 	}
-	sqlite3_bind_int64(st, i, (sqlite3_int64)v);
+	return (int64_t)v;
+}
+
+static void bind_u(sqlite3_stmt *st, int i, uint64_t v)
+{
+	sqlite3_bind_int64(st, i, clamp_u(v));
 }
 
 /* ---- batches ----------------------------------------------------------------------------- */
@@ -191,7 +195,7 @@ static void b_i(struct batch *b, int i, int64_t x)
 
 static void b_u(struct batch *b, int i, uint64_t x)
 {
-	b_at(b, i)->i = (int64_t)x;
+	b_at(b, i)->i = clamp_u(x);
 }
 
 static void b_real(struct batch *b, int i, double x)
@@ -1284,7 +1288,6 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 {
 	struct sq *q = calloc(1, sizeof(*q));
 	int rc = -ENOMEM, i;
-	char pragma[200];
 
 	clamped = 0;
 	(void)set;
@@ -1311,12 +1314,12 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 		goto fail;
 	}
 	/* One writer, a file made from scratch: no journal, no syncs, one transaction; the
-	 * indexes are built after the load (sq_finish), their sorts on helper threads. */
-	snprintf(pragma, sizeof(pragma),
-		 "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
-		 " PRAGMA threads=%u; PRAGMA locking_mode=EXCLUSIVE; BEGIN;",
-		 tally_workers() > 8 ? 8 : tally_workers() - 1);
-	if (exec(q, pragma) < 0 || exec(q, sqlite_schema) < 0)
+	 * indexes are built after the load (sq_finish).  Their sorts stay on this thread: SQLite's
+	 * helper threads (PRAGMA threads) merge sorted runs at a CPU cost that grows faster than
+	 * the rows (2.8x the CPU for twice the metric rows, tests/cli/test-metrics-doubling.sh). */
+	if (exec(q, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
+		    " PRAGMA locking_mode=EXCLUSIVE; BEGIN;") < 0 ||
+	    exec(q, sqlite_schema) < 0)
 		goto fail;
 	for (i = 0; i < S_COUNT; i++)
 		if (batch_open(q, &q->b[i], stmt_sql[i]) < 0)
