@@ -20,10 +20,29 @@
 #include "trace-set.h"
 #include "workers.h"
 
+/*
+ * array (n items of elem bytes) with room for one more, doubling *cap: thousands of inputs and
+ * sections cost a copy each, not one per item already there (a sanitizer's realloc always
+ * moves).  The array, moved or not; NULL when out of memory (array is then unchanged).
+ */
+static void *room_for_one(void *array, size_t n, size_t *cap, size_t elem)
+{
+	size_t c;
+	void *v;
+
+	if (n < *cap)
+		return array;
+	c = *cap ? 2 * *cap : 16;
+	v = realloc(array, c * elem);
+	if (v)
+		*cap = c;
+	return v;
+}
+
 static int add_input(struct report_set *set, const char *path, char *err, size_t errlen)
 {
-	struct report_input *v = realloc(set->inputs, (set->ninputs + 1) * sizeof(*v));
-	struct report_input *in;
+	struct report_input *in,
+	    *v = room_for_one(set->inputs, set->ninputs, &set->inputs_cap, sizeof(*in));
 	struct stat st;
 	int rc;
 
@@ -383,7 +402,8 @@ static const struct report_section *earlier_session(struct report_set *set,
 static int keep_duplicate(struct scan *sc, struct report_section *rs)
 {
 	struct report_set *set = sc->set;
-	struct report_section **d = realloc(set->duplicates, (set->nduplicates + 1) * sizeof(*d));
+	struct report_section **d =
+	    room_for_one(set->duplicates, set->nduplicates, &set->duplicates_cap, sizeof(*d));
 
 	if (!d) {
 		free(rs);
@@ -410,7 +430,7 @@ static int section_for(struct scan *sc, struct tally_section *s, struct report_s
 	rc = end_section(sc);
 	if (rc)
 		return rc;
-	v = realloc(set->sections, (set->nsections + 1) * sizeof(*v));
+	v = room_for_one(set->sections, set->nsections, &set->sections_cap, sizeof(*v));
 	rs = calloc(1, sizeof(*rs));
 	if (!v || !rs) {
 		free(rs);
@@ -428,7 +448,7 @@ static int section_for(struct scan *sc, struct tally_section *s, struct report_s
 	rs->duplicate_of = earlier_session(set, s);
 	if (rs->duplicate_of)
 		return keep_duplicate(sc, rs);
-	v[set->nsections++] = rs;
+	set->sections[set->nsections++] = rs;
 	return sc->ops->section ? took(sc, sc->ops->section(sc->ops->ctx, rs)) : 0;
 }
 
