@@ -11,9 +11,9 @@
 #include <time.h>
 
 #include "cli.h"
-#include "summary.h"
 #include "json.h"
 #include "reader.h"
+#include "summary.h"
 #include "tally-format.h"
 #include "trace-set.h"
 #include "verdict.h"

@@ -102,7 +102,8 @@ static void warn_json_size(const char *path)
 {
 	struct stat sb;
 
-	if (strcmp(path, "-") == 0 || stat(path, &sb) < 0 || (uint64_t)sb.st_size <= JSON_BROWSER_BYTES)
+	if (strcmp(path, "-") == 0 || stat(path, &sb) < 0 ||
+	    (uint64_t)sb.st_size <= JSON_BROWSER_BYTES)
 		return;
 	cli_warn("%s is %.0f MB of JSON: chrome://tracing loads at most 256 MB and Perfetto's UI "
 		 "runs out of memory near 500 MB; --format perfetto writes Perfetto's own format, "
@@ -155,8 +156,7 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 		fprintf(stderr, "%s: %" PRIu64 " records -> %" PRIu64 " %s in %s (%.2f s): %s\n",
 			tally_progname, st.records, st.events,
 			x->e == &export_chrome || x->e == &export_perfetto ? "events" : "rows",
-			x->o.output, s,
-			set.complete ? "COMPLETE" : "INCOMPLETE");
+			x->o.output, s, set.complete ? "COMPLETE" : "INCOMPLETE");
 	}
 	if (x->e == &export_chrome)
 		warn_json_size(x->o.output);

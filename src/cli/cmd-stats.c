@@ -197,7 +197,7 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 	}
 	report_warn_damage(&set, stderr, tally_progname);
 	rc = o->partial ? write_summary(st, &set, o) : write_reports(st, &set, o);
-	cli_warn_demangle_refused(); /* names are made as the reports are written */
+	cli_warn_demangle_refused();   /* names are made as the reports are written */
 	cli_warn_symbolizer_missing(); /* frames are labelled as the reports are written */
 	if (rc == 0 && !set.complete)
 		rc = TALLY_EXIT_FAIL;

@@ -222,8 +222,8 @@ static int summary_group(void *ctx, const struct stats_summary_group *g)
 {
 	struct cmp_side *sd = ctx;
 	unsigned kind = g->report == (unsigned)report_find("cuda_gpu_kern_sum") ? TALLY_KIND_KERNEL
-			: strcmp(g->name, "[CUDA memset]") == 0		       ? TALLY_KIND_MEMSET
-									       : TALLY_KIND_MEMCPY;
+			: strcmp(g->name, "[CUDA memset]") == 0			? TALLY_KIND_MEMSET
+										: TALLY_KIND_MEMCPY;
 	long k;
 
 	if (g->report != (unsigned)report_find("cuda_gpu_kern_sum") &&

@@ -107,8 +107,8 @@ struct compare_result {
 	size_t nstreams, streams_differ;
 	enum compare_verdict verdict;
 	/* a side holds summaries (tally stats --partial): quantiles and KS distances come from
-	 * quantile sketches (within SKETCH_REL_ERROR; D on the sketches' buckets), and the order per
-	 * stream, which summaries do not carry, is not compared */
+	 * quantile sketches (within SKETCH_REL_ERROR; D on the sketches' buckets), and the order
+	 * per stream, which summaries do not carry, is not compared */
 	bool sketched;
 };
 

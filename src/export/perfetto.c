@@ -181,7 +181,8 @@ static uint64_t intern(struct pf *p, enum space space, const char *name,
 
 static uint64_t track_uuid(uint32_t sec, enum family fam, uint32_t a, uint32_t b, unsigned lane)
 {
-	uint64_t u = tally_hash_pair(tally_key32(sec, (uint32_t)fam << 8 | lane), tally_key32(a, b));
+	uint64_t u =
+	    tally_hash_pair(tally_key32(sec, (uint32_t)fam << 8 | lane), tally_key32(a, b));
 
 	return u ? u : 1; /* 0 is the implicit global track */
 }
@@ -260,8 +261,8 @@ static uint64_t lane_track(struct pf *p, const struct report_section *rs, enum f
 		char dev[300];
 
 		parent = track_uuid(rs->index, F_DEVICE, a, 0, 0);
-		snprintf(dev, sizeof(dev), "GPU %u (%s) - pid %" PRIu64, a,
-			 device_name(rs->s, a), rs->s->pid);
+		snprintf(dev, sizeof(dev), "GPU %u (%s) - pid %" PRIu64, a, device_name(rs->s, a),
+			 rs->s->pid);
 		describe(p, parent, 0, dev, device_pid(rs->index, a), false);
 	} else {
 		parent = track_uuid(rs->index, F_PROCESS, 0, 0, 0);
@@ -574,8 +575,8 @@ static void section_end_events(struct pf *p, const struct report_section *rs)
 	}
 	if (!at)
 		at = tally_section_origin(s) ? report_time(rs, tally_section_origin(s)) : 0;
-	snprintf(name, sizeof(name), "tally: %s%s%s", rs->verdict.complete ? "COMPLETE" : "INCOMPLETE",
-		 rs->verdict.nreasons ? ": " : "",
+	snprintf(name, sizeof(name), "tally: %s%s%s",
+		 rs->verdict.complete ? "COMPLETE" : "INCOMPLETE", rs->verdict.nreasons ? ": " : "",
 		 rs->verdict.nreasons ? rs->verdict.reasons[0].text : "");
 	slice(p, track_uuid(rs->index, F_PROCESS, 0, 0, 0), at, at, name, "tally_verdict", 0, 0);
 }

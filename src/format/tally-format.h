@@ -42,7 +42,8 @@ enum tally_chunk_type {
 	TALLY_CHUNK_DROPS = 12,	  /* 1.2: CUPTI's drop counts by queue, contexts tied to devices */
 	TALLY_CHUNK_THREADS = 13, /* 1.3: the process's threads: kernel tid, pthread id, name */
 	TALLY_CHUNK_GPU_METRICS = 14, /* 1.3: one device's metric sampling (docs/format.md §13) */
-	TALLY_CHUNK_SUMMARY = 15, /* 1.3: a summary's section facts and aggregates (summary.h, §16) */
+	TALLY_CHUNK_SUMMARY =
+	    15, /* 1.3: a summary's section facts and aggregates (summary.h, §16) */
 	TALLY_CHUNK_TYPE_MAX,
 };
 

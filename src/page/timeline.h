@@ -69,7 +69,7 @@ struct tl_section {
 	struct tl_snap *snaps;
 	size_t nsnaps, snap_cap, snap_stride, snaps_seen;
 	struct tally_ledger *last; /* the latest snapshot whole (its flush counters) */
-	uint32_t *name_map[2]; /* pass 2, name id -> name index + 1: [0] kernels, [1] others */
+	uint32_t *name_map[2];	   /* pass 2, name id -> name index + 1: [0] kernels, [1] others */
 	uint32_t nmap[2];
 	uint32_t memop_name[17]; /* memset, then memcpy by copy kind: name index + 1 */
 };

@@ -216,8 +216,7 @@ struct prefetch *prefetch_start(struct report_set *set, unsigned workers)
 	return p;
 }
 
-int prefetch_input(struct prefetch *p, size_t i, struct tally_reading *r, char *err,
-		   size_t errlen)
+int prefetch_input(struct prefetch *p, size_t i, struct tally_reading *r, char *err, size_t errlen)
 {
 	struct slot *slot = &p->slots[i];
 	int rc = 0;

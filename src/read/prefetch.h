@@ -29,8 +29,7 @@ struct prefetch *prefetch_start(struct report_set *set, unsigned workers);
  * 0, tally_reading_apply's non-zero value, or -errno when the input could not be opened (err says
  * so).
  */
-int prefetch_input(struct prefetch *p, size_t i, struct tally_reading *r, char *err,
-		   size_t errlen);
+int prefetch_input(struct prefetch *p, size_t i, struct tally_reading *r, char *err, size_t errlen);
 /* Stop the workers (those still framing give up), wait for them and free p.  NULL is fine. */
 void prefetch_stop(struct prefetch *p);
 

@@ -29,7 +29,7 @@ struct gap_sec {
 	struct busy *busy;
 	size_t nbusy, bcap, last;
 	struct tally_map busy_map; /* (device, stream) -> index in busy + 1 */
-	struct gap_iv *v; /* every interval, for utilization only */
+	struct gap_iv *v;	   /* every interval, for utilization only */
 	size_t n, cap;
 };
 

@@ -97,7 +97,8 @@ static struct mem_usage_row *row_for(struct mem_usage *m, const struct mem_event
 		m->rows = t;
 		m->rows_cap = cap;
 	}
-	if (tally_map_put(&m->row_map, tally_key32(e->sec, e->device), e->kind, (uint32_t)m->nrows + 1) < 0)
+	if (tally_map_put(&m->row_map, tally_key32(e->sec, e->device), e->kind,
+			  (uint32_t)m->nrows + 1) < 0)
 		return NULL;
 	t = &m->rows[m->nrows++];
 	memset(t, 0, sizeof(*t));

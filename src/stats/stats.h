@@ -82,7 +82,8 @@ int stats_partial_begin(struct stats *st);
 int stats_partial_write(struct stats *st, const struct report_set *set, const char *path,
 			bool force, char *err, size_t errlen);
 bool stats_summarized(unsigned report);
-/* One group of a summary's aggregates, as stats_summary_each hands it out (valid during the call). */
+/* One group of a summary's aggregates, as stats_summary_each hands it out (valid during the call).
+ */
 struct stats_summary_group {
 	unsigned report;	     /* index into report_defs */
 	const char *name;	     /* kernel names as recorded (mangled) */
@@ -97,8 +98,6 @@ typedef int (*stats_summary_fn)(void *ctx, const struct stats_summary_group *g);
 /* Every group of a SUMMARY chunk's payload (a STATS part; other parts hold none).  0 or fn's
  * non-zero value; a damaged payload ends the groups early. */
 int stats_summary_each(const uint8_t *payload, size_t len, stats_summary_fn fn, void *ctx);
-
-
 
 /* The analyses behind the reports, for the page and the exports (NULL: not computed). */
 struct bd_row;

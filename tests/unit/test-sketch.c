@@ -155,8 +155,8 @@ static void test_map_on_aligned_keys(void **state)
 
 	(void)state;
 	for (i = 0; i < 200000; i++)
-		assert_int_equal(tally_map_put(&m, 0x7f0000000000ull + (i << 21), i % 7, (uint32_t)i + 1),
-				 0);
+		assert_int_equal(
+		    tally_map_put(&m, 0x7f0000000000ull + (i << 21), i % 7, (uint32_t)i + 1), 0);
 	for (i = 0; i < 200000; i++)
 		assert_int_equal(tally_map_get(&m, 0x7f0000000000ull + (i << 21), i % 7), i + 1);
 	assert_int_equal(tally_map_get(&m, 0x7f0000000000ull + (1ull << 21), 0), 0);
@@ -167,8 +167,10 @@ static void test_map_on_aligned_keys(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_bound_on_skewed_values), cmocka_unit_test(test_small_values_exact),
-	    cmocka_unit_test(test_merge_is_exact),	   cmocka_unit_test(test_encoding),
+	    cmocka_unit_test(test_bound_on_skewed_values),
+	    cmocka_unit_test(test_small_values_exact),
+	    cmocka_unit_test(test_merge_is_exact),
+	    cmocka_unit_test(test_encoding),
 	    cmocka_unit_test(test_map_on_aligned_keys),
 	};
 
