@@ -23,6 +23,13 @@
 #                                                            export chrome
 # jobs           (not a doubling) every output of 12 ranks, one cut short and one lossy, the
 #                same byte for byte with TALLY_JOBS=1 and TALLY_JOBS=4
+# memory-ranks   peak RSS over 16, 32, 64 ranks of 40,040 records (250 KB) each: merge and
+#                gpu_gaps keep nothing per record and must stay flat (at most 1.25x per
+#                doubling: a read window or a descriptor kept per input would grow them with the
+#                input); stats, compare and report keep what their output needs (exact medians
+#                to a budget, each stream's order, the page's lanes) and may grow at most 2.5x
+# memory-lanes   peak RSS of tally report over 256, 512, 1024 ranks (100 records each): past
+#                the page's one lane budget, at most 1.5x per doubling (the page itself grows)
 # A failure names the command, the costs and the growth.  Exits 77 without valgrind and GNU time.
 set -u
 TALLY=$1 TESTSRC=$2 CASE=$3
@@ -81,6 +88,24 @@ measure() {
 		c=$(cost $(echo "$tmpl" | sed "s|@|$n|g"))
 		costs="$costs $c"
 	done
+	# shellcheck disable=SC2086
+	doubling "$name" $sizes $costs
+}
+
+# peak RSS in KiB of CMD... (GNU time); empty when it failed
+rss() {
+	/usr/bin/time -f '%M' -o "$T/rss" "$@" >/dev/null 2>&1 && cat "$T/rss"
+}
+
+# memory NAME LIMIT SIZES CMD-TEMPLATE: peak RSS per doubling of the input at most LIMIT
+memory() {
+	name=$1 limit=$2 sizes=$3 tmpl=$4 costs=
+	for n in $sizes; do
+		# shellcheck disable=SC2086 # the template is split on purpose
+		c=$(rss $(echo "$tmpl" | sed "s|@|$n|g"))
+		costs="$costs $c"
+	done
+	UNIT="peak RSS KiB" MAX=$limit
 	# shellcheck disable=SC2086
 	doubling "$name" $sizes $costs
 }
@@ -182,6 +207,25 @@ allocations)
 		"$TALLY stats -r cuda_gpu_mem_usage $T/m@.tally"
 	measure "export -f chrome (aligned allocations)" "$sizes" \
 		"$TALLY export -q --force -f chrome -o $T/x.json $T/m@.tally"
+	;;
+memory-*)
+	[ -x /usr/bin/time ] || skip "no GNU time to measure peak memory"
+	if [ "$CASE" = memory-ranks ]; then
+		sizes="16 32 64"
+		for n in $sizes; do ranks "$T/a$n" $n 1 20000; done
+		memory "merge DIR: memory" 1.25 "$sizes" "$TALLY merge -q --force -o $T/m.tally $T/a@"
+		memory "stats -r gpu_gaps DIR: memory" 1.25 "$sizes" "$TALLY stats -r gpu_gaps $T/a@"
+		memory "stats DIR: memory" 2.5 "$sizes" "$TALLY stats $T/a@"
+		memory "compare DIR DIR: memory" 2.5 "$sizes" "$TALLY compare $T/a@ $T/a@"
+		memory "report DIR: memory" 2.5 "$sizes" "$TALLY report -q --force -o $T/p.html $T/a@"
+	elif [ "$CASE" = memory-lanes ]; then
+		sizes="256 512 1024"
+		for n in $sizes; do ranks "$T/a$n" $n 1 30; done
+		memory "report DIR past the lane budget: memory" 1.5 "$sizes" \
+			"$TALLY report -q --force -o $T/p.html $T/a@"
+	else
+		skip "no case $CASE"
+	fi
 	;;
 *) skip "no case $CASE" ;;
 esac
