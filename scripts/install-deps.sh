@@ -20,8 +20,9 @@ group_packages() {
 	# libc's debug file, so that the native-stack test meets a libc frame only .symtab names
 	# (util-linux, bsdutils, e2fsprogs: unshare, mount, script and mkfs.ext4, for the full disks
 	# of tests/cli/test-hostile.sh); GNU time, for the doubling tests' CPU time and peak memory
-	# (tests/cli/test-metrics-doubling.sh)
-	test) echo "git python3 sqlite3 libcmocka-dev libjansson-dev clang-format lintian libc6-dbg util-linux bsdutils e2fsprogs time" ;;
+	# (tests/cli/test-metrics-doubling.sh); valgrind, whose instruction counts judge a doubling
+	# series that CPU time alone fails (tests/cli/test-scaling-hostile.sh)
+	test) echo "git python3 sqlite3 libcmocka-dev libjansson-dev clang-format lintian libc6-dbg util-linux bsdutils e2fsprogs time valgrind" ;;
 	# tally report's page: node (syntax) and a headless browser (tests/cli/test-html-report.sh)
 	browser) echo "chromium python3-pil nodejs" ;;
 	# Perfetto's trace processor for tests/cli/test-perfetto.sh: node and npm (a nodejs that

@@ -91,9 +91,13 @@ static const struct cli_option stats_options[] = {
 		 "one)\n"
 		 "kernel reports take :base or :mangled, as nsys's do"),
     CLI_DURATION(S, 0, "gap-min", "DURATION", req.gap_min_ns, 0, UINT64_MAX,
-		 "gpu_gaps: shortest gap listed (default 1ms; 500us, 2s ...)"),
+		 "gpu_gaps, gpu_idle_why: shortest gap listed (default 1ms; 500us, 2s ...)"),
     CLI_DURATION(S, 0, "util-bucket", "DURATION", req.util_bucket_ns, 0, UINT64_MAX,
 		 "gpu_time_util: bucket (default: a twentieth of the span)"),
+    CLI_DURATION(S, 0, "kernel-wait", "DURATION", req.kernel_wait_ns, 0, UINT64_MAX,
+		 "gpu_idle_why, gpu_idle_breakdown, diagnosis: a gap after work already\n"
+		 "submitted is kernel wait below this (default: the launching call's own\n"
+		 "duration; HTA's consecutive_kernel_delay)"),
     CLI_STRING(S, 0, "range", "NAME", req.range,
 	       "rank_steps: the NVTX range of a step (default: step, then ProfilerStep)"),
     CLI_UINT(S, 0, "top", "N", req.top, 1, 1000,

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chrome-host.h"
 #include "depth.h"
 #include "export.h"
 #include "gaps.h"
@@ -118,6 +119,7 @@ struct chrome {
 	struct mem_usage mem;	   /* CUDA memory counters, written at the end in time order */
 	struct queues *queues;	   /* launches outstanding per stream, written at the end */
 	struct launches *launches; /* joins each launch to its GPU work, for the queues */
+	struct chrome_host *host;  /* samples and blocking calls (chrome-host.c) */
 	uint64_t metric_step;	   /* --metric-step, ns; 0: each sample */
 };
 
@@ -223,6 +225,28 @@ static void begin(struct chrome *c)
 static uint64_t rel(const struct chrome *c, const struct report_section *rs, uint64_t t)
 {
 	return report_time(rs, t) - c->base;
+}
+
+/* ---- for chrome-host.c ------------------------------------------------------------------- */
+
+void chrome_event_begin(struct chrome *c)
+{
+	begin(c);
+}
+
+struct obuf *chrome_obuf(struct chrome *c)
+{
+	return &c->ob;
+}
+
+int64_t chrome_rel(const struct chrome *c, const struct report_section *rs, uint64_t t)
+{
+	return rel(c, rs, t);
+}
+
+uint32_t chrome_host_pid(const struct chrome *c, const struct report_section *rs)
+{
+	return rs->index < c->nsecs ? c->secs[rs->index].host_pid : 0;
 }
 
 /* "ph":"X" ... "pid":P,"tid":T,"ts":..,"dur":.. (without the closing brace) */
@@ -653,6 +677,11 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	if (!cs || report_gpu_gaps_add(c->gaps, rs, r, n) < 0 ||
 	    launches_add(c->launches, rs, r, n) < 0)
 		return -ENOMEM;
+	if (n && (r[0].kind == TALLY_KIND_OSRT || r[0].kind == TALLY_KIND_CPU_SAMPLE)) {
+		if (!c->base)
+			c->base = report_time(rs, r[0].start);
+		return chrome_host_records(c->host, c, rs, r, n) < 0 ? -ENOMEM : -c->ob.err;
+	}
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) { /* timing lost: nothing to place */
 			c->untimed++;
@@ -856,6 +885,7 @@ static int on_section_end(void *ctx, struct report_section *rs)
 	if (!cs)
 		return 0;
 	steps_out(c, cs);
+	chrome_host_section_end(c->host);
 	if (draw_unproven_gaps(c, rs, cs) < 0 || launches_section_end(c->launches, rs) < 0)
 		return -ENOMEM;
 	for (i = 0; i < s->nwindows; i++) {
@@ -1145,8 +1175,10 @@ static int chrome_finish(void *state, struct report_set *set, struct export_stat
 		for (i = 0; i < nq; i++)
 			queue_counters(c, set, &q[i]);
 	}
-	for (i = 0; i < set->nsections && i < c->nsecs; i++)
+	for (i = 0; i < set->nsections && i < c->nsecs; i++) {
 		section_meta(c, set, set->sections[i], &c->secs[i]);
+		chrome_host_thread_names(c, set->sections[i]);
+	}
 	od = other_data(c, set, &len);
 	if (!od)
 		return -ENOMEM;
@@ -1214,7 +1246,7 @@ static int chrome_open(void **state, struct report_set *set, const struct export
 	}
 	c->seekable = !c->to_stdout && fstat(fileno(c->f), &sb) == 0 && S_ISREG(sb.st_mode);
 	if (obuf_init(&c->ob, c->f) < 0 || !(c->gaps = report_gpu_gaps_new(NULL)) ||
-	    !(c->queues = queues_new(QUEUE_BUCKETS)) ||
+	    !(c->host = chrome_host_new()) || !(c->queues = queues_new(QUEUE_BUCKETS)) ||
 	    !(c->launches = launches_new(c->queues, false)))
 		goto close_file;
 	c->first = true;
@@ -1289,6 +1321,7 @@ static void chrome_destroy(void *state, bool failed)
 	tally_map_fini(&c->pids_taken);
 	free(c->path);
 	report_gpu_gaps_free(c->gaps);
+	chrome_host_free(c->host);
 	free(c);
 }
 

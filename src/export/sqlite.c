@@ -21,6 +21,7 @@
 
 #include "export.h"
 #include "outfile.h"
+#include "sqlite-host.h"
 #include "sqlite-schema.h"
 #include "text.h"
 
@@ -127,6 +128,7 @@ struct sq {
 	uint64_t rows;
 	char *err; /* the caller's, from open */
 	size_t errlen;
+	struct sq_host *host; /* samples and blocking calls (sqlite-host.c) */
 };
 
 static int sq_fail(struct sq *q, const char *what)
@@ -457,6 +459,33 @@ static int64_t gtid(const struct sqsec *x, uint32_t pid, uint32_t tid)
 {
 	return (x->global_pid & ~(int64_t)0xffffffffffff) | (int64_t)(pid & 0xffffff) << 24 |
 	       (tid & 0xffffff);
+}
+
+/* ---- for sqlite-host.c ------------------------------------------------------------------- */
+
+sqlite3 *sq_db(struct sq *q)
+{
+	return q->db;
+}
+
+int sq_run(struct sq *q, sqlite3_stmt *st)
+{
+	return run(q, st);
+}
+
+int64_t sq_string(struct sq *q, const char *s)
+{
+	return string_id(q, s);
+}
+
+int64_t sq_gtid(struct sq *q, const struct report_section *rs, uint32_t pid, uint32_t tid)
+{
+	return rs->index < q->nsecs ? gtid(&q->secs[rs->index], pid, tid) : 0;
+}
+
+int sq_error(struct sq *q, const char *what)
+{
+	return sq_fail(q, what);
 }
 
 /* nsys numbers memory kinds from pageable = 0 (unknown = 7); CUPTI from unknown = 0. */
@@ -824,6 +853,10 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 			break;
 		case TALLY_KIND_MEMORY:
 			rc = memory_row(q, rs, x, &r[i]);
+			break;
+		case TALLY_KIND_CPU_SAMPLE:
+		case TALLY_KIND_OSRT:
+			rc = sq_host_records(q->host, q, rs, &r[i]);
 			break;
 		case TALLY_KIND_GPU_METRIC:
 			rc = metric_row(q, rs, x, &r[i]);
@@ -1261,12 +1294,16 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 	if (rc == 0)
 		rc = write_meta(q, set);
 	if (rc == 0)
+		rc = sq_host_finish(q->host, q, set);
+	if (rc == 0)
 		rc = exec(q, sqlite_indexes);
 	if (rc == 0)
 		rc = exec(q, "COMMIT;");
 	if (rc == 0) {
 		for (i = 0; i < S_COUNT; i++)
 			batch_close(&q->b[i]);
+		sq_host_close(q->host);
+		q->host = NULL;
 		if (sqlite3_close(q->db) != SQLITE_OK)
 			rc = -EIO;
 		q->db = NULL;
@@ -1319,11 +1356,13 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	 * the rows (2.8x the CPU for twice the metric rows, tests/cli/test-metrics-doubling.sh). */
 	if (exec(q, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
 		    " PRAGMA locking_mode=EXCLUSIVE; BEGIN;") < 0 ||
-	    exec(q, sqlite_schema) < 0)
+	    exec(q, sqlite_schema) < 0 || exec(q, sqlite_host_schema) < 0)
 		goto fail;
 	for (i = 0; i < S_COUNT; i++)
 		if (batch_open(q, &q->b[i], stmt_sql[i]) < 0)
 			goto fail;
+	if (!(q->host = sq_host_open(q)))
+		goto fail;
 	q->next_id = 1;
 	*state = q;
 	return 0;
@@ -1341,6 +1380,7 @@ static void sq_destroy(void *state, bool failed)
 		return;
 	for (i = 0; i < S_COUNT; i++)
 		batch_close(&q->b[i]);
+	sq_host_close(q->host);
 	if (q->db)
 		sqlite3_close(q->db);
 	(void)failed; /* whatever was not committed is only a temporary file */

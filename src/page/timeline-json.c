@@ -16,10 +16,8 @@
 #include "timeline.h"
 
 static const char *const lane_type_names[TL_LANE_TYPES] = {
-    [TL_LANE_GPU] = "gpu",
-    [TL_LANE_API] = "api",
-    [TL_LANE_NVTX] = "nvtx",
-    [TL_LANE_DEVICE] = "device",
+    [TL_LANE_GPU] = "gpu",	 [TL_LANE_API] = "api",		[TL_LANE_NVTX] = "nvtx",
+    [TL_LANE_DEVICE] = "device", [TL_LANE_SAMPLES] = "samples", [TL_LANE_OSRT] = "osrt",
 };
 
 /* ns from the page's origin; a time more than 2^63 ns away (a crafted trace) is shown at the
@@ -385,6 +383,34 @@ static void write_names(const struct timeline *tl, struct tally_json *j)
 	tally_json_array_end(j);
 }
 
+/* Host threads by the id their lanes carry (their CUPTI id where THREADS ties it): names. */
+static void write_threads(const struct report_set *set, struct tally_json *j)
+{
+	size_t i, k;
+
+	tally_json_name(j, "threads");
+	tally_json_array_begin(j);
+	for (i = 0; i < set->nsections; i++) {
+		const struct tally_section *s = set->sections[i]->s;
+
+		for (k = 0; k < s->nthreads; k++) {
+			const struct tally_thread *t = &s->threads[k];
+
+			if (tally_section_thread(s, t->tid) != t)
+				continue; /* the latest entry of each thread */
+			tally_json_object_begin(j);
+			tally_json_field_uint(j, "sec", i);
+			tally_json_field_uint(j, "id",
+					      t->pthread_id ? (uint32_t)t->pthread_id : t->tid);
+			tally_json_field_uint(j, "tid", t->tid);
+			tally_json_field_string(j, "name", t->name);
+			tally_json_field_bool(j, "main", (t->flags & TALLY_THREADF_MAIN) != 0);
+			tally_json_object_end(j);
+		}
+	}
+	tally_json_array_end(j);
+}
+
 /*
  * Launches outstanding per stream: each series' buckets, from gpu_queue_depth's analysis, for the
  * streams that have a row of their own on the page (the lane budget bounds them, however many
@@ -540,6 +566,7 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, cons
 	write_ledgers(tl, set, j);
 	write_loss(tl, set, j);
 	write_gaps(tl, set, j);
+	write_threads(set, j);
 	write_queues(tl, st, j);
 	write_memory(tl, st, j);
 	timeline_metrics_json(tl, j);

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "gaps.h"
+#include "idlewhy.h"
 #include "metricsum.h"
+#include "stacks.h"
 #include "summary.h"
 #include "timeline.h"
 
@@ -52,6 +54,7 @@ void timeline_free(struct timeline *tl)
 		free(tl->secs[i].last);
 		free(tl->secs[i].name_map[0]);
 		free(tl->secs[i].name_map[1]);
+		free(tl->secs[i].stack_name);
 	}
 	for (i = 0; i < tl->nlanes; i++)
 		lane_free(&tl->lanes[i]);
@@ -436,6 +439,28 @@ static uint32_t memop_name(struct timeline *tl, struct tl_section *ts, const str
 	return ts->memop_name[op];
 }
 
+/* A sample's name: the innermost frame of its stack, cached per section and stack id. */
+static uint32_t sample_name(struct timeline *tl, struct report_section *rs,
+			    const struct tally_record *r)
+{
+	struct tl_section *ts = &tl->secs[rs->index];
+	const struct tally_stack *st = tally_stack_get(&rs->s->stacks, r->stack_id);
+	uint32_t id = st ? r->stack_id : 0;
+	size_t cap = ts->nstack_name;
+
+	if (r->flags & TALLY_REC_TORN)
+		id = 0;
+	if (!grow((void **)&ts->stack_name, &cap, (size_t)id + 1, sizeof(uint32_t))) {
+		tl->failed = true;
+		return 0;
+	}
+	ts->nstack_name = (uint32_t)cap;
+	if (!ts->stack_name[id])
+		ts->stack_name[id] = name_add(tl, !id ? "[torn, or no stack]"
+						      : report_frame_label(rs, st->frames[0]));
+	return ts->stack_name[id];
+}
+
 /* The name of a timed record, as index + 1 into tl->names; cached per section and string id. */
 static uint32_t record_name(struct timeline *tl, struct report_section *rs,
 			    const struct tally_record *r)
@@ -447,6 +472,8 @@ static uint32_t record_name(struct timeline *tl, struct report_section *rs,
 
 	if (r->kind == TALLY_KIND_MEMCPY || r->kind == TALLY_KIND_MEMSET)
 		return memop_name(tl, ts, r);
+	if (r->kind == TALLY_KIND_CPU_SAMPLE)
+		return sample_name(tl, rs, r);
 	if (!grow((void **)&ts->name_map[which], &cap, (size_t)id + 1, sizeof(uint32_t))) {
 		tl->failed = true;
 		return 0;
@@ -515,7 +542,19 @@ static uint32_t lane_type_of(unsigned kind)
 		return TL_LANE_GPU;
 	if (tally_kind_is_api(kind))
 		return TL_LANE_API;
+	if (kind == TALLY_KIND_CPU_SAMPLE)
+		return TL_LANE_SAMPLES;
+	if (kind == TALLY_KIND_OSRT)
+		return TL_LANE_OSRT;
 	return kind == TALLY_KIND_NVTX_RANGE ? TL_LANE_NVTX : TL_LANE_TYPES;
+}
+
+/* A host thread's lanes sit beside its API calls: its CUPTI id where THREADS ties the two. */
+static uint32_t host_lane_thread(const struct report_section *rs, uint32_t tid)
+{
+	const struct tally_thread *t = tally_section_thread(rs->s, tid);
+
+	return t && t->pthread_id ? (uint32_t)t->pthread_id : tid;
 }
 
 static void pass2_record(struct timeline *tl, struct report_section *rs,
@@ -523,6 +562,11 @@ static void pass2_record(struct timeline *tl, struct report_section *rs,
 {
 	uint64_t s = report_time(rs, r->start) - tl->t0, e = report_time(rs, r->end) - tl->t0;
 	uint32_t a = type == TL_LANE_GPU ? r->device_id : r->thread_id;
+
+	if (type == TL_LANE_SAMPLES || type == TL_LANE_OSRT)
+		a = host_lane_thread(rs, r->thread_id);
+	if (type == TL_LANE_SAMPLES) /* a sample stands for its period of the thread's time */
+		e = s + idle_why_period(rs);
 	struct tl_lane *l = lane(tl, rs->index, type, a, type == TL_LANE_GPU ? r->stream_id : 0);
 	uint32_t name = record_name(tl, rs, r);
 

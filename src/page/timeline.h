@@ -19,10 +19,12 @@
 #include "trace-set.h"
 
 enum tl_lane_type {
-	TL_LANE_GPU,	/* kernels, copies and memsets of one stream of one device */
-	TL_LANE_API,	/* runtime and driver API calls of one thread */
-	TL_LANE_NVTX,	/* NVTX ranges of one thread */
-	TL_LANE_DEVICE, /* every GPU record of one device (its busy curve) */
+	TL_LANE_GPU,	 /* kernels, copies and memsets of one stream of one device */
+	TL_LANE_API,	 /* runtime and driver API calls of one thread */
+	TL_LANE_NVTX,	 /* NVTX ranges of one thread */
+	TL_LANE_DEVICE,	 /* every GPU record of one device (its busy curve) */
+	TL_LANE_SAMPLES, /* host samples of one thread, each its sampling period long */
+	TL_LANE_OSRT,	 /* blocking calls of one thread */
 	TL_LANE_TYPES,
 };
 
@@ -72,6 +74,8 @@ struct tl_section {
 	uint32_t *name_map[2];	   /* pass 2, name id -> name index + 1: [0] kernels, [1] others */
 	uint32_t nmap[2];
 	uint32_t memop_name[17]; /* memset, then memcpy by copy kind: name index + 1 */
+	uint32_t *stack_name;	 /* pass 2, samples: stack id -> name index + 1 (innermost frame) */
+	uint32_t nstack_name;
 };
 
 struct timeline {

@@ -156,7 +156,7 @@ static int rule_loss(const struct diag_input *in, struct diag_finding *out, size
 static void idle_finding(const struct diag_input *in, const struct bd_row *r,
 			 struct diag_finding *f)
 {
-	char w[200], d1[32], d2[32], d3[32], cause[200];
+	char w[200], d1[32], d2[32], d3[32], cause[sizeof(f->why)];
 	const char *c = in->idle_cause ? in->idle_cause(in->idle_ctx, r->section, r->device, cause,
 							sizeof(cause))
 				       : NULL;
@@ -204,9 +204,10 @@ static int rule_idle(const struct diag_input *in, struct diag_finding *out, size
 	f->share = pct(cost, span);
 	idle_finding(in, worst, f);
 	and_more(f, count - 1, "device(s)", cost);
-	f->try_ = "find what the host did in the longest stretch (the page's timeline; record "
-		  "with --python-stacks); feed the GPU ahead: DataLoader workers and pin_memory, "
-		  "no .item()/.cpu() synchronizations in the loop, larger batches";
+	f->try_ = "see what the host did in the longest stretch (gpu_idle_why, the page's 'Why "
+		  "the GPU was idle'; record with --sample python,native --trace osrt for its "
+		  "stacks and blocking calls); feed the GPU ahead: DataLoader workers and "
+		  "pin_memory, no .item()/.cpu() synchronizations in the loop, larger batches";
 	return 0;
 }
 

@@ -53,9 +53,9 @@ struct diag_input {
 	const struct mem_usage *mem;
 	const struct report_jobs *jobs;
 	/*
-	 * Why a device idled (issue 16's gpu_idle_breakdown): host wait, kernel wait or other, and
-	 * the host line behind the largest share, into buf; NULL where it is not known.  The
-	 * gpu-idle rule says it when set.
+	 * Why a device idled (gpu_idle_breakdown's classes: idlewhy.h's idle_cause): host wait,
+	 * kernel wait, other or synchronization, and the host line behind the largest share, into
+	 * buf; NULL where it is not known.  The gpu-idle rule says it when set.
 	 */
 	const char *(*idle_cause)(void *ctx, unsigned section, uint32_t device, char *buf,
 				  size_t len);

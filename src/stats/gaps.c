@@ -16,6 +16,7 @@
 struct gap_iv {
 	uint64_t t0, t1; /* aligned */
 	uint32_t device, stream;
+	uint32_t corr; /* correlation id: a segment remembers that of its earliest work */
 };
 
 /* Busy time of one device (stream REPORT_GAP_ALL_STREAMS) or stream: sorted, disjoint segments,
@@ -145,10 +146,10 @@ static int add_one(struct report_gpu_gaps *g, struct gap_sec *sec, const struct 
 	struct busy *b = busy_of(sec, iv->device, REPORT_GAP_ALL_STREAMS, g->o.gap_min_ns);
 	struct gap_iv *v;
 
-	if (!b || span_add(&b->set, iv->t0, iv->t1, 0) < 0)
+	if (!b || span_add_tagged(&b->set, iv->t0, iv->t1, 0, iv->corr) < 0)
 		return -ENOMEM;
-	b = busy_of(sec, iv->device, iv->stream, g->o.gap_min_ns);
-	if (!b || span_add(&b->set, iv->t0, iv->t1, 0) < 0)
+	if (!g->o.devices_only && (!(b = busy_of(sec, iv->device, iv->stream, g->o.gap_min_ns)) ||
+				   span_add_tagged(&b->set, iv->t0, iv->t1, 0, iv->corr) < 0))
 		return -ENOMEM;
 	if (!g->o.util)
 		return 0;
@@ -171,7 +172,7 @@ int report_gpu_gaps_add(struct report_gpu_gaps *g, const struct report_section *
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		struct gap_iv iv = {report_time(rs, r[i].start), report_time(rs, r[i].end),
-				    r[i].device_id, r[i].stream_id};
+				    r[i].device_id, r[i].stream_id, r[i].correlation_id};
 
 		if (r[i].flags & TALLY_REC_BAD_TIME)
 			continue;
@@ -319,27 +320,33 @@ bool report_gap_unproven(const struct report_section *rs, uint64_t t0, uint64_t 
 /* ---- gaps ----------------------------------------------------------------------------------- */
 
 static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, uint32_t device,
-		   uint32_t stream, uint64_t t0, uint64_t t1)
+		   uint32_t stream, const struct span *before, const struct span *after)
 {
-	struct report_gap *gp = grow(g->gaps, &g->gcap, g->ngaps + 1, sizeof(*gp));
+	struct report_gap one, *gp = &one;
 
-	if (!gp)
-		return -ENOMEM;
-	g->gaps = gp;
-	gp += g->ngaps++;
-	*gp = (struct report_gap){
-	    .section = rs->index, .device = device, .stream = stream, .t0 = t0, .t1 = t1};
-	gp->unproven = report_gap_unproven(rs, t0, t1, gp->why, sizeof(gp->why));
-	return 0;
+	if (!g->o.each) {
+		if (!(gp = grow(g->gaps, &g->gcap, g->ngaps + 1, sizeof(*gp))))
+			return -ENOMEM;
+		g->gaps = gp;
+		gp += g->ngaps++;
+	}
+	*gp = (struct report_gap){.section = rs->index,
+				  .device = device,
+				  .stream = stream,
+				  .t0 = before->t1,
+				  .t1 = after->t0,
+				  .next_corr = (uint32_t)after->first};
+	gp->unproven = report_gap_unproven(rs, gp->t0, gp->t1, gp->why, sizeof(gp->why));
+	return g->o.each ? g->o.each(g->o.each_ctx, gp) : 0;
 }
 
 /* Between two segments of a busy set lies a gap of gap_min or more, by construction. */
 static int busy_gaps(struct report_gpu_gaps *g, const struct report_section *rs,
 		     const struct busy *b)
 {
-	size_t i;
-
 	const struct span *s = b->set.s;
+	size_t i;
+	int rc;
 
 	if (b->stream == REPORT_GAP_ALL_STREAMS && b->set.n) {
 		struct report_span *sp = grow(g->spans, &g->scap, g->nspans + 1, sizeof(*sp));
@@ -351,8 +358,8 @@ static int busy_gaps(struct report_gpu_gaps *g, const struct report_section *rs,
 		    (struct report_span){rs->index, b->device, s[0].t0, s[b->set.n - 1].t1};
 	}
 	for (i = 1; i < b->set.n; i++)
-		if (add_gap(g, rs, b->device, b->stream, s[i - 1].t1, s[i].t0) < 0)
-			return -ENOMEM;
+		if ((rc = add_gap(g, rs, b->device, b->stream, &s[i - 1], &s[i])) != 0)
+			return rc;
 	return 0;
 }
 

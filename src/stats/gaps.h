@@ -27,12 +27,13 @@
 #define REPORT_GAP_ALL_STREAMS UINT32_MAX /* a gap of the whole device */
 
 struct report_gap {
-	unsigned section; /* report_section index */
-	uint32_t device;  /* device id */
-	uint32_t stream;  /* stream id, or REPORT_GAP_ALL_STREAMS */
-	uint64_t t0, t1;  /* aligned ns: end of the work before, start of the work after */
-	bool unproven;	  /* something lost may have run here */
-	char why[120];	  /* "dropped_cupti: 500 in ...", or "no loss overlaps it" */
+	unsigned section;   /* report_section index */
+	uint32_t device;    /* device id */
+	uint32_t stream;    /* stream id, or REPORT_GAP_ALL_STREAMS */
+	uint64_t t0, t1;    /* aligned ns: end of the work before, start of the work after */
+	bool unproven;	    /* something lost may have run here */
+	char why[120];	    /* "dropped_cupti: 500 in ...", or "no loss overlaps it" */
+	uint32_t next_corr; /* correlation id of the work that ended the gap (starts at t1) */
 	/* The device's GPU metrics over a device gap, once gm_windows_pass (metricsum.h) ran:
 	 * sampled_ns of its interior was sampled (0: no metrics), SM Active's mean and max (%)
 	 * there, and active when SM Active was above 0: the GPU ran work that no record of this
@@ -60,7 +61,13 @@ struct report_util {
 struct report_gaps_opts {
 	uint64_t gap_min_ns; /* gaps shorter than this are not listed (default 1 ms) */
 	uint64_t bucket_ns;  /* gpu_time_util bucket; 0: the device's span / 20 */
-	bool util; /* compute gpu_time_util too (keeps every GPU interval: 24 bytes each) */
+	bool util;	   /* compute gpu_time_util too (keeps every GPU interval: 24 bytes each) */
+	bool devices_only; /* whole devices only, no gaps per stream */
+	/* When set, each gap is handed to each(each_ctx, gap) as it is found (when its section
+	 * ends) instead of being kept in the list: a consumer of every hole (gap_min_ns 1) holds
+	 * none of them.  A non-zero return stops the section and is returned. */
+	int (*each)(void *ctx, const struct report_gap *g);
+	void *each_ctx;
 };
 
 struct report_gpu_gaps;

@@ -33,6 +33,12 @@ const struct report_def report_defs[] = {
     [R_LAUNCH_STATS] = {"cuda_launch_stats", "CUDA Kernel Launch Statistics", false, false},
     [R_QUEUE_DEPTH] = {"gpu_queue_depth", "Launches Outstanding per Stream", false, false},
     [R_DIAGNOSIS] = {"diagnosis", "Diagnosis: What Cost the Most Time", false, false},
+    [R_IDLE_WHY] = {"gpu_idle_why", "Why the GPU was idle: the host during each gap", false, false},
+    [R_IDLE_BREAKDOWN] = {"gpu_idle_breakdown", "GPU Idle Time Breakdown (HTA's categories)", false,
+			  false},
+    [R_CPU_SAMPLE_SUM] = {"cpu_sample_sum", "CPU Sampling Summary (functions and lines)", false,
+			  false},
+    [R_OSRT_SUM] = {"osrt_sum", "OS Runtime Summary", false, false},
     [R_GPU_METRICS_SUM] = {"gpu_metrics_sum", "GPU Metrics Summary", false, false},
     [R_GPU_METRICS_NVTX] = {"gpu_metrics_nvtx_sum",
 			    "GPU Metrics per NVTX Range (the 64 range names with the most time)",
@@ -556,6 +562,7 @@ static const struct {
     [R_MEM_USAGE] = COLS(mem_usage_cols),
     [R_GPU_METRICS_SUM] = COLS(metrics_cols),
     [R_GPU_METRICS_NVTX] = COLS(metrics_nvtx_cols),
+    [R_OSRT_SUM] = COLS(api_cols),
 };
 
 static const char *const empty_text[R_COUNT] = {
@@ -573,6 +580,10 @@ static const char *const empty_text[R_COUNT] = {
 			 "--python-stacks or --native-stacks)",
     [R_MEM_USAGE] = "the trace(s) hold no CUDA memory allocation data (record with --trace "
 		    "cuda,memory)",
+    [R_IDLE_WHY] = "no GPU gap as long as --gap-min",
+    [R_IDLE_BREAKDOWN] = "the trace(s) hold no idle time between GPU work",
+    [R_CPU_SAMPLE_SUM] = "the trace(s) hold no host samples (record with --sample python,native)",
+    [R_OSRT_SUM] = "the trace(s) hold no blocking calls (record with --trace osrt)",
     [R_GPU_METRICS_SUM] = GM_NO_METRICS,
     [R_GPU_METRICS_NVTX] = "the trace(s) hold no GPU metrics inside NVTX ranges (record with "
 			   "--gpu-metrics and NVTX ranges)",
@@ -612,7 +623,7 @@ static void view_notes(const struct stats *st, enum report_id r, struct report_v
 
 static void view_for(const struct stats *st, const struct report_set *set, enum report_id r,
 		     struct report_view *v, struct sum_ctx *sx, struct trace_ctx *tx,
-		     struct analysis_ctx *ax)
+		     struct analysis_ctx *ax, struct host_view_ctx *hx)
 {
 	memset(v, 0, sizeof(*v));
 	if (analysis_view(st, set, r, v, ax)) {
@@ -627,7 +638,10 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 	v->ncols = report_cols[r].n;
 	*sx = (struct sum_ctx){&st->t[r], r};
 	*tx = (struct trace_ctx){st, set};
-	if (r == R_GPU_GAPS || r == R_GPU_UTIL) {
+	*hx = (struct host_view_ctx){st, set};
+	if (r == R_IDLE_WHY || r == R_IDLE_BREAKDOWN || r == R_CPU_SAMPLE_SUM) {
+		host_report_view(hx, r, v);
+	} else if (r == R_GPU_GAPS || r == R_GPU_UTIL) {
 		v->cell = r == R_GPU_GAPS ? gap_cell : util_cell;
 		v->ctx = tx;
 		if (r == R_GPU_GAPS)
@@ -735,10 +749,11 @@ int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum 
 		struct sum_ctx sx;
 		struct trace_ctx tx;
 		struct analysis_ctx ax;
+		struct host_view_ctx hx;
 
 		if (!stats_wants(st, r))
 			continue;
-		view_for(st, set, r, &v, &sx, &tx, &ax);
+		view_for(st, set, r, &v, &sx, &tx, &ax, &hx);
 		report_view_write(out, &v, fmt, &j);
 	}
 	if (fmt == REPORT_FMT_JSON) {

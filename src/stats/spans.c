@@ -40,12 +40,20 @@ static size_t first_near(const struct span_set *b, uint64_t t0)
 
 int span_add(struct span_set *b, uint64_t t0, uint64_t t1, uint64_t w)
 {
+	return span_add_tagged(b, t0, t1, w, 0);
+}
+
+int span_add_tagged(struct span_set *b, uint64_t t0, uint64_t t1, uint64_t w, uint64_t tag)
+{
 	uint64_t gap = b->merge_gap ? b->merge_gap : 1;
 	size_t lo = first_near(b, t0), j;
 
 	/* in time order, the common case, this is an append or a merge with the last segment */
 	for (j = lo; j < b->n && b->s[j].t0 < t1 + gap; j++) {
-		t0 = b->s[j].t0 < t0 ? b->s[j].t0 : t0;
+		if (b->s[j].t0 < t0) {
+			t0 = b->s[j].t0;
+			tag = b->s[j].first;
+		}
 		t1 = b->s[j].t1 > t1 ? b->s[j].t1 : t1;
 		w += b->s[j].weight;
 	}
@@ -58,7 +66,7 @@ int span_add(struct span_set *b, uint64_t t0, uint64_t t1, uint64_t w)
 		memmove(b->s + lo + 1, b->s + j, (b->n - j) * sizeof(*b->s));
 		b->n -= j - lo - 1;
 	}
-	b->s[lo] = (struct span){t0, t1, w};
+	b->s[lo] = (struct span){t0, t1, w, tag};
 	return 0;
 }
 

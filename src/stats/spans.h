@@ -16,6 +16,7 @@
 struct span {
 	uint64_t t0, t1;
 	uint64_t weight; /* what the caller put on it; summed over merged segments */
+	uint64_t first;	 /* the tag of the interval that starts at t0 (its earliest) */
 };
 
 struct span_set {
@@ -26,6 +27,8 @@ struct span_set {
 
 /* Add [t0, t1] with weight w, merging every segment closer to it than merge_gap.  0 or -ENOMEM. */
 int span_add(struct span_set *b, uint64_t t0, uint64_t t1, uint64_t w);
+/* The same, the interval tagged (a segment keeps the tag of the interval that starts it). */
+int span_add_tagged(struct span_set *b, uint64_t t0, uint64_t t1, uint64_t w, uint64_t tag);
 /* The segment holding t, or NULL. */
 struct span *span_find(struct span_set *b, uint64_t t);
 /* Hand every segment ending before t to fn (in time order), then forget them; returns how many. */

@@ -7,10 +7,13 @@
 #include "depth.h"
 #include "diagnosis.h"
 #include "gaps.h"
+#include "idle.h"
+#include "idlewhy.h"
 #include "jobs.h"
 #include "launch.h"
 #include "memusage.h"
 #include "metricsum.h"
+#include "samplesum.h"
 #include "sketch.h"
 #include "spread.h"
 #include "stats.h"
@@ -38,6 +41,11 @@ enum report_id {
 	R_LAUNCH_STATS,
 	R_QUEUE_DEPTH,
 	R_DIAGNOSIS,
+	/* the host behind the GPU's idle time (docs/stats.md, "Why the GPU was idle") */
+	R_IDLE_WHY,	  /* hostreports.c */
+	R_IDLE_BREAKDOWN, /* hostreports.c */
+	R_CPU_SAMPLE_SUM, /* hostreports.c */
+	R_OSRT_SUM,
 	R_GPU_METRICS_SUM,
 	R_GPU_METRICS_NVTX,
 	R_COUNT,
@@ -157,7 +165,13 @@ struct stats {
 	struct report_jobs jobs; /* after stats_finish */
 	struct diag_finding *findings;
 	size_t nfindings;
-	const struct report_set *set; /* the set stats_finish was given */
+	const struct report_set *set;		  /* the set stats_finish was given */
+	struct report_idle *idle;		  /* gpu_idle_why, gpu_idle_breakdown */
+	struct idle_why *why;			  /* the same: the host behind the holes */
+	struct sample_sum *samples;		  /* cpu_sample_sum */
+	uint32_t osrt_group[TALLY_OSRT_CALL_MAX]; /* osrt_sum: group index + 1 by call */
+	struct idle_bd_row *bd_rows;		  /* gpu_idle_breakdown's rows (hostreports.c) */
+	size_t nbd_rows;
 	struct gm *gm; /* GPU metrics: gpu_metrics_sum, _nvtx_sum, and gpu_gaps' metrics */
 	char err[400]; /* why stats_finish failed, when not for memory */
 };
@@ -183,6 +197,20 @@ long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned 
 /* Every group of every table to moments and a sketch (past the budget, or for a summary). */
 int stats_to_sketches(struct stats *st);
 void moments_merge(struct moments *m, const struct moments *o);
+
+/* The host reports' views (hostreports.c): x lives as long as the view is written. */
+struct host_view_ctx {
+	const struct stats *st;
+	const struct report_set *set;
+};
+void host_report_view(struct host_view_ctx *x, enum report_id r, struct report_view *v);
+/* Aggregation of the host reports (hostreports.c), called by stats.c's scan callbacks. */
+int host_reports_new(struct stats *st);
+void host_reports_free(struct stats *st);
+int host_reports_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			 size_t n);
+int host_reports_section_end(struct stats *st, struct report_section *rs);
+int host_reports_finish(struct stats *st);
 
 bool stats_wants(const struct stats *st, enum report_id r);
 

@@ -624,6 +624,29 @@ static void nvtx_range(struct stats *st, struct report_section *rs, const struct
 		group_add(st, g, r->end - r->start);
 }
 
+/* osrt_sum: blocking calls by call, nsys's columns (one group per call, found once). */
+static void osrt(struct stats *st, struct report_section *rs, const struct tally_record *r)
+{
+	uint32_t *slot = r->cbid < TALLY_OSRT_CALL_MAX ? &st->osrt_group[r->cbid] : NULL;
+	const char *name = tally_osrt_call_name(r->cbid);
+	long g;
+
+	if (!stats_wants(st, R_OSRT_SUM))
+		return;
+	if (slot && *slot) {
+		group_add(st, &st->t[R_OSRT_SUM].g[*slot - 1], r->end - r->start);
+		return;
+	}
+	g = gtable_get(&st->t[R_OSRT_SUM], name ? name : report_string(rs, r->name_id), NULL, 0);
+	if (g < 0) {
+		st->failed = true;
+		return;
+	}
+	if (slot && name)
+		*slot = (uint32_t)g + 1;
+	group_add(st, &st->t[R_OSRT_SUM].g[g], r->end - r->start);
+}
+
 typedef void (*record_fn)(struct stats *st, struct report_section *rs,
 			  const struct tally_record *r);
 
@@ -643,6 +666,8 @@ static record_fn record_handler(unsigned kind)
 		return nvtx_range;
 	case TALLY_KIND_MEMORY:
 		return memory;
+	case TALLY_KIND_OSRT:
+		return osrt;
 	default:
 		return NULL;
 	}
@@ -664,7 +689,8 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	if ((st->bd && breakdown_add(st->bd, rs, r, n) < 0) ||
 	    (st->launches && launches_add(st->launches, rs, r, n) < 0) ||
 	    (st->steps && steps_add(st->steps, rs, r, n) < 0) ||
-	    (st->spread && spread_add(st->spread, rs, r, n) < 0))
+	    (st->spread && spread_add(st->spread, rs, r, n) < 0) ||
+	    host_reports_records(st, rs, r, n) < 0)
 		st->failed = true;
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) {
@@ -687,7 +713,8 @@ static int on_section_end(void *ctx, struct report_section *rs)
 	if (st->gm && gm_section_end(st->gm, rs) < 0)
 		st->failed = true;
 	if ((st->bd && breakdown_section_end(st->bd, rs) < 0) ||
-	    (st->launches && launches_section_end(st->launches, rs) < 0))
+	    (st->launches && launches_section_end(st->launches, rs) < 0) ||
+	    host_reports_section_end(st, rs) < 0)
 		st->failed = true;
 	if (st->partial && stats_partial_section_end(st, rs) < 0)
 		st->failed = true;
@@ -771,8 +798,9 @@ struct stats *stats_new(const struct stats_request *req)
 		return NULL;
 	}
 	if (stats_wants(st, R_GPU_GAPS) || stats_wants(st, R_GPU_UTIL)) {
-		struct report_gaps_opts go = {req->gap_min_ns, req->util_bucket_ns,
-					      stats_wants(st, R_GPU_UTIL)};
+		struct report_gaps_opts go = {.gap_min_ns = req->gap_min_ns,
+					      .bucket_ns = req->util_bucket_ns,
+					      .util = stats_wants(st, R_GPU_UTIL)};
 
 		if (!(st->gaps = report_gpu_gaps_new(&go))) {
 			stats_free(st);
@@ -780,10 +808,13 @@ struct stats *stats_new(const struct stats_request *req)
 		}
 	}
 	if ((stats_wants(st, R_GPU_METRICS_SUM) || stats_wants(st, R_GPU_METRICS_NVTX) ||
-	     stats_wants(st, R_GPU_GAPS)) &&
+	     stats_wants(st, R_GPU_GAPS) || stats_wants(st, R_IDLE_WHY)) &&
 	    !(st->gm = gm_new(0, 0, 0))) {
-		report_gpu_gaps_free(st->gaps);
-		free(st);
+		stats_free(st);
+		return NULL;
+	}
+	if (host_reports_new(st) < 0) {
+		stats_free(st);
 		return NULL;
 	}
 	st->gpu.elem = sizeof(struct gpu_row);
@@ -829,6 +860,7 @@ void stats_free(struct stats *st)
 	free(st->api.v);
 	pool_fini(&st->names);
 	report_gpu_gaps_free(st->gaps);
+	host_reports_free(st);
 	gm_free(st->gm);
 	free(st);
 }
@@ -1014,27 +1046,33 @@ static int cmp_api(const void *pa, const void *pb)
 	return a->corr < b->corr ? -1 : a->corr > b->corr;
 }
 
-/* GPU metrics: the summary, then (for gaps and NVTX ranges) a second pass over the inputs. */
+/* GPU metrics: the summary, then (for gpu_gaps' and gpu_idle_why's gaps and NVTX ranges) a
+ * second pass over the inputs. */
 static int finish_metrics(struct stats *st, const struct report_set *set)
 {
 	bool nvtx = stats_wants(st, R_GPU_METRICS_NVTX), gaps = stats_wants(st, R_GPU_GAPS);
 	struct report_gap *list = NULL, **each = NULL;
-	size_t n = 0, i;
+	struct report_idle_gap *holes = NULL;
+	size_t n = 0, nholes = 0, i;
 	int rc;
 
 	if (!st->gm)
 		return 0;
 	if ((rc = gm_finish(st->gm)) < 0)
 		return rc;
-	if ((!gaps && !nvtx) || !gm_records(st->gm))
-		return 0; /* nothing to take over stretches of time, or no metric to take */
 	if (gaps)
 		list = report_gpu_gaps_edit(st->gaps, &n);
-	if (n && !(each = malloc(n * sizeof(*each))))
+	if (st->idle && stats_wants(st, R_IDLE_WHY))
+		holes = report_idle_gaps_edit(st->idle, &nholes);
+	if ((!n && !nholes && !nvtx) || !gm_records(st->gm))
+		return 0; /* nothing to take over stretches of time, or no metric to take */
+	if (n + nholes && !(each = malloc((n + nholes) * sizeof(*each))))
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		each[i] = &list[i];
-	rc = gm_windows_pass(st->gm, each, n, gaps ? st->gaps : NULL, nvtx, set, st->err,
+	for (i = 0; i < nholes; i++)
+		each[n + i] = &holes[i].gap;
+	rc = gm_windows_pass(st->gm, each, n + nholes, gaps ? st->gaps : NULL, nvtx, set, st->err,
 			     sizeof(st->err));
 	free(each);
 	if (rc == -ENOMEM)
@@ -1046,6 +1084,7 @@ static int finish_metrics(struct stats *st, const struct report_set *set)
 static int analyses_finish(struct stats *st, const struct report_set *set)
 {
 	struct diag_input in = {.set = (struct report_set *)set};
+	struct idle_cause_ctx cause = {st->idle, st->why, set};
 
 	st->set = set;
 	if ((st->steps && steps_finish(st->steps) < 0) ||
@@ -1059,6 +1098,10 @@ static int analyses_finish(struct stats *st, const struct report_set *set)
 	in.steps = steps_verdict(st->steps);
 	in.mem = &st->mem_usage;
 	in.jobs = &st->jobs;
+	if (st->idle) {
+		in.idle_cause = idle_cause;
+		in.idle_ctx = &cause;
+	}
 	return diagnose(&in, &st->findings, &st->nfindings);
 }
 
@@ -1114,6 +1157,8 @@ int stats_finish(struct stats *st, const struct report_set *set)
 		if (finish_table(st, &st->t[r]) < 0)
 			return -ENOMEM;
 	group_by_style(&st->t[R_KERN_STACK_SUM]);
+	if (host_reports_finish(st) < 0)
+		return -ENOMEM;
 	if (mem_usage_finish(&st->mem_usage) < 0)
 		return -ENOMEM;
 	/* the GPU metrics before the analyses: the diagnosis may read them (stats_gpu_metrics) */

@@ -30,6 +30,7 @@ struct stats_request {
 	 * medians come from a quantile sketch within SKETCH_REL_ERROR */
 	uint64_t exact_values;
 	bool sketch_only; /* medians from the sketch from the first value (--exact-medians 0) */
+	uint64_t kernel_wait_ns; /* idle classes: kernel wait below this (0: the launch's cost) */
 };
 
 #define STATS_EXACT_VALUES 4000000ull /* 32 MB of values */

@@ -2,9 +2,10 @@
 """Checks a tally report page as Chromium rendered it (its --dump-dom and a screenshot) against
 what other commands said about the same traces: the verdict and each reason, when and fix line of
 `tally check`, and the kernel names and counts of `tally stats --format json`; the analyses as
-`tally stats -f json -r <the page's reports>` gives them: the diagnosis in its order, each
-process's breakdown (one definition of idle: the busy charts' titles and the ranks table say the
-same idle time as gpu_time_breakdown), the straggler line, every report as a table; and how the
+`tally stats -f json -r <the page's reports>` gives them: the diagnosis in its order, with its
+findings and causes, each process's breakdown (one definition of idle: the busy charts' titles,
+the ranks table and the idle-time breakdown's bars say the same idle time as
+gpu_time_breakdown), the straggler line, every report as a table; and how the
 page is drawn: every chart's plot area where the timeline's is (one time axis), legends with
 values before any hover, no Ranks link for one process.
 
@@ -106,8 +107,9 @@ def analyses(dom, stats, text, ranks):
         if page != [f["Rule"] for f in diag]:
             fails.append("diagnosis: page %s, tally stats %s" % (page, [f["Rule"] for f in diag]))
         for f in diag:
-            if f["Finding"] not in text:
-                fails.append("diagnosis: the page does not say %r" % f["Finding"])
+            for k in ("Finding", "Why"):
+                if f[k] and f[k] not in text:
+                    fails.append("diagnosis: the page does not say %s %r" % (k, f[k]))
     bd = report(stats, "gpu_time_breakdown") or []
     parts = {"Compute": "Compute (ns)", "Communication": "Communication (ns)", "Copy/Memset": "Copy/Memset (ns)",
              "Idle proven": "Idle Proven (ns)", "Idle unproven": "Idle Unproven (ns)"}
@@ -127,6 +129,30 @@ def analyses(dom, stats, text, ranks):
             want = [r["Idle (ns)"] for r in bd if r["Device"] == int(a[1]["data-device"])]
             if a[1]["data-idle-ns"] == "" or int(a[1]["data-idle-ns"]) not in want:
                 fails.append("busy chart idle %r is none of gpu_time_breakdown's %s" % (a[1]["data-idle-ns"], want))
+    # why the GPU was idle: per device a bar of gpu_idle_breakdown's classes, adding up to
+    # gpu_time_breakdown's idle (the one definition of idle)
+    ib = report(stats, "gpu_idle_breakdown")
+    if ib is not None:
+        whys = by_class(dom, "why-bar")
+        wsegs = by_class(dom, "why-seg")
+        classes = [r for r in ib if ":" not in r["Category"]]
+        if len(whys) * 3 != len(classes) or len(wsegs) != len(classes):
+            fails.append("why idle: %d bars of %d parts, gpu_idle_breakdown %d classes" % (
+                len(whys), len(wsegs), len(classes)))
+        for a, r in zip(wsegs, classes):
+            if a.get("data-part") != r["Category"] or int(a["data-ns"]) != r["Idle Time (ns)"]:
+                fails.append("why idle pid %s GPU %s %s: page %s, tally stats %s" % (
+                    r["PID"], r["Device"], r["Category"], a.get("data-ns"), r["Idle Time (ns)"]))
+        for a in whys:
+            want = [r["Idle (ns)"] for r in bd if str(r["PID"]) == a.get("data-pid")
+                    and str(r["Device"]) == a.get("data-device")]
+            if [int(a.get("data-idle-total", -1))] != want:
+                fails.append("why idle pid %s GPU %s: idle %s, gpu_time_breakdown %s" % (
+                    a.get("data-pid"), a.get("data-device"), a.get("data-idle-total"), want))
+        explained = dom.ids.get("idle-why", {}).get("attrs", {}).get("data-explained", "")
+        done, _, of = explained.partition("/")
+        if not explained or done != of:
+            fails.append("why idle: %s of the timeline's device gaps explained on hover" % explained)
     processes = sum(len(i["sections"]) for i in stats["inputs"])
     if processes >= 2:
         rt = dom.tables.get("ranks-table", [])[1:]
@@ -146,7 +172,8 @@ def analyses(dom, stats, text, ranks):
     elif dom.ids.get("nav-ranks"):
         fails.append("a Ranks link with one process")
     for name in ("gpu_time_breakdown", "comm_compute_overlap", "kern_rank_spread", "rank_steps",
-                 "cuda_launch_stats", "gpu_queue_depth", "cuda_kern_stack_sum", "cuda_gpu_mem_usage"):
+                 "cuda_launch_stats", "gpu_queue_depth", "gpu_idle_breakdown", "cuda_kern_stack_sum",
+                 "cuda_gpu_mem_usage"):
         rows = report(stats, name)
         if rows and len(dom.tables.get("table-" + name, [])) - 1 != len(rows):
             fails.append("table %s: %d rows on the page, tally stats %d" % (

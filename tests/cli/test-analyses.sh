@@ -83,6 +83,9 @@ check "diagnosis: straggler finding with its lead, and gpu-idle on RANK=2" '
 rule("straggler") and "RANK=2" in rule("straggler")[0]["Finding"] and "50.0 ms" in rule("straggler")[0]["Finding"]
 and rule("gpu-idle") and "RANK=2" in rule("gpu-idle")[0]["Where"]
 and rule("straggler")[0]["Cost (ns)"] == 50000000 * 20 * 3'
+check "diagnosis: RANK=2 idles after each step's cudaStreamSynchronize (then the sleep): synchronization, no line without samples" '
+rule("gpu-idle")[0]["Why"].startswith("synchronization, 100% of the idle time: host wait that began inside a synchronizing call")
+and "the host was in" not in rule("gpu-idle")[0]["Why"]'
 check "queue depth: 11 launches a step on stream 7 (copy + 10 kernels), 1 on stream 8" '
 sorted((q["Rank"], q["Stream"], q["Launches"]) for q in rep["gpu_queue_depth"]) ==
   sorted((r, s, n) for r in ("RANK=0", "RANK=1", "RANK=2", "RANK=3") for s, n in ((7, 220), (8, 20)))
@@ -164,6 +167,17 @@ rule("memory-near-capacity") and abs(rule("memory-near-capacity")[0]["Cost (%)"]
 "$TALLY" stats -f json -r "$ALL" "$T/lossy.tally" >"$T/j.json" 2>/dev/null
 check "diagnosis: lost-records, and the idle inside the loss window unproven" '
 rule("lost-records") and rep["gpu_time_breakdown"][0]["Idle Unproven (ns)"] >= 99000000'
+
+# one definition of idle: gpu_idle_breakdown's classes add up to gpu_time_breakdown's idle, and
+# their unproven parts to its unproven idle, on the four ranks and on the lossy trace
+for tr in "$T/strag" "$T/lossy.tally"; do
+	"$TALLY" stats -f json -r gpu_time_breakdown,gpu_idle_breakdown "$tr" >"$T/j.json" 2>/dev/null
+	check "gpu_idle_breakdown and gpu_time_breakdown: the same idle and unproven idle ($(basename "$tr"))" '
+all(sum(c[k] for c in rep["gpu_idle_breakdown"] if c["PID"] == r["PID"] and c["Device"] == r["Device"]
+        and c["Rank"] == r["Rank"] and ":" not in c["Category"]) == r[v]
+    for r in rep["gpu_time_breakdown"] for k, v in (("Idle Time (ns)", "Idle (ns)"), ("Unproven (ns)", "Idle Unproven (ns)")))
+and len(rep["gpu_idle_breakdown"]) == 3 * len(rep["gpu_time_breakdown"])'
+done
 stats "$T/even"
 check "no lost-records finding on complete traces" 'not rule("lost-records")'
 

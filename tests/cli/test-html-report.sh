@@ -47,10 +47,11 @@ check_page() { # name trace [checker args]
 	fi
 }
 
-# what the page shows: the default reports and the analyses (src/page/html.c)
+# what the page shows: the default reports, the analyses, why the GPU was idle (src/page/html.c)
 PAGE_REPORTS=nvtx_sum,cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum
 PAGE_REPORTS=$PAGE_REPORTS,cuda_kern_stack_sum,cuda_gpu_mem_usage,gpu_time_breakdown,comm_compute_overlap
 PAGE_REPORTS=$PAGE_REPORTS,kern_rank_spread,rank_steps,cuda_launch_stats,gpu_queue_depth,diagnosis
+PAGE_REPORTS=$PAGE_REPORTS,gpu_idle_why,gpu_idle_breakdown
 
 # Debian's python3 has python3-pil (install-deps.sh); another python3 first on PATH may not
 PY=python3
@@ -60,6 +61,34 @@ $PY -c 'import PIL' 2>/dev/null || echo "note: python3-pil missing: the screensh
 for trace in "$SRC"/data/*.tally; do
 	check_page "$(basename "$trace" .tally)" "$trace"
 done
+
+# The host (tests/data/host.tally, made as tests/support/testsrc.h's --host says): under the GPU
+# lanes, samples of its three threads and the waits of the two that block (MainThread's
+# clock_nanosleep, loader's pthread_cond_timedwait; pt_main only computes); the one 150 ms gap
+# explained as host wait, with a row for each of them.
+$PY - "$T/host.dom" >"$T/host.checks" <<'PY'
+import re, sys
+d = open(sys.argv[1]).read()
+m = re.search(r'id="tl-canvas"[^>]*data-rows="([^"]*)"', d)
+rows = m.group(1).split("\n") if m else []
+want = ["MainThread (tid 2001) samples", "MainThread (tid 2001) waits", "loader (tid 2002) samples",
+        "loader (tid 2002) waits", "pt_main (tid 2003) samples"]
+gpu = [i for i, r in enumerate(rows) if r.startswith("GPU 0")]
+host = [rows.index(w) for w in want if w in rows]
+print("ok" if len(host) == 5 and gpu and max(gpu) < min(host) and "pt_main (tid 2003) waits" not in rows
+      else "bad", "host: each thread's samples and waits, under the GPU lanes")
+gaps = re.findall(r'<div class="why-gap" data-gap="(\d+)" data-class="([^"]+)">(.*?)</table>', d, re.S)
+print("ok" if len(gaps) == 1 and gaps[0][1] == "host wait" and all(
+    t in gaps[0][2] for t in ("MainThread (tid 2001)", "loader (tid 2002)", "pt_main (tid 2003)",
+                              "clock_nanosleep", "pthread_cond_timedwait"))
+      else "bad", "host: the 150 ms gap explained, host wait, with every thread")
+print("ok" if re.search(r'id="idle-why" data-explained="1/1"', d) else "bad",
+      "host: the gap on the timeline explained on hover")
+PY
+while read -r verdict name; do
+	if [ "$verdict" = ok ]; then ok "$name"; else bad "$name"; fi
+done <"$T/host.checks"
+[ -s "$T/host.checks" ] || bad "host: the checks did not run"
 
 # A run the generator was told about exactly: 2,000 kernels over the 9 names (one of them would
 # end a <script> element and run code if the page pasted it as HTML).

@@ -121,6 +121,19 @@ for r, e in zip(rows, gaps):
     want(r['Class'] == ('active' if active else 'idle') and (not active or 'no trace here holds' in r['Why']), 'gap %s: %s %s (%r)' % (r['Start (ns)'], r['Class'], r['Why'], s))
 want(sum(r['Class'] == 'active' for r in rows) >= 5, 'too few active gaps')
 done()" "$T/gapsu.json" "$T/expu.json"
+"$TALLY" stats -r gpu_idle_why -f json -o "$T/whyu.json" "$T/U.tally" 2>/dev/null
+py "gpu_idle_why: the same holes carry their SM Active; one the GPU was busy in is not idle" "$COMMON
+exp = json.load(open(sys.argv[2]))
+rows = [r for r in report(sys.argv[1], 'gpu_idle_why') if r['What'] == 'gap']
+gaps = exp['devices']['0']['gaps']
+want(len(rows) == len(gaps), '%d holes, want %d' % (len(rows), len(gaps)))
+for r, e in zip(rows, gaps):
+    s = e['sm']['sm__cycles_active.avg.pct_of_peak_sustained_elapsed']
+    active = s['covered_ns'] > 0 and s['mean'] > 0
+    want(r['Proof'] == ('active' if active else 'idle'), 'hole %s: %s, want %s (%r)' % (r['Start (ns)'], r['Proof'], 'active' if active else 'idle', s))
+    want(not s['covered_ns'] or ('SM Active %.1f%%' % s['mean']) in r['Detail'], 'hole %s: %s' % (r['Start (ns)'], r['Detail']))
+want(sum(r['Proof'] == 'active' for r in rows) >= 5, 'too few active holes')
+done()" "$T/whyu.json" "$T/expu.json"
 # without metrics the gaps are as before: no SM Active, and idle
 "$TESTSRC" -o "$T/plain.tally" --kernels 200 --idle-at 100:5 >/dev/null 2>&1
 "$TALLY" stats -r gpu_gaps,gpu_metrics_sum -f json -o "$T/plain.json" "$T/plain.tally" 2>/dev/null

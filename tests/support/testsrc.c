@@ -433,12 +433,11 @@ static uint32_t host_stack(const char *file, const char *func, unsigned line)
 	unsigned i;
 
 	for (i = 0; i < 2; i++) {
-		unsigned k = 200 + (line % 50); /* keys 201..250, apart from the launch stacks' */
+		/* keys 201..250 by line, 251 the <module>: apart from the launch stacks' */
+		unsigned k = i ? 250 : 200 + (line % 50);
 
 		named[k] = f[i];
 		raw[i] = (struct raw_frame){k + 1, f[i].line, TALLY_FRAME_PYTHON, 0};
-		if (i)
-			raw[i].key = 251, named[250] = f[i];
 	}
 	return tally_stacktab_intern(raw, 2, name_frame);
 }

@@ -78,7 +78,8 @@ function part(where, fn) {
 const STATS = readJson("tally-stats");
 const TL = readJson("tally-timeline");
 const SECS = TL.sections;
-const LANE_COLORS = { gpu: "#2f6fdf", api: "#8a5cd0", nvtx: "#d98a1f", device: "#1f9d8a" };
+const LANE_COLORS = { gpu: "#2f6fdf", api: "#8a5cd0", nvtx: "#d98a1f", device: "#1f9d8a", samples: "#5b8c2a",
+	osrt: "#b3261e" };
 
 /* tally keeps one budget of lanes for the page; what came after shares one lane per kind, of
  * no one rank (its sec, and its device or thread, are OTHER) */
@@ -621,7 +622,7 @@ window.addEventListener("resize", () => {
 
 /* ---- timeline ----------------------------------------------------------------------------- */
 
-const ROW = { header: 20, device: 20, gpu: 16, api: 14, nvtx: 13 };
+const ROW = { header: 20, device: 20, gpu: 16, api: 14, nvtx: 13, samples: 12, osrt: 12 };
 /* processes shown as their devices only (a click on the band toggles); many ranks start folded */
 const COLLAPSED = new Set(SECS.length > 4 ? SECS.map((s, i) => i) : []);
 const LABEL_W = LEFT_AXIS, AXIS_H = 24;
@@ -661,8 +662,119 @@ function buildRows() {
 			push({ kind: "lane", lane: a, label: laneName(a, "thread " + a.tid + " CUDA API") }, ROW.api);
 		for (const n of mine.filter((l) => l.type === "nvtx").sort((p, q) => p.tid - q.tid))
 			push({ kind: "lane", lane: n, label: laneName(n, "thread " + n.tid + " NVTX") }, ROW.nvtx * n.depth);
+		for (const h of hostLanes(mine))
+			push({ kind: "lane", lane: h, label: laneName(h, threadLabel(h) + (h.type === "samples" ? " samples" : " waits")) },
+				ROW[h.type]);
 	}
 	return { rows, height: y + 6 };
+}
+
+/* ---- the host under the GPU lanes: each thread's samples and blocking calls ------------------ */
+
+/* A host lane's thread: its name and kernel tid where the trace's THREADS chunk names it. */
+function threadOf(lane) {
+	return (TL.threads || []).find((t) => t.sec === lane.sec && t.id === lane.tid);
+}
+
+function threadLabel(lane) {
+	const t = threadOf(lane);
+	return t ? (t.name || "thread") + " (tid " + t.tid + ")" : "thread " + lane.tid;
+}
+
+/* The main thread first, then by thread; a thread's samples above its waits. */
+function hostLanes(mine) {
+	const order = (l) => { const t = threadOf(l); return t && t.main ? -1 : t ? t.tid : l.tid; };
+	return mine.filter((l) => l.type === "samples" || l.type === "osrt")
+		.sort((p, q) => order(p) - order(q) || p.tid - q.tid || (p.type === "samples" ? -1 : 1));
+}
+
+/* gpu_idle_why's rows, by gap: what each thread did while the GPU sat idle (made once: hovering
+ * asks for it at every move). */
+let IDLE_WHY = null;
+function idleWhy() {
+	if (IDLE_WHY) return IDLE_WHY;
+	IDLE_WHY = new Map();
+	for (const r of report("gpu_idle_why")) {
+		if (!IDLE_WHY.has(r.Gap)) IDLE_WHY.set(r.Gap, { head: r, rows: [] });
+		if (r.What !== "gap") IDLE_WHY.get(r.Gap).rows.push(r);
+	}
+	return IDLE_WHY;
+}
+
+/* The explanation of a section's device gap [start, end) (timeline ns).  gpu_idle_why lists the
+ * same gaps (gpu_gaps' device gaps of 1 ms or more) with starts from stats' time base: the two
+ * origins, read as doubles, are a few hundred ns off, so match the length exactly, then the
+ * nearest start. */
+function gapWhy(sec, device, start, end) {
+	const pid = SECS[sec] ? SECS[sec].pid : -1, at = start + TL.t0_ns - STATS.time_base_ns;
+	let best = null;
+	for (const g of idleWhy().values())
+		if (g.head.PID === pid && g.head.Device === device && g.head["Duration (ns)"] === end - start &&
+			(!best || Math.abs(g.head["Start (ns)"] - at) < Math.abs(best.head["Start (ns)"] - at))) best = g;
+	return best;
+}
+
+function whyLines(g, max) {
+	const lines = [g.head.Class + ": " + g.head.Detail];
+	const byThread = new Map();
+	for (const r of g.rows) {
+		if (!byThread.has(r.Thread)) byThread.set(r.Thread, []);
+		byThread.get(r.Thread).push(r);
+	}
+	for (const [thread, rows] of byThread) {
+		const top = rows.slice().sort((a, b) => b["Time (ns)"] - a["Time (ns)"]).slice(0, 2);
+		lines.push(thread + ": " + top.map((r) => r.What + " " + r["Share (%)"].toFixed(0) + "% " + r.Detail).join("; "));
+	}
+	return lines.slice(0, max);
+}
+
+const IDLE_COLORS = { "host wait": "#d98a1f", "kernel wait": "#8a5cd0", other: "#b9c2cc" };
+
+/* gpu_idle_breakdown: per process and device, its idle time by class (the same idle time as
+ * gpu_time_breakdown's), and the host stacks sampled most in the largest class. */
+function renderIdleBreakdown(box) {
+	const devs = new Map();
+	for (const r of report("gpu_idle_breakdown")) {
+		const key = r.PID + "/" + r.Device;
+		if (!devs.has(key)) devs.set(key, { head: r, classes: [], stacks: [] });
+		(r.Category in IDLE_COLORS ? devs.get(key).classes : devs.get(key).stacks).push(r);
+	}
+	for (const d of devs.values()) {
+		const idle = d.classes.reduce((sum, r) => sum + r["Idle Time (ns)"], 0);
+		const line = partsLine(rankPid(d.head) + ", GPU " + d.head.Device + ": idle " + fmtNs(idle),
+			d.classes.map((r) => [r.Category, IDLE_COLORS[r.Category], r["Idle Time (ns)"]]), idle, "why",
+			{ "data-pid": d.head.PID, "data-device": d.head.Device, "data-idle-total": idle });
+		for (const s of d.stacks)
+			line.appendChild(el("div", { class: "note why-stack" }, s.Category + ", " + s.Samples + " samples (" +
+				s["Idle (%)"].toFixed(0) + "%): " + s.Stack));
+		box.appendChild(line);
+	}
+}
+
+function renderIdleWhy() {
+	const box = document.getElementById("idle-why");
+	const gaps = idleWhy();
+	/* every device gap of 1 ms or more the timeline draws has its explanation on hover (finer
+	 * ones are drawn, gpu_gaps' too, but gpu_idle_why lists from 1 ms): say how many do */
+	const devGaps = TL.gaps.filter((g) => LANES[g[0]] && LANES[g[0]].type === "device" && g[2] - g[1] >= 1e6);
+	box.setAttribute("data-explained", devGaps.filter((g) => gapWhy(LANES[g[0]].sec, LANES[g[0]].device, g[1], g[2])).length +
+		"/" + devGaps.length);
+	renderIdleBreakdown(box);
+	if (!gaps.size) {
+		box.appendChild(el("p", { class: "note" }, "no GPU gap of 1 ms or more"));
+		return;
+	}
+	for (const [n, g] of gaps) {
+		const h = g.head, div = el("div", { class: "why-gap", "data-gap": String(n), "data-class": h.Class });
+		div.appendChild(el("h3", null, "Gap " + n + ": " + fmtNs(h["Duration (ns)"]) + " on GPU " + h.Device + " of pid " +
+			h.PID + " at " + fmtNs(h["Start (ns)"]) + " \u2014 " + h.Class + (h.Proof === "idle" ? "" : " (UNPROVEN)")));
+		div.appendChild(el("p", { class: "note" }, h.Detail));
+		if (g.rows.length) {
+			const cols = ["Thread", "What", "Count", "Time (ns)", "Share (%)", "Detail"];
+			div.appendChild(dataTable(cols, g.rows.map((r) => cols.map((c) => r[c])), "why-gap-" + n));
+		}
+		box.appendChild(div);
+	}
 }
 
 const view = { t0: RUN_T0, t1: RUN_T1, selected: null, hover: null };
@@ -895,6 +1007,7 @@ function drawTimeline() {
 	drawFlows(ctx, TLS.rows, plotW);
 	ctx.restore();
 	drawLabels(ctx, TLS.rows);
+	canvas.setAttribute("data-rows", TLS.rows.map((r) => r.label.trim()).join("\n"));
 	document.getElementById("tl-range").textContent = fmtNs(view.t0) + " \u2013 " + fmtNs(view.t1) +
 		" (" + fmtNs(view.t1 - view.t0) + (lod.detailed ? ", exact events" : ", buckets of " + fmtNs(TL.bucket_ns * Math.pow(2, lod.k))) + ")";
 }
@@ -962,7 +1075,9 @@ function hit(canvas, ev) {
 function gapLine(lane, t) {
 	const g = TL.gaps.find((x) => x[0] === lane.index && x[1] <= t && t < x[2]);
 	if (!g) return "";
-	return "\n" + (g[3] ? "UNPROVEN idle " : "idle ") + fmtNs(g[2] - g[1]) + ": " + g[4];
+	const why = lane.type === "device" ? gapWhy(lane.sec, lane.device, g[1], g[2]) : null;
+	return "\n" + (g[3] ? "UNPROVEN idle " : "idle ") + fmtNs(g[2] - g[1]) + ": " + g[4] +
+		(why ? "\nwhy: " + whyLines(why, 5).join("\n  ") : "");
 }
 
 function tipText(h) {
@@ -1195,6 +1310,35 @@ function partNs(r, name) {
 	return r[name + " (ns)"];
 }
 
+/* A line: its label, then a bar of a whole cut into parts ([name, color, ns]), each part's share
+ * and time in the legend.  cls names the bar's and the segments' classes (cls-bar, cls-seg). */
+function partsLine(label, parts, whole, cls, attrs) {
+	const line = el("div", { class: "bd-line" });
+	line.appendChild(el("div", { class: "bd-label" }, label));
+	const bar = el("div", Object.assign({ class: cls + "-bar" }, attrs));
+	const legend = el("div", { class: "bd-legend" });
+	for (const [name, color, ns] of parts) {
+		const pct = whole ? 100 * ns / whole : 0;
+		const seg = el("span", { class: cls + "-seg", title: name + " " + fmtNs(ns), "data-part": name, "data-ns": ns });
+		seg.style.width = pct + "%";
+		seg.style.background = color;
+		bar.appendChild(seg);
+		const item = el("span", { class: "bd-item" });
+		const sw = el("span", { class: "legend-swatch" });
+		sw.style.background = color;
+		item.appendChild(sw);
+		item.appendChild(document.createTextNode(name + " " + pct.toFixed(1) + "% (" + fmtNs(ns) + ")"));
+		legend.appendChild(item);
+	}
+	line.appendChild(bar);
+	line.appendChild(legend);
+	return line;
+}
+
+function rankPid(r) {
+	return (r.Rank !== "-" ? r.Rank + ", " : "") + "pid " + r.PID;
+}
+
 function renderBreakdown() {
 	const box = document.getElementById("breakdown");
 	const rows = report("gpu_time_breakdown");
@@ -1203,26 +1347,9 @@ function renderBreakdown() {
 		return;
 	}
 	for (const r of rows) {
-		const line = el("div", { class: "bd-line" });
-		line.appendChild(el("div", { class: "bd-label" }, (r.Rank !== "-" ? r.Rank + ", " : "") + "pid " + r.PID +
-			", GPU " + r.Device + ": " + fmtNs(r["Span (ns)"])));
-		const bar = el("div", { class: "bd-bar", "data-pid": r.PID, "data-device": r.Device });
-		const legend = el("div", { class: "bd-legend" });
-		for (const [name, color] of PARTS) {
-			const ns = partNs(r, name), pct = r["Span (ns)"] ? 100 * ns / r["Span (ns)"] : 0;
-			const seg = el("span", { class: "bd-seg", title: name + " " + fmtNs(ns), "data-part": name, "data-ns": ns });
-			seg.style.width = pct + "%";
-			seg.style.background = color;
-			bar.appendChild(seg);
-			const item = el("span", { class: "bd-item" });
-			const sw = el("span", { class: "legend-swatch" });
-			sw.style.background = color;
-			item.appendChild(sw);
-			item.appendChild(document.createTextNode(name + " " + pct.toFixed(1) + "% (" + fmtNs(ns) + ")"));
-			legend.appendChild(item);
-		}
-		line.appendChild(bar);
-		line.appendChild(legend);
+		const line = partsLine(rankPid(r) + ", GPU " + r.Device + ": " + fmtNs(r["Span (ns)"]),
+			PARTS.map(([name, color]) => [name, color, partNs(r, name)]), r["Span (ns)"], "bd",
+			{ "data-pid": r.PID, "data-device": r.Device });
 		if (r.Note) line.appendChild(el("div", { class: "note" }, r.Note));
 		box.appendChild(line);
 	}
@@ -1390,7 +1517,7 @@ function filterBox(wrap, name) {
 
 /* Every report the page carries, as a table: the analyses, nsys's summaries, stacks, memory */
 const TABLES = ["gpu_time_breakdown", "comm_compute_overlap", "kern_rank_spread", "rank_steps", "cuda_launch_stats",
-	"gpu_queue_depth", "cuda_gpu_kern_sum", "cuda_kern_stack_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum",
+	"gpu_queue_depth", "gpu_idle_breakdown", "cuda_gpu_kern_sum", "cuda_kern_stack_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum",
 	"cuda_gpu_mem_size_sum", "cuda_gpu_mem_usage", "nvtx_sum"];
 
 function renderTables() {
@@ -1430,6 +1557,7 @@ if (TL.summaries)
 		TL.summaries + " process(es) come from summaries (tally stats --partial): their verdicts, figures and " +
 		"tables are here, but a summary keeps no events to draw."), document.getElementById("tl-wrap"));
 part("tables", renderTables);
+part("idle-why", renderIdleWhy);
 document.getElementById("footer").textContent = "Written by tally report from " + STATS.inputs.length +
 	" file(s); " + TL.lanes.length + " lanes of " + NB + " buckets, " + fmtCount(TL.events.length / 5) +
 	" exact events. Charts by uPlot 1.6.32 (MIT licence, in the page's source).";
