@@ -1280,11 +1280,8 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 	int rc = 0;
 	size_t i;
 
-	for (i = 0; i < S_COUNT && rc == 0; i++)
-		rc = batch_flush(q, &q->b[i]);
 	if (rc == 0)
 		rc = write_enums(q);
-
 	if (rc == 0)
 		rc = write_gpus(q, set);
 	if (rc == 0)
@@ -1295,6 +1292,9 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 		rc = write_meta(q, set);
 	if (rc == 0)
 		rc = sq_host_finish(q->host, q, set);
+	/* the last rows of every batch, strings named by the tables above included */
+	for (i = 0; i < S_COUNT && rc == 0; i++)
+		rc = batch_flush(q, &q->b[i]);
 	if (rc == 0)
 		rc = exec(q, sqlite_indexes);
 	if (rc == 0)
