@@ -57,9 +57,10 @@ struct session {
 	pthread_mutex_t lock; /* start, close and fork; never taken in a signal handler */
 	struct cupti_tracer tracer;
 	struct control control;
-	struct pm_sampler *metrics; /* GPU metrics (pmsampler.h); NULL when not sampled */
-	_Atomic uint64_t done_gen;  /* bumped after each request the control thread completes */
-	_Atomic int ending_signal;  /* the signal that is ending the process, 0 if none */
+	struct pm_sampler *metrics;   /* GPU metrics (pmsampler.h); NULL when not sampled */
+	pthread_mutex_t metrics_lock; /* metrics: the close vs CUPTI's context-destroy callback */
+	_Atomic uint64_t done_gen;    /* bumped after each request the control thread completes */
+	_Atomic int ending_signal;    /* the signal that is ending the process, 0 if none */
 };
 
 /* The injection entry points (inject.c) CUDA's driver and the NVTX loader call. */

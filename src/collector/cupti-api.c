@@ -127,6 +127,7 @@ int cupti_api_load(char *why, size_t len)
 	RESOLVE(Finalize, "cuptiFinalize");
 	RESOLVE(ActivityEnableDriverApi, "cuptiActivityEnableDriverApi");
 	RESOLVE(ActivityEnableRuntimeApi, "cuptiActivityEnableRuntimeApi");
+	RESOLVE(GetDeviceId, "cuptiGetDeviceId");
 	/* Release: the table is whole before a late source (another thread) sees it. */
 	atomic_store_explicit(&loaded, true, memory_order_release);
 	return 0;

@@ -41,6 +41,7 @@ struct cupti_api {
 	CUptiResult (*Finalize)(void);
 	CUptiResult (*ActivityEnableDriverApi)(CUpti_CallbackId cbid, uint8_t enable);
 	CUptiResult (*ActivityEnableRuntimeApi)(CUpti_CallbackId cbid, uint8_t enable);
+	CUptiResult (*GetDeviceId)(CUcontext context, uint32_t *device);
 };
 
 extern struct cupti_api cupti;

@@ -26,6 +26,11 @@ struct cupti_tracer {
 	bool window_open; /* under window_lock */
 	/* Set up: written at setup and teardown, read by flushes on other threads. */
 	_Atomic bool on;
+	/* Called from CUPTI's context-destroy callback, after its flush, on the thread destroying
+	 * the context: devices is the context's (bit i: CUDA device i; all bits: not known).  Set
+	 * once, before setup; NULL: none. */
+	void (*context_ending)(void *arg, uint64_t devices);
+	void *context_arg;
 };
 
 void cupti_tracer_init(struct cupti_tracer *t);

@@ -138,6 +138,17 @@ void cupti_tracer_flush(struct cupti_tracer *t, bool forced)
 		(void)cupti.ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
+/* The device of a context being destroyed, as a bit; all bits when CUPTI cannot say. */
+static uint64_t context_devices(const CUpti_ResourceData *r)
+{
+	uint32_t dev;
+
+	if (r && r->context && cupti.GetDeviceId &&
+	    cupti.GetDeviceId(r->context, &dev) == CUPTI_SUCCESS && dev < 64)
+		return 1ull << dev;
+	return ~0ull;
+}
+
 /* CUPTI calls this on the application's threads, inside the CUDA call: keep it short. */
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 				 const void *data)
@@ -147,8 +158,11 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
 
 	if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
 	    cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-		/* The context's records must reach us before it goes (cudaDeviceReset, exit). */
+		/* The context's records must reach us before it goes (cudaDeviceReset, exit), and
+		 * what needs it must end while it is there. */
 		cupti_tracer_flush(t, false);
+		if (t->context_ending)
+			t->context_ending(t->context_arg, context_devices(data));
 		return;
 	}
 	if (domain == CUPTI_CB_DOMAIN_STATE && cbid == CUPTI_CBID_STATE_FATAL_ERROR) {
@@ -226,6 +240,8 @@ void cupti_tracer_init(struct cupti_tracer *t)
 	t->trace_bits = 0;
 	t->subscribed = false;
 	t->window_open = false;
+	t->context_ending = NULL;
+	t->context_arg = NULL;
 	atomic_store_explicit(&t->on, false, memory_order_relaxed);
 }
 

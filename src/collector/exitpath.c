@@ -2,7 +2,8 @@
 /*
  * Every exit path closes the trace (docs/collector.md, "Every exit path flushes"):
  *
- *   exit(), return from main     atexit handler (and CUPTI's context-destroy callback before it)
+ *   exit(), return from main     atexit handler, registered when CUDA joins (and CUPTI's
+ *                                context-destroy callback before it)
  *   _exit, _Exit, quick_exit     interposed (libtally.so is in LD_PRELOAD): close, then exit
  *   exec, every variant          interposed: the image is about to go; close, then exec (glibc's
  *                                execl* and fexecve call its internal execve, so each variant is
@@ -36,7 +37,7 @@
 extern char **environ;
 
 static pid_t self_pid; /* at load, and in each fork child: a vfork child is not this process */
-static pthread_once_t atexit_once = PTHREAD_ONCE_INIT;
+static pthread_once_t atexit_once = PTHREAD_ONCE_INIT, cuda_atexit_once = PTHREAD_ONCE_INIT;
 
 /* Close the trace by path; if a signal is ending the process (this exit may even beat the
  * control thread to the close: the close is then the signal's), end it by that signal. */
@@ -61,9 +62,30 @@ static void register_atexit(void)
 	atexit(at_exit);
 }
 
-void exitpath_arm(void)
+/*
+ * exit() runs the handlers in the reverse order of their registration, and the close must run
+ * while CUDA and CUPTI are still there.  They register their own teardown as they come: libcupti
+ * its destructors when it is loaded, the CUDA runtime its teardown (which destroys the contexts)
+ * at its first call.  A handler registered by a library's constructor at load (a session begun
+ * at load for host sampling) is older than all of them, and older than glibc's own unloading of
+ * the libraries: it runs last, inside that unloading, after CUPTI's teardown (on the H200:
+ * SIGSEGV in cuptiActivityDisable).  So when CUDA joins (at cuInit, CUPTI loaded and set up) the
+ * handler is registered again, exactly where a session that CUDA starts registers it (its only
+ * one); the older registration then finds the session closed.  No arm after CUDA's registers
+ * one: it would run before the runtime's teardown, and the contexts' end, which the PM sampler
+ * meets at CUPTI's context-destroy callback, would come after the close.
+ */
+static void registered_by_cuda(void)
 {
-	pthread_once(&atexit_once, register_atexit);
+}
+
+void exitpath_arm(bool cuda)
+{
+	if (cuda)
+		pthread_once(&cuda_atexit_once, register_atexit);
+	/* the first arm registers it, unless that was CUDA's: a later one (NVTX's first call) would
+	 * come after the runtime's teardown and run before it */
+	pthread_once(&atexit_once, cuda ? registered_by_cuda : register_atexit);
 }
 
 /* ---- fork ------------------------------------------------------------------------------- */

@@ -8,9 +8,13 @@
 #define TALLY_COLLECTOR_EXITPATH_H
 
 #include <signal.h>
+#include <stdbool.h>
 
 void exitpath_init(void); /* at load: the fork hooks */
-void exitpath_arm(void);  /* a session runs: atexit */
+/* A session runs: the atexit close; cuda: CUDA is in it now (registered at the first arm, and
+ * again when CUDA joins a session armed before it, so that the close runs before CUDA's and
+ * CUPTI's own exit handlers: exitpath.c). */
+void exitpath_arm(bool cuda);
 
 /* signals.c: put tally's handler in front of every signal that can end the process, keeping
  * what the program asked for (and answering its sigaction calls with it). */

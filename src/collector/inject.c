@@ -12,6 +12,8 @@
  * Everything else is hidden (-fvisibility=hidden).  Nothing here may exit, abort, or print unless
  * asked (TALLY_DEBUG); a failure means "not recorded", said once, and the program runs on.
  */
+#include <string.h>
+
 #include "collector.h"
 #include "exitpath.h"
 #include "log.h"
@@ -28,7 +30,7 @@ static void start(const char *why)
 	session_start(s, why);
 	if (!session_running(s))
 		return;
-	exitpath_arm();
+	exitpath_arm(strcmp(why, "cuda") == 0);
 	signals_arm();
 	session_sampling_start(s);
 }

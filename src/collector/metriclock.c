@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,22 +26,21 @@ void pm_lock_path(char *out, size_t len, const char *dir, const uint8_t *uuid, c
 		 uuid[8], uuid[9], uuid[10], uuid[11], uuid[12], uuid[13], uuid[14], uuid[15]);
 }
 
-/* 0 locked, -EBUSY held by another, or -errno. */
+/*
+ * 0 locked, -EBUSY held by another process, or -errno.  A POSIX record lock: it belongs to this
+ * process, so a fork child never holds it (an open-file-description or flock lock would go with
+ * the descriptor into a child forked while the claim was being made, before the descriptor could
+ * be closed there: a long-lived child, such as the debugger agent libcudadebugger forks inside
+ * cuInit, then held the device for a process long gone).  The kernel drops it when this process
+ * exits, however it exits, or closes the file.
+ */
 static int try_lock(int fd)
 {
 	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
 
-	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+	if (fcntl(fd, F_SETLK, &fl) == 0)
 		return 0;
-	if (errno == EAGAIN || errno == EACCES)
-		return -EBUSY;
-	if (errno != EINVAL)
-		return -errno;
-	/* No OFD locks here (an old kernel, a file system without them): flock's are also
-	 * per open file and also dropped at exit. */
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-		return 0;
-	return errno == EWOULDBLOCK ? -EBUSY : -errno;
+	return errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
 }
 
 static void hex16(char *out, const uint8_t *id)

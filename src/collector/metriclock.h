@@ -6,10 +6,12 @@
  * in their own trace.  The file lies next to the output, named by the GPU's UUID, so processes
  * of one job on one node meet there and nodes sharing a file system never collide.
  *
- * The lock is an open-file-description lock (flock where those are not to be had): the kernel
- * drops it when the holder exits, however it exits, so a lock file is never stale; its contents
- * are only read while someone holds it.  The file is left in place (a removed lock file lets two
- * processes each lock a file of their own).
+ * The lock is a POSIX record lock on the file, owned by the process: the kernel drops it when the
+ * holder exits, however it exits, so a lock file is never stale, and a fork child never inherits
+ * it (it is the process's, not the descriptor's); its contents are only read while someone holds
+ * it.  The file is left in place (a removed lock file lets two processes each lock a file of
+ * their own).  Only the sampler opens these files in a process: closing any descriptor of the
+ * file would drop a POSIX lock.
  */
 #ifndef TALLY_COLLECTOR_METRICLOCK_H
 #define TALLY_COLLECTOR_METRICLOCK_H

@@ -35,6 +35,8 @@ static uint64_t cupti_clock(void)
 	return t;
 }
 
+static void pm_device_release(struct pm_device *d);
+
 /* ---- settling the device's state ---------------------------------------------------------- */
 
 /* What a CUPTI error says of the device: refused (privileges), busy (another client), or
@@ -511,6 +513,13 @@ void pm_device_setup(struct pm_device *d, int cu_dev, const struct pm_request *r
 
 /* ---- sampling ----------------------------------------------------------------------------- */
 
+/* The device's context is gone (rq->contexts_gone): no CUPTI call for it may begin. */
+static bool context_gone(const struct pm_device *d, const struct pm_request *rq)
+{
+	return rq->contexts_gone && d->ordinal < 64 &&
+	       (atomic_load_explicit(rq->contexts_gone, memory_order_acquire) >> d->ordinal & 1);
+}
+
 static CUptiResult start_stop(struct pm_device *d, bool start)
 {
 	CUpti_PmSampling_Start_Params sp = {.structSize =
@@ -547,7 +556,7 @@ void pm_device_start(struct pm_device *d)
 {
 	CUptiResult r;
 
-	if (d->state != TALLY_GM_SAMPLED || d->running)
+	if (d->state != TALLY_GM_SAMPLED || d->running || d->ended)
 		return;
 	if ((r = start_stop(d, true)) != CUPTI_SUCCESS) {
 		give_up(d, "cuptiPmSamplingStart", r);
@@ -566,6 +575,8 @@ static void restart(struct pm_device *d, const struct pm_request *rq)
 
 	tally_pipeline_metric_count(TALLY_C_METRIC_OVERFLOWS, 1);
 	d->overflowed = true;
+	if (context_gone(d, rq))
+		return; /* pm_device_end counts the rest as a gap */
 	if (++d->overflows_in_row > OVERFLOWS_MAX) {
 		give_up(d, "cuptiPmSamplingDecodeData", CUPTI_ERROR_OUT_OF_MEMORY);
 		return;
@@ -721,7 +732,8 @@ bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
 	uint64_t t0;
 	CUptiResult r;
 
-	for (round = 0; d->state == TALLY_GM_SAMPLED && d->obj && round < MAX_DECODE_ROUNDS;
+	for (round = 0; d->state == TALLY_GM_SAMPLED && d->obj && !context_gone(d, rq) &&
+			round < MAX_DECODE_ROUNDS;
 	     round++) {
 		p.pPmSamplingObject = d->obj;
 		p.pCounterDataImage = d->image;
@@ -759,7 +771,7 @@ void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_
 	uint64_t stopped_at;
 	CUptiResult r;
 
-	if (d->state != TALLY_GM_SAMPLED || !d->running)
+	if (d->state != TALLY_GM_SAMPLED || !d->running || context_gone(d, rq))
 		return;
 	if ((r = start_stop(d, false)) != CUPTI_SUCCESS) {
 		give_up(d, "cuptiPmSamplingStop", r);
@@ -775,7 +787,8 @@ void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_
 	}
 }
 
-void pm_device_release(struct pm_device *d)
+/* Release CUPTI's objects, the memory and the lock. */
+static void pm_device_release(struct pm_device *d)
 {
 	if (d->running && d->obj)
 		(void)start_stop(d, false);
@@ -791,6 +804,27 @@ void pm_device_release(struct pm_device *d)
 	d->values = NULL;
 	pm_lock_release(d->lock_fd);
 	d->lock_fd = -1;
+}
+
+void pm_device_end(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
+		   uint64_t deadline, uint64_t gone_at)
+{
+	uint64_t from = d->bridge ? d->gap_from : d->prev_end ? d->prev_end : d->started_at;
+
+	if (d->ended)
+		return;
+	d->ended = true;
+	if (!context_gone(d, rq))
+		pm_device_stop(d, rq, cost, deadline);
+	if (context_gone(d, rq)) { /* before, or while it stopped */
+		if (d->state == TALLY_GM_SAMPLED && d->running && from && gone_at > from)
+			tally_pipeline_metric_gap(from, gone_at);
+		/* CUPTI's objects need the context: left as they are, never called again */
+		d->running = false;
+		d->obj = NULL;
+		d->host = NULL;
+	}
+	pm_device_release(d);
 }
 
 /* ---- what the trace says ------------------------------------------------------------------ */

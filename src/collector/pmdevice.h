@@ -10,6 +10,7 @@
 #ifndef TALLY_COLLECTOR_PMDEVICE_H
 #define TALLY_COLLECTOR_PMDEVICE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,6 +27,9 @@ struct pm_request {
 	uint32_t image_samples;	    /* samples the counter data image holds */
 	const char *lock_dir;	    /* NULL: no lock file (the directory took none) */
 	struct pm_lock_holder self; /* what the lock file says of this process */
+	/* Bit i: device i's CUDA context is gone; no CUPTI call for it may begin (set by another
+	 * thread: pmsampler.c). */
+	const _Atomic uint64_t *contexts_gone;
 };
 
 /* The sampler's cost, for the note it writes at close. */
@@ -74,6 +78,7 @@ struct pm_device {
 	bool overflowed; /* since the sampler last looked: it then decodes more often */
 	uint64_t kept;
 	bool set_up; /* was set up to sample (state sampled at some point) */
+	bool ended;  /* its CUDA context went: sampling is over, its CUPTI objects released */
 };
 
 /* Settle the device's state (sampled, elsewhere, refused, unsupported, busy, stopped); on
@@ -94,8 +99,14 @@ bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
  * then is lost, and counted as a gap. */
 void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
 		    uint64_t deadline);
-/* Release CUPTI's objects, the memory and the lock. */
-void pm_device_release(struct pm_device *d);
+/*
+ * The device's CUDA context is being destroyed: sampling ends for good.  While the context is
+ * still there (it is, unless rq->contexts_gone says otherwise): stop, hand on what the hardware
+ * holds until the deadline, release.  Once it is gone, no CUPTI call is made: the stretch from the
+ * last sample kept to gone_at (CUPTI ns) is a gap, and CUPTI's objects are left as they are.
+ */
+void pm_device_end(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
+		   uint64_t deadline, uint64_t gone_at);
 /* The GPU_METRICS chunk and the note for the device's state, to the pipeline. */
 void pm_device_report(const struct pm_device *d);
 

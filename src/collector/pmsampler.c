@@ -50,6 +50,10 @@ struct pm_sampler {
 	_Atomic int lock_fds[DEVICES_MAX];
 	struct pm_cost cost;
 	bool saw_cuda;
+	/* CUDA contexts going away (pm_sampler_context_ending), by device bit: */
+	uint64_t ending, ended;		/* under lock: asked for; done (sampling over) */
+	_Atomic uint64_t contexts_gone; /* gone before they were done: no CUPTI call for them */
+	_Atomic uint64_t gone_at;	/* CUPTI ns, when the first of those went */
 };
 
 /* ---- the driver, looked up (libtally.so links no CUDA) ------------------------------------ */
@@ -102,14 +106,16 @@ static bool device_uuid(int dev, uint8_t uuid[16])
 
 /* ---- waiting ------------------------------------------------------------------------------ */
 
-/* Wait ms, or until the stop is asked for; true when it is. */
-static bool wait_stop(struct pm_sampler *s, unsigned ms)
+/* Wait ms, or until the stop is asked for (or, with for_ending, the end of a device whose
+ * context goes); true when the stop is. */
+static bool wait_stop(struct pm_sampler *s, unsigned ms, bool for_ending)
 {
 	struct timespec until = tally_monotonic_after((uint64_t)ms * 1000000);
 	bool stop;
 
 	pthread_mutex_lock(&s->lock);
-	while (!s->stop && pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
+	while (!s->stop && !(for_ending && (s->ending & ~s->ended)) &&
+	       pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
 		;
 	stop = s->stop;
 	pthread_mutex_unlock(&s->lock);
@@ -123,7 +129,7 @@ static bool wait_for_cuda(struct pm_sampler *s, int *n)
 	unsigned tries = 0;
 
 	while (!device_count(n))
-		if (wait_stop(s, tries++ < 100 ? 10 : 100))
+		if (wait_stop(s, tries++ < 100 ? 10 : 100, false))
 			return false;
 	s->saw_cuda = true;
 	return true;
@@ -161,6 +167,10 @@ static void setup_devices(struct pm_sampler *s, int count)
 		d->has_uuid = device_uuid(dev, d->uuid);
 		if (init != CUPTI_SUCCESS)
 			pm_device_settle(d, init, why);
+		else if (atomic_load_explicit(&s->contexts_gone, memory_order_acquire) >> i & 1)
+			pm_device_settle(
+			    d, CUPTI_ERROR_INVALID_CONTEXT,
+			    "the program's CUDA context went before sampling was set up");
 		else
 			pm_device_setup(d, dev, &s->rq, &s->cost);
 		atomic_store_explicit(&s->lock_fds[i], d->lock_fd, memory_order_relaxed);
@@ -188,6 +198,33 @@ static bool window_open(const struct pm_sampler *s)
 	return !s->cfg.window_open || s->cfg.window_open(s->cfg.window_arg);
 }
 
+/* Devices whose CUDA context is going away: their sampling ends now, while it is still there
+ * (the thread destroying it waits for that, bounded: pm_sampler_context_ending). */
+static void end_devices(struct pm_sampler *s)
+{
+	uint64_t deadline = tally_monotonic_ns() + STOP_DECODE_NS, want;
+	unsigned i;
+
+	pthread_mutex_lock(&s->lock);
+	want = s->ending & ~s->ended;
+	pthread_mutex_unlock(&s->lock);
+	if (!want)
+		return;
+	for (i = 0; i < s->ndevs; i++) {
+		struct pm_device *d = &s->devs[i];
+
+		if (d->ordinal >= 64 || !(want >> d->ordinal & 1))
+			continue;
+		pm_device_end(d, &s->rq, &s->cost, deadline,
+			      atomic_load_explicit(&s->gone_at, memory_order_acquire));
+		atomic_store_explicit(&s->lock_fds[d->ordinal], -1, memory_order_relaxed);
+	}
+	pthread_mutex_lock(&s->lock);
+	s->ended |= want;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* One decode period's work: start or stop with the window, and decode. */
 static void step(struct pm_sampler *s)
 {
@@ -196,11 +233,12 @@ static void step(struct pm_sampler *s)
 	bool open = window_open(s);
 	unsigned i;
 
+	end_devices(s);
 	for (i = 0; i < s->ndevs && !atomic_load_explicit(&s->stopping, memory_order_relaxed);
 	     i++) {
 		struct pm_device *d = &s->devs[i];
 
-		if (d->state != TALLY_GM_SAMPLED)
+		if (d->state != TALLY_GM_SAMPLED || d->ended)
 			continue;
 		if (open && !d->running)
 			pm_device_start(d);
@@ -226,9 +264,9 @@ static void finish_devices(struct pm_sampler *s)
 	unsigned i;
 
 	for (i = 0; i < s->ndevs; i++) {
-		pm_device_stop(&s->devs[i], &s->rq, &s->cost, deadline);
+		pm_device_end(&s->devs[i], &s->rq, &s->cost, deadline,
+			      atomic_load_explicit(&s->gone_at, memory_order_acquire));
 		atomic_store_explicit(&s->lock_fds[s->devs[i].ordinal], -1, memory_order_relaxed);
-		pm_device_release(&s->devs[i]);
 	}
 }
 
@@ -279,7 +317,7 @@ static void *sampler_main(void *arg)
 		note_missing(s, count);
 		do /* sampling starts at once: a program may be shorter than a decode period */
 			step(s);
-		while (!wait_stop(s, s->decode_ms));
+		while (!wait_stop(s, s->decode_ms, true));
 		finish_devices(s);
 		note_cost(s, tally_monotonic_ns() - t0);
 	} else {
@@ -368,6 +406,7 @@ struct pm_sampler *pm_sampler_start(const struct pm_sampler_config *cfg)
 	s->rq.metrics = s->metrics;
 	s->rq.nmetrics = (size_t)n;
 	s->rq.lock_dir = s->cfg.lock_dir[0] ? s->cfg.lock_dir : NULL;
+	s->rq.contexts_gone = &s->contexts_gone;
 	s->rq.self = s->cfg.self;
 	size_for_rate(s);
 	if (start_thread(s) < 0) {
@@ -413,6 +452,39 @@ bool pm_sampler_stop(struct pm_sampler *s, uint64_t timeout_ns)
 	pthread_cond_destroy(&s->cond);
 	free(s);
 	return true;
+}
+
+void pm_sampler_context_ending(struct pm_sampler *s, uint64_t devices, uint64_t gone_at,
+			       uint64_t timeout_ns)
+{
+	struct timespec until = tally_monotonic_after(timeout_ns);
+	uint64_t late;
+	char text[256];
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->ending |= devices;
+	pthread_cond_broadcast(&s->cond);
+	while (!s->done && (s->ended & devices) != devices &&
+	       pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
+		;
+	late = s->done ? 0 : devices & ~s->ended;
+	if (late) { /* the sampler is stuck, or far behind: it must not touch these any more */
+		uint64_t none = 0;
+
+		atomic_compare_exchange_strong_explicit(&s->gone_at, &none, gone_at,
+							memory_order_release, memory_order_relaxed);
+		atomic_fetch_or_explicit(&s->contexts_gone, late, memory_order_release);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!late)
+		return;
+	snprintf(text, sizeof(text),
+		 "GPU metrics: the sampler had not stopped when the CUDA context went (devices "
+		 "%#llx); their samples from there on are lost, and the stretch is a gap",
+		 (unsigned long long)late);
+	tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-context-gone", text);
 }
 
 void pm_sampler_forget(struct pm_sampler *s)

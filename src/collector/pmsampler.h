@@ -45,6 +45,17 @@ struct pm_sampler *pm_sampler_start(const struct pm_sampler_config *cfg);
  */
 bool pm_sampler_stop(struct pm_sampler *s, uint64_t timeout_ns);
 
+/*
+ * CUPTI's context-destroy callback, on the thread destroying the context (CUDA's exit handler at
+ * exit, or cudaDeviceReset): PM sampling needs the context, so sampling of the devices given (bit
+ * i: CUDA device i; all bits: not known which) ends now, while it is still there: stop, the last
+ * decode, disable, the lock released.  Waits for that at most timeout_ns; a sampler that has not
+ * done it by then (stuck in CUPTI) makes no CUPTI call for those devices from then on, and what
+ * they did not hand on, from the last sample kept to gone_at (CUPTI ns), is a gap.
+ */
+void pm_sampler_context_ending(struct pm_sampler *s, uint64_t devices, uint64_t gone_at,
+			       uint64_t timeout_ns);
+
 /* A fork child: the thread is not there.  Close the inherited lock files (the parent keeps its
  * locks) and forget the rest without touching it. */
 void pm_sampler_forget(struct pm_sampler *s);

@@ -14,7 +14,6 @@
 #include "clock.h"
 #include "collector.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -41,7 +40,8 @@
 
 #define EXEC_FROM_VAR "TALLY_EXEC_FROM"
 
-static struct session the_session = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+static struct session the_session = {
+    .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .metrics_lock = PTHREAD_MUTEX_INITIALIZER};
 
 struct session *session_get(void)
 {
@@ -69,6 +69,19 @@ static unsigned exec_files_from_env(void)
 /* When this image was loaded: --force replaces only a file older than that (see replaceable). */
 static struct timespec loaded_at;
 
+/* CUPTI's context-destroy callback, on the thread destroying the context: GPU metrics of its
+ * device end now, while the context is there (pmsampler.h). */
+static void context_ending(void *arg, uint64_t devices)
+{
+	struct session *s = arg;
+
+	if (s->pid != getpid())
+		return;
+	pthread_mutex_lock(&s->metrics_lock);
+	pm_sampler_context_ending(s->metrics, devices, cupti_now(), s->cfg.flush_timeout_ns);
+	pthread_mutex_unlock(&s->metrics_lock);
+}
+
 void session_init(struct session *s)
 {
 	clock_gettime(CLOCK_REALTIME, &loaded_at);
@@ -76,6 +89,8 @@ void session_init(struct session *s)
 	s->room.fd = -1;
 	s->exec_files = exec_files_from_env();
 	cupti_tracer_init(&s->tracer);
+	s->tracer.context_ending = context_ending;
+	s->tracer.context_arg = s;
 	control_init(&s->control);
 }
 
@@ -508,7 +523,9 @@ static void start_metrics(struct session *s)
 	pc.self.has_session = true;
 	pc.window_open = metrics_window_open;
 	pc.window_arg = &s->tracer;
+	pthread_mutex_lock(&s->metrics_lock);
 	s->metrics = pm_sampler_start(&pc);
+	pthread_mutex_unlock(&s->metrics_lock);
 }
 
 /* Open, write the header, start the pipeline and CUPTI.  Called with s->lock held. */
@@ -539,20 +556,21 @@ static void start_failed(struct session *s, int rc, const char *why)
 	manifest_line(s, "off %d %s", (int)getpid(), why);
 }
 
-/* The header was written before CUPTI was there: its versions, said now. */
+/* The header was written before CUPTI was there: its versions, said now (the driver's as the
+ * header says it: from the libcuda.so.1 the program loaded, "unknown" without one). */
 static void cupti_joined_note(void)
 {
-	int (*driver)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
+	int (*driver)(int *) = (int (*)(int *))tally_driver_sym("cuDriverGetVersion");
 	uint32_t version = 0;
-	int dv = 0;
-	char text[PATH_MAX + 128];
+	char text[PATH_MAX + 128], dv[32] = "unknown";
+	int v = 0;
 
 	if (cupti.GetVersion)
 		(void)cupti.GetVersion(&version);
-	if (driver)
-		(void)driver(&dv);
+	if (driver && driver(&v) == 0 && v > 0)
+		snprintf(dv, sizeof(dv), "%d", v);
 	snprintf(text, sizeof(text),
-		 "CUDA joined the recording at cuInit: CUPTI API version %u (%s), CUDA driver %d",
+		 "CUDA joined the recording at cuInit: CUPTI API version %u (%s), CUDA driver %s",
 		 version, cupti.path, dv);
 	tally_pipeline_note(TALLY_NOTE_INFO, "cupti-joined", text);
 }
@@ -765,14 +783,18 @@ static bool close_cupti(struct session *s)
 static void close_locked(struct session *s, enum tally_flush_path path, int signo)
 {
 	struct tally_stop_report rep;
+	struct pm_sampler *metrics;
 	bool flushed, sampler_done;
 
 	tally_pipeline_flush_begin(path, signo);
 	tally_sampler_stop(); /* what it holds reaches the pipeline before the pipeline stops */
 	/* The metric samples up to now, before CUPTI's own flush; a sampler stuck inside CUPTI
 	 * is left behind, and then CUPTI is not finalized under it. */
-	sampler_done = pm_sampler_stop(s->metrics, s->cfg.flush_timeout_ns);
+	pthread_mutex_lock(&s->metrics_lock);
+	metrics = s->metrics;
 	s->metrics = NULL;
+	pthread_mutex_unlock(&s->metrics_lock);
+	sampler_done = pm_sampler_stop(metrics, s->cfg.flush_timeout_ns);
 	flushed = close_cupti(s) && sampler_done;
 	nvtx_flush_all();
 	tally_pipeline_stop(&rep);
@@ -922,6 +944,8 @@ void session_after_fork_child(struct session *s)
 		return;
 	tally_pipeline_abandon();
 	control_forget(&s->control);
+	/* a thread of the parent's may have held it (in CUPTI's callback): renewed, not unlocked */
+	pthread_mutex_init(&s->metrics_lock, NULL);
 	pm_sampler_forget(s->metrics);
 	s->metrics = NULL;
 	if (s->fd >= 0)

@@ -14,6 +14,11 @@
  * FAKEAPP_LATE_CUPTI=NAME loads one by name after, and says whether it got the same copy.
  * FAKEAPP_DRIVER=1 first loads libcuda.so.1 by name with RTLD_LOCAL, as libcudart and PyTorch
  * load the driver (with tests/support/fake-cuda.c's stand-in on LD_LIBRARY_PATH).
+ * FAKEAPP_FORK_IN_CUINIT=before|after forks, inside "cuInit", before or after the injection's
+ * InitializeInjection, a child that never uses CUDA and outlives the program, as
+ * libcudadebugger's debug agent under cuda-gdb: it prints "agent pid P", blocks in read() until
+ * the program has ended, lingers FAKEAPP_AGENT_LINGER_MS (1000) more, and exits.  With "after"
+ * and FAKEAPP_WAIT_CLAIM, it forks once the GPU-metrics sampler has claimed the device.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -24,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +41,65 @@ static void (*launch)(unsigned n);
 static void untraced_launch(unsigned n)
 {
 	(void)n;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0)
+		;
+}
+
+/* With FAKEAPP_WAIT_CLAIM=FILE (a GPU-metrics lock file), wait until the file has been written:
+ * each case has a directory of its own, so the claim is this process's.  Its contents are not
+ * read here: closing a descriptor of the file would drop the claim's lock (a POSIX lock). */
+static void wait_claim(void)
+{
+	const char *path = getenv("FAKEAPP_WAIT_CLAIM");
+	struct stat st;
+	int i;
+
+	for (i = 0; path && i < 500 && (stat(path, &st) != 0 || st.st_size == 0); i++)
+		sleep_ms(10);
+}
+
+/* The debug agent: blocks until the program has ended (the pipe's other end closes with it),
+ * lingers, and exits, never touching CUDA. */
+static void agent(int from_parent)
+{
+	long linger =
+	    getenv("FAKEAPP_AGENT_LINGER_MS") ? atol(getenv("FAKEAPP_AGENT_LINGER_MS")) : 1000;
+	char c;
+
+	printf("agent pid %d\n", (int)getpid());
+	fflush(stdout);
+	while (read(from_parent, &c, 1) != 0)
+		;
+	sleep_ms(linger);
+	exit(0);
+}
+
+/* A fork inside cuInit, as libcudadebugger does: the child is the agent, the parent goes on. */
+static void fork_agent(const char *when)
+{
+	const char *want = getenv("FAKEAPP_FORK_IN_CUINIT");
+	int fds[2];
+	pid_t pid;
+
+	if (!want || strcmp(want, when) != 0)
+		return;
+	if (strcmp(when, "after") == 0)
+		wait_claim();
+	if (pipe(fds) < 0 || (pid = fork()) < 0) {
+		perror("fakeapp: agent");
+		exit(3);
+	}
+	if (pid == 0) {
+		close(fds[1]);
+		agent(fds[0]);
+	}
+	close(fds[0]); /* fds[1] stays open until this process ends */
 }
 
 static void cu_init(void)
@@ -53,6 +118,7 @@ static void cu_init(void)
 		fprintf(stderr, "fakeapp: %s\n", dlerror());
 		exit(3);
 	}
+	fork_agent("before");
 	void *h = inj ? dlopen(inj, RTLD_NOW) : NULL;
 	int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
 
@@ -64,6 +130,7 @@ static void cu_init(void)
 		fprintf(stderr, "fakeapp: no injection (%s)\n", inj ? dlerror() : "unset");
 		exit(3);
 	}
+	fork_agent("after");
 	launch = (void (*)(unsigned))dlsym(RTLD_DEFAULT, "fakecupti_launch");
 	if (!launch && getenv("FAKEAPP_UNTRACED_OK")) {
 		launch = untraced_launch; /* a process tally leaves alone (--ranks) */
@@ -98,14 +165,6 @@ static void launched(unsigned n)
 	launch(n);
 	printf("launched %u pid %d\n", n, (int)getpid());
 	fflush(stdout);
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0)
-		;
 }
 
 /* ---- NVTX, through the loader's protocol (what nvtx3's header does at the first call) ---- */
@@ -467,26 +526,8 @@ static int mode_fork_exec(void)
 	return fork_and("exec");
 }
 
-/* With FAKEAPP_WAIT_CLAIM=FILE, fork only once FILE (a GPU-metrics lock file) names this
- * process: the parent holds the device before its child starts a session of its own. */
-static void wait_claim(void)
-{
-	const char *path = getenv("FAKEAPP_WAIT_CLAIM");
-	char text[256] = "", want[64];
-	int i, fd;
-	ssize_t n;
-
-	snprintf(want, sizeof(want), "pid=%d\n", (int)getpid());
-	for (i = 0; path && i < 500 && strncmp(text, want, strlen(want)) != 0; i++) {
-		sleep_ms(10);
-		fd = open(path, O_RDONLY);
-		n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : 0;
-		text[n > 0 ? n : 0] = '\0';
-		if (fd >= 0)
-			close(fd);
-	}
-}
-
+/* With FAKEAPP_WAIT_CLAIM, fork only once the parent holds the device (its GPU-metrics lock),
+ * before its child starts a session of its own. */
 static int mode_fork_session(void)
 {
 	wait_claim();
@@ -563,7 +604,6 @@ static const struct mode {
     {"exit", mode_return},
     {"return", mode_return},
     {"fulldisk", mode_return},
-    {"hang", mode_return},
     {"nvtx", mode_return},
     {"_exit", mode__exit},
     {"paced", mode_paced},

@@ -18,7 +18,14 @@
  * the hardware buffer overflowed (its samples lost); FAKECUPTI_PM_LOG=FILE appends, at each
  * disable, "pm pid=P device=D decoded=N overflows=K" (what the "hardware" handed out);
  * FAKECUPTI_PM_EVAL_US=N makes evaluating a sample take N us (a sampler that falls behind).
+ * FAKECUPTI_PM_SETUP_MS=N makes the counter availability query take N ms (a slow setup);
+ * FAKECUPTI_PM_STOP_MS=N makes cuptiPmSamplingStop take N ms.
  * The hardware buffer holds hardwareBufferSize / 1024 samples; more pending is an overflow.
+ *
+ * PM sampling needs the device's context: a call for a device whose context is gone
+ * (fakecupti_pm_context_gone, at the runtime's teardown in fakecupti.c), or any call after
+ * CUPTI's own teardown, aborts, as the real ones crashed on the H200 (SIGSEGV in
+ * cuptiPmSamplingStop, SIGABRT in cuptiPmSamplingDisable).
  */
 #include <cupti.h>
 #include <cupti_pmsampling.h>
@@ -26,6 +33,7 @@
 #include <cupti_profiler_target.h>
 #include <cupti_target.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +75,34 @@ static struct {
 	uint64_t start, end; /* end 0: still busy */
 } busy[MAX_BUSY];
 static unsigned nbusy, decodes;
+static long knob(const char *name, long def);
+static _Atomic uint64_t contexts_gone; /* bit d: device d's context was destroyed */
+
+/* fakecupti.c: aborts after CUPTI's teardown. */
+void fakecupti_check_alive(const char *call);
+void fakecupti_crash(const char *call, const char *why);
+
+void fakecupti_pm_context_gone(int device)
+{
+	atomic_fetch_or(&contexts_gone, 1ull << (device & 63));
+}
+
+/* A call that needs device d's context. */
+static void check_device(const char *call, int d)
+{
+	fakecupti_check_alive(call);
+	if (atomic_load(&contexts_gone) >> (d & 63) & 1)
+		fakecupti_crash(call, "after the device's context was destroyed");
+}
+
+static void sleep_knob(const char *name)
+{
+	long ms = knob(name, 0);
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (ms && nanosleep(&ts, &ts) < 0)
+		;
+}
 
 static uint64_t now_ns(void)
 {
@@ -162,6 +198,9 @@ cuptiPmSamplingGetCounterAvailability(CUpti_PmSampling_GetCounterAvailability_Pa
 {
 	long refuse = knob("FAKECUPTI_PM_RESULT", 0);
 
+	check_device("cuptiPmSamplingGetCounterAvailability", (int)p->deviceIndex);
+	if (p->pCounterAvailabilityImage)
+		sleep_knob("FAKECUPTI_PM_SETUP_MS");
 	if (refuse)
 		return (CUptiResult)refuse;
 	if (!p->pCounterAvailabilityImage)
@@ -266,9 +305,10 @@ cuptiProfilerHostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Par
 
 API CUptiResult cuptiPmSamplingEnable(CUpti_PmSampling_Enable_Params *p)
 {
-	CUpti_PmSampling_Object *o = calloc(1, sizeof(*o));
+	CUpti_PmSampling_Object *o;
 
-	if (!o)
+	check_device("cuptiPmSamplingEnable", (int)p->deviceIndex);
+	if (!(o = calloc(1, sizeof(*o))))
 		return CUPTI_ERROR_OUT_OF_MEMORY;
 	o->device = (int)p->deviceIndex;
 	p->pPmSamplingObject = o;
@@ -279,9 +319,10 @@ API CUptiResult cuptiPmSamplingDisable(CUpti_PmSampling_Disable_Params *p)
 {
 	CUpti_PmSampling_Object *o = p->pPmSamplingObject;
 	const char *log = getenv("FAKECUPTI_PM_LOG");
-	FILE *f = log ? fopen(log, "a") : NULL;
+	FILE *f;
 
-	if (f) {
+	check_device("cuptiPmSamplingDisable", o->device);
+	if ((f = log ? fopen(log, "a") : NULL)) {
 		fprintf(f, "pm pid=%d device=%d decoded=%llu overflows=%llu\n", (int)getpid(),
 			o->device, (unsigned long long)o->decoded,
 			(unsigned long long)o->overflows);
@@ -296,6 +337,7 @@ API CUptiResult cuptiPmSamplingSetConfig(CUpti_PmSampling_SetConfig_Params *p)
 	CUpti_PmSampling_Object *o = p->pPmSamplingObject;
 	unsigned passes;
 
+	check_device("cuptiPmSamplingSetConfig", o->device);
 	memcpy(&passes, p->pConfig, sizeof(passes));
 	if (passes != 1)
 		return CUPTI_ERROR_NOT_SUPPORTED;
@@ -312,6 +354,7 @@ API CUptiResult cuptiPmSamplingStart(CUpti_PmSampling_Start_Params *p)
 	CUpti_PmSampling_Object *o = p->pPmSamplingObject;
 	uint64_t t = now_ns();
 
+	check_device("cuptiPmSamplingStart", o->device);
 	if (!o->interval || o->running)
 		return CUPTI_ERROR_INVALID_OPERATION;
 	o->running = true;
@@ -325,6 +368,8 @@ API CUptiResult cuptiPmSamplingStop(CUpti_PmSampling_Stop_Params *p)
 {
 	CUpti_PmSampling_Object *o = p->pPmSamplingObject;
 
+	check_device("cuptiPmSamplingStop", o->device);
+	sleep_knob("FAKECUPTI_PM_STOP_MS");
 	if (!o->running)
 		return CUPTI_ERROR_INVALID_OPERATION;
 	o->running = false;
@@ -365,6 +410,7 @@ API CUptiResult cuptiPmSamplingDecodeData(CUpti_PmSampling_DecodeData_Params *p)
 	uint64_t limit = o->stop_at ? o->stop_at : now_ns(), n, room, i;
 	long overflow_at = knob("FAKECUPTI_PM_OVERFLOW_AT", 0);
 
+	check_device("cuptiPmSamplingDecodeData", o->device);
 	p->overflow = 0;
 	if (im->magic != IMAGE_MAGIC)
 		return CUPTI_ERROR_INVALID_PARAMETER;

@@ -6,6 +6,15 @@
  * structs (CUpti_ActivityAPI + CUpti_ActivityKernel10) into buffers obtained from the collector's
  * request callback, per thread, as CUPTI 13 does, and hands them back when full or flushed.
  *
+ * It also does what CUDA and CUPTI do at the end of a process, which the collector's close must
+ * fit around (seen on the H200):
+ * - CUPTI is torn down by an exit handler it registers when it is loaded (the C++ destructors of a
+ *   dlopen'ed library): any activity or PM sampling call after that aborts here (the real one
+ *   crashed with SIGSEGV in cuptiActivityDisable);
+ * - the CUDA runtime registers its teardown at its first call (here: the first launch or memory
+ *   record); at exit it destroys each device's context, which fires CUPTI's context-destroy
+ *   callback; a PM sampling call for a device whose context is gone aborts (fakecupti-pm.c).
+ *
  * Knobs (environment): FAKECUPTI_HANG_FLUSH=1 makes a forced flush never return (the watchdog
  * test); FAKECUPTI_SLOW_FLUSH_MS=N makes it take N ms (a close that takes a while, as with a
  * large backlog); FAKECUPTI_OTHER_SUBSCRIBER=1 makes cuptiSubscribe fail as with nsys attached.
@@ -34,6 +43,7 @@ struct fake_thread {
 static CUpti_BuffersCallbackRequestFunc request_cb;
 static CUpti_BuffersCallbackCompleteFunc complete_cb;
 static CUpti_CallbackFunc subscriber_cb;
+static void *subscriber_data; /* what cuptiSubscribe was given, passed back as CUPTI does */
 /* Enabled kinds: switched by the collector's control thread while the app launches. */
 static _Atomic bool kinds[CUPTI_ACTIVITY_KIND_COUNT];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* threads[] and buffers */
@@ -42,6 +52,37 @@ static _Atomic uint64_t dropped;
 static _Atomic uint32_t next_corr = 1;
 /* The collector asked for cudaLaunchKernel's API callback (call stacks on launches). */
 static _Atomic bool launch_callback;
+/* CUPTI's exit handler has run: every later activity call aborts. */
+static _Atomic bool torn_down;
+static pthread_once_t runtime_once = PTHREAD_ONCE_INIT;
+static pid_t runtime_pid; /* the process whose runtime registered the teardown */
+
+/* fakecupti-pm.c: the driver's device count, and a context gone (its PM calls then abort). */
+CUresult cuDeviceGetCount(int *n);
+void fakecupti_pm_context_gone(int device);
+
+/* A call the real CUPTI crashes on: say which, and end as it would have. */
+void fakecupti_crash(const char *call, const char *why)
+{
+	char text[256];
+	int n = snprintf(text, sizeof(text), "fakecupti: %s %s\n", call, why);
+
+	(void)!write(2, text, (size_t)n);
+	abort();
+}
+
+void fakecupti_check_alive(const char *call)
+{
+	if (atomic_load(&torn_down))
+		fakecupti_crash(call, "after CUPTI's teardown");
+}
+
+static void check_alive(const char *call)
+{
+	fakecupti_check_alive(call);
+}
+
+static void runtime_call(void);
 
 static uint64_t now_ns(void)
 {
@@ -65,9 +106,9 @@ API CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
 
 API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
 {
-	(void)ud;
 	if (getenv("FAKECUPTI_OTHER_SUBSCRIBER"))
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	subscriber_data = ud;
 	subscriber_cb = cb;
 	*s = (CUpti_SubscriberHandle)&subscriber_cb;
 	return CUPTI_SUCCESS;
@@ -75,6 +116,7 @@ API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb,
 
 API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s)
 {
+	check_alive("cuptiUnsubscribe");
 	(void)s;
 	subscriber_cb = NULL;
 	return CUPTI_SUCCESS;
@@ -107,13 +149,14 @@ static void api_callback(CUpti_ApiCallbackSite site, uint32_t corr)
 	data.callbackSite = site;
 	data.functionName = "cudaLaunchKernel";
 	data.correlationId = corr;
-	subscriber_cb(NULL, CUPTI_CB_DOMAIN_RUNTIME_API,
+	subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API,
 		      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &data);
 }
 
 API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc rq,
 					       CUpti_BuffersCallbackCompleteFunc cp)
 {
+	check_alive("cuptiActivityRegisterCallbacks");
 	request_cb = rq;
 	complete_cb = cp;
 	return CUPTI_SUCCESS;
@@ -121,6 +164,7 @@ API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc 
 
 API CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 {
+	check_alive("cuptiActivityEnable");
 	if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
 		kinds[k] = true;
 	return CUPTI_SUCCESS;
@@ -128,6 +172,7 @@ API CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 
 API CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
 {
+	check_alive("cuptiActivityDisable");
 	if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
 		kinds[k] = false;
 	return CUPTI_SUCCESS;
@@ -147,6 +192,7 @@ API CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
 	unsigned i;
 
+	check_alive("cuptiActivityFlushAll");
 	if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && getenv("FAKECUPTI_HANG_FLUSH"))
 		for (;;)
 			pause(); /* what HPCToolkit saw CUPTI do */
@@ -242,11 +288,13 @@ API CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, cons
 
 API CUptiResult cuptiFinalize(void)
 {
+	check_alive("cuptiFinalize");
 	return CUPTI_SUCCESS;
 }
 
 API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable)
 {
+	check_alive("cuptiActivityEnableDriverApi");
 	(void)cbid, (void)enable;
 	return CUPTI_SUCCESS;
 }
@@ -304,6 +352,7 @@ API void fakecupti_launch(unsigned n)
 {
 	unsigned i;
 
+	runtime_call();
 	for (i = 0; i < n; i++) {
 		uint32_t corr = atomic_fetch_add(&next_corr, 1);
 		uint64_t t = now_ns();
@@ -343,6 +392,7 @@ API void fakecupti_memory(uint64_t address, uint64_t bytes, bool release)
 {
 	CUpti_ActivityMemory4 m;
 
+	runtime_call();
 	memset(&m, 0, sizeof(m));
 	m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
 	m.memoryOperationType = release ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
@@ -358,12 +408,54 @@ API void fakecupti_memory(uint64_t address, uint64_t bytes, bool release)
 		place(&m, sizeof(m));
 }
 
-/* The app side: a context going away (cudaDeviceReset, exit). */
-API void fakecupti_context_destroy(void)
+/* Device d's context: a handle cuptiGetDeviceId maps back. */
+static CUcontext context_of(int d)
 {
+	return (CUcontext)(uintptr_t)(d + 1);
+}
+
+API CUptiResult cuptiGetDeviceId(CUcontext ctx, uint32_t *id)
+{
+	*id = ctx ? (uint32_t)((uintptr_t)ctx - 1) : 0;
+	return CUPTI_SUCCESS;
+}
+
+/* The app side: device d's context going away (cudaDeviceReset, exit): CUPTI's callback while it
+ * is still there, then it is gone. */
+API void fakecupti_context_destroy(int d)
+{
+	CUpti_ResourceData data;
+
+	memset(&data, 0, sizeof(data));
+	data.context = context_of(d);
 	if (subscriber_cb)
-		subscriber_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE,
-			      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, NULL);
+		subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_RESOURCE,
+			      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &data);
+	fakecupti_pm_context_gone(d);
+}
+
+/* The CUDA runtime's exit handler: every device's context is destroyed. */
+static void runtime_teardown(void)
+{
+	int d, n = 0;
+
+	if (getpid() != runtime_pid)
+		return; /* a fork child's copy: CUDA has no contexts there */
+	(void)cuDeviceGetCount(&n);
+	for (d = 0; d < n; d++)
+		fakecupti_context_destroy(d);
+}
+
+static void register_runtime_teardown(void)
+{
+	runtime_pid = getpid();
+	atexit(runtime_teardown);
+}
+
+/* The runtime's first call registers its teardown, after CUDA (and the injection) started. */
+static void runtime_call(void)
+{
+	pthread_once(&runtime_once, register_runtime_teardown);
 }
 
 /* A fork child has no CUPTI state of its own (CUDA does not even work there): the parent's
@@ -377,7 +469,14 @@ static void forget_parent(void)
 	subscriber_cb = NULL;
 }
 
+/* CUPTI's own exit handler, registered at its load. */
+static void cupti_teardown(void)
+{
+	atomic_store(&torn_down, true);
+}
+
 __attribute__((constructor)) static void fakecupti_loaded(void)
 {
 	pthread_atfork(NULL, NULL, forget_parent);
+	atexit(cupti_teardown);
 }

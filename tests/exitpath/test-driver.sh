@@ -27,6 +27,23 @@ v=$(version local)
 "$TALLY" check "$T/local.tally" 2>&1 | grep -q "CUDA driver 13000," && ok "tally check: CUDA driver 13000" ||
 	bad "tally check does not say CUDA driver 13000"
 
+# A session begun at load (--trace osrt) meets the driver only when CUDA joins at cuInit: its
+# note says the version the loaded driver gives, and "unknown" without one (never 0).
+note() { # NAME: the cupti-joined note of $T/NAME.tally
+	"$TALLY" check --json "$T/$1.tally" 2>/dev/null | python3 -c 'import json,sys
+s = json.load(sys.stdin)["files"][0]["sections"][0]
+print([n["text"] for n in s["notes"] if n["code"] == "cupti-joined"][0])'
+}
+# (the variables go to tally record: `env` under it would be a process recorded of its own)
+env LD_LIBRARY_PATH="$CUDA_DIR" FAKEAPP_DRIVER=1 "$TALLY" record --trace cuda,osrt \
+	-o "$T/joined.tally" -- "$APP" exit 10 >"$T/joined.out" 2>&1 || { cat "$T/joined.out"; bad "record (joined) with the driver loaded"; }
+note joined | grep -q "CUDA driver 13000$" && ok "CUDA joined: its note says CUDA driver 13000" ||
+	bad "CUDA joined: the note says '$(note joined)' (want CUDA driver 13000)"
+"$TALLY" record --trace cuda,osrt -o "$T/joined-none.tally" -- "$APP" exit 10 >"$T/joined-none.out" 2>&1 ||
+	bad "record (joined) without a driver"
+note joined-none | grep -q "CUDA driver unknown$" && ok "CUDA joined without a driver: its note says unknown" ||
+	bad "CUDA joined without a driver: the note says '$(note joined-none)'"
+
 "$TALLY" record -o "$T/none.tally" -- "$APP" exit 10 >"$T/none.out" 2>&1 || bad "record without a driver"
 v=$(version none)
 [ "$v" = 0 ] && ok "no driver in the process: none recorded (driver_version 0 in --json)" ||

@@ -189,6 +189,53 @@ expect delay 0 'v == "COMPLETE" and m["devices"]["0"][SM]["first_start"] >= s["s
 run sigterm --gpu-metrics -- sigterm 3000
 expect sigterm 0 'v == "COMPLETE" and status == 143 and s["ledger"]["flush_path"] == "signal" and c["metric_samples_decoded"] == logged == c["metric_samples_written"] + c["metric_samples_skipped"]'
 
+# CUDA's own exit handler destroys the contexts before the close runs (the stand-in does as CUDA
+# does: fakecupti.c), and PM sampling needs them: the sampler ends at CUPTI's context-destroy
+# callback, while the context is there (the stand-in aborts on a PM call after it, as the H200
+# crashed), with every sample handed out accounted for and no gap.  Also in a session begun at
+# load (blocking calls from the start), which CUDA joins at cuInit.
+run joined --gpu-metrics --trace cuda,nvtx,osrt -- metrics 3000
+expect joined 0 'v == "COMPLETE" and status == 0 and dev(0)["state"] == "sampled" and k["kernel"] == 6000 and c["metric_samples_decoded"] == logged > 0 and c["metric_gaps"] == 0 and "fakecupti" not in err'
+expect joined 0 'fits("busy", 10000) and rng("busy")[SM]["mean"] == 75 and "CUDA driver unknown" in notes["cupti-joined"]'
+
+# The sampler is still inside cuptiPmSamplingStop (1.5 s) when the context goes (the callback
+# waits TALLY_FLUSH_TIMEOUT_MS, 500 ms): it makes no PM call after that (the stand-in would
+# abort), and the trace says its last stretch was lost.
+run ctxgone --gpu-metrics -- metrics 300 FAKECUPTI_PM_STOP_MS=1500 TALLY_FLUSH_TIMEOUT_MS=500
+expect ctxgone 0 'status == 0 and "gpu-metrics-context-gone" in notes and "fakecupti" not in err and v == "INCOMPLETE"'
+
+# A fork inside cuInit (libcudadebugger forks its debug agent there under cuda-gdb): the agent,
+# which never uses CUDA and outlives the program, writes no file, holds no lock: forked right
+# after the sampler claimed the device (whose setup then takes 400 ms more), it does not keep the
+# claim, so another recording made while the agent lives samples the device.
+agent_case() { # NAME WHEN
+	mkdir -p "$T/$1"
+	env FAKEAPP_FORK_IN_CUINIT=$2 FAKEAPP_WAIT_CLAIM="$T/$1/$LOCK" FAKECUPTI_PM_SETUP_MS=400 \
+		FAKEAPP_AGENT_LINGER_MS=4000 FAKECUPTI_PM_LOG="$T/$1/pm.log" "$TALLY" record \
+		--gpu-metrics --trace cuda,nvtx,osrt -o "$T/$1/%p.tally" -- "$APP" metrics 300 \
+		>"$T/$1/stdout" 2>"$T/$1/stderr"
+	echo $? >"$T/$1/status"
+	agent=$(sed -n 's/^agent pid //p' "$T/$1/stdout")
+	files=$(ls "$T/$1"/*.tally | wc -l)
+	[ -n "$agent" ] && kill -0 "$agent" 2>/dev/null && [ "$files" -eq 1 ] &&
+		ok "$1: the agent lives on and wrote no file" || bad "$1: agent '$agent', $files file(s)"
+	"$TALLY" record --gpu-metrics -o "$T/$1/99999999.tally" -- "$APP" exit 300 \
+		>"$T/$1/after.out" 2>&1
+	kill -0 "$agent" 2>/dev/null && ok "$1: the next recording ran while the agent lived" ||
+		bad "$1: the agent was gone before the next recording ended"
+	expect "$1" 0 'v == "COMPLETE" and status == 0 and dev(0)["state"] == "sampled" and c["metric_samples_decoded"] == logged > 0 and "fakecupti" not in err'
+	expect "$1" 1 'v == "COMPLETE" and dev(0)["state"] == "sampled"'
+}
+agent_case agent-after after
+agent_case agent-before before
+
+# A holder killed (SIGKILL, nothing of it runs): the kernel drops its lock with it, and the next
+# recording samples the device.
+run killed --gpu-metrics -- sigkill 300
+"$TALLY" record --gpu-metrics -o "$T/killed/99999999.tally" -- "$APP" exit 300 >/dev/null 2>&1
+expect killed 0 'status == 137 and dev(0)["state"] == "sampled"'
+expect killed 1 'v == "COMPLETE" and dev(0)["state"] == "sampled"'
+
 # Not asked for: no trace of it.
 run off -- exit 300
 expect off 0 'v == "COMPLETE" and g["asked"] is None and not g["devices"] and k["gpu_metric"] == 0 and not os.path.exists(os.path.join(where, "pm.log"))'

@@ -399,6 +399,7 @@ static const char *cause_of(uint64_t sync_ns, uint64_t plain_ns, uint64_t other_
 	cx = (struct idle_cause_ctx){idle, NULL, &set};
 	c = idle_cause(&cx, 0, 0, buf, len);
 	report_idle_free(idle);
+	report_names_free(x.rs.names); /* the calls' names, read by the synchronization rule */
 	return c;
 }
 

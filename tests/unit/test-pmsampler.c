@@ -10,13 +10,16 @@
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -236,13 +239,67 @@ static void test_metricq(void **state)
 
 /* ---- the lock file ------------------------------------------------------------------------ */
 
+/* The lock is the process's (a POSIX lock: another claim in the same process would not see it),
+ * so "another process" is one: a child that claims path and exits with what it found: 0 busy and
+ * holder pid as expected (has_session as has), 1 it got the lock, 2 something else. */
+static int other_claims(const char *path, long want_pid, bool want_session)
+{
+	struct pm_lock_holder them = {.pid = 7, .host = "node-8"}, who;
+	int status = -1, rc;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		memset(&who, 0, sizeof(who));
+		rc = pm_lock_claim(path, &them, &who);
+		_exit(rc >= 0 ? 1
+		      : rc == -EBUSY && who.pid == want_pid && who.has_session == want_session &&
+			      (!want_pid || strcmp(who.host, "node-7") == 0)
+			  ? 0
+			  : 2);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* A process that claims path, forks a long-lived child (as libcudadebugger forks its debug agent
+ * inside cuInit) which keeps every descriptor, and dies without releasing anything.  Returns the
+ * child's pid (to be killed), or -1. */
+static pid_t claim_fork_die(const char *path)
+{
+	struct pm_lock_holder h = {.pid = 555, .host = "node-7"}, who;
+	int status, ready[2];
+	pid_t pid, agent = -1;
+
+	if (pipe(ready) < 0)
+		return -1;
+	if ((pid = fork()) == 0) {
+		if (pm_lock_claim(path, &h, &who) < 0 || (agent = fork()) < 0)
+			_exit(2);
+		if (agent == 0) {
+			agent = getpid();
+			(void)!write(ready[1], &agent, sizeof(agent));
+			pause();
+		}
+		_exit(0);
+	}
+	close(ready[1]);
+	if (pid < 0 || read(ready[0], &agent, sizeof(agent)) != sizeof(agent) ||
+	    waitpid(pid, &status, 0) != pid)
+		agent = -1;
+	close(ready[0]);
+	return agent;
+}
+
 static void test_lock(void **state)
 {
 	char dir[] = "/tmp/tally-lock-XXXXXX", path[PATH_MAX];
 	static const uint8_t uuid[16] = {0xdb, 0x62, 0xd9, 0x84, 0x36, 0xfb, 0x5e, 0xd5,
 					 0x61, 0xeb, 0x18, 0x16, 0x8f, 0xbb, 0x86, 0x2a};
 	struct pm_lock_holder me = {.pid = 4242, .host = "node-7", .file = "/traces/a.tally"}, who;
-	int fd, other;
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int fd, other, status;
+	pid_t agent, pid;
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
@@ -253,35 +310,36 @@ static void test_lock(void **state)
 	me.has_session = true;
 	fd = pm_lock_claim(path, &me, &who);
 	assert_true(fd >= 0);
-	/* Another claim (its own open file, as another process's would be) finds the holder. */
-	memset(&who, 0, sizeof(who));
-	assert_int_equal(pm_lock_claim(path, &me, &who), -EBUSY);
-	assert_int_equal(who.pid, 4242);
-	assert_string_equal(who.host, "node-7");
-	assert_string_equal(who.file, "/traces/a.tally");
-	assert_true(who.has_session);
-	assert_int_equal(who.session[15], 0xab);
+	/* Another process's claim finds the holder, as it wrote itself in. */
+	assert_int_equal(other_claims(path, 4242, true), 0);
 	/* Released (as at exit): the next one takes it and writes itself in. */
 	pm_lock_release(fd);
+	assert_int_equal(other_claims(path, 0, false), 1);
 	me.pid = 99;
 	me.has_session = false;
 	fd = pm_lock_claim(path, &me, &who);
 	assert_true(fd >= 0);
-	assert_int_equal(pm_lock_claim(path, &me, &who), -EBUSY);
-	assert_int_equal(who.pid, 99);
-	assert_false(who.has_session);
+	assert_int_equal(other_claims(path, 99, false), 0);
+	/* A fork child does not hold it: its own claim finds the parent's. */
+	if ((pid = fork()) == 0)
+		_exit(pm_lock_claim(path, &me, &who) == -EBUSY ? 0 : 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	pm_lock_release(fd);
+	/* A holder that died leaves the device free, even while a child it forked holding the
+	 * lock lives on with the claim's descriptor: the next claim takes it over. */
+	agent = claim_fork_die(path);
+	assert_true(agent > 0);
+	fd = pm_lock_claim(path, &me, &who);
+	kill(agent, SIGKILL); /* a grandchild: init reaps it */
+	assert_true(fd >= 0);
 	pm_lock_release(fd);
 	/* Held by one that has not written yet: busy, holder unknown (pid 0). */
 	other = open(path, O_RDWR);
 	assert_true(other >= 0);
 	assert_int_equal(ftruncate(other, 0), 0);
-	{
-		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-
-		assert_int_equal(fcntl(other, F_OFD_SETLK, &fl), 0);
-	}
-	assert_int_equal(pm_lock_claim(path, &me, &who), -EBUSY);
-	assert_int_equal(who.pid, 0);
+	assert_int_equal(fcntl(other, F_SETLK, &fl), 0);
+	assert_int_equal(other_claims(path, 0, false), 0);
 	close(other);
 	unlink(path);
 	/* No UUID: named by host and ordinal.  A directory that takes no file: no claim at all. */
