@@ -314,6 +314,8 @@ static void *sampler_main(void *arg)
 
 	if (wait_for_cuda(s, &count)) {
 		setup_devices(s, count);
+		if (s->cfg.pm_loaded)
+			s->cfg.pm_loaded(s->cfg.window_arg);
 		note_missing(s, count);
 		do /* sampling starts at once: a program may be shorter than a decode period */
 			step(s);

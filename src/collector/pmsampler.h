@@ -33,6 +33,10 @@ struct pm_sampler_config {
 	/* Is the collection window open?  Polled every decode period; NULL: always. */
 	bool (*window_open)(void *arg);
 	void *window_arg;
+	/* Called once on the sampler thread when the PM libraries (libnvperf_host, loaded by
+	 * CUPTI as sampling is set up) are in: their destructors run at exit, so what ends
+	 * sampling at exit must be registered after them.  NULL: none. */
+	void (*pm_loaded)(void *arg);
 };
 
 /* Start the sampler thread; NULL (a note says why) if it cannot run at all. */

@@ -82,6 +82,32 @@ static void context_ending(void *arg, uint64_t devices)
 	pthread_mutex_unlock(&s->metrics_lock);
 }
 
+/*
+ * exit() runs atexit handlers newest first.  The PM libraries that CUPTI loads to sample GPU
+ * metrics register their destructors when loaded, after the session's own exit handler, so they
+ * would run before it and leave the sampler's last stop, decode and disable to freed state (a
+ * double free in libnvperf_host on the H200).  This handler, registered once those libraries are
+ * in, ends sampling first, while they and the context are there; the session closes later as
+ * before.  A fork child inherits it and returns at once (context_ending's pid check).
+ */
+static void metrics_at_exit(void)
+{
+	context_ending(&the_session, ~0ull);
+}
+
+static void register_metrics_at_exit(void)
+{
+	atexit(metrics_at_exit);
+}
+
+static void metrics_pm_loaded(void *arg)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	(void)arg;
+	pthread_once(&once, register_metrics_at_exit);
+}
+
 void session_init(struct session *s)
 {
 	clock_gettime(CLOCK_REALTIME, &loaded_at);
@@ -523,6 +549,7 @@ static void start_metrics(struct session *s)
 	pc.self.has_session = true;
 	pc.window_open = metrics_window_open;
 	pc.window_arg = &s->tracer;
+	pc.pm_loaded = metrics_pm_loaded;
 	pthread_mutex_lock(&s->metrics_lock);
 	s->metrics = pm_sampler_start(&pc);
 	pthread_mutex_unlock(&s->metrics_lock);

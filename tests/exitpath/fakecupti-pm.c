@@ -25,7 +25,11 @@
  * PM sampling needs the device's context: a call for a device whose context is gone
  * (fakecupti_pm_context_gone, at the runtime's teardown in fakecupti.c), or any call after
  * CUPTI's own teardown, aborts, as the real ones crashed on the H200 (SIGSEGV in
- * cuptiPmSamplingStop, SIGABRT in cuptiPmSamplingDisable).
+ * cuptiPmSamplingStop, SIGABRT in cuptiPmSamplingDisable).  So does a call after the PM
+ * libraries' destructors ran: the real libnvperf_host, loaded by CUPTI at the first PM call,
+ * registers them then, so exit() runs them before any exit handler registered earlier (a double
+ * free in its state at the sampler's last disable, on the H200); here the first device call
+ * registers one that marks them gone.
  */
 #include <cupti.h>
 #include <cupti_pmsampling.h>
@@ -87,10 +91,27 @@ void fakecupti_pm_context_gone(int device)
 	atomic_fetch_or(&contexts_gone, 1ull << (device & 63));
 }
 
-/* A call that needs device d's context. */
+static atomic_bool pm_libraries_gone;
+
+static void pm_libraries_destroyed(void)
+{
+	atomic_store(&pm_libraries_gone, true);
+}
+
+static void pm_libraries_loaded(void)
+{
+	atexit(pm_libraries_destroyed);
+}
+
+/* A call that needs device d's context (and the PM libraries, loaded by the first of them). */
 static void check_device(const char *call, int d)
 {
+	static pthread_once_t loaded = PTHREAD_ONCE_INIT;
+
 	fakecupti_check_alive(call);
+	if (atomic_load(&pm_libraries_gone))
+		fakecupti_crash(call, "after the PM libraries' destructors ran (at exit)");
+	pthread_once(&loaded, pm_libraries_loaded);
 	if (atomic_load(&contexts_gone) >> (d & 63) & 1)
 		fakecupti_crash(call, "after the device's context was destroyed");
 }
