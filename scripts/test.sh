@@ -35,7 +35,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=address,undef
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
-	ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE "browser|slurm|dist|fresh|container"
+	ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE "browser|slurm|dist|fresh|container|scale"
 
 step "ThreadSanitizer (pipeline and collector tests)"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=thread -DTALLY_BENCH=OFF -DTALLY_WERROR=ON >/dev/null

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "json.h"
 #include "reader.h"
+#include "summary.h"
 #include "tally-format.h"
 #include "trace-set.h"
 #include "verdict.h"
@@ -172,6 +173,10 @@ static void print_session(const struct tally_file *f, const struct tally_section
 	print_output_fs(s);
 	printf("  contents  ");
 	print_records(s);
+	if (s->summary) /* tally stats --partial: the records themselves are not here */
+		printf("  summary   of %s: the records are counted, not kept (docs/stats.md, "
+		       "\"Summaries\")\n",
+		       s->facts && s->facts->trace ? cli_text(s->facts->trace) : "a trace");
 }
 
 /* The signal that was to end the process: which, when, from whom, and how long the close took. */

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tally export FILE|DIR... --format chrome|sqlite|csv -o OUT: the traces in formats other tools
- * read (docs/export.md, docs/sqlite.md).  Loss travels with the data: DATA LOST slices in
- * Chrome JSON, TALLY_* tables in SQLite, verdict.csv and loss_windows.csv in CSV.
+ * tally export FILE|DIR... --format chrome|perfetto|sqlite|csv -o OUT: the traces in formats other
+ * tools read (docs/export.md, docs/sqlite.md).  Loss travels with the data: DATA LOST slices in
+ * Chrome JSON and Perfetto's format, TALLY_* tables in SQLite, verdict.csv and loss_windows.csv
+ * in CSV.
  * Exit 0: written (a warning says so when a trace is INCOMPLETE; --strict makes that exit 1);
  * 2: usage; 3: an input could not be read; 4: the output could not be written.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "export.h"
@@ -27,7 +29,10 @@ static int set_format(void *opts, const char *arg, char *err, size_t len)
 
 	x->e = export_find(arg);
 	if (!x->e) {
-		snprintf(err, len, "'%s' is not a format: chrome, sqlite or csv", cli_text(arg));
+		snprintf(err, len, "'%s' is not a format: chrome, perfetto, sqlite or csv%s",
+			 cli_text(arg),
+			 strcmp(arg, "perfetto") == 0 ? " (this tally was built without protobuf-c)"
+						      : "");
 		return -EINVAL;
 	}
 	return 0;
@@ -45,9 +50,10 @@ static void list_formats(FILE *out)
 #define S struct export_cli
 static const struct cli_option export_options[] = {
     CLI_CALLBACK('f', "format", "FMT", set_format,
-		 "chrome (Perfetto UI, chrome://tracing), sqlite or csv"),
+		 "chrome (JSON: Perfetto UI, chrome://tracing), perfetto (Perfetto's\n"
+		 "protobuf: traces too big for JSON), sqlite or csv"),
     CLI_STRING(S, 'o', "output", "OUT", o.output,
-	       "file (chrome: '-' is standard output; sqlite) or directory (csv)"),
+	       "file (chrome, perfetto: '-' is standard output; sqlite) or directory (csv)"),
     CLI_BOOL(S, 0, "force", o.force, "replace an existing output"),
     CLI_BOOL(S, 0, "strict", strict,
 	     "exit 1 when a trace is INCOMPLETE (the output is still written)"),
@@ -62,7 +68,7 @@ static const struct cli_option export_options[] = {
 #undef S
 
 static const struct cli_command export_command = {
-    .usage = "tally export -f chrome|sqlite|csv -o OUT [--force] [--strict] FILE|DIR...",
+    .usage = "tally export -f chrome|perfetto|sqlite|csv -o OUT [--force] [--strict] FILE|DIR...",
     .about = "Write traces in formats other tools read. Several files (or a directory of\n"
 	     "*.tally) go onto one timeline, aligned through their clock pairs. Loss is\n"
 	     "written too: DATA LOST slices, TALLY_* tables, verdict.csv.\n"
@@ -80,10 +86,29 @@ static int parse(int argc, char **argv, struct export_cli *x, int *first)
 	if (rc)
 		return rc;
 	if (!x->e)
-		return cli_error(TALLY_EXIT_USAGE, "no format given: --format chrome|sqlite|csv");
+		return cli_error(TALLY_EXIT_USAGE,
+				 "no format given: --format chrome|perfetto|sqlite|csv");
 	if (!x->o.output)
 		return cli_error(TALLY_EXIT_USAGE, "no output given: -o OUT");
 	return 0;
+}
+
+/*
+ * JSON past what browsers load: chrome://tracing stops at 256 MB, Perfetto's UI works within
+ * about 2 GB of browser memory and needs 2-4 times a trace's size.  Say so, and what to use.
+ */
+#define JSON_BROWSER_BYTES (256ull << 20)
+static void warn_json_size(const char *path)
+{
+	struct stat sb;
+
+	if (strcmp(path, "-") == 0 || stat(path, &sb) < 0 ||
+	    (uint64_t)sb.st_size <= JSON_BROWSER_BYTES)
+		return;
+	cli_warn("%s is %.0f MB of JSON: chrome://tracing loads at most 256 MB and Perfetto's UI "
+		 "runs out of memory near 500 MB; --format perfetto writes Perfetto's own format, "
+		 "several times smaller, which ui.perfetto.dev and trace_processor load",
+		 path, (double)sb.st_size / 1e6);
 }
 
 static int run(char **paths, size_t npaths, const struct export_cli *x)
@@ -130,9 +155,11 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 
 		fprintf(stderr, "%s: %" PRIu64 " records -> %" PRIu64 " %s in %s (%.2f s): %s\n",
 			tally_progname, st.records, st.events,
-			x->e == &export_chrome ? "events" : "rows", x->o.output, s,
-			set.complete ? "COMPLETE" : "INCOMPLETE");
+			x->e == &export_chrome || x->e == &export_perfetto ? "events" : "rows",
+			x->o.output, s, set.complete ? "COMPLETE" : "INCOMPLETE");
 	}
+	if (x->e == &export_chrome)
+		warn_json_size(x->o.output);
 	rc = !set.complete && x->strict ? TALLY_EXIT_FAIL : TALLY_EXIT_OK;
 close_set:
 	report_set_close(&set);

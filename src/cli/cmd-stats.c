@@ -6,10 +6,13 @@
  * written in full); 2: usage; 3: an input could not be read; 4: output failed.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
+#include "outfile.h"
 #include "stats.h"
 #include "trace-set.h"
 
@@ -18,6 +21,8 @@ struct stats_opts {
 	enum report_format fmt;
 	const char *output;
 	bool force;
+	uint64_t exact_medians;
+	bool partial;
 };
 
 static void list_reports(FILE *out)
@@ -97,16 +102,25 @@ static const struct cli_option stats_options[] = {
 	       "rank_steps: the NVTX range of a step (default: step, then ProfilerStep)"),
     CLI_UINT(S, 0, "top", "N", req.top, 1, 1000,
 	     "kern_rank_spread: the kernels compared, by GPU time (default 10)"),
+    CLI_UINT(S, 0, "exact-medians", "N", exact_medians, 0, UINT64_MAX,
+	     "values kept for exact medians, all reports together (default\n"
+	     "4000000: 32 MB); past them, medians come from a quantile sketch within\n"
+	     "0.39%, and memory stops growing with the trace (0: always the sketch)"),
     CLI_CHOICE(S, 'f', "format", "FMT", fmt, cli_report_formats, "table (default), csv or json"),
     CLI_STRING(S, 'o', "output", "FILE", output,
 	       "write to FILE instead of standard output (never over an input)"),
     CLI_BOOL(S, 0, "force", force, "replace FILE if it exists (only ever a regular file)"),
+    CLI_BOOL(S, 0, "partial", partial,
+	     "write -o FILE as a summary (.tsum) that stats, compare and report\n"
+	     "combine with others: counts, sums, extremes, quantile sketches, verdicts\n"
+	     "and loss windows of every process (docs/stats.md, \"Summaries\")"),
     CLI_END,
 };
 #undef S
 
 static const struct cli_command stats_command = {
-    .usage = "tally stats [-r REPORT[,REPORT...]] [-f table|csv|json] [-o FILE] FILE|DIR...",
+    .usage = "tally stats [-r REPORT[,REPORT...]] [-f table|csv|json] [-o FILE] FILE|DIR...\n"
+	     "       tally stats --partial -o FILE.tsum FILE|DIR...",
     .about = "Summary reports with nsys's names and columns (times in ns, sizes in MB), over\n"
 	     "every process in the traces (a directory means every *.tally in it). The\n"
 	     "verdict comes first: COMPLETE, or what was lost and when.\n"
@@ -126,6 +140,22 @@ static int write_reports(struct stats *st, struct report_set *set, const struct 
 	if (rc)
 		return rc;
 	return cli_output_close(&out, stats_write(st, set, out.f, o->fmt));
+}
+
+/* --partial: the summary to -o FILE (never over an input), and one line on what it holds. */
+static int write_summary(struct stats *st, struct report_set *set, const struct stats_opts *o)
+{
+	char err[600];
+	struct stat sb;
+	int rc = stats_partial_write(st, set, o->output, o->force, err, sizeof(err));
+
+	if (rc < 0)
+		return cli_error(TALLY_EXIT_ERROR, "%s", err);
+	fprintf(stderr, "%s: %zu section(s), %" PRIu64 " records -> %s (%lld bytes): %s\n",
+		tally_progname, set->nsections, set->records, o->output,
+		stat(o->output, &sb) == 0 ? (long long)sb.st_size : -1LL,
+		set->complete ? "COMPLETE" : "INCOMPLETE");
+	return 0;
 }
 
 static int run(char **paths, size_t npaths, const struct stats_opts *o)
@@ -148,6 +178,10 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 		rc = cli_error(TALLY_EXIT_ERROR, "out of memory");
 		goto close_set;
 	}
+	if (o->partial && stats_partial_begin(st) < 0) {
+		rc = cli_error(TALLY_EXIT_ERROR, "out of memory");
+		goto free_stats;
+	}
 	stats_scan_ops(st, &ops);
 	cli_progress_begin(&progress, "tally stats: reading");
 	ops.progress = cli_progress_callback;
@@ -166,7 +200,7 @@ static int run(char **paths, size_t npaths, const struct stats_opts *o)
 		goto free_stats;
 	}
 	report_warn_damage(&set, stderr, tally_progname);
-	rc = write_reports(st, &set, o);
+	rc = o->partial ? write_summary(st, &set, o) : write_reports(st, &set, o);
 	cli_warn_demangle_refused();   /* names are made as the reports are written */
 	cli_warn_symbolizer_missing(); /* frames are labelled as the reports are written */
 	if (rc == 0 && !set.complete)
@@ -180,12 +214,17 @@ close_set:
 
 int cmd_stats(int argc, char **argv)
 {
-	struct stats_opts o = {.fmt = REPORT_FMT_TABLE};
+	struct stats_opts o = {.fmt = REPORT_FMT_TABLE, .exact_medians = STATS_EXACT_VALUES};
 	unsigned i;
 	int first, rc = cli_parse(&stats_command, &o, argc, argv, &first);
 
 	if (rc)
 		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
+	if (o.partial && !o.output)
+		return cli_error(TALLY_EXIT_USAGE,
+				 "--partial writes a file: give it with -o FILE.tsum");
+	o.req.exact_values = o.exact_medians ? o.exact_medians : 1;
+	o.req.sketch_only = o.exact_medians == 0;
 	if (!o.req.reports)
 		for (i = 0; i < report_defs_count; i++)
 			if (report_defs[i].by_default)

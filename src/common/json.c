@@ -3,6 +3,7 @@
 #include "json.h"
 #include "text.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -171,6 +172,25 @@ void tally_json_double(struct tally_json *j, double v)
 		fprintf(j->out, "%.17g", v);
 	else
 		fputs("null", j->out); /* JSON has no NaN or infinity */
+}
+
+void tally_json_milli(struct tally_json *j, int64_t thousandths)
+{
+	uint64_t a = thousandths < 0 ? -(uint64_t)thousandths : (uint64_t)thousandths;
+	unsigned frac = (unsigned)(a % 1000);
+	char digits[8];
+
+	separate(j);
+	if (!thousandths) { /* most of a queue curve: no printf for it */
+		fputc('0', j->out);
+		return;
+	}
+	fprintf(j->out, "%s%" PRIu64, thousandths < 0 ? "-" : "", a / 1000);
+	if (!frac)
+		return;
+	snprintf(digits, sizeof(digits), ".%03u", frac);
+	digits[frac % 10 ? 4 : frac % 100 ? 3 : 2] = '\0'; /* no trailing zeros */
+	fputs(digits, j->out);
 }
 
 static void tally_json_bool(struct tally_json *j, bool v)

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hashmap.h"
+
 static const char *file_type_name(mode_t m)
 {
 	static const struct {
@@ -28,64 +30,89 @@ static const char *file_type_name(mode_t m)
 	return "not a regular file";
 }
 
-/* The inputs being read (outfile_protect); appended and removed from the end, as sets are
- * opened and closed. */
+/*
+ * The inputs being read (outfile_protect), found by (device, inode) in a hash table: a directory
+ * of thousands of ranks costs O(1) per file to protect, to let go and to check.  A file protected
+ * twice (named twice) counts its protections; an entry whose count drops to 0 stays in the table
+ * (no output is refused for it) until nothing is protected, when all of it is let go.
+ */
 static struct protected_input {
 	unsigned long long dev, ino;
 	char *path;
+	size_t refs;
 } * protected;
-static size_t nprotected, protected_cap;
+static size_t nprotected, protected_cap, protected_live;
+static struct tally_map protected_at; /* (dev, ino) -> index + 1 */
+
+static struct protected_input *protected_find(unsigned long long dev, unsigned long long ino)
+{
+	uint32_t at = tally_map_get(&protected_at, dev, ino);
+
+	return at ? &protected[at - 1] : NULL;
+}
 
 int outfile_protect(const char *path, unsigned long long dev, unsigned long long ino)
 {
-	struct protected_input *p;
+	struct protected_input *p = protected_find(dev, ino);
 
-	if (nprotected == protected_cap) {
-		size_t cap = protected_cap ? 2 * protected_cap : 16;
-
-		p = realloc(protected, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		protected = p;
-		protected_cap = cap;
+	if (p && p->refs) {
+		p->refs++;
+		protected_live++;
+		return 0;
 	}
-	p = &protected[nprotected];
-	p->dev = dev;
-	p->ino = ino;
+	if (!p) {
+		if (nprotected == UINT32_MAX - 1)
+			return -ENOMEM;
+		if (nprotected == protected_cap) {
+			size_t cap = protected_cap ? 2 * protected_cap : 16;
+
+			p = realloc(protected, cap * sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			protected = p;
+			protected_cap = cap;
+		}
+		if (tally_map_put(&protected_at, dev, ino, (uint32_t)nprotected + 1) < 0)
+			return -ENOMEM;
+		p = &protected[nprotected++];
+		*p = (struct protected_input){.dev = dev, .ino = ino};
+	}
 	p->path = strdup(path);
 	if (!p->path)
 		return -ENOMEM;
-	nprotected++;
+	p->refs = 1;
+	protected_live++;
 	return 0;
 }
 
 void outfile_unprotect(unsigned long long dev, unsigned long long ino)
 {
+	struct protected_input *p = protected_find(dev, ino);
 	size_t i;
 
-	for (i = nprotected; i-- > 0;)
-		if (protected[i].dev == dev && protected[i].ino == ino) {
-			free(protected[i].path);
-			protected[i] = protected[--nprotected];
-			break;
-		}
-	if (!nprotected) {
-		free(protected);
-		protected = NULL;
-		protected_cap = 0;
+	if (!p || !p->refs)
+		return;
+	if (--p->refs == 0) {
+		free(p->path);
+		p->path = NULL;
 	}
+	if (--protected_live)
+		return;
+	for (i = 0; i < nprotected; i++)
+		free(protected[i].path);
+	free(protected);
+	protected = NULL;
+	nprotected = protected_cap = 0;
+	tally_map_fini(&protected_at);
 }
 
 /* The input st is, or NULL. */
 static const char *protected_as(const struct stat *st)
 {
-	size_t i;
+	const struct protected_input *p =
+	    protected_find((unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
 
-	for (i = 0; i < nprotected; i++)
-		if (protected[i].dev == (unsigned long long)st->st_dev &&
-		    protected[i].ino == (unsigned long long)st->st_ino)
-			return protected[i].path;
-	return NULL;
+	return p && p->refs ? p->path : NULL;
 }
 
 int outfile_check(const char *path, unsigned flags, char *err, size_t errlen)

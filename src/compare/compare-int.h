@@ -4,6 +4,8 @@
 #define TALLY_COMPARE_COMPARE_INT_H
 
 #include "compare.h"
+#include "hashmap.h"
+#include "stats.h"
 
 /* Names of both sides in one table, so that a key id means the same on both. */
 struct cmp_keys {
@@ -51,6 +53,7 @@ struct cmp_sec {
 	size_t nlaunch, launch_cap;
 	struct cmp_ival *ivals;
 	size_t nivals, cap;
+	size_t ev_begin, ev_end; /* its events in cmp_side.ev (after the cut), others between */
 };
 
 struct cmp_side {
@@ -63,9 +66,21 @@ struct cmp_side {
 	size_t nsecs;
 	struct cmp_stream_id *streams;
 	size_t nstreams, scap, last_stream;
+	struct tally_map stream_map; /* stream id -> index + 1 */
 	uint64_t untimed;
 	bool failed;
+	/* summaries (tally stats --partial): their distributions, per key, as sketches */
+	bool summaries;
+	struct tally_sketch *sk;
+	size_t nsk;
 };
+
+/* The index + 1 of a stream of the side, 0 if it has none such. */
+static inline uint32_t cmp_stream_find(const struct cmp_side *sd, const struct cmp_stream_id *id)
+{
+	return tally_map_get(&sd->stream_map, tally_key32(id->process, id->device),
+			     tally_key32(id->context, id->stream));
+}
 
 /* Read a side: open, one pass, then cut the stretch and judge its losses into info. */
 int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, size_t errlen);
@@ -74,5 +89,7 @@ void cmp_side_free(struct cmp_side *sd);
 
 void cmp_key_fill(struct compare_key *k, const uint32_t *const d[2], const size_t n[2],
 		  const struct compare_opts *o);
+/* The shift, the critical value and the call, once n, the quantiles and D are known. */
+void cmp_key_judge(struct compare_key *k, double ks_d, const struct compare_opts *o);
 
 #endif

@@ -147,6 +147,10 @@ static void text_side(FILE *out, const struct compare_result *r, unsigned s)
 		in->timing_usable ? "usable" : "UNUSABLE: ", tally_text_shown(in->why));
 }
 
+static const char sketched_note[] =
+    "summaries compared: p50/p90/p99 from quantile sketches (each within 0.39%), KS D on their "
+    "buckets; the order per stream is not compared (summaries keep no sequence)";
+
 static void text_header(FILE *out, const struct compare_result *r)
 {
 	const struct compare_opts *o = &r->opts;
@@ -172,6 +176,8 @@ static void text_header(FILE *out, const struct compare_result *r)
 	if (r->verdict == COMPARE_UNUSABLE)
 		fprintf(out, "  note     records were lost in the stretch: durations and order "
 			     "below are not evidence\n");
+	if (r->sketched)
+		fprintf(out, "  note     %s\n", sketched_note);
 }
 
 /* ---- JSON ------------------------------------------------------------------------------- */
@@ -282,6 +288,7 @@ static void write_json(FILE *out, const struct compare_result *r)
 	tally_json_field_double(&j, "alpha", o->alpha);
 	tally_json_field_double(&j, "min_effect", o->min_effect);
 	tally_json_field_uint(&j, "max_edits", o->max_edits);
+	tally_json_field_bool(&j, "sketched", r->sketched);
 	tally_json_name(&j, "a");
 	json_side(&j, r, 0);
 	tally_json_name(&j, "b");
@@ -309,7 +316,8 @@ int compare_write(const struct compare_result *r, FILE *out, enum report_format 
 	     "no GPU record in the stretch on either side", NULL, false, 0},
 	    {"compare_order", "Kernel order per stream", stream_cols,
 	     sizeof(stream_cols) / sizeof(stream_cols[0]), r->nstreams, stream_cell, &sc,
-	     "no stream", NULL, false, 0},
+	     r->sketched ? "not compared: summaries keep no sequence" : "no stream", NULL, false,
+	     0},
 	    {"compare_loss", "Loss counters side by side", loss_cols,
 	     sizeof(loss_cols) / sizeof(loss_cols[0]), tally_loss_counters_count, loss_cell, r, "",
 	     NULL, false, 0},
@@ -328,6 +336,8 @@ int compare_write(const struct compare_result *r, FILE *out, enum report_format 
 			text_header(out, r);
 		else
 			fprintf(out, "# tally compare: %s\n", compare_verdict_name(r->verdict));
+		if (fmt == REPORT_FMT_CSV && r->sketched)
+			fprintf(out, "# %s\n", sketched_note);
 		for (i = 0; i < sizeof(views) / sizeof(views[0]); i++)
 			report_view_write(out, &views[i], fmt, NULL);
 	}

@@ -5,6 +5,7 @@
  * name<<32 | duration), then the verdict.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,12 +64,7 @@ static int side_order(const struct cmp_side *sd, struct side_order *so)
 
 static long find_stream(const struct cmp_side *sd, const struct cmp_stream_id *id)
 {
-	size_t i;
-
-	for (i = 0; i < sd->nstreams; i++)
-		if (memcmp(&sd->streams[i], id, sizeof(*id)) == 0)
-			return (long)i;
-	return -1;
+	return (long)cmp_stream_find(sd, id) - 1;
 }
 
 static void compare_one_stream(struct compare_stream *cs, const struct side_order so[2],
@@ -91,26 +87,24 @@ static void compare_one_stream(struct compare_stream *cs, const struct side_orde
 	cs->edits = compare_edit_distance(s[0], n[0], s[1], n[1], max_edits, &cs->edits_capped);
 }
 
-static int add_stream(struct compare_result *r, const struct cmp_stream_id *id)
+/* r->streams has room for every stream of both sides (order() made it). */
+static void add_stream(struct compare_result *r, const struct cmp_stream_id *id)
 {
-	struct compare_stream *n = realloc(r->streams, (r->nstreams + 1) * sizeof(*n));
-
-	if (!n)
-		return -ENOMEM;
-	r->streams = n;
-	n[r->nstreams++] = (struct compare_stream){.process = id->process,
-						   .device = id->device,
-						   .context = id->context,
-						   .stream = id->stream};
-	return 0;
+	r->streams[r->nstreams++] = (struct compare_stream){.process = id->process,
+							    .device = id->device,
+							    .context = id->context,
+							    .stream = id->stream};
 }
 
 static int order(struct compare_result *r, const struct cmp_side sd[2],
 		 const struct side_order so[2])
 {
+	size_t i, most = sd[0].nstreams + sd[1].nstreams;
 	unsigned k;
-	size_t i;
 
+	r->streams = malloc((most ? most : 1) * sizeof(*r->streams));
+	if (!r->streams)
+		return -ENOMEM;
 	for (k = 0; k < 2; k++) {
 		for (i = 0; i < sd[k].nstreams; i++) {
 			const struct cmp_stream_id *id = &sd[k].streams[i];
@@ -118,8 +112,7 @@ static int order(struct compare_result *r, const struct cmp_side sd[2],
 
 			if (k == 1 && find_stream(&sd[0], id) >= 0)
 				continue; /* already done from A */
-			if (add_stream(r, id) < 0)
-				return -ENOMEM;
+			add_stream(r, id);
 			idx[k] = (long)i;
 			idx[!k] = find_stream(&sd[!k], id);
 			compare_one_stream(&r->streams[r->nstreams - 1], so, idx,
@@ -245,6 +238,102 @@ static int distributions(struct compare_result *r, const struct cmp_keys *keys,
 	return 0;
 }
 
+/* ---- distributions from sketches (a side of summaries) ------------------------------------- */
+
+/* Side s's sketch of key k: what its summaries carried, plus its traces' durations. */
+static int key_sketch(const struct cmp_side *sd, const struct side_dist *d, size_t k,
+		      struct tally_sketch *out)
+{
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (k < sd->nsk && tally_sketch_merge(out, &sd->sk[k]) < 0)
+		return -ENOMEM;
+	if (k < d->nkeys)
+		for (i = d->begin[k]; i < d->begin[k + 1]; i++)
+			if (tally_sketch_add(out, d->dur[i], 1) < 0)
+				return -ENOMEM;
+	return 0;
+}
+
+static uint64_t sketch_quantile(const struct tally_sketch *s, double q)
+{
+	uint64_t i;
+
+	if (!s->values)
+		return 0;
+	i = (uint64_t)ceil(q * (double)s->values);
+	return (uint64_t)(tally_sketch_rank(s, i ? i - 1 : 0, 0, UINT64_MAX) + 0.5);
+}
+
+/* The largest gap between the two distribution functions at the buckets' edges. */
+static double sketch_ks(const struct tally_sketch *a, const struct tally_sketch *b)
+{
+	uint32_t lo = a->n && (!b->n || a->lo < b->lo) ? a->lo : b->lo, i;
+	uint32_t hi_a = a->n ? a->lo + a->n : 0, hi_b = b->n ? b->lo + b->n : 0;
+	uint32_t hi = hi_a > hi_b ? hi_a : hi_b;
+	uint64_t ca = 0, cb = 0;
+	double d = 0;
+
+	if (!a->values || !b->values)
+		return 1;
+	for (i = lo; i < hi; i++) {
+		double gap;
+
+		ca += i >= a->lo && i < hi_a ? a->count[i - a->lo] : 0;
+		cb += i >= b->lo && i < hi_b ? b->count[i - b->lo] : 0;
+		gap = fabs((double)ca / (double)a->values - (double)cb / (double)b->values);
+		d = gap > d ? gap : d;
+	}
+	return d;
+}
+
+static int sketched_key(struct compare_result *r, const struct cmp_side sd[2],
+			const struct side_dist d[2], size_t k, struct compare_key *ck)
+{
+	struct tally_sketch s[2];
+	unsigned i;
+	int rc = 0;
+
+	for (i = 0; i < 2 && rc == 0; i++)
+		rc = key_sketch(&sd[i], &d[i], k, &s[i]);
+	for (i = 0; rc == 0 && i < 2; i++) {
+		ck->n[i] = s[i].values;
+		ck->p50[i] = sketch_quantile(&s[i], 0.50);
+		ck->p90[i] = sketch_quantile(&s[i], 0.90);
+		ck->p99[i] = sketch_quantile(&s[i], 0.99);
+	}
+	if (rc == 0)
+		cmp_key_judge(ck, sketch_ks(&s[0], &s[1]), &r->opts);
+	tally_sketch_fini(&s[0]);
+	tally_sketch_fini(&s[1]);
+	return rc;
+}
+
+static int distributions_sketched(struct compare_result *r, const struct cmp_keys *keys,
+				  const struct cmp_side sd[2], const struct side_dist d[2])
+{
+	size_t k;
+
+	r->keys = calloc(keys->n ? keys->n : 1, sizeof(*r->keys));
+	if (!r->keys)
+		return -ENOMEM;
+	for (k = 0; k < keys->n; k++) {
+		struct compare_key *ck = &r->keys[r->nkeys];
+
+		if (sketched_key(r, sd, d, k, ck) < 0)
+			return -ENOMEM;
+		if (!ck->n[0] && !ck->n[1])
+			continue; /* a name only outside the stretch */
+		if (!(ck->name = strdup(keys->name[k])))
+			return -ENOMEM;
+		ck->kind = keys->kind[k];
+		r->keys_differ += ck->differs;
+		r->nkeys++;
+	}
+	return 0;
+}
+
 /* ---- the whole -------------------------------------------------------------------------- */
 
 /* Read a side and reduce it at once to its order and distributions (8 bytes a record), so
@@ -286,9 +375,12 @@ static char *join_label(char *const *p, size_t n)
 static int analyse(struct compare_result *r, struct cmp_side sd[2], struct cmp_keys *keys,
 		   const struct side_order so[2], const struct side_dist d[2])
 {
-	int rc = order(r, sd, so);
+	int rc;
 
-	if (rc == 0)
+	r->sketched = sd[0].summaries || sd[1].summaries;
+	if (r->sketched) /* no order to compare: a summary keeps no sequence */
+		rc = distributions_sketched(r, keys, sd, d);
+	else if ((rc = order(r, sd, so)) == 0)
 		rc = distributions(r, keys, d);
 	if (rc < 0)
 		return rc;

@@ -54,17 +54,20 @@ static long stream_of(struct cmp_side *sd, const struct report_section *rs,
 {
 	struct cmp_stream_id id = {rs->index, r->device_id, r->context_id, r->stream_id};
 	struct cmp_stream_id *s;
-	size_t i;
+	uint32_t found;
 
 	if (sd->nstreams && memcmp(&sd->streams[sd->last_stream], &id, sizeof(id)) == 0)
 		return (long)sd->last_stream;
-	for (i = 0; i < sd->nstreams; i++)
-		if (memcmp(&sd->streams[i], &id, sizeof(id)) == 0)
-			return (long)(sd->last_stream = i);
+	found = cmp_stream_find(sd, &id);
+	if (found)
+		return (long)(sd->last_stream = found - 1);
 	s = grow(sd->streams, &sd->scap, sd->nstreams + 1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	sd->streams = s;
+	if (tally_map_put(&sd->stream_map, tally_key32(id.process, id.device),
+			  tally_key32(id.context, id.stream), (uint32_t)sd->nstreams + 1) < 0)
+		return -ENOMEM;
 	s[sd->nstreams] = id;
 	return (long)(sd->last_stream = sd->nstreams++);
 }
@@ -214,9 +217,49 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	return 0;
 }
 
+/* A summary's group of GPU work: its durations' sketch, under the key a record would have. */
+static int summary_group(void *ctx, const struct stats_summary_group *g)
+{
+	struct cmp_side *sd = ctx;
+	unsigned kind = g->report == (unsigned)report_find("cuda_gpu_kern_sum") ? TALLY_KIND_KERNEL
+			: strcmp(g->name, "[CUDA memset]") == 0			? TALLY_KIND_MEMSET
+										: TALLY_KIND_MEMCPY;
+	long k;
+
+	if (g->report != (unsigned)report_find("cuda_gpu_kern_sum") &&
+	    g->report != (unsigned)report_find("cuda_gpu_mem_time_sum"))
+		return 0;
+	k = cmp_key_intern(sd->keys, g->name, kind);
+	if (k < 0)
+		return -ENOMEM;
+	if ((size_t)k >= sd->nsk) {
+		size_t cap = sd->nsk;
+		struct tally_sketch *t = grow(sd->sk, &cap, (size_t)k + 1, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		sd->sk = t;
+		sd->nsk = cap;
+	}
+	return tally_sketch_merge(&sd->sk[k], g->sk);
+}
+
+static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chunk_info *c,
+		    const uint8_t *payload)
+{
+	struct cmp_side *sd = ctx;
+
+	if (!rs->s->summary)
+		return 0;
+	sd->summaries = true;
+	if (c->type != TALLY_CHUNK_SUMMARY)
+		return 0;
+	return stats_summary_each(payload, c->len, summary_group, sd);
+}
+
 int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, size_t errlen)
 {
-	struct report_scan_ops ops = {.records = on_records, .ctx = sd};
+	struct report_scan_ops ops = {.records = on_records, .chunk = on_chunk, .ctx = sd};
 	int rc = report_set_open(&sd->set, paths, n, err, errlen);
 
 	if (rc < 0)
@@ -242,6 +285,10 @@ void cmp_side_free(struct cmp_side *sd)
 	free(sd->secs);
 	free(sd->ev);
 	free(sd->streams);
+	tally_map_fini(&sd->stream_map);
+	for (i = 0; i < sd->nsk; i++)
+		tally_sketch_fini(&sd->sk[i]);
+	free(sd->sk);
 	report_set_close(&sd->set);
 }
 
@@ -374,6 +421,23 @@ static void cut(struct cmp_side *sd)
 
 /* ---- losses against the stretch ---------------------------------------------------------- */
 
+/* Where each section's events lie in sd->ev: they come in reading order, a section's together,
+ * so each judged window looks at its own section's events, not at every rank's. */
+static void event_ranges(struct cmp_side *sd)
+{
+	size_t i;
+
+	for (i = 0; i < sd->nsecs; i++)
+		sd->secs[i].ev_begin = sd->secs[i].ev_end = 0;
+	for (i = 0; i < sd->nev; i++) {
+		struct cmp_sec *sec = &sd->secs[sd->streams[sd->ev[i].stream].process];
+
+		if (sec->ev_end == 0)
+			sec->ev_begin = i;
+		sec->ev_end = i + 1;
+	}
+}
+
 static void say(struct compare_side_info *info, const char *text)
 {
 	size_t used = strlen(info->why);
@@ -395,7 +459,8 @@ static bool window_hits(const struct cmp_side *sd, const struct report_section *
 	for (i = 0; sec && i < sec->nivals; i++)
 		if (sec->ivals[i].t0 <= t1 && t0 <= sec->ivals[i].t1)
 			return true;
-	for (i = 0; i < sd->nev; i++) { /* GPU work launched in the stretch, run after it */
+	/* GPU work launched in the stretch, run after it: the section's own events */
+	for (i = sec ? sec->ev_begin : 0; sec && i < sec->ev_end; i++) {
 		const struct cmp_event *e = &sd->ev[i];
 
 		if (sd->streams[e->stream].process == rs->index && e->start <= t1 &&
@@ -515,6 +580,12 @@ int cmp_side_stretch(struct cmp_side *sd, struct compare_side_info *info, char *
 	info->complete = sd->set.complete;
 	info->timing_usable = true;
 	info->untimed = sd->untimed;
+	if (sd->o->stretch != COMPARE_WHOLE && sd->summaries) {
+		snprintf(err, errlen, "%s",
+			 "a summary (tally stats --partial) holds no ranges or capture windows: "
+			 "compare the traces themselves, or compare the whole runs");
+		return -ESRCH;
+	}
 	if (sd->o->stretch != COMPARE_WHOLE) {
 		if (build_ivals(sd, info) < 0)
 			return -ENOMEM;
@@ -528,6 +599,9 @@ int cmp_side_stretch(struct cmp_side *sd, struct compare_side_info *info, char *
 		cut(sd);
 	}
 	info->gpu_records = sd->nev;
+	for (i = 0; i < sd->nsk; i++) /* what summaries stand for */
+		info->gpu_records += sd->sk[i].values;
+	event_ranges(sd);
 	for (i = 0; i < sd->set.nsections; i++)
 		judge_section(sd, sd->set.sections[i], info);
 	for (i = 0; i < sd->set.ninputs; i++)

@@ -222,9 +222,14 @@ void cmp_key_fill(struct compare_key *k, const uint32_t *const d[2], const size_
 		k->p90[s] = quantile(d[s], n[s], 0.90);
 		k->p99[s] = quantile(d[s], n[s], 0.99);
 	}
+	cmp_key_judge(k, compare_ks_distance(d[0], n[0], d[1], n[1]), o);
+}
+
+void cmp_key_judge(struct compare_key *k, double ks_d, const struct compare_opts *o)
+{
 	k->shift = rel_shift(k->p50[0], k->p50[1]);
-	k->ks_d = compare_ks_distance(d[0], n[0], d[1], n[1]);
-	k->ks_crit = compare_ks_critical(n[0], n[1], o->alpha);
+	k->ks_d = ks_d;
+	k->ks_crit = compare_ks_critical(k->n[0], k->n[1], o->alpha);
 	judge_key(k, o);
 }
 

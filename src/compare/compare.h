@@ -106,11 +106,16 @@ struct compare_result {
 	struct compare_stream *streams;
 	size_t nstreams, streams_differ;
 	enum compare_verdict verdict;
+	/* a side holds summaries (tally stats --partial): quantiles and KS distances come from
+	 * quantile sketches (within SKETCH_REL_ERROR; D on the sketches' buckets), and the order
+	 * per stream, which summaries do not carry, is not compared */
+	bool sketched;
 };
 
 /*
  * Read both sides (each a list of files or directories) and compare them.  Returns 0 and *out,
- * or -errno with err saying why: -ESRCH for a missing range or capture window, -EPROTO and
+ * or -errno with err saying why: -ESRCH for a missing range or capture window (or one asked of
+ * a summary), -EPROTO and
  * friends for an unreadable input (report_set_open's errors), -ENOMEM.
  */
 int compare_run(char *const *a, size_t na, char *const *b, size_t nb, const struct compare_opts *o,

@@ -31,6 +31,7 @@
 #include "depth.h"
 #include "export.h"
 #include "gaps.h"
+#include "hashmap.h"
 #include "json.h"
 #include "launch.h"
 #include "memusage.h"
@@ -69,7 +70,8 @@ struct csec {
 	struct u64set tracks; /* tagged: device track, host thread, sync stream */
 	bool counters_named;
 	struct stream_lanes *lanes; /* per GPU stream track: where each lane's last slice ends */
-	size_t nlanes, lanes_cap;
+	size_t nlanes, lanes_cap, last_lanes;
+	struct tally_map lanes_map;   /* device << 32 | stream -> index in lanes + 1 */
 	uint64_t loss_end[MAX_LANES]; /* the same for the DATA LOST track (windows may overlap) */
 	unsigned loss_lanes;
 	struct esc *metric_name, *metric_unit; /* by report_metric index: escaped once */
@@ -110,7 +112,8 @@ struct chrome {
 	uint64_t base;
 	uint64_t events, untimed;
 	struct csec *secs;
-	size_t nsecs;
+	size_t nsecs, secs_cap;
+	struct tally_map pids_taken;  /* host pids given to sections so far */
 	struct report_gpu_gaps *gaps; /* unproven gaps go on the loss track */
 	size_t gaps_drawn;
 	struct mem_usage mem;	   /* CUDA memory counters, written at the end in time order */
@@ -135,8 +138,7 @@ static bool set_add(struct u64set *s, uint64_t key)
 		for (k = 0; k < s->cap; k++) {
 			if (!s->v[k])
 				continue;
-			for (i = (s->v[k] * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1); v[i];
-			     i = (i + 1) & (cap - 1))
+			for (i = tally_hash_u64(s->v[k]) & (cap - 1); v[i]; i = (i + 1) & (cap - 1))
 				;
 			v[i] = s->v[k];
 		}
@@ -144,8 +146,7 @@ static bool set_add(struct u64set *s, uint64_t key)
 		s->v = v;
 		s->cap = cap;
 	}
-	for (i = (key * 0x9e3779b97f4a7c15ull >> 20) & (s->cap - 1); s->v[i];
-	     i = (i + 1) & (s->cap - 1))
+	for (i = tally_hash_u64(key) & (s->cap - 1); s->v[i]; i = (i + 1) & (s->cap - 1))
 		if (s->v[i] == key)
 			return true;
 	s->v[i] = key;
@@ -315,11 +316,14 @@ static unsigned lane_fit(uint64_t *ends, unsigned *n, uint64_t start, uint64_t e
 
 static struct stream_lanes *lanes_of(struct csec *cs, uint64_t key)
 {
-	size_t i;
+	uint32_t found;
 
-	for (i = cs->nlanes; i-- > 0;) /* few streams; the latest is the likeliest */
-		if (cs->lanes[i].key == key)
-			return &cs->lanes[i];
+	/* records come in runs on one stream: the last one first, then the hash */
+	if (cs->last_lanes < cs->nlanes && cs->lanes[cs->last_lanes].key == key)
+		return &cs->lanes[cs->last_lanes];
+	found = tally_map_get(&cs->lanes_map, key, 0);
+	if (found)
+		return &cs->lanes[cs->last_lanes = found - 1];
 	if (cs->nlanes == cs->lanes_cap) {
 		size_t cap = cs->lanes_cap ? 2 * cs->lanes_cap : 16;
 		struct stream_lanes *t = realloc(cs->lanes, cap * sizeof(*t));
@@ -329,7 +333,10 @@ static struct stream_lanes *lanes_of(struct csec *cs, uint64_t key)
 		cs->lanes = t;
 		cs->lanes_cap = cap;
 	}
+	if (tally_map_put(&cs->lanes_map, key, 0, (uint32_t)cs->nlanes + 1) < 0)
+		return NULL;
 	cs->lanes[cs->nlanes] = (struct stream_lanes){.key = key};
+	cs->last_lanes = cs->nlanes;
 	return &cs->lanes[cs->nlanes++];
 }
 
@@ -720,33 +727,33 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 
 /* ---- sections, the ledger, loss ----------------------------------------------------------- */
 
-static bool pid_taken(const struct chrome *c, uint32_t pid, size_t upto)
-{
-	size_t i;
-
-	for (i = 0; i < upto; i++)
-		if (c->secs[i].host_pid == pid)
-			return true;
-	return false;
-}
-
 static int on_section(void *ctx, struct report_section *rs)
 {
 	struct chrome *c = ctx;
-	struct csec *t = realloc(c->secs, (rs->index + 1) * sizeof(*t));
 	uint32_t pid;
 
-	if (!t)
-		return -ENOMEM;
+	if (rs->index >= c->secs_cap) {
+		size_t cap = c->secs_cap ? 2 * c->secs_cap : 16;
+		struct csec *t;
+
+		while (cap <= rs->index)
+			cap *= 2;
+		t = realloc(c->secs, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		c->secs = t;
+		c->secs_cap = cap;
+	}
+	memset(&c->secs[rs->index], 0, sizeof(*c->secs));
 	queues_section(c->queues, rs);
-	c->secs = t;
-	memset(&t[rs->index], 0, sizeof(*t));
 	c->nsecs = rs->index + 1;
 	/* the real pid where it is unique, so that it matches what other tools show */
 	pid = (uint32_t)(rs->s->pid % HOST_PID_STEP);
-	while (pid_taken(c, pid, rs->index))
+	while (tally_map_get(&c->pids_taken, pid, 0))
 		pid += HOST_PID_STEP;
-	t[rs->index].host_pid = pid;
+	if (tally_map_put(&c->pids_taken, pid, 0, 1) < 0)
+		return -ENOMEM;
+	c->secs[rs->index].host_pid = pid;
 	return 0;
 }
 
@@ -1113,27 +1120,34 @@ static void mem_counter(struct chrome *c, const struct report_set *set, const st
 	set_add(&cs->tracks, tag(TAG_DEVICE, e->device));
 }
 
-/* A counter track per stream in its device's process: the launches outstanding on it, one value
- * per bucket (the time-weighted mean), then 0 after the last. */
+/*
+ * A counter track per stream in its device's process: the launches outstanding on it, a value
+ * where the time-weighted mean of a bucket changes (a counter holds until the next), then 0
+ * after the last.  Only changes are written: a stream's values cost what its launches do, not
+ * the buckets of the whole run.
+ */
 static void queue_counters(struct chrome *c, const struct report_set *set, const struct qseries *q)
 {
 	struct report_section *rs = q->section < set->nsections ? set->sections[q->section] : NULL;
 	struct csec *cs = rs ? csec(c, rs) : NULL;
+	int64_t prev = -1;
 	char name[64];
 	uint32_t b;
 
-	if (!cs || !q->n)
+	if (!cs || q->n <= q->lo)
 		return;
 	snprintf(name, sizeof(name), "launches outstanding, stream %" PRIu32, q->stream);
-	for (b = 0; b <= q->n; b++) {
+	for (b = q->lo; b <= q->n; b++) {
 		uint64_t t = q->origin + b * q->width;
+		/* three decimals: the mean in thousandths, written as obuf_us writes ns as us */
+		int64_t v = b < q->n ? (int64_t)(q->mean[b - q->lo] * 1000.0 + 0.5) : 0;
 
-		if (t < c->base)
+		if (t < c->base || v == prev)
 			continue;
+		prev = v;
 		counter(c, device_pid(rs, q->device), name, (int64_t)(t - c->base));
 		obuf_lit(&c->ob, "\"launches\":");
-		/* three decimals: the mean in thousandths, written as obuf_us writes ns as us */
-		obuf_us(&c->ob, b < q->n ? (int64_t)(q->mean[b] * 1000.0 + 0.5) : 0);
+		obuf_us(&c->ob, v);
 		obuf_lit(&c->ob, "}}");
 	}
 	set_add(&cs->tracks, tag(TAG_DEVICE, q->device));
@@ -1299,10 +1313,12 @@ static void chrome_destroy(void *state, bool failed)
 		free(c->secs[i].steps);
 		free(c->secs[i].raw);
 		free(c->secs[i].lanes);
+		tally_map_fini(&c->secs[i].lanes_map);
 		free(c->secs[i].kern);
 		free(c->secs[i].tracks.v);
 	}
 	free(c->secs);
+	tally_map_fini(&c->pids_taken);
 	free(c->path);
 	report_gpu_gaps_free(c->gaps);
 	chrome_host_free(c->host);

@@ -10,7 +10,11 @@
 #include "export.h"
 #include "outfile.h"
 
-const struct exporter *const export_formats[] = {&export_chrome, &export_sqlite, &export_csv, NULL};
+const struct exporter *const export_formats[] = {&export_chrome,
+#ifdef TALLY_HAVE_PROTOBUF_C
+						 &export_perfetto,
+#endif
+						 &export_sqlite, &export_csv, NULL};
 
 const struct exporter *export_find(const char *name)
 {

@@ -13,21 +13,32 @@
 
 #include "buf.h"
 #include "codec.h"
+#include "summary.h"
 #include "writer.h"
 
 #define READ_WINDOW	  (1u << 20)
 #define PROGRESS_INTERVAL (64ull << 20)
 
-/* State of one read pass (kept off struct tally_file so the public struct stays a summary). */
-struct read_state {
+/*
+ * A read is two stages (reader.h): the framer finds the intact chunks and the damage between them
+ * and decodes RECORDS payloads, touching nothing of the file's summary; the applier takes those
+ * items in order and builds the summary and calls the caller back.  tally_file_read runs both on
+ * one thread, item by item; a caller may run framers of many files on other threads.
+ */
+struct tally_framer {
 	struct tally_file *f;
-	const struct tally_read_ops *ops;
-	struct tally_section *cur;
 	struct tally_codec codec;
 	struct tally_record *recs;
 	size_t recs_cap;
 	bool have_seq;
 	uint32_t last_seq;
+};
+
+/* State of the applier (kept off struct tally_file so the public struct stays a summary). */
+struct read_state {
+	struct tally_file *f;
+	const struct tally_read_ops *ops;
+	struct tally_section *cur;
 	uint64_t next_progress;
 	/* payload bytes that may still define string, frame and stack ids, for every section */
 	uint64_t id_budget;
@@ -215,6 +226,7 @@ static void free_section(struct tally_section *s)
 		free(s->strings[i]);
 	free(s->strings);
 	tally_stack_tables_fini(&s->stacks);
+	tally_summary_facts_free(s->facts);
 	free(s);
 }
 
@@ -233,6 +245,14 @@ void tally_file_close(struct tally_file *f)
 	free(f->buf);
 	free(f->path);
 	free(f);
+}
+
+void tally_file_drop_window(struct tally_file *f)
+{
+	free(f->buf);
+	f->buf = NULL;
+	f->buf_cap = f->buf_len = 0;
+	f->buf_base = 0;
 }
 
 uint64_t tally_section_origin(const struct tally_section *s)
@@ -379,6 +399,7 @@ static const struct session_field {
     U64(TALLY_SK_OSRT_THRESHOLD, osrt_threshold),
     U64(TALLY_SK_SAMPLE_SIGNAL, sample_signal),
     {TALLY_SK_MERGED, F_BOOL, offsetof(struct tally_section, merged), 0},
+    {TALLY_SK_SUMMARY, F_BOOL, offsetof(struct tally_section, summary), 0},
     {TALLY_SK_MERGE_OFFSET, F_S64, offsetof(struct tally_section, merge_offset), 0},
     {TALLY_SK_SESSION_ID, F_ID, offsetof(struct tally_section, session_id),
      offsetof(struct tally_section, has_session_id)},
@@ -752,19 +773,30 @@ static bool parse_gpu_metrics(struct tally_section *s, const uint8_t *p, size_t 
 	return ok;
 }
 
-static int handle_records(struct read_state *st, struct tally_section *s, const uint8_t *p,
-			  size_t len)
+/* A summary's SECTION part fills the section; the other parts are for the caller's chunk_payload
+ * (the aggregates of tally stats).  Only a summary's section may carry them. */
+static bool parse_summary(struct tally_section *s, const uint8_t *p, size_t len)
 {
-	unsigned kind;
-	long n = tally_records_decode(&st->codec, p, len, &kind, &st->recs, &st->recs_cap);
-	long i;
+	struct tally_cursor c = {p, p + len, false};
+	uint64_t part = tally_cur_varint(&c);
 
-	s->unknown_columns += st->codec.unknown_columns;
-	st->codec.unknown_columns = 0;
+	if (c.bad || !s->summary)
+		return false;
+	if (part == TALLY_SUMMARY_SECTION)
+		return tally_summary_section_parse(s, c.p, (size_t)(c.end - c.p));
+	return true;
+}
+
+static int handle_records(struct read_state *st, struct tally_section *s,
+			  const struct tally_item *it)
+{
+	long n = it->nrecs, i;
+
+	s->unknown_columns += it->unknown_columns;
 	if (n < 0)
 		return (int)n;
 	for (i = 0; i < n; i++) {
-		const struct tally_record *r = &st->recs[i];
+		const struct tally_record *r = &it->recs[i];
 
 		if (r->flags & TALLY_REC_BAD_TIME)
 			continue;
@@ -773,19 +805,20 @@ static int handle_records(struct read_state *st, struct tally_section *s, const 
 		if (r->end > s->t_max)
 			s->t_max = r->end;
 	}
-	if (kind < TALLY_KIND_MAX)
-		s->records[kind] += (uint64_t)n;
+	if (it->kind < TALLY_KIND_MAX)
+		s->records[it->kind] += (uint64_t)n;
 	s->records_total += (uint64_t)n;
 	st->f->records_total += (uint64_t)n;
 	if (st->ops && st->ops->records && n > 0)
-		return st->ops->records(st->ops->ctx, s, st->recs, (size_t)n);
+		return st->ops->records(st->ops->ctx, s, it->recs, (size_t)n);
 	return 0;
 }
 
 /* Returns a callback's non-zero value; damage inside a payload is recorded, not returned. */
-static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
-			const uint8_t *payload)
+static int handle_chunk(struct read_state *st, const struct tally_item *it)
 {
+	const struct tally_chunk_info *c = &it->info;
+	const uint8_t *payload = it->payload;
 	struct tally_section *s;
 	bool ok = true;
 	int rc = 0;
@@ -809,7 +842,7 @@ static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
 		ok = parse_strings(s, payload, c->len, &st->id_budget);
 		break;
 	case TALLY_CHUNK_RECORDS:
-		rc = handle_records(st, s, payload, c->len);
+		rc = handle_records(st, s, it);
 		ok = rc != -EINVAL;
 		if (rc == -EINVAL)
 			rc = 0;
@@ -841,6 +874,9 @@ static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
 	case TALLY_CHUNK_DROPS:
 		ok = parse_drops(s, payload, c->len);
 		break;
+	case TALLY_CHUNK_SUMMARY:
+		ok = parse_summary(s, payload, c->len);
+		break;
 	case TALLY_CHUNK_THREADS:
 		ok = parse_threads(s, payload, c->len);
 		break;
@@ -858,12 +894,32 @@ static int handle_chunk(struct read_state *st, const struct tally_chunk_info *c,
 	return rc;
 }
 
-static void check_sequence(struct read_state *st, uint64_t off, uint32_t seq)
+/* A damage item (the applier files it under the section it is in). */
+static int emit_damage(struct tally_framer *fr, tally_item_fn emit, void *ctx, uint64_t at,
+		       enum tally_damage_kind kind, uint64_t off, uint64_t end, uint32_t missing)
 {
-	if (st->have_seq && seq != st->last_seq + 1 && seq > st->last_seq)
-		add_damage(st, TALLY_DAMAGE_SEQ_GAP, off, off, seq - st->last_seq - 1);
-	st->have_seq = true;
-	st->last_seq = seq;
+	struct tally_item it = {.type = TALLY_ITEM_DAMAGE,
+				.at = at,
+				.damage = kind,
+				.off = off,
+				.end = end,
+				.missing = missing};
+
+	(void)fr;
+	return emit(ctx, &it);
+}
+
+static int check_sequence(struct tally_framer *fr, tally_item_fn emit, void *ctx, uint64_t off,
+			  uint32_t seq)
+{
+	int rc = 0;
+
+	if (fr->have_seq && seq != fr->last_seq + 1 && seq > fr->last_seq)
+		rc = emit_damage(fr, emit, ctx, off, TALLY_DAMAGE_SEQ_GAP, off, off,
+				 seq - fr->last_seq - 1);
+	fr->have_seq = true;
+	fr->last_seq = seq;
+	return rc;
 }
 
 static bool header_ok(const uint8_t *h)
@@ -976,54 +1032,136 @@ static void report_progress(struct read_state *st, uint64_t off)
 	}
 }
 
-int tally_file_read(struct tally_file *f, const struct tally_read_ops *ops)
+int tally_framer_run(struct tally_framer *fr, tally_item_fn emit, void *ctx)
 {
-	struct read_state st = {.f = f, .ops = ops, .id_budget = f->size};
+	struct tally_file *f = fr->f;
 	uint64_t off = TALLY_PREAMBLE_LEN;
 	int rc = 0;
 
 	while (off < f->size && rc == 0) {
-		struct tally_chunk_info info;
-		const uint8_t *payload;
+		struct tally_item it = {.type = TALLY_ITEM_CHUNK, .at = off};
 		bool truncated;
 
-		report_progress(&st, off);
-		info.offset = UINT64_MAX; /* chunk_at sets it once the header holds */
-		if (!chunk_at(f, off, &info, &payload, &truncated)) {
+		it.info.offset = UINT64_MAX; /* chunk_at sets it once the header holds */
+		if (!chunk_at(f, off, &it.info, &it.payload, &truncated)) {
 			/* Even a chunk that runs past the end may be a partial write with intact
 			 * chunks after it: only what no intact chunk follows is a truncation. */
 			uint64_t next = resync(f, off);
 			/* A good header whose payload runs into the next intact chunk (or past the
 			 * end) is a write that stopped part way; a payload that is all there but
 			 * fails its check is damage after writing. */
-			bool partial = info.offset == off && info.len <= TALLY_CHUNK_MAX &&
-				       off + TALLY_CHUNK_HEADER_LEN + info.len > next;
+			bool partial = it.info.offset == off && it.info.len <= TALLY_CHUNK_MAX &&
+				       off + TALLY_CHUNK_HEADER_LEN + it.info.len > next;
 
 			if (partial) /* its number is accounted for: no "missing chunk" for it */
-				check_sequence(&st, off, info.seq);
-			add_damage(&st,
-				   next >= f->size && truncated ? TALLY_DAMAGE_TRUNCATED
-				   : partial			? TALLY_DAMAGE_PARTIAL
-								: TALLY_DAMAGE_CORRUPT,
-				   off, next, 0);
+				rc = check_sequence(fr, emit, ctx, off, it.info.seq);
+			if (rc == 0)
+				rc = emit_damage(fr, emit, ctx, off,
+						 next >= f->size && truncated
+						     ? TALLY_DAMAGE_TRUNCATED
+						 : partial ? TALLY_DAMAGE_PARTIAL
+							   : TALLY_DAMAGE_CORRUPT,
+						 off, next, 0);
 			off = next;
 			continue;
 		}
-		check_sequence(&st, off, info.seq);
-		f->chunks++;
-		if (ops && ops->chunk)
-			rc = ops->chunk(ops->ctx, &info);
+		rc = check_sequence(fr, emit, ctx, off, it.info.seq);
+		if (rc == 0 && it.info.type == TALLY_CHUNK_RECORDS) {
+			it.nrecs = tally_records_decode(&fr->codec, it.payload, it.info.len,
+							&it.kind, &fr->recs, &fr->recs_cap);
+			it.recs = fr->recs;
+			it.recs_cap = fr->recs_cap;
+			it.unknown_columns = fr->codec.unknown_columns;
+			fr->codec.unknown_columns = 0;
+		}
 		if (rc == 0)
-			rc = handle_chunk(&st, &info, payload);
-		if (rc == 0 && ops && ops->chunk_payload && st.cur)
-			rc = ops->chunk_payload(ops->ctx, st.cur, &info, payload);
-		off += TALLY_CHUNK_HEADER_LEN + info.len;
-		f->intact_end = off;
+			rc = emit(ctx, &it);
+		if (it.recs_taken) {
+			fr->recs = it.spare;
+			fr->recs_cap = it.spare ? it.spare_cap : 0;
+		}
+		off += TALLY_CHUNK_HEADER_LEN + it.info.len;
 	}
-	if (ops && ops->progress)
-		ops->progress(ops->ctx, f->size, f->size);
-	tally_codec_fini(&st.codec);
-	free(st.recs);
+	return rc;
+}
+
+struct tally_framer *tally_framer_new(struct tally_file *f)
+{
+	struct tally_framer *fr = calloc(1, sizeof(*fr));
+
+	if (fr)
+		fr->f = f;
+	return fr;
+}
+
+void tally_framer_free(struct tally_framer *fr)
+{
+	if (!fr)
+		return;
+	tally_codec_fini(&fr->codec);
+	free(fr->recs);
+	free(fr);
+}
+
+struct tally_reading *tally_reading_new(struct tally_file *f, const struct tally_read_ops *ops)
+{
+	struct read_state *st = calloc(1, sizeof(*st));
+
+	if (st) {
+		st->f = f;
+		st->ops = ops;
+		st->id_budget = f->size;
+	}
+	return (struct tally_reading *)st;
+}
+
+int tally_reading_apply(struct tally_reading *r, const struct tally_item *it)
+{
+	struct read_state *st = (struct read_state *)r;
+	const struct tally_read_ops *ops = st->ops;
+	struct tally_file *f = st->f;
+	int rc = 0;
+
+	report_progress(st, it->at);
+	if (it->type == TALLY_ITEM_DAMAGE) {
+		add_damage(st, it->damage, it->off, it->end, it->missing);
+		return 0;
+	}
+	f->chunks++;
+	if (ops && ops->chunk)
+		rc = ops->chunk(ops->ctx, &it->info);
+	if (rc == 0)
+		rc = handle_chunk(st, it);
+	if (rc == 0 && ops && ops->chunk_payload && st->cur)
+		rc = ops->chunk_payload(ops->ctx, st->cur, &it->info, it->payload);
+	f->intact_end = it->info.offset + TALLY_CHUNK_HEADER_LEN + it->info.len;
+	return rc;
+}
+
+void tally_reading_end(struct tally_reading *r)
+{
+	struct read_state *st = (struct read_state *)r;
+
+	if (!st)
+		return;
+	if (st->ops && st->ops->progress)
+		st->ops->progress(st->ops->ctx, st->f->size, st->f->size);
+	free(st);
+}
+
+static int apply_now(void *ctx, struct tally_item *it)
+{
+	return tally_reading_apply(ctx, it);
+}
+
+int tally_file_read(struct tally_file *f, const struct tally_read_ops *ops)
+{
+	struct tally_framer *fr = tally_framer_new(f);
+	struct tally_reading *r = tally_reading_new(f, ops);
+	int rc = fr && r ? tally_framer_run(fr, apply_now, r) : -ENOMEM;
+
+	tally_reading_end(r);
+	tally_framer_free(fr);
 	return rc;
 }
 

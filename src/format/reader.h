@@ -144,6 +144,10 @@ struct tally_section {
 	uint32_t nstrings;
 
 	struct tally_stack_tables stacks; /* FRAMES, STACKS, MODULES (1.2) */
+
+	/* 1.3: a summary's section (summary.h): no records; facts from its SUMMARY chunk */
+	bool summary;
+	struct tally_summary_facts *facts;
 };
 
 /*
@@ -221,6 +225,57 @@ int tally_file_open(struct tally_file **ret, const char *path, char *err, size_t
 int tally_file_read(struct tally_file *f, const struct tally_read_ops *ops);
 
 void tally_file_close(struct tally_file *f); /* NULL is fine */
+
+/* Give back the read window (up to 1 MiB) of a file not being read: a reader of thousands of
+ * files keeps the summaries, not their buffers.  The next read makes a new one. */
+void tally_file_drop_window(struct tally_file *f);
+
+/*
+ * The two stages of a read, for callers that run them on different threads (tally_file_read runs
+ * both on the calling one).  The framer reads the file (f->fd must be open) chunk by chunk,
+ * checks every chunk, finds the damage and decodes RECORDS payloads: it touches only f's read
+ * window, never its summary.  The applier takes the framer's items, in order, builds f's summary
+ * and calls ops back, exactly as tally_file_read does.  An item and what it points to are valid
+ * only during the emit call: a caller that keeps them copies them (tally_item_size).
+ */
+enum tally_item_type { TALLY_ITEM_CHUNK, TALLY_ITEM_DAMAGE };
+
+struct tally_item {
+	enum tally_item_type type;
+	uint64_t at; /* where in the file the framer was (progress) */
+	/* TALLY_ITEM_CHUNK */
+	struct tally_chunk_info info;
+	const uint8_t *payload;
+	long nrecs; /* RECORDS: decoded records, or -EINVAL (damaged) / -ENOMEM */
+	unsigned kind;
+	uint32_t unknown_columns;
+	const struct tally_record *recs;
+	size_t recs_cap; /* records recs has room for */
+	/* emit may take recs (a malloc'd array, then its to free) and set recs_taken; the framer
+	 * then decodes the next chunk into spare (capacity spare_cap records) when emit gives one
+	 * back, else into a new array */
+	bool recs_taken;
+	struct tally_record *spare;
+	size_t spare_cap;
+	/* TALLY_ITEM_DAMAGE */
+	enum tally_damage_kind damage;
+	uint64_t off, end;
+	uint32_t missing;
+};
+
+typedef int (*tally_item_fn)(void *ctx, struct tally_item *it);
+struct tally_framer;
+struct tally_framer *tally_framer_new(struct tally_file *f);
+/* Every item of the file to emit, in order.  0, or emit's non-zero value. */
+int tally_framer_run(struct tally_framer *fr, tally_item_fn emit, void *ctx);
+void tally_framer_free(struct tally_framer *fr);
+
+struct tally_reading;
+struct tally_reading *tally_reading_new(struct tally_file *f, const struct tally_read_ops *ops);
+/* One item into f's summary and ops.  0 or a callback's non-zero value (or -ENOMEM). */
+int tally_reading_apply(struct tally_reading *r, const struct tally_item *it);
+/* The last progress call; frees r. */
+void tally_reading_end(struct tally_reading *r);
 
 /* Convenience: open and read with no callbacks (a summary only). */
 int tally_file_load(struct tally_file **ret, const char *path, char *err, size_t errlen);

@@ -42,6 +42,8 @@ enum tally_chunk_type {
 	TALLY_CHUNK_DROPS = 12,	  /* 1.2: CUPTI's drop counts by queue, contexts tied to devices */
 	TALLY_CHUNK_THREADS = 13, /* 1.3: the process's threads: kernel tid, pthread id, name */
 	TALLY_CHUNK_GPU_METRICS = 14, /* 1.3: one device's metric sampling (docs/format.md §13) */
+	TALLY_CHUNK_SUMMARY =
+	    15, /* 1.3: a summary's section facts and aggregates (summary.h, §16) */
 	TALLY_CHUNK_TYPE_MAX,
 };
 
@@ -303,6 +305,8 @@ enum tally_session_key {
 	TALLY_SK_CLOSE_RESERVE_ERRNO = 46, /* why none could be (EOPNOTSUPP ...); 0 when reserved */
 	TALLY_SK_OUTPUT_FS = 47,	   /* the output's filesystem type ("ext4", "tmpfs" ...) */
 	TALLY_SK_MAX,
+	/* 1.3: the section is a summary (tally stats --partial): no records, a SUMMARY chunk */
+	TALLY_SK_SUMMARY = 50,
 };
 
 /* THREADS entries: what a thread is. */

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "summary.h"
+
 static struct tally_reason *add_reason(struct tally_verdict *v, enum tally_reason_code code,
 				       unsigned counter, uint64_t count)
 {
@@ -317,12 +319,43 @@ static void check_records(const struct tally_section *s, struct tally_verdict *v
 		    (unsigned long long)written, (unsigned long long)s->records_total);
 }
 
+/* A summary's section: the verdict judged on the trace it was made from, as it recorded it. */
+static void summary_verdict(const struct tally_section *s, struct tally_verdict *v)
+{
+	struct tally_reason *r;
+	size_t i;
+
+	if (!s->facts) {
+		if ((r = add_reason(v, TALLY_R_DAMAGED, 0, 0))) {
+			say(r->text, sizeof(r->text),
+			    "a summary section without its SUMMARY facts: what its trace held is "
+			    "unknown");
+			say(r->hint, sizeof(r->hint), "make the summary again from the trace");
+		}
+		return;
+	}
+	for (i = 0; i < s->facts->nreasons; i++) {
+		const struct tally_summary_reason *sr = &s->facts->reasons[i];
+
+		if (!(r = add_reason(v, (enum tally_reason_code)sr->code, sr->counter, sr->count)))
+			return;
+		say(r->text, sizeof(r->text), "%s", sr->text);
+		say(r->hint, sizeof(r->hint), "%s", sr->hint);
+	}
+}
+
 int tally_verdict_compute(const struct tally_file *f, const struct tally_section *s,
 			  struct tally_verdict *v)
 {
 	unsigned i;
 
 	memset(v, 0, sizeof(*v));
+	if (s->summary) {
+		summary_verdict(s, v);
+		check_damage(f, s, v);
+		v->complete = v->nreasons == 0;
+		return 0;
+	}
 	check_close(s, v);
 	check_damage(f, s, v);
 	for (i = 0; i < tally_loss_counters_count; i++)

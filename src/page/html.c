@@ -166,13 +166,14 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 	for (r = 0; r < sizeof(page_reports) / sizeof(page_reports[0]); r++)
 		req.reports |= 1ull << report_find(page_reports[r]);
 	req.range = job->o->range;
-	req.queue_buckets = 2048;
+	/* a queue curve needs no finer steps than the page's lanes */
+	req.queue_buckets = job->o->buckets && job->o->buckets < 2048 ? job->o->buckets : 2048;
 	job->st = stats_new(&req);
 	job->tl = timeline_new(job->o->buckets, job->o->exact_budget);
 	if (!job->st || !job->tl)
 		return -ENOMEM;
 	stats_scan_ops(job->st, &t.a);
-	timeline_pass1_ops(job->tl, &t.b);
+	timeline_pass1_ops(job->tl, &t.b, job->set.ninputs);
 	tee_ops(&t, &ops);
 	ops.progress = progress->progress;
 	ops.pctx = progress->pctx;

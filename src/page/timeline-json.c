@@ -12,6 +12,7 @@
 #include "json.h"
 #include "memusage.h"
 #include "stats.h"
+#include "summary.h"
 #include "timeline.h"
 
 static const char *const lane_type_names[TL_LANE_TYPES] = {
@@ -32,9 +33,46 @@ static int64_t rel(const struct timeline *tl, uint64_t aligned)
 struct rank_figures {
 	uint64_t busy, idle, idle_unproven, compute, comm, comm_exposed, copy_exposed, devices;
 	uint64_t loss;
-	uint32_t top_kernel; /* string id */
+	uint32_t top_kernel;	 /* string id */
+	const char *top_summary; /* a summary's: the name as recorded */
 	uint64_t top_ns;
 };
+
+/* The first breakdown row of section sec: rows come section by section (each section's are made
+ * when it ends), so a binary search finds them, and thousands of ranks cost no more each. */
+static size_t first_row(const struct bd_row *bd, size_t n, unsigned sec)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (bd[mid].section < sec)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A summary's figures: GPU busy time from its facts (idle stretches under 1 us counted in), the
+ * rest of its span idle, its NCCL kernels' time as communication. */
+static void summary_figures(const struct tl_section *ts, const struct tally_summary_facts *x,
+			    struct rank_figures *f)
+{
+	uint64_t span =
+	    ts->t_min != UINT64_MAX && ts->t_max > ts->t_min ? ts->t_max - ts->t_min : 0;
+
+	f->busy = x->gpu_busy_ns;
+	f->idle = span > f->busy ? span - f->busy : 0;
+	f->comm = x->nccl_ns < f->busy ? x->nccl_ns : f->busy;
+	f->compute = f->busy - f->comm;
+	f->devices = x->gpu_busy_ns ? 1 : 0;
+	if (x->top_kernel) {
+		f->top_summary = x->top_kernel;
+		f->top_ns = x->top_kernel_ns;
+	}
+}
 
 static void rank_figures(const struct timeline *tl, const struct report_section *rs,
 			 const struct stats *st, struct rank_figures *f)
@@ -45,22 +83,23 @@ static void rank_figures(const struct timeline *tl, const struct report_section 
 	uint32_t id;
 
 	memset(f, 0, sizeof(*f));
-	for (i = 0; i < n; i++)
-		if (bd[i].section == rs->index) {
-			f->busy += bd[i].busy;
-			f->idle += bd[i].idle;
-			f->idle_unproven += bd[i].idle_unproven;
-			f->compute += bd[i].compute;
-			f->comm += bd[i].comm;
-			f->comm_exposed += bd[i].comm_exposed;
-			f->copy_exposed += bd[i].copy_exposed;
-			f->devices++;
-		}
+	for (i = first_row(bd, n, rs->index); i < n && bd[i].section == rs->index; i++) {
+		f->busy += bd[i].busy;
+		f->idle += bd[i].idle;
+		f->idle_unproven += bd[i].idle_unproven;
+		f->compute += bd[i].compute;
+		f->comm += bd[i].comm;
+		f->comm_exposed += bd[i].comm_exposed;
+		f->copy_exposed += bd[i].copy_exposed;
+		f->devices++;
+	}
 	for (id = 0; id < ts->nkern; id++)
 		if (ts->kern_ns[id] > f->top_ns) {
 			f->top_ns = ts->kern_ns[id];
 			f->top_kernel = id;
 		}
+	if (rs->s->summary && rs->s->facts)
+		summary_figures(ts, rs->s->facts, f);
 	for (i = 0; i < rs->verdict.nreasons; i++)
 		if (rs->verdict.reasons[i].code == TALLY_R_LOSS)
 			f->loss += rs->verdict.reasons[i].count;
@@ -86,9 +125,11 @@ static void write_section(const struct timeline *tl, struct report_section *rs,
 {
 	const struct tl_section *ts = &tl->secs[rs->index];
 	struct rank_figures f;
-	char label[300];
+	char label[300], *demangled = NULL;
 
 	rank_figures(tl, rs, st, &f);
+	if (f.top_summary)
+		demangled = report_demangle(f.top_summary);
 	tally_json_object_begin(j);
 	tally_json_field_string(j, "label", report_section_label(rs, label, sizeof(label)));
 	tally_json_field_string(j, "path", rs->in->path);
@@ -106,12 +147,16 @@ static void write_section(const struct timeline *tl, struct report_section *rs,
 	tally_json_field_uint(j, "comm_exposed_ns", f.comm_exposed);
 	tally_json_field_uint(j, "copy_exposed_ns", f.copy_exposed);
 	tally_json_field_uint(j, "loss", f.loss);
-	tally_json_field_string(
-	    j, "top_kernel",
-	    f.top_ns ? report_kernel_name(rs, f.top_kernel, REPORT_NAME_DEMANGLED) : "");
+	tally_json_field_string(j, "top_kernel",
+				!f.top_ns ? ""
+				: f.top_summary
+				    ? (demangled ? demangled : f.top_summary)
+				    : report_kernel_name(rs, f.top_kernel, REPORT_NAME_DEMANGLED));
 	tally_json_field_uint(j, "top_kernel_ns", f.top_ns);
+	tally_json_field_bool(j, "summary", rs->s->summary);
 	write_devices(j, rs->s);
 	tally_json_object_end(j);
+	free(demangled);
 }
 
 /* The four arrays of a lane's buckets: index delta, busy ns, events, name of the longest. */
@@ -206,33 +251,25 @@ static void write_events(const struct timeline *tl, struct tally_json *j)
 	tally_json_array_end(j);
 }
 
-/* Counters the ledger chart draws, by the name the page knows them by. */
-static const struct {
-	const char *key;
-	unsigned counter;
-} snap_counters[] = {
-    {"parsed", TALLY_C_RECORDS_PARSED},	    {"dropped", TALLY_C_DROPPED_CUPTI},
-    {"bad_time", TALLY_C_BAD_TIME},	    {"pool_hw", TALLY_C_POOL_HIGH_WATER},
-    {"pool_cap", TALLY_C_POOL_CAPACITY},    {"write_fail", TALLY_C_WRITE_FAILURES},
-    {"bytes", TALLY_C_BYTES_WRITTEN},	    {"refused", TALLY_C_BUFFERS_REFUSED},
-    {"queue_hw", TALLY_C_QUEUE_HIGH_WATER},
+/* Counters the ledger chart draws, by the name the page knows them by, in the order of
+ * tl_snap_counter_ids[] (timeline.c). */
+static const char *const snap_keys[TL_SNAP_COUNTERS] = {
+    "parsed",	  "dropped", "bad_time", "pool_hw",  "pool_cap",
+    "write_fail", "bytes",   "refused",	 "queue_hw",
 };
 
 static void write_snap(const struct timeline *tl, struct report_section *rs,
-		       const struct tally_ledger *l, struct tally_json *j)
+		       const struct tl_snap *l, struct tally_json *j)
 {
-	uint64_t loss = 0;
 	size_t k;
 
-	for (k = 0; k < tally_loss_counters_count; k++)
-		loss += l->v[tally_loss_counters[k]];
 	tally_json_object_begin(j);
 	tally_json_field_int(j, "t", rel(tl, report_time(rs, l->t_end)));
 	tally_json_field_uint(j, "slice", l->slice);
 	tally_json_field_bool(j, "final", l->final);
-	for (k = 0; k < sizeof(snap_counters) / sizeof(snap_counters[0]); k++)
-		tally_json_field_uint(j, snap_counters[k].key, l->v[snap_counters[k].counter]);
-	tally_json_field_uint(j, "loss", loss);
+	for (k = 0; k < TL_SNAP_COUNTERS; k++)
+		tally_json_field_uint(j, snap_keys[k], l->v[k]);
+	tally_json_field_uint(j, "loss", l->loss);
 	tally_json_object_end(j);
 }
 
@@ -269,9 +306,16 @@ static void write_ledgers(const struct timeline *tl, const struct report_set *se
 		tally_json_array_begin(j);
 		for (k = 0; k < ts->nsnaps; k++)
 			write_snap(tl, set->sections[i], &ts->snaps[k], j);
+		/* the latest is always drawn, kept among the others or not */
+		if (ts->last && (ts->snaps_seen - 1) % ts->snap_stride) {
+			struct tl_snap last;
+
+			timeline_snap_of(ts->last, &last);
+			write_snap(tl, set->sections[i], &last, j);
+		}
 		tally_json_array_end(j);
-		if (ts->nsnaps && ts->snaps[ts->nsnaps - 1].final)
-			write_flush(&ts->snaps[ts->nsnaps - 1], j);
+		if (ts->last && ts->last->final)
+			write_flush(ts->last, j);
 		tally_json_object_end(j);
 	}
 	tally_json_array_end(j);
@@ -367,7 +411,11 @@ static void write_threads(const struct report_set *set, struct tally_json *j)
 	tally_json_array_end(j);
 }
 
-/* Launches outstanding per stream: each series' buckets, from gpu_queue_depth's analysis. */
+/*
+ * Launches outstanding per stream: each series' buckets, from gpu_queue_depth's analysis, for the
+ * streams that have a row of their own on the page (the lane budget bounds them, however many
+ * streams the traces have); a series starts at its first bucket with anything in it.
+ */
 static void write_queues(const struct timeline *tl, const struct stats *st, struct tally_json *j)
 {
 	size_t n, i;
@@ -377,19 +425,21 @@ static void write_queues(const struct timeline *tl, const struct stats *st, stru
 	tally_json_name(j, "queues");
 	tally_json_array_begin(j);
 	for (i = 0; i < n; i++) {
+		if (timeline_find_lane(tl, q[i].section, TL_LANE_GPU, q[i].device, q[i].stream) < 0)
+			continue;
 		tally_json_object_begin(j);
 		tally_json_field_uint(j, "sec", q[i].section);
 		tally_json_field_uint(j, "device", q[i].device);
 		tally_json_field_uint(j, "stream", q[i].stream);
-		tally_json_field_int(j, "t0", rel(tl, q[i].origin));
+		tally_json_field_int(j, "t0",
+				     rel(tl, q[i].origin + (uint64_t)q[i].lo * q[i].width));
 		tally_json_field_uint(j, "width", q[i].width);
 		tally_json_field_double(j, "peak", q[i].peak);
 		tally_json_field_double(j, "mean", q[i].avg);
 		tally_json_name(j, "depth");
 		tally_json_array_begin(j);
-		for (b = 0; b < q[i].n; b++) /* three decimals are plenty for a curve */
-			tally_json_double(j,
-					  (double)(int64_t)(q[i].mean[b] * 1000.0 + 0.5) / 1000.0);
+		for (b = q[i].lo; b < q[i].n; b++) /* three decimals are plenty for a curve */
+			tally_json_milli(j, (int64_t)(q[i].mean[b - q[i].lo] * 1000.0 + 0.5));
 		tally_json_array_end(j);
 		tally_json_object_end(j);
 	}
@@ -398,24 +448,85 @@ static void write_queues(const struct timeline *tl, const struct stats *st, stru
 
 #define MEM_POINTS 2000 /* per series at most: more events keep each step's highest */
 
+/* The events of each row, grouped by row in time order: begin[r] .. begin[r + 1] of order[].  A
+ * counting sort, so that thousands of ranks' rows cost their events, not rows x events.  false
+ * on ENOMEM. */
+static bool events_by_row(const struct mem_usage *m, size_t **begin, size_t **order)
+{
+	size_t i, *pos;
+
+	*begin = calloc(m->nrows + 2, sizeof(**begin));
+	*order = malloc((m->n ? m->n : 1) * sizeof(**order));
+	pos = malloc((m->n ? m->n : 1) * sizeof(*pos));
+	if (!*begin || !*order || !pos) {
+		free(pos);
+		return false;
+	}
+	for (i = 0; i < m->n; i++) { /* each event's row: the one mem_usage made for it */
+		uint32_t r = tally_map_get(&m->row_map, tally_key32(m->ev[i].sec, m->ev[i].device),
+					   m->ev[i].kind);
+
+		pos[i] = r ? r - 1 : m->nrows;
+		(*begin)[pos[i] + 2]++;
+	}
+	for (i = 2; i < m->nrows + 2; i++)
+		(*begin)[i] += (*begin)[i - 1];
+	for (i = 0; i < m->n; i++)
+		if (pos[i] < m->nrows)
+			(*order)[(*begin)[pos[i] + 1]++] = i;
+	free(pos);
+	return true;
+}
+
+static void point(struct tally_json *j, uint64_t t, uint64_t bytes)
+{
+	tally_json_array_begin(j);
+	tally_json_uint(j, t);
+	tally_json_uint(j, bytes);
+	tally_json_array_end(j);
+}
+
+/* One row's [t, bytes] points; past MEM_POINTS, each step's highest stands for it. */
+static void row_points(const struct timeline *tl, const struct mem_usage *m, const size_t *idx,
+		       size_t count, struct tally_json *j)
+{
+	uint64_t step = (tl->t1 - tl->t0) / MEM_POINTS + 1, cur = UINT64_MAX, hi = 0, at = 0;
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		const struct mem_event *e = &m->ev[idx[i]];
+		uint64_t t = e->t > tl->t0 ? e->t - tl->t0 : 0, b = t / step;
+
+		if (count > MEM_POINTS && b == cur) {
+			hi = e->in_use > hi ? e->in_use : hi;
+			continue;
+		}
+		if (cur != UINT64_MAX && count > MEM_POINTS)
+			point(j, at, hi);
+		cur = b;
+		at = t;
+		hi = e->in_use;
+		if (count <= MEM_POINTS)
+			point(j, t, e->in_use);
+	}
+	if (cur != UINT64_MAX && count > MEM_POINTS)
+		point(j, at, hi);
+}
+
 /* CUDA memory in use per (process, device, kind) over time, from cuda_gpu_mem_usage's events:
  * [t, bytes] pairs, each the value from t on. */
 static void write_memory(const struct timeline *tl, const struct stats *st, struct tally_json *j)
 {
 	const struct mem_usage *m = stats_mem_usage(st);
-	size_t r, i, nr = m ? m->nrows : 0;
+	size_t r, nr = m ? m->nrows : 0, *begin = NULL, *order = NULL;
 
 	tally_json_name(j, "memory");
 	tally_json_array_begin(j);
+	if (nr && !events_by_row(m, &begin, &order))
+		nr = 0; /* out of memory: no curves, the reports still say it all */
 	for (r = 0; r < nr; r++) {
 		const struct mem_usage_row *row = &m->rows[r];
-		uint64_t step = (tl->t1 - tl->t0) / MEM_POINTS + 1, cur = UINT64_MAX, hi = 0,
-			 at = 0;
-		size_t count = 0;
 
-		for (i = 0; i < m->n; i++)
-			count += m->ev[i].sec == row->sec && m->ev[i].device == row->device &&
-				 m->ev[i].kind == row->kind;
 		tally_json_object_begin(j);
 		tally_json_field_uint(j, "sec", row->sec);
 		tally_json_field_uint(j, "device", row->device);
@@ -423,42 +534,13 @@ static void write_memory(const struct timeline *tl, const struct stats *st, stru
 		tally_json_field_uint(j, "peak", row->peak);
 		tally_json_name(j, "points");
 		tally_json_array_begin(j);
-		for (i = 0; i < m->n; i++) {
-			const struct mem_event *e = &m->ev[i];
-			uint64_t t = e->t > tl->t0 ? e->t - tl->t0 : 0, b = t / step;
-
-			if (e->sec != row->sec || e->device != row->device || e->kind != row->kind)
-				continue;
-			if (count > MEM_POINTS && b == cur) { /* the step's highest stands for it */
-				hi = e->in_use > hi ? e->in_use : hi;
-				continue;
-			}
-			if (cur != UINT64_MAX && count > MEM_POINTS) {
-				tally_json_array_begin(j);
-				tally_json_uint(j, at);
-				tally_json_uint(j, hi);
-				tally_json_array_end(j);
-			}
-			cur = b;
-			at = t;
-			hi = e->in_use;
-			if (count <= MEM_POINTS) {
-				tally_json_array_begin(j);
-				tally_json_uint(j, t);
-				tally_json_uint(j, e->in_use);
-				tally_json_array_end(j);
-			}
-		}
-		if (cur != UINT64_MAX && count > MEM_POINTS) {
-			tally_json_array_begin(j);
-			tally_json_uint(j, at);
-			tally_json_uint(j, hi);
-			tally_json_array_end(j);
-		}
+		row_points(tl, m, order + (r ? begin[r] : 0), begin[r + 1] - (r ? begin[r] : 0), j);
 		tally_json_array_end(j);
 		tally_json_object_end(j);
 	}
 	tally_json_array_end(j);
+	free(begin);
+	free(order);
 }
 
 void timeline_write_json(struct timeline *tl, const struct report_set *set, const struct stats *st,
@@ -472,6 +554,7 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, cons
 	tally_json_field_uint(j, "buckets", tl->nbuckets);
 	tally_json_field_double(j, "bucket_ns", tl->bucket_ns);
 	tally_json_field_uint(j, "window_buckets", tl->nbuckets / tl->nwindows);
+	tally_json_field_uint(j, "summaries", tl->summaries);
 	tally_json_name(j, "sections");
 	tally_json_array_begin(j);
 	for (i = 0; i < set->nsections && i < tl->nsecs; i++)

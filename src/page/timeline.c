@@ -12,6 +12,7 @@
 #include "idlewhy.h"
 #include "metricsum.h"
 #include "stacks.h"
+#include "summary.h"
 #include "timeline.h"
 
 #define WINDOW_BUCKETS 16   /* buckets per exact-event window */
@@ -50,6 +51,7 @@ void timeline_free(struct timeline *tl)
 	for (i = 0; i < tl->nsecs; i++) {
 		free(tl->secs[i].kern_ns);
 		free(tl->secs[i].snaps);
+		free(tl->secs[i].last);
 		free(tl->secs[i].name_map[0]);
 		free(tl->secs[i].name_map[1]);
 		free(tl->secs[i].stack_name);
@@ -62,7 +64,9 @@ void timeline_free(struct timeline *tl)
 		free(tl->names[i]);
 	free(tl->secs);
 	free(tl->lanes);
-	free(tl->lane_slot);
+	tally_map_fini(&tl->lane_map);
+	tally_map_fini(&tl->pass1_devices);
+	tally_map_fini(&tl->name_map);
 	free(tl->names);
 	free(tl->events);
 	free(tl->window_count);
@@ -126,6 +130,19 @@ static void kernel_time(struct timeline *tl, struct tl_section *ts, struct repor
 	ts->kern_ns[id] += r->end - r->start;
 }
 
+/* The devices of every section, for the lane budget (timeline.h): a device's lanes come first. */
+static void count_device(struct timeline *tl, uint32_t sec, uint32_t device)
+{
+	if (tl->last_lane[0].lane && tl->last_lane[0].sec == sec && tl->last_lane[0].a == device)
+		return; /* pass 1 borrows the cache: records come in runs of one device */
+	tl->last_lane[0].sec = sec;
+	tl->last_lane[0].a = device;
+	tl->last_lane[0].lane = 1;
+	if (!tally_map_get(&tl->pass1_devices, sec, device) &&
+	    tally_map_put(&tl->pass1_devices, sec, device, 1) < 0)
+		tl->failed = true;
+}
+
 static int pass1_records(void *ctx, struct report_section *rs, const struct tally_record *r,
 			 size_t n)
 {
@@ -142,8 +159,53 @@ static int pass1_records(void *ctx, struct report_section *rs, const struct tall
 			ts->t_max = report_time(rs, r[i].end);
 		if (r[i].kind == TALLY_KIND_KERNEL)
 			kernel_time(tl, ts, rs, &r[i]);
+		if (tally_kind_is_gpu(r[i].kind))
+			count_device(tl, rs->index, r[i].device_id);
 	}
 	return tl->failed ? -ENOMEM : 0;
+}
+
+static const unsigned tl_snap_counter_ids[TL_SNAP_COUNTERS] = {
+    TALLY_C_RECORDS_PARSED,  TALLY_C_DROPPED_CUPTI,   TALLY_C_BAD_TIME,
+    TALLY_C_POOL_HIGH_WATER, TALLY_C_POOL_CAPACITY,   TALLY_C_WRITE_FAILURES,
+    TALLY_C_BYTES_WRITTEN,   TALLY_C_BUFFERS_REFUSED, TALLY_C_QUEUE_HIGH_WATER,
+};
+
+void timeline_snap_of(const struct tally_ledger *l, struct tl_snap *s)
+{
+	size_t k;
+
+	memset(s, 0, sizeof(*s));
+	s->t_end = l->t_end;
+	s->slice = l->slice;
+	s->final = l->final;
+	for (k = 0; k < TL_SNAP_COUNTERS; k++)
+		s->v[k] = l->v[tl_snap_counter_ids[k]];
+	for (k = 0; k < tally_loss_counters_count; k++)
+		s->loss += l->v[tally_loss_counters[k]];
+}
+
+/* Keep every stride-th snapshot; when the section's share is full, every other one of those. */
+static int keep_snap(struct timeline *tl, struct tl_section *ts, const struct tally_ledger *l)
+{
+	size_t k;
+
+	if (!ts->snap_stride)
+		ts->snap_stride = 1;
+	if (ts->snaps_seen++ % ts->snap_stride)
+		return 0;
+	if (ts->nsnaps == tl->snaps_per_section) {
+		for (k = 0; 2 * k < ts->nsnaps; k++)
+			ts->snaps[k] = ts->snaps[2 * k];
+		ts->nsnaps = k;
+		ts->snap_stride *= 2;
+		if ((ts->snaps_seen - 1) % ts->snap_stride)
+			return 0;
+	}
+	if (!grow((void **)&ts->snaps, &ts->snap_cap, ts->nsnaps + 1, sizeof(*ts->snaps)))
+		return -ENOMEM;
+	timeline_snap_of(l, &ts->snaps[ts->nsnaps++]);
+	return 0;
 }
 
 static int pass1_ledger(void *ctx, struct report_section *rs, const struct tally_ledger *l)
@@ -151,12 +213,37 @@ static int pass1_ledger(void *ctx, struct report_section *rs, const struct tally
 	struct timeline *tl = ctx;
 	struct tl_section *ts = section(tl, rs);
 
-	if (!ts || !grow((void **)&ts->snaps, &ts->snap_cap, ts->nsnaps + 1, sizeof(*l))) {
+	if (ts && !ts->last)
+		ts->last = malloc(sizeof(*ts->last));
+	if (!ts || !ts->last || keep_snap(tl, ts, l) < 0) {
 		tl->failed = true;
 		return -ENOMEM;
 	}
-	ts->snaps[ts->nsnaps++] = *l;
+	*ts->last = *l;
 	return 0;
+}
+
+/*
+ * A summary's section (tally stats --partial) has no records: its span and its latest ledger come
+ * from its facts (src/format/summary.h), its times already aligned; its ranks-table figures too
+ * (timeline-json.c).
+ */
+static int pass1_section_end(void *ctx, struct report_section *rs)
+{
+	struct timeline *tl = ctx;
+	const struct tally_section *s = rs->s;
+	struct tl_section *ts = section(tl, rs);
+
+	if (!ts)
+		return -ENOMEM;
+	if (!s->summary || !s->facts)
+		return 0;
+	tl->summaries++;
+	if (s->t_min != UINT64_MAX && s->t_max >= s->t_min && s->t_max) {
+		ts->t_min = s->t_min;
+		ts->t_max = s->t_max;
+	}
+	return s->ledgers ? pass1_ledger(ctx, rs, &s->ledger) : 0;
 }
 
 static int pass1_section(void *ctx, struct report_section *rs)
@@ -166,11 +253,17 @@ static int pass1_section(void *ctx, struct report_section *rs)
 	return section(tl, rs) ? 0 : -ENOMEM;
 }
 
-void timeline_pass1_ops(struct timeline *tl, struct report_scan_ops *ops)
+void timeline_pass1_ops(struct timeline *tl, struct report_scan_ops *ops, size_t inputs)
 {
+	tl->snaps_per_section = TL_SNAPS_BUDGET / (inputs ? inputs : 1);
+	if (tl->snaps_per_section > TL_SNAPS_PER_SECTION)
+		tl->snaps_per_section = TL_SNAPS_PER_SECTION;
+	if (tl->snaps_per_section < 16)
+		tl->snaps_per_section = 16;
 	memset(ops, 0, sizeof(*ops));
 	ops->ctx = tl;
 	ops->section = pass1_section;
+	ops->section_end = pass1_section_end;
 	ops->records = pass1_records;
 	ops->ledger = pass1_ledger;
 }
@@ -211,6 +304,11 @@ int timeline_prepare(struct timeline *tl, const struct report_set *set)
 	}
 	if (tl->t0 == UINT64_MAX)
 		tl->t0 = tl->t1 = 0;
+	tl->device_reserve = tl->pass1_devices.n;
+	if (tl->device_reserve > (TL_LANES_MAX - TL_LANE_TYPES) / 2)
+		tl->device_reserve = (TL_LANES_MAX - TL_LANE_TYPES) / 2;
+	tally_map_fini(&tl->pass1_devices);
+	memset(tl->last_lane, 0, sizeof(tl->last_lane));
 	/* one ns more, so that the latest end falls inside the last bucket */
 	tl->bucket_ns = ((double)(tl->t1 - tl->t0) + 1.0) / tl->nbuckets;
 	tl->window_count = calloc(tl->nwindows, sizeof(*tl->window_count));
@@ -220,34 +318,6 @@ int timeline_prepare(struct timeline *tl, const struct report_set *set)
 }
 
 /* ---- pass 2: lanes, buckets, names, exact events ------------------------------------------ */
-
-static uint64_t lane_hash(uint32_t sec, uint32_t type, uint32_t a, uint32_t b)
-{
-	uint64_t h = ((uint64_t)sec << 40) ^ ((uint64_t)type << 32) ^ ((uint64_t)a << 20) ^ b;
-
-	return h * 0x9E3779B97F4A7C15ull;
-}
-
-static bool lane_rehash(struct timeline *tl)
-{
-	size_t nslot = tl->nslot ? tl->nslot * 2 : 64, i, k;
-	uint32_t *slot = calloc(nslot, sizeof(*slot));
-
-	if (!slot)
-		return false;
-	for (i = 0; i < tl->nlanes; i++) {
-		const struct tl_lane *l = &tl->lanes[i];
-
-		for (k = lane_hash(l->sec, l->type, l->a, l->b) % nslot; slot[k];
-		     k = (k + 1) % nslot)
-			;
-		slot[k] = (uint32_t)i + 1;
-	}
-	free(tl->lane_slot);
-	tl->lane_slot = slot;
-	tl->nslot = nslot;
-	return true;
-}
 
 static long lane_new(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a, uint32_t b)
 {
@@ -261,64 +331,94 @@ static long lane_new(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t 
 	l->count = calloc(tl->nbuckets, sizeof(*l->count));
 	l->top = calloc(tl->nbuckets, sizeof(*l->top));
 	l->top_ns = calloc(tl->nbuckets, sizeof(*l->top_ns));
-	if (!l->busy || !l->count || !l->top || !l->top_ns) {
+	if (!l->busy || !l->count || !l->top || !l->top_ns ||
+	    tally_map_put(&tl->lane_map, tally_key32(sec, type), tally_key32(a, b),
+			  (uint32_t)tl->nlanes + 1) < 0) {
 		lane_free(l);
 		return -1;
 	}
+	tl->device_lanes += type == TL_LANE_DEVICE && sec != TL_LANE_OTHER;
 	return (long)tl->nlanes++;
+}
+
+/* May (sec, type, ...) have a lane of its own?  The budget is the page's (timeline.h): device
+ * lanes may use all of it, the others leave room for the devices pass 1 saw. */
+static bool own_lane_allowed(const struct timeline *tl, uint32_t type)
+{
+	size_t own_max = TL_LANES_MAX - TL_LANE_TYPES;
+	size_t reserved =
+	    tl->device_reserve > tl->device_lanes ? tl->device_reserve - tl->device_lanes : 0;
+
+	if (type == TL_LANE_DEVICE)
+		return tl->nlanes < own_max;
+	return tl->nlanes + reserved < own_max;
 }
 
 static struct tl_lane *lane_lookup(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
 				   uint32_t b)
 {
-	size_t k;
+	uint32_t found = tally_map_get(&tl->lane_map, tally_key32(sec, type), tally_key32(a, b));
 	long i;
 
-	if ((tl->nlanes + 1) * 2 > tl->nslot && !lane_rehash(tl))
-		goto oom;
-	for (k = lane_hash(sec, type, a, b) % tl->nslot; tl->lane_slot[k];
-	     k = (k + 1) % tl->nslot) {
-		struct tl_lane *l = &tl->lanes[tl->lane_slot[k] - 1];
-
-		if (l->sec == sec && l->type == type && l->a == a && l->b == b)
-			return l;
-	}
-	/* memory is lanes x buckets: past the cap, new threads or streams share one lane */
-	if (tl->nlanes >= TL_LANES_MAX && a != TL_LANE_OTHER)
-		return lane_lookup(tl, sec, type, TL_LANE_OTHER, 0);
+	if (found)
+		return &tl->lanes[found - 1];
+	/* past the budget, every rank's further threads or streams share one lane per type */
+	if (sec != TL_LANE_OTHER && !own_lane_allowed(tl, type))
+		return lane_lookup(tl, TL_LANE_OTHER, type, TL_LANE_OTHER, 0);
 	i = lane_new(tl, sec, type, a, b);
-	if (i < 0)
-		goto oom;
-	tl->lane_slot[k] = (uint32_t)i + 1;
+	if (i < 0) {
+		tl->failed = true;
+		return NULL;
+	}
 	return &tl->lanes[i];
-oom:
-	tl->failed = true;
-	return NULL;
 }
 
+static uint64_t name_hash(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (n--)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
+	return h;
+}
+
+/* The index + 1 of name s, one entry per distinct name whatever the number of ranks using it. */
 static uint32_t name_add(struct timeline *tl, const char *s)
 {
-	char *copy = strdup(s);
+	size_t len = strlen(s);
+	uint64_t h = name_hash(s, len);
+	uint32_t found = tally_map_get(&tl->name_map, h, len);
+	char *copy;
 
+	if (found && strcmp(tl->names[found - 1], s) == 0)
+		return found;
+	copy = strdup(s);
 	if (!copy || !grow((void **)&tl->names, &tl->name_cap, tl->nnames + 1, sizeof(char *))) {
 		free(copy);
 		tl->failed = true;
 		return 0;
 	}
 	tl->names[tl->nnames++] = copy;
+	/* a different name with the same hash keeps its own entry, unshared */
+	if (!found && tally_map_put(&tl->name_map, h, len, (uint32_t)tl->nnames) < 0)
+		tl->failed = true;
 	return (uint32_t)tl->nnames;
 }
 
-/* Records come in runs on one stream or thread: the last lane of each type is tried first. */
+/* Records come in runs on one stream or thread: what was asked for last, per type, first. */
 static struct tl_lane *lane(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
 			    uint32_t b)
 {
-	struct tl_lane *l = tl->last_lane[type] ? &tl->lanes[tl->last_lane[type] - 1] : NULL;
+	struct tl_lane *l;
 
-	if (l && l->sec == sec && l->a == a && l->b == b)
-		return l;
+	if (tl->last_lane[type].lane && tl->last_lane[type].sec == sec &&
+	    tl->last_lane[type].a == a && tl->last_lane[type].b == b)
+		return &tl->lanes[tl->last_lane[type].lane - 1];
 	l = lane_lookup(tl, sec, type, a, b);
-	tl->last_lane[type] = l ? (uint32_t)(l - tl->lanes) + 1 : 0;
+	tl->last_lane[type].sec = sec;
+	tl->last_lane[type].a = a;
+	tl->last_lane[type].b = b;
+	tl->last_lane[type].lane = l ? (uint32_t)(l - tl->lanes) + 1 : 0;
 	return l;
 }
 
@@ -393,26 +493,32 @@ static unsigned bucket_of(const struct timeline *tl, uint64_t rel)
 	return b >= tl->nbuckets ? tl->nbuckets - 1 : (unsigned)b;
 }
 
-/* Spread [s, e) (relative ns) over the lane's buckets; the longest event names each bucket. */
-static void lane_add(struct timeline *tl, struct tl_lane *l, uint64_t s, uint64_t e, uint32_t name)
+/* Spread [s, e) (relative ns) over buckets; with top, the longest event names each bucket. */
+static void spread(const struct timeline *tl, uint64_t *busy, uint32_t *top, uint64_t *top_ns,
+		   uint64_t s, uint64_t e, uint32_t name)
 {
 	unsigned b = bucket_of(tl, s), last = bucket_of(tl, e);
 
-	l->count[b]++;
-	l->events++;
-	l->busy_ns += e - s;
 	for (; b <= last; b++) {
 		uint64_t lo = bucket_edge(tl, b), hi = bucket_edge(tl, b + 1), in;
 
 		if (s > hi || e < lo)
 			continue;
 		in = (e < hi ? e : hi) - (s > lo ? s : lo);
-		l->busy[b] += in;
-		if (in >= l->top_ns[b]) {
-			l->top_ns[b] = in;
-			l->top[b] = name;
+		busy[b] += in;
+		if (top && in >= top_ns[b]) {
+			top_ns[b] = in;
+			top[b] = name;
 		}
 	}
+}
+
+static void lane_add(struct timeline *tl, struct tl_lane *l, uint64_t s, uint64_t e, uint32_t name)
+{
+	l->count[bucket_of(tl, s)]++;
+	l->events++;
+	l->busy_ns += e - s;
+	spread(tl, l->busy, l->top, l->top_ns, s, e, name);
 }
 
 static void keep_event(struct timeline *tl, uint32_t lane_index, uint64_t s, uint64_t e,
@@ -514,18 +620,7 @@ void timeline_pass2_ops(struct timeline *tl, struct report_scan_ops *ops)
 long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
 			uint32_t b)
 {
-	size_t k;
-
-	if (!tl->nslot)
-		return -1;
-	for (k = lane_hash(sec, type, a, b) % tl->nslot; tl->lane_slot[k];
-	     k = (k + 1) % tl->nslot) {
-		const struct tl_lane *l = &tl->lanes[tl->lane_slot[k] - 1];
-
-		if (l->sec == sec && l->type == type && l->a == a && l->b == b)
-			return (long)(l - tl->lanes);
-	}
-	return -1;
+	return (long)tally_map_get(&tl->lane_map, tally_key32(sec, type), tally_key32(a, b)) - 1;
 }
 
 /* ---- exact windows ------------------------------------------------------------------------ */

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hashmap.h"
 #include "trace-set.h"
 
 enum tl_lane_type {
@@ -27,8 +28,18 @@ enum tl_lane_type {
 	TL_LANE_TYPES,
 };
 
-#define TL_LANES_MAX  512	 /* lanes with their own buckets; the rest share one per type */
-#define TL_LANE_OTHER UINT32_MAX /* tl_lane.a of that shared lane */
+/*
+ * One budget for the whole page, whatever the number of ranks: memory is lanes x buckets.  Past
+ * it, every further stream or thread, of any rank, goes into one shared lane per type (sec and a
+ * TL_LANE_OTHER).  Device lanes are served first, up to half the budget, so that a run of many
+ * ranks shows as many whole devices as it can before any one rank's streams and threads.
+ */
+#define TL_LANES_MAX  512
+#define TL_LANE_OTHER UINT32_MAX /* tl_lane.sec and .a of a shared lane */
+/* Ledger snapshots kept per section: a page of many ranks over hours would otherwise keep one a
+ * second per rank.  A section with more keeps every 2nd, 4th ... (and always its last). */
+#define TL_SNAPS_BUDGET	     262144
+#define TL_SNAPS_PER_SECTION 4096
 
 struct tl_lane {
 	uint32_t sec, type, a, b; /* a: device or thread; b: stream */
@@ -45,13 +56,22 @@ struct tl_event {
 	uint32_t lane, name, corr, window;
 };
 
+/* What the page draws of a ledger snapshot. */
+enum { TL_SNAP_COUNTERS = 9 };
+struct tl_snap {
+	uint64_t t_end, slice, loss;
+	uint64_t v[TL_SNAP_COUNTERS]; /* timeline-json.c's snap_counters[], in order */
+	bool final;
+};
+
 struct tl_section {
 	uint64_t t_min, t_max; /* aligned; t_min UINT64_MAX while empty */
 	uint64_t *kern_ns;     /* kernel ns by name id (pass 1) */
 	uint32_t nkern;
-	struct tally_ledger *snaps;
-	size_t nsnaps, snap_cap;
-	uint32_t *name_map[2]; /* pass 2, name id -> name index + 1: [0] kernels, [1] others */
+	struct tl_snap *snaps;
+	size_t nsnaps, snap_cap, snap_stride, snaps_seen;
+	struct tally_ledger *last; /* the latest snapshot whole (its flush counters) */
+	uint32_t *name_map[2];	   /* pass 2, name id -> name index + 1: [0] kernels, [1] others */
 	uint32_t nmap[2];
 	uint32_t memop_name[17]; /* memset, then memcpy by copy kind: name index + 1 */
 	uint32_t *stack_name;	 /* pass 2, samples: stack id -> name index + 1 (innermost frame) */
@@ -69,11 +89,19 @@ struct timeline {
 	size_t nsecs;
 	struct tl_lane *lanes;
 	size_t nlanes, lane_cap;
-	uint32_t *lane_slot; /* open addressing: lane index + 1 */
-	size_t nslot;
-	uint32_t last_lane[TL_LANE_TYPES]; /* per type, the lane (index + 1) used last */
-	char **names;			   /* owned */
+	struct tally_map lane_map; /* (sec, type, a, b) -> lane index + 1 */
+	struct {
+		uint32_t sec, a, b, lane; /* what was asked for last, and the lane (index + 1) */
+	} last_lane[TL_LANE_TYPES];
+	size_t device_lanes;   /* lanes of type TL_LANE_DEVICE of a section */
+	size_t device_reserve; /* device lanes that may still come (pass 1's count, capped) */
+	struct tally_map pass1_devices; /* (sec, device) seen in pass 1 */
+	size_t snaps_per_section;
+	char **names; /* owned */
 	size_t nnames, name_cap;
+	struct tally_map name_map; /* (hash, length) of a name -> index + 1 */
+	size_t summaries;	   /* sections from summaries: figures, no timeline */
+
 	struct tl_event *events;
 	size_t nevents, event_cap;
 	struct report_gpu_gaps *gaps; /* idle stretches, exact, fed in pass 2 (gaps.h) */
@@ -86,8 +114,11 @@ struct timeline {
 
 struct timeline *timeline_new(unsigned nbuckets, uint64_t exact_budget);
 void timeline_free(struct timeline *tl);
-/* First pass: span, kernel time per name, ledger snapshots. */
-void timeline_pass1_ops(struct timeline *tl, struct report_scan_ops *ops);
+/* First pass: span, kernel time per name, ledger snapshots; inputs: files in the set (it shares
+ * the snapshot budget). */
+void timeline_pass1_ops(struct timeline *tl, struct report_scan_ops *ops, size_t inputs);
+/* The snapshot the page draws of a ledger (timeline-json.c names its counters). */
+void timeline_snap_of(const struct tally_ledger *l, struct tl_snap *s);
 /* Between the passes: fix the span, allocate per-section state. */
 int timeline_prepare(struct timeline *tl, const struct report_set *set);
 /* Second pass: buckets and exact events. */

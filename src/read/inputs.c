@@ -15,13 +15,34 @@
 #include "buf.h"
 #include "outfile.h"
 #include "path.h"
+#include "prefetch.h"
 #include "text.h"
 #include "trace-set.h"
+#include "workers.h"
+
+/*
+ * array (n items of elem bytes) with room for one more, doubling *cap: thousands of inputs and
+ * sections cost a copy each, not one per item already there (a sanitizer's realloc always
+ * moves).  The array, moved or not; NULL when out of memory (array is then unchanged).
+ */
+static void *room_for_one(void *array, size_t n, size_t *cap, size_t elem)
+{
+	size_t c;
+	void *v;
+
+	if (n < *cap)
+		return array;
+	c = *cap ? 2 * *cap : 16;
+	v = realloc(array, c * elem);
+	if (v)
+		*cap = c;
+	return v;
+}
 
 static int add_input(struct report_set *set, const char *path, char *err, size_t errlen)
 {
-	struct report_input *v = realloc(set->inputs, (set->ninputs + 1) * sizeof(*v));
-	struct report_input *in;
+	struct report_input *in,
+	    *v = room_for_one(set->inputs, set->ninputs, &set->inputs_cap, sizeof(*in));
 	struct stat st;
 	int rc;
 
@@ -37,10 +58,11 @@ static int add_input(struct report_set *set, const char *path, char *err, size_t
 		in->dev = (unsigned long long)st.st_dev;
 		in->ino = (unsigned long long)st.st_ino;
 	}
-	/* Checked, then closed until its turn: a directory of thousands of ranks must not need
-	 * thousands of descriptors at once. */
+	/* Checked, then closed until its turn, its read window given back: a directory of
+	 * thousands of ranks must need neither thousands of descriptors nor of windows at once. */
 	close(in->f->fd);
 	in->f->fd = -1;
+	tally_file_drop_window(in->f);
 	in->path = strdup(path);
 	if (!in->path || outfile_protect(path, in->dev, in->ino) < 0) {
 		free(in->path);
@@ -83,7 +105,8 @@ static int push_path(char ***files, size_t *n, size_t *cap, char *path)
 	return 0;
 }
 
-/* Every *.tally in dir, sorted by name so that the order (and section numbers) are stable. */
+/* Every *.tally and *.tsum (summaries) in dir, sorted by name so that the order (and section
+ * numbers) are stable. */
 static int expand_directory(const char *dir, char ***files, size_t *n, size_t *cap, char *err,
 			    size_t errlen)
 {
@@ -98,11 +121,12 @@ static int expand_directory(const char *dir, char ***files, size_t *n, size_t *c
 		return rc;
 	}
 	while (rc == 0 && (e = readdir(d)))
-		if (e->d_name[0] != '.' && has_suffix(e->d_name, ".tally"))
+		if (e->d_name[0] != '.' &&
+		    (has_suffix(e->d_name, ".tally") || has_suffix(e->d_name, ".tsum")))
 			rc = push_path(files, n, cap, tally_path_join(dir, e->d_name));
 	closedir(d);
 	if (rc == 0 && *n == first) {
-		snprintf(err, errlen, "%s: no *.tally file in this directory", dir);
+		snprintf(err, errlen, "%s: no *.tally (or *.tsum) file in this directory", dir);
 		rc = -ENOENT;
 	}
 	if (rc == 0)
@@ -180,6 +204,7 @@ void report_set_close(struct report_set *set)
 	for (i = 0; i < set->nduplicates; i++)
 		free(set->duplicates[i]);
 	free(set->duplicates);
+	tally_map_fini(&set->sessions);
 	for (i = set->ninputs; i-- > 0;) {
 		outfile_unprotect(set->inputs[i].dev, set->inputs[i].ino);
 		tally_file_close(set->inputs[i].f);
@@ -314,6 +339,7 @@ struct scan {
 	struct report_section *cur; /* of the file being read */
 	uint64_t done_before;	    /* bytes of the inputs already read */
 	bool consumer_failed; /* a non-zero return came from us or a consumer, not the reader */
+	struct prefetch *pf;  /* workers framing the inputs ahead (NULL: read here, serially) */
 };
 
 /* Every return from a consumer goes through here, so that a failure is not blamed on the input. */
@@ -331,6 +357,8 @@ static int end_section(struct scan *sc)
 	if (!rs || rs->ended)
 		return 0;
 	rs->ended = true;
+	if (rs->s->summary) /* a summary's records are counted, not handed out */
+		sc->set->records += rs->s->records_total;
 	return sc->ops->section_end ? took(sc, sc->ops->section_end(sc->ops->ctx, rs)) : 0;
 }
 
@@ -344,20 +372,29 @@ static void session_offset(struct report_set *set, struct report_section *rs)
 		rs->offset = (int64_t)(s->start_realtime - s->start_cupti);
 }
 
-/* The section read before with s's session id, if any (ids are unique per recording). */
-static const struct report_section *earlier_session(const struct report_set *set,
+static uint64_t id_word(const uint8_t *id)
+{
+	uint64_t w;
+
+	memcpy(&w, id, sizeof(w));
+	return w;
+}
+
+/* The section read before with s's session id, if any (ids are unique per recording); a new id
+ * is remembered.  A hash, so that thousands of ranks cost no more each than one. */
+static const struct report_section *earlier_session(struct report_set *set,
 						    const struct tally_section *s)
 {
-	size_t i;
+	uint32_t found;
 
 	if (!s->has_session_id)
 		return NULL;
-	for (i = 0; i < set->nsections; i++) {
-		const struct tally_section *e = set->sections[i]->s;
-
-		if (e->has_session_id && memcmp(e->session_id, s->session_id, 16) == 0)
-			return set->sections[i];
-	}
+	found = tally_map_get(&set->sessions, id_word(s->session_id), id_word(s->session_id + 8));
+	if (found)
+		return set->sections[found - 1];
+	/* out of memory: the repeat goes unnoticed, as if its id were new */
+	(void)tally_map_put(&set->sessions, id_word(s->session_id), id_word(s->session_id + 8),
+			    (uint32_t)set->nsections + 1);
 	return NULL;
 }
 
@@ -365,7 +402,8 @@ static const struct report_section *earlier_session(const struct report_set *set
 static int keep_duplicate(struct scan *sc, struct report_section *rs)
 {
 	struct report_set *set = sc->set;
-	struct report_section **d = realloc(set->duplicates, (set->nduplicates + 1) * sizeof(*d));
+	struct report_section **d =
+	    room_for_one(set->duplicates, set->nduplicates, &set->duplicates_cap, sizeof(*d));
 
 	if (!d) {
 		free(rs);
@@ -392,7 +430,7 @@ static int section_for(struct scan *sc, struct tally_section *s, struct report_s
 	rc = end_section(sc);
 	if (rc)
 		return rc;
-	v = realloc(set->sections, (set->nsections + 1) * sizeof(*v));
+	v = room_for_one(set->sections, set->nsections, &set->sections_cap, sizeof(*v));
 	rs = calloc(1, sizeof(*rs));
 	if (!v || !rs) {
 		free(rs);
@@ -410,7 +448,7 @@ static int section_for(struct scan *sc, struct tally_section *s, struct report_s
 	rs->duplicate_of = earlier_session(set, s);
 	if (rs->duplicate_of)
 		return keep_duplicate(sc, rs);
-	v[set->nsections++] = rs;
+	set->sections[set->nsections++] = rs;
 	return sc->ops->section ? took(sc, sc->ops->section(sc->ops->ctx, rs)) : 0;
 }
 
@@ -530,6 +568,39 @@ static void on_progress(void *ctx, uint64_t offset, uint64_t size)
 		sc->ops->progress(sc->ops->pctx, sc->done_before + offset, sc->set->total_bytes);
 }
 
+/* Input in read here: framed and applied on this thread. */
+static int read_here(struct scan *sc, const struct tally_read_ops *rops, char *err, size_t errlen)
+{
+	int rc;
+
+	/* O_NONBLOCK: a regular file when opened first; should it be a FIFO now, fail, not wait */
+	sc->in->f->fd = open(sc->in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (sc->in->f->fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", sc->in->path, strerror(errno));
+		return rc;
+	}
+	rc = tally_file_read(sc->in->f, rops);
+	close(sc->in->f->fd);
+	sc->in->f->fd = -1;
+	tally_file_drop_window(sc->in->f);
+	return rc;
+}
+
+/* Input in framed by a worker (prefetch.h), its items applied here, in order. */
+static int read_prefetched(struct scan *sc, const struct tally_read_ops *rops, char *err,
+			   size_t errlen)
+{
+	struct tally_reading *r = tally_reading_new(sc->in->f, rops);
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	rc = prefetch_input(sc->pf, (size_t)(sc->in - sc->set->inputs), r, err, errlen);
+	tally_reading_end(r);
+	return rc;
+}
+
 static int scan_file(struct scan *sc, char *err, size_t errlen)
 {
 	struct tally_read_ops rops = {
@@ -543,19 +614,11 @@ static int scan_file(struct scan *sc, char *err, size_t errlen)
 
 	sc->cur = NULL;
 	sc->in->first_section = (unsigned)sc->set->nsections;
-	/* O_NONBLOCK: a regular file when opened first; should it be a FIFO now, fail, not wait */
-	sc->in->f->fd = open(sc->in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (sc->in->f->fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", sc->in->path, strerror(errno));
-		sc->set->read_failed = true;
-		return rc;
-	}
-	rc = tally_file_read(sc->in->f, &rops);
-	close(sc->in->f->fd);
-	sc->in->f->fd = -1;
+	sc->consumer_failed = false;
+	rc = sc->pf ? read_prefetched(sc, &rops, err, errlen) : read_here(sc, &rops, err, errlen);
 	if (rc < 0 && !sc->consumer_failed) {
-		snprintf(err, errlen, "%s: read failed: %s", sc->in->path, strerror(-rc));
+		if (!err[0]) /* else the open said why */
+			snprintf(err, errlen, "%s: read failed: %s", sc->in->path, strerror(-rc));
 		sc->set->read_failed = true;
 	}
 	if (rc)
@@ -588,13 +651,20 @@ static void judge(struct report_set *set)
 int report_scan(struct report_set *set, const struct report_scan_ops *ops, char *err, size_t errlen)
 {
 	struct scan sc = {.set = set, .ops = ops};
+	unsigned jobs = tally_workers();
 	size_t i;
 	int rc = 0;
 
+	if (errlen)
+		err[0] = '\0';
+	/* a second thread is worth it for one large input too: decoding runs beside the consumer */
+	if (jobs > 1)
+		sc.pf = prefetch_start(set, jobs);
 	for (i = 0; i < set->ninputs && rc == 0; i++) {
 		sc.in = &set->inputs[i];
 		rc = scan_file(&sc, err, errlen);
 	}
+	prefetch_stop(sc.pf);
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	if (rc == 0)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hashmap.h"
 #include "ledger.h"
 #include "reader.h"
 #include "tally-format.h"
@@ -59,9 +60,9 @@ struct report_section {
 
 struct report_set {
 	struct report_input *inputs;
-	size_t ninputs;
+	size_t ninputs, inputs_cap;
 	struct report_section **sections;
-	size_t nsections;
+	size_t nsections, sections_cap;
 	uint64_t total_bytes;
 	bool align;    /* align sections through their clock pairs (default true) */
 	uint64_t base; /* origin for relative times: earliest aligned session start (0: unknown) */
@@ -69,7 +70,8 @@ struct report_set {
 	bool read_failed; /* report_scan() failed on an input (not on its consumer) */
 	uint64_t records;
 	struct report_section **duplicates; /* sections skipped as repeats (duplicate_of set) */
-	size_t nduplicates;
+	size_t nduplicates, duplicates_cap;
+	struct tally_map sessions; /* session id -> index + 1 of the section that carries it */
 };
 
 /*

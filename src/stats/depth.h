@@ -4,9 +4,13 @@
  * on a stream, each from the start of its launch call to the end of its GPU work, averaged over
  * time buckets (HTA's queue length, with time-weighted means instead of samples).  Each stream
  * of each device of each process has a fixed number of buckets from its section's start; when
- * the work runs past the last one the buckets double in width, pairs added together, so memory
- * is buckets x streams whatever the length.  An interval costs O(1): its first and last bucket
- * get their part, the whole buckets between it a count in a difference array.
+ * the work runs past the last one the buckets double in width, pairs added together.  A stream
+ * keeps only the buckets from its first work to its last (lo .. n - 1), so memory is what the
+ * streams' curves span, at most buckets x streams, however many streams a trace has and however
+ * late they start; streams are found by a hash.  With thousands of streams, each gets fewer
+ * buckets (depth.c, BUCKET_BUDGET), so that memory and the curves written stay proportional to the
+ * launches.  An interval costs O(1): its first and last
+ * bucket get their part, the whole buckets between it a count in a difference array.
  */
 #ifndef TALLY_STATS_DEPTH_H
 #define TALLY_STATS_DEPTH_H
@@ -19,10 +23,13 @@ struct qseries {
 	unsigned section;
 	uint32_t device, stream;
 	uint64_t origin, width; /* bucket i is [origin + i * width, origin + (i + 1) * width) */
-	uint32_t n;		/* buckets (of nbuckets) that hold anything, from the first */
-	double *mean;		/* after queues_finish: launches outstanding, time-averaged */
-	double *area;		/* ns x launches in partly covered buckets */
-	int32_t *cover;		/* whole buckets covered, as a difference array */
+	uint32_t lo, n;		/* buckets lo .. n - 1 (of nbuckets) hold anything; before lo: 0 */
+	double *mean;		/* after queues_finish: launches outstanding, time-averaged, of
+				   buckets lo .. n - 1 (mean[b - lo]) */
+	double *area;		/* ns x launches in partly covered buckets, from lo */
+	int32_t *cover;		/* whole buckets covered, as a difference array, from lo */
+	uint32_t cap;		/* area holds cap buckets, cover cap + 1 */
+	uint32_t nb;		/* its buckets at most (depth.c: fewer when streams are many) */
 	uint64_t launches;
 	uint64_t first, last; /* earliest launch call, latest end of GPU work */
 	long double total;    /* ns x launches, the whole series */

@@ -79,6 +79,12 @@ int report_gpu_gaps_add(struct report_gpu_gaps *g, const struct report_section *
 			const struct tally_record *r, size_t n);
 /* rs has ended: compute its gaps and buckets.  0 or -ENOMEM. */
 int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_section *rs);
+/*
+ * Instead of report_gpu_gaps_section: rs has ended, and only its busy time is wanted (a summary's
+ * figure): the ns its devices ran anything, idle stretches shorter than gap_min counted as busy.
+ * Its state is freed; no gap is listed.
+ */
+uint64_t report_gpu_gaps_take_busy(struct report_gpu_gaps *g, const struct report_section *rs);
 /* Results so far, in section order, each section's device gaps first, then per stream. */
 const struct report_gap *report_gpu_gaps_list(const struct report_gpu_gaps *g, size_t *n);
 const struct report_util *report_gpu_util_list(const struct report_gpu_gaps *g, size_t *n);

@@ -63,9 +63,10 @@ struct live_map {
 	size_t cap, n;
 };
 
+/* Addresses are 512 B- to 2 MiB-aligned: every bit must move the slot, not just the low ones. */
 static uint64_t live_hash(uint64_t addr, uint32_t sec)
 {
-	return (addr ^ ((uint64_t)sec << 48)) * 0x9e3779b97f4a7c15ull;
+	return tally_hash_pair(addr, sec);
 }
 
 static struct live *live_find(struct live_map *lm, uint64_t addr, uint32_t sec)
@@ -82,17 +83,23 @@ static struct live *live_find(struct live_map *lm, uint64_t addr, uint32_t sec)
 /* The section+device+kind row of e, made if new. */
 static struct mem_usage_row *row_for(struct mem_usage *m, const struct mem_event *e)
 {
+	uint32_t found = tally_map_get(&m->row_map, tally_key32(e->sec, e->device), e->kind);
 	struct mem_usage_row *t;
-	size_t i;
 
-	for (i = 0; i < m->nrows; i++)
-		if (m->rows[i].sec == e->sec && m->rows[i].device == e->device &&
-		    m->rows[i].kind == e->kind)
-			return &m->rows[i];
-	t = realloc(m->rows, (m->nrows + 1) * sizeof(*t));
-	if (!t)
+	if (found)
+		return &m->rows[found - 1];
+	if (m->nrows == m->rows_cap) {
+		size_t cap = m->rows_cap ? 2 * m->rows_cap : 8;
+
+		t = realloc(m->rows, cap * sizeof(*t));
+		if (!t)
+			return NULL;
+		m->rows = t;
+		m->rows_cap = cap;
+	}
+	if (tally_map_put(&m->row_map, tally_key32(e->sec, e->device), e->kind,
+			  (uint32_t)m->nrows + 1) < 0)
 		return NULL;
-	m->rows = t;
 	t = &m->rows[m->nrows++];
 	memset(t, 0, sizeof(*t));
 	t->sec = e->sec;
@@ -181,5 +188,6 @@ void mem_usage_fini(struct mem_usage *m)
 {
 	free(m->ev);
 	free(m->rows);
+	tally_map_fini(&m->row_map);
 	memset(m, 0, sizeof(*m));
 }

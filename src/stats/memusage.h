@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hashmap.h"
 #include "trace-set.h"
 
 struct mem_event {
@@ -28,7 +29,8 @@ struct mem_usage {
 	struct mem_event *ev; /* in time order after mem_usage_finish */
 	size_t n, cap;
 	struct mem_usage_row *rows; /* in order of first appearance */
-	size_t nrows;
+	size_t nrows, rows_cap;
+	struct tally_map row_map; /* (section, device, kind) -> row index + 1 */
 	bool failed;
 	bool saturated; /* a byte count stopped at UINT64_MAX rather than wrap */
 };

@@ -589,6 +589,16 @@ static const char *const empty_text[R_COUNT] = {
 			   "--gpu-metrics and NVTX ranges)",
 };
 
+/* A report a summary cannot carry, when summaries are among the inputs: none of its rows. */
+static void summarized_only(const struct stats *st, enum report_id r, struct report_view *v)
+{
+	if (st->summaries && !stats_summarized(r)) {
+		v->nrows = 0;
+		v->empty = "summaries (tally stats --partial) carry no records: this report needs "
+			   "the traces themselves";
+	}
+}
+
 /* What a report must say beside its rows: a figure that could not be shown as it is. */
 static void view_notes(const struct stats *st, enum report_id r, struct report_view *v)
 {
@@ -616,8 +626,11 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 		     struct analysis_ctx *ax, struct host_view_ctx *hx)
 {
 	memset(v, 0, sizeof(*v));
-	if (analysis_view(st, set, r, v, ax))
+	if (analysis_view(st, set, r, v, ax)) {
+		if (st->summaries) /* they need the records themselves */
+			summarized_only(st, r, v);
 		return;
+	}
 	v->name = report_defs[r].name;
 	v->title = report_defs[r].title;
 	v->empty = empty_text[r];
@@ -653,6 +666,7 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 		v->nrows = r == R_KERN_STACK_SUM && !st->stacked_kernels ? 0 : st->t[r].n;
 	}
 	view_notes(st, r, v);
+	summarized_only(st, r, v);
 }
 
 static void untimed_note(const struct stats *st, FILE *out, const char *prefix)
@@ -663,6 +677,20 @@ static void untimed_note(const struct stats *st, FILE *out, const char *prefix)
 			" record(s) have no timestamps (their timing was lost): "
 			"they are in none of the reports below\n",
 			prefix, st->untimed);
+}
+
+/* Medians past the budget of kept values come from the sketch: say so, and how close they are. */
+static void sketch_note(const struct stats *st, FILE *out, const char *prefix)
+{
+	if (st->sketching && (stats_wants(st, R_NVTX_SUM) || stats_wants(st, R_API_SUM) ||
+			      stats_wants(st, R_KERN_SUM) || stats_wants(st, R_KERN_GB_SUM) ||
+			      stats_wants(st, R_MEM_TIME_SUM) || stats_wants(st, R_MEM_SIZE_SUM) ||
+			      stats_wants(st, R_KERN_STACK_SUM)))
+		fprintf(
+		    out,
+		    "%stally: medians (Med) are from a quantile sketch, each within %.2f%% of the "
+		    "exact median (%s); counts, totals, minima, maxima and deviations are exact\n",
+		    prefix, SKETCH_REL_ERROR * 100, st->why_sketch);
 }
 
 /* "jobs": one object per job the traces belong to (more than one: they do not go together). */
@@ -705,12 +733,16 @@ int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum 
 		jobs_json(st, &j);
 		tally_json_field_uint(&j, "untimed_records", st->untimed);
 		tally_json_field_uint(&j, "time_base_ns", st->base);
+		tally_json_field_string(&j, "medians", st->sketching ? "sketch" : "exact");
+		tally_json_field_double(&j, "median_max_rel_error",
+					st->sketching ? SKETCH_REL_ERROR : 0.0);
 		tally_json_name(&j, "reports");
 		tally_json_array_begin(&j);
 	} else {
 		report_loss_text(out, set, fmt == REPORT_FMT_CSV ? "# " : "");
 		stats_jobs_warning(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
 		untimed_note(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
+		sketch_note(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
 	}
 	for (r = 0; r < R_COUNT; r++) {
 		struct report_view v;

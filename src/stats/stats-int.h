@@ -14,6 +14,7 @@
 #include "memusage.h"
 #include "metricsum.h"
 #include "samplesum.h"
+#include "sketch.h"
 #include "spread.h"
 #include "stats.h"
 #include "steps.h"
@@ -55,12 +56,27 @@ struct u64vec {
 	size_t n, cap;
 };
 
-/* One row of a summary report: every value of the group is kept, for the exact median. */
+/* Exact moments of a group's values, kept as they come once the values are not (and the figures
+ * a summary carries): they add up, group to group and summary to summary. */
+struct moments {
+	uint64_t n, total, min, max;
+	unsigned __int128 sq; /* sum of squares: exact while values < 2^32 and n < 2^31 */
+	long double lsq;      /* the same, in long double, past that */
+};
+
+/*
+ * One row of a summary report.  While the values kept by all groups fit the budget
+ * (stats_request.exact_values), every value is kept, for the exact median; past it, every group
+ * turns to its exact moments and a quantile sketch (sketch.h), and memory stops growing with the
+ * trace.
+ */
 struct group {
 	char *name; /* owned */
 	int32_t grid[3], block[3];
 	unsigned style; /* nvtx: 0 push/pop, 1 start/end */
 	struct u64vec vals;
+	struct moments m;	      /* sketching */
+	struct tally_sketch sk;	      /* sketching */
 	struct stats_group_view view; /* after stats_finish */
 };
 
@@ -116,6 +132,8 @@ struct strpool {
 	size_t cap, n;
 };
 
+struct stats_partial;
+
 struct stats {
 	struct stats_request req;
 	struct gtable t[R_COUNT];	 /* summary reports */
@@ -131,6 +149,12 @@ struct stats {
 	struct mem_usage mem_usage;   /* cuda_gpu_mem_usage */
 	/* kernels with a call stack: with none, the stack report is empty */
 	uint64_t stacked_kernels;
+	uint64_t kept;	       /* values kept by all groups (their capacity) */
+	uint64_t exact_values; /* the budget of kept values */
+	bool sketching;	       /* past it: moments and sketches, every group */
+	char why_sketch[96];
+	struct stats_partial *partial; /* --partial: what the summary needs (summary.c) */
+	uint64_t summaries;	       /* sections read from summaries */
 	/* the analyses, each made when a report needs it */
 	struct breakdown *bd;
 	struct queues *queues;
@@ -160,6 +184,19 @@ struct analysis_ctx {
 };
 bool analysis_view(const struct stats *st, const struct report_set *set, enum report_id r,
 		   struct report_view *v, struct analysis_ctx *ax);
+/* summary.c: a section's chunks and records kept for its summary; a summary's aggregates merged */
+int stats_partial_chunk(struct stats *st, struct report_section *rs,
+			const struct tally_chunk_info *c, const uint8_t *payload);
+int stats_partial_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			  size_t n);
+int stats_partial_section_end(struct stats *st, struct report_section *rs);
+void stats_partial_free(struct stats_partial *p);
+int stats_summary_chunk(struct stats *st, const uint8_t *payload, size_t len);
+long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned style);
+
+/* Every group of every table to moments and a sketch (past the budget, or for a summary). */
+int stats_to_sketches(struct stats *st);
+void moments_merge(struct moments *m, const struct moments *o);
 
 /* The host reports' views (hostreports.c): x lives as long as the view is written. */
 struct host_view_ctx {

@@ -7,6 +7,7 @@
  * sorting) and the sample standard deviation (two passes in long double) of every group.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,21 +32,90 @@ static bool wants_any(const struct stats *st, const enum report_id *r)
 	return false;
 }
 
-static bool vec_push(struct stats *st, struct u64vec *v, uint64_t x)
+static void moments_add(struct moments *m, uint64_t x)
 {
+	if (!m->n || x < m->min)
+		m->min = x;
+	if (x > m->max)
+		m->max = x;
+	m->n++;
+	m->total += x;
+	m->sq += (unsigned __int128)x * x;
+	m->lsq += (long double)x * (long double)x;
+}
+
+void moments_merge(struct moments *m, const struct moments *o)
+{
+	if (!o->n)
+		return;
+	if (!m->n || o->min < m->min)
+		m->min = o->min;
+	if (o->max > m->max)
+		m->max = o->max;
+	m->n += o->n;
+	m->total += o->total;
+	m->sq += o->sq;
+	m->lsq += o->lsq;
+}
+
+static void sketch_value(struct stats *st, struct group *g, uint64_t x)
+{
+	moments_add(&g->m, x);
+	if (tally_sketch_add(&g->sk, x, 1) < 0)
+		st->failed = true;
+}
+
+int stats_to_sketches(struct stats *st)
+{
+	size_t r, i, k;
+
+	if (st->sketching)
+		return 0;
+	st->sketching = true;
+	snprintf(st->why_sketch, sizeof(st->why_sketch),
+		 "more values than the %" PRIu64 " --exact-medians keeps", st->exact_values);
+	for (r = 0; r < R_COUNT; r++)
+		for (i = 0; i < st->t[r].n; i++) {
+			struct group *g = &st->t[r].g[i];
+
+			for (k = 0; k < g->vals.n; k++) {
+				moments_add(&g->m, g->vals.v[k]);
+				if (tally_sketch_add(&g->sk, g->vals.v[k], 1) < 0)
+					return -ENOMEM;
+			}
+			free(g->vals.v);
+			memset(&g->vals, 0, sizeof(g->vals));
+		}
+	st->kept = 0;
+	return 0;
+}
+
+/* A value into a group that keeps its values, growing it within the budget (stats_request). */
+static void vec_push(struct stats *st, struct group *g, uint64_t x)
+{
+	struct u64vec *v = &g->vals;
+
 	if (v->n == v->cap) {
 		size_t cap = v->cap ? 2 * v->cap : 16;
-		uint64_t *t = realloc(v->v, cap * sizeof(*t));
+		uint64_t *t;
 
+		if (st->kept + (cap - v->cap) > st->exact_values) {
+			if (stats_to_sketches(st) < 0)
+				st->failed = true;
+			else
+				sketch_value(st, g, x);
+			return;
+		}
+		t = realloc(v->v, cap * sizeof(*t));
 		if (!t) {
 			st->failed = true;
-			return false;
+			return;
 		}
+		st->kept += cap - v->cap;
 		v->v = t;
 		v->cap = cap;
 	}
 	v->v[v->n++] = x;
-	return true;
 }
 
 static void *row_push(struct stats *st, struct rowvec *v)
@@ -95,7 +165,7 @@ static bool group_equal(const struct group *g, const char *name, const int32_t *
  * The group for (name, grid/block, style), made if new.  Returns its index, or -1 when memory ran
  * out.  gb (six ints) is NULL for reports that do not split by launch shape.
  */
-static long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned style)
+long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned style)
 {
 	size_t mask, i;
 	uint64_t h = group_hash(name, gb, style);
@@ -156,6 +226,7 @@ static void gtable_fini(struct gtable *t)
 	for (i = 0; i < t->n; i++) {
 		free(t->g[i].name);
 		free(t->g[i].vals.v);
+		tally_sketch_fini(&t->g[i].sk);
 	}
 	free(t->g);
 	free(t->slot);
@@ -244,12 +315,15 @@ static inline struct group *cached_group(struct stats *st, enum report_id r,
 	return named_group(st, r, rs, id);
 }
 
-static inline void vec_add(struct stats *st, struct u64vec *v, uint64_t x)
+/* The hot path: a store while values are kept, else the moments and the sketch. */
+static inline void group_add(struct stats *st, struct group *g, uint64_t x)
 {
-	if (v->n < v->cap)
-		v->v[v->n++] = x;
+	if (st->sketching)
+		sketch_value(st, g, x);
+	else if (g->vals.n < g->vals.cap)
+		g->vals.v[g->vals.n++] = x;
 	else
-		vec_push(st, v, x);
+		vec_push(st, g, x);
 }
 
 static bool nvtx_cache_grow(struct sec_cache *c)
@@ -469,7 +543,7 @@ static void kernel_stack(struct stats *st, struct report_section *rs, const stru
 	st->stacked_kernels += r->stack_id != 0;
 	for (style = 0; style < 2; style++)
 		if ((g = stack_group(st, rs, r->stack_id, style)))
-			vec_add(st, &g->vals, r->end - r->start);
+			group_add(st, g, r->end - r->start);
 }
 
 static void kernel(struct stats *st, struct report_section *rs, const struct tally_record *r)
@@ -478,7 +552,7 @@ static void kernel(struct stats *st, struct report_section *rs, const struct tal
 	struct group *g;
 
 	if (stats_wants(st, R_KERN_SUM) && (g = cached_group(st, R_KERN_SUM, rs, r->name_id)))
-		vec_add(st, &g->vals, dur);
+		group_add(st, g, dur);
 	if (stats_wants(st, R_KERN_GB_SUM)) {
 		int32_t gb[6] = {r->grid[0],  r->grid[1],  r->grid[2],
 				 r->block[0], r->block[1], r->block[2]};
@@ -489,7 +563,7 @@ static void kernel(struct stats *st, struct report_section *rs, const struct tal
 		if (k < 0)
 			st->failed = true;
 		else
-			vec_push(st, &st->t[R_KERN_GB_SUM].g[k].vals, dur);
+			group_add(st, &st->t[R_KERN_GB_SUM].g[k], dur);
 	}
 	if (stats_wants(st, R_GPU_TRACE))
 		add_gpu_row(st, rs, r,
@@ -510,9 +584,9 @@ static void memop(struct stats *st, struct report_section *rs, const struct tall
 	struct group *g;
 
 	if (stats_wants(st, R_MEM_TIME_SUM) && (g = memop_group(st, R_MEM_TIME_SUM, op)))
-		vec_add(st, &g->vals, r->end - r->start);
+		group_add(st, g, r->end - r->start);
 	if (stats_wants(st, R_MEM_SIZE_SUM) && (g = memop_group(st, R_MEM_SIZE_SUM, op)))
-		vec_add(st, &g->vals, r->bytes);
+		group_add(st, g, r->bytes);
 	if (stats_wants(st, R_GPU_TRACE))
 		add_gpu_row(st, rs, r, memop_names[op]);
 }
@@ -524,7 +598,7 @@ static void api(struct stats *st, struct report_section *rs, const struct tally_
 	const char *name;
 
 	if (stats_wants(st, R_API_SUM) && (g = cached_group(st, R_API_SUM, rs, r->name_id)))
-		vec_add(st, &g->vals, r->end - r->start);
+		group_add(st, g, r->end - r->start);
 	if (!stats_wants(st, R_API_TRACE))
 		return;
 	name = pool_name(st, report_string(rs, r->name_id));
@@ -547,7 +621,7 @@ static void nvtx_range(struct stats *st, struct report_section *rs, const struct
 
 	if (!(r->flags & TALLY_REC_DEPTH_LOST) && stats_wants(st, R_NVTX_SUM) &&
 	    (g = nvtx_group(st, rs, r)))
-		vec_add(st, &g->vals, r->end - r->start);
+		group_add(st, g, r->end - r->start);
 }
 
 /* osrt_sum: blocking calls by call, nsys's columns (one group per call, found once). */
@@ -560,7 +634,7 @@ static void osrt(struct stats *st, struct report_section *rs, const struct tally
 	if (!stats_wants(st, R_OSRT_SUM))
 		return;
 	if (slot && *slot) {
-		vec_add(st, &st->t[R_OSRT_SUM].g[*slot - 1].vals, r->end - r->start);
+		group_add(st, &st->t[R_OSRT_SUM].g[*slot - 1], r->end - r->start);
 		return;
 	}
 	g = gtable_get(&st->t[R_OSRT_SUM], name ? name : report_string(rs, r->name_id), NULL, 0);
@@ -570,7 +644,7 @@ static void osrt(struct stats *st, struct report_section *rs, const struct tally
 	}
 	if (slot && name)
 		*slot = (uint32_t)g + 1;
-	vec_add(st, &st->t[R_OSRT_SUM].g[g].vals, r->end - r->start);
+	group_add(st, &st->t[R_OSRT_SUM].g[g], r->end - r->start);
 }
 
 typedef void (*record_fn)(struct stats *st, struct report_section *rs,
@@ -607,6 +681,8 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 
 	if (st->gaps && report_gpu_gaps_add(st->gaps, rs, r, n) < 0)
 		st->failed = true;
+	if (st->partial && stats_partial_records(st, rs, r, n) < 0)
+		st->failed = true;
 	if (st->gm && (gm_add(st->gm, rs, r, n) < 0 || (stats_wants(st, R_GPU_METRICS_NVTX) &&
 							gm_collect_ranges(st->gm, rs, r, n) < 0)))
 		st->failed = true;
@@ -640,6 +716,23 @@ static int on_section_end(void *ctx, struct report_section *rs)
 	    (st->launches && launches_section_end(st->launches, rs) < 0) ||
 	    host_reports_section_end(st, rs) < 0)
 		st->failed = true;
+	if (st->partial && stats_partial_section_end(st, rs) < 0)
+		st->failed = true;
+	st->summaries += rs->s->summary;
+	return st->failed ? -ENOMEM : 0;
+}
+
+/* A summary's aggregates (in its sections only), and, for --partial, the chunks a summary keeps. */
+static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chunk_info *c,
+		    const uint8_t *payload)
+{
+	struct stats *st = ctx;
+
+	if (c->type == TALLY_CHUNK_SUMMARY && rs->s->summary &&
+	    stats_summary_chunk(st, payload, c->len) < 0)
+		st->failed = true;
+	if (st->partial && stats_partial_chunk(st, rs, c, payload) < 0)
+		st->failed = true;
 	return st->failed ? -ENOMEM : 0;
 }
 
@@ -658,6 +751,7 @@ void stats_scan_ops(struct stats *st, struct report_scan_ops *ops)
 	ops->section = on_section;
 	ops->records = on_records;
 	ops->section_end = on_section_end;
+	ops->chunk = on_chunk;
 	ops->ctx = st;
 }
 
@@ -696,6 +790,9 @@ struct stats *stats_new(const struct stats_request *req)
 	if (!st)
 		return NULL;
 	st->req = *req;
+	st->exact_values = req->exact_values ? req->exact_values : STATS_EXACT_VALUES;
+	st->sketching = req->sketch_only;
+	snprintf(st->why_sketch, sizeof(st->why_sketch), "%s", "asked for by --exact-medians 0");
 	if (!analyses_new(st)) {
 		stats_free(st);
 		return NULL;
@@ -757,6 +854,7 @@ void stats_free(struct stats *st)
 	spread_free(st->spread);
 	report_jobs_free(&st->jobs);
 	free(st->findings);
+	stats_partial_free(st->partial);
 	free(st->secs);
 	free(st->gpu.v);
 	free(st->api.v);
@@ -812,7 +910,31 @@ static bool exact_moments(const struct u64vec *vals, struct stats_group_view *v,
 	return true;
 }
 
-static void finish_group(struct group *g)
+/* The figures of a group that kept moments and a sketch, not its values. */
+static void finish_sketched(struct group *g, struct stats_group_view *v)
+{
+	const struct moments *m = &g->m;
+	long double ss;
+
+	v->count = m->n;
+	if (!v->count)
+		return;
+	v->total = m->total;
+	v->min = m->min;
+	v->max = m->max;
+	if (m->max < (1ull << 32) && m->n < (1ull << 31))
+		ss = (long double)(m->n * m->sq - (unsigned __int128)m->total * m->total) /
+		     (long double)m->n;
+	else
+		ss = m->lsq - (long double)m->total * (long double)m->total / (long double)m->n;
+	if (ss < 0)
+		ss = 0;
+	v->avg = (double)((long double)v->total / (long double)v->count);
+	v->stddev = v->count > 1 ? (double)sqrtl(ss / (long double)(v->count - 1)) : 0.0;
+	v->median = tally_sketch_median(&g->sk, m->min, m->max);
+}
+
+static void finish_group(const struct stats *st, struct group *g)
 {
 	struct stats_group_view *v = &g->view;
 	long double mean, ss = 0;
@@ -823,6 +945,10 @@ static void finish_group(struct group *g)
 	v->name = g->name;
 	memcpy(v->grid, g->grid, sizeof(v->grid));
 	memcpy(v->block, g->block, sizeof(v->block));
+	if (st->sketching) {
+		finish_sketched(g, v);
+		return;
+	}
 	v->count = g->vals.n;
 	if (!v->count)
 		return;
@@ -855,7 +981,7 @@ static int cmp_group(const void *pa, const void *pb)
 	return c ? c : memcmp(a->block, b->block, sizeof(a->block));
 }
 
-static int finish_table(struct gtable *t)
+static int finish_table(const struct stats *st, struct gtable *t)
 {
 	size_t i;
 
@@ -868,7 +994,7 @@ static int finish_table(struct gtable *t)
 	for (i = 0; i < t->n; i++) {
 		uint64_t total;
 
-		finish_group(&t->g[i]);
+		finish_group(st, &t->g[i]);
 		total = t->g[i].view.total;
 		t->saturated |= t->g[i].view.saturated || t->grand_total > UINT64_MAX - total;
 		t->grand_total =
@@ -1028,7 +1154,7 @@ int stats_finish(struct stats *st, const struct report_set *set)
 	if (st->failed)
 		return -ENOMEM;
 	for (r = 0; r < R_COUNT; r++)
-		if (finish_table(&st->t[r]) < 0)
+		if (finish_table(st, &st->t[r]) < 0)
 			return -ENOMEM;
 	group_by_style(&st->t[R_KERN_STACK_SUM]);
 	if (host_reports_finish(st) < 0)

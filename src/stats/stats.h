@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sketch.h"
 #include "table.h"
 #include "trace-set.h"
 
@@ -25,8 +26,14 @@ struct stats_request {
 	const char *range;		 /* rank_steps: the NVTX range (NULL: step, ProfilerStep) */
 	unsigned top;			 /* kern_rank_spread: kernels compared (0: 10) */
 	unsigned queue_buckets;		 /* gpu_queue_depth: buckets per stream (0: 1024) */
+	/* values kept for exact medians, all groups together (0: STATS_EXACT_VALUES); past it,
+	 * medians come from a quantile sketch within SKETCH_REL_ERROR */
+	uint64_t exact_values;
+	bool sketch_only; /* medians from the sketch from the first value (--exact-medians 0) */
 	uint64_t kernel_wait_ns; /* idle classes: kernel wait below this (0: the launch's cost) */
 };
+
+#define STATS_EXACT_VALUES 4000000ull /* 32 MB of values */
 
 /* The reports, in nsys's order; index is stable for the bit mask above. */
 struct report_def {
@@ -66,6 +73,32 @@ struct stats_group_view {
 const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i);
 /* Timed records left out of every report because their timestamps were lost (BAD_TIME). */
 uint64_t stats_untimed(const struct stats *st);
+/*
+ * Summaries (summary.c): stats_partial_begin before the scan makes the aggregation keep what a
+ * summary needs; after stats_finish, stats_partial_write writes it to path (a temporary file
+ * renamed over it; force: replace a regular file).  0 or -errno with err.  stats_summarized: the
+ * reports a summary carries (the others need records).
+ */
+int stats_partial_begin(struct stats *st);
+int stats_partial_write(struct stats *st, const struct report_set *set, const char *path,
+			bool force, char *err, size_t errlen);
+bool stats_summarized(unsigned report);
+/* One group of a summary's aggregates, as stats_summary_each hands it out (valid during the call).
+ */
+struct stats_summary_group {
+	unsigned report;	     /* index into report_defs */
+	const char *name;	     /* kernel names as recorded (mangled) */
+	unsigned style;		     /* nvtx_sum: push/pop or start/end; the stack report's "by" */
+	const int32_t *gb;	     /* grid[3], block[3] (cuda_gpu_kern_gb_sum) */
+	uint64_t n, total, min, max; /* exact */
+	unsigned __int128 sq;	     /* sum of squares, exact while values < 2^32 */
+	long double lsq;
+	const struct tally_sketch *sk;
+};
+typedef int (*stats_summary_fn)(void *ctx, const struct stats_summary_group *g);
+/* Every group of a SUMMARY chunk's payload (a STATS part; other parts hold none).  0 or fn's
+ * non-zero value; a damaged payload ends the groups early. */
+int stats_summary_each(const uint8_t *payload, size_t len, stats_summary_fn fn, void *ctx);
 
 /* The analyses behind the reports, for the page and the exports (NULL: not computed). */
 struct bd_row;

@@ -124,6 +124,22 @@ check_page merged "$T/merged.tally" --ranks 2
 mkdir "$T/ranks" && cp "$T/r0.tally" "$T/r1.tally" "$T/ranks/"
 check_page ranks-dir "$T/ranks" --ranks 2
 
+# Many ranks, past the page's one lane budget (160 ranks of 4 lanes: 640 asked for, 512 kept): the
+# page renders, every rank is in the ranks table, the lanes past the budget are shared (the
+# timeline's "more ranks" band), and the charts are capped with a note of how many were left out.
+# (bench/bench-scale.sh renders 2048.)
+mkdir "$T/many"
+i=0
+while [ $i -lt 160 ]; do
+	RANK=$i "$TESTSRC" -o "$T/many/rank$i.tally" --kernels 60 --memcpys 4 --streams 2 --seed $i \
+		>/dev/null || bad "testsrc many $i"
+	i=$((i + 1))
+done
+check_page many "$T/many" --ranks 160
+grep -q '"sec":4294967295' "$T/many.html" && ok "many: lanes past the budget shared by all ranks" ||
+	bad "many: no shared lane"
+grep -q 'more processes. ledgers not drawn' "$T/many.dom" && ok "many: ledger charts capped, with a note" ||
+	bad "many: no note of the ledgers left out"
 # Four ranks built with exact times, rank 2 sleeping 50 ms a step, memory held: the checker holds
 # the diagnosis, the breakdown bars, the straggler line and the tables to what stats says.
 mkdir "$T/steps"

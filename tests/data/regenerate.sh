@@ -66,6 +66,10 @@ cp "$D/tiny.tally" "$C/tiny"
 cp "$D/lossy.tally" "$C/lossy"
 cp "$D/metrics.tally" "$C/metrics"
 cp "$D/host.tally" "$C/host"
+# a summary (tally stats --partial: SUMMARY chunks, no records) of a lossy and a clean trace
+"$B/src/cli/tally" stats --partial --force -o "$C/summary.tsum" "$D/tiny.tally" "$D/lossy.tally" \
+	2>/dev/null
+mv "$C/summary.tsum" "$C/summary"
 head -c 3000 "$D/tiny.tally" >"$C/tiny-cut"
 cp "$D/tiny.tally" "$C/tiny-flipped"
 printf '\377' | dd of="$C/tiny-flipped" bs=1 seek=500 conv=notrunc 2>/dev/null

@@ -47,7 +47,6 @@ static void stats(char *path, FILE *sink)
 
 static void exports(char *path)
 {
-	static const char *const outs[] = {"out.json", "out.sqlite", "out.csv"};
 	struct export_stats es;
 	struct merge_result res;
 	struct report_set set;
@@ -57,7 +56,7 @@ static void exports(char *path)
 	for (i = 0; export_formats[i]; i++) {
 		struct export_opts o = {.output = out, .force = true};
 
-		snprintf(out, sizeof(out), "%s/%s", dir, outs[i]);
+		snprintf(out, sizeof(out), "%s/out.%s", dir, export_formats[i]->name);
 		if (report_set_open(&set, &path, 1, err, sizeof(err)) < 0)
 			return;
 		report_set_find_base(&set);

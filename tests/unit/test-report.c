@@ -1133,8 +1133,6 @@ static void test_names(void **state)
 static void run_everything(const char *input)
 {
 	char *path = strdup(input), err[512];
-	const char *outs[] = {scratch_path("c.json"), scratch_path("c.sqlite"),
-			      scratch_path("c.csv")};
 	struct stats_request req = {.reports = ~0u};
 	struct export_opts o = {.force = true};
 	struct export_stats es;
@@ -1156,10 +1154,13 @@ static void run_everything(const char *input)
 		stats_free(st);
 		report_set_close(&set);
 	}
-	for (i = 0; export_formats[i]; i++) {
+	for (i = 0; export_formats[i]; i++) { /* every format, each to its own output */
+		char out[32];
+
 		if (report_set_open(&set, &path, 1, err, sizeof(err)) != 0)
 			break;
-		o.output = outs[i];
+		snprintf(out, sizeof(out), "c.%s", export_formats[i]->name);
+		o.output = scratch_path(out);
 		(void)report_export(export_formats[i], &set, &o, NULL, NULL, &es, err, sizeof(err));
 		report_set_close(&set);
 	}

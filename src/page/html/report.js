@@ -81,13 +81,21 @@ const SECS = TL.sections;
 const LANE_COLORS = { gpu: "#2f6fdf", api: "#8a5cd0", nvtx: "#d98a1f", device: "#1f9d8a", samples: "#5b8c2a",
 	osrt: "#b3261e" };
 
+/* tally keeps one budget of lanes for the page; what came after shares one lane per kind, of
+ * no one rank (its sec, and its device or thread, are OTHER) */
+const OTHER = 4294967295;
+const OTHER_LABEL = "more ranks, streams and threads, together";
+/* charts per section drawn at most: the others are in the ranks table */
+const MAX_CHARTS = 32;
+
 function secLabel(i) {
 	const s = SECS[i];
-	return s ? s.label : "section " + i;
+	return i === OTHER ? OTHER_LABEL : s ? s.label : "section " + i;
 }
 
 function secShort(i) {
 	const s = SECS[i];
+	if (i === OTHER) return "others";
 	if (!s) return "section " + i;
 	return s.rank ? s.rank : "pid " + s.pid;
 }
@@ -297,9 +305,22 @@ function perSlice(snaps, key) {
 	});
 }
 
+/* The first MAX_CHARTS of items, those that fail pick() first, in their order; and a note of
+ * how many were left out. */
+function chartable(items, pick, what) {
+	if (items.length <= MAX_CHARTS) return [items, null];
+	const first = items.filter((x) => !pick(x)).concat(items.filter(pick)).slice(0, MAX_CHARTS);
+	const chosen = items.filter((x) => first.includes(x));
+	return [chosen, el("p", { class: "note" }, (items.length - chosen.length) + " more " + what +
+		" not drawn (the ranks table lists each process, its verdict and its GPU busy time).")];
+}
+
 function renderLedger() {
 	const box = document.getElementById("ledger");
-	for (const led of TL.ledgers) {
+	const [ledgers, more] = chartable(TL.ledgers, (led) => SECS[led.sec] && SECS[led.sec].verdict === "COMPLETE",
+		"processes' ledgers");
+	if (more) box.appendChild(more);
+	for (const led of ledgers) {
 		const snaps = led.snaps.slice().sort((a, b) => a.t - b.t);
 		box.appendChild(el("div", { class: "chart-title" }, secLabel(led.sec) + ": " + snaps.length + " ledger snapshot(s)"));
 		if (led.flush) {
@@ -465,19 +486,24 @@ function renderBusy() {
 	const box = document.getElementById("busy");
 	const perStream = document.getElementById("busy-streams").checked;
 	box.textContent = "";
-	const devices = LANES.filter((l) => l.type === "device");
-	if (!devices.length) {
+	const all = LANES.filter((l) => l.type === "device");
+	if (!all.length) {
 		box.appendChild(el("p", { class: "note" }, "No GPU records in these traces."));
 		return;
 	}
+	const [devices, more] = chartable(all, (l) => l.sec !== OTHER, "devices");
+	if (more) box.appendChild(more);
 	for (const dev of devices) {
 		const streams = LANES.filter((l) => l.type === "gpu" && l.sec === dev.sec && l.device === dev.device)
 			.sort((a, b) => a.stream - b.stream);
 		const gaps = TL.gaps.filter((g) => g[0] === dev.index).map((g) => markActive(dev, g));
 		const active = gaps.filter((g) => !g[3] && g[5]).reduce((s, g) => s + g[2] - g[1], 0);
 		const bd = breakdownRow(dev.sec, dev.device);
-		box.appendChild(el("div", { class: "chart-title", "data-sec": dev.sec, "data-device": dev.device,
-			"data-idle-ns": bd ? bd["Idle (ns)"] : "" },
+		/* the shared lane of the devices past the lane budget is no one device: no figures of one */
+		const shared = dev.sec === OTHER;
+		box.appendChild(el("div", shared ? { class: "chart-title", "data-shared": "1" } :
+			{ class: "chart-title", "data-sec": dev.sec, "data-device": dev.device, "data-idle-ns": bd ? bd["Idle (ns)"] : "" },
+			shared ? OTHER_LABEL + ": the GPUs past the page's lanes, " + fmtCount(dev.events) + " GPU records" :
 			secLabel(dev.sec) + ", GPU " + dev.device + ": " + streams.length + " stream(s), " +
 			fmtCount(dev.events) + " GPU records; idle " + (bd ? fmtNs(bd["Idle (ns)"]) + " of " + fmtNs(bd["Span (ns)"]) +
 			(bd["Idle Unproven (ns)"] ? ", of it unproven " + fmtNs(bd["Idle Unproven (ns)"]) : "") : "?") +
@@ -601,8 +627,6 @@ const ROW = { header: 20, device: 20, gpu: 16, api: 14, nvtx: 13, samples: 12, o
 const COLLAPSED = new Set(SECS.length > 4 ? SECS.map((s, i) => i) : []);
 const LABEL_W = LEFT_AXIS, AXIS_H = 24;
 
-/* tally keeps 512 rows with their own buckets; what came after shares one row per kind */
-const OTHER = 4294967295;
 function laneName(l, name) {
 	return (l.type === "gpu" || l.type === "device" ? l.device : l.tid) === OTHER ? "(more threads/streams, together)" : name;
 }
@@ -616,8 +640,13 @@ function buildRows() {
 		y += h;
 		rows.push(r);
 	};
-	for (let s = 0; s < SECS.length; s++) {
-		const mine = LANES.filter((l) => l.sec === s);
+	const bySec = new Map();
+	for (const l of LANES) {
+		if (!bySec.has(l.sec)) bySec.set(l.sec, []);
+		bySec.get(l.sec).push(l);
+	}
+	for (const s of SECS.map((x, i) => i).concat(bySec.has(OTHER) ? [OTHER] : [])) {
+		const mine = bySec.get(s) || [];
 		if (!mine.length) continue;
 		const folded = COLLAPSED.has(s);
 		push({ kind: "header", sec: s, label: (folded ? "\u25b8 " : "\u25be ") + secLabel(s) }, ROW.header);
@@ -1523,6 +1552,10 @@ part("busy", () => {
 part("queues", renderQueues);
 part("memory", renderMemory);
 part("timeline", setupTimeline);
+if (TL.summaries)
+	document.getElementById("timeline-section").insertBefore(el("p", { class: "note", id: "summaries-note" },
+		TL.summaries + " process(es) come from summaries (tally stats --partial): their verdicts, figures and " +
+		"tables are here, but a summary keeps no events to draw."), document.getElementById("tl-wrap"));
 part("tables", renderTables);
 part("idle-why", renderIdleWhy);
 document.getElementById("footer").textContent = "Written by tally report from " + STATS.inputs.length +
