@@ -351,11 +351,8 @@ static void size_for_rate(struct pm_sampler *s)
 		if (s->decode_ms < DECODE_MS_MIN)
 			s->decode_ms = DECODE_MS_MIN;
 	}
-	/* A decode that fills the image loses what the hardware held past it (on the H200, 10 kHz:
-	 * a gap after every 2,066 samples while decode and evaluation took 240 ms a round), so the
-	 * image holds half a second of samples, or two decode periods if that is more. */
 	per_decode = (uint64_t)c->hz * s->decode_ms / 1000 + 1;
-	image = 2 * per_decode + 64 > c->hz / 2 ? 2 * per_decode + 64 : c->hz / 2;
+	image = 2 * per_decode + 64;
 	s->rq.image_samples = (uint32_t)(image < IMAGE_SAMPLES_MAX ? image : IMAGE_SAMPLES_MAX);
 	s->rq.interval_ns = 1000000000ull / c->hz;
 	buffer = c->hw_buffer;
