@@ -158,9 +158,10 @@ if want two; then
 		for i in $(seq 1 600); do grep -qs '^end$' "$OUT"/two/.tally-gpu-metrics-*.lock && break; sleep 0.05; done
 		rec two --gpu-metrics -- $PY "$HERE/torch_metrics.py" 0.5 --only elementwise
 		wait $first
-		expect two 0 'v == "COMPLETE" and dev(0)["state"] == "sampled" and s["records"]["gpu_metric"] > 0'
-		expect two 1 'v == "COMPLETE" and status == 0 and dev(0)["state"] == "elsewhere" and "/two/a-" in dev(0)["holder_file"] and dev(0)["holder_pid"] != s["pid"] and s["records"]["gpu_metric"] == 0 and "gpu-metrics-elsewhere" in notes and "GPU metrics not recorded" not in open(os.path.join(where, "stderr")).read()'
-		expect two 1 'len(elsewhere) == 1 and elsewhere[0].startswith("not sampled here: pid %d " % dev(0)["holder_pid"])'
+		# sorted by name, the second's trace (PID.tally) comes before the first's (a-PID.tally)
+		expect two 1 'dev(0)["state"] == "sampled" and s["records"]["gpu_metric"] > 0'
+		expect two 0 'v == "COMPLETE" and status == 0 and dev(0)["state"] == "elsewhere" and "/two/a-" in dev(0)["holder_file"] and dev(0)["holder_pid"] != s["pid"] and s["records"]["gpu_metric"] == 0 and "gpu-metrics-elsewhere" in notes and "GPU metrics not recorded" not in open(os.path.join(where, "stderr")).read()'
+		expect two 0 'len(elsewhere) == 1 and elsewhere[0].startswith("not sampled here: pid %d " % dev(0)["holder_pid"])'
 	else
 		skipped "two: no PyTorch with CUDA"
 	fi
