@@ -3,7 +3,8 @@
 # workloads are those of tests/gpu/sampling.sh; each says what it did from its own clocks):
 #   sleep     a PyTorch loop sleeping between bursts (sampling_sleep.py): each long gap is host
 #             wait, and the main thread's top Python stack in it is the sleep's line; the
-#             diagnosis says synchronization (each sleep follows a synchronize) at that line
+#             diagnosis says host wait at that line (the bursts are launch-bound: the GPU is
+#             idle before the synchronize that precedes each sleep is called)
 #   loader    a DataLoader whose worker is slowed (sampling_loader.py): in each long gap the main
 #             thread waits in torch's DataLoader (torch/utils/data/dataloader.py)
 #   compute   a C++ program computing on the CPU between bursts (sampling.cu compute): each long
@@ -87,8 +88,11 @@ if [ -e "$HERE/sampling_sleep.py" ] && $PY -c "import torch" 2>/dev/null; then
 		"sleep: every 50 ms gap is host wait, the main thread's top stack in 80% of them at the sleep's line $line"
 	judge sleep 40 "max((r for r in bd if ':' not in r['Category']), key=lambda r: r['Idle Time (ns)'])['Category'] == 'host wait' and any(':$line)' in r['Stack'].split(' <- ')[0] for r in bd if 'stack' in r['Category'])" \
 		"sleep: breakdown: host wait is the largest share, and the sleep's line is among the stacks behind it"
-	judge sleep 40 "any(f['Rule'] == 'gpu-idle' and f['Why'].startswith('synchronization, ') and ':$line), ' in f['Why'] for f in rep['diagnosis'])" \
-		"sleep: the diagnosis: synchronization (each sleep follows a torch.cuda.synchronize), the host at the sleep's line $line"
+	# The loop is launch-bound (each burst's tiny kernels run faster than they are launched), so
+	# the GPU is idle before torch.cuda.synchronize is even called: the gaps begin with no
+	# synchronizing call in flight, and their cause is the host's wait at the sleep's line.
+	judge sleep 40 "any(f['Rule'] == 'gpu-idle' and f['Why'].startswith('host wait, ') and ':$line), ' in f['Why'] for f in rep['diagnosis'])" \
+		"sleep: the diagnosis: host wait, the host at the sleep's line $line"
 else
 	skipped "sleep: needs PyTorch and tests/gpu/sampling_sleep.py"
 fi
