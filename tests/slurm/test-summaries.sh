@@ -2,7 +2,8 @@
 # Summaries made where the traces lie, combined on one node (docs/stats.md, "Summaries"), on a real
 # single-node Slurm (cluster.sh): 12 rank traces (tally-testsrc, each its own RANK, one of them
 # INCOMPLETE: CUPTI dropped records in it) are summarized
-#   by one srun step of 4 tasks (each `tally stats --partial` over its share, SLURM_PROCID), and
+#   by one srun step of up to 4 tasks, one per CPU (each `tally stats --partial` over its share,
+#   SLURM_PROCID), and
 #   by a Slurm array of 3 (each its share, SLURM_ARRAY_TASK_ID), both through the recipe
 #   examples/slurm/summarize.sh,
 # and the summaries of each way are combined by `tally stats`, `compare` and `report` on this
@@ -38,13 +39,18 @@ rc=$?
 [ $rc -eq 0 ] || { bad "cluster.sh start: exit $rc"; finish test-summaries; }
 export SLURM_CONF=$T/cluster/slurm.conf TALLY
 
-# The recipe, both ways: a step of 4 tasks (srun inside the batch script), an array of 3.
-expect_rc "sbatch -n4 summarize.sh: srun -n4, a summary per task" 0 env OUT="$T/srun" \
-	sbatch --wait -N1 -n4 -o "$T/srun.out" --export=ALL "$SRC/examples/slurm/summarize.sh" "$T/traces"
-expect_rc "sbatch --array=0-2 summarize.sh: a summary per array task" 0 env OUT="$T/array" \
-	sbatch --wait -N1 -n1 --array=0-2 -o "$T/array-%a.out" --export=ALL \
+# The recipe, both ways: a step of as many tasks as the node has CPUs, at most 4 (slurm.conf
+# says the node's real count, and Slurm never starts a job asking for more: on a 2-CPU machine
+# -n4 waited forever), and an array of 3.  A job that does not end in 2 minutes is a failure.
+tasks=$(nproc)
+[ "$tasks" -gt 4 ] && tasks=4
+expect_rc "sbatch -n$tasks summarize.sh: srun -n$tasks, a summary per task" 0 env OUT="$T/srun" \
+	timeout 120 sbatch --wait -N1 -n"$tasks" -o "$T/srun.out" --export=ALL \
 	"$SRC/examples/slurm/summarize.sh" "$T/traces"
-[ "$(ls "$T"/srun/*.tsum 2>/dev/null | wc -l)" = 4 ] && ok "srun: 4 summaries" ||
+expect_rc "sbatch --array=0-2 summarize.sh: a summary per array task" 0 env OUT="$T/array" \
+	timeout 120 sbatch --wait -N1 -n1 --array=0-2 -o "$T/array-%a.out" --export=ALL \
+	"$SRC/examples/slurm/summarize.sh" "$T/traces"
+[ "$(ls "$T"/srun/*.tsum 2>/dev/null | wc -l)" = "$tasks" ] && ok "srun: $tasks summaries" ||
 	bad "srun: $(ls "$T/srun")"
 [ "$(ls "$T"/array/*.tsum 2>/dev/null | wc -l)" = 3 ] && ok "array: 3 summaries" ||
 	bad "array: $(ls "$T/array")"
