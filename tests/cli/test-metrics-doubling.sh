@@ -31,23 +31,42 @@ cost() {
 	echo "$best"
 }
 
-# doubling NAME MAX_RSS_RATIO ARGS...: the reader tally ARGS on both traces
+# instructions TRACE ARGS...: the instructions tally ARGS TRACE executed (callgrind's total)
+instructions() {
+	trace=$1
+	shift
+	rm -f "$T/cg.out"
+	valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" "$TALLY" "$@" "$trace" >/dev/null 2>&1
+	awk '/^(summary|totals):/ { print $2; exit }' "$T/cg.out"
+}
+
+# doubling NAME MAX_RSS_RATIO ARGS...: the reader tally ARGS on both traces.  CPU time that grows
+# past 2.5x is judged again on instructions (valgrind), which another load on the machine and
+# the caches do not change; memory is judged on peak RSS alone.
 doubling() {
 	name=$1 max_rss=$2
 	shift 2
 	a=$(cost "$T/n.tally" "$@") b=$(cost "$T/2n.tally" "$@")
-	if python3 -c '
+	verdict=0
+	python3 -c '
 import sys
 c1, m1, c2, m2, lim = map(float, sys.argv[1:])
-# a floor of 20 ms under the CPU times: a run that short is mostly start-up and noise
-# and a MiB over the memory limit: peak RSS moves that much from run to run (thread stacks,
-# allocator arenas), which a ratio of a few MiB cannot tell from growth
-ok = (c2 + 0.02) / (c1 + 0.02) <= 2.5 and m2 <= m1 * lim + 1024
+# a floor of 20 ms under the CPU times: a run that short is mostly start-up and noise; and a MiB
+# over the memory limit: peak RSS moves that much from run to run (thread stacks, allocator
+# arenas), which a ratio of a few MiB cannot tell from growth
 print("cpu %.3f s -> %.3f s (x%.2f), peak %d KB -> %d KB (x%.2f)" % (c1, c2, (c2 + 0.02) / (c1 + 0.02), m1, m2, m2 / m1))
-sys.exit(0 if ok else 1)' $a $b "$max_rss" >"$T/ratio"; then
-		ok "$name: $(cat "$T/ratio")"
+sys.exit(2 if m2 > m1 * lim + 1024 else 1 if (c2 + 0.02) / (c1 + 0.02) > 2.5 else 0)' $a $b "$max_rss" >"$T/ratio" || verdict=$?
+	if [ "$verdict" = 1 ] && command -v valgrind >/dev/null 2>&1; then
+		i1=$(instructions "$T/n.tally" "$@") i2=$(instructions "$T/2n.tally" "$@")
+		if [ -n "$i1" ] && [ -n "$i2" ] && awk -v a="$i1" -v b="$i2" 'BEGIN { exit !(b / a <= 2.5) }'; then
+			verdict=0
+		fi
+		echo "; instructions $i1 -> $i2" >>"$T/ratio"
+	fi
+	if [ "$verdict" = 0 ]; then
+		ok "$name: $(tr -d '\n' <"$T/ratio")"
 	else
-		bad "$name: $(cat "$T/ratio")"
+		bad "$name: $(tr -d '\n' <"$T/ratio")"
 	fi
 }
 
