@@ -93,3 +93,22 @@ bool tally_kv_next(struct tally_cursor *c, struct tally_kv *kv)
 	}
 	return !c->bad;
 }
+
+void *tally_array_push(void *arrayp, size_t *n, size_t elem)
+{
+	void **array = arrayp;
+	char *a;
+
+	if ((*n & (*n - 1)) == 0) {
+		size_t cap = *n ? 2 * *n : 1;
+
+		a = realloc(*array, cap * elem);
+		if (!a)
+			return NULL;
+		*array = a;
+	}
+	a = (char *)*array + *n * elem;
+	memset(a, 0, elem);
+	(*n)++;
+	return a;
+}

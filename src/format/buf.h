@@ -22,6 +22,13 @@ struct tally_buf {
 	bool failed; /* an allocation failed: contents are incomplete */
 };
 
+/*
+ * Grow an array of elem-sized items by one; returns the new (zeroed) item or NULL.  Its capacity
+ * is the power of two at or above *n, kept by no field of its own, so every array grown by it must
+ * only ever be grown by it (a section's windows: by the reader and by a summary's parser alike).
+ */
+void *tally_array_push(void *arrayp, size_t *n, size_t elem);
+
 void tally_buf_fini(struct tally_buf *b);
 bool tally_buf_grow(struct tally_buf *b, size_t extra); /* ensure room for extra more bytes */
 

@@ -269,27 +269,6 @@ const char *tally_section_string(const struct tally_section *s, uint32_t id)
 	return id && id < s->nstrings ? s->strings[id] : NULL;
 }
 
-/* Grow an array of elem-sized items by one; returns the new (zeroed) item or NULL. */
-static void *array_push(void *arrayp, size_t *n, size_t elem)
-{
-	void **array = arrayp;
-	char *a;
-
-	/* Capacity doubles at powers of two, so no separate capacity field is needed. */
-	if ((*n & (*n - 1)) == 0) {
-		size_t cap = *n ? 2 * *n : 1;
-
-		a = realloc(*array, cap * elem);
-		if (!a)
-			return NULL;
-		*array = a;
-	}
-	a = (char *)*array + *n * elem;
-	memset(a, 0, elem);
-	(*n)++;
-	return a;
-}
-
 /* A NUL-terminated copy of a bytes entry; NULL for an entry of another type. */
 static char *dup_bytes(const struct tally_kv *kv)
 {
@@ -309,7 +288,7 @@ static char *dup_bytes(const struct tally_kv *kv)
 static void add_damage(struct read_state *st, enum tally_damage_kind kind, uint64_t off,
 		       uint64_t end, uint32_t missing)
 {
-	struct tally_damage *d = array_push(&st->f->damage, &st->f->ndamage, sizeof(*d));
+	struct tally_damage *d = tally_array_push(&st->f->damage, &st->f->ndamage, sizeof(*d));
 
 	if (!d)
 		return;
@@ -328,7 +307,7 @@ static struct tally_section *new_section(struct read_state *st, uint64_t offset,
 
 	if (!s)
 		return NULL;
-	slot = array_push(&f->sections, &f->nsections, sizeof(*slot));
+	slot = tally_array_push(&f->sections, &f->nsections, sizeof(*slot));
 	if (!slot) {
 		free(s);
 		return NULL;
@@ -464,7 +443,7 @@ static void parse_session(struct tally_section *s, const uint8_t *p, size_t len)
 static void parse_device(struct tally_section *s, const uint8_t *p, size_t len)
 {
 	struct tally_cursor c = {p, p + len, false};
-	struct tally_device *d = array_push(&s->devices, &s->ndevices, sizeof(*d));
+	struct tally_device *d = tally_array_push(&s->devices, &s->ndevices, sizeof(*d));
 	struct tally_kv kv;
 
 	if (!d)
@@ -509,7 +488,7 @@ static void parse_device(struct tally_section *s, const uint8_t *p, size_t len)
 static void parse_clock(struct tally_section *s, const uint8_t *p, size_t len)
 {
 	struct tally_cursor c = {p, p + len, false};
-	struct tally_clock *k = array_push(&s->clocks, &s->nclocks, sizeof(*k));
+	struct tally_clock *k = tally_array_push(&s->clocks, &s->nclocks, sizeof(*k));
 	struct tally_kv kv;
 
 	if (!k)
@@ -529,7 +508,7 @@ static void parse_clock(struct tally_section *s, const uint8_t *p, size_t len)
 static void parse_note(struct tally_section *s, const uint8_t *p, size_t len)
 {
 	struct tally_cursor c = {p, p + len, false};
-	struct tally_note *n = array_push(&s->notes, &s->nnotes, sizeof(*n));
+	struct tally_note *n = tally_array_push(&s->notes, &s->nnotes, sizeof(*n));
 	struct tally_kv kv;
 
 	if (!n)
@@ -599,7 +578,7 @@ static void add_window(struct tally_section *s, uint64_t t0, uint64_t t1, unsign
 			return;
 		}
 	}
-	w = array_push(&s->windows, &s->nwindows, sizeof(*w));
+	w = tally_array_push(&s->windows, &s->nwindows, sizeof(*w));
 	if (w)
 		*w = (struct tally_window){t0, t1, counter, count};
 }
@@ -637,7 +616,7 @@ static bool parse_loss(struct tally_section *s, const uint8_t *p, size_t len)
 
 		if (c.bad)
 			break;
-		w = array_push(&s->windows, &s->nwindows, sizeof(*w));
+		w = tally_array_push(&s->windows, &s->nwindows, sizeof(*w));
 		if (w)
 			*w = (struct tally_window){t0, t1, (unsigned)cls, count};
 		if (cls < TALLY_C_MAX)
@@ -663,7 +642,7 @@ static bool parse_drops(struct tally_section *s, const uint8_t *p, size_t len)
 		e.device = (uint32_t)tally_cur_varint(&c);
 		e.stream = (uint32_t)tally_cur_varint(&c);
 		e.count = tally_cur_varint(&c);
-		if (c.bad || n == TALLY_DROPS_MAX || !array_push(&d, &n, sizeof(e)))
+		if (c.bad || n == TALLY_DROPS_MAX || !tally_array_push(&d, &n, sizeof(e)))
 			break;
 		d[n - 1] = e;
 	}
@@ -695,7 +674,7 @@ static bool parse_threads(struct tally_section *s, const uint8_t *p, size_t len)
 			return false;
 		if (s->nthreads == TALLY_THREADS_MAX)
 			continue;
-		t = array_push(&s->threads, &s->nthreads, sizeof(*t));
+		t = tally_array_push(&s->threads, &s->nthreads, sizeof(*t));
 		if (!t)
 			return true;
 		t->tid = (uint32_t)tid;
@@ -765,7 +744,7 @@ static bool parse_gpu_metrics(struct tally_section *s, const uint8_t *p, size_t 
 	if (slot)
 		tally_gpu_metrics_fini(slot);
 	else if (s->ngpu_metrics < TALLY_GPU_METRICS_MAX)
-		slot = array_push(&s->gpu_metrics, &s->ngpu_metrics, sizeof(*slot));
+		slot = tally_array_push(&s->gpu_metrics, &s->ngpu_metrics, sizeof(*slot));
 	if (slot)
 		*slot = g;
 	else

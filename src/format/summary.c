@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "reader.h"
 
 void tally_summary_facts_free(struct tally_summary_facts *f)
@@ -189,11 +190,10 @@ static bool parse_window(struct tally_section *s, const struct tally_kv *kv)
 	w.count = tally_cur_varint(&c);
 	if (c.bad)
 		return false;
-	v = realloc(s->windows, (s->nwindows + 1) * sizeof(*v));
-	if (!v)
+	/* grown as the reader grows it: the same array takes the LOSS chunks' windows too */
+	if (!(v = tally_array_push(&s->windows, &s->nwindows, sizeof(*v))))
 		return false;
-	s->windows = v;
-	v[s->nwindows++] = w;
+	*v = w;
 	if (w.counter < TALLY_C_MAX)
 		s->explicit_windows[w.counter / 64] |= 1ull << w.counter % 64;
 	return true;
