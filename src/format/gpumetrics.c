@@ -93,12 +93,13 @@ static char *cur_str(struct tally_cursor *c)
 
 static bool take_metric(struct tally_gpu_metrics *g, const struct tally_kv *kv)
 {
-	struct tally_cursor c = {kv->ptr, kv->ptr + kv->len, false};
+	struct tally_cursor c;
 	struct tally_metric_desc m = {0};
 	struct tally_metric_desc *grown;
 
 	if (kv->type != TALLY_KV_BYTES)
-		return false;
+		return false; /* and its ptr is NULL: no cursor over it */
+	c = (struct tally_cursor){kv->ptr, kv->ptr + kv->len, false};
 	m.scale = (unsigned)tally_cur_varint(&c);
 	m.name = cur_str(&c);
 	m.unit = cur_str(&c);
