@@ -250,7 +250,7 @@ static void base_section_done(struct base_scan *b)
 
 	if (!b->s || !(t = tally_section_origin(b->s)))
 		return;
-	t = (uint64_t)((int64_t)t + b->offset);
+	t += (uint64_t)b->offset; /* as report_time: wraps, never a signed overflow */
 	if (!b->set->base || t < b->set->base)
 		b->set->base = t;
 }

@@ -213,7 +213,7 @@ static const struct report_col st_cols[] = {
 
 static const char *steps_verdict_text(const struct analysis_ctx *x, const struct steps_verdict *v)
 {
-	static char text[300];
+	static char text[480];
 	char a[32], b[32];
 
 	if (v->ranks < 2)
@@ -235,6 +235,13 @@ static const char *steps_verdict_text(const struct analysis_ctx *x, const struct
 			 v->lead < 0 ? "-" : "",
 			 dur(v->lead < 0 ? (uint64_t)-v->lead : (uint64_t)v->lead, a, sizeof(a)),
 			 dur(v->spread, b, sizeof(b)));
+	if (v->missing) { /* a process left out is said, never silently dropped */
+		size_t len = strlen(text);
+
+		snprintf(text + len, sizeof(text) - len,
+			 "; %u process%s with other NVTX ranges but none '%s' left out", v->missing,
+			 v->missing == 1 ? "" : "es", v->range);
+	}
 	return text;
 }
 

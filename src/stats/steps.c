@@ -332,10 +332,10 @@ static void step_row(struct steps *s, int k, uint64_t step, struct step_row *row
 	uint64_t slow_ns = 0;
 
 	for (i = 0; i < nr; i++) {
+		if (!s->r[i].n[k]) /* its v[k] may be NULL: no pointer is formed into it */
+			continue;
 		const struct iv *v = &s->r[i].v[k][step];
 
-		if (!s->r[i].n[k])
-			continue;
 		scratch[m++] = v->t1 - v->t0;
 		if (slow == SIZE_MAX || v->t1 - v->t0 > slow_ns) {
 			slow = i;

@@ -104,6 +104,14 @@ for r in 0 1 2 3; do mk "$T/even/r$r.tally" $r; done
 stats "$T/even"
 check "no straggler when every rank takes the same time" '
 rep["rank_steps"][0]["Verdict"].startswith("no straggler") and not rule("straggler") and not rule("gpu-idle")'
+# ... and a fifth process whose NVTX ranges are all "iter", never "step": left out, and said
+RANK=4 "$TESTSRC" -o "$T/even/r4.tally" --kernels 10 --range-every 2 >/dev/null || bad "testsrc r4"
+stats "$T/even"
+check "a process without the step range is left out of rank_steps, and the verdict counts it" '
+rep["rank_steps"][0]["Ranks"] == 4 and len(rep["rank_steps"]) == 21
+and all(s["Ranks"] == 4 for s in rep["rank_steps"][1:])
+and rep["rank_steps"][0]["Verdict"].startswith("no straggler")
+and rep["rank_steps"][0]["Verdict"].endswith("; 1 process with other NVTX ranges but none \x27step\x27 left out")'
 
 # jitter: every rank's steps vary by +-2 x 10 x 20 us; rank 1 is 0.4% slower: inside the spread
 mkdir "$T/jitter"
