@@ -11,28 +11,12 @@
 #include <string.h>
 
 #include "compare-int.h"
+#include "grow.h"
 
 #define MEMOP_KEYS 15 /* memcpy kinds 0..13, then memset */
 /* name ids below this are cached in an array indexed by id (4 bytes each, 4 MiB at most);
  * larger ones are interned on every record */
 #define NAME_CACHE_MAX (1u << 20)
-
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 64;
-	void *np;
-
-	if (need <= *cap)
-		return p;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(p, ncap * elem);
-	if (np) {
-		memset((char *)np + *cap * elem, 0, (ncap - *cap) * elem);
-		*cap = ncap;
-	}
-	return np;
-}
 
 static struct cmp_sec *sec_of(struct cmp_side *sd, const struct report_section *rs)
 {
@@ -41,7 +25,7 @@ static struct cmp_sec *sec_of(struct cmp_side *sd, const struct report_section *
 
 	if (rs->index < sd->nsecs)
 		return &sd->secs[rs->index];
-	n = grow(sd->secs, &cap, rs->index + 1, sizeof(*n));
+	n = tally_grow(sd->secs, &cap, rs->index + 1, sizeof(*n));
 	if (!n)
 		return NULL;
 	sd->secs = n;
@@ -61,7 +45,7 @@ static long stream_of(struct cmp_side *sd, const struct report_section *rs,
 	found = cmp_stream_find(sd, &id);
 	if (found)
 		return (long)(sd->last_stream = found - 1);
-	s = grow(sd->streams, &sd->scap, sd->nstreams + 1, sizeof(*s));
+	s = tally_grow(sd->streams, &sd->scap, sd->nstreams + 1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	sd->streams = s;
@@ -105,7 +89,8 @@ static long key_of(struct cmp_side *sd, struct report_section *rs, struct cmp_se
 		return k;
 	if (r->name_id >= sec->nnames) {
 		size_t cap = sec->nnames;
-		uint32_t *n = grow(sec->key_of_name, &cap, (size_t)r->name_id + 1, sizeof(*n));
+		uint32_t *n =
+		    tally_grow(sec->key_of_name, &cap, (size_t)r->name_id + 1, sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
@@ -121,7 +106,7 @@ static int add_gpu(struct cmp_side *sd, struct report_section *rs, struct cmp_se
 {
 	long key = key_of(sd, rs, sec, r), stream = stream_of(sd, rs, r);
 	uint64_t dur = r->end > r->start ? r->end - r->start : 0;
-	struct cmp_event *ev = grow(sd->ev, &sd->cap, sd->nev + 1, sizeof(*ev));
+	struct cmp_event *ev = tally_grow(sd->ev, &sd->cap, sd->nev + 1, sizeof(*ev));
 
 	if (key < 0 || stream < 0 || !ev)
 		return -ENOMEM;
@@ -139,7 +124,7 @@ static int add_launch(struct cmp_sec *sec, struct report_section *rs, const stru
 	if (!((r->flags & TALLY_REC_LAUNCH) || r->subkind == TALLY_API_LAUNCH) ||
 	    !r->correlation_id)
 		return 0;
-	l = grow(sec->launch, &sec->launch_cap, sec->nlaunch + 1, sizeof(*l));
+	l = tally_grow(sec->launch, &sec->launch_cap, sec->nlaunch + 1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
 	sec->launch = l;
@@ -178,7 +163,7 @@ static int add_range(struct cmp_side *sd, struct cmp_sec *sec, struct report_sec
 
 	if ((r->flags & TALLY_REC_DEPTH_LOST) || !msg || strcmp(msg, sd->o->range_name) != 0)
 		return 0;
-	iv = grow(sec->ivals, &sec->cap, sec->nivals + 1, sizeof(*iv));
+	iv = tally_grow(sec->ivals, &sec->cap, sec->nivals + 1, sizeof(*iv));
 	if (!iv)
 		return -ENOMEM;
 	sec->ivals = iv;
@@ -234,7 +219,7 @@ static int summary_group(void *ctx, const struct stats_summary_group *g)
 		return -ENOMEM;
 	if ((size_t)k >= sd->nsk) {
 		size_t cap = sd->nsk;
-		struct tally_sketch *t = grow(sd->sk, &cap, (size_t)k + 1, sizeof(*t));
+		struct tally_sketch *t = tally_grow(sd->sk, &cap, (size_t)k + 1, sizeof(*t));
 
 		if (!t)
 			return -ENOMEM;
@@ -343,7 +328,7 @@ static int capture_ivals(struct cmp_sec *sec, struct report_section *rs)
 			t0 = report_time(rs, nt->time);
 			open = true;
 		} else if (is_close && open) {
-			iv = grow(sec->ivals, &sec->cap, sec->nivals + 1, sizeof(*iv));
+			iv = tally_grow(sec->ivals, &sec->cap, sec->nivals + 1, sizeof(*iv));
 			if (!iv)
 				return -ENOMEM;
 			sec->ivals = iv;
@@ -352,7 +337,8 @@ static int capture_ivals(struct cmp_sec *sec, struct report_section *rs)
 		}
 	}
 	if (open) {
-		struct cmp_ival *iv = grow(sec->ivals, &sec->cap, sec->nivals + 1, sizeof(*iv));
+		struct cmp_ival *iv =
+		    tally_grow(sec->ivals, &sec->cap, sec->nivals + 1, sizeof(*iv));
 
 		if (!iv)
 			return -ENOMEM;

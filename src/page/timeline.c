@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gaps.h"
+#include "grow.h"
 #include "idlewhy.h"
 #include "metricsum.h"
 #include "stacks.h"
@@ -74,31 +75,13 @@ void timeline_free(struct timeline *tl)
 	free(tl);
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *np;
-
-	if (need <= *cap)
-		return true;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return false;
-	memset((char *)np + *cap * elem, 0, (ncap - *cap) * elem);
-	*p = np;
-	*cap = ncap;
-	return true;
-}
-
 /* Section state, created on first sight (sections arrive in index order). */
 static struct tl_section *section(struct timeline *tl, const struct report_section *rs)
 {
 	size_t cap = tl->nsecs, i;
 
 	if (rs->index >= tl->nsecs) {
-		if (!grow((void **)&tl->secs, &cap, rs->index + 1, sizeof(*tl->secs))) {
+		if (!tally_grow_in((void **)&tl->secs, &cap, rs->index + 1, sizeof(*tl->secs))) {
 			tl->failed = true;
 			return NULL;
 		}
@@ -122,7 +105,7 @@ static void kernel_time(struct timeline *tl, struct tl_section *ts, struct repor
 	size_t cap = ts->nkern;
 	uint32_t id = r->name_id < rs->s->nstrings ? r->name_id : 0;
 
-	if (!grow((void **)&ts->kern_ns, &cap, (size_t)id + 1, sizeof(uint64_t))) {
+	if (!tally_grow_in((void **)&ts->kern_ns, &cap, (size_t)id + 1, sizeof(uint64_t))) {
 		tl->failed = true;
 		return;
 	}
@@ -202,7 +185,7 @@ static int keep_snap(struct timeline *tl, struct tl_section *ts, const struct ta
 		if ((ts->snaps_seen - 1) % ts->snap_stride)
 			return 0;
 	}
-	if (!grow((void **)&ts->snaps, &ts->snap_cap, ts->nsnaps + 1, sizeof(*ts->snaps)))
+	if (!tally_grow_in((void **)&ts->snaps, &ts->snap_cap, ts->nsnaps + 1, sizeof(*ts->snaps)))
 		return -ENOMEM;
 	timeline_snap_of(l, &ts->snaps[ts->nsnaps++]);
 	return 0;
@@ -323,7 +306,7 @@ static long lane_new(struct timeline *tl, uint32_t sec, uint32_t type, uint32_t 
 {
 	struct tl_lane *l;
 
-	if (!grow((void **)&tl->lanes, &tl->lane_cap, tl->nlanes + 1, sizeof(*tl->lanes)))
+	if (!tally_grow_in((void **)&tl->lanes, &tl->lane_cap, tl->nlanes + 1, sizeof(*tl->lanes)))
 		return -1;
 	l = &tl->lanes[tl->nlanes];
 	*l = (struct tl_lane){.sec = sec, .type = type, .a = a, .b = b};
@@ -393,7 +376,8 @@ static uint32_t name_add(struct timeline *tl, const char *s)
 	if (found && strcmp(tl->names[found - 1], s) == 0)
 		return found;
 	copy = strdup(s);
-	if (!copy || !grow((void **)&tl->names, &tl->name_cap, tl->nnames + 1, sizeof(char *))) {
+	if (!copy ||
+	    !tally_grow_in((void **)&tl->names, &tl->name_cap, tl->nnames + 1, sizeof(char *))) {
 		free(copy);
 		tl->failed = true;
 		return 0;
@@ -450,7 +434,7 @@ static uint32_t sample_name(struct timeline *tl, struct report_section *rs,
 
 	if (r->flags & TALLY_REC_TORN)
 		id = 0;
-	if (!grow((void **)&ts->stack_name, &cap, (size_t)id + 1, sizeof(uint32_t))) {
+	if (!tally_grow_in((void **)&ts->stack_name, &cap, (size_t)id + 1, sizeof(uint32_t))) {
 		tl->failed = true;
 		return 0;
 	}
@@ -474,7 +458,7 @@ static uint32_t record_name(struct timeline *tl, struct report_section *rs,
 		return memop_name(tl, ts, r);
 	if (r->kind == TALLY_KIND_CPU_SAMPLE)
 		return sample_name(tl, rs, r);
-	if (!grow((void **)&ts->name_map[which], &cap, (size_t)id + 1, sizeof(uint32_t))) {
+	if (!tally_grow_in((void **)&ts->name_map[which], &cap, (size_t)id + 1, sizeof(uint32_t))) {
 		tl->failed = true;
 		return 0;
 	}
@@ -528,7 +512,8 @@ static void keep_event(struct timeline *tl, uint32_t lane_index, uint64_t s, uin
 
 	if (++tl->window_count[w] > tl->window_cap)
 		return; /* too dense to draw one by one: its buckets stand for it */
-	if (!grow((void **)&tl->events, &tl->event_cap, tl->nevents + 1, sizeof(*tl->events))) {
+	if (!tally_grow_in((void **)&tl->events, &tl->event_cap, tl->nevents + 1,
+			   sizeof(*tl->events))) {
 		tl->failed = true;
 		return;
 	}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gaps.h"
+#include "grow.h"
 #include "hashmap.h"
 #include "spans.h"
 
@@ -46,21 +47,6 @@ struct report_gpu_gaps {
 	size_t nspans, scap;
 	uint64_t util_refused; /* report_gpu_util_refused */
 };
-
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 64;
-	void *np;
-
-	if (need <= *cap)
-		return p;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(p, ncap * elem);
-	if (np)
-		*cap = ncap;
-	return np;
-}
 
 struct report_gpu_gaps *report_gpu_gaps_new(const struct report_gaps_opts *o)
 {
@@ -109,7 +95,7 @@ static struct gap_sec *sec_of(struct report_gpu_gaps *g, unsigned index)
 
 	if (index < g->nsecs)
 		return &g->secs[index];
-	n = grow(g->secs, &cap, (size_t)index + 1, sizeof(*n));
+	n = tally_grow(g->secs, &cap, (size_t)index + 1, sizeof(*n));
 	if (!n)
 		return NULL;
 	memset(n + g->nsecs, 0, (cap - g->nsecs) * sizeof(*n));
@@ -130,7 +116,7 @@ static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t strea
 	found = tally_map_get(&sec->busy_map, device, stream);
 	if (found)
 		return &sec->busy[sec->last = found - 1];
-	if (!(b = grow(sec->busy, &sec->bcap, sec->nbusy + 1, sizeof(*b))))
+	if (!(b = tally_grow(sec->busy, &sec->bcap, sec->nbusy + 1, sizeof(*b))))
 		return NULL;
 	sec->busy = b;
 	if (tally_map_put(&sec->busy_map, device, stream, (uint32_t)sec->nbusy + 1) < 0)
@@ -153,7 +139,7 @@ static int add_one(struct report_gpu_gaps *g, struct gap_sec *sec, const struct 
 		return -ENOMEM;
 	if (!g->o.util)
 		return 0;
-	if (!(v = grow(sec->v, &sec->cap, sec->n + 1, sizeof(*v))))
+	if (!(v = tally_grow(sec->v, &sec->cap, sec->n + 1, sizeof(*v))))
 		return -ENOMEM;
 	sec->v = v;
 	v[sec->n++] = *iv;
@@ -325,7 +311,7 @@ static int add_gap(struct report_gpu_gaps *g, const struct report_section *rs, u
 	struct report_gap one, *gp = &one;
 
 	if (!g->o.each) {
-		if (!(gp = grow(g->gaps, &g->gcap, g->ngaps + 1, sizeof(*gp))))
+		if (!(gp = tally_grow(g->gaps, &g->gcap, g->ngaps + 1, sizeof(*gp))))
 			return -ENOMEM;
 		g->gaps = gp;
 		gp += g->ngaps++;
@@ -349,7 +335,7 @@ static int busy_gaps(struct report_gpu_gaps *g, const struct report_section *rs,
 	int rc;
 
 	if (b->stream == REPORT_GAP_ALL_STREAMS && b->set.n) {
-		struct report_span *sp = grow(g->spans, &g->scap, g->nspans + 1, sizeof(*sp));
+		struct report_span *sp = tally_grow(g->spans, &g->scap, g->nspans + 1, sizeof(*sp));
 
 		if (!sp)
 			return -ENOMEM;
@@ -424,7 +410,7 @@ static int device_util(struct report_gpu_gaps *g, const struct report_section *r
 	}
 	add_busy(busy, nb, first, bucket, seg0, seg1);
 	for (i = 0; i < nb; i++) {
-		struct report_util *u = grow(g->util, &g->ucap, g->nutil + 1, sizeof(*u));
+		struct report_util *u = tally_grow(g->util, &g->ucap, g->nutil + 1, sizeof(*u));
 		uint64_t b0 = first + i * bucket;
 		char why[120];
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "idle.h"
 #include "spans.h"
 
@@ -69,23 +70,6 @@ const char *idle_class_name(enum idle_class c)
 	return c < IDLE_CLASSES ? class_names[c] : "?";
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 64;
-	void *np;
-
-	if (need <= *cap)
-		return true;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return false;
-	*p = np;
-	*cap = ncap;
-	return true;
-}
-
 static int on_hole(void *ctx, const struct report_gap *g);
 
 struct report_idle *report_idle_new(const struct report_idle_opts *o)
@@ -142,7 +126,7 @@ static int sync_call(struct report_idle *x, const struct report_section *rs,
 {
 	size_t cap = x->sync_name_cap;
 
-	if (!grow((void **)&x->sync_name, &cap, (size_t)r->name_id + 1, 1))
+	if (!tally_grow_in((void **)&x->sync_name, &cap, (size_t)r->name_id + 1, 1))
 		return -ENOMEM;
 	if (cap > x->sync_name_cap)
 		memset(x->sync_name + x->sync_name_cap, 0, cap - x->sync_name_cap);
@@ -173,7 +157,7 @@ static struct dev_bound *bound_of(struct report_idle *x, uint32_t device)
 	for (i = 0; i < x->ndev; i++)
 		if (x->dev[i].device == device)
 			return &x->dev[i];
-	if (!grow((void **)&x->dev, &x->dev_cap, x->ndev + 1, sizeof(*x->dev)))
+	if (!tally_grow_in((void **)&x->dev, &x->dev_cap, x->ndev + 1, sizeof(*x->dev)))
 		return NULL;
 	x->dev[x->ndev] = (struct dev_bound){device, UINT64_MAX, 0};
 	return &x->dev[x->ndev++];
@@ -223,7 +207,8 @@ int report_idle_add(struct report_idle *x, const struct report_section *rs,
 		}
 		if (!r[i].correlation_id)
 			continue;
-		if (!grow((void **)&x->launch, &x->launch_cap, x->nlaunch + 1, sizeof(*x->launch)))
+		if (!tally_grow_in((void **)&x->launch, &x->launch_cap, x->nlaunch + 1,
+				   sizeof(*x->launch)))
 			return -ENOMEM;
 		x->launch[x->nlaunch++] = (struct launch){
 		    .start = report_time(rs, r[i].start),
@@ -315,7 +300,7 @@ static struct report_idle_total *total_of(struct report_idle *x, unsigned sec, u
 	for (i = x->ntot; i-- > 0 && x->tot[i].section == sec;)
 		if (x->tot[i].device == device)
 			return &x->tot[i];
-	if (!grow((void **)&x->tot, &x->tot_cap, x->ntot + 1, sizeof(*x->tot)))
+	if (!tally_grow_in((void **)&x->tot, &x->tot_cap, x->ntot + 1, sizeof(*x->tot)))
 		return NULL;
 	x->tot[x->ntot] = (struct report_idle_total){.section = sec, .device = device};
 	return &x->tot[x->ntot++];
@@ -386,7 +371,7 @@ static int on_hole(void *ctx, const struct report_gap *g)
 
 	/* the run first: closing it may add a total (t must be found after) */
 	if (run_hole(x, g, cls) < 0 || !(t = total_of(x, g->section, g->device)) ||
-	    !grow((void **)&x->holes, &x->holes_cap, x->nholes + 1, sizeof(*x->holes)))
+	    !tally_grow_in((void **)&x->holes, &x->holes_cap, x->nholes + 1, sizeof(*x->holes)))
 		return -ENOMEM;
 	t->holes[cls]++;
 	t->ns[cls] += g->t1 - g->t0;
@@ -397,7 +382,7 @@ static int on_hole(void *ctx, const struct report_gap *g)
 	x->holes[x->nholes++] = (struct hole){{g->t0, g->t1, g->device}, cls};
 	if (g->t1 - g->t0 < x->o.list_min_ns)
 		return 0;
-	if (!grow((void **)&x->list, &x->list_cap, x->nlist + 1, sizeof(*x->list)))
+	if (!tally_grow_in((void **)&x->list, &x->list_cap, x->nlist + 1, sizeof(*x->list)))
 		return -ENOMEM;
 	one.gap = *g;
 	one.cls = cls;
@@ -440,8 +425,8 @@ static int pick_largest(struct report_idle *x, size_t first_total)
 			;
 		if (k == x->ntot || x->holes[i].cls != report_idle_largest(&x->tot[k]))
 			continue;
-		if (!grow((void **)&x->largest, &x->largest_cap, x->nlargest + 1,
-			  sizeof(*x->largest)))
+		if (!tally_grow_in((void **)&x->largest, &x->largest_cap, x->nlargest + 1,
+				   sizeof(*x->largest)))
 			return -ENOMEM;
 		x->largest[x->nlargest++] = x->holes[i].span;
 	}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "idlewhy.h"
 
 #define TOP_STACKS	   5 /* per thread and kind of sample, in each listed hole */
@@ -54,23 +55,6 @@ struct idle_why {
 	uint32_t pid;
 };
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 64;
-	void *np;
-
-	if (need <= *cap)
-		return true;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return false;
-	*p = np;
-	*cap = ncap;
-	return true;
-}
-
 struct idle_why *idle_why_new(const struct report_idle *idle, bool rows)
 {
 	struct idle_why *w = calloc(1, sizeof(*w));
@@ -98,7 +82,7 @@ void idle_why_free(struct idle_why *w)
 
 static int push(struct hvec *h, const struct hitem *it)
 {
-	if (!grow((void **)&h->v, &h->cap, h->n + 1, sizeof(*h->v)))
+	if (!tally_grow_in((void **)&h->v, &h->cap, h->n + 1, sizeof(*h->v)))
 		return -ENOMEM;
 	h->v[h->n++] = *it;
 	return 0;
@@ -244,7 +228,7 @@ static uint64_t thread_order(const struct idle_why *w, uint64_t thread)
 static int add_obs(struct idle_why *w, uint64_t thread, uint8_t what, uint8_t state, uint32_t id,
 		   uint64_t ns)
 {
-	if (!grow((void **)&w->obs, &w->obs_cap, w->nobs + 1, sizeof(*w->obs)))
+	if (!tally_grow_in((void **)&w->obs, &w->obs_cap, w->nobs + 1, sizeof(*w->obs)))
 		return -ENOMEM;
 	w->obs[w->nobs++] = (struct obs){thread_order(w, thread), thread, what, state, id, ns};
 	return 0;
@@ -297,7 +281,7 @@ static int by_row_weight(const void *a, const void *b)
 
 static struct why_row *new_row(struct idle_why *w)
 {
-	if (!grow((void **)&w->rows, &w->rows_cap, w->nrows + 1, sizeof(*w->rows)))
+	if (!tally_grow_in((void **)&w->rows, &w->rows_cap, w->nrows + 1, sizeof(*w->rows)))
 		return NULL;
 	memset(&w->rows[w->nrows], 0, sizeof(*w->rows));
 	return &w->rows[w->nrows++];
@@ -438,7 +422,7 @@ static int collect_stack_obs(struct idle_why *w, struct stack_obs **out, size_t 
 		     i < w->samp.n && w->samp.v[i].t0 < sp[k].t1; i++) {
 			const struct hitem *it = &w->samp.v[i];
 
-			if (!grow((void **)&v, &cap, n + 1, sizeof(*v))) {
+			if (!tally_grow_in((void **)&v, &cap, n + 1, sizeof(*v))) {
 				free(v);
 				return -ENOMEM;
 			}
@@ -484,8 +468,8 @@ static int largest_stacks(struct idle_why *w, const struct report_section *rs)
 	for (i = 0; i < n; i = j) {
 		struct why_stack *s;
 
-		if (!grow((void **)&w->stacks, &w->stacks_cap, w->nstacks + 1,
-			  sizeof(*w->stacks))) {
+		if (!tally_grow_in((void **)&w->stacks, &w->stacks_cap, w->nstacks + 1,
+				   sizeof(*w->stacks))) {
 			free(v);
 			return -ENOMEM;
 		}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "hash.h"
 #include "metricsum-int.h"
 
@@ -32,23 +33,6 @@ static const int64_t pow10s[MAX_SCALE + 1] = {
     100000000000000000LL,
     1000000000000000000LL,
 };
-
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *np;
-
-	if (need <= *cap)
-		return p;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(p, ncap * elem);
-	if (np) {
-		memset((char *)np + *cap * elem, 0, (ncap - *cap) * elem);
-		*cap = ncap;
-	}
-	return np;
-}
 
 struct gm *gm_new(uint64_t t0, double bucket_ns, unsigned nbuckets)
 {
@@ -119,7 +103,7 @@ static struct gm_sec *sec_of(struct gm *g, unsigned index)
 
 	if (index < g->nsecs)
 		return &g->secs[index];
-	v = grow(g->secs, &cap, (size_t)index + 1, sizeof(*v));
+	v = tally_grow(g->secs, &cap, (size_t)index + 1, sizeof(*v));
 	if (!v)
 		return NULL;
 	g->secs = v;
@@ -211,7 +195,7 @@ static struct gm_series *series_new(struct gm *g, struct gm_sec *c, struct repor
 
 	if ((c->n + 1) * 2 > c->cap && !sec_grow(c))
 		return NULL;
-	if (!(v = grow(g->s, &g->cap, g->n + 1, sizeof(*v))))
+	if (!(v = tally_grow(g->s, &g->cap, g->n + 1, sizeof(*v))))
 		return NULL;
 	g->s = v;
 	s = &v[g->n];
@@ -361,7 +345,7 @@ static struct gm_device *device_add(struct gm *g, unsigned section, uint32_t dev
 
 	if (d)
 		return d;
-	if (!(d = grow(g->devs, &g->dcap, g->ndevs + 1, sizeof(*d))))
+	if (!(d = tally_grow(g->devs, &g->dcap, g->ndevs + 1, sizeof(*d))))
 		return NULL;
 	g->devs = d;
 	d = &d[g->ndevs++];

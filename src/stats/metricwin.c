@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "hash.h"
 #include "metricsum-int.h"
 
@@ -80,23 +81,6 @@ struct wpass {
 	bool failed;
 };
 
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *np;
-
-	if (need <= *cap)
-		return p;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(p, ncap * elem);
-	if (np) {
-		memset((char *)np + *cap * elem, 0, (ncap - *cap) * elem);
-		*cap = ncap;
-	}
-	return np;
-}
-
 static uint64_t mix(uint64_t k)
 {
 	return tally_hash_u64(k);
@@ -114,7 +98,7 @@ static struct wset *wset_of(struct wpass *p, unsigned section, uint32_t device, 
 	for (i = 0; i < p->nsets; i++)
 		if (p->sets[i].key == key)
 			return &p->sets[i];
-	if (!make || !(v = grow(p->sets, &p->scap, p->nsets + 1, sizeof(*v))))
+	if (!make || !(v = tally_grow(p->sets, &p->scap, p->nsets + 1, sizeof(*v))))
 		return NULL;
 	p->sets = v;
 	v[p->nsets].key = key;
@@ -131,7 +115,7 @@ static int add_window(struct wpass *p, unsigned section, uint32_t device, uint64
 		return 0;
 	if (!(ws = wset_of(p, section, device, true)))
 		return -ENOMEM;
-	if (!(v = grow(ws->v, &ws->cap, ws->n + 1, sizeof(*v))))
+	if (!(v = tally_grow(ws->v, &ws->cap, ws->n + 1, sizeof(*v))))
 		return -ENOMEM;
 	ws->v = v;
 	v[ws->n++] = (struct win){t0, t1, group, (uint8_t)rule};
@@ -381,7 +365,7 @@ static size_t sources(const struct gm *g, unsigned section, uint32_t device, uns
 static long new_group(struct wpass *p, enum group_kind kind, uint32_t index, unsigned section,
 		      uint32_t device, uint32_t name)
 {
-	struct group *v = grow(p->groups, &p->gcap, p->ngroups + 1, sizeof(*v));
+	struct group *v = tally_grow(p->groups, &p->gcap, p->ngroups + 1, sizeof(*v));
 
 	if (!v)
 		return -1;
@@ -495,7 +479,7 @@ static int find_runs(struct wpass *p)
 			last->n++;
 			continue;
 		}
-		if (!(v = grow(p->runs, &cap, p->nruns + 1, sizeof(*v))))
+		if (!(v = tally_grow(p->runs, &cap, p->nruns + 1, sizeof(*v))))
 			return -ENOMEM;
 		p->runs = v;
 		v[p->nruns++] = (struct run){gaps[i].section, gaps[i].device, i, 1};
@@ -658,7 +642,7 @@ static long name_index(struct gm *g, const char *text)
 	for (j = hash_text(text) & (g->nslot - 1); g->name_slot[j]; j = (j + 1) & (g->nslot - 1))
 		if (strcmp(g->names[g->name_slot[j] - 1].s, text) == 0)
 			return (long)g->name_slot[j] - 1;
-	if (!(v = grow(g->names, &g->ncap, g->nnames + 1, sizeof(*v))) ||
+	if (!(v = tally_grow(g->names, &g->ncap, g->nnames + 1, sizeof(*v))) ||
 	    !(v[g->nnames].s = strdup(text)))
 		return -1;
 	g->names = v;
@@ -685,7 +669,7 @@ int gm_collect_ranges(struct gm *g, struct report_section *rs, const struct tall
 			 r[i].domain_id ? report_string(rs, r[i].domain_id) : "",
 			 report_string(rs, r[i].name_id));
 		if ((k = name_index(g, text)) < 0 ||
-		    !(v = grow(g->ranges, &g->rcap, g->nranges + 1, sizeof(*v))))
+		    !(v = tally_grow(g->ranges, &g->rcap, g->nranges + 1, sizeof(*v))))
 			return -ENOMEM;
 		g->ranges = v;
 		v[g->nranges++] = (struct gm_range){
@@ -869,7 +853,7 @@ static int nvtx_group_rows(struct gm *g, struct wpass *p, const struct group *gr
 			if (!wsketch_merge(&sk, a->sk))
 				return -ENOMEM;
 		}
-		if (!(v = grow(g->nvtx, &g->nvcap, g->nnvtx + 1, sizeof(*v)))) {
+		if (!(v = tally_grow(g->nvtx, &g->nvcap, g->nnvtx + 1, sizeof(*v)))) {
 			wsketch_fini(&sk);
 			return -ENOMEM;
 		}

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "json.h"
 #include "outfile.h"
 #include "pattern.h"
@@ -277,6 +278,34 @@ static char *read_file(const char *path)
 
 /* Only regular files are replaced, and only with OUTFILE_FORCE; the temporary file is renamed
  * over the target at commit, and removed on abort. */
+/* Doubling from 16, every new element zeroed, the old ones kept; a size that would overflow is
+ * refused with the array left as it was. */
+static void test_grow(void **state)
+{
+	size_t cap = 0, i;
+	uint32_t *v = NULL, *t;
+
+	(void)state;
+	v = tally_grow(v, &cap, 1, sizeof(*v));
+	assert_non_null(v);
+	assert_int_equal(cap, 16);
+	for (i = 0; i < 16; i++)
+		assert_int_equal(v[i], 0);
+	for (i = 0; i < 16; i++)
+		v[i] = (uint32_t)i + 1;
+	assert_ptr_equal(tally_grow(v, &cap, 16, sizeof(*v)), v); /* fits: unchanged */
+	v = tally_grow(v, &cap, 100, sizeof(*v));
+	assert_non_null(v);
+	assert_int_equal(cap, 128);
+	for (i = 0; i < 128; i++)
+		assert_int_equal(v[i], i < 16 ? i + 1 : 0);
+	t = tally_grow(v, &cap, SIZE_MAX / 2, sizeof(*v));
+	assert_null(t);
+	assert_int_equal(cap, 128);
+	assert_int_equal(v[15], 16);
+	free(v);
+}
+
 static void test_outfile(void **state)
 {
 	const char *dir = scratch_new();
@@ -346,7 +375,7 @@ int main(void)
 	    cmocka_unit_test(test_pattern),	  cmocka_unit_test(test_json_escaping),
 	    cmocka_unit_test(test_ranks_grammar), cmocka_unit_test(test_text_printable),
 	    cmocka_unit_test(test_text_utf8),	  cmocka_unit_test(test_text_utf8_seq),
-	    cmocka_unit_test(test_outfile),
+	    cmocka_unit_test(test_outfile),	  cmocka_unit_test(test_grow),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
