@@ -6,7 +6,7 @@
 #
 # Usage: bench/bench-sqlite.sh [BUILD_DIR]
 # Environment: RECORDS (default 10000000), RUNS (default 3), BENCH_DIR (default $TMPDIR or /tmp),
-#   BENCH_KEEP=1 keeps the trace and the database
+#   BENCH_KEEP=1 keeps the trace and the database, EXPORT_ARGS (say --index: the indexes too)
 set -eu
 B=${1:-build}
 RECORDS=${RECORDS:-10000000}
@@ -22,14 +22,15 @@ trap '[ "${BENCH_KEEP:-}" ] || rm -rf "$DIR"' EXIT
 
 t=$DIR/one$RECORDS.tally
 "$TESTSRC" -o "$t" --kernels $((RECORDS / 2)) --names 64 --streams 4 --pool 4096 >/dev/null
-echo "tally $("$TALLY" --version | cut -d' ' -f2-), $RECORDS records, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "tally $("$TALLY" --version | cut -d' ' -f2-), $RECORDS records, export -f sqlite ${EXPORT_ARGS:-}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 best=
 i=0
 while [ "$i" -lt "$RUNS" ]; do
 	i=$((i + 1))
-	"$TIME" -f '%U %S %M' -o "$DIR/time" "$TALLY" export -q -f sqlite --force -o "$DIR/one.sqlite" "$t"
+	"$TIME" -f '%U %S %M %e' -o "$DIR/time" "$TALLY" export -q -f sqlite ${EXPORT_ARGS:-} --force -o "$DIR/one.sqlite" "$t"
 	cpu=$(awk '{ printf "%.2f", $1 + $2 }' "$DIR/time")
-	echo "run $i: $cpu cpu-s (user $(cut -d' ' -f1 "$DIR/time"), sys $(cut -d' ' -f2 "$DIR/time")), $(awk '{ printf "%.0f", $3 / 1024 }' "$DIR/time") MiB"
+	wall=$(cut -d' ' -f4 "$DIR/time")
+	echo "run $i: $cpu cpu-s (user $(cut -d' ' -f1 "$DIR/time"), sys $(cut -d' ' -f2 "$DIR/time")), $wall s wall, $(awk '{ printf "%.0f", $3 / 1024 }' "$DIR/time") MiB"
 	best=$(echo "$cpu ${best:-$cpu}" | awk '{ print ($1 < $2) ? $1 : $2 }')
 done
 echo "least: $best cpu-s, $(echo "$RECORDS $best" | awk '{ printf "%.0f", $1 / $2 }') rows per cpu-second"

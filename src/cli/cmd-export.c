@@ -60,6 +60,9 @@ static const struct cli_option export_options[] = {
     CLI_BOOL(S, 0, "no-align", no_align,
 	     "keep each trace's own timestamps (default: aligned by clock pairs)"),
     CLI_BOOL(S, 'q', "quiet", quiet, "no summary line on standard error"),
+    CLI_BOOL(S, 0, "index", o.index,
+	     "sqlite: also make the indexes of docs/sqlite.md (joins by correlation\n"
+	     "id, lookups by name and thread); the export takes about 2.5 times as long"),
     CLI_DURATION(S, 0, "metric-step", "DURATION", o.metric_step_ns, 0, UINT64_MAX,
 		 "chrome: GPU metrics as one point per DURATION, the mean of its\n"
 		 "samples (default: every sample; 10 kHz is about 1 MB/s per metric)"),
@@ -90,6 +93,9 @@ static int parse(int argc, char **argv, struct export_cli *x, int *first)
 				 "no format given: --format chrome|perfetto|sqlite|csv");
 	if (!x->o.output)
 		return cli_error(TALLY_EXIT_USAGE, "no output given: -o OUT");
+	if (x->o.index && strcmp(x->e->name, "sqlite") != 0)
+		return cli_error(TALLY_EXIT_USAGE,
+				 "--index makes SQLite's indexes: it needs --format sqlite");
 	return 0;
 }
 

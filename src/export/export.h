@@ -19,6 +19,7 @@ struct export_opts {
 	bool force;		 /* replace an existing output */
 	uint64_t metric_step_ns; /* chrome: GPU metrics averaged over steps of this (0: each
 				    sample) */
+	bool index;		 /* sqlite: tally's indexes too (docs/sqlite.md) */
 };
 
 struct export_stats {

@@ -26,6 +26,11 @@ const char sqlite_host_schema[] =
     " tallyErrno INTEGER, tallyObject INTEGER);\n"
     "CREATE TABLE ThreadNames (nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER);\n";
 
+const char sqlite_host_indexes[] =
+    "CREATE INDEX sampling_callchains_id ON SAMPLING_CALLCHAINS (id, stackDepth);"
+    " CREATE INDEX composite_tid_start ON COMPOSITE_EVENTS (globalTid, start);"
+    " CREATE INDEX osrt_tid_start ON OSRT_API (globalTid, start);";
+
 #define NSYS_EVENT_CLASS_OSRT 27 /* TRACE_PROCESS_EVENT_OS_RUNTIME */
 
 enum { H_SAMPLE, H_FRAME, H_OSRT, H_THREAD, H_COUNT };
@@ -196,10 +201,7 @@ int sq_host_finish(struct sq_host *h, struct sq *q, const struct report_set *set
 	    " (1,'Running','Running'), (2,'Interruptible','Interruptible'),"
 	    " (3,'Uninterruptible','Uninterruptible'), (4,'Stopped','Stopped');"
 	    " INSERT INTO ENUM_NSYS_EVENT_CLASS VALUES (27,'TRACE_PROCESS_EVENT_OS_RUNTIME',"
-	    " 'OS runtime');"
-	    " CREATE INDEX sampling_callchains_id ON SAMPLING_CALLCHAINS (id, stackDepth);"
-	    " CREATE INDEX composite_tid_start ON COMPOSITE_EVENTS (globalTid, start);"
-	    " CREATE INDEX osrt_tid_start ON OSRT_API (globalTid, start);";
+	    " 'OS runtime');";
 	size_t i;
 	int rc = 0;
 

@@ -23,6 +23,8 @@ int64_t sq_gtid(struct sq *q, const struct report_section *rs, uint32_t pid, uin
 int sq_error(struct sq *q, const char *what);
 
 extern const char sqlite_host_schema[];
+/* --index: made after the load, as the host rows come last */
+extern const char sqlite_host_indexes[];
 
 struct sq_host;
 

@@ -117,6 +117,7 @@ struct sq {
 	char *path;
 	struct outfile out; /* the temporary database, renamed over path at the end */
 	unsigned out_flags;
+	bool index; /* --index: the indexes of docs/sqlite.md */
 	struct batch b[S_COUNT];
 	struct strslot *strs;
 	size_t nstrs, capstrs;
@@ -1295,6 +1296,8 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 	/* the last rows of every batch, strings named by the tables above included */
 	for (i = 0; i < S_COUNT && rc == 0; i++)
 		rc = batch_flush(q, &q->b[i]);
+	if (rc == 0 && q->index)
+		rc = exec(q, sqlite_host_indexes);
 	if (rc == 0)
 		rc = exec(q, "COMMIT;");
 	if (rc == 0) {
@@ -1348,15 +1351,19 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 		sq_fail(q, "open");
 		goto fail;
 	}
-	/* One writer, a file made from scratch: no journal, no syncs, one transaction.  The
-	 * indexes are made before the load and filled row by row: records come in time and
-	 * correlation order, so each index grows at its end: the same instructions as the sort of
-	 * CREATE INDEX after the load, without its sorted runs in memory and temporary files
-	 * (10 M records: peak RSS 84 MiB against 140, less system time; docs/scaling.md). */
-	if (exec(q, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;"
+	/* One writer, a file made from scratch: no journal, no syncs, one transaction.  No index
+	 * unless asked (nsys makes none): they cost 1.5 times the load itself.  Asked, they are
+	 * made before the load and filled row by row: records come in time and correlation order,
+	 * so each index grows at its end: the same instructions as the sort of CREATE INDEX after
+	 * the load, without its sorted runs in memory and temporary files (10 M records: peak RSS
+	 * 84 MiB against 140, less system time; docs/scaling.md).  Pages of 8 KiB: a tenth less
+	 * CPU than 4 KiB when rows are appended, none gained past 16 KiB. */
+	q->index = o->index;
+	if (exec(q, "PRAGMA page_size=8192; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+		    " PRAGMA cache_size=-65536;"
 		    " PRAGMA locking_mode=EXCLUSIVE; BEGIN;") < 0 ||
 	    exec(q, sqlite_schema) < 0 || exec(q, sqlite_host_schema) < 0 ||
-	    exec(q, sqlite_indexes) < 0)
+	    (q->index && exec(q, sqlite_indexes) < 0))
 		goto fail;
 	for (i = 0; i < S_COUNT; i++)
 		if (batch_open(q, &q->b[i], stmt_sql[i]) < 0)

@@ -59,6 +59,39 @@ has "incomplete warned" "$T/err" "INCOMPLETE"
 expect_rc "export sqlite" 0 "$TALLY" export -f sqlite -o "$T/good.sqlite" "$T/good.tally"
 [ "$(sqlite3 "$T/good.sqlite" 'SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL')" = 300 ] && ok "sqlite kernels" || bad "sqlite kernels"
 [ "$(sqlite3 "$T/good.sqlite" "SELECT COUNT(*) FROM TALLY_VERDICT WHERE verdict='COMPLETE'")" = 1 ] && ok "sqlite verdict" || bad "sqlite verdict"
+# indexes: none by default (nsys makes none); --index makes exactly those docs/sqlite.md lists,
+# and a lookup by correlation id then uses one; the rows are the same either way
+sql() { sqlite3 -batch -noheader "$@"; }
+[ "$(sql "$T/good.sqlite" "SELECT COUNT(*) FROM sqlite_master WHERE type='index' AND sql IS NOT NULL")" = 0 ] &&
+	ok "sqlite: no index by default" || bad "sqlite: indexes made unasked"
+expect_rc "export sqlite --index" 0 "$TALLY" export -f sqlite --index -o "$T/idx.sqlite" "$T/good.tally"
+sed -n '/^## Indexes/,/^## /p' "$SRC/../docs/sqlite.md" | tr -d '\n' | python3 -c '
+import re, sys
+text = sys.stdin.read().split("nsys")[0]  # the list ends where the prose begins
+out = []  # `TABLE (cols)`, then `(cols)` of the same table
+for m in re.finditer(r"`(\w+) \(([^)]*)\)`|`\(([^)]*)\)`", text):
+    if m.group(1):
+        table = m.group(1)
+        out.append((table, m.group(2)))
+    else:
+        out.append((table, m.group(3)))
+print("\n".join(sorted(t + " " + c.replace(" ", "") for t, c in out)))' >"$T/idx.doc"
+sql "$T/idx.sqlite" "SELECT tbl_name, sql FROM sqlite_master WHERE type='index' AND sql IS NOT NULL" |
+	sed 's/^\([A-Za-z_]*\)|.*(\(.*\))$/\1 \2/; s/ *, */,/g' | sort >"$T/idx.db"
+[ "$(wc -l <"$T/idx.doc")" -ge 15 ] && cmp -s "$T/idx.doc" "$T/idx.db" && ok "sqlite --index: the indexes docs/sqlite.md lists" ||
+	{ bad "sqlite --index: indexes differ from docs/sqlite.md"; diff "$T/idx.doc" "$T/idx.db"; }
+sql "$T/idx.sqlite" "EXPLAIN QUERY PLAN SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId = 7" |
+	grep -q "USING INDEX kernel_corr" && ok "sqlite --index: a lookup by correlation id uses its index" ||
+	bad "sqlite --index: no index used"
+same=0
+for t in CUPTI_ACTIVITY_KIND_KERNEL CUPTI_ACTIVITY_KIND_RUNTIME CUPTI_ACTIVITY_KIND_MEMCPY NVTX_EVENTS; do
+	q="SELECT COUNT(*), MIN(start), MAX(end), SUM(end - start) FROM $t"
+	[ "$(sql "$T/idx.sqlite" "$q")" = "$(sql "$T/good.sqlite" "$q")" ] && same=$((same + 1)) ||
+		bad "sqlite --index: $t rows differ"
+done
+[ "$same" = 4 ] && ok "sqlite --index: the same rows as without"
+expect_rc "--index needs --format sqlite" 2 "$TALLY" export -f csv --index -o "$T/csvi" "$T/good.tally"
+has "--index refusal says why" "$T/err" "needs --format sqlite"
 expect_rc "export csv" 0 "$TALLY" export -f csv -o "$T/csv" "$T/lossy.tally"
 [ -f "$T/csv/kernel.csv" ] && [ -f "$T/csv/verdict.csv" ] && [ -f "$T/csv/loss_windows.csv" ] && ok "csv files" || bad "csv files"
 [ "$(($(wc -l <"$T/csv/kernel.csv") - 1))" = 300 ] && ok "csv: every kernel, timed or not" || bad "csv kernel rows"
