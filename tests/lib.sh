@@ -49,6 +49,36 @@ skip() {
 	exit 77
 }
 
+# on_stand_ins TALLY CUDART SRC SCRIPT: a tests/gpu script on the CPU (into $T/gpu.out, each line
+# echoed with the script's name; its exit status in grc).  Its CUDA program is built by nvcc as on
+# the GPU machine and runs against the stand-in libcudart (CUDART) and CUPTI (TALLY_CUPTI_PATH),
+# with an nvidia-smi that says there is a GPU; PyTorch cases skip (PYTHON=false).  Skips (77)
+# without nvcc, or under a sanitizer (the nvcc-built program is not instrumented).
+on_stand_ins() {
+	_nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+	[ -x "$_nvcc" ] || skip "no nvcc"
+	ldd "$1" | grep -Eq 'lib(a|t)san' && skip "a sanitizer build: the nvcc-built program is not instrumented"
+	mkdir -p "$T/bin"
+	printf '#!/bin/sh\necho "GPU 0: stand-in"\n' >"$T/bin/nvidia-smi"
+	chmod +x "$T/bin/nvidia-smi"
+	_build=$(cd "$(dirname "$1")/../.." && pwd)
+	PATH="$T/bin:$(dirname "$_nvcc"):$PATH" LD_LIBRARY_PATH="$2${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		PYTHON=false bash "$3/tests/gpu/$4" "$_build" "$T/gpu" >"$T/gpu.out" 2>&1
+	grc=$?
+	sed "s/^/  $4: /" "$T/gpu.out"
+}
+
+# stand_in_case LABEL CASE: ok when the script of on_stand_ins printed "ok   CASE..."
+stand_in_case() {
+	grep -q "^ok   $2" "$T/gpu.out" && ok "$1 on the stand-ins: $2" || bad "$1 on the stand-ins: $2"
+}
+
+# stand_in_clean LABEL: ok when that script failed no check and exited 0
+stand_in_clean() {
+	! grep -q "^FAIL" "$T/gpu.out" && [ "$grc" -eq 0 ] && ok "$1 on the stand-ins: no failure" ||
+		bad "$1 on the stand-ins: exit $grc"
+}
+
 need_gpu() {
 	command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 ||
 		skip "no GPU here (nvidia-smi -L failed): this runs on a machine with one"

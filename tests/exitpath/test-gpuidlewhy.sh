@@ -10,23 +10,11 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 TALLY=$1 CUDART=$2 SRC=$4
 export TALLY_CUPTI_PATH=$3
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-[ -x "$NVCC" ] || skip "no nvcc"
-ldd "$TALLY" | grep -Eq 'lib(a|t)san' && skip "a sanitizer build: the nvcc-built program is not instrumented"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-mkdir -p "$T/bin"
-printf '#!/bin/sh\necho "GPU 0: stand-in"\n' >"$T/bin/nvidia-smi"
-chmod +x "$T/bin/nvidia-smi"
-B=$(cd "$(dirname "$TALLY")/../.." && pwd)
-PATH="$T/bin:$(dirname "$NVCC"):$PATH" LD_LIBRARY_PATH="$CUDART${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-	PYTHON=false bash "$SRC/tests/gpu/idle-why.sh" "$B" "$T/gpu" >"$T/gpu.out" 2>&1
-grc=$?
-sed 's/^/  idle-why.sh: /' "$T/gpu.out"
+on_stand_ins "$TALLY" "$CUDART" "$SRC" idle-why.sh
 for case in "compute (perf events)" "compute (timer fallback)" "mutex"; do
-	grep -q "^ok   $case" "$T/gpu.out" && ok "idle-why.sh on the stand-ins: $case" ||
-		bad "idle-why.sh on the stand-ins: $case"
+	stand_in_case idle-why.sh "$case"
 done
-! grep -q "^FAIL" "$T/gpu.out" && [ $grc -eq 0 ] && ok "idle-why.sh on the stand-ins: no failure" ||
-	bad "idle-why.sh on the stand-ins: exit $grc"
+stand_in_clean idle-why.sh
 finish

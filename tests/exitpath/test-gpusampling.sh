@@ -10,25 +10,12 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 TALLY=$1 CUDART=$2 SRC=$4
 export TALLY_CUPTI_PATH=$3
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-[ -x "$NVCC" ] || skip "no nvcc"
-ldd "$TALLY" | grep -Eq 'lib(a|t)san' && skip "a sanitizer build: the nvcc-built program is not instrumented"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-mkdir -p "$T/bin"
-printf '#!/bin/sh\necho "GPU 0: stand-in"\n' >"$T/bin/nvidia-smi"
-chmod +x "$T/bin/nvidia-smi"
-B=$(cd "$(dirname "$TALLY")/../.." && pwd)
-PATH="$T/bin:$(dirname "$NVCC"):$PATH" LD_LIBRARY_PATH="$CUDART${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-	PYTHON=false "$SRC/tests/gpu/sampling.sh" "$B" "$T/gpu" >"$T/gpu.out" 2>&1
-grc=$?
-sed 's/^/  sampling.sh: /' "$T/gpu.out"
-for case in "compute (perf)" "compute (timer)" "rate (timer)" "read() on a pipe"; do
-	grep -q "^ok   $case" "$T/gpu.out" && ok "sampling.sh on the stand-ins: $case" ||
-		bad "sampling.sh on the stand-ins: $case"
+on_stand_ins "$TALLY" "$CUDART" "$SRC" sampling.sh
+for case in "compute (perf)" "compute (timer)" "rate (timer)" "read() on a pipe" \
+	"a pthread_mutex_lock call"; do
+	stand_in_case sampling.sh "$case"
 done
-grep -q "^ok   a pthread_mutex_lock call" "$T/gpu.out" && ok "sampling.sh on the stand-ins: mutex" ||
-	bad "sampling.sh on the stand-ins: mutex"
-! grep -q "^FAIL" "$T/gpu.out" && [ $grc -eq 0 ] && ok "sampling.sh on the stand-ins: no failure" ||
-	bad "sampling.sh on the stand-ins: exit $grc"
+stand_in_clean sampling.sh
 finish
