@@ -4,6 +4,7 @@
 #ifndef TALLY_STATS_METRICSUM_INT_H
 #define TALLY_STATS_METRICSUM_INT_H
 
+#include "hashmap.h"
 #include "metricsum.h"
 #include "wsketch.h"
 
@@ -37,11 +38,9 @@ struct gm_device {
 	char *why;	      /* a device row's text (owned), NULL for a sampled device */
 };
 
-/* Per section: (device, name id) -> series, open addressing (key + 1, so 0 is empty). */
+/* Per section: (device, name id) -> series index + 1, and the last one found. */
 struct gm_sec {
-	uint64_t *keys;
-	uint32_t *vals; /* series index */
-	size_t cap, n;
+	struct tally_map series;
 	uint64_t last_key;
 	uint32_t last_val;
 	bool ended;

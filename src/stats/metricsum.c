@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "grow.h"
-#include "hash.h"
 #include "metricsum-int.h"
 
 #define MAX_SCALE 18 /* 10^18 still fits 64 bits */
@@ -65,10 +64,8 @@ void gm_free(struct gm *g)
 	for (i = 0; i < g->n; i++)
 		free_series(&g->s[i]);
 	free(g->s);
-	for (i = 0; i < g->nsecs; i++) {
-		free(g->secs[i].keys);
-		free(g->secs[i].vals);
-	}
+	for (i = 0; i < g->nsecs; i++)
+		tally_map_fini(&g->secs[i].series);
 	free(g->secs);
 	for (i = 0; i < g->ndevs; i++)
 		free(g->devs[i].why);
@@ -91,11 +88,6 @@ uint64_t gm_records(const struct gm *g)
 
 /* ---- series by (section, device, name id) ---------------------------------------------------- */
 
-static uint64_t mix(uint64_t k)
-{
-	return tally_hash_u64(k);
-}
-
 static struct gm_sec *sec_of(struct gm *g, unsigned index)
 {
 	size_t cap = g->nsecs;
@@ -109,33 +101,6 @@ static struct gm_sec *sec_of(struct gm *g, unsigned index)
 	g->secs = v;
 	g->nsecs = cap;
 	return &v[index];
-}
-
-static bool sec_grow(struct gm_sec *c)
-{
-	size_t cap = c->cap ? 2 * c->cap : 32, i, j;
-	uint64_t *keys = calloc(cap, sizeof(*keys));
-	uint32_t *vals = calloc(cap, sizeof(*vals));
-
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return false;
-	}
-	for (i = 0; i < c->cap; i++) {
-		if (!c->keys[i])
-			continue;
-		for (j = mix(c->keys[i]) & (cap - 1); keys[j]; j = (j + 1) & (cap - 1))
-			;
-		keys[j] = c->keys[i];
-		vals[j] = c->vals[i];
-	}
-	free(c->keys);
-	free(c->vals);
-	c->keys = keys;
-	c->vals = vals;
-	c->cap = cap;
-	return true;
 }
 
 static uint64_t series_key(uint32_t device, uint32_t name_id)
@@ -159,19 +124,17 @@ struct gm_series *gm_series_find(struct gm *g, unsigned section, uint32_t device
 {
 	struct gm_sec *c = section < g->nsecs ? &g->secs[section] : NULL;
 	uint64_t key = series_key(device, name_id);
-	size_t j;
+	uint32_t v;
 
-	if (!c || !c->cap)
+	if (!c)
 		return NULL;
 	if (c->last_key == key)
 		return &g->s[c->last_val];
-	for (j = mix(key) & (c->cap - 1); c->keys[j]; j = (j + 1) & (c->cap - 1))
-		if (c->keys[j] == key) {
-			c->last_key = key;
-			c->last_val = c->vals[j];
-			return &g->s[c->vals[j]];
-		}
-	return NULL;
+	if (!(v = tally_map_get(&c->series, device, name_id)))
+		return NULL;
+	c->last_key = key;
+	c->last_val = v - 1;
+	return &g->s[v - 1];
 }
 
 /* Label, unit and place in the set, from the section (its chunks as they are now). */
@@ -191,10 +154,7 @@ static struct gm_series *series_new(struct gm *g, struct gm_sec *c, struct repor
 				    uint32_t device, uint32_t name_id, unsigned scale)
 {
 	struct gm_series *v, *s;
-	size_t j;
 
-	if ((c->n + 1) * 2 > c->cap && !sec_grow(c))
-		return NULL;
 	if (!(v = tally_grow(g->s, &g->cap, g->n + 1, sizeof(*v))))
 		return NULL;
 	g->s = v;
@@ -207,19 +167,14 @@ static struct gm_series *series_new(struct gm *g, struct gm_sec *c, struct repor
 	s->name = strdup(report_string(rs, name_id));
 	if (!s->name || describe(s, rs->s) < 0 ||
 	    (g->nb && (!(s->csum = calloc(g->nb, sizeof(double))) ||
-		       !(s->cw = calloc(g->nb, sizeof(double)))))) {
+		       !(s->cw = calloc(g->nb, sizeof(double))))) ||
+	    tally_map_put(&c->series, device, name_id, (uint32_t)g->n + 1) < 0) {
 		free_series(s);
 		return NULL;
 	}
 	s->percent = strcmp(s->unit, "%") == 0;
 	s->above_exact = true;
 	s->sm_active = strcmp(s->name, GM_SM_ACTIVE) == 0;
-	for (j = mix(series_key(device, name_id)) & (c->cap - 1); c->keys[j];
-	     j = (j + 1) & (c->cap - 1))
-		;
-	c->keys[j] = series_key(device, name_id);
-	c->vals[j] = (uint32_t)g->n;
-	c->n++;
 	return &g->s[g->n++];
 }
 
