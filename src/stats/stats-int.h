@@ -7,6 +7,7 @@
 #include "depth.h"
 #include "diagnosis.h"
 #include "gaps.h"
+#include "hashmap.h"
 #include "idle.h"
 #include "idlewhy.h"
 #include "jobs.h"
@@ -116,9 +117,7 @@ struct rowvec {
 struct sec_cache {
 	uint32_t *kern, *api;
 	uint32_t nkern, napi;
-	uint64_t *nvtx_keys; /* (domain, style, name) -> nvtx group, open addressing */
-	uint32_t *nvtx_vals;
-	size_t nvtx_cap, nvtx_n;
+	struct tally_map nvtx;	   /* (domain, style; name) -> nvtx group + 1 */
 	uint32_t *stack_groups[2]; /* stack id -> cuda_kern_stack_sum group + 1, per style */
 	uint32_t nstack_groups[2];
 };

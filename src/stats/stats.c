@@ -326,33 +326,6 @@ static inline void group_add(struct stats *st, struct group *g, uint64_t x)
 		vec_push(st, g, x);
 }
 
-static bool nvtx_cache_grow(struct sec_cache *c)
-{
-	size_t cap = c->nvtx_cap ? 2 * c->nvtx_cap : 64, i, j;
-	uint64_t *keys = calloc(cap, sizeof(*keys));
-	uint32_t *vals = calloc(cap, sizeof(*vals));
-
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return false;
-	}
-	for (i = 0; i < c->nvtx_cap; i++) {
-		if (!c->nvtx_vals[i])
-			continue;
-		for (j = c->nvtx_keys[i] % cap; vals[j]; j = (j + 1) % cap)
-			;
-		keys[j] = c->nvtx_keys[i];
-		vals[j] = c->nvtx_vals[i];
-	}
-	free(c->nvtx_keys);
-	free(c->nvtx_vals);
-	c->nvtx_keys = keys;
-	c->nvtx_vals = vals;
-	c->nvtx_cap = cap;
-	return true;
-}
-
 /* nsys names a range "domain:message"; the default domain is the empty one (":message"). */
 static long nvtx_group_new(struct stats *st, struct report_section *rs,
 			   const struct tally_record *r)
@@ -375,22 +348,17 @@ static struct group *nvtx_group(struct stats *st, struct report_section *rs,
 				const struct tally_record *r)
 {
 	struct sec_cache *c = sec_cache(st, rs->index);
-	uint64_t key =
-	    (uint64_t)r->domain_id << 33 | (uint64_t)(r->subkind ? 1 : 0) << 32 | r->name_id;
-	size_t i;
+	uint64_t style = (uint64_t)r->domain_id << 1 | (r->subkind ? 1 : 0);
+	uint32_t v;
 	long g;
 
-	if (!c || ((c->nvtx_n + 1) * 2 > c->nvtx_cap && !nvtx_cache_grow(c)))
+	if (!c)
 		goto oom;
-	for (i = key % c->nvtx_cap; c->nvtx_vals[i]; i = (i + 1) % c->nvtx_cap)
-		if (c->nvtx_keys[i] == key)
-			return &st->t[R_NVTX_SUM].g[c->nvtx_vals[i] - 1];
+	if ((v = tally_map_get(&c->nvtx, style, r->name_id)))
+		return &st->t[R_NVTX_SUM].g[v - 1];
 	g = nvtx_group_new(st, rs, r);
-	if (g < 0)
+	if (g < 0 || tally_map_put(&c->nvtx, style, r->name_id, (uint32_t)g + 1) < 0)
 		goto oom;
-	c->nvtx_keys[i] = key;
-	c->nvtx_vals[i] = (uint32_t)g + 1;
-	c->nvtx_n++;
 	return &st->t[R_NVTX_SUM].g[g];
 oom:
 	st->failed = true;
@@ -841,8 +809,7 @@ void stats_free(struct stats *st)
 	for (i = 0; i < st->nsecs; i++) {
 		free(st->secs[i].kern);
 		free(st->secs[i].api);
-		free(st->secs[i].nvtx_keys);
-		free(st->secs[i].nvtx_vals);
+		tally_map_fini(&st->secs[i].nvtx);
 		free(st->secs[i].stack_groups[0]);
 		free(st->secs[i].stack_groups[1]);
 	}
