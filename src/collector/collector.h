@@ -105,6 +105,9 @@ void session_signal_crash(struct session *s, int sig, const siginfo_t *info, uin
 /* The signal ending the process (0 if none): an exit path that comes after it ends the same way. */
 int session_ending_signal(const struct session *s);
 
+/* exit() was called (LD_PRELOAD's wrapper), before any exit handler runs: GPU metrics end now. */
+void session_exit_called(struct session *s);
+
 /* Files this pid's images wrote before the next exec (for TALLY_EXEC_FROM). */
 unsigned session_exec_files(const struct session *s);
 

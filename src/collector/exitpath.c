@@ -176,6 +176,8 @@ TALLY_EXPORT void exit(int status)
 {
 	if (session_ending_signal(session_get()))
 		leave(TALLY_FLUSH_EXIT);
+	else
+		session_exit_called(session_get());
 	exit_with("exit", status);
 }
 

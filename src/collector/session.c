@@ -100,6 +100,19 @@ static void register_metrics_at_exit(void)
 	atexit(metrics_at_exit);
 }
 
+/*
+ * A program that calls exit() while the sampler is still setting sampling up (its first half
+ * second or so) has the PM libraries' destructors registered, but not yet metrics_at_exit: they
+ * would run first, and the sampler's next PM call meet freed state.  Where exit() itself comes
+ * to us (LD_PRELOAD), sampling ends here, before any handler: the sampler finishes its setup,
+ * stops and disables each device, and makes no PM call after (bounded by the flush timeout, as
+ * at the context's end).  A return from main reaches libc's exit() without us: that window stays.
+ */
+void session_exit_called(struct session *s)
+{
+	context_ending(s, ~0ull);
+}
+
 static void metrics_pm_loaded(void *arg)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;

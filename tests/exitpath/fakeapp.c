@@ -303,6 +303,12 @@ static int mode__exit(void)
 	_exit(0);
 }
 
+/* exit() at once, as a short program does: GPU metrics may still be being set up. */
+static int mode_exit_now(void)
+{
+	exit(0);
+}
+
 static int mode_paced(void)
 {
 	/* n more launches spread over 1.5 s, for the collection-window tests */
@@ -606,6 +612,7 @@ static const struct mode {
     {"fulldisk", mode_return},
     {"nvtx", mode_return},
     {"_exit", mode__exit},
+    {"exit-now", mode_exit_now},
     {"paced", mode_paced},
     {"forever", mode_forever},
     {"other-client", mode_other_client},
