@@ -76,7 +76,11 @@ static const struct layout layouts[] = {
 /* calibrate() reads the main thread's outermost frame, which may not have begun (no instruction
  * yet) or may be torn at the first try: it is tried again, at most this many times */
 #define CALIBRATE_TRIES 1000
-#define TABLE_MAX	65536 /* a location table longer than this is not believed */
+/* The sampler reads another thread's chain as it changes: a layout is given up only after its
+ * validation failed on this many calls in a row (each a sampler tick apart, 8 reads each), so
+ * that a burst of torn reads (imports under a loaded machine) does not refuse a right one. */
+#define REFUSE_AFTER 64
+#define TABLE_MAX    65536 /* a location table longer than this is not believed */
 
 static struct {
 	const struct layout *l; /* written only before state becomes 1 (then read-only) */
@@ -99,7 +103,8 @@ static struct {
 	bool lines;		    /* the location table reader agreed with CPython's */
 	_Atomic int outside;	    /* 0 not yet, 1 ready, -1 never */
 	unsigned outside_tries;
-	unsigned calibrations; /* calibrate() calls so far (tally_pyframes_lines_retry) */
+	unsigned outside_failures; /* validations failed in a row for this layout (REFUSE_AFTER) */
+	unsigned calibrations;	   /* calibrate() calls so far (tally_pyframes_lines_retry) */
 } pf;
 
 static _Atomic bool busy; /* one validation at a time */
@@ -647,6 +652,9 @@ static int outside_locked(unsigned long main_pthread, char *why, size_t len)
 			atomic_store(&pf.state, 1);
 			break;
 		}
+		if (++pf.outside_failures < REFUSE_AFTER)
+			return -EAGAIN; /* perhaps torn: read again at the next tick */
+		pf.outside_failures = 0;
 		if (!(pf.l = next_candidate(pf.l))) {
 			atomic_store(&pf.state, -1);
 			snprintf(why, len, "this CPython's frame layout is not one tally knows");
