@@ -163,6 +163,13 @@ static int load_host(struct tally_config *c, char *why, size_t len)
 	return 0;
 }
 
+bool tally_config_gpu_metrics_asked(void)
+{
+	const char *v = getenv("TALLY_GPU_METRICS");
+
+	return v && *v;
+}
+
 /* TALLY_GPU_METRICS*: what the device list and the set say is the sampler's to judge (a bad
  * one costs the metrics, with a note, never the recording); numbers are checked here. */
 static int gpu_metrics_load(struct tally_config *c, char *why, size_t len)

@@ -74,6 +74,9 @@ bool tally_config_from_start(const struct tally_config *c);
 /* Parse the environment; returns 0, or -EINVAL with why naming the variable and value. */
 int tally_config_load(struct tally_config *c, char *why, size_t len);
 
+/* Are GPU metrics asked for (TALLY_GPU_METRICS)?  Read before the configuration is loaded. */
+bool tally_config_gpu_metrics_asked(void);
+
 /* Is this process's rank (SLURM_PROCID, RANK, OMPI_COMM_WORLD_RANK, PMI_RANK) in list? */
 bool tally_rank_selected(const char *list, char *rank_var, size_t len);
 

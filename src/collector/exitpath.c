@@ -181,6 +181,43 @@ TALLY_EXPORT void exit(int status)
 	exit_with("exit", status);
 }
 
+/* ---- return from main -------------------------------------------------------------------- */
+
+/*
+ * A main that returns reaches exit() inside libc, where the wrapper above never sees it.  With
+ * GPU metrics asked for, the program's main is called through main_then_exit, so that what exit()
+ * does first (session_exit_called) is done on that way too, before any exit handler.  A
+ * dynamically linked program's _start calls __libc_start_main; without GPU metrics it passes
+ * through untouched (no frame of ours under main in the program's stacks).
+ */
+typedef int (*main_fn)(int, char **, char **);
+typedef int (*start_main_fn)(main_fn, int, char **, void *, void *, void *, void *);
+static main_fn program_main;
+
+static int main_then_exit(int argc, char **argv, char **envp)
+{
+	int status = program_main(argc, argv, envp);
+
+	session_exit_called(session_get());
+	return status;
+}
+
+TALLY_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void *init, void *fini,
+				   void *rtld_fini, void *stack_end);
+TALLY_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void *init, void *fini,
+				   void *rtld_fini, void *stack_end)
+{
+	start_main_fn real = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+
+	if (!real) /* no libc after us: never on glibc; run the program as _start would */
+		exit(main(argc, argv, environ));
+	if (tally_config_gpu_metrics_asked()) {
+		program_main = main;
+		main = main_then_exit;
+	}
+	return real(main, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
 /* ---- exec ------------------------------------------------------------------------------- */
 
 /*

@@ -204,13 +204,16 @@ expect joined 0 'fits("busy", 10000) and rng("busy")[SM]["mean"] == 75 and "CUDA
 run ctxgone --gpu-metrics -- metrics 300 FAKECUPTI_PM_STOP_MS=1500 TALLY_FLUSH_TIMEOUT_MS=500
 expect ctxgone 0 'status == 0 and "gpu-metrics-context-gone" in notes and "fakecupti" not in err and v == "INCOMPLETE"'
 
-# exit() while sampling is still being set up (400 ms here), as a short program does: sampling
-# ends inside exit() before any exit handler, so the PM libraries' destructors (which the
-# stand-in registers at the first device call, as the real ones are) never meet a later PM call.
-# Before, one run in three aborted in cuptiPmSamplingEnable (2 of 6 here): five runs.
+# exit() while sampling is still being set up (400 ms here), as a short program does, or a main
+# that returns then: sampling ends inside exit(), or as main returns, before any exit handler,
+# so the PM libraries' destructors (which the stand-in registers at the first device call, as
+# the real ones are) never meet a later PM call.  Before, such runs aborted in
+# cuptiPmSamplingEnable (exit(): 3 of 18, return: 6 of 30 here): five runs of each.
 for i in 1 2 3 4 5; do
-	run exitsetup$i --gpu-metrics -- exit-now 300 FAKECUPTI_PM_SETUP_MS=400
-	expect exitsetup$i 0 'status == 0 and v == "COMPLETE" and k["kernel"] == 300 and dev(0)["state"] == "sampled" and "fakecupti" not in err'
+	for how in exit-now return; do
+		run "exitsetup-$how$i" --gpu-metrics -- "$how" 300 FAKECUPTI_PM_SETUP_MS=400
+		expect "exitsetup-$how$i" 0 'status == 0 and v == "COMPLETE" and k["kernel"] == 300 and dev(0)["state"] == "sampled" and "fakecupti" not in err'
+	done
 done
 
 # A fork inside cuInit (libcudadebugger forks its debug agent there under cuda-gdb): the agent,
