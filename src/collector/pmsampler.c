@@ -53,6 +53,7 @@ struct pm_sampler {
 	bool saw_cuda;
 	/* CUDA contexts going away (pm_sampler_context_ending), by device bit: */
 	uint64_t ending, ended;		/* under lock: asked for; done (sampling over) */
+	uint64_t noted;			/* under lock: said late in a note (once each) */
 	_Atomic uint64_t contexts_gone; /* gone before they were done: no CUPTI call for them */
 	_Atomic uint64_t gone_at;	/* CUPTI ns, when the first of those went */
 };
@@ -448,6 +449,8 @@ bool pm_sampler_stop(struct pm_sampler *s, uint64_t timeout_ns)
 		    "the GPU-metrics sampler did not stop in time (stuck in a CUPTI "
 		    "call): its last samples are not in the trace");
 		tally_pipeline_metric_count(TALLY_C_METRIC_FAILURES, 1);
+		/* left behind: it ends (or not) on its own, and nothing will join it */
+		pthread_detach(s->thread);
 		return false;
 	}
 	pthread_join(s->thread, NULL);
@@ -463,7 +466,7 @@ void pm_sampler_context_ending(struct pm_sampler *s, uint64_t devices, uint64_t 
 {
 	struct timespec until = tally_monotonic_after(timeout_ns);
 	uint64_t late;
-	char text[256];
+	char text[256], which[32];
 
 	if (!s)
 		return;
@@ -481,13 +484,19 @@ void pm_sampler_context_ending(struct pm_sampler *s, uint64_t devices, uint64_t 
 							memory_order_release, memory_order_relaxed);
 		atomic_fetch_or_explicit(&s->contexts_gone, late, memory_order_release);
 	}
+	/* said once: the exit paths ask for every device, the contexts' ends then for each */
+	devices = late & ~s->noted;
+	s->noted |= late;
 	pthread_mutex_unlock(&s->lock);
-	if (!late)
+	if (!devices)
 		return;
-	snprintf(text, sizeof(text),
-		 "GPU metrics: the sampler had not stopped when the CUDA context went (devices "
-		 "%#llx); their samples from there on are lost, and the stretch is a gap",
-		 (unsigned long long)late);
+	snprintf(which, sizeof(which), devices == ~0ull ? "every device" : "devices %#llx",
+		 (unsigned long long)devices);
+	snprintf(
+	    text, sizeof(text),
+	    "GPU metrics: the sampler had not stopped when the program exited or the CUDA "
+	    "context went (%s); their samples from there on are lost, and the stretch is a gap",
+	    which);
 	tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-context-gone", text);
 }
 
