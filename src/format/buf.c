@@ -112,3 +112,21 @@ void *tally_array_push(void *arrayp, size_t *n, size_t elem)
 	(*n)++;
 	return a;
 }
+
+void tally_kv_copy(struct tally_buf *b, const struct tally_kv *kv)
+{
+	if (kv->type == TALLY_KV_UINT)
+		tally_kv_uint(b, kv->key, kv->u);
+	else if (kv->type == TALLY_KV_SINT)
+		tally_kv_sint(b, kv->key, kv->s);
+	else if (kv->type == TALLY_KV_BYTES)
+		tally_kv_bytes(b, kv->key, kv->ptr, kv->len);
+}
+
+void tally_buf_put_str(struct tally_buf *b, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	tally_buf_put_varint(b, n);
+	tally_buf_put(b, s, n);
+}

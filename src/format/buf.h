@@ -155,5 +155,10 @@ struct tally_kv {
 };
 
 bool tally_kv_next(struct tally_cursor *c, struct tally_kv *kv);
+/* Put an entry read by tally_kv_next back as it was (keys this tally does not know survive). */
+void tally_kv_copy(struct tally_buf *b, const struct tally_kv *kv);
+
+/* A string as its length (varint) then its bytes; NULL is the empty string. */
+void tally_buf_put_str(struct tally_buf *b, const char *s);
 
 #endif

@@ -5,23 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void put_len_str(struct tally_buf *b, const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	tally_buf_put_varint(b, n);
-	tally_buf_put(b, s, n);
-}
-
 /* key 9: scale:varint name unit label, each len-bytes, inside the entry's bytes */
 static void put_metric(struct tally_buf *b, const struct tally_metric_desc *m)
 {
 	struct tally_buf e = {0};
 
 	tally_buf_put_varint(&e, m->scale);
-	put_len_str(&e, m->name);
-	put_len_str(&e, m->unit);
-	put_len_str(&e, m->label);
+	tally_buf_put_str(&e, m->name);
+	tally_buf_put_str(&e, m->unit);
+	tally_buf_put_str(&e, m->label);
 	if (e.failed)
 		b->failed = true;
 	else

@@ -23,14 +23,6 @@ static uint64_t shifted(uint64_t t, int64_t offset)
 	return t ? t + (uint64_t)offset : 0;
 }
 
-static void put_text(struct tally_buf *b, const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	tally_buf_put_varint(b, n);
-	tally_buf_put(b, s, n);
-}
-
 static void encode_records(struct tally_buf *out, const struct tally_section *s)
 {
 	struct tally_buf b = {0};
@@ -57,8 +49,8 @@ static void encode_reasons(struct tally_buf *out, const struct tally_summary_fac
 		tally_buf_put_varint(&b, r->code);
 		tally_buf_put_varint(&b, r->counter);
 		tally_buf_put_varint(&b, r->count);
-		put_text(&b, r->text);
-		put_text(&b, r->hint);
+		tally_buf_put_str(&b, r->text);
+		tally_buf_put_str(&b, r->hint);
 		tally_kv_bytes(out, TALLY_SUMK_REASON, b.data, b.len);
 	}
 	tally_buf_fini(&b);

@@ -104,17 +104,6 @@ static uint64_t damaged(const struct merge *m, const struct report_section *rs)
 
 /* ---- SESSION ------------------------------------------------------------------------------ */
 
-/* Copy an entry as it is (keys this tally does not know survive the merge). */
-static void copy_kv(struct tally_buf *b, const struct tally_kv *kv)
-{
-	if (kv->type == TALLY_KV_UINT)
-		tally_kv_uint(b, kv->key, kv->u);
-	else if (kv->type == TALLY_KV_SINT)
-		tally_kv_sint(b, kv->key, kv->s);
-	else if (kv->type == TALLY_KV_BYTES)
-		tally_kv_bytes(b, kv->key, kv->ptr, kv->len);
-}
-
 static void session_payload(struct merge *m, struct report_section *rs)
 {
 	const struct tally_section *s = rs->s;
@@ -130,7 +119,7 @@ static void session_payload(struct merge *m, struct report_section *rs)
 				continue;
 			if (kv.key == TALLY_SK_START_CUPTI && kv.type == TALLY_KV_UINT)
 				kv.u = report_time(rs, kv.u);
-			copy_kv(b, &kv);
+			tally_kv_copy(b, &kv);
 		}
 	} else { /* its SESSION chunk was lost: what the reader knows, nothing more */
 		tally_kv_str(b, TALLY_SK_WRITER, "tally merge");
@@ -181,7 +170,7 @@ static int shift_kv(struct merge *m, struct report_section *rs, const struct tal
 	while (tally_kv_next(&cur, &kv)) {
 		if (kv.key == time_key && kv.type == TALLY_KV_UINT && kv.u)
 			kv.u = report_time(rs, kv.u);
-		copy_kv(&m->buf, &kv);
+		tally_kv_copy(&m->buf, &kv);
 	}
 	return emit(m, c->type, c->flags, &m->buf, 0);
 }

@@ -215,16 +215,6 @@ static int put_chunk(struct tsum *t, unsigned type, const struct tally_buf *b)
 	return tally_writer_chunk(&t->w, type, 0, b->data, b->len, 0);
 }
 
-static void copy_kv(struct tally_buf *b, const struct tally_kv *kv)
-{
-	if (kv->type == TALLY_KV_UINT)
-		tally_kv_uint(b, kv->key, kv->u);
-	else if (kv->type == TALLY_KV_SINT)
-		tally_kv_sint(b, kv->key, kv->s);
-	else if (kv->type == TALLY_KV_BYTES)
-		tally_kv_bytes(b, kv->key, kv->ptr, kv->len);
-}
-
 /* Its SESSION as recorded, its times aligned (a merged file's way), marked a summary. */
 static int write_session(struct tsum *t, const struct report_section *rs, const struct psec *p)
 {
@@ -241,7 +231,7 @@ static int write_session(struct tsum *t, const struct report_section *rs, const 
 				continue;
 			if (kv.key == TALLY_SK_START_CUPTI && kv.type == TALLY_KV_UINT && kv.u)
 				kv.u = report_time(rs, kv.u);
-			copy_kv(b, &kv);
+			tally_kv_copy(b, &kv);
 		}
 	} else {
 		tally_kv_str(b, TALLY_SK_WRITER, "tally stats --partial");
@@ -263,7 +253,7 @@ static int write_note(struct tsum *t, const struct report_section *rs, const str
 	while (tally_kv_next(&c, &kv)) {
 		if (kv.key == TALLY_NK_TIME && kv.type == TALLY_KV_UINT && kv.u)
 			kv.u = report_time(rs, kv.u);
-		copy_kv(&t->b, &kv);
+		tally_kv_copy(&t->b, &kv);
 	}
 	return put_chunk(t, TALLY_CHUNK_NOTE, &t->b);
 }
@@ -344,19 +334,6 @@ static int write_section(struct tsum *t, struct stats *st, struct report_section
 	return rc;
 }
 
-static void put_text(struct tally_buf *b, const char *s)
-{
-	size_t n = strlen(s);
-
-	tally_buf_put_varint(b, n);
-	tally_buf_put(b, s, n);
-}
-
-static uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
 static void put_group(struct tally_buf *b, const struct group *g)
 {
 	double lsq = (double)g->m.lsq;
@@ -364,12 +341,12 @@ static void put_group(struct tally_buf *b, const struct group *g)
 	int k;
 
 	memcpy(&bits, &lsq, sizeof(bits));
-	put_text(b, g->name);
+	tally_buf_put_str(b, g->name);
 	tally_buf_put_varint(b, g->style);
 	for (k = 0; k < 3; k++)
-		tally_buf_put_varint(b, zigzag(g->grid[k]));
+		tally_buf_put_varint(b, tally_zigzag(g->grid[k]));
 	for (k = 0; k < 3; k++)
-		tally_buf_put_varint(b, zigzag(g->block[k]));
+		tally_buf_put_varint(b, tally_zigzag(g->block[k]));
 	tally_buf_put_varint(b, g->m.n);
 	tally_buf_put_varint(b, g->m.total);
 	tally_buf_put_varint(b, g->m.min);
@@ -474,11 +451,6 @@ static bool get_text(struct tally_cursor *c, char **out)
 	return true;
 }
 
-static int64_t unzigzag(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
 /* A recorded kernel name in the form the report is asked for. */
 static char *kernel_form(char *recorded, enum report_name_mode m)
 {
@@ -515,7 +487,7 @@ static bool read_group(struct tally_cursor *c, struct stats_summary_group *g, ch
 	g->name = *name;
 	g->style = (unsigned)tally_cur_varint(c);
 	for (i = 0; i < 6; i++)
-		gb[i] = (int32_t)unzigzag(tally_cur_varint(c));
+		gb[i] = (int32_t)tally_unzigzag(tally_cur_varint(c));
 	g->gb = gb;
 	g->n = tally_cur_varint(c);
 	g->total = tally_cur_varint(c);
