@@ -13,6 +13,7 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_signal_unsafe=0:die_a
 # times slower, so the timing-bound cases (adaptive, slow) do not hold: they run in the other
 # builds.
 TSAN=$(ldd "$APP" | grep -c 'libtsan')
+ASAN=$(ldd "$APP" | grep -c 'libasan')
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$(dirname "$0")/../lib.sh"
@@ -172,13 +173,17 @@ expect two 1 'v == "COMPLETE" and dev(0)["state"] == "elsewhere" and dev(0)["hol
 
 # A fork child that starts its own session while its parent samples the device: the child names
 # the parent.  (The parent forks once its claim is in the lock file: FAKEAPP_WAIT_CLAIM.)
-if [ "$TSAN" -eq 0 ]; then
+# Not under the sanitizers: TSan refuses threads in a fork child, and gcc 12's ASan allocator
+# takes no lock across fork, so a child forked while the parent's sampler thread allocates can
+# inherit an allocator lock held by nobody and hang at its first allocation of that size (seen
+# in 1 of 58 runs under load; glibc's malloc is taken across fork).
+if [ "$TSAN" -eq 0 ] && [ "$ASAN" -eq 0 ]; then
 	run fork --gpu-metrics -- fork-session 3000 FAKEAPP_WAIT_CLAIM="$T/fork/$LOCK"
 	expect fork 0 'v == "COMPLETE" and dev(0)["state"] == "sampled"'
 	expect fork 1 'v == "COMPLETE" and dev(0)["state"] == "elsewhere" and dev(0)["holder_pid"] == pids[0] == s["ppid"]'
 	one_sampler fork
 else
-	skipped "fork: TSan refuses threads in a fork child"
+	skipped "fork: the sanitizers' fork limits (above)"
 fi
 
 # The metrics follow the collection window: none before --delay opens it.
