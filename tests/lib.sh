@@ -79,6 +79,9 @@ stand_in_clean() {
 		bad "$1 on the stand-ins: exit $grc"
 }
 
+# has_torch: $PY (python3 by default) imports PyTorch and sees a GPU through it
+has_torch() { ${PY:-python3} -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; }
+
 need_gpu() {
 	command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 ||
 		skip "no GPU here (nvidia-smi -L failed): this runs on a machine with one"

@@ -227,12 +227,13 @@ static void end_devices(struct pm_sampler *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* One decode period's work: start or stop with the window, and decode. */
-static void step(struct pm_sampler *s)
+/* One decode period's work: start or stop with the window, and decode.  True when a device
+ * still has samples in the hardware (the period's time ran out first). */
+static bool step(struct pm_sampler *s)
 {
 	/* a backlog takes at most one period per device: the stop is looked at in between */
 	uint64_t deadline = tally_monotonic_ns() + (uint64_t)s->decode_ms * 1000000;
-	bool open = window_open(s);
+	bool open = window_open(s), backlog = false;
 	unsigned i;
 
 	end_devices(s);
@@ -247,7 +248,7 @@ static void step(struct pm_sampler *s)
 		else if (!open && d->running)
 			pm_device_stop(d, &s->rq, &s->cost, deadline);
 		if (d->running)
-			(void)pm_device_decode(d, &s->rq, &s->cost, deadline);
+			backlog |= !pm_device_decode(d, &s->rq, &s->cost, deadline);
 		if (d->overflowed && s->decode_ms > DECODE_MS_MIN) {
 			/* the hardware buffer filled between two decodes: decode twice as often */
 			s->decode_ms =
@@ -258,6 +259,24 @@ static void step(struct pm_sampler *s)
 		if (d->state != TALLY_GM_SAMPLED) /* given up: its lock is released */
 			atomic_store_explicit(&s->lock_fds[d->ordinal], -1, memory_order_relaxed);
 	}
+	return backlog;
+}
+
+/* A step every decode period, counted from the start of the last one: the time a step takes
+ * (decoding and evaluating at 10 kHz took most of a period on the H200) is not added to the
+ * wait, or the thread decodes fewer samples a second than the hardware makes and falls behind;
+ * after a step that left a backlog, the next comes at once. */
+static void sample_until_stopped(struct pm_sampler *s)
+{
+	uint64_t t0, spent_ms;
+	unsigned wait;
+
+	do {
+		t0 = tally_monotonic_ns();
+		wait = step(s) ? 0 : s->decode_ms;
+		spent_ms = (tally_monotonic_ns() - t0) / 1000000;
+		wait = spent_ms >= wait ? 0 : wait - (unsigned)spent_ms;
+	} while (!wait_stop(s, wait, true));
 }
 
 static void finish_devices(struct pm_sampler *s)
@@ -286,7 +305,7 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 	const struct pm_cost *c = &s->cost;
 	uint64_t cpu = thread_cpu_ns(), kept = 0;
 	unsigned i, sampled = 0;
-	char text[768];
+	char text[1024], how[384];
 
 	for (i = 0; i < s->ndevs; i++) {
 		kept += s->devs[i].kept;
@@ -305,6 +324,23 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 		 (double)c->reset_ns / 1e6, (double)c->setup_ns / 1e6, (double)cpu / 1e6,
 		 (double)wall_ns / 1e9, wall_ns ? 100.0 * (double)cpu / (double)wall_ns : 0.0,
 		 s->decode_ms, s->cost.faster);
+	if (c->eval_fast == sampled)
+		snprintf(how, sizeof(how), "; evaluated by NVPW's metrics evaluator");
+	else if (c->eval_part)
+		snprintf(how, sizeof(how),
+			 "; NVPW's metrics evaluator took %zu of %zu metrics, CUPTI the rest, on %u "
+			 "of %u device(s) (%s)",
+			 c->part_took, c->part_of, c->eval_part, sampled, c->eval_why);
+	else
+		snprintf(how, sizeof(how), "; %u of %u device(s) evaluated by CUPTI (%s)",
+			 sampled - c->eval_fast, sampled, c->eval_why);
+	snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s", how);
+	if (c->eval_checked)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text),
+			 "; checked %llu samples against CUPTI's evaluation: %llu differ (largest "
+			 "relative difference %.3g)",
+			 (unsigned long long)c->eval_checked, (unsigned long long)c->eval_differ,
+			 c->eval_maxdiff);
 	tally_pipeline_note(TALLY_NOTE_INFO, "gpu-metrics-cost", text);
 }
 
@@ -319,9 +355,8 @@ static void *sampler_main(void *arg)
 		if (s->cfg.pm_loaded)
 			s->cfg.pm_loaded(s->cfg.window_arg);
 		note_missing(s, count);
-		do /* sampling starts at once: a program may be shorter than a decode period */
-			step(s);
-		while (!wait_stop(s, s->decode_ms, true));
+		/* sampling starts at once: a program may be shorter than a decode period */
+		sample_until_stopped(s);
 		finish_devices(s);
 		note_cost(s, tally_monotonic_ns() - t0);
 	} else {
@@ -353,9 +388,12 @@ static void size_for_rate(struct pm_sampler *s)
 			s->decode_ms = DECODE_MS_MIN;
 	}
 	per_decode = (uint64_t)c->hz * s->decode_ms / 1000 + 1;
-	image = 2 * per_decode + 64;
+	/* a period's samples and a quarter more: a late step decodes in more rounds; every
+	 * reset of the image costs in proportion to its size (about 12 us a sample on the H200) */
+	image = per_decode + per_decode / 4 + 64;
 	s->rq.image_samples = (uint32_t)(image < IMAGE_SAMPLES_MAX ? image : IMAGE_SAMPLES_MAX);
 	s->rq.interval_ns = 1000000000ull / c->hz;
+	s->rq.eval_mode = c->eval_mode;
 	buffer = c->hw_buffer;
 	if (!buffer) {
 		buffer = HW_BUFFER_PER_10KHZ * ((c->hz + 9999) / 10000);

@@ -40,7 +40,6 @@ check() {
 		bad "$1"; head -c 3000 "$2"; echo
 	fi
 }
-has_torch() { $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; }
 
 # control NAME [control options] -- PROGRAM...: JSON in $OUT/NAME.json, the table in NAME.txt
 control() {

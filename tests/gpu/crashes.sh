@@ -11,6 +11,8 @@
 #   metrics  --gpu-metrics at 10 kHz and 1 kHz: SIGSEGV/SIGABRT in the PM sampler's stop and
 #            disable after CUDA destroyed the context.  Now: the status untraced, COMPLETE, the
 #            device sampled with samples written; also joined (with --trace osrt)
+#   short    programs that end within the sampler's setup (main returning, Python's exit()),
+#            five runs each: the status untraced, COMPLETE, the device sampled
 #   killed   a holder of the GPU-metrics lock killed (SIGKILL): the next recording samples the
 #            device (it said "sampled by pid N", N long gone)
 #   agent    cuda-gdb runs the metrics program (its debugger back-end forks a debug agent inside
@@ -19,7 +21,7 @@
 #            or where cuda-gdb cannot run the program untraced)
 #
 #   tests/gpu/crashes.sh [BUILD_DIR] [OUT_DIR]   (about a minute; 77 without a GPU)
-# TALLY_GPU_CASES="osrt python native metrics killed agent" runs a subset.  Prints ok/FAIL/skip
+# TALLY_GPU_CASES="osrt python native metrics short killed agent" runs a subset.  Prints ok/FAIL/skip
 # lines and exits non-zero on a FAIL; the traces stay in OUT_DIR ($OUT/crashes when $OUT is set).
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -116,7 +118,7 @@ if want osrt; then
 	expect osrt "$DRIVER"
 fi
 if want python; then
-	if $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+	if has_torch; then
 		untraced python $PY "$HERE/sampling_sleep.py" "$O/python.json" 5 0.05
 		rec python --sample python -- $PY "$HERE/sampling_sleep.py" "$O/python.json" 5 0.05
 		expect python "$JOINED and g[0]['records'].get('cpu_sample', 0) > 0"
@@ -132,6 +134,7 @@ if want native; then
 fi
 
 METRICS='status == untraced and all(x["verdict"] == "COMPLETE" for x in t) and len(g) == 1 and dev(g[0], 0)["state"] == "sampled" and g[0]["ledger"]["counters"]["metric_samples_written"] > 0 and "gpu-metrics-context-gone" not in notes(g[0])'
+SHORT='status == untraced == 0 and all(x["verdict"] == "COMPLETE" for x in t) and len(g) == 1 and dev(g[0], 0)["state"] == "sampled"'
 if want metrics; then
 	untraced metrics "$LOAD" 0.5
 	rec metrics --gpu-metrics -- "$LOAD" 0.5
@@ -142,6 +145,26 @@ if want metrics; then
 	cp "$O/metrics.untraced" "$O/metrics-joined.untraced"
 	rec metrics-joined --gpu-metrics --trace cuda,nvtx,osrt -- "$LOAD" 0.5
 	expect metrics-joined "$METRICS and 'cupti-joined' in notes(g[0])"
+fi
+
+if want short; then
+	# Programs that end while the sampler is still setting up (its first half second, while
+	# CUPTI loads the PM libraries): a C program whose main returns at once, and Python, which
+	# leaves by exit(); five runs of each, every one ending as it does untraced, whole and
+	# sampled (a PM call after the libraries' destructors crashed such runs on the stand-in).
+	untraced short-c "$S" compute 1 1
+	PYSHORT=(-c 'import torch; torch.ones(1, device="cuda"); torch.cuda.synchronize()')
+	has_torch && untraced short-py $PY "${PYSHORT[@]}"
+	for i in 1 2 3 4 5; do
+		cp "$O/short-c.untraced" "$O/short-c$i.untraced"
+		rec short-c$i --gpu-metrics -- "$S" compute 1 1
+		expect short-c$i "$SHORT"
+		if has_torch; then
+			cp "$O/short-py.untraced" "$O/short-py$i.untraced"
+			rec short-py$i --gpu-metrics -- $PY "${PYSHORT[@]}"
+			expect short-py$i "$SHORT"
+		fi
+	done
 fi
 
 if want killed; then

@@ -95,7 +95,7 @@ got=$(driver static)
 [ -n "$want" ] && [ "$got" = "$want" ] && ok "driver: static cudart program: CUDA driver $got (nvidia-smi: $want)" ||
 	bad "driver: static cudart program: CUDA driver '$got', nvidia-smi says '$want'"
 "$TALLY" check "$O/static.tally" | grep versions
-if $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+if has_torch; then
 	"$TALLY" record -f -o "$O/torch.tally" -- $PY "$HERE/torch_loop.py" 200 >"$O/torch.stdout" 2>&1
 	got=$(driver torch)
 	# what the driver itself answers, asked the way tally asks it (torch has no public call for it)

@@ -25,7 +25,7 @@ ADDS=${TALLY_FULLDISK_ADDS:-400000}
 T=$(mktemp -d /tmp/tally-fulldisk-run-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
-$PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || skip "no PyTorch with CUDA"
+has_torch || skip "no PyTorch with CUDA"
 unshare -m sh -c "mount -t tmpfs -o size=64k tmpfs '$T' && umount '$T'" 2>/dev/null ||
 	skip "cannot mount a tmpfs here (unshare -m and mount need root or CAP_SYS_ADMIN)"
 

@@ -11,7 +11,7 @@
 #   tests/gpu/metrics.sh [BUILD_DIR] [OUT_DIR]     (defaults: build; $OUT, or a new directory)
 #
 # Prints ok/FAIL/skip lines, the sampler's cost note of each run, and exits non-zero on a FAIL;
-# 77 where there is no GPU.  TALLY_GPU_CASES="load torch two overflow freq" runs a subset.
+# 77 where there is no GPU.  TALLY_GPU_CASES="load torch two overflow evalcheck freq" runs a subset.
 set -u
 . "$(dirname "$0")/../lib.sh"
 need_gpu
@@ -29,7 +29,6 @@ if [ ! -x "$LOAD" ] || [ "$HERE/metrics-load.cu" -nt "$LOAD" ]; then
 	nvcc -O2 -arch=sm_90 -o "$LOAD" "$HERE/metrics-load.cu" || { bad "cannot build metrics-load"; finish; }
 fi
 want() { [ -z "${TALLY_GPU_CASES:-}" ] || [[ " $TALLY_GPU_CASES " == *" $1 "* ]]; }
-has_torch() { $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; }
 
 # rec NAME [record options] -- PROGRAM...: into $OUT/NAME/, with stdout, stderr and status
 rec() {
@@ -78,7 +77,8 @@ elsewhere = [x["Name"] for x in S["gpu_metrics_sum"] if x["Metric"] == "-"]
 ok = eval(sys.argv[4])
 if not ok or os.environ.get("VERBOSE"):
     print("  verdict", v, [r["text"] for r in s["reasons"]], "\n  counters",
-          {k: x for k, x in c.items() if k.startswith("metric")}, file=sys.stderr)
+          {k: x for k, x in c.items() if k.startswith("metric")}, "\n  span", span,
+          "\n  longest gaps", gaps[:2], file=sys.stderr)
     for x in S["gpu_metrics_nvtx_sum"]:
         if x["Device"] == 0 and x["Unit"] == "%":
             print("  range %s %s: %s samples, mean %.3f, p90 %.3f" % (x["Range"], x["Metric"], x["Samples"], x["Mean"] or 0, x["P90"] or 0), file=sys.stderr)
@@ -98,7 +98,7 @@ cost() {
 import json, sys
 s = json.load(sys.stdin)["files"][0]["sections"][0]
 for n in s.get("notes", []):
-    if n["code"] in ("gpu-metrics-cost", "gpu-metrics-set"): print("  %s: %s" % (n["code"], n["text"]))'
+    if n["code"] in ("gpu-metrics-cost", "gpu-metrics-set", "gpu-metrics-stopped"): print("  %s: %s" % (n["code"], n["text"]))'
 	done
 }
 
@@ -176,6 +176,18 @@ if want overflow; then
 	expect overflow 0 'v == "INCOMPLETE" and status == 0 and c["metric_overflows"] >= 1 and c["metric_gaps"] >= 1 and any(r.get("counter") == "metric_gaps" and r["windows"] for r in s["reasons"])'
 	expect overflow 0 'dev(0)["state"] == "sampled" and span["Covered (ns)"] < span["Span (ns)"] and n("spin") > 0.9 * secs("spin") * 20000 and "halved" in notes["gpu-metrics-cost"]'
 	cost overflow
+fi
+
+if want evalcheck; then
+	# Every sample evaluated twice, by NVPW's metrics evaluator (what is written) and by CUPTI's
+	# cuptiProfilerHostEvaluateToGpuValues: none may differ.
+	TALLY_GPU_METRICS_EVAL=check rec evalcheck --gpu-metrics -- "$LOAD" 0.5
+	expect evalcheck 0 'v == "COMPLETE" and re.search(r"checked %d samples against CUPTI.s evaluation: 0 differ" % c["metric_samples_written"], notes["gpu-metrics-cost"])'
+	cost evalcheck
+	# and CUPTI's alone, for the cost note beside the load case's
+	TALLY_GPU_METRICS_EVAL=cupti rec evalcupti --gpu-metrics -- "$LOAD" 0.5
+	expect evalcupti 0 "$WHOLE"
+	cost evalcupti
 fi
 
 if want freq; then

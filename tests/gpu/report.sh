@@ -21,7 +21,7 @@ TALLY=$B/src/cli/tally
 PY=${PYTHON:-python3}
 CHROME=${CHROME-$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)}
 
-$PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || skip "no PyTorch with CUDA"
+has_torch || skip "no PyTorch with CUDA"
 
 # what the page shows: the default reports and the analyses (src/page/html.c)
 PAGE_REPORTS=nvtx_sum,cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum

@@ -218,7 +218,7 @@ fi
 # PyTorch: a fork DataLoader (4 workers, forked after CUDA started), os.fork() after CUDA, and a
 # loop stopped by group SIGTERM / SIGINT, plain (KeyboardInterrupt) and graceful (own handlers).
 if want torch_signals; then
-	if $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+	if has_torch; then
 		rec dataloader -- $PY "$HERE/torch_dataloader.py" 300 4
 		expect dataloader 0 'v == "COMPLETE" and status == 0 and ranges.count("step") == num("steps") == 300 and files == 1'
 		grep -q "symbol lookup" "$OUT/dataloader/stderr" && bad "dataloader: symbol lookup error" || ok "dataloader: no symbol lookup error"
@@ -267,7 +267,7 @@ if want starved; then
 fi
 
 if want torch; then
-	if $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+	if has_torch; then
 		rec torch -- $PY "$HERE/torch_loop.py" 20000
 		expect torch 0 'v == "COMPLETE" and sum("add" in n for n in names) == num("adds") == 20000 and k["nvtx_range"] == 20000 and status == 0'
 		rec fork -- $PY "$HERE/mp_child.py" fork 5000

@@ -62,7 +62,7 @@ value() { sed -n "s/^$1 //p" "$2"; }
 json() { $PY -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 mechanism() { sed -n 's/.*native by \([a-z]*\):.*/\1/p' "$1"; }
 
-if $PY -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+if has_torch; then
 	rec sleep --sample python -- $PY "$HERE/sampling_sleep.py" "$O/sleep.json" 10 0.1
 	$CHECK gaps "$O/sleep.records" "$O/sleep.host" 80000000 10 python \
 		"$(json "$O/sleep.json" file)" "$(json "$O/sleep.json" sleep_line)" && ok "sleep" || bad "sleep"
