@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The collector's environment; see config.h and docs/collector.md. */
 #include "config.h"
-#include "pmeval.h"
 #include "ranks.h"
 #include "tally-format.h"
 
@@ -175,7 +174,6 @@ bool tally_config_gpu_metrics_asked(void)
  * one costs the metrics, with a note, never the recording); numbers are checked here. */
 static int gpu_metrics_load(struct tally_config *c, char *why, size_t len)
 {
-	char mode[16];
 	uint64_t v;
 
 	env_str("TALLY_GPU_METRICS", "", c->gpu_metrics, sizeof(c->gpu_metrics));
@@ -187,10 +185,6 @@ static int gpu_metrics_load(struct tally_config *c, char *why, size_t len)
 	    !env_u64("TALLY_GPU_METRICS_DECODE_MS", 0, 1, &v, why, len))
 		return -EINVAL;
 	c->gpu_metrics_decode_ms = v > 10000 ? 10000 : (unsigned)v;
-	env_str("TALLY_GPU_METRICS_EVAL", "", mode, sizeof(mode));
-	c->gpu_metrics_eval = strcmp(mode, "cupti") == 0   ? PM_EVAL_CUPTI
-			      : strcmp(mode, "check") == 0 ? PM_EVAL_CHECK
-							   : PM_EVAL_FAST;
 	return 0;
 }
 

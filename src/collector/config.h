@@ -65,7 +65,6 @@ struct tally_config {
 	char gpu_metrics_set[4096];	/* TALLY_GPU_METRICS_SET: "default" or metric names */
 	uint64_t gpu_metrics_buffer;	/* TALLY_GPU_METRICS_BUFFER: hardware buffer bytes; 0 */
 	unsigned gpu_metrics_decode_ms; /* TALLY_GPU_METRICS_DECODE_MS; 0: by the rate */
-	unsigned gpu_metrics_eval;	/* TALLY_GPU_METRICS_EVAL: enum pm_eval_mode */
 };
 
 /* Does the configuration ask for anything that records from the program's first instruction

@@ -22,7 +22,6 @@
 #include "gpumetrics.h"
 #include "metricbatch.h"
 #include "pipeline.h"
-#include "pmeval.h"
 #include "remedies.h"
 
 #define MAX_DECODE_ROUNDS 64 /* per decode call: a full image is decoded again, this often */
@@ -365,46 +364,8 @@ static bool build_set(struct pm_device *d, const struct pm_request *rq)
 	return false;
 }
 
-/* NVPW's evaluator, unless CUPTI's is asked for (why not, in the cost note): made once, from
- * the first image that holds samples, so that it knows the device as it samples. */
-static void fast_evaluator(struct pm_device *d, struct pm_cost *cost)
-{
-	char why[sizeof(cost->eval_why)];
-	size_t i;
-
-	if (d->eval_tried)
-		return;
-	d->eval_tried = true;
-	if (d->eval_mode == PM_EVAL_CUPTI) {
-		snprintf(cost->eval_why, sizeof(cost->eval_why), "TALLY_GPU_METRICS_EVAL=cupti");
-		return;
-	}
-	d->eval = pm_eval_new(d->image, d->image_size, d->avail, d->chip, d->names, d->nset, why,
-			      sizeof(why));
-	if (!d->eval) {
-		if (!cost->eval_why[0])
-			snprintf(cost->eval_why, sizeof(cost->eval_why), "%s", why);
-		return;
-	}
-	for (i = 0; i < d->nset; i++)
-		if (!pm_eval_takes(d->eval, i)) {
-			d->rest[d->nrest] = d->names[i];
-			d->rest_at[d->nrest++] = i;
-		}
-	if (!d->nrest) {
-		cost->eval_fast++;
-	} else if (!cost->eval_part++) {
-		cost->part_took = d->nset - d->nrest;
-		cost->part_of = d->nset;
-		snprintf(cost->eval_why, sizeof(cost->eval_why), "%s", why);
-	}
-	if (d->eval_mode == PM_EVAL_CHECK)
-		d->check = calloc(d->nset, sizeof(double));
-}
-
-/* What evaluates samples: CUPTI's host object, which must know the set's metrics (and is the
- * fallback), and later NVPW's evaluator where it can be had (fast_evaluator). */
-static bool evaluator(struct pm_device *d, const struct pm_request *rq)
+/* The host object that evaluates samples: it must know the set's metrics. */
+static bool evaluator(struct pm_device *d)
 {
 	CUptiResult r;
 
@@ -417,7 +378,6 @@ static bool evaluator(struct pm_device *d, const struct pm_request *rq)
 		settle(d, TALLY_GM_STOPPED, CUPTI_ERROR_OUT_OF_MEMORY, "no memory");
 		return false;
 	}
-	d->eval_mode = rq->eval_mode;
 	return true;
 }
 
@@ -536,7 +496,7 @@ void pm_device_setup(struct pm_device *d, int cu_dev, const struct pm_request *r
 	d->lock_fd = -1;
 	if (supported(d, cu_dev)) {
 		chip_name(d);
-		if (claim(d, rq) && availability(d) && build_set(d, rq) && evaluator(d, rq) &&
+		if (claim(d, rq) && availability(d) && build_set(d, rq) && evaluator(d) &&
 		    open_all(d, rq))
 			d->state = TALLY_GM_SAMPLED;
 	}
@@ -630,8 +590,8 @@ static void restart(struct pm_device *d, const struct pm_request *rq)
 		give_up(d, "restarting after an overflow: cuptiPmSamplingEnable/SetConfig", r);
 		return;
 	}
-	/* the image anew, for the new sampler object (the old one's initialization was refused
-	 * with CUPTI_ERROR_INVALID_OPERATION on the H200) */
+	/* the image anew, for the new sampler object: initializing the old one again was refused
+	 * (CUPTI_ERROR_INVALID_OPERATION on the H200) */
 	free(d->image);
 	d->image = NULL;
 	if ((r = make_image(d, d->image_samples)) != CUPTI_SUCCESS) {
@@ -682,81 +642,24 @@ static bool sample_info(const struct pm_device *d, size_t i, uint64_t *start, ui
 	return true;
 }
 
-/* Sample i's values of the metrics names[0..n), by CUPTI. */
-static bool cupti_evaluate(struct pm_device *d, size_t i, const char **names, size_t n,
-			   double *values)
+static bool evaluate(struct pm_device *d, size_t i, struct pm_cost *cost)
 {
 	CUpti_Profiler_Host_EvaluateToGpuValues_Params p = {
 	    .structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+	uint64_t t0 = tally_monotonic_ns();
+	CUptiResult r;
 
 	p.pHostObject = d->host;
 	p.pCounterDataImage = d->image;
 	p.counterDataImageSize = d->image_size;
 	p.rangeIndex = i;
-	p.ppMetricNames = names;
-	p.numMetrics = n;
-	p.pMetricValues = values;
-	return cupti_pm.Evaluate(&p) == CUPTI_SUCCESS;
-}
-
-/* NVPW's evaluator for the metrics it takes, CUPTI for the rest, each into its place. */
-static bool fast_evaluate(struct pm_device *d, size_t i)
-{
-	double rest[PM_METRICS_MAX];
-	size_t k;
-
-	if (pm_eval_sample(d->eval, d->image, d->image_size, i, d->values) != 0)
-		return false;
-	if (!d->nrest)
-		return true;
-	if (!cupti_evaluate(d, i, d->rest, d->nrest, rest))
-		return false;
-	for (k = 0; k < d->nrest; k++)
-		d->values[d->rest_at[k]] = rest[k];
-	return true;
-}
-
-static double magnitude(double x)
-{
-	return x < 0 ? -x : x; /* fabs, without libm in the collector */
-}
-
-/* PM_EVAL_CHECK: CUPTI's values of sample i against NVPW's, counted. */
-static void compare(struct pm_device *d, size_t i, struct pm_cost *cost)
-{
-	bool differ = false;
-	size_t m;
-
-	if (!cupti_evaluate(d, i, d->names, d->nset, d->check))
-		return;
-	for (m = 0; m < d->nset; m++) {
-		double a = d->values[m], b = d->check[m];
-		double scale = magnitude(a) > magnitude(b) ? magnitude(a) : magnitude(b);
-		double diff = scale > 0 ? magnitude(a - b) / scale : 0;
-
-		if (diff > cost->eval_maxdiff)
-			cost->eval_maxdiff = diff;
-		differ |= diff > 1e-9;
-	}
-	cost->eval_checked++;
-	cost->eval_differ += differ;
-}
-
-static bool evaluate(struct pm_device *d, size_t i, struct pm_cost *cost)
-{
-	uint64_t t0 = tally_monotonic_ns();
-	bool ok;
-
-	if (d->eval_image) {
-		ok = fast_evaluate(d, i);
-		if (ok && d->check)
-			compare(d, i, cost);
-	} else {
-		ok = cupti_evaluate(d, i, d->names, d->nset, d->values);
-	}
+	p.ppMetricNames = d->names;
+	p.numMetrics = d->nset;
+	p.pMetricValues = d->values;
+	r = cupti_pm.Evaluate(&p);
 	cost->evaluate_ns += tally_monotonic_ns() - t0;
 	cost->evaluated++;
-	return ok;
+	return r == CUPTI_SUCCESS;
 }
 
 /* One completed sample out of the image: skipped, dropped, or into the batch. */
@@ -823,10 +726,6 @@ static CUptiResult take_image(struct pm_device *d, struct pm_cost *cost, uint64_
 	b = p.numCompletedSamples
 		? pm_batch_new(d->ordinal, d->set, d->nset, (uint32_t)p.numCompletedSamples)
 		: NULL;
-	if (b)
-		fast_evaluator(d, cost);
-	d->eval_image =
-	    b && d->eval && pm_eval_image(d->eval, d->image, d->image_size) == 0;
 	for (i = 0; i < p.numCompletedSamples; i++)
 		take_sample(d, i, b, cost);
 	hand_over(b, deadline);
@@ -909,11 +808,6 @@ static void pm_device_release(struct pm_device *d)
 	close_sampler(d);
 	host_free(d->host);
 	d->host = NULL;
-	pm_eval_free(d->eval);
-	d->eval = NULL;
-	d->nrest = 0;
-	free(d->check);
-	d->check = NULL;
 	free(d->avail);
 	free(d->config);
 	free(d->image);
@@ -941,7 +835,6 @@ void pm_device_end(struct pm_device *d, const struct pm_request *rq, struct pm_c
 		d->running = false;
 		d->obj = NULL;
 		d->host = NULL;
-		d->eval = NULL;
 	}
 	pm_device_release(d);
 }

@@ -25,7 +25,6 @@ struct pm_request {
 	uint64_t interval_ns;
 	uint64_t hw_buffer;	    /* bytes */
 	uint32_t image_samples;	    /* samples the counter data image holds */
-	unsigned eval_mode;	    /* enum pm_eval_mode */
 	const char *lock_dir;	    /* NULL: no lock file (the directory took none) */
 	struct pm_lock_holder self; /* what the lock file says of this process */
 	/* Bit i: device i's CUDA context is gone; no CUPTI call for it may begin (set by another
@@ -37,13 +36,6 @@ struct pm_request {
 struct pm_cost {
 	uint64_t setup_ns, decode_ns, evaluate_ns, reset_ns;
 	uint64_t decodes, evaluated;
-	/* how samples were evaluated: devices whose every metric NVPW's evaluator took (pmeval.h),
-	 * devices where it took some (the first's count), and why not all */
-	unsigned eval_fast, eval_part;
-	size_t part_took, part_of;
-	char eval_why[160];
-	uint64_t eval_checked, eval_differ; /* PM_EVAL_CHECK: samples compared, and differing */
-	double eval_maxdiff;		    /* the largest relative difference seen */
 	unsigned faster; /* times the decode period was halved after an overflow */
 };
 
@@ -70,14 +62,6 @@ struct pm_device {
 	uint32_t image_samples;
 	CUpti_Profiler_Host_Object *host;
 	CUpti_PmSampling_Object *obj;
-	struct pm_eval *eval;	/* NVPW's evaluator; NULL: CUPTI's */
-	bool eval_image;	/* NVPW took the image's attributes since its last decode */
-	bool eval_tried;	/* fast_evaluator ran: once */
-	unsigned eval_mode;	/* enum pm_eval_mode */
-	double *check;		/* PM_EVAL_CHECK: CUPTI's values */
-	/* the metrics NVPW's evaluator does not take, for CUPTI: names, places in the set */
-	const char *rest[PM_METRICS_MAX];
-	size_t rest_at[PM_METRICS_MAX], nrest;
 	unsigned trigger;  /* enum tally_gpu_metrics_trigger */
 	uint64_t interval; /* as configured: ns, or SYS clock cycles */
 	uint64_t expected_ns;

@@ -305,7 +305,7 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 	const struct pm_cost *c = &s->cost;
 	uint64_t cpu = thread_cpu_ns(), kept = 0;
 	unsigned i, sampled = 0;
-	char text[1024], how[384];
+	char text[768];
 
 	for (i = 0; i < s->ndevs; i++) {
 		kept += s->devs[i].kept;
@@ -324,23 +324,6 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 		 (double)c->reset_ns / 1e6, (double)c->setup_ns / 1e6, (double)cpu / 1e6,
 		 (double)wall_ns / 1e9, wall_ns ? 100.0 * (double)cpu / (double)wall_ns : 0.0,
 		 s->decode_ms, s->cost.faster);
-	if (c->eval_fast == sampled)
-		snprintf(how, sizeof(how), "; evaluated by NVPW's metrics evaluator");
-	else if (c->eval_part)
-		snprintf(how, sizeof(how),
-			 "; NVPW's metrics evaluator took %zu of %zu metrics, CUPTI the rest, on %u "
-			 "of %u device(s) (%s)",
-			 c->part_took, c->part_of, c->eval_part, sampled, c->eval_why);
-	else
-		snprintf(how, sizeof(how), "; %u of %u device(s) evaluated by CUPTI (%s)",
-			 sampled - c->eval_fast, sampled, c->eval_why);
-	snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s", how);
-	if (c->eval_checked)
-		snprintf(text + strlen(text), sizeof(text) - strlen(text),
-			 "; checked %llu samples against CUPTI's evaluation: %llu differ (largest "
-			 "relative difference %.3g)",
-			 (unsigned long long)c->eval_checked, (unsigned long long)c->eval_differ,
-			 c->eval_maxdiff);
 	tally_pipeline_note(TALLY_NOTE_INFO, "gpu-metrics-cost", text);
 }
 
@@ -388,12 +371,11 @@ static void size_for_rate(struct pm_sampler *s)
 			s->decode_ms = DECODE_MS_MIN;
 	}
 	per_decode = (uint64_t)c->hz * s->decode_ms / 1000 + 1;
-	/* a period's samples and a quarter more: a late step decodes in more rounds; every
+	/* a period's samples and a quarter more: a late step decodes in more rounds, and every
 	 * reset of the image costs in proportion to its size (about 12 us a sample on the H200) */
 	image = per_decode + per_decode / 4 + 64;
 	s->rq.image_samples = (uint32_t)(image < IMAGE_SAMPLES_MAX ? image : IMAGE_SAMPLES_MAX);
 	s->rq.interval_ns = 1000000000ull / c->hz;
-	s->rq.eval_mode = c->eval_mode;
 	buffer = c->hw_buffer;
 	if (!buffer) {
 		buffer = HW_BUFFER_PER_10KHZ * ((c->hz + 9999) / 10000);

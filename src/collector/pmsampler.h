@@ -28,7 +28,6 @@ struct pm_sampler_config {
 	const char *set;	 /* "default" or metric names, comma-separated */
 	uint64_t hw_buffer;	 /* bytes; 0: by frequency */
 	unsigned decode_ms;	 /* 0: by frequency */
-	unsigned eval_mode;	 /* enum pm_eval_mode */
 	char lock_dir[PATH_MAX]; /* where the per-device lock files go ("": none) */
 	struct pm_lock_holder self;
 	/* Is the collection window open?  Polled every decode period; NULL: always. */

@@ -549,7 +549,6 @@ static void start_metrics(struct session *s)
 	pc.set = c->gpu_metrics_set;
 	pc.hw_buffer = c->gpu_metrics_buffer;
 	pc.decode_ms = c->gpu_metrics_decode_ms;
-	pc.eval_mode = c->gpu_metrics_eval;
 	snprintf(pc.lock_dir, sizeof(pc.lock_dir), "%s", s->path);
 	slash = strrchr(pc.lock_dir, '/');
 	if (slash)

@@ -18,8 +18,6 @@
  * the hardware buffer overflowed (its samples lost); FAKECUPTI_PM_LOG=FILE appends, at each
  * disable, "pm pid=P device=D decoded=N overflows=K" (what the "hardware" handed out);
  * FAKECUPTI_PM_EVAL_US=N makes evaluating a sample take N us (a sampler that falls behind).
- * The first device call also loads the stand-in libnvperf_host.so (fakenvperf.c, built next
- * to this library), as the real CUPTI loads the real one, unless FAKECUPTI_NO_NVPERF=1.
  * FAKECUPTI_PM_SETUP_MS=N makes the counter availability query take N ms (a slow setup);
  * FAKECUPTI_PM_STOP_MS=N makes cuptiPmSamplingStop take N ms.
  * The hardware buffer holds hardwareBufferSize / 1024 samples; more pending is an overflow.
@@ -34,7 +32,6 @@
  * registers one that marks them gone.
  */
 #include <cupti.h>
-#include <dlfcn.h>
 #include <cupti_pmsampling.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
@@ -101,26 +98,8 @@ static void pm_libraries_destroyed(void)
 	atomic_store(&pm_libraries_gone, true);
 }
 
-static int sample_value(const void *image, size_t i, const char *name, double *value);
-static void evaluation_time(void);
-
-/* The stand-in libnvperf_host.so, kept loaded (as CUPTI keeps the real one), given the values
- * of this library's images. */
-static void load_nvperf(void)
-{
-	void *h;
-	void (*bind)(int (*)(const void *, size_t, const char *, double *), void (*)(void));
-
-	if (knob("FAKECUPTI_NO_NVPERF", 0) || !(h = dlopen(FAKE_NVPERF_PATH, RTLD_NOW | RTLD_LOCAL)))
-		return;
-	*(void **)&bind = dlsym(h, "fakenvperf_bind");
-	if (bind)
-		bind(sample_value, evaluation_time);
-}
-
 static void pm_libraries_loaded(void)
 {
-	load_nvperf();
 	atexit(pm_libraries_destroyed);
 }
 
@@ -320,21 +299,9 @@ static double value_of(const char *name, bool b)
 	return b ? 1.5 : 0.0;
 }
 
-/* Metric name's value in sample i of an image: CUPTI's evaluation, and the stand-in NVPW's
- * (fakenvperf.c).  -1 for a sample the image does not hold. */
-static int sample_value(const void *image, size_t i, const char *name, double *value)
-{
-	const struct image *im = image;
-
-	if (im->magic != IMAGE_MAGIC || i >= im->count)
-		return -1;
-	*value = value_of(name, busy_at(im->s[i].start / 2 + im->s[i].end / 2));
-	return 0;
-}
-
-/* FAKECUPTI_PM_EVAL_US: a sample's evaluation takes that long, by CUPTI or NVPW, on average:
- * the time is owed and slept 2 ms or more at a time, the oversleep paid back, so that a busy
- * machine's late wake-ups do not make it longer. */
+/* FAKECUPTI_PM_EVAL_US: a sample's evaluation takes that long on average: the time is owed and
+ * slept 2 ms or more at a time, the oversleep paid back, so that a busy machine's late wake-ups
+ * do not make it longer. */
 static void evaluation_time(void)
 {
 	static long eval_us = -1;
@@ -355,13 +322,16 @@ static void evaluation_time(void)
 API CUptiResult
 cuptiProfilerHostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Params *p)
 {
+	const struct image *im = (const struct image *)p->pCounterDataImage;
 	size_t i;
+	bool b;
 
+	if (im->magic != IMAGE_MAGIC || p->rangeIndex >= im->count)
+		return CUPTI_ERROR_INVALID_PARAMETER;
 	evaluation_time();
+	b = busy_at(im->s[p->rangeIndex].start / 2 + im->s[p->rangeIndex].end / 2);
 	for (i = 0; i < p->numMetrics; i++)
-		if (sample_value(p->pCounterDataImage, p->rangeIndex, p->ppMetricNames[i],
-				 &p->pMetricValues[i]))
-			return CUPTI_ERROR_INVALID_PARAMETER;
+		p->pMetricValues[i] = value_of(p->ppMetricNames[i], b);
 	return CUPTI_SUCCESS;
 }
 
