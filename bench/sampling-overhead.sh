@@ -5,7 +5,10 @@
 # tiny kernels from one C thread) and the PyTorch add_ loop (50k ops).  The runs alternate
 # (untraced, default, python, native, osrt, then the next round) for ROUNDS rounds; each reports
 # the time of its own loop only, so medians compare like with like.  The last columns are each
-# configuration over tally's default (the goal: 1.05 or less).
+# configuration over tally's default (the goal: 1.05 or less): the ratio of the medians, and in
+# brackets the median over the rounds of each round's own ratio (runs of one round are next to
+# each other in time, so a machine that drifts between rounds, as the GPU machine's shared CPUs
+# do by 10-20%, moves both alike).
 #
 #   bench/sampling-overhead.sh [BUILD_DIR] [ROUNDS]       (defaults: build, 5; about 3 minutes)
 set -u
@@ -37,6 +40,10 @@ run() { # CONFIG KEY PROGRAM...: the KEY value (ns) the program prints
 	esac 2>/dev/null | grep -o "$key [0-9]*" | head -1 | awk '{print $2}'
 }
 
+# paired FILE DEFAULT_FILE: the median over the rounds both have of FILE's time over DEFAULT's
+paired() {
+	awk 'NR == FNR {d[$1] = $2; next} ($1 in d) && d[$1] > 0 {print $2 / d[$1]}' "$2" "$1" | median
+}
 median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f", m}'; }
 minmax() { sort -n | awk 'NR==1{mn=$1} {mx=$1} END {printf "%.3f-%.3f", mn, mx}'; }
 
@@ -46,7 +53,8 @@ bench() { # NAME KEY OPS PROGRAM...
 	for r in $(seq "$ROUNDS"); do
 		for cfg in $CONFIGS; do
 			ns=$(run "$cfg" "$key" "$@")
-			[ -n "$ns" ] && echo "$ns $ops" | awk '{printf "%.4f\n", $1 / $2 / 1000}' >>"$T/$name.$cfg"
+			[ -n "$ns" ] && echo "$ns $ops" | awk '{printf "%.4f\n", $1 / $2 / 1000}' >>"$T/$name.$cfg" &&
+				echo "$r $ns" >>"$T/$name.$cfg.round"
 		done
 		rm -f "$T"/*.tally
 	done
@@ -56,12 +64,13 @@ bench() { # NAME KEY OPS PROGRAM...
 	done
 	d=$(median <"$T/$name.default")
 	for cfg in python native osrt; do
-		printf " %s |" "$(echo "$(median <"$T/$name.$cfg") $d" | awk '{printf "%.3f", $1 / $2}')"
+		printf " %s (%s) |" "$(echo "$(median <"$T/$name.$cfg") $d" | awk '{printf "%.3f", $1 / $2}')" \
+			"$(paired "$T/$name.$cfg.round" "$T/$name.default.round")"
 	done
 	echo
 }
 
-echo "| workload (us per op, median (min-max) of $ROUNDS) | untraced | tally default | --sample python | --sample native | --trace ...,osrt | python/default | native/default | osrt/default |"
+echo "| workload (us per op, median (min-max) of $ROUNDS) | untraced | tally default | --sample python | --sample native | --trace ...,osrt | python/default (paired) | native/default (paired) | osrt/default (paired) |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 bench "launch loop, 200k kernels" loop_ns 200000 "$W" --kernels 200000
 if $PY -c "import torch" 2>/dev/null; then

@@ -595,7 +595,8 @@ static void restart(struct pm_device *d, const struct pm_request *rq)
 	free(d->image);
 	d->image = NULL;
 	if ((r = make_image(d, d->image_samples)) != CUPTI_SUCCESS) {
-		give_up(d, "restarting after an overflow: cuptiPmSamplingCounterDataImageInitialize",
+		give_up(d,
+			"restarting after an overflow: cuptiPmSamplingCounterDataImageInitialize",
 			r);
 		return;
 	}
