@@ -131,12 +131,18 @@ expect fork-_exit 0 'v == "COMPLETE" and k["kernel"] == L == 6000'
 run fork-exec fork-exec 0
 expect fork-exec 0 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000)'
 expect fork-exec 1 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000)'
-if [ "$TSAN" -eq 0 ]; then
+# Not under the sanitizers: TSan refuses threads in a fork child, and gcc 12's ASan allocator
+# takes no lock across fork, so a child forked while a thread of the parent's (the consumer)
+# allocates inherits that lock held by nobody and hangs at its next allocation of the size (the
+# ASan build hung here in CI; read with gdb in the same case of test-gpumetrics.sh).  glibc's
+# malloc is taken across fork: the plain build runs it.
+ASAN=$(ldd "$APP" | grep -c 'libasan')
+if [ "$TSAN" -eq 0 ] && [ "$ASAN" -eq 0 ]; then
 	run fork-session fork-session 0
 	expect fork-session 0 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000) and n == 2'
 	expect fork-session 1 'v == "COMPLETE" and k["kernel"] == L and L in (1500, 6000)'
 else
-	skipped "fork-session: TSan cannot start threads in a fork child"
+	skipped "fork-session: the sanitizers' fork limits (above)"
 fi
 
 # every exec variant closes first (glibc's execl* do not go through the exported execve)

@@ -67,8 +67,11 @@ if [ -n "$PY" ]; then
 			bad "python $v exit"
 		"$DUMP" --host "$T/py$v.tally" >"$T/py$v.dump"
 		$CHECK python "$T/py$v.dump" "$T/py$v.json" \
-			"$(counter sample_ticks_missed "$T/py$v.tally")" && ok "python $v sampling" ||
+			"$(counter sample_ticks_missed "$T/py$v.tally")" && ok "python $v sampling" || {
 			bad "python $v sampling"
+			# what the trace says of it, for the next reader of a failed run
+			"$TALLY" check "$T/py$v.tally" | grep -iE "sampl|python" | sed 's/^/  /'
+		}
 	done
 	# a CPython whose layout tally does not know: no Python samples, a note, and no harm
 	old=$(ls -d "$HOME"/.pyenv/versions/3.10*/bin/python3 2>/dev/null | head -n 1)
