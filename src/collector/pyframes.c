@@ -111,9 +111,23 @@ static _Atomic bool busy; /* one validation at a time */
 
 #define LOAD(p, off, type) (*(type const *)((const char *)(p) + (off)))
 
+/* The interpreter's version from Py_Version (3.11 and later: PY_VERSION_HEX as a constant), not
+ * Py_GetVersion(), which formats into a static buffer that the interpreter's own start-up may be
+ * writing at the same moment: read half-written it refused a right CPython (1 run in some tens
+ * under a loaded CI, 3.12 and 3.13). */
+static bool python_version(int *major, int *minor)
+{
+	const unsigned long *v = dlsym(RTLD_DEFAULT, "Py_Version");
+
+	if (!v)
+		return false;
+	*major = (int)(*v >> 24 & 0xff);
+	*minor = (int)(*v >> 16 & 0xff);
+	return true;
+}
+
 int tally_pyframes_init(void)
 {
-	const char *(*version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
 	const char *skew = getenv("TALLY_TEST_PYFRAMES_SKEW");
 	int major = 0, minor = 0;
 	size_t i;
@@ -121,7 +135,7 @@ int tally_pyframes_init(void)
 	if (pf.l)
 		return 0;
 	pf.skew = skew ? atoi(skew) : 0;
-	if (!version || sscanf(version(), "%d.%d", &major, &minor) != 2 || major != 3)
+	if (!python_version(&major, &minor) || major != 3)
 		return -ENOTSUP;
 	*(void **)&pf.this_thread_state = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
 	*(void **)&pf.frame_lasti = dlsym(RTLD_DEFAULT, "PyUnstable_InterpreterFrame_GetLasti");
