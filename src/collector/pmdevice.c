@@ -595,9 +595,7 @@ static void restart(struct pm_device *d, const struct pm_request *rq)
 	free(d->image);
 	d->image = NULL;
 	if ((r = make_image(d, d->image_samples)) != CUPTI_SUCCESS) {
-		give_up(d,
-			"restarting after an overflow: cuptiPmSamplingCounterDataImageInitialize",
-			r);
+		give_up(d, "restarting after an overflow: the counter data image", r);
 		return;
 	}
 	if ((r = start_stop(d, true)) != CUPTI_SUCCESS) {

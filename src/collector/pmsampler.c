@@ -268,14 +268,14 @@ static bool step(struct pm_sampler *s)
  * after a step that left a backlog, the next comes at once. */
 static void sample_until_stopped(struct pm_sampler *s)
 {
-	uint64_t t0, spent_ms;
 	unsigned wait;
 
 	do {
-		t0 = tally_monotonic_ns();
-		wait = step(s) ? 0 : s->decode_ms;
-		spent_ms = (tally_monotonic_ns() - t0) / 1000000;
-		wait = spent_ms >= wait ? 0 : wait - (unsigned)spent_ms;
+		uint64_t t0 = tally_monotonic_ns();
+		bool backlog = step(s);
+		uint64_t spent_ms = (tally_monotonic_ns() - t0) / 1000000;
+
+		wait = backlog || spent_ms >= s->decode_ms ? 0 : s->decode_ms - (unsigned)spent_ms;
 	} while (!wait_stop(s, wait, true));
 }
 
