@@ -5,19 +5,15 @@
 # the floor's kinds.  Workloads: a launch loop, CUDA graph replay and a PyTorch loop.  The runs
 # alternate (untraced, floor, tally, tally-rt, then the next round) for ROUNDS rounds, and each
 # reports the time of its own loop only (no process start, no import), so medians compare like
-# with like.
+# with like; the ratios are of the medians and, in brackets, the rounds' own (bench/gpu-lib.sh).
 #
 #   bench/gpu-overhead.sh [BUILD_DIR] [ROUNDS]       (defaults: build, 5)
 set -u
 B=$(cd "${1:-build}" && pwd)
 ROUNDS=${2:-5}
 HERE=$(cd "$(dirname "$0")" && pwd)
-W=$B/gpu/workload
 FLOOR=$B/bench/libtally_floor.so
-TALLY=$B/src/cli/tally
-PY=${PYTHON:-python3}
-T=$(mktemp -d)
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. "$HERE/gpu-lib.sh"
 
 # run CONFIG KEY PROGRAM...: prints the KEY value (ns) the program reports
 run() {
@@ -28,34 +24,23 @@ run() {
 	tally) "$TALLY" record -q --no-checks -o "$T/%p.tally" -- "$@" ;;
 	# the floor's kinds exactly (no driver-API launch calls, no NVTX): tally's own cost
 	tally-rt) "$TALLY" record -q --no-checks -t kernel,memcpy,memset,runtime -o "$T/%p.tally" -- "$@" ;;
-	esac 2>/dev/null | grep -o "$key [0-9]*" | head -1 | awk '{print $2}'
+	esac | grep -o "$key [0-9]*" | head -1 | awk '{print $2}'
 }
-
-median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f", m}'; }
-minmax() { sort -n | awk 'NR==1{mn=$1} {mx=$1} END {printf "%.3f-%.3f", mn, mx}'; }
 
 bench() { # NAME KEY OPS PROGRAM...
-	local name=$1 key=$2 ops=$3; shift 3
-	for r in $(seq "$ROUNDS"); do
-		for cfg in untraced floor tally tally-rt; do
-			ns=$(run $cfg "$key" "$@")
-			[ -n "$ns" ] && echo "$ns $ops" | awk '{printf "%.4f\n", $1 / $2 / 1000}' >>"$T/$name.$cfg"
-		done
-	done
+	local name=$1 cfg
+	rounds "$name" "$2" "$3" "untraced floor tally tally-rt" "${@:4}"
 	printf "| %-28s |" "$name"
 	for cfg in untraced floor tally tally-rt; do
-		printf " %s (%s) |" "$(median <"$T/$name.$cfg")" "$(minmax <"$T/$name.$cfg")"
+		printf " %s |" "$(cell "$name" $cfg)"
 	done
-	f=$(median <"$T/$name.floor") t=$(median <"$T/$name.tally") r=$(median <"$T/$name.tally-rt")
-	echo " $(echo "$t $f" | awk '{printf "%.3f", $1 / $2}') | $(echo "$r $f" | awk '{printf "%.3f", $1 / $2}') |"
-	rm -f "$T"/*.tally
+	echo " $(over "$name" tally floor) | $(over "$name" tally-rt floor) |"
 }
 
-echo "| workload (us per op, median (min-max) of $ROUNDS) | untraced | floor | tally (default: cuda,nvtx) | tally -t kernel,memcpy,memset,runtime | tally/floor | tally-rt/floor |"
+echo "| workload (us per op, median (min-max) of $ROUNDS) | untraced | floor | tally (default: cuda,nvtx) | tally -t kernel,memcpy,memset,runtime | tally/floor (paired) | tally-rt/floor (paired) |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
 bench "launch loop, 200k kernels" loop_ns 200000 "$W" --kernels 200000
 bench "graph replay, 500k kernels" graph_loop_ns 500000 "$W" --kernels 0 --graph 1000:500
 if $PY -c "import torch" 2>/dev/null; then
 	bench "PyTorch add_, 50k ops" loop_ns 50000 $PY "$HERE/../tests/gpu/torch_loop.py" 50000 --no-nvtx
 fi
-rm -rf "$T"

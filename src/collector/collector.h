@@ -51,16 +51,20 @@ struct session {
 	bool wrote_file;  /* this image opened a trace */
 	bool cupti_on;	  /* CUPTI is loaded for this session (under lock) */
 	bool cupti_tried; /* no more tries: it was loaded, or failed, or the session is CUDA's */
-	struct tally_room room; /* room for the closing chunks (tally_room_keep); fd -1: none */
-	int reserve_errno;	/* why there is none */
+	_Atomic bool cuda_called; /* CUDA called our injection in this process */
+	unsigned unjoined_looks;  /* control thread: looks in a row that found CUDA up without us */
+	struct tally_room room;	  /* room for the closing chunks (tally_room_keep); fd -1: none */
+	int reserve_errno;	  /* why there is none */
 	uint64_t started_mono;
 	pthread_mutex_t lock; /* start, close and fork; never taken in a signal handler */
 	struct cupti_tracer tracer;
 	struct control control;
-	struct pm_sampler *metrics;   /* GPU metrics (pmsampler.h); NULL when not sampled */
-	pthread_mutex_t metrics_lock; /* metrics: the close vs CUPTI's context-destroy callback */
-	_Atomic uint64_t done_gen;    /* bumped after each request the control thread completes */
-	_Atomic int ending_signal;    /* the signal that is ending the process, 0 if none */
+	struct pm_sampler *metrics;    /* GPU metrics (pmsampler.h); NULL when not sampled */
+	pthread_mutex_t metrics_lock;  /* metrics: the close vs CUPTI's context-destroy callback */
+	_Atomic uint64_t done_gen;     /* bumped after each request the control thread completes */
+	_Atomic uint64_t close_steps;  /* bumped as the close gets through each of its parts */
+	_Atomic bool close_in_metrics; /* the close is stopping the GPU-metrics sampler */
+	_Atomic int ending_signal;     /* the signal that is ending the process, 0 if none */
 };
 
 /* The injection entry points (inject.c) CUDA's driver and the NVTX loader call. */
@@ -90,16 +94,19 @@ void session_close(struct session *s, enum tally_flush_path path, int signo);
  * Signals (async-signal-safe; signals.c decides which to call from what the program asked):
  *   session_signal_end    the signal would end the process: the control thread closes the trace
  *                         and then performs the signal's default action.  The interrupted thread
- *                         waits for that at most wait_ns, so that it does not run on past the
- *                         signal as it would not have untraced; the wait is bounded because it
- *                         may hold a lock of CUDA's that the close needs.  Further signals while
- *                         that runs are counted and otherwise swallowed (and wait the same way).
- *                         false: no session here (or no control thread): the caller does what
- *                         the program asked.
- *   session_signal_flush  the program handles a stop signal and may go on: make it durable.
- *   session_signal_crash  a fault: close, waiting at most wait_ns (the thread cannot go on).
+ *                         waits for that, so that it does not run on past the signal as it would
+ *                         not have untraced: while the close gets on (its parts end, records
+ *                         reach the pipeline, or the GPU-metrics sampler is stopping: single
+ *                         CUPTI calls there take longer than still_ns) up to most_ns, but no
+ *                         longer than still_ns with no sign of it, since that thread may hold a
+ *                         lock of CUDA's that the close needs.  Further signals while that runs are
+ * counted and otherwise swallowed (and wait the same way). false: no session here (or no control
+ * thread): the caller does what the program asked. session_signal_flush  the program handles a stop
+ * signal and may go on: make it durable. session_signal_crash  a fault: close, waiting at most
+ * wait_ns (the thread cannot go on).
  */
-bool session_signal_end(struct session *s, int sig, const siginfo_t *info, uint64_t wait_ns);
+bool session_signal_end(struct session *s, int sig, const siginfo_t *info, uint64_t still_ns,
+			uint64_t most_ns);
 void session_signal_flush(struct session *s, int sig);
 void session_signal_crash(struct session *s, int sig, const siginfo_t *info, uint64_t wait_ns);
 /* The signal ending the process (0 if none): an exit path that comes after it ends the same way. */

@@ -258,7 +258,13 @@ int cupti_tracer_setup(struct cupti_tracer *t, const struct tally_config *cfg, c
 	r = cupti.ActivityRegisterCallbacks(tally_pipeline_buffer_request,
 					    tally_pipeline_buffer_complete);
 	if (r != CUPTI_SUCCESS) {
-		snprintf(why, len, "cuptiActivityRegisterCallbacks: %s", result_string(r));
+		/* CUPTI takes one client a process: under cuda-gdb its debugger back-end is one */
+		snprintf(why, len, "cuptiActivityRegisterCallbacks: %s%s", result_string(r),
+			 r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+			     ? ": another CUPTI client holds this process (a debugger such as "
+			       "cuda-gdb, or a profiler that started first); its CUDA activity is "
+			       "not recorded"
+			     : "");
 		return -EIO;
 	}
 	subscribe(t, cfg);

@@ -127,6 +127,15 @@ struct pipeline {
 
 /* The one pipeline.  Published with release once built; callbacks load it with acquire. */
 static _Atomic(struct pipeline *) g_pipeline;
+/* Bumped by what a close does (CUPTI's buffers handed over, metric samples decoded and their
+ * batches), not by the program's threads: outside the pipeline, so a signal handler may read it
+ * while the pipeline is being freed. */
+static _Atomic uint64_t g_progress;
+
+uint64_t tally_pipeline_progress(void)
+{
+	return atomic_load_explicit(&g_progress, memory_order_relaxed);
+}
 
 void tally_pipeline_config_default(struct tally_pipeline_config *cfg)
 {
@@ -174,6 +183,7 @@ void CUPTIAPI tally_pipeline_buffer_complete(CUcontext ctx, uint32_t stream_id, 
 		return; /* not ours: never parse or free what we did not hand out */
 	}
 	atomic_fetch_add_explicit(&p->delivered, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g_progress, 1, memory_order_relaxed);
 	if (atomic_load_explicit(&p->state, memory_order_acquire) == P_STOPPED) {
 		atomic_fetch_add_explicit(&p->late, 1, memory_order_relaxed);
 		tally_pool_give(&p->pool, buffer, 0);
@@ -1154,6 +1164,7 @@ int tally_pipeline_metric_batch(struct pm_batch *b)
 
 	if (!p || atomic_load_explicit(&p->state, memory_order_acquire) != P_RUNNING)
 		return -ENOENT;
+	atomic_fetch_add_explicit(&g_progress, 1, memory_order_relaxed);
 	rc = metricq_put(&p->metrics, b);
 	if (rc == 0)
 		sem_post(&p->wake);
@@ -1164,6 +1175,7 @@ void tally_pipeline_metric_count(unsigned counter, uint64_t n)
 {
 	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
 
+	atomic_fetch_add_explicit(&g_progress, 1, memory_order_relaxed); /* a sample decoded, say */
 	if (p)
 		metricq_count(&p->metrics, counter, n);
 }

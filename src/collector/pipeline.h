@@ -120,6 +120,11 @@ void tally_pipeline_count_max(unsigned counter, uint64_t v);
 /* A THREADS chunk payload (format 1.3) to write; safe from any thread (not a signal handler). */
 void tally_pipeline_threads(const struct tally_buf *payload);
 
+/* A count that moves with the work of a close: CUPTI's buffers handed over, metric samples
+ * counted (each one decoded) and their batches; not NVTX's buffers or host records, which the
+ * program's other threads make while a close may be standing still.  Async-signal-safe. */
+uint64_t tally_pipeline_progress(void);
+
 /* The pipeline's record clock now, in ns (what its records' times are on); 0 with no pipeline. */
 uint64_t tally_pipeline_now(void);
 

@@ -9,7 +9,6 @@
  */
 #include "pmsampler.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -22,6 +21,7 @@
 
 #include "clock.h"
 #include "cupti-pm.h"
+#include "driver.h"
 #include "pipeline.h"
 #include "pmdevice.h"
 
@@ -64,20 +64,10 @@ typedef int (*count_fn)(int *);
 typedef int (*get_fn)(int *, int);
 typedef int (*uuid_fn)(CUuuid *, int);
 
-static void *driver_symbol(const char *name)
-{
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	void *fn = h ? dlsym(h, name) : NULL;
-
-	if (h)
-		dlclose(h);
-	return fn ? fn : dlsym(RTLD_DEFAULT, name);
-}
-
 /* The devices CUDA has, once the program's cuInit is done; false until then. */
 static bool device_count(int *n)
 {
-	count_fn count = (count_fn)driver_symbol("cuDeviceGetCount");
+	count_fn count = (count_fn)tally_driver_sym("cuDeviceGetCount");
 
 	*n = 0;
 	return count && count(n) == 0;
@@ -85,7 +75,7 @@ static bool device_count(int *n)
 
 static int device_handle(unsigned ordinal)
 {
-	get_fn get = (get_fn)driver_symbol("cuDeviceGet");
+	get_fn get = (get_fn)tally_driver_sym("cuDeviceGet");
 	int dev = (int)ordinal;
 
 	if (get)
@@ -95,11 +85,11 @@ static int device_handle(unsigned ordinal)
 
 static bool device_uuid(int dev, uint8_t uuid[16])
 {
-	uuid_fn fn = (uuid_fn)driver_symbol("cuDeviceGetUuid_v2");
+	uuid_fn fn = (uuid_fn)tally_driver_sym("cuDeviceGetUuid_v2");
 	CUuuid u;
 
 	if (!fn)
-		fn = (uuid_fn)driver_symbol("cuDeviceGetUuid");
+		fn = (uuid_fn)tally_driver_sym("cuDeviceGetUuid");
 	if (!fn || fn(&u, dev) != 0)
 		return false;
 	memcpy(uuid, u.bytes, 16);

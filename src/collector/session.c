@@ -649,6 +649,8 @@ void session_start(struct session *s, const char *why_started)
 	char why[PATH_MAX + 128];
 	int expected = SESSION_NONE, rc;
 
+	if (strcmp(why_started, "cuda") == 0)
+		atomic_store_explicit(&s->cuda_called, true, memory_order_release);
 	if (atomic_load_explicit(&s->state, memory_order_acquire) == SESSION_RUNNING &&
 	    strcmp(why_started, "cuda") == 0 && !s->cupti_on)
 		attach_cupti(s);
@@ -753,6 +755,37 @@ static uint64_t window_step(struct session *s, uint64_t now)
 	return close_at;
 }
 
+/*
+ * A process that initialised CUDA although CUDA never called our injection, with no CUPTI of ours
+ * set up some other way (a session begun at load or by NVTX): nothing of CUDA is recorded.  Under
+ * cuda-gdb it is so: the debugger's back-end takes the injection's place.  Said once, lest the
+ * trace read as a program that used no GPU.  Looked at on the periodic flush, not at the close (a
+ * close at exit can come after the driver's teardown); two looks in a row, since the driver counts
+ * as initialised a moment before it calls the injection.
+ */
+static void watch_cuda_join(struct session *s)
+{
+	int (*count)(int *);
+	int n = 0;
+
+	if (s->unjoined_looks > 2) /* said */
+		return;
+	count = (int (*)(int *))tally_driver_sym("cuDeviceGetCount");
+	if (atomic_load_explicit(&s->cuda_called, memory_order_acquire) ||
+	    cupti_tracer_on(&s->tracer) || !count || count(&n) != 0) {
+		s->unjoined_looks = 0;
+		return;
+	}
+	if (++s->unjoined_looks < 2)
+		return;
+	s->unjoined_looks = 3;
+	tally_pipeline_note(
+	    TALLY_NOTE_WARNING, "cuda-not-joined",
+	    "this process initialised CUDA, but CUDA never called tally's injection "
+	    "(CUDA_INJECTION64_PATH; under cuda-gdb its debugger back-end takes that "
+	    "place): its CUDA activity is not recorded");
+}
+
 static void *control_main(void *arg)
 {
 	struct session *s = arg;
@@ -770,6 +803,7 @@ static void *control_main(void *arg)
 		if (now >= next_flush && session_running(s)) {
 			/* Partly filled buffers reach the pipeline; the consumer writes them. */
 			cupti_tracer_flush(&s->tracer, false);
+			watch_cuda_join(s);
 			next_flush = now + s->cfg.slice_ns;
 		}
 	}
@@ -834,10 +868,15 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 	metrics = s->metrics;
 	s->metrics = NULL;
 	pthread_mutex_unlock(&s->metrics_lock);
+	atomic_store_explicit(&s->close_in_metrics, metrics != NULL, memory_order_relaxed);
 	sampler_done = pm_sampler_stop(metrics, s->cfg.flush_timeout_ns);
+	atomic_store_explicit(&s->close_in_metrics, false, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->close_steps, 1, memory_order_relaxed);
 	flushed = close_cupti(s) && sampler_done;
+	atomic_fetch_add_explicit(&s->close_steps, 1, memory_order_relaxed);
 	nvtx_flush_all();
 	tally_pipeline_stop(&rep);
+	atomic_fetch_add_explicit(&s->close_steps, 1, memory_order_relaxed);
 	/* Finalize only a CUPTI that answered: one stuck in its flush could hang us here too. */
 	if (path == TALLY_FLUSH_EXIT && flushed && cupti_tracer_on(&s->tracer))
 		(void)run_bounded(finalize_cupti, &s->tracer, s->cfg.flush_timeout_ns);
@@ -889,21 +928,39 @@ static int sender_of(const siginfo_t *info)
 	return info && info->si_code <= 0 ? (int)info->si_pid : 0;
 }
 
-/* Waits (async-signal-safe, bounded) until the control thread has finished a close after gen. */
-static void wait_close_after(struct session *s, uint64_t gen, uint64_t wait_ns)
+/* What moves while a close gets on: its parts ending, records reaching the pipeline.  (The
+ * GPU-metrics sampler's stop counts as moving throughout: see wait_close_after.) */
+static uint64_t close_progress(struct session *s)
+{
+	return atomic_load_explicit(&s->close_steps, memory_order_relaxed) +
+	       tally_pipeline_progress();
+}
+
+/* Waits (async-signal-safe, bounded) until the control thread has finished a close after gen:
+ * at most most_ns, and at most still_ns with nothing moving (outside the metrics' stop). */
+static void wait_close_after(struct session *s, uint64_t gen, uint64_t still_ns, uint64_t most_ns)
 {
 	struct timespec step = {0, 2000000};
-	uint64_t waited = 0;
+	uint64_t waited = 0, still = 0, seen = close_progress(s), now;
 
 	/* Acquire: pairs with the control thread's release after the close. */
 	while (atomic_load_explicit(&s->done_gen, memory_order_acquire) == gen &&
-	       waited < wait_ns) {
+	       still < still_ns && waited < most_ns) {
 		nanosleep(&step, NULL);
 		waited += 2000000;
+		now = close_progress(s);
+		/* the sampler's stop (its last decode, CUPTI's stop and disable) went still for
+		 * longer than still_ns on the H200: a PyTorch loop was let go and ran on */
+		still =
+		    now == seen && !atomic_load_explicit(&s->close_in_metrics, memory_order_relaxed)
+			? still + 2000000
+			: 0;
+		seen = now;
 	}
 }
 
-bool session_signal_end(struct session *s, int sig, const siginfo_t *info, uint64_t wait_ns)
+bool session_signal_end(struct session *s, int sig, const siginfo_t *info, uint64_t still_ns,
+			uint64_t most_ns)
 {
 	uint64_t gen = atomic_load_explicit(&s->done_gen, memory_order_acquire);
 	int none = 0;
@@ -913,12 +970,13 @@ bool session_signal_end(struct session *s, int sig, const siginfo_t *info, uint6
 	tally_pipeline_signal(sig, sender_of(info));
 	if (!atomic_compare_exchange_strong_explicit(&s->ending_signal, &none, sig,
 						     memory_order_acq_rel, memory_order_relaxed)) {
-		wait_close_after(s, gen, wait_ns); /* a repeat (group delivery plus forwarding,
-						      ^C twice): the close is already running */
+		/* a repeat (group delivery plus forwarding, ^C twice): the close is already running
+		 */
+		wait_close_after(s, gen, still_ns, most_ns);
 		return true;
 	}
 	if (control_post(&s->control, CTL_CLOSE_SIGNAL, sig)) {
-		wait_close_after(s, gen, wait_ns);
+		wait_close_after(s, gen, still_ns, most_ns);
 		return true;
 	}
 	atomic_store_explicit(&s->ending_signal, 0, memory_order_relaxed);
@@ -939,7 +997,7 @@ void session_signal_crash(struct session *s, int sig, const siginfo_t *info, uin
 		return;
 	tally_pipeline_signal(sig, sender_of(info));
 	if (control_post(&s->control, CTL_CLOSE_CRASH, sig))
-		wait_close_after(s, gen, wait_ns);
+		wait_close_after(s, gen, wait_ns, wait_ns);
 }
 
 int session_ending_signal(const struct session *s)
@@ -980,6 +1038,7 @@ void session_after_fork_child(struct session *s)
 	s->wrote_file = false;
 	s->cupti_on = s->cupti_tried = false;
 	s->exec_files = 0; /* counted per pid: this is a new one */
+	s->unjoined_looks = 0;
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) == SESSION_NONE)
 		return;
 	tally_pipeline_abandon();

@@ -40,9 +40,12 @@
  * original was queued before the copy was even sent, so it comes as soon as the copy's handler
  * returns; a longer wait would only risk taking the next real signal for it. */
 #define STANDIN_WINDOW_NS 500000000ull
-/* How long a thread a terminating signal interrupted waits for the close (see collector.h). */
-#define END_WAIT_NS 100000000ull
-#define MAX_SIG	    65 /* the kernel's signals are 1..64 */
+/* How long a thread a terminating signal interrupted waits for the close (see collector.h): while
+ * it gets on, up to 2 s (GPU metrics' last decode alone can take up to a second), but no longer
+ * than 100 ms with nothing moving (the close may be waiting on this very thread). */
+#define END_STILL_NS 100000000ull
+#define END_MOST_NS  2000000000ull
+#define MAX_SIG	     65 /* the kernel's signals are 1..64 */
 
 enum sig_class {
 	SIG_NOT_OURS,
@@ -369,7 +372,7 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 	}
 	if (cls == SIG_FAULT || cls == SIG_CRASH)
 		on_crash(sig, cls, info);
-	else if (!session_signal_end(session_get(), sig, info, END_WAIT_NS))
+	else if (!session_signal_end(session_get(), sig, info, END_STILL_NS, END_MOST_NS))
 		die_by_signal(sig); /* no session here: as untraced */
 	errno = saved;
 }

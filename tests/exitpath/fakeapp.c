@@ -14,6 +14,9 @@
  * FAKEAPP_LATE_CUPTI=NAME loads one by name after, and says whether it got the same copy.
  * FAKEAPP_DRIVER=1 first loads libcuda.so.1 by name with RTLD_LOCAL, as libcudart and PyTorch
  * load the driver (with tests/support/fake-cuda.c's stand-in on LD_LIBRARY_PATH).
+ * FAKE_CUDA_DEBUGGER=1 initialises that driver and never calls the injection, as CUDA does in
+ * a program cuda-gdb runs; its launches then go untraced (with FAKEAPP_INJECT_TOO=1 it calls the
+ * injection after all, as CUDA does outside a debugger).
  * FAKEAPP_FORK_IN_CUINIT=before|after forks, inside "cuInit", before or after the injection's
  * InitializeInjection, a child that never uses CUDA and outlives the program, as
  * libcudadebugger's debug agent under cuda-gdb: it prints "agent pid P", blocks in read() until
@@ -106,13 +109,27 @@ static void cu_init(void)
 {
 	const char *inj = getenv("CUDA_INJECTION64_PATH"), *own = getenv("FAKEAPP_OWN_CUPTI");
 
+	if (getenv("FAKEAPP_DRIVER") && !dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+		fprintf(stderr, "fakeapp: %s\n", dlerror());
+		exit(3);
+	}
 	if (getenv("FAKEAPP_NO_CUDA")) {
 		launch = untraced_launch;
 		return;
 	}
-	if (getenv("FAKEAPP_DRIVER") && !dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
-		fprintf(stderr, "fakeapp: %s\n", dlerror());
-		exit(3);
+	if (getenv(
+		"FAKE_CUDA_DEBUGGER")) { /* as under cuda-gdb: CUDA starts, the injection never */
+		void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		int (*init)(unsigned) = drv ? (int (*)(unsigned))dlsym(drv, "cuInit") : NULL;
+
+		if (!init || init(0) != 0) {
+			fprintf(stderr, "fakeapp: no driver to initialise\n");
+			exit(3);
+		}
+		if (!getenv("FAKEAPP_INJECT_TOO")) {
+			launch = untraced_launch;
+			return;
+		}
 	}
 	if (own && !dlopen(own, RTLD_NOW | RTLD_GLOBAL)) {
 		fprintf(stderr, "fakeapp: %s\n", dlerror());
@@ -367,6 +384,23 @@ static int mode_sigterm(void)
 	return raise_and_wait(SIGTERM);
 }
 
+/* SIGTERM after FAKEAPP_PHASE_MS of running, from a thread that would go on launching: what it
+ * prints after the raise is what the program did past a signal that, untraced, ended it there. */
+static int mode_term_late(void)
+{
+	long ms = getenv("FAKEAPP_PHASE_MS") ? atol(getenv("FAKEAPP_PHASE_MS")) : 300;
+	unsigned i;
+
+	sleep_ms(ms);
+	raise(SIGTERM);
+	for (i = 0; i < 50; i++) {
+		printf("ran on after the signal\n");
+		launched(count);
+		sleep_ms(10);
+	}
+	return 0;
+}
+
 static int mode_sigint(void)
 {
 	return raise_and_wait(SIGINT);
@@ -617,6 +651,7 @@ static const struct mode {
     {"forever", mode_forever},
     {"other-client", mode_other_client},
     {"sigterm", mode_sigterm},
+    {"term-late", mode_term_late},
     {"sigint", mode_sigint},
     {"sighup", mode_sighup},
     {"handled-int", mode_handled_int},

@@ -17,7 +17,8 @@
  *
  * Knobs (environment): FAKECUPTI_HANG_FLUSH=1 makes a forced flush never return (the watchdog
  * test); FAKECUPTI_SLOW_FLUSH_MS=N makes it take N ms (a close that takes a while, as with a
- * large backlog); FAKECUPTI_OTHER_SUBSCRIBER=1 makes cuptiSubscribe fail as with nsys attached.
+ * large backlog); FAKECUPTI_OTHER_SUBSCRIBER=1 makes cuptiSubscribe fail as with nsys attached;
+ * FAKECUPTI_REGISTER_TAKEN=1 makes cuptiActivityRegisterCallbacks fail as under cuda-gdb.
  */
 #include <cupti.h>
 #include <pthread.h>
@@ -157,6 +158,8 @@ API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc 
 					       CUpti_BuffersCallbackCompleteFunc cp)
 {
 	check_alive("cuptiActivityRegisterCallbacks");
+	if (getenv("FAKECUPTI_REGISTER_TAKEN"))
+		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 	request_cb = rq;
 	complete_cb = cp;
 	return CUPTI_SUCCESS;

@@ -44,6 +44,29 @@ note joined | grep -q "CUDA driver 13000$" && ok "CUDA joined: its note says CUD
 note joined-none | grep -q "CUDA driver unknown$" && ok "CUDA joined without a driver: its note says unknown" ||
 	bad "CUDA joined without a driver: the note says '$(note joined-none)'"
 
+# Under cuda-gdb the driver starts but never calls tally's injection (its debugger back-end takes
+# that place): a session begun at load says that CUDA ran unrecorded (looked at on the periodic
+# flush, here every 200 ms of a 1.5 s program); one without a driver, or whose program never
+# started CUDA, says nothing of the kind; one CUDA joined neither.
+notes() { # NAME: the note codes of $T/NAME.tally
+	"$TALLY" check --json "$T/$1.tally" 2>/dev/null | python3 -c 'import json,sys
+print(" ".join(n["code"] for n in json.load(sys.stdin)["files"][0]["sections"][0]["notes"]))'
+}
+env LD_LIBRARY_PATH="$CUDA_DIR" FAKE_CUDA_DEBUGGER=1 TALLY_SLICE_MS=200 "$TALLY" record \
+	--trace cuda,osrt -o "$T/debugger.tally" -- "$APP" paced 30 >"$T/debugger.out" 2>&1 || { cat "$T/debugger.out"; bad "record (debugger)"; }
+notes debugger | grep -qw cuda-not-joined && ok "CUDA started, never joined: the trace says so" ||
+	bad "CUDA started, never joined: notes '$(notes debugger)'"
+env LD_LIBRARY_PATH="$CUDA_DIR" FAKEAPP_DRIVER=1 FAKEAPP_NO_CUDA=1 TALLY_SLICE_MS=200 "$TALLY" \
+	record --trace cuda,osrt -o "$T/no-init.tally" -- "$APP" paced 30 >"$T/no-init.out" 2>&1 || bad "record (driver, no cuInit)"
+env LD_LIBRARY_PATH="$CUDA_DIR" FAKE_CUDA_DEBUGGER=1 FAKEAPP_INJECT_TOO=1 TALLY_SLICE_MS=200 \
+	"$TALLY" record --trace cuda,osrt -o "$T/joined-long.tally" -- "$APP" paced 30 \
+	>"$T/joined-long.out" 2>&1 || bad "record (driver started, then joined)"
+notes joined-long | grep -qw cupti-joined && ok "joined-long: CUDA joined" || bad "joined-long: notes '$(notes joined-long)'"
+for t in no-init joined joined-none joined-long; do
+	notes $t | grep -qw cuda-not-joined && bad "$t: says cuda-not-joined ($(notes $t))" ||
+		ok "$t: no cuda-not-joined note"
+done
+
 "$TALLY" record -o "$T/none.tally" -- "$APP" exit 10 >"$T/none.out" 2>&1 || bad "record without a driver"
 v=$(version none)
 [ "$v" = 0 ] && ok "no driver in the process: none recorded (driver_version 0 in --json)" ||

@@ -373,6 +373,11 @@ expect nvtx 0 'v == "COMPLETE" and k["nvtx_range"] == 2 * 3000 + 1 and k["nvtx_m
 run other exit 0 FAKECUPTI_OTHER_SUBSCRIBER=1
 expect other 0 'k["kernel"] == L and any(n["code"] == "other-subscriber" for n in s["notes"])'
 
+# CUPTI already held by another client (cuda-gdb's debugger back-end, in the program it runs):
+# nothing of CUDA can be recorded; the program runs as untraced and the trace says why
+run debugger exit 0 FAKECUPTI_REGISTER_TAKEN=1
+expect debugger 0 'k["kernel"] == 0 and any(n["code"] == "cupti-setup" and "another CUPTI client holds this process" in n["text"] and "cuda-gdb" in n["text"] for n in s["notes"])'
+
 # another client trying to take CUPTI's buffers away is refused, and the trace says so
 run other-client other-client 0
 expect other-client 0 'v == "COMPLETE" and k["kernel"] == L == 6000 and any(n["code"] == "other-client" for n in s["notes"]) and "register returned 39" in open(sys.argv[2]).read()'

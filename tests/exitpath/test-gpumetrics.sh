@@ -204,6 +204,13 @@ expect delay 0 'v == "COMPLETE" and m["devices"]["0"][SM]["first_start"] >= s["s
 # A SIGTERM: the close stops the sampler and takes its last samples, as at exit.
 run sigterm --gpu-metrics -- sigterm 3000
 expect sigterm 0 'v == "COMPLETE" and status == 143 and s["ledger"]["flush_path"] == "signal" and c["metric_samples_decoded"] == logged == c["metric_samples_written"] + c["metric_samples_skipped"]'
+# The same when the sampler's last decode makes the close longer than a stalled close may hold
+# the signalled thread (100 ms): 1.2 s of samples at 1 kHz, 200 us each, are still to decode
+# at the signal (a decode every 2 s), about 240 ms.  The thread is held while the close moves
+# on, so the program prints nothing past the signal (before, the handler let it go after 100 ms:
+# it ran on, launching, and Python's exit at a Ctrl-C raced the close, which CUDA's teardown cut).
+run termlate --gpu-metrics --gpu-metrics-frequency 1000 -- term-late 300 FAKEAPP_PHASE_MS=1200 FAKECUPTI_PM_EVAL_US=200 TALLY_GPU_METRICS_DECODE_MS=2000
+expect termlate 0 'v == "COMPLETE" and status == 143 and "ran on" not in open(os.path.join(where, "stdout")).read() and c["metric_samples_decoded"] == logged > 1000 and c["flush_end"] - c["flush_start"] > 150000000'
 
 # CUDA's own exit handler destroys the contexts before the close runs (the stand-in does as CUDA
 # does: fakecupti.c), and PM sampling needs them: the sampler ends at CUPTI's context-destroy

@@ -7,7 +7,9 @@
 # Exits 77 (skipped) where there is no GPU.  Needs BUILD_DIR/src/cli/tally and the CUDA workload
 # (built here with nvcc into BUILD_DIR/gpu/ if it is missing).  Python cases need PyTorch, JAX or
 # CuPy and are skipped one by one when the package is absent.  TALLY_GPU_CASES="loop graph ..."
-# runs a subset.  tally control, compare and gpu_gaps have their own script: tests/gpu/compare.sh.
+# runs a subset; TALLY_GPU_RECORD_OPTS="--gpu-metrics" adds options to every recording (the same
+# expectations must hold with GPU metrics sampled).  tally control, compare and gpu_gaps have
+# their own script: tests/gpu/compare.sh.
 set -u
 . "$(dirname "$0")/../lib.sh"
 need_gpu
@@ -16,6 +18,8 @@ B=$(cd "${1:-build}" && pwd)
 OUT=${2:-$(mktemp -d /tmp/tally-gpu-XXXXXX)}
 mkdir -p "$OUT"
 TALLY=$B/src/cli/tally
+# shellcheck disable=SC2206 # the extra options are words on purpose
+RECORD=("$TALLY" record ${TALLY_GPU_RECORD_OPTS:-})
 DUMP=$B/tests/tally-dump
 W=$B/gpu/workload
 PY=${PYTHON:-python3}
@@ -33,7 +37,7 @@ rec() {
 	local opts=()
 	while [ "$1" != "--" ]; do opts+=("$1"); shift; done
 	shift
-	"$TALLY" record "${opts[@]}" -o "$OUT/$name/%p.tally" -- "$@" \
+	"${RECORD[@]}" "${opts[@]}" -o "$OUT/$name/%p.tally" -- "$@" \
 		>"$OUT/$name/stdout" 2>"$OUT/$name/stderr"
 	echo $? >"$OUT/$name/status"
 }
@@ -132,7 +136,7 @@ fi
 # SIGTERM mid-run, sent to tally (as Slurm does), forwarded to the program: all records there.
 if want sigterm; then
 	mkdir -p "$OUT/sigterm"
-	"$TALLY" record -o "$OUT/sigterm/%p.tally" -- "$W" --forever >"$OUT/sigterm/stdout" 2>"$OUT/sigterm/stderr" &
+	"${RECORD[@]}" -o "$OUT/sigterm/%p.tally" -- "$W" --forever >"$OUT/sigterm/stdout" 2>"$OUT/sigterm/stderr" &
 	tp=$!
 	sleep 4
 	kill -TERM $tp
@@ -153,7 +157,7 @@ sig_case() {
 	local name=$1 sig=$2 pattern=$3 bg i=0 pid pgid mine
 	shift 4
 	mkdir -p "$OUT/$name"
-	setsid -w $PY "$HERE/../exitpath/foreground.py" "$TALLY" record -o "$OUT/$name/%p.tally" -- \
+	setsid -w $PY "$HERE/../exitpath/foreground.py" "${RECORD[@]}" -o "$OUT/$name/%p.tally" -- \
 		"$@" >"$OUT/$name/stdout" 2>"$OUT/$name/stderr" &
 	bg=$!
 	while ! grep -q "$pattern" "$OUT/$name/stdout" 2>/dev/null && [ $i -lt 900 ]; do
@@ -250,7 +254,7 @@ fi
 # SIGKILL mid-run: nothing can run; the file reads to its last intact chunk, INCOMPLETE.
 if want sigkill; then
 	mkdir -p "$OUT/sigkill"
-	"$TALLY" record --flush-interval 500 -o "$OUT/sigkill/%p.tally" -- "$W" --forever >"$OUT/sigkill/stdout" 2>"$OUT/sigkill/stderr" &
+	"${RECORD[@]}" --flush-interval 500 -o "$OUT/sigkill/%p.tally" -- "$W" --forever >"$OUT/sigkill/stdout" 2>"$OUT/sigkill/stderr" &
 	tp=$!
 	sleep 4
 	kill -KILL "$(awk '/^pid /{print $2; exit}' "$OUT/sigkill/stdout")"

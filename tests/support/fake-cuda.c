@@ -2,20 +2,25 @@
 /*
  * A stand-in libcuda.so.1 for testing tally doctor's real probe (dlopen, cuInit, devices, UUIDs)
  * on machines with no GPU.  FAKE_CUDA_INIT sets cuInit's result; cuInit fails with 999 when
- * CUDA_INJECTION64_PATH is set at that moment, since the doctor must hide it from the driver.
+ * CUDA_INJECTION64_PATH is set at that moment, since the doctor must hide it from the driver,
+ * unless FAKE_CUDA_DEBUGGER is set: then it succeeds without calling the injection, as CUDA does
+ * under cuda-gdb.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #define FAKE_DEVICES 2
 
+static int initialised; /* as the driver: nothing but versions answers before cuInit */
+
 int cuInit(unsigned flags)
 {
 	const char *rc = getenv("FAKE_CUDA_INIT");
 
 	(void)flags;
-	if (getenv("CUDA_INJECTION64_PATH"))
+	if (getenv("CUDA_INJECTION64_PATH") && !getenv("FAKE_CUDA_DEBUGGER"))
 		return 999;
+	initialised = !rc || atoi(rc) == 0;
 	return rc ? atoi(rc) : 0;
 }
 
@@ -27,8 +32,8 @@ int cuDriverGetVersion(int *v)
 
 int cuDeviceGetCount(int *n)
 {
-	*n = FAKE_DEVICES;
-	return 0;
+	*n = initialised ? FAKE_DEVICES : 0;
+	return initialised ? 0 : 3; /* CUDA_ERROR_NOT_INITIALIZED */
 }
 
 int cuDeviceGet(int *dev, int ordinal)
