@@ -96,14 +96,14 @@ void session_close(struct session *s, enum tally_flush_path path, int signo);
  *                         and then performs the signal's default action.  The interrupted thread
  *                         waits for that, so that it does not run on past the signal as it would
  *                         not have untraced: while the close gets on (its parts end, records
- *                         reach the pipeline, or the GPU-metrics sampler is stopping: single
- *                         CUPTI calls there take longer than still_ns) up to most_ns, but no
- *                         longer than still_ns with no sign of it, since that thread may hold a
- *                         lock of CUDA's that the close needs.  Further signals while that runs are
- * counted and otherwise swallowed (and wait the same way). false: no session here (or no control
- * thread): the caller does what the program asked. session_signal_flush  the program handles a stop
- * signal and may go on: make it durable. session_signal_crash  a fault: close, waiting at most
- * wait_ns (the thread cannot go on).
+ *                         reach the pipeline, the GPU-metrics sampler stops) up to most_ns, but
+ *                         no longer than still_ns with no sign of it, since that thread may hold
+ *                         a lock of CUDA's that the close needs.  Further signals while that runs
+ *                         are counted and otherwise swallowed (and wait the same way).
+ *                         false: no session here (or no control thread): the caller does what
+ *                         the program asked.
+ *   session_signal_flush  the program handles a stop signal and may go on: make it durable.
+ *   session_signal_crash  a fault: close, waiting at most wait_ns (the thread cannot go on).
  */
 bool session_signal_end(struct session *s, int sig, const siginfo_t *info, uint64_t still_ns,
 			uint64_t most_ns);

@@ -970,8 +970,7 @@ bool session_signal_end(struct session *s, int sig, const siginfo_t *info, uint6
 	tally_pipeline_signal(sig, sender_of(info));
 	if (!atomic_compare_exchange_strong_explicit(&s->ending_signal, &none, sig,
 						     memory_order_acq_rel, memory_order_relaxed)) {
-		/* a repeat (group delivery plus forwarding, ^C twice): the close is already running
-		 */
+		/* a repeat (group delivery plus forwarding, ^C twice): the close is running */
 		wait_close_after(s, gen, still_ns, most_ns);
 		return true;
 	}
