@@ -4,7 +4,8 @@
 # GPU; device-session.sh exits with what the parts it ran said (a failed part fails the session);
 # report.sh, run on stand-ins (an nvidia-smi that lists one GPU, a "python" whose torch loop is
 # fakeapp through the stand-in CUPTI), says "skip" and exits 77 when there is no Chromium, and
-# checks the page when there is.  What the scripts check on a GPU needs the GPU machine.
+# checks the page when there is; the cost benches' arithmetic on a stand-in workload whose costs
+# are set.  What the scripts check on a GPU needs the GPU machine.
 # Usage: test-scripts.sh TALLY FAKEAPP FAKECUPTI SRC
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -126,6 +127,31 @@ else
 	bad "fulldisk.sh on stand-ins: exit $rc"
 	cat "$T/fd.out"
 fi
+
+# The cost benches' arithmetic (bench/gpu-lib.sh), on a stand-in workload whose time per launch
+# is set by what tally record puts in its environment: 3 us untraced, 4 under tally, 4.2 with
+# --sample native, 4.1 with osrt, 4.08 with GPU metrics (chunks: half of each).  The ratios must
+# be those, the baseline's repeat 1.000, and no row lost (a configuration named "tally" once had
+# its numbers removed with the runs' traces).
+mkdir -p "$T/fb/src/cli" "$T/fb/gpu"
+ln -s "$TALLY" "$T/fb/src/cli/tally"
+cat >"$T/fb/gpu/workload" <<'EOF'
+#!/bin/sh
+per=3000
+case "${LD_PRELOAD:-}" in *libtally*) per=4000 ;; esac
+case "${TALLY_SAMPLE:-}" in native) per=4200 ;; esac
+case "${TALLY_TRACE:-}" in *osrt*) per=4100 ;; esac
+[ -n "${TALLY_GPU_METRICS:-}" ] && per=4080
+echo "thread 1 launched $2 loop_ns $((per * $2)) chunk_p10_ns $((per * $2 / 2))"
+EOF
+chmod +x "$T/fb/gpu/workload"
+BENCH_CPUS= PYTHON=/nonexistent "$SRC/bench/sampling-overhead.sh" "$T/fb" 2 >"$T/bench.out" 2>&1
+grep -q '^| launch loop, 200k kernels  | 3.000 (3.000-3.000) | 4.000 (4.000-4.000) | 4.000 (4.000-4.000) | 4.200 (4.200-4.200) | 4.100 (4.100-4.100) | 1.000 (1.000) | 1.050 (1.050) | 1.025 (1.025) | 1.000 (1.000) |$' "$T/bench.out" &&
+	ok "sampling-overhead.sh on a stand-in: its costs and ratios" || { bad "sampling-overhead.sh on a stand-in"; cat "$T/bench.out"; }
+(PATH="$T/gpu:$PATH" BENCH_CPUS= BENCH_KEY=chunk_p10_ns PYTHON=/nonexistent \
+	"$SRC/bench/metrics-overhead.sh" "$T/fb" 2 >"$T/bench.out" 2>&1)
+grep -q '^| launch loop, 500k kernels  | 1.500 (1.500-1.500) | 2.000 (2.000-2.000) | 2.040 (2.040-2.040) | 1.020 (1.020) | 1.000 (1.000) |$' "$T/bench.out" &&
+	ok "metrics-overhead.sh on a stand-in, by chunks: its costs and ratios" || { bad "metrics-overhead.sh on a stand-in"; cat "$T/bench.out"; }
 
 CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -n "$CHROME" ]; then
