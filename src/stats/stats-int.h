@@ -140,7 +140,7 @@ struct stats {
 	struct rowvec gpu, api;
 	struct strpool names;
 	struct sec_cache *secs;
-	size_t nsecs;
+	size_t nsecs, secs_cap; /* sections seen (index + 1 of the last), room for */
 	uint64_t untimed;
 	uint64_t base;
 	bool failed;		      /* out of memory somewhere: reports would be short */

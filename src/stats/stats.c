@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "select.h"
 #include "stats-int.h"
 
@@ -238,15 +239,12 @@ static void gtable_fini(struct gtable *t)
 
 static struct sec_cache *sec_cache(struct stats *st, unsigned sec)
 {
+	/* doubling: a merged trace of thousands of ranks comes one section after another */
 	if (sec >= st->nsecs) {
-		size_t n = sec + 1;
-		struct sec_cache *t = realloc(st->secs, n * sizeof(*t));
-
-		if (!t)
+		if (!tally_grow_in((void **)&st->secs, &st->secs_cap, (size_t)sec + 1,
+				   sizeof(*st->secs)))
 			return NULL;
-		memset(t + st->nsecs, 0, (n - st->nsecs) * sizeof(*t));
-		st->secs = t;
-		st->nsecs = n;
+		st->nsecs = (size_t)sec + 1;
 	}
 	return &st->secs[sec];
 }

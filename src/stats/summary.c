@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "outfile.h"
 #include "stats-int.h"
 #include "summary.h"
@@ -40,7 +41,7 @@ bool stats_summarized(unsigned report)
 struct psec {
 	struct tally_buf session, drops;
 	struct tally_buf *devices, *notes;
-	size_t ndevices, nnotes;
+	size_t ndevices, nnotes, devices_cap, notes_cap;
 	bool has_session;
 	uint64_t *kern_ns; /* kernel ns by name id */
 	uint32_t nkern;
@@ -49,7 +50,7 @@ struct psec {
 
 struct stats_partial {
 	struct psec *secs;
-	size_t nsecs;
+	size_t nsecs, secs_cap;	      /* sections seen (index + 1 of the last), room for */
 	struct report_gpu_gaps *busy; /* each section's busy time, gaps under 1 us counted in */
 };
 
@@ -102,28 +103,21 @@ int stats_partial_begin(struct stats *st)
 static struct psec *psec_of(struct stats_partial *p, unsigned index)
 {
 	if (index >= p->nsecs) {
-		size_t n = index + 1;
-		struct psec *t = realloc(p->secs, n * sizeof(*t));
-
-		if (!t)
+		if (!tally_grow_in((void **)&p->secs, &p->secs_cap, (size_t)index + 1,
+				   sizeof(*p->secs)))
 			return NULL;
-		memset(t + p->nsecs, 0, (n - p->nsecs) * sizeof(*t));
-		p->secs = t;
-		p->nsecs = n;
+		p->nsecs = (size_t)index + 1;
 	}
 	return &p->secs[index];
 }
 
-static bool keep_copy(struct tally_buf **v, size_t *n, const uint8_t *payload, size_t len)
+static bool keep_copy(struct tally_buf **v, size_t *n, size_t *cap, const uint8_t *payload,
+		      size_t len)
 {
-	struct tally_buf *t = realloc(*v, (*n + 1) * sizeof(*t));
-
-	if (!t)
+	if (!tally_grow_in((void **)v, cap, *n + 1, sizeof(**v)))
 		return false;
-	*v = t;
-	memset(&t[*n], 0, sizeof(t[*n]));
-	tally_buf_put(&t[*n], payload, len);
-	return !t[(*n)++].failed;
+	tally_buf_put(&(*v)[*n], payload, len);
+	return !(*v)[(*n)++].failed;
 }
 
 /* The chunks a section's summary repeats: SESSION, DEVICE, NOTE, and the latest DROPS. */
@@ -143,10 +137,10 @@ int stats_partial_chunk(struct stats *st, struct report_section *rs,
 		ok = !p->session.failed;
 		break;
 	case TALLY_CHUNK_DEVICE:
-		ok = keep_copy(&p->devices, &p->ndevices, payload, c->len);
+		ok = keep_copy(&p->devices, &p->ndevices, &p->devices_cap, payload, c->len);
 		break;
 	case TALLY_CHUNK_NOTE:
-		ok = keep_copy(&p->notes, &p->nnotes, payload, c->len);
+		ok = keep_copy(&p->notes, &p->nnotes, &p->notes_cap, payload, c->len);
 		break;
 	case TALLY_CHUNK_DROPS:
 		tally_buf_reset(&p->drops);
