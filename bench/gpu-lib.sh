@@ -44,10 +44,10 @@ minmax() { sort -n | awk 'NR==1{mn=$1} {mx=$1} END {printf "%.3f-%.3f", mn, mx}'
 rounds() {
 	local name=$1 key=$2 ops=$3 cfgs=$4 r cfg ns
 	shift 4
+	[ "$key" = loop_ns ] && key=${BENCH_KEY:-loop_ns} # graph_loop_ns has no chunks
 	for r in $(seq "$ROUNDS"); do
 		for cfg in $cfgs; do
-			ns=$(run "$cfg" "$([ "$key" = loop_ns ] && echo "${BENCH_KEY:-$key}" || echo "$key")" \
-				"$@" 2>/dev/null)
+			ns=$(run "$cfg" "$key" "$@" 2>/dev/null)
 			[ -n "$ns" ] && echo "$ns $ops" | awk '{printf "%.4f\n", $1 / $2 / 1000}' >>"$D/$name.$cfg" &&
 				echo "$r $ns" >>"$D/$name.$cfg.round"
 			rm -f "$T"/*.tally

@@ -53,6 +53,7 @@ struct session {
 	bool cupti_tried; /* no more tries: it was loaded, or failed, or the session is CUDA's */
 	_Atomic bool cuda_called; /* CUDA called our injection in this process */
 	unsigned unjoined_looks;  /* control thread: looks in a row that found CUDA up without us */
+	bool unjoined_said;	  /* control thread: the cuda-not-joined note is written */
 	struct tally_room room;	  /* room for the closing chunks (tally_room_keep); fd -1: none */
 	int reserve_errno;	  /* why there is none */
 	uint64_t started_mono;

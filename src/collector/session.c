@@ -768,7 +768,7 @@ static void watch_cuda_join(struct session *s)
 	int (*count)(int *);
 	int n = 0;
 
-	if (s->unjoined_looks > 2) /* said */
+	if (s->unjoined_said)
 		return;
 	count = (int (*)(int *))tally_driver_sym("cuDeviceGetCount");
 	if (atomic_load_explicit(&s->cuda_called, memory_order_acquire) ||
@@ -778,7 +778,7 @@ static void watch_cuda_join(struct session *s)
 	}
 	if (++s->unjoined_looks < 2)
 		return;
-	s->unjoined_looks = 3;
+	s->unjoined_said = true;
 	tally_pipeline_note(
 	    TALLY_NOTE_WARNING, "cuda-not-joined",
 	    "this process initialised CUDA, but CUDA never called tally's injection "
@@ -1038,6 +1038,7 @@ void session_after_fork_child(struct session *s)
 	s->cupti_on = s->cupti_tried = false;
 	s->exec_files = 0; /* counted per pid: this is a new one */
 	s->unjoined_looks = 0;
+	s->unjoined_said = false;
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) == SESSION_NONE)
 		return;
 	tally_pipeline_abandon();

@@ -29,11 +29,11 @@ v=$(version local)
 
 # A session begun at load (--trace osrt) meets the driver only when CUDA joins at cuInit: its
 # note says the version the loaded driver gives, and "unknown" without one (never 0).
-note() { # NAME: the cupti-joined note of $T/NAME.tally
+notes() { # NAME: the notes of $T/NAME.tally, "CODE: TEXT" a line
 	"$TALLY" check --json "$T/$1.tally" 2>/dev/null | python3 -c 'import json,sys
-s = json.load(sys.stdin)["files"][0]["sections"][0]
-print([n["text"] for n in s["notes"] if n["code"] == "cupti-joined"][0])'
+for n in json.load(sys.stdin)["files"][0]["sections"][0]["notes"]: print(n["code"] + ": " + n["text"])'
 }
+note() { notes "$1" | sed -n 's/^cupti-joined: //p'; } # NAME: its cupti-joined note's text
 # (the variables go to tally record: `env` under it would be a process recorded of its own)
 env LD_LIBRARY_PATH="$CUDA_DIR" FAKEAPP_DRIVER=1 "$TALLY" record --trace cuda,osrt \
 	-o "$T/joined.tally" -- "$APP" exit 10 >"$T/joined.out" 2>&1 || { cat "$T/joined.out"; bad "record (joined) with the driver loaded"; }
@@ -46,24 +46,21 @@ note joined-none | grep -q "CUDA driver unknown$" && ok "CUDA joined without a d
 
 # Under cuda-gdb the driver starts but never calls tally's injection (its debugger back-end takes
 # that place): a session begun at load says that CUDA ran unrecorded (looked at on the periodic
-# flush, here every 200 ms of a 1.5 s program); one without a driver, or whose program never
-# started CUDA, says nothing of the kind; one CUDA joined neither.
-notes() { # NAME: the note codes of $T/NAME.tally
-	"$TALLY" check --json "$T/$1.tally" 2>/dev/null | python3 -c 'import json,sys
-print(" ".join(n["code"] for n in json.load(sys.stdin)["files"][0]["sections"][0]["notes"]))'
-}
+# flush, here every 200 ms of a 1.5 s program); one whose program loaded the driver but never
+# started CUDA says nothing of the kind, nor one CUDA joined.  (Programs as long as this one: a
+# shorter one ends before any look, and its lack of a note would prove nothing.)
 env LD_LIBRARY_PATH="$CUDA_DIR" FAKE_CUDA_DEBUGGER=1 TALLY_SLICE_MS=200 "$TALLY" record \
 	--trace cuda,osrt -o "$T/debugger.tally" -- "$APP" paced 30 >"$T/debugger.out" 2>&1 || { cat "$T/debugger.out"; bad "record (debugger)"; }
-notes debugger | grep -qw cuda-not-joined && ok "CUDA started, never joined: the trace says so" ||
+notes debugger | grep -q '^cuda-not-joined:' && ok "CUDA started, never joined: the trace says so" ||
 	bad "CUDA started, never joined: notes '$(notes debugger)'"
 env LD_LIBRARY_PATH="$CUDA_DIR" FAKEAPP_DRIVER=1 FAKEAPP_NO_CUDA=1 TALLY_SLICE_MS=200 "$TALLY" \
 	record --trace cuda,osrt -o "$T/no-init.tally" -- "$APP" paced 30 >"$T/no-init.out" 2>&1 || bad "record (driver, no cuInit)"
 env LD_LIBRARY_PATH="$CUDA_DIR" FAKE_CUDA_DEBUGGER=1 FAKEAPP_INJECT_TOO=1 TALLY_SLICE_MS=200 \
 	"$TALLY" record --trace cuda,osrt -o "$T/joined-long.tally" -- "$APP" paced 30 \
 	>"$T/joined-long.out" 2>&1 || bad "record (driver started, then joined)"
-notes joined-long | grep -qw cupti-joined && ok "joined-long: CUDA joined" || bad "joined-long: notes '$(notes joined-long)'"
-for t in no-init joined joined-none joined-long; do
-	notes $t | grep -qw cuda-not-joined && bad "$t: says cuda-not-joined ($(notes $t))" ||
+notes joined-long | grep -q '^cupti-joined:' && ok "joined-long: CUDA joined" || bad "joined-long: notes '$(notes joined-long)'"
+for t in no-init joined-long; do
+	notes $t | grep -q '^cuda-not-joined:' && bad "$t: says cuda-not-joined ($(notes $t))" ||
 		ok "$t: no cuda-not-joined note"
 done
 

@@ -157,12 +157,13 @@ if want short; then
 	# sampled (a PM call after the libraries' destructors crashed such runs on the stand-in).
 	untraced short-c "$S" compute 1 1
 	PYSHORT=(-c 'import torch; torch.ones(1, device="cuda"); torch.cuda.synchronize()')
-	has_torch && untraced short-py $PY "${PYSHORT[@]}"
+	TORCH=$(has_torch && echo yes) # asked once: each asking imports PyTorch
+	[ -n "$TORCH" ] && untraced short-py $PY "${PYSHORT[@]}"
 	for i in 1 2 3 4 5; do
 		cp "$O/short-c.untraced" "$O/short-c$i.untraced"
 		rec short-c$i --gpu-metrics -- "$S" compute 1 1
 		expect short-c$i "$SHORT"
-		if has_torch; then
+		if [ -n "$TORCH" ]; then
 			cp "$O/short-py.untraced" "$O/short-py$i.untraced"
 			rec short-py$i --gpu-metrics -- $PY "${PYSHORT[@]}"
 			expect short-py$i "$SHORT"
