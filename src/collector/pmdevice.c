@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "clock.h"
 #include "cupti-api.h"
@@ -35,7 +36,7 @@ static uint64_t cupti_clock(void)
 	return t;
 }
 
-static void pm_device_release(struct pm_device *d);
+static void pm_device_release(struct pm_device *d, const struct pm_request *rq);
 
 /* ---- settling the device's state ---------------------------------------------------------- */
 
@@ -374,10 +375,6 @@ static bool evaluator(struct pm_device *d)
 		failed(d, "cuptiProfilerHostConfigAddMetrics", r);
 		return false;
 	}
-	if (!(d->values = calloc(d->nset, sizeof(double)))) {
-		settle(d, TALLY_GM_STOPPED, CUPTI_ERROR_OUT_OF_MEMORY, "no memory");
-		return false;
-	}
 	return true;
 }
 
@@ -446,7 +443,36 @@ static void close_sampler(struct pm_device *d)
 	d->obj = NULL;
 }
 
-/* The counter data image: as many samples as asked, within 256 MiB. */
+/* A counter data image lives in its own mapping, left out of a fork's child (MADV_DONTFORK):
+ * the child never uses it, and the sampler rewrites it at every decode, so while a child shared
+ * the parent's pages copy-on-write each of its pages would be copied once more, on the sampler's
+ * time.  A mapping that cannot be marked is still used. */
+static uint8_t *image_alloc(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	(void)madvise(p, size, MADV_DONTFORK);
+	return p;
+}
+
+/* Both images, once no evaluation job holds them. */
+static void images_free(struct pm_device *d, const struct pm_request *rq)
+{
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		pm_eval_wait_idle(rq->eval, &d->busy[i]);
+		if (d->images[i])
+			(void)munmap(d->images[i], d->image_size);
+		d->images[i] = NULL;
+	}
+	d->image = NULL;
+	d->image_size = 0;
+}
+
+/* The two counter data images: as many samples as asked, within 128 MiB each. */
 static CUptiResult make_image(struct pm_device *d, uint32_t samples)
 {
 	CUpti_PmSampling_GetCounterDataSize_Params p = {
@@ -460,14 +486,17 @@ static CUptiResult make_image(struct pm_device *d, uint32_t samples)
 		p.maxSamples = samples;
 		if ((r = cupti_pm.GetCounterDataSize(&p)) != CUPTI_SUCCESS)
 			return r;
-		if (p.counterDataSize <= (256u << 20) || samples <= 64)
+		if (p.counterDataSize <= (128u << 20) || samples <= 64)
 			break;
 		samples /= 2;
 	}
-	if (!(d->image = malloc(p.counterDataSize)))
-		return CUPTI_ERROR_OUT_OF_MEMORY;
 	d->image_size = p.counterDataSize;
 	d->image_samples = samples;
+	d->cur = 0;
+	if (!(d->images[0] = image_alloc(p.counterDataSize)) ||
+	    !(d->images[1] = image_alloc(p.counterDataSize)))
+		return CUPTI_ERROR_OUT_OF_MEMORY;
+	d->image = d->images[0];
 	return init_image(d);
 }
 
@@ -501,7 +530,7 @@ void pm_device_setup(struct pm_device *d, int cu_dev, const struct pm_request *r
 			d->state = TALLY_GM_SAMPLED;
 	}
 	if (d->state != TALLY_GM_SAMPLED) {
-		pm_device_release(d);
+		pm_device_release(d, rq);
 	} else {
 		tally_pipeline_metric_count(TALLY_C_METRIC_DEVICES, 1);
 		d->set_up = true;
@@ -532,7 +561,8 @@ static CUptiResult start_stop(struct pm_device *d, bool start)
 
 /* Sampling stopped for good on an error: what was sampled stands; the rest of the session has
  * no samples of the device, and the trace says so (state stopped, counter 88). */
-static void give_up(struct pm_device *d, const char *call, CUptiResult r)
+static void give_up(struct pm_device *d, const struct pm_request *rq, const char *call,
+		    CUptiResult r)
 {
 	char rs[128];
 
@@ -542,7 +572,7 @@ static void give_up(struct pm_device *d, const char *call, CUptiResult r)
 	settle(d, TALLY_GM_STOPPED, r, "%s: %s; no samples after that", call,
 	       cupti_pm_result(r, rs, sizeof(rs)));
 	pm_device_report(d);
-	pm_device_release(d);
+	pm_device_release(d, rq);
 }
 
 static void begin(struct pm_device *d)
@@ -552,14 +582,14 @@ static void begin(struct pm_device *d)
 	d->running = true;
 }
 
-void pm_device_start(struct pm_device *d)
+void pm_device_start(struct pm_device *d, const struct pm_request *rq)
 {
 	CUptiResult r;
 
 	if (d->state != TALLY_GM_SAMPLED || d->running || d->ended)
 		return;
 	if ((r = start_stop(d, true)) != CUPTI_SUCCESS) {
-		give_up(d, "cuptiPmSamplingStart", r);
+		give_up(d, rq, "cuptiPmSamplingStart", r);
 		return;
 	}
 	begin(d);
@@ -578,7 +608,7 @@ static void restart(struct pm_device *d, const struct pm_request *rq)
 	if (context_gone(d, rq))
 		return; /* pm_device_end counts the rest as a gap */
 	if (++d->overflows_in_row > OVERFLOWS_MAX) {
-		give_up(d, "cuptiPmSamplingDecodeData", CUPTI_ERROR_OUT_OF_MEMORY);
+		give_up(d, rq, "cuptiPmSamplingDecodeData", CUPTI_ERROR_OUT_OF_MEMORY);
 		return;
 	}
 	if (!d->bridge) /* the first overflow in a row: coverage was lost from here */
@@ -587,19 +617,18 @@ static void restart(struct pm_device *d, const struct pm_request *rq)
 	close_sampler(d);
 	d->running = false;
 	if ((r = open_sampler(d, rq->interval_ns)) != CUPTI_SUCCESS) {
-		give_up(d, "restarting after an overflow: cuptiPmSamplingEnable/SetConfig", r);
+		give_up(d, rq, "restarting after an overflow: cuptiPmSamplingEnable/SetConfig", r);
 		return;
 	}
 	/* the image anew, for the new sampler object: initializing the old one again was refused
 	 * (CUPTI_ERROR_INVALID_OPERATION on the H200) */
-	free(d->image);
-	d->image = NULL;
-	if ((r = make_image(d, d->image_samples)) != CUPTI_SUCCESS) {
-		give_up(d, "restarting after an overflow: the counter data image", r);
+	images_free(d, rq);
+	if ((r = make_image(d, rq->image_samples)) != CUPTI_SUCCESS) {
+		give_up(d, rq, "restarting after an overflow: the counter data image", r);
 		return;
 	}
 	if ((r = start_stop(d, true)) != CUPTI_SUCCESS) {
-		give_up(d, "restarting after an overflow: cuptiPmSamplingStart", r);
+		give_up(d, rq, "restarting after an overflow: cuptiPmSamplingStart", r);
 		return;
 	}
 	begin(d);
@@ -641,28 +670,8 @@ static bool sample_info(const struct pm_device *d, size_t i, uint64_t *start, ui
 	return true;
 }
 
-static bool evaluate(struct pm_device *d, size_t i, struct pm_cost *cost)
-{
-	CUpti_Profiler_Host_EvaluateToGpuValues_Params p = {
-	    .structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-	uint64_t t0 = tally_monotonic_ns();
-	CUptiResult r;
-
-	p.pHostObject = d->host;
-	p.pCounterDataImage = d->image;
-	p.counterDataImageSize = d->image_size;
-	p.rangeIndex = i;
-	p.ppMetricNames = d->names;
-	p.numMetrics = d->nset;
-	p.pMetricValues = d->values;
-	r = cupti_pm.Evaluate(&p);
-	cost->evaluate_ns += tally_monotonic_ns() - t0;
-	cost->evaluated++;
-	return r == CUPTI_SUCCESS;
-}
-
-/* One completed sample out of the image: skipped, dropped, or into the batch. */
-static void take_sample(struct pm_device *d, size_t i, struct pm_batch *b, struct pm_cost *cost)
+/* One completed sample out of the image: skipped, dropped, or into the job to evaluate. */
+static void take_sample(struct pm_device *d, size_t i, struct pm_eval_job *j)
 {
 	struct pm_batch_sample s;
 
@@ -684,34 +693,41 @@ static void take_sample(struct pm_device *d, size_t i, struct pm_batch *b, struc
 	d->bridge = false;
 	d->overflows_in_row = 0;
 	d->kept++;
-	if (!b || !evaluate(d, i, cost) || !pm_batch_add(b, &s, d->values))
+	if (!j) {
 		tally_pipeline_metric_count(TALLY_C_METRIC_DROPPED, 1);
-}
-
-/* To the consumer.  While PIPELINE_METRIC_BATCHES wait, this thread waits (until the deadline):
- * the hardware buffer holds what comes meanwhile, and an overflow there is counted with its gap,
- * where a batch dropped here would lose samples already taken. */
-static void hand_over(struct pm_batch *b, uint64_t deadline)
-{
-	struct timespec step = {0, 1000000};
-	int rc = -ENOENT;
-
-	while (b && b->nsamples && (rc = tally_pipeline_metric_batch(b)) == -ENOSPC &&
-	       tally_monotonic_ns() < deadline)
-		nanosleep(&step, NULL);
-	if (rc == 0)
 		return;
-	if (b)
-		tally_pipeline_metric_count(TALLY_C_METRIC_DROPPED, b->nsamples);
-	free(b);
+	}
+	j->samples[j->n].index = (uint32_t)i;
+	j->samples[j->n].s = s;
+	j->n++;
 }
 
-/* The image's completed samples, then the image made ready for the next decode. */
-static CUptiResult take_image(struct pm_device *d, struct pm_cost *cost, uint64_t deadline)
+/* A job for the image's completed samples; NULL without memory. */
+static struct pm_eval_job *job_for(struct pm_device *d, size_t n)
+{
+	struct pm_eval_job *j = pm_eval_job_new((uint32_t)n);
+
+	if (!j)
+		return NULL;
+	j->host = d->host;
+	j->names = d->names;
+	j->set = d->set;
+	j->nset = d->nset;
+	j->ordinal = d->ordinal;
+	j->image = d->image;
+	j->image_size = d->image_size;
+	j->busy = &d->busy[d->cur];
+	return j;
+}
+
+/* The image's completed samples to be evaluated, then the other image made ready for the next
+ * decode (once its own samples are evaluated). */
+static CUptiResult take_image(struct pm_device *d, const struct pm_request *rq,
+			      struct pm_cost *cost)
 {
 	CUpti_PmSampling_GetCounterDataInfo_Params p = {
 	    .structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE};
-	struct pm_batch *b;
+	struct pm_eval_job *j;
 	uint64_t t0;
 	size_t i;
 	CUptiResult r;
@@ -722,12 +738,18 @@ static CUptiResult take_image(struct pm_device *d, struct pm_cost *cost, uint64_
 		return r;
 	if (p.numCompletedSamples > d->image_samples)
 		p.numCompletedSamples = d->image_samples;
-	b = p.numCompletedSamples
-		? pm_batch_new(d->ordinal, d->set, d->nset, (uint32_t)p.numCompletedSamples)
-		: NULL;
-	for (i = 0; i < p.numCompletedSamples; i++)
-		take_sample(d, i, b, cost);
-	hand_over(b, deadline);
+	if (p.numCompletedSamples) {
+		j = job_for(d, p.numCompletedSamples);
+		for (i = 0; i < p.numCompletedSamples; i++)
+			take_sample(d, i, j);
+		if (j && j->n)
+			pm_eval_submit(rq->eval, j, cost);
+		else
+			free(j);
+		d->cur ^= 1;
+		d->image = d->images[d->cur];
+		pm_eval_wait_idle(rq->eval, &d->busy[d->cur]);
+	}
 	t0 = tally_monotonic_ns();
 	r = init_image(d);
 	cost->reset_ns += tally_monotonic_ns() - t0;
@@ -756,8 +778,8 @@ bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
 		cost->decodes++;
 		/* What was decoded before an error or an overflow still counts. */
 		if ((r == CUPTI_SUCCESS || p.overflow) &&
-		    (r = take_image(d, cost, deadline)) != CUPTI_SUCCESS && !p.overflow) {
-			give_up(d, "cuptiPmSamplingGetCounterDataInfo", r);
+		    (r = take_image(d, rq, cost)) != CUPTI_SUCCESS && !p.overflow) {
+			give_up(d, rq, "cuptiPmSamplingGetCounterDataInfo", r);
 			return true;
 		}
 		if (p.overflow) {
@@ -765,11 +787,13 @@ bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
 			return true;
 		}
 		if (r != CUPTI_SUCCESS) {
-			give_up(d, "cuptiPmSamplingDecodeData", r);
+			give_up(d, rq, "cuptiPmSamplingDecodeData", r);
 			return true;
 		}
 		if (p.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL)
 			return true;
+		cost->full_stops++;
+		d->filled = true;
 		if (tally_monotonic_ns() >= deadline)
 			break; /* the rest waits in the hardware buffer */
 	}
@@ -785,7 +809,7 @@ void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_
 	if (d->state != TALLY_GM_SAMPLED || !d->running || context_gone(d, rq))
 		return;
 	if ((r = start_stop(d, false)) != CUPTI_SUCCESS) {
-		give_up(d, "cuptiPmSamplingStop", r);
+		give_up(d, rq, "cuptiPmSamplingStop", r);
 		return;
 	}
 	stopped_at = cupti_clock();
@@ -799,20 +823,18 @@ void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_
 }
 
 /* Release CUPTI's objects, the memory and the lock. */
-static void pm_device_release(struct pm_device *d)
+static void pm_device_release(struct pm_device *d, const struct pm_request *rq)
 {
 	if (d->running && d->obj)
 		(void)start_stop(d, false);
 	d->running = false;
 	close_sampler(d);
+	images_free(d, rq); /* first: the evaluating thread may still use the host object */
 	host_free(d->host);
 	d->host = NULL;
 	free(d->avail);
 	free(d->config);
-	free(d->image);
-	free(d->values);
-	d->avail = d->config = d->image = NULL;
-	d->values = NULL;
+	d->avail = d->config = NULL;
 	pm_lock_release(d->lock_fd);
 	d->lock_fd = -1;
 }
@@ -835,7 +857,7 @@ void pm_device_end(struct pm_device *d, const struct pm_request *rq, struct pm_c
 		d->obj = NULL;
 		d->host = NULL;
 	}
-	pm_device_release(d);
+	pm_device_release(d, rq);
 }
 
 /* ---- what the trace says ------------------------------------------------------------------ */

@@ -5,7 +5,8 @@
  * metric set that fits one pass), then start, decode, stop.  Decoded samples go to the pipeline
  * as batches (metricbatch.h), their counts and gaps to the ledger (docs/ledger.md 80-89).
  *
- * Only the sampler thread touches a device, so nothing here locks.
+ * Only the sampler thread touches a device, so nothing here locks; the evaluating thread
+ * (pmeval.h) reads an image only while the device's busy flag for it is set.
  */
 #ifndef TALLY_COLLECTOR_PMDEVICE_H
 #define TALLY_COLLECTOR_PMDEVICE_H
@@ -17,6 +18,7 @@
 #include "cupti-pm.h"
 #include "metriclock.h"
 #include "metricset.h"
+#include "pmeval.h"
 
 /* What the sampler asks of every device (from TALLY_GPU_METRICS_*). */
 struct pm_request {
@@ -30,13 +32,7 @@ struct pm_request {
 	/* Bit i: device i's CUDA context is gone; no CUPTI call for it may begin (set by another
 	 * thread: pmsampler.c). */
 	const _Atomic uint64_t *contexts_gone;
-};
-
-/* The sampler's cost, for the note it writes at close. */
-struct pm_cost {
-	uint64_t setup_ns, decode_ns, evaluate_ns, reset_ns;
-	uint64_t decodes, evaluated;
-	unsigned faster; /* times the decode period was halved after an overflow */
+	struct pm_eval *eval; /* where decoded samples are evaluated (NULL: on the sampler) */
 };
 
 struct pm_device {
@@ -57,9 +53,14 @@ struct pm_device {
 	char left_out[PM_METRICS_MAX][PM_METRIC_NAME_MAX + 80];
 	size_t nleft_out;
 	/* CUPTI's objects */
-	uint8_t *avail, *config, *image;
+	uint8_t *avail, *config;
+	/* Two counter data images: one decoded into (image, images[cur]) while the other's samples
+	 * are evaluated (pmeval.h); each in its own mapping, of image_size bytes. */
+	uint8_t *images[2], *image;
+	_Atomic bool busy[2]; /* images[i] is held by an evaluation job */
+	unsigned cur;
 	size_t avail_size, config_size, image_size;
-	uint32_t image_samples;
+	uint32_t image_samples; /* each image's */
 	CUpti_Profiler_Host_Object *host;
 	CUpti_PmSampling_Object *obj;
 	unsigned trigger;  /* enum tally_gpu_metrics_trigger */
@@ -76,6 +77,7 @@ struct pm_device {
 	uint32_t number;	       /* samples taken out of the hardware */
 	unsigned overflows_in_row;
 	bool overflowed; /* since the sampler last looked: it then decodes more often */
+	bool filled;	 /* a decode stopped at a full image since then: the same */
 	uint64_t kept;
 	bool set_up; /* was set up to sample (state sampled at some point) */
 	bool ended;  /* its CUDA context went: sampling is over, its CUPTI objects released */
@@ -89,7 +91,7 @@ void pm_device_setup(struct pm_device *d, int cu_dev, const struct pm_request *r
  * before any setup. */
 void pm_device_settle(struct pm_device *d, CUptiResult r, const char *call);
 /* Start sampling (a deliberate start: no gap is owed across it). */
-void pm_device_start(struct pm_device *d);
+void pm_device_start(struct pm_device *d, const struct pm_request *rq);
 /* Take what the hardware holds, until the deadline (CLOCK_MONOTONIC ns), and hand it on; true
  * when nothing was left there (or sampling ended).  After an overflow the device is set up
  * again and d->overflowed is set. */

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,13 +21,14 @@
 #include "clock.h"
 #include "cupti-pm.h"
 #include "driver.h"
+#include "ownthread.h"
 #include "pipeline.h"
 #include "pmdevice.h"
 
 #define DEVICES_MAX	    64
 #define DECODE_MS_DEFAULT   100
 #define DECODE_MS_MIN	    5
-#define SAMPLES_PER_DECODE  2000	  /* at most, by shortening the period at high rates */
+#define SAMPLES_PER_DECODE  250		  /* at most, by shortening the period at high rates */
 #define HW_BUFFER_PER_10KHZ (64ull << 20) /* 64 MiB at 10 kHz held through seconds of decoding */
 #define HW_BUFFER_MAX	    (512ull << 20)
 #define IMAGE_SAMPLES_MAX   20000
@@ -185,6 +185,19 @@ static void note_missing(const struct pm_sampler *s, int count)
 		}
 }
 
+/* Each of the two images (one decoded into while the other is evaluated) holds two decode
+ * periods' samples.  A decode that fills the image loses what the hardware held beyond it (on
+ * the H200, images half a period's size left breaks of tens of ms at every other decode), so a
+ * step late by up to a period still fits; a reset costs in proportion to the image's size (about
+ * 12 us a sample), so it is no larger.  Images made after an overflow use the period then. */
+static void size_images(struct pm_sampler *s)
+{
+	uint64_t per_decode = (uint64_t)s->cfg.hz * s->decode_ms / 1000 + 1;
+	uint64_t image = 2 * per_decode + 64;
+
+	s->rq.image_samples = (uint32_t)(image < IMAGE_SAMPLES_MAX ? image : IMAGE_SAMPLES_MAX);
+}
+
 static bool window_open(const struct pm_sampler *s)
 {
 	return !s->cfg.window_open || s->cfg.window_open(s->cfg.window_arg);
@@ -234,18 +247,20 @@ static bool step(struct pm_sampler *s)
 		if (d->state != TALLY_GM_SAMPLED || d->ended)
 			continue;
 		if (open && !d->running)
-			pm_device_start(d);
+			pm_device_start(d, &s->rq);
 		else if (!open && d->running)
 			pm_device_stop(d, &s->rq, &s->cost, deadline);
 		if (d->running)
 			backlog |= !pm_device_decode(d, &s->rq, &s->cost, deadline);
-		if (d->overflowed && s->decode_ms > DECODE_MS_MIN) {
-			/* the hardware buffer filled between two decodes: decode twice as often */
+		if ((d->overflowed || d->filled) && s->decode_ms > DECODE_MS_MIN) {
+			/* the hardware buffer, or the image, filled between two decodes: decode
+			 * twice as often */
 			s->decode_ms =
 			    s->decode_ms / 2 > DECODE_MS_MIN ? s->decode_ms / 2 : DECODE_MS_MIN;
+			size_images(s);
 			s->cost.faster++;
 		}
-		d->overflowed = false;
+		d->overflowed = d->filled = false;
 		if (d->state != TALLY_GM_SAMPLED) /* given up: its lock is released */
 			atomic_store_explicit(&s->lock_fds[d->ordinal], -1, memory_order_relaxed);
 	}
@@ -281,19 +296,11 @@ static void finish_devices(struct pm_sampler *s)
 	}
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* What sampling cost this process, measured as it went (docs/collector.md). */
 static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 {
 	const struct pm_cost *c = &s->cost;
-	uint64_t cpu = thread_cpu_ns(), kept = 0;
+	uint64_t cpu = tally_thread_cpu_ns(), kept = 0;
 	unsigned i, sampled = 0;
 	char text[768];
 
@@ -305,15 +312,20 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 		return;
 	snprintf(text, sizeof(text),
 		 "GPU metrics: %u device(s) sampled, %llu samples kept; decode %.1f ms in %llu "
-		 "calls, evaluate %.1f ms (%.2f us/sample), image reset %.1f ms, setup %.1f ms; "
-		 "the sampler thread used %.1f ms of CPU in %.3f s (%.2f%% of a core); decode "
-		 "period %u ms (halved %u times after overflows)",
+		 "calls (%llu stopped at a full image), evaluate %.1f ms (%.2f us/sample), image "
+		 "reset %.1f ms, setup %.1f ms; "
+		 "the sampler thread used %.1f ms of CPU in %.3f s (%.2f%% of a core), the "
+		 "evaluating thread %.1f ms (%.2f%%); decode period %u ms (halved %u times after "
+		 "overflows or full images)",
 		 sampled, (unsigned long long)kept, (double)c->decode_ns / 1e6,
-		 (unsigned long long)c->decodes, (double)c->evaluate_ns / 1e6,
+		 (unsigned long long)c->decodes, (unsigned long long)c->full_stops,
+		 (double)c->evaluate_ns / 1e6,
 		 c->evaluated ? (double)c->evaluate_ns / 1e3 / (double)c->evaluated : 0.0,
 		 (double)c->reset_ns / 1e6, (double)c->setup_ns / 1e6, (double)cpu / 1e6,
 		 (double)wall_ns / 1e9, wall_ns ? 100.0 * (double)cpu / (double)wall_ns : 0.0,
-		 s->decode_ms, s->cost.faster);
+		 (double)c->eval_cpu_ns / 1e6,
+		 wall_ns ? 100.0 * (double)c->eval_cpu_ns / (double)wall_ns : 0.0, s->decode_ms,
+		 s->cost.faster);
 	tally_pipeline_note(TALLY_NOTE_INFO, "gpu-metrics-cost", text);
 }
 
@@ -328,9 +340,12 @@ static void *sampler_main(void *arg)
 		if (s->cfg.pm_loaded)
 			s->cfg.pm_loaded(s->cfg.window_arg);
 		note_missing(s, count);
+		s->rq.eval = pm_eval_start();
 		/* sampling starts at once: a program may be shorter than a decode period */
 		sample_until_stopped(s);
 		finish_devices(s);
+		pm_eval_stop(s->rq.eval, &s->cost);
+		s->rq.eval = NULL;
 		note_cost(s, tally_monotonic_ns() - t0);
 	} else {
 		tally_pipeline_note(TALLY_NOTE_INFO, "gpu-metrics-no-cuda",
@@ -346,11 +361,11 @@ static void *sampler_main(void *arg)
 
 /* ---- the session's calls ------------------------------------------------------------------ */
 
-/* The decode period, the image and the hardware buffer, by the rate. */
+/* The decode period, the images and the hardware buffer, by the rate. */
 static void size_for_rate(struct pm_sampler *s)
 {
 	const struct pm_sampler_config *c = &s->cfg;
-	uint64_t per_decode, image, buffer;
+	uint64_t buffer;
 
 	s->decode_ms = c->decode_ms;
 	if (!s->decode_ms) {
@@ -360,11 +375,7 @@ static void size_for_rate(struct pm_sampler *s)
 		if (s->decode_ms < DECODE_MS_MIN)
 			s->decode_ms = DECODE_MS_MIN;
 	}
-	per_decode = (uint64_t)c->hz * s->decode_ms / 1000 + 1;
-	/* a period's samples and a quarter more: a late step decodes in more rounds, and every
-	 * reset of the image costs in proportion to its size (about 12 us a sample on the H200) */
-	image = per_decode + per_decode / 4 + 64;
-	s->rq.image_samples = (uint32_t)(image < IMAGE_SAMPLES_MAX ? image : IMAGE_SAMPLES_MAX);
+	size_images(s);
 	s->rq.interval_ns = 1000000000ull / c->hz;
 	buffer = c->hw_buffer;
 	if (!buffer) {
@@ -374,25 +385,18 @@ static void size_for_rate(struct pm_sampler *s)
 	s->rq.hw_buffer = buffer;
 }
 
+/* One of tally's own threads: it takes no signals (they are the program's), and the host
+ * sampler and the blocking-call interposers leave it out. */
 static int start_thread(struct pm_sampler *s)
 {
 	pthread_condattr_t ca;
-	sigset_t all, old;
-	int rc;
 
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	sigfillset(&all); /* the sampler takes no signals: they are the program's */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&s->thread, NULL, sampler_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc)
-		return -rc;
-	pthread_setname_np(s->thread, "tally-metrics");
-	return 0;
+	return tally_own_thread_create(&s->thread, sampler_main, s, "tally-metrics", false);
 }
 
 struct pm_sampler *pm_sampler_start(const struct pm_sampler_config *cfg)

@@ -27,6 +27,12 @@ static inline uint64_t tally_monotonic_ns(void)
 	return tally_clock_ns(CLOCK_MONOTONIC);
 }
 
+/* The CPU time the calling thread has used. */
+static inline uint64_t tally_thread_cpu_ns(void)
+{
+	return tally_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
 /* CLOCK_MONOTONIC ns from now, as pthread_cond_timedwait takes it (on a condition variable
  * whose clock is CLOCK_MONOTONIC). */
 static inline struct timespec tally_monotonic_after(uint64_t ns)

@@ -17,10 +17,15 @@
  * device's architecture cannot be sampled; FAKECUPTI_PM_OVERFLOW_AT=K the K-th decode finds
  * the hardware buffer overflowed (its samples lost); FAKECUPTI_PM_LOG=FILE appends, at each
  * disable, "pm pid=P device=D decoded=N overflows=K" (what the "hardware" handed out);
- * FAKECUPTI_PM_EVAL_US=N makes evaluating a sample take N us (a sampler that falls behind).
+ * FAKECUPTI_PM_EVAL_US=N makes evaluating a sample take N us (a sampler that falls behind);
+ * FAKECUPTI_PM_DECODE_US=N makes decoding take N us a sample; FAKECUPTI_PM_STALL_AT=K:MS makes
+ * the K-th decode start MS ms late (the sampler held up: a fork's copy-on-write, a busy machine).
  * FAKECUPTI_PM_SETUP_MS=N makes the counter availability query take N ms (a slow setup);
  * FAKECUPTI_PM_STOP_MS=N makes cuptiPmSamplingStop take N ms.
  * The hardware buffer holds hardwareBufferSize / 1024 samples; more pending is an overflow.
+ * A decode that fills the counter data image loses the samples pending beyond it, as the H200's
+ * appeared to (images of half a decode period's samples, filled at every step, left breaks of
+ * tens of ms in the samples; with room for two periods, none).
  *
  * PM sampling needs the device's context: a call for a device whose context is gone
  * (fakecupti_pm_context_gone, at the runtime's teardown in fakecupti.c), or any call after
@@ -299,9 +304,21 @@ static double value_of(const char *name, bool b)
 	return b ? 1.5 : 0.0;
 }
 
-/* FAKECUPTI_PM_EVAL_US: a sample's evaluation takes that long on average: the time is owed and
- * slept 2 ms or more at a time, the oversleep paid back, so that a busy machine's late wake-ups
- * do not make it longer. */
+/* Time owed by the calling thread (us more each call, in *owed_ns): slept 2 ms or more at a
+ * time, the oversleep paid back, so that a busy machine's late wake-ups do not make it longer. */
+static void spend(long us, int64_t *owed_ns)
+{
+	*owed_ns += us * 1000;
+	if (*owed_ns >= 2000000) {
+		struct timespec ts = {0, (long)*owed_ns};
+		uint64_t t0 = now_ns();
+
+		nanosleep(&ts, NULL);
+		*owed_ns -= (int64_t)(now_ns() - t0);
+	}
+}
+
+/* FAKECUPTI_PM_EVAL_US: a sample's evaluation takes that long on average. */
 static void evaluation_time(void)
 {
 	static long eval_us = -1;
@@ -309,14 +326,18 @@ static void evaluation_time(void)
 
 	if (eval_us < 0)
 		eval_us = knob("FAKECUPTI_PM_EVAL_US", 0);
-	owed_ns += eval_us * 1000;
-	if (owed_ns >= 2000000) {
-		struct timespec ts = {0, (long)owed_ns};
-		uint64_t t0 = now_ns();
+	spend(eval_us, &owed_ns);
+}
 
-		nanosleep(&ts, NULL);
-		owed_ns -= (int64_t)(now_ns() - t0);
-	}
+/* FAKECUPTI_PM_DECODE_US: decoding a sample takes that long on average. */
+static void decode_time(uint64_t samples)
+{
+	static long decode_us = -1;
+	static __thread int64_t owed_ns;
+
+	if (decode_us < 0)
+		decode_us = knob("FAKECUPTI_PM_DECODE_US", 0);
+	spend(decode_us * (long)samples, &owed_ns);
 }
 
 API CUptiResult
@@ -437,6 +458,21 @@ static uint64_t pending(const CUpti_PmSampling_Object *o, uint64_t limit)
 	return n;
 }
 
+/* FAKECUPTI_PM_STALL_AT=K:MS: the K-th decode (counted from 1) sleeps MS ms first; true then. */
+static bool stall_now(unsigned decode)
+{
+	const char *v = getenv("FAKECUPTI_PM_STALL_AT");
+	unsigned k, ms;
+	struct timespec ts;
+
+	if (!v || sscanf(v, "%u:%u", &k, &ms) != 2 || decode != k)
+		return false;
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+	return true;
+}
+
 API CUptiResult cuptiPmSamplingDecodeData(CUpti_PmSampling_DecodeData_Params *p)
 {
 	CUpti_PmSampling_Object *o = p->pPmSamplingObject;
@@ -448,6 +484,8 @@ API CUptiResult cuptiPmSamplingDecodeData(CUpti_PmSampling_DecodeData_Params *p)
 	p->overflow = 0;
 	if (im->magic != IMAGE_MAGIC)
 		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (stall_now(decodes + 1) && !o->stop_at)
+		limit = now_ns();
 	n = pending(o, limit);
 	if (!o->overflowed && (n > o->capacity || ++decodes == (unsigned long)overflow_at)) {
 		o->overflowed = true; /* what the hardware held is lost */
@@ -461,8 +499,13 @@ API CUptiResult cuptiPmSamplingDecodeData(CUpti_PmSampling_DecodeData_Params *p)
 	room = im->capacity - im->count;
 	for (i = 0; i < n && i < room; i++, im->count++, o->decoded++)
 		sample_span(o, o->next++, &im->s[im->count].start, &im->s[im->count].end);
-	p->decodeStopReason = n > room ? CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL
-				       : CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS;
+	decode_time(i);
+	if (n > room) { /* the image is full: what did not fit is lost */
+		o->next += n - room;
+		p->decodeStopReason = CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
+	} else {
+		p->decodeStopReason = CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS;
+	}
 	return CUPTI_SUCCESS;
 }
 

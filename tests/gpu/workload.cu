@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,6 +132,36 @@ static double chunk_p10_ns(long n)
 	return chunk_s[nchunks / 10] * 1e9 * (double)n / CHUNK;
 }
 
+/* Where the loop's time went beyond its typical chunk (after chunk_p10_ns sorted them): the
+ * median and slowest chunk, and "excess", the sum over the chunks of their time above the
+ * median: a cost that comes in bursts shows there, one on every launch in the median. */
+static void print_chunk_spread(void)
+{
+	double med, excess = 0;
+
+	if (nchunks < 10)
+		return;
+	med = chunk_s[nchunks / 2];
+	for (long i = nchunks / 2; i < nchunks; i++)
+		excess += chunk_s[i] - med;
+	printf("chunks %ld chunk_p50_ns %.0f chunk_p99_ns %.0f chunk_max_ns %.0f chunk_excess_ns %.0f\n",
+	       nchunks, med * 1e9, chunk_s[nchunks * 99 / 100] * 1e9, chunk_s[nchunks - 1] * 1e9,
+	       excess * 1e9);
+}
+
+/* The calling thread's CPU time and context switches so far. */
+static void thread_usage(struct rusage *u)
+{
+	if (getrusage(RUSAGE_THREAD, u) != 0)
+		memset(u, 0, sizeof(*u));
+}
+
+static double cpu_s(const struct rusage *u)
+{
+	return (double)u->ru_utime.tv_sec + (double)u->ru_stime.tv_sec +
+	       ((double)u->ru_utime.tv_usec + (double)u->ru_stime.tv_usec) * 1e-6;
+}
+
 static void launches(cudaStream_t s, int *counter, long n, long *nvtx_ranges)
 {
 	double t = now_s(), u;
@@ -196,12 +227,25 @@ static void *thread_main(void *arg)
 	CHECK(cudaSetDevice(O.device));
 	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	CHECK(cudaMalloc(&counter, sizeof(int)));
+	struct rusage u0, u1;
+	thread_usage(&u0);
 	double t0 = now_s();
 	launches(s, counter, O.kernels, &nvtx_ranges);
 	CHECK(cudaStreamSynchronize(s));
 	double t1 = now_s();
+	thread_usage(&u1);
 	printf("thread %ld launched %ld loop_ns %.0f chunk_p10_ns %.0f\n", (long)syscall(SYS_gettid),
 	       O.kernels, (t1 - t0) * 1e9, chunk_p10_ns(O.kernels));
+	if (O.threads == 1) {
+		print_chunk_spread();
+		printf("loop_cpu_ns %.0f loop_user_ns %.0f voluntary_switches %ld involuntary_switches "
+		       "%ld\n",
+		       (cpu_s(&u1) - cpu_s(&u0)) * 1e9,
+		       ((double)(u1.ru_utime.tv_sec - u0.ru_utime.tv_sec) +
+			(double)(u1.ru_utime.tv_usec - u0.ru_utime.tv_usec) * 1e-6) *
+			   1e9,
+		       u1.ru_nvcsw - u0.ru_nvcsw, u1.ru_nivcsw - u0.ru_nivcsw);
+	}
 	if (O.memcpy_n || O.memset_n)
 		copies(s);
 	if (O.graph_k)
