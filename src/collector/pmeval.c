@@ -122,9 +122,7 @@ struct pm_eval *pm_eval_start(void)
 
 struct pm_eval_job *pm_eval_job_new(uint32_t n)
 {
-	struct pm_eval_job *j = calloc(1, sizeof(*j) + (size_t)n * sizeof(j->samples[0]));
-
-	return j;
+	return calloc(1, sizeof(struct pm_eval_job) + (size_t)n * sizeof(struct pm_eval_sample));
 }
 
 void pm_eval_submit(struct pm_eval *e, struct pm_eval_job *j, struct pm_cost *cost)
