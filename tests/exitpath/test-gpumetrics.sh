@@ -163,6 +163,15 @@ else
 	skipped "late, later: the sampler is too slow under TSan for their timing"
 fi
 
+# The metrics threads are tally's own, as the host sampler sees them (so its samples and the
+# blocking-call interposers leave them out of the program's threads).
+if [ "$TSAN" -eq 0 ]; then
+	run owned --gpu-metrics --sample native -- metrics 3000
+	expect owned 0 'v == "COMPLETE" and sorted(t["name"] for t in s["sampling"]["threads"] if t["name"].startswith("tally-metric")) == ["tally-metric-ev", "tally-metrics"] and all(t["tally"] for t in s["sampling"]["threads"] if t["name"].startswith("tally-")) and not [t for t in s["sampling"]["threads"] if t["main"] and t["tally"]]'
+else
+	skipped "owned: native sampling under TSan"
+fi
+
 # A hardware buffer too small for the decode period (1024 samples; 20,000 arrive a second): each
 # overflow is counted and placed, and halves the period, until decoding keeps up.
 if [ "$TSAN" -eq 0 ]; then
