@@ -68,7 +68,8 @@ struct thread {
 	unsigned written_flags; /* what the last THREADS entry said */
 	unsigned long written_pthread;
 	char written_name[16];
-	uint64_t seen; /* the scan that last saw it */
+	uint64_t seen;	     /* the scan that last saw it */
+	uint64_t first_seen; /* the scan that first saw it */
 };
 
 static struct {
@@ -328,11 +329,14 @@ static void scan(bool names)
 		if (fresh) { /* a new thread, or a new one with an ended one's tid */
 			t->flags = 0;
 			t->written_flags = 0;
+			t->first_seen = sm.scan_gen;
 			if (sm.mech == MECH_TIMER && !tally_host_thread_word(tid))
 				tally_timer_arm(tid);
 		}
 		t->seen = sm.scan_gen;
-		refresh(t, names || fresh);
+		/* a thread seen just after its start may not have named itself yet (tally's own
+		 * threads do so first thing): its name is read again at the next scan */
+		refresh(t, names || sm.scan_gen - t->first_seen <= 1);
 	}
 	closedir(d);
 	for (i = 0; i < TABLE; i++)
