@@ -404,7 +404,7 @@ static CUptiResult init_image(struct pm_device *d)
 
 	p.pPmSamplingObject = d->obj;
 	p.counterDataSize = d->image_size;
-	p.pCounterData = d->image;
+	p.pCounterData = d->images[d->cur];
 	return cupti_pm.CounterDataInitialize(&p);
 }
 
@@ -468,7 +468,6 @@ static void images_free(struct pm_device *d, const struct pm_request *rq)
 			(void)munmap(d->images[i], d->image_size);
 		d->images[i] = NULL;
 	}
-	d->image = NULL;
 	d->image_size = 0;
 }
 
@@ -496,7 +495,6 @@ static CUptiResult make_image(struct pm_device *d, uint32_t samples)
 	if (!(d->images[0] = image_alloc(p.counterDataSize)) ||
 	    !(d->images[1] = image_alloc(p.counterDataSize)))
 		return CUPTI_ERROR_OUT_OF_MEMORY;
-	d->image = d->images[0];
 	return init_image(d);
 }
 
@@ -604,7 +602,7 @@ static void restart(struct pm_device *d, const struct pm_request *rq)
 	CUptiResult r;
 
 	tally_pipeline_metric_count(TALLY_C_METRIC_OVERFLOWS, 1);
-	d->overflowed = true;
+	d->behind = true;
 	if (context_gone(d, rq))
 		return; /* pm_device_end counts the rest as a gap */
 	if (++d->overflows_in_row > OVERFLOWS_MAX) {
@@ -660,7 +658,7 @@ static bool sample_info(const struct pm_device *d, size_t i, uint64_t *start, ui
 	    .structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE};
 
 	p.pPmSamplingObject = d->obj;
-	p.pCounterDataImage = d->image;
+	p.pCounterDataImage = d->images[d->cur];
 	p.counterDataImageSize = d->image_size;
 	p.sampleIndex = i;
 	if (cupti_pm.GetSampleInfo(&p) != CUPTI_SUCCESS || p.endTimestamp < p.startTimestamp)
@@ -714,7 +712,7 @@ static struct pm_eval_job *job_for(struct pm_device *d, size_t n)
 	j->set = d->set;
 	j->nset = d->nset;
 	j->ordinal = d->ordinal;
-	j->image = d->image;
+	j->image = d->images[d->cur];
 	j->image_size = d->image_size;
 	j->busy = &d->busy[d->cur];
 	return j;
@@ -732,7 +730,7 @@ static CUptiResult take_image(struct pm_device *d, const struct pm_request *rq,
 	size_t i;
 	CUptiResult r;
 
-	p.pCounterDataImage = d->image;
+	p.pCounterDataImage = d->images[d->cur];
 	p.counterDataImageSize = d->image_size;
 	if ((r = cupti_pm.GetCounterDataInfo(&p)) != CUPTI_SUCCESS)
 		return r;
@@ -747,7 +745,6 @@ static CUptiResult take_image(struct pm_device *d, const struct pm_request *rq,
 		else
 			free(j);
 		d->cur ^= 1;
-		d->image = d->images[d->cur];
 		pm_eval_wait_idle(rq->eval, &d->busy[d->cur]);
 	}
 	t0 = tally_monotonic_ns();
@@ -769,7 +766,7 @@ bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
 			round < MAX_DECODE_ROUNDS;
 	     round++) {
 		p.pPmSamplingObject = d->obj;
-		p.pCounterDataImage = d->image;
+		p.pCounterDataImage = d->images[d->cur];
 		p.counterDataImageSize = d->image_size;
 		p.overflow = 0;
 		t0 = tally_monotonic_ns();
@@ -793,7 +790,7 @@ bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
 		if (p.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL)
 			return true;
 		cost->full_stops++;
-		d->filled = true;
+		d->behind = true;
 		if (tally_monotonic_ns() >= deadline)
 			break; /* the rest waits in the hardware buffer */
 	}

@@ -54,9 +54,9 @@ struct pm_device {
 	size_t nleft_out;
 	/* CUPTI's objects */
 	uint8_t *avail, *config;
-	/* Two counter data images: one decoded into (image, images[cur]) while the other's samples
-	 * are evaluated (pmeval.h); each in its own mapping, of image_size bytes. */
-	uint8_t *images[2], *image;
+	/* Two counter data images: one decoded into (images[cur]) while the other's samples are
+	 * evaluated (pmeval.h); each in its own mapping, of image_size bytes. */
+	uint8_t *images[2];
 	_Atomic bool busy[2]; /* images[i] is held by an evaluation job */
 	unsigned cur;
 	size_t avail_size, config_size, image_size;
@@ -76,8 +76,9 @@ struct pm_device {
 	uint64_t gap_from;	       /* bridge: where the samples stopped covering */
 	uint32_t number;	       /* samples taken out of the hardware */
 	unsigned overflows_in_row;
-	bool overflowed; /* since the sampler last looked: it then decodes more often */
-	bool filled;	 /* a decode stopped at a full image since then: the same */
+	/* the hardware buffer overflowed, or a decode stopped at a full image, since the sampler
+	 * last looked: it then decodes more often */
+	bool behind;
 	uint64_t kept;
 	bool set_up; /* was set up to sample (state sampled at some point) */
 	bool ended;  /* its CUDA context went: sampling is over, its CUPTI objects released */
@@ -94,7 +95,7 @@ void pm_device_settle(struct pm_device *d, CUptiResult r, const char *call);
 void pm_device_start(struct pm_device *d, const struct pm_request *rq);
 /* Take what the hardware holds, until the deadline (CLOCK_MONOTONIC ns), and hand it on; true
  * when nothing was left there (or sampling ended).  After an overflow the device is set up
- * again and d->overflowed is set. */
+ * again; after an overflow or a full image d->behind is set. */
 bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
 		      uint64_t deadline);
 /* Stop sampling and hand on what the hardware still holds, until the deadline: what is left

@@ -252,7 +252,7 @@ static bool step(struct pm_sampler *s)
 			pm_device_stop(d, &s->rq, &s->cost, deadline);
 		if (d->running)
 			backlog |= !pm_device_decode(d, &s->rq, &s->cost, deadline);
-		if ((d->overflowed || d->filled) && s->decode_ms > DECODE_MS_MIN) {
+		if (d->behind && s->decode_ms > DECODE_MS_MIN) {
 			/* the hardware buffer, or the image, filled between two decodes: decode
 			 * twice as often */
 			s->decode_ms =
@@ -260,7 +260,7 @@ static bool step(struct pm_sampler *s)
 			size_images(s);
 			s->cost.faster++;
 		}
-		d->overflowed = d->filled = false;
+		d->behind = false;
 		if (d->state != TALLY_GM_SAMPLED) /* given up: its lock is released */
 			atomic_store_explicit(&s->lock_fds[d->ordinal], -1, memory_order_relaxed);
 	}
