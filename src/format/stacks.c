@@ -119,7 +119,9 @@ static bool table_header(struct tally_cursor *c, uint64_t *first, uint64_t *coun
 {
 	*first = tally_cur_varint(c);
 	*count = tally_cur_varint(c);
-	return !c->bad && *first != 0 && *count <= len;
+	/* first is bounded before first + count is formed: a huge first wrapped the sum small, and
+	 * the table looked big enough for ids past its end (UBSan, found by fuzz-reader) */
+	return !c->bad && *first != 0 && *first <= MAX_TABLE_IDS && *count <= len;
 }
 
 static void frame_free(struct tally_frame *f)
