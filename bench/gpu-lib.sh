@@ -68,3 +68,33 @@ over() {
 		"$D/$1.$3.round" "$D/$1.$2.round" | median)
 	echo "$(echo "$m $b" | awk '{printf "%.3f", $1 / $2}') ($p)"
 }
+
+# Within one run (TALLY_BENCH_TOGGLE_MS, docs/collector.md): tally takes GPU metrics and host
+# samples in about half the intervals of BENCH_TOGGLE_MS ms (those a hash of the interval's
+# number picks), and the workloads print each interval's median chunk and whether it was one of
+# those ("phase_ns INDEX:NS:ON,...").  Each interval that was on over the mean of the ones beside
+# it that were off is one ratio (bench/stats.sh): the same process, the same second, with and
+# without the recorder, so the machine's drift between runs (runs landing 30-50% apart on the
+# H200) cancels.  The ratios of every run of a configuration are pooled; "again" is the same
+# with nothing to switch (tally's default), the method's own spread.
+BENCH_TOGGLE_MS=${BENCH_TOGGLE_MS:-300}
+
+# toggled NAME "CONFIGS" PROGRAM...: WITHIN rounds (the sourcing script sets it), each running
+# every configuration once with TALLY_BENCH_TOGGLE_MS; each run's intervals in
+# $D/NAME.CONFIG.phases
+toggled() {
+	local name=$1 cfgs=$2 r cfg
+	shift 2
+	for r in $(seq "$WITHIN"); do
+		for cfg in $cfgs; do
+			(export TALLY_BENCH_TOGGLE_MS=$BENCH_TOGGLE_MS && run "$cfg" phase_ns "$@") \
+				>>"$D/$name.$cfg.phases" 2>/dev/null
+			rm -f "$T"/*.tally
+		done
+	done
+}
+
+# within_cell NAME CONFIG: "median [lo, hi] (pairs)" of the configuration's ratios
+within_cell() { phase_ratios <"$D/$1.$2.phases" | median_interval; }
+
+. "$HERE/stats.sh"

@@ -9,10 +9,20 @@
 # ratio of the medians and, in brackets, the median of the rounds' own ratios; "again" is the
 # default over itself, what the measurement moves with nothing changed (see bench/gpu-lib.sh).
 #
-#   bench/sampling-overhead.sh [BUILD_DIR] [ROUNDS]       (defaults: build, 5; about 4 minutes)
+# Runs land up to 30-50% apart on a shared machine whatever the option, more than the goal, so
+# the cost of sampling is also measured within one run: WITHIN longer runs of each workload with
+# TALLY_BENCH_TOGGLE_MS (bench/gpu-lib.sh), the sampling on in about half the 300 ms
+# intervals of the same process and off in the rest: --sample python, --sample native (perf events here, or the
+# timer where perf is refused) and the timer fallback forced (TALLY_SAMPLE_FALLBACK); "again" is
+# tally's default with nothing to switch.  Blocking calls cannot be switched off inside a run
+# (their interposers are in every call), so osrt has the whole-run figures only.
+#
+#   bench/sampling-overhead.sh [BUILD_DIR] [ROUNDS] [WITHIN]
+#                                  (defaults: build, 5, 2; about 10 minutes)
 set -u
 B=$(cd "${1:-build}" && pwd)
 ROUNDS=${2:-5}
+WITHIN=${3:-2}
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/gpu-lib.sh"
 CONFIGS="untraced default python native osrt again"
@@ -26,8 +36,9 @@ run() { # CONFIG KEY PROGRAM...: the KEY value (ns) the program prints
 	default | again) "${rec[@]}" -- "$@" ;;
 	python) "${rec[@]}" --sample python -- "$@" ;;
 	native) "${rec[@]}" --sample native -- "$@" ;;
+	timer) TALLY_SAMPLE_FALLBACK=1 "${rec[@]}" --sample native -- "$@" ;;
 	osrt) "${rec[@]}" --trace cuda,nvtx,osrt -- "$@" ;;
-	esac | grep -o "$key [0-9]*" | head -1 | awk '{print $2}'
+	esac | grep -o "$key [0-9:,]*" | head -1 | awk '{print $2}'
 }
 
 bench() { # NAME KEY OPS PROGRAM...
@@ -43,11 +54,33 @@ bench() { # NAME KEY OPS PROGRAM...
 	echo
 }
 
-echo "| workload (us per op, median (min-max) of $ROUNDS) | untraced | tally default | --sample python | --sample native | --trace ...,osrt | python/default (paired) | native/default (paired) | osrt/default (paired) | again/default (paired) |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-bench "launch loop, 200k kernels" loop_ns 200000 "$W" --kernels 200000
+if [ "$ROUNDS" -gt 0 ]; then
+	echo "| workload (us per op, median (min-max) of $ROUNDS) | untraced | tally default | --sample python | --sample native | --trace ...,osrt | python/default (paired) | native/default (paired) | osrt/default (paired) | again/default (paired) |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+	bench "launch loop, 200k kernels" loop_ns 200000 "$W" --kernels 200000
+	if $PY -c "import torch" 2>/dev/null; then
+		bench "PyTorch add_, 50k ops" loop_ns 50000 $PY "$HERE/../tests/gpu/torch_loop.py" 50000 --no-nvtx
+	fi
+fi
+
+# within NAME PROGRAM...: each kind of sampling switched inside WITHIN runs, and tally's default
+within() {
+	local name=$1 cfg row="| $1 |" m
+	shift
+	toggled "$name" "python native timer again" "$@"
+	for cfg in python native timer again; do
+		m=$(within_cell "$name" $cfg)
+		row="$row $m$([ $cfg = again ] || echo ", $(verdict 1.05 "$m")") |"
+	done
+	echo "$row"
+}
+
+echo
+echo "| within one run ($WITHIN runs, ${BENCH_TOGGLE_MS} ms intervals; on/off: median [90% interval] (pairs)) | --sample python | --sample native | timer fallback | again: nothing switched |"
+echo "| --- | --- | --- | --- | --- |"
+within "launch loop, 2M kernels" "$W" --kernels 2000000
 if $PY -c "import torch" 2>/dev/null; then
-	bench "PyTorch add_, 50k ops" loop_ns 50000 $PY "$HERE/../tests/gpu/torch_loop.py" 50000 --no-nvtx
+	within "PyTorch add_, 1M ops" $PY "$HERE/../tests/gpu/torch_loop.py" 1000000 --no-nvtx
 fi
 # which native mechanism ran, and what the samples and calls cost in the file
 "$TALLY" record -q --no-checks --sample native -o "$T/n.tally" -- "$W" --kernels 20000 >/dev/null 2>&1

@@ -185,6 +185,8 @@ static int gpu_metrics_load(struct tally_config *c, char *why, size_t len)
 	    !env_u64("TALLY_GPU_METRICS_DECODE_MS", 0, 1, &v, why, len))
 		return -EINVAL;
 	c->gpu_metrics_decode_ms = v > 10000 ? 10000 : (unsigned)v;
+	if (!env_u64("TALLY_BENCH_TOGGLE_MS", 0, 1000000, &c->bench_toggle_ns, why, len))
+		return -EINVAL;
 	return 0;
 }
 

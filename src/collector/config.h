@@ -65,6 +65,7 @@ struct tally_config {
 	char gpu_metrics_set[4096];	/* TALLY_GPU_METRICS_SET: "default" or metric names */
 	uint64_t gpu_metrics_buffer;	/* TALLY_GPU_METRICS_BUFFER: hardware buffer bytes; 0 */
 	unsigned gpu_metrics_decode_ms; /* TALLY_GPU_METRICS_DECODE_MS; 0: by the rate */
+	uint64_t bench_toggle_ns;	/* TALLY_BENCH_TOGGLE_MS: metrics, samples off at times */
 };
 
 /* Does the configuration ask for anything that records from the program's first instruction

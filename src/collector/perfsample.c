@@ -314,6 +314,15 @@ void tally_perf_drain(const struct perf_sink *sink)
 			drain_ring(&pe.rings[cpu], sink);
 }
 
+/* An ioctl on an inherited event reaches its copies in the threads made since. */
+void tally_perf_enable(bool on)
+{
+	unsigned i;
+
+	for (i = 0; pe.fds && i < pe.nfds; i++)
+		(void)ioctl(pe.fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+}
+
 static void forget(bool disable)
 {
 	unsigned i;

@@ -81,7 +81,8 @@ static struct {
 	uint64_t period_ns, stall_ns, osrt_ns;
 	size_t timer_slots;
 	bool test_torn;
-	char why[256]; /* how native samples are taken, and why */
+	uint64_t toggle_ns; /* TALLY_BENCH_TOGGLE_MS */
+	char why[256];	    /* how native samples are taken, and why */
 
 	pthread_t thread;
 	_Atomic bool running, started;
@@ -97,6 +98,7 @@ static struct {
 	uint64_t batch_at, scan_gen;
 	struct thread threads[TABLE];
 	struct tally_buf entries; /* THREADS entries not yet handed over */
+	bool toggled_off;
 } sm;
 
 static uint64_t mono(void)
@@ -449,17 +451,36 @@ static void python_tick(uint64_t *due, uint64_t now)
 	*due += (late / sm.period_ns + 1) * sm.period_ns;
 }
 
+/* Benchmarks: in the intervals TALLY_BENCH_TOGGLE_MS turns off, no native or Python samples
+ * are taken (the sampler thread still drains and scans).  Returns whether this is one. */
+static bool toggle(uint64_t now, uint64_t *py_due)
+{
+	bool off = tally_toggled_off(sm.toggle_ns, now);
+
+	if (off != sm.toggled_off) {
+		if (sm.mech == MECH_PERF)
+			tally_perf_enable(!off);
+		else if (sm.mech == MECH_TIMER)
+			tally_timer_pause(off);
+		sm.toggled_off = off;
+	}
+	if (off && *py_due <= now) /* not late, not a stall: the next pass when it turns on */
+		*py_due = (now / sm.toggle_ns + 1) * sm.toggle_ns;
+	return off;
+}
+
 static void *sampler_main(void *arg)
 {
 	uint64_t now = mono(), py_due = now, drain_due = now, scan_due = now, find_due = now;
 	uint64_t names_due = now;
-	bool python = sm.asked & TALLY_SAMPLE_BIT_PYTHON;
+	bool python = sm.asked & TALLY_SAMPLE_BIT_PYTHON, off;
 
 	(void)arg;
 	while (atomic_load_explicit(&sm.running, memory_order_acquire)) {
 		uint64_t next = drain_due;
 
 		now = mono();
+		off = sm.toggle_ns && toggle(now, &py_due);
 		if (now >= scan_due) {
 			scan(now >= names_due);
 			if (now >= names_due)
@@ -471,7 +492,7 @@ static void *sampler_main(void *arg)
 			find_due = now + (python_find() ? sm.period_ns : PY_RETRY_NS);
 			py_due = now;
 		}
-		if (python && sm.python == 1 && now >= py_due)
+		if (python && sm.python == 1 && now >= py_due && !off)
 			python_tick(&py_due, now);
 		if (now >= drain_due) {
 			drain();
@@ -481,6 +502,8 @@ static void *sampler_main(void *arg)
 			next = py_due;
 		if (python && sm.python == 0 && find_due < next)
 			next = find_due;
+		if (sm.toggle_ns && (now / sm.toggle_ns + 1) * sm.toggle_ns < next)
+			next = (now / sm.toggle_ns + 1) * sm.toggle_ns;
 		sleep_until(next);
 	}
 	return NULL;
@@ -535,6 +558,8 @@ void tally_sampler_plan(const struct tally_config *c, struct tally_buf *header)
 	sm.osrt_ns = c->osrt_threshold_ns;
 	sm.timer_slots = c->test_sample_ring ? c->test_sample_ring : TIMER_SLOTS;
 	sm.test_torn = c->test_torn;
+	sm.toggle_ns = c->bench_toggle_ns;
+	sm.toggled_off = false;
 	sm.signo = 0;
 	if (c->sample & TALLY_SAMPLE_BIT_NATIVE)
 		plan_native(c);

@@ -562,10 +562,25 @@ static void start_metrics(struct session *s)
 	pc.self.has_session = true;
 	pc.window_open = metrics_window_open;
 	pc.window_arg = &s->tracer;
+	pc.toggle_ns = c->bench_toggle_ns;
 	pc.pm_loaded = metrics_pm_loaded;
 	pthread_mutex_lock(&s->metrics_lock);
 	s->metrics = pm_sampler_start(&pc);
 	pthread_mutex_unlock(&s->metrics_lock);
+}
+
+/* A benchmark's setting: the trace must not read as if its recorders were off for a reason. */
+static void note_bench_toggle(const struct tally_config *c)
+{
+	char text[200];
+
+	if (!c->bench_toggle_ns)
+		return;
+	snprintf(text, sizeof(text),
+		 "TALLY_BENCH_TOGGLE_MS=%llu: GPU metrics and host samples were taken in about "
+		 "half the intervals of that length only, to measure their cost within one run",
+		 (unsigned long long)(c->bench_toggle_ns / 1000000));
+	tally_pipeline_note(TALLY_NOTE_INFO, "bench-toggle", text);
 }
 
 /* Open, write the header, start the pipeline and CUPTI.  Called with s->lock held. */
@@ -577,6 +592,7 @@ static int start_locked(struct session *s, const char *why_started, char *why, s
 	if ((rc = start_check(s, why_started, &cupti_ok, why, len)) < 0 ||
 	    (rc = start_pipeline(s, cupti_ok, why, len)) < 0)
 		return rc;
+	note_bench_toggle(&s->cfg);
 	s->cupti_tried = cupti_ok || strcmp(why_started, "host") != 0;
 	if (cupti_ok && (rc = cupti_tracer_setup(&s->tracer, &s->cfg, why, len)) < 0)
 		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-setup", why); /* keep NVTX going */

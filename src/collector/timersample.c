@@ -58,7 +58,7 @@
 #define TAG 0x74616c79 /* "taly": the si_value of tally's timers */
 
 static struct {
-	_Atomic bool running;
+	_Atomic bool running, paused;
 	int signo;
 	uint64_t period_ns;
 	unsigned depth;
@@ -180,6 +180,17 @@ static clockid_t thread_clock(pid_t tid)
 	return (clockid_t)((~(unsigned)tid << 3) | 6); /* CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED */
 }
 
+static struct itimerspec every_period(void)
+{
+	struct itimerspec it = {{0, 0}, {0, 0}};
+
+	if (!atomic_load_explicit(&ts.paused, memory_order_relaxed)) {
+		it.it_interval.tv_sec = it.it_value.tv_sec = (time_t)(ts.period_ns / 1000000000ull);
+		it.it_interval.tv_nsec = it.it_value.tv_nsec = (long)(ts.period_ns % 1000000000ull);
+	}
+	return it;
+}
+
 void tally_timer_arm(pid_t tid)
 {
 	struct sigevent ev;
@@ -197,8 +208,7 @@ void tally_timer_arm(pid_t tid)
 	ev.sigev_value.sival_int = TAG;
 	if (timer_create(thread_clock(tid), &ev, &t) < 0)
 		return;
-	it.it_interval.tv_sec = it.it_value.tv_sec = (time_t)(ts.period_ns / 1000000000ull);
-	it.it_interval.tv_nsec = it.it_value.tv_nsec = (long)(ts.period_ns % 1000000000ull);
+	it = every_period();
 	if (timer_settime(t, 0, &it, NULL) < 0) {
 		timer_delete(t);
 		return;
@@ -275,6 +285,25 @@ size_t tally_timer_drain(void (*fn)(void *ctx, const struct timer_sample *s), vo
 		n++;
 	}
 	return n;
+}
+
+/* A timer whose thread ended meanwhile was deleted (its word swapped out first): settime on it
+ * fails, harmlessly. */
+void tally_timer_pause(bool paused)
+{
+	pid_t tids[4096];
+	size_t i, n;
+	struct itimerspec it;
+
+	atomic_store_explicit(&ts.paused, paused, memory_order_relaxed);
+	it = every_period();
+	n = tally_host_threads_list(tids, sizeof(tids) / sizeof(tids[0]));
+	for (i = 0; i < n; i++) {
+		uintptr_t w = tally_host_thread_word(tids[i]);
+
+		if (w)
+			(void)timer_settime((timer_t)(w - 1), 0, &it, NULL);
+	}
 }
 
 void tally_timer_stop(void)

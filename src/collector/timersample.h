@@ -35,6 +35,8 @@ void tally_timer_arm(pid_t tid);
 void tally_timer_disarm(pid_t tid);
 /* Every sample taken since the last drain, oldest first; returns how many. */
 size_t tally_timer_drain(void (*fn)(void *ctx, const struct timer_sample *s), void *ctx);
+/* Benchmarks (TALLY_BENCH_TOGGLE_MS): every thread's timer held still, or going again. */
+void tally_timer_pause(bool paused);
 /* Stop every timer; signals already sent are ignored when they land. */
 void tally_timer_stop(void);
 void tally_timer_after_fork_child(void);

@@ -6,6 +6,7 @@
 #ifndef TALLY_COMMON_CLOCK_H
 #define TALLY_COMMON_CLOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -31,6 +32,24 @@ static inline uint64_t tally_monotonic_ns(void)
 static inline uint64_t tally_thread_cpu_ns(void)
 {
 	return tally_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* Benchmarks only (TALLY_BENCH_TOGGLE_MS): with a period, CLOCK_MONOTONIC is cut into
+ * intervals of that length and an optional recorder (GPU metrics, host sampling) is off in
+ * those whose index a hash (splitmix64's finalizer) makes odd, so what it costs shows inside
+ * one run, beside the same run without it.  Not every other one: tally's own periodic work (the
+ * 1 s slice's flush) would fall in the on intervals more often than in the off ones for some
+ * periods and starts.  The programs measured compute the same hash (docs/collector.md). */
+static inline bool tally_toggled_off(uint64_t period_ns, uint64_t monotonic_ns)
+{
+	uint64_t z;
+
+	if (!period_ns)
+		return false;
+	z = monotonic_ns / period_ns + 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return (z ^ (z >> 31)) & 1;
 }
 
 /* CLOCK_MONOTONIC ns from now, as pthread_cond_timedwait takes it (on a condition variable

@@ -11,6 +11,14 @@ Used by tests/exitpath/test-sampling.sh (CPU) and tests/gpu/sampling.sh (GPU).
                                                    trace's sample_ticks_missed)
   check-sampling.py native DUMP BINARY FUNC CPU_NS rate|duration
                                                    native samples in FUNC (from `nm -S BINARY`)
+  check-sampling.py toggled DUMP BINARY FUNC CPU_NS START_NS END_NS PERIOD_MS OFFSET_NS
+                                                   TALLY_BENCH_TOGGLE_MS=PERIOD_MS: samples in
+                                                   FUNC (on CPU from START_NS to END_NS,
+                                                   CLOCK_MONOTONIC) that stand for its CPU time
+                                                   in the intervals that are on, all but 2% in
+                                                   such an interval of CLOCK_MONOTONIC (the
+                                                   record clock less OFFSET_NS) or at most 20 ms
+                                                   after one
   check-sampling.py osrt DUMP CALL MIN_NS MAX_NS [OBJECT]
                                                    a blocking call of that length (and object)
   check-sampling.py quiet DUMP START_NS END_NS     no native sample of the main thread in the
@@ -25,8 +33,12 @@ Used by tests/exitpath/test-sampling.sh (CPU) and tests/gpu/sampling.sh (GPU).
                                                    most of each
 """
 import json
+import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from bench_toggle import on_share, toggled_off  # noqa: E402
 
 failures = 0
 
@@ -156,6 +168,30 @@ def check_native(dump, binary, func, cpu_ns, how):
     ok(all(s["state"] == 1 for s in native), "native samples are on CPU (state R)")
 
 
+def check_toggled(dump, binary, func, cpu_ns, t0, t1, period_ms, offset_ns):
+    samples, _, _ = parse(dump)
+    rng = symbol_range(binary, func)
+    name = binary.rsplit("/", 1)[-1]
+    inside = [s for s in samples if s["source"] in (2, 3) and s["stack"] and
+              s["stack"][0].startswith("pc:%s:" % name) and
+              rng[0] <= int(s["stack"][0].split(":")[2], 16) < rng[1]]
+    period = int(period_ms * 1e6)
+    # the burn's time in intervals that are on (it runs alone, on CPU from start to end)
+    want = cpu_ns / 1e6 * on_share(t0, t1, period)
+    stands = sum(s["dur"] for s in inside) / 1e6  # the timer's at the kernel's tick: several
+    ok(0.8 * want <= stands <= 1.2 * want,
+       "the samples stand for the CPU time in intervals that are on: %.0f ms of %.0f ms "
+       "(within 20%%; %.0f ms of CPU in all)" % (stands, want, cpu_ns / 1e6))
+    late = [s for s in inside if toggled_off((s["t"] - offset_ns) // period) and
+            (s["t"] - offset_ns) % period > 20e6]
+    # the sampler switches at its next wake-up: a machine that stalls the process for longer
+    # than 20 ms (a busy 2-CPU VM) may let a few through
+    ok(inside and len(late) <= max(2, len(inside) // 50),
+       "the samples lie in intervals that are on (or within 20 ms of one's end): %d of %d do "
+       "not (at most 2%% may)%s" % (len(late), len(inside), "".join(
+           " %.1f" % ((s["t"] - offset_ns) % period / 1e6) for s in late[:20])))
+
+
 def check_osrt(dump, call, lo, hi, obj):
     _, calls, _ = parse(dump)
     got = [c for c in calls if c["call"] == call and lo <= c["dur"] <= hi and
@@ -254,6 +290,8 @@ def main():
         check_python(a[1], a[2], int(a[3]) if len(a) > 3 else 0)
     elif a[0] == "native":
         check_native(a[1], a[2], a[3], int(a[4]), a[5])
+    elif a[0] == "toggled":
+        check_toggled(a[1], a[2], a[3], int(a[4]), int(a[5]), int(a[6]), int(a[7]), int(a[8]))
     elif a[0] == "osrt":
         check_osrt(a[1], a[2], int(a[3]), int(a[4]), int(a[5], 0) if len(a) > 5 else None)
     elif a[0] == "quiet":

@@ -87,16 +87,19 @@ static void cuda_init(void)
 
 static int mode_burn(long ms)
 {
-	uint64_t c0;
+	uint64_t c0, m0;
 
 	if (getenv("FAKEHOST_CUDA")) {
 		cuda_init();
 		launch(10);
 		printf("launched 10\n");
 	}
+	m0 = clock_ns(CLOCK_MONOTONIC);
 	c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	(void)burn_cpu((uint64_t)ms * 1000000ull);
 	printf("cpu_ns %llu\n", (unsigned long long)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0));
+	printf("burn_monotonic_ns %llu %llu\n", (unsigned long long)m0,
+	       (unsigned long long)clock_ns(CLOCK_MONOTONIC));
 	return 0;
 }
 

@@ -43,7 +43,7 @@ expect() {
 	[ -n "$f" ] || { bad "$name #$idx: no trace ($(tail -2 "$T/$name/stderr"))"; return; }
 	"$TALLY" check --json "$f" >"$f.json" 2>/dev/null
 	"$METRICS" "$f" >"$f.metrics" 2>"$f.metrics.err"
-	if python3 - "$f.json" "$f.metrics" "$T/$name" "$cond" <<'PY'; then
+	if SUPPORT=$(dirname "$0")/../support python3 - "$f.json" "$f.metrics" "$T/$name" "$cond" <<'PY'; then
 import json, os, re, sys
 d = json.load(open(sys.argv[1]))
 s = d["files"][0]["sections"][0]
@@ -63,6 +63,12 @@ status = int(open(os.path.join(where, "status")).read())
 pids = sorted(int(x.split(".")[0]) for x in os.listdir(where) if x.endswith(".tally"))
 notes = {n["code"]: n["text"] for n in s.get("notes", [])}
 SM = "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"
+def on_share(a, b, ms):  # TALLY_BENCH_TOGGLE_MS=ms: [a, b] is on the record clock, CLOCK_REALTIME here
+    import time
+    sys.path.insert(0, os.environ["SUPPORT"])
+    import bench_toggle
+    off = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    return bench_toggle.on_share(a - off, b - off, ms * 1000000)
 ok = eval(sys.argv[4])
 if not ok:
     print("  verdict", v, [r["text"] for r in s["reasons"]], "\n  counters",
@@ -112,6 +118,14 @@ expect sampled 0 'all(x["covered_ns"] == x["last_end"] - x["first_start"] and x[
 # idle 0, busy 75 (a percentage), 2e9 B/s
 expect sampled 0 'all(fits(p, 10000) for p in ("busy", "idle-b")) and rng("idle-a")[SM]["mean"] == rng("idle-b")[SM]["mean"] == 0 and rng("busy")[SM]["mean"] == 75 and rng("busy")["dram__bytes_read.sum.per_second"]["mean"] == 2e9 and rng("idle-a")["gpc__cycles_elapsed.avg.per_second"]["mean"] == 1.98e9'
 expect sampled 0 'dev(0)["interval"] == 100000 and dev(0)["trigger"] == "ns" and g["asked"] == "all" and g["hz"] == 10000 and "gpu-metrics-cost" in notes and not re.search("GPU metrics not recorded", err)'
+
+# Toggled (TALLY_BENCH_TOGGLE_MS, the cost benchmarks): sampling in some 200 ms intervals only
+# (about half, by a hash of their number), so the samples fill the share of the span that was on
+# (within a decode period a switch: 25 ms at 10 kHz), the rest are gaps the trace does not count
+# as loss (the window was closed on purpose), and the trace says so.
+run toggled --gpu-metrics -- metrics 3000 TALLY_BENCH_TOGGLE_MS=200 FAKEAPP_PHASE_MS=500
+expect toggled 0 'v == "COMPLETE" and status == 0 and c["metric_gaps"] == 0 and "bench-toggle" in notes'
+expect toggled 0 'all(abs(x["n"] / ((x["last_end"] - x["first_start"]) * 10000 / 1e9) - on_share(x["first_start"], x["last_end"], 200)) <= 0.1 and x["covered_ns"] <= on_share(x["first_start"], x["last_end"], 200) * (x["last_end"] - x["first_start"]) + 100e6 for x in m["devices"]["0"].values())'
 
 # Paced: evaluating a sample takes 70% of its interval (350 us at 2 kHz), so a decode period's
 # step takes most of the period: the next step must come a period after this one began, not a

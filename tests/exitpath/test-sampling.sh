@@ -55,6 +55,24 @@ $CHECK native "$T/timer.dump" "$HOST" burn_cpu "$(value cpu_ns "$T/timer.out")" 
 "$TALLY" check -q "$T/perf.tally" "$T/timer.tally" >/dev/null && ok "both traces COMPLETE" ||
 	bad "a native trace is not COMPLETE"
 
+# ---- TALLY_BENCH_TOGGLE_MS (the cost benchmarks): sampling on in some 100 ms intervals only ----
+offset=$(python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC))')
+for how in perf timer; do
+	[ $how = timer ] && fb=1 || fb=0
+	sampled toggle-$how TALLY_SAMPLE=native TALLY_SAMPLE_FALLBACK=$fb TALLY_BENCH_TOGGLE_MS=100 \
+		"$HOST" burn 2000 >"$T/toggle-$how.out" || bad "burn (toggled, $how) exit"
+	case $(mechanism "$T/toggle-$how.tally") in
+	$how:*) ;;
+	*) skipped "toggled $how: $(mechanism "$T/toggle-$how.tally")"; continue ;;
+	esac
+	"$DUMP" --host "$T/toggle-$how.tally" >"$T/toggle-$how.dump"
+	$CHECK toggled "$T/toggle-$how.dump" "$HOST" burn_cpu "$(value cpu_ns "$T/toggle-$how.out")" \
+		$(value burn_monotonic_ns "$T/toggle-$how.out") 100 "$offset" || bad "toggled sampling ($how)"
+	"$TALLY" check --json "$T/toggle-$how.tally" | grep -q '"code": *"bench-toggle"' &&
+		ok "toggled ($how): the trace says sampling was off at times" ||
+		bad "toggled ($how): no bench-toggle note"
+done
+
 # ---- Python, wall clock: every thread, states, lines, from the start ----
 # the interpreter itself, not a wrapper that execs it (pyenv's shim is a shell script)
 PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)

@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../src/common/clock.h" // tally_toggled_off: which intervals tally recorded in
+
 #define CHECK(x)                                                                                   \
 	do {                                                                                       \
 		cudaError_t e_ = (x);                                                              \
@@ -113,6 +115,7 @@ static void launch_nth(cudaStream_t s, int *counter, long i)
 #define CHUNK  1000
 #define CHUNKS 4096
 static double chunk_s[CHUNKS]; /* each chunk of CHUNK launches' time, of the first thread's loop */
+static double chunk_end[CHUNKS]; /* and when it ended (CLOCK_MONOTONIC s) */
 static long nchunks;
 
 static int by_value(const void *a, const void *b)
@@ -130,6 +133,42 @@ static double chunk_p10_ns(long n)
 		return 0;
 	qsort(chunk_s, (size_t)nchunks, sizeof(chunk_s[0]), by_value);
 	return chunk_s[nchunks / 10] * 1e9 * (double)n / CHUNK;
+}
+
+/* With TALLY_BENCH_TOGGLE_MS=P, tally records GPU metrics and host samples in some intervals of
+ * P ms of CLOCK_MONOTONIC only (tally_toggled_off, tally's own): the median chunk of each interval, as "phase_ns
+ * INDEX:NS:ON,...", leaving out the chunks of its first third (tally's threads catch up with the
+ * switch) and those that straddle two.  bench/stats.sh compares each interval that is on with
+ * the ones beside it that are off.  Called before the chunks are sorted. */
+static void print_toggle_phases(void)
+{
+	const char *v = getenv("TALLY_BENCH_TOGGLE_MS");
+	uint64_t period_ns = v ? strtoull(v, NULL, 10) * 1000000ull : 0; // as tally reads it
+	double p = (double)period_ns / 1e9, in[CHUNK];
+	long k = 0, n = 0, cur = -1;
+
+	if (p <= 0 || nchunks < 1)
+		return;
+	printf("phase_ns ");
+	for (long i = 0; i <= nchunks; i++) {
+		long ph = -1;
+		if (i < nchunks) {
+			double start = chunk_end[i] - chunk_s[i];
+			ph = (long)(start / p);
+			if ((long)(chunk_end[i] / p) != ph || start - ph * p < p / 3)
+				continue;
+		}
+		if (ph != cur && n >= 3) {
+			qsort(in, (size_t)n, sizeof(in[0]), by_value);
+			printf("%s%ld:%.0f:%d", k++ ? "," : "", cur, in[n / 2] * 1e9,
+			       !tally_toggled_off(period_ns, ((uint64_t)cur * 2 + 1) * period_ns / 2));
+		}
+		if (ph != cur)
+			n = 0, cur = ph;
+		if (n < CHUNK)
+			in[n++] = chunk_s[i];
+	}
+	printf("\n");
 }
 
 /* Where the loop's time went beyond its typical chunk (after chunk_p10_ns sorted them): the
@@ -169,6 +208,7 @@ static void launches(cudaStream_t s, int *counter, long n, long *nvtx_ranges)
 	for (long i = 0; i < n; i++) {
 		if (i % CHUNK == CHUNK - 1 && nchunks < CHUNKS && O.threads == 1) {
 			u = now_s();
+			chunk_end[nchunks] = u;
 			chunk_s[nchunks++] = u - t;
 			t = u;
 		}
@@ -234,6 +274,8 @@ static void *thread_main(void *arg)
 	CHECK(cudaStreamSynchronize(s));
 	double t1 = now_s();
 	thread_usage(&u1);
+	if (O.threads == 1)
+		print_toggle_phases();
 	printf("thread %ld launched %ld loop_ns %.0f chunk_p10_ns %.0f\n", (long)syscall(SYS_gettid),
 	       O.kernels, (t1 - t0) * 1e9, chunk_p10_ns(O.kernels));
 	if (O.threads == 1) {
