@@ -287,8 +287,9 @@ size_t tally_timer_drain(void (*fn)(void *ctx, const struct timer_sample *s), vo
 	return n;
 }
 
-/* A timer whose thread ended meanwhile was deleted (its word swapped out first): settime on it
- * fails, harmlessly. */
+/* A timer deleted meanwhile (its thread ended, or was armed again) fails settime, harmlessly;
+ * were its id given to a new timer of the program's in that instant, that one would be set: a
+ * benchmark's setting takes that chance, the sampling a user asks for never comes here. */
 void tally_timer_pause(bool paused)
 {
 	pid_t tids[4096];
