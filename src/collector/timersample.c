@@ -265,6 +265,7 @@ int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots,
 	}
 	ts.signo = signo;
 	ts.period_ns = 1000000000ull / rate_hz;
+	atomic_store(&ts.paused, false); /* a fork child's session starts its sampling afresh */
 	ts.depth = depth < TIMER_SAMPLE_DEPTH ? depth : TIMER_SAMPLE_DEPTH;
 	signals_claim(signo, TAG, on_timer);
 	atomic_store_explicit(&ts.running, true, memory_order_release);
