@@ -16,7 +16,7 @@
 # 90% confidence; the verdict says whether all of it is within the goal.
 #
 #   bench/metrics-overhead.sh [BUILD_DIR] [ROUNDS] [WITHIN]
-#                                  (defaults: build, 5, 2; about 7 minutes)
+#                                  (defaults: build, 5, 2; about 5 minutes on the H200)
 set -u
 B=$(cd "${1:-build}" && pwd)
 ROUNDS=${2:-5}

@@ -18,7 +18,7 @@
 # (their interposers are in every call), so osrt has the whole-run figures only.
 #
 #   bench/sampling-overhead.sh [BUILD_DIR] [ROUNDS] [WITHIN]
-#                                  (defaults: build, 5, 2; about 10 minutes)
+#                                  (defaults: build, 5, 2; about 8 minutes on the H200)
 set -u
 B=$(cd "${1:-build}" && pwd)
 ROUNDS=${2:-5}
