@@ -72,10 +72,10 @@ if [ "$ROUNDS" -gt 0 ]; then
 fi
 cat "$T/costs" 2>/dev/null
 
-# within NAME OPS PROGRAM...: the metrics switched inside WITHIN runs, and the same runs of tally
+# within NAME PROGRAM...: the metrics switched inside WITHIN runs, and the same runs of tally
 within() {
 	local name=$1 m
-	shift 2
+	shift
 	toggled "$name" "metrics again" "$@"
 	m=$(within_cell "$name" metrics)
 	echo "| $name | $m | $(verdict 1.02 "$m") | $(within_cell "$name" again) |"
@@ -84,7 +84,7 @@ within() {
 echo
 echo "| within one run ($WITHIN runs, ${BENCH_TOGGLE_MS} ms intervals) | metrics on/off: median [90% interval] (pairs) | goal | again: nothing switched |"
 echo "| --- | --- | --- | --- |"
-within "launch loop, 2M kernels" 2000000 "$W" --kernels 2000000
+within "launch loop, 2M kernels" "$W" --kernels 2000000
 if $PY -c "import torch" 2>/dev/null; then
-	within "PyTorch add_, 1M ops" 1000000 $PY "$HERE/../tests/gpu/torch_loop.py" 1000000 --no-nvtx
+	within "PyTorch add_, 1M ops" $PY "$HERE/../tests/gpu/torch_loop.py" 1000000 --no-nvtx
 fi

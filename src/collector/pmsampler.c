@@ -200,8 +200,6 @@ static void size_images(struct pm_sampler *s)
 
 static bool window_open(const struct pm_sampler *s)
 {
-	if (tally_toggled_off(s->cfg.toggle_ns, tally_monotonic_ns()))
-		return false;
 	return !s->cfg.window_open || s->cfg.window_open(s->cfg.window_arg);
 }
 

@@ -33,7 +33,6 @@ struct pm_sampler_config {
 	/* Is the collection window open?  Polled every decode period; NULL: always. */
 	bool (*window_open)(void *arg);
 	void *window_arg;
-	uint64_t toggle_ns; /* benchmarks: closed in some intervals (clock.h); 0: never */
 	/* Called once on the sampler thread when the PM libraries (libnvperf_host, loaded by
 	 * CUPTI as sampling is set up) are in: their destructors run at exit, so what ends
 	 * sampling at exit must be registered after them.  NULL: none. */

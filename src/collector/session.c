@@ -526,9 +526,14 @@ static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t le
 	return 0;
 }
 
-static bool metrics_window_open(void *tracer)
+/* The collection window, and for a benchmark (TALLY_BENCH_TOGGLE_MS) closed in the intervals
+ * it turns off. */
+static bool metrics_window_open(void *session)
 {
-	return cupti_tracer_window_open(tracer);
+	struct session *s = session;
+
+	return !tally_toggled_off(s->cfg.bench_toggle_ns, tally_monotonic_ns()) &&
+	       cupti_tracer_window_open(&s->tracer);
 }
 
 /* GPU metrics, when asked for: the sampler thread, with this trace's lock files beside it. */
@@ -561,8 +566,7 @@ static void start_metrics(struct session *s)
 	memcpy(pc.self.session, s->id, sizeof(s->id));
 	pc.self.has_session = true;
 	pc.window_open = metrics_window_open;
-	pc.window_arg = &s->tracer;
-	pc.toggle_ns = c->bench_toggle_ns;
+	pc.window_arg = s;
 	pc.pm_loaded = metrics_pm_loaded;
 	pthread_mutex_lock(&s->metrics_lock);
 	s->metrics = pm_sampler_start(&pc);

@@ -140,12 +140,13 @@ def symbol_range(binary, func):
     return None
 
 
-def check_native(dump, binary, func, cpu_ns, how):
-    samples, _, _ = parse(dump)
+def native_in(samples, binary, func):
+    """The native samples, and those whose innermost frame lies in FUNC of BINARY (None, None
+    when nm does not find it)."""
     rng = symbol_range(binary, func)
     ok(rng is not None, "nm finds %s in %s" % (func, binary))
     if not rng:
-        return
+        return None, None
     name = binary.rsplit("/", 1)[-1]
 
     def in_func(s):
@@ -154,7 +155,14 @@ def check_native(dump, binary, func, cpu_ns, how):
         return len(p) == 3 and p[0] == "pc" and p[1] == name and rng[0] <= int(p[2], 16) < rng[1]
 
     native = [s for s in samples if s["source"] in (2, 3)]
-    inside = [s for s in native if in_func(s)]
+    return native, [s for s in native if in_func(s)]
+
+
+def check_native(dump, binary, func, cpu_ns, how):
+    samples, _, _ = parse(dump)
+    native, inside = native_in(samples, binary, func)
+    if native is None:
+        return
     ok(len(inside) >= 0.9 * len(native) and inside,
        "native samples' innermost frame is %s: %d of %d" % (func, len(inside), len(native)))
     expect = cpu_ns / 1e6
@@ -170,11 +178,9 @@ def check_native(dump, binary, func, cpu_ns, how):
 
 def check_toggled(dump, binary, func, cpu_ns, t0, t1, period_ms, offset_ns):
     samples, _, _ = parse(dump)
-    rng = symbol_range(binary, func)
-    name = binary.rsplit("/", 1)[-1]
-    inside = [s for s in samples if s["source"] in (2, 3) and s["stack"] and
-              s["stack"][0].startswith("pc:%s:" % name) and
-              rng[0] <= int(s["stack"][0].split(":")[2], 16) < rng[1]]
+    native, inside = native_in(samples, binary, func)
+    if native is None:
+        return
     period = int(period_ms * 1e6)
     # the burn's time in intervals that are on (it runs alone, on CPU from start to end)
     want = cpu_ns / 1e6 * on_share(t0, t1, period)
