@@ -19,7 +19,9 @@
  *
  *   cupti.c, cupti-api.c, stackcap.c  CUPTI as the session drives it, its functions bound at
  *                                     run time, the stacks taken at launching calls
- *   pipeline.c                        the buffer callbacks (producers), the consumer, the close
+ *   pipeline-producers.c              CUPTI's buffer callbacks, and what other threads hand in
+ *   pipeline-consumer.c               the consumer: walk, check, correlate, encode, write
+ *   pipeline.c                        the start, and the close (pipeline-int.h: their insides)
  *   pool.c, queue.c, ring.c           the bounded pool and the lock-free queue
  *   convert.c, corr.c                 CUPTI records to tally records; the correlation check
  *   nvtx.c, metricq.c, metricbatch.c  the other producers' hand-offs: NVTX, GPU metrics
