@@ -433,6 +433,8 @@ unsigned consume_all(struct pipeline *p, bool slices)
 	consume_side(p);
 	consume_metrics(p);
 	while (tally_queue_pop(&p->queue, &it)) {
+		if (it.origin != ORIGIN_CUPTI)
+			atomic_fetch_sub_explicit(&p->others_queued, 1, memory_order_relaxed);
 		consume_buffer(p, &it);
 		n++;
 		if (slices && (tally_monotonic_ns() >= slice_deadline(p) || signal_unwritten(p)))
@@ -503,6 +505,10 @@ void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	l->v[TALLY_C_BUFFERS_DELIVERED] = atomic_load_explicit(&p->delivered, memory_order_relaxed);
 	l->v[TALLY_C_BUFFERS_REFUSED] = atomic_load_explicit(&p->refused, memory_order_relaxed);
 	l->v[TALLY_C_FOREIGN_BUFFERS] = atomic_load_explicit(&p->foreign, memory_order_relaxed);
+	l->v[TALLY_C_BUFFERS_UNQUEUED] = atomic_load_explicit(&p->unqueued, memory_order_relaxed);
+	l->v[TALLY_C_FDS_REOPENED] = atomic_load_explicit(&p->fds_reopened, memory_order_relaxed);
+	l->v[TALLY_C_FD_LOST_WRITES] =
+	    atomic_load_explicit(&p->fd_lost_writes, memory_order_relaxed);
 	l->v[TALLY_C_DROPPED_INPROCESS] +=
 	    atomic_load_explicit(&p->dropped_nvtx, memory_order_relaxed);
 	l->v[TALLY_C_POOL_CAPACITY] = p->pool.capacity;

@@ -90,6 +90,8 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 	if (rc == 0)
 		rc = tally_queue_init(&p->queue, 2 * (size_t)cfg->pool_buffers + 64);
 	if (rc == 0)
+		p->others_max = tally_queue_capacity(&p->queue) - p->pool.capacity;
+	if (rc == 0)
 		rc = tally_writer_init(&p->writer, sink, 0);
 	if (rc == 0)
 		rc = tally_strtab_init(&p->strings);

@@ -133,6 +133,11 @@ void tally_pipeline_count(unsigned counter, uint64_t n);
 /* Raise a host counter to at least v (a high-water mark or a total kept elsewhere). */
 void tally_pipeline_count_max(unsigned counter, uint64_t v);
 
+/* One of tally's descriptors was closed or taken over by the program (keptfd.h): its file was
+ * opened again (reopened: fds_reopened, nothing lost), or, for the trace, a write failed for it
+ * (fd_lost_writes; the writer counts what was lost).  Relaxed atomics, any thread. */
+void tally_pipeline_fd_event(bool reopened);
+
 /* A THREADS chunk payload (format 1.3) to write; safe from any thread (not a signal handler). */
 void tally_pipeline_threads(const struct tally_buf *payload);
 

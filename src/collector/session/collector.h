@@ -30,6 +30,7 @@
 #include "cupti-tracer.h"
 #include "ledger.h"
 #include "pmsampler.h"
+#include "tracefile.h"
 #include "writer.h"
 
 #define TALLY_EXPORT __attribute__((visibility("default")))
@@ -47,7 +48,7 @@ struct session {
 	_Atomic int state;
 	pid_t pid; /* the process this session belongs to (a fork child is another) */
 	struct tally_config cfg;
-	int fd;
+	struct trace_file file; /* the trace, kept as tally's (tracefile.h) */
 	char path[PATH_MAX];
 	char rank[64];
 	uint8_t id[16];

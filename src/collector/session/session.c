@@ -40,8 +40,9 @@
 
 #define EXEC_FROM_VAR "TALLY_EXEC_FROM"
 
-static struct session the_session = {
-    .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .metrics_lock = PTHREAD_MUTEX_INITIALIZER};
+static struct session the_session = {.file = {.kept = {-1, 0, 0}},
+				     .lock = PTHREAD_MUTEX_INITIALIZER,
+				     .metrics_lock = PTHREAD_MUTEX_INITIALIZER};
 
 struct session *session_get(void)
 {
@@ -124,7 +125,7 @@ static void metrics_pm_loaded(void *arg)
 void session_init(struct session *s)
 {
 	clock_gettime(CLOCK_REALTIME, &loaded_at);
-	s->fd = -1;
+	s->file.kept = TALLY_KEPT_NONE;
 	s->room.fd = -1;
 	s->exec_files = exec_files_from_env();
 	cupti_tracer_init(&s->tracer);
@@ -173,6 +174,13 @@ static void manifest_line(const struct session *s, const char *fmt, ...)
 		(void)!write(fd, line, (size_t)n);
 		close(fd);
 	}
+}
+
+/* The trace could not be opened again after the program closed its descriptor: the trace may
+ * never get the word, so tally record hears it from the manifest. */
+static void trace_lost(void *arg, const char *text)
+{
+	manifest_line(arg, "note %d %s", (int)getpid(), text);
 }
 
 /* Put "-WHAT" before ".tally" (or at the end). */
@@ -394,7 +402,7 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	tally_kv_str(b, TALLY_SK_OUTPUT, s->path);
 	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE, s->reserve_errno ? 0 : TALLY_CLOSE_RESERVE);
 	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE_ERRNO, (uint64_t)s->reserve_errno);
-	output_fs(b, s->fd);
+	output_fs(b, trace_file_fd(&s->file));
 	if (c->gpu_metrics[0]) {
 		tally_kv_str(b, TALLY_SK_GPU_METRICS, c->gpu_metrics);
 		tally_kv_uint(b, TALLY_SK_GPU_METRICS_HZ, c->gpu_metrics_hz);
@@ -500,25 +508,32 @@ static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t le
 	rc = open_output(s, why, len);
 	if (rc < 0)
 		return rc;
-	s->fd = rc;
+	rc = trace_file_adopt(&s->file, rc, s->path);
+	if (rc < 0) {
+		snprintf(why, len, "%s: %s", s->path, strerror(-rc));
+		unlink(s->path);
+		return rc;
+	}
+	s->file.lost = trace_lost;
+	s->file.lost_arg = s;
 	s->pid = getpid();
 	/* Room for the final ledger, so that a full disk still ends the file with one that says
 	 * so; where the file system cannot keep it, the session header says which one refused. */
 	rc = tally_room_keep(&s->room, s->path);
 	s->reserve_errno = rc < 0 ? -rc : 0;
+	s->room.fd = tally_fd_high(s->room.fd);
 	new_session_id(s->id);
 	s->cupti_on = cupti_ok;
 	session_header(s, &header);
 	tally_sampler_plan(&s->cfg, &header);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)s->fd,
+	sink = (struct tally_sink){trace_file_write, &s->file,
 				   s->room.fd >= 0 ? tally_room_release : NULL, &s->room};
 	rc = tally_pipeline_start(&pc, source_for(s, cupti_ok), &sink, &header);
 	tally_buf_fini(&header);
 	if (rc < 0) {
 		snprintf(why, len, "%s: cannot start: %s", s->path, strerror(-rc));
-		close(s->fd);
+		trace_file_close(&s->file);
 		unlink(s->path);
-		s->fd = -1;
 		(void)tally_room_release(&s->room);
 		return rc;
 	}
@@ -900,8 +915,7 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 	/* Finalize only a CUPTI that answered: one stuck in its flush could hang us here too. */
 	if (path == TALLY_FLUSH_EXIT && flushed && cupti_tracer_on(&s->tracer))
 		(void)run_bounded(finalize_cupti, &s->tracer, s->cfg.flush_timeout_ns);
-	close(s->fd);
-	s->fd = -1;
+	trace_file_close(&s->file);
 	(void)tally_room_release(&s->room); /* the close gave it back already, unless it hung */
 	manifest_line(s, "end %d %s %s %llu %llu %s", (int)getpid(),
 		      rep.complete ? "clean" : "loss", tally_flush_path_name(path),
@@ -1067,12 +1081,8 @@ void session_after_fork_child(struct session *s)
 	pthread_mutex_init(&s->metrics_lock, NULL);
 	pm_sampler_forget(s->metrics);
 	s->metrics = NULL;
-	if (s->fd >= 0)
-		close(s->fd);
-	s->fd = -1;
-	if (s->room.fd >= 0) /* the parent's room: it gives it back itself */
-		close(s->room.fd);
-	s->room.fd = -1;
+	trace_file_close(&s->file);
+	tally_room_forget(&s->room); /* the parent's room: it gives it back itself */
 	atomic_store_explicit(&s->ending_signal, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->state, SESSION_NONE, memory_order_relaxed);
 }
