@@ -15,7 +15,9 @@
  *                      descriptors went (a program tidying its output directory)
  *   stacks THREADS N   THREADS threads on PTHREAD_STACK_MIN stacks, each launching N times and
  *                      burning 300 ms of CPU (the timer's signal lands there); prints
- *                      "stack_min S" and the launches
+ *                      "stack_min S", the launches, and "stack_used B": the most bytes of a
+ *                      thread's stack below its start routine's frame that were ever written
+ *                      (painted first, looked at last), what a tool in the thread costs it
  *   exec HOW TARGET N  N launches, an exec that fails (HOW: execve execv execvp execvpe execl
  *                      execle execlp fexecve execveat, or posix_spawn, which is not an exec of
  *                      this process; TARGET: missing, noexec (ENOEXEC), noperm (EACCES), all in
@@ -161,12 +163,54 @@ static int mode_fds(const char *how, unsigned n)
 /* ---- stacks --------------------------------------------------------------------------------- */
 
 static unsigned per_thread;
+static pthread_mutex_t used_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t used_most;
+
+#define PAINT 0x5a
+
+/* The thread's stack from its lowest usable byte to just below here, painted (the caller's
+ * frame is above); returns where the paint starts, and its length in *len. */
+__attribute__((noinline)) static unsigned char *paint(size_t *len)
+{
+	unsigned char *lo = NULL, *here = (unsigned char *)__builtin_frame_address(0) - 512;
+	pthread_attr_t a;
+	size_t size = 0, guard = 0;
+	void *addr = NULL;
+
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return NULL;
+	pthread_attr_getstack(&a, &addr, &size);
+	pthread_attr_getguardsize(&a, &guard);
+	pthread_attr_destroy(&a);
+	lo = (unsigned char *)addr + guard + 64;
+	if (here <= lo)
+		return NULL;
+	*len = (size_t)(here - lo);
+	for (volatile unsigned char *p = lo; p < here; p++)
+		*p = PAINT;
+	return lo;
+}
+
+/* The deepest byte written since paint(). */
+static void measure(const unsigned char *lo, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len && lo[i] == PAINT; i++)
+		;
+	pthread_mutex_lock(&used_lock);
+	if (len - i > used_most)
+		used_most = len - i;
+	pthread_mutex_unlock(&used_lock);
+}
 
 /* Small on purpose: the thread has PTHREAD_STACK_MIN, less the TLS of what is loaded. */
 static void *small_thread(void *arg)
 {
 	struct timespec t0, t;
 	volatile unsigned long x = 0;
+	size_t len = 0;
+	unsigned char *lo = paint(&len);
 
 	(void)arg;
 	launch(per_thread);
@@ -176,6 +220,8 @@ static void *small_thread(void *arg)
 			x += i;
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 300000000L);
+	if (lo)
+		measure(lo, len);
 	return NULL;
 }
 
@@ -202,7 +248,7 @@ static int mode_stacks(unsigned threads, unsigned n)
 	}
 	for (i = 0; i < made; i++)
 		pthread_join(t[i], NULL);
-	printf("launched %u pid %d\n", made * n, (int)getpid());
+	printf("launched %u pid %d\nstack_used %zu\n", made * n, (int)getpid(), used_most);
 	return made == threads ? 0 : 5;
 }
 

@@ -9,9 +9,16 @@
 #                /proc files, GPU-metrics lock files): its own file holds exactly its 11 bytes, every
 #                launch is recorded and the trace says what happened; where the trace cannot be
 #                opened again (renamed away), tally record says so
-# Usage: test-hostile.sh TALLY FAKEHOSTILE FAKECUPTI
+#   small stacks threads at PTHREAD_STACK_MIN launch and burn CPU under every stack option
+#                (--native-stacks, --python-stacks, --sample native by perf events and by the
+#                timer fallback, --sample python): the program runs as untraced, every launch is
+#                recorded, and tally takes at most 8 KiB of such a thread's stack (the kernel's
+#                signal frame included), measured by the program (paint and look); libtally.so's
+#                thread-local storage, which a preloaded library takes from every thread's
+#                stack, stays under 512 bytes
+# Usage: test-hostile.sh TALLY FAKEHOSTILE FAKECUPTI LIBTALLY
 set -u
-TALLY=$1 APP=$2
+TALLY=$1 APP=$2 LIB=$4
 export TALLY_CUPTI_PATH=$3 TALLY_FLUSH_TIMEOUT_MS=2000
 . "$(dirname "$0")/../lib.sh"
 # As test-exitpath.sh: libtally.so preloaded ahead of a sanitizer's runtime; uninstrumented
@@ -25,23 +32,23 @@ trap 'rm -rf "$T"' EXIT
 # rec NAME [record options] -- PROGRAM ARGS: tally record into $T/NAME.tally; the program's
 # stdout in $T/NAME.out, tally's stderr in $T/NAME.err, the exit status in $T/NAME.rc
 rec() {
-	name=$1
+	_rec=$1 _opts=
 	shift
-	opts=
 	while [ "$1" != -- ]; do
-		opts="$opts $1"
+		_opts="$_opts $1"
 		shift
 	done
 	shift
-	"$TALLY" record $opts --flush-interval 200 -o "$T/$name.tally" -- "$@" \
-		>"$T/$name.out" 2>"$T/$name.err"
-	echo $? >"$T/$name.rc"
+	"$TALLY" record $_opts --flush-interval 200 -o "$T/$_rec.tally" -- "$@" \
+		>"$T/$_rec.out" 2>"$T/$_rec.err"
+	echo $? >"$T/$_rec.rc"
 }
 
 # expect NAME CONDITION: a Python condition over the trace of NAME (tally check --json) and
 # what the program printed.  v verdict, c final counters, k records by kind, reasons (the loss
 # counters named), notes (the codes of the notes), L launches the program made, own the size
-# of its own file, rc tally record's exit status, err tally record's stderr.
+# of its own file, used the most stack its small threads used, rc tally record's exit status,
+# err tally record's stderr.
 expect() {
 	"$TALLY" check --json "$T/$1.tally" >"$T/$1.json" 2>/dev/null
 	python3 - "$T/$1" "$2" <<'PY' && ok "$1: $2" || { bad "$1: $2"; tail -5 "$T/$1.err"; }
@@ -60,10 +67,12 @@ except Exception as e:
 L = sum(int(m.group(1)) for m in re.finditer(r"^launched (\d+) pid", out, re.M))
 m = re.search(r"^own_file_bytes (-?\d+)", out, re.M)
 own = int(m.group(1)) if m else None
+m = re.search(r"^stack_used (\d+)", out, re.M)
+used = int(m.group(1)) if m else None
 ok = eval(cond)
 if not ok:
-    print("  verdict %s, reasons %s, notes %s, L %d, kernels %s, own %s, rc %d" %
-          (v, reasons, notes, L, k.get("kernel"), own, rc))
+    print("  verdict %s, reasons %s, notes %s, L %d, kernels %s, own %s, stack used %s, rc %d" %
+          (v, reasons, notes, L, k.get("kernel"), own, used, rc))
 sys.exit(0 if ok else 1)
 PY
 }
@@ -119,5 +128,25 @@ print('own_file_bytes', os.path.getsize('$T/python.own'))"
 else
 	skipped "bash and python3 under a sanitizer build's libtally.so"
 fi
+
+# ---- small stacks ------------------------------------------------------------------------------
+FAKEHOSTILE_NO_CUDA=1 "$APP" stacks 8 50 >"$T/stacks-untraced.out" 2>&1 &&
+	ok "8 threads at PTHREAD_STACK_MIN untraced" || bad "untraced small stacks: $(cat "$T/stacks-untraced.out")"
+STACKS='rc == 0 and L == k.get("kernel") == 400 and v == "COMPLETE" and used <= 8192'
+for opts in "" --native-stacks --python-stacks "--sample native" "--sample python" \
+	"--sample python,native --native-stacks"; do
+	name=stacks-$(echo "$opts" | tr -dc 'a-z')
+	rec "$name" $opts -- "$APP" stacks 8 50
+	expect "$name" "$STACKS"
+	case $opts in
+	*"sample native"* | *"python,native"*)
+		# the timer fallback: its handler runs on the sampled thread's stack
+		TALLY_SAMPLE_FALLBACK=1 rec "$name-fallback" $opts -- "$APP" stacks 8 50
+		expect "$name-fallback" "$STACKS and k.get('cpu_sample', 0) > 0" ;;
+	esac
+done
+tls=$(readelf -lW "$LIB" 2>/dev/null | awk '$1 == "TLS" { print $6 }')
+[ -n "$tls" ] && [ $((tls)) -lt 512 ] && ok "libtally.so's thread-local storage: $((tls)) bytes" ||
+	bad "libtally.so's thread-local storage: ${tls:-unknown} bytes"
 
 finish
