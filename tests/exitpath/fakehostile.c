@@ -21,7 +21,8 @@
  *   exec HOW TARGET N  N launches, an exec that fails (HOW: execve execv execvp execvpe execl
  *                      execle execlp fexecve execveat, or posix_spawn, which is not an exec of
  *                      this process; TARGET: missing, noexec (ENOEXEC), noperm (EACCES), all in
- *                      $FAKEHOSTILE_DIR), then N more; prints "exec HOW failed errno E"
+ *                      $FAKEHOSTILE_DIR), then N more; prints "exec HOW failed errno E".  With
+ *                      FAKEHOSTILE_KILL=1 it then waits 500 ms and dies of SIGKILL"
  *
  * FAKEHOSTILE_NO_CUDA=1 runs the same program without the injection (untraced).
  */
@@ -30,6 +31,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -275,7 +277,7 @@ static int exec_how(const char *how, const char *path)
 	if (strcmp(how, "execlp") == 0)
 		return execlp(path, "fakehostile", (char *)NULL);
 	if (strcmp(how, "execveat") == 0)
-		return (int)syscall(SYS_execveat, AT_FDCWD, path, argv, environ, 0);
+		return execveat(AT_FDCWD, path, argv, environ, 0);
 	if (strcmp(how, "fexecve") == 0) {
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
@@ -310,6 +312,10 @@ static int mode_exec(const char *how, const char *target, unsigned n)
 	(void)exec_how(how, path);
 	printf("exec %s failed errno %d\n", how, errno);
 	launched(n);
+	if (getenv("FAKEHOSTILE_KILL")) {
+		sleep_ms(500);
+		raise(SIGKILL);
+	}
 	return 0;
 }
 

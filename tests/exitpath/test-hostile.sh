@@ -16,6 +16,11 @@
 #                signal frame included), measured by the program (paint and look); libtally.so's
 #                thread-local storage, which a preloaded library takes from every thread's
 #                stack, stays under 512 bytes
+#   failed exec  an exec that fails (no such file, ENOEXEC, EACCES; every variant tally
+#                interposes, and posix_spawn, which is no exec of this process) returns to the
+#                program, which launches as many again: every launch is recorded, the trace says
+#                the exec failed, and a trace whose program is killed after it reads not closed
+#                (its last ledger decides, not the final one written before the exec)
 # Usage: test-hostile.sh TALLY FAKEHOSTILE FAKECUPTI LIBTALLY
 set -u
 TALLY=$1 APP=$2 LIB=$4
@@ -148,5 +153,32 @@ done
 tls=$(readelf -lW "$LIB" 2>/dev/null | awk '$1 == "TLS" { print $6 }')
 [ -n "$tls" ] && [ $((tls)) -lt 512 ] && ok "libtally.so's thread-local storage: $((tls)) bytes" ||
 	bad "libtally.so's thread-local storage: ${tls:-unknown} bytes"
+
+# ---- an exec that fails ------------------------------------------------------------------------
+mkdir -p "$T/x"
+printf 'not a program\001\002' >"$T/x/noexec" && chmod 755 "$T/x/noexec"
+printf 'x\n' >"$T/x/noperm" && chmod 644 "$T/x/noperm"
+for how in execve execv execvp execvpe execl execle execlp fexecve execveat posix_spawn; do
+	for target in missing noexec noperm; do
+		case $how:$target in
+		execvp:noexec | execvpe:noexec | execlp:noexec) continue ;; # these run /bin/sh on it
+		fexecve:missing) continue ;;				     # no descriptor to give it
+		esac
+		FAKEHOSTILE_DIR=$T/x rec "exec-$how-$target" -- "$APP" exec $how $target 100
+		if [ $how = posix_spawn ]; then
+			expect "exec-$how-$target" "rc == 0 and L == k.get('kernel') == 200 and v == 'COMPLETE' and 'exec-failed' not in notes"
+		else
+			expect "exec-$how-$target" "rc == 0 and L == k.get('kernel') == 200 and v == 'COMPLETE' and 'exec-failed' in notes and c.get('flush_path') == 1"
+		fi
+	done
+done
+# host sampling starts again after it; GPU metrics end there, and the verdict says so
+FAKEHOSTILE_DIR=$T/x rec exec-sampled --sample native -- "$APP" exec execv missing 100
+expect exec-sampled "rc == 0 and L == k.get('kernel') == 200 and v == 'COMPLETE' and 'exec-failed' in notes"
+FAKEHOSTILE_DIR=$T/x rec exec-metrics --gpu-metrics --gpu-metrics-frequency 500 -- "$APP" exec execv missing 100
+expect exec-metrics "rc == 0 and L == k.get('kernel') == 200 and reasons == ['metric_sampler_failures'] and 'exec-failed' in notes"
+# killed after a failed exec: the final ledger of the exec is not the last word
+FAKEHOSTILE_DIR=$T/x FAKEHOSTILE_KILL=1 rec exec-killed -- "$APP" exec execv missing 100
+expect exec-killed "rc == 137 and L == k.get('kernel') == 200 and v == 'INCOMPLETE' and 'not-closed' in reasons"
 
 finish

@@ -136,6 +136,8 @@ unsigned consume_all(struct pipeline *p, bool slices);
 void end_slice(struct pipeline *p);
 void snapshot_locked(struct pipeline *p, struct tally_ledger *l);
 void finish_locked(struct pipeline *p);
+void checkpoint_locked(struct pipeline *p);
+void resume_locked(struct pipeline *p);
 void *consumer_main(void *arg);
 
 #endif

@@ -165,6 +165,17 @@ void tally_pipeline_flush_begin(enum tally_flush_path path, int signo);
 int tally_pipeline_stop(struct tally_stop_report *report);
 
 /*
+ * An exec (pipeline.c): checkpoint writes everything so far and a final ledger (flush path
+ * `path`, the in-flight launches counted as a close would count them), as a close would leave
+ * the file, since an exec that succeeds runs nothing of this process again; the pipeline goes
+ * on.  If the exec fails, resume takes the flush back: the ledgers that follow supersede the
+ * final one (a reader judges a trace by its last ledger).  checkpoint returns 0, or the -errno
+ * of a write that failed.
+ */
+int tally_pipeline_checkpoint(enum tally_flush_path path);
+void tally_pipeline_resume(void);
+
+/*
  * The collection window opened or closed now (kinds enabled or disabled).  A launch in flight at
  * that moment may be recorded on one side only (its call, or its kernel): at close, such
  * unmatched entries near an edge count as cut_at_edges, not as loss.

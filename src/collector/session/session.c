@@ -889,23 +889,33 @@ static bool close_cupti(struct session *s)
 	return false;
 }
 
-static void close_locked(struct session *s, enum tally_flush_path path, int signo)
+/* The metric samples up to now, before CUPTI's own flush; a sampler stuck inside CUPTI is left
+ * behind (false), and then CUPTI is not finalized under it.  *had (if given): there was one. */
+static bool stop_metrics(struct session *s, bool *had)
 {
-	struct tally_stop_report rep;
 	struct pm_sampler *metrics;
-	bool flushed, sampler_done;
+	bool done;
 
-	tally_pipeline_flush_begin(path, signo);
-	tally_sampler_stop(); /* what it holds reaches the pipeline before the pipeline stops */
-	/* The metric samples up to now, before CUPTI's own flush; a sampler stuck inside CUPTI
-	 * is left behind, and then CUPTI is not finalized under it. */
 	pthread_mutex_lock(&s->metrics_lock);
 	metrics = s->metrics;
 	s->metrics = NULL;
 	pthread_mutex_unlock(&s->metrics_lock);
+	if (had)
+		*had = metrics != NULL;
 	atomic_store_explicit(&s->close_in_metrics, metrics != NULL, memory_order_relaxed);
-	sampler_done = pm_sampler_stop(metrics, s->cfg.flush_timeout_ns);
+	done = pm_sampler_stop(metrics, s->cfg.flush_timeout_ns);
 	atomic_store_explicit(&s->close_in_metrics, false, memory_order_relaxed);
+	return done;
+}
+
+static void close_locked(struct session *s, enum tally_flush_path path, int signo)
+{
+	struct tally_stop_report rep;
+	bool flushed, sampler_done;
+
+	tally_pipeline_flush_begin(path, signo);
+	tally_sampler_stop(); /* what it holds reaches the pipeline before the pipeline stops */
+	sampler_done = stop_metrics(s, NULL);
 	atomic_fetch_add_explicit(&s->close_steps, 1, memory_order_relaxed);
 	flushed = close_cupti(s) && sampler_done;
 	atomic_fetch_add_explicit(&s->close_steps, 1, memory_order_relaxed);
@@ -943,6 +953,91 @@ void session_close(struct session *s, enum tally_flush_path path, int signo)
 	close_locked(s, path, signo);
 	atomic_store_explicit(&s->state, SESSION_DONE, memory_order_release);
 	atomic_fetch_add_explicit(&s->done_gen, 1, memory_order_release);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- exec ---------------------------------------------------------------------------------- */
+
+/* Everything CUPTI holds, complete or not, with the window left open: the exec may fail. */
+static void flush_forced_open(void *arg)
+{
+	cupti_tracer_flush(arg, true);
+}
+
+/*
+ * An exec that succeeds runs nothing of this process again, so everything recorded so far must
+ * be in the file, ending in a final ledger, before the real exec; one that fails returns to the
+ * program, which goes on.  So the session is not closed but checkpointed (pipeline.h): host
+ * sampling stops (its samples reach the file; it starts again if the exec fails), GPU metrics
+ * stop (their last samples in; not started twice in a process: an exec that fails ends them,
+ * and says so), CUPTI's buffers and NVTX's are handed over, and the pipeline writes a final
+ * ledger while it runs on.  The session's lock is held until session_exec_after: a close, a
+ * fork or another exec waits.  False when there is no session of this process's to hold.
+ */
+bool session_exec_begin(struct session *s)
+{
+	bool metrics;
+
+	if (s->pid != getpid() || !session_running(s))
+		return false;
+	pthread_mutex_lock(&s->lock);
+	if (!session_running(s)) {
+		pthread_mutex_unlock(&s->lock);
+		return false;
+	}
+	s->exec_sampling = tally_sampler_running();
+	s->exec_at = mono_now_ns();
+	tally_sampler_stop();
+	(void)stop_metrics(s, &metrics);
+	s->exec_metrics = metrics;
+	if (cupti_tracer_on(&s->tracer) &&
+	    !run_bounded(flush_forced_open, &s->tracer, s->cfg.flush_timeout_ns))
+		tally_pipeline_watchdog_fired();
+	nvtx_flush_all();
+	(void)tally_pipeline_checkpoint(TALLY_FLUSH_EXEC);
+	return true;
+}
+
+/* Host sampling again, as planned at the start (perf events opened anew, or the timer). */
+static void restart_sampling(struct session *s)
+{
+	struct tally_buf unused = {0};
+
+	tally_sampler_plan(&s->cfg, &unused);
+	tally_buf_fini(&unused);
+	(void)tally_sampler_start(&s->cfg);
+}
+
+/* The exec failed with err (it returned): recording goes on, and the trace says so. */
+static void exec_failed(struct session *s, const char *path, int err)
+{
+	uint64_t paused = mono_now_ns() - s->exec_at;
+	char text[PATH_MAX + 512];
+
+	tally_pipeline_resume();
+	if (s->exec_sampling) {
+		restart_sampling(s);
+		if (paused > s->cfg.sample_stall_ns)
+			tally_pipeline_count(TALLY_C_SAMPLE_STALLS, 1);
+	}
+	if (s->exec_metrics)
+		tally_pipeline_metric_count(TALLY_C_METRIC_FAILURES, 1);
+	snprintf(text, sizeof(text),
+		 "an exec of %.2048s failed (%s) and the program went on: recording went on too "
+		 "(the final ledger written before the exec is superseded)%s%s",
+		 path ? path : "(a descriptor)", strerror(err),
+		 s->exec_sampling ? "; host sampling paused around it" : "",
+		 s->exec_metrics ? "; GPU metrics ended there (they are not started twice in a "
+				   "process)"
+				 : "");
+	tally_pipeline_note(s->exec_metrics ? TALLY_NOTE_ERROR : TALLY_NOTE_WARNING, "exec-failed",
+			    text);
+	tally_log("%s", text);
+}
+
+void session_exec_after(struct session *s, const char *path, int err)
+{
+	exec_failed(s, path, err);
 	pthread_mutex_unlock(&s->lock);
 }
 
