@@ -187,6 +187,10 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
     [TALLY_C_BUFFERS_UNQUEUED] = {"buffers_unqueued",
 				  "CUPTI buffers the queue could not take (never parsed)",
 				  TALLY_CC_LOSS},
+    [TALLY_C_INCOMPLETE_AT_CLOSE] = {"incomplete_at_close",
+				     "buffers the close's forced flush handed over with a record "
+				     "CUPTI had not finished (in flight as the trace closed)",
+				     TALLY_CC_INFO},
 };
 
 #define BY_KIND(n)                                                                                 \

@@ -292,10 +292,17 @@ static void consume_cupti(struct pipeline *p, const struct tally_queue_item *it)
 		last = rec;
 	}
 	if (st != CUPTI_ERROR_MAX_LIMIT_REACHED) {
-		/* CUPTI could not walk on (an invalid or incomplete record): the rest is lost. */
+		/* CUPTI could not walk on (an invalid or incomplete record): the rest is lost.  In
+		 * a buffer the close's forced flush handed over, which CUPTI says may hold records
+		 * it has not finished (INVALID_KIND: "incomplete or invalid"), that is an activity
+		 * in flight as the trace closed, not a walk that failed. */
 		size_t at = last ? (size_t)((uint8_t *)last - it->buf) : 0;
 
-		p->c[TALLY_C_PARSE_FAILURES]++;
+		if (st == CUPTI_ERROR_INVALID_KIND && flush_start &&
+		    it->delivered_at >= flush_start)
+			p->c[TALLY_C_INCOMPLETE_AT_CLOSE]++;
+		else
+			p->c[TALLY_C_PARSE_FAILURES]++;
 		p->c[TALLY_C_PARSE_BYTES_LOST] += it->valid > at ? it->valid - at : 0;
 	}
 	if (flush_start && it->delivered_at >= flush_start) {

@@ -859,6 +859,11 @@ static void flush_forced(void *arg)
 	cupti_tracer_flush(arg, true);
 }
 
+static void window_off(void *arg)
+{
+	cupti_tracer_window(arg, false);
+}
+
 static void finalize_cupti(void *arg)
 {
 	cupti_tracer_teardown(arg);
@@ -876,15 +881,15 @@ static void wait_until_closed(struct session *s, uint64_t max_ns)
 	}
 }
 
-/* CUPTI's part of the close, bounded by the watchdog; false if it hung. */
-static bool close_cupti(struct session *s)
+/* A part of the close that calls CUPTI, bounded by the watchdog; false if it hung. */
+static bool bounded_cupti(struct session *s, void (*fn)(void *))
 {
 	uint64_t timeout = s->cfg.flush_timeout_ns;
 
-	if (!cupti_tracer_on(&s->tracer) || run_bounded(flush_forced, &s->tracer, timeout))
+	if (!cupti_tracer_on(&s->tracer) || run_bounded(fn, &s->tracer, timeout))
 		return true;
 	tally_pipeline_watchdog_fired();
-	tally_log_user("CUPTI's flush did not return in %llu ms; closing without it",
+	tally_log_user("CUPTI did not return in %llu ms (the close's flush); closing without it",
 		       (unsigned long long)(timeout / 1000000));
 	return false;
 }
@@ -915,9 +920,14 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 
 	tally_pipeline_flush_begin(path, signo);
 	tally_sampler_stop(); /* what it holds reaches the pipeline before the pipeline stops */
+	/* No new activity from here on: a thread a signal interrupted is let go when the close
+	 * outlasts its wait (the GPU metrics' stop can), and what it does then must not be in a
+	 * buffer the forced flush hands over half-written (an incomplete record, on which CUPTI's
+	 * walk stops: parse_failures at SIGTERM with --gpu-metrics on the H100). */
+	flushed = bounded_cupti(s, window_off);
 	sampler_done = stop_metrics(s, NULL);
 	atomic_fetch_add_explicit(&s->close_steps, 1, memory_order_relaxed);
-	flushed = close_cupti(s) && sampler_done;
+	flushed = flushed && bounded_cupti(s, flush_forced) && sampler_done;
 	atomic_fetch_add_explicit(&s->close_steps, 1, memory_order_relaxed);
 	nvtx_flush_all();
 	tally_pipeline_stop(&rep);
