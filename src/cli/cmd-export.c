@@ -161,7 +161,9 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 
 		fprintf(stderr, "%s: %" PRIu64 " records -> %" PRIu64 " %s in %s (%.2f s): %s\n",
 			tally_progname, st.records, st.events,
-			x->e == &export_chrome || x->e == &export_perfetto ? "events" : "rows",
+			x->e == &export_chrome || x->e == &export_perfetto || x->e == &export_kineto
+			    ? "events"
+			    : "rows",
 			x->o.output, s, set.complete ? "COMPLETE" : "INCOMPLETE");
 	}
 	if (x->e == &export_chrome)

@@ -14,7 +14,8 @@ const struct exporter *const export_formats[] = {&export_chrome,
 #ifdef TALLY_HAVE_PROTOBUF_C
 						 &export_perfetto,
 #endif
-						 &export_sqlite, &export_csv, NULL};
+						 &export_sqlite,   &export_csv,
+						 &export_kineto,   NULL};
 
 const struct exporter *export_find(const char *name)
 {
