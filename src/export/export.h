@@ -50,6 +50,9 @@ struct exporter {
 extern const struct exporter export_chrome, export_perfetto, export_sqlite, export_csv,
     export_kineto;
 const struct exporter *export_find(const char *name);
+/* The exporter an output's file name asks for (.json chrome, .pftrace perfetto, .sqlite/.db
+ * sqlite), NULL when the name says none or that format is not built in. */
+const struct exporter *export_for_output(const char *path);
 extern const struct exporter *const export_formats[];
 
 /*
