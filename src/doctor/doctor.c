@@ -46,6 +46,7 @@ static const struct doctor_check checks[] = {
     {"tool.cupti", "tool", true, true, check_tool_cupti},
     {"tool.versions", "tool", true, true, check_tool_versions},
     {"tool.subscriber", "tool", true, false, check_tool_subscriber},
+    {"tool.injection", "tool", true, true, check_tool_injection},
     {"perf.paranoid", "perf", false, false, check_perf_paranoid},
     {"perf.caps", "perf", false, false, check_perf_caps},
     {"perf.seccomp", "perf", false, false, check_perf_seccomp},
