@@ -85,6 +85,16 @@ bool tally_doctor_check_blocks(const char *id)
 	return false;
 }
 
+const char *tally_doctor_blocking_check(size_t i)
+{
+	size_t k;
+
+	for (k = 0; k < NCHECKS; k++)
+		if (checks[k].blocks && i-- == 0)
+			return checks[k].id;
+	return NULL;
+}
+
 static void run_one(struct doctor_ctx *ctx, const struct doctor_check *c,
 		    struct tally_doctor_finding *f)
 {
