@@ -16,8 +16,8 @@
 
 #include "internal.h"
 
-#define ELF_SCAN_MAX (64u << 20) /* section tables and symbols read at most: a bound, not a need   \
-				  */
+/* The most of a symbol or string table read: a bound on a hostile file, not a need. */
+#define ELF_SCAN_MAX (64u << 20)
 
 /* Read exactly len bytes at off (0 or -errno; -ENOEXEC past the end). */
 static int read_at(int fd, void *buf, size_t len, uint64_t off, uint64_t size)
