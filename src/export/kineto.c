@@ -11,8 +11,9 @@
  *   (HTA joins a launch to its kernel by it) and args.cbid; an ac2g flow from each launch to the
  *   work it launched; NVTX ranges as user_annotation;
  * - distributedInfo (rank, world_size from the job) at the top of each file, where HTA finds the
- *   rank; deviceProperties, the verdict and the loss windows at the end ("tally"), loss windows
- *   also as tally_loss slices on the process (never on a stream: HTA would count them as work).
+ *   rank; deviceProperties, and the verdict and loss of the file's sections at the end ("tally"),
+ *   loss windows also as tally_loss slices on the process (never on a stream: HTA would count
+ *   them as work).
  *
  * Times are whole microseconds, as HTA wants them: it rounds fractional ones (start up, end
  * down), which makes a kernel shorter than a microsecond last a negative time and breaks its
@@ -32,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -53,6 +55,7 @@ struct kfile {
 	bool any;	    /* an event written (the separator) */
 	unsigned sections;  /* sections put in it so far */
 	unsigned first;	    /* index of its first section (its name) */
+	unsigned last;	    /* its last section so far: the chain goes on through ksec.next */
 	int64_t world_size; /* from the job, -1 unknown */
 };
 
@@ -60,6 +63,7 @@ struct ksec {
 	uint32_t file;	    /* index in files */
 	uint32_t pid;	    /* the process's own pid */
 	uint64_t corr_base; /* added to correlation ids */
+	unsigned next;	    /* the next section of its file, UINT_MAX none */
 	struct esc_names names;
 	bool seen; /* on_section ran */
 };
@@ -238,7 +242,11 @@ static int on_section(void *ctx, struct report_section *rs)
 	ks->seen = true;
 	ks->file = fi;
 	ks->pid = (uint32_t)rs->s->pid;
-	ks->corr_base = (uint64_t)k->files[fi].sections++ << 32;
+	ks->corr_base = (uint64_t)k->files[fi].sections << 32;
+	ks->next = UINT_MAX;
+	if (k->files[fi].sections++)
+		k->secs[k->files[fi].last].next = rs->index;
+	k->files[fi].last = rs->index;
 	if (k->files[fi].world_size < 0)
 		k->files[fi].world_size =
 		    var_number(rs->s->world_size) == NO_RANK ? -1 : var_number(rs->s->world_size);
@@ -552,21 +560,25 @@ static int trailer(struct kineto *k, struct report_set *set, uint32_t fi)
 	fputs("\n],\n\"deviceProperties\": ", f->f);
 	tally_json_init(&j, f->f, false);
 	tally_json_array_begin(&j);
-	for (i = 0; i < set->nsections && i < k->nsecs; i++)
-		if (k->secs[i].seen && k->secs[i].file == fi) {
-			device_props(&j, &taken, set->sections[i]->s);
-			complete &= set->sections[i]->verdict.complete;
-		}
+	for (i = f->first; i < set->nsections && i < k->nsecs; i = k->secs[i].next) {
+		device_props(&j, &taken, set->sections[i]->s);
+		complete &= set->sections[i]->verdict.complete;
+	}
 	tally_json_array_end(&j);
 	report_section_label(set->sections[f->first], label, sizeof(label));
 	fputs(",\n\"traceName\": ", f->f);
 	tally_json_init(&j, f->f, false);
 	tally_json_string(&j, label);
 	fputs(",\n\"displayTimeUnit\": \"ms\",\n\"tally\": ", f->f);
+	/* this file's sections only: a file per rank must not cost the whole job's loss */
 	tally_json_init(&j, f->f, false);
 	tally_json_object_begin(&j);
 	tally_json_field_string(&j, "tally_verdict", complete ? "COMPLETE" : "INCOMPLETE");
-	report_loss_json(&j, set);
+	tally_json_name(&j, "sections");
+	tally_json_array_begin(&j);
+	for (i = f->first; i < set->nsections && i < k->nsecs; i = k->secs[i].next)
+		report_loss_section_json(&j, set->sections[i]);
+	tally_json_array_end(&j);
 	tally_json_object_end(&j);
 	fputs("}\n", f->f);
 	return ferror(f->f) ? -EIO : 0;
