@@ -16,6 +16,8 @@
 # - deviceProperties naming the devices; loss windows as tally_loss slices with no stream, and the
 #   verdict under "tally"; a process with no rank numbered after the highest; --force removes the
 #   rank files of an earlier export that this one did not write.
+# And tally export without --format takes it from -o's name (.json chrome, .sqlite/.db sqlite);
+# a name that says none is a usage error naming the formats.
 # Usage: test-kineto.sh TALLY TESTSRC
 set -u
 TALLY=$1 TESTSRC=$2
@@ -89,4 +91,16 @@ check k "sorted(os.listdir(d)) == ['rank-0.json', 'rank-1.json', 'rank-2.json'] 
 expect_rc "export -f kineto --force, one rank" 0 "$TALLY" export -q -f kineto --force -o "$T/k" "$T/job/rank1.tally"
 check k "sorted(os.listdir(d)) == ['rank-1.json']"
 
+# the format from -o's name when --format is absent
+expect_rc "export -o x.json (no -f)" 0 "$TALLY" export -q -o "$T/x.json" "$T/job/rank0.tally"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["traceEvents"] and d["otherData"]["tally_verdict"] else 1)' "$T/x.json" &&
+	ok "x.json is Chrome JSON" || bad "x.json is not Chrome JSON"
+for ext in sqlite db; do
+	expect_rc "export -o x.$ext (no -f)" 0 "$TALLY" export -q -o "$T/x.$ext" "$T/job/rank0.tally"
+	[ "$(head -c 15 "$T/x.$ext")" = "SQLite format 3" ] && ok "x.$ext is a SQLite database" || bad "x.$ext is not SQLite"
+done
+expect_rc "export -o x.txt (no -f): usage" 2 "$TALLY" export -q -o "$T/x.txt" "$T/job/rank0.tally"
+grep -q "does not name one (.json, .pftrace, .sqlite, .db): --format" "$T/err" && [ ! -e "$T/x.txt" ] &&
+	ok "x.txt: refused, the formats named, nothing written" || bad "x.txt: $(cat "$T/err")"
+expect_rc "export -o DIR (no -f): usage" 2 "$TALLY" export -q -o "$T/somedir" "$T/job/rank0.tally"
 finish test-kineto
