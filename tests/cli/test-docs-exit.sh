@@ -8,6 +8,7 @@
 # - on every page, a sentence that gives the exit of an output refused for existing (without
 #   --force) gives the code the exit table gives it (report.md said 4 for it, and 2; it is 2),
 #   and that code is the one the command returns.
+# - the README leads with the two commands and reading a trace in three minutes, in order.
 # Usage: test-docs-exit.sh TALLY SRCDIR
 set -u
 TALLY=$1 SRC=$2
@@ -81,4 +82,16 @@ print("    table:", table, "sentences:", said, "returned:", rc)
 sys.exit(0 if table == [rc] and all(n == rc for n in said) else 1)
 PY
 done
+# the README leads with the two commands and how to read a trace: check, the diagnosis,
+# gpu_idle_why, the page, in that order (its two commands once started at line 47 of 549)
+python3 - "$SRC/README.md" <<'PY' && ok "README: the two commands within its first 40 lines, then 'Reading a trace in three minutes' in order" || bad "README: the lead (above)"
+import re, sys
+lines = open(sys.argv[1]).read().split("\n")
+first_sh = lines.index("```sh") if "```sh" in lines else 10**6
+sec = "\n".join(lines).split("## Reading a trace in three minutes", 1)
+order = [sec[1].find(w) for w in ("tally check", "-r diagnosis", "gpu_idle_why", "tally report")] if len(sec) == 2 else []
+print("    first sh block at line", first_sh + 1, "; order", order, "; lines", len(lines))
+sys.exit(0 if first_sh < 40 and lines[first_sh + 1].startswith("scripts/demo.sh") and order and
+         all(o >= 0 for o in order) and order == sorted(order) and len(lines) < 400 else 1)
+PY
 finish test-docs-exit

@@ -83,8 +83,11 @@ PY
 	fi
 }
 
-# the recipe's first line, on the host in the directory mounted as /work
-(cd "$W" && mkdir -p traces)
+# the recipe's first line, on the host in the directory mounted as /work: taken from the README's
+# block of way 1, so that a recipe that forgets it fails here as it fails its reader
+mk=$(sed -n '/^## 1\./,/^## 2\./p' "$SRC/examples/docker/README.md" | grep -m1 '^mkdir -p traces$')
+[ -n "$mk" ] && ok "the recipe makes its traces directory before the run: $mk" || bad "the recipe never makes its traces directory"
+(cd "$W" && sh -c "$mk")
 
 # 1. the doctor inside, output on the volume
 recipe "$IMG" /opt/tally/bin/tally doctor --json -o /work/traces/ >"$T/doctor.json" 2>"$T/doctor.err"
