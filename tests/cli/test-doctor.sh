@@ -117,7 +117,8 @@ expect_rc "LD_PRELOAD naming a missing libtally blocks" 1 env -i PATH=/usr/bin:/
 	LD_PRELOAD="/lib/x.so:/gone/lib/tally/libtally.so" "$TALLY" doctor --json
 check "tool.injection fails on the LD_PRELOAD entry" "c['tool.injection']['status'] == 'fail' and '/gone/lib/tally/libtally.so: No such file' in c['tool.injection']['value']"
 if [ -f "$COLL" ]; then
-	any "the built collector" env -i PATH=/usr/bin:/bin CUDA_INJECTION64_PATH="$COLL" LD_PRELOAD="$COLL" "$TALLY" doctor --json
+	# (not through LD_PRELOAD, which would load it into the doctor itself)
+	any "the built collector" env -i PATH=/usr/bin:/bin CUDA_INJECTION64_PATH="$COLL" NVTX_INJECTION64_PATH="$COLL" "$TALLY" doctor --json
 	check "tool.injection ok for the built collector" "c['tool.injection']['status'] == 'ok' and c['tool.injection']['value'].startswith('2 path')"
 else
 	skipped "no built collector at $COLL"
