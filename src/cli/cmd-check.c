@@ -59,6 +59,7 @@ static const char *chunk_type_name(unsigned type)
 	    [TALLY_CHUNK_DROPS] = "DROPS",
 	    [TALLY_CHUNK_THREADS] = "THREADS",
 	    [TALLY_CHUNK_GPU_METRICS] = "GPU_METRICS",
+	    [TALLY_CHUNK_SYMBOLS] = "SYMBOLS",
 	};
 
 	return type < TALLY_CHUNK_TYPE_MAX && names[type] ? names[type] : "unknown";
