@@ -177,7 +177,10 @@ grep -q "native frames named before the time ran out" "$T/cut.err" &&
 	ok "cut short: tally record says so, and the trace's reader too" ||
 	bad "cut short not said: record: $(cat "$T/cut.err"); stats: $(cat "$T/cut.csv.err")"
 [ "$(chunks "$T/cut.tally")" = 1 ] && "$TALLY" check -q "$T/cut.tally" >/dev/null &&
-	ok "cut short: the trace still gets its SYMBOLS chunk, and stays COMPLETE" || bad "cut trace"
+	"$TALLY" check "$T/cut.tally" | grep -q "^  symbols   native frames named when recorded: 0 of [1-9].*cut: the time ran out" &&
+	"$TALLY" check "$T/named.tally" | grep -q "^  symbols   .*, complete;" &&
+	ok "cut short: the trace gets its SYMBOLS chunk saying so (tally check), and stays COMPLETE" ||
+	bad "cut trace: $("$TALLY" check "$T/cut.tally" | grep symbols)"
 "$TALLY" stats --symfs "$T/nonexistent" "$T/plain.tally" >/dev/null 2>"$T/symfs.err"
 [ $? -eq 2 ] && grep -q "not a directory" "$T/symfs.err" && ok "--symfs of no directory: usage error" ||
 	bad "--symfs nonexistent: $(cat "$T/symfs.err")"
