@@ -276,7 +276,7 @@ void cli_warn_symbolizer_missing(void)
 	struct report_symbols_said said;
 
 	report_symbols_say(&said);
-	if (why && said.frames_recorded == 0)
+	if (why)
 		cli_warn(
 		    "native frames are named from the ELF symbol tables, without file:line (or "
 		    "module+0xoffset where no symbol holds them): %s; install libdw1 (elfutils) "

@@ -602,21 +602,21 @@ static void name_native_frames(const struct collect_opts *c, const struct record
 		return;
 	for (i = 0; i < run->nfiles; i++) {
 		const char *path = run->files[i].path;
+		bool gone = process_gone(&run->files[i]);
 
-		if (!process_gone(&run->files[i]) ||
+		if (!gone)
+			snprintf(err, sizeof(err), "%s: its process is still running", path);
+		if (!gone ||
 		    report_symbolize_trace(path, deadline, bound, &told_to_stop, &res, err,
-					   sizeof(err)) < 0) {
-			if (!process_gone(&run->files[i]))
-				snprintf(err, sizeof(err), "%s: its process is still running",
-					 path);
+					   sizeof(err)) < 0 ||
+		    (res.skipped && !res.no_frames))
 			cli_warn("native frames not named: %s", cli_text(err));
-		} else if (!res.skipped && res.state != TALLY_SYMBOLS_COMPLETE) {
+		else if (!res.skipped && res.state != TALLY_SYMBOLS_COMPLETE)
 			cli_warn(
 			    "%s: %" PRIu64 " of %" PRIu64 " native frames named before %s; the "
 			    "trace says so (TALLY_SYMBOLS_TIMEOUT gives more time)",
 			    cli_text(path), res.named, res.frames,
 			    res.state == TALLY_SYMBOLS_CUT ? "the time ran out" : "a signal came");
-		}
 	}
 }
 

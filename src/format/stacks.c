@@ -482,7 +482,7 @@ bool tally_symbols_parse(struct tally_stack_tables *t, const uint8_t *p, size_t 
 		struct tally_symbol *y = &t->symbols[i];
 		uint64_t delta = tally_cur_varint(&c);
 
-		frame += delta;
+		frame += delta > MAX_TABLE_IDS ? MAX_TABLE_IDS + 1 : delta; /* no wrap past 2^64 */
 		y->flags = (uint8_t)tally_cur_varint(&c);
 		y->line = (uint32_t)tally_cur_varint(&c);
 		y->func = take_string(&c);

@@ -412,7 +412,6 @@ static void native_label(struct report_section *rs, uint32_t frame_id, const str
 		said.sections_cut++;
 	}
 	if (y && *y->func) { /* named where it was recorded */
-		said.frames_recorded++;
 		name_label(y->func, y->file, y->line, m ? base_name(m->path) : "?",
 			   y->flags & TALLY_SYMF_UNVERIFIED, out, len);
 		return;

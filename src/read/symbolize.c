@@ -185,6 +185,7 @@ int report_symbolize_trace(const char *path, uint64_t deadline_ns, uint64_t boun
 	}
 	name_frames(s, deadline_ns, stop, &entries, res);
 	if (!res->frames) { /* nothing to name: the trace stays as it was */
+		res->no_frames = true;
 		tally_file_close(f);
 		tally_buf_fini(&entries);
 		return say(err, errlen, 0, path, "no native frames");

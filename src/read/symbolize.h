@@ -32,6 +32,7 @@ struct report_symbolized {
 	uint64_t spent_ns;
 	unsigned state; /* enum tally_symbols_state */
 	bool skipped;	/* nothing written (why: the error text) */
+	bool no_frames; /* skipped: the trace has no native frame to name */
 };
 
 /*

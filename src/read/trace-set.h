@@ -201,7 +201,6 @@ const char *report_symbolizer_missing(void);
 void report_symfs_set(const char *dir);
 /* How the native frames labelled so far (by this process) were named, for the readers' warning. */
 struct report_symbols_said {
-	uint64_t frames_recorded;    /* as tally record named them on the recording machine */
 	uint64_t frames_unverified;  /* from files the trace could not check (no build ID) */
 	uint64_t frames_other_build; /* left module+0xoffset: the files here are other builds */
 	uint64_t sections_cut;	     /* traces whose naming at record time was cut short */

@@ -290,6 +290,18 @@ static void test_symbols_chunk(void **state)
 	tally_buf_reset(&p);
 	tally_symbols_payload(&p, 1000, &e, &info); /* more entries than the bytes hold */
 	assert_false(tally_symbols_parse(&t, p.data, p.len));
+	/* a delta that wraps past 2^64 to an id below the one before */
+	tally_buf_reset(&e);
+	tally_buf_reset(&p);
+	for (int i = 0; i < 2; i++) {
+		tally_buf_put_varint(&e, i ? UINT64_MAX - 2 : 5);
+		tally_buf_put_varint(&e, 0);
+		tally_buf_put_varint(&e, 0);
+		tally_buf_put_str(&e, "f");
+		tally_buf_put_str(&e, "");
+	}
+	tally_symbols_payload(&p, 2, &e, &info);
+	assert_false(tally_symbols_parse(&t, p.data, p.len));
 	tally_stack_tables_fini(&t);
 	tally_buf_fini(&e);
 	tally_buf_fini(&p);
