@@ -227,6 +227,10 @@ static int describe_new(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!path || !*path) { /* the main program: its file even when it was replaced or removed */
 		len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 		exe[len > 0 ? len : 0] = 0;
+		/* replaced (an install renames a new build over it): the kernel says "PATH
+		 * (deleted)"; the path is the program's, and the build ID says which build ran */
+		if (len > 10 && strcmp(exe + len - 10, " (deleted)") == 0)
+			exe[len - 10] = 0;
 		path = exe;
 		if (stat("/proc/self/exe", &st) == 0)
 			facts.file_size = (uint64_t)st.st_size;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "elfsyms.h"
+#include "grow.h"
 #include "pathmap.h"
 #include "trace-set.h"
 
@@ -36,7 +37,7 @@ struct chosen {
 };
 
 static struct chosen *chosen;
-static size_t nchosen;
+static size_t nchosen, chosen_cap;
 static const char *symfs;
 
 void report_symfs_set(const char *dir)
@@ -134,7 +135,6 @@ struct modfile modfile_find(const struct tally_module *m)
 	char hex[2 * TALLY_BUILD_ID_MAX + 1], *key;
 	struct modfile r = {MODFILE_NONE, NULL};
 	size_t len = strlen(m->path) + sizeof(hex) + 48, i;
-	struct chosen *grown;
 
 	tally_build_id_hex(m->build_id, m->build_id_len, hex);
 	if (!(key = malloc(len)))
@@ -146,12 +146,10 @@ struct modfile modfile_find(const struct tally_module *m)
 		free(key);
 		return (struct modfile){chosen[i].verdict, chosen[i].path};
 	}
-	grown = realloc(chosen, (nchosen + 1) * sizeof(*chosen));
-	if (!grown) {
+	if (!tally_grow_in((void **)&chosen, &chosen_cap, nchosen + 1, sizeof(*chosen))) {
 		free(key);
 		return r;
 	}
-	chosen = grown;
 	i = nchosen++;
 	chosen[i] = (struct chosen){.key = key};
 	choose(m, &chosen[i]);

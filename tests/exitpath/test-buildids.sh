@@ -55,6 +55,23 @@ python3 "$HERE/check-sampling.py" native "$T/plain.dump" "$APP" crunch \
 	"$(sed -n 's/^crunch_cpu_ns //p' "$T/plain.out")" duration ||
 	bad "the samples of build 1 are not in crunch (nothing below proves anything)"
 
+# replaced while it runs (by a rename, as an install does): tally record, naming after the run,
+# finds another build at the path, and names none of the program's frames from it
+env "$TALLY" record --sample native -o "$T/swapped.tally" -- "$APP" 1500 >"$T/swapped.out" 2>"$T/swapped.err" &
+rpid=$!
+n=0
+while [ ! -s "$T/swapped.tally" ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
+cp "$B2" "$T/app/.prog.new" && mv "$T/app/.prog.new" "$APP"
+wait $rpid || bad "swapped: record exit $?"
+"$TALLY" check "$T/swapped.tally" | grep -q "^  symbols   .*, complete; modules of another build by then 1," &&
+	ok "the program replaced while it ran: tally record says its file was another build by then" ||
+	bad "replaced while running: $("$TALLY" check "$T/swapped.tally" | grep symbols)"
+"$TALLY" stats -r cpu_sample_sum -f csv "$T/swapped.tally" 2>/dev/null >"$T/swapped.csv"
+grep -q ",native,function,prog+0x[0-9a-f]* (build differs)" "$T/swapped.csv" &&
+	! grep -Eq ",native,function,(crunch|decoy_first|decoy_second|main) \(" "$T/swapped.csv" &&
+	ok "and its frames read prog+0x... (build differs), named after no function of either build" ||
+	bad "replaced while running: $(grep ',native,function,' "$T/swapped.csv" | head -n 3)"
+
 cp "$B2" "$APP" # the program file replaced by another build
 
 # stats_csv TRACE OUT [OPTIONS...]: cpu_sample_sum as CSV, stderr in OUT.err
