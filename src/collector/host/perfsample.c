@@ -47,6 +47,7 @@
 
 struct ring {
 	int fd;
+	uint64_t id; /* its event's id: the ring's owner is looked at to know the events are ours */
 	struct perf_event_mmap_page *meta;
 	uint8_t *data;
 	size_t size;
@@ -67,13 +68,18 @@ static long perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
 	return syscall(SYS_perf_event_open, a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC);
 }
 
-/* Does event i's number still name that event?  (The program may have closed it, and opened
+/* Does fd still name the event with this id?  (The program may have closed it, and opened
  * something else there.) */
+static bool is_event(int fd, uint64_t id)
+{
+	uint64_t got = 0;
+
+	return fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ID, &got) == 0 && got == id;
+}
+
 static bool event_ours(unsigned i)
 {
-	uint64_t id = 0;
-
-	return ioctl(pe.fds[i], PERF_EVENT_IOC_ID, &id) == 0 && id == pe.ids[i];
+	return is_event(pe.fds[i], pe.ids[i]);
 }
 
 static void attr_for(struct perf_event_attr *a, unsigned rate_hz, unsigned depth, bool inherit)
@@ -126,8 +132,8 @@ bool tally_perf_probe(char *why, size_t len)
 	return false;
 }
 
-/* The ring of cpu, made by mapping fd (the first event on that CPU). */
-static struct ring *ring_of(int cpu, int fd, bool *made)
+/* The ring of cpu, made by mapping fd (the first event on that CPU, whose id is id). */
+static struct ring *ring_of(int cpu, int fd, uint64_t id, bool *made)
 {
 	struct ring *r = &pe.rings[cpu];
 	size_t len = (1 + DATA_PAGES) * pe.page;
@@ -140,6 +146,7 @@ static struct ring *ring_of(int cpu, int fd, bool *made)
 	if (m == MAP_FAILED)
 		return NULL;
 	r->fd = fd;
+	r->id = id;
 	r->meta = m;
 	r->data = (uint8_t *)m + pe.page;
 	r->size = DATA_PAGES * pe.page;
@@ -165,13 +172,13 @@ static unsigned open_thread(pid_t tid, unsigned ncpu, struct perf_event_attr *a,
 			continue;
 		}
 		fd = tally_fd_high((int)fd);
-		r = ring_of((int)cpu, (int)fd, &made);
-		if (!r || (!made && ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0)) {
+		if (ioctl((int)fd, PERF_EVENT_IOC_ID, &pe.ids[pe.nfds]) < 0) {
 			*err = errno;
 			close((int)fd);
 			continue;
 		}
-		if (ioctl((int)fd, PERF_EVENT_IOC_ID, &pe.ids[pe.nfds]) < 0) {
+		r = ring_of((int)cpu, (int)fd, pe.ids[pe.nfds], &made);
+		if (!r || (!made && ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0)) {
 			*err = errno;
 			close((int)fd);
 			continue;
@@ -348,12 +355,16 @@ void tally_perf_enable(bool on)
 				    0);
 }
 
+/* The rings' owners only, one event a CPU: a program that closes descriptors it does not know
+ * closes them all (looking at every event, thousands on a large machine, every 100 ms would cost
+ * the sampler more than its sampling); each event is still looked at before any use. */
 unsigned tally_perf_lost(void)
 {
-	unsigned i, n = 0;
+	unsigned cpu, n = 0;
 
-	for (i = 0; pe.fds && i < pe.nfds; i++)
-		n += !event_ours(i);
+	for (cpu = 0; pe.rings && cpu < pe.ncpu; cpu++)
+		if (pe.rings[cpu].meta)
+			n += !is_event(pe.rings[cpu].fd, pe.rings[cpu].id);
 	return n;
 }
 

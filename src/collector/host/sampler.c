@@ -260,8 +260,8 @@ static void perf_keep(void)
 	tally_pipeline_count(TALLY_C_SAMPLE_STALLS, 1);
 	tally_pipeline_fd_event(rc == 0);
 	snprintf(text, sizeof(text),
-		 "the program closed %u of tally's perf event descriptors: native sampling of "
-		 "their threads stopped until the next look (at most 100 ms)%s%s",
+		 "the program closed tally's perf event descriptors (%u of its per-CPU rings' "
+		 "owners): native sampling stopped until the next look (at most 100 ms)%s%s",
 		 lost, rc == 0 ? "; the events were opened again" : ", and now for good: ",
 		 rc == 0 ? "" : why);
 	tally_pipeline_note(rc == 0 ? TALLY_NOTE_WARNING : TALLY_NOTE_ERROR, "perf-descriptors",

@@ -162,8 +162,9 @@ static void remember(struct unwind_cache *cache, uintptr_t frame, int max, const
 #endif
 }
 
-/* The walk itself, marked for the timer's handler (which must not walk inside it). */
-static void walk(struct walk *w)
+/* The walk itself, marked for the timer's handler (which must not walk inside it).  Inlined
+ * always: a frame of its own would be the first one the walk reports. */
+static inline __attribute__((always_inline)) void walk(struct walk *w)
 {
 	in_unwind = true;
 	atomic_signal_fence(memory_order_seq_cst);
