@@ -12,7 +12,9 @@
  *                      takes the lowest free number, and launches 100 x N more in 20 batches 50 ms
  *                      apart (tally writes meanwhile); prints "own_file_bytes B" at the end.
  *                      With FAKEHOSTILE_RENAME=PATH it renames PATH to PATH.moved once the
- *                      descriptors went (a program tidying its output directory)
+ *                      descriptors went (a program tidying its output directory); with
+ *                      FAKEHOSTILE_WAIT_CLAIM=FILE (a GPU-metrics lock file) it closes them only
+ *                      once FILE has been written (the sampler holds the device)
  *   stacks THREADS N   THREADS threads on PTHREAD_STACK_MIN stacks, each launching N times and
  *                      burning 300 ms of CPU (the timer's signal lands there); prints
  *                      "stack_min S", the launches, and "stack_used B": the most bytes of a
@@ -89,6 +91,18 @@ static void launched(unsigned n)
 
 /* ---- fds ------------------------------------------------------------------------------------ */
 
+/* With FAKEHOSTILE_WAIT_CLAIM=FILE, wait (5 s at most) until FILE has been written: each case
+ * has a directory of its own, so the claim is this process's. */
+static void wait_claim(void)
+{
+	const char *path = getenv("FAKEHOSTILE_WAIT_CLAIM");
+	struct stat st;
+	int i;
+
+	for (i = 0; path && i < 500 && (stat(path, &st) != 0 || st.st_size == 0); i++)
+		sleep_ms(10);
+}
+
 static int fd_limit(void)
 {
 	struct rlimit rl;
@@ -130,6 +144,7 @@ static int mode_fds(const char *how, unsigned n)
 	if (!path)
 		return 2;
 	launched(n);
+	wait_claim();
 	if (strcmp(how, "closerange") == 0) {
 		if (syscall(SYS_close_range, 3u, ~0u, 0) < 0)
 			for (i = 3; i < fd_limit(); i++)
