@@ -376,13 +376,16 @@ static bool place_slowly(const void *rec, size_t size, long us)
 /* Place one record in this thread's buffer, as CUPTI does: drop and count if refused. */
 static void place(const void *rec, size_t size)
 {
-	static long record_us = -1;
+	static _Atomic long record_us = -1;
+	long us = atomic_load_explicit(&record_us, memory_order_relaxed);
 	struct fake_thread *t;
 
-	if (record_us < 0)
-		record_us = getenv("FAKECUPTI_RECORD_US") ? atol(getenv("FAKECUPTI_RECORD_US")) : 0;
-	if (record_us > 0) {
-		if (!place_slowly(rec, size, record_us))
+	if (us < 0) {
+		us = getenv("FAKECUPTI_RECORD_US") ? atol(getenv("FAKECUPTI_RECORD_US")) : 0;
+		atomic_store_explicit(&record_us, us, memory_order_relaxed);
+	}
+	if (us > 0) {
+		if (!place_slowly(rec, size, us))
 			atomic_fetch_add(&dropped, 1);
 		return;
 	}
