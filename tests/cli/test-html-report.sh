@@ -62,7 +62,7 @@ for trace in "$SRC"/data/*.tally; do
 	check_page "$(basename "$trace" .tally)" "$trace"
 done
 
-# The host (tests/data/host.tally, made as tests/support/testsrc.h's --host says): under the GPU
+# The host (tests/data/gen-host.tally, made as tests/support/testsrc.h's --host says): under the GPU
 # lanes, samples of its three threads and the waits of the two that block (MainThread's
 # clock_nanosleep, loader's pthread_cond_timedwait; pt_main only computes); the one 150 ms gap
 # explained as host wait, with a row for each of them.
@@ -106,11 +106,11 @@ grep -q 'data-selftest="zoom=true pan=true brush=true"' "$T/self.dom" &&
 	grep -q '<pre id="tally-errors" hidden=""></pre>' "$T/self.dom" && ok "wheel, drag, shift+drag" ||
 	{ bad "mouse: $(grep -o 'data-selftest="[^"]*"' "$T/self.dom")"; grep -o '<pre id="tally-errors"[^<]*' "$T/self.dom"; }
 
-# GPU metrics (tests/data/metrics.tally: two devices, each with %, bytes/s and Hz metrics): a
+# GPU metrics (tests/data/gen-metrics.tally: two devices, each with %, bytes/s and Hz metrics): a
 # chart per device and unit under the busy curves, the summary as tally stats gives it, and the
 # gaps where an untraced process worked said to be active.
-"$TALLY" stats -r gpu_metrics_sum -f json -o "$T/metrics-sum.json" "$SRC/data/metrics.tally" 2>/dev/null
-check_page metrics-charts "$SRC/data/metrics.tally" --gpu-metrics "$T/metrics-sum.json" --metric-charts 6
+"$TALLY" stats -r gpu_metrics_sum -f json -o "$T/metrics-sum.json" "$SRC/data/gen-metrics.tally" 2>/dev/null
+check_page metrics-charts "$SRC/data/gen-metrics.tally" --gpu-metrics "$T/metrics-sum.json" --metric-charts 6
 grep -q 'SM Active above 0 in [^<]* of the idle stretches drawn: other work ran' "$T/metrics-charts.dom" &&
 	ok "metrics: gaps with SM Active above 0 said to have had other work" ||
 	bad "metrics: the busy chart's title says nothing of the active gaps"
@@ -177,6 +177,6 @@ fi
 echo "not a trace" >"$T/junk.tally"
 "$TALLY" report -q --force -o "$T/junk.html" "$T/junk.tally" 2>/dev/null; rc=$?
 [ "$rc" -eq 3 ] && [ ! -e "$T/junk.html" ] && ok "not a trace: exit 3, no page" || bad "junk: exit $rc"
-"$TALLY" report -q --force --strict -o "$T/l.html" "$SRC/data/lossy.tally" 2>/dev/null; rc=$?
+"$TALLY" report -q --force --strict -o "$T/l.html" "$SRC/data/gen-lossy.tally" 2>/dev/null; rc=$?
 [ "$rc" -eq 1 ] && [ -s "$T/l.html" ] && ok "--strict: INCOMPLETE exits 1, page written" || bad "--strict: exit $rc"
 finish

@@ -1,6 +1,6 @@
 #!/bin/sh
 # gpu_idle_why, gpu_idle_breakdown, cpu_sample_sum and osrt_sum, and the host samples and blocking
-# calls of the Chrome export, on tests/data/host.tally, against what the CPU test source was told
+# calls of the Chrome export, on tests/data/gen-host.tally, against what the CPU test source was told
 # to make (tests/support/testsrc.h, "--host"): a 150 ms idle gap before launch 50; thread 2001
 # (MainThread) sampled every 1 ms from S0, on CPU at line 20 for its first 100 samples, waiting
 # at line 30 after; 2002 (loader) waiting at line 55; 2003 native, 4 stacks in turn, 0.5 ms after;
@@ -14,7 +14,7 @@ TALLY=$1 TESTSRC=$2 DUMP=$3 SRC=$4
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$(dirname "$0")/../lib.sh"
-HOST=$SRC/data/host.tally
+HOST=$SRC/data/gen-host.tally
 
 "$TALLY" stats -f json -r gpu_gaps,gpu_idle_why,gpu_idle_breakdown,cpu_sample_sum,osrt_sum \
 	-r cuda_api_trace "$HOST" >"$T/s.json" || bad "stats on host.tally"
@@ -140,10 +140,10 @@ while read -r verdict name; do
 done <"$T/checks.txt"
 [ -s "$T/checks.txt" ] || bad "the checks did not run"
 
-# ---- a trace of the real collector (tests/data/sampled.tally: tests/exitpath/sampling_gaps.py on
+# ---- a trace of the real collector (tests/data/standin-sampled.tally: tests/exitpath/sampling_gaps.py on
 # the stand-in CUPTI, Python sampling at 500 Hz, blocking calls): bursts of launches, then a sleep
 # at a known line; each gap it makes is host wait, spent in that sleep
-SAMPLED=$SRC/data/sampled.tally
+SAMPLED=$SRC/data/standin-sampled.tally
 if [ -e "$SAMPLED" ]; then
 	line=$(grep -n 'time.sleep(pause)' "$SRC/exitpath/sampling_gaps.py" | cut -d: -f1)
 	"$TALLY" stats -f json -r gpu_idle_why,gpu_idle_breakdown,diagnosis "$SAMPLED" >"$T/sampled.json" ||
@@ -183,7 +183,7 @@ PY
 	done <"$T/sampled.txt"
 	[ -s "$T/sampled.txt" ] || bad "sampled: the checks did not run"
 else
-	skipped "sampled: no tests/data/sampled.tally"
+	skipped "sampled: no tests/data/standin-sampled.tally"
 fi
 
 # ---- the diagnosis's cause on the test source's 150 ms gap, with host samples and without: the
