@@ -123,7 +123,7 @@ run "enospc: check" 1 5 256 "$TALLY" check "$T/enospc.tally"
 has "enospc: named" "ENOSPC" "$T/out"
 
 # ---- the same session twice is counted once --------------------------------------------------
-cp "$SRC/data/gen-tiny.tally" "$SRC/data/gen-lossy.tally" "$T/"
+cp "$SRC/data/gen-tiny.tally" "$T/tiny.tally" && cp "$SRC/data/gen-lossy.tally" "$T/lossy.tally"
 "$TALLY" stats -f json -r cuda_gpu_kern_sum "$T/tiny.tally" >"$T/one.json" 2>/dev/null
 run "same file twice" 0 10 256 "$TALLY" stats -f json -r cuda_gpu_kern_sum "$T/tiny.tally" \
 	"$T/tiny.tally"
