@@ -66,7 +66,7 @@ done
 # lanes, samples of its three threads and the waits of the two that block (MainThread's
 # clock_nanosleep, loader's pthread_cond_timedwait; pt_main only computes); the one 150 ms gap
 # explained as host wait, with a row for each of them.
-$PY - "$T/host.dom" >"$T/host.checks" <<'PY'
+$PY - "$T/gen-host.dom" >"$T/host.checks" <<'PY'
 import re, sys
 d = open(sys.argv[1]).read()
 m = re.search(r'id="tl-canvas"[^>]*data-rows="([^"]*)"', d)
