@@ -181,7 +181,7 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 	if (rc == 0)
 		rc = stats_finish(job->st, &job->set);
 	if (rc == 0)
-		rc = timeline_prepare(job->tl, &job->set);
+		rc = timeline_prepare(job->tl, &job->set, stats_time_base(job->st));
 	if (rc == 0 && gm_records(stats_gpu_metrics(job->st))) /* curves only where metrics are */
 		rc = timeline_metrics_prepare(job->tl);
 	return rc;

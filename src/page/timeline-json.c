@@ -549,8 +549,10 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, cons
 	size_t i;
 
 	tally_json_object_begin(j);
+	/* t0_ns is tally stats' time_base_ns: every time of the page counts from it */
 	tally_json_field_uint(j, "t0_ns", tl->t0);
 	tally_json_field_uint(j, "span_ns", tl->t1 - tl->t0);
+	tally_json_field_uint(j, "first_ns", tl->first - tl->t0);
 	tally_json_field_uint(j, "buckets", tl->nbuckets);
 	tally_json_field_double(j, "bucket_ns", tl->bucket_ns);
 	tally_json_field_uint(j, "window_buckets", tl->nbuckets / tl->nwindows);

@@ -271,7 +271,7 @@ static struct report_gpu_gaps *new_gaps(const struct timeline *tl)
 	return report_gpu_gaps_new(&o);
 }
 
-int timeline_prepare(struct timeline *tl, const struct report_set *set)
+int timeline_prepare(struct timeline *tl, const struct report_set *set, uint64_t origin)
 {
 	size_t i;
 
@@ -286,7 +286,10 @@ int timeline_prepare(struct timeline *tl, const struct report_set *set)
 			tl->t1 = ts->t_max;
 	}
 	if (tl->t0 == UINT64_MAX)
-		tl->t0 = tl->t1 = 0;
+		tl->t0 = tl->t1 = origin;
+	tl->first = tl->t0;
+	if (origin < tl->t0) /* the one origin of every output, before the first record or at it */
+		tl->t0 = origin;
 	tl->device_reserve = tl->pass1_devices.n;
 	if (tl->device_reserve > (TL_LANES_MAX - TL_LANE_TYPES) / 2)
 		tl->device_reserve = (TL_LANES_MAX - TL_LANE_TYPES) / 2;

@@ -83,7 +83,9 @@ struct timeline {
 	unsigned nwindows;     /* exact-event windows (each nbuckets / nwindows buckets) */
 	uint32_t window_cap;   /* events kept per window while counting */
 	uint64_t exact_budget; /* events written, at most */
-	uint64_t t0, t1;       /* aligned span of every timed record */
+	/* aligned: t0 the one time origin of every output (stats_time_base), at the first timed
+	 * record or before it; first the first record's start; t1 the last record's end */
+	uint64_t t0, first, t1;
 	double bucket_ns;
 	struct tl_section *secs;
 	size_t nsecs;
@@ -119,8 +121,9 @@ void timeline_free(struct timeline *tl);
 void timeline_pass1_ops(struct timeline *tl, struct report_scan_ops *ops, size_t inputs);
 /* The snapshot the page draws of a ledger (timeline-json.c names its counters). */
 void timeline_snap_of(const struct tally_ledger *l, struct tl_snap *s);
-/* Between the passes: fix the span, allocate per-section state. */
-int timeline_prepare(struct timeline *tl, const struct report_set *set);
+/* Between the passes: fix the span (from origin, stats_time_base, to the last record's end),
+ * allocate per-section state. */
+int timeline_prepare(struct timeline *tl, const struct report_set *set, uint64_t origin);
 /* Second pass: buckets and exact events. */
 void timeline_pass2_ops(struct timeline *tl, struct report_scan_ops *ops);
 

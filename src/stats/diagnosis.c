@@ -42,10 +42,10 @@ static const char *dur(uint64_t ns, char *buf, size_t len)
 	return buf;
 }
 
-/* Seconds since the set's base, for "where" lines. */
+/* Seconds since the one time origin of every output (stats_time_base), for "where" lines. */
 static double at_s(const struct diag_input *in, uint64_t t)
 {
-	return in->set->base && t >= in->set->base ? (double)(t - in->set->base) / 1e9 : 0;
+	return t >= in->base ? (double)(t - in->base) / 1e9 : -(double)(in->base - t) / 1e9;
 }
 
 static struct diag_finding *add(struct diag_finding *out, size_t *n, size_t cap, const char *rule)

@@ -45,6 +45,7 @@ struct diag_finding {
 /* What the rules read.  NULL members: that analysis did not run. */
 struct diag_input {
 	struct report_set *set;
+	uint64_t base; /* the time origin of "+N s" (stats_time_base) */
 	const struct bd_row *bd;
 	size_t nbd;
 	const struct launch_row *ln;

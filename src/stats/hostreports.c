@@ -15,53 +15,10 @@
 /* ---- aggregation ------------------------------------------------------------------------------
  */
 
-int host_reports_new(struct stats *st)
-{
-	struct report_idle_opts io = {st->req.gap_min_ns, st->req.kernel_wait_ns};
-
-	/* the diagnosis names the main cause of idle time (idle_cause): the classes, the stacks */
-	if (stats_wants(st, R_IDLE_WHY) || stats_wants(st, R_IDLE_BREAKDOWN) ||
-	    stats_wants(st, R_DIAGNOSIS)) {
-		if (!(st->idle = report_idle_new(&io)) ||
-		    !(st->why = idle_why_new(st->idle, stats_wants(st, R_IDLE_WHY))))
-			return -ENOMEM;
-	}
-	if (stats_wants(st, R_CPU_SAMPLE_SUM) && !(st->samples = sample_sum_new()))
-		return -ENOMEM;
-	return 0;
-}
-
-void host_reports_free(struct stats *st)
-{
-	free(st->bd_rows);
-	idle_why_free(st->why);
-	report_idle_free(st->idle);
-	sample_sum_free(st->samples);
-}
-
-int host_reports_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
-			 size_t n)
-{
-	if (st->idle &&
-	    (report_idle_add(st->idle, rs, r, n) < 0 || idle_why_add(st->why, rs, r, n) < 0))
-		return -ENOMEM;
-	return st->samples ? sample_sum_add(st->samples, rs, r, n) : 0;
-}
-
-int host_reports_section_end(struct stats *st, struct report_section *rs)
-{
-	if (st->idle &&
-	    (report_idle_section(st->idle, rs) < 0 || idle_why_section(st->why, rs) < 0))
-		return -ENOMEM;
-	return st->samples ? sample_sum_section(st->samples, rs) : 0;
-}
-
 static int bd_build(struct stats *st);
 
 int host_reports_finish(struct stats *st)
 {
-	if (st->samples && sample_sum_finish(st->samples) < 0)
-		return -ENOMEM;
 	return st->idle ? bd_build(st) : 0;
 }
 
@@ -73,13 +30,13 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static struct report_section *section_of(const struct host_view_ctx *x, unsigned sec)
+static struct report_section *section_of(const struct view_ctx *x, unsigned sec)
 {
 	return sec < x->set->nsections ? x->set->sections[sec] : NULL;
 }
 
 /* Relative to the earliest session start, as every Start (ns) of tally stats. */
-static void start_cell(const struct host_view_ctx *x, uint64_t t, struct report_cell *c)
+static void start_cell(const struct view_ctx *x, uint64_t t, struct report_cell *c)
 {
 	c->t = CELL_I64;
 	c->i = (int64_t)(t - x->st->base);
@@ -95,12 +52,14 @@ static const char *stack_text(struct report_section *rs, uint32_t stack)
 /* ---- gpu_idle_why ------------------------------------------------------------------------------
  */
 
-static const struct report_col why_cols[] = {
-    {"Gap", COL_U64},	 {"Start (ns)", COL_I64}, {"Duration (ns)", COL_U64},
-    {"PID", COL_U64},	 {"Device", COL_U64},	  {"Proof", COL_STR},
-    {"Class", COL_STR},	 {"Thread", COL_STR},	  {"What", COL_STR},
-    {"Count", COL_U64},	 {"Time (ns)", COL_U64},  {"Share (%)", COL_PCT},
-    {"Detail", COL_STR},
+const struct report_col cols_idle_why[] = {
+    {"Gap", COL_U64},		{"Start (ns)", COL_I64},
+    {"Duration (ns)", COL_U64}, {"PID", COL_U64},
+    {"Device", COL_U64},	{"Proof", COL_STR},
+    {"Class", COL_STR},		{"Thread", COL_STR},
+    {"What", COL_STR},		{"Count", COL_U64},
+    {"Time (ns)", COL_U64},	{"Share (%)", COL_PCT},
+    {"Detail", COL_STR},	{NULL},
 };
 
 static const char *const what_names[] = {
@@ -116,7 +75,7 @@ static const char *state_name(unsigned s)
 	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "state unknown";
 }
 
-static const char *gap_detail(const struct host_view_ctx *x, const struct report_idle_gap *g)
+static const char *gap_detail(const struct view_ctx *x, const struct report_idle_gap *g)
 {
 	static char buf[600];
 	size_t n = (size_t)snprintf(buf, sizeof(buf), "%s", g->why);
@@ -139,7 +98,7 @@ static const char *gap_detail(const struct host_view_ctx *x, const struct report
 	return buf;
 }
 
-static const char *row_detail(const struct host_view_ctx *x, struct report_section *rs,
+static const char *row_detail(const struct view_ctx *x, struct report_section *rs,
 			      const struct why_row *w, const struct report_idle_gap *g)
 {
 	static char buf[9000];
@@ -170,7 +129,7 @@ static const char *row_detail(const struct host_view_ctx *x, struct report_secti
 
 static void why_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct host_view_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	size_t n;
 	const struct why_row *w = idle_why_rows(x->st->why, &n) + row;
 	const struct report_idle_gap *g = report_idle_gaps(x->st->idle, &n) + w->gap;
@@ -221,11 +180,18 @@ static void why_cell(const void *ctx, size_t row, size_t col, struct report_cell
 
 /* ---- gpu_idle_breakdown --------------------------------------------------------------------- */
 
-static const struct report_col breakdown_cols[] = {
-    {"Rank", COL_STR},	   {"PID", COL_U64},	       {"Device", COL_U64},
-    {"Category", COL_STR}, {"Gaps", COL_U64},	       {"Idle Time (ns)", COL_U64},
-    {"Idle (%)", COL_PCT}, {"Unproven (ns)", COL_U64}, {"Samples", COL_U64},
+const struct report_col cols_idle_breakdown[] = {
+    {"Rank", COL_STR},
+    {"PID", COL_U64},
+    {"Device", COL_U64},
+    {"Category", COL_STR},
+    {"Gaps", COL_U64},
+    {"Idle Time (ns)", COL_U64},
+    {"Idle (%)", COL_PCT},
+    {"Unproven (ns)", COL_U64},
+    {"Samples", COL_U64},
     {"Stack", COL_STR},
+    {NULL},
 };
 
 /* A row: a class of a total, or (stack >= 0) a stack of its largest class. */
@@ -285,8 +251,8 @@ static uint64_t idle_sum(const struct report_idle_total *t)
 	return sum;
 }
 
-static void breakdown_stack_cell(const struct host_view_ctx *x, const struct why_stack *s,
-				 uint8_t cls, size_t col, struct report_cell *c)
+static void breakdown_stack_cell(const struct view_ctx *x, const struct why_stack *s, uint8_t cls,
+				 size_t col, struct report_cell *c)
 {
 	static char cat[64];
 	struct report_section *rs = section_of(x, s->section);
@@ -308,7 +274,7 @@ static void breakdown_stack_cell(const struct host_view_ctx *x, const struct why
 
 static void breakdown_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct host_view_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	const struct idle_bd_row *b = &x->st->bd_rows[row];
 	size_t n;
 	const struct report_idle_total *t = report_idle_totals(x->st->idle, &n) + b->total;
@@ -336,14 +302,15 @@ static void breakdown_cell(const void *ctx, size_t row, size_t col, struct repor
 
 /* ---- cpu_sample_sum ------------------------------------------------------------------------- */
 
-static const struct report_col sample_cols[] = {
-    {"Self (%)", COL_PCT},   {"Self", COL_U64}, {"Total (%)", COL_PCT}, {"Total", COL_U64},
-    {"On CPU (%)", COL_PCT}, {"Kind", COL_STR}, {"By", COL_STR},	{"Location", COL_STR},
+const struct report_col cols_samples[] = {
+    {"Self (%)", COL_PCT}, {"Self", COL_U64},	    {"Total (%)", COL_PCT},
+    {"Total", COL_U64},	   {"On CPU (%)", COL_PCT}, {"Kind", COL_STR},
+    {"By", COL_STR},	   {"Location", COL_STR},   {NULL},
 };
 
 static void sample_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct host_view_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	size_t n;
 	const struct sample_sum_row *r = sample_sum_rows(x->st->samples, &n) + row;
 	uint64_t all = sample_sum_samples(x->st->samples, (enum sample_sum_kind)r->kind);
@@ -378,31 +345,22 @@ static void sample_cell(const void *ctx, size_t row, size_t col, struct report_c
 /* ---- views ------------------------------------------------------------------------------------
  */
 
-void host_report_view(struct host_view_ctx *x, enum report_id r, struct report_view *v)
+void view_idle_why(struct view_ctx *x, struct report_view *v)
 {
-	size_t n = 0;
+	v->cell = why_cell;
+	if (x->st->why)
+		idle_why_rows(x->st->why, &v->nrows);
+}
 
-	v->ctx = x;
-	switch (r) {
-	case R_IDLE_WHY:
-		v->cols = why_cols;
-		v->ncols = sizeof(why_cols) / sizeof(why_cols[0]);
-		v->cell = why_cell;
-		if (x->st->why)
-			idle_why_rows(x->st->why, &n);
-		break;
-	case R_IDLE_BREAKDOWN:
-		v->cols = breakdown_cols;
-		v->ncols = sizeof(breakdown_cols) / sizeof(breakdown_cols[0]);
-		v->cell = breakdown_cell;
-		n = x->st->nbd_rows;
-		break;
-	default: /* R_CPU_SAMPLE_SUM */
-		v->cols = sample_cols;
-		v->ncols = sizeof(sample_cols) / sizeof(sample_cols[0]);
-		v->cell = sample_cell;
-		if (x->st->samples)
-			sample_sum_rows(x->st->samples, &n);
-	}
-	v->nrows = n;
+void view_idle_breakdown(struct view_ctx *x, struct report_view *v)
+{
+	v->cell = breakdown_cell;
+	v->nrows = x->st->nbd_rows;
+}
+
+void view_samples(struct view_ctx *x, struct report_view *v)
+{
+	v->cell = sample_cell;
+	if (x->st->samples)
+		sample_sum_rows(x->st->samples, &v->nrows);
 }

@@ -17,20 +17,20 @@ static void set_pct(struct report_cell *c, uint64_t part, uint64_t whole)
 		set_d(c, 100.0 * (double)part / (double)whole);
 }
 
-static const struct report_section *sec_of(const struct analysis_ctx *x, unsigned i)
+static const struct report_section *sec_of(const struct view_ctx *x, unsigned i)
 {
 	return i < x->set->nsections ? x->set->sections[i] : NULL;
 }
 
 /* The rank as recorded ("RANK=3"), or "-" */
-static const char *rank_of(const struct analysis_ctx *x, unsigned i)
+static const char *rank_of(const struct view_ctx *x, unsigned i)
 {
 	const struct report_section *rs = sec_of(x, i);
 
 	return rs && rs->s->rank ? rs->s->rank : "-";
 }
 
-static uint64_t pid_of(const struct analysis_ctx *x, unsigned i)
+static uint64_t pid_of(const struct view_ctx *x, unsigned i)
 {
 	const struct report_section *rs = sec_of(x, i);
 
@@ -38,7 +38,7 @@ static uint64_t pid_of(const struct analysis_ctx *x, unsigned i)
 }
 
 /* Times relative to the stats' base, as the trace reports'. */
-static int64_t rel(const struct analysis_ctx *x, uint64_t t)
+static int64_t rel(const struct view_ctx *x, uint64_t t)
 {
 	return (int64_t)(t - x->st->base);
 }
@@ -58,7 +58,7 @@ static const char *dur(uint64_t ns, char *buf, size_t len)
 
 /* ---- gpu_time_breakdown ----------------------------------------------------------------- */
 
-static const struct report_col bd_cols[] = {
+const struct report_col cols_breakdown[] = {
     {"Rank", COL_STR},
     {"PID", COL_U64},
     {"Device", COL_U64},
@@ -75,6 +75,7 @@ static const struct report_col bd_cols[] = {
     {"Idle Unproven (ns)", COL_U64},
     {"Idle in Gaps (ns)", COL_U64},
     {"Note", COL_STR},
+    {NULL},
 };
 
 static void bd_note(const struct bd_row *r, struct report_cell *c)
@@ -92,7 +93,7 @@ static void bd_note(const struct bd_row *r, struct report_cell *c)
 
 static void bd_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct analysis_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	size_t n;
 	const struct bd_row *r = stats_breakdown(x->st, &n) + row;
 	const uint64_t span = r->t1 - r->t0;
@@ -123,7 +124,7 @@ static void bd_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 
 /* ---- comm_compute_overlap ------------------------------------------------------------------ */
 
-static const struct report_col ov_cols[] = {
+const struct report_col cols_overlap[] = {
     {"Rank", COL_STR},
     {"PID", COL_U64},
     {"Device", COL_U64},
@@ -132,6 +133,7 @@ static const struct report_col ov_cols[] = {
     {"Overlap (%)", COL_PCT},
     {"Exposed (ns)", COL_U64},
     {"Compute (ns)", COL_U64},
+    {NULL},
 };
 
 /* Only the devices that ran communication: the i-th of them. */
@@ -149,7 +151,7 @@ static const struct bd_row *comm_row(const struct stats *st, size_t i, size_t *c
 
 static void ov_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct analysis_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	size_t n;
 	const struct bd_row *r = comm_row(x->st, row, &n);
 	uint64_t over = r->comm - r->comm_exposed;
@@ -167,7 +169,7 @@ static void ov_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 
 /* ---- kern_rank_spread ------------------------------------------------------------------------ */
 
-static const struct report_col sp_cols[] = {
+const struct report_col cols_spread[] = {
     {"Kernel #", COL_U64},
     {"Rank", COL_STR},
     {"PID", COL_U64},
@@ -179,11 +181,12 @@ static const struct report_col sp_cols[] = {
     {"vs Median (%)", COL_F1},
     {"Stands Out", COL_STR},
     {"Name", COL_STR},
+    {NULL},
 };
 
 static void sp_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct analysis_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	size_t n;
 	const struct spread_row *r = spread_rows(x->st->spread, &n) + row;
 	const uint64_t u[] = {r->rank_of, 0,	 pid_of(x, r->section), r->count, r->total, 0,
@@ -205,13 +208,13 @@ static void sp_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 
 /* ---- rank_steps ----------------------------------------------------------------------------- */
 
-static const struct report_col st_cols[] = {
+const struct report_col cols_steps[] = {
     {"Step", COL_STR},	       {"Ranks", COL_U64},	  {"Median (ns)", COL_U64},
     {"Slowest Rank", COL_STR}, {"Slowest (ns)", COL_U64}, {"Lead (ns)", COL_I64},
-    {"Lead (%)", COL_F1},      {"Verdict", COL_STR},
+    {"Lead (%)", COL_F1},      {"Verdict", COL_STR},	  {NULL},
 };
 
-static const char *steps_verdict_text(const struct analysis_ctx *x, const struct steps_verdict *v)
+static const char *steps_verdict_text(const struct view_ctx *x, const struct steps_verdict *v)
 {
 	static char text[480];
 	char a[32], b[32];
@@ -247,7 +250,7 @@ static const char *steps_verdict_text(const struct analysis_ctx *x, const struct
 
 static void st_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct analysis_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	static char step[24];
 	size_t n;
 	const struct step_row *r = steps_rows(x->st->steps, &n) + row;
@@ -274,11 +277,11 @@ static void st_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 	}
 }
 
-static void steps_empty(const struct stats *st, struct analysis_ctx *ax)
+static void steps_empty(const struct stats *st, struct view_ctx *ax)
 {
 	const struct steps_verdict *v = steps_verdict(st->steps);
 
-	snprintf(ax->empty, sizeof(ax->empty),
+	snprintf(ax->text, sizeof(ax->text),
 		 "no NVTX range named %s in the trace(s): name the range of a step with --range "
 		 "NAME%s%s",
 		 st->req.range ? st->req.range : "step or ProfilerStep",
@@ -287,7 +290,7 @@ static void steps_empty(const struct stats *st, struct analysis_ctx *ax)
 
 /* ---- cuda_launch_stats ---------------------------------------------------------------------- */
 
-static const struct report_col ln_cols[] = {
+const struct report_col cols_launches[] = {
     {"Rank", COL_STR},
     {"PID", COL_U64},
     {"Launch Calls", COL_U64},
@@ -305,11 +308,12 @@ static const struct report_col ln_cols[] = {
     {"Short Time (%)", COL_PCT},
     {"Top Short Kernel", COL_STR},
     {"Launched From", COL_STR},
+    {NULL},
 };
 
 static void ln_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct analysis_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	size_t n;
 	const struct launch_row *r = launches_rows(x->st->launches, &n) + row;
 	const uint64_t u[] = {
@@ -335,15 +339,17 @@ static void ln_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 
 /* ---- gpu_queue_depth ------------------------------------------------------------------------ */
 
-static const struct report_col q_cols[] = {
-    {"Rank", COL_STR},	    {"PID", COL_U64},	       {"Device", COL_U64},
-    {"Stream", COL_U64},    {"Launches", COL_U64},     {"Mean Depth", COL_F3},
-    {"Peak Depth", COL_F3}, {"Peak At (ns)", COL_I64}, {"Bucket (ns)", COL_U64},
+const struct report_col cols_queues[] = {
+    {"Rank", COL_STR},	      {"PID", COL_U64},
+    {"Device", COL_U64},      {"Stream", COL_U64},
+    {"Launches", COL_U64},    {"Mean Depth", COL_F3},
+    {"Peak Depth", COL_F3},   {"Peak At (ns)", COL_I64},
+    {"Bucket (ns)", COL_U64}, {NULL},
 };
 
 static void q_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct analysis_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	size_t n;
 	const struct qseries *q = stats_queues(x->st, &n) + row;
 	const uint64_t u[] = {0, pid_of(x, q->section), q->device, q->stream, q->launches};
@@ -364,14 +370,15 @@ static void q_cell(const void *ctx, size_t row, size_t col, struct report_cell *
 
 /* ---- diagnosis ---------------------------------------------------------------------------- */
 
-static const struct report_col dg_cols[] = {
-    {"Rule", COL_STR},	{"Cost (ns)", COL_U64}, {"Cost (%)", COL_PCT}, {"Finding", COL_STR},
-    {"Proof", COL_STR}, {"Where", COL_STR},	{"Why", COL_STR},      {"Try", COL_STR},
+const struct report_col cols_findings[] = {
+    {"Rule", COL_STR},	  {"Cost (ns)", COL_U64}, {"Cost (%)", COL_PCT},
+    {"Finding", COL_STR}, {"Proof", COL_STR},	  {"Where", COL_STR},
+    {"Why", COL_STR},	  {"Try", COL_STR},	  {NULL},
 };
 
 static void dg_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct analysis_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	const struct diag_finding *f = &x->st->findings[row];
 	const char *s[] = {f->rule, NULL, NULL, f->figure, f->proof, f->where, f->why, f->try_};
 
@@ -385,67 +392,48 @@ static void dg_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 
 /* ---- the views ------------------------------------------------------------------------------ */
 
-#define COLS(a) a, sizeof(a) / sizeof(a[0])
-
-static void cols(struct report_view *v, const struct report_col *c, size_t n,
-		 void (*cell)(const void *, size_t, size_t, struct report_cell *), size_t rows,
-		 const char *empty)
+void view_breakdown(struct view_ctx *x, struct report_view *v)
 {
-	v->cols = c;
-	v->ncols = n;
-	v->cell = cell;
-	v->nrows = rows;
-	v->empty = empty;
+	v->cell = bd_cell;
+	stats_breakdown(x->st, &v->nrows);
 }
 
-bool analysis_view(const struct stats *st, const struct report_set *set, enum report_id r,
-		   struct report_view *v, struct analysis_ctx *ax)
+void view_overlap(struct view_ctx *x, struct report_view *v)
 {
-	size_t n = 0;
+	v->cell = ov_cell;
+	comm_row(x->st, SIZE_MAX, &v->nrows);
+}
 
-	*ax = (struct analysis_ctx){.st = st, .set = set};
-	v->ctx = ax;
-	v->name = report_defs[r].name;
-	v->title = report_defs[r].title;
-	switch (r) {
-	case R_TIME_BREAKDOWN:
-		stats_breakdown(st, &n);
-		cols(v, COLS(bd_cols), bd_cell, n, "the trace(s) hold no GPU work");
-		return true;
-	case R_COMM_OVERLAP:
-		comm_row(st, SIZE_MAX, &n);
-		cols(v, COLS(ov_cols), ov_cell, n,
-		     "no communication kernels in the trace(s) (NCCL and the like, by name: "
-		     "docs/stats.md)");
-		return true;
-	case R_KERN_SPREAD:
-		spread_rows(st->spread, &n);
-		cols(v, COLS(sp_cols), sp_cell, n, "the trace(s) hold no CUDA kernel data");
-		return true;
-	case R_RANK_STEPS:
-		steps_rows(st->steps, &n);
-		steps_empty(st, ax);
-		cols(v, COLS(st_cols), st_cell, n, ax->empty);
-		return true;
-	case R_LAUNCH_STATS:
-		launches_rows(st->launches, &n);
-		cols(v, COLS(ln_cols), ln_cell, n, "the trace(s) hold no CUDA launch data");
-		return true;
-	case R_QUEUE_DEPTH:
-		stats_queues(st, &n);
-		cols(
-		    v, COLS(q_cols), q_cell, n,
-		    "no launch joined to its GPU work in the trace(s) (needs the runtime or driver "
-		    "API and GPU records)");
-		return true;
-	case R_DIAGNOSIS:
-		cols(v, COLS(dg_cols), dg_cell, st->nfindings,
-		     "nothing crosses a rule's threshold: no finding (the rules and thresholds: "
-		     "docs/diagnosis.md)");
-		v->blocks = true;
-		v->block_title = 3;
-		return true;
-	default:
-		return false;
-	}
+void view_spread(struct view_ctx *x, struct report_view *v)
+{
+	v->cell = sp_cell;
+	spread_rows(x->st->spread, &v->nrows);
+}
+
+void view_steps(struct view_ctx *x, struct report_view *v)
+{
+	v->cell = st_cell;
+	steps_rows(x->st->steps, &v->nrows);
+	steps_empty(x->st, x);
+	v->empty = x->text;
+}
+
+void view_launches(struct view_ctx *x, struct report_view *v)
+{
+	v->cell = ln_cell;
+	launches_rows(x->st->launches, &v->nrows);
+}
+
+void view_queues(struct view_ctx *x, struct report_view *v)
+{
+	v->cell = q_cell;
+	stats_queues(x->st, &v->nrows);
+}
+
+void view_findings(struct view_ctx *x, struct report_view *v)
+{
+	v->cell = dg_cell;
+	v->nrows = x->st->nfindings;
+	v->blocks = true;
+	v->block_title = 3;
 }

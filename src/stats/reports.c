@@ -10,52 +10,6 @@
 #include "stats-int.h"
 #include "table.h"
 
-const struct report_def report_defs[] = {
-    [R_NVTX_SUM] = {"nvtx_sum", "NVTX Range Summary", true, false},
-    [R_API_SUM] = {"cuda_api_sum", "CUDA API Summary", true, false},
-    [R_KERN_SUM] = {"cuda_gpu_kern_sum", "CUDA GPU Kernel Summary", true, true},
-    [R_KERN_GB_SUM] = {"cuda_gpu_kern_gb_sum", "CUDA GPU Kernel/Grid/Block Summary", false, true},
-    [R_MEM_TIME_SUM] = {"cuda_gpu_mem_time_sum", "CUDA GPU MemOps Summary (by Time)", true, false},
-    [R_MEM_SIZE_SUM] = {"cuda_gpu_mem_size_sum", "CUDA GPU MemOps Summary (by Size)", true, false},
-    [R_GPU_TRACE] = {"cuda_gpu_trace", "CUDA GPU Trace", false, true},
-    [R_API_TRACE] = {"cuda_api_trace", "CUDA API Trace", false, false},
-    [R_GPU_GAPS] = {"gpu_gaps", "GPU Gaps, each proven idle or not", false, false},
-    [R_GPU_UTIL] = {"gpu_time_util", "GPU Time Utilization per bucket", false, false},
-    [R_KERN_STACK_SUM] = {"cuda_kern_stack_sum", "CUDA GPU Kernel Summary by Call Stack", false,
-			  false},
-    [R_MEM_USAGE] = {"cuda_gpu_mem_usage", "CUDA GPU Memory Usage", false, false},
-    [R_TIME_BREAKDOWN] = {"gpu_time_breakdown", "GPU Time Breakdown, per process and device", false,
-			  false},
-    [R_COMM_OVERLAP] = {"comm_compute_overlap", "Communication Overlapped by Compute", false,
-			false},
-    [R_KERN_SPREAD] = {"kern_rank_spread", "Top Kernels' Durations across Processes", false, true},
-    [R_RANK_STEPS] = {"rank_steps", "Steps across Ranks, and the Straggler", false, false},
-    [R_LAUNCH_STATS] = {"cuda_launch_stats", "CUDA Kernel Launch Statistics", false, false},
-    [R_QUEUE_DEPTH] = {"gpu_queue_depth", "Launches Outstanding per Stream", false, false},
-    [R_DIAGNOSIS] = {"diagnosis", "Diagnosis: What Cost the Most Time", false, false},
-    [R_IDLE_WHY] = {"gpu_idle_why", "Why the GPU was idle: the host during each gap", false, false},
-    [R_IDLE_BREAKDOWN] = {"gpu_idle_breakdown", "GPU Idle Time Breakdown (HTA's categories)", false,
-			  false},
-    [R_CPU_SAMPLE_SUM] = {"cpu_sample_sum", "CPU Sampling Summary (functions and lines)", false,
-			  false},
-    [R_OSRT_SUM] = {"osrt_sum", "OS Runtime Summary", false, false},
-    [R_GPU_METRICS_SUM] = {"gpu_metrics_sum", "GPU Metrics Summary", false, false},
-    [R_GPU_METRICS_NVTX] = {"gpu_metrics_nvtx_sum",
-			    "GPU Metrics per NVTX Range (the 64 range names with the most time)",
-			    false, false},
-};
-const unsigned report_defs_count = R_COUNT;
-
-int report_find(const char *name)
-{
-	unsigned i;
-
-	for (i = 0; i < R_COUNT; i++)
-		if (strcmp(report_defs[i].name, name) == 0)
-			return (int)i;
-	return -1;
-}
-
 /* ---- summary reports --------------------------------------------------------------------- */
 
 #define TIME_STATS                                                                                 \
@@ -64,46 +18,61 @@ int report_find(const char *name)
 		"StdDev (ns)", COL_F1                                                              \
 	}
 
-static const struct report_col kern_cols[] = {
+const struct report_col cols_kern[] = {
+    {"Time (%)", COL_PCT},  {"Total Time (ns)", COL_U64},
+    {"Instances", COL_U64}, TIME_STATS,
+    {"Name", COL_STR},	    {NULL},
+};
+const struct report_col cols_kern_gb[] = {
     {"Time (%)", COL_PCT}, {"Total Time (ns)", COL_U64}, {"Instances", COL_U64}, TIME_STATS,
-    {"Name", COL_STR},
+    {"GridXYZ", COL_STR},  {"BlockXYZ", COL_STR},	 {"Name", COL_STR},	 {NULL},
 };
-static const struct report_col kern_gb_cols[] = {
-    {"Time (%)", COL_PCT}, {"Total Time (ns)", COL_U64}, {"Instances", COL_U64}, TIME_STATS,
-    {"GridXYZ", COL_STR},  {"BlockXYZ", COL_STR},	 {"Name", COL_STR},
+const struct report_col cols_api[] = {
+    {"Time (%)", COL_PCT},  {"Total Time (ns)", COL_U64},
+    {"Num Calls", COL_U64}, TIME_STATS,
+    {"Name", COL_STR},	    {NULL},
 };
-static const struct report_col api_cols[] = {
-    {"Time (%)", COL_PCT}, {"Total Time (ns)", COL_U64}, {"Num Calls", COL_U64}, TIME_STATS,
-    {"Name", COL_STR},
+const struct report_col cols_nvtx[] = {
+    {"Time (%)", COL_PCT},
+    {"Total Time (ns)", COL_U64},
+    {"Instances", COL_U64},
+    TIME_STATS,
+    {"Style", COL_STR},
+    {"Range", COL_STR},
+    {NULL},
 };
-static const struct report_col nvtx_cols[] = {
-    {"Time (%)", COL_PCT}, {"Total Time (ns)", COL_U64}, {"Instances", COL_U64}, TIME_STATS,
-    {"Style", COL_STR},	   {"Range", COL_STR},
+const struct report_col cols_memtime[] = {
+    {"Time (%)", COL_PCT},  {"Total Time (ns)", COL_U64},
+    {"Count", COL_U64},	    TIME_STATS,
+    {"Operation", COL_STR}, {NULL},
 };
-static const struct report_col memtime_cols[] = {
-    {"Time (%)", COL_PCT},  {"Total Time (ns)", COL_U64}, {"Count", COL_U64}, TIME_STATS,
-    {"Operation", COL_STR},
-};
-static const struct report_col memsize_cols[] = {
-    {"Total (MB)", COL_F3}, {"Count", COL_U64},	  {"Avg (MB)", COL_F3},	   {"Med (MB)", COL_F3},
-    {"Min (MB)", COL_F3},   {"Max (MB)", COL_F3}, {"StdDev (MB)", COL_F3}, {"Operation", COL_STR},
+const struct report_col cols_memsize[] = {
+    {"Total (MB)", COL_F3},  {"Count", COL_U64},     {"Avg (MB)", COL_F3},
+    {"Med (MB)", COL_F3},    {"Min (MB)", COL_F3},   {"Max (MB)", COL_F3},
+    {"StdDev (MB)", COL_F3}, {"Operation", COL_STR}, {NULL},
 };
 
-static const struct report_col stack_cols[] = {
-    {"Time (%)", COL_PCT}, {"Total Time (ns)", COL_U64}, {"Instances", COL_U64}, TIME_STATS,
-    {"By", COL_STR},	   {"Location", COL_STR},
+const struct report_col cols_stack[] = {
+    {"Time (%)", COL_PCT},
+    {"Total Time (ns)", COL_U64},
+    {"Instances", COL_U64},
+    TIME_STATS,
+    {"By", COL_STR},
+    {"Location", COL_STR},
+    {NULL},
 };
-static const struct report_col mem_usage_cols[] = {
-    {"PID", COL_U64},	       {"Device", COL_U64},
-    {"Memory Kind", COL_STR},  {"Allocations", COL_U64},
-    {"Frees", COL_U64},	       {"Allocated (B)", COL_U64},
-    {"Freed (B)", COL_U64},    {"Peak (B)", COL_U64},
-    {"Peak At (ns)", COL_U64}, {"In Use At End (B)", COL_U64},
-};
-
-struct sum_ctx {
-	const struct gtable *t;
-	enum report_id r;
+const struct report_col cols_mem_usage[] = {
+    {"PID", COL_U64},
+    {"Device", COL_U64},
+    {"Memory Kind", COL_STR},
+    {"Allocations", COL_U64},
+    {"Frees", COL_U64},
+    {"Allocated (B)", COL_U64},
+    {"Freed (B)", COL_U64},
+    {"Peak (B)", COL_U64},
+    {"Peak At (ns)", COL_U64},
+    {"In Use At End (B)", COL_U64},
+    {NULL},
 };
 
 static void size_cell(const struct stats_group_view *v, size_t col, struct report_cell *c)
@@ -136,7 +105,7 @@ static void size_cell(const struct stats_group_view *v, size_t col, struct repor
 }
 
 /* The columns after the common eight: name, or grid/block/name, or style/range. */
-static void tail_cell(const struct sum_ctx *x, const struct group *g, size_t col,
+static void tail_cell(const struct view_ctx *x, const struct group *g, size_t col,
 		      struct report_cell *c)
 {
 	static char grid[48], block[48];
@@ -159,8 +128,9 @@ static void tail_cell(const struct sum_ctx *x, const struct group *g, size_t col
 
 static void sum_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct sum_ctx *x = ctx;
-	const struct group *g = x->t->order[row];
+	const struct view_ctx *x = ctx;
+	const struct gtable *t = &x->st->t[x->r];
+	const struct group *g = t->order[row];
 	const struct stats_group_view *v = &g->view;
 
 	if (x->r == R_MEM_SIZE_SUM) {
@@ -169,9 +139,9 @@ static void sum_cell(const void *ctx, size_t row, size_t col, struct report_cell
 	}
 	switch (col) {
 	case 0: /* stack sums count each kernel twice (once per grouping): percent of one */
-		set_d(c, x->t->grand_total
+		set_d(c, t->grand_total
 			     ? 100.0 * (double)v->total * (x->r == R_KERN_STACK_SUM ? 2 : 1) /
-				   (double)x->t->grand_total
+				   (double)t->grand_total
 			     : 0.0);
 		break;
 	case 1:
@@ -202,7 +172,7 @@ static void sum_cell(const void *ctx, size_t row, size_t col, struct report_cell
 
 /* ---- trace reports ---------------------------------------------------------------------- */
 
-static const struct report_col gpu_trace_cols[] = {
+const struct report_col cols_gpu_trace[] = {
     {"Start (ns)", COL_U64},  {"Duration (ns)", COL_U64},
     {"CorrId", COL_U64},      {"GrdX", COL_U64},
     {"GrdY", COL_U64},	      {"GrdZ", COL_U64},
@@ -213,25 +183,22 @@ static const struct report_col gpu_trace_cols[] = {
     {"SrcMemKd", COL_STR},    {"DstMemKd", COL_STR},
     {"Device", COL_STR},      {"Ctx", COL_U64},
     {"GreenCtx", COL_U64},    {"Strm", COL_U64},
-    {"Name", COL_STR},
+    {"Name", COL_STR},	      {NULL},
 };
 
 /* nsys's columns, with Name moved last, where a table does not pad it (docs/stats.md). */
-static const struct report_col api_trace_cols[] = {
-    {"Start (ns)", COL_U64}, {"Duration (ns)", COL_U64}, {"Result", COL_I64},
-    {"CorrID", COL_U64},     {"Pid", COL_U64},		 {"Tid", COL_U64},
-    {"T-Pri", COL_U64},	     {"Thread Name", COL_STR},	 {"Name", COL_STR},
-};
-
-struct trace_ctx {
-	const struct stats *st;
-	const struct report_set *set;
+const struct report_col cols_api_trace[] = {
+    {"Start (ns)", COL_U64}, {"Duration (ns)", COL_U64},
+    {"Result", COL_I64},     {"CorrID", COL_U64},
+    {"Pid", COL_U64},	     {"Tid", COL_U64},
+    {"T-Pri", COL_U64},	     {"Thread Name", COL_STR},
+    {"Name", COL_STR},	     {NULL},
 };
 
 /* Start relative to the earliest session start, as nsys's are relative to its capture start:
  * negative for a record before it (a clock of another source, an allocation made before the
  * session began), and past 2^63 ns still the positive number it is. */
-static void start_cell(const struct trace_ctx *x, uint64_t start, struct report_cell *c)
+static void start_cell(const struct view_ctx *x, uint64_t start, struct report_cell *c)
 {
 	uint64_t base = x->st->base;
 
@@ -242,7 +209,7 @@ static void start_cell(const struct trace_ctx *x, uint64_t start, struct report_
 }
 
 /* "NVIDIA H200 (0)": the device's name and id, as nsys shows it. */
-static const char *device_label(const struct trace_ctx *x, uint32_t sec, uint32_t id)
+static const char *device_label(const struct view_ctx *x, uint32_t sec, uint32_t id)
 {
 	static char buf[300];
 	const struct tally_section *s = sec < x->set->nsections ? x->set->sections[sec]->s : NULL;
@@ -285,7 +252,7 @@ static void gpu_memop_cell(const struct gpu_row *g, size_t col, struct report_ce
 
 static void gpu_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct trace_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	const struct gpu_row *g = (const struct gpu_row *)x->st->gpu.v + row;
 
 	switch (col) {
@@ -321,7 +288,7 @@ static void gpu_cell(const void *ctx, size_t row, size_t col, struct report_cell
 
 static void api_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct trace_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	const struct api_row *a = (const struct api_row *)x->st->api.v + row;
 	const struct tally_section *s =
 	    a->sec < x->set->nsections ? x->set->sections[a->sec]->s : NULL;
@@ -354,14 +321,14 @@ static void api_cell(const void *ctx, size_t row, size_t col, struct report_cell
 	}
 }
 
-static uint64_t section_pid(const struct trace_ctx *x, unsigned sec)
+static uint64_t section_pid(const struct view_ctx *x, unsigned sec)
 {
 	return sec < x->set->nsections ? x->set->sections[sec]->s->pid : 0;
 }
 
 static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct trace_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	const struct mem_usage_row *m = &x->st->mem_usage.rows[row];
 	/* Bytes, not MB: a peak is compared with what the program or its allocator says it held
 	 * (torch.cuda.max_memory_reserved()), to the byte. */
@@ -387,20 +354,22 @@ static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct repor
 
 /* ---- gaps with proof ---------------------------------------------------------------------- */
 
-static const struct report_col gap_cols[] = {
-    {"Start (ns)", COL_U64},   {"Duration (ns)", COL_U64}, {"PID", COL_U64},
-    {"Device", COL_U64},       {"Stream", COL_STR},	   {"Class", COL_STR},
-    {"Sampled (ns)", COL_U64}, {"SM Active (%)", COL_PCT}, {"Why", COL_STR},
+const struct report_col cols_gaps[] = {
+    {"Start (ns)", COL_U64},   {"Duration (ns)", COL_U64},
+    {"PID", COL_U64},	       {"Device", COL_U64},
+    {"Stream", COL_STR},       {"Class", COL_STR},
+    {"Sampled (ns)", COL_U64}, {"SM Active (%)", COL_PCT},
+    {"Why", COL_STR},	       {NULL},
 };
 
-static const struct report_col util_cols[] = {
-    {"Start (ns)", COL_U64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64},
-    {"Device", COL_U64},     {"Busy (%)", COL_PCT},	 {"Loss", COL_STR},
+const struct report_col cols_util[] = {
+    {"Start (ns)", COL_U64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64}, {"Device", COL_U64},
+    {"Busy (%)", COL_PCT},   {"Loss", COL_STR},		 {NULL},
 };
 
 static void gap_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct trace_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	static char stream[16]; /* a cell's text lives until the next cell is asked for */
 	size_t n;
 	const struct report_gap *g = report_gpu_gaps_list(x->st->gaps, &n) + row;
@@ -433,13 +402,15 @@ static void gap_cell(const void *ctx, size_t row, size_t col, struct report_cell
 		"Above (%)", COL_PCT                                                               \
 	}
 
-static const struct report_col metrics_cols[] = {
-    {"PID", COL_U64},	    {"Device", COL_U64},  {"Metric", COL_STR},
-    {"Unit", COL_STR},	    {"Samples", COL_U64}, {"Covered (ns)", COL_U64},
-    {"Span (ns)", COL_U64}, METRIC_STATS,	  {"Name", COL_STR},
+const struct report_col cols_metrics[] = {
+    {"PID", COL_U64},	    {"Device", COL_U64},
+    {"Metric", COL_STR},    {"Unit", COL_STR},
+    {"Samples", COL_U64},   {"Covered (ns)", COL_U64},
+    {"Span (ns)", COL_U64}, METRIC_STATS,
+    {"Name", COL_STR},	    {NULL},
 };
 
-static const struct report_col metrics_nvtx_cols[] = {
+const struct report_col cols_metrics_nvtx[] = {
     {"Range", COL_STR},
     {"PID", COL_U64},
     {"Device", COL_U64},
@@ -451,6 +422,7 @@ static const struct report_col metrics_nvtx_cols[] = {
     {"Covered (ns)", COL_U64},
     METRIC_STATS,
     {"Name", COL_STR},
+    {NULL},
 };
 
 /* The seven statistics from Mean on, then the name, of a series' figures. */
@@ -479,7 +451,7 @@ static void metric_count_cell(const struct gm_series_view *v, size_t col, bool s
 		set_u(c, u[col]);
 }
 
-static void metric_head_cell(const struct trace_ctx *x, const struct gm_series_view *v, size_t col,
+static void metric_head_cell(const struct view_ctx *x, const struct gm_series_view *v, size_t col,
 			     struct report_cell *c)
 {
 	if (col == 0)
@@ -492,7 +464,7 @@ static void metric_head_cell(const struct trace_ctx *x, const struct gm_series_v
 
 static void metrics_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct trace_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	const struct gm_series_view *v = gm_row(x->st->gm, row);
 
 	if (col < 4)
@@ -505,7 +477,7 @@ static void metrics_cell(const void *ctx, size_t row, size_t col, struct report_
 
 static void metrics_nvtx_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct trace_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	const struct gm_nvtx_view *n = gm_nvtx_row(x->st->gm, row);
 
 	if (col == 0)
@@ -522,7 +494,7 @@ static void metrics_nvtx_cell(const void *ctx, size_t row, size_t col, struct re
 
 static void util_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
-	const struct trace_ctx *x = ctx;
+	const struct view_ctx *x = ctx;
 	size_t n;
 	const struct report_util *u = report_gpu_util_list(x->st->gaps, &n) + row;
 	const uint64_t v[] = {0, u->t1 - u->t0, section_pid(x, u->section), u->device};
@@ -537,229 +509,67 @@ static void util_cell(const void *ctx, size_t row, size_t col, struct report_cel
 		set_s(c, u->loss ? "LOSS: busy may be understated" : "");
 }
 
-/* ---- writing ---------------------------------------------------------------------------- */
+/* ---- the views ---------------------------------------------------------------------------- */
 
-#define COLS(a)                                                                                    \
-	{                                                                                          \
-		a, sizeof(a) / sizeof(a[0])                                                        \
-	}
-
-static const struct {
-	const struct report_col *cols;
-	size_t n;
-} report_cols[R_COUNT] = {
-    [R_NVTX_SUM] = COLS(nvtx_cols),
-    [R_API_SUM] = COLS(api_cols),
-    [R_KERN_SUM] = COLS(kern_cols),
-    [R_KERN_GB_SUM] = COLS(kern_gb_cols),
-    [R_MEM_TIME_SUM] = COLS(memtime_cols),
-    [R_MEM_SIZE_SUM] = COLS(memsize_cols),
-    [R_GPU_TRACE] = COLS(gpu_trace_cols),
-    [R_API_TRACE] = COLS(api_trace_cols),
-    [R_GPU_GAPS] = COLS(gap_cols),
-    [R_GPU_UTIL] = COLS(util_cols),
-    [R_KERN_STACK_SUM] = COLS(stack_cols),
-    [R_MEM_USAGE] = COLS(mem_usage_cols),
-    [R_GPU_METRICS_SUM] = COLS(metrics_cols),
-    [R_GPU_METRICS_NVTX] = COLS(metrics_nvtx_cols),
-    [R_OSRT_SUM] = COLS(api_cols),
-};
-
-static const char *const empty_text[R_COUNT] = {
-    [R_NVTX_SUM] = "the trace(s) hold no NVTX range data",
-    [R_API_SUM] = "the trace(s) hold no CUDA API data",
-    [R_KERN_SUM] = "the trace(s) hold no CUDA kernel data",
-    [R_KERN_GB_SUM] = "the trace(s) hold no CUDA kernel data",
-    [R_MEM_TIME_SUM] = "the trace(s) hold no GPU memory operation data",
-    [R_MEM_SIZE_SUM] = "the trace(s) hold no GPU memory operation data",
-    [R_GPU_TRACE] = "the trace(s) hold no CUDA kernel or memory operation data",
-    [R_API_TRACE] = "the trace(s) hold no CUDA API data",
-    [R_GPU_GAPS] = "no GPU gap as long as --gap-min",
-    [R_GPU_UTIL] = "the trace(s) hold no GPU work",
-    [R_KERN_STACK_SUM] = "the trace(s) hold no call stacks of kernel launches (record with "
-			 "--python-stacks or --native-stacks)",
-    [R_MEM_USAGE] = "the trace(s) hold no CUDA memory allocation data (record with --trace "
-		    "cuda,memory)",
-    [R_IDLE_WHY] = "no GPU gap as long as --gap-min",
-    [R_IDLE_BREAKDOWN] = "the trace(s) hold no idle time between GPU work",
-    [R_CPU_SAMPLE_SUM] = "the trace(s) hold no host samples (record with --sample python,native)",
-    [R_OSRT_SUM] = "the trace(s) hold no blocking calls (record with --trace osrt)",
-    [R_GPU_METRICS_SUM] = GM_NO_METRICS,
-    [R_GPU_METRICS_NVTX] = "the trace(s) hold no GPU metrics inside NVTX ranges (record with "
-			   "--gpu-metrics and NVTX ranges)",
-};
-
-/* A report a summary cannot carry, when summaries are among the inputs: none of its rows. */
-static void summarized_only(const struct stats *st, enum report_id r, struct report_view *v)
+void view_groups(struct view_ctx *x, struct report_view *v)
 {
-	if (st->summaries && !stats_summarized(r)) {
-		v->nrows = 0;
-		v->empty = "summaries (tally stats --partial) carry no records: this report needs "
-			   "the traces themselves";
-	}
+	const struct stats *st = x->st;
+
+	v->cell = sum_cell;
+	v->nrows = x->r == R_KERN_STACK_SUM && !st->stacked_kernels ? 0 : st->t[x->r].n;
 }
 
-/* What a report must say beside its rows: a figure that could not be shown as it is. */
-static void view_notes(const struct stats *st, enum report_id r, struct report_view *v)
+void view_gpu_trace(struct view_ctx *x, struct report_view *v)
 {
-	static char util[300];
-	uint64_t refused;
-
-	if ((r == R_MEM_USAGE && st->mem_usage.saturated) || st->t[r].saturated)
-		v->note = "a total passed 2^64 - 1 and is shown stopped there "
-			  "(18,446,744,073,709,551,615; averages are exact): the trace claims more "
-			  "than 64 bits count";
-	if (r == R_GPU_UTIL && (refused = report_gpu_util_refused(st->gaps)) != 0) {
-		snprintf(util, sizeof(util),
-			 "--util-bucket cuts a device's span into %" PRIu64
-			 " buckets, more than %u: that device is not listed; give a larger bucket",
-			 refused, REPORT_UTIL_MAX_BUCKETS);
-		if (v->nrows)
-			v->note = util;
-		else
-			v->empty = util;
-	}
+	v->cell = gpu_cell;
+	v->nrows = x->st->gpu.n;
 }
 
-static void view_for(const struct stats *st, const struct report_set *set, enum report_id r,
-		     struct report_view *v, struct sum_ctx *sx, struct trace_ctx *tx,
-		     struct analysis_ctx *ax, struct host_view_ctx *hx)
+void view_api_trace(struct view_ctx *x, struct report_view *v)
 {
-	memset(v, 0, sizeof(*v));
-	if (analysis_view(st, set, r, v, ax)) {
-		if (st->summaries) /* they need the records themselves */
-			summarized_only(st, r, v);
+	v->cell = api_cell;
+	v->nrows = x->st->api.n;
+}
+
+void view_gaps(struct view_ctx *x, struct report_view *v)
+{
+	v->cell = gap_cell;
+	report_gpu_gaps_list(x->st->gaps, &v->nrows);
+}
+
+/* gpu_time_util: a device whose span the bucket cuts too fine is refused, and said. */
+void view_util(struct view_ctx *x, struct report_view *v)
+{
+	uint64_t refused = report_gpu_util_refused(x->st->gaps);
+
+	v->cell = util_cell;
+	report_gpu_util_list(x->st->gaps, &v->nrows);
+	if (!refused)
 		return;
-	}
-	v->name = report_defs[r].name;
-	v->title = report_defs[r].title;
-	v->empty = empty_text[r];
-	v->cols = report_cols[r].cols;
-	v->ncols = report_cols[r].n;
-	*sx = (struct sum_ctx){&st->t[r], r};
-	*tx = (struct trace_ctx){st, set};
-	*hx = (struct host_view_ctx){st, set};
-	if (r == R_IDLE_WHY || r == R_IDLE_BREAKDOWN || r == R_CPU_SAMPLE_SUM) {
-		host_report_view(hx, r, v);
-	} else if (r == R_GPU_GAPS || r == R_GPU_UTIL) {
-		v->cell = r == R_GPU_GAPS ? gap_cell : util_cell;
-		v->ctx = tx;
-		if (r == R_GPU_GAPS)
-			report_gpu_gaps_list(st->gaps, &v->nrows);
-		else
-			report_gpu_util_list(st->gaps, &v->nrows);
-	} else if (r == R_GPU_TRACE || r == R_API_TRACE) {
-		v->cell = r == R_GPU_TRACE ? gpu_cell : api_cell;
-		v->ctx = tx;
-		v->nrows = r == R_GPU_TRACE ? st->gpu.n : st->api.n;
-	} else if (r == R_MEM_USAGE) {
-		v->cell = mem_usage_cell;
-		v->ctx = tx;
-		v->nrows = st->mem_usage.nrows;
-	} else if (r == R_GPU_METRICS_SUM || r == R_GPU_METRICS_NVTX) {
-		v->cell = r == R_GPU_METRICS_SUM ? metrics_cell : metrics_nvtx_cell;
-		v->ctx = tx;
-		v->nrows = r == R_GPU_METRICS_SUM ? gm_rows(st->gm) : gm_nvtx_rows(st->gm);
-	} else {
-		v->cell = sum_cell;
-		v->ctx = sx;
-		v->nrows = r == R_KERN_STACK_SUM && !st->stacked_kernels ? 0 : st->t[r].n;
-	}
-	view_notes(st, r, v);
-	summarized_only(st, r, v);
+	snprintf(x->text, sizeof(x->text),
+		 "--util-bucket cuts a device's span into %" PRIu64
+		 " buckets, more than %u: that device is not listed; give a larger bucket",
+		 refused, REPORT_UTIL_MAX_BUCKETS);
+	if (v->nrows)
+		v->note = x->text;
+	else
+		v->empty = x->text;
 }
 
-static void untimed_note(const struct stats *st, FILE *out, const char *prefix)
+void view_mem_usage(struct view_ctx *x, struct report_view *v)
 {
-	if (st->untimed)
-		fprintf(out,
-			"%stally: %" PRIu64
-			" record(s) have no timestamps (their timing was lost): "
-			"they are in none of the reports below\n",
-			prefix, st->untimed);
+	v->cell = mem_usage_cell;
+	v->nrows = x->st->mem_usage.nrows;
 }
 
-/* Medians past the budget of kept values come from the sketch: say so, and how close they are. */
-static void sketch_note(const struct stats *st, FILE *out, const char *prefix)
+void view_metrics(struct view_ctx *x, struct report_view *v)
 {
-	if (st->sketching && (stats_wants(st, R_NVTX_SUM) || stats_wants(st, R_API_SUM) ||
-			      stats_wants(st, R_KERN_SUM) || stats_wants(st, R_KERN_GB_SUM) ||
-			      stats_wants(st, R_MEM_TIME_SUM) || stats_wants(st, R_MEM_SIZE_SUM) ||
-			      stats_wants(st, R_KERN_STACK_SUM)))
-		fprintf(
-		    out,
-		    "%stally: medians (Med) are from a quantile sketch, each within %.2f%% of the "
-		    "exact median (%s); counts, totals, minima, maxima and deviations are exact\n",
-		    prefix, SKETCH_REL_ERROR * 100, st->why_sketch);
+	v->cell = metrics_cell;
+	v->nrows = gm_rows(x->st->gm);
 }
 
-/* "jobs": one object per job the traces belong to (more than one: they do not go together). */
-static void jobs_json(const struct stats *st, struct tally_json *j)
+void view_metrics_nvtx(struct view_ctx *x, struct report_view *v)
 {
-	size_t i;
-
-	tally_json_name(j, "jobs");
-	tally_json_array_begin(j);
-	for (i = 0; i < st->jobs.njobs; i++) {
-		const struct report_job *job = &st->jobs.jobs[i];
-
-		tally_json_object_begin(j);
-		tally_json_name(j, "key");
-		if (job->key)
-			tally_json_string(j, job->key);
-		else
-			tally_json_null(j);
-		tally_json_field_uint(j, "sections", job->nsections);
-		tally_json_field_uint(j, "ranks", job->ranks);
-		tally_json_field_int(j, "world_size", job->world_size);
-		tally_json_field_uint(j, "start_realtime_ns", job->start);
-		tally_json_field_uint(j, "end_realtime_ns", job->end);
-		tally_json_field_string(j, "hosts", job->hosts);
-		tally_json_object_end(j);
-	}
-	tally_json_array_end(j);
-}
-
-int stats_write(struct stats *st, const struct report_set *set, FILE *out, enum report_format fmt)
-{
-	struct tally_json j;
-	unsigned r;
-
-	memset(&j, 0, sizeof(j));
-	if (fmt == REPORT_FMT_JSON) {
-		tally_json_init(&j, out, true);
-		tally_json_object_begin(&j);
-		report_loss_json(&j, set);
-		jobs_json(st, &j);
-		tally_json_field_uint(&j, "untimed_records", st->untimed);
-		tally_json_field_uint(&j, "time_base_ns", st->base);
-		tally_json_field_string(&j, "medians", st->sketching ? "sketch" : "exact");
-		tally_json_field_double(&j, "median_max_rel_error",
-					st->sketching ? SKETCH_REL_ERROR : 0.0);
-		tally_json_name(&j, "reports");
-		tally_json_array_begin(&j);
-	} else {
-		report_loss_text(out, set, fmt == REPORT_FMT_CSV ? "# " : "");
-		stats_jobs_warning(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
-		untimed_note(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
-		sketch_note(st, out, fmt == REPORT_FMT_CSV ? "# " : "");
-	}
-	for (r = 0; r < R_COUNT; r++) {
-		struct report_view v;
-		struct sum_ctx sx;
-		struct trace_ctx tx;
-		struct analysis_ctx ax;
-		struct host_view_ctx hx;
-
-		if (!stats_wants(st, r))
-			continue;
-		view_for(st, set, r, &v, &sx, &tx, &ax, &hx);
-		report_view_write(out, &v, fmt, &j);
-	}
-	if (fmt == REPORT_FMT_JSON) {
-		tally_json_array_end(&j);
-		tally_json_object_end(&j);
-		tally_json_finish(&j);
-	}
-	return ferror(out) ? -EIO : 0;
+	v->cell = metrics_nvtx_cell;
+	v->nrows = gm_nvtx_rows(x->st->gm);
 }

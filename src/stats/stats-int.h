@@ -142,8 +142,10 @@ struct stats {
 	struct sec_cache *secs;
 	size_t nsecs, secs_cap; /* sections seen (index + 1 of the last), room for */
 	uint64_t untimed;
-	uint64_t base;
-	bool failed;		      /* out of memory somewhere: reports would be short */
+	uint32_t needs; /* what the wanted reports need (enum stats_need), closed over analyses[] */
+	uint64_t first; /* the earliest timed record's start (aligned); UINT64_MAX: none yet */
+	uint64_t base;	/* the time origin of every output (stats_time_base) */
+	bool failed;	/* out of memory somewhere: reports would be short */
 	struct report_gpu_gaps *gaps; /* gpu_gaps, gpu_time_util */
 	struct mem_usage mem_usage;   /* cuda_gpu_mem_usage */
 	/* kernels with a call stack: with none, the stack report is empty */
@@ -175,14 +177,70 @@ struct stats {
 	char err[400]; /* why stats_finish failed, when not for memory */
 };
 
-/* The analyses' views (reports-analyses.c): fills v for report r; false if r is not one. */
-struct analysis_ctx {
+/*
+ * What a report needs from the pass (report_def.needs): the analyses that make its rows.  stats.c
+ * makes every analysis some wanted report needs (with what that analysis needs in turn, its row of
+ * analyses[]), feeds each the records, and finishes them in the table's order.
+ */
+enum stats_need {
+	NEED_GROUPS = 1u << 0,	  /* its groups of values (st->t[report]): nsys's summaries */
+	NEED_GPU_ROWS = 1u << 1,  /* a compact row per GPU record (cuda_gpu_trace) */
+	NEED_API_ROWS = 1u << 2,  /* a compact row per API call (cuda_api_trace) */
+	NEED_GAPS = 1u << 3,	  /* gaps.h: every device's and stream's gaps, one class each */
+	NEED_UTIL = 1u << 4,	  /* gaps.h: busy fraction per bucket */
+	NEED_BREAKDOWN = 1u << 5, /* breakdown.h */
+	NEED_QUEUES = 1u << 6,	  /* depth.h */
+	NEED_LAUNCHES = 1u << 7,  /* launch.h */
+	NEED_STEPS = 1u << 8,	  /* steps.h */
+	NEED_SPREAD = 1u << 9,	  /* spread.h */
+	NEED_MEMORY = 1u << 10,	  /* memusage.h */
+	NEED_IDLE = 1u << 11,	  /* idle.h and idlewhy.h's stacks */
+	NEED_WHY_ROWS = 1u << 12, /* idlewhy.h's rows */
+	NEED_SAMPLES = 1u << 13,  /* samplesum.h */
+	NEED_METRICS = 1u << 14,  /* metricsum.h, and the gaps' metrics (metricwin.c) */
+	NEED_METRIC_RANGES = 1u << 15, /* metricsum.h over NVTX ranges */
+	NEED_JOBS = 1u << 16,	       /* jobs.h */
+	NEED_FINDINGS = 1u << 17,      /* diagnosis.h */
+};
+
+/* One report's view over the model, for the table writer: every cell function's ctx. */
+struct view_ctx {
 	const struct stats *st;
 	const struct report_set *set;
-	char empty[400];
+	enum report_id r;
+	char text[400]; /* an empty text or a note the view made */
 };
-bool analysis_view(const struct stats *st, const struct report_set *set, enum report_id r,
-		   struct report_view *v, struct analysis_ctx *ax);
+
+/* The views of the report table (report_defs[].view): rows and cell function into v (its
+ * name, title, columns, empty text and ctx are set already). */
+typedef void (*view_fn)(struct view_ctx *x, struct report_view *v);
+void view_groups(struct view_ctx *x, struct report_view *v);	     /* reports.c */
+void view_gpu_trace(struct view_ctx *x, struct report_view *v);	     /* reports.c */
+void view_api_trace(struct view_ctx *x, struct report_view *v);	     /* reports.c */
+void view_gaps(struct view_ctx *x, struct report_view *v);	     /* reports.c */
+void view_util(struct view_ctx *x, struct report_view *v);	     /* reports.c */
+void view_mem_usage(struct view_ctx *x, struct report_view *v);	     /* reports.c */
+void view_metrics(struct view_ctx *x, struct report_view *v);	     /* reports.c */
+void view_metrics_nvtx(struct view_ctx *x, struct report_view *v);   /* reports.c */
+void view_breakdown(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
+void view_overlap(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
+void view_spread(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
+void view_steps(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
+void view_launches(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
+void view_queues(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
+void view_findings(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
+void view_idle_why(struct view_ctx *x, struct report_view *v);	     /* hostreports.c */
+void view_idle_breakdown(struct view_ctx *x, struct report_view *v); /* hostreports.c */
+void view_samples(struct view_ctx *x, struct report_view *v);	     /* hostreports.c */
+
+/* The columns of the reports, each list ended by {NULL} (report_defs[] points at them). */
+extern const struct report_col cols_kern[], cols_kern_gb[], cols_api[], cols_nvtx[], cols_memtime[],
+    cols_memsize[], cols_stack[], cols_mem_usage[], cols_gpu_trace[], cols_api_trace[], cols_gaps[],
+    cols_util[], cols_metrics[], cols_metrics_nvtx[];
+extern const struct report_col cols_breakdown[], cols_overlap[], cols_spread[], cols_steps[],
+    cols_launches[], cols_queues[], cols_findings[];
+extern const struct report_col cols_idle_why[], cols_idle_breakdown[], cols_samples[];
+
 /* summary.c: a section's chunks and records kept for its summary; a summary's aggregates merged */
 int stats_partial_chunk(struct stats *st, struct report_section *rs,
 			const struct tally_chunk_info *c, const uint8_t *payload);
@@ -197,18 +255,8 @@ long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned 
 int stats_to_sketches(struct stats *st);
 void moments_merge(struct moments *m, const struct moments *o);
 
-/* The host reports' views (hostreports.c): x lives as long as the view is written. */
-struct host_view_ctx {
-	const struct stats *st;
-	const struct report_set *set;
-};
-void host_report_view(struct host_view_ctx *x, enum report_id r, struct report_view *v);
-/* Aggregation of the host reports (hostreports.c), called by stats.c's scan callbacks. */
-int host_reports_new(struct stats *st);
-void host_reports_free(struct stats *st);
-int host_reports_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
-			 size_t n);
-int host_reports_section_end(struct stats *st, struct report_section *rs);
+/* The host reports' aggregation (hostreports.c): gpu_idle_breakdown's rows, once the pass is
+ * done. */
 int host_reports_finish(struct stats *st);
 
 bool stats_wants(const struct stats *st, enum report_id r);

@@ -24,15 +24,6 @@ bool stats_wants(const struct stats *st, enum report_id r)
 	return st->req.reports >> r & 1;
 }
 
-/* Whether any of the reports (a list ending in R_COUNT) is wanted. */
-static bool wants_any(const struct stats *st, const enum report_id *r)
-{
-	for (; *r != R_COUNT; r++)
-		if (stats_wants(st, *r))
-			return true;
-	return false;
-}
-
 static void moments_add(struct moments *m, uint64_t x)
 {
 	if (!m->n || x < m->min)
@@ -538,12 +529,6 @@ static void kernel(struct stats *st, struct report_section *rs, const struct tal
 		kernel_stack(st, rs, r);
 }
 
-static void memory(struct stats *st, struct report_section *rs, const struct tally_record *r)
-{
-	if (st->mem)
-		mem_usage_add(&st->mem_usage, rs, r);
-}
-
 static void memop(struct stats *st, struct report_section *rs, const struct tally_record *r)
 {
 	unsigned op = memop_index(r);
@@ -630,13 +615,398 @@ static record_fn record_handler(unsigned kind)
 		return api;
 	case TALLY_KIND_NVTX_RANGE:
 		return nvtx_range;
-	case TALLY_KIND_MEMORY:
-		return memory;
 	case TALLY_KIND_OSRT:
 		return osrt;
 	default:
 		return NULL;
 	}
+}
+
+/* ---- the analyses ------------------------------------------------------------------------- */
+
+/*
+ * One row per analysis the reports read: when it is made (any of the needs in `when`, report
+ * table's needs closed over `also`), what it takes from the pass and how it finishes.  Rows finish
+ * in this order: the metrics' second pass classes the gaps the rows above made, before the idle
+ * classes and the diagnosis read them.  A new analysis is a row here and its own file.
+ */
+struct analysis {
+	uint32_t when; /* made when the needs hold any of these (0: always) */
+	uint32_t also; /* what it needs in turn */
+	int (*make)(struct stats *st);
+	int (*section)(struct stats *st, struct report_section *rs);
+	int (*records)(struct stats *st, struct report_section *rs, const struct tally_record *r,
+		       size_t n);
+	int (*section_end)(struct stats *st, struct report_section *rs);
+	int (*finish)(struct stats *st, const struct report_set *set);
+	void (*drop)(struct stats *st);
+};
+
+static int made(const void *p)
+{
+	return p ? 0 : -ENOMEM;
+}
+
+/* gaps.h: every device's and stream's gaps (and gpu_time_util's buckets) */
+static int gaps_make(struct stats *st)
+{
+	struct report_gaps_opts go = {.gap_min_ns = st->req.gap_min_ns,
+				      .bucket_ns = st->req.util_bucket_ns,
+				      .util = (st->needs & NEED_UTIL) != 0};
+
+	return made(st->gaps = report_gpu_gaps_new(&go));
+}
+
+static int gaps_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			size_t n)
+{
+	return report_gpu_gaps_add(st->gaps, rs, r, n);
+}
+
+static int gaps_section_end(struct stats *st, struct report_section *rs)
+{
+	return report_gpu_gaps_section(st->gaps, rs);
+}
+
+static void gaps_drop(struct stats *st)
+{
+	report_gpu_gaps_free(st->gaps);
+}
+
+/* breakdown.h */
+static int bd_make(struct stats *st)
+{
+	return made(st->bd = breakdown_new(st->req.gap_min_ns));
+}
+
+static int bd_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+		      size_t n)
+{
+	return breakdown_add(st->bd, rs, r, n);
+}
+
+static int bd_section_end(struct stats *st, struct report_section *rs)
+{
+	return breakdown_section_end(st->bd, rs);
+}
+
+static void bd_drop(struct stats *st)
+{
+	breakdown_free(st->bd);
+}
+
+/* depth.h: fed by the launches below */
+static int queues_make(struct stats *st)
+{
+	return made(st->queues = queues_new(st->req.queue_buckets ? st->req.queue_buckets : 1024));
+}
+
+static int queues_start(struct stats *st, struct report_section *rs)
+{
+	queues_section(st->queues, rs);
+	return 0;
+}
+
+static int queues_end(struct stats *st, const struct report_set *set)
+{
+	(void)set;
+	return queues_finish(st->queues);
+}
+
+static void queues_drop(struct stats *st)
+{
+	queues_free(st->queues);
+}
+
+/* launch.h: its rows when cuda_launch_stats or the diagnosis need them, else only the queues */
+static int launches_make(struct stats *st)
+{
+	return made(st->launches = launches_new(st->queues, (st->needs & NEED_LAUNCHES) != 0));
+}
+
+static int launches_records(struct stats *st, struct report_section *rs,
+			    const struct tally_record *r, size_t n)
+{
+	return launches_add(st->launches, rs, r, n);
+}
+
+static int launches_end(struct stats *st, struct report_section *rs)
+{
+	return launches_section_end(st->launches, rs);
+}
+
+static void launches_drop(struct stats *st)
+{
+	launches_free(st->launches);
+}
+
+/* steps.h */
+static int steps_make(struct stats *st)
+{
+	return made(st->steps = steps_new(st->req.range));
+}
+
+static int steps_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			 size_t n)
+{
+	return steps_add(st->steps, rs, r, n);
+}
+
+static int steps_end(struct stats *st, const struct report_set *set)
+{
+	(void)set;
+	return steps_finish(st->steps);
+}
+
+static void steps_drop(struct stats *st)
+{
+	steps_free(st->steps);
+}
+
+/* spread.h */
+static int spread_make(struct stats *st)
+{
+	return made(st->spread = spread_new(st->req.top, st->req.names[R_KERN_SPREAD]));
+}
+
+static int spread_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			  size_t n)
+{
+	return spread_add(st->spread, rs, r, n);
+}
+
+static int spread_end(struct stats *st, const struct report_set *set)
+{
+	(void)set;
+	return spread_finish(st->spread);
+}
+
+static void spread_drop(struct stats *st)
+{
+	spread_free(st->spread);
+}
+
+/* memusage.h: the MEMORY records */
+static int memory_make(struct stats *st)
+{
+	st->mem = true;
+	return 0;
+}
+
+static int memory_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			  size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (r[i].kind == TALLY_KIND_MEMORY && !(r[i].flags & TALLY_REC_BAD_TIME))
+			mem_usage_add(&st->mem_usage, rs, &r[i]);
+	return 0;
+}
+
+static int memory_end(struct stats *st, const struct report_set *set)
+{
+	(void)set;
+	return mem_usage_finish(&st->mem_usage);
+}
+
+/* samplesum.h */
+static int samples_make(struct stats *st)
+{
+	return made(st->samples = sample_sum_new());
+}
+
+static int samples_records(struct stats *st, struct report_section *rs,
+			   const struct tally_record *r, size_t n)
+{
+	return sample_sum_add(st->samples, rs, r, n);
+}
+
+static int samples_section_end(struct stats *st, struct report_section *rs)
+{
+	return sample_sum_section(st->samples, rs);
+}
+
+static int samples_end(struct stats *st, const struct report_set *set)
+{
+	(void)set;
+	return sample_sum_finish(st->samples);
+}
+
+static void samples_drop(struct stats *st)
+{
+	sample_sum_free(st->samples);
+}
+
+/* metricsum.h: the GPU metrics, and in finishing their second pass over the gaps and ranges */
+static int metrics_make(struct stats *st)
+{
+	return made(st->gm = gm_new(0, 0, 0));
+}
+
+static int metrics_records(struct stats *st, struct report_section *rs,
+			   const struct tally_record *r, size_t n)
+{
+	int rc = gm_add(st->gm, rs, r, n);
+
+	if (rc == 0 && (st->needs & NEED_METRIC_RANGES))
+		rc = gm_collect_ranges(st->gm, rs, r, n);
+	return rc;
+}
+
+static int metrics_section_end(struct stats *st, struct report_section *rs)
+{
+	return gm_section_end(st->gm, rs);
+}
+
+/* The summary, then a second pass over the inputs for the metrics over the device gaps (of
+ * gpu_gaps and of the idle classes: both are classed by them) and over NVTX ranges. */
+static int metrics_end(struct stats *st, const struct report_set *set)
+{
+	bool nvtx = (st->needs & NEED_METRIC_RANGES) != 0;
+	struct report_gap *list = NULL, **each = NULL;
+	struct report_idle_gap *holes = NULL;
+	size_t n = 0, nholes = 0, i;
+	int rc;
+
+	if ((rc = gm_finish(st->gm)) < 0)
+		return rc;
+	if (st->gaps)
+		list = report_gpu_gaps_edit(st->gaps, &n);
+	if (st->idle)
+		holes = report_idle_gaps_edit(st->idle, &nholes);
+	if ((!n && !nholes && !nvtx) || !gm_records(st->gm))
+		return 0; /* nothing to take over stretches of time, or no metric to take */
+	if (n + nholes && !(each = malloc((n + nholes) * sizeof(*each))))
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		each[i] = &list[i];
+	for (i = 0; i < nholes; i++)
+		each[n + i] = &holes[i].gap;
+	rc = gm_windows_pass(st->gm, each, n + nholes, st->gaps, nvtx, set, st->err,
+			     sizeof(st->err));
+	free(each);
+	if (rc == -ENOMEM)
+		st->err[0] = '\0'; /* said as out of memory */
+	return rc;
+}
+
+static void metrics_drop(struct stats *st)
+{
+	gm_free(st->gm);
+}
+
+/* idle.h and idlewhy.h: the idle classes and the host behind each gap */
+static int idle_make(struct stats *st)
+{
+	struct report_idle_opts io = {st->req.gap_min_ns, st->req.kernel_wait_ns};
+
+	if (!(st->idle = report_idle_new(&io)))
+		return -ENOMEM;
+	return made(st->why = idle_why_new(st->idle, (st->needs & NEED_WHY_ROWS) != 0));
+}
+
+static int idle_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			size_t n)
+{
+	int rc = report_idle_add(st->idle, rs, r, n);
+
+	return rc ? rc : idle_why_add(st->why, rs, r, n);
+}
+
+static int idle_section_end(struct stats *st, struct report_section *rs)
+{
+	int rc = report_idle_section(st->idle, rs);
+
+	return rc ? rc : idle_why_section(st->why, rs);
+}
+
+static int idle_end(struct stats *st, const struct report_set *set)
+{
+	(void)set;
+	return host_reports_finish(st);
+}
+
+static void idle_drop(struct stats *st)
+{
+	free(st->bd_rows);
+	idle_why_free(st->why);
+	report_idle_free(st->idle);
+}
+
+/* jobs.h: always (every output warns of traces of several jobs) */
+static int jobs_end(struct stats *st, const struct report_set *set)
+{
+	return report_jobs_group(set, &st->jobs);
+}
+
+/* diagnosis.h: the rules over the analyses above */
+static int findings_end(struct stats *st, const struct report_set *set)
+{
+	struct diag_input in = {.set = (struct report_set *)set, .base = st->base};
+	struct idle_cause_ctx cause = {st->idle, st->why, set};
+
+	in.bd = breakdown_rows(st->bd, &in.nbd);
+	in.ln = launches_rows(st->launches, &in.nln);
+	in.steps = steps_verdict(st->steps);
+	in.mem = &st->mem_usage;
+	in.jobs = &st->jobs;
+	in.idle_cause = idle_cause;
+	in.idle_ctx = &cause;
+	return diagnose(&in, &st->findings, &st->nfindings);
+}
+
+static void findings_drop(struct stats *st)
+{
+	free(st->findings);
+}
+
+#define NEED_DIAGNOSIS_READS                                                                       \
+	(NEED_BREAKDOWN | NEED_LAUNCHES | NEED_STEPS | NEED_MEMORY | NEED_IDLE | NEED_JOBS)
+
+static const struct analysis analyses[] = {
+    {NEED_GAPS | NEED_UTIL, 0, gaps_make, NULL, gaps_records, gaps_section_end, NULL, gaps_drop},
+    {NEED_BREAKDOWN, NEED_GAPS | NEED_METRICS, bd_make, NULL, bd_records, bd_section_end, NULL,
+     bd_drop},
+    {NEED_QUEUES, 0, queues_make, queues_start, NULL, NULL, queues_end, queues_drop},
+    {NEED_LAUNCHES | NEED_QUEUES, 0, launches_make, NULL, launches_records, launches_end, NULL,
+     launches_drop},
+    {NEED_STEPS, 0, steps_make, NULL, steps_records, NULL, steps_end, steps_drop},
+    {NEED_SPREAD, 0, spread_make, NULL, spread_records, NULL, spread_end, spread_drop},
+    {NEED_MEMORY, 0, memory_make, NULL, memory_records, NULL, memory_end, NULL},
+    {NEED_SAMPLES, 0, samples_make, NULL, samples_records, samples_section_end, samples_end,
+     samples_drop},
+    {NEED_METRICS | NEED_METRIC_RANGES, 0, metrics_make, NULL, metrics_records, metrics_section_end,
+     metrics_end, metrics_drop},
+    {NEED_IDLE | NEED_WHY_ROWS, NEED_METRICS, idle_make, NULL, idle_records, idle_section_end,
+     idle_end, idle_drop},
+    {0, 0, NULL, NULL, NULL, NULL, jobs_end, NULL},
+    {NEED_FINDINGS, NEED_DIAGNOSIS_READS, NULL, NULL, NULL, NULL, findings_end, findings_drop},
+};
+#define NANALYSES (sizeof(analyses) / sizeof(analyses[0]))
+
+static bool runs(const struct stats *st, const struct analysis *a)
+{
+	return !a->when || (st->needs & a->when);
+}
+
+/* What the wanted reports need, closed over what each analysis needs in turn. */
+static uint32_t needs_of(const struct stats *st)
+{
+	uint32_t needs = 0, before;
+	unsigned r;
+	size_t i;
+
+	for (r = 0; r < R_COUNT; r++)
+		if (stats_wants(st, r))
+			needs |= report_defs[r].needs;
+	do {
+		before = needs;
+		for (i = 0; i < NANALYSES; i++)
+			if (analyses[i].when & needs)
+				needs |= analyses[i].also;
+	} while (needs != before);
+	return needs;
 }
 
 static int on_records(void *ctx, struct report_section *rs, const struct tally_record *r, size_t n)
@@ -645,46 +1015,43 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	record_fn fn = record_handler(r[0].kind);
 	size_t i;
 
-	if (st->gaps && report_gpu_gaps_add(st->gaps, rs, r, n) < 0)
-		st->failed = true;
 	if (st->partial && stats_partial_records(st, rs, r, n) < 0)
 		st->failed = true;
-	if (st->gm && (gm_add(st->gm, rs, r, n) < 0 || (stats_wants(st, R_GPU_METRICS_NVTX) &&
-							gm_collect_ranges(st->gm, rs, r, n) < 0)))
-		st->failed = true;
-	if ((st->bd && breakdown_add(st->bd, rs, r, n) < 0) ||
-	    (st->launches && launches_add(st->launches, rs, r, n) < 0) ||
-	    (st->steps && steps_add(st->steps, rs, r, n) < 0) ||
-	    (st->spread && spread_add(st->spread, rs, r, n) < 0) ||
-	    host_reports_records(st, rs, r, n) < 0)
-		st->failed = true;
+	for (i = 0; i < NANALYSES && !st->failed; i++)
+		if (analyses[i].records && runs(st, &analyses[i]) &&
+		    analyses[i].records(st, rs, r, n) < 0)
+			st->failed = true;
 	for (i = 0; i < n; i++) {
+		uint64_t t;
+
 		if (r[i].flags & TALLY_REC_BAD_TIME) {
 			st->untimed++;
 			continue;
 		}
+		t = report_time(rs, r[i].start);
+		if (r[i].start && r[i].end >= r[i].start && t < st->first)
+			st->first = t; /* the page's rule of a timed record (timeline.c) */
 		if (fn)
 			fn(st, rs, &r[i]);
 	}
 	return st->failed ? -ENOMEM : 0;
 }
 
-/* Gaps are computed when a section ends: its loss windows are all known by then. */
+/* Gaps and idle classes are made when a section ends: its loss windows are all known by then. */
 static int on_section_end(void *ctx, struct report_section *rs)
 {
 	struct stats *st = ctx;
+	size_t i;
 
-	if (st->gaps && report_gpu_gaps_section(st->gaps, rs) < 0)
-		st->failed = true;
-	if (st->gm && gm_section_end(st->gm, rs) < 0)
-		st->failed = true;
-	if ((st->bd && breakdown_section_end(st->bd, rs) < 0) ||
-	    (st->launches && launches_section_end(st->launches, rs) < 0) ||
-	    host_reports_section_end(st, rs) < 0)
-		st->failed = true;
+	for (i = 0; i < NANALYSES && !st->failed; i++)
+		if (analyses[i].section_end && runs(st, &analyses[i]) &&
+		    analyses[i].section_end(st, rs) < 0)
+			st->failed = true;
 	if (st->partial && stats_partial_section_end(st, rs) < 0)
 		st->failed = true;
 	st->summaries += rs->s->summary;
+	if (rs->s->summary && rs->s->facts && rs->s->t_min && rs->s->t_min < st->first)
+		st->first = rs->s->t_min; /* a summary's records are gone: its facts say when */
 	return st->failed ? -ENOMEM : 0;
 }
 
@@ -705,10 +1072,13 @@ static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chu
 static int on_section(void *ctx, struct report_section *rs)
 {
 	struct stats *st = ctx;
+	size_t i;
 
-	if (st->queues)
-		queues_section(st->queues, rs);
-	return 0;
+	for (i = 0; i < NANALYSES; i++)
+		if (analyses[i].section && runs(st, &analyses[i]) &&
+		    analyses[i].section(st, rs) < 0)
+			st->failed = true;
+	return st->failed ? -ENOMEM : 0;
 }
 
 void stats_scan_ops(struct stats *st, struct report_scan_ops *ops)
@@ -721,33 +1091,6 @@ void stats_scan_ops(struct stats *st, struct report_scan_ops *ops)
 	ops->ctx = st;
 }
 
-/* The analyses the wanted reports need; false when memory ran out. */
-static bool analyses_new(struct stats *st)
-{
-	static const enum report_id bd[] = {R_TIME_BREAKDOWN, R_COMM_OVERLAP, R_DIAGNOSIS, R_COUNT},
-				    ln[] = {R_LAUNCH_STATS, R_QUEUE_DEPTH, R_DIAGNOSIS, R_COUNT},
-				    steps[] = {R_RANK_STEPS, R_DIAGNOSIS, R_COUNT},
-				    mem[] = {R_MEM_USAGE, R_DIAGNOSIS, R_COUNT};
-	const struct stats_request *q = &st->req;
-
-	st->mem = wants_any(st, mem);
-	if (wants_any(st, bd) && !(st->bd = breakdown_new(q->gap_min_ns)))
-		return false;
-	if (stats_wants(st, R_QUEUE_DEPTH) &&
-	    !(st->queues = queues_new(q->queue_buckets ? q->queue_buckets : 1024)))
-		return false;
-	if (wants_any(st, ln) &&
-	    !(st->launches = launches_new(st->queues, stats_wants(st, R_LAUNCH_STATS) ||
-							  stats_wants(st, R_DIAGNOSIS))))
-		return false;
-	if (wants_any(st, steps) && !(st->steps = steps_new(q->range)))
-		return false;
-	if (stats_wants(st, R_KERN_SPREAD) &&
-	    !(st->spread = spread_new(q->top, q->names[R_KERN_SPREAD])))
-		return false;
-	return true;
-}
-
 struct stats *stats_new(const struct stats_request *req)
 {
 	struct stats *st = calloc(1, sizeof(*st));
@@ -756,33 +1099,16 @@ struct stats *stats_new(const struct stats_request *req)
 	if (!st)
 		return NULL;
 	st->req = *req;
+	st->first = UINT64_MAX;
 	st->exact_values = req->exact_values ? req->exact_values : STATS_EXACT_VALUES;
 	st->sketching = req->sketch_only;
 	snprintf(st->why_sketch, sizeof(st->why_sketch), "%s", "asked for by --exact-medians 0");
-	if (!analyses_new(st)) {
-		stats_free(st);
-		return NULL;
-	}
-	if (stats_wants(st, R_GPU_GAPS) || stats_wants(st, R_GPU_UTIL)) {
-		struct report_gaps_opts go = {.gap_min_ns = req->gap_min_ns,
-					      .bucket_ns = req->util_bucket_ns,
-					      .util = stats_wants(st, R_GPU_UTIL)};
-
-		if (!(st->gaps = report_gpu_gaps_new(&go))) {
+	st->needs = needs_of(st);
+	for (i = 0; i < NANALYSES; i++)
+		if (analyses[i].make && runs(st, &analyses[i]) && analyses[i].make(st) < 0) {
 			stats_free(st);
 			return NULL;
 		}
-	}
-	if ((stats_wants(st, R_GPU_METRICS_SUM) || stats_wants(st, R_GPU_METRICS_NVTX) ||
-	     stats_wants(st, R_GPU_GAPS) || stats_wants(st, R_IDLE_WHY)) &&
-	    !(st->gm = gm_new(0, 0, 0))) {
-		stats_free(st);
-		return NULL;
-	}
-	if (host_reports_new(st) < 0) {
-		stats_free(st);
-		return NULL;
-	}
 	st->gpu.elem = sizeof(struct gpu_row);
 	st->api.elem = sizeof(struct api_row);
 	for (i = 0; i < MEMOPS; i++) {
@@ -811,22 +1137,16 @@ void stats_free(struct stats *st)
 		free(st->secs[i].stack_groups[0]);
 		free(st->secs[i].stack_groups[1]);
 	}
+	for (i = 0; i < NANALYSES; i++) /* each drop frees what its make made, or nothing */
+		if (analyses[i].drop)
+			analyses[i].drop(st);
 	mem_usage_fini(&st->mem_usage);
-	breakdown_free(st->bd);
-	launches_free(st->launches);
-	queues_free(st->queues);
-	steps_free(st->steps);
-	spread_free(st->spread);
 	report_jobs_free(&st->jobs);
-	free(st->findings);
 	stats_partial_free(st->partial);
 	free(st->secs);
 	free(st->gpu.v);
 	free(st->api.v);
 	pool_fini(&st->names);
-	report_gpu_gaps_free(st->gaps);
-	host_reports_free(st);
-	gm_free(st->gm);
 	free(st);
 }
 
@@ -1011,65 +1331,6 @@ static int cmp_api(const void *pa, const void *pb)
 	return a->corr < b->corr ? -1 : a->corr > b->corr;
 }
 
-/* GPU metrics: the summary, then (for gpu_gaps' and gpu_idle_why's gaps and NVTX ranges) a
- * second pass over the inputs. */
-static int finish_metrics(struct stats *st, const struct report_set *set)
-{
-	bool nvtx = stats_wants(st, R_GPU_METRICS_NVTX), gaps = stats_wants(st, R_GPU_GAPS);
-	struct report_gap *list = NULL, **each = NULL;
-	struct report_idle_gap *holes = NULL;
-	size_t n = 0, nholes = 0, i;
-	int rc;
-
-	if (!st->gm)
-		return 0;
-	if ((rc = gm_finish(st->gm)) < 0)
-		return rc;
-	if (gaps)
-		list = report_gpu_gaps_edit(st->gaps, &n);
-	if (st->idle && stats_wants(st, R_IDLE_WHY))
-		holes = report_idle_gaps_edit(st->idle, &nholes);
-	if ((!n && !nholes && !nvtx) || !gm_records(st->gm))
-		return 0; /* nothing to take over stretches of time, or no metric to take */
-	if (n + nholes && !(each = malloc((n + nholes) * sizeof(*each))))
-		return -ENOMEM;
-	for (i = 0; i < n; i++)
-		each[i] = &list[i];
-	for (i = 0; i < nholes; i++)
-		each[n + i] = &holes[i].gap;
-	rc = gm_windows_pass(st->gm, each, n + nholes, gaps ? st->gaps : NULL, nvtx, set, st->err,
-			     sizeof(st->err));
-	free(each);
-	if (rc == -ENOMEM)
-		st->err[0] = '\0'; /* said as out of memory */
-	return rc;
-}
-
-/* The analyses that need the whole set: steps, spread, queues, jobs, then the diagnosis. */
-static int analyses_finish(struct stats *st, const struct report_set *set)
-{
-	struct diag_input in = {.set = (struct report_set *)set};
-	struct idle_cause_ctx cause = {st->idle, st->why, set};
-
-	st->set = set;
-	if ((st->steps && steps_finish(st->steps) < 0) ||
-	    (st->spread && spread_finish(st->spread) < 0) ||
-	    (st->queues && queues_finish(st->queues) < 0) || report_jobs_group(set, &st->jobs) < 0)
-		return -ENOMEM;
-	if (!stats_wants(st, R_DIAGNOSIS))
-		return 0;
-	in.bd = breakdown_rows(st->bd, &in.nbd);
-	in.ln = launches_rows(st->launches, &in.nln);
-	in.steps = steps_verdict(st->steps);
-	in.mem = &st->mem_usage;
-	in.jobs = &st->jobs;
-	if (st->idle) {
-		in.idle_cause = idle_cause;
-		in.idle_ctx = &cause;
-	}
-	return diagnose(&in, &st->findings, &st->nfindings);
-}
-
 const struct bd_row *stats_breakdown(const struct stats *st, size_t *n)
 {
 	*n = 0;
@@ -1111,38 +1372,54 @@ void stats_jobs_warning(const struct stats *st, FILE *out, const char *prefix)
 			fprintf(out, "%stally: job %zu: only %s are here\n", prefix, i + 1, buf);
 }
 
+/*
+ * The one time origin of every output: the earliest session start of the set, or the earliest
+ * timed record where one came before it (a clock that is not the session's), so that no time is
+ * negative.  Every Start (ns), every "+N s" and the page's axes count from it.
+ */
+static uint64_t time_base(const struct stats *st, const struct report_set *set)
+{
+	if (!set->base)
+		return st->first == UINT64_MAX ? 0 : st->first;
+	return st->first < set->base ? st->first : set->base;
+}
+
 int stats_finish(struct stats *st, const struct report_set *set)
 {
 	unsigned r;
+	size_t i;
 	int rc;
 
 	if (st->failed)
 		return -ENOMEM;
+	st->set = set;
+	st->base = time_base(st, set);
 	for (r = 0; r < R_COUNT; r++)
 		if (finish_table(st, &st->t[r]) < 0)
 			return -ENOMEM;
 	group_by_style(&st->t[R_KERN_STACK_SUM]);
-	if (host_reports_finish(st) < 0)
-		return -ENOMEM;
-	if (mem_usage_finish(&st->mem_usage) < 0)
-		return -ENOMEM;
-	/* the GPU metrics before the analyses: the diagnosis may read them (stats_gpu_metrics) */
-	if ((rc = finish_metrics(st, set)) < 0)
-		return rc;
-	if (analyses_finish(st, set) < 0)
-		return -ENOMEM;
+	for (i = 0; i < NANALYSES; i++)
+		if (analyses[i].finish && runs(st, &analyses[i]) &&
+		    (rc = analyses[i].finish(st, set)) < 0)
+			return rc == -ENOMEM || !st->err[0] ? -ENOMEM : rc;
 	if (st->gpu.n > 1)
 		qsort(st->gpu.v, st->gpu.n, st->gpu.elem, cmp_gpu);
 	if (st->api.n > 1)
 		qsort(st->api.v, st->api.n, st->api.elem, cmp_api);
-	/* Starts count from the earliest session start, or from the earliest row if one came
-	 * before it (a clock that is not the session's): never negative. */
-	st->base = set->base;
-	if (st->gpu.n && ((struct gpu_row *)st->gpu.v)->start < st->base)
-		st->base = ((struct gpu_row *)st->gpu.v)->start;
-	if (st->api.n && ((struct api_row *)st->api.v)->start < st->base)
-		st->base = ((struct api_row *)st->api.v)->start;
 	return 0;
+}
+
+uint64_t stats_time_base(const struct stats *st)
+{
+	return st->base;
+}
+
+const char *stats_time_origin(const struct stats *st)
+{
+	if (st->set && st->set->base && st->base == st->set->base)
+		return "the session started";
+	return st->set && st->set->base ? "the first record (it came before any session start)"
+					: "the first record (no session start is recorded)";
 }
 
 const char *stats_error(const struct stats *st)

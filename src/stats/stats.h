@@ -31,16 +31,29 @@ struct stats_request {
 	uint64_t exact_values;
 	bool sketch_only; /* medians from the sketch from the first value (--exact-medians 0) */
 	uint64_t kernel_wait_ns; /* idle classes: kernel wait below this (0: the launch's cost) */
+	/* the order the reports are written in (indexes, as asked); reports wanted but not in it
+	 * come after, in the table's order */
+	unsigned char order[64];
+	unsigned norder;
 };
 
 #define STATS_EXACT_VALUES 4000000ull /* 32 MB of values */
 
-/* The reports, in nsys's order; index is stable for the bit mask above. */
+/*
+ * The one table of reports (model.c): each row a report's whole definition.  The index is stable
+ * (the bit mask above, and summaries name their reports by it): a new report is added at the end.
+ */
+struct view_ctx;
 struct report_def {
 	const char *name;  /* "cuda_gpu_kern_sum" */
 	const char *title; /* "CUDA GPU Kernel Summary" */
 	bool by_default;   /* part of a plain `tally stats` (nsys's --stats set) */
 	bool names;	   /* takes :base / :mangled */
+	uint32_t needs;	   /* what it needs from the pass (stats-int.h, enum stats_need) */
+	const struct report_col *cols; /* its columns, ended by {NULL} */
+	const char *empty;	       /* what it says when it has no row */
+	/* its rows over the analyses: the number, the cell function, notes (stats-int.h) */
+	void (*view)(struct view_ctx *x, struct report_view *v);
 };
 extern const struct report_def report_defs[];
 extern const unsigned report_defs_count;
@@ -54,6 +67,12 @@ void stats_scan_ops(struct stats *st, struct report_scan_ops *ops);
  * gpu_metrics_nvtx_sum, when the traces hold GPU metrics) a second pass over the set's inputs.
  * 0, or -errno: -ENOMEM, or what stats_error() says. */
 int stats_finish(struct stats *st, const struct report_set *set);
+/* The one time origin of every output after stats_finish (aligned ns): the earliest session
+ * start, or the earliest timed record where one came before it.  Every Start (ns), "+N s" and the
+ * page's time axes count from it. */
+uint64_t stats_time_base(const struct stats *st);
+/* What that origin is, to label times with: "the session started", or "the first record (...)". */
+const char *stats_time_origin(const struct stats *st);
 /* Why stats_finish failed, other than memory; NULL if it did not. */
 const char *stats_error(const struct stats *st);
 /* The GPU metrics' summary (metricsum.h) after stats_finish; NULL unless a report needed it. */

@@ -105,7 +105,8 @@ function secShort(i) {
 function whenLine(w) {
 	const b = (w.begin_s >= 0 ? "+" : "") + w.begin_s.toFixed(3);
 	const e = (w.end_s >= 0 ? "+" : "") + w.end_s.toFixed(3);
-	return "when: " + b + " s .. " + e + " s: " + w.count; /* as tally check says it */
+	/* as tally check says it: from the section's own session start, not the page's origin */
+	return "when: " + b + " s .. " + e + " s after its session start: " + w.count;
 }
 
 function reasonItem(input, sec, r) {
@@ -151,7 +152,8 @@ function renderVerdict() {
 	add("records", fmtCount(STATS.records));
 	add("files", String(STATS.inputs.length));
 	add("processes", String(SECS.length));
-	add("span", fmtNs(TL.span_ns));
+	add("span", fmtNs(TL.span_ns - TL.first_ns) + " of records, from +" + fmtNs(TL.first_ns) + " after " +
+		STATS.time_origin);
 	if (STATS.untimed_records) add("untimed records", fmtCount(STATS.untimed_records));
 	box.appendChild(facts);
 	const paths = STATS.inputs.map((i) => i.path).join("  ");
@@ -221,7 +223,7 @@ function hatch(ctx) {
 function timeAxis(spanS) {
 	const unit = spanS < 2e-3 ? ["\u00b5s", 1e6] : spanS < 2 ? ["ms", 1e3] : ["s", 1];
 	return {
-		label: "time since the first record (" + unit[0] + ")", size: 40,
+		label: "time since " + STATS.time_origin + " (" + unit[0] + ")", size: 40,
 		values: (u, splits) => splits.map((v) => Number((v * unit[1]).toPrecision(6)).toString()),
 	};
 }
@@ -701,17 +703,14 @@ function idleWhy() {
 	return IDLE_WHY;
 }
 
-/* The explanation of a section's device gap [start, end) (timeline ns).  gpu_idle_why lists the
- * same gaps (gpu_gaps' device gaps of 1 ms or more) with starts from stats' time base: the two
- * origins, read as doubles, are a few hundred ns off, so match the length exactly, then the
- * nearest start. */
+/* The explanation of a section's device gap [start, end): gpu_idle_why lists the same gaps
+ * (gpu_gaps' device gaps) from the same origin (TL.t0_ns is stats' time_base_ns). */
 function gapWhy(sec, device, start, end) {
-	const pid = SECS[sec] ? SECS[sec].pid : -1, at = start + TL.t0_ns - STATS.time_base_ns;
-	let best = null;
+	const pid = SECS[sec] ? SECS[sec].pid : -1;
 	for (const g of idleWhy().values())
-		if (g.head.PID === pid && g.head.Device === device && g.head["Duration (ns)"] === end - start &&
-			(!best || Math.abs(g.head["Start (ns)"] - at) < Math.abs(best.head["Start (ns)"] - at))) best = g;
-	return best;
+		if (g.head.PID === pid && g.head.Device === device && g.head["Start (ns)"] === start &&
+			g.head["Duration (ns)"] === end - start) return g;
+	return null;
 }
 
 function whyLines(g, max) {
