@@ -59,7 +59,7 @@ const struct report_col cols_idle_why[] = {
     {"Class", COL_STR},		{"Thread", COL_STR},
     {"What", COL_STR},		{"Count", COL_U64},
     {"Time (ns)", COL_U64},	{"Share (%)", COL_PCT},
-    {"Detail", COL_STR},	{NULL},
+    {"Detail", COL_STACK},	{NULL},
 };
 
 static const char *const what_names[] = {
@@ -190,7 +190,7 @@ const struct report_col cols_idle_breakdown[] = {
     {"Idle (%)", COL_PCT},
     {"Unproven (ns)", COL_U64},
     {"Samples", COL_U64},
-    {"Stack", COL_STR},
+    {"Stack", COL_STACK},
     {NULL},
 };
 

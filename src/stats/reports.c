@@ -58,7 +58,7 @@ const struct report_col cols_stack[] = {
     {"Instances", COL_U64},
     TIME_STATS,
     {"By", COL_STR},
-    {"Location", COL_STR},
+    {"Location", COL_STACK},
     {NULL},
 };
 const struct report_col cols_mem_usage[] = {

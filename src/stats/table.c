@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 /* A text cell of a table, escaped and cut to its column's cap: up to 4 bytes a column. */
@@ -79,14 +80,52 @@ static const char *cell_text(const struct report_col *col, const struct report_c
 	return "";
 }
 
-/* The text of a string cell as the table shows it: escaped for the terminal (text.h), at most
- * TABLE_LAST_MAX_COLS wide in the last column (where the names are, as nsys puts them) and
- * TABLE_MAX_COLS in any other, so that no row is padded to a crafted name's width. */
-static void text_cell(const struct report_view *v, size_t k, const char *s, struct text_cell *t)
+static bool is_text(enum col_type t)
 {
-	size_t cap = k + 1 == v->ncols ? TABLE_LAST_MAX_COLS : TABLE_MAX_COLS;
+	return t == COL_STR || t == COL_STACK;
+}
 
+/* Display columns of escaped text (text.h: one a code point; escapes are ASCII). */
+static size_t text_cols(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xC0) != 0x80;
+	return n;
+}
+
+/* A stack cut by tally_text_printable_to: cut again at the last whole frame, " <- ..." after it. */
+static void frame_cut(struct text_cell *t, size_t cap)
+{
+	static const char more[] = " <- \xe2\x80\xa6";
+	char *p, *at = NULL;
+
+	for (p = strstr(t->buf, " <- "); p; p = strstr(p + 1, " <- ")) {
+		*p = '\0';
+		if (text_cols(t->buf) + 5 <= cap)
+			at = p;
+		*p = ' ';
+	}
+	if (!at)
+		return;
+	memcpy(at, more, sizeof(more));
+	t->cols = text_cols(t->buf);
+}
+
+/* The text of a string cell as the table shows it: escaped for the terminal (text.h), at most
+ * last_cap wide in the last column (where the names are, as nsys puts them), TABLE_MAX_COLS in any
+ * other and TABLE_STACK_COLS for stacks, so that no row is padded to a crafted name's width. */
+static void text_cell(const struct report_view *v, size_t k, size_t last_cap, const char *s,
+		      struct text_cell *t)
+{
+	size_t cap = k + 1 == v->ncols ? last_cap : TABLE_MAX_COLS;
+
+	if (v->cols[k].type == COL_STACK && cap > TABLE_STACK_COLS)
+		cap = TABLE_STACK_COLS;
 	t->cols = tally_text_printable_to(s, cap, t->buf, sizeof(t->buf), &t->cut);
+	if (t->cut && v->cols[k].type == COL_STACK)
+		frame_cut(t, cap);
 }
 
 static void pad(FILE *out, size_t n)
@@ -96,7 +135,8 @@ static void pad(FILE *out, size_t n)
 }
 
 /* Widths of the columns; returns how many text cells will be cut. */
-static size_t table_widths(const struct report_view *v, size_t *w, struct text_cell *t)
+static size_t table_widths(const struct report_view *v, size_t last_cap, size_t *w,
+			   struct text_cell *t)
 {
 	struct report_cell c;
 	char buf[64];
@@ -112,8 +152,8 @@ static size_t table_widths(const struct report_view *v, size_t *w, struct text_c
 			memset(&c, 0, sizeof(c));
 			v->cell(v->ctx, r, k, &c);
 			s = cell_text(&v->cols[k], &c, true, buf, sizeof(buf));
-			if (v->cols[k].type == COL_STR) {
-				text_cell(v, k, s, t);
+			if (is_text(v->cols[k].type)) {
+				text_cell(v, k, last_cap, s, t);
 				n = t->cols;
 				cut += t->cut;
 			} else {
@@ -134,7 +174,7 @@ static void table_header(FILE *out, const struct report_view *v, const size_t *w
 		bool last = k + 1 == v->ncols;
 
 		fputs(k ? "  " : " ", out);
-		if (v->cols[k].type == COL_STR) { /* centred, as nsys does */
+		if (is_text(v->cols[k].type)) { /* centred, as nsys does */
 			pad(out, left / 2);
 			fputs(v->cols[k].header, out);
 			if (!last)
@@ -153,16 +193,46 @@ static void table_header(FILE *out, const struct report_view *v, const size_t *w
 	fputc('\n', out);
 }
 
+/* The width of the terminal out is, or 0 when it is not one. */
+static size_t terminal_width(FILE *out)
+{
+	struct winsize ws;
+	const char *env = getenv("COLUMNS");
+
+	if (!isatty(fileno(out)))
+		return 0;
+	if (ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col)
+		return ws.ws_col;
+	return env && atoi(env) > 0 ? (size_t)atoi(env) : 80;
+}
+
+/* Written to a terminal, the last (text) column gets what the others leave of its width. */
+static size_t fit_last(FILE *out, const struct report_view *v, const size_t *w)
+{
+	size_t width = terminal_width(out), used = 0, k;
+
+	if (!width || !is_text(v->cols[v->ncols - 1].type))
+		return TABLE_LAST_MAX_COLS;
+	for (k = 0; k + 1 < v->ncols; k++)
+		used += w[k] + (k ? 2 : 1);
+	used += 2;
+	return width > used + TABLE_MIN_LAST_COLS ? width - used : TABLE_MIN_LAST_COLS;
+}
+
 static void write_table(FILE *out, const struct report_view *v)
 {
-	size_t *w = calloc(v->ncols, sizeof(*w)), r, k, cut;
+	size_t *w = calloc(v->ncols, sizeof(*w)), r, k, cut, last_cap = TABLE_LAST_MAX_COLS;
 	struct text_cell *t = malloc(sizeof(*t));
 	struct report_cell c;
 	char buf[64];
 
 	if (!w || !t)
 		goto out;
-	cut = table_widths(v, w, t);
+	cut = table_widths(v, last_cap, w, t);
+	if (fit_last(out, v, w) < w[v->ncols - 1]) {
+		last_cap = fit_last(out, v, w);
+		cut = table_widths(v, last_cap, w, t);
+	}
 	table_header(out, v, w);
 	for (r = 0; r < v->nrows; r++) {
 		for (k = 0; k < v->ncols; k++) {
@@ -172,8 +242,8 @@ static void write_table(FILE *out, const struct report_view *v)
 			v->cell(v->ctx, r, k, &c);
 			s = cell_text(&v->cols[k], &c, true, buf, sizeof(buf));
 			fputs(k ? "  " : " ", out);
-			if (v->cols[k].type == COL_STR) {
-				text_cell(v, k, s, t);
+			if (is_text(v->cols[k].type)) {
+				text_cell(v, k, last_cap, s, t);
 				fputs(t->buf, out);
 				if (k + 1 < v->ncols)
 					pad(out, w[k] - t->cols);
@@ -188,9 +258,9 @@ static void write_table(FILE *out, const struct report_view *v)
 		fprintf(
 		    out,
 		    "\n (%zu text(s) cut, ending in \"\xe2\x80\xa6\": a table's columns are at "
-		    "most "
-		    "%u characters wide, %u for the last; -f csv or -f json has the whole text)\n",
-		    cut, TABLE_MAX_COLS, TABLE_LAST_MAX_COLS);
+		    "most %u characters wide, %u for call stacks, %zu for the last; -f csv or -f "
+		    "json has the whole text)\n",
+		    cut, TABLE_MAX_COLS, TABLE_STACK_COLS, last_cap);
 out:
 	free(t);
 	free(w);

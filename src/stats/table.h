@@ -26,6 +26,10 @@ enum col_type {
 	COL_F1,	 /* 439,631.1 (averages, medians, deviations in ns) */
 	COL_F3,	 /* 805.306 (MB) */
 	COL_STR, /* left-aligned text */
+	/* text that may hold call stacks ("f (a.py:3) <- g (b.py:9) <- ..."): a table cuts them at
+	 * a frame, to at most TABLE_STACK_COLS, ending in " <- ..." (CSV and JSON keep them whole)
+	 */
+	COL_STACK,
 };
 
 struct report_col {
@@ -93,11 +97,15 @@ static inline void set_s(struct report_cell *c, const char *s)
 /*
  * Tables are for people: every text cell is escaped for the terminal (common/text.h's one rule)
  * and no column is wider than TABLE_MAX_COLS characters, or TABLE_LAST_MAX_COLS for the last one
- * (where names go, as nsys puts them); a cut text ends in U+2026 and the table says so.  CSV is
- * data: written as it is to a file, escaped by the same rule when the stream is a terminal.
+ * (where names go, as nsys puts them), or TABLE_STACK_COLS for call stacks; written to a terminal,
+ * the last column is cut to what the terminal's width leaves it (TABLE_MIN_LAST_COLS at least).
+ * A cut text ends in U+2026 and the table says so.  CSV is data: written as it is to a file,
+ * escaped by the same rule when the stream is a terminal.
  */
 #define TABLE_MAX_COLS	    40u
 #define TABLE_LAST_MAX_COLS 1000u
+#define TABLE_STACK_COLS    120u
+#define TABLE_MIN_LAST_COLS 24u
 
 /* Write one report; j is the open JSON writer for REPORT_FMT_JSON (an array element). */
 void report_view_write(FILE *out, const struct report_view *v, enum report_format fmt,
