@@ -146,9 +146,19 @@ struct html_job {
 /* What the page shows besides the default reports: every analysis, the stacks, the memory, and
  * why the GPU was idle (each gap explained, next to the gaps). */
 static const char *const page_reports[] = {
-    "cuda_kern_stack_sum", "cuda_gpu_mem_usage", "gpu_time_breakdown", "comm_compute_overlap",
-    "kern_rank_spread",	   "rank_steps",	 "cuda_launch_stats",  "gpu_queue_depth",
-    "diagnosis",	   "gpu_idle_why",	 "gpu_idle_breakdown", "gpu_metrics_sum",
+    "cuda_kern_stack_sum",
+    "cuda_gpu_mem_usage",
+    "gpu_time_breakdown",
+    "comm_compute_overlap",
+    "kern_rank_spread",
+    "rank_steps",
+    "cuda_launch_stats",
+    "gpu_queue_depth",
+    "diagnosis",
+    "gpu_idle_why",
+    "gpu_idle_breakdown",
+    "gpu_metrics_sum",
+    "gpu_gaps",
 };
 
 /* Pass 1: every summary report of tally stats, and the timeline's span and ledger. */

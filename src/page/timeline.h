@@ -106,11 +106,10 @@ struct timeline {
 
 	struct tl_event *events;
 	size_t nevents, event_cap;
-	struct report_gpu_gaps *gaps; /* idle stretches, exact, fed in pass 2 (gaps.h) */
-	uint32_t *window_count;	      /* events per window (all of them, kept or not) */
-	uint8_t *window_exact;	      /* after timeline_choose_exact: its events are written */
-	bool failed;		      /* out of memory */
-	struct gm *metrics;	      /* GPU metric curves (timeline-metrics.c), NULL: none */
+	uint32_t *window_count; /* events per window (all of them, kept or not) */
+	uint8_t *window_exact;	/* after timeline_choose_exact: its events are written */
+	bool failed;		/* out of memory */
+	struct gm *metrics;	/* GPU metric curves (timeline-metrics.c), NULL: none */
 	double metric_bucket_ns;
 };
 
@@ -149,6 +148,7 @@ struct tl_gap {
 	    lane; /* a TL_LANE_DEVICE lane (the whole device) or a TL_LANE_GPU one (a stream) */
 	uint64_t start, end;
 	bool unproven; /* something lost may lie in it: may not have been idle */
+	uint8_t cls;   /* gaps.h's one class: idle, unproven, busy outside the trace */
 	char why[120]; /* the loss that makes it unproven, or that none overlaps it */
 };
 
@@ -157,10 +157,11 @@ long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type, 
 			uint32_t b);
 
 /*
- * Idle stretches of every device and stream, from the exact gap report of tally stats -r gpu_gaps
- * (gaps.h), fed during pass 2, placed on the timeline's lanes.  Caller frees *out.
+ * The gaps of every device and stream, gpu_gaps' own (tally stats' model: the same gaps from the
+ * same origin, each of its one class), placed on the timeline's lanes.  Caller frees *out.
  */
-int timeline_gaps(const struct timeline *tl, struct tl_gap **out, size_t *n);
+int timeline_gaps(const struct timeline *tl, const struct stats *st, struct tl_gap **out,
+		  size_t *n);
 
 /* ---- GPU metric curves (timeline-metrics.c) ------------------------------------------------ */
 

@@ -122,6 +122,12 @@ const struct bd_row *breakdown_rows(const struct breakdown *b, size_t *n)
 	return b->rows;
 }
 
+struct bd_row *breakdown_rows_edit(struct breakdown *b, size_t *n)
+{
+	*n = b->nrows;
+	return b->rows;
+}
+
 static struct bd_dev *dev_of(struct breakdown *b, uint32_t device)
 {
 	struct bd_sec *s = &b->cur;

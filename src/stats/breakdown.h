@@ -39,7 +39,11 @@ struct bd_row {
 	uint64_t comm_exposed; /* ... and no compute kernel did */
 	uint64_t copy_exposed; /* only copies or memsets ran */
 	uint64_t busy;	       /* anything ran */
-	uint64_t idle, idle_unproven;	 /* t1 - t0 - busy; the part a loss may hide */
+	/* gaps the GPU metrics show busy (gaps.h, GAP_BUSY_OUTSIDE): work no record holds ran;
+	 * set by the model after the metrics' pass (gapclass.c), 0 without metrics */
+	uint64_t outside;
+	/* t1 - t0 - busy - outside: no work ran; the part a loss may hide */
+	uint64_t idle, idle_unproven;
 	uint64_t gap_idle, gap_unproven; /* idle in gaps of at least gap_min (gpu_gaps' rows) */
 	uint64_t longest_gap, longest_gap_at; /* the longest such gap, and where it starts */
 	bool longest_unproven;
@@ -59,5 +63,7 @@ int breakdown_add(struct breakdown *b, struct report_section *rs, const struct t
 int breakdown_section_end(struct breakdown *b, struct report_section *rs);
 /* Rows so far, in section order, devices by id within a section. */
 const struct bd_row *breakdown_rows(const struct breakdown *b, size_t *n);
+/* The same, for the model to class the gaps the GPU metrics show busy (gapclass.c). */
+struct bd_row *breakdown_rows_edit(struct breakdown *b, size_t *n);
 
 #endif

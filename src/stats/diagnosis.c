@@ -98,27 +98,66 @@ static int rule_jobs(const struct diag_input *in, struct diag_finding *out, size
 	return 0;
 }
 
-static uint64_t loss_time(const struct report_section *rs)
+static int by_begin(const void *a, const void *b)
 {
-	uint64_t sum = 0;
-	size_t k;
+	const uint64_t *x = a, *y = b;
 
-	for (k = 0; k < rs->s->nwindows; k++)
-		sum += rs->s->windows[k].t_end - rs->s->windows[k].t_begin;
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/*
+ * The GPU time a section's loss windows cover: per device of it, the union of its windows (they
+ * overlap: one loss counted by several counters) within the device's span, summed over devices;
+ * a window is never counted twice, so the cost is at most the devices' spans.
+ */
+static uint64_t loss_time(const struct diag_input *in, const struct report_section *rs)
+{
+	size_t nw = rs->s->nwindows, i, k, n;
+	uint64_t(*iv)[2] = nw ? malloc(nw * sizeof(*iv)) : NULL, sum = 0;
+
+	if (!iv)
+		return 0;
+	for (i = 0; i < in->nbd; i++) {
+		const struct bd_row *r = &in->bd[i];
+		uint64_t end = 0;
+
+		if (r->section != rs->index)
+			continue;
+		for (k = n = 0; k < nw; k++) { /* clipped to the span, in the set's aligned time */
+			uint64_t b = report_time(rs, rs->s->windows[k].t_begin);
+			uint64_t e = report_time(rs, rs->s->windows[k].t_end);
+
+			b = b < r->t0 ? r->t0 : b;
+			e = e > r->t1 ? r->t1 : e;
+			if (e > b) {
+				iv[n][0] = b;
+				iv[n++][1] = e;
+			}
+		}
+		qsort(iv, n, sizeof(*iv), by_begin);
+		for (k = 0; k < n; k++) { /* the union: what one window covers again is not added */
+			uint64_t b = iv[k][0] > end ? iv[k][0] : end;
+
+			if (iv[k][1] > b)
+				sum += iv[k][1] - b;
+			end = iv[k][1] > end ? iv[k][1] : end;
+		}
+	}
+	free(iv);
 	return sum;
 }
 
 static int rule_loss(const struct diag_input *in, struct diag_finding *out, size_t *n, size_t cap)
 {
 	struct report_section *worst = NULL;
-	uint64_t total = 0, worst_cost = 0, unproven = 0, span = 0;
+	uint64_t total = 0, worst_cost = 0, unproven = 0;
 	size_t i, count = 0, k;
 	struct diag_finding *f;
 	char w[200], d[32];
 
 	for (i = 0; i < in->set->nsections; i++) {
 		struct report_section *rs = in->set->sections[i];
-		uint64_t c = loss_time(rs);
+		uint64_t c = loss_time(in, rs);
 
 		if (rs->verdict.complete)
 			continue;
@@ -129,14 +168,11 @@ static int rule_loss(const struct diag_input *in, struct diag_finding *out, size
 			worst_cost = c;
 		}
 	}
-	for (i = 0; i < in->nbd; i++) {
+	for (i = 0; i < in->nbd; i++)
 		unproven += in->bd[i].idle_unproven;
-		span += in->bd[i].t1 - in->bd[i].t0;
-	}
 	if (!worst || !(f = add(out, n, cap, "lost-records")))
 		return 0;
 	f->cost = total > unproven ? total : unproven;
-	f->share = pct(f->cost, span);
 	snprintf(f->figure, sizeof(f->figure),
 		 "%zu of %zu process(es) INCOMPLETE: records were lost, so counts are lower bounds "
 		 "and %s of idle time is unproven",
@@ -161,9 +197,15 @@ static void idle_finding(const struct diag_input *in, const struct bd_row *r,
 							sizeof(cause))
 				       : NULL;
 
-	snprintf(f->figure, sizeof(f->figure), "GPU %u idle %.1f%% of its span (%s of %s)",
-		 r->device, pct(r->idle, r->t1 - r->t0), dur(r->idle, d1, sizeof(d1)),
-		 dur(r->t1 - r->t0, d2, sizeof(d2)));
+	int len =
+	    snprintf(f->figure, sizeof(f->figure), "GPU %u idle %.1f%% of its span (%s of %s)",
+		     r->device, pct(r->idle, r->t1 - r->t0), dur(r->idle, d1, sizeof(d1)),
+		     dur(r->t1 - r->t0, d2, sizeof(d2)));
+
+	if (r->outside && len > 0 && (size_t)len < sizeof(f->figure))
+		snprintf(f->figure + len, sizeof(f->figure) - (size_t)len,
+			 ", not counting %s the GPU metrics show busy outside the trace",
+			 dur(r->outside, d3, sizeof(d3)));
 	if (r->idle_unproven)
 		snprintf(f->proof, sizeof(f->proof),
 			 "a bound: %s of it lies where records were lost, so work may have run "
@@ -183,7 +225,7 @@ static void idle_finding(const struct diag_input *in, const struct bd_row *r,
 static int rule_idle(const struct diag_input *in, struct diag_finding *out, size_t *n, size_t cap)
 {
 	const struct bd_row *worst = NULL;
-	uint64_t cost = 0, span = 0;
+	uint64_t cost = 0;
 	size_t i, count = 0;
 	struct diag_finding *f;
 
@@ -194,14 +236,12 @@ static int rule_idle(const struct diag_input *in, struct diag_finding *out, size
 			continue;
 		count++;
 		cost += r->idle;
-		span += r->t1 - r->t0;
 		if (!worst || r->idle > worst->idle)
 			worst = r;
 	}
 	if (!worst || !(f = add(out, n, cap, "gpu-idle")))
 		return 0;
 	f->cost = cost;
-	f->share = pct(cost, span);
 	idle_finding(in, worst, f);
 	and_more(f, count - 1, "device(s)", cost);
 	f->try_ = "see what the host did in the longest stretch (gpu_idle_why, the page's 'Why "
@@ -209,6 +249,24 @@ static int rule_idle(const struct diag_input *in, struct diag_finding *out, size
 		  "stacks and blocking calls); feed the GPU ahead: DataLoader workers and "
 		  "pin_memory, no .item()/.cpu() synchronizations in the loop, larger batches";
 	return 0;
+}
+
+/* What the others lose waiting for the straggler: its lead in every step, on each of the other
+ * processes' devices, at most the time that device was idle or in communication (where a rank
+ * waits for another); so never more than their spans. */
+static uint64_t straggler_cost(const struct diag_input *in, const struct steps_verdict *v)
+{
+	uint64_t cost = 0, lead = v->lead > 0 ? (uint64_t)v->lead * v->steps : 0;
+	size_t i;
+
+	for (i = 0; i < in->nbd; i++) {
+		const struct bd_row *r = &in->bd[i];
+		uint64_t waited = r->idle + r->comm_exposed;
+
+		if (r->section != v->candidate)
+			cost += lead < waited ? lead : waited;
+	}
+	return cost;
 }
 
 static int rule_straggler(const struct diag_input *in, struct diag_finding *out, size_t *n,
@@ -220,8 +278,7 @@ static int rule_straggler(const struct diag_input *in, struct diag_finding *out,
 
 	if (!v || !v->named || !(f = add(out, n, cap, "straggler")))
 		return 0;
-	f->cost = (uint64_t)v->lead * v->steps * (v->ranks - 1);
-	f->share = v->candidate_median ? pct((uint64_t)v->lead, v->candidate_median) : 0;
+	f->cost = straggler_cost(in, v);
 	snprintf(f->figure, sizeof(f->figure),
 		 "straggler: %s is the slowest in %" PRIu64 " of %" PRIu64
 		 " '%s' steps, %s ahead of the others' median (%.1f%% of its step)",
@@ -229,14 +286,16 @@ static int rule_straggler(const struct diag_input *in, struct diag_finding *out,
 		     ? sec(in, v->candidate)->s->rank
 		     : who(in, v->candidate, w, sizeof(w)),
 		 v->slowest_count, v->steps, v->range, dur((uint64_t)v->lead, d1, sizeof(d1)),
-		 f->share);
+		 v->candidate_median ? pct((uint64_t)v->lead, v->candidate_median) : 0.0);
 	snprintf(f->proof, sizeof(f->proof),
-		 "its lead (%s) exceeds the ranks' own step-to-step spread (%s)",
+		 "its lead (%s) exceeds the ranks' own step-to-step spread (%s); the cost is an "
+		 "upper bound",
 		 dur((uint64_t)v->lead, d2, sizeof(d2)), dur(v->spread, d3, sizeof(d3)));
 	snprintf(f->where, sizeof(f->where), "%s", who(in, v->candidate, w, sizeof(w)));
 	snprintf(f->why, sizeof(f->why),
 		 "every step the other %u rank(s) wait for it: the cost is its lead times the "
-		 "steps times the others",
+		 "steps on each of them, at most the time each one's GPU was idle or in "
+		 "communication",
 		 v->ranks - 1);
 	f->try_ = "compare what it does in a step with the others: its kernels "
 		  "(kern_rank_spread), its host work (data loading, CPU), its node and GPU";
@@ -251,38 +310,34 @@ static bool launch_bound(const struct launch_row *r)
 }
 
 /* The idle time of a section's devices: launch overhead cannot cost more than that. */
-static uint64_t section_idle(const struct diag_input *in, unsigned s, uint64_t *span)
+static uint64_t section_idle(const struct diag_input *in, unsigned s)
 {
 	uint64_t idle = 0;
 	size_t i;
 
-	*span = 0;
 	for (i = 0; i < in->nbd; i++)
-		if (in->bd[i].section == s) {
+		if (in->bd[i].section == s)
 			idle += in->bd[i].idle;
-			*span += in->bd[i].t1 - in->bd[i].t0;
-		}
 	return idle;
 }
 
 static int rule_launch(const struct diag_input *in, struct diag_finding *out, size_t *n, size_t cap)
 {
 	const struct launch_row *worst = NULL;
-	uint64_t cost = 0, span = 0, worst_cost = 0;
+	uint64_t cost = 0, worst_cost = 0;
 	size_t i, count = 0;
 	struct diag_finding *f;
 	char w[200], d1[32];
 
 	for (i = 0; i < in->nln; i++) {
 		const struct launch_row *r = &in->ln[i];
-		uint64_t sp, idle = section_idle(in, r->section, &sp);
+		uint64_t idle = section_idle(in, r->section);
 		uint64_t c = r->overhead_ns < idle ? r->overhead_ns : idle;
 
 		if (!launch_bound(r))
 			continue;
 		count++;
 		cost += c;
-		span += sp;
 		if (!worst || c > worst_cost) {
 			worst = r;
 			worst_cost = c;
@@ -291,7 +346,6 @@ static int rule_launch(const struct diag_input *in, struct diag_finding *out, si
 	if (!worst || !(f = add(out, n, cap, "launch-bound")))
 		return 0;
 	f->cost = cost;
-	f->share = pct(cost, span);
 	snprintf(f->figure, sizeof(f->figure),
 		 "launch-bound: %" PRIu64 " of %" PRIu64
 		 " kernels (%.1f%% of kernel time) ran shorter than their launch call; median "
@@ -344,12 +398,12 @@ static uint64_t exposed_comm(const struct bd_row *r)
 }
 
 static const struct bd_row *worst_row(const struct diag_input *in, bd_field field, double min_pct,
-				      uint64_t *cost, uint64_t *span, size_t *count)
+				      uint64_t *cost, size_t *count)
 {
 	const struct bd_row *worst = NULL;
 	size_t i;
 
-	*cost = *span = 0;
+	*cost = 0;
 	*count = 0;
 	for (i = 0; i < in->nbd; i++) {
 		const struct bd_row *r = &in->bd[i];
@@ -358,7 +412,6 @@ static const struct bd_row *worst_row(const struct diag_input *in, bd_field fiel
 			continue;
 		(*count)++;
 		*cost += field(r);
-		*span += r->t1 - r->t0;
 		if (!worst || field(r) > field(worst))
 			worst = r;
 	}
@@ -367,16 +420,15 @@ static const struct bd_row *worst_row(const struct diag_input *in, bd_field fiel
 
 static int rule_copies(const struct diag_input *in, struct diag_finding *out, size_t *n, size_t cap)
 {
-	uint64_t cost, span;
+	uint64_t cost;
 	size_t count;
-	const struct bd_row *r = worst_row(in, exposed_copy, DIAG_COPY_PCT, &cost, &span, &count);
+	const struct bd_row *r = worst_row(in, exposed_copy, DIAG_COPY_PCT, &cost, &count);
 	struct diag_finding *f;
 	char w[200], d1[32], k[120];
 
 	if (!r || !(f = add(out, n, cap, "exposed-copies")))
 		return 0;
 	f->cost = cost;
-	f->share = pct(cost, span);
 	snprintf(
 	    f->figure, sizeof(f->figure), "copies no kernel overlaps: %s, %.1f%% of GPU %u's span",
 	    dur(r->copy_exposed, d1, sizeof(d1)), pct(r->copy_exposed, r->t1 - r->t0), r->device);
@@ -392,16 +444,15 @@ static int rule_copies(const struct diag_input *in, struct diag_finding *out, si
 
 static int rule_comm(const struct diag_input *in, struct diag_finding *out, size_t *n, size_t cap)
 {
-	uint64_t cost, span;
+	uint64_t cost;
 	size_t count;
-	const struct bd_row *r = worst_row(in, exposed_comm, DIAG_COMM_PCT, &cost, &span, &count);
+	const struct bd_row *r = worst_row(in, exposed_comm, DIAG_COMM_PCT, &cost, &count);
 	struct diag_finding *f;
 	char w[200], d1[32];
 
 	if (!r || !(f = add(out, n, cap, "exposed-comm")))
 		return 0;
 	f->cost = cost;
-	f->share = pct(cost, span);
 	snprintf(f->figure, sizeof(f->figure),
 		 "communication no compute overlaps: %s, %.1f%% of GPU %u's span (%.1f%% of "
 		 "its communication)",
@@ -443,7 +494,6 @@ static int rule_memory(const struct diag_input *in, struct diag_finding *out, si
 	if (!worst || worst_pct <= DIAG_MEMORY_PCT ||
 	    !(f = add(out, n, cap, "memory-near-capacity")))
 		return 0;
-	f->share = worst_pct;
 	snprintf(f->figure, sizeof(f->figure),
 		 "memory: CUDA allocations peaked at %.1f%% of GPU %u's memory (%.2f GiB)",
 		 worst_pct, worst->device, (double)worst->peak / (1u << 30));
@@ -488,7 +538,8 @@ static int by_rank(const void *a, const void *b)
 
 int diagnose(const struct diag_input *in, struct diag_finding **out, size_t *n)
 {
-	size_t cap = diag_rules_count * 2;
+	size_t cap = diag_rules_count * 2, i;
+	uint64_t gpu_time = 0;
 	unsigned r;
 
 	*n = 0;
@@ -498,6 +549,12 @@ int diagnose(const struct diag_input *in, struct diag_finding **out, size_t *n)
 	for (r = 0; r < diag_rules_count; r++)
 		if (diag_rules[r].eval(in, *out, n, cap) < 0)
 			return -ENOMEM;
+	/* one definition of the share for every rule: of the run's GPU time, which each rule's
+	 * cost is a part of (docs/diagnosis.md) */
+	for (i = 0; i < in->nbd; i++)
+		gpu_time += in->bd[i].t1 - in->bd[i].t0;
+	for (i = 0; i < *n; i++)
+		(*out)[i].share = pct((*out)[i].cost, gpu_time);
 	qsort(*out, *n, sizeof(**out), by_rank);
 	return 0;
 }

@@ -33,12 +33,12 @@
 struct diag_finding {
 	const char *rule; /* "gpu-idle" */
 	unsigned order;	  /* 0: makes the others unreliable; 1: ranked by cost */
-	uint64_t cost;	  /* ns of GPU time it costs, summed over processes */
-	double share;	  /* cost / the summed spans of the processes concerned, in % */
+	uint64_t cost;	  /* ns of GPU time it costs, summed over devices: within their spans */
+	double share;	  /* cost / the run's GPU time (every device's span, summed), in % */
 	char figure[240]; /* "GPU idle 41.2% of 1.000 s (412.0 ms) on RANK=0 GPU 0" */
 	char proof[200];  /* "exact: the ledger proves every gap", or what makes it a bound */
 	char where[400];  /* process, device, stream, source line */
-	char why[300];	  /* what the rule saw */
+	char why[640];	  /* what the rule saw */
 	const char *try_; /* what to try */
 };
 

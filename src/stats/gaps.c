@@ -520,3 +520,21 @@ int report_gpu_gaps(struct report_set *set, const struct report_gaps_opts *o,
 	*out = g;
 	return 0;
 }
+
+enum gap_class report_gap_class(const struct report_gap *g)
+{
+	if (g->unproven)
+		return GAP_UNPROVEN;
+	return g->active ? GAP_BUSY_OUTSIDE : GAP_IDLE;
+}
+
+const char *report_gap_class_name(enum gap_class c)
+{
+	static const char *const names[] = {
+	    [GAP_IDLE] = "idle",
+	    [GAP_UNPROVEN] = "unproven",
+	    [GAP_BUSY_OUTSIDE] = "busy outside trace",
+	};
+
+	return names[c];
+}

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * GPU gaps with proof (docs/stats.md, gpu_gaps and gpu_time_util): the stretches where a device,
- * or one stream of it, ran nothing for at least gap_min, each classed
- *   idle      the ledger proves no record was lost while it lasted, so the hole is real idle time;
+ * or one stream of it, ran nothing for at least gap_min, each of one class (report_gap_class),
+ * the one every output reads:
  *   unproven  a loss window, the end of a trace that was not closed, a span outside the collection
  *             window, damage, or a loss of unknown time overlaps it: the hole may be lost records;
+ *   busy outside the trace
+ *             no record was lost, but the device's GPU metrics (PM sampling, metricsum.h) show
+ *             it busy there, SM Active or GR Active above GAP_BUSY_PCT on average: work that no
+ *             record of these traces holds (another process, or work not traced) ran;
+ *   idle      the ledger proves no record was lost and no counter says otherwise: real idle time;
  * and the busy fraction of each device per time bucket, with the buckets that overlap a loss
  * marked.
  *
@@ -39,9 +44,23 @@ struct report_gap {
 	 * there, and active when SM Active was above 0: the GPU ran work that no record of this
 	 * trace holds (another process, or work that was not traced), so the gap is not idle. */
 	uint64_t sampled_ns;
-	double sm_active, sm_active_max;
-	bool active;
+	double sm_active, sm_active_max, gr_active;
+	bool active; /* SM Active or GR Active above GAP_BUSY_PCT */
 };
+
+/* A gap whose SM Active or GR Active mean is above this (%) was busy outside the trace: below it
+ * is the counters' noise floor on an idle GPU (0.0 on the H200), above it a GPU doing work. */
+#define GAP_BUSY_PCT 1.0
+
+enum gap_class {
+	GAP_IDLE,
+	GAP_UNPROVEN,
+	GAP_BUSY_OUTSIDE,
+};
+
+/* The one class of a gap (above), and its name as every output writes it. */
+enum gap_class report_gap_class(const struct report_gap *g);
+const char *report_gap_class_name(enum gap_class c);
 
 /* Where a device (of a section) ran work: from its first record's start to its last one's end. */
 struct report_span {

@@ -58,7 +58,7 @@ const struct report_col cols_idle_why[] = {
     {"Device", COL_U64},	{"Proof", COL_STR},
     {"Class", COL_STR},		{"Thread", COL_STR},
     {"What", COL_STR},		{"Count", COL_U64},
-    {"Time (ns)", COL_U64},	{"Share (%)", COL_PCT},
+    {"Time (ns)", COL_U64},	{"Share (% of gap)", COL_PCT},
     {"Detail", COL_STACK},	{NULL},
 };
 
@@ -86,8 +86,10 @@ static const char *gap_detail(const struct view_ctx *x, const struct report_idle
 				      g->gap.why);
 	if (g->gap.sampled_ns && n < sizeof(buf))
 		n += (size_t)snprintf(
-		    buf + n, sizeof(buf) - n, "; SM Active %.1f%% (max %.1f%%) over %.3f ms%s",
-		    g->gap.sm_active, g->gap.sm_active_max, (double)g->gap.sampled_ns / 1e6,
+		    buf + n, sizeof(buf) - n,
+		    "; SM Active %.1f%% (max %.1f%%), GR Active %.1f%% over %.3f ms%s",
+		    g->gap.sm_active, g->gap.sm_active_max, g->gap.gr_active,
+		    (double)g->gap.sampled_ns / 1e6,
 		    g->gap.active ? ": the GPU ran work no trace here holds (another "
 				    "process, or untraced), so it was not idle"
 				  : "");
@@ -153,7 +155,7 @@ static void why_cell(const void *ctx, size_t row, size_t col, struct report_cell
 		set_u(c, g->gap.device);
 		break;
 	case 5:
-		set_s(c, g->gap.unproven ? "unproven" : g->gap.active ? "active" : "idle");
+		set_s(c, report_gap_class_name(report_gap_class(&g->gap)));
 		break;
 	case 6:
 		set_s(c, idle_class_name(g->cls));
@@ -187,13 +189,18 @@ const struct report_col cols_idle_breakdown[] = {
     {"Category", COL_STR},
     {"Gaps", COL_U64},
     {"Idle Time (ns)", COL_U64},
-    {"Idle (%)", COL_PCT},
+    {"Share (% of idle)", COL_PCT},
     {"Unproven (ns)", COL_U64},
+    {"Thread", COL_STR},
     {"Samples", COL_U64},
+    {"Samples (% of thread's)", COL_PCT},
     {"Stack", COL_STACK},
     {NULL},
 };
 
+/* A row: a class of a total (OUTSIDE_ROW: its holes busy outside the trace), or (stack >= 0) a
+ * stack of its largest class. */
+#define OUTSIDE_ROW IDLE_CLASSES
 /* A row: a class of a total, or (stack >= 0) a stack of its largest class. */
 struct idle_bd_row {
 	uint32_t total;
@@ -212,13 +219,15 @@ static int bd_build(struct stats *st)
 	size_t nt, ns, t, k, c, bd_n = 0;
 	const struct report_idle_total *tot = report_idle_totals(st->idle, &nt);
 	const struct why_stack *s = stacks_of(st, &ns);
-	struct idle_bd_row *bd_rows = calloc(nt * IDLE_CLASSES + ns + 1, sizeof(*bd_rows));
+	struct idle_bd_row *bd_rows = calloc(nt * (IDLE_CLASSES + 1) + ns + 1, sizeof(*bd_rows));
 
 	if (!bd_rows)
 		return -ENOMEM;
 	for (t = 0; t < nt; t++) {
 		enum idle_class big = report_idle_largest(&tot[t]);
 
+		if (tot[t].outside_holes) /* not idle: the GPU metrics show other work there */
+			bd_rows[bd_n++] = (struct idle_bd_row){(uint32_t)t, OUTSIDE_ROW, -1};
 		for (c = 0; c < IDLE_CLASSES; c++) {
 			bd_rows[bd_n++] = (struct idle_bd_row){(uint32_t)t, (uint8_t)c, -1};
 			if (c != big)
@@ -258,18 +267,33 @@ static void breakdown_stack_cell(const struct view_ctx *x, const struct why_stac
 	struct report_section *rs = section_of(x, s->section);
 
 	if (col == 3) {
-		snprintf(cat, sizeof(cat), "%s: %s stack", idle_class_name(cls),
-			 s->source == WHY_PYTHON ? "python" : "native");
+		snprintf(cat, sizeof(cat), "%s: %s stack%s", idle_class_name(cls),
+			 s->source == WHY_PYTHON ? "python" : "native",
+			 s->source == WHY_PYTHON && s->state != TALLY_THREAD_ON_CPU ? ", waiting"
+										    : "");
 		set_s(c, cat);
-	} else if (col == 5) {
+	} else if (col == 5) { /* the thread's time these samples stand for, within the gaps */
 		set_u(c, s->ns);
-	} else if (col == 6) {
-		set_d(c, pct(s->count, s->of));
 	} else if (col == 8) {
-		set_u(c, s->count);
+		set_s(c, rs ? idle_why_thread_label(rs, s->thread) : "");
 	} else if (col == 9) {
+		set_u(c, s->count);
+	} else if (col == 10) {
+		set_d(c, pct(s->count, s->of));
+	} else if (col == 11) {
 		set_s(c, rs ? stack_text(rs, s->stack) : "");
 	}
+}
+
+/* A device's gaps the GPU metrics show busy: not idle, so no share of the idle time. */
+static void outside_cell(const struct report_idle_total *t, size_t col, struct report_cell *c)
+{
+	if (col == 3)
+		set_s(c, report_gap_class_name(GAP_BUSY_OUTSIDE));
+	else if (col == 4)
+		set_u(c, t->outside_holes);
+	else if (col == 5)
+		set_u(c, t->outside_ns);
 }
 
 static void breakdown_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
@@ -288,6 +312,8 @@ static void breakdown_cell(const void *ctx, size_t row, size_t col, struct repor
 		set_u(c, t->device);
 	else if (b->stack >= 0)
 		breakdown_stack_cell(x, stacks_of(x->st, &n) + b->stack, b->cls, col, c);
+	else if (b->cls == OUTSIDE_ROW)
+		outside_cell(t, col, c);
 	else if (col == 3)
 		set_s(c, idle_class_name(b->cls));
 	else if (col == 4)

@@ -256,7 +256,7 @@ static enum idle_class classify(const struct report_idle *x, const struct report
 				const struct launch *l, char *why, size_t len)
 {
 	uint64_t hole = g->t1 - g->t0, limit;
-	char a[32], b[32];
+	char a[32], b[32], who[96];
 	const char *name;
 
 	if (!l) {
@@ -270,9 +270,8 @@ static enum idle_class classify(const struct report_idle *x, const struct report
 	if (l->start > g->t0) {
 		human_ns(a, sizeof(a), l->start - g->t0);
 		snprintf(why, len,
-			 "nothing was submitted: %s (thread %" PRIu32
-			 ") began %s after the GPU went idle",
-			 name, l->thread, a);
+			 "nothing was submitted: %s on %s began %s after the GPU went idle", name,
+			 report_thread_label(x->rs, l->thread, true, who, sizeof(who)), a);
 		return IDLE_HOST_WAIT;
 	}
 	limit = x->o.kernel_wait_ns ? x->o.kernel_wait_ns : l->dur;
@@ -391,6 +390,7 @@ static int on_hole(void *ctx, const struct report_gap *g)
 	one.launch_dur = l ? l->dur : 0;
 	one.launch_thread = l ? l->thread : 0;
 	one.launch_name = l ? l->name : 0;
+	one.after_sync = span_find(&x->sync, g->t0) != NULL;
 	x->list[x->nlist++] = one;
 	return 0;
 }
@@ -480,6 +480,12 @@ struct report_idle_gap *report_idle_gaps_edit(struct report_idle *x, size_t *n)
 }
 
 const struct report_idle_total *report_idle_totals(const struct report_idle *x, size_t *n)
+{
+	*n = x->ntot;
+	return x->tot;
+}
+
+struct report_idle_total *report_idle_totals_edit(struct report_idle *x, size_t *n)
 {
 	*n = x->ntot;
 	return x->tot;

@@ -61,6 +61,7 @@ struct report_idle_gap {
 	uint64_t launch_dur;	/* ns */
 	uint32_t launch_thread; /* its THREAD (CUPTI's id) */
 	uint32_t launch_name;	/* its NAME (a string id of the section) */
+	bool after_sync;	/* it began while a synchronizing call was in flight */
 	char why[200];		/* the rule's reasoning, in words */
 };
 
@@ -74,6 +75,10 @@ struct report_idle_total {
 	/* of which in holes that began while a synchronizing call was in flight (the host waited
 	 * for the GPU to finish, then had nothing queued) */
 	uint64_t after_sync[IDLE_CLASSES];
+	/* listed holes the GPU metrics show busy (gaps.h, GAP_BUSY_OUTSIDE), taken out of the
+	 * classes above by the model after the metrics' pass (gapclass.c): how many, and their ns
+	 */
+	uint64_t outside_holes, outside_ns;
 };
 
 struct report_idle;
@@ -92,6 +97,8 @@ const struct report_idle_gap *report_idle_gaps(const struct report_idle *x, size
 /* The same, to annotate (the GPU metrics over each hole: gaps.h's sampled_ns, active). */
 struct report_idle_gap *report_idle_gaps_edit(struct report_idle *x, size_t *n);
 const struct report_idle_total *report_idle_totals(const struct report_idle *x, size_t *n);
+/* The same, to take the holes busy outside the trace out of their classes (gapclass.c). */
+struct report_idle_total *report_idle_totals_edit(struct report_idle *x, size_t *n);
 /* The class with the most idle time of a total (host wait on a tie, then kernel wait). */
 enum idle_class report_idle_largest(const struct report_idle_total *t);
 

@@ -45,14 +45,18 @@ struct idle_why {
 	size_t nrows, rows_cap;
 	struct why_stack *stacks;
 	size_t nstacks, stacks_cap;
+	struct why_thread *threads_in; /* per device and thread, in its largest class's holes */
+	size_t nthreads_in, threads_in_cap;
 	struct obs *obs;
 	size_t nobs, obs_cap;
 	bool has_host;
 	/* the section being explained */
-	uint64_t period; /* a sample stands for this much of its thread's time */
+	uint64_t period;   /* a sample stands for this much of its thread's time, at most */
+	uint64_t hole_end; /* the end of the hole being explained */
 	const struct tally_thread **threads; /* sorted by tid */
 	size_t nthreads;
 	uint32_t pid;
+	const struct report_section *rs;
 };
 
 struct idle_why *idle_why_new(const struct report_idle *idle, bool rows)
@@ -75,6 +79,7 @@ void idle_why_free(struct idle_why *w)
 	free(w->samp.v);
 	free(w->rows);
 	free(w->stacks);
+	free(w->threads_in);
 	free(w->obs);
 	free(w->threads);
 	free(w);
@@ -208,12 +213,9 @@ static const struct tally_thread *thread_by_tid(const struct idle_why *w, uint32
 /* An API call's thread (CUPTI's id: pthread_self cut to 32 bits) as a kernel tid, if known. */
 static uint64_t api_thread(const struct idle_why *w, uint32_t cupti)
 {
-	size_t i;
+	const struct tally_thread *t = report_thread_of_cupti(w->rs, cupti);
 
-	for (i = 0; i < w->nthreads; i++)
-		if (w->threads[i]->pthread_id && (uint32_t)w->threads[i]->pthread_id == cupti)
-			return w->threads[i]->tid;
-	return WHY_CUPTI_THREAD | cupti;
+	return t ? t->tid : WHY_CUPTI_THREAD | cupti;
 }
 
 static uint64_t thread_order(const struct idle_why *w, uint64_t thread)
@@ -244,13 +246,34 @@ static int osrt_obs(struct idle_why *w, const struct hitem *it, uint64_t ns)
 	return add_obs(w, it->thread, WHY_OSRT, 0, it->id, ns);
 }
 
+/*
+ * The time a sample stands for inside [t0, t1): its thread's time from it to its thread's next
+ * sample, at most a sampling period, and never past t1; so a thread's samples in a hole add up to
+ * no more than the hole, however the sampler's ticks jittered.  The samples are sorted by time:
+ * the next one of the same thread is within a period, among the few samples of other threads.
+ */
+static uint64_t sample_ns(const struct hvec *h, const struct hitem *it, uint64_t period,
+			  uint64_t t1)
+{
+	uint64_t end = it->t0 + period;
+	size_t i;
+
+	for (i = (size_t)(it - h->v) + 1; i < h->n && h->v[i].t0 < end; i++)
+		if (h->v[i].thread == it->thread) {
+			end = h->v[i].t0;
+			break;
+		}
+	end = end < t1 ? end : t1;
+	return end > it->t0 ? end - it->t0 : 0;
+}
+
 static int sample_obs(struct idle_why *w, const struct hitem *it, uint64_t ns)
 {
 	bool python = it->source == TALLY_SAMPLE_PYTHON;
 
 	(void)ns;
 	return add_obs(w, it->thread, python ? WHY_PYTHON : WHY_NATIVE, python ? it->state : 0,
-		       it->torn ? 0 : it->id, w->period);
+		       it->torn ? 0 : it->id, sample_ns(&w->samp, it, w->period, w->hole_end));
 }
 
 /* ---- rows ------------------------------------------------------------------------------------ */
@@ -365,6 +388,7 @@ static int explain(struct idle_why *w, struct report_section *rs, uint32_t gap)
 	row->count = 1;
 	row->ns = ig->gap.t1 - ig->gap.t0;
 	w->nobs = 0;
+	w->hole_end = ig->gap.t1;
 	if ((rc = each_overlap(w, &w->api, ig->gap.t0, ig->gap.t1, api_obs)) != 0 ||
 	    (rc = each_overlap(w, &w->osrt, ig->gap.t0, ig->gap.t1, osrt_obs)) != 0 ||
 	    (rc = each_overlap(w, &w->samp, ig->gap.t0, ig->gap.t1, sample_obs)) != 0)
@@ -383,7 +407,9 @@ static int explain(struct idle_why *w, struct report_section *rs, uint32_t gap)
 
 struct stack_obs {
 	uint32_t device, stack;
-	uint8_t source;
+	uint64_t thread; /* the kernel tid */
+	uint8_t source, state;
+	uint64_t ns; /* the time it stands for (sample_ns) */
 };
 
 static int by_stack_obs(const void *a, const void *b)
@@ -392,8 +418,12 @@ static int by_stack_obs(const void *a, const void *b)
 
 	if (x->device != y->device)
 		return x->device < y->device ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
 	if (x->source != y->source)
 		return x->source < y->source ? -1 : 1;
+	if (x->state != y->state)
+		return x->state < y->state ? -1 : 1;
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
@@ -403,10 +433,14 @@ static int by_stack_weight(const void *a, const void *b)
 
 	if (x->device != y->device)
 		return x->device < y->device ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
 	if (x->count != y->count)
 		return x->count > y->count ? -1 : 1;
 	if (x->source != y->source)
 		return x->source < y->source ? -1 : 1;
+	if (x->state != y->state)
+		return x->state < y->state ? -1 : 1;
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
@@ -426,25 +460,61 @@ static int collect_stack_obs(struct idle_why *w, struct stack_obs **out, size_t 
 				free(v);
 				return -ENOMEM;
 			}
-			v[n++] = (struct stack_obs){sp[k].device, it->torn ? 0 : it->id,
-						    it->source == TALLY_SAMPLE_PYTHON ? WHY_PYTHON
-										      : WHY_NATIVE};
+			bool python = it->source == TALLY_SAMPLE_PYTHON;
+
+			v[n++] = (struct stack_obs){
+			    sp[k].device,
+			    it->torn ? 0 : it->id,
+			    it->thread,
+			    python ? WHY_PYTHON : WHY_NATIVE,
+			    python ? it->state : TALLY_THREAD_ON_CPU, /* native: CPU time */
+			    sample_ns(&w->samp, it, w->period, sp[k].t1)};
 		}
 	*out = v;
 	*nout = n;
 	return 0;
 }
 
-/* Per device of stacks[from..): each stack's share is of its source's samples; the top few kept. */
-static void keep_top_stacks(struct idle_why *w, size_t from)
+static bool same_thread(const struct why_stack *a, const struct why_stack *b)
+{
+	return a->device == b->device && a->thread == b->thread;
+}
+
+static struct why_thread *thread_in(struct idle_why *w, unsigned sec, uint32_t device,
+				    uint64_t thread)
+{
+	size_t i;
+
+	for (i = w->nthreads_in; i-- > 0 && w->threads_in[i].section == sec;)
+		if (w->threads_in[i].device == device && w->threads_in[i].thread == thread)
+			return &w->threads_in[i];
+	if (!tally_grow_in((void **)&w->threads_in, &w->threads_in_cap, w->nthreads_in + 1,
+			   sizeof(*w->threads_in)))
+		return NULL;
+	w->threads_in[w->nthreads_in] =
+	    (struct why_thread){.section = sec, .device = device, .thread = thread};
+	return &w->threads_in[w->nthreads_in++];
+}
+
+/* Per device and thread of stacks[from..): each stack's share is of that thread's samples of its
+ * source, and the thread's samples (on a CPU or not) are kept; its top few stacks are kept. */
+static int keep_top_stacks(struct idle_why *w, size_t from)
 {
 	size_t i = from, out = from, j, k;
 
 	while (i < w->nstacks) {
 		uint64_t of[2] = {0, 0};
+		struct why_thread *t =
+		    thread_in(w, w->stacks[i].section, w->stacks[i].device, w->stacks[i].thread);
 
-		for (j = i; j < w->nstacks && w->stacks[j].device == w->stacks[i].device; j++)
+		if (!t)
+			return -ENOMEM;
+		for (j = i; j < w->nstacks && same_thread(&w->stacks[j], &w->stacks[i]); j++) {
 			of[w->stacks[j].source == WHY_NATIVE] += w->stacks[j].count;
+			t->samples += w->stacks[j].count;
+			t->on_cpu +=
+			    w->stacks[j].state == TALLY_THREAD_ON_CPU ? w->stacks[j].count : 0;
+		}
 		for (k = i; k < j && k - i < TOP_LARGEST_STACKS; k++) {
 			w->stacks[out] = w->stacks[k];
 			w->stacks[out++].of = of[w->stacks[k].source == WHY_NATIVE];
@@ -452,6 +522,31 @@ static void keep_top_stacks(struct idle_why *w, size_t from)
 		i = j;
 	}
 	w->nstacks = out;
+	return 0;
+}
+
+/* The launching threads of rs's listed holes in their device's largest class, by time ended. */
+static int launchers(struct idle_why *w, const struct report_section *rs, size_t first)
+{
+	size_t n, nt, i, k;
+	const struct report_idle_gap *g = report_idle_gaps(w->idle, &n);
+	const struct report_idle_total *t = report_idle_totals(w->idle, &nt);
+
+	for (i = first; i < n; i++) {
+		struct why_thread *wt;
+
+		for (k = nt;
+		     k-- > 0 && t[k].section == rs->index && t[k].device != g[i].gap.device;)
+			;
+		if (k >= nt || t[k].section != rs->index || !g[i].launch_known ||
+		    g[i].cls != report_idle_largest(&t[k]))
+			continue;
+		if (!(wt = thread_in(w, rs->index, g[i].gap.device,
+				     api_thread(w, g[i].launch_thread))))
+			return -ENOMEM;
+		wt->launched_ns += g[i].gap.t1 - g[i].gap.t0;
+	}
+	return 0;
 }
 
 /* The stacks sampled in the holes of each device's largest class, the top few per device. */
@@ -474,16 +569,21 @@ static int largest_stacks(struct idle_why *w, const struct report_section *rs)
 			return -ENOMEM;
 		}
 		s = &w->stacks[w->nstacks++];
-		*s = (struct why_stack){rs->index, v[i].device, v[i].source, v[i].stack, 0, 0, 0};
-		for (j = i; j < n && by_stack_obs(&v[j], &v[i]) == 0; j++)
+		*s = (struct why_stack){.section = rs->index,
+					.device = v[i].device,
+					.thread = v[i].thread,
+					.source = v[i].source,
+					.state = v[i].state,
+					.stack = v[i].stack};
+		for (j = i; j < n && by_stack_obs(&v[j], &v[i]) == 0; j++) {
 			s->count++;
-		s->ns = s->count * w->period;
+			s->ns += v[j].ns;
+		}
 	}
 	free(v);
 	if (w->nstacks - first > 1)
 		qsort(w->stacks + first, w->nstacks - first, sizeof(*w->stacks), by_stack_weight);
-	keep_top_stacks(w, first);
-	return 0;
+	return keep_top_stacks(w, first);
 }
 
 uint64_t idle_why_period(const struct report_section *rs)
@@ -499,6 +599,7 @@ int idle_why_section(struct idle_why *w, struct report_section *rs)
 	free(w->threads);
 	w->threads = tally_section_threads(rs->s, &w->nthreads);
 	w->pid = (uint32_t)rs->s->pid;
+	w->rs = rs;
 	w->period = idle_why_period(rs);
 	hvec_sort(&w->api);
 	hvec_sort(&w->osrt);
@@ -506,9 +607,11 @@ int idle_why_section(struct idle_why *w, struct report_section *rs)
 	report_idle_gaps(w->idle, &n);
 	for (gap = w->gaps_done; w->want_rows && gap < n && rc == 0; gap++)
 		rc = explain(w, rs, (uint32_t)gap);
-	w->gaps_done = n;
 	if (rc == 0)
 		rc = largest_stacks(w, rs);
+	if (rc == 0)
+		rc = launchers(w, rs, w->gaps_done);
+	w->gaps_done = n;
 	w->api.n = w->osrt.n = w->samp.n = 0;
 	return rc;
 }
@@ -525,26 +628,29 @@ const struct why_stack *idle_why_stacks(const struct idle_why *w, size_t *n)
 	return w->stacks;
 }
 
+static const struct why_thread *idle_why_threads(const struct idle_why *w, size_t *n)
+{
+	*n = w->nthreads_in;
+	return w->threads_in;
+}
+
 bool idle_why_has_host(const struct idle_why *w)
 {
 	return w->has_host;
 }
 
+static const char *idle_why_thread_label_to(const struct report_section *rs, uint64_t thread,
+					    char *buf, size_t len)
+{
+	return report_thread_label(rs, (uint32_t)thread, (thread & WHY_CUPTI_THREAD) != 0, buf,
+				   len);
+}
+
 const char *idle_why_thread_label(const struct report_section *rs, uint64_t thread)
 {
 	static char buf[96];
-	const struct tally_thread *t;
 
-	if (thread & WHY_CUPTI_THREAD) {
-		snprintf(buf, sizeof(buf), "CUPTI thread %" PRIu32, (uint32_t)thread);
-		return buf;
-	}
-	t = tally_section_thread(rs->s, (uint32_t)thread);
-	if (t && t->name && t->name[0])
-		snprintf(buf, sizeof(buf), "%s (tid %" PRIu32 ")", t->name, (uint32_t)thread);
-	else
-		snprintf(buf, sizeof(buf), "thread %" PRIu32, (uint32_t)thread);
-	return buf;
+	return idle_why_thread_label_to(rs, thread, buf, sizeof(buf));
 }
 
 static double share(uint64_t part, uint64_t whole)
@@ -578,11 +684,154 @@ static int cause_class(const struct report_idle_total *t, enum idle_class big, u
 			share(t->ns[big], all));
 }
 
+/* The heaviest stack of a device's thread in a state (on CPU or not), or NULL. */
+static const struct why_stack *top_stack(const struct idle_why *w, unsigned section,
+					 uint32_t device, uint64_t thread, bool on_cpu)
+{
+	size_t n, i;
+	const struct why_stack *s = idle_why_stacks(w, &n), *best = NULL;
+
+	for (i = 0; i < n; i++)
+		if (s[i].section == section && s[i].device == device && s[i].thread == thread &&
+		    s[i].stack && (s[i].state == TALLY_THREAD_ON_CPU) == on_cpu &&
+		    (!best || s[i].count > best->count))
+			best = &s[i];
+	return best;
+}
+
+/* The device's launching thread: the one whose launches ended the most of its holes' time. */
+static const struct why_thread *launcher_of(const struct idle_why *w, unsigned section,
+					    uint32_t device)
+{
+	size_t n, i;
+	const struct why_thread *t = idle_why_threads(w, &n), *best = NULL;
+
+	for (i = 0; i < n; i++)
+		if (t[i].section == section && t[i].device == device && t[i].launched_ns &&
+		    (!best || t[i].launched_ns > best->launched_ns))
+			best = &t[i];
+	return best;
+}
+
+/* The source file of a stack's innermost user frame ("" when it has none). */
+static const char *user_file(struct report_section *rs, uint32_t stack)
+{
+	const struct tally_frame *f = tally_frame_get(&rs->s->stacks, report_user_frame(rs, stack));
+
+	return f && f->file ? f->file : "";
+}
+
+/* How likely another thread on the CPU is what the launching thread waited for, ranked: its
+ * on-CPU stack in the file the launcher waits in (a queue and its producer are written together),
+ * then of the launcher's kind (Python for a Python wait), then its time on the CPU. */
+static uint64_t producer_rank(const struct idle_cause_ctx *x, struct report_section *rs,
+			      const struct why_thread *t, const struct why_stack *wait)
+{
+	const struct why_stack *s = top_stack(x->why, rs->index, t->device, t->thread, true);
+	uint64_t rank = t->on_cpu;
+
+	if (!s || !wait)
+		return rank;
+	if (*user_file(rs, wait->stack) &&
+	    strcmp(user_file(rs, s->stack), user_file(rs, wait->stack)) == 0)
+		rank |= 1ull << 62;
+	if (s->source == wait->source)
+		rank |= 1ull << 61;
+	return rank;
+}
+
+/* Another thread of the device's holes on a CPU, the likeliest one the launcher waited for. */
+static const struct why_thread *producer(const struct idle_cause_ctx *x, struct report_section *rs,
+					 const struct why_thread *l, const struct why_stack *wait)
+{
+	size_t n, i;
+	const struct why_thread *t = idle_why_threads(x->why, &n), *best = NULL;
+	uint64_t best_rank = 0;
+
+	for (i = 0; i < n; i++) {
+		uint64_t r;
+
+		if (t[i].section != rs->index || t[i].device != l->device ||
+		    t[i].thread == l->thread || !t[i].on_cpu)
+			continue;
+		r = producer_rank(x, rs, &t[i], wait);
+		if (!best || r > best_rank) {
+			best = &t[i];
+			best_rank = r;
+		}
+	}
+	return best;
+}
+
+/* Where no sample is of the launching thread (none recorded, or THREADS does not tie its CUPTI
+ * id to a tid): the heaviest stack of any thread, and whose it is. */
+static void anyone(const struct idle_cause_ctx *x, struct report_section *rs, uint32_t device,
+		   const struct why_thread *l, char *buf, size_t len)
+{
+	size_t n, i, used = strlen(buf);
+	const struct why_stack *s = idle_why_stacks(x->why, &n), *best = NULL;
+	const struct why_thread *of = NULL, *t;
+	char who[96], whom[96];
+
+	if (l)
+		used += (size_t)snprintf(buf + used, len - used, "; %s launched the work late%s",
+					 idle_why_thread_label_to(rs, l->thread, who, sizeof(who)),
+					 x->why->has_host ? " (no sample of it here)" : "");
+	for (i = 0; i < n; i++)
+		if (s[i].section == rs->index && s[i].device == device && s[i].stack &&
+		    (!best || s[i].count > best->count))
+			best = &s[i];
+	for (i = 0, t = idle_why_threads(x->why, &n); best && i < n; i++)
+		if (t[i].section == rs->index && t[i].device == device &&
+		    t[i].thread == best->thread)
+			of = &t[i];
+	if (!best || !of || used >= len)
+		return;
+	snprintf(buf + used, len - used, "; the host was in %s on %s, %.0f%% of its samples",
+		 report_frame_label(rs, report_user_frame(rs, best->stack)),
+		 idle_why_thread_label_to(rs, best->thread, whom, sizeof(whom)),
+		 share(best->count, of->samples));
+}
+
+/* "; MainThread (tid 2001) launched the work late: it was on the CPU in f (a.py:3), 65% of its
+ * samples in these gaps", and when it waited, the thread on the CPU meanwhile. */
+static void cause_threads(const struct idle_cause_ctx *x, struct report_section *rs,
+			  uint32_t device, char *buf, size_t len)
+{
+	const struct why_thread *l = launcher_of(x->why, rs->index, device), *o;
+	const struct why_stack *s;
+	char who[96], other[96];
+	size_t used = strlen(buf);
+	bool on_cpu;
+
+	if (!l || !l->samples) {
+		anyone(x, rs, device, l, buf, len);
+		return;
+	}
+	idle_why_thread_label_to(rs, l->thread, who, sizeof(who));
+	on_cpu = 2 * l->on_cpu >= l->samples;
+	s = top_stack(x->why, rs->index, device, l->thread, on_cpu);
+	used += (size_t)snprintf(buf + used, len - used,
+				 "; %s launched the work late: it was %s %s, %.0f%% of its "
+				 "samples in these gaps",
+				 who, on_cpu ? "on the CPU in" : "waiting in",
+				 s ? report_frame_label(rs, report_user_frame(rs, s->stack)) : "?",
+				 s ? share(s->count, l->samples) : 0.0);
+	if (on_cpu || used >= len || !(o = producer(x, rs, l, s)) ||
+	    !(s = top_stack(x->why, rs->index, device, o->thread, true)))
+		return;
+	idle_why_thread_label_to(rs, o->thread, other, sizeof(other));
+	snprintf(buf + used, len - used,
+		 "; meanwhile %s was on the CPU in %s, %.0f%% of its samples: the launching "
+		 "thread waited on another thread's work",
+		 other, report_frame_label(rs, report_user_frame(rs, s->stack)),
+		 share(s->count, o->samples));
+}
+
 const char *idle_cause(void *ctx, unsigned section, uint32_t device, char *buf, size_t len)
 {
 	const struct idle_cause_ctx *x = ctx;
 	const struct report_idle_total *t;
-	const struct why_stack *s = NULL;
 	struct report_section *rs;
 	uint64_t all = 0;
 	size_t n, i;
@@ -601,14 +850,8 @@ const char *idle_cause(void *ctx, unsigned section, uint32_t device, char *buf, 
 		return NULL;
 	big = report_idle_largest(t);
 	used = cause_class(t, big, all, buf, len);
-	for (i = 0, s = x->why ? idle_why_stacks(x->why, &n) : NULL; s && i < n; i++)
-		if (s[i].section == section && s[i].device == device && s[i].stack)
-			break; /* the first is the heaviest (idle_why_section sorts them) */
 	rs = section < x->set->nsections ? x->set->sections[section] : NULL;
-	if (s && i < n && rs && used > 0 && (size_t)used < len)
-		snprintf(buf + used, len - (size_t)used,
-			 "; the host was in %s, %.0f%% of its samples",
-			 report_frame_label(rs, report_user_frame(rs, s[i].stack)),
-			 s[i].of ? 100.0 * (double)s[i].count / (double)s[i].of : 0.0);
+	if (x->why && rs && used > 0 && (size_t)used < len)
+		cause_threads(x, rs, device, buf, len);
 	return buf;
 }

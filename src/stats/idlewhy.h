@@ -41,15 +41,29 @@ struct why_row {
 	uint64_t ns;	 /* overlap with the hole; for samples, count x period */
 };
 
-/* gpu_idle_breakdown's stacks: the top ones sampled in a device's largest-class holes. */
+/* gpu_idle_breakdown's stacks: the top ones of each thread sampled in a device's largest-class
+ * holes. */
 struct why_stack {
 	unsigned section;
 	uint32_t device;
-	uint8_t source; /* WHY_PYTHON or WHY_NATIVE */
-	uint32_t stack; /* 0: torn */
-	uint64_t count; /* samples */
-	uint64_t of;	/* samples of that source in those holes */
-	uint64_t ns;	/* count x period */
+	uint64_t thread; /* the kernel tid of the thread sampled */
+	uint8_t source;	 /* WHY_PYTHON or WHY_NATIVE */
+	uint8_t state;	 /* the thread's state (enum tally_thread_state; native: on CPU) */
+	uint32_t stack;	 /* 0: torn */
+	uint64_t count;	 /* samples */
+	uint64_t of;	 /* samples of that thread and source in those holes */
+	uint64_t ns;	 /* the time they stand for: each to its thread's next sample, a period at
+			    most, within the hole */
+};
+
+/* Per device, the thread that launched the work ending its largest class's holes (the most of
+ * their time), and per thread the samples in those holes: what the diagnosis names. */
+struct why_thread {
+	unsigned section;
+	uint32_t device;
+	uint64_t thread;	  /* kernel tid, or WHY_CUPTI_THREAD | CUPTI's id */
+	uint64_t samples, on_cpu; /* its samples in those holes, and those on a CPU */
+	uint64_t launched_ns;	  /* of those holes' time, what ended in work it launched */
 };
 
 struct idle_why;
@@ -70,10 +84,13 @@ bool idle_why_has_host(const struct idle_why *w);
 
 /*
  * For the diagnosis (its diag_input.idle_cause): the class that holds most of a device's idle
- * time, its share, how much of it began right after a synchronizing call (when any did), and
- * where host samples exist the program's own frame in the stack sampled most during it: "host
- * wait, 97% of the idle time; the host was in sleep_between (/work/train.py:30), 61% of its
- * samples".  ctx is a struct idle_cause_ctx; NULL when the device had no idle time.
+ * time, its share, how much of it began right after a synchronizing call (when any did), the
+ * thread that launched the work late (the one whose launches ended most of that time) and, where
+ * host samples exist, the program's own frame it was in: on the CPU, or waiting, and then the
+ * thread on the CPU meanwhile, which it may have waited for ("host wait, 100% of the idle time;
+ * MainThread (tid 2001) launched the work late: it was on the CPU in compute (/work/train.py:20),
+ * 65% of its samples in these gaps").  ctx is a struct idle_cause_ctx; NULL when the device had
+ * no idle time.
  */
 struct idle_cause_ctx {
 	const struct report_idle *idle;
@@ -82,7 +99,8 @@ struct idle_cause_ctx {
 };
 const char *idle_cause(void *ctx, unsigned section, uint32_t device, char *buf, size_t len);
 
-/* "MainThread (tid 2001)", "thread 2002", "CUPTI thread 1000" (a static buffer). */
+/* "MainThread (tid 2001)", "tid 2002", "CUPTI thread 1000" (trace-set.h's one label of a
+ * thread), into a static buffer. */
 const char *idle_why_thread_label(const struct report_section *rs, uint64_t thread);
 /* The sampling period of rs, ns (1 / its rate; 1 ms when the rate is not recorded). */
 uint64_t idle_why_period(const struct report_section *rs);

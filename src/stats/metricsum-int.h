@@ -16,7 +16,8 @@ struct gm_series {
 	unsigned scale;		   /* of the values below: value = x / 10^scale */
 	unsigned order;		   /* place in the device's metric set; UINT32_MAX unknown */
 	bool percent, above_exact; /* above_ns counted as samples came (the unit known then) */
-	bool sm_active;		   /* GM_SM_ACTIVE: the one metric a gap keeps */
+	bool sm_active;		   /* GM_SM_ACTIVE: a metric a gap keeps */
+	bool gr_active;		   /* GM_GR_ACTIVE: the other one */
 	uint64_t samples, covered_ns, merged, after_gap, above_ns;
 	uint64_t first_ns, last_ns;
 	__int128 sum; /* value x duration, scaled units x ns: exact */

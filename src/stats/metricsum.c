@@ -175,6 +175,7 @@ static struct gm_series *series_new(struct gm *g, struct gm_sec *c, struct repor
 	s->percent = strcmp(s->unit, "%") == 0;
 	s->above_exact = true;
 	s->sm_active = strcmp(s->name, GM_SM_ACTIVE) == 0;
+	s->gr_active = strcmp(s->name, GM_GR_ACTIVE) == 0;
 	return &g->s[g->n++];
 }
 

@@ -25,6 +25,7 @@
 
 #define GM_ABOVE_PCT   80.0 /* gpu_metrics_sum's threshold: 80% (of the peak, or of the max) */
 #define GM_SM_ACTIVE   "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"
+#define GM_GR_ACTIVE   "gr__cycles_active.avg.pct_of_peak_sustained_elapsed"
 #define GM_NVTX_GROUPS 64 /* gpu_metrics_nvtx_sum: range names with the most time, at most */
 #define GM_NO_METRICS  "the trace(s) hold no GPU metrics (record with --gpu-metrics)"
 

@@ -254,8 +254,9 @@ static void take_hit(struct wpass *p, const struct win *w, void *ctx)
 
 	if (hi <= lo || (w->rule == WIN_CONTAIN && (x->t0 < w->t0 || x->t1 > w->t1)))
 		return;
-	if (p->groups[w->group].kind == G_GAP && !p->g->s[x->series].sm_active)
-		return; /* a gap says its SM Active only: no sum for the other metrics */
+	if (p->groups[w->group].kind == G_GAP && !p->g->s[x->series].sm_active &&
+	    !p->g->s[x->series].gr_active)
+		return; /* a gap says its SM and GR Active only: no sum for the other metrics */
 	if (!(a = acc_of(p, w->group, x->series, true))) {
 		p->failed = true;
 		return;
@@ -454,10 +455,11 @@ static int busy_windows(struct wpass *p)
 
 /* ---- results ------------------------------------------------------------------------------ */
 
-/* The SM Active series of (section, device), or NULL (the rows are those of gm_finish). */
-static struct gm_series *sm_active(const struct gm *g, unsigned section, uint32_t device)
+/* The series of metric name of (section, device), or NULL (the rows are those of gm_finish). */
+static struct gm_series *series_named(const struct gm *g, unsigned section, uint32_t device,
+				      const char *name)
 {
-	const struct gm_series_view *v = gm_find(g, section, device, GM_SM_ACTIVE);
+	const struct gm_series_view *v = gm_find(g, section, device, name);
 
 	return v ? g->curve_of[v - g->rows] : NULL;
 }
@@ -547,42 +549,66 @@ static void gap_why(const struct wpass *p, struct report_gap *gap, uint64_t pid)
 	if (pid)
 		snprintf(whose, sizeof(whose), ": pid %" PRIu64 "'s work (its trace is here)", pid);
 	if (gap->active && !gap->unproven)
-		snprintf(gap->why, sizeof(gap->why), "SM Active %.1f%% (max %.1f%%) over %.3f ms%s",
-			 gap->sm_active, gap->sm_active_max, (double)gap->sampled_ns / 1e6, whose);
+		snprintf(gap->why, sizeof(gap->why),
+			 "SM Active %.1f%% (max %.1f%%), GR Active %.1f%% over %.3f ms%s",
+			 gap->sm_active, gap->sm_active_max, gap->gr_active,
+			 (double)gap->sampled_ns / 1e6, whose);
 	else if (n < sizeof(gap->why))
-		snprintf(gap->why + n, sizeof(gap->why) - n, "; SM Active %.1f%% over %.3f ms%s",
-			 gap->sm_active, (double)gap->sampled_ns / 1e6, gap->active ? whose : "");
+		snprintf(gap->why + n, sizeof(gap->why) - n,
+			 "; SM Active %.1f%%, GR Active %.1f%% over %.3f ms%s", gap->sm_active,
+			 gap->gr_active, (double)gap->sampled_ns / 1e6, gap->active ? whose : "");
 }
 
-static void gap_results(struct wpass *p, const struct group *grp)
+/* A metric's mean (%) over a gap, from the sources of (section, device); its max into *max. */
+struct gap_mean {
+	__int128 sum;
+	uint64_t w;
+	double max, scale;
+};
+
+static void gap_metric(struct wpass *p, const struct group *grp, const char *name,
+		       struct gap_mean *m)
 {
-	struct report_gap *gap = p->gaps[grp->index];
 	unsigned secs[8];
 	uint32_t devs[8];
-	__int128 sum = 0;
-	uint64_t w = 0;
-	double max = 0, scale = 1;
 	size_t n = sources(p->g, grp->section, grp->device, secs, devs, 8), k;
 
+	*m = (struct gap_mean){.scale = 1};
 	for (k = 0; k < n; k++) {
-		struct gm_series *s = sm_active(p->g, secs[k], devs[k]);
+		struct gm_series *s = series_named(p->g, secs[k], devs[k], name);
 		const struct acc *a =
 		    s ? acc_of(p, (uint32_t)(grp - p->groups), (uint32_t)(s - p->g->s), false)
 		      : NULL;
 
 		if (!a)
 			continue;
-		scale = 1 / gm_unit(s);
-		sum += a->sum;
-		w += a->w;
-		max = (double)a->max * scale > max ? (double)a->max * scale : max;
+		m->scale = 1 / gm_unit(s);
+		m->sum += a->sum;
+		m->w += a->w;
+		m->max = (double)a->max * m->scale > m->max ? (double)a->max * m->scale : m->max;
 	}
-	if (!w)
+}
+
+static double mean_of(const struct gap_mean *m)
+{
+	return m->w ? (double)((long double)m->sum / (long double)m->w) * m->scale : 0;
+}
+
+/* A gap's SM and GR Active, and whether either says the GPU was busy (gaps.h, GAP_BUSY_PCT). */
+static void gap_results(struct wpass *p, const struct group *grp)
+{
+	struct report_gap *gap = p->gaps[grp->index];
+	struct gap_mean sm, gr;
+
+	gap_metric(p, grp, GM_SM_ACTIVE, &sm);
+	gap_metric(p, grp, GM_GR_ACTIVE, &gr);
+	if (!sm.w && !gr.w)
 		return;
-	gap->sampled_ns = w;
-	gap->sm_active = (double)((long double)sum / (long double)w) * scale;
-	gap->sm_active_max = max;
-	gap->active = sum > 0;
+	gap->sampled_ns = sm.w > gr.w ? sm.w : gr.w;
+	gap->sm_active = mean_of(&sm);
+	gap->sm_active_max = sm.max;
+	gap->gr_active = mean_of(&gr);
+	gap->active = gap->sm_active > GAP_BUSY_PCT || gap->gr_active > GAP_BUSY_PCT;
 	gap_why(p, gap, gap->active ? other_worker(p, gap) : 0);
 }
 

@@ -58,19 +58,24 @@ static const char *dur(uint64_t ns, char *buf, size_t len)
 
 /* ---- gpu_time_breakdown ----------------------------------------------------------------- */
 
+/* The parts of a device's span, each counted once: compute, then communication no compute
+ * overlaps, then copies no kernel overlaps, then gaps the GPU metrics show busy (work no record
+ * holds), then idle: they add up to the span. */
 const struct report_col cols_breakdown[] = {
     {"Rank", COL_STR},
     {"PID", COL_U64},
     {"Device", COL_U64},
     {"Span (ns)", COL_U64},
     {"Compute (ns)", COL_U64},
-    {"Compute (%)", COL_PCT},
+    {"Compute (% of span)", COL_PCT},
     {"Communication (ns)", COL_U64},
-    {"Communication (%)", COL_PCT},
+    {"Communication (% of span)", COL_PCT},
     {"Copy/Memset (ns)", COL_U64},
-    {"Copy/Memset (%)", COL_PCT},
+    {"Copy/Memset (% of span)", COL_PCT},
+    {"Busy Outside Trace (ns)", COL_U64},
+    {"Busy Outside Trace (% of span)", COL_PCT},
     {"Idle (ns)", COL_U64},
-    {"Idle (%)", COL_PCT},
+    {"Idle (% of span)", COL_PCT},
     {"Idle Proven (ns)", COL_U64},
     {"Idle Unproven (ns)", COL_U64},
     {"Idle in Gaps (ns)", COL_U64},
@@ -97,8 +102,9 @@ static void bd_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 	size_t n;
 	const struct bd_row *r = stats_breakdown(x->st, &n) + row;
 	const uint64_t span = r->t1 - r->t0;
-	/* ns columns and their shares: compute, communication (exposed), copies (exposed), idle */
-	const uint64_t part[] = {r->compute, r->comm_exposed, r->copy_exposed, r->idle};
+	/* ns columns and their shares: compute, communication (exposed), copies (exposed), busy
+	 * outside the trace, idle */
+	const uint64_t part[] = {r->compute, r->comm_exposed, r->copy_exposed, r->outside, r->idle};
 
 	if (col == 0)
 		set_s(c, rank_of(x, r->section));
@@ -108,15 +114,15 @@ static void bd_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 		set_u(c, r->device);
 	else if (col == 3)
 		set_u(c, span);
-	else if (col <= 11 && (col - 4) % 2 == 0)
+	else if (col <= 13 && (col - 4) % 2 == 0)
 		set_u(c, part[(col - 4) / 2]);
-	else if (col <= 11)
+	else if (col <= 13)
 		set_pct(c, part[(col - 4) / 2], span);
-	else if (col == 12)
-		set_u(c, r->idle - r->idle_unproven);
-	else if (col == 13)
-		set_u(c, r->idle_unproven);
 	else if (col == 14)
+		set_u(c, r->idle - r->idle_unproven);
+	else if (col == 15)
+		set_u(c, r->idle_unproven);
+	else if (col == 16)
 		set_u(c, r->gap_idle);
 	else
 		bd_note(r, c);
@@ -209,9 +215,15 @@ static void sp_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 /* ---- rank_steps ----------------------------------------------------------------------------- */
 
 const struct report_col cols_steps[] = {
-    {"Step", COL_STR},	       {"Ranks", COL_U64},	  {"Median (ns)", COL_U64},
-    {"Slowest Rank", COL_STR}, {"Slowest (ns)", COL_U64}, {"Lead (ns)", COL_I64},
-    {"Lead (%)", COL_F1},      {"Verdict", COL_STR},	  {NULL},
+    {"Step", COL_STR},
+    {"Ranks", COL_U64},
+    {"Median (ns)", COL_U64},
+    {"Slowest Rank", COL_STR},
+    {"Slowest (ns)", COL_U64},
+    {"Lead (ns)", COL_I64},
+    {"Lead (% of slowest step)", COL_F1},
+    {"Verdict", COL_STR},
+    {NULL},
 };
 
 static const char *steps_verdict_text(const struct view_ctx *x, const struct steps_verdict *v)
@@ -254,7 +266,6 @@ static void st_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 	static char step[24];
 	size_t n;
 	const struct step_row *r = steps_rows(x->st->steps, &n) + row;
-	uint64_t others = (uint64_t)((int64_t)r->slowest_ns - r->lead);
 
 	if (col == 0) {
 		snprintf(step, sizeof(step), "%" PRIu64, r->step);
@@ -270,8 +281,8 @@ static void st_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 	} else if (col == 5) {
 		set_i(c, r->lead);
 	} else if (col == 6) {
-		if (others)
-			set_d(c, 100.0 * (double)r->lead / (double)others);
+		if (r->slowest_ns) /* the share of the slowest one's step it leads by */
+			set_d(c, 100.0 * (double)r->lead / (double)r->slowest_ns);
 	} else if (r->step == UINT64_MAX) {
 		set_s(c, steps_verdict_text(x, steps_verdict(x->st->steps)));
 	}
@@ -371,7 +382,7 @@ static void q_cell(const void *ctx, size_t row, size_t col, struct report_cell *
 /* ---- diagnosis ---------------------------------------------------------------------------- */
 
 const struct report_col cols_findings[] = {
-    {"Rule", COL_STR},	  {"Cost (ns)", COL_U64}, {"Cost (%)", COL_PCT},
+    {"Rule", COL_STR},	  {"Cost (ns)", COL_U64}, {"Cost (% of GPU time)", COL_PCT},
     {"Finding", COL_STR}, {"Proof", COL_STR},	  {"Where", COL_STR},
     {"Why", COL_STR},	  {"Try", COL_STR},	  {NULL},
 };
@@ -384,7 +395,7 @@ static void dg_cell(const void *ctx, size_t row, size_t col, struct report_cell 
 
 	if (col == 1)
 		set_u(c, f->cost);
-	else if (col == 2)
+	else if (col == 2 && f->cost)
 		set_d(c, f->share);
 	else if (s[col] && *s[col])
 		set_s(c, s[col]);

@@ -355,16 +355,27 @@ static void mem_usage_cell(const void *ctx, size_t row, size_t col, struct repor
 /* ---- gaps with proof ---------------------------------------------------------------------- */
 
 const struct report_col cols_gaps[] = {
-    {"Start (ns)", COL_U64},   {"Duration (ns)", COL_U64},
-    {"PID", COL_U64},	       {"Device", COL_U64},
-    {"Stream", COL_STR},       {"Class", COL_STR},
-    {"Sampled (ns)", COL_U64}, {"SM Active (%)", COL_PCT},
-    {"Why", COL_STR},	       {NULL},
+    {"Start (ns)", COL_U64},
+    {"Duration (ns)", COL_U64},
+    {"PID", COL_U64},
+    {"Device", COL_U64},
+    {"Stream", COL_STR},
+    {"Class", COL_STR},
+    {"Sampled (ns)", COL_U64},
+    {"SM Active (%)", COL_PCT},
+    {"GR Active (%)", COL_PCT},
+    {"Why", COL_STR},
+    {NULL},
 };
 
 const struct report_col cols_util[] = {
-    {"Start (ns)", COL_U64}, {"Duration (ns)", COL_U64}, {"PID", COL_U64}, {"Device", COL_U64},
-    {"Busy (%)", COL_PCT},   {"Loss", COL_STR},		 {NULL},
+    {"Start (ns)", COL_U64},
+    {"Duration (ns)", COL_U64},
+    {"PID", COL_U64},
+    {"Device", COL_U64},
+    {"Busy (% of bucket)", COL_PCT},
+    {"Loss", COL_STR},
+    {NULL},
 };
 
 static void gap_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
@@ -383,12 +394,14 @@ static void gap_cell(const void *ctx, size_t row, size_t col, struct report_cell
 		snprintf(stream, sizeof(stream), "%" PRIu32, g->stream);
 		set_s(c, g->stream == REPORT_GAP_ALL_STREAMS ? "all" : stream);
 	} else if (col == 5) {
-		set_s(c, g->unproven ? "unproven" : g->active ? "active" : "idle");
+		set_s(c, report_gap_class_name(report_gap_class(g)));
 	} else if (col == 6 && g->sampled_ns) {
 		set_u(c, g->sampled_ns);
 	} else if (col == 7 && g->sampled_ns) {
 		set_d(c, g->sm_active);
-	} else if (col == 8) {
+	} else if (col == 8 && g->sampled_ns) {
+		set_d(c, g->gr_active);
+	} else if (col == 9) {
 		set_s(c, g->why);
 	}
 }

@@ -255,6 +255,10 @@ long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned 
 int stats_to_sketches(struct stats *st);
 void moments_merge(struct moments *m, const struct moments *o);
 
+/* The one class of each gap into the breakdowns' idle time, after the metrics' pass
+ * (gapclass.c).  0. */
+int stats_classify_gaps(struct stats *st, const struct report_set *set);
+
 /* The host reports' aggregation (hostreports.c): gpu_idle_breakdown's rows, once the pass is
  * done. */
 int host_reports_finish(struct stats *st);

@@ -978,6 +978,8 @@ static const struct analysis analyses[] = {
      samples_drop},
     {NEED_METRICS | NEED_METRIC_RANGES, 0, metrics_make, NULL, metrics_records, metrics_section_end,
      metrics_end, metrics_drop},
+    {NEED_BREAKDOWN | NEED_IDLE | NEED_WHY_ROWS, 0, NULL, NULL, NULL, NULL, stats_classify_gaps,
+     NULL},
     {NEED_IDLE | NEED_WHY_ROWS, NEED_METRICS, idle_make, NULL, idle_records, idle_section_end,
      idle_end, idle_drop},
     {0, 0, NULL, NULL, NULL, NULL, jobs_end, NULL},
@@ -1335,6 +1337,12 @@ const struct bd_row *stats_breakdown(const struct stats *st, size_t *n)
 {
 	*n = 0;
 	return st->bd ? breakdown_rows(st->bd, n) : NULL;
+}
+
+const struct report_gap *stats_gaps(const struct stats *st, size_t *n)
+{
+	*n = 0;
+	return st->gaps ? report_gpu_gaps_list(st->gaps, n) : NULL;
 }
 
 const struct qseries *stats_queues(const struct stats *st, size_t *n)

@@ -125,6 +125,9 @@ struct qseries;
 struct mem_usage;
 struct report_jobs;
 const struct bd_row *stats_breakdown(const struct stats *st, size_t *n);
+/* gpu_gaps' gaps (gaps.h), each of its one class, when a report asked for them. */
+struct report_gap;
+const struct report_gap *stats_gaps(const struct stats *st, size_t *n);
 const struct qseries *stats_queues(const struct stats *st, size_t *n);
 const struct mem_usage *stats_mem_usage(const struct stats *st);
 /* The jobs the traces belong to (after stats_finish); more than one: they do not go together. */

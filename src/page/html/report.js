@@ -194,7 +194,7 @@ function shadePlugin(sec, gaps) {
 				for (const g of gaps || []) {
 					const x0 = u.valToPos(g[1] / 1e9, "x", true);
 					const x1 = Math.max(u.valToPos(g[2] / 1e9, "x", true), x0 + 1);
-					ctx.fillStyle = g[3] ? hatch(ctx) : g[5] ? "rgba(230,140,20,0.28)" : "rgba(120,130,140,0.22)";
+					ctx.fillStyle = g[3] ? hatch(ctx) : g[5] === BUSY_OUTSIDE ? "rgba(230,140,20,0.28)" : "rgba(120,130,140,0.22)";
 					ctx.fillRect(x0, top, x1 - x0, h);
 				}
 				ctx.restore();
@@ -498,8 +498,9 @@ function renderBusy() {
 	for (const dev of devices) {
 		const streams = LANES.filter((l) => l.type === "gpu" && l.sec === dev.sec && l.device === dev.device)
 			.sort((a, b) => a.stream - b.stream);
-		const gaps = TL.gaps.filter((g) => g[0] === dev.index).map((g) => markActive(dev, g));
-		const active = gaps.filter((g) => !g[3] && g[5]).reduce((s, g) => s + g[2] - g[1], 0);
+		/* gpu_gaps' own gaps and classes: the same figures as tally stats */
+		const gaps = TL.gaps.filter((g) => g[0] === dev.index);
+		const active = gaps.filter((g) => g[5] === BUSY_OUTSIDE).reduce((s, g) => s + g[2] - g[1], 0);
 		const bd = breakdownRow(dev.sec, dev.device);
 		/* the shared lane of the devices past the lane budget is no one device: no figures of one */
 		const shared = dev.sec === OTHER;
@@ -509,7 +510,7 @@ function renderBusy() {
 			secLabel(dev.sec) + ", GPU " + dev.device + ": " + streams.length + " stream(s), " +
 			fmtCount(dev.events) + " GPU records; idle " + (bd ? fmtNs(bd["Idle (ns)"]) + " of " + fmtNs(bd["Span (ns)"]) +
 			(bd["Idle Unproven (ns)"] ? ", of it unproven " + fmtNs(bd["Idle Unproven (ns)"]) : "") : "?") +
-			(active ? "; SM Active above 0 in " + fmtNs(active) + " of the idle stretches drawn: other work ran" : "")));
+			(active ? "; busy outside the trace (SM or GR Active above 1%) " + fmtNs(active) + ": other work ran" : "")));
 		const [xs, ys] = busySeries(dev);
 		const data = [xs, ys];
 		const series = [{ label: "time (s)" }, { label: "GPU " + dev.device + " busy %", stroke: "#1f9d8a", fill: "rgba(31,157,138,0.18)", width: 1.5 }];
@@ -550,21 +551,6 @@ function fmtMetric(v, unit) {
 	for (const [f, p] of steps)
 		if (Math.abs(v) >= f) return (v / f).toPrecision(3) + " " + p + base;
 	return Number(v.toPrecision(3)) + (base ? " " + base : "");
-}
-
-/* A gap's SM Active as the page sees it: the mean of the curve's steps wholly inside the gap
- * (tally stats -r gpu_gaps has the exact figure, from the samples). g[5]: above 0. */
-function markActive(dev, g) {
-	const sm = metricCurves(dev).find((c) => c.name === "sm__cycles_active.avg.pct_of_peak_sustained_elapsed");
-	const w = METRICS.bucket_ns;
-	let sum = 0, n = 0;
-	if (sm && w > 0)
-		for (let i = Math.ceil(g[1] / w); (i + 1) * w <= g[2] && i < sm.values.length; i++)
-			if (sm.values[i] !== null) {
-				sum += sm.values[i];
-				n++;
-			}
-	return g.slice(0, 5).concat([n > 0 && sum > 0, n ? sum / n : null]);
 }
 
 /* Why a device of a process has no curves: the gpu_metrics_sum row that says so. */
@@ -722,12 +708,14 @@ function whyLines(g, max) {
 	}
 	for (const [thread, rows] of byThread) {
 		const top = rows.slice().sort((a, b) => b["Time (ns)"] - a["Time (ns)"]).slice(0, 2);
-		lines.push(thread + ": " + top.map((r) => r.What + " " + r["Share (%)"].toFixed(0) + "% " + r.Detail).join("; "));
+		lines.push(thread + ": " + top.map((r) => r.What + " " + r["Share (% of gap)"].toFixed(0) + "% " + r.Detail).join("; "));
 	}
 	return lines.slice(0, max);
 }
 
 const IDLE_COLORS = { "host wait": "#d98a1f", "kernel wait": "#8a5cd0", other: "#b9c2cc" };
+/* gpu_gaps' class of a gap the GPU metrics show busy: not idle time, in every output */
+const BUSY_OUTSIDE = "busy outside trace";
 
 /* gpu_idle_breakdown: per process and device, its idle time by class (the same idle time as
  * gpu_time_breakdown's), and the host stacks sampled most in the largest class. */
@@ -735,17 +723,21 @@ function renderIdleBreakdown(box) {
 	const devs = new Map();
 	for (const r of report("gpu_idle_breakdown")) {
 		const key = r.PID + "/" + r.Device;
-		if (!devs.has(key)) devs.set(key, { head: r, classes: [], stacks: [] });
-		(r.Category in IDLE_COLORS ? devs.get(key).classes : devs.get(key).stacks).push(r);
+		if (!devs.has(key)) devs.set(key, { head: r, classes: [], stacks: [], outside: null });
+		if (r.Category === BUSY_OUTSIDE) devs.get(key).outside = r;
+		else (r.Category in IDLE_COLORS ? devs.get(key).classes : devs.get(key).stacks).push(r);
 	}
 	for (const d of devs.values()) {
 		const idle = d.classes.reduce((sum, r) => sum + r["Idle Time (ns)"], 0);
 		const line = partsLine(rankPid(d.head) + ", GPU " + d.head.Device + ": idle " + fmtNs(idle),
 			d.classes.map((r) => [r.Category, IDLE_COLORS[r.Category], r["Idle Time (ns)"]]), idle, "why",
 			{ "data-pid": d.head.PID, "data-device": d.head.Device, "data-idle-total": idle });
+		if (d.outside)
+			line.appendChild(el("div", { class: "note why-outside" }, fmtNs(d.outside["Idle Time (ns)"]) + " more in " +
+				d.outside.Gaps + " gap(s) the GPU metrics show busy outside the trace: not idle, and not counted here"));
 		for (const s of d.stacks)
-			line.appendChild(el("div", { class: "note why-stack" }, s.Category + ", " + s.Samples + " samples (" +
-				s["Idle (%)"].toFixed(0) + "%): " + s.Stack));
+			line.appendChild(el("div", { class: "note why-stack" }, s.Thread + ", " + s.Category + ", " + s.Samples +
+				" samples (" + s["Samples (% of thread's)"].toFixed(0) + "% of the thread's): " + s.Stack));
 		box.appendChild(line);
 	}
 }
@@ -755,7 +747,7 @@ function renderIdleWhy() {
 	const gaps = idleWhy();
 	/* every device gap of 1 ms or more the timeline draws has its explanation on hover (finer
 	 * ones are drawn, gpu_gaps' too, but gpu_idle_why lists from 1 ms): say how many do */
-	const devGaps = TL.gaps.filter((g) => LANES[g[0]] && LANES[g[0]].type === "device" && g[2] - g[1] >= 1e6);
+	const devGaps = TL.gaps.filter((g) => LANES[g[0]] && LANES[g[0]].type === "device");
 	box.setAttribute("data-explained", devGaps.filter((g) => gapWhy(LANES[g[0]].sec, LANES[g[0]].device, g[1], g[2])).length +
 		"/" + devGaps.length);
 	renderIdleBreakdown(box);
@@ -766,10 +758,11 @@ function renderIdleWhy() {
 	for (const [n, g] of gaps) {
 		const h = g.head, div = el("div", { class: "why-gap", "data-gap": String(n), "data-class": h.Class });
 		div.appendChild(el("h3", null, "Gap " + n + ": " + fmtNs(h["Duration (ns)"]) + " on GPU " + h.Device + " of pid " +
-			h.PID + " at " + fmtNs(h["Start (ns)"]) + " \u2014 " + h.Class + (h.Proof === "idle" ? "" : " (UNPROVEN)")));
+			h.PID + " at " + fmtNs(h["Start (ns)"]) + " \u2014 " + h.Class + (h.Proof === "idle" ? "" : " (" +
+			(h.Proof === BUSY_OUTSIDE ? BUSY_OUTSIDE : "UNPROVEN") + ")")));
 		div.appendChild(el("p", { class: "note" }, h.Detail));
 		if (g.rows.length) {
-			const cols = ["Thread", "What", "Count", "Time (ns)", "Share (%)", "Detail"];
+			const cols = ["Thread", "What", "Count", "Time (ns)", "Share (% of gap)", "Detail"];
 			div.appendChild(dataTable(cols, g.rows.map((r) => cols.map((c) => r[c])), "why-gap-" + n));
 		}
 		box.appendChild(div);
@@ -1252,7 +1245,7 @@ function renderDiagnosis() {
 		head.appendChild(el("span", { class: "rule" }, f.Rule));
 		head.appendChild(el("span", { class: "figure" }, f.Finding));
 		if (f["Cost (ns)"]) head.appendChild(el("span", { class: "cost" }, "costs " + fmtNs(f["Cost (ns)"]) +
-			(f["Cost (%)"] !== null ? " (" + f["Cost (%)"].toFixed(1) + "%)" : "")));
+			(f["Cost (% of GPU time)"] !== null ? " (" + f["Cost (% of GPU time)"].toFixed(1) + "% of GPU time)" : "")));
 		li.appendChild(head);
 		for (const k of ["Proof", "Where", "Why", "Try"])
 			if (f[k]) {
@@ -1301,7 +1294,7 @@ function renderRanks() {
 /* ---- where the time went -------------------------------------------------------------------- */
 
 const PARTS = [["Compute", "#2f6fdf"], ["Communication", "#d98a1f"], ["Copy/Memset", "#8a5cd0"],
-	["Idle proven", "#b9c2cc"], ["Idle unproven", "#b3261e"]];
+	["Busy Outside Trace", "#e68c14"], ["Idle proven", "#b9c2cc"], ["Idle unproven", "#b3261e"]];
 
 function partNs(r, name) {
 	if (name === "Idle proven") return r["Idle Proven (ns)"];
