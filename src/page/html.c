@@ -175,9 +175,8 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 			req.reports |= 1ull << r;
 	for (r = 0; r < sizeof(page_reports) / sizeof(page_reports[0]); r++)
 		req.reports |= 1ull << report_find(page_reports[r]);
-	req.range = job->o->range;
-	/* a queue curve needs no finer steps than the page's lanes */
-	req.queue_buckets = job->o->buckets && job->o->buckets < 2048 ? job->o->buckets : 2048;
+	req.range =
+	    job->o->range; /* the rest as tally stats' defaults: the page's figures are its */
 	job->st = stats_new(&req);
 	job->tl = timeline_new(job->o->buckets, job->o->exact_budget);
 	if (!job->st || !job->tl)

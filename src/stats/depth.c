@@ -89,7 +89,11 @@ static struct qseries *series(struct queues *q, const struct report_section *rs,
 	s->section = rs->index;
 	s->device = device;
 	s->stream = stream;
-	s->origin = q->sec_origin && q->sec_origin <= t0 ? q->sec_origin : t0;
+	/* the section's streams share one origin, its session start; where records come before
+	 * it (a clock that is not the session's), the section's first launch seen */
+	if (!q->sec_origin || q->sec_origin > t0)
+		q->sec_origin = t0;
+	s->origin = q->sec_origin;
 	s->width = FIRST_WIDTH_NS;
 	s->nb = BUCKET_BUDGET / (q->n + 1);
 	s->nb = s->nb > q->nb ? q->nb : s->nb < MIN_BUCKETS ? MIN_BUCKETS : s->nb;
@@ -228,10 +232,41 @@ static int finish_one(struct qseries *s)
 	return 0;
 }
 
+/*
+ * One bucket width for every stream of a device: the widest any of them came to, so that a
+ * device's curves are on one grid (gpu_queue_depth's Bucket (ns), the page's chart).  The widest
+ * series of each (section, device) is found through a map, then the others widened to it.
+ */
+static int one_width_per_device(struct queues *q)
+{
+	struct tally_map widest = {0};
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < q->n && rc == 0; i++) {
+		const struct qseries *s = &q->q[i];
+		uint32_t w = tally_map_get(&widest, s->section, s->device);
+
+		if (!w || q->q[w - 1].width < s->width)
+			rc = tally_map_put(&widest, s->section, s->device, (uint32_t)i + 1);
+	}
+	for (i = 0; i < q->n && rc == 0; i++) {
+		struct qseries *s = &q->q[i];
+		uint64_t width = q->q[tally_map_get(&widest, s->section, s->device) - 1].width;
+
+		while (rc == 0 && s->width < width)
+			rc = widen(s);
+	}
+	tally_map_fini(&widest);
+	return rc < 0 ? -ENOMEM : 0;
+}
+
 int queues_finish(struct queues *q)
 {
 	size_t i;
 
+	if (one_width_per_device(q) < 0)
+		return -ENOMEM;
 	for (i = 0; i < q->n; i++)
 		if (!q->q[i].mean && finish_one(&q->q[i]) < 0)
 			return -ENOMEM;

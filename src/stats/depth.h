@@ -9,7 +9,8 @@
  * streams' curves span, at most buckets x streams, however many streams a trace has and however
  * late they start; streams are found by a hash.  With thousands of streams, each gets fewer
  * buckets (depth.c, BUCKET_BUDGET), so that memory and the curves written stay proportional to the
- * launches.  An interval costs O(1): its first and last
+ * launches.  In the end every stream of a device has the width the widest of them came to: one
+ * grid per device, for its table and its chart.  An interval costs O(1): its first and last
  * bucket get their part, the whole buckets between it a count in a difference array.
  */
 #ifndef TALLY_STATS_DEPTH_H

@@ -197,15 +197,9 @@ static void idle_finding(const struct diag_input *in, const struct bd_row *r,
 							sizeof(cause))
 				       : NULL;
 
-	int len =
-	    snprintf(f->figure, sizeof(f->figure), "GPU %u idle %.1f%% of its span (%s of %s)",
-		     r->device, pct(r->idle, r->t1 - r->t0), dur(r->idle, d1, sizeof(d1)),
-		     dur(r->t1 - r->t0, d2, sizeof(d2)));
-
-	if (r->outside && len > 0 && (size_t)len < sizeof(f->figure))
-		snprintf(f->figure + len, sizeof(f->figure) - (size_t)len,
-			 ", not counting %s the GPU metrics show busy outside the trace",
-			 dur(r->outside, d3, sizeof(d3)));
+	snprintf(f->figure, sizeof(f->figure), "GPU %u idle %.1f%% of its span (%s of %s)",
+		 r->device, pct(r->idle, r->t1 - r->t0), dur(r->idle, d1, sizeof(d1)),
+		 dur(r->t1 - r->t0, d2, sizeof(d2)));
 	if (r->idle_unproven)
 		snprintf(f->proof, sizeof(f->proof),
 			 "a bound: %s of it lies where records were lost, so work may have run "
@@ -220,6 +214,21 @@ static void idle_finding(const struct diag_input *in, const struct bd_row *r,
 		 c ? c
 		   : "no kernel, copy or memset ran; what the host did meanwhile is in the "
 		     "timeline (gpu_gaps lists the stretches)");
+}
+
+/* "; not counting 36.0 ms ...": the gaps the GPU metrics show busy are not idle (gaps.h). */
+static void busy_outside(const struct diag_input *in, struct diag_finding *f)
+{
+	uint64_t outside = 0;
+	size_t i, len = strlen(f->figure);
+	char d[32];
+
+	for (i = 0; i < in->nbd; i++)
+		outside += in->bd[i].outside;
+	if (outside)
+		snprintf(f->figure + len, sizeof(f->figure) - len,
+			 "; not counting %s the GPU metrics show busy outside the trace",
+			 dur(outside, d, sizeof(d)));
 }
 
 static int rule_idle(const struct diag_input *in, struct diag_finding *out, size_t *n, size_t cap)
@@ -244,6 +253,7 @@ static int rule_idle(const struct diag_input *in, struct diag_finding *out, size
 	f->cost = cost;
 	idle_finding(in, worst, f);
 	and_more(f, count - 1, "device(s)", cost);
+	busy_outside(in, f);
 	f->try_ = "see what the host did in the longest stretch (gpu_idle_why, the page's 'Why "
 		  "the GPU was idle'; record with --sample python,native --trace osrt for its "
 		  "stacks and blocking calls); feed the GPU ahead: DataLoader workers and "

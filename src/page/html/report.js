@@ -246,8 +246,21 @@ function xScale() {
 const LABEL_SIZE = 30;
 
 function leftAxis(label) {
-	return { label, size: LEFT_AXIS - LABEL_SIZE, labelSize: LABEL_SIZE };
+	return { label, size: LEFT_AXIS - LABEL_SIZE, labelSize: LABEL_SIZE, space: 18 };
 }
+
+/* A value axis from 0 to a round number above the highest value: a short chart still has its
+ * scale (a constant clock or a single spike of memory gets ticks, not just "0"). */
+function zeroUp(max) {
+	if (!(max > 0)) return [0, 1];
+	const p = Math.pow(10, Math.floor(Math.log10(max)));
+	for (const m of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10])
+		if (max <= m * p) return [0, m * p];
+	return [0, 10 * p];
+}
+
+/* Charts of values over time: tall enough for a scale of three ticks and a whole axis label. */
+const CHART_H = 170;
 
 /* The right-hand axis a chart has, or an empty one of the same width. */
 function rightAxis(opts) {
@@ -349,10 +362,10 @@ function renderLedger() {
 		/* per-slice counts are bars; one slice alone still gets a visible width */
 		const bars = uPlot.paths.bars({ size: [0.6, 60, 4], align: -1 });
 		const opts = {
-			width: chartWidth(box), height: SECS.length > 2 ? 130 : 190,
+			width: chartWidth(box), height: SECS.length > 2 ? CHART_H : 190,
 			plugins: [shadePlugin(led.sec), legendAtPeak()],
 			scales: { x: xScale(), pool: { range: (u, a, b) => [0, Math.max(b, snaps[0].pool_cap || 1)] } },
-			axes: [timeAxis(SPAN_S), leftAxis("records/slice"), rightAxis({ scale: "pool", label: "pool buffers" })],
+			axes: [timeAxis(SPAN_S), leftAxis("records"), rightAxis({ scale: "pool", label: "pool buffers" })],
 			series: [{ label: "time (s)" },
 				{ label: "records parsed", stroke: "#2f6fdf", fill: "rgba(47,111,223,0.35)", width: 1, paths: bars },
 				{ label: "dropped by CUPTI", stroke: "#b3261e", fill: "rgba(179,38,30,0.6)", width: 1, paths: bars },
@@ -581,11 +594,12 @@ function renderMetrics(box, dev, gaps) {
 		})));
 		box.appendChild(el("div", { class: "chart-title metrics-title" }, "GPU " + dev.device + " metrics (" +
 			(unit || "value") + "): " + mine.map((c) => c.label + " mean " + fmtMetric(c.mean, unit)).join(", ")));
-		const div = el("div", { class: "metrics-chart" });
+		const yr = unit === "%" ? [0, 100] : zeroUp(Math.max(...mine.flatMap((c) => c.values.filter((v) => v !== null))));
+		const div = el("div", { class: "metrics-chart", "data-unit": unit, "data-y-max": yr[1] });
 		box.appendChild(div);
 		CHARTS.push(new uPlot({
-			width: chartWidth(box), height: 130, plugins: [shadePlugin(dev.sec, gaps), legendAtPeak()],
-			scales: { x: xScale(), y: unit === "%" ? { range: [0, 100] } : {} },
+			width: chartWidth(box), height: CHART_H, plugins: [shadePlugin(dev.sec, gaps), legendAtPeak()],
+			scales: { x: xScale(), y: { range: yr } },
 			axes: [timeAxis(SPAN_S), Object.assign(leftAxis(unit || "value"),
 				{ values: (u, splits) => splits.map((v) => fmtMetric(v, unit)) }), rightAxis()],
 			series,
@@ -1380,15 +1394,19 @@ function renderQueues() {
 		for (const q of mine) {
 			const [xs, ys] = stepSeries(q.t0, q.width, q.depth), at = new Map(xs.map((x, i) => [x, ys[i]]));
 			data.push(xsAll.map((x) => (at.has(x) ? at.get(x) : null)));
+			/* a stream's curve runs over its own buckets: where another stream's buckets begin
+			 * elsewhere the shared x has no value of this one, which is no gap in it */
 			series.push({ label: "stream " + q.stream + " (peak " + q.peak.toFixed(1) + ")", stroke: "hsl(" + (q.stream * 47 % 360) + ",60%,45%)",
-				width: 1.2, spanGaps: false });
+				width: 1.2, spanGaps: true });
 		}
 		box.appendChild(el("div", { class: "chart-title", "data-queue": key }, secLabel(mine[0].sec) + ", GPU " + mine[0].device +
 			": launches outstanding per stream (mean per " + fmtNs(mine[0].width) + ")"));
-		const div = el("div");
+		/* what a reader can check the chart draws: every stream a line of two points or more */
+		const div = el("div", { class: "queue-chart", "data-series": mine.length,
+			"data-drawn": data.slice(1).filter((ys) => ys.filter((y) => y !== null).length >= 2).length });
 		box.appendChild(div);
 		CHARTS.push(new uPlot({
-			width: chartWidth(box), height: 140, plugins: [shadePlugin(mine[0].sec), legendAtPeak()],
+			width: chartWidth(box), height: CHART_H, plugins: [shadePlugin(mine[0].sec), legendAtPeak()],
 			scales: { x: xScale() }, axes: [timeAxis(SPAN_S), leftAxis("launches"), rightAxis()], series,
 		}, data, div));
 	}
@@ -1411,11 +1429,11 @@ function renderMemory() {
 		ys.push(ys[ys.length - 1]);
 		box.appendChild(el("div", { class: "chart-title", "data-memory-peak": m.peak }, secLabel(m.sec) + ", GPU " + m.device + ", " +
 			m.kind + " memory: peak " + fmtBytes(m.peak)));
-		const div = el("div");
+		const div = el("div", { class: "memory-chart", "data-y-max": zeroUp(m.peak)[1] });
 		box.appendChild(div);
 		CHARTS.push(new uPlot({
-			width: chartWidth(box), height: 130, plugins: [shadePlugin(m.sec), legendAtPeak()],
-			scales: { x: xScale() },
+			width: chartWidth(box), height: CHART_H, plugins: [shadePlugin(m.sec), legendAtPeak()],
+			scales: { x: xScale(), y: { range: zeroUp(m.peak) } },
 			axes: [timeAxis(SPAN_S), Object.assign(leftAxis("bytes"), { values: (u, v) => v.map((b) => fmtBytes(b)) }), rightAxis()],
 			series: [{ label: "time (s)" }, { label: "in use", stroke: "#1f9d8a", fill: "rgba(31,157,138,0.18)", width: 1.5,
 				paths: uPlot.paths.stepped({ align: 1 }), value: (u, v) => (v === null ? "" : fmtBytes(v)) }],
