@@ -106,7 +106,7 @@ function whenLine(w) {
 	const b = (w.begin_s >= 0 ? "+" : "") + w.begin_s.toFixed(3);
 	const e = (w.end_s >= 0 ? "+" : "") + w.end_s.toFixed(3);
 	/* as tally check says it: from the section's own session start, not the page's origin */
-	return "when: " + b + " s .. " + e + " s after its session start: " + w.count;
+	return "when: " + b + " s .. " + e + " s: " + w.count + " (from its own session start)";
 }
 
 function reasonItem(input, sec, r) {
