@@ -228,6 +228,8 @@ void report_loss_text(FILE *out, const struct report_set *set, const char *prefi
 /* The same as JSON fields of the current object: "verdict", "inputs": [...] */
 struct tally_json;
 void report_loss_json(struct tally_json *j, const struct report_set *set);
+/* One section's object of report_loss_json's "sections": its verdict, reasons and loss windows. */
+void report_loss_section_json(struct tally_json *j, const struct report_section *rs);
 /* One warning line per damaged range of every input: file, kind and byte offset. */
 void report_warn_damage(const struct report_set *set, FILE *out, const char *prog);
 /*
