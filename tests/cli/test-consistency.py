@@ -12,6 +12,7 @@ tally-metricsgen, seeded), on the CPU:
   SQLite        the export's nsys-shape queries (counts and summed durations of kernels, API
                 calls, copies, memsets, NVTX ranges, blocking calls) give cuda_gpu_kern_sum's,
                 cuda_api_sum's, cuda_gpu_mem_time_sum's, nvtx_sum's and osrt_sum's sums;
+  compare       its counts per kernel name and copy kind over the whole run are the summaries';
   the model     the cross-checks every output relies on: a gap's class follows its counters (busy
                 outside the trace above 1% SM or GR Active, never idle); the breakdown's parts
                 add up to the span and its idle to gpu_gaps' and gpu_idle_breakdown's; a thread's
@@ -184,6 +185,25 @@ def check_sqlite(label, trace, st, tmp):
     check("%s: the SQLite export's nsys-shape queries give stats' sums" % label, probs)
 
 
+# ---- compare -------------------------------------------------------------------------------------
+
+def check_compare(label, trace):
+    """compare's counts per kernel name and copy kind are the summaries' (the whole run)."""
+    p = subprocess.run([TALLY, "compare", "-f", "json", trace, trace], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    if p.returncode not in (0, 1, 5):
+        bad(label + ": compare", "exit %d" % p.returncode)
+        return
+    names = json.loads(p.stdout)["names"]
+    st = stats_json(trace, ["cuda_gpu_kern_sum:mangled", "cuda_gpu_mem_time_sum"])
+    want = {r["Name"]: r["Instances"] for r in rows(st, "cuda_gpu_kern_sum")}
+    want.update({r["Operation"]: r["Count"] for r in rows(st, "cuda_gpu_mem_time_sum")})
+    got = {n["name"]: n["a"]["count"] for n in names}
+    check("%s: compare's counts per kernel and copy kind are stats' summaries'" % label,
+          [] if got == want else ["%s: compare %s, stats %s" % (k, got.get(k), want.get(k))
+                                  for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)])
+
+
 # ---- the model's cross-checks ---------------------------------------------------------------------
 
 def share_columns(st):
@@ -309,6 +329,7 @@ def one_trace(label, trace, tmp):
         check_model(label, st)
         check_page(label, trace, tmp)
         check_sqlite(label, trace, st, tmp)
+        check_compare(label, trace)
     except (RuntimeError, KeyError, ValueError) as e:
         bad(label, "could not be checked: %r" % e)
 
