@@ -74,7 +74,7 @@ all(abs(r["Compute (% of span)"] + r["Communication (% of span)"] + r["Copy/Mems
     for r in rep["gpu_time_breakdown"])'
 check "overlap: the NCCL kernel (3 ms, inside the 10 ms of compute) fully overlapped" '
 all(r["Communication (ns)"] == model()["comm"] and r["Overlapped (ns)"] == model()["comm"]
-    and r["Overlap (%)"] == 100 and r["Exposed (ns)"] == 0 for r in rep["comm_compute_overlap"])
+    and r["Overlap (% of communication)"] == 100 and r["Exposed (ns)"] == 0 for r in rep["comm_compute_overlap"])
 and len(rep["comm_compute_overlap"]) == 4'
 check "rank_steps: RANK=2 named, slowest in all 20 steps, lead 50 ms over the others" '
 rep["rank_steps"][0]["Step"] == "all" and rep["rank_steps"][0]["Slowest Rank"] == "RANK=2"
@@ -141,7 +141,7 @@ mk "$T/comm/r0.tally" 0 --comm-us 4000 --comm-at-us 8000
 SHAPE="comm=4000 comm_at=8000"
 stats "$T/comm"
 check "overlap: 2 of the 4 ms overlapped (50%), 2 ms exposed per step" '
-rep["comm_compute_overlap"][0]["Overlap (%)"] == 50 and rep["comm_compute_overlap"][0]["Exposed (ns)"] == model()["comm_exposed"]
+rep["comm_compute_overlap"][0]["Overlap (% of communication)"] == 50 and rep["comm_compute_overlap"][0]["Exposed (ns)"] == model()["comm_exposed"]
 and rep["gpu_time_breakdown"][0]["Communication (ns)"] == model()["comm_exposed"]
 and rep["gpu_time_breakdown"][0]["Span (ns)"] == model()["span"]'
 check "diagnosis: exposed-comm (2 of 14 ms, past 10%)" 'rule("exposed-comm") and rule("exposed-comm")[0]["Cost (ns)"] == model()["comm_exposed"]'
@@ -151,7 +151,7 @@ mk "$T/tiny.tally" 0 --steps 200 --step-kernels 10 --kernel-us 2 --copy-us 0 --c
 SHAPE="steps=200 kernel=2 copy=0 comm=0"
 stats "$T/tiny.tally"
 check "launch stats: every kernel shorter than its 4 us launch call" '
-rep["cuda_launch_stats"][0]["Short Kernels"] == 2000 and rep["cuda_launch_stats"][0]["Short (%)"] == 100
+rep["cuda_launch_stats"][0]["Short Kernels"] == 2000 and rep["cuda_launch_stats"][0]["Short (% of matched)"] == 100
 and rep["cuda_launch_stats"][0]["Launch Call P50 (ns)"] == 4000 and rep["cuda_launch_stats"][0]["Latency P50 (ns)"] == 5000
 and rep["cuda_launch_stats"][0]["Top Short Kernel"] == "ampere_sgemm_128x64_nn"'
 check "diagnosis: launch-bound, its cost at most the idle time" '

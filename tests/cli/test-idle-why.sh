@@ -139,9 +139,9 @@ check("cpu_sample_sum: cumulative, once per sample",
       cs[("python", "line", "99")]["Self"] == 0 and cs[("python", "line", "99")]["Total"] == 392)
 check("cpu_sample_sum: torn samples apart; percentages of all 400 Python samples",
       any(r["Location"].startswith("[torn") and r["Self"] == 8 for r in rep["cpu_sample_sum"])
-      and abs(cs[("python", "line", "55")]["Self (%)"] - 49.0) < 0.01)
+      and abs(cs[("python", "line", "55")]["Self (% of samples)"] - 49.0) < 0.01)
 check("cpu_sample_sum: on CPU only at line 20",
-      cs[("python", "line", "20")]["On CPU (%)"] == 100 and cs[("python", "line", "30")]["On CPU (%)"] == 0)
+      cs[("python", "line", "20")]["On CPU (% of self)"] == 100 and cs[("python", "line", "30")]["On CPU (% of self)"] == 0)
 check("cpu_sample_sum: 200 native samples", sum(r["Self"] for r in rep["cpu_sample_sum"]
                                                 if r["Kind"] == "native" and r["By"] == "line") == 200)
 osr = {r["Name"]: r for r in rep["osrt_sum"]}

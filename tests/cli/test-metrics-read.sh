@@ -80,7 +80,7 @@ for dev, d in exp['devices'].items():
         for k in ('p50', 'p90'):
             want(sketch(r[k.upper()], e[k]), '%s %s %s %r, want %r' % (dev, name, k, r[k.upper()], e[k]))
         exact = r['Unit'] == '%'
-        want(close(r['Above (%)'] / 100, e['above'], 0, 1e-12 if exact else 0.02), '%s %s above %r, want %r' % (dev, name, r['Above (%)'], e['above']))
+        want(close(r['Above (% of covered)'] / 100, e['above'], 0, 1e-12 if exact else 0.02), '%s %s above %r, want %r' % (dev, name, r['Above (% of covered)'], e['above']))
 want(n == 24, 'expected 24 series, got %d' % n)
 b = [r for r in rows if r['PID'] == 4343]
 want(len(b) == 1 and b[0]['Metric'] == '-' and 'pid 4242' in b[0]['Name'] and b[0]['Samples'] is None, 'B: %r' % b)

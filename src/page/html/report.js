@@ -1361,7 +1361,7 @@ function renderBreakdown() {
 	}
 	const ov = report("comm_compute_overlap");
 	box.appendChild(el("p", { id: "overlap-line" }, ov.length
-		? ov.map((r) => (r.Rank !== "-" ? r.Rank : "pid " + r.PID) + " GPU " + r.Device + ": " + r["Overlap (%)"].toFixed(1) +
+		? ov.map((r) => (r.Rank !== "-" ? r.Rank : "pid " + r.PID) + " GPU " + r.Device + ": " + r["Overlap (% of communication)"].toFixed(1) +
 			"% of " + fmtNs(r["Communication (ns)"]) + " of communication overlapped by compute").join("; ")
 		: "No communication kernels (NCCL and the like, by name) in these traces."));
 }

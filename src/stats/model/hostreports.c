@@ -329,9 +329,15 @@ static void breakdown_cell(const void *ctx, size_t row, size_t col, struct repor
 /* ---- cpu_sample_sum ------------------------------------------------------------------------- */
 
 const struct report_col cols_samples[] = {
-    {"Self (%)", COL_PCT}, {"Self", COL_U64},	    {"Total (%)", COL_PCT},
-    {"Total", COL_U64},	   {"On CPU (%)", COL_PCT}, {"Kind", COL_STR},
-    {"By", COL_STR},	   {"Location", COL_STR},   {NULL},
+    {"Self (% of samples)", COL_PCT},
+    {"Self", COL_U64},
+    {"Total (% of samples)", COL_PCT},
+    {"Total", COL_U64},
+    {"On CPU (% of self)", COL_PCT},
+    {"Kind", COL_STR},
+    {"By", COL_STR},
+    {"Location", COL_STR},
+    {NULL},
 };
 
 static void sample_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)

@@ -412,7 +412,7 @@ static void gap_cell(const void *ctx, size_t row, size_t col, struct report_cell
 	{"Mean", COL_F1}, {"P50", COL_F1}, {"P90", COL_F1}, {"Min", COL_F1}, {"Max", COL_F1},      \
 	    {"Threshold", COL_F1},                                                                 \
 	{                                                                                          \
-		"Above (%)", COL_PCT                                                               \
+		"Above (% of covered)", COL_PCT                                                    \
 	}
 
 const struct report_col cols_metrics[] = {
