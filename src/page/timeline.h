@@ -149,7 +149,7 @@ struct tl_gap {
 	uint64_t start, end;
 	bool unproven; /* something lost may lie in it: may not have been idle */
 	uint8_t cls;   /* gaps.h's one class: idle, unproven, busy outside the trace */
-	char why[120]; /* the loss that makes it unproven, or that none overlaps it */
+	char why[240]; /* gpu_gaps' Why: the loss that makes it unproven, or none; its metrics */
 };
 
 /* Index of an existing lane, or -1. */

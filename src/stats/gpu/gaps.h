@@ -37,7 +37,7 @@ struct report_gap {
 	uint32_t stream;    /* stream id, or REPORT_GAP_ALL_STREAMS */
 	uint64_t t0, t1;    /* aligned ns: end of the work before, start of the work after */
 	bool unproven;	    /* something lost may have run here */
-	char why[120];	    /* "dropped_cupti: 500 in ...", or "no loss overlaps it" */
+	char why[240];	    /* "dropped_cupti: 500 in ...", or "no loss overlaps it", and metrics */
 	uint32_t next_corr; /* correlation id of the work that ended the gap (starts at t1) */
 	/* The device's GPU metrics over a device gap, once gm_windows_pass (metricsum.h) ran:
 	 * sampled_ns of its interior was sampled (0: no metrics), SM Active's mean and max (%)

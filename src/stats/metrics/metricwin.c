@@ -548,15 +548,19 @@ static void gap_why(const struct wpass *p, struct report_gap *gap, uint64_t pid)
 
 	if (pid)
 		snprintf(whose, sizeof(whose), ": pid %" PRIu64 "'s work (its trace is here)", pid);
-	if (gap->active && !gap->unproven)
-		snprintf(gap->why, sizeof(gap->why),
-			 "SM Active %.1f%% (max %.1f%%), GR Active %.1f%% over %.3f ms%s",
-			 gap->sm_active, gap->sm_active_max, gap->gr_active,
-			 (double)gap->sampled_ns / 1e6, whose);
-	else if (n < sizeof(gap->why))
-		snprintf(gap->why + n, sizeof(gap->why) - n,
-			 "; SM Active %.1f%%, GR Active %.1f%% over %.3f ms%s", gap->sm_active,
-			 gap->gr_active, (double)gap->sampled_ns / 1e6, gap->active ? whose : "");
+	/* why is wide enough for the loss's words and these (gaps.h): a cut would say "..." */
+	if (gap->active && !gap->unproven &&
+	    snprintf(gap->why, sizeof(gap->why),
+		     "SM Active %.1f%% (max %.1f%%), GR Active %.1f%% over %.3f ms%s",
+		     gap->sm_active, gap->sm_active_max, gap->gr_active,
+		     (double)gap->sampled_ns / 1e6, whose) >= (int)sizeof(gap->why))
+		memcpy(gap->why + sizeof(gap->why) - 4, "...", 4);
+	else if ((!gap->active || gap->unproven) && n < sizeof(gap->why) &&
+		 snprintf(gap->why + n, sizeof(gap->why) - n,
+			  "; SM Active %.1f%%, GR Active %.1f%% over %.3f ms%s", gap->sm_active,
+			  gap->gr_active, (double)gap->sampled_ns / 1e6,
+			  gap->active ? whose : "") >= (int)(sizeof(gap->why) - n))
+		memcpy(gap->why + sizeof(gap->why) - 4, "...", 4);
 }
 
 /* A metric's mean (%) over a gap, from the sources of (section, device); its max into *max. */
