@@ -68,6 +68,7 @@ static const struct cli_option export_options[] = {
     CLI_BOOL(S, 0, "index", o.index,
 	     "sqlite: also make the indexes of docs/sqlite.md (joins by correlation\n"
 	     "id, lookups by name and thread); the export takes about 2.5 times as long"),
+    CLI_SYMFS_OPTION,
     CLI_DURATION(S, 0, "metric-step", "DURATION", o.metric_step_ns, 0, UINT64_MAX,
 		 "chrome: GPU metrics as one point per DURATION, the mean of its\n"
 		 "samples (default: every sample; 10 kHz is about 1 MB/s per metric)"),

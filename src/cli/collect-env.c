@@ -62,6 +62,11 @@ static int set_capture_range(void *opts, const char *arg, char *err, size_t len)
 /* --sample: what TALLY_SAMPLE takes (docs/collector.md, "Host sampling"). */
 static const char *const sample_names[] = {"none",	    "python",	     "native",
 					   "python,native", "native,python", NULL};
+bool collect_opts_native(const struct collect_opts *o)
+{
+	return o->native_stacks || (o->sample > 0 && strstr(sample_names[o->sample], "native"));
+}
+
 /* --gpu-metrics[=DEVICES]: all, or CUDA ordinals */
 static int set_gpu_metrics(void *opts, const char *arg, char *err, size_t len)
 {

@@ -39,6 +39,8 @@ void collect_opts_init(struct collect_opts *o);
 /* Make the output pattern absolute (checking the names it makes), find libtally.so.  0 or an
  * exit code. */
 int collect_opts_finish(struct collect_opts *o);
+/* Whether the recording takes native frames (--native-stacks, --sample with native). */
+bool collect_opts_native(const struct collect_opts *o);
 
 struct env_var {
 	const char *name;
