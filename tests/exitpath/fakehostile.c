@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fakehostile MODE ...: a "CUDA program" that does to its own process what programs legally do,
- * for test-hostile.sh.  It loads the collector as the driver does (CUDA_INJECTION64_PATH, then
+ * for test-ownprocess.sh.  It loads the collector as the driver does (CUDA_INJECTION64_PATH, then
  * InitializeInjection), launches through the stand-in CUPTI, and prints what it did from its own
  * counts ("launched N pid P" lines, as fakeapp), never from tally.
  *

@@ -21,7 +21,7 @@
 #                program, which launches as many again: every launch is recorded, the trace says
 #                the exec failed, and a trace whose program is killed after it reads not closed
 #                (its last ledger decides, not the final one written before the exec)
-# Usage: test-hostile.sh TALLY FAKEHOSTILE FAKECUPTI LIBTALLY
+# Usage: test-ownprocess.sh TALLY FAKEHOSTILE FAKECUPTI LIBTALLY
 set -u
 TALLY=$1 APP=$2 LIB=$4
 export TALLY_CUPTI_PATH=$3 TALLY_FLUSH_TIMEOUT_MS=2000
