@@ -187,6 +187,14 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
     [TALLY_C_BUFFERS_UNQUEUED] = {"buffers_unqueued",
 				  "CUPTI buffers the queue could not take (never parsed)",
 				  TALLY_CC_LOSS},
+    [TALLY_C_METRIC_GAPS_HARDWARE] = {"metric_gaps_hardware",
+				      "of the metric breaks, those the GPU left: no sample taken, "
+				      "and tally left nothing out",
+				      TALLY_CC_INFO},
+    [TALLY_C_METRIC_GAPS_LATE] = {"metric_gaps_late",
+				  "of the metric breaks, those a late decode left: its image was "
+				  "full, and the hardware's rest was lost",
+				  TALLY_CC_INFO},
     [TALLY_C_INCOMPLETE_AT_CLOSE] = {"incomplete_at_close",
 				     "buffers the close's forced flush handed over with a record "
 				     "CUPTI had not finished (in flight as the trace closed)",

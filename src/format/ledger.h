@@ -99,6 +99,9 @@ enum tally_counter {
 	TALLY_C_FD_LOST_WRITES = 91,
 	TALLY_C_BUFFERS_UNQUEUED = 92,
 	TALLY_C_INCOMPLETE_AT_CLOSE = 93,
+	/* GPU metrics' breaks (85) by cause (format 1.4): the GPU's own, and a late decode's */
+	TALLY_C_METRIC_GAPS_HARDWARE = 95,
+	TALLY_C_METRIC_GAPS_LATE = 96,
 	/* records parsed, by kind: TALLY_C_BY_KIND + kind */
 	TALLY_C_BY_KIND = 100,
 	TALLY_C_MAX = TALLY_C_BY_KIND + TALLY_KIND_MAX,

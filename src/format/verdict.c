@@ -138,6 +138,32 @@ static void write_failed_hint(const struct tally_section *s, struct tally_reason
 		    strerror((int)c[TALLY_C_WRITE_ERRNO]), loss_hint(TALLY_C_WRITE_FAILURES));
 }
 
+/* The metric breaks by cause (counters 95, 96; docs/ledger.md), in the hint's 200 characters. */
+static void metric_gaps_hint(const struct tally_section *s, struct tally_reason *r)
+{
+	const uint64_t *c = s->ledger.v;
+	uint64_t hw = c[TALLY_C_METRIC_GAPS_HARDWARE], late = c[TALLY_C_METRIC_GAPS_LATE];
+	uint64_t other = c[TALLY_C_METRIC_GAPS] > hw + late ? c[TALLY_C_METRIC_GAPS] - hw - late : 0;
+	char part[3][96] = {"", "", ""};
+
+	if (!hw && !late) {
+		say(r->hint, sizeof(r->hint), "%s", loss_hint(TALLY_C_METRIC_GAPS));
+		return;
+	}
+	if (hw)
+		say(part[0], sizeof(part[0]), "%llu the GPU's own (no sample taken; tally left none out), ",
+		    (unsigned long long)hw);
+	if (late)
+		say(part[1], sizeof(part[1]),
+		    "%llu a late decode (the sampler lacked CPU: lower --gpu-metrics-frequency), ",
+		    (unsigned long long)late);
+	if (other)
+		say(part[2], sizeof(part[2]), "%llu an overflow, stop or context's end, ",
+		    (unsigned long long)other);
+	say(r->hint, sizeof(r->hint), "metrics unproven there: %s%s%ssee note gpu-metrics-breaks",
+	    part[0], part[1], part[2]);
+}
+
 static void reason_loss(struct tally_verdict *v, const struct tally_section *s, unsigned id)
 {
 	const struct tally_counter_info *ci = tally_counter_info(id);
@@ -158,6 +184,8 @@ static void reason_loss(struct tally_verdict *v, const struct tally_section *s, 
 		    "when) and sampling stopped until tally opened them again, or the sampler did "
 		    "not get the CPU",
 		    (unsigned long long)s->ledger.v[TALLY_C_FDS_REOPENED]);
+	else if (id == TALLY_C_METRIC_GAPS)
+		metric_gaps_hint(s, r);
 	else
 		say(r->hint, sizeof(r->hint), "%s", loss_hint(id));
 }

@@ -21,6 +21,7 @@
  * FAKECUPTI_PM_DECODE_US=N makes decoding take N us a sample; FAKECUPTI_PM_STALL_AT=K:MS makes
  * the K-th decode start MS ms late (the sampler held up: a fork's copy-on-write, a busy machine).
  * FAKECUPTI_PM_SETUP_MS=N makes the counter availability query take N ms (a slow setup);
+ * FAKECUPTI_PM_HOLE=T:MS: T ms after a start the GPU takes no sample for MS ms (see hole_at);
  * FAKECUPTI_PM_STOP_MS=N makes cuptiPmSamplingStop take N ms.
  * The hardware buffer holds hardwareBufferSize / 1024 samples; more pending is an overflow.
  * A decode that fills the counter data image loses the samples pending beyond it, as the H200's
@@ -432,30 +433,64 @@ API CUptiResult cuptiPmSamplingStop(CUpti_PmSampling_Stop_Params *p)
 	return CUPTI_SUCCESS;
 }
 
+/* FAKECUPTI_PM_HOLE=T:MS: T ms after a start the GPU takes no sample for MS ms (as a GPU
+ * whose PM unit pauses): the samples after it come that much later, in order.  0: none. */
+static uint64_t hole_at(const CUpti_PmSampling_Object *o, uint64_t *length)
+{
+	static long long t = -1, ms;
+	const char *v;
+
+	if (t < 0) {
+		v = getenv("FAKECUPTI_PM_HOLE");
+		if (!v || sscanf(v, "%lld:%lld", &t, &ms) != 2 || t < 0 || ms < 0)
+			t = ms = 0;
+	}
+	*length = (uint64_t)ms * 1000000ull;
+	return ms ? o->first_end + (uint64_t)t * 1000000ull : 0;
+}
+
 static void sample_span(const CUpti_PmSampling_Object *o, uint64_t k, uint64_t *start,
 			uint64_t *end)
 {
+	uint64_t hole, length;
+
 	if (k == 0) {
 		*start = o->first_end - 777000000ull; /* from an arbitrary earlier moment */
 		*end = o->first_end;
 		return;
 	}
 	*start = o->first_end + (k - 1) * o->interval;
+	hole = hole_at(o, &length);
+	if (hole && *start >= hole)
+		*start += length;
 	*end = *start + o->interval;
 }
 
-/* Samples complete by now (or by the stop) and not yet decoded. */
+static uint64_t span_end(const CUpti_PmSampling_Object *o, uint64_t k)
+{
+	uint64_t start, end;
+
+	sample_span(o, k, &start, &end);
+	return end;
+}
+
+/* Samples complete by now (or by the stop) and not yet decoded: the most there could be at
+ * one a interval, then as many of those as end by the limit (a hole makes fewer). */
 static uint64_t pending(const CUpti_PmSampling_Object *o, uint64_t limit)
 {
-	uint64_t start, end, n;
+	uint64_t lo = 0, hi, mid;
 
-	sample_span(o, o->next, &start, &end);
-	if (end > limit)
+	if (span_end(o, o->next) > limit)
 		return 0;
-	if (o->next == 0)
-		return 1 + (limit - o->first_end) / o->interval;
-	n = (limit - end) / o->interval + 1;
-	return n;
+	hi = 2 + (limit - span_end(o, o->next)) / o->interval;
+	while (lo < hi) { /* the count: samples next .. next+count-1 end by the limit */
+		mid = lo + (hi - lo + 1) / 2;
+		if (span_end(o, o->next + mid - 1) <= limit)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
 }
 
 /* FAKECUPTI_PM_STALL_AT=K:MS: the K-th decode (counted from 1) sleeps MS ms first; true then. */

@@ -23,7 +23,9 @@ struct cupti_tracer {
 	unsigned trace_bits;
 	CUpti_SubscriberHandle subscriber;
 	bool subscribed;
-	bool window_open; /* under window_lock */
+	/* Written under window_lock; read without it (the GPU-metrics sampler asks every decode
+	 * period, and must not wait while a fork or the kinds' switching holds the lock). */
+	_Atomic bool window_open;
 	/* Set up: written at setup and teardown, read by flushes on other threads. */
 	_Atomic bool on;
 	/* Called from CUPTI's context-destroy callback, after its flush, on the thread destroying

@@ -96,7 +96,7 @@ void cupti_tracer_window(struct cupti_tracer *t, bool open)
 	size_t i;
 
 	pthread_mutex_lock(&t->window_lock);
-	if (!cupti_tracer_on(t) || t->window_open == open)
+	if (!cupti_tracer_on(t) || atomic_load_explicit(&t->window_open, memory_order_relaxed) == open)
 		goto unlock;
 	if (open) {
 		for (i = 0; i < KIND_MAP_LEN; i++)
@@ -109,8 +109,8 @@ void cupti_tracer_window(struct cupti_tracer *t, bool open)
 		for (i = KIND_MAP_LEN; i-- > 0;)
 			switch_kinds(bits, i, false);
 	}
-	t->window_open = open;
-	tally_pipeline_window_edge(open);
+	tally_pipeline_window_edge(open); /* first: whoever sees the window shut finds when */
+	atomic_store_explicit(&t->window_open, open, memory_order_release);
 	tally_pipeline_note(TALLY_NOTE_INFO, open ? "window-open" : "window-close",
 			    open ? "collection window opened" : "collection window closed");
 unlock:
@@ -119,12 +119,7 @@ unlock:
 
 bool cupti_tracer_window_open(struct cupti_tracer *t)
 {
-	bool open;
-
-	pthread_mutex_lock(&t->window_lock);
-	open = t->window_open;
-	pthread_mutex_unlock(&t->window_lock);
-	return open;
+	return atomic_load_explicit(&t->window_open, memory_order_acquire);
 }
 
 bool cupti_tracer_on(const struct cupti_tracer *t)

@@ -8,6 +8,16 @@
 
 #define NCOUNTS (TALLY_C_METRIC_DEVICES - TALLY_C_METRIC_DECODED + 1)
 
+/* A sampler-side counter's slot in counts[] (metricq.h), or -1. */
+static int slot_of(unsigned counter)
+{
+	if (counter >= TALLY_C_METRIC_DECODED && counter <= TALLY_C_METRIC_DEVICES)
+		return (int)(counter - TALLY_C_METRIC_DECODED);
+	if (counter >= TALLY_C_METRIC_GAPS_HARDWARE && counter <= TALLY_C_METRIC_GAPS_LATE)
+		return NCOUNTS + (int)(counter - TALLY_C_METRIC_GAPS_HARDWARE);
+	return -1;
+}
+
 void metricq_init(struct metricq *q, unsigned limit)
 {
 	memset(q, 0, sizeof(*q));
@@ -91,16 +101,17 @@ unsigned metricq_take_gaps(struct metricq *q, struct metric_gap *out)
 
 void metricq_count(struct metricq *q, unsigned counter, uint64_t n)
 {
-	if (counter >= TALLY_C_METRIC_DECODED && counter < TALLY_C_METRIC_DECODED + NCOUNTS)
-		atomic_fetch_add_explicit(&q->counts[counter - TALLY_C_METRIC_DECODED], n,
-					  memory_order_relaxed);
+	int slot = slot_of(counter);
+
+	if (slot >= 0)
+		atomic_fetch_add_explicit(&q->counts[slot], n, memory_order_relaxed);
 }
 
 void metricq_snapshot(struct metricq *q, uint64_t *v)
 {
-	unsigned i;
+	unsigned c;
 
-	for (i = 0; i < NCOUNTS; i++)
-		v[TALLY_C_METRIC_DECODED + i] +=
-		    atomic_load_explicit(&q->counts[i], memory_order_relaxed);
+	for (c = TALLY_C_METRIC_DECODED; c < TALLY_C_BY_KIND; c++)
+		if (slot_of(c) >= 0)
+			v[c] += atomic_load_explicit(&q->counts[slot_of(c)], memory_order_relaxed);
 }

@@ -229,6 +229,20 @@ void tally_pipeline_window_edge(bool open)
 	pthread_mutex_unlock(&p->side_lock);
 }
 
+uint64_t tally_pipeline_window_closed_at(void)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	uint64_t t = 0;
+
+	if (!p)
+		return 0;
+	pthread_mutex_lock(&p->side_lock);
+	if (p->nedges && !p->edges[p->nedges - 1].open) /* the last is the latest (kept on top) */
+		t = p->edges[p->nedges - 1].t;
+	pthread_mutex_unlock(&p->side_lock);
+	return t;
+}
+
 void tally_pipeline_watchdog_fired(void)
 {
 	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);

@@ -181,6 +181,9 @@ void tally_pipeline_resume(void);
  * unmatched entries near an edge count as cut_at_edges, not as loss.
  */
 void tally_pipeline_window_edge(bool open);
+/* When the collection window closed (CUPTI ns), if it is closed now; 0 while it is open (or no
+ * edge was ever told).  For the GPU metrics: a break in their samples after it is not owed. */
+uint64_t tally_pipeline_window_closed_at(void);
 
 /* Write what is batched (the periodic flush) without ending the session.  Consumer-side. */
 void tally_pipeline_tick(void);

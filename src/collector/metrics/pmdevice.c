@@ -26,6 +26,7 @@
 #include "remedies.h"
 
 #define MAX_DECODE_ROUNDS 64 /* per decode call: a full image is decoded again, this often */
+#define STOP_TAIL_NS	  100000000ull /* the decode after a stop: at least this long */
 #define OVERFLOWS_MAX	  8  /* overflows in a row, with no sample kept between: give up */
 
 static uint64_t cupti_clock(void)
@@ -656,6 +657,46 @@ static void restart(struct pm_device *d, const struct pm_request *rq)
 	d->bridge = true;
 }
 
+/*
+ * A break in the device's samples, [from, to) on CUPTI's clock, for the reason why: counted and
+ * placed (85, 86; 95 and 96 by cause), unless the collection window was closed by then (the
+ * part after its close is not owed: the samples stop with the window, as the other records do).
+ * True when some of it counted.
+ */
+static bool place_break(struct pm_device *d, enum pm_break why, uint64_t from, uint64_t to)
+{
+	static const unsigned by_cause[PM_BREAKS] = {
+	    [PM_BREAK_HARDWARE] = TALLY_C_METRIC_GAPS_HARDWARE,
+	    [PM_BREAK_LATE] = TALLY_C_METRIC_GAPS_LATE,
+	};
+	uint64_t closed = tally_pipeline_window_closed_at();
+
+	if (closed && closed < to)
+		to = closed;
+	if (to <= from)
+		return false;
+	tally_pipeline_metric_gap(from, to);
+	if (by_cause[why])
+		tally_pipeline_metric_count(by_cause[why], 1);
+	d->breaks[why]++;
+	d->break_ns[why] += to - from;
+	if (why == PM_BREAK_LATE && d->full_after_ns > d->late_ns_max)
+		d->late_ns_max = d->full_after_ns;
+	return true;
+}
+
+/* Why a kept sample follows a break, from what the decodes before it left. */
+static enum pm_break cause_of_break(const struct pm_device *d)
+{
+	if (d->bridge)
+		return PM_BREAK_OVERFLOW;
+	if (d->at_decode && d->after_full)
+		return PM_BREAK_LATE;
+	if (d->at_decode && d->unfinished)
+		return PM_BREAK_UNFINISHED;
+	return PM_BREAK_HARDWARE;
+}
+
 /* The flags of a kept sample, with its gap (if any) counted and placed. */
 static uint32_t sample_flags(struct pm_device *d, uint64_t start, uint64_t end)
 {
@@ -664,10 +705,9 @@ static uint32_t sample_flags(struct pm_device *d, uint64_t start, uint64_t end)
 
 	if (!d->expected_ns)
 		d->expected_ns = end - start;
-	if (from && start > from + d->expected_ns) {
-		tally_pipeline_metric_gap(from, start);
+	if (from && start > from + d->expected_ns &&
+	    place_break(d, cause_of_break(d), from, start))
 		flags |= TALLY_METRIC_AFTER_GAP;
-	}
 	if (end - start > d->expected_ns + d->expected_ns / 2) {
 		tally_pipeline_metric_count(TALLY_C_METRIC_MERGED, 1);
 		flags |= TALLY_METRIC_MERGED;
@@ -712,6 +752,7 @@ static void take_sample(struct pm_device *d, size_t i, struct pm_eval_job *j)
 	s.flags = sample_flags(d, s.start, s.end);
 	d->prev_end = s.end;
 	d->bridge = false;
+	d->at_decode = false;
 	d->overflows_in_row = 0;
 	d->kept++;
 	if (!j) {
@@ -761,8 +802,12 @@ static CUptiResult take_image(struct pm_device *d, const struct pm_request *rq,
 		p.numCompletedSamples = d->image_samples;
 	if (p.numCompletedSamples) {
 		j = job_for(d, p.numCompletedSamples);
+		d->at_decode = true;
 		for (i = 0; i < p.numCompletedSamples; i++)
 			take_sample(d, i, j);
+		d->at_decode = false;
+		d->after_full = false;
+		d->unfinished = 0;
 		if (j && j->n)
 			pm_eval_submit(rq->eval, j, cost);
 		else
@@ -770,6 +815,9 @@ static CUptiResult take_image(struct pm_device *d, const struct pm_request *rq,
 		d->cur ^= 1;
 		pm_eval_wait_idle(rq->eval, &d->busy[d->cur]);
 	}
+	/* a sample CUPTI had begun in the image goes with its reset */
+	if (p.numPopulatedSamples > p.numCompletedSamples)
+		d->unfinished += p.numPopulatedSamples - p.numCompletedSamples;
 	t0 = tally_monotonic_ns();
 	r = init_image(d);
 	cost->reset_ns += tally_monotonic_ns() - t0;
@@ -782,7 +830,7 @@ bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
 	CUpti_PmSampling_DecodeData_Params p = {.structSize =
 						    CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE};
 	unsigned round;
-	uint64_t t0;
+	uint64_t t0, since;
 	CUptiResult r;
 
 	for (round = 0; d->state == TALLY_GM_SAMPLED && d->obj && !context_gone(d, rq) &&
@@ -793,6 +841,8 @@ bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
 		p.counterDataImageSize = d->image_size;
 		p.overflow = 0;
 		t0 = tally_monotonic_ns();
+		since = d->decoded_at ? t0 - d->decoded_at : 0;
+		d->decoded_at = t0;
 		r = cupti_pm.DecodeData(&p);
 		cost->decode_ns += tally_monotonic_ns() - t0;
 		cost->decodes++;
@@ -814,18 +864,36 @@ bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
 			return true;
 		cost->full_stops++;
 		d->behind = true;
+		d->after_full = true; /* what the hardware held beyond the image may be gone */
+		if (!round)
+			d->full_after_ns = since;
 		if (tally_monotonic_ns() >= deadline)
 			break; /* the rest waits in the hardware buffer */
 	}
 	return d->state != TALLY_GM_SAMPLED || !d->obj;
 }
 
+/* Sampling stopped at stopped_at (CUPTI ns) with the hardware's last samples lost. */
+static void stop_break(struct pm_device *d, enum pm_break why, uint64_t stopped_at)
+{
+	if (d->prev_end && stopped_at > d->prev_end) {
+		(void)place_break(d, why, d->prev_end, stopped_at);
+		d->prev_end = stopped_at;
+	}
+}
+
 void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
 		    uint64_t deadline)
 {
-	uint64_t stopped_at;
+	uint64_t stopped_at, tail;
 	CUptiResult r;
 
+	if (d->state != TALLY_GM_SAMPLED || !d->running || context_gone(d, rq))
+		return;
+	/* What the hardware holds first, while it samples on: the stop can take long (it waits
+	 * for the driver, which a thread the close holds may have taken), and what it adds
+	 * meanwhile is then all the last decode must take. */
+	(void)pm_device_decode(d, rq, cost, deadline);
 	if (d->state != TALLY_GM_SAMPLED || !d->running || context_gone(d, rq))
 		return;
 	if ((r = start_stop(d, false)) != CUPTI_SUCCESS) {
@@ -834,12 +902,16 @@ void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_
 	}
 	stopped_at = cupti_clock();
 	d->running = false;
-	/* Samples left in the hardware when the time is up are lost: the stretch they covered is
-	 * a gap, from the last sample taken to the stop. */
-	if (!pm_device_decode(d, rq, cost, deadline) && d->prev_end && stopped_at > d->prev_end) {
-		tally_pipeline_metric_gap(d->prev_end, stopped_at);
-		d->prev_end = stopped_at;
-	}
+	/* The hardware takes nothing more: its rest gets a time of its own, however long the
+	 * stop took.  Samples still there when that is up are lost, and so are those beyond an
+	 * image the last decode filled (no later sample shows that break): the stretch they
+	 * covered is a break, from the last sample taken to the stop. */
+	tail = tally_monotonic_ns() + STOP_TAIL_NS;
+	if (!pm_device_decode(d, rq, cost, tail > deadline ? tail : deadline))
+		stop_break(d, PM_BREAK_STOP, stopped_at);
+	else if (d->after_full)
+		stop_break(d, PM_BREAK_LATE, stopped_at);
+	d->after_full = false;
 }
 
 /* Release CUPTI's objects, the memory and the lock. */
@@ -870,7 +942,7 @@ void pm_device_end(struct pm_device *d, const struct pm_request *rq, struct pm_c
 		pm_device_stop(d, rq, cost, deadline);
 	if (context_gone(d, rq)) { /* before, or while it stopped */
 		if (d->state == TALLY_GM_SAMPLED && d->running && from && gone_at > from)
-			tally_pipeline_metric_gap(from, gone_at);
+			(void)place_break(d, PM_BREAK_CONTEXT, from, gone_at);
 		/* CUPTI's objects need the context: left as they are, never called again */
 		d->running = false;
 		d->obj = NULL;
@@ -980,4 +1052,67 @@ void pm_device_report(const struct pm_device *d)
 		tally_pipeline_gpu_metrics(&b);
 	tally_buf_fini(&b);
 	note(d);
+}
+
+/* What each cause of a break means, as the note says it (pm_break). */
+static const char *const break_words[PM_BREAKS] = {
+    [PM_BREAK_HARDWARE] = "where the GPU took no sample: the samples on either side came out "
+			  "of the hardware in order, and tally left nothing out between them (the "
+			  "GPU's own; tally cannot take them)",
+    [PM_BREAK_LATE] = "after a decode that came late and found its image full: what the "
+		      "hardware held beyond it was lost",
+    [PM_BREAK_UNFINISHED] = "after an image was reset with a sample CUPTI had begun in it",
+    [PM_BREAK_OVERFLOW] = "after the hardware buffer overflowed (sampling was set up again)",
+    [PM_BREAK_STOP] = "at a stop, where the last decode's time ran out before the hardware's "
+		      "rest",
+    [PM_BREAK_CONTEXT] = "at the end, where the CUDA context went before the sampler had "
+			 "stopped",
+};
+
+/* Text appended at *at, within size (cut there). */
+static void append(char *text, size_t size, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void append(char *text, size_t size, size_t *at, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*at >= size)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(text + *at, size - *at, fmt, ap);
+	va_end(ap);
+	*at = n < 0 ? size : *at + (size_t)n;
+}
+
+void pm_device_report_breaks(const struct pm_device *d, const struct pm_request *rq)
+{
+	char text[2048];
+	uint64_t n = 0, ns = 0;
+	size_t at = 0;
+	unsigned i, said = 0;
+
+	for (i = 0; i < PM_BREAKS; i++) {
+		n += d->breaks[i];
+		ns += d->break_ns[i];
+	}
+	if (!n)
+		return;
+	append(text, sizeof(text), &at,
+	       "GPU metrics of device %u: %llu break(s) in its samples (%.3f ms while the "
+	       "collection window was open), by cause:",
+	       d->ordinal, (unsigned long long)n, (double)ns / 1e6);
+	for (i = 0; i < PM_BREAKS; i++) {
+		if (!d->breaks[i])
+			continue;
+		append(text, sizeof(text), &at, "%s %llu (%.3f ms) %s", said++ ? ";" : "",
+		       (unsigned long long)d->breaks[i], (double)d->break_ns[i] / 1e6,
+		       break_words[i]);
+		if (i == PM_BREAK_LATE)
+			append(text, sizeof(text), &at,
+			       " (at worst %.1f ms after the decode before; an image holds %.1f ms)",
+			       (double)d->late_ns_max / 1e6,
+			       (double)d->image_samples * (double)rq->interval_ns / 1e6);
+	}
+	tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-breaks", text);
 }

@@ -20,6 +20,32 @@
 #include "metricset.h"
 #include "pmeval.h"
 
+/*
+ * Why a device's samples have a break (a sample that starts more than one sampling interval
+ * after the one before ended; docs/collector.md, "Breaks"), as the sampler knows it when it
+ * finds the break:
+ *   HARDWARE    the GPU took no sample there: both samples came out of the hardware in order,
+ *               and tally left nothing out between them (no full image, no overflow, no sample
+ *               left unfinished at an image's reset)
+ *   LATE        the decode before found its image full: what the hardware held beyond it was
+ *               lost (the sampler came late: late_ns_max says by how much)
+ *   UNFINISHED  the image before was reset with a sample CUPTI had begun but not finished
+ *   OVERFLOW    the hardware buffer overflowed and sampling was set up again (counter 84)
+ *   STOP        at a stop, what the hardware still held when the decode's time ran out
+ *   CONTEXT     the CUDA context went before the sampler had stopped (no CUPTI call after)
+ * Only the part of a break while the collection window was open counts: after it closed, the
+ * samples are not owed (the window's other records end there too).
+ */
+enum pm_break {
+	PM_BREAK_HARDWARE,
+	PM_BREAK_LATE,
+	PM_BREAK_UNFINISHED,
+	PM_BREAK_OVERFLOW,
+	PM_BREAK_STOP,
+	PM_BREAK_CONTEXT,
+	PM_BREAKS
+};
+
 /* What the sampler asks of every device (from TALLY_GPU_METRICS_*). */
 struct pm_request {
 	const struct pm_metric *metrics; /* asked for, in order */
@@ -79,6 +105,15 @@ struct pm_device {
 	/* the hardware buffer overflowed, or a decode stopped at a full image, since the sampler
 	 * last looked: it then decodes more often */
 	bool behind;
+	/* what the last decode left, for the cause of a break at the next sample (pm_break) */
+	bool at_decode;		/* the next sample is the first of a decode */
+	bool after_full;	/* the decode before it stopped at a full image */
+	uint64_t unfinished;	/* samples the image before it was reset with, unfinished */
+	uint64_t decoded_at;	/* CLOCK_MONOTONIC ns of the last decode */
+	uint64_t full_after_ns; /* time since the decode before, at the last that found a full image */
+	/* breaks by cause: how many, their time, and the longest time between two decodes of
+	 * those that found a full image */
+	uint64_t breaks[PM_BREAKS], break_ns[PM_BREAKS], late_ns_max;
 	uint64_t kept;
 	bool set_up; /* was set up to sample (state sampled at some point) */
 	bool ended;  /* its CUDA context went: sampling is over, its CUPTI objects released */
@@ -114,5 +149,7 @@ void pm_device_end(struct pm_device *d, const struct pm_request *rq, struct pm_c
 		   uint64_t deadline, uint64_t gone_at);
 /* The GPU_METRICS chunk and the note for the device's state, to the pipeline. */
 void pm_device_report(const struct pm_device *d);
+/* The note on the device's breaks by cause (gpu-metrics-breaks), if it had any. */
+void pm_device_report_breaks(const struct pm_device *d, const struct pm_request *rq);
 
 #endif

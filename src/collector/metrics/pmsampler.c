@@ -304,12 +304,14 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 {
 	const struct pm_cost *c = &s->cost;
 	uint64_t cpu = tally_thread_cpu_ns(), kept = 0;
-	unsigned i, sampled = 0;
-	char text[768];
+	unsigned i, sampled = 0, image = 0;
+	char text[896];
 
 	for (i = 0; i < s->ndevs; i++) {
 		kept += s->devs[i].kept;
 		sampled += s->devs[i].set_up;
+		if (s->devs[i].set_up && (!image || s->devs[i].image_samples < image))
+			image = s->devs[i].image_samples;
 	}
 	if (!sampled)
 		return;
@@ -319,7 +321,7 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 		 "reset %.1f ms, setup %.1f ms; "
 		 "the sampler thread used %.1f ms of CPU in %.3f s (%.2f%% of a core), the "
 		 "evaluating thread %.1f ms (%.2f%%); decode period %u ms (halved %u times after "
-		 "overflows or full images)",
+		 "overflows or full images); each image holds %.1f ms (%u samples)",
 		 sampled, (unsigned long long)kept, (double)c->decode_ns / 1e6,
 		 (unsigned long long)c->decodes, (unsigned long long)c->full_stops,
 		 (double)c->evaluate_ns / 1e6,
@@ -328,7 +330,7 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 		 (double)wall_ns / 1e9, wall_ns ? 100.0 * (double)cpu / (double)wall_ns : 0.0,
 		 (double)c->eval_cpu_ns / 1e6,
 		 wall_ns ? 100.0 * (double)c->eval_cpu_ns / (double)wall_ns : 0.0, s->decode_ms,
-		 s->cost.faster);
+		 s->cost.faster, (double)image * (double)s->rq.interval_ns / 1e6, image);
 	tally_pipeline_note(TALLY_NOTE_INFO, "gpu-metrics-cost", text);
 }
 
@@ -349,6 +351,8 @@ static void *sampler_main(void *arg)
 		finish_devices(s);
 		pm_eval_stop(s->rq.eval, &s->cost);
 		s->rq.eval = NULL;
+		for (unsigned i = 0; i < s->ndevs; i++)
+			pm_device_report_breaks(&s->devs[i], &s->rq);
 		note_cost(s, tally_monotonic_ns() - t0);
 	} else {
 		tally_pipeline_note(TALLY_NOTE_INFO, "gpu-metrics-no-cuda",
