@@ -143,7 +143,8 @@ static void metric_gaps_hint(const struct tally_section *s, struct tally_reason 
 {
 	const uint64_t *c = s->ledger.v;
 	uint64_t hw = c[TALLY_C_METRIC_GAPS_HARDWARE], late = c[TALLY_C_METRIC_GAPS_LATE];
-	uint64_t other = c[TALLY_C_METRIC_GAPS] > hw + late ? c[TALLY_C_METRIC_GAPS] - hw - late : 0;
+	uint64_t other =
+	    c[TALLY_C_METRIC_GAPS] > hw + late ? c[TALLY_C_METRIC_GAPS] - hw - late : 0;
 	char part[3][96] = {"", "", ""};
 
 	if (!hw && !late) {
@@ -151,7 +152,8 @@ static void metric_gaps_hint(const struct tally_section *s, struct tally_reason 
 		return;
 	}
 	if (hw)
-		say(part[0], sizeof(part[0]), "%llu the GPU's own (no sample taken; tally left none out), ",
+		say(part[0], sizeof(part[0]),
+		    "%llu the GPU's own (no sample taken; tally left none out), ",
 		    (unsigned long long)hw);
 	if (late)
 		say(part[1], sizeof(part[1]),

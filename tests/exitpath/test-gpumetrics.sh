@@ -34,9 +34,14 @@ run() {
 # expect NAME INDEX CONDITION: python over trace INDEX (by pid): s the section, c its counters,
 # v the verdict, k records by kind, g its gpu_metrics block, dev(i) device i's entry, m the
 # tally-metrics summary (m["devices"]["0"][NAME]), rng(NAME) a range's metrics on device 0,
-# fits(NAME, HZ) whether the range holds the samples its length at HZ makes (+-2),
-# logged the samples the stand-in handed out to this process, err tally record's stderr,
-# status its exit status, pids the pids of the case's traces.
+# fits(NAME, HZ) whether the range holds the samples its length at HZ makes (+-2; the time of
+# breaks in it is not sampled), logged the samples the stand-in handed out to this process, err
+# tally record's stderr, status its exit status, pids the pids of the case's traces, gaps the
+# metric breaks' windows, late_ok whether every metric break a late decode left (if any)
+# followed a decode that came later than its image holds (a loaded machine that did not give the
+# sampler the CPU: the stand-in, as the H200, loses what does not fit the image), late_only
+# whether every break is such, whole the verdict COMPLETE but for such breaks, cause(WORDS) a
+# cause's breaks in the gpu-metrics-breaks note: (how many, ms).
 expect() {
 	name=$1 idx=$2 cond=$3
 	f=$(ls "$T/$name"/*.tally 2>/dev/null | sort | sed -n "$((idx + 1))p")
@@ -53,8 +58,11 @@ dev = lambda i: [x for x in g["devices"] if x["device"] == i][0]
 m = json.load(open(sys.argv[2]))
 R = lambda name: [r for r in m["ranges"] if r["name"] == name][0]
 rng = lambda name: R(name)["devices"].get("0", {})
-# samples a range holds at hz: its length over the interval (a sample counts where its middle is)
-fits = lambda name, hz: abs(rng(name)[SM]["n"] - (R(name)["end"] - R(name)["start"]) * hz / 1e9) <= 2
+gaps = [(w["begin_ns"], w["end_ns"]) for r in s["reasons"] if r.get("counter") == "metric_gaps" for w in r["windows"]]
+unsampled = lambda a, b: sum(max(0, min(b, e) - max(a, g)) for g, e in gaps)
+# samples a range holds at hz: its sampled length over the interval (a sample counts where its
+# middle is)
+fits = lambda name, hz: abs(rng(name)[SM]["n"] - (R(name)["end"] - R(name)["start"] - unsampled(R(name)["start"], R(name)["end"])) * hz / 1e9) <= 2
 where = sys.argv[3]
 log = open(os.path.join(where, "pm.log")).read() if os.path.exists(os.path.join(where, "pm.log")) else ""
 logged = sum(int(n) for p, n in re.findall(r"pm pid=(\d+) device=\d+ decoded=(\d+)", log) if int(p) == s["pid"])
@@ -63,6 +71,15 @@ status = int(open(os.path.join(where, "status")).read())
 pids = sorted(int(x.split(".")[0]) for x in os.listdir(where) if x.endswith(".tally"))
 notes = {n["code"]: n["text"] for n in s.get("notes", [])}
 SM = "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"
+def late_ok():  # no break a late decode left, or its decode came later than the image holds
+    lr = re.search(r"at worst ([0-9.]+) ms after the decode before; an image holds ([0-9.]+) ms", notes.get("gpu-metrics-breaks", ""))
+    return c["metric_gaps_late"] == 0 or (lr is not None and float(lr.group(1)) + 1 > float(lr.group(2)))
+late_only = lambda: c["metric_gaps"] == c["metric_gaps_late"] and late_ok()
+whole = v == "COMPLETE" or (late_only() and all(r.get("counter") == "metric_gaps" for r in s["reasons"]))
+# a cause's breaks from the gpu-metrics-breaks note: (how many, ms)
+def cause(words):
+    x = re.search(r"([0-9]+) \(([0-9.]+) ms\) " + words, notes.get("gpu-metrics-breaks", ""))
+    return (int(x.group(1)), float(x.group(2))) if x else (0, 0.0)
 def on_share(a, b, ms):  # TALLY_BENCH_TOGGLE_MS=ms: [a, b] is on the record clock, CLOCK_REALTIME here
     import time
     sys.path.insert(0, os.environ["SUPPORT"])
@@ -75,7 +92,8 @@ if not ok:
           {k: x for k, x in c.items() if k.startswith(("metric", "flush"))}, "\n  devices",
           [(x["state"], x.get("why")) for x in g["devices"]], "\n  session start", s["start_ns"],
           "\n  samples", {k.split(".")[0]: (x["n"], x["first_start"], x["last_end"]) for k, x in m["devices"].get("0", {}).items()},
-          "\n  ranges", [(r["name"], r["start"], r["end"], r["devices"].get("0", {}).get(SM)) for r in m["ranges"]])
+          "\n  ranges", [(r["name"], r["start"], r["end"], r["devices"].get("0", {}).get(SM)) for r in m["ranges"]],
+          "\n  notes", {k: x for k, x in notes.items() if k.startswith("gpu-metrics")})
 sys.exit(0 if ok else 1)
 PY
 		ok "$name #$idx: $cond"
@@ -109,11 +127,11 @@ for p, s in secs:
 # Sampled: 12 of the 14 default metrics (the stand-in has no NVLink), every sample the stand-in
 # handed out accounted for, none lost, and the values of each phase as it made them.
 run sampled --gpu-metrics -- metrics 3000
-expect sampled 0 'v == "COMPLETE" and status == 0 and dev(0)["state"] == "sampled" and len(dev(0)["metrics"]) == 12 and len(dev(0)["left_out"]) == 2 and all(x.startswith("nvl") for x in dev(0)["left_out"])'
+expect sampled 0 'whole and status == 0 and dev(0)["state"] == "sampled" and len(dev(0)["metrics"]) == 12 and len(dev(0)["left_out"]) == 2 and all(x.startswith("nvl") for x in dev(0)["left_out"])'
 expect sampled 0 'logged > 0 and c["metric_samples_decoded"] == logged == c["metric_samples_written"] + c["metric_samples_skipped"] + c["metric_samples_dropped"] and c["metric_samples_skipped"] == 1 and c["metric_samples_dropped"] == 0'
-expect sampled 0 'k["gpu_metric"] == 12 * c["metric_samples_written"] and c["metric_gaps"] == 0 and c["metric_overflows"] == 0 and c["metric_devices"] == 1 and k["kernel"] == 6000'
+expect sampled 0 'k["gpu_metric"] == 12 * c["metric_samples_written"] and late_only() and c["metric_overflows"] == 0 and c["metric_devices"] == 1 and k["kernel"] == 6000'
 # no gap: the samples tile their span, and their numbers run on (the first one was skipped)
-expect sampled 0 'all(x["covered_ns"] == x["last_end"] - x["first_start"] and x["last_number"] - x["first_number"] + 1 == x["n"] == c["metric_samples_written"] for x in m["devices"]["0"].values())'
+expect sampled 0 'all(x["covered_ns"] + c["metric_gap_ns"] == x["last_end"] - x["first_start"] and x["last_number"] - x["first_number"] + 1 == x["n"] == c["metric_samples_written"] for x in m["devices"]["0"].values())'
 # 300 ms phases at 10 kHz: the samples tile each (the first may begin before sampling did);
 # idle 0, busy 75 (a percentage), 2e9 B/s
 expect sampled 0 'all(fits(p, 10000) for p in ("busy", "idle-b")) and rng("idle-a")[SM]["mean"] == rng("idle-b")[SM]["mean"] == 0 and rng("busy")[SM]["mean"] == 75 and rng("busy")["dram__bytes_read.sum.per_second"]["mean"] == 2e9 and rng("idle-a")["gpc__cycles_elapsed.avg.per_second"]["mean"] == 1.98e9'
@@ -124,7 +142,7 @@ expect sampled 0 'dev(0)["interval"] == 100000 and dev(0)["trigger"] == "ns" and
 # (within a decode period a switch: 25 ms at 10 kHz), the rest are gaps the trace does not count
 # as loss (the window was closed on purpose), and the trace says so.
 run toggled --gpu-metrics -- metrics 3000 TALLY_BENCH_TOGGLE_MS=200 FAKEAPP_PHASE_MS=500
-expect toggled 0 'v == "COMPLETE" and status == 0 and c["metric_gaps"] == 0 and "bench-toggle" in notes'
+expect toggled 0 'whole and status == 0 and late_only() and "bench-toggle" in notes'
 expect toggled 0 'all(abs(x["n"] / ((x["last_end"] - x["first_start"]) * 10000 / 1e9) - on_share(x["first_start"], x["last_end"], 200)) <= 0.1 and x["covered_ns"] <= on_share(x["first_start"], x["last_end"], 200) * (x["last_end"] - x["first_start"]) + 100e6 for x in m["devices"]["0"].values())'
 
 # Paced: evaluating a sample takes 70% of its interval (350 us at 2 kHz), so a decode period's
@@ -133,20 +151,20 @@ expect toggled 0 'all(abs(x["n"] / ((x["last_end"] - x["first_start"]) * 10000 /
 # 1,430 samples a second of the 2,000 made, and the 600-sample hardware buffer overflowed).
 if [ "$TSAN" -eq 0 ]; then
 	run paced --gpu-metrics --gpu-metrics-frequency 2000 --gpu-metrics-set sm__cycles_active.avg.pct_of_peak_sustained_elapsed -- metrics 300 FAKECUPTI_PM_EVAL_US=350 TALLY_GPU_METRICS_BUFFER=614400 FAKEAPP_PHASE_MS=1000
-	expect paced 0 'v == "COMPLETE" and c["metric_overflows"] == 0 and c["metric_gaps"] == 0 and c["metric_samples_decoded"] == logged > 0 and fits("busy", 2000)'
+	expect paced 0 'whole and c["metric_overflows"] == 0 and late_only() and c["metric_samples_decoded"] == logged > 0 and fits("busy", 2000)'
 	# Decoding and evaluating a sample take 60% of its interval each (300 us at 2 kHz): one
 	# thread doing both falls behind (with the evaluation done on the sampler thread, this case
 	# was INCOMPLETE); the sampler decodes into one image while the evaluating thread takes the
 	# other's samples, and keeps up.
 	run parallel --gpu-metrics --gpu-metrics-frequency 2000 --gpu-metrics-set sm__cycles_active.avg.pct_of_peak_sustained_elapsed -- metrics 300 FAKECUPTI_PM_EVAL_US=300 FAKECUPTI_PM_DECODE_US=300 TALLY_GPU_METRICS_BUFFER=614400 FAKEAPP_PHASE_MS=1000
-	expect parallel 0 'v == "COMPLETE" and c["metric_overflows"] == 0 and c["metric_gaps"] == 0 and c["metric_samples_decoded"] == logged == c["metric_samples_written"] + 1 > 0 and fits("busy", 2000) and "evaluating thread" in notes["gpu-metrics-cost"]'
+	expect parallel 0 'whole and c["metric_overflows"] == 0 and late_only() and c["metric_samples_decoded"] == logged == c["metric_samples_written"] + 1 > 0 and fits("busy", 2000) and "evaluating thread" in notes["gpu-metrics-cost"]'
 else
 	skipped "paced, parallel: the sampler is too slow under TSan for their timing"
 fi
 
 # Chosen: 1 kHz, a set naming a metric that needs 19 passes (left out, said why)
 run chosen --gpu-metrics=0 --gpu-metrics-frequency 1000 --gpu-metrics-set sm__cycles_active.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum.per_second -- metrics 100
-expect chosen 0 'v == "COMPLETE" and g["asked"] == "0" and g["hz"] == 1000 and dev(0)["interval"] == 1000000 and [x["name"] for x in dev(0)["metrics"]] == [SM, "dram__bytes_read.sum.per_second"] and "19 passes" in dev(0)["left_out"][0]'
+expect chosen 0 'whole and g["asked"] == "0" and g["hz"] == 1000 and dev(0)["interval"] == 1000000 and [x["name"] for x in dev(0)["metrics"]] == [SM, "dram__bytes_read.sum.per_second"] and "19 passes" in dev(0)["left_out"][0]'
 expect chosen 0 'fits("busy", 1000) and rng("busy")[SM]["mean"] == 75 and k["gpu_metric"] == 2 * c["metric_samples_written"]'
 
 # Refused by the driver (RmProfilingAdminOnly=1): the recording goes on, whole, and says how
@@ -166,13 +184,34 @@ expect overflow 0 'v == "INCOMPLETE" and c["metric_overflows"] == 1 and c["metri
 expect overflow 0 '[w["end_ns"] - w["begin_ns"] for r in s["reasons"] if r.get("counter") == "metric_gaps" for w in r["windows"]] == [c["metric_gap_ns"]] and m["devices"]["0"][SM]["after_gap"] == 1 and m["devices"]["0"][SM]["covered_ns"] + c["metric_gap_ns"] == m["devices"]["0"][SM]["last_end"] - m["devices"]["0"][SM]["first_start"]'
 
 # A decode held up (a fork's copy-on-write, a busy machine): each image holds two decode periods'
-# samples (25 ms at 10 kHz), so a step 20 ms late still takes every sample; one 60 ms late fills
-# its image and loses the rest, counted and placed as a gap, and the period halves.
+# samples (25 ms at 10 kHz; 566 samples with the 64 more), so a step 20 ms late still takes
+# every sample; one 60 ms late fills its image and loses the rest, a break counted and placed,
+# whose cause is the late decode (metric_gaps_late, and the note says by how much it came late),
+# and the period halves.  On a loaded machine the sampler can come later still: such breaks are
+# allowed only where the note says the decode came later than the image holds.
 if [ "$TSAN" -eq 0 ]; then
 	run late --gpu-metrics -- metrics 300 FAKECUPTI_PM_STALL_AT=10:20
-	expect late 0 'v == "COMPLETE" and c["metric_gaps"] == 0 and c["metric_samples_decoded"] == logged == c["metric_samples_written"] + 1 and "(0 stopped at a full image)" in notes["gpu-metrics-cost"] and "decode period 25 ms" in notes["gpu-metrics-cost"]'
+	expect late 0 'whole and late_only() and c["metric_samples_decoded"] == logged == c["metric_samples_written"] + 1 and "each image holds 56.6 ms (566 samples)" in notes["gpu-metrics-cost"] and (c["metric_gaps"] or "(0 stopped at a full image)" in notes["gpu-metrics-cost"] and "decode period 25 ms" in notes["gpu-metrics-cost"])'
 	run later --gpu-metrics -- metrics 300 FAKECUPTI_PM_STALL_AT=10:60
-	expect later 0 'v == "INCOMPLETE" and c["metric_gaps"] == 1 and c["metric_overflows"] == 0 and c["metric_samples_decoded"] == logged and "(1 stopped at a full image)" in notes["gpu-metrics-cost"] and "halved 1 times" in notes["gpu-metrics-cost"] and 20000000 < c["metric_gap_ns"] < 40000000'
+	expect later 0 'v == "INCOMPLETE" and c["metric_gaps"] >= 1 and late_only() and c["metric_gaps_hardware"] == 0 and c["metric_overflows"] == 0 and c["metric_samples_decoded"] == logged and re.search(r"\(([1-9][0-9]*) stopped at a full image\)", notes["gpu-metrics-cost"]) and "halved 0 times" not in notes["gpu-metrics-cost"] and c["metric_gap_ns"] > 20000000 and cause("after a decode that came late")[0] == c["metric_gaps"]'
+	expect later 0 'c["metric_gaps"] > 1 or ("(1 stopped at a full image)" in notes["gpu-metrics-cost"] and "halved 1 times" in notes["gpu-metrics-cost"] and 20000000 < c["metric_gap_ns"] < 40000000)'
+	expect later 0 '"a late decode" in [r for r in s["reasons"] if r.get("counter") == "metric_gaps"][0]["hint"]'
+	# The GPU takes no sample for 7 ms, 500 ms into sampling (a PM unit that pauses): the
+	# samples on either side came out of the hardware in order, in time, with room in the
+	# image, so the break is the GPU's own: counted (it is unproven time), placed exactly, its
+	# cause in the ledger (metric_gaps_hardware), the note and the verdict's hint.  Before,
+	# such a break was a generic one whose hint asked to sample less often.
+	run hole --gpu-metrics -- metrics 300 FAKECUPTI_PM_HOLE=500:7
+	expect hole 0 'v == "INCOMPLETE" and c["metric_gaps_hardware"] == 1 and cause("where the GPU took no sample") == (1, 7.0) and c["metric_gaps"] == 1 + c["metric_gaps_late"] and late_ok()'
+	expect hole 0 'c["metric_gaps_hardware"] == 1 and 7000000 in [e - b for b, e in gaps] and "the GPU\x27s own" in [r for r in s["reasons"] if r.get("counter") == "metric_gaps"][0]["hint"] and c["metric_samples_decoded"] == logged'
+	# cuptiPmSamplingStop takes 300 ms at the program's exit, inside the collection window (the
+	# stand-in samples on meanwhile: 3,000 samples, more than an image holds): the sampler takes
+	# what the hardware holds before it stops it, and what did not fit the last decode's image
+	# after the stop is lost: a break, from the last sample kept to the stop, that the late
+	# decode left.  Before, the loss was silent (the decode after the stop found its image full,
+	# and the next found nothing: COMPLETE, with the samples of 240 ms missing).
+	run stopslow --gpu-metrics -- metrics 300 FAKECUPTI_PM_STOP_MS=300
+	expect stopslow 0 'v == "INCOMPLETE" and c["metric_gaps_late"] >= 1 and c["metric_gaps_hardware"] == 0 and c["metric_gaps"] == c["metric_gaps_late"] and max(e for b, e in gaps) > m["devices"]["0"][SM]["last_end"] and 200000000 < max(e - b for b, e in gaps) < 300000000 and c["metric_samples_decoded"] == logged'
 else
 	skipped "late, later: the sampler is too slow under TSan for their timing"
 fi
@@ -181,7 +220,7 @@ fi
 # blocking-call interposers leave them out of the program's threads).
 if [ "$TSAN" -eq 0 ]; then
 	run owned --gpu-metrics --sample native -- metrics 3000
-	expect owned 0 'v == "COMPLETE" and sorted(t["name"] for t in s["sampling"]["threads"] if t["name"].startswith("tally-metric")) == ["tally-metric-ev", "tally-metrics"] and all(t["tally"] for t in s["sampling"]["threads"] if t["name"].startswith("tally-")) and not [t for t in s["sampling"]["threads"] if t["main"] and t["tally"]]'
+	expect owned 0 'whole and sorted(t["name"] for t in s["sampling"]["threads"] if t["name"].startswith("tally-metric")) == ["tally-metric-ev", "tally-metrics"] and all(t["tally"] for t in s["sampling"]["threads"] if t["name"].startswith("tally-")) and not [t for t in s["sampling"]["threads"] if t["main"] and t["tally"]]'
 else
 	skipped "owned: native sampling under TSan"
 fi
@@ -221,7 +260,7 @@ run two --gpu-metrics --gpu-metrics-frequency 1000 -- exit 300
 wait $first
 one_sampler two
 mv "$T/two/first.tally" "$T/two/0.tally" # sorts first
-expect two 0 'v == "COMPLETE" and dev(0)["state"] == "sampled" and k["gpu_metric"] > 0'
+expect two 0 'whole and dev(0)["state"] == "sampled" and k["gpu_metric"] > 0'
 expect two 1 'v == "COMPLETE" and dev(0)["state"] == "elsewhere" and dev(0)["holder_file"].endswith("/two/first.tally") and dev(0)["holder_pid"] != s["pid"] and k["gpu_metric"] == 0 and "gpu-metrics-elsewhere" in notes and "GPU metrics not recorded" not in err'
 
 # A fork child that starts its own session while its parent samples the device: the child names
@@ -232,7 +271,7 @@ expect two 1 'v == "COMPLETE" and dev(0)["state"] == "elsewhere" and dev(0)["hol
 # in 1 of 58 runs under load; glibc's malloc is taken across fork).
 if [ "$TSAN" -eq 0 ] && [ "$ASAN" -eq 0 ]; then
 	run fork --gpu-metrics -- fork-session 3000 FAKEAPP_WAIT_CLAIM="$T/fork/$LOCK"
-	expect fork 0 'v == "COMPLETE" and dev(0)["state"] == "sampled"'
+	expect fork 0 'whole and dev(0)["state"] == "sampled"'
 	expect fork 1 'v == "COMPLETE" and dev(0)["state"] == "elsewhere" and dev(0)["holder_pid"] == pids[0] == s["ppid"]'
 	one_sampler fork
 else
@@ -241,18 +280,18 @@ fi
 
 # The metrics follow the collection window: none before --delay opens it.
 run delay --gpu-metrics --delay 0.4 -- paced 3000
-expect delay 0 'v == "COMPLETE" and m["devices"]["0"][SM]["first_start"] >= s["start_ns"] + 400000000 and c["metric_samples_written"] > 0'
+expect delay 0 'whole and m["devices"]["0"][SM]["first_start"] >= s["start_ns"] + 400000000 and c["metric_samples_written"] > 0'
 
 # A SIGTERM: the close stops the sampler and takes its last samples, as at exit.
 run sigterm --gpu-metrics -- sigterm 3000
-expect sigterm 0 'v == "COMPLETE" and status == 143 and s["ledger"]["flush_path"] == "signal" and c["metric_samples_decoded"] == logged == c["metric_samples_written"] + c["metric_samples_skipped"]'
+expect sigterm 0 'whole and status == 143 and s["ledger"]["flush_path"] == "signal" and c["metric_samples_decoded"] == logged == c["metric_samples_written"] + c["metric_samples_skipped"]'
 # The same when the sampler's last decode makes the close longer than a stalled close may hold
 # the signalled thread (100 ms): 1.2 s of samples at 1 kHz, 200 us each, are still to decode
 # at the signal (a decode every 2 s), about 240 ms.  The thread is held while the close moves
 # on, so the program prints nothing past the signal (before, the handler let it go after 100 ms:
 # it ran on, launching, and Python's exit at a Ctrl-C raced the close, which CUDA's teardown cut).
 run termlate --gpu-metrics --gpu-metrics-frequency 1000 -- term-late 300 FAKEAPP_PHASE_MS=1200 FAKECUPTI_PM_EVAL_US=200 TALLY_GPU_METRICS_DECODE_MS=2000
-expect termlate 0 'v == "COMPLETE" and status == 143 and "ran on" not in open(os.path.join(where, "stdout")).read() and c["metric_samples_decoded"] == logged > 1000 and c["flush_end"] - c["flush_start"] > 150000000'
+expect termlate 0 'whole and status == 143 and "ran on" not in open(os.path.join(where, "stdout")).read() and c["metric_samples_decoded"] == logged > 1000 and c["flush_end"] - c["flush_start"] > 150000000'
 
 # SIGTERM at four moments while the close outlasts what it may hold the signalled thread (2 s;
 # the metrics' stop takes 2.5 s here), with CUPTI's records filled in after their room is taken,
@@ -265,6 +304,12 @@ for i in 1 2 3 4; do
 	run "termstop$i" --gpu-metrics --gpu-metrics-frequency 1000 -- term-late 300 \
 		FAKEAPP_PHASE_MS=$((300 + 173 * i)) FAKECUPTI_RECORD_US=200 FAKECUPTI_PM_STOP_MS=2500
 	expect "termstop$i" 0 'status == 143 and s["ledger"]["final"] and c["parse_failures"] == 0 and c["incomplete_at_close"] == 0 and "ran on" in open(os.path.join(where, "stdout")).read()'
+	# ... and the metrics are whole: the close shuts the collection window first, the samples
+	# the stand-in takes during the 2.5 s stop after that are not owed, and the sampler took
+	# what the hardware held before it stopped it.  Before, each ended INCOMPLETE with one
+	# metric break from about 0.2 s after the signal to the stop's end (the stop's decode ran
+	# out of time), as 3 of 4 SIGTERM runs with --gpu-metrics did on the H100.
+	expect "termstop$i" 0 'whole and late_only() and c["metric_samples_decoded"] == logged'
 done
 
 # CUDA's own exit handler destroys the contexts before the close runs (the stand-in does as CUDA
@@ -273,7 +318,7 @@ done
 # crashed), with every sample handed out accounted for and no gap.  Also in a session begun at
 # load (blocking calls from the start), which CUDA joins at cuInit.
 run joined --gpu-metrics --trace cuda,nvtx,osrt -- metrics 3000
-expect joined 0 'v == "COMPLETE" and status == 0 and dev(0)["state"] == "sampled" and k["kernel"] == 6000 and c["metric_samples_decoded"] == logged > 0 and c["metric_gaps"] == 0 and "fakecupti" not in err'
+expect joined 0 'whole and status == 0 and dev(0)["state"] == "sampled" and k["kernel"] == 6000 and c["metric_samples_decoded"] == logged > 0 and late_only() and "fakecupti" not in err'
 expect joined 0 'fits("busy", 10000) and rng("busy")[SM]["mean"] == 75 and "CUDA driver unknown" in notes["cupti-joined"]'
 
 # The sampler is still inside cuptiPmSamplingStop (1.5 s) when the context goes (the callback
@@ -290,7 +335,7 @@ expect ctxgone 0 'status == 0 and "gpu-metrics-context-gone" in notes and "fakec
 for i in 1 2 3 4 5; do
 	for how in exit-now return; do
 		run "exitsetup-$how$i" --gpu-metrics -- "$how" 300 FAKECUPTI_PM_SETUP_MS=400
-		expect "exitsetup-$how$i" 0 'status == 0 and v == "COMPLETE" and k["kernel"] == 300 and dev(0)["state"] == "sampled" and "fakecupti" not in err'
+		expect "exitsetup-$how$i" 0 'status == 0 and whole and k["kernel"] == 300 and dev(0)["state"] == "sampled" and "fakecupti" not in err'
 	done
 done
 
@@ -315,8 +360,8 @@ agent_case() { # NAME WHEN
 		>"$T/$1/after.out" 2>&1
 	kill -0 "$agent" 2>/dev/null && ok "$1: the next recording ran while the agent lived" ||
 		bad "$1: the agent was gone before the next recording ended"
-	expect "$1" 0 'v == "COMPLETE" and status == 0 and dev(0)["state"] == "sampled" and c["metric_samples_decoded"] == logged > 0 and "fakecupti" not in err'
-	expect "$1" 1 'v == "COMPLETE" and dev(0)["state"] == "sampled"'
+	expect "$1" 0 'whole and status == 0 and dev(0)["state"] == "sampled" and c["metric_samples_decoded"] == logged > 0 and "fakecupti" not in err'
+	expect "$1" 1 'whole and dev(0)["state"] == "sampled"'
 }
 agent_case agent-after after
 agent_case agent-before before
@@ -326,7 +371,7 @@ agent_case agent-before before
 run killed --gpu-metrics -- sigkill 300
 "$TALLY" record --gpu-metrics -o "$T/killed/99999999.tally" -- "$APP" metrics 300 >/dev/null 2>&1 # outlives the setup
 expect killed 0 'status == 137 and dev(0)["state"] == "sampled"'
-expect killed 1 'v == "COMPLETE" and dev(0)["state"] == "sampled"'
+expect killed 1 'whole and dev(0)["state"] == "sampled"'
 
 # Not asked for: no trace of it.
 run off -- exit 300

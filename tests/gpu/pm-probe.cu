@@ -7,6 +7,8 @@
 //                             kernel activity records on: sample spacing, gaps, which clock the
 //                             sample timestamps are in, decode and evaluation costs, a restart
 //   pm-probe overflow         a small hardware buffer left undecoded: what overflow looks like
+//   pm-probe fullimage        a decode that fills a small counter data image: is the rest kept
+//                             in the hardware for the next decode, or lost?
 //   pm-probe hold SECONDS     sample device 0 for SECONDS (the first of two processes)
 //   pm-probe second           try to sample device 0 while another process holds it
 // It is a probe, not a test: it reports, and exits 0 unless CUDA itself fails.
@@ -727,6 +729,52 @@ static void mode_overflow(void)
 	disable(s.obj);
 }
 
+// A counter data image of 100 samples, 200 ms of samples (2,000 at 10 kHz) left in the
+// hardware, then one decode after another until one does not fill the image: does a decode that
+// fills its image leave the rest in the hardware buffer for the next (the samples run on without
+// a break: tally's sampler could decode again at once), or is the rest lost (a break after
+// every full image: tally must size its images for the longest a decode can be late)?
+static void mode_fullimage(void)
+{
+	static struct sampler s;
+	const unsigned full_reason = CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
+	unsigned rounds = 0, full = 0, breaks = 0;
+	uint64_t lost = 0;
+
+	CK(cudaFree(0));
+	if (!setup_sampler(&s, 0, 64u << 20, 100000, 100))
+		return;
+	CUptiResult rc = start_stop(s.obj, true);
+	SAY("fullimage-start", "%d %s", rc, rs(rc));
+	sleep_ms(200);
+	while (rounds < 60) {
+		unsigned before = s.stop_reason[full_reason];
+		decode_once(&s);
+		rounds++;
+		if (s.stop_reason[full_reason] == before)
+			break;
+		full++;
+	}
+	start_stop(s.obj, false);
+	decode_once(&s);
+	for (size_t i = 2; i < s.samples.size(); i++) // [0] spans from far back
+		if (s.samples[i].start > s.samples[i - 1].end + 150000) {
+			breaks++;
+			lost += s.samples[i].start - s.samples[i - 1].end;
+		}
+	SAY("fullimage-decodes",
+	    "%u decodes, %u stopped at a full image; %zu samples; %u breaks (%.3f ms); most "
+	    "populated-not-completed %zu",
+	    rounds, full, s.samples.size(), breaks, (double)lost / 1e6,
+	    s.max_populated_not_completed);
+	SAY("fullimage-verdict", "%s",
+	    !full ? "no decode filled the image (inconclusive)"
+	    : breaks ? "the rest is lost when a decode fills its image"
+		     : "the rest stays in the hardware when a decode fills its image");
+	spacing(&s, 1, "fullimage-spacing");
+	disable(s.obj);
+}
+
 static void mode_hold(int seconds)
 {
 	static struct sampler s;
@@ -803,7 +851,9 @@ int main(int argc, char **argv)
 		mode_overflow();
 	else if (strcmp(mode, "hold") == 0)
 		mode_hold(argc > 2 ? atoi(argv[2]) : 3);
+	else if (strcmp(mode, "fullimage") == 0)
+		mode_fullimage();
 	else
-		SAY("usage", "pm-probe metrics|sample|overflow|hold SECONDS|second");
+		SAY("usage", "pm-probe metrics|sample|overflow|fullimage|hold SECONDS|second");
 	return 0;
 }

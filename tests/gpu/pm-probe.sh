@@ -20,7 +20,7 @@ LOG=${OUT:-/tmp}/pm-probe.txt
 	nvidia-smi -L
 	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv
 	grep -i profiling /proc/driver/nvidia/params
-	for mode in metrics sample overflow; do
+	for mode in metrics sample overflow fullimage; do
 		echo "== $mode"
 		timeout 120 "$P" $mode 2>&1; echo "exit $?"
 	done

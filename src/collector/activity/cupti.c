@@ -96,7 +96,8 @@ void cupti_tracer_window(struct cupti_tracer *t, bool open)
 	size_t i;
 
 	pthread_mutex_lock(&t->window_lock);
-	if (!cupti_tracer_on(t) || atomic_load_explicit(&t->window_open, memory_order_relaxed) == open)
+	if (!cupti_tracer_on(t) ||
+	    atomic_load_explicit(&t->window_open, memory_order_relaxed) == open)
 		goto unlock;
 	if (open) {
 		for (i = 0; i < KIND_MAP_LEN; i++)

@@ -33,7 +33,7 @@ struct metricq {
 	/* Sampler-side ledger counters: 80-89 (TALLY_C_METRIC_DECODED + i), then 95-96 (the
 	 * breaks by cause).  Relaxed: statistics. */
 	_Atomic uint64_t counts[TALLY_C_METRIC_DEVICES - TALLY_C_METRIC_DECODED + 1 +
-			       TALLY_C_METRIC_GAPS_LATE - TALLY_C_METRIC_GAPS_HARDWARE + 1];
+				TALLY_C_METRIC_GAPS_LATE - TALLY_C_METRIC_GAPS_HARDWARE + 1];
 };
 
 void metricq_init(struct metricq *q, unsigned limit);

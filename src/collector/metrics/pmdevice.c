@@ -27,7 +27,7 @@
 
 #define MAX_DECODE_ROUNDS 64 /* per decode call: a full image is decoded again, this often */
 #define STOP_TAIL_NS	  100000000ull /* the decode after a stop: at least this long */
-#define OVERFLOWS_MAX	  8  /* overflows in a row, with no sample kept between: give up */
+#define OVERFLOWS_MAX	  8 /* overflows in a row, with no sample kept between: give up */
 
 static uint64_t cupti_clock(void)
 {
@@ -705,8 +705,7 @@ static uint32_t sample_flags(struct pm_device *d, uint64_t start, uint64_t end)
 
 	if (!d->expected_ns)
 		d->expected_ns = end - start;
-	if (from && start > from + d->expected_ns &&
-	    place_break(d, cause_of_break(d), from, start))
+	if (from && start > from + d->expected_ns && place_break(d, cause_of_break(d), from, start))
 		flags |= TALLY_METRIC_AFTER_GAP;
 	if (end - start > d->expected_ns + d->expected_ns / 2) {
 		tally_pipeline_metric_count(TALLY_C_METRIC_MERGED, 1);
@@ -830,7 +829,7 @@ bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
 	CUpti_PmSampling_DecodeData_Params p = {.structSize =
 						    CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE};
 	unsigned round;
-	uint64_t t0, since;
+	uint64_t t0, t1, since;
 	CUptiResult r;
 
 	for (round = 0; d->state == TALLY_GM_SAMPLED && d->obj && !context_gone(d, rq) &&
@@ -841,11 +840,12 @@ bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct p
 		p.counterDataImageSize = d->image_size;
 		p.overflow = 0;
 		t0 = tally_monotonic_ns();
-		since = d->decoded_at ? t0 - d->decoded_at : 0;
-		d->decoded_at = t0;
 		r = cupti_pm.DecodeData(&p);
-		cost->decode_ns += tally_monotonic_ns() - t0;
+		t1 = tally_monotonic_ns(); /* what it took from the hardware, it took by now */
+		cost->decode_ns += t1 - t0;
 		cost->decodes++;
+		since = d->decoded_at ? t1 - d->decoded_at : 0;
+		d->decoded_at = t1;
 		/* What was decoded before an error or an overflow still counts. */
 		if ((r == CUPTI_SUCCESS || p.overflow) &&
 		    (r = take_image(d, rq, cost)) != CUPTI_SUCCESS && !p.overflow) {
@@ -1109,10 +1109,11 @@ void pm_device_report_breaks(const struct pm_device *d, const struct pm_request 
 		       (unsigned long long)d->breaks[i], (double)d->break_ns[i] / 1e6,
 		       break_words[i]);
 		if (i == PM_BREAK_LATE)
-			append(text, sizeof(text), &at,
-			       " (at worst %.1f ms after the decode before; an image holds %.1f ms)",
-			       (double)d->late_ns_max / 1e6,
-			       (double)d->image_samples * (double)rq->interval_ns / 1e6);
+			append(
+			    text, sizeof(text), &at,
+			    " (at worst %.1f ms after the decode before; an image holds %.1f ms)",
+			    (double)d->late_ns_max / 1e6,
+			    (double)d->image_samples * (double)rq->interval_ns / 1e6);
 	}
 	tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-breaks", text);
 }

@@ -106,11 +106,12 @@ struct pm_device {
 	 * last looked: it then decodes more often */
 	bool behind;
 	/* what the last decode left, for the cause of a break at the next sample (pm_break) */
-	bool at_decode;		/* the next sample is the first of a decode */
-	bool after_full;	/* the decode before it stopped at a full image */
-	uint64_t unfinished;	/* samples the image before it was reset with, unfinished */
-	uint64_t decoded_at;	/* CLOCK_MONOTONIC ns of the last decode */
-	uint64_t full_after_ns; /* time since the decode before, at the last that found a full image */
+	bool at_decode;	     /* the next sample is the first of a decode */
+	bool after_full;     /* the decode before it stopped at a full image */
+	uint64_t unfinished; /* samples the image before it was reset with, unfinished */
+	uint64_t decoded_at; /* CLOCK_MONOTONIC ns when the last decode returned */
+	uint64_t
+	    full_after_ns; /* time since the decode before, at the last that found a full image */
 	/* breaks by cause: how many, their time, and the longest time between two decodes of
 	 * those that found a full image */
 	uint64_t breaks[PM_BREAKS], break_ns[PM_BREAKS], late_ns_max;
