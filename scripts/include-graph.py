@@ -54,10 +54,6 @@ FLOOR_OF = {(folder, room): floor for folder, floors in FLOORS.items()
 KNOWN = {
     ("collector/host/timersample.c", "exitpath.h"):
         "the timer's signal is claimed from signals.c (signals_claim, signals_program_action)",
-    ("collector/host/hostthreads.c", "collector.h"):
-        "TALLY_EXPORT for the pthread_create interposer, defined beside the session",
-    ("collector/osrt/osrt.c", "collector.h"):
-        "TALLY_EXPORT for the blocking-call interposers, defined beside the session",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -24,6 +24,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "clock.h"
+#include "libc.h"
 #include "log.h"
 #include "nvtx.h"
 #include "pipeline.h"
@@ -98,7 +99,7 @@ static void thread_gone(void *arg)
 						      memory_order_relaxed))
 		expected = 0;
 	hand_over(t->buf, t->used);
-	pthread_mutex_lock(&registry_lock);
+	libc_pthread_mutex_lock(&registry_lock);
 	for (pp = &registry; *pp; pp = &(*pp)->next)
 		if (*pp == t) {
 			*pp = t->next;
@@ -129,7 +130,7 @@ static struct nvtx_thread *thread_state(void)
 	t->tid = (uint32_t)(uintptr_t)pthread_self();
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(thread_key, t);
-	pthread_mutex_lock(&registry_lock);
+	libc_pthread_mutex_lock(&registry_lock);
 	t->next = registry;
 	registry = t;
 	pthread_mutex_unlock(&registry_lock);
@@ -406,7 +407,7 @@ static nvtxRangeId_t range_start(const char *domain, const nvtxEventAttributes_t
 	r->category = a ? a->category : 0;
 	r->payload = payload_of(a);
 	r->start = tally_realtime_ns();
-	pthread_mutex_lock(&started_lock);
+	libc_pthread_mutex_lock(&started_lock);
 	r->next = started;
 	started = r;
 	pthread_mutex_unlock(&started_lock);
@@ -421,7 +422,7 @@ static void range_end(nvtxRangeId_t id)
 
 	if (!active() || !(t = thread_state()))
 		return;
-	pthread_mutex_lock(&started_lock);
+	libc_pthread_mutex_lock(&started_lock);
 	for (pp = &started; *pp; pp = &(*pp)->next)
 		if ((*pp)->id == id) {
 			r = *pp;
@@ -576,7 +577,7 @@ void nvtx_flush_all(void)
 {
 	struct nvtx_thread *t;
 
-	pthread_mutex_lock(&registry_lock);
+	libc_pthread_mutex_lock(&registry_lock);
 	for (t = registry; t; t = t->next) {
 		int expected = 0;
 		uint8_t *buf;
@@ -598,8 +599,8 @@ void nvtx_flush_all(void)
 /* Held across fork so the child's copies are consistent; the child renews them (nvtx_forget). */
 void nvtx_before_fork(void)
 {
-	pthread_mutex_lock(&registry_lock);
-	pthread_mutex_lock(&started_lock);
+	libc_pthread_mutex_lock(&registry_lock);
+	libc_pthread_mutex_lock(&started_lock);
 }
 
 void nvtx_after_fork_parent(void)

@@ -6,6 +6,7 @@
  * and at the close (finish_locked) everything left and the final ledger.
  */
 #include "clock.h"
+#include "libc.h"
 #include "pipeline-int.h"
 
 #include <stdio.h>
@@ -311,7 +312,7 @@ static void consume_side(struct pipeline *p)
 	struct tally_buf side = {0};
 	struct tally_cursor cur;
 
-	pthread_mutex_lock(&p->side_lock);
+	libc_pthread_mutex_lock(&p->side_lock);
 	side = p->side;
 	memset(&p->side, 0, sizeof(p->side));
 	pthread_mutex_unlock(&p->side_lock);
@@ -507,7 +508,7 @@ void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	    atomic_load_explicit(&p->dropped_nvtx, memory_order_relaxed);
 	l->v[TALLY_C_POOL_CAPACITY] = p->pool.capacity;
 	l->v[TALLY_C_BUFFER_SIZE] = p->pool.size;
-	pthread_mutex_lock(&p->pool.lock);
+	libc_pthread_mutex_lock(&p->pool.lock);
 	l->v[TALLY_C_POOL_HIGH_WATER] = p->pool.high_water;
 	l->v[TALLY_C_POOL_EMPTY_NS] = p->pool.empty_ns;
 	pthread_mutex_unlock(&p->pool.lock);
@@ -655,7 +656,7 @@ void finish_locked(struct pipeline *p)
 	read_dropped(p);
 	emit_drops(p, true);
 	tally_buf_reset(&p->payload);
-	pthread_mutex_lock(&p->side_lock);
+	libc_pthread_mutex_lock(&p->side_lock);
 	tally_corr_finish(&p->corr, p->cfg.trace_api, loss_window, at_edge, &fctx,
 			  &p->c[TALLY_C_UNMATCHED_API], &p->c[TALLY_C_UNMATCHED_GPU],
 			  &p->c[TALLY_C_CUT_AT_EDGES]);
@@ -699,8 +700,8 @@ void *consumer_main(void *arg)
 
 		deadline.tv_sec = (time_t)(at / 1000000000ull);
 		deadline.tv_nsec = (long)(at % 1000000000ull);
-		(void)sem_clockwait(&p->wake, CLOCK_MONOTONIC, &deadline);
-		pthread_mutex_lock(&p->consume_lock);
+		(void)libc_sem_clockwait(&p->wake, CLOCK_MONOTONIC, &deadline);
+		libc_pthread_mutex_lock(&p->consume_lock);
 		if (atomic_load_explicit(&p->state, memory_order_acquire) == P_RUNNING) {
 			consume_all(p, true);
 			if (tally_monotonic_ns() >= slice_deadline(p) || signal_unwritten(p))

@@ -6,6 +6,7 @@
  * (lock-free) and relaxed atomic counters only.
  */
 #include "clock.h"
+#include "libc.h"
 #include "pipeline-int.h"
 
 #include <errno.h>
@@ -70,7 +71,7 @@ static void side_put(unsigned type, const void *bytes, size_t len)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->side_lock);
+	libc_pthread_mutex_lock(&p->side_lock);
 	tally_buf_put_u8(&p->side, (uint8_t)type);
 	tally_buf_put_varint(&p->side, len);
 	tally_buf_put(&p->side, bytes, len);

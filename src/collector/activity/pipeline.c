@@ -11,6 +11,7 @@
  *   (this file: the start, drain and tick, and the close)
  */
 #include "clock.h"
+#include "libc.h"
 #include "pipeline-int.h"
 
 #include <errno.h>
@@ -159,7 +160,7 @@ void tally_pipeline_drain(void)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->consume_lock);
+	libc_pthread_mutex_lock(&p->consume_lock);
 	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING)
 		consume_all(p, false);
 	pthread_mutex_unlock(&p->consume_lock);
@@ -171,7 +172,7 @@ void tally_pipeline_tick(void)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->consume_lock);
+	libc_pthread_mutex_lock(&p->consume_lock);
 	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING) {
 		consume_all(p, false);
 		end_slice(p);
@@ -220,7 +221,7 @@ void tally_pipeline_window_edge(bool open)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->side_lock);
+	libc_pthread_mutex_lock(&p->side_lock);
 	n = p->nedges < sizeof(p->edges) / sizeof(p->edges[0]) ? p->nedges++ : p->nedges - 1;
 	p->edges[n].t = p->src.now();
 	p->edges[n].open = open;
@@ -251,10 +252,10 @@ int tally_pipeline_stop(struct tally_stop_report *report)
 		return -EALREADY;
 	if (p->has_thread) {
 		sem_post(&p->wake);
-		pthread_join(p->thread, NULL);
+		libc_pthread_join(p->thread, NULL);
 		p->has_thread = false;
 	}
-	pthread_mutex_lock(&p->consume_lock);
+	libc_pthread_mutex_lock(&p->consume_lock);
 	t1 = tally_monotonic_ns();
 	finish_locked(p);
 	/* Release: late completions that see STOPPED find the consumer done with the pool. */

@@ -23,9 +23,9 @@
 
 #include "collector.h"
 #include "exitpath.h"
+#include "libc.h"
 #include "log.h"
 #include "nvtx.h"
-#include "osrt.h"
 #include "sampler.h"
 #include "sigreal.h"
 
@@ -55,9 +55,9 @@ static bool wanted_from_start(void)
 __attribute__((constructor)) static void tally_loaded(void)
 {
 	sigreal_init();
+	libc_init();
 	tally_log_init();
 	tally_sampler_init();
-	tally_osrt_init();
 	session_init(session_get());
 	exitpath_init();
 	if (wanted_from_start())

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libc.h"
 #include "ownthread.h"
 
 /* Per CPU: 128 KiB, about 400 ms of a busy thread at 1 kHz (perf_event_mlock_kb allows 516). */
@@ -57,7 +58,7 @@ static struct {
 
 static long perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
 {
-	return syscall(SYS_perf_event_open, a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+	return libc_syscall(SYS_perf_event_open, a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC);
 }
 
 static void attr_for(struct perf_event_attr *a, unsigned rate_hz, unsigned depth, bool inherit)

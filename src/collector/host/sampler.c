@@ -34,6 +34,7 @@
 #include "clock.h"
 #include "hostthreads.h"
 #include "ledger.h"
+#include "libc.h"
 #include "log.h"
 #include "osrt.h"
 #include "ownthread.h"
@@ -434,7 +435,7 @@ static void sleep_until(uint64_t t)
 {
 	struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
 
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	while (libc_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
 
@@ -656,7 +657,7 @@ void tally_sampler_stop(void)
 	if (sm.osrt) /* first: the waits of the close itself are tally's, not the program's */
 		tally_osrt_stop();
 	if (atomic_exchange(&sm.running, false) && atomic_load(&sm.started))
-		pthread_join(sm.thread, NULL);
+		libc_pthread_join(sm.thread, NULL);
 	atomic_store(&sm.started, false);
 	tally_host_threads_unwatch();
 	if (sm.mech == MECH_TIMER)

@@ -29,10 +29,9 @@
 #include "control.h"
 #include "cupti-tracer.h"
 #include "ledger.h"
+#include "libc.h"
 #include "pmsampler.h"
 #include "writer.h"
-
-#define TALLY_EXPORT __attribute__((visibility("default")))
 
 enum session_state {
 	SESSION_NONE,	   /* not started in this process */

@@ -5,6 +5,7 @@
  * two-byte request into a pipe, and the control thread, which takes no signals, reads it.
  */
 #include "control.h"
+#include "libc.h"
 #include "ownthread.h"
 
 #include <errno.h>
@@ -42,8 +43,8 @@ bool control_wait(struct control *c, int timeout_ms, struct ctl_msg *m)
 {
 	struct pollfd pfd = {c->pipe[0], POLLIN, 0};
 
-	return poll(&pfd, 1, timeout_ms) > 0 &&
-	       read(c->pipe[0], m, sizeof(*m)) == (ssize_t)sizeof(*m);
+	return libc_poll(&pfd, 1, timeout_ms) > 0 &&
+	       libc_read(c->pipe[0], m, sizeof(*m)) == (ssize_t)sizeof(*m);
 }
 
 bool control_alive(const struct control *c)

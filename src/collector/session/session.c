@@ -31,6 +31,7 @@
 #include "cupti-api.h"
 #include "driver.h"
 #include "jobkeys.h"
+#include "libc.h"
 #include "log.h"
 #include "nvtx.h"
 #include "pattern.h"
@@ -77,7 +78,7 @@ static void context_ending(void *arg, uint64_t devices)
 
 	if (s->pid != getpid())
 		return;
-	pthread_mutex_lock(&s->metrics_lock);
+	libc_pthread_mutex_lock(&s->metrics_lock);
 	pm_sampler_context_ending(s->metrics, devices, cupti_now(), s->cfg.flush_timeout_ns);
 	pthread_mutex_unlock(&s->metrics_lock);
 }
@@ -276,7 +277,7 @@ static void cmdline(struct tally_buf *b)
 {
 	char buf[8192];
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+	ssize_t n = fd >= 0 ? libc_read(fd, buf, sizeof(buf)) : -1;
 
 	if (fd >= 0)
 		close(fd);
@@ -408,7 +409,7 @@ static void new_session_id(uint8_t id[16])
 	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	size_t i;
 
-	if (fd >= 0 && read(fd, id, 16) == 16) {
+	if (fd >= 0 && libc_read(fd, id, 16) == 16) {
 		close(fd);
 		return;
 	}
@@ -568,7 +569,7 @@ static void start_metrics(struct session *s)
 	pc.window_open = metrics_window_open;
 	pc.window_arg = s;
 	pc.pm_loaded = metrics_pm_loaded;
-	pthread_mutex_lock(&s->metrics_lock);
+	libc_pthread_mutex_lock(&s->metrics_lock);
 	s->metrics = pm_sampler_start(&pc);
 	pthread_mutex_unlock(&s->metrics_lock);
 }
@@ -642,7 +643,7 @@ static void attach_cupti(struct session *s)
 	char why[PATH_MAX + 128];
 	int rc;
 
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	if (s->cupti_tried || !session_running(s))
 		goto unlock;
 	s->cupti_tried = true;
@@ -676,7 +677,7 @@ void session_start(struct session *s, const char *why_started)
 		attach_cupti(s);
 	if (atomic_load_explicit(&s->state, memory_order_acquire) != SESSION_NONE)
 		return;
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	/* STARTING also stops re-entry on this thread: setting CUPTI up may call cuInit, which
 	 * calls InitializeInjection, which comes back here. */
 	if (!atomic_compare_exchange_strong_explicit(&s->state, &expected, SESSION_STARTING,
@@ -701,7 +702,7 @@ unlock:
 
 void session_sampling_start(struct session *s)
 {
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	if (session_running(s) && !tally_sampler_running() && tally_config_from_start(&s->cfg))
 		(void)tally_sampler_start(&s->cfg);
 	pthread_mutex_unlock(&s->lock);
@@ -856,7 +857,7 @@ static void wait_until_closed(struct session *s, uint64_t max_ns)
 
 	while (atomic_load_explicit(&s->state, memory_order_acquire) == SESSION_FINISHING &&
 	       waited < max_ns) {
-		nanosleep(&step, NULL);
+		libc_nanosleep(&step, NULL);
 		waited += 2000000;
 	}
 }
@@ -884,7 +885,7 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 	tally_sampler_stop(); /* what it holds reaches the pipeline before the pipeline stops */
 	/* The metric samples up to now, before CUPTI's own flush; a sampler stuck inside CUPTI
 	 * is left behind, and then CUPTI is not finalized under it. */
-	pthread_mutex_lock(&s->metrics_lock);
+	libc_pthread_mutex_lock(&s->metrics_lock);
 	metrics = s->metrics;
 	s->metrics = NULL;
 	pthread_mutex_unlock(&s->metrics_lock);
@@ -925,7 +926,7 @@ void session_close(struct session *s, enum tally_flush_path path, int signo)
 		wait_until_closed(s, 2 * s->cfg.flush_timeout_ns + 2000000000ull);
 		return;
 	}
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	close_locked(s, path, signo);
 	atomic_store_explicit(&s->state, SESSION_DONE, memory_order_release);
 	atomic_fetch_add_explicit(&s->done_gen, 1, memory_order_release);
@@ -966,7 +967,7 @@ static void wait_close_after(struct session *s, uint64_t gen, uint64_t still_ns,
 	/* Acquire: pairs with the control thread's release after the close. */
 	while (atomic_load_explicit(&s->done_gen, memory_order_acquire) == gen &&
 	       still < still_ns && waited < most_ns) {
-		nanosleep(&step, NULL);
+		libc_nanosleep(&step, NULL);
 		waited += 2000000;
 		now = close_progress(s);
 		/* the sampler's stop (its last decode, CUPTI's stop and disable) went still for
@@ -1029,7 +1030,7 @@ int session_ending_signal(const struct session *s)
 
 void session_before_fork(struct session *s)
 {
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	cupti_tracer_before_fork(&s->tracer);
 	nvtx_before_fork();
 }

@@ -18,6 +18,7 @@
  * A read that straddles readable and unreadable pages is a failure either way.
  */
 #include "saferead.h"
+#include "libc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,13 +46,13 @@ static bool pipe_read(const void *addr, void *out, size_t n)
 	bool ok = false;
 	ssize_t w;
 
-	pthread_mutex_lock(&pipe_lock);
+	libc_pthread_mutex_lock(&pipe_lock);
 	if (probe[0] < 0 && pipe2(probe, O_CLOEXEC | O_NONBLOCK) < 0)
 		probe[0] = probe[1] = -1;
 	if (probe[0] >= 0 && n <= 4096) { /* a pipe takes at least a page without blocking */
 		w = write(probe[1], addr, n);
 		if (w > 0)
-			ok = read(probe[0], out, (size_t)w) == w && w == (ssize_t)n;
+			ok = libc_read(probe[0], out, (size_t)w) == w && w == (ssize_t)n;
 	}
 	pthread_mutex_unlock(&pipe_lock);
 	return ok;

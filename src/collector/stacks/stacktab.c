@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libc.h"
 #include "stacks.h"
 #include "tally-format.h"
 
@@ -212,7 +213,7 @@ uint32_t tally_stacktab_intern(const struct raw_frame *frames, unsigned n, frame
 		n = CACHE_DEPTH;
 	if (cache_hit(frames, n, gen))
 		return last.id;
-	pthread_mutex_lock(&tab.lock);
+	libc_pthread_mutex_lock(&tab.lock);
 	for (k = 0; k < n && (ids[k] = frame_id(&frames[k], namer)); k++)
 		;
 	if (k == n)
@@ -256,7 +257,7 @@ void tally_stacktab_take(struct tally_buf *frames, struct tally_buf *stacks,
 
 	if (!tally_stacktab_ready())
 		return;
-	pthread_mutex_lock(&tab.lock);
+	libc_pthread_mutex_lock(&tab.lock);
 	(void)tally_pending_take(&tab.pending_frames, frames);
 	(void)tally_pending_take(&tab.pending_stacks, stacks);
 	pcs = tab.new_pcs;
