@@ -13,6 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Here, on the lowest of the three files, so that the other two find them below them. */
+_Atomic(struct pipeline *) g_pipeline; /* pipeline-int.h says what these two are */
+_Atomic uint64_t g_progress;
+
 void CUPTIAPI tally_pipeline_buffer_request(uint8_t **buffer, size_t *size, size_t *max_num_records)
 {
 	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);

@@ -27,9 +27,6 @@
 #define DEFAULT_SLICE_NS    1000000000ull
 #define DEFAULT_BATCH	    8192
 
-_Atomic(struct pipeline *) g_pipeline; /* pipeline-int.h says what these two are */
-_Atomic uint64_t g_progress;
-
 uint64_t tally_pipeline_progress(void)
 {
 	return atomic_load_explicit(&g_progress, memory_order_relaxed);

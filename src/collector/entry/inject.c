@@ -28,6 +28,7 @@
 #include "nvtx.h"
 #include "sampler.h"
 #include "sigreal.h"
+#include "timersample.h"
 
 /* Start the session; once it runs, every exit path closes it. */
 static void start(const char *why)
@@ -58,6 +59,7 @@ __attribute__((constructor)) static void tally_loaded(void)
 	libc_init();
 	tally_log_init();
 	tally_sampler_init();
+	tally_timer_use_signals(&(struct timer_signals){signals_claim, signals_program_action});
 	session_init(session_get());
 	exitpath_init();
 	if (wanted_from_start())
