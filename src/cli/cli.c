@@ -142,57 +142,6 @@ const char *cli_fmt_ns(char *buf, size_t len, uint64_t ns)
 	return buf;
 }
 
-int cli_parse_size(const char *s, uint64_t *out)
-{
-	static const char units[] = "kKmMgG"; /* 2^10, 2^20, 2^30 */
-	const char *unit;
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	/* A digit first: strtoull would also take blanks and a sign. */
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	if (*end && (unit = strchr(units, *end))) {
-		shift = 10 * (1 + (unsigned)(unit - units) / 2);
-		end++;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (*end || v > UINT64_MAX >> shift)
-		return -EINVAL;
-	*out = v << shift;
-	return 0;
-}
-
-int cli_parse_duration_ns(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-
-	/* Decimal digits only: strtod would also take "nan", "inf", "0x10" and leading blanks. */
-	if (strspn(s, "0123456789.") == 0 || (s[1] == 'x' || s[1] == 'X'))
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !(v >= 0) || v > 1e10) /* !(v >= 0) is also true of NaN */
-		return -EINVAL;
-	if (*end == '\0' || strcmp(end, "s") == 0)
-		v *= 1e9;
-	else if (strcmp(end, "ms") == 0)
-		v *= 1e6;
-	else if (strcmp(end, "us") == 0)
-		v *= 1e3;
-	else if (strcmp(end, "ns") != 0)
-		return -EINVAL;
-	*out = (uint64_t)v;
-	return 0;
-}
-
 /* The directory tally runs from (/proc/self/exe's), into exe; false when it cannot be known. */
 static bool exe_dir(char *exe, size_t len)
 {

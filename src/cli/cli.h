@@ -133,8 +133,4 @@ int cli_docs_dir(char *out, size_t len);
 const char *cli_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 const char *cli_fmt_ns(char *buf, size_t len, uint64_t ns);
 
-/* Parse an unsigned number with an optional unit suffix (k/K, M, G for sizes; ms, s for times). */
-int cli_parse_size(const char *s, uint64_t *out);
-int cli_parse_duration_ns(const char *s, uint64_t *out);
-
 #endif

@@ -117,7 +117,8 @@ static int make_dir(struct control *ctl)
 		snprintf(ctl->dir_abs, sizeof(ctl->dir_abs), "%.3000s/%.1000s", cwd, ctl->dir);
 	else
 		return cli_error(TALLY_EXIT_ERROR, "cannot read the current directory");
-	if (mkdir(ctl->dir_abs, 0755) < 0 && !(errno == EEXIST && ctl->base.force))
+	if (mkdir(ctl->dir_abs, 0755) < 0 &&
+	    !(errno == EEXIST && collect_value(&ctl->base, TS_FORCE)))
 		return cli_error(errno == EEXIST ? TALLY_EXIT_USAGE : TALLY_EXIT_ERROR, "%s: %s%s",
 				 ctl->dir_abs, strerror(errno),
 				 errno == EEXIST ? " (use --force to reuse it)" : "");
@@ -170,9 +171,9 @@ static int run_one(struct control *ctl, enum config cfg, unsigned round)
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 			return cli_error(TALLY_EXIT_ERROR, "%s: %s", dir, strerror(errno));
 		snprintf(c.output_abs, sizeof(c.output_abs), "%.4000s/trace-%%p.tally", dir);
-		c.force = true;
+		c.set.text[TS_FORCE] = "1";
 		if (cfg == C_REDUCED)
-			c.trace = REDUCED;
+			c.set.text[TS_TRACE] = REDUCED;
 	}
 	rc = record_run_program(cfg == C_UNTRACED ? NULL : &c, ctl->argv,
 				ctl->json && !ctl->json_path ? RECORD_RUN_STDOUT_TO_STDERR : 0,
@@ -225,7 +226,8 @@ static void summarize_config(struct config_result *cr, unsigned rounds)
 /* Recording only a window of the run: compare the windows, not the whole runs. */
 static bool windowed(const struct control *ctl)
 {
-	return ctl->base.capture_range || ctl->base.delay_ns || ctl->base.duration_ns;
+	return collect_value(&ctl->base, TS_CAPTURE_RANGE) || collect_value(&ctl->base, TS_DELAY) ||
+	       collect_value(&ctl->base, TS_DURATION);
 }
 
 /* tally compare of every reduced round against every full round (process k = round k). */
@@ -402,10 +404,11 @@ static void json_config(struct tally_json *j, const struct control *ctl, enum co
 	tally_json_object_begin(j);
 	tally_json_field_string(j, "config", config_names[c]);
 	tally_json_field_string(j, "trace",
-				c == C_UNTRACED	  ? ""
-				: c == C_REDUCED  ? REDUCED
-				: ctl->base.trace ? ctl->base.trace
-						  : "cuda,nvtx");
+				c == C_UNTRACED	 ? ""
+				: c == C_REDUCED ? REDUCED
+				: collect_given(&ctl->base, TS_TRACE)
+				    ? collect_given(&ctl->base, TS_TRACE)
+				    : tally_settings[TS_TRACE].def_text);
 	tally_json_field_double(j, "wall_median_s", cr->median_s);
 	tally_json_field_double(j, "wall_min_s", cr->min_s);
 	tally_json_field_double(j, "wall_max_s", cr->max_s);

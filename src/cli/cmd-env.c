@@ -134,7 +134,7 @@ static void print_vars(enum env_format f, const struct env_var *v, size_t n)
 int cmd_env(int argc, char **argv)
 {
 	struct env_opts o = {.fmt = FMT_SH};
-	struct env_var vars[32];
+	struct env_var vars[COLLECT_ENV_MAX];
 	size_t n;
 	int first, rc;
 
@@ -148,7 +148,7 @@ int cmd_env(int argc, char **argv)
 				 argv[first]);
 	if ((rc = collect_opts_finish(&o.c)) != 0)
 		return rc;
-	n = collect_env(&o.c, vars, 32);
+	n = collect_env(&o.c, vars, COLLECT_ENV_MAX);
 	if (o.fmt == FMT_DOCKER && (rc = check_docker_values(vars, n)) != 0)
 		return rc;
 	print_vars(o.fmt, vars, n);

@@ -20,12 +20,10 @@
 
 #include "nativestack.h"
 #include "ownthread.h"
+#include "settings.h"
 #include "stacktab.h"
 
-#define DEFAULT_BUFFER_SIZE (4u << 20)
-#define DEFAULT_POOL	    64
-#define DEFAULT_SLICE_NS    1000000000ull
-#define DEFAULT_BATCH	    8192
+#define DEFAULT_BATCH 8192
 
 uint64_t tally_pipeline_progress(void)
 {
@@ -35,9 +33,10 @@ uint64_t tally_pipeline_progress(void)
 void tally_pipeline_config_default(struct tally_pipeline_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->buffer_size = DEFAULT_BUFFER_SIZE;
-	cfg->pool_buffers = DEFAULT_POOL;
-	cfg->slice_ns = DEFAULT_SLICE_NS;
+	/* the settings' defaults (common/settings.c) */
+	cfg->buffer_size = (size_t)tally_settings[TS_BUFFER_SIZE].def;
+	cfg->pool_buffers = (unsigned)tally_settings[TS_POOL_BUFFERS].def;
+	cfg->slice_ns = tally_settings[TS_SLICE].def;
 	cfg->batch_records = DEFAULT_BATCH;
 	cfg->trace_api = true;
 	cfg->consumer_thread = true;
@@ -78,7 +77,7 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 	if (!p->cfg.batch_records || p->cfg.batch_records > TALLY_RECORDS_MAX)
 		p->cfg.batch_records = DEFAULT_BATCH;
 	if (!p->cfg.slice_ns)
-		p->cfg.slice_ns = DEFAULT_SLICE_NS;
+		p->cfg.slice_ns = tally_settings[TS_SLICE].def;
 	pthread_mutex_init(&p->consume_lock, NULL);
 	pthread_mutex_init(&p->side_lock, NULL);
 	sem_init(&p->wake, 0, 0);

@@ -44,13 +44,15 @@ static void start(const char *why)
 }
 
 /* Host sampling or blocking calls asked for: the session starts now, before main, so that they
- * cover the program from its first instruction (CUDA joins it at cuInit). */
+ * cover the program from its first instruction (CUDA joins it at cuInit).  A setting that is
+ * wrong starts it too, so that the refusal is said now (the manifest, the log), whether or not
+ * the program ever calls CUDA. */
 static bool wanted_from_start(void)
 {
 	struct tally_config c;
 	char why[256];
 
-	return tally_config_load(&c, why, sizeof(why)) == 0 && tally_config_from_start(&c);
+	return tally_config_load(&c, why, sizeof(why)) < 0 || tally_config_from_start(&c);
 }
 
 __attribute__((constructor)) static void tally_loaded(void)

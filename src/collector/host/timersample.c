@@ -143,16 +143,20 @@ int tally_timer_pick_signal(int signo, char *why, size_t len)
 	struct sigaction a;
 	int sig;
 
-	if (signo) {
-		if (signo < 1 || signo > SIGRTMAX) {
-			snprintf(why, len, "TALLY_SAMPLE_SIGNAL=%d is not a signal", signo);
-			return 0;
-		}
-		return signo;
-	}
 	if (!owner.program_action) {
 		snprintf(why, len, "no signal handler of tally's in this process");
 		return 0;
+	}
+	/* TALLY_SAMPLE_SIGNAL (its row in common/settings.c refused those no handler can have) */
+	if (signo) {
+		owner.program_action(signo, &a);
+		if (signo > SIGRTMAX || a.sa_handler != SIG_DFL || (a.sa_flags & SA_SIGINFO)) {
+			snprintf(why, len, "TALLY_SAMPLE_SIGNAL=%d: %s", signo,
+				 signo > SIGRTMAX ? "not a signal here"
+						  : "the program has a handler for it");
+			return 0;
+		}
+		return signo;
 	}
 	for (sig = SIGRTMAX; sig >= SIGRTMIN; sig--) {
 		owner.program_action(sig, &a);

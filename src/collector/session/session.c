@@ -285,6 +285,19 @@ static void cmdline(struct tally_buf *b)
 		tally_kv_bytes(b, TALLY_SK_CMDLINE, buf, (size_t)(buf[n - 1] ? n : n - 1));
 }
 
+/* The GPU metrics' devices as TALLY_GPU_METRICS says them: "all", or the CUDA ordinals. */
+static const char *devices_text(uint64_t mask, char *buf, size_t len)
+{
+	size_t at = 0;
+	unsigned i;
+
+	snprintf(buf, len, "all");
+	for (i = 0; mask && i < 64 && at < len; i++)
+		if (mask >> i & 1)
+			at += (size_t)snprintf(buf + at, len - at, "%s%u", at ? "," : "", i);
+	return buf;
+}
+
 static void config_text(struct tally_buf *b, const struct tally_config *c)
 {
 	char text[1024];
@@ -396,8 +409,11 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE, s->reserve_errno ? 0 : TALLY_CLOSE_RESERVE);
 	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE_ERRNO, (uint64_t)s->reserve_errno);
 	output_fs(b, s->fd);
-	if (c->gpu_metrics[0]) {
-		tally_kv_str(b, TALLY_SK_GPU_METRICS, c->gpu_metrics);
+	if (c->gpu_metrics) {
+		char devices[256];
+
+		tally_kv_str(b, TALLY_SK_GPU_METRICS,
+			     devices_text(c->gpu_metrics_devices, devices, sizeof(devices)));
 		tally_kv_uint(b, TALLY_SK_GPU_METRICS_HZ, c->gpu_metrics_hz);
 		tally_kv_str(b, TALLY_SK_GPU_METRICS_SET, c->gpu_metrics_set);
 	}
@@ -542,19 +558,15 @@ static void start_metrics(struct session *s)
 {
 	struct pm_sampler_config pc = {0};
 	const struct tally_config *c = &s->cfg;
-	char why[256], text[400], *slash;
+	char *slash;
 
-	if (!c->gpu_metrics[0])
+	if (!c->gpu_metrics)
 		return;
-	if (pm_devices_parse(c->gpu_metrics, &pc.device_mask, why, sizeof(why)) < 0) {
-		snprintf(text, sizeof(text), "TALLY_GPU_METRICS=%.64s: %s", c->gpu_metrics, why);
-		tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-stopped", text);
-		return;
-	}
+	pc.device_mask = c->gpu_metrics_devices;
 	pc.hz = c->gpu_metrics_hz;
 	pc.set = c->gpu_metrics_set;
 	pc.hw_buffer = c->gpu_metrics_buffer;
-	pc.decode_ms = c->gpu_metrics_decode_ms;
+	pc.decode_ms = (unsigned)(c->gpu_metrics_decode_ns / 1000000);
 	snprintf(pc.lock_dir, sizeof(pc.lock_dir), "%s", s->path);
 	slash = strrchr(pc.lock_dir, '/');
 	if (slash)
