@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -67,6 +68,26 @@ const char *collect_output(const struct collect_opts *o)
 	return o->set.text[TS_OUTPUT] ? o->set.text[TS_OUTPUT] : tally_settings[TS_OUTPUT].def_text;
 }
 
+bool collect_opts_native(const struct collect_opts *o)
+{
+	return collect_value(o, TS_NATIVE_STACKS) || (collect_value(o, TS_SAMPLE) & SAMPLE_NATIVE);
+}
+
+/* -o DIR/ or -o DIR (a directory that is there): the default name in it. */
+static void output_in_directory(struct collect_opts *o)
+{
+	const char *given = collect_output(o);
+	size_t n = strlen(given);
+	struct stat st;
+
+	if (!n || (given[n - 1] != '/' &&
+		   (strchr(given, '%') || stat(given, &st) < 0 || !S_ISDIR(st.st_mode))))
+		return;
+	snprintf(o->output_buf, sizeof(o->output_buf), "%s%s%s", given,
+		 given[n - 1] == '/' ? "" : "/", tally_settings[TS_OUTPUT].def_text);
+	o->set.text[TS_OUTPUT] = o->output_buf;
+}
+
 /* The variables every run sets whatever tally's environment holds: TALLY_OUTPUT (collect_env),
  * and TALLY_MANIFEST and TALLY_ROOT_PID (tally record's child). */
 static bool set_always(size_t id)
@@ -122,8 +143,10 @@ static int absolute_output(struct collect_opts *o)
 	char cwd[PATH_MAX], test[PATH_MAX], err[256];
 	int rc;
 
-	const char *output = collect_output(o);
+	const char *output;
 
+	output_in_directory(o);
+	output = collect_output(o);
 	if (tally_pattern_expand(output, &vars, test, sizeof(test), err, sizeof(err)) < 0)
 		return cli_usage_error("--output: %s", err);
 	if ((rc = check_name_lengths(test)) != 0)
@@ -151,7 +174,7 @@ int collect_opts_finish(struct collect_opts *o)
 				       "--gpu-metrics");
 	if ((rc = check_inherited(o)) != 0 || (rc = absolute_output(o)) != 0)
 		return rc;
-	if (cli_find_collector(o->collector, sizeof(o->collector)) < 0)
+	if (!o->collector[0] && cli_find_collector(o->collector, sizeof(o->collector)) < 0)
 		return cli_error(TALLY_EXIT_ERROR,
 				 "libtally.so not found (looked at %s): reinstall tally, or set "
 				 "TALLY_COLLECTOR",

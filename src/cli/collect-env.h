@@ -14,9 +14,10 @@
 #include "cli.h"
 
 struct collect_opts {
-	struct cli_settings set; /* the settings given as options (common/settings.h) */
+	struct cli_settings set;   /* the settings given as options (common/settings.h) */
+	char output_buf[PATH_MAX]; /* -o DIR/ or -o DIR: DIR/tally-%p.tally */
 	char output_abs[PATH_MAX];
-	char collector[PATH_MAX];
+	char collector[PATH_MAX]; /* set before collect_opts_finish: that path, not looked for */
 };
 
 /*
@@ -33,6 +34,8 @@ void collect_opts_init(struct collect_opts *o);
  * output pattern absolute (checking the names it makes); find libtally.so.  0 or an exit code.
  */
 int collect_opts_finish(struct collect_opts *o);
+/* Whether the recording takes native frames (--native-stacks, --sample with native). */
+bool collect_opts_native(const struct collect_opts *o);
 
 /* A setting's text as given (NULL: not given as an option). */
 const char *collect_given(const struct collect_opts *o, enum tally_setting_id id);

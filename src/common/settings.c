@@ -22,10 +22,21 @@
 
 /* ---- the texts' own checks ------------------------------------------------------------------ */
 
+const char *tally_output_pattern(const char *given, char *buf, size_t len)
+{
+	size_t n = strlen(given);
+
+	if (!n || given[n - 1] != '/')
+		return given;
+	if ((size_t)snprintf(buf, len, "%s%s", given, tally_settings[TS_OUTPUT].def_text) >= len)
+		return given; /* too long: the pattern's check says so */
+	return buf;
+}
+
 static int check_output(const char *text, uint64_t *value, char *why, size_t len)
 {
 	struct tally_pattern_vars vars = {.pid = 4194304};
-	char out[PATH_MAX];
+	char out[PATH_MAX], in_dir[PATH_MAX];
 
 	*value = 0;
 	if (strcmp(text, "-") == 0) {
@@ -34,6 +45,7 @@ static int check_output(const char *text, uint64_t *value, char *why, size_t len
 			 "(the program's own); name a file");
 		return -EINVAL;
 	}
+	text = tally_output_pattern(text, in_dir, sizeof(in_dir));
 	return tally_pattern_expand(text, &vars, out, sizeof(out), why, len) < 0 ? -EINVAL : 0;
 }
 
@@ -147,7 +159,8 @@ const struct tally_setting tally_settings[TALLY_SETTING_COUNT] = {
     [TS_OUTPUT] = {"TALLY_OUTPUT", "output", 'o', "PATTERN", .type = SETTING_TEXT,
 		   .max = PATH_MAX - 1, .def_text = "tally-%p.tally", .check = check_output,
 		   .help = "file name; %p pid, %h host, %n sequence, %q{VAR} env variable;\n"
-			   "not - (a trace is a file: standard output is the program's)"},
+			   "DIR/: the default name in DIR; not - (a trace is a file:\n"
+			   "standard output is the program's)"},
     [TS_TRACE] = {"TALLY_TRACE", "trace", 't', "LIST", .type = SETTING_NAMES, .names = trace_names,
 		  .def_text = "cuda,nvtx",
 		  .help = "cuda (kernels, copies, memsets, runtime calls, the driver's launches)\n"

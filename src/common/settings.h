@@ -152,6 +152,10 @@ int tally_setting_get(enum tally_setting_id id, uint64_t *value, const char **te
 int tally_setting_option(enum tally_setting_id id, const char *arg, char *own, size_t own_len,
 			 const char **out, char *why, size_t len);
 
+/* TALLY_OUTPUT (or -o) as a pattern: "DIR/" is the default name in DIR (into buf), anything
+ * else itself. */
+const char *tally_output_pattern(const char *given, char *buf, size_t len);
+
 /* For --help: " (default 1000, from 1 to 20000)", " (default none)" or "". */
 const char *tally_setting_describe(enum tally_setting_id id, char *buf, size_t len);
 

@@ -88,6 +88,7 @@ static void store(void *field, size_t size, uint64_t v)
 
 int tally_config_load(struct tally_config *c, char *why, size_t len)
 {
+	char pattern[PATH_MAX];
 	const char *text;
 	uint64_t v;
 	size_t i;
@@ -106,6 +107,8 @@ int tally_config_load(struct tally_config *c, char *why, size_t len)
 			return -EINVAL;
 		}
 	}
+	if (tally_output_pattern(c->output, pattern, sizeof(pattern)) == pattern)
+		snprintf(c->output, sizeof(c->output), "%s", pattern); /* DIR/: checked to fit */
 	c->python_stacks_gil = c->python_stacks == PYTHON_STACKS_GIL;
 	c->gpu_metrics = tally_config_gpu_metrics_asked();
 	return 0;
