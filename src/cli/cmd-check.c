@@ -12,11 +12,9 @@
 
 #include "cli.h"
 #include "json.h"
-#include "reader.h"
 #include "summary.h"
 #include "tally-format.h"
 #include "trace-set.h"
-#include "verdict.h"
 
 struct check_opts {
 	bool json, verbose, quiet;
@@ -65,9 +63,10 @@ static const char *chunk_type_name(unsigned type)
 	return type < TALLY_CHUNK_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
 
-static int print_chunk(void *ctx, const struct tally_chunk_info *c)
+static int print_chunk(void *ctx, struct report_section *rs, const struct tally_chunk_info *c,
+		       const uint8_t *payload)
 {
-	(void)ctx;
+	(void)ctx, (void)rs, (void)payload;
 	printf("  chunk %-6" PRIu32 " @%-10" PRIu64 " %-8s len %-8" PRIu32 "%s\n", c->seq,
 	       c->offset, chunk_type_name(c->type), c->len,
 	       c->flags & TALLY_CHUNK_FLAG_FINAL ? " FINAL" : "");
@@ -484,8 +483,9 @@ static void print_verdict(const struct tally_section *s, const struct tally_verd
 		       s->ledger.unknown_counters);
 }
 
-static bool check_text(const struct tally_file *f, const struct check_opts *o)
+static bool check_text(const struct report_set *set, const struct check_opts *o)
 {
+	const struct tally_file *f = set->inputs[0].f;
 	bool all = f->nsections > 0;
 	size_t i;
 
@@ -498,15 +498,14 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 		if (!f->nsections)
 			printf("  verdict   INCOMPLETE\n    - no session in the file\n");
 	}
-	for (i = 0; i < f->nsections; i++) {
-		const struct tally_section *s = f->sections[i];
-		struct tally_verdict v;
+	for (i = 0; i < set->nsections; i++) {
+		const struct report_section *rs = set->sections[i];
+		const struct tally_section *s = rs->s;
 
-		tally_verdict_compute(f, s, &v);
-		all &= v.complete;
+		all &= rs->verdict.complete;
 		if (o->quiet) {
 			printf("%s[%zu]: %s\n", cli_text(f->path), i,
-			       v.complete ? "COMPLETE" : "INCOMPLETE");
+			       rs->verdict.complete ? "COMPLETE" : "INCOMPLETE");
 		} else {
 			print_session(f, s);
 			print_ledger(s);
@@ -514,9 +513,8 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 			print_symbols(s);
 			print_drops(s);
 			print_gpu_metrics(s);
-			print_verdict(s, &v);
+			print_verdict(s, &rs->verdict);
 		}
-		tally_verdict_fini(&v);
 	}
 	return all;
 }
@@ -651,56 +649,12 @@ static void json_ledger(struct tally_json *j, const struct tally_section *s)
 	tally_json_object_end(j);
 }
 
-static void json_windows(struct tally_json *j, const struct tally_section *s, unsigned counter)
+static void json_section(struct tally_json *j, const struct report_section *rs)
 {
-	size_t i;
-
-	tally_json_name(j, "windows");
-	tally_json_array_begin(j);
-	for (i = 0; i < s->nwindows; i++) {
-		if (s->windows[i].counter != counter)
-			continue;
-		tally_json_object_begin(j);
-		tally_json_field_uint(j, "begin_ns", s->windows[i].t_begin);
-		tally_json_field_uint(j, "end_ns", s->windows[i].t_end);
-		tally_json_field_uint(j, "count", s->windows[i].count);
-		tally_json_object_end(j);
-	}
-	tally_json_array_end(j);
-}
-
-static void json_verdict(struct tally_json *j, const struct tally_section *s,
-			 const struct tally_verdict *v)
-{
-	size_t i;
-
-	tally_json_field_string(j, "verdict", v->complete ? "COMPLETE" : "INCOMPLETE");
-	tally_json_name(j, "reasons");
-	tally_json_array_begin(j);
-	for (i = 0; i < v->nreasons; i++) {
-		const struct tally_reason *r = &v->reasons[i];
-
-		tally_json_object_begin(j);
-		tally_json_field_string(j, "code", tally_reason_code_name(r->code));
-		if (r->code == TALLY_R_LOSS)
-			tally_json_field_string(j, "counter", tally_counter_info(r->counter)->name);
-		tally_json_field_uint(j, "count", r->count);
-		tally_json_field_string(j, "text", r->text);
-		tally_json_field_string(j, "hint", r->hint);
-		if (r->code == TALLY_R_LOSS)
-			json_windows(j, s, r->counter);
-		tally_json_object_end(j);
-	}
-	tally_json_array_end(j);
-}
-
-static void json_section(struct tally_json *j, const struct tally_file *f,
-			 const struct tally_section *s, const struct tally_verdict *v)
-{
+	const struct tally_section *s = rs->s;
 	unsigned k;
 	size_t i;
 
-	(void)f;
 	tally_json_object_begin(j);
 	tally_json_field_uint(j, "offset", s->offset);
 	tally_json_field_uint(j, "pid", s->pid);
@@ -740,7 +694,7 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	json_sampling(j, s);
 	json_symbols(j, s);
 	json_gpu_metrics(j, s);
-	json_verdict(j, s, v);
+	report_verdict_json(j, rs); /* read/'s, as every report writes it */
 	tally_json_name(j, "notes");
 	tally_json_array_begin(j);
 	for (i = 0; i < s->nnotes; i++) {
@@ -761,8 +715,9 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	tally_json_object_end(j);
 }
 
-static bool check_json_file(struct tally_json *j, const struct tally_file *f)
+static bool check_json_file(struct tally_json *j, const struct report_set *set)
 {
+	const struct tally_file *f = set->inputs[0].f;
 	bool all = f->nsections > 0;
 	size_t i;
 
@@ -785,13 +740,9 @@ static bool check_json_file(struct tally_json *j, const struct tally_file *f)
 	tally_json_array_end(j);
 	tally_json_name(j, "sections");
 	tally_json_array_begin(j);
-	for (i = 0; i < f->nsections; i++) {
-		struct tally_verdict v;
-
-		tally_verdict_compute(f, f->sections[i], &v);
-		all &= v.complete;
-		json_section(j, f, f->sections[i], &v);
-		tally_verdict_fini(&v);
+	for (i = 0; i < set->nsections; i++) {
+		all &= set->sections[i]->verdict.complete;
+		json_section(j, set->sections[i]);
 	}
 	tally_json_array_end(j);
 	tally_json_field_string(j, "verdict", all ? "COMPLETE" : "INCOMPLETE");
@@ -799,39 +750,38 @@ static bool check_json_file(struct tally_json *j, const struct tally_file *f)
 	return all;
 }
 
-static int check_one(const char *path, const struct check_opts *o, struct tally_json *j,
-		     bool *complete)
+/* One file, read through read/ as every command reads traces (trace-set.h): on its own, so that
+ * a file that cannot be read does not stop the others; its sections aligned among themselves. */
+static int check_one(char *path, const struct check_opts *o, struct tally_json *j, bool *complete)
 {
 	struct cli_progress progress;
-	struct tally_read_ops ops = {
+	struct report_scan_ops ops = {
 	    .chunk = o->verbose && !o->json ? print_chunk : NULL,
 	    .progress = cli_progress_callback,
-	    .ctx = &progress,
+	    .pctx = &progress,
 	};
-	struct tally_file *f = NULL;
+	struct report_set set;
 	char err[512];
 	int rc;
 
-	rc = tally_file_open(&f, path, err, sizeof(err));
+	rc = report_set_open(&set, &path, 1, err, sizeof(err));
 	if (rc == 0) {
 		if (o->verbose && !o->json)
 			printf("%s:\n", cli_text(path));
 		cli_progress_begin(&progress, path);
-		rc = tally_file_read(f, &ops);
+		rc = report_scan(&set, &ops, err, sizeof(err));
 		cli_progress_end(&progress);
-		if (rc < 0)
-			snprintf(err, sizeof(err), "%s: read failed: %s", path, strerror(-rc));
 	}
-	if (rc < 0) {
+	if (rc != 0) {
 		if (j)
 			json_unreadable(j, path, err);
 		else
-			cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
-		tally_file_close(f); /* NULL when open failed */
+			cli_error(TALLY_EXIT_UNREADABLE, "%s", cli_text(err));
+		report_set_close(&set);
 		return TALLY_EXIT_UNREADABLE;
 	}
-	*complete = j ? check_json_file(j, f) : check_text(f, o);
-	tally_file_close(f);
+	*complete = j ? check_json_file(j, &set) : check_text(&set, o);
+	report_set_close(&set);
 	return 0;
 }
 

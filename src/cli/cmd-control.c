@@ -18,9 +18,8 @@
 #include "collect-env.h"
 #include "compare.h"
 #include "json.h"
-#include "reader.h"
 #include "record-run.h"
-#include "verdict.h"
+#include "trace-set.h"
 
 #define MAX_ROUNDS 50
 #define REDUCED	   "kernel,memcpy,memset"
@@ -129,31 +128,27 @@ static int make_dir(struct control *ctl)
 /* ---- the runs ------------------------------------------------------------------------------ */
 
 /* What one trace file says: records, CUPTI's drops, every loss counter, the verdict. */
-static void tally_file_facts(const char *path, struct round_result *rr)
+static void trace_facts(char *path, struct round_result *rr)
 {
-	struct tally_file *f = NULL;
+	struct report_set set;
 	char err[256];
 	size_t i, j;
 
 	rr->files++;
-	if (tally_file_load(&f, path, err, sizeof(err)) < 0) {
+	if (report_set_read(&set, &path, 1, err, sizeof(err)) < 0) {
 		rr->lost++; /* an unreadable trace lost everything it had */
-		tally_file_close(f);
 		return;
 	}
-	for (i = 0; i < f->nsections; i++) {
-		const struct tally_section *s = f->sections[i];
-		struct tally_verdict v = {0};
+	for (i = 0; i < set.nsections; i++) {
+		const struct tally_section *s = set.sections[i]->s;
 
 		rr->records += s->records_total;
 		rr->dropped_cupti += s->ledger.v[TALLY_C_DROPPED_CUPTI];
 		for (j = 0; j < tally_loss_counters_count; j++)
 			rr->lost += s->ledger.v[tally_loss_counters[j]];
-		if (tally_verdict_compute(f, s, &v) == 0 && v.complete)
-			rr->complete++;
-		tally_verdict_fini(&v);
+		rr->complete += set.sections[i]->verdict.complete;
 	}
-	tally_file_close(f);
+	report_set_close(&set);
 }
 
 static int run_one(struct control *ctl, enum config cfg, unsigned round)
@@ -190,7 +185,7 @@ static int run_one(struct control *ctl, enum config cfg, unsigned round)
 	rr->wall_ns = run.wall_ns;
 	rr->status = run.status;
 	for (i = 0; i < run.nfiles; i++)
-		tally_file_facts(run.files[i].path, rr);
+		trace_facts(run.files[i].path, rr);
 	record_run_fini(&run);
 	if (!ctl->json)
 		fprintf(stderr, "tally control: round %u %-8s %.3f s, exit %d\n", round + 1,

@@ -21,10 +21,9 @@
 #include "json.h"
 #include "outfile.h"
 #include "pattern.h"
-#include "reader.h"
 #include "record-run.h"
 #include "symbolize.h"
-#include "verdict.h"
+#include "trace-set.h"
 #include "writer.h"
 
 struct record_opts {
@@ -358,12 +357,14 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 			   struct metric_said *ms)
 {
 	struct cli_colors col = cli_colors_for(out);
-	struct tally_file *f = NULL;
-	struct tally_verdict v = {0};
-	char err[512], size[32];
+	char err[512], size[32], *path = (char *)w->path;
+	const struct tally_verdict *v;
+	const struct tally_section *s;
+	struct report_set set;
+	bool complete;
 	size_t i;
 
-	if (tally_file_load(&f, w->path, err, sizeof(err)) < 0 || !f->nsections) {
+	if (report_set_read(&set, &path, 1, err, sizeof(err)) < 0 || !set.nsections) {
 		if (j) {
 			tally_json_object_begin(j);
 			tally_json_field_string(j, "path", w->path);
@@ -371,40 +372,41 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 			tally_json_object_end(j);
 		} else {
 			fprintf(out, "  %s: unreadable: %s\n", cli_text(w->path),
-				f ? "no session" : cli_text(err));
+				set.ninputs ? "no session" : cli_text(err));
 		}
-		tally_file_close(f);
+		report_set_close(&set);
 		return false;
 	}
-	tally_verdict_compute(f, f->sections[0], &v);
-	say_gpu_metrics(f->sections[0], ms);
+	s = set.sections[0]->s;
+	v = &set.sections[0]->verdict;
+	say_gpu_metrics(s, ms);
 	if (j) {
 		tally_json_object_begin(j);
 		tally_json_field_string(j, "path", w->path);
 		tally_json_field_int(j, "pid", w->pid);
-		tally_json_field_uint(j, "size", f->size);
-		tally_json_field_uint(j, "records", f->sections[0]->records_total);
-		tally_json_field_string(j, "verdict", v.complete ? "COMPLETE" : "INCOMPLETE");
-		tally_json_field_bool(j, "disk_filled", disk_filled(f->sections[0]));
+		tally_json_field_uint(j, "size", set.inputs[0].f->size);
+		tally_json_field_uint(j, "records", s->records_total);
+		tally_json_field_string(j, "verdict", v->complete ? "COMPLETE" : "INCOMPLETE");
+		tally_json_field_bool(j, "disk_filled", disk_filled(s));
 		tally_json_name(j, "reasons");
 		tally_json_array_begin(j);
-		for (i = 0; i < v.nreasons; i++)
-			tally_json_string(j, v.reasons[i].text);
+		for (i = 0; i < v->nreasons; i++)
+			tally_json_string(j, v->reasons[i].text);
 		tally_json_array_end(j);
 		tally_json_object_end(j);
 	} else {
 		fprintf(out, "  %s: %s, ", cli_text(w->path),
-			cli_fmt_bytes(size, sizeof(size), f->size));
-		print_counts(out, f->sections[0]);
-		fprintf(out, ", %s%s%s\n", v.complete ? col.green : col.red,
-			v.complete ? "COMPLETE" : "INCOMPLETE", col.reset);
-		for (i = 0; i < v.nreasons; i++)
-			fprintf(out, "    - %s\n", cli_text(v.reasons[i].text));
-		say_disk_filled(out, w->path, f->sections[0]);
+			cli_fmt_bytes(size, sizeof(size), set.inputs[0].f->size));
+		print_counts(out, s);
+		fprintf(out, ", %s%s%s\n", v->complete ? col.green : col.red,
+			v->complete ? "COMPLETE" : "INCOMPLETE", col.reset);
+		for (i = 0; i < v->nreasons; i++)
+			fprintf(out, "    - %s\n", cli_text(v->reasons[i].text));
+		say_disk_filled(out, w->path, s);
 	}
-	tally_verdict_fini(&v);
-	tally_file_close(f);
-	return v.complete;
+	complete = v->complete;
+	report_set_close(&set);
+	return complete;
 }
 
 /* Where --json goes: standard error, or FILE (replaced only if it is a regular file). */

@@ -674,6 +674,17 @@ int report_scan(struct report_set *set, const struct report_scan_ops *ops, char 
 	return rc;
 }
 
+int report_set_read(struct report_set *set, char *const *paths, size_t npaths, char *err,
+		    size_t errlen)
+{
+	struct report_scan_ops none = {0};
+	int rc = report_set_open(set, paths, npaths, err, errlen);
+
+	if (rc == 0 && (rc = report_scan(set, &none, err, errlen)) != 0)
+		report_set_close(set);
+	return rc;
+}
+
 const char *report_section_label(const struct report_section *rs, char *buf, size_t len)
 {
 	const struct tally_section *s = rs->s;
