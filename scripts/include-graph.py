@@ -42,7 +42,8 @@ from buildobjects import linked_objects, links, nm, source_of  # noqa: E402
 # floors of its own (collector/) holds files only inside its rooms.
 FLOORS = {
     "": {
-        1: ["format", "common"],
+        0: ["common"],
+        1: ["format"],
         2: ["read", "collector", "doctor"],
         3: ["stats", "merge"],
         4: ["export", "compare", "page"],

@@ -104,7 +104,7 @@ static const uint8_t *file_bytes(struct tally_file *f, uint64_t off, size_t n, s
 	if (want > f->size - off)
 		want = (size_t)(f->size - off);
 	if (want > f->buf_cap) {
-		uint8_t *b = realloc(f->buf, want);
+		uint8_t *b = tally_resize(f->buf, want, 1);
 
 		if (!b)
 			return NULL;
@@ -546,7 +546,7 @@ static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len,
 	    (need > s->nstrings && need - s->nstrings > *budget))
 		return false;
 	if (need > s->nstrings) {
-		char **t = realloc(s->strings, need * sizeof(*t));
+		char **t = tally_resize(s->strings, (size_t)need, sizeof(*t));
 
 		if (!t)
 			return false;
