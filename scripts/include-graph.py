@@ -15,7 +15,8 @@ until the change that removes it takes it out.
 With --objects BUILD, the files' graph also has an arrow from a file to each file that defines
 a name it uses, read with nm from the objects the build links (scripts/buildobjects.py), and
 any circle of files fails: two files that call each other, however far round, are one job in
-two places, or a lower one that calls up.  A tie through a name a shared library of the build
+two places, or a lower one that calls up.  So does a call of realloc outside common/grow.c (the
+one growable array: ONLY_IN).  A tie through a name a shared library of the build
 exports (libtally.so's interposers: read, pthread_mutex_lock, ...) is no arrow but an error
 of its own: a file linked into that library must not use it (tally's own calls go to libc's,
 collector/base/libc.h).
@@ -201,6 +202,12 @@ def check(src, known=None):
 
 
 DEFINED = set("TDRB")  # global text, data, read-only data, bss
+# Functions of the C library that one file of src/ calls for all the others: the one copy of what
+# they do (issue 33: every growing array doubles and checks its size for overflow there).
+ONLY_IN = {
+    "realloc": "common/grow.c",
+    "reallocarray": "common/grow.c",
+}
 
 
 def symbol_graph(build, src):
@@ -236,6 +243,10 @@ def symbol_graph(build, src):
             if path and names:
                 errors.append(f"{path}: uses {', '.join(names)}, which {os.path.basename(t['output'])} "
                               "exports (an interposer): call libc's (collector/base/libc.h)")
+    for path, names in sorted(used.items()):
+        for name in sorted(names & set(ONLY_IN)):
+            if path != ONLY_IN[name]:
+                errors.append(f"{path}: calls {name}, which only {ONLY_IN[name]} calls: use it")
     graph = {}
     for path, names in used.items():
         for name in names - exported_anywhere:
@@ -339,6 +350,8 @@ def self_test_objects():
          "a circle of files: a/high.c (low) -> a/low.c (high) -> a/high.c"),
         ({"src/lib/user.c": "#include <unistd.h>\nint user(void) { char c; return (int)read(0, &c, 1); }\n"},
          "lib/user.c: uses read, which libx.so exports"),
+        ({"src/a/low.c": "#include <stdlib.h>\nvoid *low(void *p) { return realloc(p, 1); }\n"},
+         "a/low.c: calls realloc, which only common/grow.c calls"),
     ]
     failed = 0
     for extra, want in cases:

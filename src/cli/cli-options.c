@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Option tables: parsing through getopt_long, and --help, from the same rows; see cli-options.h. */
 #include "cli.h"
+#include "grow.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -307,14 +308,14 @@ static int set_choice(const struct slot *s, const char *arg, char *err, size_t l
 
 static int list_add(struct cli_list *l, const char *item, size_t n)
 {
-	char **items = realloc(l->items, (l->n + 1) * sizeof(*items));
+	char **slot = tally_array_push(&l->items, &l->n, sizeof(*slot));
 
-	if (!items)
+	if (!slot)
 		return -ENOMEM;
-	l->items = items;
-	if (!(l->items[l->n] = strndup(item, n)))
+	if (!(*slot = strndup(item, n))) {
+		l->n--; /* the slot stays, empty: the array's capacity is its own */
 		return -ENOMEM;
-	l->n++;
+	}
 	return 0;
 }
 

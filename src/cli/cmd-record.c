@@ -18,6 +18,7 @@
 #include "collect-env.h"
 #include "doctor.h"
 #include "forward.h"
+#include "grow.h"
 #include "json.h"
 #include "outfile.h"
 #include "pattern.h"
@@ -241,15 +242,8 @@ static int wait_child(pid_t pid)
 
 static bool add_written(struct record_run *run, size_t *cap, long pid, const char *path)
 {
-	if (run->nfiles == *cap) {
-		size_t n = *cap ? 2 * *cap : 64;
-		struct record_written *t = realloc(run->files, n * sizeof(*t));
-
-		if (!t)
-			return false;
-		run->files = t;
-		*cap = n;
-	}
+	if (!tally_grow_in(&run->files, cap, run->nfiles + 1, sizeof(*run->files)))
+		return false;
 	snprintf(run->files[run->nfiles].path, sizeof(run->files[0].path), "%s", path);
 	run->files[run->nfiles].pid = pid;
 	run->files[run->nfiles++].ended = false;

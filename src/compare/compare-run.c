@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "compare-int.h"
+#include "grow.h"
 
 /* ---- order per stream ------------------------------------------------------------------- */
 
@@ -200,7 +201,7 @@ static int side_dist(struct cmp_side *sd, size_t nkeys, struct side_dist *d)
 	for (i = 0; i < sd->nev; i++)
 		d->dur[i] = (uint32_t)comp[i];
 	/* given back the other half; where realloc cannot, the array stays as it is */
-	shrunk = realloc(d->dur, (sd->nev ? sd->nev : 1) * sizeof(*d->dur));
+	shrunk = tally_resize(d->dur, sd->nev, sizeof(*d->dur));
 	if (shrunk)
 		d->dur = shrunk;
 	return 0;

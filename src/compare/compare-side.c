@@ -519,12 +519,11 @@ static int collect_drops(const struct report_section *rs, struct compare_side_in
 	for (i = 0; i < rs->s->ndrops; i++) {
 		const struct tally_drops *d = &rs->s->drops[i];
 		struct compare_ctx_drops *n =
-		    realloc(info->ctx_drops, (info->nctx_drops + 1) * sizeof(*n));
+		    tally_array_push(&info->ctx_drops, &info->nctx_drops, sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
-		info->ctx_drops = n;
-		n[info->nctx_drops++] = (struct compare_ctx_drops){rs->index, *d};
+		*n = (struct compare_ctx_drops){rs->index, *d};
 	}
 	return 0;
 }
@@ -540,15 +539,14 @@ static int collect_reasons(const struct cmp_side *sd, struct compare_side_info *
 		if (collect_drops(rs, info) < 0)
 			return -ENOMEM;
 		for (j = 0; j < rs->verdict.nreasons; j++) {
-			char **n = realloc(info->reasons, (info->nreasons + 1) * sizeof(*n));
+			char **n = tally_array_push(&info->reasons, &info->nreasons, sizeof(*n));
 
 			if (!n)
 				return -ENOMEM;
-			info->reasons = n;
 			snprintf(line, sizeof(line), "%s: %s",
 				 report_section_label(rs, label, sizeof(label)),
 				 rs->verdict.reasons[j].text);
-			if (!(n[info->nreasons++] = strdup(line)))
+			if (!(*n = strdup(line)))
 				return -ENOMEM;
 		}
 		for (j = 0; j < tally_loss_counters_count && j < 64; j++)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "compare-int.h"
+#include "grow.h"
 
 void compare_opts_default(struct compare_opts *o)
 {
@@ -67,17 +68,13 @@ long cmp_key_intern(struct cmp_keys *k, const char *name, unsigned kind)
 	for (h = hash_str(name) & (k->nslot - 1); k->slot[h]; h = (h + 1) & (k->nslot - 1))
 		if (strcmp(k->name[k->slot[h] - 1], name) == 0)
 			return k->slot[h] - 1;
-	if (k->n == k->cap) {
-		size_t ncap = k->cap ? k->cap * 2 : 64;
-		char **nn = realloc(k->name, ncap * sizeof(*nn));
-		unsigned *nk = nn ? realloc(k->kind, ncap * sizeof(*nk)) : NULL;
+	if (k->n == k->cap) { /* two arrays of one capacity: the smaller of what each got */
+		size_t names = k->cap, kinds = k->cap;
 
-		if (nn)
-			k->name = nn;
-		if (!nk)
+		if (!tally_grow_in(&k->name, &names, k->n + 1, sizeof(*k->name)) ||
+		    !tally_grow_in(&k->kind, &kinds, k->n + 1, sizeof(*k->kind)))
 			return -ENOMEM;
-		k->kind = nk;
-		k->cap = ncap;
+		k->cap = names < kinds ? names : kinds;
 	}
 	k->name[k->n] = strdup(name);
 	if (!k->name[k->n])

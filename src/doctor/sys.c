@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "internal.h"
 
 #define ENV_FILE_MAX	(64 * 1024)
@@ -180,7 +181,7 @@ static int load_env_file(struct doctor_ctx *ctx, const char *text)
 
 		if (l && p[0] != '#' && memchr(p, '=', l)) {
 			if (n + 2 > cap) {
-				char **bigger = realloc(env, 2 * cap * sizeof(*env));
+				char **bigger = tally_resize(env, 2 * cap, sizeof(*env));
 
 				if (!bigger)
 					goto free_env;

@@ -18,6 +18,7 @@
 
 #include "buf.h"
 #include "chrome-host.h"
+#include "grow.h"
 #include "stacks.h"
 
 #define TORN_FRAME 0xffffffffu /* the node of samples whose frames changed while read */
@@ -163,14 +164,8 @@ static struct psession *session_of(struct chrome_host *h, const struct report_se
 	for (i = h->n; i-- > 0;)
 		if (h->s[i].track == track && h->s[i].python == python)
 			return &h->s[i];
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 16;
-
-		if (!(p = realloc(h->s, cap * sizeof(*p))))
-			return NULL;
-		h->s = p;
-		h->cap = cap;
-	}
+	if (!tally_grow_in(&h->s, &h->cap, h->n + 1, sizeof(*h->s)))
+		return NULL;
 	p = &h->s[h->n++];
 	memset(p, 0, sizeof(*p));
 	/* unique per export: section, track and kind (the importer keys it with the pid) */
@@ -255,7 +250,7 @@ static uint32_t leaf_of(struct psession *p, struct report_section *rs, uint32_t 
 
 		while (cap <= stack)
 			cap *= 2;
-		if ((t = realloc(p->leaf, cap * sizeof(*t)))) {
+		if ((t = tally_resize(p->leaf, cap, sizeof(*t)))) {
 			memset(t + p->nleaf, 0, (cap - p->nleaf) * sizeof(*t));
 			p->leaf = t;
 			p->nleaf = cap;

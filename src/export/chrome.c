@@ -32,6 +32,7 @@
 #include "esc.h"
 #include "export.h"
 #include "gaps.h"
+#include "grow.h"
 #include "hashmap.h"
 #include "json.h"
 #include "launch.h"
@@ -286,15 +287,8 @@ static struct stream_lanes *lanes_of(struct csec *cs, uint64_t key)
 	found = tally_map_get(&cs->lanes_map, key, 0);
 	if (found)
 		return &cs->lanes[cs->last_lanes = found - 1];
-	if (cs->nlanes == cs->lanes_cap) {
-		size_t cap = cs->lanes_cap ? 2 * cs->lanes_cap : 16;
-		struct stream_lanes *t = realloc(cs->lanes, cap * sizeof(*t));
-
-		if (!t)
-			return NULL;
-		cs->lanes = t;
-		cs->lanes_cap = cap;
-	}
+	if (!tally_grow_in(&cs->lanes, &cs->lanes_cap, cs->nlanes + 1, sizeof(*cs->lanes)))
+		return NULL;
 	if (tally_map_put(&cs->lanes_map, key, 0, (uint32_t)cs->nlanes + 1) < 0)
 		return NULL;
 	cs->lanes[cs->nlanes] = (struct stream_lanes){.key = key};
@@ -528,13 +522,13 @@ static bool metric_names(struct csec *cs, const struct report_metric *m)
 		return true;
 	if (m->index >= cs->nmetrics) {
 		cap = m->index + 16;
-		n = realloc(cs->metric_name, cap * sizeof(*n));
+		n = tally_resize(cs->metric_name, cap, sizeof(*n));
 		if (n)
 			cs->metric_name = n;
-		u = n ? realloc(cs->metric_unit, cap * sizeof(*u)) : NULL;
+		u = n ? tally_resize(cs->metric_unit, cap, sizeof(*u)) : NULL;
 		if (u)
 			cs->metric_unit = u;
-		st = u ? realloc(cs->steps, cap * sizeof(*st)) : NULL;
+		st = u ? tally_resize(cs->steps, cap, sizeof(*st)) : NULL;
 		if (!st)
 			return false;
 		cs->steps = st;
@@ -694,18 +688,8 @@ static int on_section(void *ctx, struct report_section *rs)
 	struct chrome *c = ctx;
 	uint32_t pid;
 
-	if (rs->index >= c->secs_cap) {
-		size_t cap = c->secs_cap ? 2 * c->secs_cap : 16;
-		struct csec *t;
-
-		while (cap <= rs->index)
-			cap *= 2;
-		t = realloc(c->secs, cap * sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		c->secs = t;
-		c->secs_cap = cap;
-	}
+	if (!tally_grow_in(&c->secs, &c->secs_cap, (size_t)rs->index + 1, sizeof(*c->secs)))
+		return -ENOMEM;
 	memset(&c->secs[rs->index], 0, sizeof(*c->secs));
 	queues_section(c->queues, rs);
 	c->nsecs = rs->index + 1;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "grow.h"
 #include "outfile.h"
 #include "sqlite-host.h"
 #include "sqlite-schema.h"
@@ -125,7 +126,7 @@ struct sq {
 	int64_t *domains; /* StringIds ids used as NVTX domains: a NvtxDomainCreate row each */
 	size_t ndomains;
 	struct sqsec *secs;
-	size_t nsecs;
+	size_t nsecs, secs_cap;
 	uint64_t rows;
 	char *err; /* the caller's, from open */
 	size_t errlen;
@@ -415,7 +416,7 @@ static struct sqsec *sqsec(struct sq *q, const struct report_section *rs)
 
 static bool grow_ids(int64_t **a, uint32_t old, uint32_t cap)
 {
-	int64_t *t = realloc(*a, cap * sizeof(*t));
+	int64_t *t = tally_resize(*a, cap, sizeof(*t));
 
 	if (!t)
 		return false;
@@ -554,7 +555,7 @@ static int64_t callchain(struct sq *q, struct report_section *rs, struct sqsec *
 
 		while (cap <= stack_id)
 			cap *= 2;
-		if (!(t = realloc(x->chain_done, cap)))
+		if (!(t = tally_resize(x->chain_done, cap, 1)))
 			return -1;
 		memset(t + x->nchain, 0, cap - x->nchain);
 		x->chain_done = t;
@@ -718,11 +719,10 @@ static int add_domain(struct sq *q, int64_t id)
 	for (i = 0; i < q->ndomains; i++)
 		if (q->domains[i] == id)
 			return 0;
-	t = realloc(q->domains, (q->ndomains + 1) * sizeof(*t));
+	t = tally_array_push(&q->domains, &q->ndomains, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	q->domains = t;
-	q->domains[q->ndomains++] = id;
+	*t = id;
 	return 0;
 }
 
@@ -872,11 +872,11 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 static int on_section(void *ctx, struct report_section *rs)
 {
 	struct sq *q = ctx;
-	struct sqsec *t = realloc(q->secs, (rs->index + 1) * sizeof(*t));
+	struct sqsec *t;
 
-	if (!t)
+	if (!tally_grow_in(&q->secs, &q->secs_cap, (size_t)rs->index + 1, sizeof(*q->secs)))
 		return -ENOMEM;
-	q->secs = t;
+	t = q->secs;
 	memset(&t[rs->index], 0, sizeof(*t));
 	q->nsecs = rs->index + 1;
 	t[rs->index].global_pid = (int64_t)(rs->index + 1) << 48 | (int64_t)(rs->s->pid & 0xffffff)

@@ -7,6 +7,7 @@
 
 #include "breakdown.h"
 #include "gaps.h"
+#include "grow.h"
 #include "spans.h"
 
 #define DEFAULT_GAP_MIN_NS 1000000ull
@@ -137,7 +138,7 @@ static struct bd_dev *dev_of(struct breakdown *b, uint32_t device)
 	if (s->ndev == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 4;
 
-		if (!(d = realloc(s->dev, cap * sizeof(*d))))
+		if (!(d = tally_resize(s->dev, cap, sizeof(*d))))
 			return NULL;
 		s->dev = d;
 		s->cap = cap;
@@ -160,7 +161,7 @@ static unsigned kernel_class(struct bd_sec *s, struct report_section *rs, uint32
 		return kernel_is_comm(report_string(rs, id)) ? 2 : 1;
 	if (id >= s->nkclass) {
 		uint32_t n = rs->s->nstrings;
-		uint8_t *t = realloc(s->kclass, n);
+		uint8_t *t = tally_resize(s->kclass, n, 1);
 
 		if (!t)
 			return kernel_is_comm(report_string(rs, id)) ? 2 : 1;
@@ -363,7 +364,7 @@ int breakdown_section_end(struct breakdown *b, struct report_section *rs)
 	for (i = 0; i < s->ndev; i++) {
 		if (b->nrows == b->cap) {
 			size_t cap = b->cap ? 2 * b->cap : 16;
-			struct bd_row *t = realloc(b->rows, cap * sizeof(*t));
+			struct bd_row *t = tally_resize(b->rows, cap, sizeof(*t));
 
 			if (!t)
 				return -ENOMEM;

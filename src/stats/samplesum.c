@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "samplesum.h"
 #include "stacks.h"
 
@@ -58,10 +59,10 @@ static bool counts_grow(struct stack_counts *c, uint32_t id)
 		return true;
 	while (cap <= id)
 		cap *= 2;
-	n = realloc(c->n, cap * sizeof(*n));
+	n = tally_resize(c->n, cap, sizeof(*n));
 	if (n)
 		c->n = n;
-	on = n ? realloc(c->on_cpu, cap * sizeof(*on)) : NULL;
+	on = n ? tally_resize(c->on_cpu, cap, sizeof(*on)) : NULL;
 	if (!on)
 		return false;
 	c->on_cpu = on;
@@ -147,7 +148,7 @@ static struct sample_sum_row *row_of(struct sample_sum *s, const char *label, un
 	}
 	if (s->nrows == s->rows_cap) {
 		size_t cap = s->rows_cap ? 2 * s->rows_cap : 64;
-		struct sample_sum_row *t = realloc(s->rows, cap * sizeof(*t));
+		struct sample_sum_row *t = tally_resize(s->rows, cap, sizeof(*t));
 
 		if (!t)
 			return NULL;

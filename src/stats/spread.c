@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "select.h"
 #include "spread.h"
 
@@ -109,7 +110,7 @@ static long name_index(struct spread *s, const char *name)
 			return (long)s->slot[k] - 1;
 	if (s->nnames == s->ncap) {
 		size_t cap = s->ncap ? 2 * s->ncap : 64;
-		struct kname *t = realloc(s->names, cap * sizeof(*t));
+		struct kname *t = tally_resize(s->names, cap, sizeof(*t));
 
 		if (!t)
 			return -1;
@@ -130,7 +131,7 @@ static long new_pair(struct spread *s, size_t name, unsigned sec)
 	if (s->npairs == s->pcap) {
 		size_t cap = s->pcap ? 2 * s->pcap : 64;
 
-		if (!(p = realloc(s->pairs, cap * sizeof(*p))))
+		if (!(p = tally_resize(s->pairs, cap, sizeof(*p))))
 			return -1;
 		s->pairs = p;
 		s->pcap = cap;
@@ -156,7 +157,7 @@ static struct pair *pair_of(struct spread *s, struct report_section *rs, uint32_
 	if (id < rs->s->nstrings) {
 		if (id >= s->ncache) {
 			uint32_t n = rs->s->nstrings;
-			uint32_t *t = realloc(s->cache, n * sizeof(*t));
+			uint32_t *t = tally_resize(s->cache, n, sizeof(*t));
 
 			if (!t)
 				return NULL;
@@ -186,7 +187,7 @@ static bool push(struct pair *p, uint64_t x)
 {
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? 2 * p->cap : 16;
-		uint64_t *t = realloc(p->v, cap * sizeof(*t));
+		uint64_t *t = tally_resize(p->v, cap, sizeof(*t));
 
 		if (!t)
 			return false;

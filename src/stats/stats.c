@@ -107,7 +107,7 @@ static void vec_push(struct stats *st, struct group *g, uint64_t x)
 				sketch_value(st, g, x);
 			return;
 		}
-		t = realloc(v->v, cap * sizeof(*t));
+		t = tally_resize(v->v, cap, sizeof(*t));
 		if (!t) {
 			st->failed = true;
 			return;
@@ -123,7 +123,7 @@ static void *row_push(struct stats *st, struct rowvec *v)
 {
 	if (v->n == v->cap) {
 		size_t cap = v->cap ? 2 * v->cap : 1024;
-		void *t = realloc(v->v, cap * v->elem);
+		void *t = tally_resize(v->v, cap, v->elem);
 
 		if (!t) {
 			st->failed = true;
@@ -199,7 +199,7 @@ long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned 
 			return (long)t->slot[i] - 1;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? 2 * t->cap : 16;
-		struct group *ng = realloc(t->g, cap * sizeof(*ng));
+		struct group *ng = tally_resize(t->g, cap, sizeof(*ng));
 
 		if (!ng)
 			return -1;
@@ -260,7 +260,7 @@ static uint32_t *id_slot(uint32_t **cache, uint32_t *n, uint32_t id)
 			cap *= 2;
 		if (cap <= id)
 			return NULL;
-		t = realloc(*cache, cap * sizeof(*t));
+		t = tally_resize(*cache, cap, sizeof(*t));
 		if (!t)
 			return NULL;
 		memset(t + *n, 0, (cap - *n) * sizeof(*t));

@@ -24,6 +24,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "clock.h"
+#include "grow.h"
 #include "libc.h"
 #include "log.h"
 #include "nvtx.h"
@@ -52,7 +53,8 @@ struct nvtx_thread {
 	size_t used;
 	uint32_t tid;
 	struct open_range *stack;
-	unsigned depth, cap;
+	unsigned depth;
+	size_t cap;
 	char *arena;
 	size_t arena_used, arena_cap;
 };
@@ -249,26 +251,12 @@ static int push(const char *domain, const nvtxEventAttributes_t *a, const char *
 
 	if (!active() || !(t = thread_state()))
 		return -1;
-	if (t->depth == t->cap) {
-		unsigned cap = t->cap ? 2 * t->cap : 16;
-		struct open_range *s = realloc(t->stack, cap * sizeof(*s));
-
-		if (!s)
-			return -1;
-		t->stack = s;
-		t->cap = cap;
-	}
+	if (!tally_grow_in(&t->stack, &t->cap, (size_t)t->depth + 1, sizeof(*t->stack)))
+		return -1;
 	if (len > NAME_MAX_LEN)
 		len = NAME_MAX_LEN;
-	if (t->arena_used + len > t->arena_cap) {
-		size_t cap = (t->arena_used + len) * 2 + 256;
-		char *ar = realloc(t->arena, cap);
-
-		if (!ar)
-			return -1;
-		t->arena = ar;
-		t->arena_cap = cap;
-	}
+	if (!tally_grow_in(&t->arena, &t->arena_cap, t->arena_used + len, 1))
+		return -1;
 	r = &t->stack[t->depth];
 	memcpy(t->arena + t->arena_used, text, len);
 	r->name_off = (uint32_t)t->arena_used;

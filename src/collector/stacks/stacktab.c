@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "libc.h"
 #include "stacks.h"
 #include "tally-format.h"
@@ -109,15 +110,9 @@ bool tally_stacktab_ready(void)
 
 static bool remember_pc(uint64_t pc)
 {
-	if (tab.new_pcs_len == tab.new_pcs_cap) {
-		size_t cap = tab.new_pcs_cap ? 2 * tab.new_pcs_cap : 256;
-		uint64_t *p = realloc(tab.new_pcs, cap * sizeof(*p));
-
-		if (!p)
-			return false;
-		tab.new_pcs = p;
-		tab.new_pcs_cap = cap;
-	}
+	if (!tally_grow_in(&tab.new_pcs, &tab.new_pcs_cap, tab.new_pcs_len + 1,
+			   sizeof(*tab.new_pcs)))
+		return false;
 	tab.new_pcs[tab.new_pcs_len++] = pc;
 	return true;
 }
@@ -159,19 +154,7 @@ static uint32_t frame_id(const struct raw_frame *f, frame_namer namer)
 
 static bool arena_reserve(unsigned n)
 {
-	if (tab.arena_len + n > tab.arena_cap) {
-		size_t cap = tab.arena_cap ? 2 * tab.arena_cap : 4096;
-		uint32_t *a;
-
-		while (cap < tab.arena_len + n)
-			cap *= 2;
-		a = realloc(tab.arena, cap * sizeof(*a));
-		if (!a)
-			return false;
-		tab.arena = a;
-		tab.arena_cap = cap;
-	}
-	return true;
+	return tally_grow_in(&tab.arena, &tab.arena_cap, tab.arena_len + n, sizeof(*tab.arena));
 }
 
 static uint32_t stack_id(const uint32_t *ids, unsigned n)
