@@ -11,6 +11,7 @@
 
 #include "compare-int.h"
 #include "grow.h"
+#include "hash.h"
 
 void compare_opts_default(struct compare_opts *o)
 {
@@ -29,15 +30,6 @@ const char *compare_verdict_name(enum compare_verdict v)
 
 /* ---- names shared by both sides ---------------------------------------------------------- */
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
-
 static int keys_grow(struct cmp_keys *k)
 {
 	size_t ncap = k->nslot ? k->nslot * 2 : 256, i;
@@ -46,7 +38,7 @@ static int keys_grow(struct cmp_keys *k)
 	if (!slot)
 		return -ENOMEM;
 	for (i = 0; i < k->n; i++) {
-		size_t h = hash_str(k->name[i]) & (ncap - 1);
+		size_t h = tally_hash_str(k->name[i]) & (ncap - 1);
 
 		while (slot[h])
 			h = (h + 1) & (ncap - 1);
@@ -65,7 +57,7 @@ long cmp_key_intern(struct cmp_keys *k, const char *name, unsigned kind)
 
 	if ((k->n + 1) * 2 > k->nslot && keys_grow(k) < 0)
 		return -ENOMEM;
-	for (h = hash_str(name) & (k->nslot - 1); k->slot[h]; h = (h + 1) & (k->nslot - 1))
+	for (h = tally_hash_str(name) & (k->nslot - 1); k->slot[h]; h = (h + 1) & (k->nslot - 1))
 		if (strcmp(k->name[k->slot[h] - 1], name) == 0)
 			return k->slot[h] - 1;
 	if (k->n == k->cap) { /* two arrays of one capacity: the smaller of what each got */

@@ -123,15 +123,6 @@ static char *utf8(const char *s)
 	return tally_text_utf8(s ? s : "", strlen(s ? s : ""), &n);
 }
 
-static uint64_t name_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (n--)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
-	return h;
-}
-
 /* Interned strings live in one of three tables of InternedData (iids are unique across them). */
 enum space { S_NAME, S_CATEGORY, S_ANNOTATION };
 
@@ -144,7 +135,7 @@ static uint64_t intern(struct pf *p, enum space space, const char *name,
 {
 	char *s = utf8(name), **t;
 	size_t len = s ? strlen(s) : 0;
-	uint64_t h = s ? name_hash(s, len) : 0, k1 = (uint64_t)space << 56 | len;
+	uint64_t h = s ? tally_hash_bytes(s, len) : 0, k1 = (uint64_t)space << 56 | len;
 	uint32_t found;
 
 	*is_fresh = false;

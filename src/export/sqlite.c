@@ -21,6 +21,7 @@
 
 #include "export.h"
 #include "grow.h"
+#include "hash.h"
 #include "outfile.h"
 #include "sqlite-host.h"
 #include "sqlite-schema.h"
@@ -329,15 +330,6 @@ static void batch_close(struct batch *b)
 
 /* ---- strings ----------------------------------------------------------------------------- */
 
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h ? h : 1;
-}
-
 static bool strs_grow(struct sq *q)
 {
 	size_t cap = q->capstrs ? 2 * q->capstrs : 1024, i, j;
@@ -388,9 +380,11 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 /* The StringIds id of s, inserting it the first time; -1 on failure. */
 static int64_t string_id(struct sq *q, const char *s)
 {
-	uint64_t h = str_hash(s);
+	uint64_t h = tally_hash_str(s);
 	size_t i;
 
+	if (!h)
+		h = 1; /* 0 marks an empty slot */
 	if ((q->nstrs + 1) * 2 > q->capstrs && !strs_grow(q))
 		return -1;
 	for (i = h & (q->capstrs - 1); q->strs[i].s; i = (i + 1) & (q->capstrs - 1))

@@ -5,14 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
+#include "hash.h"
 
 size_t pathmap_find(const struct pathmap *m, const char *s)
 {
@@ -20,7 +13,7 @@ size_t pathmap_find(const struct pathmap *m, const char *s)
 
 	if (!m->cap)
 		return SIZE_MAX;
-	for (i = hash(s) & (m->cap - 1); m->slot[i]; i = (i + 1) & (m->cap - 1))
+	for (i = tally_hash_str(s) & (m->cap - 1); m->slot[i]; i = (i + 1) & (m->cap - 1))
 		if (strcmp(m->key(m->ctx, m->slot[i] - 1), s) == 0)
 			return m->slot[i] - 1;
 	return SIZE_MAX;
@@ -47,12 +40,12 @@ bool pathmap_add(struct pathmap *m, size_t i)
 			return false;
 		for (k = 0; k < i; k++)
 			if (m->key(m->ctx, k))
-				put(slot, cap, hash(m->key(m->ctx, k)), k);
+				put(slot, cap, tally_hash_str(m->key(m->ctx, k)), k);
 		free(m->slot);
 		m->slot = slot;
 		m->cap = cap;
 	}
-	put(m->slot, m->cap, hash(m->key(m->ctx, i)), i);
+	put(m->slot, m->cap, tally_hash_str(m->key(m->ctx, i)), i);
 	return true;
 }
 

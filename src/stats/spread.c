@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "hash.h"
 #include "select.h"
 #include "spread.h"
 
@@ -72,15 +73,6 @@ void spread_free(struct spread *s)
 	free(s);
 }
 
-static uint64_t hash(const char *p)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (*p)
-		h = (h ^ (unsigned char)*p++) * 0x100000001b3ull;
-	return h;
-}
-
 static bool rehash(struct spread *s)
 {
 	size_t nslot = s->nslot ? 2 * s->nslot : 256, i, k;
@@ -89,7 +81,8 @@ static bool rehash(struct spread *s)
 	if (!slot)
 		return false;
 	for (i = 0; i < s->nnames; i++) {
-		for (k = hash(s->names[i].name) & (nslot - 1); slot[k]; k = (k + 1) & (nslot - 1))
+		for (k = tally_hash_str(s->names[i].name) & (nslot - 1); slot[k];
+		     k = (k + 1) & (nslot - 1))
 			;
 		slot[k] = (uint32_t)i + 1;
 	}
@@ -105,7 +98,7 @@ static long name_index(struct spread *s, const char *name)
 
 	if ((s->nnames + 1) * 2 > s->nslot && !rehash(s))
 		return -1;
-	for (k = hash(name) & (s->nslot - 1); s->slot[k]; k = (k + 1) & (s->nslot - 1))
+	for (k = tally_hash_str(name) & (s->nslot - 1); s->slot[k]; k = (k + 1) & (s->nslot - 1))
 		if (strcmp(s->names[s->slot[k] - 1].name, name) == 0)
 			return (long)s->slot[k] - 1;
 	if (s->nnames == s->ncap) {

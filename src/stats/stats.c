@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "hash.h"
 #include "select.h"
 #include "stats-int.h"
 
@@ -137,21 +138,12 @@ static void *row_push(struct stats *st, struct rowvec *v)
 
 /* ---- group tables ---------------------------------------------------------------------- */
 
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	while (n--)
-		h = (h ^ *s++) * 0x100000001b3ull;
-	return h;
-}
-
 static uint64_t group_hash(const char *name, const int32_t *gb, unsigned style)
 {
-	uint64_t h = hash_bytes(0xcbf29ce484222325ull, name, strlen(name));
+	uint64_t h = tally_hash_str(name);
 
-	h = hash_bytes(h, &style, sizeof(style));
-	return gb ? hash_bytes(h, gb, 6 * sizeof(int32_t)) : h;
+	h = tally_hash_bytes_from(h, &style, sizeof(style));
+	return gb ? tally_hash_bytes_from(h, gb, 6 * sizeof(int32_t)) : h;
 }
 
 static bool group_equal(const struct group *g, const char *name, const int32_t *gb, unsigned style)
@@ -398,9 +390,7 @@ static bool pool_grow(struct strpool *p)
 	for (i = 0; i < p->cap; i++) {
 		if (!p->slot[i])
 			continue;
-		for (j = hash_bytes(0xcbf29ce484222325ull, p->slot[i], strlen(p->slot[i])) &
-			 (cap - 1);
-		     slot[j]; j = (j + 1) & (cap - 1))
+		for (j = tally_hash_str(p->slot[i]) & (cap - 1); slot[j]; j = (j + 1) & (cap - 1))
 			;
 		slot[j] = p->slot[i];
 	}
@@ -420,8 +410,7 @@ static const char *pool_name(struct stats *st, const char *s)
 		st->failed = true;
 		return NULL;
 	}
-	for (i = hash_bytes(0xcbf29ce484222325ull, s, strlen(s)) & (p->cap - 1); p->slot[i];
-	     i = (i + 1) & (p->cap - 1))
+	for (i = tally_hash_str(s) & (p->cap - 1); p->slot[i]; i = (i + 1) & (p->cap - 1))
 		if (strcmp(p->slot[i], s) == 0)
 			return p->slot[i];
 	p->slot[i] = strdup(s);
