@@ -2,6 +2,7 @@
 /* Option tables: parsing through getopt_long, and --help, from the same rows; see cli-options.h. */
 #include "cli.h"
 #include "grow.h"
+#include "units.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -245,7 +246,7 @@ static int set_uint(const struct slot *s, const char *arg, char *err, size_t len
 
 static const char *show_ns(char *buf, size_t len, uint64_t ns)
 {
-	return cli_fmt_ns(buf, len, ns);
+	return tally_fmt_ns(buf, len, ns);
 }
 
 static int parse_seconds(const char *s, uint64_t *out)

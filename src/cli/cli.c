@@ -113,36 +113,6 @@ void cli_progress_end(struct cli_progress *p)
 	p->shown = false;
 }
 
-const char *cli_fmt_bytes(char *buf, size_t len, uint64_t bytes)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)bytes;
-	unsigned u = 0;
-
-	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-	else
-		snprintf(buf, len, "%.1f %s", v, units[u]);
-	return buf;
-}
-
-const char *cli_fmt_ns(char *buf, size_t len, uint64_t ns)
-{
-	if (ns < 1000)
-		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
-	else if (ns < 1000000)
-		snprintf(buf, len, "%.3f us", (double)ns / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
-	else
-		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
-	return buf;
-}
-
 /* The directory tally runs from (/proc/self/exe's), into exe; false when it cannot be known. */
 static bool exe_dir(char *exe, size_t len)
 {

@@ -15,6 +15,7 @@
 #include "summary.h"
 #include "tally-format.h"
 #include "trace-set.h"
+#include "units.h"
 
 struct check_opts {
 	bool json, verbose, quiet;
@@ -127,7 +128,7 @@ static void print_output_fs(const struct tally_section *s)
 	if (s->close_reserve)
 		printf(
 		    "  output    on %s, %s kept for the final ledger (a full disk still gets it)\n",
-		    cli_text(s->output_fs), cli_fmt_bytes(size, sizeof(size), s->close_reserve));
+		    cli_text(s->output_fs), tally_fmt_bytes(size, sizeof(size), s->close_reserve));
 	else
 		printf(
 		    "  output    on %s, which kept no room for the final ledger (%s): a full disk "
@@ -161,7 +162,7 @@ static void print_session(const struct tally_file *f, const struct tally_section
 		       s->world_size ? cli_text(s->world_size) : "");
 	printf("  recorded  %s", when);
 	if (s->t_min != UINT64_MAX && s->t_max > s->t_min)
-		printf(", records span %s", cli_fmt_ns(dur, sizeof(dur), s->t_max - s->t_min));
+		printf(", records span %s", tally_fmt_ns(dur, sizeof(dur), s->t_max - s->t_min));
 	if (s->ndevices)
 		printf(", %zu device(s): %s", s->ndevices,
 		       s->devices[0].name ? cli_text(s->devices[0].name) : "?");
@@ -195,7 +196,7 @@ static void print_signal(const struct tally_section *s)
 	       v[TALLY_C_SIGNALS_RECEIVED]);
 	if (s->has_final)
 		printf("; trace closed %s after it",
-		       cli_fmt_ns(buf, sizeof(buf), v[TALLY_C_SIGNAL_TO_CLOSE]));
+		       tally_fmt_ns(buf, sizeof(buf), v[TALLY_C_SIGNAL_TO_CLOSE]));
 	printf("\n");
 }
 
@@ -214,7 +215,7 @@ static void print_ledger(const struct tally_section *s)
 	       ", returned %" PRIu64 ", pool high-water %" PRIu64 "/%" PRIu64 " of %s\n",
 	       v[TALLY_C_BUFFERS_REQUESTED], v[TALLY_C_BUFFERS_DELIVERED],
 	       v[TALLY_C_BUFFERS_REFUSED], v[TALLY_C_BUFFERS_RETURNED], v[TALLY_C_POOL_HIGH_WATER],
-	       v[TALLY_C_POOL_CAPACITY], cli_fmt_bytes(buf, sizeof(buf), v[TALLY_C_BUFFER_SIZE]));
+	       v[TALLY_C_POOL_CAPACITY], tally_fmt_bytes(buf, sizeof(buf), v[TALLY_C_BUFFER_SIZE]));
 	printf("    records parsed %" PRIu64 ", dropped by CUPTI %" PRIu64
 	       ", bad timestamps %" PRIu64 ", unmatched launches %" PRIu64
 	       ", unmatched GPU records %" PRIu64 "\n",
@@ -222,14 +223,15 @@ static void print_ledger(const struct tally_section *s)
 	       v[TALLY_C_UNMATCHED_API], v[TALLY_C_UNMATCHED_GPU]);
 	printf("    written %s in %" PRIu64 " chunks, write failures %" PRIu64 ", lost %" PRIu64
 	       " bytes\n",
-	       cli_fmt_bytes(buf, sizeof(buf), v[TALLY_C_BYTES_WRITTEN]), v[TALLY_C_CHUNKS_WRITTEN],
-	       v[TALLY_C_WRITE_FAILURES], v[TALLY_C_BYTES_LOST]);
+	       tally_fmt_bytes(buf, sizeof(buf), v[TALLY_C_BYTES_WRITTEN]),
+	       v[TALLY_C_CHUNKS_WRITTEN], v[TALLY_C_WRITE_FAILURES], v[TALLY_C_BYTES_LOST]);
 	if (s->has_final)
-		printf("    closing flush by %s, %s, %s, %" PRIu64 " records delivered by it\n",
-		       tally_flush_path_name((unsigned)v[TALLY_C_FLUSH_PATH]),
-		       cli_fmt_ns(buf, sizeof(buf), v[TALLY_C_FLUSH_END] - v[TALLY_C_FLUSH_START]),
-		       v[TALLY_C_FLUSH_COMPLETED] ? "completed" : "NOT completed",
-		       v[TALLY_C_FLUSH_RECORDS]);
+		printf(
+		    "    closing flush by %s, %s, %s, %" PRIu64 " records delivered by it\n",
+		    tally_flush_path_name((unsigned)v[TALLY_C_FLUSH_PATH]),
+		    tally_fmt_ns(buf, sizeof(buf), v[TALLY_C_FLUSH_END] - v[TALLY_C_FLUSH_START]),
+		    v[TALLY_C_FLUSH_COMPLETED] ? "completed" : "NOT completed",
+		    v[TALLY_C_FLUSH_RECORDS]);
 	print_signal(s);
 }
 
@@ -274,7 +276,7 @@ static void print_sampling(const struct tally_section *s)
 	if (s->osrt_threshold || s->records[TALLY_KIND_OSRT] || v[TALLY_C_OSRT_DROPPED])
 		printf("  osrt      blocking calls of %s or longer: %" PRIu64 " written, %" PRIu64
 		       " dropped\n",
-		       cli_fmt_ns(buf, sizeof(buf), s->osrt_threshold),
+		       tally_fmt_ns(buf, sizeof(buf), s->osrt_threshold),
 		       v[TALLY_C_BY_KIND + TALLY_KIND_OSRT], v[TALLY_C_OSRT_DROPPED]);
 }
 
@@ -330,8 +332,8 @@ static void print_symbols(const struct tally_section *s)
 	printf("  symbols   native frames named when recorded: %" PRIu64 " of %" PRIu64
 	       " (%s, in %s of %s), %s%s",
 	       y->named, y->frames, y->how[0] ? cli_text(y->how) : "?",
-	       cli_fmt_ns(spent, sizeof(spent), y->spent_ns),
-	       cli_fmt_ns(bound, sizeof(bound), y->bound_ns), symbols_state(y->state),
+	       tally_fmt_ns(spent, sizeof(spent), y->spent_ns),
+	       tally_fmt_ns(bound, sizeof(bound), y->bound_ns), symbols_state(y->state),
 	       y->state == TALLY_SYMBOLS_CUT	   ? ": the time ran out"
 	       : y->state == TALLY_SYMBOLS_STOPPED ? ": tally record was stopped"
 						   : "");
@@ -450,7 +452,7 @@ static void print_gpu_metrics(const struct tally_section *s)
 	       " (%s), merged %" PRIu64 ", sampler failures %" PRIu64 "\n",
 	       v[TALLY_C_METRIC_DECODED], v[TALLY_C_METRIC_WRITTEN], v[TALLY_C_METRIC_SKIPPED],
 	       v[TALLY_C_METRIC_DROPPED], v[TALLY_C_METRIC_OVERFLOWS], v[TALLY_C_METRIC_GAPS],
-	       cli_fmt_ns(buf, sizeof(buf), v[TALLY_C_METRIC_GAP_NS]), v[TALLY_C_METRIC_MERGED],
+	       tally_fmt_ns(buf, sizeof(buf), v[TALLY_C_METRIC_GAP_NS]), v[TALLY_C_METRIC_MERGED],
 	       v[TALLY_C_METRIC_FAILURES]);
 	for (i = 0; i < s->ngpu_metrics; i++)
 		print_metric_device(&s->gpu_metrics[i]);
@@ -493,7 +495,7 @@ static bool check_text(const struct report_set *set, const struct check_opts *o)
 		char sz[32];
 
 		printf("%s: %s, %" PRIu64 " chunks, %zu section(s), intact to byte %" PRIu64 "\n",
-		       cli_text(f->path), cli_fmt_bytes(sz, sizeof(sz), f->size), f->chunks,
+		       cli_text(f->path), tally_fmt_bytes(sz, sizeof(sz), f->size), f->chunks,
 		       f->nsections, f->intact_end);
 		if (!f->nsections)
 			printf("  verdict   INCOMPLETE\n    - no session in the file\n");

@@ -25,6 +25,7 @@
 #include "record-run.h"
 #include "symbolize.h"
 #include "trace-set.h"
+#include "units.h"
 #include "writer.h"
 
 struct record_opts {
@@ -390,7 +391,7 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 		tally_json_object_end(j);
 	} else {
 		fprintf(out, "  %s: %s, ", cli_text(w->path),
-			cli_fmt_bytes(size, sizeof(size), set.inputs[0].f->size));
+			tally_fmt_bytes(size, sizeof(size), set.inputs[0].f->size));
 		print_counts(out, s);
 		fprintf(out, ", %s%s%s\n", v->complete ? col.green : col.red,
 			v->complete ? "COMPLETE" : "INCOMPLETE", col.reset);

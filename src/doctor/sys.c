@@ -118,24 +118,6 @@ const char *doctor_field(const char *text, const char *key, char *out, size_t le
 	return NULL;
 }
 
-const char *doctor_fmt_bytes(uint64_t bytes, char *out, size_t len)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-	double v = (double)bytes / 1024;
-	size_t u = 0;
-
-	if (bytes < 1024) {
-		snprintf(out, len, "%llu B", (unsigned long long)bytes);
-		return out;
-	}
-	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(out, len, v == (double)(uint64_t)v ? "%.0f %s" : "%.1f %s", v, units[u]);
-	return out;
-}
-
 void doctor_normpath(const char *cwd, const char *in, char *out, size_t len)
 {
 	char tmp[PATH_MAX * 2], *save = NULL, *tok;

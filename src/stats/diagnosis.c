@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "units.h"
+
 #include "diagnosis.h"
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -28,17 +30,6 @@ static const char *who(const struct diag_input *in, unsigned i, char *buf, size_
 	else
 		snprintf(buf, len, "pid %" PRIu64 " on %s", rs->s->pid,
 			 rs->s->host ? rs->s->host : "?");
-	return buf;
-}
-
-static const char *dur(uint64_t ns, char *buf, size_t len)
-{
-	if (ns >= 1000000000ull)
-		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
-	else
-		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
 	return buf;
 }
 
@@ -72,7 +63,7 @@ static void and_more(struct diag_finding *f, size_t others, const char *what, ui
 	if (others)
 		snprintf(f->figure + len, sizeof(f->figure) - len,
 			 "; and %zu more %s past the threshold (%s in all)", others, what,
-			 dur(cost, d, sizeof(d)));
+			 tally_fmt_ns(d, sizeof(d), cost));
 }
 
 /* ---- rules --------------------------------------------------------------------------------- */
@@ -140,7 +131,7 @@ static int rule_loss(const struct diag_input *in, struct diag_finding *out, size
 	snprintf(f->figure, sizeof(f->figure),
 		 "%zu of %zu process(es) INCOMPLETE: records were lost, so counts are lower bounds "
 		 "and %s of idle time is unproven",
-		 count, in->set->nsections, dur(unproven, d, sizeof(d)));
+		 count, in->set->nsections, tally_fmt_ns(d, sizeof(d), unproven));
 	snprintf(f->proof, sizeof(f->proof), "the ledger counts the loss: it is certain");
 	snprintf(f->where, sizeof(f->where), "%s", who(in, worst->index, w, sizeof(w)));
 	for (k = 0; k < worst->verdict.nreasons && !f->why[0]; k++)
@@ -162,18 +153,19 @@ static void idle_finding(const struct diag_input *in, const struct bd_row *r,
 				       : NULL;
 
 	snprintf(f->figure, sizeof(f->figure), "GPU %u idle %.1f%% of its span (%s of %s)",
-		 r->device, pct(r->idle, r->t1 - r->t0), dur(r->idle, d1, sizeof(d1)),
-		 dur(r->t1 - r->t0, d2, sizeof(d2)));
+		 r->device, pct(r->idle, r->t1 - r->t0), tally_fmt_ns(d1, sizeof(d1), r->idle),
+		 tally_fmt_ns(d2, sizeof(d2), r->t1 - r->t0));
 	if (r->idle_unproven)
 		snprintf(f->proof, sizeof(f->proof),
 			 "a bound: %s of it lies where records were lost, so work may have run "
 			 "there",
-			 dur(r->idle_unproven, d1, sizeof(d1)));
+			 tally_fmt_ns(d1, sizeof(d1), r->idle_unproven));
 	else
 		snprintf(f->proof, sizeof(f->proof), "exact: the ledger proves every idle stretch");
 	snprintf(f->where, sizeof(f->where), "%s, GPU %u; longest idle stretch %s at +%.3f s%s",
-		 who(in, r->section, w, sizeof(w)), r->device, dur(r->longest_gap, d3, sizeof(d3)),
-		 at_s(in, r->longest_gap_at), r->longest_unproven ? " (unproven)" : "");
+		 who(in, r->section, w, sizeof(w)), r->device,
+		 tally_fmt_ns(d3, sizeof(d3), r->longest_gap), at_s(in, r->longest_gap_at),
+		 r->longest_unproven ? " (unproven)" : "");
 	snprintf(f->why, sizeof(f->why), "%s",
 		 c ? c
 		   : "no kernel, copy or memset ran; what the host did meanwhile is in the "
@@ -228,11 +220,12 @@ static int rule_straggler(const struct diag_input *in, struct diag_finding *out,
 		 sec(in, v->candidate) && sec(in, v->candidate)->s->rank
 		     ? sec(in, v->candidate)->s->rank
 		     : who(in, v->candidate, w, sizeof(w)),
-		 v->slowest_count, v->steps, v->range, dur((uint64_t)v->lead, d1, sizeof(d1)),
-		 f->share);
+		 v->slowest_count, v->steps, v->range,
+		 tally_fmt_ns(d1, sizeof(d1), (uint64_t)v->lead), f->share);
 	snprintf(f->proof, sizeof(f->proof),
 		 "its lead (%s) exceeds the ranks' own step-to-step spread (%s)",
-		 dur((uint64_t)v->lead, d2, sizeof(d2)), dur(v->spread, d3, sizeof(d3)));
+		 tally_fmt_ns(d2, sizeof(d2), (uint64_t)v->lead),
+		 tally_fmt_ns(d3, sizeof(d3), v->spread));
 	snprintf(f->where, sizeof(f->where), "%s", who(in, v->candidate, w, sizeof(w)));
 	snprintf(f->why, sizeof(f->why),
 		 "every step the other %u rank(s) wait for it: the cost is its lead times the "
@@ -297,7 +290,7 @@ static int rule_launch(const struct diag_input *in, struct diag_finding *out, si
 		 " kernels (%.1f%% of kernel time) ran shorter than their launch call; median "
 		 "launch call %s",
 		 worst->short_n, worst->matched, pct(worst->short_ns, worst->kernel_ns),
-		 dur(worst->call_p50, d1, sizeof(d1)));
+		 tally_fmt_ns(d1, sizeof(d1), worst->call_p50));
 	snprintf(f->proof, sizeof(f->proof),
 		 "an upper bound: the launch calls' excess over those kernels, at most the GPU's "
 		 "idle time");
@@ -377,9 +370,10 @@ static int rule_copies(const struct diag_input *in, struct diag_finding *out, si
 		return 0;
 	f->cost = cost;
 	f->share = pct(cost, span);
-	snprintf(
-	    f->figure, sizeof(f->figure), "copies no kernel overlaps: %s, %.1f%% of GPU %u's span",
-	    dur(r->copy_exposed, d1, sizeof(d1)), pct(r->copy_exposed, r->t1 - r->t0), r->device);
+	snprintf(f->figure, sizeof(f->figure),
+		 "copies no kernel overlaps: %s, %.1f%% of GPU %u's span",
+		 tally_fmt_ns(d1, sizeof(d1), r->copy_exposed), pct(r->copy_exposed, r->t1 - r->t0),
+		 r->device);
 	snprintf(f->proof, sizeof(f->proof), "exact: measured from the copy and kernel records");
 	snprintf(f->where, sizeof(f->where), "%s, GPU %u; %s", who(in, r->section, w, sizeof(w)),
 		 r->device, copy_kind(r, k, sizeof(k)));
@@ -405,7 +399,7 @@ static int rule_comm(const struct diag_input *in, struct diag_finding *out, size
 	snprintf(f->figure, sizeof(f->figure),
 		 "communication no compute overlaps: %s, %.1f%% of GPU %u's span (%.1f%% of "
 		 "its communication)",
-		 dur(r->comm_exposed, d1, sizeof(d1)), pct(r->comm_exposed, r->t1 - r->t0),
+		 tally_fmt_ns(d1, sizeof(d1), r->comm_exposed), pct(r->comm_exposed, r->t1 - r->t0),
 		 r->device, pct(r->comm_exposed, r->comm));
 	snprintf(f->proof, sizeof(f->proof),
 		 "exact: measured from the kernel records (communication by name, "

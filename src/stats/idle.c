@@ -8,6 +8,7 @@
 #include "grow.h"
 #include "idle.h"
 #include "spans.h"
+#include "units.h"
 
 #define DEFAULT_LIST_MIN_NS 1000000ull
 
@@ -239,19 +240,6 @@ static const struct launch *launch_of(const struct report_idle *x, uint32_t corr
 	return bsearch(&key, x->launch, x->nlaunch, sizeof(*x->launch), by_corr);
 }
 
-/* "1.234 ms", "56.7 us", "890 ns": the reasons are read by people. */
-static void human_ns(char *buf, size_t len, uint64_t ns)
-{
-	if (ns >= 1000000000ull)
-		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
-	else if (ns >= 1000ull)
-		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-	else
-		snprintf(buf, len, "%" PRIu64 " ns", ns);
-}
-
 static enum idle_class classify(const struct report_idle *x, const struct report_gap *g,
 				const struct launch *l, char *why, size_t len)
 {
@@ -268,7 +256,7 @@ static enum idle_class classify(const struct report_idle *x, const struct report
 	}
 	name = report_string((struct report_section *)x->rs, l->name);
 	if (l->start > g->t0) {
-		human_ns(a, sizeof(a), l->start - g->t0);
+		tally_fmt_ns(a, sizeof(a), l->start - g->t0);
 		snprintf(why, len,
 			 "nothing was submitted: %s (thread %" PRIu32
 			 ") began %s after the GPU went idle",
@@ -276,8 +264,8 @@ static enum idle_class classify(const struct report_idle *x, const struct report
 		return IDLE_HOST_WAIT;
 	}
 	limit = x->o.kernel_wait_ns ? x->o.kernel_wait_ns : l->dur;
-	human_ns(a, sizeof(a), g->t0 - l->start);
-	human_ns(b, sizeof(b), limit);
+	tally_fmt_ns(a, sizeof(a), g->t0 - l->start);
+	tally_fmt_ns(b, sizeof(b), limit);
 	if (hole < limit) {
 		snprintf(why, len,
 			 "submitted %s before (%s); the hole is shorter than %s, %s: the GPU's "

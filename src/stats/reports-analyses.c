@@ -10,6 +10,7 @@
 
 #include "stats-int.h"
 #include "table.h"
+#include "units.h"
 
 static void set_pct(struct report_cell *c, uint64_t part, uint64_t whole)
 {
@@ -43,19 +44,6 @@ static int64_t rel(const struct analysis_ctx *x, uint64_t t)
 	return (int64_t)(t - x->st->base);
 }
 
-static const char *dur(uint64_t ns, char *buf, size_t len)
-{
-	if (ns >= 1000000000ull)
-		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
-	else if (ns >= 1000ull)
-		snprintf(buf, len, "%.3f us", (double)ns / 1e3);
-	else
-		snprintf(buf, len, "%" PRIu64 " ns", ns);
-	return buf;
-}
-
 /* ---- gpu_time_breakdown ----------------------------------------------------------------- */
 
 static const struct report_col bd_cols[] = {
@@ -86,7 +74,7 @@ static void bd_note(const struct bd_row *r, struct report_cell *c)
 		return;
 	snprintf(note, sizeof(note),
 		 "%" PRIu64 " record(s) came over 10 s out of order: up to %s of them not counted",
-		 r->late, dur(r->late_ns, d, sizeof(d)));
+		 r->late, tally_fmt_ns(d, sizeof(d), r->late_ns));
 	set_s(c, note);
 }
 
@@ -226,15 +214,17 @@ static const char *steps_verdict_text(const struct analysis_ctx *x, const struct
 			 "straggler: %s, slowest in %" PRIu64 " of %" PRIu64
 			 " steps, lead %s > spread %s",
 			 rank_of(x, v->candidate), v->slowest_count, v->steps,
-			 dur((uint64_t)v->lead, a, sizeof(a)), dur(v->spread, b, sizeof(b)));
+			 tally_fmt_ns(a, sizeof(a), (uint64_t)v->lead),
+			 tally_fmt_ns(b, sizeof(b), v->spread));
 	else
 		snprintf(text, sizeof(text),
 			 "no straggler: the slowest most often (%s, %" PRIu64 " of %" PRIu64
 			 ") leads by %s%s, within the spread %s",
 			 rank_of(x, v->candidate), v->slowest_count, v->steps,
 			 v->lead < 0 ? "-" : "",
-			 dur(v->lead < 0 ? (uint64_t)-v->lead : (uint64_t)v->lead, a, sizeof(a)),
-			 dur(v->spread, b, sizeof(b)));
+			 tally_fmt_ns(a, sizeof(a),
+				      v->lead < 0 ? (uint64_t)-v->lead : (uint64_t)v->lead),
+			 tally_fmt_ns(b, sizeof(b), v->spread));
 	if (v->missing) { /* a process left out is said, never silently dropped */
 		size_t len = strlen(text);
 

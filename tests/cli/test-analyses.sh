@@ -80,7 +80,7 @@ rep["rank_steps"][0]["Step"] == "all" and rep["rank_steps"][0]["Slowest Rank"] =
 and rep["rank_steps"][0]["Lead (ns)"] == 50000000 and rep["rank_steps"][0]["Verdict"].startswith("straggler: RANK=2, slowest in 20 of 20")
 and len(rep["rank_steps"]) == 21 and all(s["Lead (ns)"] == 50000000 for s in rep["rank_steps"][1:])'
 check "diagnosis: straggler finding with its lead, and gpu-idle on RANK=2" '
-rule("straggler") and "RANK=2" in rule("straggler")[0]["Finding"] and "50.0 ms" in rule("straggler")[0]["Finding"]
+rule("straggler") and "RANK=2" in rule("straggler")[0]["Finding"] and "50.000 ms" in rule("straggler")[0]["Finding"]
 and rule("gpu-idle") and "RANK=2" in rule("gpu-idle")[0]["Where"]
 and rule("straggler")[0]["Cost (ns)"] == 50000000 * 20 * 3'
 check "diagnosis: RANK=2 idles after each step's cudaStreamSynchronize (then the sleep): synchronization, no line without samples" '
