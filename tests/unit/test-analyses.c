@@ -23,6 +23,7 @@
 #include "codec.h"
 #include "depth.h"
 #include "diagnosis.h"
+#include "payloads.h"
 #include "report-fixture.h"
 #include "scratch.h"
 #include "select.h"
@@ -110,10 +111,7 @@ static void write_work(const char *path, const struct work *w, size_t n, uint64_
 		total += c;
 	}
 	if (loss1) {
-		tally_buf_put_varint(&b, T0 + loss0);
-		tally_buf_put_varint(&b, T0 + loss1);
-		tally_buf_put_varint(&b, TALLY_C_DROPPED_CUPTI);
-		tally_buf_put_varint(&b, 10);
+		tally_loss_put(&b, T0 + loss0, T0 + loss1, TALLY_C_DROPPED_CUPTI, 10);
 		chunk(&tw, TALLY_CHUNK_LOSS, 0, &b, 0);
 		l.v[TALLY_C_DROPPED_CUPTI] = 10;
 	}

@@ -7,6 +7,7 @@
  */
 #include "clock.h"
 #include "libc.h"
+#include "payloads.h"
 #include "pipeline-int.h"
 
 #include <stdio.h>
@@ -360,10 +361,7 @@ static void emit_metric_gaps(struct pipeline *p)
 		return;
 	tally_buf_reset(&p->payload);
 	for (i = 0; i < n; i++) {
-		tally_buf_put_varint(&p->payload, g[i].t0);
-		tally_buf_put_varint(&p->payload, g[i].t1);
-		tally_buf_put_varint(&p->payload, TALLY_C_METRIC_GAPS);
-		tally_buf_put_varint(&p->payload, g[i].count);
+		tally_loss_put(&p->payload, g[i].t0, g[i].t1, TALLY_C_METRIC_GAPS, g[i].count);
 		p->c[TALLY_C_METRIC_GAPS] += g[i].count;
 		p->c[TALLY_C_METRIC_GAP_NS] += g[i].ns;
 	}
@@ -380,16 +378,6 @@ static void read_dropped(struct pipeline *p)
 	}
 }
 
-static void put_drops(struct tally_buf *b, unsigned source, uint32_t context, uint32_t device,
-		      uint64_t count)
-{
-	tally_buf_put_varint(b, source);
-	tally_buf_put_varint(b, context);
-	tally_buf_put_varint(b, device);
-	tally_buf_put_varint(b, 0); /* stream: CUPTI's global queue has none */
-	tally_buf_put_varint(b, count);
-}
-
 /* Drops by the queue CUPTI counted them in, and each context tied to its device (format 1.2).
  * Cumulative: a reader keeps the latest chunk. */
 static void emit_drops(struct pipeline *p, bool at_close)
@@ -399,11 +387,17 @@ static void emit_drops(struct pipeline *p, bool at_close)
 	if (!p->drops_dirty && !(at_close && (p->ncontexts || p->c[TALLY_C_DROPPED_CUPTI])))
 		return;
 	tally_buf_reset(&p->payload);
+	/* stream 0: CUPTI's global queue has none, nor a context's tie to its device */
 	if (p->c[TALLY_C_DROPPED_CUPTI])
-		put_drops(&p->payload, TALLY_DROPS_GLOBAL, 0, 0, p->c[TALLY_C_DROPPED_CUPTI]);
+		tally_drops_put(&p->payload,
+				&(struct tally_drops){.source = TALLY_DROPS_GLOBAL,
+						      .count = p->c[TALLY_C_DROPPED_CUPTI]});
 	for (i = 0; i < p->ncontexts; i++)
-		put_drops(&p->payload, TALLY_DROPS_SEEN, p->contexts[i].context,
-			  p->contexts[i].device, p->contexts[i].gpu_records);
+		tally_drops_put(&p->payload,
+				&(struct tally_drops){.source = TALLY_DROPS_SEEN,
+						      .context = p->contexts[i].context,
+						      .device = p->contexts[i].device,
+						      .count = p->contexts[i].gpu_records});
 	emit_chunk(p, TALLY_CHUNK_DROPS, 0, &p->payload, 0);
 	p->drops_dirty = false;
 }
@@ -612,18 +606,10 @@ static void loss_window(void *ctx, uint64_t t0, uint64_t t1, uint64_t launches, 
 {
 	struct tally_buf *b = ((struct finish_ctx *)ctx)->payload;
 
-	if (launches) {
-		tally_buf_put_varint(b, t0);
-		tally_buf_put_varint(b, t1);
-		tally_buf_put_varint(b, TALLY_C_UNMATCHED_API);
-		tally_buf_put_varint(b, launches);
-	}
-	if (gpu) {
-		tally_buf_put_varint(b, t0);
-		tally_buf_put_varint(b, t1);
-		tally_buf_put_varint(b, TALLY_C_UNMATCHED_GPU);
-		tally_buf_put_varint(b, gpu);
-	}
+	if (launches)
+		tally_loss_put(b, t0, t1, TALLY_C_UNMATCHED_API, launches);
+	if (gpu)
+		tally_loss_put(b, t0, t1, TALLY_C_UNMATCHED_GPU, gpu);
 }
 
 /* Launches whose stack the full tables could not take: said once, at close. */

@@ -38,6 +38,7 @@
 #include "log.h"
 #include "osrt.h"
 #include "ownthread.h"
+#include "payloads.h"
 #include "perfsample.h"
 #include "pipeline.h"
 #include "pyframes.h"
@@ -269,11 +270,7 @@ static void note_thread(struct thread *t)
 	if (t->written_flags == (t->flags | WRITTEN) && t->written_pthread == t->pthread_id &&
 	    strcmp(t->written_name, t->name) == 0)
 		return;
-	tally_buf_put_varint(&sm.entries, (uint64_t)t->tid);
-	tally_buf_put_varint(&sm.entries, t->pthread_id);
-	tally_buf_put_varint(&sm.entries, t->flags);
-	tally_buf_put_varint(&sm.entries, len);
-	tally_buf_put(&sm.entries, t->name, len);
+	tally_thread_put(&sm.entries, (uint64_t)t->tid, t->pthread_id, t->flags, t->name, len);
 	t->written_flags = t->flags | WRITTEN;
 	t->written_pthread = t->pthread_id;
 	memcpy(t->written_name, t->name, sizeof(t->name));
