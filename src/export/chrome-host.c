@@ -43,6 +43,18 @@ struct chrome_host {
 	unsigned section;
 };
 
+void chrome_event_begin(struct chrome_stream *s)
+{
+	obuf_room(&s->ob);
+	if (s->first) {
+		obuf_lit(&s->ob, "\n{");
+		s->first = false;
+	} else {
+		obuf_lit(&s->ob, ",\n{");
+	}
+	s->events++;
+}
+
 struct chrome_host *chrome_host_new(void)
 {
 	return calloc(1, sizeof(struct chrome_host));
@@ -121,9 +133,10 @@ static void buf_json(struct tally_buf *b, const char *s)
 
 /* ---- blocking calls ------------------------------------------------------------------------ */
 
-static void osrt_slice(struct chrome *c, struct report_section *rs, const struct tally_record *r)
+static void osrt_slice(struct chrome_stream *c, struct report_section *rs,
+		       const struct tally_record *r)
 {
-	struct obuf *o = chrome_obuf(c);
+	struct obuf *o = &c->ob;
 	const char *name = tally_osrt_call_name(r->cbid);
 	size_t len;
 	char *esc = obuf_json_escaped(name ? name : report_string(rs, r->name_id), &len);
@@ -135,7 +148,7 @@ static void osrt_slice(struct chrome *c, struct report_section *rs, const struct
 	free(esc);
 	obuf_room(o);
 	obuf_lit(o, "\",\"pid\":");
-	obuf_u64(o, chrome_host_pid(c, rs));
+	obuf_u64(o, c->pid);
 	obuf_lit(o, ",\"tid\":");
 	obuf_u64(o, chrome_host_track(rs, r->thread_id));
 	obuf_lit(o, ",\"ts\":");
@@ -261,10 +274,10 @@ static uint32_t leaf_of(struct psession *p, struct report_section *rs, uint32_t 
 	return parent;
 }
 
-static void profile_start(struct chrome *c, struct report_section *rs, struct psession *p,
+static void profile_start(struct chrome_stream *c, struct report_section *rs, struct psession *p,
 			  int64_t t)
 {
-	struct obuf *o = chrome_obuf(c);
+	struct obuf *o = &c->ob;
 
 	p->start_ns = t;
 	chrome_event_begin(c);
@@ -277,7 +290,7 @@ static void profile_start(struct chrome *c, struct report_section *rs, struct ps
 		obuf_str(o, hex);
 	}
 	obuf_lit(o, "\",\"pid\":");
-	obuf_u64(o, chrome_host_pid(c, rs));
+	obuf_u64(o, c->pid);
 	obuf_lit(o, ",\"tid\":");
 	obuf_u64(o, p->track);
 	obuf_lit(o, ",\"ts\":");
@@ -288,7 +301,7 @@ static void profile_start(struct chrome *c, struct report_section *rs, struct ps
 	p->emitted_us = t / 1000;
 }
 
-static int add_sample(struct chrome_host *h, struct chrome *c, struct report_section *rs,
+static int add_sample(struct chrome_host *h, struct chrome_stream *c, struct report_section *rs,
 		      const struct tally_record *r)
 {
 	bool python = r->subkind == TALLY_SAMPLE_PYTHON;
@@ -315,9 +328,9 @@ static int add_sample(struct chrome_host *h, struct chrome *c, struct report_sec
 	return 0;
 }
 
-static void chunk(struct chrome *c, struct report_section *rs, struct psession *p)
+static void chunk(struct chrome_stream *c, struct report_section *rs, struct psession *p)
 {
-	struct obuf *o = chrome_obuf(c);
+	struct obuf *o = &c->ob;
 	char hex[24];
 
 	if (!p->pending)
@@ -327,7 +340,7 @@ static void chunk(struct chrome *c, struct report_section *rs, struct psession *
 	obuf_lit(o, "\"ph\":\"P\",\"cat\":\"tally_samples\",\"name\":\"ProfileChunk\",\"id\":\"0x");
 	obuf_str(o, hex);
 	obuf_lit(o, "\",\"pid\":");
-	obuf_u64(o, chrome_host_pid(c, rs));
+	obuf_u64(o, c->pid);
 	obuf_lit(o, ",\"tid\":");
 	obuf_u64(o, p->track);
 	obuf_lit(o, ",\"ts\":");
@@ -345,7 +358,7 @@ static void chunk(struct chrome *c, struct report_section *rs, struct psession *
 	p->pending = 0;
 }
 
-int chrome_host_records(struct chrome_host *h, struct chrome *c, struct report_section *rs,
+int chrome_host_records(struct chrome_host *h, struct chrome_stream *c, struct report_section *rs,
 			const struct tally_record *r, size_t n)
 {
 	size_t i;
@@ -368,10 +381,10 @@ int chrome_host_records(struct chrome_host *h, struct chrome *c, struct report_s
 	return 0;
 }
 
-void chrome_host_thread_names(struct chrome *c, const struct report_section *rs)
+void chrome_host_thread_names(struct chrome_stream *c, const struct report_section *rs)
 {
 	const struct tally_section *s = rs->s;
-	struct obuf *o = chrome_obuf(c);
+	struct obuf *o = &c->ob;
 	size_t i;
 
 	for (i = 0; i < s->nthreads; i++) {
@@ -389,7 +402,7 @@ void chrome_host_thread_names(struct chrome *c, const struct report_section *rs)
 			continue;
 		chrome_event_begin(c);
 		obuf_lit(o, "\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-		obuf_u64(o, chrome_host_pid(c, rs));
+		obuf_u64(o, c->pid);
 		obuf_lit(o, ",\"tid\":");
 		obuf_u64(o, chrome_host_track(rs, t->tid));
 		obuf_lit(o, ",\"args\":{\"name\":\"");
