@@ -577,12 +577,6 @@ void timeline_pass2_ops(struct timeline *tl, struct report_scan_ops *ops)
 	ops->section_end = pass2_section_end;
 }
 
-long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
-			uint32_t b)
-{
-	return (long)tally_map_get(&tl->lane_map, tally_key32(sec, type), tally_key32(a, b)) - 1;
-}
-
 /* ---- exact windows ------------------------------------------------------------------------ */
 
 static const struct timeline *sort_tl; /* qsort has no context argument */
