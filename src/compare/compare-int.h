@@ -12,8 +12,7 @@ struct cmp_keys {
 	char **name;
 	unsigned *kind;
 	size_t n, cap;
-	uint32_t *slot; /* open addressing: key + 1, 0 empty */
-	size_t nslot;
+	struct tally_map index; /* a name's hash -> its key + 1 */
 };
 
 long cmp_key_intern(struct cmp_keys *k, const char *name, unsigned kind);

@@ -19,6 +19,7 @@
 #include "buf.h"
 #include "chrome-host.h"
 #include "grow.h"
+#include "hashmap.h"
 #include "stacks.h"
 
 #define TORN_FRAME 0xffffffffu /* the node of samples whose frames changed while read */
@@ -30,9 +31,8 @@ struct psession {
 	int64_t start_ns, emitted_us; /* relative ns of the Profile; deltas written so far */
 	uint32_t *leaf;		      /* stack id -> leaf node id, 0 unknown */
 	uint32_t nleaf;
-	uint64_t *node_key; /* open addressing: parent node << 32 | frame id -> node id */
-	uint32_t *node_val;
-	size_t ncap, nnodes;
+	struct tally_map node_of; /* (parent node, frame id) -> node id */
+	size_t nnodes;
 	struct tally_buf nodes, samples, deltas; /* the chunk being made */
 	uint32_t pending;			 /* samples in it */
 };
@@ -66,8 +66,7 @@ static void drop_sessions(struct chrome_host *h)
 
 	for (i = 0; i < h->n; i++) {
 		free(h->s[i].leaf);
-		free(h->s[i].node_key);
-		free(h->s[i].node_val);
+		tally_map_fini(&h->s[i].node_of);
 		tally_buf_fini(&h->s[i].nodes);
 		tally_buf_fini(&h->s[i].samples);
 		tally_buf_fini(&h->s[i].deltas);
@@ -189,48 +188,17 @@ static struct psession *session_of(struct chrome_host *h, const struct report_se
 	return p;
 }
 
-static bool nodes_grow(struct psession *p)
-{
-	size_t cap = p->ncap ? 2 * p->ncap : 256, i, k;
-	uint64_t *key = calloc(cap, sizeof(*key));
-	uint32_t *val = calloc(cap, sizeof(*val));
-
-	if (!key || !val) {
-		free(key);
-		free(val);
-		return false;
-	}
-	for (i = 0; i < p->ncap; i++) {
-		if (!p->node_val[i])
-			continue;
-		for (k = (p->node_key[i] * 0x9e3779b97f4a7c15ull >> 16) & (cap - 1); val[k];
-		     k = (k + 1) & (cap - 1))
-			;
-		key[k] = p->node_key[i];
-		val[k] = p->node_val[i];
-	}
-	free(p->node_key);
-	free(p->node_val);
-	p->node_key = key;
-	p->node_val = val;
-	p->ncap = cap;
-	return true;
-}
-
 /* The node for frame under parent (0: a root), defined in the pending chunk if new. */
 static uint32_t node(struct psession *p, struct report_section *rs, uint32_t parent, uint32_t frame)
 {
-	uint64_t key = (uint64_t)parent << 32 | frame;
-	size_t k;
+	uint32_t found = tally_map_get(&p->node_of, parent, frame);
 
-	if ((p->nnodes + 1) * 2 > p->ncap && !nodes_grow(p))
+	if (found)
+		return found;
+	if (p->nnodes >= UINT32_MAX - 1 ||
+	    tally_map_put(&p->node_of, parent, frame, (uint32_t)p->nnodes + 1) < 0)
 		return 0;
-	for (k = (key * 0x9e3779b97f4a7c15ull >> 16) & (p->ncap - 1); p->node_val[k];
-	     k = (k + 1) & (p->ncap - 1))
-		if (p->node_key[k] == key)
-			return p->node_val[k];
-	p->node_key[k] = key;
-	p->node_val[k] = (uint32_t)++p->nnodes;
+	p->nnodes++;
 	if (p->nodes.len)
 		tally_buf_put_u8(&p->nodes, ',');
 	buf_str(&p->nodes, "{\"id\":");
@@ -243,7 +211,7 @@ static uint32_t node(struct psession *p, struct report_section *rs, uint32_t par
 	buf_json(&p->nodes, frame == TORN_FRAME ? "[torn: the frames changed while read]"
 						: report_frame_label(rs, frame));
 	buf_str(&p->nodes, "\",\"url\":\"\"}}");
-	return p->node_val[k];
+	return (uint32_t)p->nnodes;
 }
 
 /* The leaf node of a stack: its frames walked from the outermost, each defined once. */

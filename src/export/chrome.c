@@ -55,8 +55,9 @@
 #define QUEUE_BUCKETS 4096u /* the queue-depth curve of each stream: this many steps at most */
 
 struct u64set {
-	uint64_t *v; /* 0 marks an empty slot; keys are never 0 (tagged) */
+	uint64_t *v; /* in the order they came */
 	size_t cap, n;
+	struct tally_map at; /* key -> index in v + 1 */
 };
 
 struct csec {
@@ -121,30 +122,12 @@ struct chrome {
 
 static bool set_add(struct u64set *s, uint64_t key)
 {
-	size_t i;
-
-	if ((s->n + 1) * 2 > s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 32, k;
-		uint64_t *v = calloc(cap, sizeof(*v));
-
-		if (!v)
-			return false;
-		for (k = 0; k < s->cap; k++) {
-			if (!s->v[k])
-				continue;
-			for (i = tally_hash_u64(s->v[k]) & (cap - 1); v[i]; i = (i + 1) & (cap - 1))
-				;
-			v[i] = s->v[k];
-		}
-		free(s->v);
-		s->v = v;
-		s->cap = cap;
-	}
-	for (i = tally_hash_u64(key) & (s->cap - 1); s->v[i]; i = (i + 1) & (s->cap - 1))
-		if (s->v[i] == key)
-			return true;
-	s->v[i] = key;
-	s->n++;
+	if (tally_map_get(&s->at, key, 0))
+		return true;
+	if (s->n >= UINT32_MAX - 1 || !tally_grow_in(&s->v, &s->cap, s->n + 1, sizeof(*s->v)) ||
+	    tally_map_put(&s->at, key, 0, (uint32_t)s->n + 1) < 0)
+		return false;
+	s->v[s->n++] = key;
 	return true;
 }
 
@@ -745,7 +728,7 @@ static void loss_slice(struct chrome *c, struct report_section *rs, struct csec 
 		goto free_names;
 	tid = LOSS_TID - lane_fit(cs->loss_end, &cs->loss_lanes, t0, t1);
 	pids[npids++] = cs->host_pid;
-	for (i = 0; i < cs->tracks.cap && npids < 65; i++)
+	for (i = 0; i < cs->tracks.n && npids < 65; i++)
 		if (cs->tracks.v[i] >> 56 == TAG_DEVICE)
 			pids[npids++] = device_pid(rs, (uint32_t)(cs->tracks.v[i] & 0xffffffff));
 	for (i = 0; i < npids; i++) {
@@ -929,7 +912,7 @@ static void section_meta(struct chrome *c, const struct report_set *set,
 	meta(c, "process_sort_index", cs->host_pid, 0, false, "sort_index", NULL,
 	     (int64_t)rs->index * 100);
 	loss_track_names(c, cs, cs->host_pid);
-	for (i = 0; i < cs->tracks.cap; i++) {
+	for (i = 0; i < cs->tracks.n; i++) {
 		uint64_t k = cs->tracks.v[i], x = k & 0xffffffffull;
 		uint32_t dev = (uint32_t)(k >> 32 & 0xffffff), pid;
 		const char *dn;
@@ -1234,6 +1217,7 @@ static void chrome_destroy(void *state, bool failed)
 		free(c->secs[i].lanes);
 		tally_map_fini(&c->secs[i].lanes_map);
 		free(c->secs[i].tracks.v);
+		tally_map_fini(&c->secs[i].tracks.at);
 	}
 	free(c->secs);
 	tally_map_fini(&c->pids_taken);
