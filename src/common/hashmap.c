@@ -89,6 +89,32 @@ int tally_map_add(struct tally_map *m, uint64_t hash, uint32_t value)
 	return 0;
 }
 
+uint32_t tally_map_del(struct tally_map *m, uint64_t k0, uint64_t k1)
+{
+	size_t i, j, h, mask = m->cap - 1;
+	uint32_t value;
+
+	if (!m->cap)
+		return 0;
+	for (i = home(m, k0, k1); m->slot[i].value; i = (i + 1) & mask)
+		if (m->slot[i].k0 == k0 && m->slot[i].k1 == k1)
+			break;
+	if (!(value = m->slot[i].value))
+		return 0;
+	m->slot[i].value = 0;
+	m->n--;
+	/* backward shift: an entry whose home lies at or before the hole, cyclically, fills it */
+	for (j = (i + 1) & mask; m->slot[j].value; j = (j + 1) & mask) {
+		h = home(m, m->slot[j].k0, m->slot[j].k1);
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			m->slot[i] = m->slot[j];
+			m->slot[j].value = 0;
+			i = j;
+		}
+	}
+	return value;
+}
+
 void tally_map_fini(struct tally_map *m)
 {
 	free(m->slot);

@@ -52,6 +52,9 @@ uint32_t tally_map_get(const struct tally_map *m, uint64_t k0, uint64_t k1);
  * unchanged).
  */
 int tally_map_put(struct tally_map *m, uint64_t k0, uint64_t k1, uint32_t value);
+/* Remove (k0, k1) (the entries after it in its run move back: lookups still find them); its
+ * value, or 0 when it was absent. */
+uint32_t tally_map_del(struct tally_map *m, uint64_t k0, uint64_t k1);
 void tally_map_fini(struct tally_map *m);
 
 /*

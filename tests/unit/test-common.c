@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "grow.h"
+#include "hashmap.h"
 #include "json.h"
 #include "outfile.h"
 #include "pattern.h"
@@ -305,6 +306,62 @@ static void test_grow(void **state)
 	assert_int_equal(cap, 128);
 	assert_int_equal(v[15], 16);
 	free(v);
+	/* a push or a resize whose bytes would pass SIZE_MAX fails, never allocates short */
+	{
+		size_t n = (size_t)1
+			   << (sizeof(size_t) * 8 - 4); /* 2^60, full: 2^61 x 32 overflows */
+		void *a = NULL;
+
+		assert_null(tally_array_push(&a, &n, 32));
+		assert_null(a);
+		assert_null(tally_resize(NULL, SIZE_MAX / 4 + 1, 8));
+		n = 0;
+		for (i = 0; i < 100; i++) {
+			uint32_t *slot = tally_array_push(&a, &n, sizeof(*slot));
+
+			assert_non_null(slot);
+			*slot = (uint32_t)i;
+		}
+		assert_int_equal(n, 100);
+		for (i = 0; i < 100; i++)
+			assert_int_equal(((uint32_t *)a)[i], i);
+		free(a);
+	}
+}
+
+/* The one hash table: removal keeps every other key findable (backward shift), and keys the
+ * caller keeps itself stay apart when their hashes are equal. */
+static const char *const colliding[] = {"alpha", "beta", "gamma", "delta"};
+
+static bool same_word(void *ctx, uint32_t value)
+{
+	return strcmp(colliding[value - 1], ctx) == 0;
+}
+
+static void test_hashmap(void **state)
+{
+	struct tally_map m = {0};
+	uint64_t k;
+	size_t i;
+
+	(void)state;
+	for (k = 0; k < 5000; k++)
+		assert_int_equal(tally_map_put(&m, k << 21, k & 7, (uint32_t)k + 1), 0);
+	for (k = 0; k < 5000; k += 2)
+		assert_int_equal(tally_map_del(&m, k << 21, k & 7), k + 1);
+	assert_int_equal(tally_map_del(&m, 0, 0), 0); /* gone already */
+	for (k = 0; k < 5000; k++)
+		assert_int_equal(tally_map_get(&m, k << 21, k & 7), k % 2 ? k + 1 : 0);
+	assert_int_equal(m.n, 2500);
+	tally_map_fini(&m);
+	/* four words under one hash: each found as itself */
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tally_map_add(&m, 42, (uint32_t)i + 1), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tally_map_find(&m, 42, same_word, (void *)colliding[i]), i + 1);
+	assert_int_equal(tally_map_find(&m, 42, same_word, "epsilon"), 0);
+	assert_int_equal(tally_map_find(&m, 43, same_word, "alpha"), 0);
+	tally_map_fini(&m);
 }
 
 static void test_outfile(void **state)
@@ -487,7 +544,7 @@ int main(void)
 	    cmocka_unit_test(test_ranks_grammar), cmocka_unit_test(test_text_printable),
 	    cmocka_unit_test(test_text_utf8),	  cmocka_unit_test(test_text_utf8_seq),
 	    cmocka_unit_test(test_outfile),	  cmocka_unit_test(test_grow),
-	    cmocka_unit_test(test_settings),
+	    cmocka_unit_test(test_settings),	  cmocka_unit_test(test_hashmap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
