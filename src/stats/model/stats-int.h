@@ -3,6 +3,7 @@
 #ifndef TALLY_STATS_STATS_INT_H
 #define TALLY_STATS_STATS_INT_H
 
+#include "bound.h"
 #include "breakdown.h"
 #include "depth.h"
 #include "diagnosis.h"
@@ -10,6 +11,7 @@
 #include "hashmap.h"
 #include "idle.h"
 #include "idlewhy.h"
+#include "jobprocs.h"
 #include "jobs.h"
 #include "launch.h"
 #include "memusage.h"
@@ -173,8 +175,10 @@ struct stats {
 	uint32_t osrt_group[TALLY_OSRT_CALL_MAX]; /* osrt_sum: group index + 1 by call */
 	struct idle_bd_row *bd_rows;		  /* gpu_idle_breakdown's rows (hostreports.c) */
 	size_t nbd_rows;
-	struct gm *gm; /* GPU metrics: gpu_metrics_sum, _nvtx_sum, and gpu_gaps' metrics */
-	char err[400]; /* why stats_finish failed, when not for memory */
+	struct gm *gm;		/* GPU metrics: gpu_metrics_sum, _nvtx_sum, and gpu_gaps' metrics */
+	struct jobprocs *procs; /* the other processes' samples, for the waits across processes */
+	struct bound *bound;	/* what bounds each step: step_bound and the diagnosis */
+	char err[400];		/* why stats_finish failed, when not for memory */
 };
 
 /*
@@ -201,6 +205,7 @@ enum stats_need {
 	NEED_METRIC_RANGES = 1u << 15, /* metricsum.h over NVTX ranges */
 	NEED_JOBS = 1u << 16,	       /* jobs.h */
 	NEED_FINDINGS = 1u << 17,      /* diagnosis.h */
+	NEED_BOUND = 1u << 18,	       /* bound.h: what bounds each step */
 };
 
 /* One report's view over the model, for the table writer: every cell function's ctx. */
