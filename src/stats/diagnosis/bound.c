@@ -1404,7 +1404,8 @@ static int row_procs(struct bound *b, const struct report_set *set, const struct
 	r->children = jobprocs_children(jp, set, r->section);
 	if (!w->n || !r->children)
 		return 0;
-	if ((rc = jobprocs_during(jp, set, r->section, (const uint64_t(*)[2])w->w, w->n, &u, &n)))
+	if ((rc = jobprocs_during(jp, set, r->section, (const uint64_t(*)[2])w->w, w->n, false, &u,
+				   &n)))
 		return rc;
 	memset(best, 0, sizeof(best));
 	for (i = 0; i < n; i = j) {

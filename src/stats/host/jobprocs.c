@@ -211,6 +211,8 @@ static int by_use(const void *a, const void *b)
 {
 	const struct proc_use *x = a, *y = b;
 
+	if (x->window != y->window)
+		return x->window < y->window ? -1 : 1;
 	if (x->section != y->section)
 		return x->section < y->section ? -1 : 1;
 	if (x->tid != y->tid)
@@ -222,9 +224,10 @@ static int by_use(const void *a, const void *b)
 	return x->source < y->source ? -1 : x->source > y->source;
 }
 
-/* Kept section k's samples inside the windows, one use each (merged after). */
-static int take(const struct kept *k, const uint64_t (*w)[2], size_t nw, struct proc_use **v,
-		size_t *n, size_t *cap)
+/* Kept section k's samples inside the windows, one use each (per window when by_window;
+ * merged after). */
+static int take(const struct kept *k, const uint64_t (*w)[2], size_t nw, bool by_window,
+		struct proc_use **v, size_t *n, size_t *cap)
 {
 	size_t i, j = 0;
 
@@ -239,20 +242,29 @@ static int take(const struct kept *k, const uint64_t (*w)[2], size_t nw, struct 
 			uint64_t a = s->t0 > w[q][0] ? s->t0 : w[q][0];
 			uint64_t b = s->t1 < w[q][1] ? s->t1 : w[q][1];
 
-			ns += b > a ? b - a : 0;
+			if (b <= a)
+				continue;
+			ns += b - a;
+			if (!by_window)
+				continue;
+			if (!tally_grow_in((void **)v, cap, *n + 1, sizeof(**v)))
+				return -ENOMEM;
+			(*v)[(*n)++] = (struct proc_use){(uint32_t)q, k->section, s->tid, s->stack,
+							 s->state, s->source, 1, b - a};
 		}
-		if (!ns)
+		if (!ns || by_window)
 			continue;
 		if (!tally_grow_in((void **)v, cap, *n + 1, sizeof(**v)))
 			return -ENOMEM;
-		(*v)[(*n)++] =
-		    (struct proc_use){k->section, s->tid, s->stack, s->state, s->source, 1, ns};
+		(*v)[(*n)++] = (struct proc_use){0, k->section, s->tid, s->stack, s->state,
+						 s->source, 1, ns};
 	}
 	return 0;
 }
 
 int jobprocs_during(const struct jobprocs *jp, const struct report_set *set, unsigned launcher,
-		    const uint64_t (*w)[2], size_t nw, struct proc_use **out, size_t *n)
+		    const uint64_t (*w)[2], size_t nw, bool by_window, struct proc_use **out,
+		    size_t *n)
 {
 	struct proc_use *v = NULL;
 	size_t nv = 0, cap = 0, i, k = 0;
@@ -265,7 +277,7 @@ int jobprocs_during(const struct jobprocs *jp, const struct report_set *set, uns
 		if (kp->section >= set->nsections ||
 		    !descends(jp, set, set->sections[kp->section], set->sections[launcher]))
 			continue;
-		if (take(kp, w, nw, &v, &nv, &cap) < 0) {
+		if (take(kp, w, nw, by_window, &v, &nv, &cap) < 0) {
 			free(v);
 			return -ENOMEM;
 		}

@@ -35,6 +35,7 @@ int jobprocs_finish(struct jobprocs *jp, const struct report_set *set);
 
 /* What one thread of another process did in the windows: a stack in a state, and its time. */
 struct proc_use {
+	uint32_t window;  /* the window it fell in (by_window), else 0 */
 	unsigned section; /* the process */
 	uint32_t tid;
 	uint32_t stack; /* 0: no stack (torn) */
@@ -46,11 +47,13 @@ struct proc_use {
 /*
  * The samples of the processes descended from section `launcher`'s process (same host, its pid
  * an ancestor through the set's ppids) inside w[0..nw) (sorted, disjoint), aggregated per
- * (process, thread, stack, state), in section then thread order.  *out is the caller's to free.
- * 0 (with *n 0 when there are none) or -ENOMEM.
+ * (process, thread, stack, state) -- and per window first when by_window -- in (window,)
+ * section then thread order.  *out is the caller's to free.  0 (with *n 0 when there are none)
+ * or -ENOMEM.
  */
 int jobprocs_during(const struct jobprocs *jp, const struct report_set *set, unsigned launcher,
-		    const uint64_t (*w)[2], size_t nw, struct proc_use **out, size_t *n);
+		    const uint64_t (*w)[2], size_t nw, bool by_window, struct proc_use **out,
+		    size_t *n);
 /* Whether any process of the set kept samples here (false: the workers were not recorded). */
 bool jobprocs_any(const struct jobprocs *jp);
 /* How many of set's processes descend from section launcher's and kept samples here. */

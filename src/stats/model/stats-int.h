@@ -44,6 +44,7 @@ enum report_id {
 	R_LAUNCH_STATS,
 	R_QUEUE_DEPTH,
 	R_DIAGNOSIS,
+	R_STEP_BOUND, /* stepreports.c */
 	/* the host behind the GPU's idle time (docs/stats.md, "Why the GPU was idle") */
 	R_IDLE_WHY,	  /* hostreports.c */
 	R_IDLE_BREAKDOWN, /* hostreports.c */
@@ -234,6 +235,7 @@ void view_steps(struct view_ctx *x, struct report_view *v);	     /* reports-anal
 void view_launches(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
 void view_queues(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
 void view_findings(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
+void view_step_bound(struct view_ctx *x, struct report_view *v);     /* stepreports.c */
 void view_idle_why(struct view_ctx *x, struct report_view *v);	     /* hostreports.c */
 void view_idle_breakdown(struct view_ctx *x, struct report_view *v); /* hostreports.c */
 void view_samples(struct view_ctx *x, struct report_view *v);	     /* hostreports.c */
@@ -243,7 +245,7 @@ extern const struct report_col cols_kern[], cols_kern_gb[], cols_api[], cols_nvt
     cols_memsize[], cols_stack[], cols_mem_usage[], cols_gpu_trace[], cols_api_trace[], cols_gaps[],
     cols_util[], cols_metrics[], cols_metrics_nvtx[];
 extern const struct report_col cols_breakdown[], cols_overlap[], cols_spread[], cols_steps[],
-    cols_launches[], cols_queues[], cols_findings[];
+    cols_launches[], cols_queues[], cols_findings[], cols_step_bound[];
 extern const struct report_col cols_idle_why[], cols_idle_breakdown[], cols_samples[];
 
 /* summary.c: a section's chunks and records kept for its summary; a summary's aggregates merged */

@@ -921,10 +921,13 @@ static int idle_section_end(struct stats *st, struct report_section *rs)
 	return rc ? rc : idle_why_section(st->why, rs);
 }
 
+/* The cause across processes (the job's other processes, kept by the row above), then the
+ * breakdown's rows. */
 static int idle_end(struct stats *st, const struct report_set *set)
 {
-	(void)set;
-	return host_reports_finish(st);
+	int rc = st->procs ? idle_why_follow(st->why, st->procs, set) : 0;
+
+	return rc ? rc : host_reports_finish(st);
 }
 
 static void idle_drop(struct stats *st)
