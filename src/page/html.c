@@ -155,6 +155,7 @@ static const char *const page_reports[] = {
     "cuda_launch_stats",
     "gpu_queue_depth",
     "diagnosis",
+    "step_bound",
     "gpu_idle_why",
     "gpu_idle_breakdown",
     "gpu_metrics_sum",

@@ -1405,7 +1405,7 @@ static int row_procs(struct bound *b, const struct report_set *set, const struct
 	if (!w->n || !r->children)
 		return 0;
 	if ((rc = jobprocs_during(jp, set, r->section, (const uint64_t(*)[2])w->w, w->n, false, &u,
-				   &n)))
+				  &n)))
 		return rc;
 	memset(best, 0, sizeof(best));
 	for (i = 0; i < n; i = j) {

@@ -67,7 +67,7 @@ struct idle_why {
 		unsigned section;
 		uint32_t device;
 		uint64_t windows_ns; /* the holes the other processes were looked at in */
-	} *follow;
+	} * follow;
 	size_t nfollow, follow_cap;
 };
 
@@ -645,7 +645,8 @@ static int largest_stacks(struct idle_why *w, const struct report_section *rs)
 	if ((rc = keep_top_stacks(w, first)) != 0)
 		return rc;
 	for (i = first; i < w->nstacks; i++)
-		w->stacks[i].by_design = by_design((struct report_section *)rs, &w->stacks[i], &w->waits);
+		w->stacks[i].by_design =
+		    by_design((struct report_section *)rs, &w->stacks[i], &w->waits);
 	return 0;
 }
 
@@ -702,7 +703,8 @@ bool idle_why_has_host(const struct idle_why *w)
 	return w->has_host;
 }
 
-/* ---- the cause across processes --------------------------------------------------------------- */
+/* ---- the cause across processes ---------------------------------------------------------------
+ */
 
 /* Rows of another process's thread in one hole: uses u[0..n) (one window, section and thread,
  * by stack), the heaviest TOP_STACKS of each source, the rest summed. */
@@ -792,8 +794,8 @@ static int follow_gaps(struct idle_why *w, const struct jobprocs *jp, const stru
 			win[nw][1] = g[i].gap.t1;
 			gap_of[nw++] = (uint32_t)i;
 		}
-	if (!nw || (rc = jobprocs_during(jp, set, g[first].gap.section,
-					 (const uint64_t(*)[2])win, nw, true, &u, &nu)))
+	if (!nw || (rc = jobprocs_during(jp, set, g[first].gap.section, (const uint64_t(*)[2])win,
+					 nw, true, &u, &nu)))
 		goto out;
 	if (nu > 1)
 		qsort(u, nu, sizeof(*u), by_proc_use_native_last);
@@ -899,7 +901,8 @@ static int follow_device(struct idle_why *w, const struct jobprocs *jp,
 	if (!nw || (rc = jobprocs_during(jp, set, t->section, (const uint64_t(*)[2])win, nw, false,
 					 &u, &nu)))
 		goto out;
-	if (!tally_grow_in((void **)&w->follow, &w->follow_cap, w->nfollow + 1, sizeof(*w->follow))) {
+	if (!tally_grow_in((void **)&w->follow, &w->follow_cap, w->nfollow + 1,
+			   sizeof(*w->follow))) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -919,20 +922,19 @@ static int follow_device(struct idle_why *w, const struct jobprocs *jp,
 				rc = -ENOMEM;
 				goto out;
 			}
-			w->stacks[w->nstacks++] = (struct why_stack){
-			    .section = t->section,
-			    .device = t->device,
-			    .process = u[k].section + 1,
-			    .thread = u[k].tid,
-			    .source = python ? WHY_PYTHON : WHY_NATIVE,
-			    .state = python ? u[k].state : TALLY_THREAD_ON_CPU,
-			    .stack = u[k].stack,
-			    .count = u[k].samples,
-			    .of = of,
-			    .ns = u[k].ns};
-			w->stacks[w->nstacks - 1].by_design =
-			    by_design(set->sections[u[k].section], &w->stacks[w->nstacks - 1],
-				      &w->waits);
+			w->stacks[w->nstacks++] =
+			    (struct why_stack){.section = t->section,
+					       .device = t->device,
+					       .process = u[k].section + 1,
+					       .thread = u[k].tid,
+					       .source = python ? WHY_PYTHON : WHY_NATIVE,
+					       .state = python ? u[k].state : TALLY_THREAD_ON_CPU,
+					       .stack = u[k].stack,
+					       .count = u[k].samples,
+					       .of = of,
+					       .ns = u[k].ns};
+			w->stacks[w->nstacks - 1].by_design = by_design(
+			    set->sections[u[k].section], &w->stacks[w->nstacks - 1], &w->waits);
 		}
 	}
 out:
@@ -1151,7 +1153,8 @@ static bool cross_cause(const struct idle_cause_ctx *x, struct report_section *r
 			k = i + 1;
 			continue;
 		}
-		ps = s[i].process - 1 < x->set->nsections ? x->set->sections[s[i].process - 1] : NULL;
+		ps = s[i].process - 1 < x->set->nsections ? x->set->sections[s[i].process - 1]
+							  : NULL;
 		for (k = i, busy = 0; k < n && s[k].section == rs->index && s[k].device == device &&
 				      s[k].process == s[i].process;
 		     k++)
@@ -1173,10 +1176,12 @@ static bool cross_cause(const struct idle_cause_ctx *x, struct report_section *r
 		struct report_section *ps = x->set->sections[best - 1];
 
 		snprintf(buf, len,
-			 "; meanwhile pid %" PRIu64 " was %s %s, %.0f%% of these gaps: the launching "
+			 "; meanwhile pid %" PRIu64
+			 " was %s %s, %.0f%% of these gaps: the launching "
 			 "thread waited on another process's work",
 			 ps->s->pid,
-			 top->state == TALLY_THREAD_ON_CPU ? "on the CPU in" : "waiting in its own code at",
+			 top->state == TALLY_THREAD_ON_CPU ? "on the CPU in"
+							   : "waiting in its own code at",
 			 host_line_label(ps, host_line_of(&lines, ps, top->stack), l, sizeof(l)),
 			 share(top->ns > windows ? windows : top->ns, windows));
 	}

@@ -33,9 +33,9 @@ enum why_what {
 struct why_row {
 	uint32_t gap;	  /* index into report_idle_gaps() */
 	unsigned process; /* samples of another process of the job: its section + 1; else 0 */
-	uint8_t what;	/* enum why_what */
-	uint8_t state;	/* WHY_PYTHON: the thread's state (enum tally_thread_state) */
-	uint8_t source; /* WHY_MORE_STACKS: WHY_PYTHON or WHY_NATIVE */
+	uint8_t what;	  /* enum why_what */
+	uint8_t state;	  /* WHY_PYTHON: the thread's state (enum tally_thread_state) */
+	uint8_t source;	  /* WHY_MORE_STACKS: WHY_PYTHON or WHY_NATIVE */
 	bool sync; /* WHY_CUDA: a call that waits for the GPU (a synchronize, a blocking copy) */
 	uint64_t thread; /* see WHY_CUPTI_THREAD */
 	uint32_t id;	 /* CUDA: name string id; OSRT: call (CBID); samples: stack id, 0 torn */
@@ -49,15 +49,15 @@ struct why_stack {
 	unsigned section;
 	uint32_t device;
 	unsigned process; /* sampled in another process of the job: its section + 1; else 0 */
-	uint64_t thread; /* the kernel tid of the thread sampled */
-	uint8_t source;	 /* WHY_PYTHON or WHY_NATIVE */
-	uint8_t state;	 /* the thread's state (enum tally_thread_state; native: on CPU) */
-	bool by_design;	 /* a thread that waits by design, waiting (waits.h) */
-	uint32_t stack;	 /* 0: torn */
-	uint64_t count;	 /* samples */
-	uint64_t of;	 /* samples of that thread and source in those holes */
-	uint64_t ns;	 /* the time they stand for: each to its thread's next sample, a period at
-			    most, within the hole */
+	uint64_t thread;  /* the kernel tid of the thread sampled */
+	uint8_t source;	  /* WHY_PYTHON or WHY_NATIVE */
+	uint8_t state;	  /* the thread's state (enum tally_thread_state; native: on CPU) */
+	bool by_design;	  /* a thread that waits by design, waiting (waits.h) */
+	uint32_t stack;	  /* 0: torn */
+	uint64_t count;	  /* samples */
+	uint64_t of;	  /* samples of that thread and source in those holes */
+	uint64_t ns;	  /* the time they stand for: each to its thread's next sample, a period at
+			     most, within the hole */
 };
 
 /* Per device, the thread that launched the work ending its largest class's holes (the most of

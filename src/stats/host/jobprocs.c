@@ -250,14 +250,14 @@ static int take(const struct kept *k, const uint64_t (*w)[2], size_t nw, bool by
 			if (!tally_grow_in((void **)v, cap, *n + 1, sizeof(**v)))
 				return -ENOMEM;
 			(*v)[(*n)++] = (struct proc_use){(uint32_t)q, k->section, s->tid, s->stack,
-							 s->state, s->source, 1, b - a};
+							 s->state,    s->source,  1,	  b - a};
 		}
 		if (!ns || by_window)
 			continue;
 		if (!tally_grow_in((void **)v, cap, *n + 1, sizeof(**v)))
 			return -ENOMEM;
-		(*v)[(*n)++] = (struct proc_use){0, k->section, s->tid, s->stack, s->state,
-						 s->source, 1, ns};
+		(*v)[(*n)++] =
+		    (struct proc_use){0, k->section, s->tid, s->stack, s->state, s->source, 1, ns};
 	}
 	return 0;
 }

@@ -77,11 +77,6 @@ const struct report_def report_defs[] = {
 		     "nothing crosses a rule's threshold: no finding (the rules and thresholds: "
 		     "docs/diagnosis.md)",
 		     view_findings},
-    [R_STEP_BOUND] = {"step_bound", "What Bounds Each Step", false, false, NEED_BOUND,
-		      cols_step_bound,
-		      "no steps: no NVTX range 'step' or 'ProfilerStep' (or --range NAME) in three "
-		      "steady steps or more, and no repeating pattern of launches",
-		      view_step_bound},
     [R_IDLE_WHY] = {"gpu_idle_why", "Why the GPU was idle: the host during each gap", false, false,
 		    NEED_IDLE | NEED_WHY_ROWS, cols_idle_why, NO_GAP, view_idle_why},
     [R_IDLE_BREAKDOWN] = {"gpu_idle_breakdown", "GPU Idle Time Breakdown (HTA's categories)", false,
@@ -101,6 +96,11 @@ const struct report_def report_defs[] = {
 			    "the trace(s) hold no GPU metrics inside NVTX ranges (record with "
 			    "--gpu-metrics and NVTX ranges)",
 			    view_metrics_nvtx},
+    [R_STEP_BOUND] = {"step_bound", "What Bounds Each Step", false, false, NEED_BOUND,
+		      cols_step_bound,
+		      "no steps: no NVTX range 'step' or 'ProfilerStep' (or --range NAME) in three "
+		      "steady steps or more, and no repeating pattern of launches",
+		      view_step_bound},
 };
 const unsigned report_defs_count = R_COUNT;
 

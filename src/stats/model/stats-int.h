@@ -44,7 +44,6 @@ enum report_id {
 	R_LAUNCH_STATS,
 	R_QUEUE_DEPTH,
 	R_DIAGNOSIS,
-	R_STEP_BOUND, /* stepreports.c */
 	/* the host behind the GPU's idle time (docs/stats.md, "Why the GPU was idle") */
 	R_IDLE_WHY,	  /* hostreports.c */
 	R_IDLE_BREAKDOWN, /* hostreports.c */
@@ -52,6 +51,7 @@ enum report_id {
 	R_OSRT_SUM,
 	R_GPU_METRICS_SUM,
 	R_GPU_METRICS_NVTX,
+	R_STEP_BOUND, /* stepreports.c */
 	R_COUNT,
 };
 

@@ -1403,6 +1403,12 @@ const struct bd_row *stats_breakdown(const struct stats *st, size_t *n)
 	return st->bd ? breakdown_rows(st->bd, n) : NULL;
 }
 
+const struct bound_row *stats_bound(const struct stats *st, size_t *n)
+{
+	*n = 0;
+	return st->bound ? bound_rows(st->bound, n) : NULL;
+}
+
 const struct report_gap *stats_gaps(const struct stats *st, size_t *n)
 {
 	*n = 0;

@@ -59,7 +59,8 @@ static const struct bound_row *locate(const struct stats *st, size_t row, enum l
 			*kind = LINE_TAIL;
 		else {
 			*kind = LINE_STEP;
-			*step = r[i].first_step + row - 2 < ns ? &s[r[i].first_step + row - 2] : NULL;
+			*step =
+			    r[i].first_step + row - 2 < ns ? &s[r[i].first_step + row - 2] : NULL;
 		}
 		return &r[i];
 	}
