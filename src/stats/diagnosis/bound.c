@@ -1207,7 +1207,8 @@ static int device_row(struct sec *c, size_t from, size_t to)
 	row.range = range;
 	row.first_step = first;
 	row.warmup = phases_warmup(b->spans.v, nst, &row.median_step);
-	if (nst - row.warmup < PHASE_STEPS_MIN) {
+	if (nst - row.warmup < PHASE_STEPS_MIN ||
+	    (!range && row.median_step < PHASE_PATTERN_MIN_STEP_NS)) {
 		b->steps.n = first;
 		return 0;
 	}
@@ -1243,6 +1244,12 @@ static int device_row(struct sec *c, size_t from, size_t to)
 	for (i = 0; i < BOUND_CLASSES; i++)
 		row.wait_ns += i == BOUND_DATA || i == BOUND_WAIT ? row.ns[i] : 0;
 	top_evidence(c);
+	if (!row.launches && !row.kernel_ns) { /* "steps" with no work: no training step */
+		free(c->wins->w);
+		b->nwins--;
+		b->steps.n = first;
+		return 0;
+	}
 	return PUSH(b->rows, row);
 }
 

@@ -243,30 +243,33 @@ static void why_of(const struct diag_input *in, const struct bound_row *r, enum 
 			why_peers(in, r, buf + used, len - used);
 		return;
 	case BOUND_LAUNCH:
-		used =
-		    (size_t)snprintf(buf, len, "%" PRIu64 " launches a step; %s was on the CPU in ",
-				     r->nsteps ? r->launches / r->nsteps : 0, thread_of(in, r, c));
+		used = (size_t)snprintf(buf, len, "%" PRIu64 " launch call(s) a step; %s ",
+					r->nsteps ? r->launches / r->nsteps : 0, thread_of(in, r, c));
 		if (!r->lines[c][0].ns)
-			snprintf(buf + used, len - used, "%s",
-				 r->host_samples ? "?"
-						 : "(no host samples: record with --sample "
-						   "python,native for its lines)");
-		else
+			snprintf(buf + used, len - used, "did not keep the GPU fed%s",
+				 r->host_samples ? ""
+						 : " (no host samples name its lines: record with "
+						   "--sample python,native)");
+		else if ((used += (size_t)snprintf(buf + used, len - used, "was on the CPU in ")) <
+			 len)
 			lines_text(in, r, c, buf + used, len - used);
 		return;
 	case BOUND_SYNC:
 		used = (size_t)snprintf(
-		    buf, len,
-		    "a synchronizing call%s%s waited for the GPU; then the host worked in ",
+		    buf, len, "a synchronizing call%s%s waited for the GPU; then the host worked",
 		    r->sync_line.ns ? " at " : "",
 		    r->sync_line.ns ? line(in, r->section, r->sync_line.line, l, sizeof(l)) : "");
-		if (!r->lines[c][0].ns)
-			used += (size_t)snprintf(buf + used, len - used, "%s",
-						 r->host_samples ? "?" : "(no host samples)");
-		else
-			used += lines_text(in, r, c, buf + used, len - used);
+		if (r->lines[c][0].ns && used < len) {
+			used += (size_t)snprintf(buf + used, len - used, " in ");
+			used += used < len ? lines_text(in, r, c, buf + used, len - used) : 0;
+		}
 		if (used < len)
-			snprintf(buf + used, len - used, " before launching again");
+			snprintf(buf + used, len - used, " before launching again%s",
+				 r->lines[c][0].ns ? ""
+				 : r->host_samples
+				     ? ""
+				     : " (no host samples name where: record with --sample "
+				       "python,native)");
 		return;
 	default:
 		snprintf(buf, len,
@@ -295,13 +298,16 @@ static void step_finding(const struct diag_input *in, const struct bound_row *r,
 					 r->warmup ? ", after warm-up" : "");
 	if (used < sizeof(f->figure))
 		the_rest(r, c, f->figure + used, sizeof(f->figure) - used);
-	snprintf(f->proof, sizeof(f->proof), "%s",
+	snprintf(f->proof, sizeof(f->proof), "%s; %s",
 		 rs && !rs->verdict.complete
 		     ? "a bound: records were lost in this process, so the GPU's busy time is a "
 		       "lower bound"
-		     : "the GPU's part is exact (the ledger proves its idle time); the host's "
-		       "split is from its blocking calls (exact) and samples (each stands for its "
-		       "thread's time to the next)");
+		     : "the GPU's part is exact (the ledger proves its idle time)",
+		 r->host_samples ? "the host's split is from its blocking calls (exact) and "
+				   "samples (each stands for its thread's time to the next)"
+				 : "without host samples, idle time after a sync is counted sync and "
+				   "the rest launch (record with --sample python,native --trace osrt "
+				   "to see waits)");
 	snprintf(f->where, sizeof(f->where), "%s, GPU %u; the steps from %s",
 		 diag_who(in, r->section, w, sizeof(w)), r->device, src);
 	why_of(in, r, c, f->why, sizeof(f->why));
@@ -417,7 +423,7 @@ static void causes_text(const struct diag_input *in, const struct bound_row *r,
 					 "no sample of the main thread says what (record with "
 					 "--sample python)");
 	if (sampled < phase && diag_pct(phase - sampled, phase) >= 5 && used < len)
-		snprintf(buf + used, len - used, "%s%s with no sample (before sampling began)",
+		snprintf(buf + used, len - used, "%s%s with no sample of the main thread",
 			 used ? ", " : "", diag_dur(phase - sampled, d, sizeof(d)));
 }
 
@@ -454,8 +460,9 @@ static int rule_phase(const struct diag_input *in, bool tail, struct diag_findin
 		 tail ? "after" : "before", diag_pct(len, run), diag_dur(run, d2, sizeof(d2)),
 		 diag_dur(tail ? worst->idle_tail : worst->idle_startup, d3, sizeof(d3)));
 	snprintf(f->proof, sizeof(f->proof),
-		 "exact for its length (from the first record or the session start to the first "
-		 "steady step); its parts from the main thread's samples");
+		 "exact for its length (%s); its parts from the main thread's samples",
+		 tail ? "from the last step's end to the last record"
+		      : "from the session start or the first record to the first steady step");
 	snprintf(f->where, sizeof(f->where), "%s, GPU %u; +%.3f s to +%.3f s",
 		 diag_who(in, worst->section, w, sizeof(w)), worst->device,
 		 diag_at_s(in, tail ? worst->tail_t0 : worst->startup_t0),

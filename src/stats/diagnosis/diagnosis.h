@@ -41,7 +41,7 @@ struct diag_finding {
 	double share;	   /* cost / the run's GPU time (every device's span, summed), in % */
 	double step_share; /* a step verdict: its class's share of the step, %; else < 0 */
 	char figure[400];  /* "GPU idle 41.2% of 1.000 s (412.0 ms) on RANK=0 GPU 0" */
-	char proof[200];   /* "exact: the ledger proves every gap", or what makes it a bound */
+	char proof[320];   /* "exact: the ledger proves every gap", or what makes it a bound */
 	char where[400];   /* process, device, stream, source line */
 	char why[1200];	   /* what the rule saw */
 	const char *try_;  /* what to try */

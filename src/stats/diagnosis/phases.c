@@ -39,7 +39,7 @@ static bool better(const struct recur *a, const struct recur *b)
 /* A name recurring at one period in most of its recurrences, and often enough for the steps. */
 static bool regular(const struct recur *r)
 {
-	return r->count >= PHASE_STEPS_MIN + 1 && r->period >= 1 && r->gaps &&
+	return r->count >= PHASE_STEPS_MIN + 1 && r->period >= PHASE_PATTERN_MIN_KERNELS && r->gaps &&
 	       (double)r->regular >= PHASE_PATTERN_REGULAR * (double)r->gaps;
 }
 

@@ -21,6 +21,8 @@
 #define PHASE_STEPS_MIN	    3 /* steady steps a verdict needs */
 #define PHASE_PATTERN_REGULAR                                                                      \
 	0.8 /* share of a kernel's recurrences at one period to call it regular */
+#define PHASE_PATTERN_MIN_KERNELS 2	   /* a step of the launch pattern holds this many */
+#define PHASE_PATTERN_MIN_STEP_NS 100000ull /* ... and its median lasts this long (100 us) */
 
 struct phase_span {
 	uint64_t t0, t1;
