@@ -135,6 +135,8 @@ struct sched {
 	uint32_t corr;
 	struct phase *ph;
 	size_t n, cap;
+	struct tally_record *osrt; /* the blocking calls, handed in at once (the pipeline frees) */
+	size_t nosrt, osrt_cap;
 };
 
 static void phase(struct sched *s, uint64_t t0, uint64_t t1, unsigned state, enum loop_stack st)
@@ -231,20 +233,31 @@ static void marker(struct sched *s, bool start, uint32_t id, uint64_t t, const c
 	testsrc_emit(s->e, &m, sizeof(m));
 }
 
-/* The pipeline takes the records' buffer (a malloc'd one). */
+/* A blocking call of the main thread, kept for one hand-in at the end (the pipeline's queue
+ * holds a bounded number of hand-ins). */
 static void blocking(struct sched *s, uint64_t t0, uint64_t t1, unsigned call)
 {
 	struct tally_record *r;
 
-	if (!s->e || !s->l->osrt || !(r = calloc(1, sizeof(*r))))
+	if (!s->e || !s->l->osrt)
 		return;
+	if (s->nosrt == s->osrt_cap) {
+		size_t cap = s->osrt_cap ? 2 * s->osrt_cap : 64;
+		struct tally_record *t = realloc(s->osrt, cap * sizeof(*t));
+
+		if (!t)
+			return;
+		s->osrt = t;
+		s->osrt_cap = cap;
+	}
+	r = &s->osrt[s->nosrt++];
+	memset(r, 0, sizeof(*r));
 	r->kind = TALLY_KIND_OSRT;
 	r->start = t0;
 	r->end = t1;
 	r->thread_id = (uint32_t)getpid();
 	r->process_id = (uint32_t)getpid();
 	r->cbid = call;
-	(void)tally_pipeline_host_records(r, 1);
 }
 
 /* The kernel names of a step: the first and the last once each (the pattern marks a step by
@@ -408,7 +421,7 @@ static void threads_chunk(uint32_t pid, bool launcher)
 /* A sample a millisecond per thread over [t0, end): the main thread's from its phases (on the
  * CPU where none holds it), the launcher's pin-memory and feeder threads waiting by design, a
  * worker idle by design outside its phases. */
-#define BATCH 4096 /* samples handed to the pipeline at once (it takes the buffer) */
+#define BATCH 16384 /* samples handed to the pipeline at once (it takes the buffer) */
 
 static void samples(struct sched *s, uint64_t t0, uint64_t end, bool launcher)
 {
@@ -438,6 +451,7 @@ static void samples(struct sched *s, uint64_t t0, uint64_t end, bool launcher)
 			(void)tally_pipeline_host_records(r, n);
 			r = NULL;
 			n = 0;
+			usleep(1000); /* the consumer drains the bounded queue meanwhile */
 		}
 	}
 	if (r)
@@ -450,6 +464,10 @@ void testsrc_loop_run(struct testsrc_emitter *e, const struct testsrc_loop *l, u
 	struct sched s = {.l = l, .e = e};
 
 	schedule(&s, t0);
+	if (s.nosrt)
+		(void)tally_pipeline_host_records(s.osrt, s.nosrt);
+	else
+		free(s.osrt);
 	samples(&s, t0, s.h + LOOP_PERIOD_NS, true);
 	free(s.ph);
 }
