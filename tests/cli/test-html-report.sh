@@ -84,6 +84,11 @@ print("ok" if len(gaps) == 1 and gaps[0][1] == "host wait" and all(
       else "bad", "host: the 150 ms gap explained, host wait, with every thread")
 print("ok" if re.search(r'id="idle-why" data-explained="1/1"', d) else "bad",
       "host: the gap on the timeline explained on hover")
+# one identity per thread (issue 31, measured 4): the launching thread's CUDA API row is named as
+# its samples are, and the stacks of the idle time say whose they are
+print("ok" if "MainThread (tid 2001) CUDA API" in rows and re.search(
+    r'class="note why-stack">MainThread \(tid 2001\), host wait: python stack', d) else "bad",
+      "host: the launching thread's API row and stacks named MainThread (tid 2001)")
 PY
 while read -r verdict name; do
 	if [ "$verdict" = ok ]; then ok "$name"; else bad "$name"; fi

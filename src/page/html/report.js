@@ -661,9 +661,9 @@ function buildRows() {
 				push({ kind: "lane", lane: g, label: laneName(g, "  stream " + g.stream) }, ROW.gpu);
 		}
 		for (const a of mine.filter((l) => l.type === "api").sort((p, q) => p.tid - q.tid))
-			push({ kind: "lane", lane: a, label: laneName(a, "thread " + a.tid + " CUDA API") }, ROW.api);
+			push({ kind: "lane", lane: a, label: laneName(a, threadLabel(a) + " CUDA API") }, ROW.api);
 		for (const n of mine.filter((l) => l.type === "nvtx").sort((p, q) => p.tid - q.tid))
-			push({ kind: "lane", lane: n, label: laneName(n, "thread " + n.tid + " NVTX") }, ROW.nvtx * n.depth);
+			push({ kind: "lane", lane: n, label: laneName(n, threadLabel(n) + " NVTX") }, ROW.nvtx * n.depth);
 		for (const h of hostLanes(mine))
 			push({ kind: "lane", lane: h, label: laneName(h, threadLabel(h) + (h.type === "samples" ? " samples" : " waits")) },
 				ROW[h.type]);
@@ -678,9 +678,12 @@ function threadOf(lane) {
 	return (TL.threads || []).find((t) => t.sec === lane.sec && t.id === lane.tid);
 }
 
+/* One label of a thread everywhere, as tally stats writes it: "MainThread (tid 2001)"; an API or
+ * NVTX lane's CUPTI id that THREADS does not tie to a tid, "CUPTI thread N"; else "tid N". */
 function threadLabel(lane) {
 	const t = threadOf(lane);
-	return t ? (t.name || "thread") + " (tid " + t.tid + ")" : "thread " + lane.tid;
+	if (t) return t.name ? t.name + " (tid " + t.tid + ")" : "tid " + t.tid;
+	return (lane.type === "api" || lane.type === "nvtx" ? "CUPTI thread " : "tid ") + lane.tid;
 }
 
 /* The main thread first, then by thread; a thread's samples above its waits. */
@@ -1110,7 +1113,7 @@ function detailText(sel) {
 	for (const p of partners) {
 		const lane = LANES[p.lane], api = lane.type === "api";
 		text += "\n  " + (api ? "launched by " : "ran as ") + (TL.names[p.name] || "") + " at " + fmtNs(p.start) +
-			" (" + fmtNs(p.dur) + "), " + (api ? "thread " + lane.tid : "GPU " + lane.device + " stream " + lane.stream) +
+			" (" + fmtNs(p.dur) + "), " + (api ? threadLabel(lane) : "GPU " + lane.device + " stream " + lane.stream) +
 			", " + fmtNs(Math.abs(p.start - sel.start)) + (p.start >= sel.start ? " later" : " earlier");
 	}
 	if (sel.corr && !partners.length) text += "\n  no partner with correlation id " + sel.corr + " among the exact events";

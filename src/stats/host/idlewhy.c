@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "hashmap.h"
 #include "idlewhy.h"
 #include "waits.h"
 
@@ -48,6 +49,7 @@ struct idle_why {
 	size_t nstacks, stacks_cap;
 	struct why_thread *threads_in; /* per device and thread, in its largest class's holes */
 	size_t nthreads_in, threads_in_cap;
+	struct tally_map threads_in_map; /* (section, device; thread) -> threads_in index + 1 */
 	struct obs *obs;
 	size_t nobs, obs_cap;
 	bool has_host;
@@ -69,6 +71,9 @@ struct idle_why {
 		uint64_t windows_ns; /* the holes the other processes were looked at in */
 	} * follow;
 	size_t nfollow, follow_cap;
+	bool last_cupti_set; /* api_thread's last answer, for this section */
+	uint32_t last_cupti;
+	uint64_t last_thread;
 };
 
 struct idle_why *idle_why_new(const struct report_idle *idle, bool rows)
@@ -92,6 +97,7 @@ void idle_why_free(struct idle_why *w)
 	free(w->rows);
 	free(w->stacks);
 	free(w->threads_in);
+	tally_map_fini(&w->threads_in_map);
 	free(w->obs);
 	free(w->threads);
 	free(w->waited);
@@ -226,12 +232,19 @@ static const struct tally_thread *thread_by_tid(const struct idle_why *w, uint32
 	return NULL;
 }
 
-/* An API call's thread (CUPTI's id: pthread_self cut to 32 bits) as a kernel tid, if known. */
-static uint64_t api_thread(const struct idle_why *w, uint32_t cupti)
+/* An API call's thread (CUPTI's id: pthread_self cut to 32 bits) as a kernel tid, if known; the
+ * last answer is kept, since calls of one thread come together. */
+static uint64_t api_thread(struct idle_why *w, uint32_t cupti)
 {
-	const struct tally_thread *t = report_thread_of_cupti(w->rs, cupti);
+	const struct tally_thread *t;
 
-	return t ? t->tid : WHY_CUPTI_THREAD | cupti;
+	if (w->last_cupti_set && w->last_cupti == cupti)
+		return w->last_thread;
+	t = report_thread_of_cupti(w->rs, cupti);
+	w->last_cupti = cupti;
+	w->last_cupti_set = true;
+	w->last_thread = t ? t->tid : WHY_CUPTI_THREAD | cupti;
+	return w->last_thread;
 }
 
 static uint64_t thread_order(const struct idle_why *w, uint64_t thread)
@@ -524,16 +537,19 @@ static bool same_thread(const struct why_stack *a, const struct why_stack *b)
 	return a->device == b->device && a->thread == b->thread;
 }
 
+/* The entry of (section, device, thread), made if new: found by a hash, so that many threads and
+ * many holes cost each what one does. */
 static struct why_thread *thread_in(struct idle_why *w, unsigned sec, uint32_t device,
 				    uint64_t thread)
 {
-	size_t i;
+	uint32_t found = tally_map_get(&w->threads_in_map, tally_key32(sec, device), thread);
 
-	for (i = w->nthreads_in; i-- > 0 && w->threads_in[i].section == sec;)
-		if (w->threads_in[i].device == device && w->threads_in[i].thread == thread)
-			return &w->threads_in[i];
+	if (found)
+		return &w->threads_in[found - 1];
 	if (!tally_grow_in((void **)&w->threads_in, &w->threads_in_cap, w->nthreads_in + 1,
-			   sizeof(*w->threads_in)))
+			   sizeof(*w->threads_in)) ||
+	    tally_map_put(&w->threads_in_map, tally_key32(sec, device), thread,
+			  (uint32_t)w->nthreads_in + 1) < 0)
 		return NULL;
 	w->threads_in[w->nthreads_in] =
 	    (struct why_thread){.section = sec, .device = device, .thread = thread};
@@ -570,20 +586,35 @@ static int keep_top_stacks(struct idle_why *w, size_t from)
 }
 
 /* The launching threads of rs's listed holes in their device's largest class, by time ended. */
+/* The index of the total of (section, device), or n: totals come by section, devices by id. */
+static size_t total_index(const struct report_idle_total *t, size_t n, unsigned sec,
+			  uint32_t device)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (t[mid].section < sec || (t[mid].section == sec && t[mid].device < device))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && t[lo].section == sec && t[lo].device == device ? lo : n;
+}
+
 static int launchers(struct idle_why *w, const struct report_section *rs, size_t first)
 {
 	size_t n, nt, i, k;
 	const struct report_idle_gap *g = report_idle_gaps(w->idle, &n);
 	const struct report_idle_total *t = report_idle_totals(w->idle, &nt);
 
-	for (i = first; i < n; i++) {
+	for (i = first, k = nt; i < n; i++) {
 		struct why_thread *wt;
 
-		for (k = nt;
-		     k-- > 0 && t[k].section == rs->index && t[k].device != g[i].gap.device;)
-			;
-		if (k >= nt || t[k].section != rs->index || !g[i].launch_known ||
-		    g[i].cls != report_idle_largest(&t[k]))
+		if (k >= nt || t[k].device != g[i].gap.device)
+			k = total_index(t, nt, rs->index, g[i].gap.device);
+		if (k >= nt || !g[i].launch_known || g[i].cls != report_idle_largest(&t[k]))
 			continue;
 		if (!(wt = thread_in(w, rs->index, g[i].gap.device,
 				     api_thread(w, g[i].launch_thread))))
@@ -664,6 +695,7 @@ int idle_why_section(struct idle_why *w, struct report_section *rs)
 	w->threads = tally_section_threads(rs->s, &w->nthreads);
 	w->pid = (uint32_t)rs->s->pid;
 	w->rs = rs;
+	w->last_cupti_set = false;
 	w->period = idle_why_period(rs);
 	hvec_sort(&w->api);
 	hvec_sort(&w->osrt);
