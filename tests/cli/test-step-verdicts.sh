@@ -150,7 +150,21 @@ check "pattern: no ranges, steps from the launches; sync-bound 60.0% (within 10 
 first["Rule"] == "sync-bound" and abs(share("sync-bound") - 60.0) <= 10
 and "the launch pattern: loop_embed_kernel begins each step of 10 kernels" in first["Finding"]'
 
-for k in gpu launch sync data comm mixed startup pattern; do
+# a short sync: 200 kernels of 2 us launched in 4,200 us, the GPU done when loss.item() copies
+# (8 us: no sample falls in it), then 15 ms of host work: 15,003 of each 19,208 us after the
+# sync (78.1%).  With the call's stack (--python-stacks records a launch's; the blocking copy
+# is one) the sync's line is named; without, it is not guessed.
+loop shortsync --loop-steps 20 --loop-kernels 200 --loop-kernel-us 2 --loop-launch-us 20 \
+	--loop-sync --loop-host-us 15000 --loop-call-stacks
+loop shortsync-nostack --loop-steps 20 --loop-kernels 200 --loop-kernel-us 2 --loop-launch-us 20 \
+	--loop-sync --loop-host-us 15000
+check "short sync: sync-bound 78.1% (within 10 points), its line from the stack at the call" shortsync '
+first["Rule"] == "sync-bound" and abs(share("sync-bound") - 100.0 * 15003 / 19208) <= 10
+and "a synchronizing call at one_step (/work/loop.py:19)" in first["Why"]'
+check "short sync without call stacks: no line guessed for the sync" shortsync-nostack '
+first["Rule"] == "sync-bound" and "a synchronizing call waited" in first["Why"]'
+
+for k in gpu launch sync data comm mixed startup pattern shortsync; do
 	check "$k: no finding headlines a thread that waits by design" $k 'all(no_design(x) for x in f)'
 done
 

@@ -295,6 +295,8 @@ static void item(struct sched *s)
 
 	start = start > s->g ? start : s->g;
 	end = start + LOOP_COPY_NS;
+	if (s->e && s->l->call_stacks) /* --python-stacks: the collector's stack of the launch */
+		tally_stacktab_note(corr, stack_id(ST_SYNC));
 	api(s, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, s->h, end + LOOP_CALL_GAP, corr);
 	copy(s, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, start, end, corr);
 	phase(s, s->h, end + LOOP_CALL_GAP, TALLY_THREAD_WAITING, ST_SYNC);

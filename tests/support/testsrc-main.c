@@ -68,6 +68,7 @@ static void usage(FILE *out)
 	    "  --loop-host-us H --loop-comm-us C --loop-startup-ms S --loop-tail-ms T --loop-sync\n"
 	    "  --loop-no-ranges --loop-osrt --loop-workers N --loop-worker-out PREFIX "
 	    "(PREFIXk.tally)\n"
+	    "  --loop-call-stacks (loss.item()'s call carries its stack, as with --python-stacks)\n"
 	    "environment: RANK=N records the session as rank N (RANK=N), as the collector does\n",
 	    out);
 }
@@ -140,6 +141,7 @@ enum {
 	O_LOOP_OSRT,
 	O_LOOP_WORKERS,
 	O_LOOP_WORKER_OUT,
+	O_LOOP_CALL_STACKS,
 };
 
 static const struct option longopts[] = {
@@ -210,6 +212,7 @@ static const struct option longopts[] = {
     {"loop-osrt", 0, NULL, O_LOOP_OSRT},
     {"loop-workers", 1, NULL, O_LOOP_WORKERS},
     {"loop-worker-out", 1, NULL, O_LOOP_WORKER_OUT},
+    {"loop-call-stacks", 0, NULL, O_LOOP_CALL_STACKS},
     {"output", 1, NULL, 'o'},
     {"help", 0, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -305,6 +308,9 @@ static int parse_loop(struct opts *o, int c, const char *arg)
 		return 1;
 	case O_LOOP_WORKER_OUT:
 		o->worker_out = arg;
+		return 1;
+	case O_LOOP_CALL_STACKS:
+		l->call_stacks = true;
 		return 1;
 	default:
 		return 0;

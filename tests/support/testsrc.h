@@ -171,12 +171,14 @@ uint32_t testsrc_run_steps(struct testsrc_emitter *e, const struct testsrc_workl
  * main thread's by its phase, a pin-memory thread and a queue feeder waiting by design.
  * testsrc_loop_worker writes worker k's samples of the same schedule: worker 0 on the CPU in
  * burn <- Samples.__getitem__ through every wait, worker 1 through each wait's first half, idle
- * by design otherwise.
+ * by design otherwise.  With call_stacks, loss.item()'s call carries the main thread's stack (as
+ * the collector captures a launch's with --python-stacks).
  */
 struct testsrc_loop {
 	unsigned steps, kernels, workers;
 	uint64_t kernel_ns, launch_ns, data_ns, host_ns, comm_ns, startup_ns, tail_ns;
 	bool sync, no_ranges, osrt;
+	bool call_stacks; /* loss.item()'s call carries its stack, as --python-stacks records it */
 };
 void testsrc_loop_run(struct testsrc_emitter *e, const struct testsrc_loop *l, uint64_t t0);
 void testsrc_loop_worker(const struct testsrc_loop *l, uint64_t t0, unsigned k);

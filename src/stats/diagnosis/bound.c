@@ -42,6 +42,7 @@ struct bgpu {
 struct bapi { /* a launch or a synchronizing call */
 	uint64_t t0, t1;
 	uint32_t thread, corr; /* CUPTI's thread id */
+	uint32_t stack;	       /* the stack captured at the call (--python-stacks), 0 none */
 	uint8_t sync;
 };
 
@@ -206,7 +207,7 @@ static int add_api(struct bound *b, struct report_section *rs, const struct tall
 	if (!(r->flags & TALLY_REC_LAUNCH) && !sync)
 		return 0;
 	return PUSH(b->api, ((struct bapi){report_time(rs, r->start), report_time(rs, r->end),
-					   r->thread_id, r->correlation_id, sync}));
+					   r->thread_id, r->correlation_id, r->stack_id, sync}));
 }
 
 /* 0: the range is no step; else 1 + which name (the user's, or steps.h's defaults in order). */
@@ -900,7 +901,55 @@ static void launches_in_steps(struct sec *c, const struct bound_step *st, size_t
 
 /* ---- the synchronizing calls' line, the peers --------------------------------------------- */
 
-/* The launcher's samples inside each synchronizing call that an after-sync hole began in. */
+/* The first item of run r (sorted by start) starting at or after t. */
+static size_t first_at(const void *arr, size_t elem, const struct run *r, uint64_t t)
+{
+	size_t lo = r->begin, hi = r->end;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (item(arr, elem, mid)->t0 < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+#define SYNC_LOOKBACK 64 /* calls looked back from a hole's end for the sync before it */
+
+/* The launcher's synchronizing call that a host-wait hole followed: the latest of its calls
+ * ending inside the hole (or running at its start) that synchronized; NULL if none. */
+static const struct bapi *sync_before(struct sec *c, const struct run *ra,
+				      const struct report_idle_hole *g)
+{
+	size_t i = first_at(c->b->api.v, sizeof(*c->b->api.v), ra, g->span.t1), n = 0;
+
+	while (i-- > ra->begin && n++ < SYNC_LOOKBACK && c->b->api.v[i].t1 >= g->span.t0)
+		if (c->b->api.v[i].sync)
+			return &c->b->api.v[i];
+	return NULL;
+}
+
+#define SYNC_COPY_NS 1000000ull /* .item(): its copy's call at most this before its sync */
+
+/* The stack captured at a synchronizing call (--python-stacks), or at the copy launched just
+ * before it on the same thread (.item() is a cudaMemcpyAsync then a cudaStreamSynchronize: the
+ * copy is a launch, whose stack the collector captures); 0 when neither has one. */
+static uint32_t sync_stack(struct sec *c, const struct run *ra, const struct bapi *call)
+{
+	const struct bapi *prev = call > c->b->api.v + ra->begin ? call - 1 : NULL;
+
+	if (call->stack)
+		return call->stack;
+	return prev && prev->stack && !prev->sync && prev->t0 + SYNC_COPY_NS >= call->t0
+		   ? prev->stack
+		   : 0;
+}
+
+/* The launcher's samples inside each synchronizing call a host-wait hole of the steps followed:
+ * the line of the sync. */
 static int sync_lines(struct sec *c, uint32_t device, const struct bound_step *st, size_t nst)
 {
 	struct bound *b = c->b;
@@ -908,37 +957,35 @@ static int sync_lines(struct sec *c, uint32_t device, const struct bound_step *s
 
 	for (h = 0; h < c->nholes; h++) {
 		const struct report_idle_hole *g = &c->holes[h];
+		const struct bapi *call;
 		struct who l;
 		struct run *ra, *rsamp;
-		size_t lo, hi, i;
+		size_t i;
 
-		if (g->span.device != device || !g->after_sync || !g->launch_known)
+		if (g->span.device != device || g->cls != IDLE_HOST_WAIT || !g->launch_known)
 			continue;
 		while (k < nst && st[k].t1 <= g->span.t0)
 			k++;
 		if (k == nst || g->span.t0 < st[k].t0 || st[k].warmup)
 			continue;
 		l = who_of(c, g->launch_thread);
-		if (!(ra = run_of(c, &c->api_run, l.cupti)) || !l.tid ||
-		    !(rsamp = samples_of(c, l.tid)))
+		if (!(ra = run_of(c, &c->api_run, l.cupti)) || !(call = sync_before(c, ra, g)))
 			continue;
-		/* the last call of the launcher starting at or before the hole: the sync */
-		for (lo = ra->begin, hi = ra->end; lo < hi;) {
-			size_t mid = (lo + hi) / 2;
+		if (sync_stack(c, ra, call)) { /* captured at the call: exact */
+			uint64_t line = host_line_of(&b->lines, c->rs, sync_stack(c, ra, call));
 
-			if (b->api.v[mid].t0 <= g->span.t0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo == ra->begin || !b->api.v[lo - 1].sync || b->api.v[lo - 1].t1 < g->span.t0)
+			if (line && evidence(c, EV_SYNC_LINE, line, call->t1 - call->t0 + 1) < 0)
+				return -ENOMEM;
 			continue;
-		for (i = rsamp->begin; i < rsamp->end; i++) { /* a short walk: a call's samples */
+		}
+		if (!l.tid || !(rsamp = samples_of(c, l.tid)))
+			continue;
+		for (i = first_at(b->samp.v, sizeof(*b->samp.v), rsamp, call->t0);
+		     i < rsamp->end && b->samp.v[i].t0 < call->t1; i++) {
 			const struct bsamp *s = &b->samp.v[i];
 			uint64_t line;
 
-			if (s->t0 < b->api.v[lo - 1].t0 || s->t0 >= b->api.v[lo - 1].t1 ||
-			    s->source != TALLY_SAMPLE_PYTHON)
+			if (s->source != TALLY_SAMPLE_PYTHON)
 				continue;
 			line = host_line_of(&b->lines, c->rs, s->stack);
 			if (line && evidence(c, EV_SYNC_LINE, line, s->t1 - s->t0) < 0)

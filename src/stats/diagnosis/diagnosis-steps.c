@@ -243,8 +243,9 @@ static void why_of(const struct diag_input *in, const struct bound_row *r, enum 
 			why_peers(in, r, buf + used, len - used);
 		return;
 	case BOUND_LAUNCH:
-		used = (size_t)snprintf(buf, len, "%" PRIu64 " launch call(s) a step; %s ",
-					r->nsteps ? r->launches / r->nsteps : 0, thread_of(in, r, c));
+		used =
+		    (size_t)snprintf(buf, len, "%" PRIu64 " launch call(s) a step; %s ",
+				     r->nsteps ? r->launches / r->nsteps : 0, thread_of(in, r, c));
 		if (!r->lines[c][0].ns)
 			snprintf(buf + used, len - used, "did not keep the GPU fed%s",
 				 r->host_samples ? ""
@@ -303,11 +304,12 @@ static void step_finding(const struct diag_input *in, const struct bound_row *r,
 		     ? "a bound: records were lost in this process, so the GPU's busy time is a "
 		       "lower bound"
 		     : "the GPU's part is exact (the ledger proves its idle time)",
-		 r->host_samples ? "the host's split is from its blocking calls (exact) and "
-				   "samples (each stands for its thread's time to the next)"
-				 : "without host samples, idle time after a sync is counted sync and "
-				   "the rest launch (record with --sample python,native --trace osrt "
-				   "to see waits)");
+		 r->host_samples
+		     ? "the host's split is from its blocking calls (exact) and "
+		       "samples (each stands for its thread's time to the next)"
+		     : "without host samples, idle time after a sync is counted sync and "
+		       "the rest launch (record with --sample python,native --trace osrt "
+		       "to see waits)");
 	snprintf(f->where, sizeof(f->where), "%s, GPU %u; the steps from %s",
 		 diag_who(in, r->section, w, sizeof(w)), r->device, src);
 	why_of(in, r, c, f->why, sizeof(f->why));

@@ -39,8 +39,8 @@ static bool better(const struct recur *a, const struct recur *b)
 /* A name recurring at one period in most of its recurrences, and often enough for the steps. */
 static bool regular(const struct recur *r)
 {
-	return r->count >= PHASE_STEPS_MIN + 1 && r->period >= PHASE_PATTERN_MIN_KERNELS && r->gaps &&
-	       (double)r->regular >= PHASE_PATTERN_REGULAR * (double)r->gaps;
+	return r->count >= PHASE_STEPS_MIN + 1 && r->period >= PHASE_PATTERN_MIN_KERNELS &&
+	       r->gaps && (double)r->regular >= PHASE_PATTERN_REGULAR * (double)r->gaps;
 }
 
 size_t phases_from_pattern(const struct phase_kernel *k, size_t n, struct phase_span *out,
