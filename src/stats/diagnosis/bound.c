@@ -960,6 +960,7 @@ static int sync_lines(struct sec *c, uint32_t device, const struct bound_step *s
 		const struct bapi *call;
 		struct who l;
 		struct run *ra, *rsamp;
+		uint64_t t0;
 		size_t i;
 
 		if (g->span.device != device || g->cls != IDLE_HOST_WAIT || !g->launch_known)
@@ -980,7 +981,12 @@ static int sync_lines(struct sec *c, uint32_t device, const struct bound_step *s
 		}
 		if (!l.tid || !(rsamp = samples_of(c, l.tid)))
 			continue;
-		for (i = first_at(b->samp.v, sizeof(*b->samp.v), rsamp, call->t0);
+		/* .item()'s copy just before its sync is part of the same line */
+		t0 = call > b->api.v + ra->begin && !call[-1].sync &&
+			     call[-1].t0 + SYNC_COPY_NS >= call->t0
+			 ? call[-1].t0
+			 : call->t0;
+		for (i = first_at(b->samp.v, sizeof(*b->samp.v), rsamp, t0);
 		     i < rsamp->end && b->samp.v[i].t0 < call->t1; i++) {
 			const struct bsamp *s = &b->samp.v[i];
 			uint64_t line;
