@@ -74,9 +74,9 @@ struct run {
 	size_t begin, end, cur;
 };
 
-struct acc { /* evidence: time by (class, key) */
+struct acc { /* evidence: time by (class, thread, key) */
 	uint64_t key, ns;
-	uint32_t cls;
+	uint32_t cls, tid;
 };
 
 struct bound {
@@ -459,20 +459,27 @@ static void runs_rewind(struct sec *c)
 		c->runs.v[i].cur = c->runs.v[i].begin;
 }
 
-/* Time of class cls on key (a line, a kernel name ...) into the row's evidence. */
-static int evidence(struct sec *c, unsigned cls, uint64_t key, uint64_t ns)
+/* Time of class cls on key (a line, a kernel name ...) of thread tid (peers; else 0) into the
+ * row's evidence. */
+static int evidence_of(struct sec *c, unsigned cls, uint32_t tid, uint64_t key, uint64_t ns)
 {
 	struct bound *b = c->b;
-	uint32_t v = tally_map_get(&b->acc_map, cls, key);
+	uint64_t k0 = (uint64_t)tid << 8 | cls;
+	uint32_t v = tally_map_get(&b->acc_map, k0, key);
 
 	if (!v) {
-		if (PUSH(b->accs, ((struct acc){key, 0, cls})) < 0 ||
-		    tally_map_put(&b->acc_map, cls, key, (uint32_t)b->accs.n) < 0)
+		if (PUSH(b->accs, ((struct acc){key, 0, cls, tid})) < 0 ||
+		    tally_map_put(&b->acc_map, k0, key, (uint32_t)b->accs.n) < 0)
 			return -ENOMEM;
 		v = (uint32_t)b->accs.n;
 	}
 	b->accs.v[v - 1].ns += ns;
 	return 0;
+}
+
+static int evidence(struct sec *c, unsigned cls, uint64_t key, uint64_t ns)
+{
+	return evidence_of(c, cls, 0, key, ns);
 }
 
 /* Evidence keys beyond the classes: kernels, the sync line, peers, start-up and tail lines. */
@@ -1031,7 +1038,7 @@ static int peers(struct sec *c)
 			ns += y > x ? y - x : 0;
 		}
 		line = ns ? host_line_of(&b->lines, c->rs, s->stack) : 0;
-		if (line && evidence(c, EV_PEER, line ^ (uint64_t)s->tid << 60, ns) < 0)
+		if (line && evidence_of(c, EV_PEER, s->tid, line, ns) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -1139,8 +1146,7 @@ static void top_evidence(struct sec *c)
 		else if (a->cls == EV_SYNC_LINE)
 			r->sync_line = k ? r->sync_line : (struct bound_line){a->key, a->ns};
 		else if (a->cls == EV_PEER)
-			r->peers[k] = (struct bound_peer){(uint32_t)(a->key >> 60),
-							  a->key & ~(0xfull << 60), a->ns};
+			r->peers[k] = (struct bound_peer){a->tid, a->key, a->ns};
 		else if (a->cls == EV_STARTUP_LINE && !k)
 			r->startup_line = (struct bound_line){a->key, a->ns};
 		else if (a->cls == EV_TAIL_LINE && !k)

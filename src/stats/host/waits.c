@@ -151,24 +151,52 @@ void wait_cache_fini(struct wait_cache *c)
 	c->n = 0;
 }
 
-/* The line of a stack (waits.h), not cached. */
-static uint64_t line_of(struct report_section *rs, uint32_t stack)
+static bool python_user(struct report_section *rs, uint32_t frame)
+{
+	const struct tally_frame *f = tally_frame_get(&rs->s->stacks, frame);
+
+	return f && f->type == TALLY_FRAME_PYTHON && !report_frame_is_library(rs, frame);
+}
+
+/* The first frame id of frame's label (waits.h); frame itself when memory ran out. */
+static uint32_t canon(struct line_cache *c, struct report_section *rs, uint32_t frame)
+{
+	const unsigned char *p = (const unsigned char *)report_frame_label(rs, frame);
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint32_t v;
+
+	for (; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	if ((v = tally_map_get(&c->canon, h, 0)))
+		return v - 1;
+	(void)tally_map_put(&c->canon, h, 0, frame + 1);
+	return frame;
+}
+
+/* The line of a stack (waits.h), not cached: in a stack with Python frames, the program's own
+ * Python frames (a mixed stack's native frames of the interpreter or of libtorch are no line of
+ * the program's); else the innermost frame of the program's own, whatever its kind. */
+static uint64_t line_of(struct line_cache *c, struct report_section *rs, uint32_t stack)
 {
 	const struct tally_stack *st = tally_stack_get(&rs->s->stacks, stack);
-	uint32_t user = report_user_frame(rs, stack), i;
+	uint32_t user = 0, i, at = 0;
 
-	if (!st || !user)
+	if (!st)
 		return 0;
-	for (i = 0; i < st->nframes && st->frames[i] != user; i++)
-		;
-	for (i++; i < st->nframes; i++) {
-		const struct tally_frame *f = tally_frame_get(&rs->s->stacks, st->frames[i]);
-
-		if (f && f->type == TALLY_FRAME_PYTHON &&
-		    !report_frame_is_library(rs, st->frames[i]))
-			return (uint64_t)user << 32 | st->frames[i];
+	for (i = 0; i < st->nframes && !user; i++)
+		if (python_user(rs, st->frames[i]))
+			user = st->frames[i], at = i;
+	if (!user) { /* no Python frame of the program's: its innermost frame of any kind */
+		user = report_user_frame(rs, stack);
+		for (at = 0; at < st->nframes && st->frames[at] != user; at++)
+			;
 	}
-	return (uint64_t)user << 32;
+	if (!user)
+		return 0;
+	for (i = at + 1; i < st->nframes; i++)
+		if (python_user(rs, st->frames[i]))
+			return (uint64_t)canon(c, rs, user) << 32 | canon(c, rs, st->frames[i]);
+	return (uint64_t)canon(c, rs, user) << 32;
 }
 
 uint64_t host_line_of(struct line_cache *c, struct report_section *rs, uint32_t stack)
@@ -177,27 +205,29 @@ uint64_t host_line_of(struct line_cache *c, struct report_section *rs, uint32_t 
 
 	if (!stack)
 		return 0;
-	if (c->section != rs->index) {
+	if (c->section != rs->index || !c->line) {
 		if (c->line)
 			memset(c->line, 0, c->n * sizeof(*c->line));
+		tally_map_fini(&c->canon);
+		memset(&c->canon, 0, sizeof(c->canon));
 		c->section = rs->index;
 	}
 	if (stack >= rs->s->stacks.nstacks)
-		return line_of(rs, stack);
+		return line_of(c, rs, stack);
 	cap = c->n;
 	if (!tally_grow_in((void **)&c->line, &cap, (size_t)stack + 1, sizeof(*c->line)))
-		return line_of(rs, stack);
+		return line_of(c, rs, stack);
 	c->n = (uint32_t)cap;
 	if (!c->line[stack])
-		c->line[stack] = line_of(rs, stack) + 1;
+		c->line[stack] = line_of(c, rs, stack) + 1;
 	return c->line[stack] - 1;
 }
 
 void line_cache_fini(struct line_cache *c)
 {
 	free(c->line);
-	c->line = NULL;
-	c->n = 0;
+	tally_map_fini(&c->canon);
+	memset(c, 0, sizeof(*c));
 }
 
 const char *host_line_label(struct report_section *rs, uint64_t line, char *buf, size_t len)

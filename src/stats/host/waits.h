@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hashmap.h"
 #include "trace-set.h"
 
 enum wait_kind {
@@ -39,12 +40,15 @@ void wait_cache_fini(struct wait_cache *c);
 /*
  * The line a stack stands for: its innermost frame of the program's own (report_user_frame) and
  * the next frame of the program's own further out (its caller in the program; 0 when none),
- * packed (frame << 32 | caller); 0 for no stack.  Looked up once per section and stack id.
+ * packed (frame << 32 | caller); 0 for no stack.  Frames of one label are one frame (the first
+ * id seen of it), so a line is one key however many frame entries name it.  Looked up once per
+ * section and stack id.
  */
 struct line_cache {
 	unsigned section;
 	uint64_t *line; /* by stack id: line + 1, 0 not looked up */
 	uint32_t n;
+	struct tally_map canon; /* a frame label's hash -> the first frame id of that label + 1 */
 };
 uint64_t host_line_of(struct line_cache *c, struct report_section *rs, uint32_t stack);
 void line_cache_fini(struct line_cache *c);
