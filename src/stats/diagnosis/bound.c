@@ -1337,10 +1337,14 @@ static int section_rows(struct sec *c)
 	size_t i, j;
 	int rc = 0;
 
-	qsort(b->gpu.v, b->gpu.n, sizeof(*b->gpu.v), gpu_by_device);
-	qsort(b->api.v, b->api.n, sizeof(*b->api.v), api_by_thread);
-	qsort(b->samp.v, b->samp.n, sizeof(*b->samp.v), samp_by_thread);
-	qsort(b->osrt.v, b->osrt.n, sizeof(*b->osrt.v), osrt_by_thread);
+	if (b->gpu.n > 1)
+		qsort(b->gpu.v, b->gpu.n, sizeof(*b->gpu.v), gpu_by_device);
+	if (b->api.n > 1)
+		qsort(b->api.v, b->api.n, sizeof(*b->api.v), api_by_thread);
+	if (b->samp.n > 1)
+		qsort(b->samp.v, b->samp.n, sizeof(*b->samp.v), samp_by_thread);
+	if (b->osrt.n > 1)
+		qsort(b->osrt.v, b->osrt.n, sizeof(*b->osrt.v), osrt_by_thread);
 	sample_covers(c);
 	if (make_runs(c, &c->samp_run, b->samp.n, samp_key) < 0 ||
 	    make_runs(c, &c->osrt_run, b->osrt.n, osrt_key) < 0 ||
