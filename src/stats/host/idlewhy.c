@@ -909,18 +909,18 @@ static int by_stack_use(const void *a, const void *b)
 
 /* The other processes' top stacks in a device's listed holes of its largest class. */
 static int follow_device(struct idle_why *w, const struct jobprocs *jp,
-			 const struct report_set *set, const struct report_idle_total *t)
+			 const struct report_set *set, const struct report_idle_total *t,
+			 size_t first, size_t last)
 {
-	size_t n, nw = 0, i, j, k, nu;
+	size_t nw = 0, i, j, k, nu, n;
 	const struct report_idle_gap *g = report_idle_gaps(w->idle, &n);
 	uint64_t(*win)[2] = NULL, total = 0;
 	struct proc_use *u = NULL;
 	size_t cap = 0;
 	int rc = 0;
 
-	for (i = 0; i < n; i++) {
-		if (g[i].gap.section != t->section || g[i].gap.device != t->device ||
-		    g[i].cls != report_idle_largest(t))
+	for (i = first; i < last && i < n; i++) {
+		if (g[i].cls != report_idle_largest(t))
 			continue;
 		if (!tally_grow_in((void **)&win, &cap, nw + 1, sizeof(*win))) {
 			free(win);
@@ -977,26 +977,33 @@ out:
 
 int idle_why_follow(struct idle_why *w, const struct jobprocs *jp, const struct report_set *set)
 {
-	size_t n, nt, i, j;
+	size_t n, nt, i, j, k;
 	const struct report_idle_gap *g = report_idle_gaps(w->idle, &n);
 	const struct report_idle_total *t = report_idle_totals(w->idle, &nt);
 	int rc = 0;
 
 	if (!jobprocs_any(jp))
 		return 0;
-	for (i = 0; w->want_rows && i < n && rc == 0; i = j) {
+	/* the listed holes come a section at a time, its devices in order, as the totals do:
+	 * each group of one (section, device) is followed once, its total found beside it */
+	for (i = 0, k = 0; i < n && rc == 0; i = j) {
 		for (j = i; j < n && g[j].gap.section == g[i].gap.section &&
 			    g[j].gap.device == g[i].gap.device;
 		     j++)
 			;
-		rc = follow_gaps(w, jp, set, i, j);
+		if (w->want_rows)
+			rc = follow_gaps(w, jp, set, i, j);
+		while (k < nt &&
+		       (t[k].section < g[i].gap.section ||
+			(t[k].section == g[i].gap.section && t[k].device < g[i].gap.device)))
+			k++;
+		if (rc == 0 && k < nt && t[k].section == g[i].gap.section &&
+		    t[k].device == g[i].gap.device && t[k].section < set->nsections &&
+		    device_waited(w, set->sections[t[k].section], t[k].device))
+			rc = follow_device(w, jp, set, &t[k], i, j);
 	}
 	if (rc == 0 && w->want_rows)
 		rc = sort_rows(w);
-	for (i = 0; i < nt && rc == 0; i++)
-		if (t[i].section < set->nsections &&
-		    device_waited(w, set->sections[t[i].section], t[i].device))
-			rc = follow_device(w, jp, set, &t[i]);
 	return rc;
 }
 
@@ -1240,12 +1247,17 @@ static void cause_threads(const struct idle_cause_ctx *x, struct report_section 
 	idle_why_thread_label_to(rs, l->thread, who, sizeof(who));
 	on_cpu = 2 * l->on_cpu >= l->samples;
 	s = top_stack(x->why, rs->index, device, l->thread, on_cpu);
-	used += (size_t)snprintf(buf + used, len - used,
-				 "; %s launched the work late: it was %s %s, %.0f%% of its "
-				 "samples in these gaps",
-				 who, on_cpu ? "on the CPU in" : "waiting in",
-				 s ? report_frame_label(rs, report_user_frame(rs, s->stack)) : "?",
-				 s ? share(s->count, l->samples) : 0.0);
+	if (s)
+		used += (size_t)snprintf(buf + used, len - used,
+					 "; %s launched the work late: it was %s %s, %.0f%% of its "
+					 "samples in these gaps",
+					 who, on_cpu ? "on the CPU in" : "waiting in",
+					 report_frame_label(rs, report_user_frame(rs, s->stack)),
+					 share(s->count, l->samples));
+	else /* its samples there name no frame (torn, or native samples only) */
+		used += (size_t)snprintf(buf + used, len - used,
+					 "; %s launched the work late: it was %s in these gaps",
+					 who, on_cpu ? "on the CPU" : "waiting");
 	if (!on_cpu && used < len && cross_cause(x, rs, device, buf + used, len - used))
 		return;
 	if (on_cpu || used >= len || !(o = producer(x, rs, l, s)) ||
