@@ -354,13 +354,10 @@ static void test_phases_pattern(void **state)
 
 	(void)state;
 	for (j = 0; j < 13; j++, t += 100) /* a warm-up step of other names, launched apart */
-		k[n++] = (struct phase_kernel){t, t + 10, t, 100 + j % 4};
+		k[n++] = (struct phase_kernel){t, 100 + j % 4};
 	for (s = 0; s < 20; s++) /* 20 steps of 10 kernels: 7 opens each, 8 and 9 alternate */
 		for (j = 0; j < 10; j++, t += 100)
-			k[n++] = (struct phase_kernel){t, t + 10, t,
-						       j == 0	? 7
-						       : j == 9 ? 11
-								: 8 + j % 2};
+			k[n++] = (struct phase_kernel){t, j == 0 ? 7 : j == 9 ? 11 : 8 + j % 2};
 	steps = phases_from_pattern(k, n, out, 64, &name, &period);
 	assert_int_equal(name, 7);
 	assert_int_equal(period, 10);

@@ -276,6 +276,20 @@ int bound_add(struct bound *b, struct report_section *rs, const struct tally_rec
 
 /* ---- sorting -------------------------------------------------------------------------------- */
 
+/* Records mostly come in order: a linear look first, and the sort only when it is needed. */
+static void sort_unless_sorted(void *v, size_t n, size_t size,
+			       int (*cmp)(const void *, const void *))
+{
+	const char *p = v;
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		if (cmp(p + (i - 1) * size, p + i * size) > 0) {
+			qsort(v, n, size, cmp);
+			return;
+		}
+}
+
 static int gpu_by_device(const void *a, const void *b)
 {
 	const struct bgpu *x = a, *y = b;
@@ -321,9 +335,15 @@ static int range_by_start(const void *a, const void *b)
 	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
-static int api_by_corr(const void *a, const void *b)
+/* A launch call's correlation id and start: the pattern's marks are launches. */
+struct launch_at {
+	uint64_t t0;
+	uint32_t corr;
+};
+
+static int launch_by_corr(const void *a, const void *b)
 {
-	const struct bapi *x = a, *y = b;
+	const struct launch_at *x = a, *y = b;
 
 	return x->corr < y->corr ? -1 : x->corr > y->corr;
 }
@@ -343,7 +363,7 @@ struct sec {
 	/* per thread, the runs of the arrays sorted by thread */
 	struct tally_map samp_run, osrt_run, api_run; /* key -> run index + 1 */
 	VEC(struct run) runs;
-	struct bapi *by_corr; /* the launch calls by correlation id (a copy) */
+	struct launch_at *by_corr; /* the launch calls by correlation id */
 	size_t nby_corr;
 	/* the row being made */
 	struct bound_row *row;
@@ -669,14 +689,15 @@ static int split_host(struct sec *c, const struct who *l, uint64_t u, uint64_t v
 	return 0;
 }
 
-/* The launch call of correlation id corr, or NULL. */
-static const struct bapi *launch_of(struct sec *c, uint32_t corr)
+/* When the launch call of correlation id corr began, or `otherwise`. */
+static uint64_t launched_at(struct sec *c, uint32_t corr, uint64_t otherwise)
 {
-	struct bapi key = {.corr = corr};
+	struct launch_at key = {.corr = corr};
+	const struct launch_at *l = corr && c->nby_corr ? bsearch(&key, c->by_corr, c->nby_corr,
+								  sizeof(key), launch_by_corr)
+							: NULL;
 
-	return corr && c->nby_corr
-		   ? bsearch(&key, c->by_corr, c->nby_corr, sizeof(key), api_by_corr)
-		   : NULL;
+	return l ? l->t0 : otherwise;
 }
 
 /* ---- the steps ------------------------------------------------------------------------------ */
@@ -740,17 +761,16 @@ static size_t steps_from_pattern(struct sec *c, size_t from, size_t to)
 	b->kernels.n = 0;
 	for (i = from; i < to; i++) {
 		const struct bgpu *g = &b->gpu.v[i];
-		const struct bapi *l;
 
 		if (!g->kernel)
 			continue;
-		l = launch_of(c, g->corr);
 		if (PUSH(b->kernels,
-			 ((struct phase_kernel){g->t0, g->t1, l ? l->t0 : g->t0, g->name})) < 0)
+			 ((struct phase_kernel){launched_at(c, g->corr, g->t0), g->name})) < 0)
 			return 0;
 	}
-	if (!tally_grow_in((void **)&b->spans.v, &b->spans.cap, b->kernels.n + 1,
-			   sizeof(*b->spans.v)))
+	/* a step holds PHASE_PATTERN_MIN_KERNELS kernels or more */
+	if (!tally_grow_in((void **)&b->spans.v, &b->spans.cap,
+			   b->kernels.n / PHASE_PATTERN_MIN_KERNELS + 1, sizeof(*b->spans.v)))
 		return 0;
 	n = phases_from_pattern(b->kernels.v, b->kernels.n, b->spans.v, b->spans.cap,
 				&c->row->pattern_name, &c->row->period);
@@ -1337,14 +1357,10 @@ static int section_rows(struct sec *c)
 	size_t i, j;
 	int rc = 0;
 
-	if (b->gpu.n > 1)
-		qsort(b->gpu.v, b->gpu.n, sizeof(*b->gpu.v), gpu_by_device);
-	if (b->api.n > 1)
-		qsort(b->api.v, b->api.n, sizeof(*b->api.v), api_by_thread);
-	if (b->samp.n > 1)
-		qsort(b->samp.v, b->samp.n, sizeof(*b->samp.v), samp_by_thread);
-	if (b->osrt.n > 1)
-		qsort(b->osrt.v, b->osrt.n, sizeof(*b->osrt.v), osrt_by_thread);
+	sort_unless_sorted(b->gpu.v, b->gpu.n, sizeof(*b->gpu.v), gpu_by_device);
+	sort_unless_sorted(b->api.v, b->api.n, sizeof(*b->api.v), api_by_thread);
+	sort_unless_sorted(b->samp.v, b->samp.n, sizeof(*b->samp.v), samp_by_thread);
+	sort_unless_sorted(b->osrt.v, b->osrt.n, sizeof(*b->osrt.v), osrt_by_thread);
 	sample_covers(c);
 	if (make_runs(c, &c->samp_run, b->samp.n, samp_key) < 0 ||
 	    make_runs(c, &c->osrt_run, b->osrt.n, osrt_key) < 0 ||
@@ -1353,10 +1369,10 @@ static int section_rows(struct sec *c)
 	if (b->api.n && !(c->by_corr = malloc(b->api.n * sizeof(*c->by_corr))))
 		return -ENOMEM;
 	for (i = 0; i < b->api.n; i++)
-		if (!b->api.v[i].sync)
-			c->by_corr[c->nby_corr++] = b->api.v[i];
-	if (c->nby_corr > 1)
-		qsort(c->by_corr, c->nby_corr, sizeof(*c->by_corr), api_by_corr);
+		if (b->api.v[i].corr)
+			c->by_corr[c->nby_corr++] =
+			    (struct launch_at){b->api.v[i].t0, b->api.v[i].corr};
+	sort_unless_sorted(c->by_corr, c->nby_corr, sizeof(*c->by_corr), launch_by_corr);
 	c->launcher = top_launcher(c);
 	for (i = 0; i < b->gpu.n && rc == 0; i = j) {
 		for (j = i; j < b->gpu.n && b->gpu.v[j].device == b->gpu.v[i].device; j++)
@@ -1366,6 +1382,16 @@ static int section_rows(struct sec *c)
 	return rc;
 }
 
+static bool holes_sorted(const struct report_idle_hole *h, size_t n)
+{
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		if (by_span_t0(&h[i - 1], &h[i]) > 0)
+			return false;
+	return true;
+}
+
 int bound_section_end(struct bound *b, struct report_section *rs, const struct report_idle *idle)
 {
 	struct sec c = {.b = b, .rs = rs};
@@ -1373,15 +1399,16 @@ int bound_section_end(struct bound *b, struct report_section *rs, const struct r
 	const struct report_idle_hole *h = report_idle_holes(idle, &c.nholes);
 	int rc = 0;
 
-	if (b->gpu.n && c.nholes) { /* sorted by device and time, whatever came first */
+	c.holes = h;
+	if (b->gpu.n && !holes_sorted(h, c.nholes)) { /* by device and time, a copy if need be */
 		if (!(holes = malloc(c.nholes * sizeof(*holes))))
 			rc = -ENOMEM;
 		else
 			memcpy(holes, h, c.nholes * sizeof(*holes));
-		if (holes && c.nholes > 1)
+		if (holes)
 			qsort(holes, c.nholes, sizeof(*holes), by_span_t0);
+		c.holes = holes;
 	}
-	c.holes = holes;
 	c.period = idle_why_period(rs);
 	c.main_tid = main_tid(rs);
 	if (rc == 0 && b->gpu.n)

@@ -21,7 +21,7 @@
 #define PHASE_STEPS_MIN	    3 /* steady steps a verdict needs */
 #define PHASE_PATTERN_REGULAR                                                                      \
 	0.8 /* share of a kernel's recurrences at one period to call it regular */
-#define PHASE_PATTERN_MIN_KERNELS 2	   /* a step of the launch pattern holds this many */
+#define PHASE_PATTERN_MIN_KERNELS 2	    /* a step of the launch pattern holds this many */
 #define PHASE_PATTERN_MIN_STEP_NS 100000ull /* ... and its median lasts this long (100 us) */
 
 struct phase_span {
@@ -31,7 +31,7 @@ struct phase_span {
 /* A kernel of a device, in start order: its name and when its launch began (its own start when
  * the launch was not recorded). */
 struct phase_kernel {
-	uint64_t t0, t1, launched;
+	uint64_t launched;
 	uint32_t name;
 };
 
