@@ -185,7 +185,8 @@ static bool descends(const struct jobprocs *jp, const struct report_set *set,
 
 	if (c == a || !same_host(c->s, a->s))
 		return false;
-	if (c->s->has_parent && a->s->has_session_id && /* a fork child names its parent's session */
+	if (c->s->has_parent &&
+	    a->s->has_session_id && /* a fork child names its parent's session */
 	    memcmp(c->s->parent_id, a->s->session_id, sizeof(c->s->parent_id)) == 0)
 		return true;
 	for (depth = 0; depth < ANCESTRY_MAX && p; depth++) {
