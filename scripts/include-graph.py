@@ -85,6 +85,10 @@ KNOWN_CIRCLES = {
      "stats/model/summary.c"):
         "the report table, the analyses' views, the aggregates and the summaries call each "
         "other (stats/ is its room's to reshape)",
+    ("stats/diagnosis/diagnosis-steps.c", "stats/diagnosis/diagnosis.c"):
+        "the step rules add findings through diagnosis.c, which calls their phases (stats/)",
+    ("stats/host/idlewhy.c", "stats/host/jobprocs.c"):
+        "the job's processes and the gaps' whys read each other (stats/)",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

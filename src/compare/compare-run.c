@@ -344,7 +344,7 @@ static int read_side(struct compare_result *r, struct cmp_side *sd, unsigned s, 
 		     size_t errlen)
 {
 	char e[512];
-	int rc = cmp_side_read(sd, p, np, e, sizeof(e));
+	int rc = cmp_side_read(sd, p, np, e, sizeof(e), &r->bottleneck[s]);
 
 	if (rc == 0)
 		rc = cmp_side_stretch(sd, &r->side[s], e, sizeof(e));

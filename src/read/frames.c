@@ -574,6 +574,13 @@ static bool is_library_frame(struct report_section *rs, uint32_t frame_id,
 	return lib;
 }
 
+bool report_frame_is_library(struct report_section *rs, uint32_t frame_id)
+{
+	const struct tally_frame *f = tally_frame_get(&rs->s->stacks, frame_id);
+
+	return !f || is_library_frame(rs, frame_id, f);
+}
+
 uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id)
 {
 	struct report_frames *fr = frames_of(rs);

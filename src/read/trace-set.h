@@ -202,6 +202,9 @@ const char *report_frame_label(struct report_section *rs, uint32_t frame_id);
 const char *report_stack_label(struct report_section *rs, uint32_t stack_id);
 /* The innermost frame that is the program's own (not a library's); 0 if no stack. */
 uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id);
+/* Whether a frame is a library's (site-packages, the standard library, libc, CUDA ...), not the
+ * program's own; true for a frame the stack table does not hold. */
+bool report_frame_is_library(struct report_section *rs, uint32_t frame_id);
 /* Why native frames were labelled "module+0xoffset" instead of symbolized (libdw.so.1 not found,
  * or tally built without libdw); NULL when none was, or all were symbolized. */
 const char *report_symbolizer_missing(void);

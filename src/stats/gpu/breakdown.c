@@ -40,8 +40,7 @@ static bool holds_nocase(const char *s, const char *pat)
 	return false;
 }
 
-/* Is a kernel of this name (mangled or not) communication?  (the table above) */
-static bool kernel_is_comm(const char *name)
+bool breakdown_kernel_is_comm(const char *name)
 {
 	size_t i;
 
@@ -164,19 +163,19 @@ static struct bd_dev *dev_of(struct breakdown *b, uint32_t device)
 static unsigned kernel_class(struct bd_sec *s, struct report_section *rs, uint32_t id)
 {
 	if (id >= rs->s->nstrings)
-		return kernel_is_comm(report_string(rs, id)) ? 2 : 1;
+		return breakdown_kernel_is_comm(report_string(rs, id)) ? 2 : 1;
 	if (id >= s->nkclass) {
 		uint32_t n = rs->s->nstrings;
 		uint8_t *t = tally_resize(s->kclass, n, 1);
 
 		if (!t)
-			return kernel_is_comm(report_string(rs, id)) ? 2 : 1;
+			return breakdown_kernel_is_comm(report_string(rs, id)) ? 2 : 1;
 		memset(t + s->nkclass, 0, n - s->nkclass);
 		s->kclass = t;
 		s->nkclass = n;
 	}
 	if (!s->kclass[id])
-		s->kclass[id] = kernel_is_comm(report_string(rs, id)) ? 2 : 1;
+		s->kclass[id] = breakdown_kernel_is_comm(report_string(rs, id)) ? 2 : 1;
 	return s->kclass[id];
 }
 

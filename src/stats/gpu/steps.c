@@ -13,8 +13,9 @@
 
 #define NAMES_MAX 4096
 
-static const char *const default_names[] = {"step", "ProfilerStep"};
 #define NDEFAULT 2
+const char *const steps_default_names[NDEFAULT] = {"step", "ProfilerStep"};
+const unsigned steps_default_count = NDEFAULT;
 
 struct iv {
 	uint64_t t0, t1;
@@ -79,8 +80,7 @@ void steps_free(struct steps *s)
 	free(s);
 }
 
-/* NAME, or NAME then at most one separator and digits. */
-static bool matches(const char *msg, const char *name)
+bool steps_name_matches(const char *msg, const char *name)
 {
 	size_t n = strlen(name);
 
@@ -147,10 +147,10 @@ static unsigned match_of(struct steps *s, struct srank *r, struct report_section
 		return r->match[id] - 1;
 	msg = report_string(rs, id);
 	if (s->user)
-		m = matches(msg, s->user) ? 2 : 1;
+		m = steps_name_matches(msg, s->user) ? 2 : 1;
 	else
 		for (k = 0; k < NDEFAULT && m == 1; k++)
-			if (matches(msg, default_names[k]))
+			if (steps_name_matches(msg, steps_default_names[k]))
 				m = 2 + k;
 	if (id < rs->s->nstrings) {
 		if (id >= r->nmatch) {
@@ -293,7 +293,7 @@ static int chosen_name(struct steps *s)
 	for (k = 0; k < (s->user ? 1u : NDEFAULT); k++)
 		for (i = 0; i < s->nr; i++)
 			if (s->r[i].n[k]) {
-				s->v.range = s->user ? s->user : default_names[k];
+				s->v.range = s->user ? s->user : steps_default_names[k];
 				return (int)k;
 			}
 	return -1;

@@ -372,21 +372,31 @@ static void q_cell(const void *ctx, size_t row, size_t col, struct report_cell *
 /* ---- diagnosis ---------------------------------------------------------------------------- */
 
 const struct report_col cols_findings[] = {
-    {"Rule", COL_STR},	  {"Cost (ns)", COL_U64}, {"Cost (% of GPU time)", COL_PCT},
-    {"Finding", COL_STR}, {"Proof", COL_STR},	  {"Where", COL_STR},
-    {"Why", COL_STR},	  {"Try", COL_STR},	  {NULL},
+    {"Rule", COL_STR},
+    {"Cost (ns)", COL_U64},
+    {"Cost (% of GPU time)", COL_PCT},
+    {"Share (% of step)", COL_PCT},
+    {"Finding", COL_STR},
+    {"Proof", COL_STR},
+    {"Where", COL_STR},
+    {"Why", COL_STR},
+    {"Try", COL_STR},
+    {NULL},
 };
 
 static void dg_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
 	const struct view_ctx *x = ctx;
 	const struct diag_finding *f = &x->st->findings[row];
-	const char *s[] = {f->rule, NULL, NULL, f->figure, f->proof, f->where, f->why, f->try_};
+	const char *s[] = {f->rule,  NULL,     NULL,   NULL,   f->figure,
+			   f->proof, f->where, f->why, f->try_};
 
 	if (col == 1)
 		set_u(c, f->cost);
 	else if (col == 2 && f->cost)
 		set_d(c, f->share);
+	else if (col == 3 && f->step_share >= 0)
+		set_d(c, f->step_share);
 	else if (s[col] && *s[col])
 		set_s(c, s[col]);
 }
@@ -436,5 +446,5 @@ void view_findings(struct view_ctx *x, struct report_view *v)
 	v->cell = dg_cell;
 	v->nrows = x->st->nfindings;
 	v->blocks = true;
-	v->block_title = 3;
+	v->block_title = 4;
 }

@@ -910,10 +910,13 @@ static int idle_section_end(struct stats *st, struct report_section *rs)
 	return rc ? rc : idle_why_section(st->why, rs);
 }
 
+/* The cause across processes (the job's other processes, kept by the row above), then the
+ * breakdown's rows. */
 static int idle_end(struct stats *st, const struct report_set *set)
 {
-	(void)set;
-	return host_reports_finish(st);
+	int rc = st->procs ? idle_why_follow(st->why, st->procs, set) : 0;
+
+	return rc ? rc : host_reports_finish(st);
 }
 
 static void idle_drop(struct stats *st)
@@ -921,6 +924,60 @@ static void idle_drop(struct stats *st)
 	free(st->bd_rows);
 	idle_why_free(st->why);
 	report_idle_free(st->idle);
+}
+
+/* jobprocs.h: the samples of the processes that ran no GPU work, kept to the end */
+static int procs_make(struct stats *st)
+{
+	return made(st->procs = jobprocs_new());
+}
+
+static int procs_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			 size_t n)
+{
+	return jobprocs_add(st->procs, rs, r, n);
+}
+
+static int procs_section_end(struct stats *st, struct report_section *rs)
+{
+	return jobprocs_section_end(st->procs, rs);
+}
+
+static int procs_end(struct stats *st, const struct report_set *set)
+{
+	return jobprocs_finish(st->procs, set);
+}
+
+static void procs_drop(struct stats *st)
+{
+	jobprocs_free(st->procs);
+}
+
+/* bound.h: after the idle holes of each section (the row above it), then across processes */
+static int bound_make(struct stats *st)
+{
+	return made(st->bound = bound_new(st->req.range));
+}
+
+static int bound_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			 size_t n)
+{
+	return bound_add(st->bound, rs, r, n);
+}
+
+static int bound_section(struct stats *st, struct report_section *rs)
+{
+	return bound_section_end(st->bound, rs, st->idle);
+}
+
+static int bound_end(struct stats *st, const struct report_set *set)
+{
+	return bound_finish(st->bound, set, st->procs);
+}
+
+static void bound_drop(struct stats *st)
+{
+	bound_free(st->bound);
 }
 
 /* jobs.h: always (every output warns of traces of several jobs) */
@@ -942,6 +999,8 @@ static int findings_end(struct stats *st, const struct report_set *set)
 	in.jobs = &st->jobs;
 	in.idle_cause = idle_cause;
 	in.idle_ctx = &cause;
+	in.bound = bound_rows(st->bound, &in.nbound);
+	in.gm = st->gm;
 	return diagnose(&in, &st->findings, &st->nfindings);
 }
 
@@ -951,7 +1010,8 @@ static void findings_drop(struct stats *st)
 }
 
 #define NEED_DIAGNOSIS_READS                                                                       \
-	(NEED_BREAKDOWN | NEED_LAUNCHES | NEED_STEPS | NEED_MEMORY | NEED_IDLE | NEED_JOBS)
+	(NEED_BREAKDOWN | NEED_LAUNCHES | NEED_STEPS | NEED_MEMORY | NEED_IDLE | NEED_JOBS |       \
+	 NEED_BOUND)
 
 static const struct analysis analyses[] = {
     {NEED_GAPS | NEED_UTIL, 0, gaps_make, NULL, gaps_records, gaps_section_end, NULL, gaps_drop},
@@ -969,8 +1029,12 @@ static const struct analysis analyses[] = {
      metrics_end, metrics_drop},
     {NEED_BREAKDOWN | NEED_IDLE | NEED_WHY_ROWS, 0, NULL, NULL, NULL, NULL, stats_classify_gaps,
      NULL},
+    {NEED_IDLE | NEED_WHY_ROWS | NEED_BOUND, 0, procs_make, NULL, procs_records, procs_section_end,
+     procs_end, procs_drop},
     {NEED_IDLE | NEED_WHY_ROWS, NEED_METRICS, idle_make, NULL, idle_records, idle_section_end,
      idle_end, idle_drop},
+    {NEED_BOUND, NEED_IDLE | NEED_METRICS, bound_make, NULL, bound_records, bound_section,
+     bound_end, bound_drop},
     {0, 0, NULL, NULL, NULL, NULL, jobs_end, NULL},
     {NEED_FINDINGS, NEED_DIAGNOSIS_READS, NULL, NULL, NULL, NULL, findings_end, findings_drop},
 };
@@ -1326,6 +1390,12 @@ const struct bd_row *stats_breakdown(const struct stats *st, size_t *n)
 {
 	*n = 0;
 	return st->bd ? breakdown_rows(st->bd, n) : NULL;
+}
+
+const struct bound_row *stats_bound(const struct stats *st, size_t *n)
+{
+	*n = 0;
+	return st->bound ? bound_rows(st->bound, n) : NULL;
 }
 
 const struct report_gap *stats_gaps(const struct stats *st, size_t *n)
