@@ -12,6 +12,8 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 TALLY=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") APP=$2 SRC=$4
 export TALLY_CUPTI_PATH=$3
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_signal_unsafe=0"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/b/src/cli" "$T/b/gpu" "$T/bin"
