@@ -602,6 +602,8 @@ static void begin(struct pm_device *d)
 	d->started_at = cupti_clock();
 	d->skip_next = true;
 	d->running = true;
+	d->after_full = false; /* what the decodes before left says nothing of these samples */
+	d->unfinished = 0;
 }
 
 void pm_device_start(struct pm_device *d, const struct pm_request *rq)
@@ -745,6 +747,7 @@ static void take_sample(struct pm_device *d, size_t i, struct pm_eval_job *j)
 		d->skip_next = false;
 		if (!d->bridge)
 			d->prev_end = s.end; /* coverage starts where the first kept sample does */
+		d->at_decode = false;
 		tally_pipeline_metric_count(TALLY_C_METRIC_SKIPPED, 1);
 		return;
 	}
@@ -812,7 +815,10 @@ static CUptiResult take_image(struct pm_device *d, const struct pm_request *rq,
 		else
 			free(j);
 		d->cur ^= 1;
+		t0 = tally_monotonic_ns();
 		pm_eval_wait_idle(rq->eval, &d->busy[d->cur]);
+		t0 = tally_monotonic_ns() - t0;
+		cost->eval_wait_max_ns = t0 > cost->eval_wait_max_ns ? t0 : cost->eval_wait_max_ns;
 	}
 	/* a sample CUPTI had begun in the image goes with its reset */
 	if (p.numPopulatedSamples > p.numCompletedSamples)
@@ -890,9 +896,9 @@ void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_
 
 	if (d->state != TALLY_GM_SAMPLED || !d->running || context_gone(d, rq))
 		return;
-	/* What the hardware holds first, while it samples on: the stop can take long (it waits
-	 * for the driver, which a thread the close holds may have taken), and what it adds
-	 * meanwhile is then all the last decode must take. */
+	/* What the hardware holds first, while it samples on: the stop can take long (more than
+	 * a second of a SIGTERM's close on the H100), and what comes meanwhile is then all the
+	 * last decode must take. */
 	(void)pm_device_decode(d, rq, cost, deadline);
 	if (d->state != TALLY_GM_SAMPLED || !d->running || context_gone(d, rq))
 		return;

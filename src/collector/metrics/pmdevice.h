@@ -22,8 +22,8 @@
 
 /*
  * Why a device's samples have a break (a sample that starts more than one sampling interval
- * after the one before ended; docs/collector.md, "Breaks"), as the sampler knows it when it
- * finds the break:
+ * after the one before ended, or samples lost before a stop; docs/collector.md, "Breaks, and
+ * their causes"), as the sampler knows it when it finds the break:
  *   HARDWARE    the GPU took no sample there: both samples came out of the hardware in order,
  *               and tally left nothing out between them (no full image, no overflow, no sample
  *               left unfinished at an image's reset)
@@ -110,8 +110,8 @@ struct pm_device {
 	bool after_full;     /* the decode before it stopped at a full image */
 	uint64_t unfinished; /* samples the image before it was reset with, unfinished */
 	uint64_t decoded_at; /* CLOCK_MONOTONIC ns when the last decode returned */
-	uint64_t
-	    full_after_ns; /* time since the decode before, at the last that found a full image */
+	/* at the last decode that found a full image: ns since the decode before it */
+	uint64_t full_after_ns;
 	/* breaks by cause: how many, their time, and the longest time between two decodes of
 	 * those that found a full image */
 	uint64_t breaks[PM_BREAKS], break_ns[PM_BREAKS], late_ns_max;
@@ -136,8 +136,9 @@ void pm_device_start(struct pm_device *d, const struct pm_request *rq);
  * again; after an overflow or a full image d->behind is set. */
 bool pm_device_decode(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
 		      uint64_t deadline);
-/* Stop sampling and hand on what the hardware still holds, until the deadline: what is left
- * then is lost, and counted as a gap. */
+/* Take what the hardware holds (until the deadline), stop sampling, and hand on what came
+ * meanwhile (until the deadline, or at least 100 ms after the stop): what is left then, or did
+ * not fit the last image, is lost, and counted as a break (pm_break STOP, LATE). */
 void pm_device_stop(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,
 		    uint64_t deadline);
 /*

@@ -29,7 +29,10 @@ struct pm_cost {
 	uint64_t decodes, evaluated;
 	uint64_t full_stops;  /* decodes that stopped at a full image */
 	uint64_t eval_cpu_ns; /* the evaluating thread's CPU time */
-	unsigned faster;      /* times the decode period was halved after an overflow */
+	/* the longest the sampler waited for the evaluating thread to free an image (which waits
+	 * while the pipeline's consumer has no room) */
+	uint64_t eval_wait_max_ns;
+	unsigned faster; /* times the decode period was halved after an overflow */
 };
 
 /* One image's completed samples, to evaluate and hand on as one batch. */

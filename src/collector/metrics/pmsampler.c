@@ -322,7 +322,8 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 		 "reset %.1f ms, setup %.1f ms; "
 		 "the sampler thread used %.1f ms of CPU in %.3f s (%.2f%% of a core), the "
 		 "evaluating thread %.1f ms (%.2f%%); decode period %u ms (halved %u times after "
-		 "overflows or full images); each image holds %.1f ms (%u samples)",
+		 "overflows or full images); each image holds %.1f ms (%u samples); the longest "
+		 "wait for the evaluating thread %.1f ms",
 		 sampled, (unsigned long long)kept, (double)c->decode_ns / 1e6,
 		 (unsigned long long)c->decodes, (unsigned long long)c->full_stops,
 		 (double)c->evaluate_ns / 1e6,
@@ -331,7 +332,8 @@ static void note_cost(const struct pm_sampler *s, uint64_t wall_ns)
 		 (double)wall_ns / 1e9, wall_ns ? 100.0 * (double)cpu / (double)wall_ns : 0.0,
 		 (double)c->eval_cpu_ns / 1e6,
 		 wall_ns ? 100.0 * (double)c->eval_cpu_ns / (double)wall_ns : 0.0, s->decode_ms,
-		 s->cost.faster, (double)image * (double)s->rq.interval_ns / 1e6, image);
+		 s->cost.faster, (double)image * (double)s->rq.interval_ns / 1e6, image,
+		 (double)c->eval_wait_max_ns / 1e6);
 	tally_pipeline_note(TALLY_NOTE_INFO, "gpu-metrics-cost", text);
 }
 

@@ -76,12 +76,24 @@ static struct timespec loaded_at;
 static void context_ending(void *arg, uint64_t devices)
 {
 	struct session *s = arg;
+	struct timespec step = {0, 1000000};
+	uint64_t until = tally_monotonic_ns() + s->cfg.flush_timeout_ns;
+	bool closing;
 
 	if (s->pid != getpid())
 		return;
 	libc_pthread_mutex_lock(&s->metrics_lock);
 	pm_sampler_context_ending(s->metrics, devices, cupti_now(), s->cfg.flush_timeout_ns);
+	closing = atomic_load_explicit(&s->close_in_metrics, memory_order_acquire);
 	pthread_mutex_unlock(&s->metrics_lock);
+	/* A close is stopping the sampler (a signal's, whose thread was let go and went on to
+	 * exit): its stop, last decode and disable need the context and the PM libraries, which
+	 * go once this returns.  Wait for it, bounded as the close is (the stand-in's PM calls
+	 * after them aborted the program, test-gpumetrics.sh's termstop). */
+	while (closing && tally_monotonic_ns() < until) {
+		libc_nanosleep(&step, NULL);
+		closing = atomic_load_explicit(&s->close_in_metrics, memory_order_acquire);
+	}
 }
 
 /*
@@ -917,12 +929,13 @@ static bool stop_metrics(struct session *s, bool *had)
 	libc_pthread_mutex_lock(&s->metrics_lock);
 	metrics = s->metrics;
 	s->metrics = NULL;
+	/* under the lock: a context's end that no longer finds the sampler finds this */
+	atomic_store_explicit(&s->close_in_metrics, metrics != NULL, memory_order_release);
 	pthread_mutex_unlock(&s->metrics_lock);
 	if (had)
 		*had = metrics != NULL;
-	atomic_store_explicit(&s->close_in_metrics, metrics != NULL, memory_order_relaxed);
 	done = pm_sampler_stop(metrics, s->cfg.flush_timeout_ns);
-	atomic_store_explicit(&s->close_in_metrics, false, memory_order_relaxed);
+	atomic_store_explicit(&s->close_in_metrics, false, memory_order_release);
 	return done;
 }
 
