@@ -299,10 +299,13 @@ expect termlate 0 'whole and status == 143 and "ran on" not in open(os.path.join
 # the metrics' stop takes 3.5 s here: the handler counts its 2 s in 2 ms sleeps, which a loaded
 # machine stretches, and a 2.5 s stop sometimes ended before the thread was let go), with
 # CUPTI's records filled in after their room is taken, so that a forced flush meanwhile hands
-# them over unfinished (FAKECUPTI_RECORD_US, as CUPTI documents it).  The thread, let go, runs on launching: the close stops new activity before it
-# waits for the metrics, so nothing it does reaches a buffer the forced flush hands over.
-# Before, each of these ended INCOMPLETE with parse_failures 1, as 2 of 4 SIGTERM runs with
-# --gpu-metrics did on the H100.
+# them over unfinished (FAKECUPTI_RECORD_US, as CUPTI documents it).  The thread, let go, runs
+# on launching: the close stops new activity before it waits for the metrics, so nothing it does
+# reaches a buffer the forced flush hands over.  Before, each of these ended INCOMPLETE with
+# parse_failures 1, as 2 of 4 SIGTERM runs with --gpu-metrics did on the H100.  Then the program
+# exits (0.5 s after it was let go) while the stop still runs: exit waits for the close's stop
+# before the PM libraries' destructors run (before, the sampler's decode after the stop met
+# them: the stand-in aborted, a sampler failure; with a 2.5 s stop that race made these flaky).
 for i in 1 2 3 4; do
 	run "termstop$i" --gpu-metrics --gpu-metrics-frequency 1000 -- term-late 300 \
 		FAKEAPP_PHASE_MS=$((300 + 173 * i)) FAKECUPTI_RECORD_US=200 FAKECUPTI_PM_STOP_MS=3500
