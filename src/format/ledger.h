@@ -82,6 +82,7 @@ enum tally_counter {
 	TALLY_C_SAMPLES_SKIPPED = 76,
 	TALLY_C_OSRT_DROPPED = 77,
 	TALLY_C_THREADS_SEEN = 78,
+	TALLY_C_SAMPLE_FORK_NS = 79,
 	/* GPU metrics (format 1.3): PM samples, all devices (docs/ledger.md) */
 	TALLY_C_METRIC_DECODED = 80,
 	TALLY_C_METRIC_WRITTEN = 81,

@@ -30,7 +30,7 @@
 enum pstate { P_RUNNING, P_STOPPING, P_STOPPED };
 
 #define HOST_FIRST    TALLY_C_SAMPLES_TAKEN
-#define HOST_COUNTERS (TALLY_C_THREADS_SEEN - TALLY_C_SAMPLES_TAKEN + 1)
+#define HOST_COUNTERS (TALLY_C_SAMPLE_FORK_NS - TALLY_C_SAMPLES_TAKEN + 1)
 
 struct batch {
 	struct tally_record *recs;

@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -86,6 +88,11 @@ static struct {
 
 	pthread_t thread;
 	_Atomic bool running, started;
+	_Atomic uint32_t wake; /* futex word: bumped to wake the sampler's sleep */
+	/* The program's forks (fork_begin/end, in the forking thread): CLOCK_MONOTONIC start of
+	 * the one under way (0 none), and the time of all that ended. */
+	_Atomic uint64_t fork_since, fork_ns;
+	uint64_t fork_ns_seen; /* sampler thread: fork_ns at its last Python pass */
 	pid_t pid;
 	unsigned long main_pthread;
 
@@ -174,10 +181,17 @@ static uint32_t native_stack(const uint64_t *pcs, unsigned n)
 	return tally_stacktab_intern(f, n, NULL);
 }
 
-static void perf_sample(void *ctx, pid_t tid, uint64_t time, const uint64_t *ips, unsigned n)
+/* stands_ns: the thread's CPU time since its previous sample on that CPU.  Periods past the
+ * first (rounded) are ones the kernel's timer folded into this sample: counted as overruns. */
+static void perf_sample(void *ctx, pid_t tid, uint64_t time, uint64_t stands_ns,
+			const uint64_t *ips, unsigned n)
 {
+	uint64_t periods = (stands_ns + sm.period_ns / 2) / sm.period_ns;
+
 	(void)ctx;
-	add_sample(time, sm.period_ns, tid, TALLY_SAMPLE_PERF, TALLY_THREAD_ON_CPU,
+	if (periods > 1)
+		tally_pipeline_count(TALLY_C_SAMPLE_OVERRUNS, periods - 1);
+	add_sample(time, stands_ns, tid, TALLY_SAMPLE_PERF, TALLY_THREAD_ON_CPU,
 		   n ? native_stack(ips, n) : 0, 0);
 }
 
@@ -388,7 +402,7 @@ static bool python_find(void)
 	return true;
 }
 
-static void python_thread(const struct py_thread *p)
+static void python_thread(const struct py_thread *p, uint64_t stands)
 {
 	struct raw_frame f[128];
 	unsigned state, flags = 0;
@@ -404,7 +418,7 @@ static void python_thread(const struct py_thread *p)
 		stack = tally_stacktab_intern(f, (unsigned)n, tally_pyframes_name_outside);
 	}
 	state = tally_host_thread_state(p->tid);
-	add_sample(t0, sm.period_ns, p->tid, TALLY_SAMPLE_PYTHON, state, stack, flags);
+	add_sample(t0, stands, p->tid, TALLY_SAMPLE_PYTHON, state, stack, flags);
 	t = thread_of(p->tid, true);
 	if (t && (!(t->flags & TALLY_THREADF_PYTHON) || t->pthread_id != p->pthread_id)) {
 		t->flags |= TALLY_THREADF_PYTHON;
@@ -417,7 +431,7 @@ static void python_thread(const struct py_thread *p)
 	}
 }
 
-static void python_pass(void)
+static void python_pass(uint64_t stands)
 {
 	struct py_thread threads[MAX_PYTHREAD];
 	unsigned i, n;
@@ -425,30 +439,82 @@ static void python_pass(void)
 	tally_pyframes_lines_retry(sm.main_pthread);
 	n = tally_pyframes_threads(threads, MAX_PYTHREAD);
 	for (i = 0; i < n; i++)
-		python_thread(&threads[i]);
+		python_thread(&threads[i], stands);
 }
 
 /* ---- the thread ---------------------------------------------------------------------------- */
 
+/* Until t (CLOCK_MONOTONIC), or until tally_sampler_stop wakes it: a stop (an exec, an exit)
+ * does not wait out the sampler's sleep. */
 static void sleep_until(uint64_t t)
 {
 	struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+	uint32_t seen = atomic_load_explicit(&sm.wake, memory_order_acquire);
 
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
+	if (!atomic_load_explicit(&sm.running, memory_order_acquire))
+		return;
+	/* FUTEX_WAIT_BITSET's timeout is absolute, on CLOCK_MONOTONIC */
+	(void)syscall(SYS_futex, &sm.wake, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, seen, &ts, NULL,
+		      FUTEX_BITSET_MATCH_ANY);
 }
 
-/* The Python pass is due: count what the sampler missed if it woke late. */
+static void wake_sampler(void)
+{
+	atomic_fetch_add_explicit(&sm.wake, 1, memory_order_release);
+	(void)syscall(SYS_futex, &sm.wake, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+}
+
+/*
+ * How much of the last `late` ns the program spent in fork().  While the kernel copies a
+ * process's memory map it holds the map's lock, and every thread that writes memory (or faults
+ * a page in) waits for it: the sampler too, whatever it reads with.  A Python process of some
+ * GB takes hundreds of ms to fork; the program's own threads were held as long.
+ */
+static uint64_t fork_time_since_last_pass(uint64_t now, uint64_t late)
+{
+	uint64_t total = atomic_load_explicit(&sm.fork_ns, memory_order_relaxed);
+	uint64_t since = atomic_load_explicit(&sm.fork_since, memory_order_relaxed);
+	uint64_t held = total - sm.fork_ns_seen + (since && since < now ? now - since : 0);
+
+	sm.fork_ns_seen = total;
+	return held < late ? held : late;
+}
+
+/*
+ * The Python pass is due.  On time, each sample stands for one period.  A late one stands for the
+ * periods since the last pass too (counted: ticks missed), unless the sampler was away for longer
+ * than the stall limit for another reason than the program's fork: then those periods are a loss
+ * (a stall), and the samples stand for one period.  Time the program spent forking is counted,
+ * and not a stall: its threads waited with the sampler, where its next samples find them.
+ */
 static void python_tick(uint64_t *due, uint64_t now)
 {
-	uint64_t late = now - *due;
+	uint64_t late = now - *due, forked = fork_time_since_last_pass(now, late);
+	uint64_t stands = (late / sm.period_ns + 1) * sm.period_ns;
 
-	if (late >= sm.stall_ns)
+	if (forked)
+		tally_pipeline_count(TALLY_C_SAMPLE_FORK_NS, forked);
+	if (late - forked >= sm.stall_ns) {
 		tally_pipeline_count(TALLY_C_SAMPLE_STALLS, 1);
-	else if (late >= sm.period_ns)
+		stands = sm.period_ns;
+	} else if (late >= sm.period_ns) {
 		tally_pipeline_count(TALLY_C_SAMPLE_TICKS_MISSED, late / sm.period_ns);
-	python_pass();
+	}
+	python_pass(stands);
 	*due += (late / sm.period_ns + 1) * sm.period_ns;
+}
+
+void tally_sampler_fork_begin(void)
+{
+	atomic_store_explicit(&sm.fork_since, mono(), memory_order_relaxed);
+}
+
+void tally_sampler_fork_end(void)
+{
+	uint64_t since = atomic_exchange_explicit(&sm.fork_since, 0, memory_order_relaxed);
+
+	if (since)
+		atomic_fetch_add_explicit(&sm.fork_ns, mono() - since, memory_order_relaxed);
 }
 
 /* Benchmarks: in the intervals TALLY_BENCH_TOGGLE_MS turns off, no native or Python samples
@@ -526,8 +592,11 @@ static void plan_native(const struct tally_config *c)
 		sm.mech = MECH_PERF;
 		snprintf(sm.why, sizeof(sm.why),
 			 "perf: perf_event_open, task-clock every %u us of CPU time, user "
-			 "callchains (frame pointers)",
-			 1000000 / sm.rate);
+			 "callchains (frame pointers), %s",
+			 1000000 / sm.rate,
+			 tally_perf_counts() ? "each sample standing for the CPU time since the last"
+					     : "one period per sample (no counts in samples before "
+					       "Linux 6.12)");
 		return;
 	}
 	tally_unwind_init(); /* loads libgcc_s now, never in a signal handler */
@@ -655,8 +724,10 @@ void tally_sampler_stop(void)
 {
 	if (sm.osrt) /* first: the waits of the close itself are tally's, not the program's */
 		tally_osrt_stop();
-	if (atomic_exchange(&sm.running, false) && atomic_load(&sm.started))
+	if (atomic_exchange(&sm.running, false) && atomic_load(&sm.started)) {
+		wake_sampler();
 		pthread_join(sm.thread, NULL);
+	}
 	atomic_store(&sm.started, false);
 	tally_host_threads_unwatch();
 	if (sm.mech == MECH_TIMER)
@@ -692,4 +763,7 @@ void tally_sampler_after_fork_child(void)
 	sm.asked = 0;
 	sm.osrt = false;
 	sm.main_pthread = (unsigned long)pthread_self(); /* the child's only thread */
+	atomic_store(&sm.fork_since, 0);
+	atomic_store(&sm.fork_ns, 0);
+	sm.fork_ns_seen = 0;
 }

@@ -1029,6 +1029,7 @@ int session_ending_signal(const struct session *s)
 
 void session_before_fork(struct session *s)
 {
+	tally_sampler_fork_begin();
 	pthread_mutex_lock(&s->lock);
 	cupti_tracer_before_fork(&s->tracer);
 	nvtx_before_fork();
@@ -1039,6 +1040,7 @@ void session_after_fork_parent(struct session *s)
 	nvtx_after_fork_parent();
 	cupti_tracer_after_fork_parent(&s->tracer);
 	pthread_mutex_unlock(&s->lock);
+	tally_sampler_fork_end();
 }
 
 /*
