@@ -689,6 +689,32 @@ static bool parse_threads(struct tally_section *s, const uint8_t *p, size_t len)
 	return !c.bad;
 }
 
+/* PROCESSES: total, then (count, name) entries; a second chunk adds to the first. */
+static bool parse_processes(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	uint64_t total = tally_cur_varint(&c);
+
+	while (!c.bad && c.p < c.end) {
+		uint64_t count = tally_cur_varint(&c), nlen = tally_cur_varint(&c);
+		const uint8_t *name = tally_cur_bytes(&c, nlen);
+		struct tally_quiet *q;
+
+		if (c.bad || !name)
+			return false;
+		if (s->nquiet == TALLY_QUIET_MAX)
+			continue;
+		q = &s->quiet[s->nquiet++];
+		q->count = count;
+		memcpy(q->name, name, nlen < sizeof(q->name) ? nlen : sizeof(q->name) - 1);
+		q->name[nlen < sizeof(q->name) ? nlen : sizeof(q->name) - 1] = '\0';
+	}
+	if (c.bad)
+		return false;
+	s->quiet_total = total > UINT64_MAX - s->quiet_total ? UINT64_MAX : s->quiet_total + total;
+	return true;
+}
+
 static int by_tid_then_order(const void *a, const void *b)
 {
 	const struct tally_thread *x = *(const struct tally_thread *const *)a;
@@ -861,6 +887,9 @@ static int handle_chunk(struct read_state *st, const struct tally_item *it)
 		break;
 	case TALLY_CHUNK_GPU_METRICS:
 		ok = parse_gpu_metrics(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_PROCESSES:
+		ok = parse_processes(s, payload, c->len);
 		break;
 	default:
 		s->unknown_chunks++;

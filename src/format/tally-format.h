@@ -44,6 +44,7 @@ enum tally_chunk_type {
 	TALLY_CHUNK_GPU_METRICS = 14, /* 1.3: one device's metric sampling (docs/format.md §13) */
 	TALLY_CHUNK_SUMMARY =
 	    15, /* 1.3: a summary's section facts and aggregates (summary.h, §16) */
+	TALLY_CHUNK_PROCESSES = 16, /* 1.3: processes of the tree that recorded nothing (§14) */
 	TALLY_CHUNK_TYPE_MAX,
 };
 

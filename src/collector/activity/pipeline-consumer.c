@@ -311,6 +311,8 @@ static void consume_side(struct pipeline *p)
 	struct tally_buf side = {0};
 	struct tally_cursor cur;
 
+	if (!p->opened && p->cfg.open)
+		return; /* kept for the trace, if it is ever opened */
 	pthread_mutex_lock(&p->side_lock);
 	side = p->side;
 	memset(&p->side, 0, sizeof(p->side));
@@ -327,6 +329,41 @@ static void consume_side(struct pipeline *p)
 	tally_buf_fini(&side);
 }
 
+/* With cfg.open: the trace, opened when first needed; then what waited for it (notes, threads).
+ * false: it could not be (nothing is written; the opener said why). */
+bool ensure_open(struct pipeline *p)
+{
+	struct tally_buf session = {0};
+	struct tally_sink sink;
+
+	if (p->opened || p->open_failed)
+		return p->opened;
+	if (p->cfg.open(p->cfg.open_arg, &sink, &session) < 0) {
+		p->open_failed = true;
+		tally_buf_fini(&session);
+		return false;
+	}
+	p->writer.sink = sink;
+	if (write_head(p, &session) < 0)
+		p->opened = true; /* a sink that fails: counted as any failed write */
+	tally_buf_fini(&session);
+	consume_side(p);
+	return true;
+}
+
+/* Does the ledger show a loss?  A trace that lost something is always written. */
+static bool any_loss(struct pipeline *p)
+{
+	struct tally_ledger l;
+	unsigned i;
+
+	snapshot_locked(p, &l);
+	for (i = 0; i < tally_loss_counters_count; i++)
+		if (l.v[tally_loss_counters[i]])
+			return true;
+	return false;
+}
+
 /* The sampler's batches: each metric's samples one after another (the columns compress well). */
 static void consume_metrics(struct pipeline *p)
 {
@@ -334,6 +371,8 @@ static void consume_metrics(struct pipeline *p)
 	uint32_t ids[PM_METRICS_MAX], m, i;
 	struct tally_record r;
 
+	if (b && p->cfg.open)
+		(void)ensure_open(p);
 	for (; b; b = next) {
 		next = b->next;
 		for (m = 0; m < b->nmetrics; m++)
@@ -433,6 +472,8 @@ unsigned consume_all(struct pipeline *p, bool slices)
 	consume_side(p);
 	consume_metrics(p);
 	while (tally_queue_pop(&p->queue, &it)) {
+		if (p->cfg.open) /* a record: the trace is needed */
+			(void)ensure_open(p);
 		consume_buffer(p, &it);
 		n++;
 		if (slices && (tally_monotonic_ns() >= slice_deadline(p) || signal_unwritten(p)))
@@ -559,6 +600,8 @@ void end_slice(struct pipeline *p)
 {
 	uint64_t next;
 
+	if (!p->opened && p->cfg.open && !(any_loss(p) && ensure_open(p)))
+		goto next_slice; /* nothing to say yet, and no trace to say it in */
 	flush_batches(p);
 	read_dropped(p);
 	emit_drops(p, false);
@@ -567,6 +610,7 @@ void end_slice(struct pipeline *p)
 	writer_flush(p); /* so the ledger counts what reached the file */
 	emit_ledger(p, false);
 	writer_flush(p);
+next_slice:
 	next = slice_deadline(p) + p->cfg.slice_ns;
 	if (next < tally_monotonic_ns()) /* fell behind (suspended?): don't catch up in a burst */
 		next = tally_monotonic_ns() + p->cfg.slice_ns;
@@ -648,6 +692,8 @@ void finish_locked(struct pipeline *p)
 	if (p->cfg.stacks)
 		note_stacks_lost();
 	consume_all(p, false);
+	if (p->cfg.open && !p->opened && !(any_loss(p) && ensure_open(p)))
+		return; /* nothing was recorded: no trace at all */
 	flush_batches(p);
 	writer_flush(p); /* the records: on a full disk they fail here, and are counted */
 	if (p->writer.stats.write_failures)

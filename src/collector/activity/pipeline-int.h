@@ -112,6 +112,8 @@ struct pipeline {
 	uint64_t start_time;
 	uint64_t failures_seen; /* write failures already timed (TALLY_C_WRITE_*_FAILED_AT) */
 	bool room_released;	/* the room kept for the close was given back (sink.release) */
+	bool opened;	  /* the trace is open (at start, or with cfg.open at the first need) */
+	bool open_failed; /* cfg.open refused: nothing is written */
 };
 
 /* The one pipeline.  Published with release once built; callbacks load it with acquire. */
@@ -126,6 +128,8 @@ extern _Atomic uint64_t g_progress;
 void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const struct tally_buf *b,
 		uint64_t records);
 void emit_clock(struct pipeline *p);
+int write_head(struct pipeline *p, const struct tally_buf *session); /* pipeline.c */
+bool ensure_open(struct pipeline *p);
 unsigned consume_all(struct pipeline *p, bool slices);
 void end_slice(struct pipeline *p);
 void snapshot_locked(struct pipeline *p, struct tally_ledger *l);

@@ -222,3 +222,8 @@ void tally_pipeline_gpu_metrics(const struct tally_buf *kv)
 {
 	side_put(TALLY_CHUNK_GPU_METRICS, kv->data, kv->len);
 }
+
+void tally_pipeline_processes(const struct tally_buf *payload)
+{
+	side_put(TALLY_CHUNK_PROCESSES, payload->data, payload->len);
+}

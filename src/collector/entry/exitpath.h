@@ -11,6 +11,9 @@
 #include <stdbool.h>
 
 void exitpath_init(void); /* at load: the fork hooks */
+/* inject.c: start the session (why: "cuda", "nvtx", "host"), and once it runs arm every exit
+ * path and the sampling; a fork child of a sampled process starts its own this way. */
+void inject_start(const char *why);
 /* A session runs: the atexit close; cuda: CUDA is in it now (registered at the first arm, and
  * again when CUDA joins a session armed before it, so that the close runs before CUDA's and
  * CUPTI's own exit handlers: exitpath.c). */

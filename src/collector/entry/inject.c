@@ -30,7 +30,7 @@
 #include "sigreal.h"
 
 /* Start the session; once it runs, every exit path closes it. */
-static void start(const char *why)
+void inject_start(const char *why)
 {
 	struct session *s = session_get();
 
@@ -61,19 +61,19 @@ __attribute__((constructor)) static void tally_loaded(void)
 	session_init(session_get());
 	exitpath_init();
 	if (wanted_from_start())
-		start("host");
+		inject_start("host");
 }
 
 TALLY_EXPORT int InitializeInjection(void)
 {
-	start("cuda");
+	inject_start("cuda");
 	/* 1 tells CUDA the injection succeeded; returning 0 would not stop CUDA, only log. */
 	return 1;
 }
 
 TALLY_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
 {
-	start("nvtx");
+	inject_start("nvtx");
 	if (!session_traces_nvtx(session_get()))
 		return 0; /* NVTX calls become no-ops: nothing to pay */
 	return nvtx_capture_register(get_table);

@@ -25,6 +25,9 @@ struct slot {
 };
 
 static struct slot slots[SLOTS];
+/* A slot was ever taken: the table (512 KiB) is walked only then.  A process that records
+ * nothing (a shell's child that execs at once) would otherwise fault it all in to clear it. */
+static _Atomic bool any_slot;
 static _Atomic(void (*)(pid_t)) start_hook;
 static _Atomic bool watching;
 
@@ -47,6 +50,7 @@ static struct slot *slot_of(pid_t tid, bool create)
 			continue;
 		if (!create)
 			return NULL;
+		atomic_store_explicit(&any_slot, true, memory_order_relaxed);
 		if (atomic_compare_exchange_strong(&slots[i].tid, &none, tid) || none == tid)
 			return &slots[i];
 	}
@@ -86,7 +90,7 @@ size_t tally_host_threads_list(pid_t *out, size_t max)
 {
 	size_t i, n = 0;
 
-	for (i = 0; i < SLOTS && n < max; i++) {
+	for (i = 0; atomic_load(&any_slot) && i < SLOTS && n < max; i++) {
 		pid_t t = atomic_load_explicit(&slots[i].tid, memory_order_acquire);
 
 		if (t)
@@ -99,7 +103,7 @@ void tally_host_threads_forget(void)
 {
 	size_t i;
 
-	for (i = 0; i < SLOTS; i++) {
+	for (i = 0; atomic_load(&any_slot) && i < SLOTS; i++) {
 		if (slots[i].stat_fd > 0)
 			close(slots[i].stat_fd);
 		slots[i].stat_fd = 0;
@@ -107,6 +111,7 @@ void tally_host_threads_forget(void)
 		atomic_store(&slots[i].pthread_id, 0);
 		atomic_store(&slots[i].word, 0);
 	}
+	atomic_store(&any_slot, false);
 	atomic_store(&watching, false);
 	atomic_store(&start_hook, NULL);
 }
@@ -265,9 +270,9 @@ void tally_host_thread_close_all(void)
 {
 	size_t i;
 
-	for (i = 0; i < SLOTS; i++) {
-		if (slots[i].stat_fd > 0)
+	for (i = 0; atomic_load(&any_slot) && i < SLOTS; i++)
+		if (slots[i].stat_fd > 0) {
 			close(slots[i].stat_fd);
-		slots[i].stat_fd = 0;
-	}
+			slots[i].stat_fd = 0;
+		}
 }

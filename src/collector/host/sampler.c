@@ -23,14 +23,14 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -79,6 +79,7 @@ static struct {
 	enum mechanism mech;
 	unsigned rate, depth;
 	int signo;
+	int parent_signo; /* a fork child: the signal its parent's timers used */
 	bool osrt;
 	uint64_t period_ns, stall_ns, osrt_ns;
 	size_t timer_slots;
@@ -562,7 +563,9 @@ static void *sampler_main(void *arg)
 			python_tick(&py_due, now);
 		if (now >= drain_due) {
 			drain();
-			drain_due = now + DRAIN_NS;
+			/* a test's tiny ring (TALLY_TEST_SAMPLE_RING) is drained seldom, so that it
+			 * fills whatever the machine's load */
+			drain_due = now + (sm.timer_slots < TIMER_SLOTS ? 10 * DRAIN_NS : DRAIN_NS);
 		}
 		if (python && sm.python == 1 && py_due < next)
 			next = py_due;
@@ -594,9 +597,10 @@ static void plan_native(const struct tally_config *c)
 			 "perf: perf_event_open, task-clock every %u us of CPU time, user "
 			 "callchains (frame pointers), %s",
 			 1000000 / sm.rate,
-			 tally_perf_counts() ? "each sample standing for the CPU time since the last"
-					     : "one period per sample (no counts in samples before "
-					       "Linux 6.12)");
+			 tally_perf_counts()
+			     ? "each sample standing for the CPU time since the last"
+			     : "one period per sample (no counts in samples before "
+			       "Linux 6.12)");
 		return;
 	}
 	tally_unwind_init(); /* loads libgcc_s now, never in a signal handler */
@@ -606,7 +610,10 @@ static void plan_native(const struct tally_config *c)
 			 "and glibc 2.35's _dl_find_object to unwind inside a signal handler");
 		return;
 	}
-	sm.signo = tally_timer_pick_signal(c->sample_signal, why, sizeof(why));
+	/* a fork child's session starts on a thread of tally's, which blocks every signal: the
+	 * parent's pick stands (the child has its dispositions and its forking thread's mask) */
+	sm.signo = tally_timer_pick_signal(c->sample_signal ? c->sample_signal : sm.parent_signo,
+					   why, sizeof(why));
 	if (!sm.signo) {
 		snprintf(sm.why, sizeof(sm.why), "none: %s", why);
 		return;
@@ -759,6 +766,7 @@ void tally_sampler_after_fork_child(void)
 	sm.n = 0;
 	memset(sm.threads, 0, sizeof(sm.threads));
 	memset(&sm.entries, 0, sizeof(sm.entries)); /* the parent's buffer: leaked, not freed */
+	sm.parent_signo = sm.signo;
 	sm.mech = MECH_NONE;
 	sm.asked = 0;
 	sm.osrt = false;

@@ -38,12 +38,15 @@ int control_start(struct control *c, void *(*main)(void *), void *arg, const cha
 	return 0;
 }
 
-bool control_wait(struct control *c, int timeout_ms, struct ctl_msg *m)
+bool control_wait(struct control *c, int timeout_ms, struct ctl_msg *m, int fd, bool *readable)
 {
-	struct pollfd pfd = {c->pipe[0], POLLIN, 0};
+	struct pollfd pfd[2] = {{c->pipe[0], POLLIN, 0}, {fd, POLLIN, 0}};
 
-	return poll(&pfd, 1, timeout_ms) > 0 &&
-	       read(c->pipe[0], m, sizeof(*m)) == (ssize_t)sizeof(*m);
+	*readable = false;
+	if (poll(pfd, fd >= 0 ? 2 : 1, timeout_ms) <= 0)
+		return false;
+	*readable = fd >= 0 && (pfd[1].revents & POLLIN);
+	return (pfd[0].revents & POLLIN) && read(c->pipe[0], m, sizeof(*m)) == (ssize_t)sizeof(*m);
 }
 
 bool control_alive(const struct control *c)

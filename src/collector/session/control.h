@@ -32,8 +32,9 @@ struct control {
 void control_init(struct control *c);
 /* Start main(arg) on a new thread with every signal blocked.  0 or -errno. */
 int control_start(struct control *c, void *(*main)(void *), void *arg, const char *name);
-/* On the control thread: wait up to timeout_ms (-1: forever) for a request. */
-bool control_wait(struct control *c, int timeout_ms, struct ctl_msg *m);
+/* On the control thread: wait up to timeout_ms (-1: forever) for a request, or for fd (if >= 0)
+ * to be readable (*readable set then). */
+bool control_wait(struct control *c, int timeout_ms, struct ctl_msg *m, int fd, bool *readable);
 /* From anywhere, signal handlers included: false if there is no thread to ask. */
 bool control_post(struct control *c, enum ctl_cmd cmd, int signo);
 bool control_alive(const struct control *c);
