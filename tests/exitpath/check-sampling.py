@@ -28,7 +28,8 @@ Used by tests/exitpath/test-sampling.sh (CPU) and tests/gpu/sampling.sh (GPU).
                                                    a blocking call of that length (and object)
   check-sampling.py quiet DUMP START_NS END_NS     no native sample of the main thread in the
                                                    window
-  check-sampling.py gaps RECORDS HOST MIN_NS N python FILE LINE | pyfunc NAME | native BIN FUNC
+  check-sampling.py gaps RECORDS HOST MIN_NS N python FILE LINE | pyline FILE LINE |
+                                                   pyfunc NAME | native BIN FUNC
                                                    the GPU's idle gaps of MIN_NS or more (N at
                                                    least, from `tally-dump FILE`'s kernel, memcpy
                                                    and memset records) are the main thread's time
@@ -255,6 +256,11 @@ def matcher(what, args):
     if what == "python":
         want = (args[0], int(args[1]))
         return lambda s: s["source"] == 1, lambda s: py_top(s) == want, "%s:%s" % tuple(args)
+    if what == "pyline":  # the line anywhere in the stack (a caller waiting inside a library)
+        want = "%s:%d" % (args[0], int(args[1]))
+        return (lambda s: s["source"] == 1,
+                lambda s: any(fr.startswith("py:" + want + ":") for fr in s["stack"]),
+                "a frame at %s" % want)
     if what == "pyfunc":
         return (lambda s: s["source"] == 1,
                 lambda s: any(fr.startswith("py:") and args[0] in fr.split(":", 3)[3]

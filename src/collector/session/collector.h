@@ -51,6 +51,7 @@ struct session {
 	char path[PATH_MAX];
 	char rank[64];
 	uint8_t id[16];
+	uint8_t parent_id[16]; /* a fork child's: its parent's session (all zero: none) */
 	/* Files written by earlier images of this pid (exec without fork), from TALLY_EXEC_FROM:
 	 * this image's file gets "-execN" so it never meets theirs. */
 	unsigned exec_files;

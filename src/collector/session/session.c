@@ -384,6 +384,8 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	tally_kv_uint(b, TALLY_SK_KINDS,
 		      kinds_mask(c->trace) | (c->sample ? 1u << TALLY_KIND_CPU_SAMPLE : 0));
 	tally_kv_bytes(b, TALLY_SK_SESSION_ID, s->id, sizeof(s->id));
+	if (memcmp(s->parent_id, (uint8_t[16]){0}, sizeof(s->parent_id)) != 0)
+		tally_kv_bytes(b, TALLY_SK_PARENT_ID, s->parent_id, sizeof(s->parent_id));
 	tally_kv_str(b, TALLY_SK_SOURCE, "cupti");
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
@@ -1217,6 +1219,11 @@ bool session_after_fork_child(struct session *s)
 	s->exec_files = 0; /* counted per pid: this is a new one */
 	s->unjoined_looks = 0;
 	s->unjoined_said = false;
+	/* the parent's session, named in the child's trace (a reader ties the two) */
+	if (state != SESSION_NONE)
+		memcpy(s->parent_id, s->id, sizeof(s->id));
+	else /* a parent whose own session had not started: none to name */
+		memset(s->parent_id, 0, sizeof(s->parent_id));
 	s->lazy = false;
 	if (state == SESSION_NONE)
 		return sample;
