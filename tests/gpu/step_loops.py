@@ -33,7 +33,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("kind", choices=["data", "launch", "sync", "gpu", "mixed"])
 ap.add_argument("out")
 ap.add_argument("--steps", type=int, default=40)
-ap.add_argument("--cpu-ms", type=float, default=3.0, help="data: worker CPU per sample")
+ap.add_argument("--cpu-ms", type=float, default=5.0, help="data: worker CPU per sample")
 ap.add_argument("--host-ms", type=float, default=15.0, help="sync: host work after .item()")
 ap.add_argument("--profile", action="store_true",
                 help="run untraced by tally under torch.profiler: the GPU's kernel time per step")
@@ -73,9 +73,9 @@ class Samples(Dataset):
 WORK_LINE = inspect.getsourcelines(Samples.__getitem__)[1] + 1
 
 SHAPES = {  # kind: d_model, heads, layers, ff, seq, batch
-    "data": (512, 8, 4, 2048, 128, 16),
-    "mixed": (512, 8, 4, 2048, 128, 16),
-    "sync": (512, 8, 4, 2048, 128, 16),
+    "data": (1024, 16, 4, 4096, 256, 16),
+    "mixed": (1024, 16, 4, 4096, 256, 16),
+    "sync": (1024, 16, 4, 4096, 256, 16),
     "launch": (32, 2, 24, 64, 8, 2),
     "gpu": (2048, 16, 12, 8192, 512, 32),
 }
@@ -154,6 +154,7 @@ for r in steps:
     r["gpu_span_s"] = e0.elapsed_time(e1) / 1000.0
 if uses_loader:
     worker_pids = [w.pid for w in loader._workers]
+    loader._shutdown_workers()  # the batches made ahead are not wanted: stop the workers now
 
 
 def median(v):
