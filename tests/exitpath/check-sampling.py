@@ -16,6 +16,8 @@ Used by tests/exitpath/test-sampling.sh (CPU) and tests/gpu/sampling.sh (GPU).
   check-sampling.py native-min DUMP BINARY FUNC MIN_NS
                                                    native samples in FUNC stand for MIN_NS of
                                                    CPU time or more
+  check-sampling.py mixed DUMP BINARY FUNC JSON   mixed stacks in FUNC reach the Python lines
+                                                   of tests/exitpath/mixed.py's JSON
   check-sampling.py toggled DUMP BINARY FUNC CPU_NS START_NS END_NS PERIOD_MS OFFSET_NS
                                                    TALLY_BENCH_TOGGLE_MS=PERIOD_MS: samples in
                                                    FUNC (on CPU from START_NS to END_NS,
@@ -194,6 +196,35 @@ def check_native_min(dump, binary, func, min_ns):
        (func, stands / 1e6, min_ns / 1e6))
 
 
+def check_mixed(dump, binary, func, spec):
+    """Mixed samples (--sample python,native) in FUNC: one stack from FUNC (innermost) through
+    native frames to the Python call line and the module's line, with native frames outside
+    them (the interpreter's own, below the Python frames: placed where the evaluation was, not
+    appended at the outer end)."""
+    samples, _, _ = parse(dump)
+    native, inside = native_in(samples, binary, func)
+    if native is None:
+        return
+    want = json.load(open(spec))
+    call = "py:%s:%d:" % (want["file"], want["call_line"])
+    module = "py:%s:%d:" % (want["file"], want["module_line"])
+
+    def mixed(s):
+        st = s["stack"]
+        at = [i for i, fr in enumerate(st) if fr.startswith(call)]
+        if not at:
+            return False
+        i = at[0]
+        return (i > 1 and all(not fr.startswith("py:") for fr in st[1:i]) and
+                i + 1 < len(st) and st[i + 1].startswith(module) and
+                any(fr.startswith("ra:") for fr in st[i + 2:]))
+    good = [s for s in inside if mixed(s)]
+    ok(len(inside) >= 20 and len(good) >= 0.9 * len(inside),
+       "mixed stacks: %d of %d native samples in %s go from it through native frames to %s "
+       "and %s, the interpreter's frames beyond" % (len(good), len(inside), func,
+                                                    call[:-1], module[:-1]))
+
+
 def check_toggled(dump, binary, func, cpu_ns, t0, t1, period_ms, offset_ns):
     samples, _, _ = parse(dump)
     native, inside = native_in(samples, binary, func)
@@ -321,6 +352,8 @@ def main():
         check_native(a[1], a[2], a[3], int(a[4]), a[5], int(a[6]) if len(a) > 6 else 0)
     elif a[0] == "native-min":
         check_native_min(a[1], a[2], a[3], int(a[4]))
+    elif a[0] == "mixed":
+        check_mixed(a[1], a[2], a[3], a[4])
     elif a[0] == "toggled":
         check_toggled(a[1], a[2], a[3], int(a[4]), int(a[5]), int(a[6]), int(a[7]), int(a[8]))
     elif a[0] == "osrt":

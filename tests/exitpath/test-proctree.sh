@@ -16,11 +16,17 @@
 #            its sleep's line, the parent's at its q.get() line; without %p in -o the parent
 #            keeps the exact name and the worker gets -PID
 #
-# Usage: test-proctree.sh TALLY FAKECUPTI TALLY-DUMP SRCDIR
+#   mixed    --sample python,native on a Python program calling a C function that burns CPU
+#            (tests/exitpath/mixed.py, mixedburn.c through ctypes), on every CPython 3.11-3.13
+#            here: each native sample in the C function is one stack from it through ctypes and
+#            the interpreter to the Python call's line and the module's, the Python frames in
+#            the place of the interpreter's evaluation, with its callers beyond
+#
+# Usage: test-proctree.sh TALLY FAKECUPTI TALLY-DUMP SRCDIR LIBMIXEDBURN
 set -u
 . "$(dirname "$0")/../lib.sh"
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
-TALLY=$1 DUMP=$3 SRC=$(cd "$4" && pwd)
+TALLY=$1 DUMP=$3 SRC=$(cd "$4" && pwd) BURN=$5
 export TALLY_CUPTI_PATH=$2
 CHECK="python3 $SRC/check-sampling.py"
 T=$(mktemp -d)
@@ -107,4 +113,20 @@ w2=$(python3 -c "import json; print(json.load(open('$T/mp2.json'))['worker'])")
 	[ "$(section "$T/mp2/out.tally" "['pid']")" != "$w2" ] &&
 	ok "worker (no %p in -o): out.tally the parent's, out-$w2.tally the worker's" ||
 	bad "worker (no %p in -o): $(ls "$T/mp2" | tr '\n' ' ')"
+# ---- mixed ----
+seen=
+for p in "$PY" $(ls -d "$HOME"/.pyenv/versions/3.1[123]*/bin/python3 2>/dev/null); do
+	v=$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	case " $seen " in *" $v "*) continue ;; esac
+	seen="$seen $v"
+	"$TALLY" record -q --sample python,native -o "$T/mixed$v.tally" -- "$p" "$SRC/mixed.py" \
+		"$BURN" "$T/mixed$v.json" 1000 >"$T/mixed$v.out" 2>&1 ||
+		{ bad "mixed ($v): tally record exit $?: $(tail -n 3 "$T/mixed$v.out")"; continue; }
+	case $(section "$T/mixed$v.tally" "['sampling']['mechanism']") in
+	timer:*mixed*) ok "mixed ($v): the trace says native samples carry Python frames" ;;
+	*) bad "mixed ($v): $(section "$T/mixed$v.tally" "['sampling']['mechanism']")" ;;
+	esac
+	"$DUMP" --host "$T/mixed$v.tally" >"$T/mixed$v.host"
+	$CHECK mixed "$T/mixed$v.host" "$BURN" c_burn "$T/mixed$v.json" || bad "mixed ($v)"
+done
 finish test-proctree.sh

@@ -80,6 +80,7 @@ static struct {
 	unsigned rate, depth;
 	int signo;
 	int parent_signo; /* a fork child: the signal its parent's timers used */
+	bool mixed;	  /* native samples carry the thread's Python frames (mixed stacks) */
 	bool osrt;
 	uint64_t period_ns, stall_ns, osrt_ns;
 	size_t timer_slots;
@@ -210,13 +211,63 @@ static void perf_throttled(void *ctx, uint64_t time)
 	tally_pipeline_count(TALLY_C_SAMPLE_STALLS, 1);
 }
 
+/* Python segment k of a mixed sample, innermost first, into f at m; returns the new m. */
+static unsigned put_segment(const struct timer_sample *s, unsigned k, struct raw_frame *f,
+			    unsigned m, unsigned max)
+{
+	unsigned i = k ? s->seg_end[k - 1] : 0,
+		 end = k < s->nseg ? s->seg_end[k] : (unsigned)s->npy;
+
+	for (; i < end && m < max; i++)
+		f[m++] = (struct raw_frame){s->py[i].code, s->py[i].lasti, TALLY_FRAME_PYTHON,
+					    s->py[i].aux};
+	return m;
+}
+
+/*
+ * One stack of a mixed sample, as py-spy --native draws it: the native frames, innermost first,
+ * each evaluation (_PyEval_EvalFrameDefault) in place of its Python frames; evaluations that
+ * were not found among the native frames (past the depth unwound), and Python frames of no
+ * evaluation, at the outer end.
+ */
+static uint32_t mixed_stack(const struct timer_sample *s)
+{
+	struct raw_frame f[TIMER_SAMPLE_DEPTH + TIMER_PY_DEPTH];
+	unsigned max = sizeof(f) / sizeof(f[0]), m = 0, i, k;
+
+	for (i = 0; i < s->n && m < max; i++) {
+		bool eval = false;
+
+		for (k = 0; k < s->nseg; k++)
+			if (s->seg_at[k] == i) {
+				m = put_segment(s, k, f, m, max);
+				eval = true;
+			}
+		if (!eval)
+			f[m++] = (struct raw_frame){
+			    s->pcs[i], 0, i ? TALLY_FRAME_NATIVE : TALLY_FRAME_NATIVE_PC, 0};
+	}
+	for (k = 0; k <= s->nseg; k++) /* the unplaced, and those after the last evaluation */
+		if (k == s->nseg || s->seg_at[k] >= s->n)
+			m = put_segment(s, k, f, m, max);
+	return tally_stacktab_intern(f, m, tally_pyframes_name_outside);
+}
+
 static void timer_sample(void *ctx, const struct timer_sample *s)
 {
+	uint32_t stack = 0;
+
 	(void)ctx;
 	if (s->overrun)
 		tally_pipeline_count(TALLY_C_SAMPLE_OVERRUNS, s->overrun);
+	if (s->npy < 0) /* the Python part tore: the native frames alone */
+		tally_pipeline_count(TALLY_C_SAMPLES_TORN, 1);
+	if (s->npy > 0)
+		stack = mixed_stack(s);
+	else if (s->n)
+		stack = native_stack(s->pcs, s->n);
 	add_sample(s->time, (1 + (uint64_t)s->overrun) * sm.period_ns, s->tid, TALLY_SAMPLE_TIMER,
-		   TALLY_THREAD_ON_CPU, s->n ? native_stack(s->pcs, s->n) : 0, 0);
+		   TALLY_THREAD_ON_CPU, stack, 0);
 }
 
 static void osrt_call(void *ctx, const struct osrt_event *e)
@@ -580,45 +631,68 @@ static void *sampler_main(void *arg)
 
 /* ---- plan, start, stop ---------------------------------------------------------------------- */
 
-static void plan_native(const struct tally_config *c)
+/* The timer fallback, if this process can take it: libgcc's lock-free unwinding, a signal. */
+static bool plan_timer(const struct tally_config *c, char *why, size_t len)
 {
-	char why[200] = "";
-	int rc;
-
-	if (c->sample_fallback) {
-		snprintf(sm.why, sizeof(sm.why), "timer: TALLY_SAMPLE_FALLBACK asks for it");
-	} else if (!tally_perf_probe(why, sizeof(why))) {
-		snprintf(sm.why, sizeof(sm.why), "timer: %s", why);
-	} else if ((rc = tally_perf_open(sm.rate, sm.depth, why, sizeof(why))) < 0) {
-		snprintf(sm.why, sizeof(sm.why), "timer: %s", why);
-	} else {
-		sm.mech = MECH_PERF;
-		snprintf(sm.why, sizeof(sm.why),
-			 "perf: perf_event_open, task-clock every %u us of CPU time, user "
-			 "callchains (frame pointers), %s",
-			 1000000 / sm.rate,
-			 tally_perf_counts()
-			     ? "each sample standing for the CPU time since the last"
-			     : "one period per sample (no counts in samples before "
-			       "Linux 6.12)");
-		return;
-	}
 	tally_unwind_init(); /* loads libgcc_s now, never in a signal handler */
 	if (!tally_unwind_signal_safe()) {
-		snprintf(sm.why, sizeof(sm.why),
-			 "none: perf events are refused and the timer fallback needs libgcc_s "
-			 "and glibc 2.35's _dl_find_object to unwind inside a signal handler");
-		return;
+		snprintf(why, len,
+			 "the timer needs libgcc_s and glibc 2.35's _dl_find_object to unwind "
+			 "inside a signal handler");
+		return false;
 	}
 	/* a fork child's session starts on a thread of tally's, which blocks every signal: the
 	 * parent's pick stands (the child has its dispositions and its forking thread's mask) */
 	sm.signo = tally_timer_pick_signal(c->sample_signal ? c->sample_signal : sm.parent_signo,
-					   why, sizeof(why));
-	if (!sm.signo) {
-		snprintf(sm.why, sizeof(sm.why), "none: %s", why);
+					   why, len);
+	if (!sm.signo)
+		return false;
+	sm.mech = MECH_TIMER;
+	return true;
+}
+
+static void plan_perf(void)
+{
+	sm.mech = MECH_PERF;
+	snprintf(
+	    sm.why, sizeof(sm.why),
+	    "perf: perf_event_open, task-clock every %u us of CPU time, user callchains (frame "
+	    "pointers), %s",
+	    1000000 / sm.rate,
+	    tally_perf_counts() ? "each sample standing for the CPU time since the last"
+				: "one period per sample (no counts in samples before Linux "
+				  "6.12)");
+}
+
+/*
+ * How native samples are taken.  With Python sampling too, each native sample gets the thread's
+ * Python frames read at the same instant, in the thread, and placed where the interpreter's
+ * evaluations are among its native frames (mixed stacks): only the timer's handler runs in the
+ * thread, so it is the timer then, perf events where it cannot run.
+ */
+static void plan_native(const struct tally_config *c)
+{
+	char why[200] = "", timer_why[200] = "";
+	bool python = (c->sample & TALLY_SAMPLE_BIT_PYTHON) && tally_safe_read_in_handler();
+
+	if (python && plan_timer(c, timer_why, sizeof(timer_why))) {
+		sm.mixed = true;
+		snprintf(sm.why, sizeof(sm.why),
+			 "timer: mixed stacks (--sample python,native): each sample's Python "
+			 "frames are read in the thread with its native ones, which perf events "
+			 "cannot");
 		return;
 	}
-	sm.mech = MECH_TIMER;
+	if (c->sample_fallback)
+		snprintf(sm.why, sizeof(sm.why), "timer: TALLY_SAMPLE_FALLBACK asks for it");
+	else if (!tally_perf_probe(why, sizeof(why)))
+		snprintf(sm.why, sizeof(sm.why), "timer: %s", why);
+	else if (tally_perf_open(sm.rate, sm.depth, why, sizeof(why)) < 0)
+		snprintf(sm.why, sizeof(sm.why), "timer: %s", why);
+	else
+		return plan_perf();
+	if (!plan_timer(c, timer_why, sizeof(timer_why)))
+		snprintf(sm.why, sizeof(sm.why), "none: perf events are refused and %s", timer_why);
 }
 
 void tally_sampler_plan(const struct tally_config *c, struct tally_buf *header)
@@ -637,6 +711,7 @@ void tally_sampler_plan(const struct tally_config *c, struct tally_buf *header)
 	sm.toggle_ns = c->bench_toggle_ns;
 	sm.toggled_off = false;
 	sm.signo = 0;
+	sm.mixed = false;
 	if (c->sample & TALLY_SAMPLE_BIT_NATIVE)
 		plan_native(c);
 	if (c->sample) {
@@ -662,7 +737,10 @@ static void start_native(void)
 
 	if (sm.mech != MECH_TIMER)
 		return;
-	if (tally_timer_start(sm.rate, sm.depth, sm.signo, sm.timer_slots, why, sizeof(why)) < 0) {
+	/* mixed samples are large: a smaller ring (a quarter of a second's at 4 kHz a thread) */
+	if (tally_timer_start(sm.rate, sm.mixed ? TIMER_SAMPLE_DEPTH : sm.depth, sm.signo,
+			      sm.mixed && sm.timer_slots > 1024 ? 1024 : sm.timer_slots, sm.mixed,
+			      why, sizeof(why)) < 0) {
 		sm.mech = MECH_NONE;
 		snprintf(text, sizeof(text), "native sampling is off: %s", why);
 		tally_pipeline_note(TALLY_NOTE_WARNING, "native-sampling", text);

@@ -48,6 +48,7 @@
 #include "ledger.h"
 #include "ownthread.h"
 #include "pipeline.h"
+#include "pyframes.h"
 #include "ring.h"
 #include "unwinder.h"
 
@@ -59,6 +60,7 @@
 
 static struct {
 	_Atomic bool running, paused;
+	bool python; /* mixed stacks: the Python frames read in the handler too */
 	int signo;
 	uint64_t period_ns;
 	unsigned depth;
@@ -90,9 +92,51 @@ static uintptr_t interrupted_pc(const void *ucv)
 
 /* ---- the handler (async-signal-safe) -------------------------------------------------------- */
 
+static uintptr_t interrupted_sp(const void *ucv)
+{
+	const ucontext_t *uc = ucv;
+
+#if defined(__x86_64__)
+	return (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+	return (uintptr_t)uc->uc_mcontext.sp;
+#else
+	(void)uc;
+	return 0;
+#endif
+}
+
+/*
+ * Mixed stacks: the interrupted thread's Python frames, read now (the same instant as its native
+ * ones), and where each evaluation that runs them is among the native frames: the frame whose
+ * stack holds the evaluation's anchor.  pcs[i] is a pc in frame i, and cfas[i] the CFA of the
+ * frame it called (on x86-64 pcs[i] is stored just below cfas[i]: unwinder.c), so frame i's
+ * locals lie in [cfas[i], cfas[i + 1]).  An anchor below the interrupted stack pointer, or past
+ * the frames unwound, is not placed (its frames go to the outer end).
+ */
+static void take_python(struct timer_sample *s, const uintptr_t *cfas, uintptr_t sp)
+{
+	struct raw_frame f[TIMER_PY_DEPTH];
+	uintptr_t anchor[TIMER_PY_SEGMENTS];
+	unsigned seg_end[TIMER_PY_SEGMENTS], nseg = 0, k, i;
+	int n = tally_pyframes_mixed(f, TIMER_PY_DEPTH, anchor, seg_end, TIMER_PY_SEGMENTS, &nseg);
+
+	s->npy = (int16_t)(n < 0 ? -1 : n);
+	s->nseg = (uint16_t)nseg;
+	for (i = 0; n > 0 && i < (unsigned)n; i++)
+		s->py[i] = (struct timer_py_frame){f[i].key, f[i].aux, f[i].line, 0};
+	for (k = 0; k < nseg; k++) {
+		for (i = 0; i < s->n && cfas[i] <= anchor[k]; i++)
+			;
+		s->seg_at[k] = (uint8_t)(anchor[k] >= sp && i >= 1 && i < s->n ? i - 1 : 255);
+		s->seg_end[k] = (uint8_t)seg_end[k];
+	}
+}
+
 static void on_timer(int sig, siginfo_t *si, void *uc)
 {
 	void *pcs[TIMER_SAMPLE_DEPTH];
+	uintptr_t cfas[TIMER_SAMPLE_DEPTH];
 	struct timer_sample *s;
 	size_t pos;
 	int i, n;
@@ -113,12 +157,16 @@ static void on_timer(int sig, siginfo_t *si, void *uc)
 	s->time = mono_ns();
 	s->tid = tally_gettid();
 	s->overrun = si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0;
-	n = tally_unwind_from_signal(pcs, (int)ts.depth, interrupted_pc(uc));
+	n = tally_unwind_from_signal(pcs, cfas, (int)ts.depth, interrupted_pc(uc));
 	for (i = 0; i < n; i++)
 		s->pcs[i] = (uint64_t)(uintptr_t)pcs[i];
 	if (!n) /* not found among the unwound frames: the interrupted instruction alone */
 		s->pcs[n++] = interrupted_pc(uc);
 	s->n = (uint32_t)n;
+	s->npy = 0;
+	s->nseg = 0;
+	if (ts.python)
+		take_python(s, cfas, interrupted_sp(uc));
 	tally_ring_publish(&ts.ring, pos);
 }
 
@@ -244,8 +292,8 @@ static void arm_existing(void)
 	closedir(d);
 }
 
-int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots, char *why,
-		      size_t len)
+int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots, bool python,
+		      char *why, size_t len)
 {
 	int rc;
 
@@ -264,6 +312,7 @@ int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots,
 		atomic_store(&ts.ring_ready, true);
 	}
 	ts.signo = signo;
+	ts.python = python;
 	ts.period_ns = 1000000000ull / rate_hz;
 	atomic_store(&ts.paused, false); /* a fork child's session starts its sampling afresh */
 	ts.depth = depth < TIMER_SAMPLE_DEPTH ? depth : TIMER_SAMPLE_DEPTH;

@@ -10,6 +10,8 @@
 #include <sys/types.h>
 
 #define TIMER_SAMPLE_DEPTH 64 /* frames kept per sample at most */
+#define TIMER_PY_DEPTH	   48 /* mixed stacks: Python frames kept per sample */
+#define TIMER_PY_SEGMENTS  16 /* mixed stacks: evaluations placed per sample */
 
 /* One sample as the handler leaves it in the ring (time CLOCK_MONOTONIC ns). */
 struct timer_sample {
@@ -19,6 +21,17 @@ struct timer_sample {
 	uint32_t overrun; /* expirations merged into this signal (si_overrun) */
 	uint32_t pad;
 	uint64_t pcs[TIMER_SAMPLE_DEPTH]; /* pcs[0] the interrupted instruction */
+	/* Mixed stacks (tally_timer_start's python): the thread's Python frames at the same
+	 * instant, innermost first, cut into segments, each to be put in the place of native frame
+	 * seg_at[k] (its evaluation: _PyEval_EvalFrameDefault), or at the outer end (seg_at >= n).
+	 */
+	int16_t npy;   /* Python frames; -1: they could not be read (torn) */
+	uint16_t nseg; /* segment k is py[seg_end[k - 1] .. seg_end[k]) */
+	uint8_t seg_at[TIMER_PY_SEGMENTS], seg_end[TIMER_PY_SEGMENTS];
+	struct timer_py_frame {
+		uint64_t code, aux;
+		uint32_t lasti, pad;
+	} py[TIMER_PY_DEPTH];
 };
 
 /* The signal it would use: signo if given (1..64), else the highest real-time signal the
@@ -26,9 +39,10 @@ struct timer_sample {
 int tally_timer_pick_signal(int signo, char *why, size_t len);
 
 /* Sample every thread of the process on CPU time at rate_hz with signal signo, frames up to
- * depth; slots: the ring between the handler and the sampler.  0, or -errno with why. */
-int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots, char *why,
-		      size_t len);
+ * depth; slots: the ring between the handler and the sampler; python: read each thread's Python
+ * frames in the same handler (mixed stacks).  0, or -errno with why. */
+int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots, bool python,
+		      char *why, size_t len);
 /* A thread to sample (from the thread registry's start hook, or the sampler's scan). */
 void tally_timer_arm(pid_t tid);
 /* A thread that is gone: its timer goes. */

@@ -180,11 +180,11 @@ bool tally_unwind_signal_safe(void)
 	return gcc.backtrace && dlsym(RTLD_DEFAULT, "_dl_find_object");
 }
 
-int tally_unwind_from_signal(void **pcs, int max, uintptr_t pc)
+int tally_unwind_from_signal(void **pcs, uintptr_t *cfas, int max, uintptr_t pc)
 {
-	uintptr_t cfas[TALLY_UNWIND_MAX];
+	uintptr_t all_cfas[TALLY_UNWIND_MAX];
 	void *all[TALLY_UNWIND_MAX];
-	struct walk w = {all, cfas, 0, TALLY_UNWIND_MAX, false};
+	struct walk w = {all, all_cfas, 0, TALLY_UNWIND_MAX, false};
 	int i, n = 0;
 
 	if (!gcc.backtrace)
@@ -192,8 +192,11 @@ int tally_unwind_from_signal(void **pcs, int max, uintptr_t pc)
 	(void)gcc.backtrace(on_frame, &w);
 	for (i = 0; i < w.n && (uintptr_t)all[i] != pc; i++)
 		;
-	for (; i < w.n && n < max; i++)
-		pcs[n++] = all[i];
+	for (; i < w.n && n < max; i++, n++) {
+		pcs[n] = all[i];
+		if (cfas)
+			cfas[n] = all_cfas[i];
+	}
 	return n;
 }
 
