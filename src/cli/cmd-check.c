@@ -288,6 +288,10 @@ static void print_sampling(const struct tally_section *s)
 		       v[TALLY_C_SAMPLE_STALLS], v[TALLY_C_SAMPLE_TICKS_MISSED],
 		       v[TALLY_C_SAMPLE_OVERRUNS], v[TALLY_C_SAMPLES_SKIPPED]);
 	}
+	if (v[TALLY_C_SAMPLES_NO_PYTHON])
+		printf("    %" PRIu64 " Python sample(s) of threads with no Python frame not written "
+		       "(C++ threads that hold a Python thread state)\n",
+		       v[TALLY_C_SAMPLES_NO_PYTHON]);
 	if (v[TALLY_C_SAMPLE_FORK_NS])
 		printf("    forks held the sampler (and the program's threads) for %s\n",
 		       cli_fmt_ns(buf, sizeof(buf), v[TALLY_C_SAMPLE_FORK_NS]));

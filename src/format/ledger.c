@@ -151,6 +151,10 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
 			      TALLY_CC_LOSS},
     [TALLY_C_THREADS_SEEN] = {"threads_seen", "threads the sampler saw in the process",
 			      TALLY_CC_INFO},
+    [TALLY_C_SAMPLES_NO_PYTHON] = {"samples_no_python",
+				   "Python samples not written: the thread had a Python thread "
+				   "state but no Python frame (a C++ thread of PyTorch's, say)",
+				   TALLY_CC_INFO},
     [TALLY_C_SAMPLE_FORK_NS] = {"sample_fork_ns",
 				"ns the program spent in fork(), which held the Python sampler "
 				"with the program's threads (the next samples stand for it)",

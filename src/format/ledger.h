@@ -94,6 +94,8 @@ enum tally_counter {
 	TALLY_C_METRIC_MERGED = 87,
 	TALLY_C_METRIC_FAILURES = 88,
 	TALLY_C_METRIC_DEVICES = 89,
+	/* host sampling, continued (format 1.4) */
+	TALLY_C_SAMPLES_NO_PYTHON = 90,
 	/* records parsed, by kind: TALLY_C_BY_KIND + kind */
 	TALLY_C_BY_KIND = 100,
 	TALLY_C_MAX = TALLY_C_BY_KIND + TALLY_KIND_MAX,

@@ -567,6 +567,8 @@ void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	    atomic_load_explicit(&p->watchdog_fired, memory_order_relaxed);
 	for (unsigned i = 0; i < HOST_COUNTERS; i++)
 		l->v[HOST_FIRST + i] = atomic_load_explicit(&p->host[i], memory_order_relaxed);
+	for (unsigned i = 0; i < HOST2_COUNTERS; i++)
+		l->v[HOST2_FIRST + i] = atomic_load_explicit(&p->host2[i], memory_order_relaxed);
 	metricq_snapshot(&p->metrics, l->v);
 	snapshot_signal(p, l);
 }

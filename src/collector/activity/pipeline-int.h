@@ -31,6 +31,9 @@ enum pstate { P_RUNNING, P_STOPPING, P_STOPPED };
 
 #define HOST_FIRST    TALLY_C_SAMPLES_TAKEN
 #define HOST_COUNTERS (TALLY_C_SAMPLE_FORK_NS - TALLY_C_SAMPLES_TAKEN + 1)
+/* and those past the GPU metrics' (80-89) */
+#define HOST2_FIRST    TALLY_C_SAMPLES_NO_PYTHON
+#define HOST2_COUNTERS (TALLY_C_SAMPLES_NO_PYTHON - HOST2_FIRST + 1)
 
 struct batch {
 	struct tally_record *recs;
@@ -51,7 +54,7 @@ struct pipeline {
 	 * no other memory depends on; snapshots read them under consume_lock. */
 	_Atomic uint64_t requested, delivered, refused, foreign, late, dropped_nvtx;
 	/* Host sampling and blocking calls: ledger counters HOST_FIRST.., the same way. */
-	_Atomic uint64_t host[HOST_COUNTERS];
+	_Atomic uint64_t host[HOST_COUNTERS], host2[HOST2_COUNTERS];
 
 	/* Controller -> consumer: when the closing flush began, by which path.  flush_start is
 	 * stored last with release; the consumer loads it with acquire before path/signal. */

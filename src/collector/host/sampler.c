@@ -454,19 +454,35 @@ static bool python_find(void)
 	return true;
 }
 
+/*
+ * One thread's Python sample.  A chain that changed under the reader (a call or a return) is
+ * read again at once, up to TORN_TRIES times: a thread that runs Python calls and returns all the
+ * time, and a second read a microsecond later mostly finds a chain that holds.  A thread state
+ * with no Python frame (a C++ thread that keeps one to call into Python now and then: PyTorch's
+ * autograd threads) has nothing to say of Python: not written, counted apart.
+ */
+#define TORN_TRIES 3
+
 static void python_thread(const struct py_thread *p, uint64_t stands)
 {
 	struct raw_frame f[128];
-	unsigned state, flags = 0;
+	unsigned state, flags = 0, tries = 0;
 	struct thread *t;
 	uint32_t stack = 0;
-	uint64_t t0 = mono();
-	int n = tally_pyframes_sample(p->tstate, f, sm.depth < 128 ? sm.depth : 128);
+	uint64_t t0;
+	int n;
 
+	do
+		t0 = mono(), n = tally_pyframes_sample(p->tstate, f, sm.depth < 128 ? sm.depth : 128);
+	while (n < 0 && ++tries < TORN_TRIES && !sm.test_torn);
+	if (n == 0 && !sm.test_torn) {
+		tally_pipeline_count(TALLY_C_SAMPLES_NO_PYTHON, 1);
+		return;
+	}
 	if (n < 0 || sm.test_torn) {
 		flags = TALLY_REC_TORN;
 		tally_pipeline_count(TALLY_C_SAMPLES_TORN, 1);
-	} else if (n > 0) {
+	} else {
 		stack = tally_stacktab_intern(f, (unsigned)n, tally_pyframes_name_outside);
 	}
 	state = tally_host_thread_state(p->tid);
