@@ -100,7 +100,8 @@ const struct cli_option collect_options[] = {
 		 "sleeps, reads)"),
     CLI_CHOICE(C, 0, "sample", "KINDS", sample, sample_names,
 	       "host sampling: python (every thread's Python stack, wall clock), native (CPU\n"
-	       "time, perf events or a timer), python,native, or none (default)"),
+	       "time, perf events or a timer), python,native (native samples with the Python\n"
+	       "frames in their place: mixed stacks), or none (default)"),
     CLI_UINT(C, 0, "sample-rate", "HZ", sample_hz, 1, 20000,
 	     "samples per second per thread (default 1000)"),
     CLI_DURATION(C, 0, "osrt-threshold", "DURATION", osrt_threshold_ns, 1, UINT64_MAX,
