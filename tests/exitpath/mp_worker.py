@@ -36,7 +36,7 @@ if __name__ == "__main__":
     cupti.fakecupti_launch(50)
     worker.start()
     for _ in range(items):
-        q.get()  # the parent waits here
+        q.get(timeout=60)  # the parent waits here (a worker that died fails the run)
         cupti.fakecupti_launch(50)
     worker.join()
     json.dump({"file": os.path.abspath(__file__), "parent": os.getpid(), "worker": worker.pid,

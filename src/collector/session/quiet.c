@@ -208,7 +208,9 @@ void quiet_drain(void)
 	ssize_t n;
 
 	pthread_mutex_lock(&q.lock);
-	while (still_ours() && (n = recv(q.fd, msg, MSG_MAX, MSG_DONTWAIT)) > 0) {
+	if (q.fd >= 0 && !still_ours())
+		q.fd = -1; /* the program closed it (and may use the number): not ours to wait on */
+	while (q.fd >= 0 && (n = recv(q.fd, msg, MSG_MAX, MSG_DONTWAIT)) > 0) {
 		msg[n] = '\0';
 		if ((size_t)n > sizeof(MAGIC) - 1 && memcmp(msg, MAGIC, sizeof(MAGIC) - 1) == 0)
 			(void)parse_entries(msg + sizeof(MAGIC) - 1, msg + n);
@@ -294,8 +296,9 @@ const char *quiet_exec_var(void)
 
 void quiet_after_fork_child(void)
 {
-	/* the parent's socket: its copy here must not read the parent's reports */
-	if (q.fd >= 0)
+	/* the parent's socket: its copy here must not read the parent's reports (unless the
+	 * program closed it and the number is its own now) */
+	if (q.fd >= 0 && still_ours())
 		close(q.fd);
 	q.fd = -1;
 	q.ino = 0;
