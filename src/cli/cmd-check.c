@@ -289,7 +289,8 @@ static void print_sampling(const struct tally_section *s)
 		       v[TALLY_C_SAMPLE_OVERRUNS], v[TALLY_C_SAMPLES_SKIPPED]);
 	}
 	if (v[TALLY_C_SAMPLES_NO_PYTHON])
-		printf("    %" PRIu64 " Python sample(s) of threads with no Python frame not written "
+		printf("    %" PRIu64
+		       " Python sample(s) of threads with no Python frame not written "
 		       "(C++ threads that hold a Python thread state)\n",
 		       v[TALLY_C_SAMPLES_NO_PYTHON]);
 	if (v[TALLY_C_SAMPLE_FORK_NS])

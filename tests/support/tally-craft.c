@@ -16,7 +16,7 @@
  *   control-chars   a command line, host and rank holding newlines, a fake verdict and escapes
  *   bad-text        invalid UTF-8 in the command line and an NVTX message; a 5000-byte NVTX
  *                   message flagged as cut
- *   future          a RECORDS column (id 60) and a ledger counter (id 90) this reader does not know
+ *   future          a RECORDS column (id 60) and a ledger counter (id 99) this reader does not know
  *   early-records   records 10 s before the session's start
  *   overlap         5 kernels on one stream, each overlapping the next (and their launches)
  *   enospc          writes failed with ENOSPC, then the process ended without a final ledger
@@ -41,6 +41,11 @@
  *   symbols         MODULES entries with build IDs and sizes, and the SYMBOLS chunk tally record
  *                   appends at the end: names holding escapes, an unverified one, entries for a
  *                   Python frame and for a frame id no FRAMES chunk defines, naming cut short
+ *
+ * Processes that recorded nothing (format 1.4):
+ *   processes       two PROCESSES chunks: names holding escapes and invalid UTF-8, one past the
+ *                   15 bytes a comm holds, more entries than a reader keeps (100), and totals
+ *                   that overflow 64 bits when added
  *   foreign-module PATH,BUILD_ID,SIZE,OFFSET
  *                   kernels launched from one native frame, the instruction at OFFSET (hex) of
  *                   the module at PATH whose MODULES entry says BUILD_ID (hex; "none": it had
@@ -421,7 +426,7 @@ static void future(struct craft *c)
 	c->by_kind[TALLY_KIND_KERNEL] = 1;
 	memset(&l, 0, sizeof(l));
 	l.unknown_counters = 1;
-	l.unknown[0].id = 90;
+	l.unknown[0].id = 99;
 	l.unknown[0].value = 7;
 	ledger(c, true, &l);
 }
@@ -944,6 +949,33 @@ static void host_samples(struct craft *c)
 	ledger(c, true, NULL);
 }
 
+static void processes(struct craft *c)
+{
+	char name[32];
+	unsigned i;
+
+	session(c, "processes", 9);
+	plain_trace(c, "_Z4workv", 8, 1, T0 + 1000, 10000, 3000);
+	tally_buf_reset(&c->b);
+	tally_buf_put_varint(&c->b, UINT64_MAX - 1);
+	tally_buf_put_varint(&c->b, 3);
+	tally_buf_put_str(&c->b, "bash\033[2J\xff");
+	tally_buf_put_varint(&c->b, 1);
+	tally_buf_put_str(&c->b, "a-name-longer-than-a-comm-holds");
+	for (i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "helper-%u", i);
+		tally_buf_put_varint(&c->b, 1);
+		tally_buf_put_str(&c->b, name);
+	}
+	chunk(c, TALLY_CHUNK_PROCESSES, 0, &c->b);
+	tally_buf_reset(&c->b);
+	tally_buf_put_varint(&c->b, 5);
+	tally_buf_put_varint(&c->b, 5);
+	tally_buf_put_str(&c->b, "readlink");
+	chunk(c, TALLY_CHUNK_PROCESSES, 0, &c->b);
+	ledger(c, true, NULL);
+}
+
 static unsigned count_arg(void)
 {
 	long n = case_arg ? strtol(case_arg, NULL, 10) : 0;
@@ -1105,6 +1137,7 @@ static const struct {
     {"note-overhead", note_overhead},
     {"metrics", metrics},
     {"host-samples", host_samples},
+    {"processes", processes},
     {"symbols", symbols},
     {"foreign-module", foreign_module},
 };

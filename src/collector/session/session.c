@@ -697,6 +697,10 @@ static void attach_cupti(struct session *s)
 	if (s->cupti_tried || !session_running(s))
 		goto unlock;
 	s->cupti_tried = true;
+	/* a process that uses CUDA has its trace, records or not (and says there if CUDA is not
+	 * recorded); the GPU-metrics lock files go beside it */
+	if (tally_pipeline_open() < 0)
+		goto unlock;
 	if ((rc = cupti_api_load(why, sizeof(why))) < 0 ||
 	    (rc = check_cupti_version(why, sizeof(why))) < 0) {
 		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-load", why);
@@ -704,10 +708,6 @@ static void attach_cupti(struct session *s)
 		goto unlock;
 	}
 	s->cupti_on = true;
-	/* a process that uses CUDA has its trace, records or not; and the GPU-metrics lock
-	 * files go beside it */
-	if (tally_pipeline_open() < 0)
-		goto unlock;
 	if ((rc = cupti_tracer_setup(&s->tracer, &s->cfg, why, sizeof(why))) < 0) {
 		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-setup", why);
 		goto unlock;
