@@ -59,7 +59,7 @@ struct ring {
 /* The last count seen of one (thread, CPU) event: what the next sample's count adds to it is
  * the CPU time that sample stands for. */
 struct last_count {
-	uint32_t key; /* tid * 1024 + CPU + 1; 0: free */
+	uint64_t key; /* tid * 1024 + CPU + 1; 0: free */
 	uint64_t value;
 };
 
@@ -263,8 +263,8 @@ static const uint8_t *record_at(const struct ring *r, uint64_t off, size_t size,
  * has no room for stands for one period. */
 static uint64_t stands_for(pid_t tid, unsigned cpu, uint64_t value)
 {
-	uint32_t key = (uint32_t)tid * 1024u + (cpu & 1023u) + 1u;
-	size_t i = (key * 2654435761u) & (COUNTS - 1), k;
+	uint64_t key = (uint64_t)(uint32_t)tid * 1024u + (cpu & 1023u) + 1u;
+	size_t i = (size_t)(key * 0x9e3779b97f4a7c15ull >> 40) & (COUNTS - 1), k;
 	uint64_t d;
 
 	for (k = 0; k < 64; k++, i = (i + 1) & (COUNTS - 1)) {
