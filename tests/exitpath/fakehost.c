@@ -18,7 +18,7 @@
  *   signals         the program's own handler for SIGUSR1 (installed before and checked after
  *                   sampling began), its mask, and every real-time signal's action as the
  *                   program sees it (sigaction): prints what it found
- *   fork            a fork child burns CPU and exits 7; an exec'd child (this program, mode
+ *   fork            a fork child burns 300 ms of CPU and exits 7; an exec'd child (this program, mode
  *                   exit 5) exits 5; prints both statuses
  *   exit CODE       exits with CODE after printing "hello"
  */
@@ -237,7 +237,7 @@ static int mode_fork(const char *self)
 	pid_t a = fork(), b;
 
 	if (a == 0) {
-		(void)burn_cpu(100000000);
+		(void)burn_cpu(300000000);
 		_exit(7);
 	}
 	b = fork();

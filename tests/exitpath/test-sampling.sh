@@ -196,7 +196,7 @@ for mode in "exit 3" signals fork; do
 done
 grep -q 'rt_default 3[0-9] of 3[0-9]\|usr1_calls 1' "$T/signals.plain" || bad "signals probe"
 # every process of the tree is sampled, and only those that recorded something leave a trace:
-# the fork child burned 100 ms of CPU (native samples); the parent only waited and the exec'd
+# the fork child burned 300 ms of CPU (native samples); the parent only waited and the exec'd
 # child exited at once (no CPU to sample, no Python)
 # (and the parent's waitpid is a blocking call: a trace of its own); every trace holds records
 for how in native fallback python; do
@@ -204,12 +204,12 @@ for how in native fallback python; do
 	for f in "$T"/fork-$how*.tally; do
 		"$DUMP" --host "$f" >"$f.dump"
 		"$TALLY" check --json "$f" | grep -q '"records_total": *0[,}]' && empty="$empty $f"
-		# (sampled from a moment after the fork, on a loaded machine perhaps later)
-		$CHECK native-min "$f.dump" "$HOST" burn_cpu 20000000 >/dev/null &&
+		# (sampled from a moment after the fork, on a loaded machine perhaps much later)
+		$CHECK native-min "$f.dump" "$HOST" burn_cpu 50000000 >/dev/null &&
 			burned=$((burned + 1))
 	done
 	[ "$burned" = 1 ] && [ -z "$empty" ] &&
-		ok "fork and exec ($how): a trace holds the fork child's 100 ms burn; no trace is empty" ||
+		ok "fork and exec ($how): a trace holds the fork child's burn; no trace is empty" ||
 		bad "fork and exec ($how): $burned trace(s) with the burn, empty:${empty:- none}"
 done
 
