@@ -19,8 +19,10 @@
 #              native, the timer and python,native (mixed) on the launch loop and PyTorch: each
 #              at most 1.05x tally's default
 #
-#   tests/gpu/proctree.sh [BUILD_DIR] [OUT_DIR]   (about 6 minutes; exits 77 without a GPU)
+#   tests/gpu/proctree.sh [BUILD_DIR] [OUT_DIR]   (exits 77 without a GPU)
 # Traces, dumps and the cost table are kept in OUT_DIR ($OUT/proctree when $OUT is set).
+# PROCTREE_PARTS chooses the cases (default "loader mixed complete cost"; about 3 minutes for the
+# first three and 4-5 for cost, which runs bench/sampling-overhead.sh's within-run part).
 set -u
 . "$(dirname "$0")/../lib.sh"
 need_gpu
@@ -35,6 +37,8 @@ CHECK="python3 $HERE/../exitpath/check-sampling.py"
 PY=${PYTHON:-python3}
 export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64
 has_torch || { skipped "PyTorch with CUDA: every case here needs it"; finish proctree.sh; }
+PARTS=" ${PROCTREE_PARTS:-loader mixed complete cost} "
+part() { case $PARTS in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 field() { # FILE EXPR: of the first section of tally check --json
 	"$TALLY" check --json "$1" | python3 -c "import json,sys; \
@@ -43,6 +47,7 @@ s=json.load(sys.stdin)['files'][0]['sections'][0]; print($2)"
 counter() { field "$2" "s['ledger']['counters'].get('$1', 0)"; }
 
 # ---- loader ----
+if part loader; then
 mkdir -p "$O/loader"
 "$TALLY" record -q --sample python -o "$O/loader/%p.tally" -- $PY "$HERE/sampling_loader.py" 12 0.1 \
 	>"$O/loader.out" 2>&1 || bad "loader: exit $?: $(tail -n 3 "$O/loader.out")"
@@ -65,8 +70,10 @@ if [ -n "$parent" ] && [ -n "$worker" ] &&
 else
 	bad "loader: traces $(ls "$O/loader" | tr '\n' ' '): no parent and worker pair"
 fi
+fi
 
 # ---- mixed ----
+if part mixed; then
 mkdir -p "$O/mixed"
 "$TALLY" record -q --sample python,native -o "$O/mixed/%p.tally" -- $PY "$HERE/torch_dataloader.py" 1500 2 \
 	>"$O/mixed.out" 2>&1 || bad "mixed: exit $?: $(tail -n 3 "$O/mixed.out")"
@@ -108,8 +115,10 @@ PYEOF
 grep -q "^FAIL" "$O/mixed.summary" && bad "mixed (above)" || ok "mixed (above)"
 grep -q "mixed stacks" "$O/mixed.check" && ok "mixed: the trace says native samples carry Python frames" ||
 	bad "mixed: $(grep sampling "$O/mixed.check")"
+fi
 
 # ---- complete ----
+if part complete; then
 mkdir -p "$O/complete"
 done_ok=0
 for i in $(seq 10); do
@@ -128,10 +137,13 @@ done
 [ "$done_ok" = 10 ] && ok "complete: 10 of 10 DataLoader runs COMPLETE (every trace of each)" ||
 	bad "complete: $done_ok of 10 DataLoader runs COMPLETE ($O/complete.txt)"
 grep -v "fork-held 0 " "$O/complete.txt" | head -n 5
+fi
 
 # ---- cost ----
+if part cost; then
 bash "$HERE/../../bench/sampling-overhead.sh" "$B" 0 2 >"$O/cost.md" 2>&1 || bad "cost: the bench failed"
 cat "$O/cost.md"
 grep -E "^\| (launch|PyTorch)" "$O/cost.md" | grep -q "above 1.05" &&
 	bad "cost: a configuration over 1.05x the default (above)" || ok "cost: the table above (within one run)"
+fi
 finish proctree.sh
