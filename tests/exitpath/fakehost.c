@@ -18,9 +18,8 @@
  *   signals         the program's own handler for SIGUSR1 (installed before and checked after
  *                   sampling began), its mask, and every real-time signal's action as the
  *                   program sees it (sigaction): prints what it found
- *   fork            a fork child burns 300 ms of CPU and exits 7; an exec'd child (this program, mode
- *                   exit 5) exits 5; prints both statuses
- *   exit CODE       exits with CODE after printing "hello"
+ *   fork            a fork child burns 300 ms of CPU and exits 7; an exec'd child (this program,
+ * mode exit 5) exits 5; prints both statuses exit CODE       exits with CODE after printing "hello"
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -174,7 +174,8 @@ void tally_pipeline_count(unsigned counter, uint64_t n)
 	if (p && counter >= HOST_FIRST && counter < HOST_FIRST + HOST_COUNTERS)
 		atomic_fetch_add_explicit(&p->host[counter - HOST_FIRST], n, memory_order_relaxed);
 	else if (p && counter >= HOST2_FIRST && counter < HOST2_FIRST + HOST2_COUNTERS)
-		atomic_fetch_add_explicit(&p->host2[counter - HOST2_FIRST], n, memory_order_relaxed);
+		atomic_fetch_add_explicit(&p->host2[counter - HOST2_FIRST], n,
+					  memory_order_relaxed);
 }
 
 void tally_pipeline_threads(const struct tally_buf *payload)

@@ -137,8 +137,8 @@ void tally_pipeline_nvtx_dropped(uint64_t events);
  */
 int tally_pipeline_host_records(struct tally_record *recs, size_t n);
 
-/* Add n to a host counter (TALLY_C_SAMPLES_TAKEN .. TALLY_C_SAMPLE_FORK_NS, TALLY_C_SAMPLES_NO_PYTHON).  Relaxed atomics:
- * async-signal-safe, from any thread. */
+/* Add n to a host counter (TALLY_C_SAMPLES_TAKEN .. TALLY_C_SAMPLE_FORK_NS,
+ * TALLY_C_SAMPLES_NO_PYTHON).  Relaxed atomics: async-signal-safe, from any thread. */
 void tally_pipeline_count(unsigned counter, uint64_t n);
 /* Raise a host counter to at least v (a high-water mark or a total kept elsewhere). */
 void tally_pipeline_count_max(unsigned counter, uint64_t v);

@@ -473,7 +473,8 @@ static void python_thread(const struct py_thread *p, uint64_t stands)
 	int n;
 
 	do
-		t0 = mono(), n = tally_pyframes_sample(p->tstate, f, sm.depth < 128 ? sm.depth : 128);
+		t0 = mono(),
+		n = tally_pyframes_sample(p->tstate, f, sm.depth < 128 ? sm.depth : 128);
 	while (n < 0 && ++tries < TORN_TRIES && !sm.test_torn);
 	if (n == 0 && !sm.test_torn) {
 		tally_pipeline_count(TALLY_C_SAMPLES_NO_PYTHON, 1);
