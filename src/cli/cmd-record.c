@@ -233,8 +233,8 @@ static void add_quiet(struct record_run *run, const char *name)
 }
 
 /* Files named in the manifest ("start PID PATH" lines), however many (a job may fork
- * thousands), the "off PID WHY" refusals, counted and written to off_out, and the processes
- * that recorded nothing ("quiet PID NAME"). */
+ * thousands), the "off PID WHY" refusals, counted and written to off_out, the "note PID
+ * TEXT" lines, written there too, and the processes that recorded nothing ("quiet PID NAME"). */
 static void read_manifest(const char *manifest, struct record_run *run, FILE *off_out)
 {
 	FILE *f = manifest[0] ? fopen(manifest, "r") : NULL;
@@ -259,6 +259,9 @@ static void read_manifest(const char *manifest, struct record_run *run, FILE *of
 		} else if (sscanf(line, "off %ld %n", &pid, &at) == 1) {
 			run->nrefused++;
 			fprintf(off_out, "  pid %ld not recorded: %s\n", pid, line + at);
+		} else if (sscanf(line, "note %ld %n", &pid, &at) == 1) {
+			/* what the trace itself may never say (its descriptor lost) */
+			fprintf(off_out, "  pid %ld: %s\n", pid, line + at);
 		} else if (sscanf(line, "quiet %ld %n", &pid, &at) == 1 && at) {
 			add_quiet(run, line + at);
 		}

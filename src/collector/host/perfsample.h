@@ -29,6 +29,9 @@ void tally_perf_drain(const struct perf_sink *sink);
 void tally_perf_close(void);
 /* Do samples carry the event's count (what they stand for), or one period each? */
 bool tally_perf_counts(void);
+/* Rings whose owning event's descriptor the program closed or took over (their events, and the
+ * sampling of their threads, may have ended): 0 when all are tally's still. */
+unsigned tally_perf_lost(void);
 /* Benchmarks (TALLY_BENCH_TOGGLE_MS): stop or resume every event, in every thread. */
 void tally_perf_enable(bool on);
 /* A fork child: the parent's events and buffers are not its own. */

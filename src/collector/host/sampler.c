@@ -219,8 +219,7 @@ static unsigned put_segment(const struct timer_sample *s, unsigned k, struct raw
 		 end = k < s->nseg ? s->seg_end[k] : (unsigned)s->npy;
 
 	for (; i < end && m < max; i++)
-		f[m++] = (struct raw_frame){s->py[i].code, s->py[i].lasti, TALLY_FRAME_PYTHON,
-					    s->py[i].aux};
+		f[m++] = s->py[i];
 	return m;
 }
 
@@ -260,9 +259,9 @@ static void timer_sample(void *ctx, const struct timer_sample *s)
 	(void)ctx;
 	if (s->overrun)
 		tally_pipeline_count(TALLY_C_SAMPLE_OVERRUNS, s->overrun);
-	if (s->npy < 0) /* the Python part tore: the native frames alone */
+	if (sm.mixed && s->npy < 0) /* the Python part tore: the native frames alone */
 		tally_pipeline_count(TALLY_C_SAMPLES_TORN, 1);
-	if (s->npy > 0)
+	if (sm.mixed && s->npy > 0)
 		stack = mixed_stack(s);
 	else if (s->n)
 		stack = native_stack(s->pcs, s->n);
@@ -304,6 +303,36 @@ static void drain(void)
 		(void)tally_osrt_drain(osrt_call, NULL);
 	if (sm.n && (sm.n >= BATCH_MAX / 2 || mono() - sm.batch_at >= BATCH_NS))
 		hand_over();
+}
+
+/*
+ * The program may close the perf events' descriptors (close_range, a daemon's loop): most
+ * threads' events end with them, and their sampling.  Looked at every scan: the events are
+ * opened anew for every thread, the stretch without them is counted as a stall (loss: samples
+ * are missing there), and a note says why.
+ */
+static void perf_keep(void)
+{
+	unsigned lost = tally_perf_lost();
+	char why[200] = "", text[400];
+	int rc;
+
+	if (!lost)
+		return;
+	drain();
+	tally_perf_close();
+	rc = tally_perf_open(sm.rate, sm.depth, why, sizeof(why));
+	tally_pipeline_count(TALLY_C_SAMPLE_STALLS, 1);
+	tally_pipeline_fd_event(rc == 0);
+	snprintf(text, sizeof(text),
+		 "the program closed tally's perf event descriptors (%u of its per-CPU rings' "
+		 "owners): native sampling stopped until the next look (at most 100 ms)%s%s",
+		 lost, rc == 0 ? "; the events were opened again" : ", and now for good: ",
+		 rc == 0 ? "" : why);
+	tally_pipeline_note(rc == 0 ? TALLY_NOTE_WARNING : TALLY_NOTE_ERROR, "perf-descriptors",
+			    text);
+	if (rc < 0)
+		sm.mech = MECH_NONE;
 }
 
 /* ---- threads ------------------------------------------------------------------------------- */
@@ -386,6 +415,8 @@ static void scan(bool names)
 	if (!d)
 		return;
 	sm.scan_gen++;
+	if (sm.mech == MECH_PERF)
+		perf_keep();
 	while ((e = readdir(d))) {
 		pid_t tid = (pid_t)atoi(e->d_name);
 		struct thread *t = tid > 0 ? thread_of(tid, true) : NULL;

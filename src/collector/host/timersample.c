@@ -114,32 +114,26 @@ static uintptr_t interrupted_sp(const void *ucv)
  * locals lie in [cfas[i], cfas[i + 1]).  An anchor below the interrupted stack pointer, or past
  * the frames unwound, is not placed (its frames go to the outer end).
  */
-static void take_python(struct timer_sample *s, const uintptr_t *cfas, uintptr_t sp)
+static void take_python(struct timer_sample *s, uintptr_t sp)
 {
-	struct raw_frame f[TIMER_PY_DEPTH];
-	uintptr_t anchor[TIMER_PY_SEGMENTS];
-	unsigned seg_end[TIMER_PY_SEGMENTS], nseg = 0, k, i;
-	int n = tally_pyframes_mixed(f, TIMER_PY_DEPTH, anchor, seg_end, TIMER_PY_SEGMENTS, &nseg);
+	unsigned nseg = 0, k, i;
+	int n = tally_pyframes_mixed(s->py, TIMER_PY_DEPTH, s->anchor, s->seg_end,
+				     TIMER_PY_SEGMENTS, &nseg);
 
 	s->npy = (int16_t)(n < 0 ? -1 : n);
-	s->nseg = (uint16_t)nseg;
-	for (i = 0; n > 0 && i < (unsigned)n; i++)
-		s->py[i] = (struct timer_py_frame){f[i].key, f[i].aux, f[i].line, 0};
-	for (k = 0; k < nseg; k++) {
-		for (i = 0; i < s->n && cfas[i] <= anchor[k]; i++)
+	s->nseg = (uint16_t)(n < 0 ? 0 : nseg);
+	for (k = 0; k < s->nseg; k++) {
+		for (i = 0; i < s->n && s->cfas[i] <= s->anchor[k]; i++)
 			;
-		s->seg_at[k] = (uint8_t)(anchor[k] >= sp && i >= 1 && i < s->n ? i - 1 : 255);
-		s->seg_end[k] = (uint8_t)seg_end[k];
+		s->seg_at[k] = (uint8_t)(s->anchor[k] >= sp && i >= 1 && i < s->n ? i - 1 : 255);
 	}
 }
 
 static void on_timer(int sig, siginfo_t *si, void *uc)
 {
-	void *pcs[TIMER_SAMPLE_DEPTH];
-	uintptr_t cfas[TIMER_SAMPLE_DEPTH];
 	struct timer_sample *s;
 	size_t pos;
-	int i, n;
+	int n;
 
 	(void)sig;
 	if (!atomic_load_explicit(&ts.running, memory_order_acquire))
@@ -157,16 +151,13 @@ static void on_timer(int sig, siginfo_t *si, void *uc)
 	s->time = mono_ns();
 	s->tid = tally_gettid();
 	s->overrun = si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0;
-	n = tally_unwind_from_signal(pcs, cfas, (int)ts.depth, interrupted_pc(uc));
-	for (i = 0; i < n; i++)
-		s->pcs[i] = (uint64_t)(uintptr_t)pcs[i];
+	n = tally_unwind_from_signal(s->pcs, ts.python ? s->cfas : NULL, (int)ts.depth,
+				     interrupted_pc(uc));
 	if (!n) /* not found among the unwound frames: the interrupted instruction alone */
 		s->pcs[n++] = interrupted_pc(uc);
 	s->n = (uint32_t)n;
-	s->npy = 0;
-	s->nseg = 0;
-	if (ts.python)
-		take_python(s, cfas, interrupted_sp(uc));
+	if (ts.python) /* a slot has room for them only then */
+		take_python(s, interrupted_sp(uc));
 	tally_ring_publish(&ts.ring, pos);
 }
 
@@ -304,7 +295,8 @@ int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots,
 		return -ENOTSUP;
 	}
 	if (!atomic_load(&ts.ring_ready)) {
-		rc = tally_ring_init(&ts.ring, slots, sizeof(struct timer_sample));
+		rc = tally_ring_init(&ts.ring, slots,
+				     python ? sizeof(struct timer_sample) : TIMER_SAMPLE_NATIVE);
 		if (rc < 0) {
 			snprintf(why, len, "out of memory");
 			return rc;

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "stacktab.h"
+
 #define TIMER_SAMPLE_DEPTH 64 /* frames kept per sample at most */
 #define TIMER_PY_DEPTH	   48 /* mixed stacks: Python frames kept per sample */
 #define TIMER_PY_SEGMENTS  16 /* mixed stacks: evaluations placed per sample */
@@ -27,12 +29,14 @@ struct timer_sample {
 	 */
 	int16_t npy;   /* Python frames; -1: they could not be read (torn) */
 	uint16_t nseg; /* segment k is py[seg_end[k - 1] .. seg_end[k]) */
-	uint8_t seg_at[TIMER_PY_SEGMENTS], seg_end[TIMER_PY_SEGMENTS];
-	struct timer_py_frame {
-		uint64_t code, aux;
-		uint32_t lasti, pad;
-	} py[TIMER_PY_DEPTH];
+	uint8_t seg_at[TIMER_PY_SEGMENTS];
+	unsigned seg_end[TIMER_PY_SEGMENTS];
+	struct raw_frame py[TIMER_PY_DEPTH];
+	/* the handler's own: kept here, not on the interrupted thread's stack (it may be small) */
+	uintptr_t anchor[TIMER_PY_SEGMENTS], cfas[TIMER_SAMPLE_DEPTH];
 };
+/* Without mixed stacks a slot ends before them. */
+#define TIMER_SAMPLE_NATIVE offsetof(struct timer_sample, npy)
 
 /* The signal it would use: signo if given (1..64), else the highest real-time signal the
  * program leaves at its default and does not block here; 0 if none, with why. */

@@ -218,7 +218,7 @@ void quiet_drain(void)
 	pthread_mutex_unlock(&q.lock);
 }
 
-bool quiet_payload(struct tally_buf *b)
+bool quiet_payload(struct tally_buf *b, bool reset)
 {
 	uint64_t total = 0;
 	unsigned i;
@@ -232,6 +232,10 @@ bool quiet_payload(struct tally_buf *b)
 			tally_buf_put_varint(b, q.e[i].count);
 			tally_buf_put_str(b, q.e[i].name);
 		}
+	}
+	if (total && reset) {
+		q.n = 0;
+		memset(q.e, 0, sizeof(q.e));
 	}
 	pthread_mutex_unlock(&q.lock);
 	return total != 0;
@@ -292,6 +296,20 @@ bool quiet_pass_on(bool exec, bool self)
 const char *quiet_exec_var(void)
 {
 	return q.var[0] && q.pid == getpid() ? q.var : NULL;
+}
+
+void quiet_exec_undo(void)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&q.lock);
+	for (i = 0; i < q.n; i++)
+		if (strcmp(q.e[i].name, quiet_self_name()) == 0 && q.e[i].count) {
+			q.e[i].count--;
+			break;
+		}
+	q.var[0] = '\0';
+	pthread_mutex_unlock(&q.lock);
 }
 
 void quiet_after_fork_child(void)

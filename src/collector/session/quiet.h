@@ -23,8 +23,9 @@ void quiet_listen(void);
 /* The socket to wait on (-1: none), and what arrived on it, taken in.  Control thread. */
 int quiet_fd(void);
 void quiet_drain(void);
-/* The PROCESSES chunk's payload (format §14) of what reached this process: false if nothing. */
-bool quiet_payload(struct tally_buf *b);
+/* The PROCESSES chunk's payload (format §14) of what reached this process: false if nothing.
+ * reset: it is in the trace now, and counted from zero again (a second chunk adds to it). */
+bool quiet_payload(struct tally_buf *b, bool reset);
 /*
  * This process (or image) recorded nothing: add itself (self), then pass it all on.  exec: kept for
  * quiet_exec_var (the next image); otherwise sent to the parent.  Returns whether a process that
@@ -34,6 +35,8 @@ bool quiet_pass_on(bool exec, bool self);
 /* What the next image inherits ("TALLY_QUIET_FROM=PID:COUNT NAME,..."), or NULL: after
  * quiet_pass_on(true).  A static buffer. */
 const char *quiet_exec_var(void);
+/* The exec failed: this image goes on; it takes itself back out of the count. */
+void quiet_exec_undo(void);
 /* This image's name and the processes it stands for (itself included), for a manifest line. */
 const char *quiet_self_name(void);
 uint64_t quiet_total(void);
