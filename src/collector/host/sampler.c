@@ -36,9 +36,11 @@
 #include "clock.h"
 #include "hostthreads.h"
 #include "ledger.h"
+#include "libc.h"
 #include "log.h"
 #include "osrt.h"
 #include "ownthread.h"
+#include "payloads.h"
 #include "perfsample.h"
 #include "pipeline.h"
 #include "pyframes.h"
@@ -363,11 +365,7 @@ static void note_thread(struct thread *t)
 	if (t->written_flags == (t->flags | WRITTEN) && t->written_pthread == t->pthread_id &&
 	    strcmp(t->written_name, t->name) == 0)
 		return;
-	tally_buf_put_varint(&sm.entries, (uint64_t)t->tid);
-	tally_buf_put_varint(&sm.entries, t->pthread_id);
-	tally_buf_put_varint(&sm.entries, t->flags);
-	tally_buf_put_varint(&sm.entries, len);
-	tally_buf_put(&sm.entries, t->name, len);
+	tally_thread_put(&sm.entries, (uint64_t)t->tid, t->pthread_id, t->flags, t->name, len);
 	t->written_flags = t->flags | WRITTEN;
 	t->written_pthread = t->pthread_id;
 	memcpy(t->written_name, t->name, sizeof(t->name));
@@ -554,14 +552,14 @@ static void sleep_until(uint64_t t)
 	if (!atomic_load_explicit(&sm.running, memory_order_acquire))
 		return;
 	/* FUTEX_WAIT_BITSET's timeout is absolute, on CLOCK_MONOTONIC */
-	(void)syscall(SYS_futex, &sm.wake, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, seen, &ts, NULL,
-		      FUTEX_BITSET_MATCH_ANY);
+	(void)libc_syscall(SYS_futex, &sm.wake, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, seen, &ts,
+			   NULL, FUTEX_BITSET_MATCH_ANY);
 }
 
 static void wake_sampler(void)
 {
 	atomic_fetch_add_explicit(&sm.wake, 1, memory_order_release);
-	(void)syscall(SYS_futex, &sm.wake, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+	(void)libc_syscall(SYS_futex, &sm.wake, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
 }
 
 /*
@@ -859,7 +857,7 @@ void tally_sampler_stop(void)
 		tally_osrt_stop();
 	if (atomic_exchange(&sm.running, false) && atomic_load(&sm.started)) {
 		wake_sampler();
-		pthread_join(sm.thread, NULL);
+		libc_pthread_join(sm.thread, NULL);
 	}
 	atomic_store(&sm.started, false);
 	tally_host_threads_unwatch();

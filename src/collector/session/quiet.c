@@ -23,6 +23,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "libc.h"
+#include "payloads.h"
 #define QUIET_NAMES 32
 #define VAR	    "TALLY_QUIET_FROM"
 #define MAGIC	    "tally-quiet1 "
@@ -170,7 +172,7 @@ void quiet_listen(void)
 	socklen_t len;
 	int fd;
 
-	pthread_mutex_lock(&q.lock);
+	libc_pthread_mutex_lock(&q.lock);
 	if (q.pid == getpid()) {
 		pthread_mutex_unlock(&q.lock);
 		return;
@@ -207,10 +209,10 @@ void quiet_drain(void)
 	char msg[MSG_MAX + 1];
 	ssize_t n;
 
-	pthread_mutex_lock(&q.lock);
+	libc_pthread_mutex_lock(&q.lock);
 	if (q.fd >= 0 && !still_ours())
 		q.fd = -1; /* the program closed it (and may use the number): not ours to wait on */
-	while (q.fd >= 0 && (n = recv(q.fd, msg, MSG_MAX, MSG_DONTWAIT)) > 0) {
+	while (q.fd >= 0 && (n = libc_recv(q.fd, msg, MSG_MAX, MSG_DONTWAIT)) > 0) {
 		msg[n] = '\0';
 		if ((size_t)n > sizeof(MAGIC) - 1 && memcmp(msg, MAGIC, sizeof(MAGIC) - 1) == 0)
 			(void)parse_entries(msg + sizeof(MAGIC) - 1, msg + n);
@@ -223,15 +225,13 @@ bool quiet_payload(struct tally_buf *b, bool reset)
 	uint64_t total = 0;
 	unsigned i;
 
-	pthread_mutex_lock(&q.lock);
+	libc_pthread_mutex_lock(&q.lock);
 	for (i = 0; i < q.n; i++)
 		total += q.e[i].count;
 	if (total) {
-		tally_buf_put_varint(b, total);
-		for (i = 0; i < q.n; i++) {
-			tally_buf_put_varint(b, q.e[i].count);
-			tally_buf_put_str(b, q.e[i].name);
-		}
+		tally_processes_put(b, total);
+		for (i = 0; i < q.n; i++)
+			tally_process_put(b, q.e[i].count, q.e[i].name);
 	}
 	if (total && reset) {
 		q.n = 0;
@@ -246,7 +246,7 @@ uint64_t quiet_total(void)
 	uint64_t total = 0;
 	unsigned i;
 
-	pthread_mutex_lock(&q.lock);
+	libc_pthread_mutex_lock(&q.lock);
 	for (i = 0; i < q.n; i++)
 		total += q.e[i].count;
 	pthread_mutex_unlock(&q.lock);
@@ -268,7 +268,7 @@ bool quiet_pass_on(bool exec, bool self)
 	int fd;
 
 	quiet_drain();
-	pthread_mutex_lock(&q.lock);
+	libc_pthread_mutex_lock(&q.lock);
 	if (self)
 		add_locked(quiet_self_name(), 1);
 	else if (!q.n) {
@@ -302,7 +302,7 @@ void quiet_exec_undo(void)
 {
 	unsigned i;
 
-	pthread_mutex_lock(&q.lock);
+	libc_pthread_mutex_lock(&q.lock);
 	for (i = 0; i < q.n; i++)
 		if (strcmp(q.e[i].name, quiet_self_name()) == 0 && q.e[i].count) {
 			q.e[i].count--;

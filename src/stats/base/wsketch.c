@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 #include "wsketch.h"
 
 #define SUB_BITS 6
@@ -59,10 +61,10 @@ static bool reserve(struct wsketch *s, uint32_t n)
 
 	if (n <= s->n)
 		return true;
-	if (!(w = realloc(s->w, n * sizeof(*w))))
+	if (!(w = tally_resize(s->w, n, sizeof(*w))))
 		return false;
 	s->w = w;
-	if (!(vw = realloc(s->vw, n * sizeof(*vw))))
+	if (!(vw = tally_resize(s->vw, n, sizeof(*vw))))
 		return false; /* s->n unchanged: the larger w is only room */
 	memset(w + s->n, 0, (n - s->n) * sizeof(*w));
 	memset(vw + s->n, 0, (n - s->n) * sizeof(*vw));
