@@ -10,6 +10,7 @@
 #include "payloads.h"
 #include "pipeline-int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,10 @@
 #include "nativestack.h"
 #include "stacktab.h"
 
-void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const struct tally_buf *b,
-		uint64_t records)
+static void emit_clock(struct pipeline *p);
+
+static void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const struct tally_buf *b,
+		       uint64_t records)
 {
 	(void)tally_writer_chunk(&p->writer, type, flags, b->data, b->len, records);
 }
@@ -338,6 +341,20 @@ static void consume_side(struct pipeline *p)
 	tally_buf_fini(&side);
 }
 
+/* The preamble, the SESSION chunk and the first clock pair, written now.  0 or -errno. */
+int write_head(struct pipeline *p, const struct tally_buf *session)
+{
+	if (tally_writer_preamble(&p->writer) < 0)
+		return -ENOMEM;
+	emit_chunk(p, TALLY_CHUNK_SESSION, 0, session, 0);
+	emit_clock(p);
+	(void)tally_writer_flush(&p->writer);
+	if (p->writer.stats.write_failures)
+		return -p->writer.stats.last_errno;
+	p->opened = true;
+	return 0;
+}
+
 /* With cfg.open: the trace, opened when first needed; then what waited for it (notes, threads).
  * false: it could not be (nothing is written; the opener said why). */
 bool ensure_open(struct pipeline *p)
@@ -627,7 +644,7 @@ next_slice:
 	atomic_store_explicit(&p->next_slice_mono, next, memory_order_relaxed);
 }
 
-void emit_clock(struct pipeline *p)
+static void emit_clock(struct pipeline *p)
 {
 	tally_buf_reset(&p->payload);
 	tally_kv_uint(&p->payload, TALLY_CK_CUPTI, p->src.now());

@@ -136,10 +136,7 @@ extern _Atomic uint64_t g_progress;
 
 /* The consumer's (pipeline-consumer.c), for the start and the close: all but consumer_main
  * under consume_lock. */
-void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const struct tally_buf *b,
-		uint64_t records);
-void emit_clock(struct pipeline *p);
-int write_head(struct pipeline *p, const struct tally_buf *session); /* pipeline.c */
+int write_head(struct pipeline *p, const struct tally_buf *session);
 bool ensure_open(struct pipeline *p);
 unsigned consume_all(struct pipeline *p, bool slices);
 void end_slice(struct pipeline *p);

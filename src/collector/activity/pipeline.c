@@ -100,20 +100,6 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 	return rc;
 }
 
-/* The preamble, the SESSION chunk and the first clock pair, written now.  0 or -errno. */
-int write_head(struct pipeline *p, const struct tally_buf *session)
-{
-	if (tally_writer_preamble(&p->writer) < 0)
-		return -ENOMEM;
-	emit_chunk(p, TALLY_CHUNK_SESSION, 0, session, 0);
-	emit_clock(p);
-	(void)tally_writer_flush(&p->writer);
-	if (p->writer.stats.write_failures)
-		return -p->writer.stats.last_errno;
-	p->opened = true;
-	return 0;
-}
-
 static ssize_t no_write(void *ctx, const void *buf, size_t len)
 {
 	(void)ctx;

@@ -41,6 +41,7 @@
 extern char **environ;
 
 static pid_t self_pid; /* at load, and in each fork child: a vfork child is not this process */
+static void (*start_session)(const char *why); /* inject.c's, for a fork child's session */
 static pthread_once_t atexit_once = PTHREAD_ONCE_INIT, cuda_atexit_once = PTHREAD_ONCE_INIT;
 
 /* Close the trace by path; if a signal is ending the process (this exit may even beat the
@@ -116,7 +117,7 @@ static void after_fork_child(void)
 	/* With host sampling the child is sampled too (its trace, if it records anything, is its
 	 * own), from a moment after the fork: a child that execs at once is its next image */
 	if (sample)
-		session_start_deferred(session_get(), inject_start);
+		session_start_deferred(session_get(), start_session);
 }
 
 /* ---- the real functions ----------------------------------------------------------------- */
@@ -137,8 +138,9 @@ static void *next_symbol(const char *name)
 	return dlsym(RTLD_NEXT, name);
 }
 
-void exitpath_init(void)
+void exitpath_init(void (*start)(const char *why))
 {
+	start_session = start;
 	size_t i;
 
 	self_pid = getpid();

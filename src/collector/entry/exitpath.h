@@ -10,10 +10,9 @@
 #include <signal.h>
 #include <stdbool.h>
 
-void exitpath_init(void); /* at load: the fork hooks */
-/* inject.c: start the session (why: "cuda", "nvtx", "host"), and once it runs arm every exit
- * path and the sampling; a fork child of a sampled process starts its own this way. */
-void inject_start(const char *why);
+/* At load: the fork hooks; start (inject.c's) starts a session and arms every exit path, as a
+ * fork child of a sampled process does with its own. */
+void exitpath_init(void (*start)(const char *why));
 /* A session runs: the atexit close; cuda: CUDA is in it now (registered at the first arm, and
  * again when CUDA joins a session armed before it, so that the close runs before CUDA's and
  * CUPTI's own exit handlers: exitpath.c). */

@@ -31,7 +31,7 @@
 #include "timersample.h"
 
 /* Start the session; once it runs, every exit path closes it. */
-void inject_start(const char *why)
+static void inject_start(const char *why)
 {
 	struct session *s = session_get();
 
@@ -63,7 +63,7 @@ __attribute__((constructor)) static void tally_loaded(void)
 	tally_sampler_init();
 	tally_timer_use_signals(&(struct timer_signals){signals_claim, signals_program_action});
 	session_init(session_get());
-	exitpath_init();
+	exitpath_init(inject_start);
 	if (wanted_from_start())
 		inject_start("host");
 }

@@ -142,7 +142,7 @@ static void read_self_name(void)
 {
 	char comm[32] = "";
 	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+	ssize_t n = fd >= 0 ? libc_read(fd, comm, sizeof(comm) - 1) : -1;
 
 	if (fd >= 0)
 		close(fd);
