@@ -13,7 +13,8 @@
 # the cost of sampling is also measured within one run: WITHIN longer runs of each workload with
 # TALLY_BENCH_TOGGLE_MS (bench/gpu-lib.sh), the sampling on in about half the 300 ms
 # intervals of the same process and off in the rest: --sample python, --sample native (perf events here, or the
-# timer where perf is refused) and the timer fallback forced (TALLY_SAMPLE_FALLBACK); "again" is
+# timer where perf is refused), the timer fallback forced (TALLY_SAMPLE_FALLBACK) and --sample
+# python,native (mixed stacks: the timer, whose handler reads the Python frames too); "again" is
 # tally's default with nothing to switch.  Blocking calls cannot be switched off inside a run
 # (their interposers are in every call), so osrt has the whole-run figures only.
 #
@@ -37,6 +38,7 @@ run() { # CONFIG KEY PROGRAM...: the KEY value (ns) the program prints
 	python) "${rec[@]}" --sample python -- "$@" ;;
 	native) "${rec[@]}" --sample native -- "$@" ;;
 	timer) TALLY_SAMPLE_FALLBACK=1 "${rec[@]}" --sample native -- "$@" ;;
+	mixed) "${rec[@]}" --sample python,native -- "$@" ;;
 	osrt) "${rec[@]}" --trace cuda,nvtx,osrt -- "$@" ;;
 	esac | grep -o "$key [0-9:,]*" | head -1 | awk '{print $2}'
 }
@@ -67,8 +69,8 @@ fi
 within() {
 	local name=$1 cfg row="| $1 |" m
 	shift
-	toggled "$name" "python native timer again" "$@"
-	for cfg in python native timer again; do
+	toggled "$name" "python native timer mixed again" "$@"
+	for cfg in python native timer mixed again; do
 		m=$(within_cell "$name" $cfg)
 		row="$row $m$([ $cfg = again ] || echo ", $(verdict 1.05 "$m")") |"
 	done
@@ -76,8 +78,8 @@ within() {
 }
 
 echo
-echo "| within one run ($WITHIN runs, ${BENCH_TOGGLE_MS} ms intervals; on/off: median [90% interval] (pairs)) | --sample python | --sample native | timer fallback | again: nothing switched |"
-echo "| --- | --- | --- | --- | --- |"
+echo "| within one run ($WITHIN runs, ${BENCH_TOGGLE_MS} ms intervals; on/off: median [90% interval] (pairs)) | --sample python | --sample native | timer fallback | --sample python,native (mixed stacks) | again: nothing switched |"
+echo "| --- | --- | --- | --- | --- | --- |"
 within "launch loop, 2M kernels" "$W" --kernels 2000000
 if $PY -c "import torch" 2>/dev/null; then
 	within "PyTorch add_, 1M ops" $PY "$HERE/../tests/gpu/torch_loop.py" 1000000 --no-nvtx

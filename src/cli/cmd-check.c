@@ -59,6 +59,7 @@ static const char *chunk_type_name(unsigned type)
 	    [TALLY_CHUNK_THREADS] = "THREADS",
 	    [TALLY_CHUNK_GPU_METRICS] = "GPU_METRICS",
 	    [TALLY_CHUNK_SYMBOLS] = "SYMBOLS",
+	    [TALLY_CHUNK_PROCESSES] = "PROCESSES",
 	};
 
 	return type < TALLY_CHUNK_TYPE_MAX && names[type] ? names[type] : "unknown";
@@ -252,6 +253,21 @@ static size_t distinct_threads(const struct tally_section *s)
 	return n;
 }
 
+/* Processes of the tree that recorded nothing (format 1.3, PROCESSES): how many, by name. */
+static void print_quiet(const struct tally_section *s)
+{
+	size_t i;
+
+	if (!s->quiet_total)
+		return;
+	printf("  processes %" PRIu64 " more of this process's tree recorded nothing (no file):",
+	       s->quiet_total);
+	for (i = 0; i < s->nquiet; i++)
+		printf("%s %s %" PRIu64, i ? "," : "", cli_text(s->quiet[i].name),
+		       s->quiet[i].count);
+	printf("\n");
+}
+
 /* Host sampling and blocking calls (format 1.3): what was asked, how it ran, every count. */
 static void print_sampling(const struct tally_section *s)
 {
@@ -273,6 +289,15 @@ static void print_sampling(const struct tally_section *s)
 		       v[TALLY_C_SAMPLE_STALLS], v[TALLY_C_SAMPLE_TICKS_MISSED],
 		       v[TALLY_C_SAMPLE_OVERRUNS], v[TALLY_C_SAMPLES_SKIPPED]);
 	}
+	if (v[TALLY_C_SAMPLES_NO_PYTHON])
+		printf("    %" PRIu64
+		       " Python sample(s) of threads with no Python frame not written "
+		       "(C++ threads that hold a Python thread state)\n",
+		       v[TALLY_C_SAMPLES_NO_PYTHON]);
+	if (v[TALLY_C_SAMPLE_FORK_NS])
+		printf("    forks held the sampler (and the program's threads) for %s\n",
+		       tally_fmt_ns(buf, sizeof(buf), v[TALLY_C_SAMPLE_FORK_NS]));
+	print_quiet(s);
 	if (s->osrt_threshold || s->records[TALLY_KIND_OSRT] || v[TALLY_C_OSRT_DROPPED])
 		printf("  osrt      blocking calls of %s or longer: %" PRIu64 " written, %" PRIu64
 		       " dropped\n",
@@ -308,6 +333,15 @@ static void json_sampling(struct tally_json *j, const struct tally_section *s)
 		tally_json_object_end(j);
 	}
 	tally_json_array_end(j);
+	tally_json_name(j, "quiet_processes");
+	tally_json_object_begin(j);
+	tally_json_field_uint(j, "total", s->quiet_total);
+	tally_json_name(j, "by_name");
+	tally_json_object_begin(j);
+	for (i = 0; i < s->nquiet; i++)
+		tally_json_field_uint(j, s->quiet[i].name, s->quiet[i].count);
+	tally_json_object_end(j);
+	tally_json_object_end(j);
 	tally_json_object_end(j);
 	free((void *)threads);
 }

@@ -251,9 +251,27 @@ static bool add_written(struct record_run *run, size_t *cap, long pid, const cha
 	return true;
 }
 
+/* A "quiet PID NAME" line: a process that recorded nothing, counted by name. */
+static void add_quiet(struct record_run *run, const char *name)
+{
+	size_t max = sizeof(run->quiet) / sizeof(run->quiet[0]), i;
+
+	run->nquiet++;
+	for (i = 0; i < run->nquiet_names && strcmp(run->quiet[i].name, name) != 0; i++)
+		;
+	if (i == run->nquiet_names) {
+		i = run->nquiet_names < max - 1 ? run->nquiet_names : max - 1;
+		if (i == run->nquiet_names)
+			run->nquiet_names++;
+		snprintf(run->quiet[i].name, sizeof(run->quiet[i].name), "%.15s",
+			 i == max - 1 ? "others" : name);
+	}
+	run->quiet[i].count++;
+}
+
 /* Files named in the manifest ("start PID PATH" lines), however many (a job may fork
- * thousands), the "off PID WHY" refusals, counted and written to off_out, and the "note PID
- * TEXT" lines, written there too. */
+ * thousands), the "off PID WHY" refusals, counted and written to off_out, the "note PID
+ * TEXT" lines, written there too, and the processes that recorded nothing ("quiet PID NAME"). */
 static void read_manifest(const char *manifest, struct record_run *run, FILE *off_out)
 {
 	FILE *f = manifest[0] ? fopen(manifest, "r") : NULL;
@@ -281,6 +299,8 @@ static void read_manifest(const char *manifest, struct record_run *run, FILE *of
 		} else if (sscanf(line, "note %ld %n", &pid, &at) == 1) {
 			/* what the trace itself may never say (its descriptor lost) */
 			fprintf(off_out, "  pid %ld: %s\n", pid, line + at);
+		} else if (sscanf(line, "quiet %ld %n", &pid, &at) == 1 && at) {
+			add_quiet(run, line + at);
 		}
 	}
 	fclose(f);
@@ -454,6 +474,7 @@ static void summarize_json(const struct record_opts *o, const struct record_run 
 	tally_json_object_begin(&j);
 	tally_json_field_int(&j, "exit_status", run->status);
 	tally_json_field_uint(&j, "not_recorded", run->nrefused);
+	tally_json_field_uint(&j, "recorded_nothing", run->nquiet);
 	tally_json_name(&j, "files");
 	tally_json_array_begin(&j);
 	for (i = 0; i < run->nfiles; i++)
@@ -485,6 +506,9 @@ static void summarize(const struct record_opts *o, const struct record_run *run)
 	if (!n && run->nrefused)
 		fprintf(out, "tally: no file written (%zu process(es) not recorded, above)\n",
 			run->nrefused);
+	else if (!n && run->nquiet)
+		fprintf(out,
+			"tally: no file written: no process of the program recorded anything\n");
 	else if (!n)
 		fprintf(out, "tally: no file written: the program never initialised CUDA or used "
 			     "NVTX (or was not a dynamically linked program)\n");
@@ -492,6 +516,16 @@ static void summarize(const struct record_opts *o, const struct record_run *run)
 		fprintf(out, "tally: %zu file(s) written:\n", n);
 	for (i = 0; i < n; i++)
 		summarize_file(out, NULL, &run->files[i], &ms);
+	if (run->nquiet) {
+		fprintf(out,
+			"tally: %" PRIu64 " process(es) or exec'd image(s) recorded nothing and "
+			"left no file:",
+			run->nquiet);
+		for (i = 0; i < run->nquiet_names; i++)
+			fprintf(out, "%s %s %" PRIu64, i ? "," : "", cli_text(run->quiet[i].name),
+				run->quiet[i].count);
+		fprintf(out, "\n");
+	}
 	/* Said even with --quiet: metrics were asked for and are missing. */
 	for (i = 0; i < ms.n; i++)
 		fprintf(stderr, "tally: GPU metrics not recorded, %s\n", ms.said[i]);

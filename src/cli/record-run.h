@@ -28,6 +28,13 @@ struct record_run {
 	char **off; /* "  pid N not recorded: why" lines */
 	size_t noff;
 	size_t nrefused; /* processes that said why they were not recorded ("off" lines) */
+	/* processes (and exec'd images) that recorded nothing and left no file ("quiet" lines) */
+	uint64_t nquiet;
+	struct record_quiet {
+		char name[16];
+		uint64_t count;
+	} quiet[16]; /* by name, the first 15; the rest under "others" */
+	size_t nquiet_names;
 };
 
 enum {

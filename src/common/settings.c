@@ -170,7 +170,8 @@ const struct tally_setting tally_settings[TALLY_SETTING_COUNT] = {
     [TS_SAMPLE] = {"TALLY_SAMPLE", "sample", 0, "KINDS", .type = SETTING_NAMES,
 		   .names = sample_names, .def_text = "none",
 		   .help = "host sampling: python (every thread's Python stack, wall clock),\n"
-			   "native (CPU time, perf events or a timer), python,native, or none"},
+			   "native (CPU time, perf events or a timer), python,native (native\n"
+			   "samples with the Python frames in their place: mixed stacks), or none"},
     [TS_SAMPLE_RATE] = {"TALLY_SAMPLE_RATE", "sample-rate", 0, "HZ", NUMBER(1, 20000, 1000),
 			.help = "samples per second per thread"},
     [TS_OSRT_THRESHOLD] = {"TALLY_OSRT_THRESHOLD_NS", "osrt-threshold", 0, "DURATION",

@@ -137,8 +137,9 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
 	{"sample_ticks_missed", "Python sampling periods skipped because the sampler woke late",
 	 TALLY_CC_INFO},
     [TALLY_C_SAMPLE_OVERRUNS] = {"sample_overruns",
-				 "timer expirations the kernel merged (the thread had the "
-				 "signal blocked): CPU time the timer fallback could not sample",
+				 "native sampling periods the kernel folded into the next sample "
+				 "(its timer fired late, or the signal was blocked): that sample "
+				 "stands for them",
 				 TALLY_CC_INFO},
     [TALLY_C_SAMPLES_SKIPPED] = {"samples_skipped",
 				 "native samples skipped on purpose: the thread was inside tally's "
@@ -150,6 +151,14 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
 			      TALLY_CC_LOSS},
     [TALLY_C_THREADS_SEEN] = {"threads_seen", "threads the sampler saw in the process",
 			      TALLY_CC_INFO},
+    [TALLY_C_SAMPLES_NO_PYTHON] = {"samples_no_python",
+				   "Python samples not written: the thread had a Python thread "
+				   "state but no Python frame (a C++ thread of PyTorch's, say)",
+				   TALLY_CC_INFO},
+    [TALLY_C_SAMPLE_FORK_NS] = {"sample_fork_ns",
+				"ns the program spent in fork(), which held the Python sampler "
+				"with the program's threads (the next samples stand for it)",
+				TALLY_CC_INFO},
     [TALLY_C_METRIC_DECODED] = {"metric_samples_decoded",
 				"GPU metric samples taken out of the hardware buffers",
 				TALLY_CC_INFO},

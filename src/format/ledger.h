@@ -82,6 +82,7 @@ enum tally_counter {
 	TALLY_C_SAMPLES_SKIPPED = 76,
 	TALLY_C_OSRT_DROPPED = 77,
 	TALLY_C_THREADS_SEEN = 78,
+	TALLY_C_SAMPLE_FORK_NS = 79,
 	/* GPU metrics (format 1.3): PM samples, all devices (docs/ledger.md) */
 	TALLY_C_METRIC_DECODED = 80,
 	TALLY_C_METRIC_WRITTEN = 81,
@@ -99,6 +100,8 @@ enum tally_counter {
 	TALLY_C_FD_LOST_WRITES = 91,
 	TALLY_C_BUFFERS_UNQUEUED = 92,
 	TALLY_C_INCOMPLETE_AT_CLOSE = 93,
+	/* host sampling, continued (format 1.4) */
+	TALLY_C_SAMPLES_NO_PYTHON = 94,
 	/* GPU metrics' breaks (85) by cause (format 1.4): the GPU's own, and a late decode's */
 	TALLY_C_METRIC_GAPS_HARDWARE = 95,
 	TALLY_C_METRIC_GAPS_LATE = 96,

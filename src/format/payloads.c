@@ -123,3 +123,40 @@ bool tally_threads_decode(struct tally_section *s, const uint8_t *p, size_t len)
 	}
 	return !c.bad;
 }
+
+void tally_processes_put(struct tally_buf *b, uint64_t total)
+{
+	tally_buf_put_varint(b, total);
+}
+
+void tally_process_put(struct tally_buf *b, uint64_t count, const char *name)
+{
+	tally_buf_put_varint(b, count);
+	tally_buf_put_str(b, name);
+}
+
+bool tally_processes_decode(struct tally_section *s, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	uint64_t total = tally_cur_varint(&c);
+
+	while (!c.bad && c.p < c.end) {
+		uint64_t count = tally_cur_varint(&c), nlen = tally_cur_varint(&c);
+		const uint8_t *name = tally_cur_bytes(&c, nlen);
+		size_t keep = nlen < sizeof(s->quiet[0].name) ? nlen : sizeof(s->quiet[0].name) - 1;
+		struct tally_quiet *q;
+
+		if (c.bad || !name)
+			return false;
+		if (s->nquiet == TALLY_QUIET_MAX)
+			continue;
+		q = &s->quiet[s->nquiet++];
+		q->count = count;
+		memcpy(q->name, name, keep);
+		q->name[keep] = '\0';
+	}
+	if (c.bad)
+		return false;
+	s->quiet_total = total > UINT64_MAX - s->quiet_total ? UINT64_MAX : s->quiet_total + total;
+	return true;
+}

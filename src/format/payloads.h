@@ -8,6 +8,8 @@
  *            (cumulative: a reader keeps the latest chunk)
  *   THREADS  (tid pthread_id flags name_len name)*: the process's threads (a later entry for a
  *            tid wins)
+ *   PROCESSES total (count name_len name)*: processes of the tree that recorded nothing (a
+ *            second chunk adds to the first)
  */
 #ifndef TALLY_FORMAT_PAYLOADS_H
 #define TALLY_FORMAT_PAYLOADS_H
@@ -36,5 +38,11 @@ void tally_thread_put(struct tally_buf *b, uint64_t tid, uint64_t pthread_id, un
 		      const char *name, size_t name_len);
 /* A THREADS payload appended to s's threads. */
 bool tally_threads_decode(struct tally_section *s, const uint8_t *p, size_t len);
+
+/* A PROCESSES payload: its total first, then an entry per name. */
+void tally_processes_put(struct tally_buf *b, uint64_t total);
+void tally_process_put(struct tally_buf *b, uint64_t count, const char *name);
+/* A PROCESSES payload added to s's (the total saturates; TALLY_QUIET_MAX entries kept). */
+bool tally_processes_decode(struct tally_section *s, const uint8_t *p, size_t len);
 
 #endif

@@ -806,6 +806,9 @@ static int handle_chunk(struct read_state *st, const struct tally_item *it)
 	case TALLY_CHUNK_SYMBOLS:
 		ok = tally_symbols_parse(&s->stacks, payload, c->len);
 		break;
+	case TALLY_CHUNK_PROCESSES:
+		ok = tally_processes_decode(s, payload, c->len);
+		break;
 	default:
 		s->unknown_chunks++;
 	}

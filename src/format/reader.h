@@ -64,6 +64,13 @@ struct tally_thread {
 	char *name;	     /* owned; "" when unknown */
 };
 
+/* A PROCESSES entry (1.3, docs/format.md §14): processes of the tree that recorded nothing. */
+struct tally_quiet {
+	char name[16]; /* the process's comm, as the collector cleaned it */
+	uint64_t count;
+};
+#define TALLY_QUIET_MAX 64 /* entries kept per section; the rest count in the total only */
+
 enum tally_damage_kind {
 	TALLY_DAMAGE_TRUNCATED, /* the file ends inside a chunk */
 	TALLY_DAMAGE_CORRUPT,	/* bytes that are not an intact chunk, skipped */
@@ -133,6 +140,10 @@ struct tally_section {
 	uint64_t sample_signal;	      /* the timer fallback's signal; 0 none */
 	struct tally_thread *threads; /* THREADS entries in file order (a later one wins) */
 	size_t nthreads;
+	/* PROCESSES (1.3): processes of this one's tree that ended with nothing recorded */
+	uint64_t quiet_total;
+	struct tally_quiet quiet[TALLY_QUIET_MAX];
+	size_t nquiet;
 
 	/* what the reader found */
 	uint64_t records[TALLY_KIND_MAX];

@@ -44,7 +44,8 @@ enum tally_chunk_type {
 	TALLY_CHUNK_GPU_METRICS = 14, /* 1.3: one device's metric sampling (docs/format.md §13) */
 	TALLY_CHUNK_SUMMARY =
 	    15, /* 1.3: a summary's section facts and aggregates (summary.h, §16) */
-	TALLY_CHUNK_SYMBOLS = 16, /* 1.4: native frames named on the recording machine (§12) */
+	TALLY_CHUNK_SYMBOLS = 16,   /* 1.4: native frames named on the recording machine (§12) */
+	TALLY_CHUNK_PROCESSES = 17, /* 1.4: processes of the tree that recorded nothing (§14) */
 	TALLY_CHUNK_TYPE_MAX,
 };
 

@@ -317,9 +317,10 @@ static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chu
 	case TALLY_CHUNK_STRINGS: /* ids are per section, and so is the copy */
 	case TALLY_CHUNK_FRAMES:
 	case TALLY_CHUNK_STACKS:
-	case TALLY_CHUNK_MODULES: /* addresses, not times */
-	case TALLY_CHUNK_DROPS:	  /* cumulative counts, not times */
-	case TALLY_CHUNK_THREADS: /* thread ids and names */
+	case TALLY_CHUNK_MODULES:   /* addresses, not times */
+	case TALLY_CHUNK_DROPS:	    /* cumulative counts, not times */
+	case TALLY_CHUNK_THREADS:   /* thread ids and names */
+	case TALLY_CHUNK_PROCESSES: /* counts and names */
 	case TALLY_CHUNK_DEVICE:
 		return emit_raw(m, c, payload);
 	default: /* a newer writer's: copied as it is, its times (if any) unshifted */

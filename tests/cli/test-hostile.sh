@@ -417,6 +417,19 @@ run "host samples: merge" 0 10 256 "$TALLY" merge -o "$T/hs-m.tally" "$T/host-sa
 run "host samples: report" 0 20 512 "$TALLY" report -q -o "$T/hs.html" "$T/host-samples.tally"
 run "host samples: compare (damaged: unusable)" 5 10 256 "$TALLY" compare "$T/host-samples.tally" "$T/host-samples.tally"
 
+# ---- processes that recorded nothing (format 1.4): names and counts bounded, nothing raw -----
+craft processes
+run "processes: check" 0 10 256 "$TALLY" check "$T/processes.tally"
+no_raw "processes: check prints no raw process name" "$T/out"
+has "processes: totals that overflow saturate" "18446744073709551615 more of" "$T/out"
+has "processes: a name cut to a comm's 15 bytes" "a-name-longer-t " "$T/out"
+run "processes: check --json" 0 10 256 "$TALLY" check --json "$T/processes.tally"
+python3 -c 'import json,sys; q=json.load(open(sys.argv[1]))["files"][0]["sections"][0]["sampling"]["quiet_processes"]; sys.exit(len(q["by_name"]) > 64)' "$T/out" &&
+	ok "processes: at most 64 names kept" || bad "processes: the names are not bounded"
+run "processes: merge" 0 10 256 "$TALLY" merge -o "$T/pr-m.tally" "$T/processes.tally"
+run "processes: merged, checked" 0 10 256 "$TALLY" check "$T/pr-m.tally"
+has "processes: merge keeps them" "more of this process's tree" "$T/out"
+
 # ---- item 11: one -o refusal, "-" is standard output, a directory is a directory ------------
 echo keep >"$T/exists.out"
 run "item 11: stats -o existing" 2 10 256 "$TALLY" stats -o "$T/exists.out" "$T/tiny.tally"

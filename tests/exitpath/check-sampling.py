@@ -9,8 +9,15 @@ Used by tests/exitpath/test-sampling.sh (CPU) and tests/gpu/sampling.sh (GPU).
 
   check-sampling.py python DUMP JSON [MISSED]      the Python program's phases (MISSED: the
                                                    trace's sample_ticks_missed)
-  check-sampling.py native DUMP BINARY FUNC CPU_NS rate|duration
-                                                   native samples in FUNC (from `nm -S BINARY`)
+  check-sampling.py native DUMP BINARY FUNC CPU_NS rate|duration [OVERRUNS]
+                                                   native samples in FUNC (from `nm -S BINARY`);
+                                                   rate: one per period, with the periods the
+                                                   trace counts as folded (sample_overruns)
+  check-sampling.py native-min DUMP BINARY FUNC MIN_NS
+                                                   native samples in FUNC stand for MIN_NS of
+                                                   CPU time or more
+  check-sampling.py mixed DUMP BINARY FUNC JSON   mixed stacks in FUNC reach the Python lines
+                                                   of tests/exitpath/mixed.py's JSON
   check-sampling.py toggled DUMP BINARY FUNC CPU_NS START_NS END_NS PERIOD_MS OFFSET_NS
                                                    TALLY_BENCH_TOGGLE_MS=PERIOD_MS: samples in
                                                    FUNC (on CPU from START_NS to END_NS,
@@ -26,7 +33,8 @@ Used by tests/exitpath/test-sampling.sh (CPU) and tests/gpu/sampling.sh (GPU).
                                                    one at least
   check-sampling.py quiet DUMP START_NS END_NS     no native sample of the main thread in the
                                                    window
-  check-sampling.py gaps RECORDS HOST MIN_NS N python FILE LINE | pyfunc NAME | native BIN FUNC
+  check-sampling.py gaps RECORDS HOST MIN_NS N python FILE LINE | pyline FILE LINE |
+                                                   pyfunc NAME | native BIN FUNC
                                                    the GPU's idle gaps of MIN_NS or more (N at
                                                    least, from `tally-dump FILE`'s kernel, memcpy
                                                    and memset records) are the main thread's time
@@ -161,7 +169,7 @@ def native_in(samples, binary, func):
     return native, [s for s in native if in_func(s)]
 
 
-def check_native(dump, binary, func, cpu_ns, how):
+def check_native(dump, binary, func, cpu_ns, how, overruns=0):
     samples, _, _ = parse(dump)
     native, inside = native_in(samples, binary, func)
     if native is None:
@@ -170,13 +178,54 @@ def check_native(dump, binary, func, cpu_ns, how):
        "native samples' innermost frame is %s: %d of %d" % (func, len(inside), len(native)))
     expect = cpu_ns / 1e6
     if how == "rate":
-        ok(0.95 * expect <= len(inside) <= 1.05 * expect,
-           "samples agree with the rate: %d for %.0f ms of CPU at 1 kHz (within 5%%)" %
-           (len(inside), expect))
-    stands = sum(s["dur"] for s in inside) / 1e6
+        ok(0.95 * expect <= len(inside) + overruns <= 1.05 * expect,
+           "samples agree with the rate: %d and %d periods counted as folded into them for "
+           "%.0f ms of CPU at 1 kHz (within 5%%)" % (len(inside), overruns, expect))
+    # every sample of the program counts: under load one signal may stand for tens of ms, and
+    # the one that lands just after the burn carries the burn's last periods
+    stands = sum(s["dur"] for s in native) / 1e6
     ok(0.95 * expect <= stands <= 1.05 * expect,
        "the samples stand for the CPU time: %.0f ms of %.0f ms (within 5%%)" % (stands, expect))
     ok(all(s["state"] == 1 for s in native), "native samples are on CPU (state R)")
+
+
+def check_native_min(dump, binary, func, min_ns):
+    samples, _, _ = parse(dump)
+    native, inside = native_in(samples, binary, func)
+    if native is None:
+        return
+    stands = sum(s["dur"] for s in inside)
+    ok(stands >= min_ns, "native samples in %s stand for %.0f ms of CPU (at least %.0f ms)" %
+       (func, stands / 1e6, min_ns / 1e6))
+
+
+def check_mixed(dump, binary, func, spec):
+    """Mixed samples (--sample python,native) in FUNC: one stack from FUNC (innermost) through
+    native frames to the Python call line and the module's line, with native frames outside
+    them (the interpreter's own, below the Python frames: placed where the evaluation was, not
+    appended at the outer end)."""
+    samples, _, _ = parse(dump)
+    native, inside = native_in(samples, binary, func)
+    if native is None:
+        return
+    want = json.load(open(spec))
+    call = "py:%s:%d:" % (want["file"], want["call_line"])
+    module = "py:%s:%d:" % (want["file"], want["module_line"])
+
+    def mixed(s):
+        st = s["stack"]
+        at = [i for i, fr in enumerate(st) if fr.startswith(call)]
+        if not at:
+            return False
+        i = at[0]
+        return (i > 1 and all(not fr.startswith("py:") for fr in st[1:i]) and
+                i + 1 < len(st) and st[i + 1].startswith(module) and
+                any(fr.startswith("ra:") for fr in st[i + 2:]))
+    good = [s for s in inside if mixed(s)]
+    ok(len(inside) >= 20 and len(good) >= 0.9 * len(inside),
+       "mixed stacks: %d of %d native samples in %s go from it through native frames to %s "
+       "and %s, the interpreter's frames beyond" % (len(good), len(inside), func,
+                                                    call[:-1], module[:-1]))
 
 
 def check_toggled(dump, binary, func, cpu_ns, t0, t1, period_ms, offset_ns):
@@ -252,6 +301,11 @@ def matcher(what, args):
     if what == "python":
         want = (args[0], int(args[1]))
         return lambda s: s["source"] == 1, lambda s: py_top(s) == want, "%s:%s" % tuple(args)
+    if what == "pyline":  # the line anywhere in the stack (a caller waiting inside a library)
+        want = "%s:%d" % (args[0], int(args[1]))
+        return (lambda s: s["source"] == 1,
+                lambda s: any(fr.startswith("py:" + want + ":") for fr in s["stack"]),
+                "a frame at %s" % want)
     if what == "pyfunc":
         return (lambda s: s["source"] == 1,
                 lambda s: any(fr.startswith("py:") and args[0] in fr.split(":", 3)[3]
@@ -309,7 +363,11 @@ def main():
     if a[0] == "python":
         check_python(a[1], a[2], int(a[3]) if len(a) > 3 else 0)
     elif a[0] == "native":
-        check_native(a[1], a[2], a[3], int(a[4]), a[5])
+        check_native(a[1], a[2], a[3], int(a[4]), a[5], int(a[6]) if len(a) > 6 else 0)
+    elif a[0] == "native-min":
+        check_native_min(a[1], a[2], a[3], int(a[4]))
+    elif a[0] == "mixed":
+        check_mixed(a[1], a[2], a[3], a[4])
     elif a[0] == "toggled":
         check_toggled(a[1], a[2], a[3], int(a[4]), int(a[5]), int(a[6]), int(a[7]), int(a[8]))
     elif a[0] == "osrt":

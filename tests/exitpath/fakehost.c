@@ -18,8 +18,8 @@
  *   signals         the program's own handler for SIGUSR1 (installed before and checked after
  *                   sampling began), its mask, and every real-time signal's action as the
  *                   program sees it (sigaction): prints what it found
- *   fork            a fork child burns CPU and exits 7; an exec'd child (this program, mode
- *                   exit 5) exits 5; prints both statuses
+ *   fork            a fork child burns 300 ms of CPU and exits 7; an exec'd child (this
+ *                   program, mode exit 5) exits 5; prints both statuses
  *   tallylock N     four threads launch N kernels each, one at a time from two call sites in
  *                   turn, through the stand-in CUPTI (CUDA as above), so that tally takes its
  *                   own locks (the stack table's, the buffer pool's) on the program's threads
@@ -282,7 +282,7 @@ static int mode_fork(const char *self)
 	pid_t a = fork(), b;
 
 	if (a == 0) {
-		(void)burn_cpu(100000000);
+		(void)burn_cpu(300000000);
 		_exit(7);
 	}
 	b = fork();

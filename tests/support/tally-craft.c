@@ -41,6 +41,11 @@
  *   symbols         MODULES entries with build IDs and sizes, and the SYMBOLS chunk tally record
  *                   appends at the end: names holding escapes, an unverified one, entries for a
  *                   Python frame and for a frame id no FRAMES chunk defines, naming cut short
+ *
+ * Processes that recorded nothing (format 1.4):
+ *   processes       two PROCESSES chunks: names holding escapes and invalid UTF-8, one past the
+ *                   15 bytes a comm holds, more entries than a reader keeps (100), and totals
+ *                   that overflow 64 bits when added
  *   foreign-module PATH,BUILD_ID,SIZE,OFFSET
  *                   kernels launched from one native frame, the instruction at OFFSET (hex) of
  *                   the module at PATH whose MODULES entry says BUILD_ID (hex; "none": it had
@@ -938,6 +943,29 @@ static void host_samples(struct craft *c)
 	ledger(c, true, NULL);
 }
 
+static void processes(struct craft *c)
+{
+	char name[32];
+	unsigned i;
+
+	session(c, "processes", 9);
+	plain_trace(c, "_Z4workv", 8, 1, T0 + 1000, 10000, 3000);
+	tally_buf_reset(&c->b);
+	tally_processes_put(&c->b, UINT64_MAX - 1);
+	tally_process_put(&c->b, 3, "bash\033[2J\xff");
+	tally_process_put(&c->b, 1, "a-name-longer-than-a-comm-holds");
+	for (i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "helper-%u", i);
+		tally_process_put(&c->b, 1, name);
+	}
+	chunk(c, TALLY_CHUNK_PROCESSES, 0, &c->b);
+	tally_buf_reset(&c->b);
+	tally_processes_put(&c->b, 5);
+	tally_process_put(&c->b, 5, "readlink");
+	chunk(c, TALLY_CHUNK_PROCESSES, 0, &c->b);
+	ledger(c, true, NULL);
+}
+
 static unsigned count_arg(void)
 {
 	long n = case_arg ? strtol(case_arg, NULL, 10) : 0;
@@ -1099,6 +1127,7 @@ static const struct {
     {"note-overhead", note_overhead},
     {"metrics", metrics},
     {"host-samples", host_samples},
+    {"processes", processes},
     {"symbols", symbols},
     {"foreign-module", foreign_module},
 };

@@ -10,6 +10,7 @@
 #include "payloads.h"
 #include "pipeline-int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,10 @@
 #include "nativestack.h"
 #include "stacktab.h"
 
-void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const struct tally_buf *b,
-		uint64_t records)
+static void emit_clock(struct pipeline *p);
+
+static void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const struct tally_buf *b,
+		       uint64_t records)
 {
 	(void)tally_writer_chunk(&p->writer, type, flags, b->data, b->len, records);
 }
@@ -320,6 +323,8 @@ static void consume_side(struct pipeline *p)
 	struct tally_buf side = {0};
 	struct tally_cursor cur;
 
+	if (!p->opened && p->cfg.open)
+		return; /* kept for the trace, if it is ever opened */
 	libc_pthread_mutex_lock(&p->side_lock);
 	side = p->side;
 	memset(&p->side, 0, sizeof(p->side));
@@ -336,6 +341,55 @@ static void consume_side(struct pipeline *p)
 	tally_buf_fini(&side);
 }
 
+/* The preamble, the SESSION chunk and the first clock pair, written now.  0 or -errno. */
+int write_head(struct pipeline *p, const struct tally_buf *session)
+{
+	if (tally_writer_preamble(&p->writer) < 0)
+		return -ENOMEM;
+	emit_chunk(p, TALLY_CHUNK_SESSION, 0, session, 0);
+	emit_clock(p);
+	(void)tally_writer_flush(&p->writer);
+	if (p->writer.stats.write_failures)
+		return -p->writer.stats.last_errno;
+	p->opened = true;
+	return 0;
+}
+
+/* With cfg.open: the trace, opened when first needed; then what waited for it (notes, threads).
+ * false: it could not be (nothing is written; the opener said why). */
+bool ensure_open(struct pipeline *p)
+{
+	struct tally_buf session = {0};
+	struct tally_sink sink;
+
+	if (p->opened || p->open_failed)
+		return p->opened;
+	if (p->cfg.open(p->cfg.open_arg, &sink, &session) < 0) {
+		p->open_failed = true;
+		tally_buf_fini(&session);
+		return false;
+	}
+	p->writer.sink = sink;
+	if (write_head(p, &session) < 0)
+		p->opened = true; /* a sink that fails: counted as any failed write */
+	tally_buf_fini(&session);
+	consume_side(p);
+	return true;
+}
+
+/* Does the ledger show a loss?  A trace that lost something is always written. */
+static bool any_loss(struct pipeline *p)
+{
+	struct tally_ledger l;
+	unsigned i;
+
+	snapshot_locked(p, &l);
+	for (i = 0; i < tally_loss_counters_count; i++)
+		if (l.v[tally_loss_counters[i]])
+			return true;
+	return false;
+}
+
 /* The sampler's batches: each metric's samples one after another (the columns compress well). */
 static void consume_metrics(struct pipeline *p)
 {
@@ -343,6 +397,8 @@ static void consume_metrics(struct pipeline *p)
 	uint32_t ids[PM_METRICS_MAX], m, i;
 	struct tally_record r;
 
+	if (b && p->cfg.open)
+		(void)ensure_open(p);
 	for (; b; b = next) {
 		next = b->next;
 		for (m = 0; m < b->nmetrics; m++)
@@ -437,6 +493,8 @@ unsigned consume_all(struct pipeline *p, bool slices)
 	while (tally_queue_pop(&p->queue, &it)) {
 		if (it.origin != ORIGIN_CUPTI)
 			atomic_fetch_sub_explicit(&p->others_queued, 1, memory_order_relaxed);
+		if (p->cfg.open) /* a record: the trace is needed */
+			(void)ensure_open(p);
 		consume_buffer(p, &it);
 		n++;
 		if (slices && (tally_monotonic_ns() >= slice_deadline(p) || signal_unwritten(p)))
@@ -534,6 +592,8 @@ void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	    atomic_load_explicit(&p->watchdog_fired, memory_order_relaxed);
 	for (unsigned i = 0; i < HOST_COUNTERS; i++)
 		l->v[HOST_FIRST + i] = atomic_load_explicit(&p->host[i], memory_order_relaxed);
+	for (unsigned i = 0; i < HOST2_COUNTERS; i++)
+		l->v[HOST2_FIRST + i] = atomic_load_explicit(&p->host2[i], memory_order_relaxed);
 	metricq_snapshot(&p->metrics, l->v);
 	snapshot_signal(p, l);
 }
@@ -567,6 +627,8 @@ void end_slice(struct pipeline *p)
 {
 	uint64_t next;
 
+	if (!p->opened && p->cfg.open && !(any_loss(p) && ensure_open(p)))
+		goto next_slice; /* nothing to say yet, and no trace to say it in */
 	flush_batches(p);
 	read_dropped(p);
 	emit_drops(p, false);
@@ -575,13 +637,14 @@ void end_slice(struct pipeline *p)
 	writer_flush(p); /* so the ledger counts what reached the file */
 	emit_ledger(p, false);
 	writer_flush(p);
+next_slice:
 	next = slice_deadline(p) + p->cfg.slice_ns;
 	if (next < tally_monotonic_ns()) /* fell behind (suspended?): don't catch up in a burst */
 		next = tally_monotonic_ns() + p->cfg.slice_ns;
 	atomic_store_explicit(&p->next_slice_mono, next, memory_order_relaxed);
 }
 
-void emit_clock(struct pipeline *p)
+static void emit_clock(struct pipeline *p)
 {
 	tally_buf_reset(&p->payload);
 	tally_kv_uint(&p->payload, TALLY_CK_CUPTI, p->src.now());
@@ -667,6 +730,8 @@ void finish_locked(struct pipeline *p)
 	if (p->cfg.stacks)
 		note_stacks_lost();
 	consume_all(p, false);
+	if (p->cfg.open && !p->opened && !(any_loss(p) && ensure_open(p)))
+		return; /* nothing was recorded: no trace at all */
 	flush_batches(p);
 	writer_flush(p); /* the records: on a full disk they fail here, and are counted */
 	if (p->writer.stats.write_failures)
@@ -714,6 +779,8 @@ void checkpoint_locked(struct pipeline *p)
 	uint64_t now = p->src.now(), cut = 0, cut_before = p->c[TALLY_C_CUT_AT_EDGES];
 
 	consume_all(p, false);
+	if (p->cfg.open && !p->opened && !(any_loss(p) && ensure_open(p)))
+		return; /* nothing recorded yet: nothing to make durable */
 	flush_batches(p);
 	writer_flush(p);
 	read_dropped(p);

@@ -32,7 +32,10 @@
 enum pstate { P_RUNNING, P_STOPPING, P_STOPPED };
 
 #define HOST_FIRST    TALLY_C_SAMPLES_TAKEN
-#define HOST_COUNTERS (TALLY_C_THREADS_SEEN - TALLY_C_SAMPLES_TAKEN + 1)
+#define HOST_COUNTERS (TALLY_C_SAMPLE_FORK_NS - TALLY_C_SAMPLES_TAKEN + 1)
+/* and those past the GPU metrics' (80-89) */
+#define HOST2_FIRST    TALLY_C_SAMPLES_NO_PYTHON
+#define HOST2_COUNTERS (TALLY_C_SAMPLES_NO_PYTHON - HOST2_FIRST + 1)
 
 struct batch {
 	struct tally_record *recs;
@@ -59,7 +62,7 @@ struct pipeline {
 	_Atomic size_t others_queued;
 	size_t others_max;
 	/* Host sampling and blocking calls: ledger counters HOST_FIRST.., the same way. */
-	_Atomic uint64_t host[HOST_COUNTERS];
+	_Atomic uint64_t host[HOST_COUNTERS], host2[HOST2_COUNTERS];
 
 	/* Controller -> consumer: when the closing flush began, by which path.  flush_start is
 	 * stored last with release; the consumer loads it with acquire before path/signal. */
@@ -120,6 +123,8 @@ struct pipeline {
 	uint64_t start_time;
 	uint64_t failures_seen; /* write failures already timed (TALLY_C_WRITE_*_FAILED_AT) */
 	bool room_released;	/* the room kept for the close was given back (sink.release) */
+	bool opened;	  /* the trace is open (at start, or with cfg.open at the first need) */
+	bool open_failed; /* cfg.open refused: nothing is written */
 };
 
 /* The one pipeline.  Published with release once built; callbacks load it with acquire. */
@@ -131,9 +136,8 @@ extern _Atomic uint64_t g_progress;
 
 /* The consumer's (pipeline-consumer.c), for the start and the close: all but consumer_main
  * under consume_lock. */
-void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const struct tally_buf *b,
-		uint64_t records);
-void emit_clock(struct pipeline *p);
+int write_head(struct pipeline *p, const struct tally_buf *session);
+bool ensure_open(struct pipeline *p);
 unsigned consume_all(struct pipeline *p, bool slices);
 void end_slice(struct pipeline *p);
 void snapshot_locked(struct pipeline *p, struct tally_ledger *l);

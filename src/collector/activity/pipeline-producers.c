@@ -194,6 +194,9 @@ void tally_pipeline_count(unsigned counter, uint64_t n)
 
 	if (p && counter >= HOST_FIRST && counter < HOST_FIRST + HOST_COUNTERS)
 		atomic_fetch_add_explicit(&p->host[counter - HOST_FIRST], n, memory_order_relaxed);
+	else if (p && counter >= HOST2_FIRST && counter < HOST2_FIRST + HOST2_COUNTERS)
+		atomic_fetch_add_explicit(&p->host2[counter - HOST2_FIRST], n,
+					  memory_order_relaxed);
 }
 
 void tally_pipeline_fd_event(bool reopened)
@@ -251,4 +254,9 @@ void tally_pipeline_metric_gap(uint64_t t0, uint64_t t1)
 void tally_pipeline_gpu_metrics(const struct tally_buf *kv)
 {
 	side_put(TALLY_CHUNK_GPU_METRICS, kv->data, kv->len);
+}
+
+void tally_pipeline_processes(const struct tally_buf *payload)
+{
+	side_put(TALLY_CHUNK_PROCESSES, payload->data, payload->len);
 }

@@ -67,9 +67,12 @@ static void pipeline_free(struct pipeline *p)
 	free(p);
 }
 
+static ssize_t no_write(void *ctx, const void *buf, size_t len);
+
 static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config *cfg,
 			 const struct tally_source *src, const struct tally_sink *sink)
 {
+	static const struct tally_sink unopened = {no_write, NULL, NULL, NULL};
 	int rc;
 
 	p->cfg = *cfg;
@@ -89,12 +92,20 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 	if (rc == 0)
 		p->others_max = tally_queue_capacity(&p->queue) - p->pool.capacity;
 	if (rc == 0)
-		rc = tally_writer_init(&p->writer, sink, 0);
+		rc = tally_writer_init(&p->writer, cfg->open ? &unopened : sink, 0);
 	if (rc == 0)
 		rc = tally_strtab_init(&p->strings);
 	if (rc == 0)
 		rc = tally_convert_init(&p->convert, &p->strings, src->api_name);
 	return rc;
+}
+
+static ssize_t no_write(void *ctx, const void *buf, size_t len)
+{
+	(void)ctx;
+	(void)buf;
+	(void)len;
+	return -EBADF;
 }
 
 static int start_consumer(struct pipeline *p)
@@ -130,23 +141,14 @@ int tally_pipeline_start(const struct tally_pipeline_config *cfg, const struct t
 	p->start_time = p->slice_begin = src->now();
 	p->start_mono = tally_monotonic_ns();
 	atomic_init(&p->next_slice_mono, tally_monotonic_ns() + p->cfg.slice_ns);
-	if (tally_writer_preamble(&p->writer) < 0)
-		goto no_memory;
-	emit_chunk(p, TALLY_CHUNK_SESSION, 0, session, 0);
-	emit_clock(p);
-	(void)tally_writer_flush(&p->writer);
-	if (p->writer.stats.write_failures) {
-		rc = -p->writer.stats.last_errno;
+	if (!cfg->open && (rc = write_head(p, session)) < 0)
 		goto free_pipeline;
-	}
 	atomic_store_explicit(&p->state, P_RUNNING, memory_order_relaxed);
 	if (cfg->consumer_thread && (rc = start_consumer(p)) < 0)
 		goto free_pipeline;
 	/* Release: everything above is visible to any callback that finds the pointer. */
 	atomic_store_explicit(&g_pipeline, p, memory_order_release);
 	return 0;
-no_memory:
-	rc = -ENOMEM;
 free_pipeline:
 	pipeline_free(p);
 	return rc;
@@ -281,11 +283,39 @@ int tally_pipeline_stop(struct tally_stop_report *report)
 		report->flush_records = p->c[TALLY_C_FLUSH_RECORDS];
 		report->bytes_written = p->writer.stats.bytes_written;
 		report->complete = true;
+		report->opened = p->opened;
 		for (i = 0; i < tally_loss_counters_count; i++)
 			report->complete &= report->final.v[tally_loss_counters[i]] == 0;
 	}
 	pthread_mutex_unlock(&p->consume_lock);
 	return 0;
+}
+
+int tally_pipeline_open(void)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	bool opened = false;
+
+	if (!p)
+		return -ENOENT;
+	libc_pthread_mutex_lock(&p->consume_lock);
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING)
+		opened = !p->cfg.open || ensure_open(p);
+	pthread_mutex_unlock(&p->consume_lock);
+	return opened ? 0 : -ENOENT;
+}
+
+bool tally_pipeline_is_open(void)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	bool opened;
+
+	if (!p)
+		return false;
+	libc_pthread_mutex_lock(&p->consume_lock);
+	opened = p->opened;
+	pthread_mutex_unlock(&p->consume_lock);
+	return opened;
 }
 
 int tally_pipeline_checkpoint(enum tally_flush_path path)

@@ -52,6 +52,15 @@ struct tally_pipeline_config {
 	uint64_t device_mask;	   /* keep GPU records of these device ids only; 0: all */
 	uint64_t slow_consumer_ns; /* fault injection for tests: sleep per record */
 	bool stacks;		   /* call stacks are captured (stacktab.h): write their tables */
+	/*
+	 * A trace opened when there is something to put in it: with open set, the pipeline starts
+	 * without a file (sink and session of tally_pipeline_start unused) and calls open, on the
+	 * consumer's side, at the first record, at a loss, or when tally_pipeline_open_now asks;
+	 * open fills in the sink and the SESSION payload, 0 or -errno (the pipeline then writes
+	 * nothing).  A pipeline that never opened writes nothing at all (stop says so).
+	 */
+	int (*open)(void *arg, struct tally_sink *sink, struct tally_buf *session);
+	void *open_arg;
 };
 
 /*
@@ -94,6 +103,7 @@ struct tally_stop_report {
 	uint64_t flush_records; /* records delivered after flush_begin */
 	uint64_t bytes_written;
 	bool complete; /* the ledger shows no loss (the verdict's ledger part) */
+	bool opened;   /* a trace was written (always, without config.open) */
 	struct tally_ledger final;
 };
 
@@ -127,8 +137,8 @@ void tally_pipeline_nvtx_dropped(uint64_t events);
  */
 int tally_pipeline_host_records(struct tally_record *recs, size_t n);
 
-/* Add n to a host counter (TALLY_C_SAMPLES_TAKEN .. TALLY_C_THREADS_SEEN).  Relaxed atomics:
- * async-signal-safe, from any thread. */
+/* Add n to a host counter (TALLY_C_SAMPLES_TAKEN .. TALLY_C_SAMPLE_FORK_NS,
+ * TALLY_C_SAMPLES_NO_PYTHON).  Relaxed atomics: async-signal-safe, from any thread. */
 void tally_pipeline_count(unsigned counter, uint64_t n);
 /* Raise a host counter to at least v (a high-water mark or a total kept elsewhere). */
 void tally_pipeline_count_max(unsigned counter, uint64_t v);
@@ -140,6 +150,9 @@ void tally_pipeline_fd_event(bool reopened);
 
 /* A THREADS chunk payload (format 1.3) to write; safe from any thread (not a signal handler). */
 void tally_pipeline_threads(const struct tally_buf *payload);
+/* A PROCESSES chunk payload (format §14: processes that recorded nothing), the same way; written
+ * only into a trace that is opened for something else. */
+void tally_pipeline_processes(const struct tally_buf *payload);
 
 /* A count that moves with the work of a close: CUPTI's buffers handed over, metric samples
  * counted (each one decoded) and their batches; not NVTX's buffers or host records, which the
@@ -148,6 +161,13 @@ uint64_t tally_pipeline_progress(void);
 
 /* The pipeline's record clock now, in ns (what its records' times are on); 0 with no pipeline. */
 uint64_t tally_pipeline_now(void);
+
+/* A pipeline started with config.open: open the trace now, even with nothing in it yet (CUDA
+ * joined the session: a CUDA process always has its trace).  0, or -errno (-ENOENT: no running
+ * pipeline; the opener refused).  Any thread but the opener's. */
+int tally_pipeline_open(void);
+/* Is the trace open (always, without config.open)? */
+bool tally_pipeline_is_open(void);
 
 /* Drain whatever is queued, in the caller's thread (config.consumer_thread false). */
 void tally_pipeline_drain(void);

@@ -34,12 +34,14 @@
 #include "libc.h"
 #include "sigreal.h"
 
-#define EXEC_FROM_VAR "TALLY_EXEC_FROM"
-#define ARGS_ON_STACK 64
+#define EXEC_FROM_VAR  "TALLY_EXEC_FROM"
+#define QUIET_FROM_VAR "TALLY_QUIET_FROM"
+#define ARGS_ON_STACK  64
 
 extern char **environ;
 
 static pid_t self_pid; /* at load, and in each fork child: a vfork child is not this process */
+static void (*start_session)(const char *why); /* inject.c's, for a fork child's session */
 static pthread_once_t atexit_once = PTHREAD_ONCE_INIT, cuda_atexit_once = PTHREAD_ONCE_INIT;
 
 /* Close the trace by path; if a signal is ending the process (this exit may even beat the
@@ -107,9 +109,15 @@ static void after_fork_parent(void)
 
 static void after_fork_child(void)
 {
+	bool sample;
+
 	self_pid = getpid();
-	session_after_fork_child(session_get());
+	sample = session_after_fork_child(session_get());
 	signals_after_fork_child();
+	/* With host sampling the child is sampled too (its trace, if it records anything, is its
+	 * own), from a moment after the fork: a child that execs at once is its next image */
+	if (sample)
+		session_start_deferred(session_get(), start_session);
 }
 
 /* ---- the real functions ----------------------------------------------------------------- */
@@ -130,8 +138,9 @@ static void *next_symbol(const char *name)
 	return dlsym(RTLD_NEXT, name);
 }
 
-void exitpath_init(void)
+void exitpath_init(void (*start)(const char *why))
 {
+	start_session = start;
 	size_t i;
 
 	self_pid = getpid();
@@ -228,31 +237,44 @@ TALLY_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void *in
 
 /* ---- exec ------------------------------------------------------------------------------- */
 
+/* Is e the variable name= ? */
+static bool is_var(const char *e, const char *name)
+{
+	size_t n = strlen(name);
+
+	return strncmp(e, name, n) == 0 && e[n] == '=';
+}
+
 /*
  * The environment for the next image: when this pid's images wrote files, say how many
- * (TALLY_EXEC_FROM=PID:N), so the next one names its file apart.  Returns envp itself, or a copy
- * the caller frees (*owned).
+ * (TALLY_EXEC_FROM=PID:N), so the next one names its file apart; when they recorded nothing,
+ * the processes that did not (TALLY_QUIET_FROM, quiet.h), so the next one counts them.  Returns
+ * envp itself, or a copy the caller frees (*owned).
  */
 static char *const *exec_env(char *const envp[], char ***owned)
 {
 	static char var[64];
 	unsigned files = session_exec_files(session_get());
+	const char *quiet = session_exec_quiet(session_get());
 	size_t n = 0, i, j = 0;
 	char **env;
 
 	*owned = NULL;
-	if (!files || getpid() != self_pid || !envp)
+	if ((!files && !quiet) || getpid() != self_pid || !envp)
 		return envp;
 	while (envp[n])
 		n++;
-	env = malloc((n + 2) * sizeof(*env));
+	env = malloc((n + 3) * sizeof(*env));
 	if (!env)
 		return envp;
 	snprintf(var, sizeof(var), "%s=%ld:%u", EXEC_FROM_VAR, (long)getpid(), files);
 	for (i = 0; i < n; i++)
-		if (strncmp(envp[i], EXEC_FROM_VAR "=", sizeof(EXEC_FROM_VAR)) != 0)
+		if (!is_var(envp[i], EXEC_FROM_VAR) && !is_var(envp[i], QUIET_FROM_VAR))
 			env[j++] = envp[i];
-	env[j++] = var;
+	if (files)
+		env[j++] = var;
+	if (quiet)
+		env[j++] = (char *)quiet;
 	env[j] = NULL;
 	*owned = env;
 	return env;

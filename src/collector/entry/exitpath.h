@@ -10,7 +10,9 @@
 #include <signal.h>
 #include <stdbool.h>
 
-void exitpath_init(void); /* at load: the fork hooks */
+/* At load: the fork hooks; start (inject.c's) starts a session and arms every exit path, as a
+ * fork child of a sampled process does with its own. */
+void exitpath_init(void (*start)(const char *why));
 /* A session runs: the atexit close; cuda: CUDA is in it now (registered at the first arm, and
  * again when CUDA joins a session armed before it, so that the close runs before CUDA's and
  * CUPTI's own exit handlers: exitpath.c). */

@@ -31,7 +31,7 @@
 #include "timersample.h"
 
 /* Start the session; once it runs, every exit path closes it. */
-static void start(const char *why)
+static void inject_start(const char *why)
 {
 	struct session *s = session_get();
 
@@ -63,21 +63,21 @@ __attribute__((constructor)) static void tally_loaded(void)
 	tally_sampler_init();
 	tally_timer_use_signals(&(struct timer_signals){signals_claim, signals_program_action});
 	session_init(session_get());
-	exitpath_init();
+	exitpath_init(inject_start);
 	if (wanted_from_start())
-		start("host");
+		inject_start("host");
 }
 
 TALLY_EXPORT int InitializeInjection(void)
 {
-	start("cuda");
+	inject_start("cuda");
 	/* 1 tells CUDA the injection succeeded; returning 0 would not stop CUDA, only log. */
 	return 1;
 }
 
 TALLY_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
 {
-	start("nvtx");
+	inject_start("nvtx");
 	if (!session_traces_nvtx(session_get()))
 		return 0; /* NVTX calls become no-ops: nothing to pay */
 	return nvtx_capture_register(get_table);

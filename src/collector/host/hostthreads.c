@@ -26,6 +26,9 @@ struct slot {
 };
 
 static struct slot slots[SLOTS];
+/* A slot was ever taken: the table (512 KiB) is walked only then.  A process that records
+ * nothing (a shell's child that execs at once) would otherwise fault it all in to clear it. */
+static _Atomic bool any_slot;
 static _Atomic(void (*)(pid_t)) start_hook;
 static _Atomic bool watching;
 
@@ -48,6 +51,7 @@ static struct slot *slot_of(pid_t tid, bool create)
 			continue;
 		if (!create)
 			return NULL;
+		atomic_store_explicit(&any_slot, true, memory_order_relaxed);
 		if (atomic_compare_exchange_strong(&slots[i].tid, &none, tid) || none == tid)
 			return &slots[i];
 	}
@@ -57,9 +61,10 @@ static struct slot *slot_of(pid_t tid, bool create)
 /* A thread's stat file, closed if it is still tally's (the program may have taken its number). */
 static void stat_close(struct slot *s)
 {
-	if (s->stat.fd > 0)
+	if (s->stat.fd > 0) { /* (a slot never opened is not written: its page stays untouched) */
 		tally_kept_close(&s->stat);
-	s->stat.fd = 0;
+		s->stat.fd = 0;
+	}
 }
 
 unsigned long tally_host_thread_pthread(pid_t tid)
@@ -95,7 +100,7 @@ size_t tally_host_threads_list(pid_t *out, size_t max)
 {
 	size_t i, n = 0;
 
-	for (i = 0; i < SLOTS && n < max; i++) {
+	for (i = 0; atomic_load(&any_slot) && i < SLOTS && n < max; i++) {
 		pid_t t = atomic_load_explicit(&slots[i].tid, memory_order_acquire);
 
 		if (t)
@@ -108,12 +113,13 @@ void tally_host_threads_forget(void)
 {
 	size_t i;
 
-	for (i = 0; i < SLOTS; i++) {
+	for (i = 0; atomic_load(&any_slot) && i < SLOTS; i++) {
 		stat_close(&slots[i]);
 		atomic_store(&slots[i].tid, 0);
 		atomic_store(&slots[i].pthread_id, 0);
 		atomic_store(&slots[i].word, 0);
 	}
+	atomic_store(&any_slot, false);
 	atomic_store(&watching, false);
 	atomic_store(&start_hook, NULL);
 }
@@ -265,6 +271,6 @@ void tally_host_thread_close_all(void)
 {
 	size_t i;
 
-	for (i = 0; i < SLOTS; i++)
+	for (i = 0; atomic_load(&any_slot) && i < SLOTS; i++)
 		stat_close(&slots[i]);
 }

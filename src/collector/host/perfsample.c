@@ -17,6 +17,15 @@
  * The kernel walks user stacks by frame pointers: code built without them gives the right
  * innermost frame and a short or wrong chain above it (docs/format.md §14).
  *
+ * Each sample also carries the event's count (PERF_SAMPLE_READ: the thread's CPU time on that
+ * CPU; with inherit, Linux 6.12 and later), so a sample stands for the CPU time since the
+ * thread's previous sample on that CPU.  The kernel's timer behind the event moves on from when
+ * it fired, not from when it was due (hrtimer_forward_now): on a busy machine, or a virtual CPU
+ * the host did not run, it fires late and the periods in between make no sample of their own.
+ * The count says how many; they are counted (sample_overruns) and carried by the next sample's
+ * DURATION, as the timer fallback's si_overrun is.  Where the kernel refuses PERF_SAMPLE_READ
+ * with inherit, samples stand for one period each, and the trace's mechanism says so.
+ *
  * The events' descriptors are the program's to close (close_range, a daemon's loop; keptfd.h):
  * each is moved to a high number, and its event id (PERF_EVENT_IOC_ID: every perf event shares
  * one anonymous inode, so device and inode say nothing) is checked before tally calls ioctl or
@@ -45,6 +54,7 @@
 #define MAX_EVENTS  4096
 #define MAX_CPUS    1024
 #define CTX_MARKERS ((uint64_t)-4095) /* PERF_CONTEXT_*: markers in a callchain, not frames */
+#define COUNTS	    16384 /* (thread, CPU) pairs whose last count is kept (a power of two) */
 
 struct ring {
 	int fd;
@@ -52,6 +62,13 @@ struct ring {
 	struct perf_event_mmap_page *meta;
 	uint8_t *data;
 	size_t size;
+};
+
+/* The last count seen of one (thread, CPU) event: what the next sample's count adds to it is
+ * the CPU time that sample stands for. */
+struct last_count {
+	uint64_t key; /* tid * 1024 + CPU + 1; 0: free */
+	uint64_t value;
 };
 
 static struct {
@@ -62,6 +79,9 @@ static struct {
 	unsigned nrings, ncpu;
 	size_t page;
 	pid_t pid;
+	bool with_read; /* samples carry the event's count (PERF_SAMPLE_READ) */
+	uint64_t period_ns;
+	struct last_count *counts; /* COUNTS of them, sampler thread only */
 } pe;
 
 static long perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
@@ -83,14 +103,16 @@ static bool event_ours(unsigned i)
 	return is_event(pe.fds[i], pe.ids[i]);
 }
 
-static void attr_for(struct perf_event_attr *a, unsigned rate_hz, unsigned depth, bool inherit)
+static void attr_for(struct perf_event_attr *a, unsigned rate_hz, unsigned depth, bool inherit,
+		     bool with_read)
 {
 	memset(a, 0, sizeof(*a));
 	a->type = PERF_TYPE_SOFTWARE;
 	a->size = sizeof(*a);
 	a->config = PERF_COUNT_SW_TASK_CLOCK;
 	a->sample_period = 1000000000ull / rate_hz;
-	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |
+			 (with_read ? PERF_SAMPLE_READ : 0);
 	a->exclude_kernel = 1;
 	a->exclude_hv = 1;
 	a->exclude_callchain_kernel = 1;
@@ -121,7 +143,7 @@ bool tally_perf_probe(char *why, size_t len)
 	struct perf_event_attr a;
 	long fd;
 
-	attr_for(&a, 1000, 16, false);
+	attr_for(&a, 1000, 16, false, false);
 	fd = perf_open(&a, 0, -1, -1);
 	if (fd >= 0) {
 		close((int)fd);
@@ -221,21 +243,30 @@ int tally_perf_open(unsigned rate_hz, unsigned depth, char *why, size_t len)
 	pe.page = (size_t)sysconf(_SC_PAGESIZE);
 	pe.pid = getpid();
 	pe.ncpu = ncpu;
+	pe.period_ns = 1000000000ull / rate_hz;
 	pe.fds = calloc(MAX_EVENTS, sizeof(*pe.fds));
 	pe.ids = calloc(MAX_EVENTS, sizeof(*pe.ids));
 	pe.rings = calloc(ncpu, sizeof(*pe.rings));
-	if (!pe.fds || !pe.ids || !pe.rings) {
+	pe.counts = calloc(COUNTS, sizeof(*pe.counts));
+	if (!pe.fds || !pe.ids || !pe.rings || !pe.counts) {
 		tally_perf_close();
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;
 	}
-	attr_for(&a, rate_hz, depth, true);
+	/* The richest the kernel takes: the count in each sample (Linux 6.12), inherit_thread
+	 * (5.13; before it children inherit too, and are left out by pid). */
+	pe.with_read = true;
+	attr_for(&a, rate_hz, depth, true, true);
 	if (!open_threads(ncpu, &a, &err) && err == EINVAL) {
-		/* before Linux 5.13: no inherit_thread (children inherit too: left out by pid) */
-		a.inherit_thread = 0;
-		a.remove_on_exec = 0;
+		pe.with_read = false;
+		attr_for(&a, rate_hz, depth, true, false);
 		err = 0;
-		(void)open_threads(ncpu, &a, &err);
+		if (!open_threads(ncpu, &a, &err) && err == EINVAL) {
+			a.inherit_thread = 0;
+			a.remove_on_exec = 0;
+			err = 0;
+			(void)open_threads(ncpu, &a, &err);
+		}
 	}
 	if (!pe.nfds) {
 		snprintf(why, len, "perf_event_open per thread and CPU: %s (%s)",
@@ -258,32 +289,59 @@ static const uint8_t *record_at(const struct ring *r, uint64_t off, size_t size,
 	return copy;
 }
 
-static void sample(const struct perf_sink *s, const uint8_t *p, size_t size)
+/* The CPU time a sample of (tid, cpu) whose event counts value stands for: the count since the
+ * previous sample of that pair (its first: since the thread began on that CPU).  A pair the table
+ * has no room for stands for one period. */
+static uint64_t stands_for(pid_t tid, unsigned cpu, uint64_t value)
 {
+	uint64_t key = (uint64_t)(uint32_t)tid * 1024u + (cpu & 1023u) + 1u;
+	size_t i = (size_t)(key * 0x9e3779b97f4a7c15ull >> 40) & (COUNTS - 1), k;
+	uint64_t d;
+
+	for (k = 0; k < 64; k++, i = (i + 1) & (COUNTS - 1)) {
+		struct last_count *c = &pe.counts[i];
+
+		if (c->key != key && c->key)
+			continue;
+		/* a tid that came back as another thread restarts its count */
+		d = c->key && value >= c->value ? value - c->value : value;
+		c->key = key;
+		c->value = value;
+		return d;
+	}
+	return pe.period_ns;
+}
+
+static void sample(const struct perf_sink *s, unsigned cpu, const uint8_t *p, size_t size)
+{
+	size_t at = pe.with_read ? 32 : 24; /* READ comes before CALLCHAIN */
 	uint32_t pid, tid;
-	uint64_t time, nr, ips[128];
+	uint64_t time, nr, value = 0, ips[128];
 	unsigned n = 0;
 	uint64_t i;
 
-	if (size < 8 + 24)
+	if (size < 8 + at)
 		return;
 	memcpy(&pid, p + 8, 4);
 	memcpy(&tid, p + 12, 4);
 	memcpy(&time, p + 16, 8);
-	memcpy(&nr, p + 24, 8);
-	if ((pid_t)pid != pe.pid || tally_own_tid((pid_t)tid) || nr > (size - 32) / 8)
+	if (pe.with_read)
+		memcpy(&value, p + 24, 8);
+	memcpy(&nr, p + at, 8);
+	if ((pid_t)pid != pe.pid || tally_own_tid((pid_t)tid) || nr > (size - at - 8) / 8)
 		return; /* a forked child's (old kernels), or one of tally's own threads */
 	for (i = 0; i < nr && n < 128; i++) {
 		uint64_t ip;
 
-		memcpy(&ip, p + 32 + 8 * i, 8);
+		memcpy(&ip, p + at + 8 + 8 * i, 8);
 		if (ip < CTX_MARKERS)
 			ips[n++] = ip;
 	}
-	s->sample(s->ctx, (pid_t)tid, time, ips, n);
+	s->sample(s->ctx, (pid_t)tid, time,
+		  pe.with_read ? stands_for((pid_t)tid, cpu, value) : pe.period_ns, ips, n);
 }
 
-static void one_record(const struct perf_sink *s, const uint8_t *p, size_t size)
+static void one_record(const struct perf_sink *s, unsigned cpu, const uint8_t *p, size_t size)
 {
 	struct perf_event_header h;
 	uint64_t v;
@@ -291,7 +349,7 @@ static void one_record(const struct perf_sink *s, const uint8_t *p, size_t size)
 	memcpy(&h, p, sizeof(h));
 	switch (h.type) {
 	case PERF_RECORD_SAMPLE:
-		sample(s, p, size);
+		sample(s, cpu, p, size);
 		break;
 	case PERF_RECORD_LOST: /* id, lost */
 		if (size >= 24) {
@@ -316,7 +374,7 @@ static void one_record(const struct perf_sink *s, const uint8_t *p, size_t size)
 	}
 }
 
-static void drain_ring(struct ring *r, const struct perf_sink *s)
+static void drain_ring(struct ring *r, unsigned cpu, const struct perf_sink *s)
 {
 	uint64_t head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = r->meta->data_tail;
@@ -329,7 +387,7 @@ static void drain_ring(struct ring *r, const struct perf_sink *s)
 		memcpy(&h, p, sizeof(h));
 		if (h.size < sizeof(h) || tail + h.size > head)
 			break;
-		one_record(s, record_at(r, tail, h.size, copy), h.size);
+		one_record(s, cpu, record_at(r, tail, h.size, copy), h.size);
 		tail += h.size;
 	}
 	/* Release: our reads of the records happen before the kernel may overwrite them. */
@@ -342,7 +400,7 @@ void tally_perf_drain(const struct perf_sink *sink)
 
 	for (cpu = 0; pe.rings && cpu < pe.ncpu; cpu++)
 		if (pe.rings[cpu].meta)
-			drain_ring(&pe.rings[cpu], sink);
+			drain_ring(&pe.rings[cpu], cpu, sink);
 }
 
 /* An ioctl on an inherited event reaches its copies in the threads made since. */
@@ -389,7 +447,13 @@ static void forget(bool disable)
 	free(pe.fds);
 	free(pe.ids);
 	free(pe.rings);
+	free(pe.counts);
 	memset(&pe, 0, sizeof(pe));
+}
+
+bool tally_perf_counts(void)
+{
+	return pe.with_read;
 }
 
 void tally_perf_close(void)

@@ -9,8 +9,10 @@
 #include <sys/types.h>
 
 struct perf_sink {
-	/* A sample: ips[0] the instruction, the rest return addresses (CLOCK_MONOTONIC time). */
-	void (*sample)(void *ctx, pid_t tid, uint64_t time, const uint64_t *ips, unsigned n);
+	/* A sample: ips[0] the instruction, the rest return addresses (CLOCK_MONOTONIC time);
+	 * stands_ns the thread's CPU time it stands for (tally_perf_counts: else one period). */
+	void (*sample)(void *ctx, pid_t tid, uint64_t time, uint64_t stands_ns, const uint64_t *ips,
+		       unsigned n);
 	void (*lost)(void *ctx, uint64_t samples);   /* the kernel's buffer overflowed */
 	void (*throttled)(void *ctx, uint64_t time); /* the kernel throttled sampling */
 	void *ctx;
@@ -25,6 +27,8 @@ int tally_perf_open(unsigned rate_hz, unsigned depth, char *why, size_t len);
 /* Everything the kernel wrote since the last drain, through sink.  Sampler thread only. */
 void tally_perf_drain(const struct perf_sink *sink);
 void tally_perf_close(void);
+/* Do samples carry the event's count (what they stand for), or one period each? */
+bool tally_perf_counts(void);
 /* Rings whose owning event's descriptor the program closed or took over (their events, and the
  * sampling of their threads, may have ended): 0 when all are tally's still. */
 unsigned tally_perf_lost(void);

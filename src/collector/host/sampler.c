@@ -23,11 +23,13 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +81,8 @@ static struct {
 	enum mechanism mech;
 	unsigned rate, depth;
 	int signo;
+	int parent_signo; /* a fork child: the signal its parent's timers used */
+	bool mixed;	  /* native samples carry the thread's Python frames (mixed stacks) */
 	bool osrt;
 	uint64_t period_ns, stall_ns, osrt_ns;
 	size_t timer_slots;
@@ -88,6 +92,11 @@ static struct {
 
 	pthread_t thread;
 	_Atomic bool running, started;
+	_Atomic uint32_t wake; /* futex word: bumped to wake the sampler's sleep */
+	/* The program's forks (fork_begin/end, in the forking thread): CLOCK_MONOTONIC start of
+	 * the one under way (0 none), and the time of all that ended. */
+	_Atomic uint64_t fork_since, fork_ns;
+	uint64_t fork_ns_seen; /* sampler thread: fork_ns at its last Python pass */
 	pid_t pid;
 	unsigned long main_pthread;
 
@@ -176,10 +185,17 @@ static uint32_t native_stack(const uint64_t *pcs, unsigned n)
 	return tally_stacktab_intern(f, n, NULL);
 }
 
-static void perf_sample(void *ctx, pid_t tid, uint64_t time, const uint64_t *ips, unsigned n)
+/* stands_ns: the thread's CPU time since its previous sample on that CPU.  Periods past the
+ * first (rounded) are ones the kernel's timer folded into this sample: counted as overruns. */
+static void perf_sample(void *ctx, pid_t tid, uint64_t time, uint64_t stands_ns,
+			const uint64_t *ips, unsigned n)
 {
+	uint64_t periods = (stands_ns + sm.period_ns / 2) / sm.period_ns;
+
 	(void)ctx;
-	add_sample(time, sm.period_ns, tid, TALLY_SAMPLE_PERF, TALLY_THREAD_ON_CPU,
+	if (periods > 1)
+		tally_pipeline_count(TALLY_C_SAMPLE_OVERRUNS, periods - 1);
+	add_sample(time, stands_ns, tid, TALLY_SAMPLE_PERF, TALLY_THREAD_ON_CPU,
 		   n ? native_stack(ips, n) : 0, 0);
 }
 
@@ -197,13 +213,62 @@ static void perf_throttled(void *ctx, uint64_t time)
 	tally_pipeline_count(TALLY_C_SAMPLE_STALLS, 1);
 }
 
+/* Python segment k of a mixed sample, innermost first, into f at m; returns the new m. */
+static unsigned put_segment(const struct timer_sample *s, unsigned k, struct raw_frame *f,
+			    unsigned m, unsigned max)
+{
+	unsigned i = k ? s->seg_end[k - 1] : 0,
+		 end = k < s->nseg ? s->seg_end[k] : (unsigned)s->npy;
+
+	for (; i < end && m < max; i++)
+		f[m++] = s->py[i];
+	return m;
+}
+
+/*
+ * One stack of a mixed sample, as py-spy --native draws it: the native frames, innermost first,
+ * each evaluation (_PyEval_EvalFrameDefault) in place of its Python frames; evaluations that
+ * were not found among the native frames (past the depth unwound), and Python frames of no
+ * evaluation, at the outer end.
+ */
+static uint32_t mixed_stack(const struct timer_sample *s)
+{
+	struct raw_frame f[TIMER_SAMPLE_DEPTH + TIMER_PY_DEPTH];
+	unsigned max = sizeof(f) / sizeof(f[0]), m = 0, i, k;
+
+	for (i = 0; i < s->n && m < max; i++) {
+		bool eval = false;
+
+		for (k = 0; k < s->nseg; k++)
+			if (s->seg_at[k] == i) {
+				m = put_segment(s, k, f, m, max);
+				eval = true;
+			}
+		if (!eval)
+			f[m++] = (struct raw_frame){
+			    s->pcs[i], 0, i ? TALLY_FRAME_NATIVE : TALLY_FRAME_NATIVE_PC, 0};
+	}
+	for (k = 0; k <= s->nseg; k++) /* the unplaced, and those after the last evaluation */
+		if (k == s->nseg || s->seg_at[k] >= s->n)
+			m = put_segment(s, k, f, m, max);
+	return tally_stacktab_intern(f, m, tally_pyframes_name_outside);
+}
+
 static void timer_sample(void *ctx, const struct timer_sample *s)
 {
+	uint32_t stack = 0;
+
 	(void)ctx;
 	if (s->overrun)
 		tally_pipeline_count(TALLY_C_SAMPLE_OVERRUNS, s->overrun);
+	if (sm.mixed && s->npy < 0) /* the Python part tore: the native frames alone */
+		tally_pipeline_count(TALLY_C_SAMPLES_TORN, 1);
+	if (sm.mixed && s->npy > 0)
+		stack = mixed_stack(s);
+	else if (s->n)
+		stack = native_stack(s->pcs, s->n);
 	add_sample(s->time, (1 + (uint64_t)s->overrun) * sm.period_ns, s->tid, TALLY_SAMPLE_TIMER,
-		   TALLY_THREAD_ON_CPU, s->n ? native_stack(s->pcs, s->n) : 0, 0);
+		   TALLY_THREAD_ON_CPU, stack, 0);
 }
 
 static void osrt_call(void *ctx, const struct osrt_event *e)
@@ -418,23 +483,40 @@ static bool python_find(void)
 	return true;
 }
 
-static void python_thread(const struct py_thread *p)
+/*
+ * One thread's Python sample.  A chain that changed under the reader (a call or a return) is
+ * read again at once, up to TORN_TRIES times: a thread that runs Python calls and returns all the
+ * time, and a second read a microsecond later mostly finds a chain that holds.  A thread state
+ * with no Python frame (a C++ thread that keeps one to call into Python now and then: PyTorch's
+ * autograd threads) has nothing to say of Python: not written, counted apart.
+ */
+#define TORN_TRIES 3
+
+static void python_thread(const struct py_thread *p, uint64_t stands)
 {
 	struct raw_frame f[128];
-	unsigned state, flags = 0;
+	unsigned state, flags = 0, tries = 0;
 	struct thread *t;
 	uint32_t stack = 0;
-	uint64_t t0 = mono();
-	int n = tally_pyframes_sample(p->tstate, f, sm.depth < 128 ? sm.depth : 128);
+	uint64_t t0;
+	int n;
 
+	do
+		t0 = mono(),
+		n = tally_pyframes_sample(p->tstate, f, sm.depth < 128 ? sm.depth : 128);
+	while (n < 0 && ++tries < TORN_TRIES && !sm.test_torn);
+	if (n == 0 && !sm.test_torn) {
+		tally_pipeline_count(TALLY_C_SAMPLES_NO_PYTHON, 1);
+		return;
+	}
 	if (n < 0 || sm.test_torn) {
 		flags = TALLY_REC_TORN;
 		tally_pipeline_count(TALLY_C_SAMPLES_TORN, 1);
-	} else if (n > 0) {
+	} else {
 		stack = tally_stacktab_intern(f, (unsigned)n, tally_pyframes_name_outside);
 	}
 	state = tally_host_thread_state(p->tid);
-	add_sample(t0, sm.period_ns, p->tid, TALLY_SAMPLE_PYTHON, state, stack, flags);
+	add_sample(t0, stands, p->tid, TALLY_SAMPLE_PYTHON, state, stack, flags);
 	t = thread_of(p->tid, true);
 	if (t && (!(t->flags & TALLY_THREADF_PYTHON) || t->pthread_id != p->pthread_id)) {
 		t->flags |= TALLY_THREADF_PYTHON;
@@ -447,7 +529,7 @@ static void python_thread(const struct py_thread *p)
 	}
 }
 
-static void python_pass(void)
+static void python_pass(uint64_t stands)
 {
 	struct py_thread threads[MAX_PYTHREAD];
 	unsigned i, n;
@@ -455,30 +537,82 @@ static void python_pass(void)
 	tally_pyframes_lines_retry(sm.main_pthread);
 	n = tally_pyframes_threads(threads, MAX_PYTHREAD);
 	for (i = 0; i < n; i++)
-		python_thread(&threads[i]);
+		python_thread(&threads[i], stands);
 }
 
 /* ---- the thread ---------------------------------------------------------------------------- */
 
+/* Until t (CLOCK_MONOTONIC), or until tally_sampler_stop wakes it: a stop (an exec, an exit)
+ * does not wait out the sampler's sleep. */
 static void sleep_until(uint64_t t)
 {
 	struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+	uint32_t seen = atomic_load_explicit(&sm.wake, memory_order_acquire);
 
-	while (libc_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
+	if (!atomic_load_explicit(&sm.running, memory_order_acquire))
+		return;
+	/* FUTEX_WAIT_BITSET's timeout is absolute, on CLOCK_MONOTONIC */
+	(void)libc_syscall(SYS_futex, &sm.wake, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, seen, &ts,
+			   NULL, FUTEX_BITSET_MATCH_ANY);
 }
 
-/* The Python pass is due: count what the sampler missed if it woke late. */
+static void wake_sampler(void)
+{
+	atomic_fetch_add_explicit(&sm.wake, 1, memory_order_release);
+	(void)libc_syscall(SYS_futex, &sm.wake, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+}
+
+/*
+ * How much of the last `late` ns the program spent in fork().  While the kernel copies a
+ * process's memory map it holds the map's lock, and every thread that writes memory (or faults
+ * a page in) waits for it: the sampler too, whatever it reads with.  A Python process of some
+ * GB takes hundreds of ms to fork; the program's own threads were held as long.
+ */
+static uint64_t fork_time_since_last_pass(uint64_t now, uint64_t late)
+{
+	uint64_t total = atomic_load_explicit(&sm.fork_ns, memory_order_relaxed);
+	uint64_t since = atomic_load_explicit(&sm.fork_since, memory_order_relaxed);
+	uint64_t held = total - sm.fork_ns_seen + (since && since < now ? now - since : 0);
+
+	sm.fork_ns_seen = total;
+	return held < late ? held : late;
+}
+
+/*
+ * The Python pass is due.  On time, each sample stands for one period.  A late one stands for the
+ * periods since the last pass too (counted: ticks missed), unless the sampler was away for longer
+ * than the stall limit for another reason than the program's fork: then those periods are a loss
+ * (a stall), and the samples stand for one period.  Time the program spent forking is counted,
+ * and not a stall: its threads waited with the sampler, where its next samples find them.
+ */
 static void python_tick(uint64_t *due, uint64_t now)
 {
-	uint64_t late = now - *due;
+	uint64_t late = now - *due, forked = fork_time_since_last_pass(now, late);
+	uint64_t stands = (late / sm.period_ns + 1) * sm.period_ns;
 
-	if (late >= sm.stall_ns)
+	if (forked)
+		tally_pipeline_count(TALLY_C_SAMPLE_FORK_NS, forked);
+	if (late - forked >= sm.stall_ns) {
 		tally_pipeline_count(TALLY_C_SAMPLE_STALLS, 1);
-	else if (late >= sm.period_ns)
+		stands = sm.period_ns;
+	} else if (late >= sm.period_ns) {
 		tally_pipeline_count(TALLY_C_SAMPLE_TICKS_MISSED, late / sm.period_ns);
-	python_pass();
+	}
+	python_pass(stands);
 	*due += (late / sm.period_ns + 1) * sm.period_ns;
+}
+
+void tally_sampler_fork_begin(void)
+{
+	atomic_store_explicit(&sm.fork_since, mono(), memory_order_relaxed);
+}
+
+void tally_sampler_fork_end(void)
+{
+	uint64_t since = atomic_exchange_explicit(&sm.fork_since, 0, memory_order_relaxed);
+
+	if (since)
+		atomic_fetch_add_explicit(&sm.fork_ns, mono() - since, memory_order_relaxed);
 }
 
 /* Benchmarks: in the intervals TALLY_BENCH_TOGGLE_MS turns off, no native or Python samples
@@ -526,7 +660,9 @@ static void *sampler_main(void *arg)
 			python_tick(&py_due, now);
 		if (now >= drain_due) {
 			drain();
-			drain_due = now + DRAIN_NS;
+			/* a test's tiny ring (TALLY_TEST_SAMPLE_RING) is drained seldom, so that it
+			 * fills whatever the machine's load */
+			drain_due = now + (sm.timer_slots < TIMER_SLOTS ? 10 * DRAIN_NS : DRAIN_NS);
 		}
 		if (python && sm.python == 1 && py_due < next)
 			next = py_due;
@@ -541,38 +677,68 @@ static void *sampler_main(void *arg)
 
 /* ---- plan, start, stop ---------------------------------------------------------------------- */
 
-static void plan_native(const struct tally_config *c)
+/* The timer fallback, if this process can take it: libgcc's lock-free unwinding, a signal. */
+static bool plan_timer(const struct tally_config *c, char *why, size_t len)
 {
-	char why[200] = "";
-	int rc;
-
-	if (c->sample_fallback) {
-		snprintf(sm.why, sizeof(sm.why), "timer: TALLY_SAMPLE_FALLBACK asks for it");
-	} else if (!tally_perf_probe(why, sizeof(why))) {
-		snprintf(sm.why, sizeof(sm.why), "timer: %s", why);
-	} else if ((rc = tally_perf_open(sm.rate, sm.depth, why, sizeof(why))) < 0) {
-		snprintf(sm.why, sizeof(sm.why), "timer: %s", why);
-	} else {
-		sm.mech = MECH_PERF;
-		snprintf(sm.why, sizeof(sm.why),
-			 "perf: perf_event_open, task-clock every %u us of CPU time, user "
-			 "callchains (frame pointers)",
-			 1000000 / sm.rate);
-		return;
-	}
 	tally_unwind_init(); /* loads libgcc_s now, never in a signal handler */
 	if (!tally_unwind_signal_safe()) {
-		snprintf(sm.why, sizeof(sm.why),
-			 "none: perf events are refused and the timer fallback needs libgcc_s "
-			 "and glibc 2.35's _dl_find_object to unwind inside a signal handler");
-		return;
+		snprintf(why, len,
+			 "the timer needs libgcc_s and glibc 2.35's _dl_find_object to unwind "
+			 "inside a signal handler");
+		return false;
 	}
-	sm.signo = tally_timer_pick_signal(c->sample_signal, why, sizeof(why));
-	if (!sm.signo) {
-		snprintf(sm.why, sizeof(sm.why), "none: %s", why);
-		return;
-	}
+	/* a fork child's session starts on a thread of tally's, which blocks every signal: the
+	 * parent's pick stands (the child has its dispositions and its forking thread's mask) */
+	sm.signo = tally_timer_pick_signal(c->sample_signal ? c->sample_signal : sm.parent_signo,
+					   why, len);
+	if (!sm.signo)
+		return false;
 	sm.mech = MECH_TIMER;
+	return true;
+}
+
+static void plan_perf(void)
+{
+	sm.mech = MECH_PERF;
+	snprintf(
+	    sm.why, sizeof(sm.why),
+	    "perf: perf_event_open, task-clock every %u us of CPU time, user callchains (frame "
+	    "pointers), %s",
+	    1000000 / sm.rate,
+	    tally_perf_counts() ? "each sample standing for the CPU time since the last"
+				: "one period per sample (no counts in samples before Linux "
+				  "6.12)");
+}
+
+/*
+ * How native samples are taken.  With Python sampling too, each native sample gets the thread's
+ * Python frames read at the same instant, in the thread, and placed where the interpreter's
+ * evaluations are among its native frames (mixed stacks): only the timer's handler runs in the
+ * thread, so it is the timer then, perf events where it cannot run.
+ */
+static void plan_native(const struct tally_config *c)
+{
+	char why[200] = "", timer_why[200] = "";
+	bool python = (c->sample & TALLY_SAMPLE_BIT_PYTHON) && tally_safe_read_in_handler();
+
+	if (python && plan_timer(c, timer_why, sizeof(timer_why))) {
+		sm.mixed = true;
+		snprintf(sm.why, sizeof(sm.why),
+			 "timer: mixed stacks (--sample python,native): each sample's Python "
+			 "frames are read in the thread with its native ones, which perf events "
+			 "cannot");
+		return;
+	}
+	if (c->sample_fallback)
+		snprintf(sm.why, sizeof(sm.why), "timer: TALLY_SAMPLE_FALLBACK asks for it");
+	else if (!tally_perf_probe(why, sizeof(why)))
+		snprintf(sm.why, sizeof(sm.why), "timer: %s", why);
+	else if (tally_perf_open(sm.rate, sm.depth, why, sizeof(why)) < 0)
+		snprintf(sm.why, sizeof(sm.why), "timer: %s", why);
+	else
+		return plan_perf();
+	if (!plan_timer(c, timer_why, sizeof(timer_why)))
+		snprintf(sm.why, sizeof(sm.why), "none: perf events are refused and %s", timer_why);
 }
 
 void tally_sampler_plan(const struct tally_config *c, struct tally_buf *header)
@@ -591,6 +757,7 @@ void tally_sampler_plan(const struct tally_config *c, struct tally_buf *header)
 	sm.toggle_ns = c->bench_toggle_ns;
 	sm.toggled_off = false;
 	sm.signo = 0;
+	sm.mixed = false;
 	if (c->sample & TALLY_SAMPLE_BIT_NATIVE)
 		plan_native(c);
 	if (c->sample) {
@@ -616,7 +783,10 @@ static void start_native(void)
 
 	if (sm.mech != MECH_TIMER)
 		return;
-	if (tally_timer_start(sm.rate, sm.depth, sm.signo, sm.timer_slots, why, sizeof(why)) < 0) {
+	/* mixed samples are large: a smaller ring (a quarter of a second's at 4 kHz a thread) */
+	if (tally_timer_start(sm.rate, sm.mixed ? TIMER_SAMPLE_DEPTH : sm.depth, sm.signo,
+			      sm.mixed && sm.timer_slots > 1024 ? 1024 : sm.timer_slots, sm.mixed,
+			      why, sizeof(why)) < 0) {
 		sm.mech = MECH_NONE;
 		snprintf(text, sizeof(text), "native sampling is off: %s", why);
 		tally_pipeline_note(TALLY_NOTE_WARNING, "native-sampling", text);
@@ -685,8 +855,10 @@ void tally_sampler_stop(void)
 {
 	if (sm.osrt) /* first: the waits of the close itself are tally's, not the program's */
 		tally_osrt_stop();
-	if (atomic_exchange(&sm.running, false) && atomic_load(&sm.started))
+	if (atomic_exchange(&sm.running, false) && atomic_load(&sm.started)) {
+		wake_sampler();
 		libc_pthread_join(sm.thread, NULL);
+	}
 	atomic_store(&sm.started, false);
 	tally_host_threads_unwatch();
 	if (sm.mech == MECH_TIMER)
@@ -718,8 +890,12 @@ void tally_sampler_after_fork_child(void)
 	sm.n = 0;
 	memset(sm.threads, 0, sizeof(sm.threads));
 	memset(&sm.entries, 0, sizeof(sm.entries)); /* the parent's buffer: leaked, not freed */
+	sm.parent_signo = sm.signo;
 	sm.mech = MECH_NONE;
 	sm.asked = 0;
 	sm.osrt = false;
 	sm.main_pthread = (unsigned long)pthread_self(); /* the child's only thread */
+	atomic_store(&sm.fork_since, 0);
+	atomic_store(&sm.fork_ns, 0);
+	sm.fork_ns_seen = 0;
 }

@@ -33,6 +33,10 @@ int tally_sampler_start(const struct tally_config *c);
 /* Stop sampling and recording calls, write what is left (records, THREADS) to the pipeline. */
 void tally_sampler_stop(void);
 bool tally_sampler_running(void);
+/* The program forks (in the forking thread, around fork()): the sampler counts the time, which
+ * holds it with the program's threads, apart from stalls. */
+void tally_sampler_fork_begin(void);
+void tally_sampler_fork_end(void);
 /* fork: the child has none of it (its own session, if any, starts a new one). */
 void tally_sampler_after_fork_child(void);
 

@@ -47,6 +47,7 @@
 #include "ledger.h"
 #include "ownthread.h"
 #include "pipeline.h"
+#include "pyframes.h"
 #include "ring.h"
 #include "unwinder.h"
 
@@ -58,6 +59,7 @@
 
 static struct {
 	_Atomic bool running, paused;
+	bool python; /* mixed stacks: the Python frames read in the handler too */
 	int signo;
 	uint64_t period_ns;
 	unsigned depth;
@@ -89,6 +91,43 @@ static uintptr_t interrupted_pc(const void *ucv)
 
 /* ---- the handler (async-signal-safe) -------------------------------------------------------- */
 
+static uintptr_t interrupted_sp(const void *ucv)
+{
+	const ucontext_t *uc = ucv;
+
+#if defined(__x86_64__)
+	return (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+	return (uintptr_t)uc->uc_mcontext.sp;
+#else
+	(void)uc;
+	return 0;
+#endif
+}
+
+/*
+ * Mixed stacks: the interrupted thread's Python frames, read now (the same instant as its native
+ * ones), and where each evaluation that runs them is among the native frames: the frame whose
+ * stack holds the evaluation's anchor.  pcs[i] is a pc in frame i, and cfas[i] the CFA of the
+ * frame it called (on x86-64 pcs[i] is stored just below cfas[i]: unwinder.c), so frame i's
+ * locals lie in [cfas[i], cfas[i + 1]).  An anchor below the interrupted stack pointer, or past
+ * the frames unwound, is not placed (its frames go to the outer end).
+ */
+static void take_python(struct timer_sample *s, uintptr_t sp)
+{
+	unsigned nseg = 0, k, i;
+	int n = tally_pyframes_mixed(s->py, TIMER_PY_DEPTH, s->anchor, s->seg_end,
+				     TIMER_PY_SEGMENTS, &nseg);
+
+	s->npy = (int16_t)(n < 0 ? -1 : n);
+	s->nseg = (uint16_t)(n < 0 ? 0 : nseg);
+	for (k = 0; k < s->nseg; k++) {
+		for (i = 0; i < s->n && s->cfas[i] <= s->anchor[k]; i++)
+			;
+		s->seg_at[k] = (uint8_t)(s->anchor[k] >= sp && i >= 1 && i < s->n ? i - 1 : 255);
+	}
+}
+
 static void on_timer(int sig, siginfo_t *si, void *uc)
 {
 	struct timer_sample *s;
@@ -111,10 +150,13 @@ static void on_timer(int sig, siginfo_t *si, void *uc)
 	s->time = mono_ns();
 	s->tid = tally_gettid();
 	s->overrun = si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0;
-	n = tally_unwind_from_signal(s->pcs, (int)ts.depth, interrupted_pc(uc));
+	n = tally_unwind_from_signal(s->pcs, ts.python ? s->cfas : NULL, (int)ts.depth,
+				     interrupted_pc(uc));
 	if (!n) /* not found among the unwound frames: the interrupted instruction alone */
 		s->pcs[n++] = interrupted_pc(uc);
 	s->n = (uint32_t)n;
+	if (ts.python) /* a slot has room for them only then */
+		take_python(s, interrupted_sp(uc));
 	tally_ring_publish(&ts.ring, pos);
 }
 
@@ -256,8 +298,8 @@ static void arm_existing(void)
 	closedir(d);
 }
 
-int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots, char *why,
-		      size_t len)
+int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots, bool python,
+		      char *why, size_t len)
 {
 	int rc;
 
@@ -272,7 +314,8 @@ int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots,
 		return -ENOTSUP;
 	}
 	if (!atomic_load(&ts.ring_ready)) {
-		rc = tally_ring_init(&ts.ring, slots, sizeof(struct timer_sample));
+		rc = tally_ring_init(&ts.ring, slots,
+				     python ? sizeof(struct timer_sample) : TIMER_SAMPLE_NATIVE);
 		if (rc < 0) {
 			snprintf(why, len, "out of memory");
 			return rc;
@@ -280,6 +323,7 @@ int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots,
 		atomic_store(&ts.ring_ready, true);
 	}
 	ts.signo = signo;
+	ts.python = python;
 	ts.period_ns = 1000000000ull / rate_hz;
 	atomic_store(&ts.paused, false); /* a fork child's session starts its sampling afresh */
 	ts.depth = depth < TIMER_SAMPLE_DEPTH ? depth : TIMER_SAMPLE_DEPTH;

@@ -51,10 +51,21 @@ struct session {
 	char path[PATH_MAX];
 	char rank[64];
 	uint8_t id[16];
+	uint8_t parent_id[16]; /* a fork child's: its parent's session (all zero: none) */
 	/* Files written by earlier images of this pid (exec without fork), from TALLY_EXEC_FROM:
 	 * this image's file gets "-execN" so it never meets theirs. */
 	unsigned exec_files;
-	bool wrote_file;  /* this image opened a trace */
+	bool wrote_file; /* this image opened a trace */
+	/* A session from load (host sampling): its trace is opened at the first record, and a
+	 * process that never records leaves no file (quiet.h says where it is counted instead). */
+	bool lazy;
+	bool open_refused;     /* the trace could not be opened (said, and in the manifest) */
+	bool exec_quiet;       /* session_exec_begin passed this image's count to the next */
+	struct tally_buf plan; /* the sampler's session keys, for a header written later */
+	uint64_t start_realtime, start_mono, start_clock; /* the session's start, for its header */
+	/* A fork child of a sampled process whose session starts a moment later (the pid; 0 none):
+	 * a child that execs or leaves before runs nothing of it (session_start_deferred). */
+	_Atomic pid_t deferred;
 	bool cupti_on;	  /* CUPTI is loaded for this session (under lock) */
 	bool cupti_tried; /* no more tries: it was loaded, or failed, or the session is CUDA's */
 	_Atomic bool cuda_called; /* CUDA called our injection in this process */
@@ -137,10 +148,22 @@ void session_exec_after(struct session *s, const char *path, int err);
 
 /* Files this pid's images wrote before the next exec (for TALLY_EXEC_FROM). */
 unsigned session_exec_files(const struct session *s);
+/* After the close at an exec: what the next image inherits of the processes that recorded
+ * nothing ("TALLY_QUIET_FROM=..."), or NULL. */
+const char *session_exec_quiet(const struct session *s);
 
 /* fork, as LTTng-UST does it: take the session's locks before, renew them in both after. */
 void session_before_fork(struct session *s);
 void session_after_fork_parent(struct session *s);
-void session_after_fork_child(struct session *s);
+/* Returns whether the child samples too (a session from load ran in the parent): the caller
+ * then starts one with session_start_deferred. */
+bool session_after_fork_child(struct session *s);
+/*
+ * A fork child's session, a sampling period or so from now, on a thread of tally's that then
+ * calls start("host"), unless the child has execed or is leaving by then: a shell's fork that
+ * execs at once costs one thread, not a session.  A child that leaves first is counted as a
+ * process that recorded nothing (session_close).
+ */
+void session_start_deferred(struct session *s, void (*start)(const char *why));
 
 #endif

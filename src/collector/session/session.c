@@ -34,12 +34,15 @@
 #include "libc.h"
 #include "log.h"
 #include "nvtx.h"
+#include "ownthread.h"
 #include "pattern.h"
 #include "pipeline.h"
+#include "quiet.h"
 #include "sampler.h"
 #include "sigreal.h"
 
-#define EXEC_FROM_VAR "TALLY_EXEC_FROM"
+#define EXEC_FROM_VAR  "TALLY_EXEC_FROM"
+#define QUIET_EVERY_MS 50 /* the control thread takes in the reports of quiet.c this often */
 
 static struct session the_session = {.file = {.kept = {-1, 0, 0}},
 				     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -407,16 +410,17 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	if (s->rank[0])
 		tally_kv_str(b, TALLY_SK_RANK, s->rank);
 	tally_job_keys(b);
-	tally_kv_uint(b, TALLY_SK_START_REALTIME, tally_realtime_ns());
-	tally_kv_uint(b, TALLY_SK_START_MONOTONIC, mono_now_ns());
-	/* before CUPTI (a session started at load for sampling): its clock, CLOCK_REALTIME */
-	tally_kv_uint(b, TALLY_SK_START_CUPTI, s->cupti_on ? cupti_now() : tally_realtime_ns());
+	tally_kv_uint(b, TALLY_SK_START_REALTIME, s->start_realtime);
+	tally_kv_uint(b, TALLY_SK_START_MONOTONIC, s->start_mono);
+	tally_kv_uint(b, TALLY_SK_START_CUPTI, s->start_clock);
 	if (cupti.GetVersion && cupti.GetVersion(&version) == CUPTI_SUCCESS)
 		tally_kv_uint(b, TALLY_SK_CUPTI_VERSION, version);
 	config_text(b, c);
 	tally_kv_uint(b, TALLY_SK_KINDS,
 		      kinds_mask(c->trace) | (c->sample ? 1u << TALLY_KIND_CPU_SAMPLE : 0));
 	tally_kv_bytes(b, TALLY_SK_SESSION_ID, s->id, sizeof(s->id));
+	if (memcmp(s->parent_id, (uint8_t[16]){0}, sizeof(s->parent_id)) != 0)
+		tally_kv_bytes(b, TALLY_SK_PARENT_ID, s->parent_id, sizeof(s->parent_id));
 	tally_kv_str(b, TALLY_SK_SOURCE, "cupti");
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
@@ -526,15 +530,12 @@ static const struct tally_source *source_for(const struct session *s, bool cupti
 	return tally_config_from_start(&s->cfg) ? &tally_late_cupti_source : &tally_clock_source;
 }
 
-/* The file and the pipeline that writes it. */
-static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t len)
+/* The trace file (with the room kept for its close), its sink and its SESSION payload. */
+static int open_trace(struct session *s, struct tally_sink *sink, struct tally_buf *header,
+		      char *why, size_t len)
 {
-	struct tally_pipeline_config pc = pipeline_config(&s->cfg);
-	struct tally_buf header = {0};
-	struct tally_sink sink;
-	int rc;
+	int rc = open_output(s, why, len);
 
-	rc = open_output(s, why, len);
 	if (rc < 0)
 		return rc;
 	rc = trace_file_adopt(&s->file, rc, s->path);
@@ -545,29 +546,76 @@ static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t le
 	}
 	s->file.lost = trace_lost;
 	s->file.lost_arg = s;
-	s->pid = getpid();
 	/* Room for the final ledger, so that a full disk still ends the file with one that says
 	 * so; where the file system cannot keep it, the session header says which one refused. */
 	rc = tally_room_keep(&s->room, s->path);
 	s->reserve_errno = rc < 0 ? -rc : 0;
 	s->room.fd = tally_fd_high(s->room.fd);
+	session_header(s, header);
+	tally_buf_put(header, s->plan.data, s->plan.len);
+	*sink = (struct tally_sink){trace_file_write, &s->file,
+				    s->room.fd >= 0 ? tally_room_release : NULL, &s->room};
+	s->wrote_file = true;
+	manifest_line(s, "start %d %s", (int)getpid(), s->path);
+	return 0;
+}
+
+/* The pipeline's opener (config.open), on its consumer's side at the first record: it must not
+ * take s->lock (the close holds it while it stops the pipeline). */
+static int open_lazily(void *arg, struct tally_sink *sink, struct tally_buf *header)
+{
+	struct session *s = arg;
+	char why[PATH_MAX + 128];
+	int rc = open_trace(s, sink, header, why, sizeof(why));
+
+	if (rc < 0) {
+		s->open_refused = true;
+		tally_log_user("not recording this process: %s", why);
+		manifest_line(s, "off %d %s", (int)getpid(), why);
+		return rc;
+	}
+	tally_log("recording to %s", s->path);
+	return 0;
+}
+
+/* The pipeline, and the file it writes: opened now, or (a session from load) at its first
+ * record. */
+static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t len)
+{
+	struct tally_pipeline_config pc = pipeline_config(&s->cfg);
+	struct tally_buf header = {0};
+	struct tally_sink sink = {0};
+	int rc;
+
+	s->pid = getpid();
 	new_session_id(s->id);
 	s->cupti_on = cupti_ok;
-	session_header(s, &header);
-	tally_sampler_plan(&s->cfg, &header);
-	sink = (struct tally_sink){trace_file_write, &s->file,
-				   s->room.fd >= 0 ? tally_room_release : NULL, &s->room};
+	s->open_refused = false;
+	s->start_realtime = tally_realtime_ns();
+	s->start_mono = mono_now_ns();
+	/* before CUPTI (a session started at load for sampling): its clock, CLOCK_REALTIME */
+	s->start_clock = cupti_ok ? cupti_now() : s->start_realtime;
+	tally_buf_reset(&s->plan);
+	tally_sampler_plan(&s->cfg, &s->plan);
+	if (s->lazy) {
+		pc.open = open_lazily;
+		pc.open_arg = s;
+	} else if ((rc = open_trace(s, &sink, &header, why, len)) < 0) {
+		tally_buf_fini(&header);
+		return rc;
+	}
 	rc = tally_pipeline_start(&pc, source_for(s, cupti_ok), &sink, &header);
 	tally_buf_fini(&header);
-	if (rc < 0) {
+	if (rc < 0 && s->wrote_file) {
 		snprintf(why, len, "%s: cannot start: %s", s->path, strerror(-rc));
 		trace_file_close(&s->file);
 		unlink(s->path);
+		s->wrote_file = false;
 		(void)tally_room_release(&s->room);
-		return rc;
+	} else if (rc < 0) {
+		snprintf(why, len, "cannot start: %s", strerror(-rc));
 	}
-	s->wrote_file = true;
-	return 0;
+	return rc;
 }
 
 /* The collection window, and for a benchmark (TALLY_BENCH_TOGGLE_MS) closed in the intervals
@@ -633,9 +681,13 @@ static int start_locked(struct session *s, const char *why_started, char *why, s
 	bool cupti_ok = false;
 	int rc;
 
-	if ((rc = start_check(s, why_started, &cupti_ok, why, len)) < 0 ||
-	    (rc = start_pipeline(s, cupti_ok, why, len)) < 0)
+	if ((rc = start_check(s, why_started, &cupti_ok, why, len)) < 0)
 		return rc;
+	s->lazy = strcmp(why_started, "host") == 0;
+	if ((rc = start_pipeline(s, cupti_ok, why, len)) < 0)
+		return rc;
+	if (s->lazy)
+		quiet_listen();
 	note_bench_toggle(&s->cfg);
 	s->cupti_tried = cupti_ok || strcmp(why_started, "host") != 0;
 	if (cupti_ok && (rc = cupti_tracer_setup(&s->tracer, &s->cfg, why, len)) < 0)
@@ -686,6 +738,10 @@ static void attach_cupti(struct session *s)
 	if (s->cupti_tried || !session_running(s))
 		goto unlock;
 	s->cupti_tried = true;
+	/* a process that uses CUDA has its trace, records or not (and says there if CUDA is not
+	 * recorded); the GPU-metrics lock files go beside it */
+	if (tally_pipeline_open() < 0)
+		goto unlock;
 	if ((rc = cupti_api_load(why, sizeof(why))) < 0 ||
 	    (rc = check_cupti_version(why, sizeof(why))) < 0) {
 		tally_pipeline_note(TALLY_NOTE_ERROR, "cupti-load", why);
@@ -729,8 +785,11 @@ void session_start(struct session *s, const char *why_started)
 	}
 	/* Release: the pipeline and config are set up before anyone sees RUNNING. */
 	atomic_store_explicit(&s->state, SESSION_RUNNING, memory_order_release);
-	manifest_line(s, "start %d %s", (int)getpid(), s->path);
-	tally_log("recording to %s (started by %s)", s->path, why_started);
+	if (s->lazy)
+		tally_log("session started by %s: its trace opens at its first record",
+			  why_started);
+	else
+		tally_log("recording to %s (started by %s)", s->path, why_started);
 	if (control_start(&s->control, control_main, s, "tally-control") < 0)
 		tally_pipeline_note(TALLY_NOTE_WARNING, "no-control-thread",
 				    "no periodic flush, and signals end the process without a "
@@ -854,11 +913,18 @@ static void *control_main(void *arg)
 
 	while (session_running(s)) {
 		uint64_t now = mono_now_ns();
+		int wait_ms;
 
 		if (window_at)
 			window_at = window_step(s, now);
-		if (control_wait(&s->control, next_timeout_ms(now, next_flush, window_at), &m))
+		wait_ms = next_timeout_ms(now, next_flush, window_at);
+		/* the children that recorded nothing say so on a socket of their own: taken in
+		 * often enough that its buffer (some hundreds of reports) does not fill */
+		if (quiet_fd() >= 0 && wait_ms > QUIET_EVERY_MS)
+			wait_ms = QUIET_EVERY_MS;
+		if (control_wait(&s->control, wait_ms, &m))
 			handle_request(s, &m);
+		quiet_drain();
 		now = mono_now_ns();
 		if (now >= next_flush && session_running(s)) {
 			/* Partly filled buffers reach the pipeline; the consumer writes them. */
@@ -919,6 +985,52 @@ static bool bounded_cupti(struct session *s, void (*fn)(void *))
 	return false;
 }
 
+/* Processes of this tree that recorded nothing and said so here: into the trace, if it is
+ * written (a PROCESSES chunk waits for the trace like any note; at the close the count stays,
+ * for a trace that is not written after all, which passes it on).  reset: the trace is open,
+ * and what comes later is counted in a chunk of its own. */
+static void processes_quiet(struct session *s, bool reset)
+{
+	struct tally_buf b = {0};
+
+	if (!s->lazy)
+		return;
+	quiet_drain();
+	if (quiet_payload(&b, reset) && !b.failed)
+		tally_pipeline_processes(&b);
+	tally_buf_fini(&b);
+}
+
+/* This image recorded nothing: it leaves no file, and is counted by the next image (exec) or its
+ * parent, and in tally record's manifest, which reaches tally record even when no process of
+ * the tree listens. */
+static void pass_quiet_on(struct session *s, enum tally_flush_path path)
+{
+	bool exec = path == TALLY_FLUSH_EXEC;
+
+	(void)quiet_pass_on(exec, true);
+	manifest_line(s, "quiet %d %s", (int)getpid(), quiet_self_name());
+	tally_log("recorded nothing: no trace (%llu process(es) counted %s)",
+		  (unsigned long long)quiet_total(),
+		  exec ? "for the next image" : "for the parent");
+}
+
+/* At an exec: an image that recorded nothing hands what it stands for to the next image (the
+ * manifest says it now: after the exec nothing of it runs; an exec that fails then leaves one
+ * "quiet" line too many there, and takes itself back from the count). */
+static void exec_quiet(struct session *s)
+{
+	s->exec_quiet = s->lazy && !s->open_refused && !tally_pipeline_is_open();
+	if (s->exec_quiet)
+		pass_quiet_on(s, TALLY_FLUSH_EXEC);
+}
+
+const char *session_exec_quiet(const struct session *s)
+{
+	(void)s;
+	return quiet_exec_var();
+}
+
 /* The metric samples up to now, before CUPTI's own flush; a sampler stuck inside CUPTI is left
  * behind (false), and then CUPTI is not finalized under it.  *had (if given): there was one. */
 static bool stop_metrics(struct session *s, bool *had)
@@ -956,6 +1068,7 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 	flushed = flushed && bounded_cupti(s, flush_forced) && sampler_done;
 	atomic_fetch_add_explicit(&s->close_steps, 1, memory_order_relaxed);
 	nvtx_flush_all();
+	processes_quiet(s, false);
 	tally_pipeline_stop(&rep);
 	atomic_fetch_add_explicit(&s->close_steps, 1, memory_order_relaxed);
 	/* Finalize only a CUPTI that answered: one stuck in its flush could hang us here too. */
@@ -963,6 +1076,11 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 		(void)run_bounded(finalize_cupti, &s->tracer, s->cfg.flush_timeout_ns);
 	trace_file_close(&s->file);
 	(void)tally_room_release(&s->room); /* the close gave it back already, unless it hung */
+	if (!rep.opened) {
+		if (!s->open_refused)
+			pass_quiet_on(s, path);
+		return;
+	}
 	manifest_line(s, "end %d %s %s %llu %llu %s", (int)getpid(),
 		      rep.complete ? "clean" : "loss", tally_flush_path_name(path),
 		      (unsigned long long)rep.records, (unsigned long long)rep.bytes_written,
@@ -975,8 +1093,18 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 void session_close(struct session *s, enum tally_flush_path path, int signo)
 {
 	int expected = SESSION_RUNNING;
+	pid_t self = getpid(), deferred = self;
 
-	if (s->pid != getpid())
+	/* a fork child leaving before its session started: it recorded nothing (one that execs is
+	 * the image it becomes, which counts itself) */
+	if (atomic_compare_exchange_strong(&s->deferred, &deferred, 0)) {
+		if (path != TALLY_FLUSH_EXEC)
+			pass_quiet_on(s, path);
+		else /* what its children said goes to the next image, which is this process */
+			(void)quiet_pass_on(true, false);
+		return;
+	}
+	if (s->pid != self)
 		return; /* a fork or vfork child sharing our memory: not its session */
 	if (!atomic_compare_exchange_strong_explicit(&s->state, &expected, SESSION_FINISHING,
 						     memory_order_acq_rel, memory_order_acquire)) {
@@ -1012,9 +1140,16 @@ static void flush_forced_open(void *arg)
  */
 bool session_exec_begin(struct session *s)
 {
+	pid_t self = getpid(), deferred = self;
 	bool metrics;
 
-	if (s->pid != getpid() || !session_running(s))
+	/* a fork child whose session has not started yet becomes the program it execs (sampled
+	 * from its load); what its children said goes to it */
+	if (atomic_compare_exchange_strong(&s->deferred, &deferred, 0)) {
+		(void)quiet_pass_on(true, false);
+		return false;
+	}
+	if (s->pid != self || !session_running(s))
 		return false;
 	libc_pthread_mutex_lock(&s->lock);
 	if (!session_running(s)) {
@@ -1030,7 +1165,13 @@ bool session_exec_begin(struct session *s)
 	    !run_bounded(flush_forced_open, &s->tracer, s->cfg.flush_timeout_ns))
 		tally_pipeline_watchdog_fired();
 	nvtx_flush_all();
+	/* what is queued decides whether this image has a trace: the processes that reported
+	 * here go in it before its final ledger, or on to the next image */
+	tally_pipeline_drain();
+	if (tally_pipeline_is_open())
+		processes_quiet(s, true);
 	(void)tally_pipeline_checkpoint(TALLY_FLUSH_EXEC);
+	exec_quiet(s);
 	return true;
 }
 
@@ -1051,6 +1192,8 @@ static void exec_failed(struct session *s, const char *path, int err)
 	char text[PATH_MAX + 512];
 
 	tally_pipeline_resume();
+	if (s->exec_quiet)
+		quiet_exec_undo();
 	if (s->exec_sampling) {
 		restart_sampling(s);
 		if (paused > s->cfg.sample_stall_ns)
@@ -1172,8 +1315,46 @@ int session_ending_signal(const struct session *s)
 
 /* ---- fork --------------------------------------------------------------------------------- */
 
+#define DEFERRED_START_NS 2000000ull /* about two periods at the default rate */
+
+struct deferred_start {
+	struct session *s;
+	void (*start)(const char *why);
+};
+
+static void *start_later(void *arg)
+{
+	struct deferred_start d = *(struct deferred_start *)arg;
+	struct timespec ts = {0, (long)DEFERRED_START_NS};
+	pid_t self = getpid();
+
+	free(arg);
+	while (libc_nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	if (atomic_compare_exchange_strong(&d.s->deferred, &self, 0))
+		d.start("host");
+	return NULL;
+}
+
+void session_start_deferred(struct session *s, void (*start)(const char *why))
+{
+	struct deferred_start *d = malloc(sizeof(*d));
+	pthread_t t;
+
+	if (!d)
+		return;
+	*d = (struct deferred_start){s, start};
+	quiet_listen(); /* its children may end before its session starts */
+	atomic_store(&s->deferred, getpid());
+	if (tally_own_thread_create(&t, start_later, d, "tally-start", true) < 0) {
+		atomic_store(&s->deferred, 0);
+		free(d);
+	}
+}
+
 void session_before_fork(struct session *s)
 {
+	tally_sampler_fork_begin();
 	libc_pthread_mutex_lock(&s->lock);
 	cupti_tracer_before_fork(&s->tracer);
 	nvtx_before_fork();
@@ -1184,6 +1365,7 @@ void session_after_fork_parent(struct session *s)
 	nvtx_after_fork_parent();
 	cupti_tracer_after_fork_parent(&s->tracer);
 	pthread_mutex_unlock(&s->lock);
+	tally_sampler_fork_end();
 }
 
 /*
@@ -1193,10 +1375,17 @@ void session_after_fork_parent(struct session *s)
  * own, with its own file.  A child that never does exits as it would untraced.  The locks taken
  * before the fork were taken by this thread, the only one here: it releases them.
  */
-void session_after_fork_child(struct session *s)
+bool session_after_fork_child(struct session *s)
 {
+	int state = atomic_load_explicit(&s->state, memory_order_relaxed);
+	/* with host sampling every process of the tree is sampled: the child too, as from load
+	 * (also the child of a child whose own session had not started yet) */
+	bool sample = (state == SESSION_RUNNING && s->lazy) ||
+		      atomic_exchange_explicit(&s->deferred, 0, memory_order_relaxed) != 0;
+
 	nvtx_forget();
 	tally_sampler_after_fork_child();
+	quiet_after_fork_child();
 	cupti_tracer_after_fork_child(&s->tracer);
 	pthread_mutex_unlock(&s->lock); /* taken by this thread in session_before_fork */
 	s->wrote_file = false;
@@ -1204,8 +1393,14 @@ void session_after_fork_child(struct session *s)
 	s->exec_files = 0; /* counted per pid: this is a new one */
 	s->unjoined_looks = 0;
 	s->unjoined_said = false;
-	if (atomic_load_explicit(&s->state, memory_order_relaxed) == SESSION_NONE)
-		return;
+	/* the parent's session, named in the child's trace (a reader ties the two) */
+	if (state != SESSION_NONE)
+		memcpy(s->parent_id, s->id, sizeof(s->id));
+	else /* a parent whose own session had not started: none to name */
+		memset(s->parent_id, 0, sizeof(s->parent_id));
+	s->lazy = false;
+	if (state == SESSION_NONE)
+		return sample;
 	tally_pipeline_abandon();
 	control_forget(&s->control);
 	/* a thread of the parent's may have held it (in CUPTI's callback): renewed, not unlocked */
@@ -1216,4 +1411,5 @@ void session_after_fork_child(struct session *s)
 	tally_room_forget(&s->room); /* the parent's room: it gives it back itself */
 	atomic_store_explicit(&s->ending_signal, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->state, SESSION_NONE, memory_order_relaxed);
+	return sample;
 }

@@ -58,15 +58,21 @@ struct layout {
 	int co_linetable;   /* bytes: the location table */
 	int ascii_size;	    /* sizeof(PyASCIIObject): where compact ASCII text starts */
 	int utf8;	    /* PyCompactUnicodeObject.utf8 */
+	/* Where each evaluation of frames began, for mixed stacks (tally_pyframes_mixed):
+	 * 3.11 marks its first frame (is_entry) and keeps a _PyCFrame on its C stack, chained by
+	 * previous; 3.12 and 3.13 push an entry frame of their own on the C stack (owner_cstack).
+	 */
+	int cframe_previous; /* _PyCFrame.previous (3.11); -1 where entry frames mark it */
+	int fr_is_entry;     /* _PyInterpreterFrame.is_entry (3.11); -1 none */
 };
 
 /* Candidates in order; validation moves to the next of the same version when one fails (3.13's
  * thread state gained eval_breaker during its development: 72 with it, 64 without). */
 static const struct layout layouts[] = {
-    {11, 56, 8, 32, 48, 56, 69, -1, 112, 128, 184, 72, 136, 48, 56},
-    {12, 56, 0, 0, 8, 56, 70, 3, 112, 128, 192, 68, 136, 40, 48},
-    {13, 72, -1, 0, 8, 56, 70, 3, 112, 128, 200, 68, 136, 40, 48},
-    {13, 64, -1, 0, 8, 56, 70, 3, 112, 128, 200, 68, 136, 40, 48},
+    {11, 56, 8, 32, 48, 56, 69, -1, 112, 128, 184, 72, 136, 48, 56, 16, 68},
+    {12, 56, 0, 0, 8, 56, 70, 3, 112, 128, 192, 68, 136, 40, 48, -1, -1},
+    {13, 72, -1, 0, 8, 56, 70, 3, 112, 128, 200, 68, 136, 40, 48, -1, -1},
+    {13, 64, -1, 0, 8, 56, 70, 3, 112, 128, 200, 68, 136, 40, 48, -1, -1},
 };
 #define NLAYOUTS    (sizeof(layouts) / sizeof(layouts[0]))
 #define FRAME_BLOCK 72	/* bytes of a frame read from outside: every field above */
@@ -504,6 +510,73 @@ int tally_pyframes_sample(const void *ts, struct raw_frame *out, unsigned max)
 	}
 	if (hops == MAX_HOPS || !outer_top(ts, &again) || again != top)
 		return -1;
+	return (int)n;
+}
+
+/*
+ * The calling thread's own frames from inside a signal handler that interrupted it (the timer's,
+ * for mixed stacks): every read checked, since the thread may be anywhere, half-way through a
+ * call or a return (a frame whose data-stack chunk was just freed).  Frames are cut into the
+ * evaluations that run them, innermost first: segment k is out[seg_end[k - 1] .. seg_end[k]),
+ * and anchor[k] an address in the C frame of the _PyEval_EvalFrameDefault call that runs it (its
+ * _PyCFrame on 3.11, its entry frame on 3.12 and 3.13), which the caller finds among the native
+ * frames' CFAs.  Frames after the last segment have no anchor.  Returns the frames, or -1 (torn).
+ */
+int tally_pyframes_mixed(struct raw_frame *out, unsigned max, uintptr_t *anchor, unsigned *seg_end,
+			 unsigned max_seg, unsigned *nseg)
+{
+	const void *ts, *cf = NULL, *frame = NULL, *code, *prev, *ip;
+	uint8_t fb[FRAME_BLOCK], cb[CODE_BLOCK];
+	struct code_fields c;
+	unsigned n = 0, k = 0, hops;
+	int64_t lasti;
+
+	*nseg = 0;
+	if (atomic_load_explicit(&pf.outside, memory_order_acquire) != 1 || !pf.this_thread_state ||
+	    !(ts = pf.this_thread_state()))
+		return 0;
+	if (!tally_safe_ptr(ts, pf.l->ts_frame, &frame))
+		return -1;
+	if (frame && pf.l->cframe_frame >= 0) {
+		cf = frame;
+		if (!tally_safe_ptr(cf, pf.l->cframe_frame, &frame))
+			return -1;
+	}
+	for (hops = 0; frame && hops < MAX_HOPS && n < max; hops++, frame = prev) {
+		char owner;
+
+		if (!tally_safe_read(frame, fb, sizeof(fb)))
+			return -1;
+		owner = (char)fb[pf.l->fr_owner];
+		memcpy(&code, fb + pf.l->fr_code, sizeof(code));
+		memcpy(&prev, fb + pf.l->fr_previous, sizeof(prev));
+		memcpy(&ip, fb + pf.fr_instr, sizeof(ip));
+		if (owner < 0 || owner > 3)
+			return -1;
+		if (owner == pf.l->owner_cstack) { /* an evaluation's entry frame: its C frame */
+			if (k < max_seg) {
+				anchor[k] = (uintptr_t)frame;
+				seg_end[k++] = n;
+			}
+			continue;
+		}
+		if (!tally_safe_read(code, cb, sizeof(cb)) || !code_fields(cb, &c))
+			return -1;
+		lasti = (const char *)ip - ((const char *)code + pf.code_off);
+		out[n++] = (struct raw_frame){
+		    (uint64_t)(uintptr_t)code,
+		    lasti < 0 || lasti > (int64_t)(2 * c.units) ? 0 : (uint32_t)lasti,
+		    TALLY_FRAME_PYTHON, names_aux(c.filename, c.qualname)};
+		if (pf.l->fr_is_entry >= 0 && fb[pf.l->fr_is_entry] && cf) { /* 3.11 */
+			if (k < max_seg) {
+				anchor[k] = (uintptr_t)cf;
+				seg_end[k++] = n;
+			}
+			if (!tally_safe_ptr(cf, pf.l->cframe_previous, &cf))
+				return -1;
+		}
+	}
+	*nseg = k;
 	return (int)n;
 }
 

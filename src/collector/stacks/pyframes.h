@@ -51,6 +51,11 @@ unsigned tally_pyframes_threads(struct py_thread *out, unsigned max);
  * memory that did not check out (torn). */
 int tally_pyframes_sample(const void *tstate, struct raw_frame *out, unsigned max);
 
+/* The calling thread's own frames, from a signal handler that interrupted it, cut into the
+ * evaluations that run them (pyframes.c says how): frames or -1 (torn). */
+int tally_pyframes_mixed(struct raw_frame *out, unsigned max, uintptr_t *anchor, unsigned *seg_end,
+			 unsigned max_seg, unsigned *nseg);
+
 /* frame_namer for sampled frames: every byte through saferead.h (the code object may be gone). */
 bool tally_pyframes_name_outside(uint64_t key, uint32_t *line, char *file, size_t file_len,
 				 char *func, size_t func_len);

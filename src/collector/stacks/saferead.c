@@ -130,3 +130,12 @@ const char *tally_safe_read_how(void)
 {
 	return atomic_load(&how) == HOW_PIPE ? "pipe" : "process_vm_readv";
 }
+
+bool tally_safe_read_in_handler(void)
+{
+	int probe_word = 1, out = 0;
+
+	if (atomic_load(&how) == HOW_UNKNOWN)
+		(void)tally_safe_read(&probe_word, &out, sizeof(out));
+	return atomic_load(&how) == HOW_VM;
+}

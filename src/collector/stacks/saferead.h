@@ -19,4 +19,8 @@ bool tally_safe_ptr(const void *base, long off, const void **out);
 /* How reads are made: "process_vm_readv" or "pipe" (process_vm_readv refused here). */
 const char *tally_safe_read_how(void);
 
+/* Are reads done by process_vm_readv (one system call, no lock: fit for a signal handler)?
+ * Decides the way now if no read has. */
+bool tally_safe_read_in_handler(void);
+
 #endif

@@ -219,9 +219,9 @@ bool tally_unwind_signal_safe(void)
 	return gcc.backtrace && dlsym(RTLD_DEFAULT, "_dl_find_object");
 }
 
-int tally_unwind_from_signal(uint64_t *pcs, int max, uintptr_t pc)
+int tally_unwind_from_signal(uint64_t *pcs, uintptr_t *cfas, int max, uintptr_t pc)
 {
-	struct walk w = {NULL,	pcs, NULL, 0, max < TALLY_UNWIND_MAX ? max : TALLY_UNWIND_MAX,
+	struct walk w = {NULL,	pcs, cfas, 0, max < TALLY_UNWIND_MAX ? max : TALLY_UNWIND_MAX,
 			 false, pc};
 
 	if (!gcc.backtrace || !pc)

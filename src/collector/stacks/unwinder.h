@@ -18,12 +18,14 @@ int tally_unwind(void **pcs, int max);
 /*
  * From a signal handler on the thread to unwind: its return addresses, innermost first, starting
  * with the interrupted instruction pc itself (found among the unwound frames: the handler's own
- * frames and the kernel's signal trampoline come before it).  No cache.  Safe in a handler only
- * where libgcc finds unwind tables without a lock (glibc 2.35's _dl_find_object), which
+ * frames and the kernel's signal trampoline come before it), and where cfas is not NULL, for each
+ * pcs[k], the CFA of the frame it called (pcs[k] is the return address stored just below it on
+ * x86-64): frame k's own stack is [cfas[k], cfas[k + 1]).  No cache.  Safe in a handler only where
+ * libgcc finds unwind tables without a lock (glibc 2.35's _dl_find_object), which
  * tally_unwind_signal_safe says.  Returns how many; 0 if pc was not found.  It keeps nothing on
  * the stack but libgcc's own walk (about 1.5 KiB).
  */
-int tally_unwind_from_signal(uint64_t *pcs, int max, uintptr_t pc);
+int tally_unwind_from_signal(uint64_t *pcs, uintptr_t *cfas, int max, uintptr_t pc);
 bool tally_unwind_signal_safe(void);
 /* Is the calling thread inside tally_unwind now (a handler must not unwind it then)?  Async-
  * signal-safe. */
