@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "diagnosis.h"
+#include "satmath.h"
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -104,7 +105,8 @@ static uint64_t loss_time(const struct report_section *rs)
 	size_t k;
 
 	for (k = 0; k < rs->s->nwindows; k++)
-		sum += rs->s->windows[k].t_end - rs->s->windows[k].t_begin;
+		sum = tally_add_sat(sum, rs->s->windows[k].t_end - rs->s->windows[k].t_begin,
+				    &(bool){false});
 	return sum;
 }
 
@@ -123,15 +125,15 @@ static int rule_loss(const struct diag_input *in, struct diag_finding *out, size
 		if (rs->verdict.complete)
 			continue;
 		count++;
-		total += c;
+		total = tally_add_sat(total, c, &(bool){false});
 		if (!worst || c > worst_cost) {
 			worst = rs;
 			worst_cost = c;
 		}
 	}
 	for (i = 0; i < in->nbd; i++) {
-		unproven += in->bd[i].idle_unproven;
-		span += in->bd[i].t1 - in->bd[i].t0;
+		unproven = tally_add_sat(unproven, in->bd[i].idle_unproven, &(bool){false});
+		span = tally_add_sat(span, in->bd[i].t1 - in->bd[i].t0, &(bool){false});
 	}
 	if (!worst || !(f = add(out, n, cap, "lost-records")))
 		return 0;
@@ -193,8 +195,8 @@ static int rule_idle(const struct diag_input *in, struct diag_finding *out, size
 		if (pct(r->idle, r->t1 - r->t0) <= DIAG_IDLE_PCT)
 			continue;
 		count++;
-		cost += r->idle;
-		span += r->t1 - r->t0;
+		cost = tally_add_sat(cost, r->idle, &(bool){false});
+		span = tally_add_sat(span, r->t1 - r->t0, &(bool){false});
 		if (!worst || r->idle > worst->idle)
 			worst = r;
 	}
@@ -220,7 +222,8 @@ static int rule_straggler(const struct diag_input *in, struct diag_finding *out,
 
 	if (!v || !v->named || !(f = add(out, n, cap, "straggler")))
 		return 0;
-	f->cost = (uint64_t)v->lead * v->steps * (v->ranks - 1);
+	f->cost = tally_mul_sat(tally_mul_sat((uint64_t)v->lead, v->steps, &(bool){false}),
+				v->ranks - 1, &(bool){false});
 	f->share = v->candidate_median ? pct((uint64_t)v->lead, v->candidate_median) : 0;
 	snprintf(f->figure, sizeof(f->figure),
 		 "straggler: %s is the slowest in %" PRIu64 " of %" PRIu64
@@ -259,8 +262,8 @@ static uint64_t section_idle(const struct diag_input *in, unsigned s, uint64_t *
 	*span = 0;
 	for (i = 0; i < in->nbd; i++)
 		if (in->bd[i].section == s) {
-			idle += in->bd[i].idle;
-			*span += in->bd[i].t1 - in->bd[i].t0;
+			idle = tally_add_sat(idle, in->bd[i].idle, &(bool){false});
+			*span = tally_add_sat(*span, in->bd[i].t1 - in->bd[i].t0, &(bool){false});
 		}
 	return idle;
 }
@@ -281,8 +284,8 @@ static int rule_launch(const struct diag_input *in, struct diag_finding *out, si
 		if (!launch_bound(r))
 			continue;
 		count++;
-		cost += c;
-		span += sp;
+		cost = tally_add_sat(cost, c, &(bool){false});
+		span = tally_add_sat(span, sp, &(bool){false});
 		if (!worst || c > worst_cost) {
 			worst = r;
 			worst_cost = c;
@@ -320,7 +323,7 @@ static const char *copy_kind(const struct bd_row *r, char *buf, size_t len)
 	unsigned k, best = 0;
 
 	for (k = 0; k < 16; k++) {
-		total += r->copy_ns[k];
+		total = tally_add_sat(total, r->copy_ns[k], &(bool){false});
 		if (r->copy_ns[k] > r->copy_ns[best])
 			best = k;
 	}
@@ -357,8 +360,8 @@ static const struct bd_row *worst_row(const struct diag_input *in, bd_field fiel
 		if (pct(field(r), r->t1 - r->t0) <= min_pct)
 			continue;
 		(*count)++;
-		*cost += field(r);
-		*span += r->t1 - r->t0;
+		*cost = tally_add_sat(*cost, field(r), &(bool){false});
+		*span = tally_add_sat(*span, r->t1 - r->t0, &(bool){false});
 		if (!worst || field(r) > field(worst))
 			worst = r;
 	}

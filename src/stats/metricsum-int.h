@@ -8,6 +8,23 @@
 #include "metricsum.h"
 #include "wsketch.h"
 
+/*
+ * Value x time and time, summed: exact (128 and 64 bits) while they fit, in long double always.
+ * A crafted trace may make samples overlap for more than 2^64 ns or value x time pass 2^127; the
+ * mean is then the long double one, never a sum that wrapped.
+ */
+struct gm_wsum {
+	__int128 sum; /* value x ns, scaled units */
+	uint64_t w;   /* ns; stops at UINT64_MAX */
+	long double lsum, lw;
+	bool inexact; /* sum or w did not fit: the long doubles hold */
+};
+
+void gm_wsum_add(struct gm_wsum *x, int64_t v, uint64_t d);
+void gm_wsum_merge(struct gm_wsum *x, const struct gm_wsum *o);
+/* The weighted mean (scaled units); 0 with no weight. */
+long double gm_wsum_mean(const struct gm_wsum *x);
+
 /* One metric of one device of one section. */
 struct gm_series {
 	unsigned section;
@@ -17,14 +34,13 @@ struct gm_series {
 	unsigned order;		   /* place in the device's metric set; UINT32_MAX unknown */
 	bool percent, above_exact; /* above_ns counted as samples came (the unit known then) */
 	bool sm_active;		   /* GM_SM_ACTIVE: the one metric a gap keeps */
-	uint64_t samples, covered_ns, merged, after_gap, above_ns;
+	uint64_t samples, merged, after_gap, above_ns;
 	uint64_t first_ns, last_ns;
-	__int128 sum; /* value x duration, scaled units x ns: exact */
+	struct gm_wsum sum; /* value x duration, and the time the samples cover */
 	struct wsketch sk;
 	double *csum, *cw; /* curve: value x ns and ns per bucket */
 	/* second pass */
-	__int128 busy_sum;
-	uint64_t busy_ns;
+	struct gm_wsum busy;
 };
 
 /* What a section says of one of its devices (GPU_METRICS chunk, DEVICE chunk). */
@@ -97,8 +113,8 @@ struct gm_series *gm_series_by_name(struct gm *g, unsigned section, uint32_t dev
 /* A view of s: what it is (section, device, names, unit), every figure 0. */
 void gm_view_init(struct gm_series_view *v, const struct gm_series *s);
 /* Fill a view's statistics from sums and a sketch. */
-void gm_fill_stats(struct gm_series_view *v, const struct gm_series *s, __int128 sum,
-		   uint64_t weight, uint64_t samples, const struct wsketch *sk);
+void gm_fill_stats(struct gm_series_view *v, const struct gm_series *s, const struct gm_wsum *sum,
+		   uint64_t samples, const struct wsketch *sk);
 /* The device entry of (section, device), or NULL. */
 struct gm_device *gm_device_of(const struct gm *g, unsigned section, uint32_t device);
 

@@ -8,6 +8,7 @@
 
 #include "grow.h"
 #include "metricsum-int.h"
+#include "satmath.h"
 
 #define MAX_SCALE 18 /* 10^18 still fits 64 bits */
 
@@ -216,6 +217,39 @@ int64_t gm_scaled(const struct gm_series *s, const struct tally_record *r)
 	return v * f;
 }
 
+/* ---- sums of value x time ---------------------------------------------------------------------
+ */
+
+void gm_wsum_add(struct gm_wsum *x, int64_t v, uint64_t d)
+{
+	__int128 p;
+
+	x->lsum += (long double)v * (long double)d;
+	x->lw += (long double)d;
+	/* |v| < 2^63 and d < 2^64: the product fits 128 bits; only the sum may not */
+	p = (__int128)v * (__int128)d;
+	if (__builtin_add_overflow(x->sum, p, &x->sum))
+		x->inexact = true;
+	x->w = tally_add_sat(x->w, d, &x->inexact);
+}
+
+void gm_wsum_merge(struct gm_wsum *x, const struct gm_wsum *o)
+{
+	x->lsum += o->lsum;
+	x->lw += o->lw;
+	x->inexact |= o->inexact;
+	if (__builtin_add_overflow(x->sum, o->sum, &x->sum))
+		x->inexact = true;
+	x->w = tally_add_sat(x->w, o->w, &x->inexact);
+}
+
+long double gm_wsum_mean(const struct gm_wsum *x)
+{
+	if (x->inexact)
+		return x->lw > 0 ? x->lsum / x->lw : 0;
+	return x->w ? (long double)x->sum / (long double)x->w : 0;
+}
+
 /* ---- the pass ------------------------------------------------------------------------------ */
 
 static void curve_add(const struct gm *g, struct gm_series *s, uint64_t t0, uint64_t t1, double v)
@@ -255,10 +289,9 @@ static void take(struct gm *g, struct report_section *rs, struct gm_series *s,
 	s->after_gap += !!(r->value & TALLY_METRIC_AFTER_GAP);
 	if (!d)
 		return; /* an instant: counted, but it weighs nothing */
-	s->covered_ns += d;
-	s->sum += (__int128)v * d;
+	gm_wsum_add(&s->sum, v, d);
 	if (s->percent && v >= (int64_t)GM_ABOVE_PCT * pow10s[s->scale])
-		s->above_ns += d;
+		s->above_ns = tally_add_sat(s->above_ns, d, &(bool){false});
 	if (!wsketch_add(&s->sk, v, d))
 		g->failed = true;
 	if (g->nb)
@@ -441,16 +474,23 @@ int gm_section_end(struct gm *g, const struct report_section *rs)
 /* ---- finishing ---------------------------------------------------------------------------------
  */
 
-void gm_fill_stats(struct gm_series_view *v, const struct gm_series *s, __int128 sum,
-		   uint64_t weight, uint64_t samples, const struct wsketch *sk)
+void gm_fill_stats(struct gm_series_view *v, const struct gm_series *s, const struct gm_wsum *sum,
+		   uint64_t samples, const struct wsketch *sk)
 {
 	double unit = (double)pow10s[s->scale];
+	long double mean = gm_wsum_mean(sum);
 
 	v->samples = samples;
-	v->covered_ns = weight;
-	if (!weight)
+	v->covered_ns = sum->w;
+	v->saturated = sum->inexact || sk->saturated;
+	if (!sum->w)
 		return;
-	v->mean = (double)((long double)sum / (long double)weight) / unit;
+	/* a weighted mean lies within the extremes: rounding of the long doubles may not pass them
+	 */
+	mean = mean < (long double)sk->min   ? (long double)sk->min
+	       : mean > (long double)sk->max ? (long double)sk->max
+					     : mean;
+	v->mean = (double)mean / unit;
 	v->min = (double)sk->min / unit;
 	v->max = (double)sk->max / unit;
 	v->p50 = (double)wsketch_quantile(sk, 0.5) / unit;
@@ -475,20 +515,21 @@ static void series_view(const struct gm_series *s, struct gm_series_view *v)
 	double unit = (double)pow10s[s->scale];
 
 	gm_view_init(v, s);
-	gm_fill_stats(v, s, s->sum, s->covered_ns, s->samples, &s->sk);
+	gm_fill_stats(v, s, &s->sum, s->samples, &s->sk);
 	v->merged = s->merged;
 	v->after_gap = s->after_gap;
 	v->first_ns = s->first_ns;
 	v->last_ns = s->last_ns;
-	if (s->covered_ns && s->percent && s->above_exact)
-		v->above = (double)s->above_ns / (double)s->covered_ns;
-	else if (s->covered_ns) /* threshold from the max: the sketch knows what lies above */
+	if (s->sum.w && s->percent && s->above_exact && !s->sum.inexact)
+		v->above = (double)s->above_ns / (double)s->sum.w;
+	else if (s->sum.w) /* threshold from the max: the sketch knows what lies above */
 		v->above =
 		    (double)wsketch_weight_above(&s->sk, (int64_t)ceil(v->threshold * unit)) /
-		    (double)s->covered_ns;
-	v->busy_ns = s->busy_ns;
-	if (s->busy_ns)
-		v->busy_mean = (double)((long double)s->busy_sum / (long double)s->busy_ns) / unit;
+		    (double)s->sk.total;
+	v->above = v->above > 1 ? 1 : v->above;
+	v->busy_ns = s->busy.w;
+	if (s->busy.w)
+		v->busy_mean = (double)gm_wsum_mean(&s->busy) / unit;
 }
 
 /* Row order: section, device, the device row first, then the metric set's order (metrics not in
@@ -566,6 +607,16 @@ int gm_finish(struct gm *g)
 	g->nrows = k;
 	free(keys);
 	return 0;
+}
+
+bool gm_saturated(const struct gm *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nrows; i++)
+		if (g->rows[i].saturated)
+			return true;
+	return false;
 }
 
 size_t gm_rows(const struct gm *g)

@@ -50,6 +50,7 @@ struct gm_series_view {
 	double busy_mean;
 	uint64_t busy_ns;
 	const char *why; /* a device row: why the section holds no samples of it */
+	bool saturated;	 /* the samples' time passed 2^64 ns: covered_ns stopped there */
 };
 
 struct gm;
@@ -66,6 +67,8 @@ int gm_finish(struct gm *g);
 /* GPU_METRIC records seen */
 uint64_t gm_records(const struct gm *g);
 
+/* Whether a row's figures met a sum that passed 64 bits (a crafted trace's). */
+bool gm_saturated(const struct gm *g);
 /* Rows after gm_finish, by section, device, then the metric set's order; NULL past the end. */
 const struct gm_series_view *gm_row(const struct gm *g, size_t i);
 size_t gm_rows(const struct gm *g);

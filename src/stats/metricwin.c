@@ -40,8 +40,8 @@ struct wset {
 
 struct acc {
 	uint64_t key; /* group << 32 | series, + 1 */
-	__int128 sum;
-	uint64_t w, samples;
+	struct gm_wsum sum;
+	uint64_t samples;
 	int64_t max;
 	struct wsketch *sk; /* NVTX groups only: their quantiles */
 };
@@ -263,8 +263,7 @@ static void take_hit(struct wpass *p, const struct win *w, void *ctx)
 	if (!a->samples || x->v > a->max)
 		a->max = x->v;
 	a->samples++;
-	a->sum += (__int128)x->v * (hi - lo);
-	a->w += hi - lo;
+	gm_wsum_add(&a->sum, x->v, hi - lo);
 	if (a->sk && !wsketch_add(a->sk, x->v, hi - lo))
 		p->failed = true;
 }
@@ -386,8 +385,8 @@ static uint64_t interval_of(const struct gm *g, unsigned section, uint32_t devic
 		return d->interval_ns;
 	for (i = 0; i < g->n; i++) /* a clock-cycle trigger: the samples' own mean length */
 		if (g->s[i].section == section && g->s[i].device == device && g->s[i].samples &&
-		    g->s[i].covered_ns / g->s[i].samples > longest)
-			longest = g->s[i].covered_ns / g->s[i].samples;
+		    g->s[i].sum.w / g->s[i].samples > longest)
+			longest = g->s[i].sum.w / g->s[i].samples;
 	return longest;
 }
 
@@ -559,8 +558,7 @@ static void gap_results(struct wpass *p, const struct group *grp)
 	struct report_gap *gap = p->gaps[grp->index];
 	unsigned secs[8];
 	uint32_t devs[8];
-	__int128 sum = 0;
-	uint64_t w = 0;
+	struct gm_wsum sum = {0};
 	double max = 0, scale = 1;
 	size_t n = sources(p->g, grp->section, grp->device, secs, devs, 8), k;
 
@@ -573,16 +571,16 @@ static void gap_results(struct wpass *p, const struct group *grp)
 		if (!a)
 			continue;
 		scale = 1 / gm_unit(s);
-		sum += a->sum;
-		w += a->w;
+		gm_wsum_merge(&sum, &a->sum);
 		max = (double)a->max * scale > max ? (double)a->max * scale : max;
 	}
-	if (!w)
+	if (!sum.w)
 		return;
-	gap->sampled_ns = w;
-	gap->sm_active = (double)((long double)sum / (long double)w) * scale;
+	gap->sampled_ns = sum.w;
+	gap->sm_active = (double)gm_wsum_mean(&sum) * scale;
+	gap->sm_active = gap->sm_active > max ? max : gap->sm_active;
 	gap->sm_active_max = max;
-	gap->active = sum > 0;
+	gap->active = sum.inexact ? sum.lsum > 0 : sum.sum > 0;
 	gap_why(p, gap, gap->active ? other_worker(p, gap) : 0);
 }
 
@@ -597,8 +595,7 @@ static void busy_results(struct wpass *p, const struct group *grp)
 		if (s->section != grp->section || s->device != grp->device)
 			continue;
 		a = acc_of(p, (uint32_t)(grp - p->groups), (uint32_t)i, false);
-		s->busy_sum = a ? a->sum : 0;
-		s->busy_ns = a ? a->w : 0;
+		s->busy = a ? a->sum : (struct gm_wsum){0};
 	}
 }
 
@@ -832,8 +829,8 @@ static int nvtx_group_rows(struct gm *g, struct wpass *p, const struct group *gr
 	for (i = 0; i < g->n; i++) {
 		const struct gm_series *s = &g->s[i];
 		struct wsketch sk = {0};
-		__int128 sum = 0;
-		uint64_t w = 0, samples = 0;
+		struct gm_wsum sum = {0};
+		uint64_t samples = 0;
 		struct gm_nvtx_view *v;
 
 		if (s->section != ssec[0] || s->device != sdev[0])
@@ -847,8 +844,7 @@ static int nvtx_group_rows(struct gm *g, struct wpass *p, const struct group *gr
 
 			if (!a)
 				continue;
-			sum += a->sum;
-			w += a->w;
+			gm_wsum_merge(&sum, &a->sum);
 			samples += a->samples;
 			if (!wsketch_merge(&sk, a->sk))
 				return -ENOMEM;
@@ -866,13 +862,13 @@ static int nvtx_group_rows(struct gm *g, struct wpass *p, const struct group *gr
 		gm_view_init(&v->m, s);
 		v->m.section = grp->section;
 		v->m.device = grp->device;
-		gm_fill_stats(&v->m, s, sum, w, samples, &sk);
+		gm_fill_stats(&v->m, s, &sum, samples, &sk);
 		if (!s->percent) /* of the device's highest, as in gpu_metrics_sum */
 			v->m.threshold = (double)s->sk.max / gm_unit(s) * GM_ABOVE_PCT / 100;
-		if (w)
+		if (sk.total)
 			v->m.above = (double)wsketch_weight_above(
 					 &sk, (int64_t)ceil(v->m.threshold * gm_unit(s))) /
-				     (double)w;
+				     (double)sk.total;
 		wsketch_fini(&sk);
 	}
 	return 0;

@@ -606,9 +606,15 @@ static void view_notes(const struct stats *st, enum report_id r, struct report_v
 	uint64_t refused;
 
 	if ((r == R_MEM_USAGE && st->mem_usage.saturated) || st->t[r].saturated)
-		v->note = "a total passed 2^64 - 1 and is shown stopped there "
-			  "(18,446,744,073,709,551,615; averages are exact): the trace claims more "
-			  "than 64 bits count";
+		v->note = "a total or a count passed 2^64 - 1 and is shown stopped there "
+			  "(18,446,744,073,709,551,615; averages are exact where only a total did, "
+			  "from the quantile sketch where a count did): the input claims more than "
+			  "64 bits count";
+	if (r == R_GPU_METRICS_SUM && st->gm && gm_saturated(st->gm))
+		v->note = "the samples of a metric cover more than 2^64 ns in all (they overlap): "
+			  "Covered is shown stopped at 18,446,744,073,709,551,615, the mean is "
+			  "computed in long double, and quantiles and Above weigh the samples "
+			  "within the bound of the sketch's weights";
 	if (r == R_GPU_UTIL && (refused = report_gpu_util_refused(st->gaps)) != 0) {
 		snprintf(util, sizeof(util),
 			 "--util-bucket cuts a device's span into %" PRIu64

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "satmath.h"
+
 #define EXACT_BELOW (1u << (SKETCH_SUB_BITS + 1)) /* 256: a bucket per value below */
 
 /* Bucket index of v, and the smallest and largest value of bucket i. */
@@ -38,15 +40,6 @@ static uint64_t tally_sketch_bucket_high(uint32_t i)
 	return tally_sketch_bucket_low(i) + ((1ull << ((i >> SKETCH_SUB_BITS) - 1)) - 1);
 }
 
-static uint64_t add_sat(uint64_t a, uint64_t b, bool *saturated)
-{
-	if (a > UINT64_MAX - b) {
-		*saturated = true;
-		return UINT64_MAX;
-	}
-	return a + b;
-}
-
 /* The count of the k-th cell (k < n), and its bucket. */
 static uint64_t count_at(const struct tally_sketch *s, uint32_t k)
 {
@@ -62,8 +55,8 @@ static int add_at(struct tally_sketch *s, uint32_t i, uint64_t times)
 		return 0;
 	if (!(c = buckets_cell(&s->b, sizeof(*c), i, SKETCH_BUCKETS)))
 		return -ENOMEM;
-	*c = add_sat(*c, times, &s->saturated);
-	s->values = add_sat(s->values, times, &s->saturated);
+	*c = tally_add_sat(*c, times, &s->saturated);
+	s->values = tally_add_sat(s->values, times, &s->saturated);
 	return 0;
 }
 
@@ -86,19 +79,25 @@ int tally_sketch_merge(struct tally_sketch *dst, const struct tally_sketch *src)
 double tally_sketch_rank(const struct tally_sketch *s, uint64_t k, uint64_t min, uint64_t max)
 {
 	uint64_t seen = 0;
-	double mid;
 	uint32_t i;
 
 	for (i = 0; i < s->b.n; i++) {
-		seen = add_sat(seen, count_at(s, i), &(bool){false});
+		seen = tally_add_sat(seen, count_at(s, i), &(bool){false});
 		if (seen > k)
 			break;
 	}
 	if (i == s->b.n)
 		return (double)max;
-	i = buckets_index(&s->b, i);
+	return tally_sketch_centre(buckets_index(&s->b, i), min, max);
+}
+
+double tally_sketch_centre(uint32_t bucket, uint64_t min, uint64_t max)
+{
 	/* the centre of the bucket's integers; the exact extremes are better where they apply */
-	mid = ((double)tally_sketch_bucket_low(i) + (double)tally_sketch_bucket_high(i)) / 2;
+	double mid =
+	    ((double)tally_sketch_bucket_low(bucket) + (double)tally_sketch_bucket_high(bucket)) /
+	    2;
+
 	if (mid < (double)min)
 		mid = (double)min;
 	if (mid > (double)max)

@@ -51,6 +51,8 @@ int tally_sketch_merge(struct tally_sketch *dst, const struct tally_sketch *src)
  * max, the exact extremes when known (else 0 and UINT64_MAX), clamp the estimate.
  */
 double tally_sketch_rank(const struct tally_sketch *s, uint64_t k, uint64_t min, uint64_t max);
+/* The value bucket stands for (the centre of its integers), clamped to min and max. */
+double tally_sketch_centre(uint32_t bucket, uint64_t min, uint64_t max);
 /* The median as nsys defines it (the mean of the middle two for an even count). */
 double tally_sketch_median(const struct tally_sketch *s, uint64_t min, uint64_t max);
 void tally_sketch_fini(struct tally_sketch *s);

@@ -63,6 +63,7 @@ struct moments {
 	uint64_t n, total, min, max;
 	unsigned __int128 sq; /* sum of squares: exact while values < 2^32 and n < 2^31 */
 	long double lsq;      /* the same, in long double, past that */
+	bool saturated;	      /* n or total stopped at UINT64_MAX (summaries that add past it) */
 };
 
 /*

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "satmath.h"
 #include "wsketch.h"
 
 #define SUB_BITS 6
@@ -18,15 +19,6 @@ struct cell {
 static const struct cell *cell_at(const struct wsketch *s, uint32_t k)
 {
 	return buckets_at(&s->b, sizeof(struct cell), k);
-}
-
-static uint64_t add_sat(uint64_t a, uint64_t b, bool *saturated)
-{
-	if (a > UINT64_MAX - b) {
-		*saturated = true;
-		return UINT64_MAX;
-	}
-	return a + b;
 }
 
 static uint32_t bucket_of(int64_t v)
@@ -82,9 +74,9 @@ static bool add_at(struct wsketch *s, uint32_t b, uint64_t weight, double vw)
 
 	if (!c)
 		return false;
-	c->w = add_sat(c->w, weight, &s->saturated);
+	c->w = tally_add_sat(c->w, weight, &s->saturated);
 	c->vw += vw;
-	s->total = add_sat(s->total, weight, &s->saturated);
+	s->total = tally_add_sat(s->total, weight, &s->saturated);
 	return true;
 }
 
@@ -117,7 +109,7 @@ int64_t wsketch_quantile(const struct wsketch *s, double q)
 	/* the first bucket by which more than q of the weight has been seen */
 	target = (uint64_t)(q * (double)s->total);
 	for (k = 0; k < s->b.n; k++) {
-		seen = add_sat(seen, cell_at(s, k)->w, &(bool){false});
+		seen = tally_add_sat(seen, cell_at(s, k)->w, &(bool){false});
 		if (seen > target)
 			return cell_value(s, k);
 	}
@@ -135,7 +127,7 @@ uint64_t wsketch_weight_above(const struct wsketch *s, int64_t t)
 		return s->total;
 	for (k = 0; k < s->b.n; k++)
 		if (cell_at(s, k)->w && cell_value(s, k) >= t)
-			sum = add_sat(sum, cell_at(s, k)->w, &(bool){false});
+			sum = tally_add_sat(sum, cell_at(s, k)->w, &(bool){false});
 	return sum;
 }
 

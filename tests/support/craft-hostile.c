@@ -21,9 +21,11 @@
  *                     counts that pass 2^64 when added
  *   tsum-nan          a summary group whose sum of squares (the IEEE double) is NaN
  *   tsum-incomplete   a summary section judged INCOMPLETE that gives no reason
- *   metric-extremes   GPU metric samples of INT64_MAX over durations near 2^64 ns, and a
- *                     negative one: the value x time sums pass 2^127
- *   step-extremes     two processes whose "step" ranges last 1 ns and 2^62 ns
+ *   metric-extremes   GPU metric samples that overlap for more than 2^64 ns in all, some of
+ *                     INT64_MAX: their time and their value x time sums pass 64 and 127 bits
+ *   step-extremes     two processes whose "step" ranges last 1 ns and 2^60 ns
+ *   idle-span         two processes, each a GPU idle for 2^63 ns between two kernels: their
+ *                     spans add past 2^64
  */
 #include <math.h>
 #include <stdio.h>
@@ -354,16 +356,18 @@ static void metric_extremes(struct craft *c)
 {
 	const char *s[] = {SM_ACTIVE};
 	size_t len[] = {strlen(SM_ACTIVE)};
-	const uint64_t d = UINT64_MAX - T0 - 10 * MS; /* near 2^64: the latest end a file holds */
-	struct tally_record r[3];
+	struct tally_record r[5];
 
 	session(c, "metric-extremes", 15);
 	strings(c, 1, s, len, 1);
 	sm_active_chunk(c, 0);
-	r[0] = metric_rec(T0, d / 2, 0, 1, 0, INT64_MAX, 1);
-	r[1] = metric_rec(T0 + d / 2, d / 2, 0, 1, 0, INT64_MAX, 2);
-	r[2] = metric_rec(T0 + d / 2 * 2, MS, 0, 1, 0, -7, 3);
-	records(c, r, 3);
+	/* three samples of 1% over 2^63 ns each, overlapping: their time passes 2^64 */
+	for (unsigned i = 0; i < 3; i++)
+		r[i] = metric_rec(T0, 1ull << 63, 0, 1, 3, 1000, i + 1);
+	/* INT64_MAX over 2^62 ns, twice: value x time passes 2^127 */
+	r[3] = metric_rec(T0, 1ull << 62, 0, 1, 3, INT64_MAX, 4);
+	r[4] = metric_rec(T0, 1ull << 62, 0, 1, 3, INT64_MAX, 5);
+	records(c, r, 5);
 	ledger(c, true, NULL);
 }
 
@@ -401,6 +405,29 @@ static void step_extremes(struct craft *c)
 	}
 }
 
+/* two processes, each a device span past 2^63 ns: two kernels 2^63 + 2,636 ns apart */
+static void idle_span(struct craft *c)
+{
+	const char *s[] = {"_Z4workv", "cudaLaunchKernel"};
+	size_t len[] = {8, 16};
+	struct tally_record k[2], a[2];
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		session_rank = i ? "RANK=1" : "RANK=0";
+		memset(c->by_kind, 0, sizeof(c->by_kind));
+		session(c, "idle-span", 9);
+		strings(c, 1, s, len, 2);
+		a[0] = launch_rec(T0 + 1000, 2, 1);
+		k[0] = kernel_rec(T0 + 5000, 1000, 1, 1);
+		a[1] = launch_rec(T0 + 5000 + (1ull << 63), 2, 2);
+		k[1] = kernel_rec(T0 + 5000 + (1ull << 63) + 2636, 1000, 1, 2);
+		records(c, a, 2);
+		records(c, k, 2);
+		ledger(c, true, NULL);
+	}
+}
+
 const struct craft_case craft_hostile_cases[] = {
     {"metric-series", metric_series},
     {"idle-why", idle_why},
@@ -414,5 +441,6 @@ const struct craft_case craft_hostile_cases[] = {
     {"tsum-incomplete", tsum_incomplete},
     {"metric-extremes", metric_extremes},
     {"step-extremes", step_extremes},
+    {"idle-span", idle_span},
 };
 const size_t craft_hostile_count = sizeof(craft_hostile_cases) / sizeof(craft_hostile_cases[0]);
