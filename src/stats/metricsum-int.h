@@ -29,6 +29,7 @@ long double gm_wsum_mean(const struct gm_wsum *x);
 struct gm_series {
 	unsigned section;
 	uint32_t device, name_id;
+	uint32_t dev;		   /* its device's index in gm.devs */
 	char *name, *label, *unit; /* owned */
 	unsigned scale;		   /* of the values below: value = x / 10^scale */
 	unsigned order;		   /* place in the device's metric set; UINT32_MAX unknown */
@@ -52,14 +53,23 @@ struct gm_device {
 	bool has_uuid;
 	uint64_t interval_ns; /* the sampling interval, when the trigger is a time */
 	char *why;	      /* a device row's text (owned), NULL for a sampled device */
+	uint32_t *series;     /* its series (indexes into gm.s) */
+	size_t nseries, scap;
+	/* after gm_finish */
+	bool sampled;	     /* a series of it has samples */
+	uint64_t mean_len;   /* the longest of its series' mean sample lengths (ns) */
+	uint32_t next_same;  /* the next device of the same GPU (UUID): index + 1, 0 none */
+	uint32_t first_same; /* the first of them: index + 1, 0 none (no UUID) */
 };
 
-/* Per section: (device, name id) -> series index + 1, and the last one found. */
+/* Per section: (device, name id) -> series index + 1, and the last one found; its devices. */
 struct gm_sec {
 	struct tally_map series;
 	uint64_t last_key;
 	uint32_t last_val;
 	bool ended;
+	uint32_t *devs; /* indexes into gm.devs */
+	size_t ndevs, dcap;
 };
 
 /* An NVTX range kept for gpu_metrics_nvtx_sum (pass 1). */
@@ -71,6 +81,7 @@ struct gm_range {
 struct gm_name {
 	char *s;
 	uint64_t instances, ns;
+	unsigned rank; /* place by total time, among the GM_NVTX_GROUPS chosen */
 };
 
 struct gm {
@@ -80,6 +91,7 @@ struct gm {
 	size_t nsecs;
 	struct gm_device *devs;
 	size_t ndevs, dcap;
+	struct tally_map devmap; /* (section, device) -> devs index + 1 */
 	uint64_t records;
 	/* curves */
 	uint64_t t0;
@@ -117,5 +129,13 @@ void gm_fill_stats(struct gm_series_view *v, const struct gm_series *s, const st
 		   uint64_t samples, const struct wsketch *sk);
 /* The device entry of (section, device), or NULL. */
 struct gm_device *gm_device_of(const struct gm *g, unsigned section, uint32_t device);
+/* The first device entry of the same GPU as d (by UUID; d itself among them), or NULL; the next
+ * is gm_same_gpu_next(). */
+const struct gm_device *gm_same_gpu(const struct gm *g, const struct gm_device *d);
+static inline const struct gm_device *gm_same_gpu_next(const struct gm *g,
+						       const struct gm_device *d)
+{
+	return d->next_same ? &g->devs[d->next_same - 1] : NULL;
+}
 
 #endif
