@@ -52,10 +52,17 @@
 #define MAX_LANES     8u
 #define QUEUE_BUCKETS 4096u /* the queue-depth curve of each stream: this many steps at most */
 
-/* Escaped strings of one section, by string id: as they are, and kernel names demangled. */
+/* Escaped strings of one section, by string id: as they are, and kernel names demangled.  A name
+ * longer than EVENT_NAME_MAX bytes is written whole on its first event and cut there on the
+ * others (cut): a long name repeated over rows must not make the export thousands of times its
+ * trace. */
+#define EVENT_NAME_MAX 1024u
+
 struct esc {
 	char *s;
 	uint32_t len;
+	bool written; /* the whole name went out once */
+	struct esc *cut;
 };
 
 struct u64set {
@@ -169,18 +176,43 @@ static struct csec *csec(struct chrome *c, const struct report_section *rs)
 	return rs->index < c->nsecs ? &c->secs[rs->index] : NULL;
 }
 
+static void esc_fini(struct esc *e)
+{
+	if (e->cut)
+		free(e->cut->s);
+	free(e->cut);
+	free(e->s);
+}
+
+/* text cut to EVENT_NAME_MAX bytes, escaped. */
+static struct esc *cut_name(const char *text)
+{
+	struct esc *e = calloc(1, sizeof(*e));
+	char *cut = report_text_cut(text, EVENT_NAME_MAX);
+	size_t len;
+
+	if (e && cut && (e->s = obuf_json_escaped(cut, &len)))
+		e->len = (uint32_t)len;
+	free(cut);
+	if (e && !e->s) {
+		free(e);
+		e = NULL;
+	}
+	return e;
+}
+
 /* The escaped form of string id (cached); kernel names demangled first. */
 static const struct esc *escaped(struct report_section *rs, struct csec *cs, uint32_t id,
 				 bool kernel)
 {
-	static const struct esc none = {"", 0};
+	static const struct esc none = {.s = "", .len = 0};
 	struct esc **tab = kernel ? &cs->kern : &cs->raw;
 	uint32_t *n = kernel ? &cs->nkern : &cs->nraw;
 	const char *text;
 	size_t len;
 
 	if (id >= rs->s->nstrings && id) { /* never defined: no per-id slot for a wild id */
-		static const struct esc lost = {"[string lost]", 13};
+		static const struct esc lost = {.s = "[string lost]", .len = 13};
 
 		return &lost;
 	}
@@ -204,7 +236,12 @@ static const struct esc *escaped(struct report_section *rs, struct csec *cs, uin
 		if (!(*tab)[id].s)
 			return &none;
 		(*tab)[id].len = (uint32_t)len;
+		if (strlen(text) > EVENT_NAME_MAX && !((*tab)[id].cut = cut_name(text)))
+			return &none;
 	}
+	if ((*tab)[id].cut && (*tab)[id].written)
+		return (*tab)[id].cut;
+	(*tab)[id].written = true;
 	return &(*tab)[id];
 }
 
@@ -417,7 +454,7 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 		else
 			snprintf(store[k], sizeof(store[k]), "[CUDA memcpy %s]",
 				 report_memcpy_kind_label(k));
-		names[k] = (struct esc){store[k], (uint32_t)strlen(store[k])};
+		names[k] = (struct esc){.s = store[k], .len = (uint32_t)strlen(store[k])};
 	}
 	slice_head(c, r->kind == TALLY_KIND_MEMSET ? "memset" : "memcpy", 6, &names[k], pid, tid,
 		   ts, r->end - r->start);
@@ -544,7 +581,7 @@ static void nvtx(struct chrome *c, struct report_section *rs, struct csec *cs,
 static void overhead(struct chrome *c, struct report_section *rs, struct csec *cs,
 		     const struct tally_record *r)
 {
-	static const struct esc name = {"CUPTI overhead", 14};
+	static const struct esc name = {.s = "CUPTI overhead", .len = 14};
 
 	slice_head(c, "cupti_overhead", 14, &name, cs->host_pid, OVERHEAD_TID, rel(c, rs, r->start),
 		   r->end - r->start);
@@ -827,7 +864,7 @@ static void loss_slice(struct chrome *c, struct report_section *rs, struct csec 
 		if (cs->tracks.v[i] >> 56 == TAG_DEVICE)
 			pids[npids++] = device_pid(rs, (uint32_t)(cs->tracks.v[i] & 0xffffffff));
 	for (i = 0; i < npids; i++) {
-		struct esc e = {esc_name, (uint32_t)nlen};
+		struct esc e = {.s = esc_name, .len = (uint32_t)nlen};
 
 		slice_head(c, "tally_loss", 10, &e, pids[i], tid, rel(c, rs, t0),
 			   t1 > t0 ? t1 - t0 : 0);
@@ -1301,9 +1338,9 @@ static void chrome_destroy(void *state, bool failed)
 		outfile_abort(&c->out);
 	for (i = 0; i < c->nsecs; i++) {
 		for (k = 0; k < c->secs[i].nraw; k++)
-			free(c->secs[i].raw[k].s);
+			esc_fini(&c->secs[i].raw[k]);
 		for (k = 0; k < c->secs[i].nkern; k++)
-			free(c->secs[i].kern[k].s);
+			esc_fini(&c->secs[i].kern[k]);
 		for (k = 0; k < c->secs[i].nmetrics; k++) {
 			free(c->secs[i].metric_name[k].s);
 			free(c->secs[i].metric_unit[k].s);
