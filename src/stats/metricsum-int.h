@@ -97,6 +97,8 @@ struct gm {
 	uint64_t t0;
 	double bucket_ns;
 	unsigned nb;
+	size_t ncurves, curves_left_out; /* series with a curve, and those past GM_CURVES_MAX */
+	size_t curve_i, curve_k;	 /* gm_curve's last answer: the i-th curve, row k */
 	/* after gm_finish */
 	struct gm_series_view *rows;
 	size_t nrows;

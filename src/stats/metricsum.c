@@ -205,8 +205,9 @@ static struct gm_series *series_new(struct gm *g, struct gm_sec *c, struct repor
 				.order = UINT32_MAX};
 	s->name = strdup(report_string(rs, name_id));
 	if (!s->name || describe(s, rs->s) < 0 ||
-	    (g->nb && (!(s->csum = calloc(g->nb, sizeof(double))) ||
-		       !(s->cw = calloc(g->nb, sizeof(double))))) ||
+	    (g->nb && g->ncurves < GM_CURVES_MAX &&
+	     (!(s->csum = calloc(g->nb, sizeof(double))) ||
+	      !(s->cw = calloc(g->nb, sizeof(double))))) ||
 	    tally_map_put(&c->series, device, name_id, (uint32_t)g->n + 1) < 0) {
 		free_series(s);
 		return NULL;
@@ -215,6 +216,8 @@ static struct gm_series *series_new(struct gm *g, struct gm_sec *c, struct repor
 	s->above_exact = true;
 	s->sm_active = strcmp(s->name, GM_SM_ACTIVE) == 0;
 	d->series[d->nseries++] = (uint32_t)g->n;
+	g->ncurves += s->csum != NULL;
+	g->curves_left_out += g->nb && !s->csum;
 	return &g->s[g->n++];
 }
 
@@ -333,7 +336,7 @@ static void take(struct gm *g, struct report_section *rs, struct gm_series *s,
 		s->above_ns = tally_add_sat(s->above_ns, d, &(bool){false});
 	if (!wsketch_add(&s->sk, v, d))
 		g->failed = true;
-	if (g->nb)
+	if (s->csum)
 		curve_add(g, s, t0, t1, (double)v / (double)pow10s[s->scale]);
 }
 
@@ -716,16 +719,24 @@ const struct gm_series_view *gm_find(const struct gm *g, unsigned section, uint3
 	return NULL;
 }
 
-const struct gm_series_view *gm_curve(const struct gm *g, size_t i, const double **mean, size_t *n)
+size_t gm_curves_left_out(const struct gm *g)
 {
-	size_t k, seen = 0;
+	return g->curves_left_out;
+}
 
-	for (k = 0; k < g->nrows && g->nb; k++) {
+const struct gm_series_view *gm_curve(struct gm *g, size_t i, const double **mean, size_t *n)
+{
+	/* asked for in order, 0, 1, 2 ...: each goes on from where the one before it was found */
+	size_t k = i && i == g->curve_i + 1 ? g->curve_k + 1 : 0, seen = k ? i : 0;
+
+	for (; k < g->nrows && g->nb; k++) {
 		struct gm_series *s = g->curve_of[k];
 		unsigned b;
 
-		if (!s || seen++ != i)
+		if (!s || !s->csum || seen++ != i)
 			continue;
+		g->curve_i = i;
+		g->curve_k = k;
 		/* means in place of the sums, once (cw marks what is done: a negative weight) */
 		for (b = 0; b < g->nb; b++)
 			if (s->cw[b] >= 0) {

@@ -77,9 +77,14 @@ size_t gm_rows(const struct gm *g);
 const struct gm_series_view *gm_find(const struct gm *g, unsigned section, uint32_t device,
 				     const char *name);
 
+/* Curves are kept for the first GM_CURVES_MAX series (16 KiB each at most): a page of more is
+ * more than anyone reads, and a crafted trace of a series per sample would take gigabytes. */
+#define GM_CURVES_MAX 1024
+/* The series past GM_CURVES_MAX, which have no curve. */
+size_t gm_curves_left_out(const struct gm *g);
 /* A curve (gm_new with buckets): *n means, one per bucket, NAN where no sample covers it.  NULL
  * past the end.  Curves come in row order, device rows left out. */
-const struct gm_series_view *gm_curve(const struct gm *g, size_t i, const double **mean, size_t *n);
+const struct gm_series_view *gm_curve(struct gm *g, size_t i, const double **mean, size_t *n);
 
 /* ---- metrics over stretches of time: the second pass (metricwin.c) -------------------------- */
 
