@@ -6,15 +6,22 @@
 #include <string.h>
 
 #include "grow.h"
+#include "hashmap.h"
 #include "idlewhy.h"
 
-#define TOP_STACKS	   5 /* per thread and kind of sample, in each listed hole */
-#define TOP_LARGEST_STACKS 3 /* per device, in gpu_idle_breakdown */
+#define TOP_STACKS	   5  /* per thread and kind of sample, in each listed hole */
+#define TOP_THREADS	   16 /* per listed hole; the others in one "more threads" row */
+#define TOP_LARGEST_STACKS 3  /* per device, in gpu_idle_breakdown */
+/* The overlaps of host events with holes looked at per section: OVERLAPS_PER_EVENT for each of
+ * its events, and OVERLAPS_MIN.  A call that spans many holes counts in each; past the budget the
+ * later holes of the section are listed unexamined (and say so), so that a few threads blocked
+ * for a whole run over thousands of holes cannot make the report quadratic. */
+#define OVERLAPS_PER_EVENT 64
+#define OVERLAPS_MIN	   (1u << 20)
 
 /* A host event of the section being read: an API call, a blocking call or a sample. */
 struct hitem {
 	uint64_t t0, t1; /* aligned; a sample's t1 is its t0 */
-	uint64_t maxend; /* the latest t1 of this item and every one before it (sorted) */
 	uint32_t thread; /* CUPTI's id (API calls) or the kernel tid */
 	uint32_t id;	 /* name string id / CBID / stack id */
 	uint8_t source;	 /* samples: TALLY_SAMPLE_* */
@@ -25,6 +32,9 @@ struct hitem {
 struct hvec {
 	struct hitem *v;
 	size_t n, cap;
+	uint64_t *tree; /* sorted: the latest end under each node of a tree over v (leaves at
+			   [leaves, leaves + n)), an instant's end one past its start */
+	size_t leaves;
 };
 
 /* One observation inside a hole, before aggregation. */
@@ -52,7 +62,9 @@ struct idle_why {
 	uint64_t period; /* a sample stands for this much of its thread's time */
 	const struct tally_thread **threads; /* sorted by tid */
 	size_t nthreads;
+	struct tally_map by_pthread; /* (uint32_t)pthread_id -> threads index + 1 */
 	uint32_t pid;
+	int64_t budget; /* overlaps still to look at in this section */
 };
 
 struct idle_why *idle_why_new(const struct report_idle *idle, bool rows)
@@ -73,6 +85,10 @@ void idle_why_free(struct idle_why *w)
 	free(w->api.v);
 	free(w->osrt.v);
 	free(w->samp.v);
+	free(w->api.tree);
+	free(w->osrt.tree);
+	free(w->samp.tree);
+	tally_map_fini(&w->by_pthread);
 	free(w->rows);
 	free(w->stacks);
 	free(w->obs);
@@ -133,17 +149,24 @@ static int by_start(const void *a, const void *b)
 	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
-static void hvec_sort(struct hvec *h)
+static int hvec_sort(struct hvec *h)
 {
-	uint64_t m = 0;
-	size_t i;
+	size_t i, leaves = 1;
 
 	if (h->n > 1)
 		qsort(h->v, h->n, sizeof(*h->v), by_start);
-	for (i = 0; i < h->n; i++) {
-		m = h->v[i].t1 > m ? h->v[i].t1 : m;
-		h->v[i].maxend = m;
-	}
+	while (leaves < h->n)
+		leaves *= 2;
+	free(h->tree);
+	h->leaves = leaves;
+	if (!(h->tree = calloc(2 * leaves, sizeof(*h->tree))))
+		return -ENOMEM;
+	for (i = 0; i < h->n; i++)
+		h->tree[leaves + i] = h->v[i].t1 > h->v[i].t0 ? h->v[i].t1 : h->v[i].t0 + 1;
+	for (i = leaves; i-- > 1;)
+		h->tree[i] =
+		    h->tree[2 * i] > h->tree[2 * i + 1] ? h->tree[2 * i] : h->tree[2 * i + 1];
+	return 0;
 }
 
 /* The first item starting at or after t. */
@@ -164,25 +187,40 @@ static size_t first_from(const struct hvec *h, uint64_t t)
 
 typedef int (*overlap_fn)(struct idle_why *w, const struct hitem *it, uint64_t ns);
 
-/* Every item overlapping [t0, t1): those starting inside, and before it those still running at t0
- * (found backwards while the running latest end says one may be). */
+struct query {
+	const struct hvec *h;
+	size_t before; /* items [0, before) start before the hole's end */
+	uint64_t t0, t1;
+	overlap_fn fn;
+};
+
+/* The items under node (covering [lo, hi)) that overlap the hole: down the subtrees whose latest
+ * end passes its start.  1 when the budget ran out. */
+static int visit(struct idle_why *w, const struct query *q, size_t node, size_t lo, size_t hi)
+{
+	const struct hitem *it;
+	int rc;
+
+	if (lo >= q->before || q->h->tree[node] <= q->t0)
+		return 0;
+	if (hi - lo > 1)
+		return (rc = visit(w, q, 2 * node, lo, (lo + hi) / 2)) != 0
+			   ? rc
+			   : visit(w, q, 2 * node + 1, (lo + hi) / 2, hi);
+	if (--w->budget < 0)
+		return 1;
+	it = &q->h->v[lo];
+	return q->fn(w, it, (it->t1 < q->t1 ? it->t1 : q->t1) - (it->t0 > q->t0 ? it->t0 : q->t0));
+}
+
+/* Every item overlapping [t0, t1), or starting inside it (an instant): O(log n) and the
+ * overlaps.  1 when the section's budget ran out, -ENOMEM. */
 static int each_overlap(struct idle_why *w, const struct hvec *h, uint64_t t0, uint64_t t1,
 			overlap_fn fn)
 {
-	size_t first = first_from(h, t0), i;
-	int rc;
+	struct query q = {h, first_from(h, t1), t0, t1, fn};
 
-	for (i = first; i-- > 0 && h->v[i].maxend > t0;)
-		if (h->v[i].t1 > t0 &&
-		    (rc = fn(w, &h->v[i], (h->v[i].t1 < t1 ? h->v[i].t1 : t1) - t0)))
-			return rc;
-	for (i = first; i < h->n && h->v[i].t0 < t1; i++) {
-		uint64_t end = h->v[i].t1 < t1 ? h->v[i].t1 : t1;
-
-		if ((rc = fn(w, &h->v[i], end - h->v[i].t0)) != 0)
-			return rc;
-	}
-	return 0;
+	return h->n ? visit(w, &q, 1, 0, h->leaves) : 0;
 }
 
 /* ---- threads ----------------------------------------------------------------------------------
@@ -208,12 +246,25 @@ static const struct tally_thread *thread_by_tid(const struct idle_why *w, uint32
 /* An API call's thread (CUPTI's id: pthread_self cut to 32 bits) as a kernel tid, if known. */
 static uint64_t api_thread(const struct idle_why *w, uint32_t cupti)
 {
+	uint32_t k = tally_map_get(&w->by_pthread, cupti, 0);
+
+	return k ? w->threads[k - 1]->tid : WHY_CUPTI_THREAD | cupti;
+}
+
+/* The threads by their CUPTI id: the first in tid order with a pthread id of those low bits. */
+static int index_threads(struct idle_why *w)
+{
 	size_t i;
 
-	for (i = 0; i < w->nthreads; i++)
-		if (w->threads[i]->pthread_id && (uint32_t)w->threads[i]->pthread_id == cupti)
-			return w->threads[i]->tid;
-	return WHY_CUPTI_THREAD | cupti;
+	tally_map_fini(&w->by_pthread);
+	for (i = 0; i < w->nthreads; i++) {
+		uint32_t id = (uint32_t)w->threads[i]->pthread_id;
+
+		if (w->threads[i]->pthread_id && !tally_map_get(&w->by_pthread, id, 0) &&
+		    tally_map_put(&w->by_pthread, id, 0, (uint32_t)i + 1) < 0)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 static uint64_t thread_order(const struct idle_why *w, uint64_t thread)
@@ -315,10 +366,28 @@ static bool is_stack_row(uint8_t what)
 	return what == WHY_PYTHON || what == WHY_NATIVE;
 }
 
-/* w->obs of hole g into rows, one per (thread, kind, name or stack, state). */
+/* The observations from i on (the threads past TOP_THREADS) as one row: how many threads. */
+static int more_threads(struct idle_why *w, uint32_t gap, size_t i)
+{
+	struct why_row *row = new_row(w);
+
+	if (!row)
+		return -ENOMEM;
+	row->gap = gap;
+	row->what = WHY_MORE_THREADS;
+	for (; i < w->nobs; i++) {
+		row->thread += !row->count || w->obs[i].thread != w->obs[i - 1].thread;
+		row->count++;
+		row->ns += w->obs[i].ns;
+	}
+	return 0;
+}
+
+/* w->obs of hole g into rows, one per (thread, kind, name or stack, state), for the first
+ * TOP_THREADS threads; the others' in one row. */
 static int obs_rows(struct idle_why *w, uint32_t gap)
 {
-	size_t i = 0, group = 0;
+	size_t i = 0, group = 0, threads = 0;
 
 	if (w->nobs > 1)
 		qsort(w->obs, w->nobs, sizeof(*w->obs), by_obs);
@@ -327,6 +396,13 @@ static int obs_rows(struct idle_why *w, uint32_t gap)
 		struct why_row *row;
 		size_t j;
 
+		if (i == 0 || o->thread != w->obs[i - 1].thread) {
+			if (threads++ == TOP_THREADS) {
+				if (is_stack_row(w->obs[i - 1].what))
+					trim_stacks(w, group);
+				return more_threads(w, gap, i);
+			}
+		}
 		if (i == 0 || o->thread != w->obs[i - 1].thread || o->what != w->obs[i - 1].what) {
 			if (i && is_stack_row(w->obs[i - 1].what))
 				trim_stacks(w, group);
@@ -355,7 +431,7 @@ static int explain(struct idle_why *w, struct report_section *rs, uint32_t gap)
 	const struct report_idle_gap *ig;
 	struct why_row *row;
 	size_t n, i;
-	int rc;
+	int rc = 0;
 
 	ig = report_idle_gaps(w->idle, &n) + gap;
 	if (!(row = new_row(w)))
@@ -365,10 +441,15 @@ static int explain(struct idle_why *w, struct report_section *rs, uint32_t gap)
 	row->count = 1;
 	row->ns = ig->gap.t1 - ig->gap.t0;
 	w->nobs = 0;
-	if ((rc = each_overlap(w, &w->api, ig->gap.t0, ig->gap.t1, api_obs)) != 0 ||
+	if (w->budget < 0 ||
+	    (rc = each_overlap(w, &w->api, ig->gap.t0, ig->gap.t1, api_obs)) != 0 ||
 	    (rc = each_overlap(w, &w->osrt, ig->gap.t0, ig->gap.t1, osrt_obs)) != 0 ||
-	    (rc = each_overlap(w, &w->samp, ig->gap.t0, ig->gap.t1, sample_obs)) != 0)
-		return rc;
+	    (rc = each_overlap(w, &w->samp, ig->gap.t0, ig->gap.t1, sample_obs)) != 0) {
+		if (rc < 0)
+			return rc;
+		w->rows[w->nrows - 1].unexamined = true; /* the budget ran out: not a part of it */
+		return 0;
+	}
 	n = w->nrows;
 	if ((rc = obs_rows(w, gap)) != 0)
 		return rc;
@@ -500,9 +581,11 @@ int idle_why_section(struct idle_why *w, struct report_section *rs)
 	w->threads = tally_section_threads(rs->s, &w->nthreads);
 	w->pid = (uint32_t)rs->s->pid;
 	w->period = idle_why_period(rs);
-	hvec_sort(&w->api);
-	hvec_sort(&w->osrt);
-	hvec_sort(&w->samp);
+	if (index_threads(w) < 0 || hvec_sort(&w->api) < 0 || hvec_sort(&w->osrt) < 0 ||
+	    hvec_sort(&w->samp) < 0)
+		return -ENOMEM;
+	w->budget = (int64_t)OVERLAPS_PER_EVENT * (int64_t)(w->api.n + w->osrt.n + w->samp.n) +
+		    OVERLAPS_MIN;
 	report_idle_gaps(w->idle, &n);
 	for (gap = w->gaps_done; w->want_rows && gap < n && rc == 0; gap++)
 		rc = explain(w, rs, (uint32_t)gap);
