@@ -8,6 +8,9 @@
 # that installs it (exit 1).  A package apt cannot find is named (exit 1).
 # CUDA (nvcc, CUPTI headers and libcupti) is not a Debian package here: it must be present under
 # /usr/local/cuda (or CUDA_HOME); this script checks for it and says so if it is not.
+# Another apt or dpkg holding its lock (a fresh cloud VM runs unattended-upgrades at boot) is
+# waited for, saying so, up to TALLY_APT_LOCK_WAIT seconds (300), trying again every
+# TALLY_APT_LOCK_POLL (5); then it gives up, naming the lock (exit 1).
 # TALLY_DPKG_ADMINDIR (tests) reads another dpkg database; apt-get and dpkg-query come from PATH.
 set -eu
 
@@ -76,6 +79,36 @@ unfound() {
 	done
 }
 
+# apt_locked LOG: did apt fail because another apt or dpkg holds its lock?
+apt_locked() {
+	grep -Eq 'Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock (the )?(administration )?directory' "$1"
+}
+
+# apt LOG ARGS...: apt-get ARGS, its output in LOG; while another apt or dpkg holds the lock,
+# waits (saying so) and tries again, up to TALLY_APT_LOCK_WAIT seconds in all.
+apt() {
+	_log=$1
+	shift
+	_waited=0 _said=""
+	while :; do
+		apt-get "$@" >"$_log" 2>&1 && return 0
+		apt_locked "$_log" || return 1
+		if [ "$_waited" -ge "${TALLY_APT_LOCK_WAIT:-300}" ]; then
+			echo "install-deps: gave up after ${_waited} s: $(grep -Eo '(Could not get lock|Unable to [a-z ]*lock)[^.]*' "$_log" | head -n1)" >&2
+			echo "install-deps: wait for it to finish (unattended-upgrades at boot takes a few minutes), then run this again" >&2
+			return 1
+		fi
+		if [ -z "$_said" ]; then
+			echo "install-deps: another apt or dpkg holds the package lock ($(grep -Eo 'held by process [0-9]+[^.]*' "$_log" | head -n1 || true)): waiting for it, up to ${TALLY_APT_LOCK_WAIT:-300} s"
+			_said=1
+		elif [ $((_waited % 30)) -lt "${TALLY_APT_LOCK_POLL:-5}" ]; then
+			echo "install-deps: still waiting for the package lock (${_waited} s)"
+		fi
+		sleep "${TALLY_APT_LOCK_POLL:-5}"
+		_waited=$((_waited + ${TALLY_APT_LOCK_POLL:-5}))
+	done
+}
+
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" != 0 ]; then
 		echo "install-deps: missing:$missing" >&2
@@ -84,12 +117,19 @@ if [ -n "$missing" ]; then
 	fi
 	echo "install-deps: installing:$missing"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
 	log=$(mktemp)
+	if ! apt "$log" update -qq; then
+		tail -n 20 "$log" >&2
+		echo "install-deps: apt-get update failed (above)" >&2
+		rm -f "$log"
+		exit 1
+	fi
 	# shellcheck disable=SC2086
-	if ! apt-get install -y -qq --no-install-recommends $missing >"$log" 2>&1; then
+	if ! apt "$log" install -y -qq --no-install-recommends $missing; then
 		bad=$(unfound)
-		if [ -n "$bad" ]; then
+		if apt_locked "$log"; then
+			: # said above
+		elif [ -n "$bad" ]; then
 			echo "install-deps: apt cannot find:$bad (not in this machine's Debian sources;" \
 				"tally needs Debian 12 or later: see /etc/apt/sources.list*)" >&2
 		else

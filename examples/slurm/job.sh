@@ -16,7 +16,8 @@
 # A job ended by scancel or by its time limit gets SIGTERM (this script and the tasks), then
 # SIGKILL after the cluster's KillWait (30 s by default).  This script lives through the SIGTERM:
 # it waits for srun to return (the ranks close their traces within milliseconds), then checks and
-# merges them inside that grace.
+# merges them inside that grace.  When no rank wrote a trace (a program that never used CUDA,
+# tally missing on the nodes), the job fails with a line that says so.
 set -u
 TALLY=${TALLY:-tally}                  # or /opt/tally/bin/tally, the unpacked bundle
 TRACES=${TRACES:-$SLURM_SUBMIT_DIR/traces/$SLURM_JOB_ID}
@@ -33,6 +34,15 @@ while :; do
 done
 # Slurm may repeat SIGTERM: the check and the merge ignore it (SIGKILL still ends them at KillWait)
 trap '' TERM
-"$TALLY" check "$TRACES"/rank*.tally
-"$TALLY" merge --force "$TRACES"/rank*.tally -o "$TRACES/all.tally"
+# No trace at all is a failed job, whatever the program's status: nothing was recorded
+shopt -s nullglob
+traces=("$TRACES"/rank*.tally)
+if [ ${#traces[@]} -eq 0 ]; then
+	echo "job.sh: FAILED: no rank wrote a trace into $TRACES: the program never started CUDA" \
+		"under tally, or tally could not record on the nodes (its lines above say why;" \
+		"'srun $TALLY doctor -o $TRACES/' checks a node)" >&2
+	exit $((status ? status : 1))
+fi
+"$TALLY" check "${traces[@]}"
+"$TALLY" merge --force "${traces[@]}" -o "$TRACES/all.tally"
 exit $status

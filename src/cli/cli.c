@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -272,13 +273,49 @@ void cli_warn_demangle_refused(void)
 void cli_warn_symbolizer_missing(void)
 {
 	const char *why = report_symbolizer_missing();
+	struct report_symbols_said said;
 
+	report_symbols_say(&said);
 	if (why)
 		cli_warn(
 		    "native frames are named from the ELF symbol tables, without file:line (or "
 		    "module+0xoffset where no symbol holds them): %s; install libdw1 (elfutils) "
 		    "or put a libdw.so.1 on LD_LIBRARY_PATH",
 		    why);
+	if (said.frames_other_build)
+		cli_warn(
+		    "%" PRIu64 " native frame(s) read \"module+0xoffset (build differs)\": the "
+		    "files here are other builds than the ones recorded, and tally never names "
+		    "a frame from another build; give --symfs DIR with copies of the recording "
+		    "machine's files, or record with a tally that names frames when the program "
+		    "ends (docs/stats.md, \"Native frames\")",
+		    said.frames_other_build);
+	if (said.frames_unverified)
+		cli_warn(
+		    "%" PRIu64 " native frame(s) are named from files the trace has no build ID "
+		    "to check against (a trace of format 1.3 or older, or a module built without "
+		    "one): marked \"unverified\", they are right only if the files here are the "
+		    "recorded builds",
+		    said.frames_unverified);
+	if (said.sections_cut)
+		cli_warn("%" PRIu64
+			 " trace(s) had their native frames named only in part when they "
+			 "were recorded (time ran out, or tally record was stopped): the rest are "
+			 "named from files here, where their build ID matches",
+			 said.sections_cut);
+}
+
+int cli_set_symfs(void *opts, const char *arg, char *err, size_t len)
+{
+	struct stat st;
+
+	(void)opts;
+	if (stat(arg, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, len, "%s: not a directory", cli_text(arg));
+		return -EINVAL;
+	}
+	report_symfs_set(arg);
+	return 0;
 }
 
 int cli_output_check(const char *path, unsigned flags)

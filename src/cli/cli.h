@@ -87,8 +87,17 @@ int cli_output_close(struct cli_output *o, int write_rc);
 /* Says how many kernel names were too big to demangle (report_demangle), and how many texts were
  * cut at REPORT_TEXT_MAX (report_string), if any. */
 void cli_warn_demangle_refused(void);
-/* Says why native frames were not symbolized (libdw missing), if any was not. */
+/* Says how native frames were named where it matters: why not symbolized (libdw missing), names
+ * that could not be checked against the trace's build IDs, files here of other builds, naming at
+ * record time cut short. */
 void cli_warn_symbolizer_missing(void);
+/* --symfs DIR, one row shared by the commands that name frames (stats, export, report, compare). */
+int cli_set_symfs(void *opts, const char *arg, char *err, size_t len);
+#define CLI_SYMFS_OPTION                                                                           \
+	CLI_CALLBACK(0, "symfs", "DIR", cli_set_symfs,                                             \
+		     "native frames: look for the recorded programs' and libraries' files\n"       \
+		     "under DIR too (DIR/PATH, perf's meaning); a file names frames only\n"        \
+		     "when its build ID is the trace's (docs/stats.md, \"Native frames\")")
 /* s with control bytes and invalid UTF-8 escaped (text.h), for printing text from a trace;
  * valid until 16 more calls.  NULL stays NULL. */
 static inline const char *cli_text(const char *s)

@@ -59,6 +59,7 @@ static const char *chunk_type_name(unsigned type)
 	    [TALLY_CHUNK_DROPS] = "DROPS",
 	    [TALLY_CHUNK_THREADS] = "THREADS",
 	    [TALLY_CHUNK_GPU_METRICS] = "GPU_METRICS",
+	    [TALLY_CHUNK_SYMBOLS] = "SYMBOLS",
 	};
 
 	return type < TALLY_CHUNK_TYPE_MAX && names[type] ? names[type] : "unknown";
@@ -310,6 +311,56 @@ static void json_sampling(struct tally_json *j, const struct tally_section *s)
 	free((void *)threads);
 }
 
+/* How tally record named the native frames (SYMBOLS, format 1.4): "complete", "cut", "stopped". */
+static const char *symbols_state(unsigned state)
+{
+	static const char *const names[] = {[TALLY_SYMBOLS_COMPLETE] = "complete",
+					    [TALLY_SYMBOLS_CUT] = "cut",
+					    [TALLY_SYMBOLS_STOPPED] = "stopped"};
+
+	return state < sizeof(names) / sizeof(names[0]) && names[state] ? names[state] : "unknown";
+}
+
+static void print_symbols(const struct tally_section *s)
+{
+	const struct tally_symbols_info *y = &s->stacks.symbols_info;
+	char spent[32], bound[32];
+
+	if (!y->present)
+		return;
+	printf("  symbols   native frames named when recorded: %" PRIu64 " of %" PRIu64
+	       " (%s, in %s of %s), %s%s",
+	       y->named, y->frames, y->how[0] ? cli_text(y->how) : "?",
+	       cli_fmt_ns(spent, sizeof(spent), y->spent_ns),
+	       cli_fmt_ns(bound, sizeof(bound), y->bound_ns), symbols_state(y->state),
+	       y->state == TALLY_SYMBOLS_CUT	   ? ": the time ran out"
+	       : y->state == TALLY_SYMBOLS_STOPPED ? ": tally record was stopped"
+						   : "");
+	printf("; modules of another build by then %" PRIu64 ", without a file %" PRIu64 "\n",
+	       y->other_build, y->no_file);
+}
+
+static void json_symbols(struct tally_json *j, const struct tally_section *s)
+{
+	const struct tally_symbols_info *y = &s->stacks.symbols_info;
+
+	tally_json_name(j, "symbols");
+	if (!y->present) {
+		tally_json_null(j);
+		return;
+	}
+	tally_json_object_begin(j);
+	tally_json_field_string(j, "state", symbols_state(y->state));
+	tally_json_field_uint(j, "frames", y->frames);
+	tally_json_field_uint(j, "named", y->named);
+	tally_json_field_uint(j, "spent_ns", y->spent_ns);
+	tally_json_field_uint(j, "bound_ns", y->bound_ns);
+	tally_json_field_uint(j, "modules_other_build", y->other_build);
+	tally_json_field_uint(j, "modules_without_file", y->no_file);
+	tally_json_field_string(j, "how", y->how);
+	tally_json_object_end(j);
+}
+
 /* CUPTI's drops by the queue it counted them in, and each context tied to its device. */
 static void print_drops(const struct tally_section *s)
 {
@@ -460,6 +511,7 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 			print_session(f, s);
 			print_ledger(s);
 			print_sampling(s);
+			print_symbols(s);
 			print_drops(s);
 			print_gpu_metrics(s);
 			print_verdict(s, &v);
@@ -686,6 +738,7 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	json_ledger(j, s);
 	json_drops(j, s);
 	json_sampling(j, s);
+	json_symbols(j, s);
 	json_gpu_metrics(j, s);
 	json_verdict(j, s, v);
 	tally_json_name(j, "notes");

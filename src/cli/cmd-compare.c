@@ -92,6 +92,7 @@ static const struct cli_option compare_options[] = {
     CLI_CALLBACK(0, "alpha", "P", set_alpha, "significance level of the KS test (default 0.01)"),
     CLI_CALLBACK(0, "min-effect", "PCT", set_min_effect,
 		 "smallest p50/p90 shift that counts as different (default 5)"),
+    CLI_SYMFS_OPTION,
     CLI_UINT(S, 0, "max-edits", "N", o.max_edits, 1, COMPARE_MAX_EDITS_CAP,
 	     "compute the edit distance up to N (default 1000, at most 100000:\n"
 	     "the time grows as N squared)"),
@@ -151,6 +152,7 @@ static int run(char **argv, const struct compare_cli *c)
 	}
 	rc = write_out(r, c);
 	cli_warn_demangle_refused();
+	cli_warn_symbolizer_missing();
 	if (rc == 0)
 		rc = exit_for(r->verdict);
 	compare_free(r);

@@ -33,13 +33,33 @@ static const struct cli_option doctor_options[] = {
 };
 #undef S
 
+/* The checks that can FAIL: only a FAIL blocks recording (docs/doctor.md, "Which checks block"). */
+static void list_blocking(FILE *out)
+{
+	const char *id;
+	size_t i, col = 2;
+
+	fputs("\nchecks that can FAIL (only a FAIL blocks recording):\n ", out);
+	for (i = 0; (id = tally_doctor_blocking_check(i)); i++) {
+		if (col + strlen(id) + 2 > 78) {
+			fputs("\n ", out);
+			col = 2;
+		}
+		fprintf(out, " %s", id);
+		col += strlen(id) + 1;
+	}
+	fputc('\n', out);
+}
+
 static const struct cli_command doctor_command = {
     .usage = "tally doctor [-o OUTPUT_PATTERN] [--json] [--root DIR]",
     .about = "Check everything recording needs here - the card, the tool, CPU sampling and GPU\n"
 	     "counters (which cuda/nvtx tracing does not need), forked children, where the\n"
 	     "file lands, and where we are (container, Kubernetes, Slurm, serverless). Changes\n"
-	     "nothing. Exit 0: recording can proceed; 1: a FAIL blocks it; 2: usage.",
+	     "nothing. Exit 0: recording can proceed; 1: a FAIL blocks it; 2: usage;\n"
+	     "4: the checks could not run.",
     .options = doctor_options,
+    .more_help = list_blocking,
     .flags = CLI_STOP_AT_OPERAND,
 };
 

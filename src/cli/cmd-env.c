@@ -16,11 +16,16 @@ static const char *const env_formats[] = {"sh", "docker", "k8s", "json", NULL};
 struct env_opts {
 	struct collect_opts c;
 	enum env_format fmt;
+	const char *prefix; /* where tally is installed where the program runs */
 };
 
 static const struct cli_option env_options[] = {
     CLI_CHOICE(struct env_opts, 0, "format", "sh|docker|k8s|json", fmt, env_formats,
 	       "shell exports (default), Dockerfile ENV lines, a Kubernetes env: list, or JSON"),
+    CLI_STRING(struct env_opts, 0, "prefix", "DIR", prefix,
+	       "tally's install directory where the program runs (a container's\n"
+	       "/opt/tally): the collector is DIR/lib/tally/libtally.so there, whatever\n"
+	       "this machine has; --output must then be that side's absolute path too"),
     CLI_GROUP(struct env_opts, c, collect_options, "recording options"),
     CLI_END,
 };
@@ -131,6 +136,33 @@ static void print_vars(enum env_format f, const struct env_var *v, size_t n)
 	}
 }
 
+/*
+ * --prefix: the paths of the other side (a container, another node), which this machine cannot
+ * check: the collector under DIR, and an output that is absolute there (a relative one would be
+ * made absolute against this machine's directory).
+ */
+static int use_prefix(struct env_opts *o)
+{
+	size_t n = strlen(o->prefix);
+
+	if (o->prefix[0] != '/')
+		return cli_error(TALLY_EXIT_USAGE,
+				 "--prefix %s: give the absolute path tally has where the program "
+				 "runs (e.g. /opt/tally)",
+				 cli_text(o->prefix));
+	if (o->c.output[0] != '/')
+		return cli_error(TALLY_EXIT_USAGE,
+				 "--prefix: give --output as the absolute path where the program "
+				 "runs, on a mounted volume (e.g. -o /traces/); '%s' would be made "
+				 "absolute against this machine's directory",
+				 cli_text(o->c.output));
+	if ((size_t)snprintf(o->c.collector, sizeof(o->c.collector), "%.*s/lib/tally/libtally.so",
+			     (int)(n > 1 && o->prefix[n - 1] == '/' ? n - 1 : n),
+			     o->prefix) >= sizeof(o->c.collector))
+		return cli_error(TALLY_EXIT_USAGE, "--prefix: path too long");
+	return 0;
+}
+
 int cmd_env(int argc, char **argv)
 {
 	struct env_opts o = {.fmt = FMT_SH};
@@ -146,6 +178,8 @@ int cmd_env(int argc, char **argv)
 				 "unexpected argument '%s' (tally env takes "
 				 "options only)",
 				 argv[first]);
+	if (o.prefix && (rc = use_prefix(&o)) != 0)
+		return rc;
 	if ((rc = collect_opts_finish(&o.c)) != 0)
 		return rc;
 	n = collect_env(&o.c, vars, 32);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tally export FILE|DIR... --format chrome|perfetto|sqlite|csv -o OUT: the traces in formats other
- * tools read (docs/export.md, docs/sqlite.md).  Loss travels with the data: DATA LOST slices in
+ * tally export FILE|DIR... [--format chrome|perfetto|sqlite|csv|kineto] -o OUT: the traces in
+ * formats other tools read (docs/export.md, docs/sqlite.md); the format from OUT's extension when
+ * --format is not given.  Loss travels with the data: DATA LOST slices in
  * Chrome JSON and Perfetto's format, TALLY_* tables in SQLite, verdict.csv and loss_windows.csv
  * in CSV.
  * Exit 0: written (a warning says so when a trace is INCOMPLETE; --strict makes that exit 1);
@@ -29,7 +30,8 @@ static int set_format(void *opts, const char *arg, char *err, size_t len)
 
 	x->e = export_find(arg);
 	if (!x->e) {
-		snprintf(err, len, "'%s' is not a format: chrome, perfetto, sqlite or csv%s",
+		snprintf(err, len,
+			 "'%s' is not a format: chrome, perfetto, sqlite, csv or kineto%s",
 			 cli_text(arg),
 			 strcmp(arg, "perfetto") == 0 ? " (this tally was built without protobuf-c)"
 						      : "");
@@ -51,9 +53,12 @@ static void list_formats(FILE *out)
 static const struct cli_option export_options[] = {
     CLI_CALLBACK('f', "format", "FMT", set_format,
 		 "chrome (JSON: Perfetto UI, chrome://tracing), perfetto (Perfetto's\n"
-		 "protobuf: traces too big for JSON), sqlite or csv"),
+		 "protobuf: traces too big for JSON), sqlite, csv or kineto (a directory\n"
+		 "of Kineto JSON, a file per rank, for HTA); default: from -o's\n"
+		 "extension (.json chrome, .pftrace perfetto, .sqlite or .db sqlite)"),
     CLI_STRING(S, 'o', "output", "OUT", o.output,
-	       "file (chrome, perfetto: '-' is standard output; sqlite) or directory (csv)"),
+	       "file (chrome, perfetto: '-' is standard output; sqlite) or directory\n"
+	       "(csv, kineto)"),
     CLI_BOOL(S, 0, "force", o.force, "replace an existing output"),
     CLI_BOOL(S, 0, "strict", strict,
 	     "exit 1 when a trace is INCOMPLETE (the output is still written)"),
@@ -63,6 +68,7 @@ static const struct cli_option export_options[] = {
     CLI_BOOL(S, 0, "index", o.index,
 	     "sqlite: also make the indexes of docs/sqlite.md (joins by correlation\n"
 	     "id, lookups by name and thread); the export takes about 2.5 times as long"),
+    CLI_SYMFS_OPTION,
     CLI_DURATION(S, 0, "metric-step", "DURATION", o.metric_step_ns, 0, UINT64_MAX,
 		 "chrome: GPU metrics as one point per DURATION, the mean of its\n"
 		 "samples (default: every sample; 10 kHz is about 1 MB/s per metric)"),
@@ -71,7 +77,8 @@ static const struct cli_option export_options[] = {
 #undef S
 
 static const struct cli_command export_command = {
-    .usage = "tally export -f chrome|perfetto|sqlite|csv -o OUT [--force] [--strict] FILE|DIR...",
+    .usage = "tally export [-f chrome|perfetto|sqlite|csv|kineto] -o OUT [--force] [--strict]\n"
+	     "       FILE|DIR...",
     .about = "Write traces in formats other tools read. Several files (or a directory of\n"
 	     "*.tally) go onto one timeline, aligned through their clock pairs. Loss is\n"
 	     "written too: DATA LOST slices, TALLY_* tables, verdict.csv.\n"
@@ -88,11 +95,15 @@ static int parse(int argc, char **argv, struct export_cli *x, int *first)
 
 	if (rc)
 		return rc;
-	if (!x->e)
-		return cli_error(TALLY_EXIT_USAGE,
-				 "no format given: --format chrome|perfetto|sqlite|csv");
 	if (!x->o.output)
 		return cli_error(TALLY_EXIT_USAGE, "no output given: -o OUT");
+	if (!x->e)
+		x->e = export_for_output(x->o.output);
+	if (!x->e)
+		return cli_error(TALLY_EXIT_USAGE,
+				 "no format given, and '%s' does not name one (.json, .pftrace, "
+				 ".sqlite, .db): --format chrome|perfetto|sqlite|csv|kineto",
+				 cli_text(x->o.output));
 	if (x->o.index && strcmp(x->e->name, "sqlite") != 0)
 		return cli_error(TALLY_EXIT_USAGE,
 				 "--index makes SQLite's indexes: it needs --format sqlite");
@@ -161,7 +172,9 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 
 		fprintf(stderr, "%s: %" PRIu64 " records -> %" PRIu64 " %s in %s (%.2f s): %s\n",
 			tally_progname, st.records, st.events,
-			x->e == &export_chrome || x->e == &export_perfetto ? "events" : "rows",
+			x->e == &export_chrome || x->e == &export_perfetto || x->e == &export_kineto
+			    ? "events"
+			    : "rows",
 			x->o.output, s, set.complete ? "COMPLETE" : "INCOMPLETE");
 	}
 	if (x->e == &export_chrome)

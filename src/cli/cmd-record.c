@@ -23,6 +23,7 @@
 #include "pattern.h"
 #include "reader.h"
 #include "record-run.h"
+#include "symbolize.h"
 #include "verdict.h"
 #include "writer.h"
 
@@ -33,6 +34,7 @@ struct record_opts {
 };
 
 static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t told_to_stop; /* a signal that ends programs came to tally */
 
 /* --json or --json=FILE ("-" or nothing: standard error) */
 static int set_json(void *opts, const char *arg, char *err, size_t len)
@@ -79,6 +81,8 @@ static void forward(int sig, siginfo_t *info, void *uc)
 	int saved = errno; /* the interrupted waitpid looks at it */
 
 	(void)uc;
+	if (sig != SIGCONT && sig != SIGUSR1 && sig != SIGUSR2)
+		told_to_stop = 1;
 	if (child_pid > 0 && (info->si_code == SI_USER || info->si_code == SI_QUEUE) &&
 	    info->si_pid != child_pid)
 		(void)sigqueue(child_pid, sig, tally_forward_value(info->si_pid));
@@ -560,6 +564,62 @@ void record_run_fini(struct record_run *run)
 	memset(run, 0, sizeof(*run));
 }
 
+/* ---- after the run: the native frames named on this machine ------------------------------ */
+
+#define SYMBOLS_TIMEOUT_S 10
+
+/* TALLY_SYMBOLS_TIMEOUT: seconds for naming every trace's native frames (0: none named). */
+static uint64_t symbols_bound_ns(void)
+{
+	const char *v = getenv("TALLY_SYMBOLS_TIMEOUT");
+	char *end = NULL;
+	double s = v && *v ? strtod(v, &end) : SYMBOLS_TIMEOUT_S;
+
+	if (v && *v && (*end || !(s >= 0 && s <= 3600))) {
+		cli_warn("TALLY_SYMBOLS_TIMEOUT=%s is not a number of seconds from 0 to 3600: %d s",
+			 cli_text(v), SYMBOLS_TIMEOUT_S);
+		s = SYMBOLS_TIMEOUT_S;
+	}
+	return (uint64_t)(s * 1e9);
+}
+
+/* A trace is appended to only when its process is gone: it closed it, or it no longer exists. */
+static bool process_gone(const struct record_written *w)
+{
+	return w->ended || (kill((pid_t)w->pid, 0) < 0 && errno == ESRCH);
+}
+
+/* Each trace's native frames named from the very files the program ran, into the trace, before a
+ * machine with other builds reads it (docs/record.md, "Native frames' names"). */
+static void name_native_frames(const struct collect_opts *c, const struct record_run *run)
+{
+	uint64_t bound = symbols_bound_ns(), deadline = cli_now_ns() + bound;
+	struct report_symbolized res;
+	char err[PATH_MAX + 128];
+	size_t i;
+
+	if (!collect_opts_native(c) || !bound)
+		return;
+	for (i = 0; i < run->nfiles; i++) {
+		const char *path = run->files[i].path;
+		bool gone = process_gone(&run->files[i]);
+
+		if (!gone)
+			snprintf(err, sizeof(err), "%s: its process is still running", path);
+		if (!gone ||
+		    report_symbolize_trace(path, deadline, bound, &told_to_stop, &res, err,
+					   sizeof(err)) < 0 ||
+		    (res.skipped && !res.no_frames))
+			cli_warn("native frames not named: %s", cli_text(err));
+		else if (!res.skipped && res.state != TALLY_SYMBOLS_COMPLETE)
+			cli_warn(
+			    "%s: %" PRIu64 " of %" PRIu64 " native frames named before %s; the "
+			    "trace says so (TALLY_SYMBOLS_TIMEOUT gives more time)",
+			    cli_text(path), res.named, res.frames,
+			    res.state == TALLY_SYMBOLS_CUT ? "the time ran out" : "a signal came");
+	}
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
@@ -576,6 +636,7 @@ int cmd_record(int argc, char **argv)
 		return rc;
 	rc = record_run_program(&o.c, argv + first, 0, &run);
 	if (rc == 0) {
+		name_native_frames(&o.c, &run);
 		summarize(&o, &run);
 		rc = run.status;
 	}

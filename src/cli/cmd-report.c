@@ -37,6 +37,7 @@ static const struct cli_option report_options[] = {
 	       "ProfilerStep)"),
     CLI_BOOL(S, 0, "mixed-jobs", o.mixed_jobs,
 	     "draw traces of different jobs on one page (refused without it: exit 2)"),
+    CLI_SYMFS_OPTION,
     CLI_BOOL(S, 'q', "quiet", quiet, "no summary line on standard error"),
     CLI_END,
 };
@@ -97,6 +98,7 @@ int cmd_report(int argc, char **argv)
 	if (rc)
 		return rc;
 	cli_warn_demangle_refused();
+	cli_warn_symbolizer_missing();
 	if (!res.complete)
 		cli_warn(
 		    "INCOMPLETE: data was lost in the input (the page's banner says what, when "

@@ -110,6 +110,7 @@ static const struct cli_option stats_options[] = {
     CLI_STRING(S, 'o', "output", "FILE", output,
 	       "write to FILE instead of standard output (never over an input)"),
     CLI_BOOL(S, 0, "force", force, "replace FILE if it exists (only ever a regular file)"),
+    CLI_SYMFS_OPTION,
     CLI_BOOL(S, 0, "partial", partial,
 	     "write -o FILE as a summary (.tsum) that stats, compare and report\n"
 	     "combine with others: counts, sums, extremes, quantile sketches, verdicts\n"

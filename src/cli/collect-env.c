@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -61,6 +62,11 @@ static int set_capture_range(void *opts, const char *arg, char *err, size_t len)
 /* --sample: what TALLY_SAMPLE takes (docs/collector.md, "Host sampling"). */
 static const char *const sample_names[] = {"none",	    "python",	     "native",
 					   "python,native", "native,python", NULL};
+bool collect_opts_native(const struct collect_opts *o)
+{
+	return o->native_stacks || (o->sample > 0 && strstr(sample_names[o->sample], "native"));
+}
+
 /* --gpu-metrics[=DEVICES]: all, or CUDA ordinals */
 static int set_gpu_metrics(void *opts, const char *arg, char *err, size_t len)
 {
@@ -134,10 +140,26 @@ const struct cli_option collect_options[] = {
 };
 #undef C
 
+#define DEFAULT_OUTPUT "tally-%p.tally"
+
 void collect_opts_init(struct collect_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->output = "tally-%p.tally";
+	o->output = DEFAULT_OUTPUT;
+}
+
+/* -o DIR/ or -o DIR (a directory that is there): the default name in it. */
+static void output_in_directory(struct collect_opts *o)
+{
+	size_t n = strlen(o->output);
+	struct stat st;
+
+	if (!n || (o->output[n - 1] != '/' &&
+		   (strchr(o->output, '%') || stat(o->output, &st) < 0 || !S_ISDIR(st.st_mode))))
+		return;
+	snprintf(o->output_buf, sizeof(o->output_buf), "%s%s%s", o->output,
+		 o->output[n - 1] == '/' ? "" : "/", DEFAULT_OUTPUT);
+	o->output = o->output_buf;
 }
 
 /*
@@ -169,6 +191,7 @@ static int absolute_output(struct collect_opts *o)
 	char cwd[PATH_MAX], test[PATH_MAX], err[256];
 	int rc;
 
+	output_in_directory(o);
 	if (tally_pattern_expand(o->output, &vars, test, sizeof(test), err, sizeof(err)) < 0)
 		return cli_usage_error("--output: %s", err);
 	if ((rc = check_name_lengths(test)) != 0)
@@ -196,7 +219,7 @@ int collect_opts_finish(struct collect_opts *o)
 
 	if ((rc = absolute_output(o)) != 0)
 		return rc;
-	if (cli_find_collector(o->collector, sizeof(o->collector)) < 0)
+	if (!o->collector[0] && cli_find_collector(o->collector, sizeof(o->collector)) < 0)
 		return cli_error(TALLY_EXIT_ERROR,
 				 "libtally.so not found (looked at %s): reinstall tally, or set "
 				 "TALLY_COLLECTOR",

@@ -14,7 +14,8 @@
 #include "cli.h"
 
 struct collect_opts {
-	const char *output; /* pattern as given */
+	const char *output; /* pattern as given (-o DIR/: DIR/tally-%p.tally, in output_buf) */
+	char output_buf[PATH_MAX];
 	char output_abs[PATH_MAX];
 	const char *trace, *capture_range, *devices, *ranks, *stack_depth;
 	uint64_t delay_ns, duration_ns;		      /* 0: from the start, to the end */
@@ -25,7 +26,7 @@ struct collect_opts {
 	uint64_t osrt_threshold_ns;		   /* 0: the collector's default */
 	const char *gpu_metrics, *gpu_metrics_set; /* devices ("all", "0,2"), metric list */
 	unsigned gpu_metrics_hz;		   /* 0: the collector's default */
-	char collector[PATH_MAX];
+	char collector[PATH_MAX]; /* set before collect_opts_finish: that path, not looked for */
 };
 
 /*
@@ -38,6 +39,8 @@ void collect_opts_init(struct collect_opts *o);
 /* Make the output pattern absolute (checking the names it makes), find libtally.so.  0 or an
  * exit code. */
 int collect_opts_finish(struct collect_opts *o);
+/* Whether the recording takes native frames (--native-stacks, --sample with native). */
+bool collect_opts_native(const struct collect_opts *o);
 
 struct env_var {
 	const char *name;

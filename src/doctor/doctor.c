@@ -46,6 +46,7 @@ static const struct doctor_check checks[] = {
     {"tool.cupti", "tool", true, true, check_tool_cupti},
     {"tool.versions", "tool", true, true, check_tool_versions},
     {"tool.subscriber", "tool", true, false, check_tool_subscriber},
+    {"tool.injection", "tool", true, true, check_tool_injection},
     {"perf.paranoid", "perf", false, false, check_perf_paranoid},
     {"perf.caps", "perf", false, false, check_perf_caps},
     {"perf.seccomp", "perf", false, false, check_perf_seccomp},
@@ -82,6 +83,16 @@ bool tally_doctor_check_blocks(const char *id)
 		if (strcmp(checks[i].id, id) == 0)
 			return checks[i].blocks;
 	return false;
+}
+
+const char *tally_doctor_blocking_check(size_t i)
+{
+	size_t k;
+
+	for (k = 0; k < NCHECKS; k++)
+		if (checks[k].blocks && i-- == 0)
+			return checks[k].id;
+	return NULL;
 }
 
 static void run_one(struct doctor_ctx *ctx, const struct doctor_check *c,

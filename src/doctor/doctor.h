@@ -121,5 +121,7 @@ const struct tally_doctor_gate *tally_doctor_gates(size_t *count);
 
 /* Can the check with this id ever FAIL?  (docs/doctor.md lists them.) */
 bool tally_doctor_check_blocks(const char *id);
+/* The id of the i-th check that can FAIL, in report order; NULL past the last. */
+const char *tally_doctor_blocking_check(size_t i);
 
 #endif

@@ -209,9 +209,11 @@ static void probe_cupti(struct doctor_gpu *g, const char *cuda_home, const char 
 	}
 	if (try_cupti(g, soname, true) || try_cupti(g, "libcupti.so", true))
 		return;
+	/* the collector looks in $CUDA_HOME/lib64 and /usr/local/cuda's itself; not in
+	 * $CUDA_HOME/extras/CUPTI/lib64 */
 	if (cuda_home) {
 		snprintf(path, sizeof(path), "%s/lib64/%s", cuda_home, soname);
-		if (try_cupti(g, path, false))
+		if (try_cupti(g, path, true))
 			return;
 		snprintf(path, sizeof(path), "%s/extras/CUPTI/lib64/%s", cuda_home, soname);
 		if (try_cupti(g, path, false))
@@ -219,7 +221,7 @@ static void probe_cupti(struct doctor_gpu *g, const char *cuda_home, const char 
 	}
 	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", dirs[i], soname);
-		if (try_cupti(g, path, false))
+		if (try_cupti(g, path, true))
 			return;
 	}
 }

@@ -157,7 +157,8 @@ typedef void doctor_check_fn(struct doctor_ctx *ctx, struct tally_doctor_finding
 doctor_check_fn check_where_container, check_where_kubernetes, check_where_slurm,
     check_where_serverless;
 doctor_check_fn check_card_driver, check_card_devices, check_card_visible;
-doctor_check_fn check_tool_collector, check_tool_cupti, check_tool_versions, check_tool_subscriber;
+doctor_check_fn check_tool_collector, check_tool_cupti, check_tool_versions, check_tool_subscriber,
+    check_tool_injection;
 doctor_check_fn check_perf_paranoid, check_perf_caps, check_perf_seccomp;
 doctor_check_fn check_counters_permission;
 doctor_check_fn check_children_follow, check_children_names;

@@ -283,8 +283,13 @@ void check_output_tmpdir(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 			    m.point);
 	} else if (mounted && strcmp(m.fstype, "tmpfs") == 0 && fs.total_bytes < TMP_SMALL) {
 		finding_set(f, TALLY_DOCTOR_WARN, "%s is a %s tmpfs", what, size);
-	} else {
-		finding_set(f, TALLY_DOCTOR_OK, "%s: %s, %s free", what, mounted ? m.fstype : "?",
+	} else if (mounted) {
+		finding_set(f, TALLY_DOCTOR_OK, "%s: %s, %s free", what, m.fstype,
 			    doctor_fmt_bytes(fs.free_bytes, size, sizeof(size)));
+	} else { /* a chroot: its directories are not mount points of its own */
+		finding_set(f, TALLY_DOCTOR_OK,
+			    "%s: %s free (no mount of /proc/self/mountinfo holds it, as in a "
+			    "chroot: its file-system type is not known)",
+			    what, doctor_fmt_bytes(fs.free_bytes, size, sizeof(size)));
 	}
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The tool on board: libtally.so (the collector) and the libcupti it is linked against are here,
+ * The tool on board: libtally.so (the collector) and the libcupti it loads at run time are here,
  * CUPTI and the driver are versions that work together, and no other CUPTI client (nsys, ncu,
  * Kineto) is already set to attach to the program.
  */
@@ -82,8 +82,10 @@ void check_tool_cupti(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 		       "$CUDA_HOME, /usr/local/cuda/lib64, /usr/local/cuda/extras/CUPTI/lib64",
 		       TALLY_CUPTI_MAJOR);
 	finding_why(f,
-		    "libtally.so is linked against libcupti.so.%d: without it the collector "
-		    "does not load and nothing is recorded",
+		    "libtally.so is not linked against CUPTI: it loads libcupti.so.%d when the "
+		    "program starts CUDA, looking for it itself ($TALLY_CUPTI_PATH, a copy the "
+		    "program loaded, beside libtally.so, the loader's search, $CUDA_HOME/lib64, "
+		    "/usr/local/cuda/lib64 and extras/CUPTI/lib64); without it nothing is recorded",
 		    TALLY_CUPTI_MAJOR);
 	if (!g->probed) {
 		finding_set(f, TALLY_DOCTOR_SKIP, "not probed (asked not to load libraries)");
@@ -94,7 +96,8 @@ void check_tool_cupti(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 			    "CUPTI not found: %s", g->cupti_error);
 		finding_fix(f,
 			    "CUPTI comes with the CUDA %d toolkit (lib64/libcupti.so.%d): install "
-			    "it in the image and add its directory to LD_LIBRARY_PATH",
+			    "it in /usr/local/cuda (the collector looks there), or point "
+			    "TALLY_CUPTI_PATH at the file",
 			    TALLY_CUPTI_MAJOR, TALLY_CUPTI_MAJOR);
 		return;
 	}
@@ -107,9 +110,10 @@ void check_tool_cupti(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 		if (slash)
 			*slash = '\0';
 		finding_set(f, TALLY_DOCTOR_WARN,
-			    "CUPTI %s found only at %s, not by the loader's search", ver,
+			    "CUPTI %s found only at %s, where the collector does not look", ver,
 			    g->cupti_path);
-		finding_fix(f, "export LD_LIBRARY_PATH=%s:$LD_LIBRARY_PATH", dir);
+		finding_fix(f, "export TALLY_CUPTI_PATH=%s (or LD_LIBRARY_PATH=%s)", g->cupti_path,
+			    dir);
 		return;
 	}
 	finding_set(f, TALLY_DOCTOR_OK, "CUPTI %s (API %u) at %s%s; %s", ver, g->cupti_version,
@@ -246,7 +250,8 @@ void check_tool_subscriber(struct doctor_ctx *ctx, struct tally_doctor_finding *
 		return;
 	}
 	finding_set(f, TALLY_DOCTOR_OK, "%s",
-		    inj ? "CUDA_INJECTION64_PATH is tally's collector (tally env)"
+		    inj ? "CUDA_INJECTION64_PATH names tally's collector (tool.injection opens "
+			  "it)"
 			: "no other CUPTI client set to attach (torch.profiler inside the program "
 			  "cannot be seen from here)");
 }

@@ -29,6 +29,7 @@
 
 #include "chrome-host.h"
 #include "depth.h"
+#include "esc.h"
 #include "export.h"
 #include "gaps.h"
 #include "hashmap.h"
@@ -52,19 +53,6 @@
 #define MAX_LANES     8u
 #define QUEUE_BUCKETS 4096u /* the queue-depth curve of each stream: this many steps at most */
 
-/* Escaped strings of one section, by string id: as they are, and kernel names demangled.  A name
- * longer than EVENT_NAME_MAX bytes is written whole on its first event and cut there on the
- * others (cut): a long name repeated over rows must not make the export thousands of times its
- * trace. */
-#define EVENT_NAME_MAX 1024u
-
-struct esc {
-	char *s;
-	uint32_t len;
-	bool written; /* the whole name went out once */
-	struct esc *cut;
-};
-
 struct u64set {
 	uint64_t *v; /* 0 marks an empty slot; keys are never 0 (tagged) */
 	size_t cap, n;
@@ -72,9 +60,8 @@ struct u64set {
 
 struct csec {
 	uint32_t host_pid;
-	struct esc *raw, *kern;
-	uint32_t nraw, nkern;
-	struct u64set tracks; /* tagged: device track, host thread, sync stream */
+	struct esc_names names; /* escaped once per string id */
+	struct u64set tracks;	/* tagged: device track, host thread, sync stream */
 	bool counters_named;
 	struct stream_lanes *lanes; /* per GPU stream track: where each lane's last slice ends */
 	size_t nlanes, lanes_cap, last_lanes;
@@ -176,73 +163,11 @@ static struct csec *csec(struct chrome *c, const struct report_section *rs)
 	return rs->index < c->nsecs ? &c->secs[rs->index] : NULL;
 }
 
-static void esc_fini(struct esc *e)
-{
-	if (e->cut)
-		free(e->cut->s);
-	free(e->cut);
-	free(e->s);
-}
-
-/* text cut to EVENT_NAME_MAX bytes, escaped. */
-static struct esc *cut_name(const char *text)
-{
-	struct esc *e = calloc(1, sizeof(*e));
-	char *cut = report_text_cut(text, EVENT_NAME_MAX);
-	size_t len;
-
-	if (e && cut && (e->s = obuf_json_escaped(cut, &len)))
-		e->len = (uint32_t)len;
-	free(cut);
-	if (e && !e->s) {
-		free(e);
-		e = NULL;
-	}
-	return e;
-}
-
 /* The escaped form of string id (cached); kernel names demangled first. */
 static const struct esc *escaped(struct report_section *rs, struct csec *cs, uint32_t id,
 				 bool kernel)
 {
-	static const struct esc none = {.s = "", .len = 0};
-	struct esc **tab = kernel ? &cs->kern : &cs->raw;
-	uint32_t *n = kernel ? &cs->nkern : &cs->nraw;
-	const char *text;
-	size_t len;
-
-	if (id >= rs->s->nstrings && id) { /* never defined: no per-id slot for a wild id */
-		static const struct esc lost = {.s = "[string lost]", .len = 13};
-
-		return &lost;
-	}
-	if (id >= *n) {
-		uint32_t cap = *n ? *n : 64;
-		struct esc *t;
-
-		while (cap <= id)
-			cap *= 2;
-		t = realloc(*tab, cap * sizeof(*t));
-		if (!t)
-			return &none;
-		memset(t + *n, 0, (cap - *n) * sizeof(*t));
-		*tab = t;
-		*n = cap;
-	}
-	if (!(*tab)[id].s) {
-		text = kernel ? report_kernel_name(rs, id, REPORT_NAME_DEMANGLED)
-			      : report_string(rs, id);
-		(*tab)[id].s = obuf_json_escaped(text, &len);
-		if (!(*tab)[id].s)
-			return &none;
-		(*tab)[id].len = (uint32_t)len;
-		if (strlen(text) > EVENT_NAME_MAX && !((*tab)[id].cut = cut_name(text)))
-			return &none;
-	}
-	if ((*tab)[id].cut && (*tab)[id].written)
-		return (*tab)[id].cut;
-	(*tab)[id].written = true;
-	return &(*tab)[id];
+	return esc_name(&cs->names, rs, id, kernel);
 }
 
 /* Start an event: separator, then the opening brace. */
@@ -1337,10 +1262,7 @@ static void chrome_destroy(void *state, bool failed)
 	if (!c->to_stdout)
 		outfile_abort(&c->out);
 	for (i = 0; i < c->nsecs; i++) {
-		for (k = 0; k < c->secs[i].nraw; k++)
-			esc_fini(&c->secs[i].raw[k]);
-		for (k = 0; k < c->secs[i].nkern; k++)
-			esc_fini(&c->secs[i].kern[k]);
+		esc_names_free(&c->secs[i].names);
 		for (k = 0; k < c->secs[i].nmetrics; k++) {
 			free(c->secs[i].metric_name[k].s);
 			free(c->secs[i].metric_unit[k].s);
@@ -1348,10 +1270,8 @@ static void chrome_destroy(void *state, bool failed)
 		free(c->secs[i].metric_name);
 		free(c->secs[i].metric_unit);
 		free(c->secs[i].steps);
-		free(c->secs[i].raw);
 		free(c->secs[i].lanes);
 		tally_map_fini(&c->secs[i].lanes_map);
-		free(c->secs[i].kern);
 		free(c->secs[i].tracks.v);
 	}
 	free(c->secs);

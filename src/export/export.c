@@ -14,7 +14,8 @@ const struct exporter *const export_formats[] = {&export_chrome,
 #ifdef TALLY_HAVE_PROTOBUF_C
 						 &export_perfetto,
 #endif
-						 &export_sqlite, &export_csv, NULL};
+						 &export_sqlite,   &export_csv,
+						 &export_kineto,   NULL};
 
 const struct exporter *export_find(const char *name)
 {
@@ -23,6 +24,27 @@ const struct exporter *export_find(const char *name)
 	for (i = 0; export_formats[i]; i++)
 		if (strcmp(export_formats[i]->name, name) == 0)
 			return export_formats[i];
+	return NULL;
+}
+
+/* The format an output's name asks for, when --format is not given: files only (a directory
+ * could be csv or kineto, and standard output anything). */
+static const struct {
+	const char *ext, *format;
+} by_extension[] = {
+    {".json", "chrome"},   {".pftrace", "perfetto"}, {".perfetto-trace", "perfetto"},
+    {".sqlite", "sqlite"}, {".sqlite3", "sqlite"},   {".db", "sqlite"},
+};
+
+const struct exporter *export_for_output(const char *path)
+{
+	size_t i, n = strlen(path), e;
+
+	for (i = 0; i < sizeof(by_extension) / sizeof(by_extension[0]); i++) {
+		e = strlen(by_extension[i].ext);
+		if (n > e && strcmp(path + n - e, by_extension[i].ext) == 0)
+			return export_find(by_extension[i].format);
+	}
 	return NULL;
 }
 

@@ -3,7 +3,7 @@
  * tally export: a table of output formats (export.c), each an exporter over one scan of the trace
  * set: Chrome trace JSON for Perfetto (chrome.c), Perfetto's own protobuf format (perfetto.c,
  * when built with protobuf-c), SQLite with nsys's table names (sqlite.c, its schema in
- * sqlite-schema.c) and CSV (csv.c).
+ * sqlite-schema.c), CSV (csv.c) and Kineto's JSON, a file per rank, for HTA (kineto.c).
  */
 #ifndef TALLY_EXPORT_EXPORT_H
 #define TALLY_EXPORT_EXPORT_H
@@ -47,8 +47,12 @@ struct exporter {
 	void (*destroy)(void *state, bool failed);
 };
 
-extern const struct exporter export_chrome, export_perfetto, export_sqlite, export_csv;
+extern const struct exporter export_chrome, export_perfetto, export_sqlite, export_csv,
+    export_kineto;
 const struct exporter *export_find(const char *name);
+/* The exporter an output's file name asks for (.json chrome, .pftrace perfetto, .sqlite/.db
+ * sqlite), NULL when the name says none or that format is not built in. */
+const struct exporter *export_for_output(const char *path);
 extern const struct exporter *const export_formats[];
 
 /*

@@ -42,6 +42,9 @@ struct read_state {
 	uint64_t next_progress;
 	/* payload bytes that may still define string, frame and stack ids, for every section */
 	uint64_t id_budget;
+	/* the SYMBOLS chunk that ends the file, read ahead: given to its section at its SESSION */
+	uint8_t *ahead;
+	size_t ahead_len;
 };
 
 const char *tally_damage_kind_name(enum tally_damage_kind k)
@@ -793,6 +796,24 @@ static int handle_records(struct read_state *st, struct tally_section *s,
 	return 0;
 }
 
+/* The SYMBOLS chunk read ahead names the section of its session id (a damaged one, found again
+ * in its place, is reported there). */
+static void symbols_ahead(struct read_state *st, struct tally_section *s)
+{
+	const struct tally_symbols_info *info = &s->stacks.symbols_info;
+
+	if (!st->ahead || !s->has_session_id ||
+	    !tally_symbols_parse(&s->stacks, st->ahead, st->ahead_len))
+		return;
+	if (!info->has_session_id ||
+	    memcmp(info->session_id, s->session_id, sizeof(s->session_id)) != 0) {
+		tally_symbols_clear(&s->stacks);
+		return;
+	}
+	free(st->ahead);
+	st->ahead = NULL;
+}
+
 /* Returns a callback's non-zero value; damage inside a payload is recorded, not returned. */
 static int handle_chunk(struct read_state *st, const struct tally_item *it)
 {
@@ -808,6 +829,7 @@ static int handle_chunk(struct read_state *st, const struct tally_item *it)
 			return -ENOMEM;
 		parse_session(s, payload, c->len);
 		s->chunks++;
+		symbols_ahead(st, s);
 		if (st->ops && st->ops->section)
 			rc = st->ops->section(st->ops->ctx, st->f, s);
 		return rc;
@@ -861,6 +883,9 @@ static int handle_chunk(struct read_state *st, const struct tally_item *it)
 		break;
 	case TALLY_CHUNK_GPU_METRICS:
 		ok = parse_gpu_metrics(s, payload, c->len);
+		break;
+	case TALLY_CHUNK_SYMBOLS:
+		ok = tally_symbols_parse(&s->stacks, payload, c->len);
 		break;
 	default:
 		s->unknown_chunks++;
@@ -1011,11 +1036,39 @@ static void report_progress(struct read_state *st, uint64_t off)
 	}
 }
 
+/*
+ * tally record appends the names of the native frames (a SYMBOLS chunk, docs/format.md §12) when
+ * the program has ended, after the records that use them; readers label frames as the records
+ * come.  So the framer reads that chunk first: its payload ends with its own length, which puts
+ * its header at a known offset from the file's end.  Nothing is emitted unless an intact
+ * SYMBOLS chunk ends the file; it is read again in its place, as every chunk is.
+ */
+static int emit_ahead(struct tally_framer *fr, tally_item_fn emit, void *ctx)
+{
+	struct tally_file *f = fr->f;
+	struct tally_item it = {.type = TALLY_ITEM_CHUNK, .ahead = true, .at = TALLY_PREAMBLE_LEN};
+	const uint8_t *p;
+	uint32_t len;
+	bool truncated;
+	size_t got;
+
+	if (f->size < TALLY_PREAMBLE_LEN + TALLY_CHUNK_HEADER_LEN + 4 ||
+	    !(p = file_bytes(f, f->size - 4, 4, &got)))
+		return 0;
+	len = get_le32(p);
+	if (len < 4 || len > f->size - TALLY_PREAMBLE_LEN - TALLY_CHUNK_HEADER_LEN ||
+	    !chunk_at(f, f->size - TALLY_CHUNK_HEADER_LEN - len, &it.info, &it.payload,
+		      &truncated) ||
+	    it.info.type != TALLY_CHUNK_SYMBOLS || it.info.len != len)
+		return 0;
+	return emit(ctx, &it);
+}
+
 int tally_framer_run(struct tally_framer *fr, tally_item_fn emit, void *ctx)
 {
 	struct tally_file *f = fr->f;
 	uint64_t off = TALLY_PREAMBLE_LEN;
-	int rc = 0;
+	int rc = emit_ahead(fr, emit, ctx);
 
 	while (off < f->size && rc == 0) {
 		struct tally_item it = {.type = TALLY_ITEM_CHUNK, .at = off};
@@ -1106,6 +1159,15 @@ int tally_reading_apply(struct tally_reading *r, const struct tally_item *it)
 		add_damage(st, it->damage, it->off, it->end, it->missing);
 		return 0;
 	}
+	if (it->ahead) { /* kept for its section's SESSION: not counted, not handed on */
+		free(st->ahead);
+		st->ahead_len = 0;
+		if ((st->ahead = malloc(it->info.len ? it->info.len : 1)) != NULL) {
+			memcpy(st->ahead, it->payload, it->info.len);
+			st->ahead_len = it->info.len;
+		}
+		return 0;
+	}
 	f->chunks++;
 	if (ops && ops->chunk)
 		rc = ops->chunk(ops->ctx, &it->info);
@@ -1125,6 +1187,7 @@ void tally_reading_end(struct tally_reading *r)
 		return;
 	if (st->ops && st->ops->progress)
 		st->ops->progress(st->ops->ctx, st->f->size, st->f->size);
+	free(st->ahead);
 	free(st);
 }
 

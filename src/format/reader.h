@@ -244,6 +244,8 @@ struct tally_item {
 	enum tally_item_type type;
 	uint64_t at; /* where in the file the framer was (progress) */
 	/* TALLY_ITEM_CHUNK */
+	bool ahead; /* the SYMBOLS chunk that ends the file, emitted before the others: the
+		       applier keeps it for its section (its names label the records) */
 	struct tally_chunk_info info;
 	const uint8_t *payload;
 	long nrecs; /* RECORDS: decoded records, or -EINVAL (damaged) / -ENOMEM */

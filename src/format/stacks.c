@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* FRAMES, STACKS and MODULES payloads; see stacks.h and docs/format.md §12. */
+/* FRAMES, STACKS, MODULES and SYMBOLS payloads; see stacks.h and docs/format.md §12. */
 #include "stacks.h"
+#include "tally-format.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,13 +46,32 @@ uint32_t tally_stack_put(struct tally_pending_table *t, const uint32_t *frames, 
 	return pending_add(t);
 }
 
+/*
+ * From 1.4 the path's bytes go on past a NUL with what the writer knows of the file, as key/value
+ * entries: a path holds no NUL, so a 1.2 or 1.3 reader, which takes the bytes as a C string,
+ * reads the path and nothing more.
+ */
 void tally_module_put(struct tally_buf *b, uint64_t base, uint64_t lo, uint64_t hi,
-		      const char *path)
+		      const char *path, const struct tally_module_facts *facts)
 {
+	size_t n = strlen(path), id = facts && facts->build_id ? facts->build_id_len : 0, more = 0;
+
+	if (facts) {
+		more = 1 + (id ? 2 + tally_varint_len(id) + id : 0);
+		more += facts->file_size ? 2 + tally_varint_len(facts->file_size) : 0;
+	}
 	tally_buf_put_varint(b, base);
 	tally_buf_put_varint(b, lo);
 	tally_buf_put_varint(b, hi);
-	put_bytes(b, path, strlen(path));
+	tally_buf_put_varint(b, n + more);
+	tally_buf_put(b, path, n);
+	if (!facts)
+		return;
+	tally_buf_put_u8(b, 0);
+	if (id)
+		tally_kv_bytes(b, TALLY_MK_BUILD_ID, facts->build_id, id);
+	if (facts->file_size)
+		tally_kv_uint(b, TALLY_MK_FILE_SIZE, facts->file_size);
 }
 
 bool tally_pending_take(struct tally_pending_table *t, struct tally_buf *payload)
@@ -279,6 +300,24 @@ static bool map_modules(struct tally_stack_tables *t)
 	return ok;
 }
 
+/* What a 1.4 writer put after the path's NUL (an unknown key is skipped, an unknown type ends
+ * the entries, as everywhere in §5). */
+static void module_facts(struct tally_module *m, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	struct tally_kv kv;
+
+	m->described = true;
+	while (tally_kv_next(&c, &kv))
+		if (kv.key == TALLY_MK_BUILD_ID && kv.type == TALLY_KV_BYTES && kv.len >= 2 &&
+		    kv.len <= TALLY_BUILD_ID_MAX) {
+			memcpy(m->build_id, kv.ptr, kv.len);
+			m->build_id_len = (uint8_t)kv.len;
+		} else if (kv.key == TALLY_MK_FILE_SIZE && kv.type == TALLY_KV_UINT) {
+			m->file_size = kv.u;
+		}
+}
+
 bool tally_modules_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len)
 {
 	struct tally_cursor c = {p, p + len, false};
@@ -286,15 +325,22 @@ bool tally_modules_parse(struct tally_stack_tables *t, const uint8_t *p, size_t 
 	while (c.p < c.end && !c.bad) {
 		struct tally_module m;
 		struct tally_module *grown;
+		const uint8_t *bytes, *nul;
+		uint64_t n;
 
+		memset(&m, 0, sizeof(m));
 		m.base = tally_cur_varint(&c);
 		m.lo = tally_cur_varint(&c);
 		m.hi = tally_cur_varint(&c);
-		m.path = take_string(&c);
-		if (c.bad || !m.path) {
-			free(m.path);
+		n = tally_cur_varint(&c);
+		bytes = tally_cur_bytes(&c, n);
+		if (c.bad || !bytes || !(m.path = malloc(n + 1)))
 			return false;
-		}
+		memcpy(m.path, bytes, n);
+		m.path[n] = 0;
+		nul = memchr(bytes, 0, n);
+		if (nul)
+			module_facts(&m, nul + 1, (size_t)(bytes + n - nul - 1));
 		/* the collector describes at most TALLY_MODULES_MAX per section; lookups walk them
 		 */
 		grown = t->nmodules < TALLY_MODULES_MAX
@@ -308,6 +354,148 @@ bool tally_modules_parse(struct tally_stack_tables *t, const uint8_t *p, size_t 
 		t->modules[t->nmodules++] = m;
 	}
 	return map_modules(t) && !c.bad;
+}
+
+/* ---- SYMBOLS ---------------------------------------------------------------------------- */
+
+#define SYMBOL_MIN_BYTES 5 /* id delta, flags, line and two empty names: a varint each */
+
+void tally_symbol_put(struct tally_buf *entries, uint32_t *prev, uint32_t frame, unsigned flags,
+		      uint32_t line, const char *func, const char *file)
+{
+	tally_buf_put_varint(entries, frame - *prev);
+	tally_buf_put_varint(entries, flags);
+	tally_buf_put_varint(entries, line);
+	tally_buf_put_str(entries, func);
+	tally_buf_put_str(entries, file);
+	*prev = frame;
+}
+
+void tally_symbols_payload(struct tally_buf *payload, uint32_t count,
+			   const struct tally_buf *entries, const struct tally_symbols_info *info)
+{
+	size_t start = payload->len;
+	uint8_t len[4];
+	uint32_t n;
+
+	tally_buf_put_varint(payload, count);
+	tally_buf_put(payload, entries->data, entries->len);
+	if (info->has_session_id)
+		tally_kv_bytes(payload, TALLY_YK_SESSION_ID, info->session_id,
+			       sizeof(info->session_id));
+	tally_kv_uint(payload, TALLY_YK_STATE, info->state);
+	tally_kv_uint(payload, TALLY_YK_FRAMES, info->frames);
+	tally_kv_uint(payload, TALLY_YK_NAMED, info->named);
+	tally_kv_uint(payload, TALLY_YK_SPENT_NS, info->spent_ns);
+	tally_kv_uint(payload, TALLY_YK_BOUND_NS, info->bound_ns);
+	tally_kv_uint(payload, TALLY_YK_OTHER_BUILD, info->other_build);
+	tally_kv_uint(payload, TALLY_YK_NO_FILE, info->no_file);
+	if (info->how[0])
+		tally_kv_str(payload, TALLY_YK_HOW, info->how);
+	n = (uint32_t)(payload->len - start + sizeof(len));
+	len[0] = (uint8_t)n;
+	len[1] = (uint8_t)(n >> 8);
+	len[2] = (uint8_t)(n >> 16);
+	len[3] = (uint8_t)(n >> 24);
+	tally_buf_put(payload, len, sizeof(len));
+}
+
+void tally_symbols_encode(struct tally_buf *payload, const struct tally_stack_tables *t)
+{
+	struct tally_buf entries = {0};
+	uint32_t prev = 0;
+	size_t i;
+
+	for (i = 0; i < t->nsymbols; i++)
+		tally_symbol_put(&entries, &prev, t->symbols[i].frame, t->symbols[i].flags,
+				 t->symbols[i].line, t->symbols[i].func, t->symbols[i].file);
+	tally_symbols_payload(payload, (uint32_t)t->nsymbols, &entries, &t->symbols_info);
+	payload->failed |= entries.failed;
+	tally_buf_fini(&entries);
+}
+
+static void symbols_info(struct tally_symbols_info *info, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	struct tally_kv kv;
+
+	memset(info, 0, sizeof(*info));
+	info->present = true;
+	while (tally_kv_next(&c, &kv)) {
+		uint64_t *const at[] = {
+		    [TALLY_YK_FRAMES] = &info->frames,
+		    [TALLY_YK_NAMED] = &info->named,
+		    [TALLY_YK_SPENT_NS] = &info->spent_ns,
+		    [TALLY_YK_BOUND_NS] = &info->bound_ns,
+		    [TALLY_YK_OTHER_BUILD] = &info->other_build,
+		    [TALLY_YK_NO_FILE] = &info->no_file,
+		};
+
+		if (kv.key == TALLY_YK_SESSION_ID && kv.type == TALLY_KV_BYTES &&
+		    kv.len == sizeof(info->session_id)) {
+			memcpy(info->session_id, kv.ptr, kv.len);
+			info->has_session_id = true;
+		} else if (kv.key == TALLY_YK_STATE && kv.type == TALLY_KV_UINT) {
+			info->state = (unsigned)kv.u;
+		} else if (kv.key == TALLY_YK_HOW && kv.type == TALLY_KV_BYTES) {
+			snprintf(info->how, sizeof(info->how), "%.*s", (int)kv.len, kv.ptr);
+		} else if (kv.key < sizeof(at) / sizeof(at[0]) && at[kv.key] &&
+			   kv.type == TALLY_KV_UINT) {
+			*at[kv.key] = kv.u;
+		}
+	}
+}
+
+void tally_symbols_clear(struct tally_stack_tables *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nsymbols; i++) {
+		free(t->symbols[i].func);
+		free(t->symbols[i].file);
+	}
+	free(t->symbols);
+	t->symbols = NULL;
+	t->nsymbols = 0;
+	memset(&t->symbols_info, 0, sizeof(t->symbols_info));
+}
+
+/* Entries in increasing frame order (each delta at least 1), at most one per SYMBOL_MIN_BYTES of
+ * payload: memory stays a small multiple of the chunk. */
+bool tally_symbols_parse(struct tally_stack_tables *t, const uint8_t *p, size_t len)
+{
+	struct tally_cursor c = {p, p + len, false};
+	uint64_t count, i, frame = 0;
+	uint32_t self;
+
+	tally_symbols_clear(t);
+	if (len < 5)
+		return false;
+	self = (uint32_t)p[len - 4] | (uint32_t)p[len - 3] << 8 | (uint32_t)p[len - 2] << 16 |
+	       (uint32_t)p[len - 1] << 24;
+	c.end -= 4;
+	count = tally_cur_varint(&c);
+	if (self != len || c.bad || count > len / SYMBOL_MIN_BYTES ||
+	    !(t->symbols = calloc(count ? count : 1, sizeof(*t->symbols))))
+		return false;
+	for (i = 0; i < count; i++) {
+		struct tally_symbol *y = &t->symbols[i];
+		uint64_t delta = tally_cur_varint(&c);
+
+		frame += delta > MAX_TABLE_IDS ? MAX_TABLE_IDS + 1 : delta; /* no wrap past 2^64 */
+		y->flags = (uint8_t)tally_cur_varint(&c);
+		y->line = (uint32_t)tally_cur_varint(&c);
+		y->func = take_string(&c);
+		y->file = take_string(&c);
+		t->nsymbols = i + 1;
+		if (c.bad || !delta || frame > MAX_TABLE_IDS || !y->func || !y->file) {
+			tally_symbols_clear(t);
+			return false;
+		}
+		y->frame = (uint32_t)frame;
+	}
+	symbols_info(&t->symbols_info, c.p, (size_t)(c.end - c.p));
+	return true;
 }
 
 void tally_stack_tables_fini(struct tally_stack_tables *t)
@@ -326,6 +514,7 @@ void tally_stack_tables_fini(struct tally_stack_tables *t)
 	free(t->modules);
 	free(t->seg_at);
 	free(t->seg_module);
+	tally_symbols_clear(t);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -356,4 +545,19 @@ const struct tally_module *tally_module_of(const struct tally_stack_tables *t, u
 			hi = mid;
 	}
 	return t->seg_module[lo] ? &t->modules[t->seg_module[lo] - 1] : NULL;
+}
+
+const struct tally_symbol *tally_symbol_of(const struct tally_stack_tables *t, uint32_t frame_id)
+{
+	size_t lo = 0, hi = t->nsymbols;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->symbols[mid].frame < frame_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->nsymbols && t->symbols[lo].frame == frame_id ? &t->symbols[lo] : NULL;
 }

@@ -14,7 +14,7 @@
 #define TALLY_MAGIC_LEN	       8
 #define TALLY_PREAMBLE_LEN     16
 #define TALLY_FORMAT_MAJOR     1
-#define TALLY_FORMAT_MINOR     3
+#define TALLY_FORMAT_MINOR     4
 #define TALLY_CHUNK_SYNC       0x4B4E4843u /* "CHNK" read as little-endian u32 */
 #define TALLY_CHUNK_HEADER_LEN 32
 #define TALLY_CHUNK_MAX	       (64u << 20)
@@ -44,6 +44,7 @@ enum tally_chunk_type {
 	TALLY_CHUNK_GPU_METRICS = 14, /* 1.3: one device's metric sampling (docs/format.md §13) */
 	TALLY_CHUNK_SUMMARY =
 	    15, /* 1.3: a summary's section facts and aggregates (summary.h, §16) */
+	TALLY_CHUNK_SYMBOLS = 16, /* 1.4: native frames named on the recording machine (§12) */
 	TALLY_CHUNK_TYPE_MAX,
 };
 

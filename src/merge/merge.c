@@ -44,6 +44,7 @@ struct merge {
 	size_t cap;
 	struct report_section *cur;
 	bool begun;		  /* cur's SESSION is written */
+	bool symbols_written;	  /* cur's SYMBOLS too, ahead of its records */
 	struct tally_buf session; /* cur's SESSION payload, until the chunk after it */
 	bool has_session;
 	struct tally_ledger *final; /* cur's final ledger, written when the section ends */
@@ -130,6 +131,20 @@ static void session_payload(struct merge *m, struct report_section *rs)
 	tally_kv_sint(b, TALLY_SK_MERGE_OFFSET, s->merge_offset + rs->offset);
 }
 
+/* The names tally record gave the section's native frames, which its input has at its end (the
+ * reader took them first): written right after the SESSION, so that every reader of the merged
+ * file has them before the records it labels.  Their copy in its place is then left out. */
+static int symbols_ahead(struct merge *m, struct report_section *rs)
+{
+	m->symbols_written = false;
+	if (!rs->s->stacks.symbols_info.present)
+		return 0;
+	tally_buf_reset(&m->buf);
+	tally_symbols_encode(&m->buf, &rs->s->stacks);
+	m->symbols_written = true;
+	return emit(m, TALLY_CHUNK_SYMBOLS, 0, &m->buf, 0);
+}
+
 /* Write cur's SESSION (once), which fixes its offset: everything after is shifted by it. */
 static int begin_section(struct merge *m, struct report_section *rs)
 {
@@ -153,6 +168,8 @@ static int begin_section(struct merge *m, struct report_section *rs)
 			  "command are unknown");
 	if (rc == 0)
 		rc = flush_notes(m);
+	if (rc == 0)
+		rc = symbols_ahead(m, rs);
 	if (rc == 0)
 		m->res->sections++;
 	return rc;
@@ -286,6 +303,8 @@ static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chu
 	switch (c->type) {
 	case TALLY_CHUNK_RECORDS: /* encoded by on_records, decoded once */
 		return records_chunk(m, c, payload);
+	case TALLY_CHUNK_SYMBOLS: /* names by frame id, no times */
+		return m->symbols_written ? 0 : emit_raw(m, c, payload);
 	case TALLY_CHUNK_LEDGER:
 		return ledger_chunk(m, rs, c, payload);
 	case TALLY_CHUNK_CLOCK:

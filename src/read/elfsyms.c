@@ -21,6 +21,7 @@
  * so a damaged or hostile file costs at most its own size in memory.
  */
 #include "elfsyms.h"
+#include "buildid.h"
 #include "pathmap.h"
 #include "trace-set.h"
 
@@ -122,53 +123,84 @@ static int pick_table(const Elf64_Shdr *sh, unsigned nsh, int *full)
 	return -1;
 }
 
-/* The debug file's path from a note section's notes (size bytes at n), when one of them is the
- * GNU build ID; false otherwise. */
-static bool build_id_path(const unsigned char *n, uint64_t size, char *out, size_t len)
+/* The GNU build ID in the file's notes: its SHT_NOTE sections, or where the file has no section
+ * headers, its PT_NOTE segments.  Its length, or 0 when it has none. */
+static size_t file_build_id(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, uint64_t file_size,
+			    uint8_t id[TALLY_BUILD_ID_MAX])
 {
-	uint64_t at = 0, k;
+	Elf64_Phdr *ph = NULL;
+	size_t n = 0;
+	unsigned i;
 
-	while (at + sizeof(Elf64_Nhdr) <= size) {
-		Elf64_Nhdr nh;
-		uint64_t name = at + sizeof(nh), desc;
-		size_t used;
+	for (i = 0; sh && i < eh->e_shnum && !n; i++) {
+		unsigned char *notes;
 
-		memcpy(&nh, n + at, sizeof(nh));
-		desc = name + ((nh.n_namesz + 3ull) & ~3ull);
-		if (desc + nh.n_descsz > size)
-			return false;
-		at = desc + ((nh.n_descsz + 3ull) & ~3ull);
-		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-		    memcmp(n + name, "GNU", 4) || nh.n_descsz < 2 || nh.n_descsz > 64)
+		if (sh[i].sh_type != SHT_NOTE || sh[i].sh_size > NOTES_MAX ||
+		    !(notes = read_at(fd, sh[i].sh_offset, sh[i].sh_size, 1, file_size)))
 			continue;
-		used = (size_t)snprintf(out, len, DEBUG_ROOT "%02x/", n[desc]);
-		for (k = 1; k < nh.n_descsz && used + 3 < len; k++)
-			used += (size_t)snprintf(out + used, len - used, "%02x", n[desc + k]);
-		snprintf(out + used, len - used, ".debug");
-		return true;
+		n = tally_build_id_parse(notes, sh[i].sh_size, id);
+		free(notes);
 	}
-	return false;
+	if (n || sh || eh->e_phentsize != sizeof(*ph) ||
+	    !(ph = read_at(fd, eh->e_phoff, eh->e_phnum, sizeof(*ph), file_size)))
+		return n;
+	for (i = 0; i < eh->e_phnum && !n; i++) {
+		unsigned char *notes;
+
+		if (ph[i].p_type != PT_NOTE || ph[i].p_filesz > NOTES_MAX ||
+		    !(notes = read_at(fd, ph[i].p_offset, ph[i].p_filesz, 1, file_size)))
+			continue;
+		n = tally_build_id_parse(notes, ph[i].p_filesz, id);
+		free(notes);
+	}
+	free(ph);
+	return n;
+}
+
+void elfsyms_debug_path(const uint8_t *id, size_t len, char *out, size_t out_len)
+{
+	char hex[2 * TALLY_BUILD_ID_MAX + 1];
+
+	tally_build_id_hex(id, len, hex);
+	snprintf(out, out_len, DEBUG_ROOT "%.2s/%s.debug", hex, hex + 2);
 }
 
 /* The separate debug file of a stripped file, by the build ID in its notes; "" when it has none. */
-static void debug_file(int fd, const Elf64_Shdr *sh, unsigned nsh, uint64_t file_size, char *out,
-		       size_t len)
+static void debug_file(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, uint64_t file_size,
+		       char *out, size_t len)
 {
-	unsigned i;
-	bool found = false;
+	uint8_t id[TALLY_BUILD_ID_MAX];
+	size_t n = file_build_id(fd, eh, sh, file_size, id);
 
 	out[0] = 0;
-	for (i = 0; i < nsh && !found; i++) {
-		unsigned char *n;
+	if (n)
+		elfsyms_debug_path(id, n, out, len);
+}
 
-		if (sh[i].sh_type != SHT_NOTE || sh[i].sh_size > NOTES_MAX ||
-		    !(n = read_at(fd, sh[i].sh_offset, sh[i].sh_size, 1, file_size)))
-			continue;
-		found = build_id_path(n, sh[i].sh_size, out, len);
-		free(n);
+static bool elf_header(int fd, Elf64_Ehdr *eh)
+{
+	return pread(fd, eh, sizeof(*eh), 0) == (ssize_t)sizeof(*eh) &&
+	       memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64;
+}
+
+int elfsyms_build_id(const char *path, uint8_t id[TALLY_BUILD_ID_MAX], uint64_t *size)
+{
+	int fd = module_file_open(path), rc = -ENOEXEC;
+	Elf64_Shdr *sh = NULL;
+	Elf64_Ehdr eh;
+	struct stat st;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) == 0 && elf_header(fd, &eh)) {
+		*size = (uint64_t)st.st_size;
+		if (eh.e_shnum && eh.e_shentsize == sizeof(*sh))
+			sh = read_at(fd, eh.e_shoff, eh.e_shnum, sizeof(*sh), *size);
+		rc = (int)file_build_id(fd, &eh, sh, *size, id);
+		free(sh);
 	}
-	if (!found)
-		out[0] = 0;
+	close(fd);
+	return rc;
 }
 
 static int load(int fd, uint64_t file_size, struct elfsyms *e, char *debug, size_t debug_len)
@@ -179,16 +211,14 @@ static int load(int fd, uint64_t file_size, struct elfsyms *e, char *debug, size
 	uint64_t count, i;
 	int t, rc = -ENOEXEC;
 
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0)
+	if (!elf_header(fd, &eh) || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0)
 		return -ENOEXEC;
 	sh = read_at(fd, eh.e_shoff, eh.e_shnum, sizeof(*sh), file_size);
 	if (!sh)
 		return -ENOEXEC;
 	t = pick_table(sh, eh.e_shnum, &e->full);
 	if (!e->full)
-		debug_file(fd, sh, eh.e_shnum, file_size, debug, debug_len);
+		debug_file(fd, &eh, sh, file_size, debug, debug_len);
 	if (t < 0) {
 		rc = -ENOENT;
 		goto out;
@@ -274,7 +304,7 @@ static int open_one(const char *path, struct elfsyms **out, char *debug, size_t 
 
 int elfsyms_open(const char *path, struct elfsyms **out)
 {
-	char debug[sizeof(DEBUG_ROOT) + 2 * 64 + 16] = "", unused[sizeof(debug)];
+	char debug[sizeof(DEBUG_ROOT) + 2 * TALLY_BUILD_ID_MAX + 16] = "", unused[sizeof(debug)];
 	struct elfsyms *d = NULL;
 	int rc = open_one(path, out, debug, sizeof(debug));
 

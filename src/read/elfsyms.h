@@ -4,7 +4,10 @@
 #ifndef TALLY_REPORT_ELFSYMS_H
 #define TALLY_REPORT_ELFSYMS_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "buildid.h"
 
 struct elfsyms;
 
@@ -30,6 +33,15 @@ void elfsyms_close(struct elfsyms *e);
  * module files (this one, and libdw's in frames.c) open them here.
  */
 int module_file_open(const char *path);
+
+/* The GNU build ID of the ELF file at path (opened as module_file_open does) into id, and the
+ * file's size: the ID's length, 0 when the file has none, or -errno (-ENOEXEC: not a 64-bit ELF
+ * file). */
+int elfsyms_build_id(const char *path, uint8_t id[TALLY_BUILD_ID_MAX], uint64_t *size);
+
+/* Where a separate debug file of build ID id is installed: /usr/lib/debug/.build-id/xx/yyyy.debug,
+ * as gdb, libdw and perf find it. */
+void elfsyms_debug_path(const uint8_t *id, size_t len, char *out, size_t out_len);
 
 /* elfsyms_find on the file at path, each file opened once per process; NULL when it cannot be
  * read or names nothing there. */

@@ -4,16 +4,22 @@
  * innermost *user* frame of a stack (the first that is not Python's library, a site-package, or
  * CUDA's, CUPTI's, tally's or the C library's own code).
  *
- * Native frames are symbolized here, at read time, never in the traced program: elfutils' libdw
- * opens each module of the recorded module map (MODULES chunks) from its path, and names the
- * return address from the symbol table (.symtab or .dynsym) and, where the module has DWARF line
- * tables (or a separate debug file under /usr/lib/debug), its source file and line.  libdw was
- * picked over libbacktrace because it symbolizes any ELF file offline, by path, with separate
- * debug files; libbacktrace describes the running process only.  libdw is dlopened at the first
- * native frame, so tally itself needs nothing but glibc wherever it is installed (the bundle and
- * the .deb, docs/install.md).  Without libdw (at build time, or libdw.so.1 at run time) a native
- * frame is named from the module's own ELF symbol table (elfsyms.c), without file:line; one that
- * no symbol holds reads "module+0xoffset", which `addr2line -e module` resolves by hand.
+ * Native frames are named, in order of preference: as tally record named them on the recording
+ * machine after the program ended (the section's SYMBOLS chunk, format 1.4), with the files the
+ * program ran; else here, from a file of the module's own build (modfile.c: its build ID checked
+ * against the one recorded, never a name from another build; an older trace, which recorded no
+ * build ID, is named from the file at the path, each such name marked "unverified"); else
+ * "module+0xoffset", with "(build differs)" where the files here are other builds.
+ *
+ * Here, elfutils' libdw opens the module's file and names the address from the symbol table
+ * (.symtab or .dynsym) and, where the module has DWARF line tables (or a separate debug file
+ * under /usr/lib/debug), its source file and line.  libdw was picked over libbacktrace because it
+ * symbolizes any ELF file offline, by path, with separate debug files; libbacktrace describes the
+ * running process only.  libdw is dlopened at the first native frame, so tally itself needs
+ * nothing but glibc wherever it is installed (the bundle and the .deb, docs/install.md).  Without
+ * libdw (at build time, or libdw.so.1 at run time) a native frame is named from the module's own
+ * ELF symbol table (elfsyms.c), without file:line; one that no symbol holds reads
+ * "module+0xoffset", which `addr2line -e module` resolves by hand.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +27,10 @@
 #include <unistd.h>
 
 #include "elfsyms.h"
+#include "modfile.h"
 #include "pathmap.h"
 #include "stacks.h"
+#include "symbolize.h"
 #include "trace-set.h"
 
 #ifdef TALLY_HAVE_LIBDW
@@ -43,6 +51,7 @@ struct report_frames {
 	uint32_t nuser;
 	uint8_t *frame_class; /* by frame id: FRAME_USER or FRAME_LIBRARY, 0 not computed */
 	uint32_t nclass;
+	bool said_cut; /* the section's naming at record time was cut short: counted once */
 };
 
 enum { FRAME_USER = 1, FRAME_LIBRARY = 2 };
@@ -254,16 +263,15 @@ static char *plain_name(const char *sym)
 	return raw;
 }
 
-/* "func (module)" from the module's ELF symbol table (elfsyms.c): where libdw is absent. */
-static bool elf_describe(const char *path, uint64_t addr, char *out, size_t len)
+/* The function holding addr from the module's ELF symbol table (elfsyms.c): where libdw is
+ * absent. */
+static bool elf_resolve(const char *path, uint64_t addr, struct report_native_name *n)
 {
 	const char *sym = elfsyms_lookup(path, addr);
-	char *name = sym ? plain_name(sym) : NULL;
 
 	if (!sym)
 		return false;
-	snprintf(out, len, "%s (%s)", name ? name : sym, base_name(path));
-	free(name);
+	snprintf(n->sym, sizeof(n->sym), "%s", sym);
 	return true;
 }
 
@@ -313,14 +321,14 @@ static void call_site(Dwfl_Module *mod, GElf_Addr a, char *file, size_t len, int
 	free(scopes);
 }
 
-/* "func (file:line)" or "func (module)"; false when the module or symbol is unknown. */
-static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
+/* The symbol holding addr and, where the module has line tables, its file and line; false when
+ * the module or the symbol is unknown. */
+static bool dw_resolve(const char *path, uint64_t addr, struct report_native_name *n)
 {
 	Dwfl_Module *mod = dw_load() ? dw_open(path) : NULL;
 	GElf_Addr bias = 0, a;
 	const char *sym, *file = NULL;
 	Dwfl_Line *line;
-	char *name, where[LABEL_MAX / 2];
 	int lineno = 0;
 
 	if (!mod)
@@ -331,54 +339,105 @@ static bool dw_describe(const char *path, uint64_t addr, char *out, size_t len)
 	sym = dw.module_addrname(mod, a);
 	if (!sym)
 		return false;
+	snprintf(n->sym, sizeof(n->sym), "%s", sym);
 	line = dw.module_getsrc(mod, a);
 	if (line && (file = dw.lineinfo(line, NULL, &lineno, NULL, NULL, NULL)) != NULL) {
-		snprintf(where, sizeof(where), "%s", file);
-		call_site(mod, a, where, sizeof(where), &lineno);
+		snprintf(n->file, sizeof(n->file), "%s", file);
+		call_site(mod, a, n->file, sizeof(n->file), &lineno);
+		n->line = lineno > 0 ? (uint32_t)lineno : 0;
 	}
-	name = plain_name(sym);
-	if (name)
-		sym = name;
-	if (file)
-		snprintf(out, len, "%s (%s:%d)", sym, where, lineno);
-	else
-		snprintf(out, len, "%s (%s)", sym, base_name(path));
-	free(name);
 	return true;
 }
 #endif
 
 static const char *unsymbolized_why;
+static struct report_symbols_said said;
 
-static void native_label(const struct tally_section *s, const struct tally_frame *f, char *out,
-			 size_t len)
+bool report_native_name(const struct tally_module *m, uint64_t addr, struct report_native_name *n)
 {
-	const struct tally_module *m = tally_module_of(&s->stacks, f->pc);
-	/* A return address points after the call: look up the call instruction itself.  A
-	 * sample's innermost frame (format 1.3) is the instruction itself. */
-	unsigned back = f->type == TALLY_FRAME_NATIVE_PC ? 0 : 1;
-	uint64_t addr = m ? f->pc - m->base - back : f->pc;
+	struct modfile file = modfile_find(m);
 
-	if (!m) {
-		snprintf(out, len, "[0x%llx]", (unsigned long long)f->pc);
-		return;
-	}
+	memset(n, 0, sizeof(*n));
+	n->verdict = file.verdict;
+	if (!file.path)
+		return false;
+	n->unverified = file.verdict == MODFILE_UNVERIFIED;
 #ifdef TALLY_HAVE_LIBDW
-	if (dw_describe(m->path, addr, out, len))
-		return;
+	if (dw_resolve(file.path, addr, n))
+		return true;
 	if (!dw.ok)
 		unsymbolized_why = dw_error;
 #else
 	unsymbolized_why = "tally was built without libdw (elfutils)";
 #endif
-	if (elf_describe(m->path, addr, out, len))
+	memset(n->file, 0, sizeof(n->file));
+	n->line = 0;
+	return elf_resolve(file.path, addr, n);
+}
+
+/* "func (file:line)" or "func (module)"; "func [unverified] (...)" for a name from a file the
+ * trace could not check (the location stays last: reports cut its line off to group by
+ * function). */
+#define UNVERIFIED " [unverified]"
+
+static void name_label(const char *sym, const char *file, uint32_t line, const char *module,
+		       bool unverified, char *out, size_t len)
+{
+	char *name = plain_name(sym);
+	const char *mark = unverified ? UNVERIFIED : "";
+
+	if (file && *file)
+		snprintf(out, len, "%s%s (%s:%u)", name ? name : sym, mark, file, line);
+	else
+		snprintf(out, len, "%s%s (%s)", name ? name : sym, mark, module);
+	free(name);
+}
+
+static void native_label(struct report_section *rs, uint32_t frame_id, const struct tally_frame *f,
+			 char *out, size_t len)
+{
+	const struct tally_stack_tables *t = &rs->s->stacks;
+	const struct tally_module *m = tally_module_of(t, f->pc);
+	const struct tally_symbol *y = tally_symbol_of(t, frame_id);
+	struct report_frames *fr = frames_of(rs);
+	/* A return address points after the call: look up the call instruction itself.  A
+	 * sample's innermost frame (format 1.3) is the instruction itself. */
+	unsigned back = f->type == TALLY_FRAME_NATIVE_PC ? 0 : 1;
+	uint64_t addr = m ? f->pc - m->base - back : f->pc;
+	struct report_native_name n;
+
+	if (t->symbols_info.present && t->symbols_info.state != TALLY_SYMBOLS_COMPLETE && fr &&
+	    !fr->said_cut) {
+		fr->said_cut = true;
+		said.sections_cut++;
+	}
+	if (y && *y->func) { /* named where it was recorded */
+		name_label(y->func, y->file, y->line, m ? base_name(m->path) : "?",
+			   y->flags & TALLY_SYMF_UNVERIFIED, out, len);
 		return;
-	snprintf(out, len, "%s+0x%llx", base_name(m->path), (unsigned long long)addr + back);
+	}
+	if (!m) {
+		snprintf(out, len, "[0x%llx]", (unsigned long long)f->pc);
+		return;
+	}
+	if (report_native_name(m, addr, &n)) {
+		said.frames_unverified += n.unverified;
+		name_label(n.sym, n.file, n.line, base_name(m->path), n.unverified, out, len);
+		return;
+	}
+	said.frames_other_build += n.verdict == MODFILE_OTHER_BUILD;
+	snprintf(out, len, "%s+0x%llx%s", base_name(m->path), (unsigned long long)addr + back,
+		 n.verdict == MODFILE_OTHER_BUILD ? " (build differs)" : "");
 }
 
 const char *report_symbolizer_missing(void)
 {
 	return unsymbolized_why;
+}
+
+void report_symbols_say(struct report_symbols_said *out)
+{
+	*out = said;
 }
 
 /* ---- labels ----------------------------------------------------------------------------- */
@@ -399,7 +458,7 @@ const char *report_frame_label(struct report_section *rs, uint32_t frame_id)
 		snprintf(buf, sizeof(buf), "%s (%s:%u)", *f->func ? f->func : "?", f->file,
 			 f->line);
 	else
-		native_label(rs->s, f, buf, sizeof(buf));
+		native_label(rs, frame_id, f, buf, sizeof(buf));
 	fr->frame_label[frame_id] = strdup(buf);
 	return fr->frame_label[frame_id] ? fr->frame_label[frame_id] : "[out of memory]";
 }
@@ -464,7 +523,8 @@ static bool is_kernel_host_side(const char *stub_label, const char *label)
 	demangled = raw ? report_demangle(raw) : NULL;
 	name = demangled ? demangled : raw;
 	same = name && strncmp(label, name, strlen(name)) == 0 &&
-	       strncmp(label + strlen(name), " (", 2) == 0;
+	       (strncmp(label + strlen(name), " (", 2) == 0 ||
+		strncmp(label + strlen(name), UNVERIFIED " (", strlen(UNVERIFIED) + 2) == 0);
 	free(demangled);
 	free(raw);
 	return same;

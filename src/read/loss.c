@@ -138,7 +138,7 @@ void report_drops_array(struct tally_json *j, const struct tally_section *s)
 	tally_json_array_end(j);
 }
 
-static void json_section(struct tally_json *j, const struct report_section *rs)
+void report_loss_section_json(struct tally_json *j, const struct report_section *rs)
 {
 	const struct tally_section *s = rs->s;
 	const struct tally_verdict *v = &rs->verdict;
@@ -206,7 +206,7 @@ void report_loss_json(struct tally_json *j, const struct report_set *set)
 		tally_json_array_begin(j);
 		for (k = 0; k < set->nsections; k++)
 			if (set->sections[k]->in == in)
-				json_section(j, set->sections[k]);
+				report_loss_section_json(j, set->sections[k]);
 		tally_json_array_end(j);
 		tally_json_object_end(j);
 	}

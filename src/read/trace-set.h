@@ -185,7 +185,12 @@ const char *report_sync_type_label(unsigned t);
  */
 #define REPORT_MODULE_MAX_BYTES (4ll << 30)
 
-/* "function (file:line)"; native frames symbolized from the module map (libdw). */
+/*
+ * "function (file:line)"; native frames as tally record named them on the recording machine, or
+ * else from a local file of the module's build only (frames.c): "func [unverified] (module)"
+ * where the trace has no build ID to check the file against, "module+0xoffset (build differs)"
+ * where the files here are other builds, "module+0xoffset" where there are none.
+ */
 const char *report_frame_label(struct report_section *rs, uint32_t frame_id);
 /* Frames of a stack, innermost first, joined by " <- "; "[no stack]" for id 0. */
 const char *report_stack_label(struct report_section *rs, uint32_t stack_id);
@@ -194,6 +199,16 @@ uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id);
 /* Why native frames were labelled "module+0xoffset" instead of symbolized (libdw.so.1 not found,
  * or tally built without libdw); NULL when none was, or all were symbolized. */
 const char *report_symbolizer_missing(void);
+/* --symfs DIR (perf's meaning): the recorded modules' files looked for under DIR too, each used
+ * only when its build ID is the module's.  dir is kept, not copied; NULL: none. */
+void report_symfs_set(const char *dir);
+/* How the native frames labelled so far (by this process) were named, for the readers' warning. */
+struct report_symbols_said {
+	uint64_t frames_unverified;  /* from files the trace could not check (no build ID) */
+	uint64_t frames_other_build; /* left module+0xoffset: the files here are other builds */
+	uint64_t sections_cut;	     /* traces whose naming at record time was cut short */
+};
+void report_symbols_say(struct report_symbols_said *out);
 void report_frames_free(struct report_frames *f);
 
 /* ---- GPU metrics (metrics.c) --------------------------------------------------------------- */
@@ -231,6 +246,8 @@ void report_loss_text(FILE *out, const struct report_set *set, const char *prefi
 /* The same as JSON fields of the current object: "verdict", "inputs": [...] */
 struct tally_json;
 void report_loss_json(struct tally_json *j, const struct report_set *set);
+/* One section's object of report_loss_json's "sections": its verdict, reasons and loss windows. */
+void report_loss_section_json(struct tally_json *j, const struct report_section *rs);
 /* One warning line per damaged range of every input: file, kind and byte offset. */
 void report_warn_damage(const struct report_set *set, FILE *out, const char *prog);
 /*

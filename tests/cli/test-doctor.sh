@@ -43,7 +43,7 @@ def check(path):
     d = json.load(open(path)); rc = int(open(path[:-5] + ".rc").read())
     assert d["schema"] == "tally-doctor/1"
     ids = [c["id"] for c in d["checks"]]
-    assert len(ids) == 22 and len(set(ids)) == 22, ids
+    assert len(ids) == 23 and len(set(ids)) == 23, ids
     gates = {g["id"] for g in d["gates"]}
     for c in d["checks"]:
         assert set(c) == keys, c
@@ -54,7 +54,7 @@ def check(path):
         assert c["status"] in ("ok", "skip") or c["why"], c
     fails = [c["id"] for c in d["checks"] if c["status"] == "fail"]
     assert d["blocking"] == fails and d["can_record"] == (not fails) and rc == (1 if fails else 0)
-    assert sum(d["counts"].values()) == 22
+    assert sum(d["counts"].values()) == 23
 bad = 0
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "fx-*.json"))):
     name = os.path.basename(path)[3:-5]
@@ -67,7 +67,7 @@ PY
 
 # situations, through the command line
 expect_rc "host with a GPU: can record" 0 "$TALLY" doctor --root "$FIX/host-gpu" -o '/home/alice/proj/t_%p'
-has "verdict line" "recording can proceed: 19 OK, 0 WARN, 0 FAIL, 3 SKIP"
+has "verdict line" "recording can proceed: 19 OK, 0 WARN, 0 FAIL, 4 SKIP"
 if grep -q "$(printf '\033')" "$T/out"; then bad "no colour when not a terminal"; else ok "no colour when not a terminal"; fi
 expect_rc "NGC image without --gpus: blocked" 1 "$TALLY" doctor --root "$FIX/docker-no-gpus"
 has "blocked by card.driver" "recording is BLOCKED"
@@ -100,6 +100,38 @@ grep -q "unknown pattern" "$T/err" && ok "pattern error explained" || bad "patte
 expect_rc "help" 0 "$TALLY" doctor --help
 has "help lists --root" "--root DIR"
 expect_rc "help through tally help" 0 "$TALLY" help doctor
+
+# tool.injection opens what the injection variables name (a name alone proved nothing: a path
+# that does not exist passed as "tally's collector", and recording then recorded nothing)
+COLL=$(abs "$(dirname "$TALLY")/../../src/collector/libtally.so")
+cp "$DOCS" "$T/libtally-text.so"
+cp "$FAKE/libcuda.so.1" "$T/libtally-other.so"
+for case in "/nonexistent/libtally.so:No such file" "$T/libtally-text.so:not a 64-bit ELF" \
+	"$T/libtally-other.so:does not export InitializeInjection"; do
+	path=${case%%:*} want=${case#*:}
+	expect_rc "CUDA_INJECTION64_PATH=$(basename "$path") blocks" 1 env -i PATH=/usr/bin:/bin \
+		CUDA_INJECTION64_PATH="$path" "$TALLY" doctor --json
+	check "tool.injection fails: $want" "c['tool.injection']['status'] == 'fail' and '$want' in c['tool.injection']['value'] and 'tool.injection' in d['blocking'] and '--prefix' in c['tool.injection']['remedy']"
+done
+expect_rc "LD_PRELOAD naming a missing libtally blocks" 1 env -i PATH=/usr/bin:/bin \
+	LD_PRELOAD="/lib/x.so:/gone/lib/tally/libtally.so" "$TALLY" doctor --json
+check "tool.injection fails on the LD_PRELOAD entry" "c['tool.injection']['status'] == 'fail' and '/gone/lib/tally/libtally.so: No such file' in c['tool.injection']['value']"
+if [ -f "$COLL" ]; then
+	# (not through LD_PRELOAD, which would load it into the doctor itself)
+	any "the built collector" env -i PATH=/usr/bin:/bin CUDA_INJECTION64_PATH="$COLL" NVTX_INJECTION64_PATH="$COLL" "$TALLY" doctor --json
+	check "tool.injection ok for the built collector" "c['tool.injection']['status'] == 'ok' and c['tool.injection']['value'].startswith('2 path')"
+else
+	skipped "no built collector at $COLL"
+fi
+# tool.cupti says what the collector does: it loads libcupti at run time and searches
+# /usr/local/cuda itself (it is not linked against it)
+any "tool.cupti's why" "$TALLY" doctor --root "$FIX/host-gpu" --json
+check "tool.cupti: loads, not linked; searches /usr/local/cuda itself" "'not linked against CUPTI' in c['tool.cupti']['why'] and '/usr/local/cuda/lib64' in c['tool.cupti']['why'] and 'linked against libcupti' not in c['tool.cupti']['why']"
+# in a chroot no mount holds /tmp: say so, not "/tmp: ?"
+cp -R "$FIX/host-gpu" "$T/chroot"
+grep ' /proc ' "$FIX/host-gpu/proc/self/mountinfo" >"$T/chroot/proc/self/mountinfo"
+any "a chroot" "$TALLY" doctor --root "$T/chroot" --json
+check "output.tmpdir in a chroot: no '?' for a type" "c['output.tmpdir']['status'] == 'ok' and '?' not in c['output.tmpdir']['value'] and 'type is not known' in c['output.tmpdir']['value']"
 
 # the real probe: dlopen of a stand-in libcuda.so.1, from an empty environment
 E="env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH=$FAKE TALLY_COLLECTOR=$FAKE/libcuda.so.1"

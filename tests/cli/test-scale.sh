@@ -14,8 +14,9 @@
 # ranks-report   rank traces (64 to 256: past the page's lanes) tally report DIR
 # ranks-compare  rank traces, both sides                     tally compare DIR DIR2
 # ranks-merge    rank traces                                 tally merge DIR
+# ranks-kineto   rank traces                                 tally export -f kineto DIR (a file per rank)
 # ranks-partial  summaries of 8 ranks each                   tally stats SUMMARIES
-# streams-compare, streams-chrome, streams-perfetto, streams-gaps, streams-report
+# streams-compare, streams-chrome, streams-perfetto, streams-kineto, streams-gaps, streams-report
 #                streams of one trace (2 kernels each)       compare, export -f chrome,
 #                                                            export -f perfetto, stats -r
 #                                                            gpu_gaps, report
@@ -171,6 +172,7 @@ ranks-*)
 		;;
 	ranks-compare) measure "tally compare DIR DIR2" "$sizes" "$TALLY compare $T/a@ $T/b@" ;;
 	ranks-merge) measure "tally merge DIR" "$sizes" "$TALLY merge -q --force -o $T/m.tally $T/a@" ;;
+	ranks-kineto) measure "tally export -f kineto DIR" "$sizes" "$TALLY export -q --force -f kineto -o $T/k $T/a@" ;;
 	ranks-partial)
 		for n in $sizes; do
 			mkdir -p "$T/s$n"
@@ -204,6 +206,9 @@ streams-*)
 			"$TALLY export -q --force -f perfetto -o $T/x.pftrace $T/s@.tally"
 		;;
 	streams-gaps) measure "stats -r gpu_gaps (streams)" "$sizes" "$TALLY stats -r gpu_gaps $T/s@.tally" ;;
+	streams-kineto)
+		measure "export -f kineto (streams)" "$sizes" "$TALLY export -q --force -f kineto -o $T/kd $T/s@.tally"
+		;;
 	streams-report)
 		measure "report (streams)" "$sizes" \
 			"$TALLY report -q --force --buckets 1024 -o $T/p.html $T/s@.tally"

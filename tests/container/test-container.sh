@@ -4,12 +4,16 @@
 # (tests/support/debian-root.sh), with the bundle (make dist) mounted read-only at /opt/tally, a
 # host directory as the volume (-v DIR:/work) and the small-tmpfs landmine (--tmpfs
 # /tmp:size=64m).  No GPU: the program is fakeapp with the stand-in CUPTI.
+# The volume holds nothing but the program: the recipe's own `mkdir -p traces` makes the traces
+# directory (run as written: a recipe that forgot it failed output.dir and recording).
 #   - tally doctor inside sees the container (Podman), the volume, the overlay root and the tmpfs
-#   - the recipe's command, `tally record -o /work/traces/run-%p -- PROGRAM`, lands a COMPLETE
-#     trace on the host with every kernel the program says it launched
-#   - the recipe's other way: the image built with the ENV lines `tally env --format docker`
-#     prints, the program started with no tally on its command line: the same
+#   - the recipe's command, `tally record -o /work/traces/ -- PROGRAM`, lands a COMPLETE trace
+#     (tally-PID.tally) on the host with every kernel the program says it launched
+#   - the recipe's other way: the image built with the ENV lines `tally env --format docker
+#     --prefix /opt/tally` prints, the program started with no tally on its command line: the same
 #   - `-o` inside the container's own filesystem is refused before the program runs
+#   - examples/docker/Dockerfile, built beside the bundle on the test image as BASE: the container
+#     run with only the program on its command line lands a COMPLETE trace in DIR/traces/
 # The image lives in podman storage under $TALLY_FRESH_CACHE/podman (default
 # /var/cache/tally-test/podman, its run state under /run/tally-test/podman), imported once.  This sandbox refuses crun's cgroup and rlimit
 # set-up, so podman runs with runc, cgroupfs and no default ulimits (a containers.conf of its own,
@@ -47,7 +51,7 @@ pod run --rm --network none "$IMG" true >"$T/run.log" 2>&1 ||
 
 # the bundle, unpacked on the host and mounted read-only; the program and the stand-in CUPTI
 tarball=$("$SRC/scripts/dist.sh" "$BUILD" "$T/dist") || { bad "dist.sh"; finish; }
-mkdir -p "$T/opt-tally" "$T/work/app" "$T/work/traces"
+mkdir -p "$T/opt-tally" "$T/work/app"
 tar -C "$T/opt-tally" --strip-components=1 -xzf "$tarball"
 cp "$3" "$T/work/app/fakeapp"
 cp "$4" "$T/work/app/libcupti.so.13"
@@ -64,8 +68,9 @@ recipe() { # IMAGE CMD...: the recipe's run line, with the tmpfs landmine and th
 # host-side: the trace is COMPLETE with every kernel the program said it launched
 landed() { # NAME GLOB OUT
 	f=$(ls $2 2>/dev/null | head -1)
-	[ -n "$f" ] && "$BUILD/src/cli/tally" check --json "$f" >"$T/$1.json" 2>/dev/null
-	if [ -n "$f" ] && python3 - "$T/$1.json" "$3" <<'PY'; then
+	j=$T/landed-$(printf '%s' "$1" | tr -c 'A-Za-z0-9' _).json
+	[ -n "$f" ] && "$BUILD/src/cli/tally" check --json "$f" >"$j" 2>/dev/null
+	if [ -n "$f" ] && python3 - "$j" "$3" <<'PY'; then
 import json, re, sys
 s = json.load(open(sys.argv[1]))["files"][0]["sections"][0]
 L = sum(int(x) for x in re.findall(r"launched (\d+)", open(sys.argv[2]).read()))
@@ -78,8 +83,14 @@ PY
 	fi
 }
 
+# the recipe's first line, on the host in the directory mounted as /work: taken from the README's
+# block of way 1, so that a recipe that forgets it fails here as it fails its reader
+mk=$(sed -n '/^## 1\./,/^## 2\./p' "$SRC/examples/docker/README.md" | grep -m1 '^mkdir -p traces$')
+[ -n "$mk" ] && ok "the recipe makes its traces directory before the run: $mk" || bad "the recipe never makes its traces directory"
+(cd "$W" && sh -c "$mk")
+
 # 1. the doctor inside, output on the volume
-recipe "$IMG" /opt/tally/bin/tally doctor --json -o /work/traces/run-%p >"$T/doctor.json" 2>"$T/doctor.err"
+recipe "$IMG" /opt/tally/bin/tally doctor --json -o /work/traces/ >"$T/doctor.json" 2>"$T/doctor.err"
 echo $? >"$T/doctor.rc"
 python3 - "$T/doctor.json" "$(cat "$T/doctor.rc")" <<'PY' && ok "doctor inside: Podman, the output on a mounted volume, /tmp a 64 MiB tmpfs (WARN), exit as can_record says" || { bad "doctor inside the container"; head -c 1500 "$T/doctor.json"; cat "$T/doctor.err"; }
 import json, sys
@@ -109,13 +120,14 @@ sys.exit(0 if v["status"] == "fail" and "overlay" in v["value"] and sys.argv[2] 
 PY
 
 # 3. the recipe's command: tally record from the read-only bundle, the trace on the volume
-recipe "$IMG" /opt/tally/bin/tally record -o /work/traces/run-%p -- /work/app/fakeapp exit $N \
+recipe "$IMG" /opt/tally/bin/tally record -o /work/traces/ -- /work/app/fakeapp exit $N \
 	>"$T/record.out" 2>"$T/record.err" || { bad "tally record in the container (exit $?)"; cat "$T/record.err"; }
-landed "tally record in the container" "$W/traces/run-*.tally" "$T/record.out"
+landed "tally record -o DIR (/work/traces) in the container" "$W/traces/tally-*.tally" "$T/record.out"
+mkdir -p "$W/done" && mv "$W"/traces/tally-*.tally "$W/done/" 2>/dev/null
 
 # 4. the image with tally's environment baked in (tally env --format docker), no tally on the
 # program's command line
-recipe "$IMG" /opt/tally/bin/tally env --format docker -o /work/traces/env-%p >"$T/env.docker" ||
+recipe "$IMG" /opt/tally/bin/tally env --format docker --prefix /opt/tally -o /work/traces/env-%p >"$T/env.docker" ||
 	bad "tally env --format docker in the container"
 mkdir -p "$T/ctx"
 {
@@ -141,4 +153,25 @@ rc=$?
 	ok "tally record -o /root (the container's own filesystem): refused, exit 1, the program not run" ||
 	{ bad "tally record -o inside the container: exit $rc"; cat "$T/refused.err"; }
 sed 's/^/    /' "$T/refused.err" | head -4
+
+# 6. examples/docker/Dockerfile, as its header says: built beside the bundle, BASE the image the
+# program runs in; the container run with the program alone on its command line
+DFIMG=localhost/tally-test-deb12:dockerfile-$$
+mkdir -p "$T/bundle-ctx"
+cp "$tarball" "$T/bundle-ctx/"
+if pod build -q --network none -f "$SRC/examples/docker/Dockerfile" --build-arg BASE="$IMG" \
+	-t "$DFIMG" "$T/bundle-ctx" >"$T/dfbuild.log" 2>&1; then
+	ok "examples/docker/Dockerfile builds on the test image"
+	W2=$T/work2
+	mkdir -p "$W2/app"
+	cp "$W/app/fakeapp" "$W/app/libcupti.so.13" "$W2/app/"
+	pod run --rm --network none -v "$W2:/work" --tmpfs /tmp:size=64m \
+		-e TALLY_CUPTI_PATH=/work/app/libcupti.so.13 "$DFIMG" /work/app/fakeapp exit $N \
+		>"$T/df.out" 2>"$T/df.err" || { bad "the Dockerfile's image running the program (exit $?)"; cat "$T/df.err"; }
+	landed "the Dockerfile's image: the program alone on the command line" "$W2/traces/tally-*.tally" "$T/df.out"
+	pod rmi -f "$DFIMG" >/dev/null 2>&1
+else
+	bad "examples/docker/Dockerfile does not build"
+	tail -n 20 "$T/dfbuild.log"
+fi
 finish

@@ -2,7 +2,7 @@
 # scripts/install-deps.sh against stand-in dpkg-query, apt-get, id and python3 (first on PATH),
 # in the states a machine is found in: nothing installed, python3 only (a cloud image), python3
 # from elsewhere (pyenv: an interpreter dpkg does not know), everything installed, a package apt
-# cannot find, not root.  What must be installed follows from what the script asked dpkg about:
+# cannot find, not root, another apt holding the dpkg lock (a while, and past the bound).  What must be installed follows from what the script asked dpkg about:
 # every name it asked about and dpkg did not have, each once, and nothing else.
 # Usage: test-install-deps.sh SRC
 set -u
@@ -24,9 +24,22 @@ case " $FAKE_INSTALLED " in
 esac
 SH
 # apt-get update | install [-s] [opts] NAMES: names in $FAKE_UNKNOWN cannot be found
+# (FAKE_LOCKED=N: the first N calls that take the lock fail as when unattended-upgrades holds it;
+# "forever": every one)
 cat >"$T/bin/apt-get" <<'SH'
 #!/bin/sh
 echo "apt-get $*" >>"$FAKE_LOG/apt"
+case " $* " in *" -s "*) ;; *)
+	if [ -n "${FAKE_LOCKED:-}" ]; then
+		n=$(cat "$FAKE_LOG/locks" 2>/dev/null || echo 0)
+		if [ "$FAKE_LOCKED" = forever ] || [ "$n" -lt "$FAKE_LOCKED" ]; then
+			echo $((n + 1)) >"$FAKE_LOG/locks"
+			echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4321 (unattended-upgr)" >&2
+			echo "E: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?" >&2
+			exit 100
+		fi
+	fi ;;
+esac
 [ "$1" = install ] || exit 0
 sim=""
 names=""
@@ -114,6 +127,19 @@ deps build "" FAKE_UNKNOWN=""
 ! grep -qx "chromium\|python3\|libcmocka-dev\|slurm-wlm" "$T/build/queried" && grep -qx cmake "$T/build/installed" &&
 	ok "build group: the compiler and libraries only ($(tr '\n' ' ' <"$T/build/installed"))" ||
 	{ bad "build group"; cat "$T/build/queried"; }
+# 8. another apt holds the dpkg lock (unattended-upgrades on a fresh VM): waited for, saying so,
+# then everything installed; held longer than the bound: it gives up, naming the lock (exit 1)
+deps locked "" FAKE_UNKNOWN="" FAKE_LOCKED=3 TALLY_APT_LOCK_POLL=1 TALLY_APT_LOCK_WAIT=20
+rc=$?
+[ $rc -eq 0 ] && grep -q "holds the package lock (held by process 4321 (unattended-upgr)): waiting for it, up to 20 s" "$T/locked.out" &&
+	grep -qx cmake "$T/locked/installed" && [ "$(cat "$T/locked/locks")" = 3 ] &&
+	ok "the dpkg lock held for 3 tries: waited, said so, installed" || { bad "lock held a while (rc $rc)"; cat "$T/locked.out"; }
+deps stuck "" FAKE_UNKNOWN="" FAKE_LOCKED=forever TALLY_APT_LOCK_POLL=1 TALLY_APT_LOCK_WAIT=3
+rc=$?
+[ $rc -eq 1 ] && grep -q "gave up after 3 s: Could not get lock /var/lib/dpkg/lock-frontend" "$T/stuck.out" &&
+	[ ! -s "$T/stuck/installed" ] && [ "$(cat "$T/stuck/locks")" -le 5 ] &&
+	ok "the dpkg lock never freed: gives up after the bound, naming the lock (exit 1)" || { bad "lock never freed (rc $rc)"; cat "$T/stuck.out"; }
+
 groups="nonsense"
 deps nonsense "" FAKE_UNKNOWN=""
 [ $? -eq 2 ] && grep -q "no group 'nonsense'" "$T/nonsense.out" && ok "an unknown group is refused (exit 2)" ||

@@ -120,7 +120,7 @@ grep -qx "late cupti same" "$T/late.out" && ok "a CUPTI loaded by name later is 
 # mount namespace (a tmpfs over /opt), so nothing on this machine changes.
 if unshare -m true 2>/dev/null; then
 	at_opt() { unshare -m "$SRC/tests/dist/at-opt-tally.sh" "$B" env -i PATH=/usr/bin:/bin HOME="$T" "$@"; }
-	at_opt /opt/tally/bin/tally env --format docker -o /work/traces/run-%p >"$T/env.docker"
+	at_opt /opt/tally/bin/tally env --format docker --prefix /opt/tally -o /work/traces/ >"$T/env.docker"
 	at_opt /opt/tally/bin/tally env --format k8s -o /traces/%h-%p >"$T/env.k8s"
 	# docker run ... -v /opt/tally:/opt/tally:ro IMAGE /opt/tally/bin/tally record -o ... -- PROGRAM
 	mkdir -p "$T/work/traces"

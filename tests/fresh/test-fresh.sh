@@ -5,6 +5,7 @@
 # this tree (what git tracks, and what it does not ignore), /usr/local/cuda bound in, and runs
 # the README's first command (the first line of its first ```sh block) exactly as written, as
 # root, by chroot; then `tally doctor --json` and `tally report` on a trace kept in tests/data/.
+# The demo must print the diagnosis first (before doctor), naming a cause: a line or a rank.
 # Whatever a step needs and the scripts do not install fails here.
 #
 # The roots are made once and kept as tarballs (tests/support/debian-root.sh, under
@@ -93,6 +94,14 @@ for v in minimal python3; do
 	page=$(sed -n 's/^report: //p' "$T/$v.log" | tail -1)
 	[ -n "$page" ] && [ -s "$R$page" ] && ok "$v: the demo's page $page" || bad "$v: the demo printed no page"
 	grep -q "^==== tally doctor" "$T/$v.log" && ok "$v: the demo ran tally doctor" || bad "$v: no doctor in the demo"
+	# the three-minute diagnosis first: before doctor, naming a cause (a line, a rank)
+	diag=$(grep -n 'Diagnosis: What Cost the Most Time' "$T/$v.log" | head -n1 | cut -d: -f1)
+	doc=$(grep -n '^==== tally doctor' "$T/$v.log" | head -n1 | cut -d: -f1)
+	[ -n "$diag" ] && [ -n "$doc" ] && [ "$diag" -lt "$doc" ] &&
+		grep -Eq 'host was in .*:[0-9]+\)|straggler: RANK=[0-9]+ is the slowest' "$T/$v.log" &&
+		grep -q 'Why the GPU was idle: the host during each gap' "$T/$v.log" &&
+		ok "$v: the diagnosis comes first and names a cause ($(grep -Eo 'straggler: RANK=[0-9]+|host was in [^,]*' "$T/$v.log" | head -n2 | tr '\n' ';'))" ||
+		bad "$v: no diagnosis naming a cause before doctor (diagnosis at line ${diag:-none}, doctor at ${doc:-none})"
 	# the doctor after the demo: it says what it saw (no GPU here), as JSON the schema describes
 	python3 - "$R/out/doctor.json" "$(cat "$R/out/doctor.rc" 2>/dev/null)" <<'PY' &&
 import json, sys

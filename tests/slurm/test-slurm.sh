@@ -9,7 +9,8 @@
 # job ended by scancel, and a job warned by --signal=USR1@50 whose program does not handle USR1
 # each leave every rank's trace COMPLETE, with the kernels the program says it launched before
 # the signal (its last batch may be launched while the close runs, outside the window), and the
-# recipe's own check-and-merge step runs in each (all.tally, COMPLETE, every rank's kernels).
+# recipe's own check-and-merge step runs in each (all.tally, COMPLETE, every rank's kernels); a
+# program that never uses CUDA leaves no trace, and the recipe's job FAILS with a line saying so.
 # The node has the machine's real CPU count (cluster.sh): the recipe as shipped is accepted
 # with no option and with -n NCPU, and a job asking for more tasks than that is refused.
 # About 100 s (slurmctld checks time limits every ~30 s).  Exits 77 where Slurm cannot start.
@@ -123,6 +124,14 @@ run_mode() {
 	[ "$(grep -c "launched 1000" "$D/rank0.out")" = 2 ] && ok "$m ranks-0: rank 1 ran untraced" ||
 		bad "$m ranks-0: rank 1 did not run"
 	merged $m ranks-0 "$D/rank0"
+	# a program that never uses CUDA: no rank writes a trace, and the job fails, saying so
+	nt=$(sbatch --parsable --wait -N1 -n2 -o "$D/notrace.out" --export=ALL,TRACES="$D/notrace" "$job" true)
+	nt_rc=$?
+	[ "$nt_rc" -ne 0 ] && [ "$(job_state "${nt%%;*}")" = FAILED ] &&
+		grep -q "^job.sh: FAILED: no rank wrote a trace into $D/notrace" "$D/notrace.out" &&
+		! grep -q "No such file" "$D/notrace.out" &&
+		ok "$m no-trace: the job FAILED (exit $nt_rc), saying no rank wrote a trace" ||
+		bad "$m no-trace: exit $nt_rc, state $(job_state "${nt%%;*}"): $(tail -n 3 "$D/notrace.out")"
 
 	# scancel once both ranks are launching
 	i=0

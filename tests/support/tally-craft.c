@@ -37,6 +37,17 @@
  *   note-overhead   a NOTE chunk (with an escape in its text) and OVERHEAD records: the chunk type
  *                   and record kind no other case has (tests/fuzz/corpus-coverage.py wants all)
  *
+ * Native frames' names (format 1.4):
+ *   symbols         MODULES entries with build IDs and sizes, and the SYMBOLS chunk tally record
+ *                   appends at the end: names holding escapes, an unverified one, entries for a
+ *                   Python frame and for a frame id no FRAMES chunk defines, naming cut short
+ *   foreign-module PATH,BUILD_ID,SIZE,OFFSET
+ *                   kernels launched from one native frame, the instruction at OFFSET (hex) of
+ *                   the module at PATH whose MODULES entry says BUILD_ID (hex; "none": it had
+ *                   none; "-": a 1.3 entry, which says nothing) and SIZE (bytes; 0 unknown): a
+ *                   library of this machine, recorded (the trace says) as another build, or as
+ *                   this one
+ *
  * GPU metrics (format 1.3):
  *   metrics         GPU_METRICS chunks (device 0 sampled, with 2 metrics, one label holding an
  *                   escape; device 1 sampled elsewhere, by a host whose name holds one) and
@@ -102,9 +113,11 @@ void raw_chunk(struct craft *c, unsigned type, const void *payload, size_t decla
 		die("write");
 }
 
+static uint8_t session_id[16]; /* the last section's */
+
 void session(struct craft *c, const char *cmdline, size_t cmdlen)
 {
-	uint8_t id[16];
+	uint8_t *id = session_id;
 	unsigned i;
 
 	for (i = 0; i < 16; i++)
@@ -118,7 +131,7 @@ void session(struct craft *c, const char *cmdline, size_t cmdlen)
 	tally_kv_uint(&c->b, TALLY_SK_START_CUPTI, T0);
 	tally_kv_uint(&c->b, TALLY_SK_START_REALTIME, T0);
 	tally_kv_str(&c->b, TALLY_SK_SOURCE, "tally-craft");
-	tally_kv_bytes(&c->b, TALLY_SK_SESSION_ID, id, sizeof(id));
+	tally_kv_bytes(&c->b, TALLY_SK_SESSION_ID, id, sizeof(session_id));
 	chunk(c, TALLY_CHUNK_SESSION, 0, &c->b);
 }
 
@@ -473,10 +486,92 @@ static void module(struct craft *c)
 	pending_chunk(c, TALLY_CHUNK_FRAMES, &frames);
 	pending_chunk(c, TALLY_CHUNK_STACKS, &stacks);
 	tally_buf_reset(&c->b);
-	tally_module_put(&c->b, 0, 0x400000, 0x500000, case_arg ? case_arg : "/nonexistent/lib.so");
+	tally_module_put(&c->b, 0, 0x400000, 0x500000, case_arg ? case_arg : "/nonexistent/lib.so",
+			 NULL);
 	chunk(c, TALLY_CHUNK_MODULES, 0, &c->b);
 	plain_trace(c, "_Z4workv", 8, 3, T0 + 1000, 10000, 3000);
 	ledger(c, true, NULL);
+}
+
+/* Frames of three modules (with build IDs, one without, one of 1.3), named by a SYMBOLS chunk
+ * at the end, as tally record appends it: its payload ends with its own length. */
+static void symbols(struct craft *c)
+{
+	static const uint8_t id[20] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa,
+				       0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x00, 0x01, 0x02, 0x03, 0x04};
+	struct tally_module_facts with = {id, sizeof(id), 123456}, without = {NULL, 0, 99};
+	struct tally_symbols_info info = {.present = true, .has_session_id = true};
+	struct tally_pending_table frames = {0}, stacks = {0};
+	struct tally_buf entries = {0};
+	uint32_t f[4], prev = 0;
+
+	session(c, "symbols", 7);
+	f[0] = tally_frame_put(&frames, TALLY_FRAME_NATIVE_PC, 0, 0x401234, NULL, 0, NULL, 0);
+	f[1] = tally_frame_put(&frames, TALLY_FRAME_NATIVE, 0, 0x7f0000001000, NULL, 0, NULL, 0);
+	f[2] = tally_frame_put(&frames, TALLY_FRAME_NATIVE, 0, 0x600010, NULL, 0, NULL, 0);
+	f[3] = tally_frame_put(&frames, TALLY_FRAME_PYTHON, 12, 0, "train.py", 8, "step", 4);
+	plain_stack = tally_stack_put(&stacks, f, 4);
+	pending_chunk(c, TALLY_CHUNK_FRAMES, &frames);
+	pending_chunk(c, TALLY_CHUNK_STACKS, &stacks);
+	tally_buf_reset(&c->b);
+	tally_module_put(&c->b, 0, 0x400000, 0x500000, "/nonexistent/app\033[2J", &with);
+	tally_module_put(&c->b, 0x7f0000000000, 0x7f0000000000, 0x7f0000100000,
+			 "/nonexistent/libnoid.so", &without);
+	tally_module_put(&c->b, 0, 0x600000, 0x700000, "/nonexistent/libold.so", NULL);
+	chunk(c, TALLY_CHUNK_MODULES, 0, &c->b);
+	plain_trace(c, "_Z4workv", 8, 3, T0 + 1000, 10000, 3000);
+	ledger(c, true, NULL);
+	tally_symbol_put(&entries, &prev, f[0], 0, 12, "_Z6crunchd", "crunch.cu\033]0;x\a");
+	tally_symbol_put(&entries, &prev, f[1], TALLY_SYMF_UNVERIFIED, 0, "helper", "");
+	tally_symbol_put(&entries, &prev, f[3], 0, 7, "not_python", "x.py");
+	tally_symbol_put(&entries, &prev, 1000, 0, 1, "no_such_frame", "");
+	memcpy(info.session_id, session_id, sizeof(session_id));
+	info.state = TALLY_SYMBOLS_CUT;
+	info.frames = 3;
+	info.named = 2;
+	info.bound_ns = 1000;
+	tally_buf_reset(&c->b);
+	tally_symbols_payload(&c->b, 4, &entries, &info);
+	chunk(c, TALLY_CHUNK_SYMBOLS, 0, &c->b);
+	tally_buf_fini(&entries);
+}
+
+static uint8_t hex_digit(char ch)
+{
+	return (uint8_t)(ch <= '9' ? ch - '0' : (ch | 0x20) - 'a' + 10);
+}
+
+/* foreign-module PATH,BUILD_ID,SIZE,OFFSET */
+static void foreign_module(struct craft *c)
+{
+	char *arg = strdup(case_arg ? case_arg : ""), *save = NULL;
+	char *path = strtok_r(arg, ",", &save), *hex = strtok_r(NULL, ",", &save);
+	char *size = strtok_r(NULL, ",", &save), *offset = strtok_r(NULL, ",", &save);
+	struct tally_pending_table frames = {0}, stacks = {0};
+	uint8_t id[TALLY_BUILD_ID_MAX];
+	struct tally_module_facts facts = {id, 0, 0};
+	const uint64_t base = 0x7f0000000000ull;
+	uint32_t f;
+
+	if (!path || !hex || !size || !offset)
+		die("foreign-module PATH,BUILD_ID|-|none,SIZE,OFFSET");
+	for (; strcmp(hex, "none") != 0 && hex[0] && hex[1] && facts.build_id_len < sizeof(id);
+	     hex += 2)
+		id[facts.build_id_len++] = (uint8_t)(hex_digit(hex[0]) << 4 | hex_digit(hex[1]));
+	facts.file_size = strtoull(size, NULL, 10);
+	session(c, "foreign-module", 14);
+	f = tally_frame_put(&frames, TALLY_FRAME_NATIVE_PC, 0, base + strtoull(offset, NULL, 16),
+			    NULL, 0, NULL, 0);
+	plain_stack = tally_stack_put(&stacks, &f, 1);
+	pending_chunk(c, TALLY_CHUNK_FRAMES, &frames);
+	pending_chunk(c, TALLY_CHUNK_STACKS, &stacks);
+	tally_buf_reset(&c->b);
+	tally_module_put(&c->b, base, base, base + (1ull << 32), path,
+			 strcmp(hex, "-") == 0 ? NULL : &facts);
+	chunk(c, TALLY_CHUNK_MODULES, 0, &c->b);
+	plain_trace(c, "_Z4workv", 8, 3, T0 + 1000, 10000, 3000);
+	ledger(c, true, NULL);
+	free(arg);
 }
 
 static struct tally_record memory_rec(uint64_t at, unsigned op, uint32_t device, uint64_t address,
@@ -924,7 +1019,7 @@ static void stack_ids(struct craft *c)
 	for (i = 0; i < nmod; i++) {
 		snprintf(path, sizeof(path), "/nonexistent/libm%u.so", i);
 		tally_module_put(&c->b, 0x10000000ull * (i + 1), 0x10000000ull * (i + 1),
-				 0x10000000ull * (i + 2), path);
+				 0x10000000ull * (i + 2), path, NULL);
 	}
 	chunk(c, TALLY_CHUNK_MODULES, 0, &c->b);
 	for (i = 0; i < n; i++) {
@@ -992,6 +1087,8 @@ static const struct craft_case cases[] = {
     {"note-overhead", note_overhead},
     {"metrics", metrics},
     {"host-samples", host_samples},
+    {"symbols", symbols},
+    {"foreign-module", foreign_module},
 };
 
 /* One file: the preamble, then what the case writes. */

@@ -647,13 +647,13 @@ static void test_gpu_variants(void **state)
 	run_done(&r);
 
 	run_in(&r, "gpu-no-cupti", NULL, 0, NULL);
-	expect(&r, "tool.cupti", TALLY_DOCTOR_FAIL, "CUPTI not found", "LD_LIBRARY_PATH");
+	expect(&r, "tool.cupti", TALLY_DOCTOR_FAIL, "CUPTI not found", "TALLY_CUPTI_PATH");
 	expect(&r, "tool.versions", TALLY_DOCTOR_SKIP, NULL, NULL);
 	run_done(&r);
 
 	run_in(&r, "gpu-cupti-elsewhere", NULL, 0, NULL);
-	expect(&r, "tool.cupti", TALLY_DOCTOR_WARN, "not by the loader's search",
-	       "export LD_LIBRARY_PATH=/usr/local/cuda/extras/CUPTI/lib64:$LD_LIBRARY_PATH");
+	expect(&r, "tool.cupti", TALLY_DOCTOR_WARN, "where the collector does not look",
+	       "export TALLY_CUPTI_PATH=/opt/cuda-13/extras/CUPTI/lib64/libcupti.so.13");
 	assert_true(r.rep.can_record);
 	run_done(&r);
 
@@ -739,7 +739,7 @@ static void test_blocking_api(void **state)
 	       ENV("TALLY_COLLECTOR=/nope/libtally.so"));
 	for (i = 0; i < r.rep.count; i++)
 		assert_true(tally_doctor_check_blocks(r.rep.findings[i].id));
-	assert_int_equal(r.rep.count, 9); /* card 2, tool 3, output 4 */
+	assert_int_equal(r.rep.count, 10); /* card 2, tool 4, output 4 */
 	assert_null(tally_doctor_find(&r.rep, "perf.paranoid"));
 	mem = open_memstream(&text, &len);
 	assert_true(tally_doctor_blocking(&r.rep, mem));

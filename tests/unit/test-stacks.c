@@ -19,6 +19,8 @@
 #include <execinfo.h>
 #include <jansson.h>
 
+#include "buildid.h"
+#include "codec.h"
 #include "export.h"
 #include "pathmap.h"
 #include "reader.h"
@@ -118,12 +120,12 @@ static void test_module_map(void **state)
 	uint64_t budget = 16;
 
 	(void)state;
-	tally_module_put(&b, 0, 0x1000, 0x5000, "/a.so"); /* module 0 */
-	tally_module_put(&b, 0, 0x2000, 0x3000, "/b.so"); /* 1, inside a */
-	tally_module_put(&b, 0, 0x5000, 0x6000, "/c.so"); /* 2, adjoining a */
+	tally_module_put(&b, 0, 0x1000, 0x5000, "/a.so", NULL); /* module 0 */
+	tally_module_put(&b, 0, 0x2000, 0x3000, "/b.so", NULL); /* 1, inside a */
+	tally_module_put(&b, 0, 0x5000, 0x6000, "/c.so", NULL); /* 2, adjoining a */
 	assert_true(tally_modules_parse(&t, b.data, b.len));
 	tally_buf_reset(&b);
-	tally_module_put(&b, 0, 0x2800, 0x4000, "/d.so"); /* 3, later, over b and a */
+	tally_module_put(&b, 0, 0x2800, 0x4000, "/d.so", NULL); /* 3, later, over b and a */
 	assert_true(tally_modules_parse(&t, b.data, b.len));
 	assert_null(tally_module_of(&t, 0xfff));
 	assert_string_equal(tally_module_of(&t, 0x1000)->path, "/a.so");
@@ -145,6 +147,251 @@ static void test_module_map(void **state)
 	assert_int_equal(budget, 16);
 	tally_stack_tables_fini(&t);
 	tally_buf_fini(&b);
+}
+
+/* Format 1.4: a module's build ID and size after a NUL in its path's bytes.  A 1.3 reader takes
+ * the bytes as a C string: the path, and nothing of what follows. */
+static void test_module_facts(void **state)
+{
+	static const uint8_t id[20] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
+				       11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+	struct tally_module_facts with = {id, sizeof(id), 4096}, no_id = {NULL, 0, 77};
+	struct tally_stack_tables t = {0};
+	struct tally_buf b = {0};
+	struct tally_cursor c;
+	const struct tally_module *m;
+
+	(void)state;
+	tally_module_put(&b, 0, 0x1000, 0x2000, "/lib/a.so", &with);
+	tally_module_put(&b, 0, 0x2000, 0x3000, "/lib/b.so", &no_id);
+	tally_module_put(&b, 0, 0x3000, 0x4000, "/lib/c.so", NULL);
+	/* what a 1.3 reader does with the first entry: three varints, then len-bytes as a C string
+	 */
+	c = (struct tally_cursor){b.data, b.data + b.len, false};
+	for (int i = 0; i < 3; i++)
+		(void)tally_cur_varint(&c);
+	{
+		uint64_t n = tally_cur_varint(&c);
+		const uint8_t *bytes = tally_cur_bytes(&c, n);
+
+		assert_non_null(bytes);
+		assert_int_equal(strnlen((const char *)bytes, n), strlen("/lib/a.so"));
+		assert_true(n > strlen("/lib/a.so") + sizeof(id));
+	}
+	assert_true(tally_modules_parse(&t, b.data, b.len));
+	m = tally_module_of(&t, 0x1800);
+	assert_string_equal(m->path, "/lib/a.so");
+	assert_true(m->described);
+	assert_int_equal(m->build_id_len, sizeof(id));
+	assert_memory_equal(m->build_id, id, sizeof(id));
+	assert_int_equal(m->file_size, 4096);
+	m = tally_module_of(&t, 0x2800);
+	assert_string_equal(m->path, "/lib/b.so");
+	assert_true(m->described);
+	assert_int_equal(m->build_id_len, 0);
+	assert_int_equal(m->file_size, 77);
+	m = tally_module_of(&t, 0x3800);
+	assert_string_equal(m->path, "/lib/c.so");
+	assert_false(m->described);
+	/* a later writer's key (9, bytes) is skipped; an unknown type ends the facts, not the chunk
+	 */
+	tally_buf_reset(&b);
+	tally_buf_put_varint(&b, 0);
+	tally_buf_put_varint(&b, 0x5000);
+	tally_buf_put_varint(&b, 0x6000);
+	tally_buf_put_varint(&b, 3 + 6 + 3 + 2 + 3); /* the bytes below, to the next entry */
+	tally_buf_put(&b, "/d\0", 3);
+	tally_kv_bytes(&b, 9, "xyz", 3);	  /* 6 */
+	tally_kv_uint(&b, TALLY_MK_FILE_SIZE, 5); /* 3 */
+	tally_buf_put(&b, "\x0a\x09", 2);	  /* key 10 of type 9 */
+	tally_kv_uint(&b, TALLY_MK_FILE_SIZE, 6); /* after it: not read */
+	tally_buf_put_varint(&b, 0);		  /* the next entry */
+	tally_buf_put_varint(&b, 0x6000);
+	tally_buf_put_varint(&b, 0x7000);
+	tally_buf_put_str(&b, "/e");
+	assert_true(tally_modules_parse(&t, b.data, b.len));
+	assert_int_equal(tally_module_of(&t, 0x5000)->file_size, 5);
+	assert_string_equal(tally_module_of(&t, 0x6000)->path, "/e");
+	tally_stack_tables_fini(&t);
+	tally_buf_fini(&b);
+}
+
+/* Build IDs from ELF notes: the GNU one among others, none from notes that run past their end. */
+static void test_build_id_notes(void **state)
+{
+	uint8_t notes[96] = {0}, id[TALLY_BUILD_ID_MAX];
+	uint32_t *w = (uint32_t *)notes;
+
+	(void)state;
+	/* an ABI tag note (name "GNU", 16 bytes), then the build ID (8 bytes) */
+	w[0] = 4, w[1] = 16, w[2] = 1 /* NT_GNU_ABI_TAG */, memcpy(&w[3], "GNU", 4);
+	w[8] = 4, w[9] = 8, w[10] = 3 /* NT_GNU_BUILD_ID */, memcpy(&w[11], "GNU", 4);
+	memcpy(&w[12], "\xde\xad\xbe\xef\x01\x02\x03\x04", 8);
+	assert_int_equal(tally_build_id_parse(notes, 56, id), 8);
+	assert_memory_equal(id, "\xde\xad\xbe\xef\x01\x02\x03\x04", 8);
+	assert_int_equal(tally_build_id_parse(notes, 55, id), 0); /* its descriptor cut */
+	w[9] = 0xfffffff0u;					  /* a size past everything */
+	assert_int_equal(tally_build_id_parse(notes, sizeof(notes), id), 0);
+	w[9] = 8, w[8] = 5; /* name "GNU" of 5 bytes: not the GNU note */
+	assert_int_equal(tally_build_id_parse(notes, 56, id), 0);
+}
+
+/* SYMBOLS: the entries by frame id, the info after them, the length at the end; damage refused. */
+static void test_symbols_chunk(void **state)
+{
+	struct tally_symbols_info info = {.present = true,
+					  .has_session_id = true,
+					  .state = 2,
+					  .frames = 9,
+					  .named = 3,
+					  .how = "libdw"};
+	struct tally_stack_tables t = {0};
+	struct tally_buf e = {0}, p = {0}, again = {0};
+	uint32_t prev = 0;
+
+	(void)state;
+	memset(info.session_id, 0xab, sizeof(info.session_id));
+	tally_symbol_put(&e, &prev, 2, 0, 12, "_Z6crunchd", "a.cu");
+	tally_symbol_put(&e, &prev, 5, TALLY_SYMF_UNVERIFIED, 0, "helper", "");
+	tally_symbol_put(&e, &prev, 300, 0, 1, "main", "m.c");
+	tally_symbols_payload(&p, 3, &e, &info);
+	assert_true(tally_symbols_parse(&t, p.data, p.len));
+	assert_int_equal(t.nsymbols, 3);
+	assert_null(tally_symbol_of(&t, 1));
+	assert_string_equal(tally_symbol_of(&t, 2)->func, "_Z6crunchd");
+	assert_int_equal(tally_symbol_of(&t, 2)->line, 12);
+	assert_int_equal(tally_symbol_of(&t, 5)->flags, TALLY_SYMF_UNVERIFIED);
+	assert_string_equal(tally_symbol_of(&t, 300)->file, "m.c");
+	assert_null(tally_symbol_of(&t, 301));
+	assert_true(t.symbols_info.present && t.symbols_info.has_session_id);
+	assert_int_equal(t.symbols_info.state, 2);
+	assert_int_equal(t.symbols_info.frames, 9);
+	assert_string_equal(t.symbols_info.how, "libdw");
+	assert_memory_equal(t.symbols_info.session_id, info.session_id, 16);
+	/* encoded again (tally merge): the same bytes */
+	tally_symbols_encode(&again, &t);
+	assert_int_equal(again.len, p.len);
+	assert_memory_equal(again.data, p.data, p.len);
+	/* its own length wrong, cut short, a frame id not above the one before: damage, none kept
+	 */
+	p.data[p.len - 1] ^= 1;
+	assert_false(tally_symbols_parse(&t, p.data, p.len));
+	assert_int_equal(t.nsymbols, 0);
+	assert_false(t.symbols_info.present);
+	p.data[p.len - 1] ^= 1;
+	assert_false(tally_symbols_parse(&t, p.data, p.len - 1));
+	tally_buf_reset(&e);
+	tally_buf_reset(&p);
+	prev = 0;
+	tally_symbol_put(&e, &prev, 4, 0, 0, "a", "");
+	tally_symbol_put(&e, &prev, 4, 0, 0, "b", "");
+	tally_symbols_payload(&p, 2, &e, &info);
+	assert_false(tally_symbols_parse(&t, p.data, p.len));
+	tally_buf_reset(&p);
+	tally_symbols_payload(&p, 1000, &e, &info); /* more entries than the bytes hold */
+	assert_false(tally_symbols_parse(&t, p.data, p.len));
+	/* a delta that wraps past 2^64 to an id below the one before */
+	tally_buf_reset(&e);
+	tally_buf_reset(&p);
+	for (int i = 0; i < 2; i++) {
+		tally_buf_put_varint(&e, i ? UINT64_MAX - 2 : 5);
+		tally_buf_put_varint(&e, 0);
+		tally_buf_put_varint(&e, 0);
+		tally_buf_put_str(&e, "f");
+		tally_buf_put_str(&e, "");
+	}
+	tally_symbols_payload(&p, 2, &e, &info);
+	assert_false(tally_symbols_parse(&t, p.data, p.len));
+	tally_stack_tables_fini(&t);
+	tally_buf_fini(&e);
+	tally_buf_fini(&p);
+	tally_buf_fini(&again);
+}
+
+/* A SYMBOLS chunk that ends the file names the section's frames before its first record: the
+ * labels made as records stream by (the exporters', the page's) are record's names. */
+struct ahead_seen {
+	bool at_records; /* the names were there when the first records came */
+	size_t calls;
+};
+
+static int ahead_records(void *ctx, struct tally_section *s, const struct tally_record *r, size_t n)
+{
+	struct ahead_seen *a = ctx;
+
+	(void)r;
+	(void)n;
+	if (!a->calls++)
+		a->at_records = tally_symbol_of(&s->stacks, 1) != NULL;
+	return 0;
+}
+
+static void test_symbols_ahead(void **state)
+{
+	struct tally_sink sink;
+	struct tally_writer w;
+	struct tally_buf b = {0}, e = {0};
+	struct tally_symbols_info info = {.present = true, .has_session_id = true, .state = 1};
+	struct tally_record rec = {.kind = TALLY_KIND_KERNEL, .start = 10, .end = 20};
+	struct ahead_seen seen = {0};
+	struct tally_read_ops ops = {.records = ahead_records, .ctx = &seen};
+	struct tally_file *f;
+	char err[256];
+	uint32_t prev = 0;
+	int fd;
+
+	(void)state;
+	memset(info.session_id, 7, sizeof(info.session_id));
+	fd = open(scratch_path("ahead.tally"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
+	assert_int_equal(tally_writer_init(&w, &sink, 0), 0);
+	assert_int_equal(tally_writer_preamble(&w), 0);
+	tally_kv_bytes(&b, TALLY_SK_SESSION_ID, info.session_id, 16);
+	assert_int_equal(tally_writer_chunk(&w, TALLY_CHUNK_SESSION, 0, b.data, b.len, 0), 0);
+	tally_buf_reset(&b);
+	{
+		struct tally_codec codec = {0};
+
+		assert_int_equal(tally_records_encode(&codec, &b, TALLY_KIND_KERNEL, &rec, 1,
+						      tally_kind_columns(TALLY_KIND_KERNEL)),
+				 0);
+		tally_codec_fini(&codec);
+	}
+	assert_int_equal(tally_writer_chunk(&w, TALLY_CHUNK_RECORDS, 0, b.data, b.len, 1), 0);
+	tally_symbol_put(&e, &prev, 1, 0, 3, "crunch", "c.c");
+	tally_buf_reset(&b);
+	tally_symbols_payload(&b, 1, &e, &info);
+	assert_int_equal(tally_writer_chunk(&w, TALLY_CHUNK_SYMBOLS, 0, b.data, b.len, 0), 0);
+	assert_int_equal(tally_writer_flush(&w), 0);
+	tally_writer_fini(&w);
+	close(fd);
+	assert_int_equal(tally_file_open(&f, scratch_path("ahead.tally"), err, sizeof(err)), 0);
+	assert_int_equal(tally_file_read(f, &ops), 0);
+	assert_true(seen.calls > 0 && seen.at_records);
+	assert_int_equal(f->chunks, 3); /* read ahead, and once in its place: counted once */
+	assert_int_equal(f->ndamage, 0);
+	assert_int_equal(f->sections[0]->unknown_chunks, 0);
+	tally_file_close(f);
+	/* another session's names are not this section's */
+	memset(info.session_id, 8, sizeof(info.session_id));
+	tally_buf_reset(&b);
+	tally_symbols_payload(&b, 1, &e, &info);
+	seen = (struct ahead_seen){0};
+	fd = open(scratch_path("ahead.tally"), O_WRONLY | O_APPEND);
+	{
+		uint8_t hdr[TALLY_CHUNK_HEADER_LEN];
+
+		tally_chunk_header(hdr, TALLY_CHUNK_SYMBOLS, 0, 3, b.data, b.len);
+		assert_int_equal(write(fd, hdr, sizeof(hdr)), sizeof(hdr));
+		assert_int_equal(write(fd, b.data, b.len), (ssize_t)b.len);
+	}
+	close(fd);
+	assert_int_equal(tally_file_open(&f, scratch_path("ahead.tally"), err, sizeof(err)), 0);
+	assert_int_equal(tally_file_read(f, &ops), 0);
+	assert_false(seen.at_records);
+	tally_file_close(f);
+	tally_buf_fini(&b);
+	tally_buf_fini(&e);
 }
 
 /* The module-path index of the frame labels: every path found after the table grew past the
@@ -564,7 +811,9 @@ int main(void)
 	    cmocka_unit_test(test_memory_report),    cmocka_unit_test(test_chrome),
 	    cmocka_unit_test(test_sqlite),	     cmocka_unit_test(test_csv_memory),
 	    cmocka_unit_test(test_unknown_chunks),   cmocka_unit_test(test_module_map),
-	    cmocka_unit_test(test_pathmap),
+	    cmocka_unit_test(test_pathmap),	     cmocka_unit_test(test_module_facts),
+	    cmocka_unit_test(test_build_id_notes),   cmocka_unit_test(test_symbols_chunk),
+	    cmocka_unit_test(test_symbols_ahead),
 	};
 
 	return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);

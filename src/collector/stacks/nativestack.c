@@ -10,7 +10,9 @@
  * (_dl_find_object).  Its one unsafe moment, loading libgcc_s on first use, happens in init.
  *
  * Nothing is symbolized in the process: the file gets return addresses and, from the consumer
- * thread, the module map (dl_iterate_phdr) they are read against (tally's report side).
+ * thread, the module map (dl_iterate_phdr) they are read against (tally's report side), with
+ * each module's GNU build ID, read from its notes where the loader mapped them, and its file's
+ * size: a reader names a frame only from a file of the same build (docs/format.md §12).
  *
  * A launch's stack starts in tally's callback, called by CUPTI, called by the driver: those frames
  * (7 of CUPTI's and a few of libcuda's on CUDA 13) say nothing about the program and would take
@@ -24,8 +26,10 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "buildid.h"
 #include "stacks.h"
 #include "unwinder.h"
 
@@ -163,12 +167,51 @@ static bool same_module(const struct module_range *r)
 	return false;
 }
 
+/* Whether [vaddr, vaddr + len) lies in a readable PT_LOAD segment's file bytes: memory the loader
+ * mapped for the object, so that reading it cannot fault. */
+static bool mapped(const struct dl_phdr_info *info, uint64_t vaddr, uint64_t len)
+{
+	int i;
+
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && vaddr >= ph->p_vaddr &&
+		    len <= ph->p_filesz && vaddr - ph->p_vaddr <= ph->p_filesz - len)
+			return true;
+	}
+	return false;
+}
+
+/* The object's GNU build ID, from its PT_NOTE segments in memory (the loader mapped them with the
+ * first PT_LOAD): no file is opened, nothing allocated.  Its length, or 0 when it has none. */
+static size_t build_id_of(const struct dl_phdr_info *info, uint8_t id[TALLY_BUILD_ID_MAX])
+{
+	int i;
+
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		size_t n;
+
+		if (ph->p_type != PT_NOTE || !mapped(info, ph->p_vaddr, ph->p_filesz))
+			continue;
+		n = tally_build_id_parse((const void *)(uintptr_t)(info->dlpi_addr + ph->p_vaddr),
+					 ph->p_filesz, id);
+		if (n)
+			return n;
+	}
+	return 0;
+}
+
 static int describe_new(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct tally_buf *out = arg;
 	struct module_range r, *grown;
 	char exe[PATH_MAX];
 	const char *path = info->dlpi_name;
+	uint8_t id[TALLY_BUILD_ID_MAX];
+	struct tally_module_facts facts = {.build_id = id};
+	struct stat st;
 	ssize_t len;
 
 	(void)size;
@@ -180,12 +223,21 @@ static int describe_new(struct dl_phdr_info *info, size_t size, void *arg)
 		return 1;
 	known = grown;
 	known[nknown++] = r;
-	if (!path || !*path) { /* the main program */
+	facts.build_id_len = build_id_of(info, id);
+	if (!path || !*path) { /* the main program: its file even when it was replaced or removed */
 		len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 		exe[len > 0 ? len : 0] = 0;
+		/* replaced (an install renames a new build over it): the kernel says "PATH
+		 * (deleted)"; the path is the program's, and the build ID says which build ran */
+		if (len > 10 && strcmp(exe + len - 10, " (deleted)") == 0)
+			exe[len - 10] = 0;
 		path = exe;
+		if (stat("/proc/self/exe", &st) == 0)
+			facts.file_size = (uint64_t)st.st_size;
+	} else if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+		facts.file_size = (uint64_t)st.st_size;
 	}
-	tally_module_put(out, r.base, r.lo, r.hi, path);
+	tally_module_put(out, r.base, r.lo, r.hi, path, &facts);
 	return 0;
 }
 

@@ -4,6 +4,12 @@
  * interposed by libtally.so (LD_PRELOAD), timed, and kept when they lasted the threshold or
  * longer; see osrt.c for the list and the cost.
  */
+/*
+ * The room osrt/ (osrt.c): the blocking-call interposers alone.  They define libc's names, so
+ * every call of them in the process comes here, tally's own included.  entry/ sets them up at
+ * load, host/'s sampler starts, drains and stops them; they use activity/ (the ring, the
+ * pipeline's clock and counters) and base/.
+ */
 #ifndef TALLY_COLLECTOR_OSRT_H
 #define TALLY_COLLECTOR_OSRT_H
 

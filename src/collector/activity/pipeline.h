@@ -14,6 +14,22 @@
  *
  * There is one pipeline per process (CUPTI's callbacks carry no context pointer).
  */
+/*
+ * The room activity/, the hot path from CUPTI's callbacks to the file:
+ *
+ *   cupti.c, cupti-api.c, stackcap.c  CUPTI as the session drives it, its functions bound at
+ *                                     run time, the stacks taken at launching calls
+ *   pipeline-producers.c              CUPTI's buffer callbacks, and what other threads hand in
+ *   pipeline-consumer.c               the consumer: walk, check, correlate, encode, write
+ *   pipeline.c                        the start, and the close (pipeline-int.h: their insides)
+ *   pool.c, queue.c, ring.c           the bounded pool and the lock-free queue
+ *   convert.c, corr.c                 CUPTI records to tally records; the correlation check
+ *   nvtx.c, metricq.c, metricbatch.c  the other producers' hand-offs: NVTX, GPU metrics
+ *   clock-source.c                    the source of a session with no CUPTI
+ *
+ * session/, entry/ (guard.c), host/, osrt/ and metrics/ call it; it calls stacks/ and base/ (and
+ * format/'s writer), nothing above.
+ */
 #ifndef TALLY_COLLECTOR_PIPELINE_H
 #define TALLY_COLLECTOR_PIPELINE_H
 

@@ -3,6 +3,11 @@
  * The collector's configuration, read only from environment variables (docs/collector.md lists
  * them; `tally record` and `tally env` set them).  Parsed once at session start.
  */
+/*
+ * The room base/ (config.c, log.c, ownthread.c, sigreal.c, driver.c): what every room of the
+ * collector may use, using none of them: the settings from the environment, logging, tally's own
+ * threads, libc's signal calls behind the interposed ones, the CUDA driver the program loaded.
+ */
 #ifndef TALLY_COLLECTOR_CONFIG_H
 #define TALLY_COLLECTOR_CONFIG_H
 

@@ -15,6 +15,12 @@
  * reference the table holds, so the address is never reused), a native frame's is its return
  * address.  The tables are bounded; past the bound a stack is recorded as id 0 and counted.
  */
+/*
+ * The room stacks/ (stacktab.c, pystack.c, pyframes.c, nativestack.c, unwinder.c, saferead.c):
+ * call stacks, taken and interned: Python frames read in place, native return addresses, the
+ * tables.  activity/ (stacks at launches, the consumer's FRAMES and STACKS chunks) and host/
+ * (samples) use it; it uses no other room of the collector.
+ */
 #ifndef TALLY_COLLECTOR_STACKTAB_H
 #define TALLY_COLLECTOR_STACKTAB_H
 

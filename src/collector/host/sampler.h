@@ -10,6 +10,13 @@
  *                   tally_sampler_start
  *   session close:  tally_sampler_stop (before the pipeline's stop: everything drained)
  */
+/*
+ * The room host/ (sampler.c, perfsample.c, timersample.c, hostthreads.c): host sampling, on the
+ * sampler thread and in the program's threads, and the process's thread registry.  session/ (and
+ * entry/'s inject.c, at load) call it; it hands records to activity/, drains osrt/, and uses
+ * stacks/ and base/.  timersample.c claims its signal from entry/'s signals.c: an upward include
+ * scripts/include-graph.py knows of.
+ */
 #ifndef TALLY_COLLECTOR_SAMPLER_H
 #define TALLY_COLLECTOR_SAMPLER_H
 

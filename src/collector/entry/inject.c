@@ -12,6 +12,13 @@
  * Everything else is hidden (-fvisibility=hidden).  Nothing here may exit, abort, or print unless
  * asked (TALLY_DEBUG); a failure means "not recorded", said once, and the program runs on.
  */
+/*
+ * The room entry/ (inject.c, exitpath.c, signals.c, guard.c): every way into the collector and
+ * out of the process: the injection entry points, the interposed exits and execs, the fork hooks,
+ * the signal handler in front of the program's, the guard against a second CUPTI client.  Only
+ * the loader, CUDA, NVTX and the program's own calls enter it; it calls the session
+ * (collector.h) and may call every room of the collector below that.
+ */
 #include <string.h>
 
 #include "collector.h"

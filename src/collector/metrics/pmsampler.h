@@ -10,6 +10,11 @@
  * Nothing it meets fails the recording: a device that cannot be sampled gets a note and a
  * GPU_METRICS chunk saying why, and the rest of the trace is as it would have been.
  */
+/*
+ * The room metrics/ (pmsampler.c, pmdevice.c, pmeval.c, cupti-pm.c, metriclock.c): GPU metrics, on
+ * threads of their own.  session/ starts and stops it; it hands batches to activity/ (metricq.h,
+ * on the consumer's side) and uses base/.
+ */
 #ifndef TALLY_COLLECTOR_PMSAMPLER_H
 #define TALLY_COLLECTOR_PMSAMPLER_H
 

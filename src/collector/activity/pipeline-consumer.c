@@ -1,211 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The collection pipeline; see pipeline.h for the picture.  Three kinds of thread touch it:
- *
- * - producers: CUPTI's request and completion callbacks, on any application or CUPTI thread.
- *   They touch the pool (short mutex), the queue (lock-free) and relaxed atomic counters only.
- * - the consumer: the consumer thread, or whoever calls drain/stop.  consume_lock makes sure only
- *   one runs at a time; everything under "consumer state" belongs to it.
- * - the controller: whoever calls flush_begin/stop (an exit path), through atomics and the lock.
+ * The pipeline's consumer (pipeline-int.h): the consumer thread, or whoever calls drain, tick or
+ * stop, one at a time under consume_lock.  It walks the queued buffers, checks and correlates
+ * the records, encodes them into batches and writes the chunks; each slice it writes the ledger,
+ * and at the close (finish_locked) everything left and the final ledger.
  */
-#include "pipeline.h"
 #include "clock.h"
+#include "pipeline-int.h"
 
-#include <errno.h>
-#include <pthread.h>
-#include <semaphore.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "codec.h"
-#include "convert.h"
-#include "corr.h"
-#include "metricq.h"
 #include "nativestack.h"
-#include "ownthread.h"
-#include "pool.h"
-#include "queue.h"
 #include "stacktab.h"
-#include "strtab.h"
 
-#define DEFAULT_BUFFER_SIZE (4u << 20)
-#define DEFAULT_POOL	    64
-#define DEFAULT_SLICE_NS    1000000000ull
-#define DEFAULT_BATCH	    8192
-
-enum pstate { P_RUNNING, P_STOPPING, P_STOPPED };
-
-#define HOST_FIRST    TALLY_C_SAMPLES_TAKEN
-#define HOST_COUNTERS (TALLY_C_THREADS_SEEN - TALLY_C_SAMPLES_TAKEN + 1)
-
-struct batch {
-	struct tally_record *recs;
-	unsigned n;
-};
-
-struct pipeline {
-	struct tally_pipeline_config cfg;
-	struct tally_source src;
-	struct tally_pool pool;
-	struct tally_queue queue;
-	sem_t wake;
-	pthread_t thread;
-	bool has_thread;
-	_Atomic int state;
-
-	/* Producer counters.  Relaxed everywhere: they are statistics, each a single total that
-	 * no other memory depends on; snapshots read them under consume_lock. */
-	_Atomic uint64_t requested, delivered, refused, foreign, late, dropped_nvtx;
-	/* Host sampling and blocking calls: ledger counters HOST_FIRST.., the same way. */
-	_Atomic uint64_t host[HOST_COUNTERS];
-
-	/* Controller -> consumer: when the closing flush began, by which path.  flush_start is
-	 * stored last with release; the consumer loads it with acquire before path/signal. */
-	_Atomic unsigned flush_path;
-	_Atomic int flush_signal;
-	_Atomic uint64_t flush_start;
-	_Atomic bool watchdog_fired;
-
-	/* A signal that is to end the process (tally_pipeline_signal, from a signal handler).
-	 * The first one claims sig_claimed, writes at/sender, then publishes sig_first with
-	 * release; snapshots load sig_first with acquire before the rest. */
-	_Atomic int sig_claimed, sig_first, sig_sender;
-	_Atomic uint64_t sig_at_mono, sig_count;
-	_Atomic bool sig_unwritten; /* the consumer owes the file a ledger that shows it */
-	uint64_t start_mono;
-
-	/* Notes and device payloads from any thread, waiting for the consumer. */
-	pthread_mutex_t side_lock;
-	struct tally_buf side; /* (type:u8 len:varint bytes)* */
-	struct window_edge {
-		uint64_t t;
-		bool open;
-	} edges[64]; /* under side_lock; the last slot is reused when full */
-	unsigned nedges;
-
-	/* GPU metrics from the sampler thread (metricq.h) */
-	struct metricq metrics;
-
-	/* consumer state, under consume_lock */
-	pthread_mutex_t consume_lock;
-	struct tally_writer writer;
-	struct tally_strtab strings;
-	struct tally_convert convert;
-	struct tally_codec codec;
-	struct tally_corr corr;
-	struct tally_buf payload, device;
-	struct batch batches[TALLY_KIND_MAX];
-	uint64_t c[TALLY_C_MAX];		  /* the consumer's ledger counters */
-	uint32_t osrt_names[TALLY_OSRT_CALL_MAX]; /* string ids of the calls' names, 0 not yet */
-	struct capture {
-		uint32_t thread;
-		int depth;
-	} captures[64]; /* threads capturing a graph */
-	unsigned ncaptures;
-	/* Contexts seen in GPU records, tied to their device, for the DROPS chunk.  CUPTI reports
-	 * drops per context only for per-context queues; tally's kinds use the global queue. */
-	struct drop_context {
-		uint32_t context, device;
-		uint64_t gpu_records;
-	} contexts[32];
-	unsigned ncontexts;
-	bool drops_dirty; /* a DROPS chunk would say something new */
-	uint64_t slice, slice_begin;
-	/* CLOCK_MONOTONIC deadline of the current slice: set by whoever ends a slice (under
-	 * consume_lock), read unlocked by the consumer thread to know how long to sleep; a stale
-	 * value only makes it wake early.  Relaxed. */
-	_Atomic uint64_t next_slice_mono;
-	uint64_t start_time;
-	uint64_t failures_seen; /* write failures already timed (TALLY_C_WRITE_*_FAILED_AT) */
-	bool room_released;	/* the room kept for the close was given back (sink.release) */
-};
-
-/* The one pipeline.  Published with release once built; callbacks load it with acquire. */
-static _Atomic(struct pipeline *) g_pipeline;
-/* Bumped by what a close does (CUPTI's buffers handed over, metric samples decoded and their
- * batches), not by the program's threads: outside the pipeline, so a signal handler may read it
- * while the pipeline is being freed. */
-static _Atomic uint64_t g_progress;
-
-uint64_t tally_pipeline_progress(void)
-{
-	return atomic_load_explicit(&g_progress, memory_order_relaxed);
-}
-
-void tally_pipeline_config_default(struct tally_pipeline_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->buffer_size = DEFAULT_BUFFER_SIZE;
-	cfg->pool_buffers = DEFAULT_POOL;
-	cfg->slice_ns = DEFAULT_SLICE_NS;
-	cfg->batch_records = DEFAULT_BATCH;
-	cfg->trace_api = true;
-	cfg->consumer_thread = true;
-}
-
-/* ---- producers: CUPTI's callbacks ------------------------------------------------------ */
-
-void CUPTIAPI tally_pipeline_buffer_request(uint8_t **buffer, size_t *size, size_t *max_num_records)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-	uint8_t *buf = NULL;
-
-	*max_num_records = 0; /* as many as fit */
-	if (p && atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING) {
-		atomic_fetch_add_explicit(&p->requested, 1, memory_order_relaxed);
-		buf = tally_pool_take(&p->pool, p->src.now());
-		if (!buf)
-			atomic_fetch_add_explicit(&p->refused, 1, memory_order_relaxed);
-	}
-	/* A NULL buffer makes CUPTI drop (and count) records: safe from CUPTI API 27 on.  The
-	 * collector refuses to run on older CUPTI without a pool large enough (inject.c). */
-	*buffer = buf;
-	*size = buf ? p->pool.size : 0;
-}
-
-void CUPTIAPI tally_pipeline_buffer_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
-					     size_t size, size_t valid_size)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-	struct tally_queue_item item;
-
-	(void)ctx;
-	(void)stream_id;
-	if (!p || !buffer)
-		return;
-	if (tally_pool_index(&p->pool, buffer) < 0 || valid_size > size || size > p->pool.size) {
-		atomic_fetch_add_explicit(&p->foreign, 1, memory_order_relaxed);
-		return; /* not ours: never parse or free what we did not hand out */
-	}
-	atomic_fetch_add_explicit(&p->delivered, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g_progress, 1, memory_order_relaxed);
-	if (atomic_load_explicit(&p->state, memory_order_acquire) == P_STOPPED) {
-		atomic_fetch_add_explicit(&p->late, 1, memory_order_relaxed);
-		tally_pool_give(&p->pool, buffer, 0);
-		return;
-	}
-	item.buf = buffer;
-	item.valid = valid_size;
-	item.delivered_at = p->src.now();
-	item.origin = ORIGIN_CUPTI;
-	/* The queue holds at least the pool's capacity, so a pool buffer always fits. */
-	if (!tally_queue_push(&p->queue, &item)) {
-		atomic_fetch_add_explicit(&p->foreign, 1, memory_order_relaxed);
-		tally_pool_give(&p->pool, buffer, item.delivered_at);
-		return;
-	}
-	sem_post(&p->wake); /* never blocks; async-signal-safe */
-}
-
-/* ---- consumer -------------------------------------------------------------------------- */
-
-static void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const struct tally_buf *b,
-		       uint64_t records)
+void emit_chunk(struct pipeline *p, unsigned type, unsigned flags, const struct tally_buf *b,
+		uint64_t records)
 {
 	(void)tally_writer_chunk(&p->writer, type, flags, b->data, b->len, records);
 }
@@ -594,8 +407,6 @@ static void emit_drops(struct pipeline *p, bool at_close)
 	p->drops_dirty = false;
 }
 
-static void end_slice(struct pipeline *p);
-
 /* A signal arrived that the file does not show yet: the ledger that says so goes out now, so
  * that a SIGKILL before the close still leaves it (the reader then says what happened). */
 static bool signal_unwritten(struct pipeline *p)
@@ -614,7 +425,7 @@ static uint64_t slice_deadline(struct pipeline *p)
  * meanwhile is closed between two buffers: under a steady stream the queue may never be empty,
  * and the periodic ledger and write must not wait for it.
  */
-static unsigned consume_all(struct pipeline *p, bool slices)
+unsigned consume_all(struct pipeline *p, bool slices)
 {
 	struct tally_queue_item it;
 	unsigned n = 0;
@@ -681,7 +492,7 @@ static void release_close_room(struct pipeline *p, bool needed)
 		p->c[TALLY_C_CLOSE_RESERVE_USED] = 1;
 }
 
-static void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
+void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 {
 	const struct tally_writer_stats *w = &p->writer.stats;
 
@@ -744,7 +555,7 @@ static void emit_ledger(struct pipeline *p, bool final)
 }
 
 /* End of a time slice: write what is batched, the ledger, and push it all to the file. */
-static void end_slice(struct pipeline *p)
+void end_slice(struct pipeline *p)
 {
 	uint64_t next;
 
@@ -762,7 +573,7 @@ static void end_slice(struct pipeline *p)
 	atomic_store_explicit(&p->next_slice_mono, next, memory_order_relaxed);
 }
 
-static void emit_clock(struct pipeline *p)
+void emit_clock(struct pipeline *p)
 {
 	tally_buf_reset(&p->payload);
 	tally_kv_uint(&p->payload, TALLY_CK_CUPTI, p->src.now());
@@ -829,7 +640,7 @@ static void note_stacks_lost(void)
 }
 
 /* The close: everything left, the unmatched, the stranded, the flush facts, the final ledger. */
-static void finish_locked(struct pipeline *p)
+void finish_locked(struct pipeline *p)
 {
 	struct finish_ctx fctx = {p, &p->payload};
 	uint64_t handed, delivered;
@@ -878,7 +689,7 @@ static void finish_locked(struct pipeline *p)
 	release_close_room(p, false);
 }
 
-static void *consumer_main(void *arg)
+void *consumer_main(void *arg)
 {
 	struct pipeline *p = arg;
 
@@ -898,415 +709,4 @@ static void *consumer_main(void *arg)
 		pthread_mutex_unlock(&p->consume_lock);
 	}
 	return NULL;
-}
-
-/* ---- control --------------------------------------------------------------------------- */
-
-static void pipeline_free(struct pipeline *p)
-{
-	unsigned k;
-
-	for (k = 0; k < TALLY_KIND_MAX; k++)
-		free(p->batches[k].recs);
-	tally_writer_fini(&p->writer);
-	tally_strtab_fini(&p->strings);
-	tally_convert_fini(&p->convert);
-	tally_codec_fini(&p->codec);
-	tally_corr_fini(&p->corr);
-	tally_buf_fini(&p->payload);
-	tally_buf_fini(&p->device);
-	tally_buf_fini(&p->side);
-	tally_queue_fini(&p->queue);
-	tally_pool_fini(&p->pool);
-	metricq_fini(&p->metrics);
-	sem_destroy(&p->wake);
-	pthread_mutex_destroy(&p->consume_lock);
-	pthread_mutex_destroy(&p->side_lock);
-	free(p);
-}
-
-static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config *cfg,
-			 const struct tally_source *src, const struct tally_sink *sink)
-{
-	int rc;
-
-	p->cfg = *cfg;
-	p->src = *src;
-	if (!p->cfg.batch_records || p->cfg.batch_records > TALLY_RECORDS_MAX)
-		p->cfg.batch_records = DEFAULT_BATCH;
-	if (!p->cfg.slice_ns)
-		p->cfg.slice_ns = DEFAULT_SLICE_NS;
-	pthread_mutex_init(&p->consume_lock, NULL);
-	pthread_mutex_init(&p->side_lock, NULL);
-	sem_init(&p->wake, 0, 0);
-	metricq_init(&p->metrics, PIPELINE_METRIC_BATCHES);
-	tally_corr_init(&p->corr);
-	rc = tally_pool_init(&p->pool, cfg->buffer_size, cfg->pool_buffers);
-	if (rc == 0)
-		rc = tally_queue_init(&p->queue, 2 * (size_t)cfg->pool_buffers + 64);
-	if (rc == 0)
-		rc = tally_writer_init(&p->writer, sink, 0);
-	if (rc == 0)
-		rc = tally_strtab_init(&p->strings);
-	if (rc == 0)
-		rc = tally_convert_init(&p->convert, &p->strings, src->api_name);
-	return rc;
-}
-
-static int start_consumer(struct pipeline *p)
-{
-	/* The consumer takes no signals: they belong to the program's threads. */
-	int rc = tally_own_thread_create(&p->thread, consumer_main, p, "tally-consumer", false);
-
-	if (rc < 0)
-		return rc;
-	p->has_thread = true;
-	return 0;
-}
-
-int tally_pipeline_start(const struct tally_pipeline_config *cfg, const struct tally_source *src,
-			 const struct tally_sink *sink, const struct tally_buf *session)
-{
-	struct pipeline *p;
-	int rc;
-
-	if (atomic_load_explicit(&g_pipeline, memory_order_acquire))
-		return -EBUSY;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	rc = pipeline_init(p, cfg, src, sink);
-	if (rc < 0)
-		goto free_pipeline;
-	if (cfg->stacks) { /* fresh tables: a fork child's file starts its ids again */
-		tally_nativestack_forget_modules();
-		if (tally_stacktab_reset() < 0)
-			p->cfg.stacks = false;
-	}
-	p->start_time = p->slice_begin = src->now();
-	p->start_mono = tally_monotonic_ns();
-	atomic_init(&p->next_slice_mono, tally_monotonic_ns() + p->cfg.slice_ns);
-	if (tally_writer_preamble(&p->writer) < 0)
-		goto no_memory;
-	emit_chunk(p, TALLY_CHUNK_SESSION, 0, session, 0);
-	emit_clock(p);
-	(void)tally_writer_flush(&p->writer);
-	if (p->writer.stats.write_failures) {
-		rc = -p->writer.stats.last_errno;
-		goto free_pipeline;
-	}
-	atomic_store_explicit(&p->state, P_RUNNING, memory_order_relaxed);
-	if (cfg->consumer_thread && (rc = start_consumer(p)) < 0)
-		goto free_pipeline;
-	/* Release: everything above is visible to any callback that finds the pointer. */
-	atomic_store_explicit(&g_pipeline, p, memory_order_release);
-	return 0;
-no_memory:
-	rc = -ENOMEM;
-free_pipeline:
-	pipeline_free(p);
-	return rc;
-}
-
-void tally_pipeline_drain(void)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	if (!p)
-		return;
-	pthread_mutex_lock(&p->consume_lock);
-	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING)
-		consume_all(p, false);
-	pthread_mutex_unlock(&p->consume_lock);
-}
-
-void tally_pipeline_tick(void)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	if (!p)
-		return;
-	pthread_mutex_lock(&p->consume_lock);
-	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING) {
-		consume_all(p, false);
-		end_slice(p);
-	}
-	pthread_mutex_unlock(&p->consume_lock);
-}
-
-static void side_put(unsigned type, const void *bytes, size_t len)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	if (!p)
-		return;
-	pthread_mutex_lock(&p->side_lock);
-	tally_buf_put_u8(&p->side, (uint8_t)type);
-	tally_buf_put_varint(&p->side, len);
-	tally_buf_put(&p->side, bytes, len);
-	pthread_mutex_unlock(&p->side_lock);
-}
-
-void tally_pipeline_note(unsigned severity, const char *code, const char *text)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-	struct tally_buf b = {0};
-
-	if (!p)
-		return;
-	tally_kv_uint(&b, TALLY_NK_TIME, p->src.now());
-	tally_kv_uint(&b, TALLY_NK_SEVERITY, severity);
-	tally_kv_str(&b, TALLY_NK_CODE, code);
-	tally_kv_str(&b, TALLY_NK_TEXT, text);
-	if (!b.failed)
-		side_put(TALLY_CHUNK_NOTE, b.data, b.len);
-	tally_buf_fini(&b);
-}
-
-int tally_pipeline_nvtx_buffer(uint8_t *buf, size_t used)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-	struct tally_queue_item item = {buf, used, 0, ORIGIN_NVTX};
-
-	if (!p || atomic_load_explicit(&p->state, memory_order_acquire) != P_RUNNING)
-		return -ENOENT;
-	item.delivered_at = p->src.now();
-	if (!tally_queue_push(&p->queue, &item)) {
-		/* Count the events it held: each entry says its own size. */
-		const uint8_t *q = buf;
-		uint64_t n = 0;
-
-		while (q + sizeof(struct tally_nvtx_event) <= buf + used &&
-		       ((const struct tally_nvtx_event *)(const void *)q)->size) {
-			q += ((const struct tally_nvtx_event *)(const void *)q)->size;
-			n++;
-		}
-		tally_pipeline_nvtx_dropped(n);
-		return -ENOSPC;
-	}
-	sem_post(&p->wake);
-	return 0;
-}
-
-void tally_pipeline_nvtx_dropped(uint64_t events)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	if (p)
-		atomic_fetch_add_explicit(&p->dropped_nvtx, events, memory_order_relaxed);
-}
-
-/* Host records a full queue (or no pipeline) turned away: counted by what they were. */
-static void host_dropped(struct pipeline *p, const struct tally_record *r, size_t n)
-{
-	uint64_t samples = 0, calls = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		samples += r[i].kind == TALLY_KIND_CPU_SAMPLE;
-		calls += r[i].kind == TALLY_KIND_OSRT;
-	}
-	if (!p)
-		return;
-	atomic_fetch_add_explicit(&p->host[TALLY_C_SAMPLES_DROPPED - HOST_FIRST], samples,
-				  memory_order_relaxed);
-	atomic_fetch_add_explicit(&p->host[TALLY_C_OSRT_DROPPED - HOST_FIRST], calls,
-				  memory_order_relaxed);
-}
-
-int tally_pipeline_host_records(struct tally_record *recs, size_t n)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-	struct tally_queue_item item = {(uint8_t *)recs, n * sizeof(*recs), 0, ORIGIN_HOST};
-	int rc = 0;
-
-	if (!n) {
-		free(recs);
-		return 0;
-	}
-	if (!p || atomic_load_explicit(&p->state, memory_order_acquire) != P_RUNNING)
-		rc = -ENOENT;
-	else if (item.delivered_at = p->src.now(), !tally_queue_push(&p->queue, &item))
-		rc = -ENOSPC;
-	if (rc < 0) {
-		host_dropped(p, recs, n);
-		free(recs);
-		return rc;
-	}
-	sem_post(&p->wake);
-	return 0;
-}
-
-void tally_pipeline_count(unsigned counter, uint64_t n)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	if (p && counter >= HOST_FIRST && counter < HOST_FIRST + HOST_COUNTERS)
-		atomic_fetch_add_explicit(&p->host[counter - HOST_FIRST], n, memory_order_relaxed);
-}
-
-void tally_pipeline_threads(const struct tally_buf *payload)
-{
-	side_put(TALLY_CHUNK_THREADS, payload->data, payload->len);
-}
-
-uint64_t tally_pipeline_now(void)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	return p ? p->src.now() : 0;
-}
-
-int tally_pipeline_metric_batch(struct pm_batch *b)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-	int rc;
-
-	if (!p || atomic_load_explicit(&p->state, memory_order_acquire) != P_RUNNING)
-		return -ENOENT;
-	atomic_fetch_add_explicit(&g_progress, 1, memory_order_relaxed);
-	rc = metricq_put(&p->metrics, b);
-	if (rc == 0)
-		sem_post(&p->wake);
-	return rc;
-}
-
-void tally_pipeline_metric_count(unsigned counter, uint64_t n)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	atomic_fetch_add_explicit(&g_progress, 1, memory_order_relaxed); /* a sample decoded, say */
-	if (p)
-		metricq_count(&p->metrics, counter, n);
-}
-
-void tally_pipeline_metric_gap(uint64_t t0, uint64_t t1)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	if (p)
-		metricq_gap(&p->metrics, t0, t1);
-}
-
-void tally_pipeline_gpu_metrics(const struct tally_buf *kv)
-{
-	side_put(TALLY_CHUNK_GPU_METRICS, kv->data, kv->len);
-}
-
-void tally_pipeline_flush_begin(enum tally_flush_path path, int signo)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-	uint64_t zero = 0;
-
-	if (!p)
-		return;
-	atomic_store_explicit(&p->flush_path, path, memory_order_relaxed);
-	atomic_store_explicit(&p->flush_signal, signo, memory_order_relaxed);
-	/* Release: path and signal are visible to whoever sees flush_start set.  Only the
-	 * first exit path to get here is recorded. */
-	if (!atomic_compare_exchange_strong_explicit(&p->flush_start, &zero, p->src.now(),
-						     memory_order_release, memory_order_relaxed))
-		return;
-}
-
-void tally_pipeline_signal(int sig, int sender)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-	int unclaimed = 0;
-
-	if (!p)
-		return;
-	atomic_fetch_add_explicit(&p->sig_count, 1, memory_order_relaxed);
-	if (!atomic_compare_exchange_strong_explicit(&p->sig_claimed, &unclaimed, 1,
-						     memory_order_acq_rel, memory_order_relaxed))
-		return;
-	atomic_store_explicit(&p->sig_at_mono, tally_monotonic_ns(), memory_order_relaxed);
-	atomic_store_explicit(&p->sig_sender, sender, memory_order_relaxed);
-	atomic_store_explicit(&p->sig_first, sig, memory_order_release);
-	atomic_store_explicit(&p->sig_unwritten, true, memory_order_relaxed);
-	sem_post(&p->wake); /* async-signal-safe */
-}
-
-void tally_pipeline_window_edge(bool open)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-	unsigned n;
-
-	if (!p)
-		return;
-	pthread_mutex_lock(&p->side_lock);
-	n = p->nedges < sizeof(p->edges) / sizeof(p->edges[0]) ? p->nedges++ : p->nedges - 1;
-	p->edges[n].t = p->src.now();
-	p->edges[n].open = open;
-	pthread_mutex_unlock(&p->side_lock);
-}
-
-void tally_pipeline_watchdog_fired(void)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	if (p)
-		atomic_store_explicit(&p->watchdog_fired, true, memory_order_relaxed);
-}
-
-int tally_pipeline_stop(struct tally_stop_report *report)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-	int expected = P_RUNNING;
-	uint64_t t1;
-	unsigned i;
-
-	if (report)
-		memset(report, 0, sizeof(*report));
-	if (!p)
-		return -ENOENT;
-	if (!atomic_compare_exchange_strong_explicit(&p->state, &expected, P_STOPPING,
-						     memory_order_acq_rel, memory_order_relaxed))
-		return -EALREADY;
-	if (p->has_thread) {
-		sem_post(&p->wake);
-		pthread_join(p->thread, NULL);
-		p->has_thread = false;
-	}
-	pthread_mutex_lock(&p->consume_lock);
-	t1 = tally_monotonic_ns();
-	finish_locked(p);
-	/* Release: late completions that see STOPPED find the consumer done with the pool. */
-	atomic_store_explicit(&p->state, P_STOPPED, memory_order_release);
-	if (report) {
-		snapshot_locked(p, &report->final);
-		report->final.final = true;
-		report->drain_ns = tally_monotonic_ns() - t1;
-		report->flush_ns = p->c[TALLY_C_FLUSH_END] - p->c[TALLY_C_FLUSH_START];
-		report->records = p->c[TALLY_C_RECORDS_PARSED];
-		report->flush_records = p->c[TALLY_C_FLUSH_RECORDS];
-		report->bytes_written = p->writer.stats.bytes_written;
-		report->complete = true;
-		for (i = 0; i < tally_loss_counters_count; i++)
-			report->complete &= report->final.v[tally_loss_counters[i]] == 0;
-	}
-	pthread_mutex_unlock(&p->consume_lock);
-	return 0;
-}
-
-bool tally_pipeline_running(void)
-{
-	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
-
-	return p && atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING;
-}
-
-void tally_pipeline_abandon(void)
-{
-	/* In a fork child the consumer thread does not exist and the lock may be held by a thread
-	 * that is gone: leave the parent's pipeline (a copy here) untouched and forget it. */
-	atomic_store_explicit(&g_pipeline, NULL, memory_order_release);
-}
-
-void tally_pipeline_reset(void)
-{
-	struct pipeline *p = atomic_exchange_explicit(&g_pipeline, NULL, memory_order_acq_rel);
-
-	if (p && atomic_load_explicit(&p->state, memory_order_relaxed) == P_STOPPED)
-		pipeline_free(p);
 }

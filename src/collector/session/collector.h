@@ -8,6 +8,12 @@
  *
  *   entry points --> session --> tracer, control thread, NVTX capture, pipeline
  */
+/*
+ * The room session/ (session.c, this header, control.c, bounded.c, jobkeys.c): the one session:
+ * its start, the control thread, the closing flush, fork.  entry/ calls it; it drives host/,
+ * metrics/ and activity/ and uses base/.  host/hostthreads.c and osrt/osrt.c include this header
+ * for TALLY_EXPORT alone: two of the upward includes scripts/include-graph.py knows of.
+ */
 #ifndef TALLY_COLLECTOR_COLLECTOR_H
 #define TALLY_COLLECTOR_COLLECTOR_H
 

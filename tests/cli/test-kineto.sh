@@ -1,0 +1,106 @@
+#!/bin/sh
+# tally export --format kineto: the directory of Kineto JSON that Holistic Trace Analysis (HTA) and
+# PyTorch's tools read, checked for the shape they read it by (HTA itself is not installed here;
+# docs/export.md has its figures on the kept traces).  On traces the CPU test source was told to
+# make (two ranks of a job of two, two launching threads, four streams, every kind of record):
+# - one file per rank, rank-N.json, whose top has "rank": N as HTA's file scan finds it (a regex
+#   that wants a space after the colon) and distributedInfo.world_size from the job;
+# - GPU work on pid = device, tid = stream, with args.stream, args.device, args.context,
+#   args.correlation and "External id"; categories kernel, gpu_memcpy, gpu_memset in the numbers
+#   the workload made, copies named as Kineto names them ("Memcpy HtoD (...)");
+# - API calls cuda_runtime and cuda_driver, NVTX ranges user_annotation, none with a stream (HTA
+#   would count them as GPU work), no synchronization records;
+# - one ac2g flow per launch with GPU work: "s" on its call, "f" bound to the work;
+# - times in whole microseconds, each end the nearest microsecond to the recorded nanosecond (the
+#   CSV export's), so no duration is negative;
+# - deviceProperties naming the devices; loss windows as tally_loss slices with no stream, and the
+#   verdict under "tally"; a process with no rank numbered after the highest; --force removes the
+#   rank files of an earlier export that this one did not write.
+# And tally export without --format takes it from -o's name (.json chrome, .sqlite/.db sqlite);
+# a name that says none is a usage error naming the formats.
+# Usage: test-kineto.sh TALLY TESTSRC
+set -u
+TALLY=$1 TESTSRC=$2
+. "$(dirname "$0")/../lib.sh"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+# check NAME PYTHON-CONDITION over the export in $T/$1 (f: rank -> parsed file, raw: rank -> text)
+# and the CSV export in $T/$1.csv (csv: kind -> rows)
+check() {
+	python3 - "$T/$1" "$2" <<'PY' && ok "$1: $2" || bad "$1: $2"
+import csv as csvmod, glob, json, os, re, sys
+d = sys.argv[1]
+f, raw = {}, {}
+for p in sorted(glob.glob(d + "/*.json")):
+    r = int(re.match(r"rank-(\d+)\.json$", os.path.basename(p)).group(1))
+    raw[r] = open(p).read()
+    f[r] = json.loads(raw[r])
+csv = {}
+for p in glob.glob(d + ".csv/*.csv"):
+    csv[os.path.basename(p)[:-4]] = list(csvmod.DictReader(open(p)))
+ev = lambda r, cat: [e for e in f[r]["traceEvents"] if e.get("cat") == cat]
+gpu = lambda r: [e for e in f[r]["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+}
+
+K=400 D=30 M=40 S=20 Y=10 R=12 Q=5
+mkdir "$T/job"
+for rank in 0 1; do
+	RANK=$rank WORLD_SIZE=2 "$TESTSRC" -o "$T/job/rank$rank.tally" --threads 2 --kernels $K \
+		--driver-kernels $D --memcpys $M --memsets $S --syncs $Y --ranges $R --marks $Q \
+		--streams 4 --devices 2 --seed $((rank + 5)) >/dev/null
+done
+expect_rc "export -f kineto" 0 "$TALLY" export -q -f kineto -o "$T/k" "$T/job"
+"$TALLY" export -q -f csv -o "$T/k.csv" "$T/job/rank0.tally"
+check k "sorted(os.listdir(d)) == ['rank-0.json', 'rank-1.json']"
+check k "all(re.search(r'\"rank\":\s+(\d+)', raw[r].split('traceEvents')[0]).group(1) == str(r) for r in f)"
+check k "all(f[r]['distributedInfo'] == {'rank': r, 'world_size': 2} for r in f)"
+check k "all(len(ev(r, 'kernel')) == 2 * ($K + $D) and len(ev(r, 'gpu_memcpy')) == 2 * $M and len(ev(r, 'gpu_memset')) == 2 * $S for r in f)"
+check k "all(len(ev(r, 'cuda_runtime')) == 2 * ($K + $M + $S + $Y) and len(ev(r, 'cuda_driver')) == 2 * $D for r in f)"
+check k "all(len(ev(r, 'user_annotation')) == 2 * $R and not ev(r, 'cuda_sync') for r in f)"
+check k "all(e['args']['stream'] == e['tid'] and e['args']['device'] == e['pid'] and e['args']['correlation'] == e['args']['External id'] > 0 and 'context' in e['args'] for r in f for e in gpu(r))"
+check k "all(len({e['args']['stream'] for e in gpu(r)}) == 4 for r in f)"
+check k "all(re.fullmatch(r'Memcpy (HtoD|DtoH|DtoD|HtoH|PtoP|HtoA|AtoH|AtoA|AtoD|DtoA|Unknown) \(\w[\w ]* -> \w[\w ]*\)', e['name']) for r in f for e in ev(r, 'gpu_memcpy'))"
+check k "all(re.fullmatch(r'Memset \(\w[\w ]*\)', e['name']) for r in f for e in ev(r, 'gpu_memset'))"
+check k "all('stream' not in e.get('args', {}) and e['pid'] > 1000 for r in f for c in ('cuda_runtime', 'cuda_driver', 'user_annotation') for e in ev(r, c))"
+check k "all(e['args']['correlation'] > 0 and 'cbid' in e['args'] for r in f for c in ('cuda_runtime', 'cuda_driver') for e in ev(r, c))"
+# flows: one s per launch with GPU work, on the call (same ts and thread), one f per GPU work
+check k "all(len([e for e in ev(r, 'ac2g') if e['ph'] == 's']) == len([e for e in ev(r, 'ac2g') if e['ph'] == 'f']) == 2 * ($K + $D + $M + $S) for r in f)"
+check k "all({(e['id'], e['pid'], e['tid'], e['ts']) for e in ev(r, 'ac2g') if e['ph'] == 'f'} == {(e['args']['correlation'], e['pid'], e['tid'], e['ts']) for e in gpu(r)} for r in f)"
+check k "all({(e['id'], e['tid'], e['ts']) for e in ev(r, 'ac2g') if e['ph'] == 's'} <= {(e['args']['correlation'], e['tid'], e['ts']) for c in ('cuda_runtime', 'cuda_driver') for e in ev(r, c)} for r in f)"
+check k "all(e.get('bp') == 'e' for r in f for e in ev(r, 'ac2g') if e['ph'] == 'f')"
+# times: whole microseconds, each end the recorded nanosecond rounded to the nearest
+check k "all(type(e['ts']) is int and (e['ph'] != 'X' or type(e['dur']) is int and e['dur'] >= 0) for r in f for e in f[r]['traceEvents'])"
+check k "{int(c['correlation']): ((int(c['start']) + 500) // 1000, (int(c['end']) + 500) // 1000) for c in csv['kernel']} == {e['args']['correlation']: (e['ts'], e['ts'] + e['dur']) for e in ev(0, 'kernel')}"
+check k "all(sorted(p['id'] for p in f[r]['deviceProperties']) == [0, 1] and all(p['name'] and 'numSms' in p for p in f[r]['deviceProperties']) for r in f)"
+check k "all(f[r]['tally']['tally_verdict'] == 'COMPLETE' and not ev(r, 'tally_loss') for r in f)"
+
+# loss travels with the data: a window where CUPTI dropped records, never on a stream
+"$TESTSRC" -o "$T/lossy.tally" --kernels 300 --idle-at 150:5:40 >/dev/null
+expect_rc "export -f kineto, a lossy trace" 0 "$TALLY" export -q -f kineto -o "$T/lossy" "$T/lossy.tally"
+check lossy "f[0]['tally']['tally_verdict'] == 'INCOMPLETE'"
+check lossy "len(ev(0, 'tally_loss')) >= 1 and all('args' not in e and e['name'].startswith('DATA LOST') for e in ev(0, 'tally_loss'))"
+
+# a process recorded without a rank goes after the highest rank; --force drops stale rank files
+"$TESTSRC" -o "$T/job/norank.tally" --kernels 20 >/dev/null
+expect_rc "export into an existing directory without --force" 2 "$TALLY" export -q -f kineto -o "$T/k" "$T/job"
+expect_rc "export -f kineto --force, with an unranked process" 0 "$TALLY" export -q -f kineto --force -o "$T/k" "$T/job"
+check k "sorted(os.listdir(d)) == ['rank-0.json', 'rank-1.json', 'rank-2.json'] and len(ev(2, 'kernel')) == 20 and f[2]['distributedInfo'] == {'rank': 2}"
+expect_rc "export -f kineto --force, one rank" 0 "$TALLY" export -q -f kineto --force -o "$T/k" "$T/job/rank1.tally"
+check k "sorted(os.listdir(d)) == ['rank-1.json']"
+
+# the format from -o's name when --format is absent
+expect_rc "export -o x.json (no -f)" 0 "$TALLY" export -q -o "$T/x.json" "$T/job/rank0.tally"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["traceEvents"] and d["otherData"]["tally_verdict"] else 1)' "$T/x.json" &&
+	ok "x.json is Chrome JSON" || bad "x.json is not Chrome JSON"
+for ext in sqlite db; do
+	expect_rc "export -o x.$ext (no -f)" 0 "$TALLY" export -q -o "$T/x.$ext" "$T/job/rank0.tally"
+	[ "$(head -c 15 "$T/x.$ext")" = "SQLite format 3" ] && ok "x.$ext is a SQLite database" || bad "x.$ext is not SQLite"
+done
+expect_rc "export -o x.txt (no -f): usage" 2 "$TALLY" export -q -o "$T/x.txt" "$T/job/rank0.tally"
+grep -q "does not name one (.json, .pftrace, .sqlite, .db): --format" "$T/err" && [ ! -e "$T/x.txt" ] &&
+	ok "x.txt: refused, the formats named, nothing written" || bad "x.txt: $(cat "$T/err")"
+expect_rc "export -o DIR (no -f): usage" 2 "$TALLY" export -q -o "$T/somedir" "$T/job/rank0.tally"
+finish test-kineto
