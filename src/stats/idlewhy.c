@@ -8,6 +8,7 @@
 #include "grow.h"
 #include "hashmap.h"
 #include "idlewhy.h"
+#include "spill.h"
 
 #define TOP_STACKS	   5  /* per thread and kind of sample, in each listed hole */
 #define TOP_THREADS	   16 /* per listed hole; the others in one "more threads" row */
@@ -19,22 +20,19 @@
 #define OVERLAPS_PER_EVENT 64
 #define OVERLAPS_MIN	   (1u << 20)
 
-/* A host event of the section being read: an API call, a blocking call or a sample. */
+/* A host event of the section being read: an API call, a blocking call or a sample.  A
+ * section's events are kept in one spill (spill.h), by start: a process of millions of calls does
+ * not hold them in memory. */
+enum { H_API, H_OSRT, H_SAMPLE };
+
 struct hitem {
 	uint64_t t0, t1; /* aligned; a sample's t1 is its t0 */
 	uint32_t thread; /* CUPTI's id (API calls) or the kernel tid */
 	uint32_t id;	 /* name string id / CBID / stack id */
+	uint8_t what;	 /* H_API, H_OSRT, H_SAMPLE */
 	uint8_t source;	 /* samples: TALLY_SAMPLE_* */
 	uint8_t state;	 /* samples: thread state */
 	uint8_t torn;	 /* samples: no stack */
-};
-
-struct hvec {
-	struct hitem *v;
-	size_t n, cap;
-	uint64_t *tree; /* sorted: the latest end under each node of a tree over v (leaves at
-			   [leaves, leaves + n)), an instant's end one past its start */
-	size_t leaves;
 };
 
 /* One observation inside a hole, before aggregation. */
@@ -46,11 +44,19 @@ struct obs {
 	uint64_t ns;
 };
 
+/* A listed hole of the section being explained: holes are explained in order of start (a sweep
+ * over the events, by start), their rows put back in the holes' order after. */
+struct hole_ref {
+	uint64_t t0, t1;
+	uint32_t gap;
+	size_t first_row, nrows;
+};
+
 struct idle_why {
 	const struct report_idle *idle;
 	bool want_rows;	  /* gpu_idle_why's rows are wanted (else only the breakdown's stacks) */
 	size_t gaps_done; /* listed holes already explained */
-	struct hvec api, osrt, samp;
+	struct spill items;
 	struct why_row *rows;
 	size_t nrows, rows_cap;
 	struct why_stack *stacks;
@@ -64,8 +70,27 @@ struct idle_why {
 	size_t nthreads;
 	struct tally_map by_pthread; /* (uint32_t)pthread_id -> threads index + 1 */
 	uint32_t pid;
-	int64_t budget; /* overlaps still to look at in this section */
+	int64_t budget;	      /* overlaps still to look at in this section */
+	struct hitem *active; /* the sweep: the events that may overlap the hole at hand */
+	size_t nactive, active_cap;
+	struct hole_ref *holes;
+	size_t nholes, holes_cap;
 };
+
+static int by_start(const void *a, const void *b)
+{
+	const struct hitem *x = a, *y = b;
+
+	if (x->t0 != y->t0)
+		return x->t0 < y->t0 ? -1 : 1;
+	if (x->t1 != y->t1)
+		return x->t1 < y->t1 ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->what < y->what ? -1 : x->what > y->what;
+}
 
 struct idle_why *idle_why_new(const struct report_idle *idle, bool rows)
 {
@@ -74,6 +99,7 @@ struct idle_why *idle_why_new(const struct report_idle *idle, bool rows)
 	if (w) {
 		w->idle = idle;
 		w->want_rows = rows;
+		spill_init(&w->items, sizeof(struct hitem), 0, by_start);
 	}
 	return w;
 }
@@ -82,145 +108,60 @@ void idle_why_free(struct idle_why *w)
 {
 	if (!w)
 		return;
-	free(w->api.v);
-	free(w->osrt.v);
-	free(w->samp.v);
-	free(w->api.tree);
-	free(w->osrt.tree);
-	free(w->samp.tree);
+	spill_fini(&w->items);
 	tally_map_fini(&w->by_pthread);
 	free(w->rows);
 	free(w->stacks);
 	free(w->obs);
 	free(w->threads);
+	free(w->active);
+	free(w->holes);
 	free(w);
-}
-
-static int push(struct hvec *h, const struct hitem *it)
-{
-	if (!tally_grow_in((void **)&h->v, &h->cap, h->n + 1, sizeof(*h->v)))
-		return -ENOMEM;
-	h->v[h->n++] = *it;
-	return 0;
 }
 
 int idle_why_add(struct idle_why *w, const struct report_section *rs, const struct tally_record *r,
 		 size_t n)
 {
-	struct hvec *h;
+	uint8_t what;
 	size_t i;
 
 	if (!n)
 		return 0;
 	if (tally_kind_is_api(r[0].kind))
-		h = &w->api;
+		what = H_API;
 	else if (r[0].kind == TALLY_KIND_OSRT)
-		h = &w->osrt;
+		what = H_OSRT;
 	else if (r[0].kind == TALLY_KIND_CPU_SAMPLE)
-		h = &w->samp;
+		what = H_SAMPLE;
 	else
 		return 0;
-	w->has_host |= h != &w->api;
-	if (!w->want_rows && h != &w->samp)
+	w->has_host |= what != H_API;
+	if (!w->want_rows && what != H_SAMPLE)
 		return 0; /* the breakdown's stacks need samples only */
 	for (i = 0; i < n; i++) {
-		struct hitem it = {.t0 = report_time(rs, r[i].start),
-				   .thread = r[i].thread_id,
-				   .source = (uint8_t)r[i].subkind,
-				   .state = (uint8_t)r[i].value};
+		struct hitem *it;
 
 		if ((r[i].flags & TALLY_REC_BAD_TIME) || r[i].kind != r[0].kind)
 			continue;
-		it.t1 = r[i].end > r[i].start ? report_time(rs, r[i].end) : it.t0;
-		it.id = h == &w->api ? r[i].name_id : h == &w->osrt ? r[i].cbid : r[i].stack_id;
-		it.torn = (r[i].flags & TALLY_REC_TORN) != 0;
-		if (push(h, &it) < 0)
+		if (!(it = spill_push(&w->items)))
 			return -ENOMEM;
+		*it = (struct hitem){.t0 = report_time(rs, r[i].start),
+				     .thread = r[i].thread_id,
+				     .what = what,
+				     .source = (uint8_t)r[i].subkind,
+				     .state = (uint8_t)r[i].value};
+		it->t1 = r[i].end > r[i].start ? report_time(rs, r[i].end) : it->t0;
+		it->id = what == H_API ? r[i].name_id : what == H_OSRT ? r[i].cbid : r[i].stack_id;
+		it->torn = (r[i].flags & TALLY_REC_TORN) != 0;
 	}
 	return 0;
 }
 
-/* ---- finding what overlaps a hole ------------------------------------------------------------ */
-
-static int by_start(const void *a, const void *b)
+/* An event's end for the sweep: an instant (a sample) ends one past its start, so that it
+ * overlaps a hole it lies in. */
+static uint64_t end_of(const struct hitem *it)
 {
-	const struct hitem *x = a, *y = b;
-
-	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
-}
-
-static int hvec_sort(struct hvec *h)
-{
-	size_t i, leaves = 1;
-
-	if (h->n > 1)
-		qsort(h->v, h->n, sizeof(*h->v), by_start);
-	while (leaves < h->n)
-		leaves *= 2;
-	free(h->tree);
-	h->leaves = leaves;
-	if (!(h->tree = calloc(2 * leaves, sizeof(*h->tree))))
-		return -ENOMEM;
-	for (i = 0; i < h->n; i++)
-		h->tree[leaves + i] = h->v[i].t1 > h->v[i].t0 ? h->v[i].t1 : h->v[i].t0 + 1;
-	for (i = leaves; i-- > 1;)
-		h->tree[i] =
-		    h->tree[2 * i] > h->tree[2 * i + 1] ? h->tree[2 * i] : h->tree[2 * i + 1];
-	return 0;
-}
-
-/* The first item starting at or after t. */
-static size_t first_from(const struct hvec *h, uint64_t t)
-{
-	size_t lo = 0, hi = h->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (h->v[mid].t0 < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-typedef int (*overlap_fn)(struct idle_why *w, const struct hitem *it, uint64_t ns);
-
-struct query {
-	const struct hvec *h;
-	size_t before; /* items [0, before) start before the hole's end */
-	uint64_t t0, t1;
-	overlap_fn fn;
-};
-
-/* The items under node (covering [lo, hi)) that overlap the hole: down the subtrees whose latest
- * end passes its start.  1 when the budget ran out. */
-static int visit(struct idle_why *w, const struct query *q, size_t node, size_t lo, size_t hi)
-{
-	const struct hitem *it;
-	int rc;
-
-	if (lo >= q->before || q->h->tree[node] <= q->t0)
-		return 0;
-	if (hi - lo > 1)
-		return (rc = visit(w, q, 2 * node, lo, (lo + hi) / 2)) != 0
-			   ? rc
-			   : visit(w, q, 2 * node + 1, (lo + hi) / 2, hi);
-	if (--w->budget < 0)
-		return 1;
-	it = &q->h->v[lo];
-	return q->fn(w, it, (it->t1 < q->t1 ? it->t1 : q->t1) - (it->t0 > q->t0 ? it->t0 : q->t0));
-}
-
-/* Every item overlapping [t0, t1), or starting inside it (an instant): O(log n) and the
- * overlaps.  1 when the section's budget ran out, -ENOMEM. */
-static int each_overlap(struct idle_why *w, const struct hvec *h, uint64_t t0, uint64_t t1,
-			overlap_fn fn)
-{
-	struct query q = {h, first_from(h, t1), t0, t1, fn};
-
-	return h->n ? visit(w, &q, 1, 0, h->leaves) : 0;
+	return it->t1 > it->t0 ? it->t1 : it->t0 + 1;
 }
 
 /* ---- threads ----------------------------------------------------------------------------------
@@ -426,57 +367,143 @@ static int obs_rows(struct idle_why *w, uint32_t gap)
 	return 0;
 }
 
-static int explain(struct idle_why *w, struct report_section *rs, uint32_t gap)
+/* One observation of an event in a hole, by kind. */
+static int observe(struct idle_why *w, const struct hitem *it, uint64_t t0, uint64_t t1)
+{
+	uint64_t ns = (it->t1 < t1 ? it->t1 : t1) - (it->t0 > t0 ? it->t0 : t0);
+
+	if (it->t1 <= it->t0)
+		ns = 0; /* an instant */
+	return it->what == H_API    ? api_obs(w, it, ns)
+	       : it->what == H_OSRT ? osrt_obs(w, it, ns)
+				    : sample_obs(w, it, ns);
+}
+
+/* The events overlapping hole h: those started before its end (the spill, by start, taken up to
+ * there) and not ended before its start (the others leave the sweep for good: every hole after
+ * starts later).  1 when the section's budget ran out. */
+static int overlapping(struct idle_why *w, const struct hole_ref *h, const struct hitem **next)
+{
+	size_t i, keep = 0;
+
+	while (*next && (*next)->t0 < h->t1) {
+		if (end_of(*next) > h->t0) {
+			if (!tally_grow_in((void **)&w->active, &w->active_cap, w->nactive + 1,
+					   sizeof(*w->active)))
+				return -ENOMEM;
+			w->active[w->nactive++] = **next;
+		}
+		*next = spill_next(&w->items);
+	}
+	for (i = 0; i < w->nactive; i++)
+		if (end_of(&w->active[i]) > h->t0)
+			w->active[keep++] = w->active[i];
+	w->nactive = keep;
+	for (i = 0; i < w->nactive; i++) {
+		int rc;
+
+		if (--w->budget < 0)
+			return 1;
+		if ((rc = observe(w, &w->active[i], h->t0, h->t1)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int explain(struct idle_why *w, struct report_section *rs, struct hole_ref *h,
+		   const struct hitem **next)
 {
 	const struct report_idle_gap *ig;
 	struct why_row *row;
 	size_t n, i;
 	int rc = 0;
 
-	ig = report_idle_gaps(w->idle, &n) + gap;
+	ig = report_idle_gaps(w->idle, &n) + h->gap;
+	h->first_row = w->nrows;
 	if (!(row = new_row(w)))
 		return -ENOMEM;
-	row->gap = gap;
+	row->gap = h->gap;
 	row->what = WHY_GAP;
 	row->count = 1;
 	row->ns = ig->gap.t1 - ig->gap.t0;
 	w->nobs = 0;
-	if (w->budget < 0 ||
-	    (rc = each_overlap(w, &w->api, ig->gap.t0, ig->gap.t1, api_obs)) != 0 ||
-	    (rc = each_overlap(w, &w->osrt, ig->gap.t0, ig->gap.t1, osrt_obs)) != 0 ||
-	    (rc = each_overlap(w, &w->samp, ig->gap.t0, ig->gap.t1, sample_obs)) != 0) {
+	if (w->budget < 0 || (rc = overlapping(w, h, next)) != 0) {
 		if (rc < 0)
 			return rc;
-		w->rows[w->nrows - 1].unexamined = true; /* the budget ran out: not a part of it */
+		w->rows[h->first_row].unexamined = true; /* the budget ran out: not a part of it */
+		h->nrows = 1;
 		return 0;
 	}
 	n = w->nrows;
-	if ((rc = obs_rows(w, gap)) != 0)
+	if ((rc = obs_rows(w, h->gap)) != 0)
 		return rc;
 	for (i = n; i < w->nrows; i++)
 		if (w->rows[i].what == WHY_CUDA)
 			w->rows[i].sync = idle_is_sync_call(report_string(rs, w->rows[i].id));
+	h->nrows = w->nrows - h->first_row;
+	return 0;
+}
+
+static int by_hole_start(const void *a, const void *b)
+{
+	const struct hole_ref *x = a, *y = b;
+
+	if (x->t0 != y->t0)
+		return x->t0 < y->t0 ? -1 : 1;
+	return x->gap < y->gap ? -1 : x->gap > y->gap;
+}
+
+static int by_hole_gap(const void *a, const void *b)
+{
+	const struct hole_ref *x = a, *y = b;
+
+	return x->gap < y->gap ? -1 : x->gap > y->gap;
+}
+
+/* The section's listed holes [from, to), each explained in a sweep by start; then their rows in
+ * the holes' order. */
+static int explain_all(struct idle_why *w, struct report_section *rs, size_t from, size_t to)
+{
+	const struct report_idle_gap *ig = report_idle_gaps(w->idle, &(size_t){0});
+	const struct hitem *next;
+	size_t i, base = w->nrows, k;
+	struct why_row *sorted;
+	int rc = 0;
+
+	w->nholes = 0;
+	w->nactive = 0;
+	for (i = from; i < to; i++) {
+		if (!tally_grow_in((void **)&w->holes, &w->holes_cap, w->nholes + 1,
+				   sizeof(*w->holes)))
+			return -ENOMEM;
+		w->holes[w->nholes++] =
+		    (struct hole_ref){ig[i].gap.t0, ig[i].gap.t1, (uint32_t)i, 0, 0};
+	}
+	qsort(w->holes, w->nholes, sizeof(*w->holes), by_hole_start);
+	if ((rc = spill_rewind(&w->items)) < 0)
+		return rc;
+	next = spill_next(&w->items);
+	for (i = 0; rc == 0 && i < w->nholes; i++)
+		rc = explain(w, rs, &w->holes[i], &next);
+	if (rc == 0 && w->items.err)
+		rc = -w->items.err;
+	if (rc < 0 || w->nrows == base)
+		return rc;
+	qsort(w->holes, w->nholes, sizeof(*w->holes), by_hole_gap);
+	if (!(sorted = malloc((w->nrows - base) * sizeof(*sorted))))
+		return -ENOMEM;
+	for (i = 0, k = 0; i < w->nholes; i++) {
+		memcpy(sorted + k, w->rows + w->holes[i].first_row,
+		       w->holes[i].nrows * sizeof(*sorted));
+		k += w->holes[i].nrows;
+	}
+	memcpy(w->rows + base, sorted, k * sizeof(*sorted));
+	free(sorted);
 	return 0;
 }
 
 /* ---- gpu_idle_breakdown's stacks --------------------------------------------------------------
  */
-
-struct stack_obs {
-	uint32_t device, stack;
-	uint8_t source;
-};
-
-static int by_stack_obs(const void *a, const void *b)
-{
-	const struct stack_obs *x = a, *y = b;
-
-	if (x->device != y->device)
-		return x->device < y->device ? -1 : 1;
-	if (x->source != y->source)
-		return x->source < y->source ? -1 : 1;
-	return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
 
 static int by_stack_weight(const void *a, const void *b)
 {
@@ -489,31 +516,6 @@ static int by_stack_weight(const void *a, const void *b)
 	if (x->source != y->source)
 		return x->source < y->source ? -1 : 1;
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
-static int collect_stack_obs(struct idle_why *w, struct stack_obs **out, size_t *nout)
-{
-	const struct report_idle_span *sp;
-	size_t nsp, k, i, n = 0, cap = 0;
-	struct stack_obs *v = NULL;
-
-	sp = report_idle_largest_holes(w->idle, &nsp);
-	for (k = 0; k < nsp; k++)
-		for (i = first_from(&w->samp, sp[k].t0);
-		     i < w->samp.n && w->samp.v[i].t0 < sp[k].t1; i++) {
-			const struct hitem *it = &w->samp.v[i];
-
-			if (!tally_grow_in((void **)&v, &cap, n + 1, sizeof(*v))) {
-				free(v);
-				return -ENOMEM;
-			}
-			v[n++] = (struct stack_obs){sp[k].device, it->torn ? 0 : it->id,
-						    it->source == TALLY_SAMPLE_PYTHON ? WHY_PYTHON
-										      : WHY_NATIVE};
-		}
-	*out = v;
-	*nout = n;
-	return 0;
 }
 
 /* Per device of stacks[from..): each stack's share is of its source's samples; the top few kept. */
@@ -535,32 +537,65 @@ static void keep_top_stacks(struct idle_why *w, size_t from)
 	w->nstacks = out;
 }
 
-/* The stacks sampled in the holes of each device's largest class, the top few per device. */
+/* One sample in a hole of device's largest class: its stack counted (a map of the counts). */
+static int count_stack(struct idle_why *w, struct tally_map *seen, const struct report_section *rs,
+		       uint32_t device, const struct hitem *it)
+{
+	uint8_t source = it->source == TALLY_SAMPLE_PYTHON ? WHY_PYTHON : WHY_NATIVE;
+	uint32_t stack = it->torn ? 0 : it->id;
+	uint32_t k = tally_map_get(seen, device, (uint64_t)source << 32 | stack);
+
+	if (!k) {
+		if (!tally_grow_in((void **)&w->stacks, &w->stacks_cap, w->nstacks + 1,
+				   sizeof(*w->stacks)) ||
+		    tally_map_put(seen, device, (uint64_t)source << 32 | stack,
+				  (uint32_t)w->nstacks + 1) < 0)
+			return -ENOMEM;
+		w->stacks[w->nstacks++] =
+		    (struct why_stack){rs->index, device, source, stack, 0, 0, 0};
+		k = (uint32_t)w->nstacks;
+	}
+	w->stacks[k - 1].count++;
+	w->stacks[k - 1].ns += w->period;
+	return 0;
+}
+
+/* The stacks sampled in the holes of each device's largest class (sorted by start, each device's
+ * disjoint), the top few per device: a sweep of the samples, by start, over those holes. */
 static int largest_stacks(struct idle_why *w, const struct report_section *rs)
 {
-	struct stack_obs *v;
-	size_t n, i, j, first = w->nstacks;
-	int rc = collect_stack_obs(w, &v, &n);
+	const struct report_idle_span *sp;
+	size_t nsp, k = 0, first = w->nstacks, i, keep;
+	struct report_idle_span *open = NULL;
+	size_t nopen = 0, ocap = 0;
+	struct tally_map seen = {0};
+	const struct hitem *it;
+	int rc;
 
-	if (rc)
-		return rc;
-	if (n > 1)
-		qsort(v, n, sizeof(*v), by_stack_obs);
-	for (i = 0; i < n; i = j) {
-		struct why_stack *s;
-
-		if (!tally_grow_in((void **)&w->stacks, &w->stacks_cap, w->nstacks + 1,
-				   sizeof(*w->stacks))) {
-			free(v);
-			return -ENOMEM;
-		}
-		s = &w->stacks[w->nstacks++];
-		*s = (struct why_stack){rs->index, v[i].device, v[i].source, v[i].stack, 0, 0, 0};
-		for (j = i; j < n && by_stack_obs(&v[j], &v[i]) == 0; j++)
-			s->count++;
-		s->ns = s->count * w->period;
+	sp = report_idle_largest_holes(w->idle, &nsp);
+	if (!nsp || (rc = spill_rewind(&w->items)) < 0)
+		return nsp ? rc : 0;
+	while (rc == 0 && (it = spill_next(&w->items))) {
+		if (it->what != H_SAMPLE)
+			continue;
+		for (; k < nsp && sp[k].t0 <= it->t0; k++)
+			if (!tally_grow_in((void **)&open, &ocap, nopen + 1, sizeof(*open)))
+				rc = -ENOMEM;
+			else
+				open[nopen++] = sp[k];
+		for (i = 0, keep = 0; i < nopen; i++)
+			if (open[i].t1 > it->t0)
+				open[keep++] = open[i];
+		nopen = keep;
+		for (i = 0; rc == 0 && i < nopen; i++)
+			rc = count_stack(w, &seen, rs, open[i].device, it);
 	}
-	free(v);
+	if (rc == 0 && w->items.err)
+		rc = -w->items.err;
+	free(open);
+	tally_map_fini(&seen);
+	if (rc < 0)
+		return rc;
 	if (w->nstacks - first > 1)
 		qsort(w->stacks + first, w->nstacks - first, sizeof(*w->stacks), by_stack_weight);
 	keep_top_stacks(w, first);
@@ -574,25 +609,25 @@ uint64_t idle_why_period(const struct report_section *rs)
 
 int idle_why_section(struct idle_why *w, struct report_section *rs)
 {
-	size_t n, gap;
-	int rc = 0;
+	size_t n;
+	int rc;
 
 	free(w->threads);
 	w->threads = tally_section_threads(rs->s, &w->nthreads);
 	w->pid = (uint32_t)rs->s->pid;
 	w->period = idle_why_period(rs);
-	if (index_threads(w) < 0 || hvec_sort(&w->api) < 0 || hvec_sort(&w->osrt) < 0 ||
-	    hvec_sort(&w->samp) < 0)
+	if (index_threads(w) < 0)
 		return -ENOMEM;
-	w->budget = (int64_t)OVERLAPS_PER_EVENT * (int64_t)(w->api.n + w->osrt.n + w->samp.n) +
-		    OVERLAPS_MIN;
+	if ((rc = spill_sort(&w->items)) < 0)
+		return rc;
+	w->budget = (int64_t)OVERLAPS_PER_EVENT * (int64_t)spill_count(&w->items) + OVERLAPS_MIN;
 	report_idle_gaps(w->idle, &n);
-	for (gap = w->gaps_done; w->want_rows && gap < n && rc == 0; gap++)
-		rc = explain(w, rs, (uint32_t)gap);
+	rc = w->want_rows ? explain_all(w, rs, w->gaps_done, n) : 0;
 	w->gaps_done = n;
 	if (rc == 0)
 		rc = largest_stacks(w, rs);
-	w->api.n = w->osrt.n = w->samp.n = 0;
+	spill_fini(&w->items); /* the next section's, empty */
+	spill_init(&w->items, sizeof(struct hitem), 0, by_start);
 	return rc;
 }
 

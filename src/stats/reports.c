@@ -286,8 +286,10 @@ static void gpu_memop_cell(const struct gpu_row *g, size_t col, struct report_ce
 static void gpu_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
 	const struct trace_ctx *x = ctx;
-	const struct gpu_row *g = (const struct gpu_row *)x->st->gpu.v + row;
+	const struct gpu_row *g = stats_gpu_row(x->st, row);
 
+	if (!g) /* the spill could not be read back: said by the command, an empty cell here */
+		return;
 	switch (col) {
 	case 0:
 		start_cell(x, g->start, c);
@@ -322,10 +324,12 @@ static void gpu_cell(const void *ctx, size_t row, size_t col, struct report_cell
 static void api_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
 	const struct trace_ctx *x = ctx;
-	const struct api_row *a = (const struct api_row *)x->st->api.v + row;
+	const struct api_row *a = stats_api_row(x->st, row);
 	const struct tally_section *s =
-	    a->sec < x->set->nsections ? x->set->sections[a->sec]->s : NULL;
+	    a && a->sec < x->set->nsections ? x->set->sections[a->sec]->s : NULL;
 
+	if (!a) /* the spill could not be read back: said by the command, an empty cell here */
+		return;
 	switch (col) {
 	case 0:
 		start_cell(x, a->start, c);
@@ -657,7 +661,7 @@ static void view_for(const struct stats *st, const struct report_set *set, enum 
 	} else if (r == R_GPU_TRACE || r == R_API_TRACE) {
 		v->cell = r == R_GPU_TRACE ? gpu_cell : api_cell;
 		v->ctx = tx;
-		v->nrows = r == R_GPU_TRACE ? st->gpu.n : st->api.n;
+		v->nrows = r == R_GPU_TRACE ? spill_count(&st->gpu) : spill_count(&st->api);
 	} else if (r == R_MEM_USAGE) {
 		v->cell = mem_usage_cell;
 		v->ctx = tx;

@@ -20,5 +20,10 @@ uint64_t stats_percentile(uint64_t *a, size_t n, double p);
 /* Each percentile p[i] of v[0..n) into out[i], v left as it is (a copy is selected in).  0 or
  * -ENOMEM. */
 int stats_percentiles(const uint64_t *v, size_t n, const double *p, uint64_t *out, size_t np);
+/* The same of the uint64_t values of a spill (spill.h) made with stats_by_u64, p[] ascending:
+ * exact, in one pass over them in order, whatever their number.  0 or -errno. */
+struct spill;
+int stats_by_u64(const void *a, const void *b);
+int stats_spill_percentiles(struct spill *s, const double *p, uint64_t *out, size_t np);
 
 #endif

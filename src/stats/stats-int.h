@@ -16,6 +16,7 @@
 #include "metricsum.h"
 #include "samplesum.h"
 #include "sketch.h"
+#include "spill.h"
 #include "spread.h"
 #include "stats.h"
 #include "steps.h"
@@ -109,9 +110,10 @@ struct api_row {
 	int32_t result;
 };
 
-struct rowvec {
-	void *v;
-	size_t n, cap, elem;
+/* Where a writer is in a trace report's rows, when they came from the spill's merge. */
+struct row_cursor {
+	size_t at;	 /* the row last handed out + 1; 0 none */
+	const void *row; /* it */
 };
 
 /* Per section: string id -> group index + 1, per report that groups by a name. */
@@ -138,7 +140,11 @@ struct stats {
 	struct stats_request req;
 	struct gtable t[R_COUNT];	 /* summary reports */
 	uint32_t memop_group[2][MEMOPS]; /* time, size: group index + 1 */
-	struct rowvec gpu, api;
+	/* cuda_gpu_trace and cuda_api_trace: a row per record, sorted by start; past the spill's
+	 * budget they go to a temporary file and come back merged (spill.h) */
+	struct spill gpu, api;
+	struct row_cursor gpu_at, api_at;
+	uint64_t first_row; /* the earliest start of a row */
 	struct strpool names;
 	struct sec_cache *secs;
 	size_t nsecs, secs_cap; /* sections seen (index + 1 of the last), room for */
@@ -213,5 +219,8 @@ int host_reports_section_end(struct stats *st, struct report_section *rs);
 int host_reports_finish(struct stats *st);
 
 bool stats_wants(const struct stats *st, enum report_id r);
+/* The i-th row of cuda_gpu_trace, cuda_api_trace in order (ask in order: a writer's pass). */
+const struct gpu_row *stats_gpu_row(const struct stats *st, size_t i);
+const struct api_row *stats_api_row(const struct stats *st, size_t i);
 
 #endif

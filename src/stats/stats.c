@@ -121,20 +121,48 @@ static void vec_push(struct stats *st, struct group *g, uint64_t x)
 	v->v[v->n++] = x;
 }
 
-static void *row_push(struct stats *st, struct rowvec *v)
+static void *row_push(struct stats *st, struct spill *v, uint64_t start)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? 2 * v->cap : 1024;
-		void *t = realloc(v->v, cap * v->elem);
+	void *row = spill_push(v);
 
-		if (!t) {
-			st->failed = true;
+	if (!row)
+		st->failed = true;
+	st->first_row = start < st->first_row ? start : st->first_row;
+	return row;
+}
+
+/* The i-th row: in place while the rows fit the budget, else from the merge, going on from the
+ * row asked for before (the writers ask in order; a table twice: its widths, then its rows). */
+static const void *trace_row(struct spill *s, struct row_cursor *c, size_t i)
+{
+	void *p = spill_at(s, i);
+
+	if (p || !spill_spilled(s))
+		return p;
+	if (c->at && i + 1 == c->at)
+		return c->row;
+	if (i + 1 < c->at || !c->at) {
+		if (spill_rewind(s) < 0)
 			return NULL;
-		}
-		v->v = t;
-		v->cap = cap;
+		c->at = 0;
 	}
-	return (char *)v->v + v->elem * v->n++;
+	while (c->at <= i && (c->row = spill_next(s)))
+		c->at++;
+	return c->at == i + 1 ? c->row : NULL;
+}
+
+const struct gpu_row *stats_gpu_row(const struct stats *st, size_t i)
+{
+	struct stats *w = (struct stats *)st; /* the cursor is a cache of the rows' order */
+
+	return trace_row(&w->gpu, &w->gpu_at, i);
+}
+
+const struct api_row *stats_api_row(const struct stats *st, size_t i)
+{
+	struct stats *w = (struct stats *)st;
+
+	return trace_row(&w->api, &w->api_at, i);
 }
 
 /* ---- group tables ---------------------------------------------------------------------- */
@@ -452,7 +480,7 @@ static void add_gpu_row(struct stats *st, struct report_section *rs, const struc
 	struct gpu_row *row;
 
 	name = pool_name(st, name);
-	if (!name || !(row = row_push(st, &st->gpu)))
+	if (!name || !(row = row_push(st, &st->gpu, report_time(rs, r->start))))
 		return;
 	row->start = report_time(rs, r->start);
 	row->dur = r->end - r->start;
@@ -570,7 +598,7 @@ static void api(struct stats *st, struct report_section *rs, const struct tally_
 	if (!stats_wants(st, R_API_TRACE))
 		return;
 	name = pool_name(st, report_string(rs, r->name_id));
-	if (!name || !(row = row_push(st, &st->api)))
+	if (!name || !(row = row_push(st, &st->api, report_time(rs, r->start))))
 		return;
 	row->start = report_time(rs, r->start);
 	row->dur = r->end - r->start;
@@ -750,6 +778,28 @@ static bool analyses_new(struct stats *st)
 	return true;
 }
 
+static int cmp_gpu(const void *pa, const void *pb)
+{
+	const struct gpu_row *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	if (a->sec != b->sec)
+		return a->sec < b->sec ? -1 : 1;
+	return a->corr < b->corr ? -1 : a->corr > b->corr;
+}
+
+static int cmp_api(const void *pa, const void *pb)
+{
+	const struct api_row *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	if (a->sec != b->sec)
+		return a->sec < b->sec ? -1 : 1;
+	return a->corr < b->corr ? -1 : a->corr > b->corr;
+}
+
 struct stats *stats_new(const struct stats_request *req)
 {
 	struct stats *st = calloc(1, sizeof(*st));
@@ -785,8 +835,9 @@ struct stats *stats_new(const struct stats_request *req)
 		stats_free(st);
 		return NULL;
 	}
-	st->gpu.elem = sizeof(struct gpu_row);
-	st->api.elem = sizeof(struct api_row);
+	spill_init(&st->gpu, sizeof(struct gpu_row), 0, cmp_gpu);
+	spill_init(&st->api, sizeof(struct api_row), 0, cmp_api);
+	st->first_row = UINT64_MAX;
 	for (i = 0; i < MEMOPS; i++) {
 		if (i == MEMOPS - 1)
 			snprintf(memop_store[i], sizeof(memop_store[i]), "[CUDA memset]");
@@ -823,8 +874,8 @@ void stats_free(struct stats *st)
 	free(st->findings);
 	stats_partial_free(st->partial);
 	free(st->secs);
-	free(st->gpu.v);
-	free(st->api.v);
+	spill_fini(&st->gpu);
+	spill_fini(&st->api);
 	pool_fini(&st->names);
 	report_gpu_gaps_free(st->gaps);
 	host_reports_free(st);
@@ -1054,28 +1105,6 @@ static void group_by_style(struct gtable *t)
 	free(tmp);
 }
 
-static int cmp_gpu(const void *pa, const void *pb)
-{
-	const struct gpu_row *a = pa, *b = pb;
-
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->sec != b->sec)
-		return a->sec < b->sec ? -1 : 1;
-	return a->corr < b->corr ? -1 : a->corr > b->corr;
-}
-
-static int cmp_api(const void *pa, const void *pb)
-{
-	const struct api_row *a = pa, *b = pb;
-
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->sec != b->sec)
-		return a->sec < b->sec ? -1 : 1;
-	return a->corr < b->corr ? -1 : a->corr > b->corr;
-}
-
 /* GPU metrics: the summary, then (for gpu_gaps' and gpu_idle_why's gaps and NVTX ranges) a
  * second pass over the inputs. */
 static int finish_metrics(struct stats *st, const struct report_set *set)
@@ -1196,17 +1225,11 @@ int stats_finish(struct stats *st, const struct report_set *set)
 		return rc;
 	if (analyses_finish(st, set) < 0)
 		return -ENOMEM;
-	if (st->gpu.n > 1)
-		qsort(st->gpu.v, st->gpu.n, st->gpu.elem, cmp_gpu);
-	if (st->api.n > 1)
-		qsort(st->api.v, st->api.n, st->api.elem, cmp_api);
+	if (spill_sort(&st->gpu) < 0 || spill_sort(&st->api) < 0)
+		return -ENOMEM;
 	/* Starts count from the earliest session start, or from the earliest row if one came
 	 * before it (a clock that is not the session's): never negative. */
-	st->base = set->base;
-	if (st->gpu.n && ((struct gpu_row *)st->gpu.v)->start < st->base)
-		st->base = ((struct gpu_row *)st->gpu.v)->start;
-	if (st->api.n && ((struct api_row *)st->api.v)->start < st->base)
-		st->base = ((struct api_row *)st->api.v)->start;
+	st->base = set->base < st->first_row ? set->base : st->first_row;
 	return 0;
 }
 

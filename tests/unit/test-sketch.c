@@ -2,7 +2,8 @@
 /*
  * The readers' building blocks for scale: the quantile sketch's documented bound (every rank
  * within SKETCH_REL_ERROR of the exact value, however skewed the values), its exact merge and its
- * encoding; and the hash table on the keys traces hand it (aligned addresses, counting ids).
+ * encoding; the hash table on the keys traces hand it (aligned addresses, counting ids); and the
+ * spill, whose order must be the one sort of everything, however many runs it went to the file in.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 
 #include "hashmap.h"
 #include "sketch.h"
+#include "spill.h"
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -213,6 +215,67 @@ static void test_map_on_aligned_keys(void **state)
 	tally_map_fini(&m);
 }
 
+struct pair {
+	uint64_t key, seq;
+};
+
+static int by_key_seq(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* budget bytes of run in memory: 200,000 elements in order, twice over (a rewind), and the same
+ * order as sorting them all at once. */
+static void spill_case(size_t budget, bool to_file)
+{
+	enum { N = 200000 };
+	struct pair *all = malloc(N * sizeof(*all));
+	struct spill s;
+	const struct pair *p;
+	size_t i, pass;
+
+	spill_init(&s, sizeof(struct pair), budget, by_key_seq);
+	for (i = 0; i < N; i++) {
+		struct pair *q = spill_push(&s);
+
+		assert_non_null(q);
+		all[i] = (struct pair){next() % 1000, i}; /* many ties: seq breaks them */
+		*q = all[i];
+	}
+	assert_int_equal(spill_sort(&s), 0);
+	assert_int_equal(spill_spilled(&s), to_file);
+	assert_int_equal(spill_count(&s), N);
+	qsort(all, N, sizeof(*all), by_key_seq);
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; (p = spill_next(&s)); i++)
+			assert_true(i < N && p->key == all[i].key && p->seq == all[i].seq);
+		assert_int_equal(i, N);
+		assert_int_equal(spill_rewind(&s), 0);
+	}
+	assert_int_equal(s.err, 0);
+	spill_fini(&s);
+	free(all);
+}
+
+static void test_spill_in_memory(void **state)
+{
+	(void)state;
+	unsetenv("TALLY_SPILL_BUDGET");
+	spill_case(0, false);
+}
+
+static void test_spill_to_file(void **state)
+{
+	(void)state;
+	unsetenv("TALLY_SPILL_BUDGET");
+	spill_case(1 << 16, true); /* 4,096 pairs a run: 49 runs merged */
+	spill_case(16, true);	   /* one pair a run: 200,000 runs, windows of one */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +285,8 @@ int main(void)
 	    cmocka_unit_test(test_encoding),
 	    cmocka_unit_test(test_memory_follows_buckets),
 	    cmocka_unit_test(test_counts_saturate),
+	    cmocka_unit_test(test_spill_in_memory),
+	    cmocka_unit_test(test_spill_to_file),
 	    cmocka_unit_test(test_map_on_aligned_keys),
 	};
 
