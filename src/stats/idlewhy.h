@@ -7,7 +7,9 @@
  *
  * Streaming like idle.h, on top of it: feed the batches to both, then when a section ends call
  * report_idle_section() and then idle_why_section().  A section's API calls, blocking calls and
- * samples are kept until it ends (32 bytes each), then only the rows.
+ * samples are kept until it ends (32 bytes each, in a spill: spill.h), then only the rows; its
+ * holes are explained in order of start in one sweep over its events by start, 16 threads a
+ * hole and at most 64 overlaps per event in all (the rest said unexamined).
  */
 #ifndef TALLY_STATS_IDLEWHY_H
 #define TALLY_STATS_IDLEWHY_H

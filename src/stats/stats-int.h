@@ -93,7 +93,8 @@ struct gtable {
 	struct group **order; /* after stats_finish: by total, descending */
 };
 
-/* cuda_gpu_trace: what a row needs, kept compact (the report sorts every GPU record). */
+/* cuda_gpu_trace: what a row needs, kept compact (the report sorts every GPU record, in a
+ * spill). */
 struct gpu_row {
 	uint64_t start, dur, bytes;
 	const char *name;
