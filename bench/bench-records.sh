@@ -28,8 +28,8 @@ mkdir -p "$DIR"
 echo "tally $("$TALLY" --version | cut -d' ' -f2-), $(nproc) CPU(s), TALLY_JOBS=${TALLY_JOBS:-default}," \
 	"TMPDIR=${TMPDIR:-/tmp}; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| records | command | cpu s (user + sys) | wall s | peak RSS MiB | RSS bytes per record | output bytes |"
-echo "| ------- | ------- | ------------------ | ------ | ------------ | -------------------- | ------------ |"
+echo "| records | command | exit | cpu s (user + sys) | wall s | peak RSS MiB | RSS bytes per record | output bytes |"
+echo "| ------- | ------- | ---- | ------------------ | ------ | ------------ | -------------------- | ------------ |"
 for r in $RECORDS; do
 	t=$DIR/one$r.tally
 	[ -s "$t" ] || "$TESTSRC" -o "$t" --kernels $((r / 2)) --names 64 --streams 4 --pool 4096 >/dev/null
@@ -41,14 +41,15 @@ for r in $RECORDS; do
 		report) set -- "$TALLY" report -q -o "$DIR/out" --force "$t" ;;
 		esac
 		# an exit status 1 (INCOMPLETE) is still a measurement
-		"$TIME" -f '%U %S %e %M' -o "$DIR/time" "$@" >/dev/null 2>"$DIR/err" || true
+		"$TIME" -f '%x %U %S %e %M' -o "$DIR/time" "$@" >/dev/null 2>"$DIR/err" || true
 		out=$(stat -c %s "$DIR/out" 2>/dev/null || echo 0)
 		tail -n1 "$DIR/time" | awk -v r="$r" -v c="$cmd" -v o="$out" '{
-			printf "| %d | %s | %.1f | %.1f | %.0f | %.1f | %d |\n", r, c, $1 + $2, $3,
-				$4 / 1024, $4 * 1024 / r, o }'
+			printf "| %s | %s | %d | %.1f | %.1f | %.0f | %.1f | %s |\n", r, c, $1, $2 + $3,
+				$4, $5 / 1024, $5 * 1024 / r, o }'
+		[ -s "$DIR/err" ] && sed 's/^/    /' "$DIR/err" | head -3
 		rm -f "$DIR/out"
 	done
-	echo "|  | ($r records: $(stat -c %s "$t") bytes of trace) | | | | | |"
+	echo "|  | ($r records: $(stat -c %s "$t") bytes of trace) | | | | | | |"
 	[ "${BENCH_KEEP:-}" ] || rm -f "$t"
 done
 echo

@@ -59,14 +59,16 @@ static int write_all(int fd, const char *p, size_t len, uint64_t off)
 	return 0;
 }
 
-/* The run in memory, sorted, to the file.  Without a file to write (a read-only TMPDIR), the
- * spill stays in memory: slower to outgrow, never wrong. */
+/* The run in memory, sorted, to the file.  Without a file to write to (a read-only TMPDIR, a
+ * full one), the spill stays in memory from there on: it needs the memory it would have saved,
+ * and is never wrong. */
 static int write_run(struct spill *s)
 {
 	struct spill_run *r;
 	int rc;
 
 	if (s->fd < 0 && (s->fd = temp_file()) < 0) {
+		s->no_file = errno ? errno : EIO;
 		s->budget = SIZE_MAX;
 		return 0;
 	}
@@ -74,8 +76,11 @@ static int write_run(struct spill *s)
 		return -ENOMEM;
 	s->runs = r;
 	qsort(s->mem, s->n, s->elem, s->cmp);
-	if ((rc = write_all(s->fd, s->mem, s->n * s->elem, s->end)) < 0)
-		return rc;
+	if ((rc = write_all(s->fd, s->mem, s->n * s->elem, s->end)) < 0) {
+		s->no_file = -rc;
+		s->budget = SIZE_MAX; /* this run stays where it is, and the next ones with it */
+		return 0;
+	}
 	s->runs[s->nruns++] = (struct spill_run){.off = s->end, .n = s->n};
 	s->end += (uint64_t)s->n * s->elem;
 	s->n = 0;

@@ -9,6 +9,7 @@
  * runs (a heap of their heads, a buffer each), as many times over as spill_rewind() asks.  Memory:
  * the budget, and the merge's buffers (at most the budget again); a file of the elements beyond.
  * While everything fits the budget nothing is written, and spill_at() reads the elements in place.
+ * Where no file can be written (a read-only or full TMPDIR) the spill keeps to memory from then on.
  */
 #ifndef TALLY_COMMON_SPILL_H
 #define TALLY_COMMON_SPILL_H
@@ -43,7 +44,8 @@ struct spill {
 	size_t nheap, mem_at;
 	char *cur; /* the element spill_next() handed out, valid until the next call */
 	bool sorted;
-	int err; /* the first error (errno), once one happened */
+	int err;     /* the first error (errno), once one happened */
+	int no_file; /* why the file could not be made or written (errno): it kept to memory */
 };
 
 /* An empty spill of elements of elem bytes, ordered by cmp.  budget 0: the default. */

@@ -15,8 +15,8 @@
 #define TOP_LARGEST_STACKS 3  /* per device, in gpu_idle_breakdown */
 /* The overlaps of host events with holes looked at per section: OVERLAPS_PER_EVENT for each of
  * its events, and OVERLAPS_MIN.  A call that spans many holes counts in each; past the budget the
- * later holes of the section are listed unexamined (and say so), so that a few threads blocked
- * for a whole run over thousands of holes cannot make the report quadratic. */
+ * section's holes that start later are listed unexamined (and say so), so that a few threads
+ * blocked for a whole run over thousands of holes cannot make the report quadratic. */
 #define OVERLAPS_PER_EVENT 64
 #define OVERLAPS_MIN	   (1u << 20)
 

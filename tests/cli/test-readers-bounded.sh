@@ -8,9 +8,9 @@
 # INCOMPLETE without a reason, spans that add past 2^64; each figure checked against what the
 # crafted values make it.  Under AddressSanitizer memory is not what the program keeps (shadow,
 # quarantine): the RSS bounds are then a hard limit of 1.5 GB through ASan, the rest as is.
-# Usage: test-readers-bounded.sh TALLY CRAFT
+# Usage: test-readers-bounded.sh TALLY CRAFT TESTSRC
 set -u
-TALLY=$1 CRAFT=$2
+TALLY=$1 CRAFT=$2 TESTSRC=$3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$(dirname "$0")/../lib.sh"
@@ -153,6 +153,48 @@ series ranks-gaps 64 $ALL
 series tsum-sketch 4000 stats report compare
 #  - summaries of many ranks with reasons (the grouping into jobs was quadratic in ranks)
 series tsum-reasons 512 stats report compare
+
+# ---- spills (item 11): what a reader keeps per record goes to a temporary file past a budget ----
+# (src/common/spill.h); every output must be what it is in memory, byte for byte.  A budget of
+# 4 KiB makes every spill write dozens of runs on this trace.
+"$TESTSRC" -o "$T/spill.tally" --kernels 20000 --memcpys 500 --syncs 50 --host 3000 \
+	--host-torn-every 9 --idle-at 5000:20 --idle-at 15000:30 --streams 4 --names 16 >/dev/null ||
+	bad "tally-testsrc"
+for args in "stats -r all -f csv" "stats -r all" "report -q -o @O"; do
+	set -- $(echo "$args" | sed "s|@O|$T/spill-a.html|")
+	"$TALLY" "$@" "$T/spill.tally" >"$T/spill-a" 2>/dev/null
+	set -- $(echo "$args" | sed "s|@O|$T/spill-b.html|")
+	TALLY_SPILL_BUDGET=4096 "$TALLY" "$@" "$T/spill.tally" >"$T/spill-b" 2>/dev/null
+	if cmp -s "$T/spill-a" "$T/spill-b" && { [ ! -e "$T/spill-a.html" ] ||
+		cmp -s "$T/spill-a.html" "$T/spill-b.html"; }; then
+		ok "tally $args: the same, spilled past 4 KiB or not ($(wc -c <"$T/spill-a") bytes)"
+	else
+		bad "tally $args: spilled, the output differs"
+	fi
+	rm -f "$T"/spill-?.html
+done
+
+# Records that double: past the spills' budget (and the exact medians'), what stats -r all and
+# report hold does not grow with the records (a trace of one process: everything per record is
+# kept until it ends).  Their peak memory at 2N at most 10% (and 6 MiB) above that at N.
+if [ $asan = 0 ]; then
+	for k in 1 2; do
+		"$TESTSRC" -o "$T/recs$k.tally" --kernels $((100000 * k)) --memcpys 2000 \
+			--host 2000 --names 16 --streams 4 >/dev/null || bad "tally-testsrc"
+	done
+	for args in "stats -r all --exact-medians 10000 -o @O" "report -q --exact 20000 -o @O"; do
+		rss=""
+		for k in 1 2; do
+			set -- $(echo "$args" | sed "s|@O|$T/recs-out|")
+			rss="$rss $(TALLY_SPILL_BUDGET=262144 measure "$T/recs-out" "$TALLY" "$@" \
+				"$T/recs$k.tally" | cut -d' ' -f2)"
+		done
+		set -- $rss
+		[ "$2" -le $(($1 * 11 / 10 + 6144)) ] &&
+			ok "tally ${args%% -o*}: ${1} KB at 200,000 kernels, ${2} KB at 400,000" ||
+			bad "tally ${args%% -o*}: ${1} KB at 200,000 kernels, ${2} KB at 400,000: it grows with the records"
+	done
+fi
 
 # ---- arithmetic (item 8): each figure from the crafted values ------------------------------------
 json() { # CASE REPORT: the report's rows as JSON lines
