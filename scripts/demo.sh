@@ -18,10 +18,10 @@ cd "$(dirname "$0")/.." || exit 1
 
 # The kept recordings read without a GPU, in this order (the first ones' diagnosis comes first).
 DEMO_TRACES="
-tests/data/sampled.tally
-tests/data/ranks.tally
+tests/data/standin-sampled.tally
+tests/data/gen-ranks.tally
 tests/data/gpu-h200-torch.tally
-tests/data/metrics.tally
+tests/data/gen-metrics.tally
 "
 
 step() { printf '\n==== %s\n' "$*"; }

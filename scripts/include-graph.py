@@ -34,6 +34,15 @@ FLOORS = {
         4: ["export", "compare", "page"],
         5: ["cli"],
     },
+    # tally stats: the model (the report table, the pass, the views) over the diagnosis, over the
+    # analyses it reads (the host's and the metrics' over the GPU timeline's), over their base
+    "stats": {
+        1: ["base"],
+        2: ["gpu"],
+        3: ["host", "metrics"],
+        4: ["diagnosis"],
+        5: ["model"],
+    },
     # libtally.so: the ways in and out over the session, over what the session drives; the hot
     # path (activity/) under the threads that feed it, over the stack tables and the ground floor
     "collector": {
@@ -187,7 +196,7 @@ def self_test():
         "format/buf.h": "",
         "read/trace-set.h": '#include "buf.h"\n',
         "read/inputs.c": '#include "trace-set.h"\n',
-        "stats/stats.h": '#include "trace-set.h"\n',
+        "stats/model/stats.h": '#include "trace-set.h"\n',
         "cli/cmd.c": '#include "stats.h"\n#include "version.h"\n',
         "collector/entry/inject.c": '#include "collector.h"\n#include "pipeline.h"\n',
         "collector/session/collector.h": '#include "pipeline.h"\n#include "log.h"\n',
@@ -204,14 +213,14 @@ def self_test():
         ({"read/a.h": '#include "b.h"\n', "read/b.h": '#include "c.h"\n',
           "read/c.h": '#include "a.h"\n'}, "a cycle between files: read/a.h -> read/b.h"),
         ({"newroom/x.c": ""}, "has no floor"),
-        ({"stats/buf.h": ""}, "an include cannot say which"),
+        ({"stats/base/buf.h": ""}, "an include cannot say which"),
         # rooms inside a room: their own floors, the house's floors beyond their folder
         ({"collector/activity/pool.c": '#include "collector.h"\n'},
          "upward: collector/activity/ is on floor 3 of collector/"),
         ({"collector/osrt/osrt.c": '#include "pmsampler.h"\n',
           "collector/metrics/pmsampler.h": ""}, "sideways: collector/osrt/ is on floor 4 of"),
         ({"collector/base/ring.h": '#include "stats.h"\n'},
-         "upward: collector/base/ is on floor 2, stats/ on floor 3"),
+         "upward: collector/base/ is on floor 2, stats/model/ on floor 3"),
         ({"format/codec.h": '#include "log.h"\n'}, "upward: format/ is on floor 1"),
         ({"collector/attic/old.c": ""}, "room collector/attic/ has no floor in FLOORS['collector']"),
         ({"read/sub/x.c": ""}, "room read/sub/ has no floor in FLOORS (no read/ entry)"),

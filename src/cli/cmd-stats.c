@@ -35,6 +35,18 @@ static void list_reports(FILE *out)
 			report_defs[i].by_default ? " (default)" : "");
 }
 
+/* Report r is written after those asked before it (stats_request.order): as asked, once. */
+static void add_in_order(struct stats_opts *o, unsigned r)
+{
+	unsigned k;
+
+	for (k = 0; k < o->req.norder; k++)
+		if (o->req.order[k] == r)
+			return;
+	if (o->req.norder < sizeof(o->req.order))
+		o->req.order[o->req.norder++] = (unsigned char)r;
+}
+
 /* One NAME or NAME:base / NAME:mangled. */
 static int add_report(struct stats_opts *o, char *name, char *err, size_t len)
 {
@@ -46,8 +58,10 @@ static int add_report(struct stats_opts *o, char *name, char *err, size_t len)
 	if (arg)
 		*arg++ = '\0';
 	if (strcmp(name, "all") == 0 && !arg) {
-		for (i = 0; i < report_defs_count; i++)
+		for (i = 0; i < report_defs_count; i++) {
 			o->req.reports |= 1ull << i;
+			add_in_order(o, i);
+		}
 		return 0;
 	}
 	r = report_find(name);
@@ -66,6 +80,7 @@ static int add_report(struct stats_opts *o, char *name, char *err, size_t len)
 		return -EINVAL;
 	o->req.reports |= 1ull << r;
 	o->req.names[r] = mode;
+	add_in_order(o, (unsigned)r);
 	return 0;
 }
 
@@ -86,7 +101,7 @@ static int add_reports(void *opts, const char *list, char *err, size_t len)
 #define S struct stats_opts
 static const struct cli_option stats_options[] = {
     CLI_CALLBACK('r', "report", "NAME[,NAME]", add_reports,
-		 "reports to run (default: nvtx_sum, cuda_api_sum,\n"
+		 "reports to run, written in the order given (default: nvtx_sum, cuda_api_sum,\n"
 		 "cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum; 'all': every "
 		 "one)\n"
 		 "kernel reports take :base or :mangled, as nsys's do"),

@@ -20,10 +20,18 @@ static const char *stretch_name(const struct compare_opts *o)
 /* ---- rows -------------------------------------------------------------------------------- */
 
 static const struct report_col key_cols[] = {
-    {"Count A", COL_U64},    {"Count B", COL_U64},    {"p50 A (ns)", COL_U64},
-    {"p50 B (ns)", COL_U64}, {"Shift (%)", COL_F1},   {"p90 A (ns)", COL_U64},
-    {"p90 B (ns)", COL_U64}, {"p99 A (ns)", COL_U64}, {"p99 B (ns)", COL_U64},
-    {"KS D", COL_F3},	     {"KS crit", COL_F3},     {"Call", COL_STR},
+    {"Count A", COL_U64},
+    {"Count B", COL_U64},
+    {"p50 A (ns)", COL_U64},
+    {"p50 B (ns)", COL_U64},
+    {"Shift (% of p50 A)", COL_F1},
+    {"p90 A (ns)", COL_U64},
+    {"p90 B (ns)", COL_U64},
+    {"p99 A (ns)", COL_U64},
+    {"p99 B (ns)", COL_U64},
+    {"KS D", COL_F3},
+    {"KS crit", COL_F3},
+    {"Call", COL_STR},
     {"Name", COL_STR},
 };
 

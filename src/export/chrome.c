@@ -823,7 +823,7 @@ static int draw_unproven_gaps(struct chrome *c, struct report_section *rs, struc
 		return -ENOMEM;
 	g = report_gpu_gaps_list(c->gaps, &n);
 	for (i = c->gaps_drawn; i < n; i++) {
-		char what[200];
+		char what[320]; /* gaps.h's why and the words around it */
 
 		if (!g[i].unproven || g[i].stream != REPORT_GAP_ALL_STREAMS)
 			continue;

@@ -146,9 +146,19 @@ struct html_job {
 /* What the page shows besides the default reports: every analysis, the stacks, the memory, and
  * why the GPU was idle (each gap explained, next to the gaps). */
 static const char *const page_reports[] = {
-    "cuda_kern_stack_sum", "cuda_gpu_mem_usage", "gpu_time_breakdown", "comm_compute_overlap",
-    "kern_rank_spread",	   "rank_steps",	 "cuda_launch_stats",  "gpu_queue_depth",
-    "diagnosis",	   "gpu_idle_why",	 "gpu_idle_breakdown", "gpu_metrics_sum",
+    "cuda_kern_stack_sum",
+    "cuda_gpu_mem_usage",
+    "gpu_time_breakdown",
+    "comm_compute_overlap",
+    "kern_rank_spread",
+    "rank_steps",
+    "cuda_launch_stats",
+    "gpu_queue_depth",
+    "diagnosis",
+    "gpu_idle_why",
+    "gpu_idle_breakdown",
+    "gpu_metrics_sum",
+    "gpu_gaps",
 };
 
 /* Pass 1: every summary report of tally stats, and the timeline's span and ledger. */
@@ -165,9 +175,8 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 			req.reports |= 1ull << r;
 	for (r = 0; r < sizeof(page_reports) / sizeof(page_reports[0]); r++)
 		req.reports |= 1ull << report_find(page_reports[r]);
-	req.range = job->o->range;
-	/* a queue curve needs no finer steps than the page's lanes */
-	req.queue_buckets = job->o->buckets && job->o->buckets < 2048 ? job->o->buckets : 2048;
+	req.range =
+	    job->o->range; /* the rest as tally stats' defaults: the page's figures are its */
 	job->st = stats_new(&req);
 	job->tl = timeline_new(job->o->buckets, job->o->exact_budget);
 	if (!job->st || !job->tl)
@@ -181,7 +190,7 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 	if (rc == 0)
 		rc = stats_finish(job->st, &job->set);
 	if (rc == 0)
-		rc = timeline_prepare(job->tl, &job->set);
+		rc = timeline_prepare(job->tl, &job->set, stats_time_base(job->st));
 	if (rc == 0 && gm_records(stats_gpu_metrics(job->st))) /* curves only where metrics are */
 		rc = timeline_metrics_prepare(job->tl);
 	return rc;

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The page's idle stretches: the gaps of `tally stats -r gpu_gaps` (gaps.c: exact, from the
- * records, each proven idle by the ledger or unproven with the reason), fed during the timeline's
- * second pass and placed here on the timeline's lanes: a device's gaps on its device row, a
- * stream's on its stream row.  Times become relative to the timeline's start.
+ * The page's gaps: those of `tally stats -r gpu_gaps` (gaps.c: exact, from the records, each of
+ * its one class: idle, unproven with the reason, or busy outside the trace), from the pass the page
+ * shares with stats, placed here on the timeline's lanes: a device's gaps on its device row, a
+ * stream's on its stream row.  The timeline's origin is stats' time base: the times are theirs.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gaps.h"
+#include "stats.h"
 #include "timeline.h"
 
 static long gap_lane(const struct timeline *tl, const struct report_gap *g)
@@ -19,7 +20,7 @@ static long gap_lane(const struct timeline *tl, const struct report_gap *g)
 	return timeline_find_lane(tl, g->section, TL_LANE_GPU, g->device, g->stream);
 }
 
-int timeline_gaps(const struct timeline *tl, struct tl_gap **out, size_t *n)
+int timeline_gaps(const struct timeline *tl, const struct stats *st, struct tl_gap **out, size_t *n)
 {
 	const struct report_gap *g;
 	size_t ng = 0, i;
@@ -27,7 +28,7 @@ int timeline_gaps(const struct timeline *tl, struct tl_gap **out, size_t *n)
 
 	*out = NULL;
 	*n = 0;
-	g = tl->gaps ? report_gpu_gaps_list(tl->gaps, &ng) : NULL;
+	g = stats_gaps(st, &ng);
 	if (!ng)
 		return 0;
 	v = calloc(ng, sizeof(*v));
@@ -42,6 +43,7 @@ int timeline_gaps(const struct timeline *tl, struct tl_gap **out, size_t *n)
 		v[*n].start = g[i].t0 - tl->t0;
 		v[*n].end = g[i].t1 - tl->t0;
 		v[*n].unproven = g[i].unproven;
+		v[*n].cls = (uint8_t)report_gap_class(&g[i]);
 		snprintf(v[*n].why, sizeof(v[*n].why), "%s", g[i].why);
 		(*n)++;
 	}

@@ -9,6 +9,7 @@
 
 #include "breakdown.h"
 #include "depth.h"
+#include "gaps.h"
 #include "json.h"
 #include "memusage.h"
 #include "stats.h"
@@ -347,14 +348,13 @@ static void write_loss(const struct timeline *tl, const struct report_set *set,
 	tally_json_array_end(j);
 }
 
-static void write_gaps(const struct timeline *tl, const struct report_set *set,
-		       struct tally_json *j)
+/* [lane, start, end, unproven, why, class]: gpu_gaps' gaps on the page's lanes */
+static void write_gaps(const struct timeline *tl, const struct stats *st, struct tally_json *j)
 {
 	struct tl_gap *gaps = NULL;
 	size_t n = 0, i;
 
-	(void)set;
-	(void)timeline_gaps(tl, &gaps, &n); /* none on failure: the page says no gaps */
+	(void)timeline_gaps(tl, st, &gaps, &n); /* none on failure: the page says no gaps */
 	tally_json_name(j, "gaps");
 	tally_json_array_begin(j);
 	for (i = 0; i < n; i++) {
@@ -364,6 +364,7 @@ static void write_gaps(const struct timeline *tl, const struct report_set *set,
 		tally_json_uint(j, gaps[i].end);
 		tally_json_uint(j, gaps[i].unproven);
 		tally_json_string(j, gaps[i].why);
+		tally_json_string(j, report_gap_class_name((enum gap_class)gaps[i].cls));
 		tally_json_array_end(j);
 	}
 	tally_json_array_end(j);
@@ -549,8 +550,10 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, cons
 	size_t i;
 
 	tally_json_object_begin(j);
+	/* t0_ns is tally stats' time_base_ns: every time of the page counts from it */
 	tally_json_field_uint(j, "t0_ns", tl->t0);
 	tally_json_field_uint(j, "span_ns", tl->t1 - tl->t0);
+	tally_json_field_uint(j, "first_ns", tl->first - tl->t0);
 	tally_json_field_uint(j, "buckets", tl->nbuckets);
 	tally_json_field_double(j, "bucket_ns", tl->bucket_ns);
 	tally_json_field_uint(j, "window_buckets", tl->nbuckets / tl->nwindows);
@@ -565,7 +568,7 @@ void timeline_write_json(struct timeline *tl, const struct report_set *set, cons
 	write_events(tl, j);
 	write_ledgers(tl, set, j);
 	write_loss(tl, set, j);
-	write_gaps(tl, set, j);
+	write_gaps(tl, st, j);
 	write_threads(set, j);
 	write_queues(tl, st, j);
 	write_memory(tl, st, j);

@@ -59,7 +59,6 @@ void timeline_free(struct timeline *tl)
 	}
 	for (i = 0; i < tl->nlanes; i++)
 		lane_free(&tl->lanes[i]);
-	report_gpu_gaps_free(tl->gaps);
 	gm_free(tl->metrics);
 	for (i = 0; i < tl->nnames; i++)
 		free(tl->names[i]);
@@ -259,19 +258,7 @@ static uint64_t bucket_edge(const struct timeline *tl, unsigned b)
 	return t >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)t;
 }
 
-/* Gaps as fine as the page draws: two buckets, at least a microsecond; one busy bucket each
- * (the page draws its own busy curves). */
-static struct report_gpu_gaps *new_gaps(const struct timeline *tl)
-{
-	struct report_gaps_opts o = {.gap_min_ns = bucket_edge(tl, 2),
-				     .bucket_ns = tl->t1 - tl->t0};
-
-	if (o.gap_min_ns < 1000)
-		o.gap_min_ns = 1000;
-	return report_gpu_gaps_new(&o);
-}
-
-int timeline_prepare(struct timeline *tl, const struct report_set *set)
+int timeline_prepare(struct timeline *tl, const struct report_set *set, uint64_t origin)
 {
 	size_t i;
 
@@ -286,7 +273,10 @@ int timeline_prepare(struct timeline *tl, const struct report_set *set)
 			tl->t1 = ts->t_max;
 	}
 	if (tl->t0 == UINT64_MAX)
-		tl->t0 = tl->t1 = 0;
+		tl->t0 = tl->t1 = origin;
+	tl->first = tl->t0;
+	if (origin < tl->t0) /* the one origin of every output, before the first record or at it */
+		tl->t0 = origin;
 	tl->device_reserve = tl->pass1_devices.n;
 	if (tl->device_reserve > (TL_LANES_MAX - TL_LANE_TYPES) / 2)
 		tl->device_reserve = (TL_LANES_MAX - TL_LANE_TYPES) / 2;
@@ -296,8 +286,7 @@ int timeline_prepare(struct timeline *tl, const struct report_set *set)
 	tl->bucket_ns = ((double)(tl->t1 - tl->t0) + 1.0) / tl->nbuckets;
 	tl->window_count = calloc(tl->nwindows, sizeof(*tl->window_count));
 	tl->window_exact = calloc(tl->nwindows, 1);
-	tl->gaps = new_gaps(tl);
-	return tl->window_count && tl->window_exact && tl->gaps ? 0 : -ENOMEM;
+	return tl->window_count && tl->window_exact ? 0 : -ENOMEM;
 }
 
 /* ---- pass 2: lanes, buckets, names, exact events ------------------------------------------ */
@@ -574,8 +563,6 @@ static int pass2_records(void *ctx, struct report_section *rs, const struct tall
 		return timeline_metrics_add(tl, rs, r, n);
 	if (type == TL_LANE_TYPES || rs->index >= tl->nsecs)
 		return 0;
-	if (type == TL_LANE_GPU && report_gpu_gaps_add(tl->gaps, rs, r, n) < 0)
-		return -ENOMEM;
 	for (i = 0; i < n && !tl->failed; i++) {
 		/* a kind per batch, but a damaged file may say otherwise: check each */
 		if (is_timed(&r[i]) && lane_type_of(r[i].kind) == type &&
@@ -585,13 +572,9 @@ static int pass2_records(void *ctx, struct report_section *rs, const struct tall
 	return tl->failed ? -ENOMEM : 0;
 }
 
-/* A section's records are all in: its gaps can be judged against its loss windows. */
 static int pass2_section_end(void *ctx, struct report_section *rs)
 {
-	struct timeline *tl = ctx;
-	int rc = report_gpu_gaps_section(tl->gaps, rs);
-
-	return rc ? rc : timeline_metrics_section_end(tl, rs);
+	return timeline_metrics_section_end(ctx, rs);
 }
 
 void timeline_pass2_ops(struct timeline *tl, struct report_scan_ops *ops)

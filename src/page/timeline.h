@@ -83,7 +83,9 @@ struct timeline {
 	unsigned nwindows;     /* exact-event windows (each nbuckets / nwindows buckets) */
 	uint32_t window_cap;   /* events kept per window while counting */
 	uint64_t exact_budget; /* events written, at most */
-	uint64_t t0, t1;       /* aligned span of every timed record */
+	/* aligned: t0 the one time origin of every output (stats_time_base), at the first timed
+	 * record or before it; first the first record's start; t1 the last record's end */
+	uint64_t t0, first, t1;
 	double bucket_ns;
 	struct tl_section *secs;
 	size_t nsecs;
@@ -104,11 +106,10 @@ struct timeline {
 
 	struct tl_event *events;
 	size_t nevents, event_cap;
-	struct report_gpu_gaps *gaps; /* idle stretches, exact, fed in pass 2 (gaps.h) */
-	uint32_t *window_count;	      /* events per window (all of them, kept or not) */
-	uint8_t *window_exact;	      /* after timeline_choose_exact: its events are written */
-	bool failed;		      /* out of memory */
-	struct gm *metrics;	      /* GPU metric curves (timeline-metrics.c), NULL: none */
+	uint32_t *window_count; /* events per window (all of them, kept or not) */
+	uint8_t *window_exact;	/* after timeline_choose_exact: its events are written */
+	bool failed;		/* out of memory */
+	struct gm *metrics;	/* GPU metric curves (timeline-metrics.c), NULL: none */
 	double metric_bucket_ns;
 };
 
@@ -119,8 +120,9 @@ void timeline_free(struct timeline *tl);
 void timeline_pass1_ops(struct timeline *tl, struct report_scan_ops *ops, size_t inputs);
 /* The snapshot the page draws of a ledger (timeline-json.c names its counters). */
 void timeline_snap_of(const struct tally_ledger *l, struct tl_snap *s);
-/* Between the passes: fix the span, allocate per-section state. */
-int timeline_prepare(struct timeline *tl, const struct report_set *set);
+/* Between the passes: fix the span (from origin, stats_time_base, to the last record's end),
+ * allocate per-section state. */
+int timeline_prepare(struct timeline *tl, const struct report_set *set, uint64_t origin);
 /* Second pass: buckets and exact events. */
 void timeline_pass2_ops(struct timeline *tl, struct report_scan_ops *ops);
 
@@ -146,7 +148,8 @@ struct tl_gap {
 	    lane; /* a TL_LANE_DEVICE lane (the whole device) or a TL_LANE_GPU one (a stream) */
 	uint64_t start, end;
 	bool unproven; /* something lost may lie in it: may not have been idle */
-	char why[120]; /* the loss that makes it unproven, or that none overlaps it */
+	uint8_t cls;   /* gaps.h's one class: idle, unproven, busy outside the trace */
+	char why[240]; /* gpu_gaps' Why: the loss that makes it unproven, or none; its metrics */
 };
 
 /* Index of an existing lane, or -1. */
@@ -154,10 +157,11 @@ long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type, 
 			uint32_t b);
 
 /*
- * Idle stretches of every device and stream, from the exact gap report of tally stats -r gpu_gaps
- * (gaps.h), fed during pass 2, placed on the timeline's lanes.  Caller frees *out.
+ * The gaps of every device and stream, gpu_gaps' own (tally stats' model: the same gaps from the
+ * same origin, each of its one class), placed on the timeline's lanes.  Caller frees *out.
  */
-int timeline_gaps(const struct timeline *tl, struct tl_gap **out, size_t *n);
+int timeline_gaps(const struct timeline *tl, const struct stats *st, struct tl_gap **out,
+		  size_t *n);
 
 /* ---- GPU metric curves (timeline-metrics.c) ------------------------------------------------ */
 

@@ -260,4 +260,14 @@ struct tally_drops;
 void report_drops_fields(struct tally_json *j, const struct tally_drops *d);
 void report_drops_array(struct tally_json *j, const struct tally_section *s);
 
+/*
+ * One identity of a thread everywhere (threads.c): the thread whose CUPTI id (the THREAD of API and
+ * NVTX records, pthread_self() cut to 32 bits) THREADS ties to a kernel tid, or NULL; and a
+ * thread's label, "MainThread (tid 2001)", "tid 2002" (no name recorded), or "CUPTI thread 1000"
+ * for a CUPTI id (cupti) that no THREADS entry ties to a tid.  The label goes into buf.
+ */
+const struct tally_thread *report_thread_of_cupti(const struct report_section *rs, uint32_t cupti);
+const char *report_thread_label(const struct report_section *rs, uint32_t id, bool cupti, char *buf,
+				size_t len);
+
 #endif

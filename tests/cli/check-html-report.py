@@ -112,7 +112,8 @@ def analyses(dom, stats, text, ranks):
                     fails.append("diagnosis: the page does not say %s %r" % (k, f[k]))
     bd = report(stats, "gpu_time_breakdown") or []
     parts = {"Compute": "Compute (ns)", "Communication": "Communication (ns)", "Copy/Memset": "Copy/Memset (ns)",
-             "Idle proven": "Idle Proven (ns)", "Idle unproven": "Idle Unproven (ns)"}
+             "Busy Outside Trace": "Busy Outside Trace (ns)", "Idle proven": "Idle Proven (ns)",
+             "Idle unproven": "Idle Unproven (ns)"}
     bars = by_class(dom, "bd-bar")
     segs = [a for a in by_class(dom, "bd-seg")]
     if len(bars) != len(bd):
@@ -135,7 +136,7 @@ def analyses(dom, stats, text, ranks):
     if ib is not None:
         whys = by_class(dom, "why-bar")
         wsegs = by_class(dom, "why-seg")
-        classes = [r for r in ib if ":" not in r["Category"]]
+        classes = [r for r in ib if ":" not in r["Category"] and r["Category"] != "busy outside trace"]
         if len(whys) * 3 != len(classes) or len(wsegs) != len(classes):
             fails.append("why idle: %d bars of %d parts, gpu_idle_breakdown %d classes" % (
                 len(whys), len(wsegs), len(classes)))

@@ -65,10 +65,10 @@ done
 for cmd in stats export merge report; do
 	page=$SRC/docs/$cmd.md
 	case $cmd in
-	stats) "$TALLY" stats -o "$T/exists.out" "$SRC/tests/data/tiny.tally" >/dev/null 2>&1 ;;
-	export) "$TALLY" export -f chrome -o "$T/exists.out" "$SRC/tests/data/tiny.tally" >/dev/null 2>&1 ;;
-	merge) "$TALLY" merge -o "$T/exists.out" "$SRC/tests/data/tiny.tally" >/dev/null 2>&1 ;;
-	report) "$TALLY" report -o "$T/exists.out" "$SRC/tests/data/tiny.tally" >/dev/null 2>&1 ;;
+	stats) "$TALLY" stats -o "$T/exists.out" "$SRC/tests/data/gen-tiny.tally" >/dev/null 2>&1 ;;
+	export) "$TALLY" export -f chrome -o "$T/exists.out" "$SRC/tests/data/gen-tiny.tally" >/dev/null 2>&1 ;;
+	merge) "$TALLY" merge -o "$T/exists.out" "$SRC/tests/data/gen-tiny.tally" >/dev/null 2>&1 ;;
+	report) "$TALLY" report -o "$T/exists.out" "$SRC/tests/data/gen-tiny.tally" >/dev/null 2>&1 ;;
 	esac
 	rc=$?
 	python3 - "$page" "$rc" <<'PY' && ok "$cmd: an existing output without --force exits $rc, as every sentence of docs/$cmd.md says" || bad "$cmd: an existing output without --force (exit $rc; above)"

@@ -29,8 +29,8 @@ check "the first lasts the 50 ms asked, the second the 100 ms" '49.9e6 <= dev[0]
 check "the gap without drops is idle" 'dev[0]["Class"] == "idle"'
 check "the gap with the drops is unproven, by the loss window" 'dev[1]["Class"] == "unproven" and "dropped_cupti" in dev[1]["Why"]'
 check "each of the 3 streams has the same two gaps, classed alike" 'sorted((x["Stream"], x["Class"]) for x in g if x["Stream"] != "all") == sorted((s, c) for s in ("7", "8", "9") for c in ("idle", "unproven"))'
-check "util: buckets overlapping the loss marked, the others not" 'any(x["Loss"] for x in u) and not all(x["Loss"] for x in u) and all(0 <= x["Busy (%)"] <= 100 for x in u)'
-check "util: some bucket inside the idle stretches is 0% busy" 'any(x["Busy (%)"] == 0 for x in u)'
+check "util: buckets overlapping the loss marked, the others not" 'any(x["Loss"] for x in u) and not all(x["Loss"] for x in u) and all(0 <= x["Busy (% of bucket)"] <= 100 for x in u)'
+check "util: some bucket inside the idle stretches is 0% busy" 'any(x["Busy (% of bucket)"] == 0 for x in u)'
 
 # --gap-min above both: nothing listed; below: the same two
 "$TALLY" stats -f json -r gpu_gaps --gap-min 200ms "$T/g.tally" >"$T/g.json"

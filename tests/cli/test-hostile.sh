@@ -123,7 +123,7 @@ run "enospc: check" 1 5 256 "$TALLY" check "$T/enospc.tally"
 has "enospc: named" "ENOSPC" "$T/out"
 
 # ---- the same session twice is counted once --------------------------------------------------
-cp "$SRC/data/tiny.tally" "$SRC/data/lossy.tally" "$T/"
+cp "$SRC/data/gen-tiny.tally" "$T/tiny.tally" && cp "$SRC/data/gen-lossy.tally" "$T/lossy.tally"
 "$TALLY" stats -f json -r cuda_gpu_kern_sum "$T/tiny.tally" >"$T/one.json" 2>/dev/null
 run "same file twice" 0 10 256 "$TALLY" stats -f json -r cuda_gpu_kern_sum "$T/tiny.tally" \
 	"$T/tiny.tally"
@@ -173,7 +173,7 @@ EOF
 # ---- time starts at the earliest of session start and first record ---------------------------
 craft early-records
 craft overlap
-for f in "$T/early-records.tally" "$T/overlap.tally" "$SRC/data/tiny.tally" "$SRC/data/lossy.tally"; do
+for f in "$T/early-records.tally" "$T/overlap.tally" "$SRC/data/gen-tiny.tally" "$SRC/data/gen-lossy.tally"; do
 	n=$(basename "$f")
 	"$TALLY" check "$f" >"$T/out" 2>&1
 	hasnt "$n: no negative time in check" "when: -" "$T/out"

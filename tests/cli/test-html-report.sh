@@ -51,7 +51,7 @@ check_page() { # name trace [checker args]
 PAGE_REPORTS=nvtx_sum,cuda_api_sum,cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum
 PAGE_REPORTS=$PAGE_REPORTS,cuda_kern_stack_sum,cuda_gpu_mem_usage,gpu_time_breakdown,comm_compute_overlap
 PAGE_REPORTS=$PAGE_REPORTS,kern_rank_spread,rank_steps,cuda_launch_stats,gpu_queue_depth,diagnosis
-PAGE_REPORTS=$PAGE_REPORTS,gpu_idle_why,gpu_idle_breakdown
+PAGE_REPORTS=$PAGE_REPORTS,gpu_idle_why,gpu_idle_breakdown,gpu_metrics_sum,gpu_gaps
 
 # Debian's python3 has python3-pil (install-deps.sh); another python3 first on PATH may not
 PY=python3
@@ -62,11 +62,11 @@ for trace in "$SRC"/data/*.tally; do
 	check_page "$(basename "$trace" .tally)" "$trace"
 done
 
-# The host (tests/data/host.tally, made as tests/support/testsrc.h's --host says): under the GPU
+# The host (tests/data/gen-host.tally, made as tests/support/testsrc.h's --host says): under the GPU
 # lanes, samples of its three threads and the waits of the two that block (MainThread's
 # clock_nanosleep, loader's pthread_cond_timedwait; pt_main only computes); the one 150 ms gap
 # explained as host wait, with a row for each of them.
-$PY - "$T/host.dom" >"$T/host.checks" <<'PY'
+$PY - "$T/gen-host.dom" >"$T/host.checks" <<'PY'
 import re, sys
 d = open(sys.argv[1]).read()
 m = re.search(r'id="tl-canvas"[^>]*data-rows="([^"]*)"', d)
@@ -84,6 +84,11 @@ print("ok" if len(gaps) == 1 and gaps[0][1] == "host wait" and all(
       else "bad", "host: the 150 ms gap explained, host wait, with every thread")
 print("ok" if re.search(r'id="idle-why" data-explained="1/1"', d) else "bad",
       "host: the gap on the timeline explained on hover")
+# one identity per thread (issue 31, measured 4): the launching thread's CUDA API row is named as
+# its samples are, and the stacks of the idle time say whose they are
+print("ok" if "MainThread (tid 2001) CUDA API" in rows and re.search(
+    r'class="note why-stack">MainThread \(tid 2001\), host wait: python stack', d) else "bad",
+      "host: the launching thread's API row and stacks named MainThread (tid 2001)")
 PY
 while read -r verdict name; do
 	if [ "$verdict" = ok ]; then ok "$name"; else bad "$name"; fi
@@ -106,14 +111,29 @@ grep -q 'data-selftest="zoom=true pan=true brush=true"' "$T/self.dom" &&
 	grep -q '<pre id="tally-errors" hidden=""></pre>' "$T/self.dom" && ok "wheel, drag, shift+drag" ||
 	{ bad "mouse: $(grep -o 'data-selftest="[^"]*"' "$T/self.dom")"; grep -o '<pre id="tally-errors"[^<]*' "$T/self.dom"; }
 
-# GPU metrics (tests/data/metrics.tally: two devices, each with %, bytes/s and Hz metrics): a
+# GPU metrics (tests/data/gen-metrics.tally: two devices, each with %, bytes/s and Hz metrics): a
 # chart per device and unit under the busy curves, the summary as tally stats gives it, and the
 # gaps where an untraced process worked said to be active.
-"$TALLY" stats -r gpu_metrics_sum -f json -o "$T/metrics-sum.json" "$SRC/data/metrics.tally" 2>/dev/null
-check_page metrics-charts "$SRC/data/metrics.tally" --gpu-metrics "$T/metrics-sum.json" --metric-charts 6
-grep -q 'SM Active above 0 in [^<]* of the idle stretches drawn: other work ran' "$T/metrics-charts.dom" &&
-	ok "metrics: gaps with SM Active above 0 said to have had other work" ||
-	bad "metrics: the busy chart's title says nothing of the active gaps"
+"$TALLY" stats -r gpu_metrics_sum -f json -o "$T/metrics-sum.json" "$SRC/data/gen-metrics.tally" 2>/dev/null
+check_page metrics-charts "$SRC/data/gen-metrics.tally" --gpu-metrics "$T/metrics-sum.json" --metric-charts 6
+grep -q 'busy outside the trace (SM or GR Active above 1%) [^<]*: other work ran' "$T/metrics-charts.dom" &&
+	ok "metrics: gaps busy outside the trace said to have had other work" ||
+	bad "metrics: the busy chart's title says nothing of the gaps busy outside the trace"
+# the charts have real scales (issue 31, measured 6): a constant clock and a spike of memory get a
+# scale up to their value, not "0 Hz" or "0 B" alone
+grep -o 'class="metrics-chart" data-unit="Hz" data-y-max="[0-9.e+]*"' "$T/metrics-charts.dom" |
+	sed 's/.*data-y-max="//; s/"//' | awk '$1 + 0 >= 1.98e9 { n++ } END { exit !(n == 2) }' &&
+	ok "metrics: each device's clock chart has a scale up to its 1.98 GHz" || bad "metrics: clock chart scale"
+peak=$(grep -o 'data-memory-peak="[0-9]*"' "$T/gen-stacks.dom" | head -1 | tr -dc 0-9)
+ymax=$(grep -o 'class="memory-chart" data-y-max="[0-9.e+]*"' "$T/gen-stacks.dom" | head -1 | sed 's/.*max="//; s/"//')
+[ -n "$peak" ] && [ -n "$ymax" ] && awk -v p="$peak" -v y="$ymax" 'BEGIN { exit !(y + 0 >= p + 0 && p > 0) }' &&
+	ok "memory: the chart's scale reaches its peak ($peak B, scale to $ymax)" || bad "memory: scale $ymax for a peak of $peak"
+# every stream's queue curve is drawn, though the streams' buckets begin at different times
+for name in gen-stacks gen-host gen-lossy; do
+	grep -o 'class="queue-chart" data-series="[0-9]*" data-drawn="[0-9]*"' "$T/$name.dom" >"$T/q.txt"
+	[ -s "$T/q.txt" ] && ! grep -v 'data-series="\([0-9]*\)" data-drawn="\1"' "$T/q.txt" >/dev/null &&
+		ok "$name: every stream's queue curve drawn" || { bad "$name: queue chart"; cat "$T/q.txt"; }
+done
 
 # Two ranks, merged: the ranks table and the slowest rank; rank 1 lost timestamps.
 RANK=0 "$TESTSRC" -o "$T/r0.tally" --kernels 3000 --names 9 --seed 1 --rate 200000 >/dev/null || bad "testsrc r0"
@@ -177,6 +197,6 @@ fi
 echo "not a trace" >"$T/junk.tally"
 "$TALLY" report -q --force -o "$T/junk.html" "$T/junk.tally" 2>/dev/null; rc=$?
 [ "$rc" -eq 3 ] && [ ! -e "$T/junk.html" ] && ok "not a trace: exit 3, no page" || bad "junk: exit $rc"
-"$TALLY" report -q --force --strict -o "$T/l.html" "$SRC/data/lossy.tally" 2>/dev/null; rc=$?
+"$TALLY" report -q --force --strict -o "$T/l.html" "$SRC/data/gen-lossy.tally" 2>/dev/null; rc=$?
 [ "$rc" -eq 1 ] && [ -s "$T/l.html" ] && ok "--strict: INCOMPLETE exits 1, page written" || bad "--strict: exit $rc"
 finish

@@ -1,6 +1,6 @@
 #!/bin/sh
 # gpu_idle_why, gpu_idle_breakdown, cpu_sample_sum and osrt_sum, and the host samples and blocking
-# calls of the Chrome export, on tests/data/host.tally, against what the CPU test source was told
+# calls of the Chrome export, on tests/data/gen-host.tally, against what the CPU test source was told
 # to make (tests/support/testsrc.h, "--host"): a 150 ms idle gap before launch 50; thread 2001
 # (MainThread) sampled every 1 ms from S0, on CPU at line 20 for its first 100 samples, waiting
 # at line 30 after; 2002 (loader) waiting at line 55; 2003 native, 4 stacks in turn, 0.5 ms after;
@@ -14,7 +14,7 @@ TALLY=$1 TESTSRC=$2 DUMP=$3 SRC=$4
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$(dirname "$0")/../lib.sh"
-HOST=$SRC/data/host.tally
+HOST=$SRC/data/gen-host.tally
 
 "$TALLY" stats -f json -r gpu_gaps,gpu_idle_why,gpu_idle_breakdown,cpu_sample_sum,osrt_sum \
 	-r cuda_api_trace "$HOST" >"$T/s.json" || bad "stats on host.tally"
@@ -85,8 +85,18 @@ for r in why:
     got[(tid, state, line)] += r["Count"]
 check("gpu_idle_why: every thread's samples in the gap, by state and line: %s" % dict(want),
       got == want)
-check("gpu_idle_why: a Python sample stands for 1 ms of the gap",
-      all(r["Time (ns)"] == 1000000 * r["Count"] for r in why if r["What"] == "python"))
+# a sample stands for its thread's time to its next sample (1 ms here), never past the gap's end:
+# a thread's samples add up to no more than the gap
+stands = collections.Counter()
+for t, tid, fl in samples:
+    if g0 <= t < g1 and tid != 2003:
+        stands[tid] += min(1000000, g1 - t)
+timed = collections.Counter()
+for r in why:
+    if r["What"] == "python":
+        timed[int(re.search(r"tid (\d+)", r["Thread"]).group(1))] += r["Time (ns)"]
+check("gpu_idle_why: a Python sample stands for 1 ms of its thread's time, within the gap",
+      timed == stands and all(v <= gap[0]["Duration (ns)"] for v in timed.values()))
 check("gpu_idle_why: the main thread first",
       [r["Thread"] for r in why if r["Thread"]][0].endswith("(tid 2001)"))
 
@@ -107,13 +117,17 @@ bd = rep["gpu_idle_breakdown"]
 hw = [r for r in bd if r["Category"] == "host wait"]
 check("gpu_idle_breakdown: one host-wait hole, the gap itself, the largest share",
       len(hw) == 1 and hw[0]["Gaps"] == 1 and hw[0]["Idle Time (ns)"] == gap[0]["Duration (ns)"]
-      and hw[0]["Idle (%)"] > 99)
-st = [r for r in bd if r["Category"] == "host wait: python stack"]
-py_in_gap = sum(c for (tid, s, l), c in want.items() if tid != 2003)
-check("gpu_idle_breakdown: the top 3 Python stacks behind it are those of the gap",
-      len(st) == 3 and sorted(r["Samples"] for r in st) ==
-      sorted(c for (tid, s, l), c in want.items() if tid != 2003 and l is not None)
-      and all(abs(r["Idle (%)"] - 100.0 * r["Samples"] / py_in_gap) < 0.06 for r in st))
+      and hw[0]["Share (% of idle)"] > 99)
+# per thread, its top 3 Python stacks in the gap (a torn sample is a stack of none), each named
+# with its thread, and its share of that thread's Python samples there
+st = [r for r in bd if r["Category"].startswith("host wait: python stack")]
+ok = bool(st)
+for tid in (2001, 2002):
+    mine = [r for r in st if r["Thread"].endswith("(tid %d)" % tid)]
+    built = sorted((c for (t, s, l), c in want.items() if t == tid), reverse=True)
+    ok &= sorted((r["Samples"] for r in mine), reverse=True) == built[:3]
+    ok &= all(abs(r["Samples (% of thread's)"] - 100.0 * r["Samples"] / sum(built)) < 0.06 for r in mine)
+check("gpu_idle_breakdown: each thread's top 3 Python stacks behind it are those of the gap", ok)
 
 # cpu_sample_sum over all 200 samples per thread: lines 20 and 30 each 100 less 2 torn, 55 200
 # less 4 torn; native 200; line 99 (the outer <module>) never innermost but in every stack
@@ -125,9 +139,9 @@ check("cpu_sample_sum: cumulative, once per sample",
       cs[("python", "line", "99")]["Self"] == 0 and cs[("python", "line", "99")]["Total"] == 392)
 check("cpu_sample_sum: torn samples apart; percentages of all 400 Python samples",
       any(r["Location"].startswith("[torn") and r["Self"] == 8 for r in rep["cpu_sample_sum"])
-      and abs(cs[("python", "line", "55")]["Self (%)"] - 49.0) < 0.01)
+      and abs(cs[("python", "line", "55")]["Self (% of samples)"] - 49.0) < 0.01)
 check("cpu_sample_sum: on CPU only at line 20",
-      cs[("python", "line", "20")]["On CPU (%)"] == 100 and cs[("python", "line", "30")]["On CPU (%)"] == 0)
+      cs[("python", "line", "20")]["On CPU (% of self)"] == 100 and cs[("python", "line", "30")]["On CPU (% of self)"] == 0)
 check("cpu_sample_sum: 200 native samples", sum(r["Self"] for r in rep["cpu_sample_sum"]
                                                 if r["Kind"] == "native" and r["By"] == "line") == 200)
 osr = {r["Name"]: r for r in rep["osrt_sum"]}
@@ -140,10 +154,10 @@ while read -r verdict name; do
 done <"$T/checks.txt"
 [ -s "$T/checks.txt" ] || bad "the checks did not run"
 
-# ---- a trace of the real collector (tests/data/sampled.tally: tests/exitpath/sampling_gaps.py on
+# ---- a trace of the real collector (tests/data/standin-sampled.tally: tests/exitpath/sampling_gaps.py on
 # the stand-in CUPTI, Python sampling at 500 Hz, blocking calls): bursts of launches, then a sleep
 # at a known line; each gap it makes is host wait, spent in that sleep
-SAMPLED=$SRC/data/sampled.tally
+SAMPLED=$SRC/data/standin-sampled.tally
 if [ -e "$SAMPLED" ]; then
 	line=$(grep -n 'time.sleep(pause)' "$SRC/exitpath/sampling_gaps.py" | cut -d: -f1)
 	"$TALLY" stats -f json -r gpu_idle_why,gpu_idle_breakdown,diagnosis "$SAMPLED" >"$T/sampled.json" ||
@@ -165,17 +179,17 @@ print(("ok" if ok else "bad"), "sampled: each 50 ms sleep is a gap, host wait (%
 ok = all(top_python(rows).startswith("[waiting] ") and top_python(rows).endswith("sampling_gaps.py:%s)" % line)
          for rows in gaps.values())
 print(("ok" if ok else "bad"), "sampled: in each, the main thread waits at the sleep's line %s" % line)
-ok = all(any(r["What"] == "osrt" and r["Detail"] == "clock_nanosleep" and r["Share (%)"] >= 90 for r in rows)
+ok = all(any(r["What"] == "osrt" and r["Detail"] == "clock_nanosleep" and r["Share (% of gap)"] >= 90 for r in rows)
          for rows in gaps.values())
 print(("ok" if ok else "bad"), "sampled: clock_nanosleep covers 90% of each")
 bd = rep["gpu_idle_breakdown"]
-st = [r for r in bd if r["Category"] == "host wait: python stack"]
+st = [r for r in bd if r["Category"].startswith("host wait: python stack")]
 ok = st and st[0]["Stack"].split(" <- ")[0].endswith("sampling_gaps.py:%s)" % line) and any(
-    r["Category"] == "host wait" and r["Idle (%)"] > 99 for r in bd)
+    r["Category"] == "host wait" and r["Share (% of idle)"] > 99 for r in bd)
 print(("ok" if ok else "bad"), "sampled: the breakdown: host wait, behind it the sleep's line first")
 idle = [f for f in rep["diagnosis"] if f["Rule"] == "gpu-idle"]
 ok = len(idle) == 1 and idle[0]["Why"].startswith("host wait, ") and (
-    "; the host was in <module> (" in idle[0]["Why"]) and ("sampling_gaps.py:%s), " % line) in idle[0]["Why"]
+    "; the host was in <module> (" in idle[0]["Why"]) and ("sampling_gaps.py:%s) on python3 (tid " % line) in idle[0]["Why"]
 print(("ok" if ok else "bad"), "sampled: the diagnosis names host wait at the sleep's line %s" % line)
 PY
 	while read -r verdict name; do
@@ -183,33 +197,45 @@ PY
 	done <"$T/sampled.txt"
 	[ -s "$T/sampled.txt" ] || bad "sampled: the checks did not run"
 else
-	skipped "sampled: no tests/data/sampled.tally"
+	skipped "sampled: no tests/data/standin-sampled.tally"
 fi
 
-# ---- the diagnosis's cause on the test source's 150 ms gap, with host samples and without: the
-# loader waits at data.py:55 (Loader.get) in every one of its samples, the main thread's split
-# between lines 20 and 30, so line 55 is the stack sampled most in the gap; without samples the
-# cause is the class alone, no line
-for h in host none; do
+# ---- the diagnosis's cause on the test source's 150 ms gap: the thread that launched the work
+# late is named (MainThread, tid 2001: THREADS ties it to CUPTI's thread 1000), with where it
+# was: on the CPU in compute (line 20) for about two thirds of the gap, though the loader's line
+# 55 is sampled more; starved, the launching thread waits in Loader.get while the loader is on the
+# CPU in Loader.fill (line 70), and both are named; without samples, the CUPTI thread alone
+for h in host starved none; do
 	extra=""
 	[ $h = host ] && extra="--host 200 --host-torn-every 50"
+	[ $h = starved ] && extra="--host 200 --host-starved"
 	# shellcheck disable=SC2086
-	"$TESTSRC" -o "$T/cause-$h.tally" --kernels 100 --idle-at 50:150 $extra --batch 64 >/dev/null ||
+	"$TESTSRC" -o "$T/cause-$h.tally" --t0 1796000000000000000 --kernels 100 --idle-at 50:150 \
+		$extra --batch 64 >/dev/null ||
 		bad "testsrc for the cause ($h)"
 	"$TALLY" stats -f json -r diagnosis "$T/cause-$h.tally" >"$T/cause-$h.json" || bad "stats ($h)"
 done
-python3 - "$T/cause-host.json" "$T/cause-none.json" >"$T/cause.txt" <<'PY'
-import json, sys
+python3 - "$T/cause-host.json" "$T/cause-none.json" "$T/cause-starved.json" >"$T/cause.txt" <<'PY'
+import json, re, sys
 def why(path):
     f = [f for f in json.load(open(path))["reports"][0]["rows"] if f["Rule"] == "gpu-idle"]
     return f[0]["Why"] if len(f) == 1 else None
 w = why(sys.argv[1])
-print("ok" if w and w.startswith("host wait, 100% of the idle time; the host was in Loader.get "
-                                 "(/work/data.py:55), ") else "bad",
-      "diagnosis: with host samples, host wait in the line sampled most (%s)" % w)
+# the gap holds MainThread's samples 1..150: 99 on the CPU (97 at line 20, 2 torn), 51 waiting
+m = re.match(r"host wait, 100% of the idle time; MainThread \(tid 2001\) launched the work late: it "
+             r"was on the CPU in compute \(/work/train.py:20\), (\d+)% of its samples in these gaps$", w or "")
+print("ok" if m and int(m.group(1)) == round(100 * 97 / 150) else "bad",
+      "diagnosis: the launching thread named, on the CPU at line 20 (about 2/3 of its samples) (%s)" % w)
 w = why(sys.argv[2])
-print("ok" if w == "host wait, 100% of the idle time" else "bad",
-      "diagnosis: without host samples, the class and no line (%s)" % w)
+print("ok" if w == "host wait, 100% of the idle time; CUPTI thread 1000 launched the work late" else "bad",
+      "diagnosis: without host samples, the class and the launching CUPTI thread, no line (%s)" % w)
+w = why(sys.argv[3])
+print("ok" if w and re.match(r"host wait, 100% of the idle time; MainThread \(tid 2001\) launched the work "
+                             r"late: it was waiting in Loader.get \(/work/data.py:55\), \d+% of its samples "
+                             r"in these gaps; meanwhile loader \(tid 2002\) was on the CPU in Loader.fill "
+                             r"\(/work/data.py:70\), \d+% of its samples: the launching thread waited on "
+                             r"another thread's work$", w) else "bad",
+      "diagnosis: starved, the launching thread waits, the loader on the CPU is named (%s)" % w)
 PY
 while read -r verdict name; do
 	if [ "$verdict" = ok ]; then ok "$name"; else bad "$name"; fi
@@ -227,8 +253,9 @@ first_api = min(e["ts"] for e in d["traceEvents"] if e.get("cat") == "cuda_runti
 raw_api = min(int(l.split("start=")[1].split()[0]) for l in open(sys.argv[2]) if l.startswith("runtime"))
 base = raw_api - round(first_api * 1000)
 # tracks: a thread's CUPTI id (its pthread id, cut to 32 bits) where THREADS ties them; testsrc
-# gives thread i of 2001..2003 the pthread id 0x7f0000001000 + i * 0x100000
-track = {2001 + i: (0x7f0000001000 + i * 0x100000) & 0xffffffff for i in range(3)}
+# gives thread i of 2001..2003 the pthread id 0x7f0000000000 + 1000 + i (MainThread's is the
+# launching thread's CUPTI id, 1000)
+track = {2001 + i: (0x7f0000000000 + 1000 + i) & 0xffffffff for i in range(3)}
 names = {19: "clock_nanosleep", 3: "pthread_cond_timedwait"}
 for line in open(sys.argv[2]):
     kind, _, rest = line.partition(" ")

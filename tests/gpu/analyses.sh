@@ -73,7 +73,7 @@ PY
 # ---- launch-bound ----------------------------------------------------------------------------------
 rec tiny -- "$A" tiny 20000
 check "tiny: 20,000 kernels matched to their launches, most shorter than the launch call" tiny '
-rep["cuda_launch_stats"][0]["Matched"] == kv["kernels"] and rep["cuda_launch_stats"][0]["Short (%)"] >= 90'
+rep["cuda_launch_stats"][0]["Matched"] == kv["kernels"] and rep["cuda_launch_stats"][0]["Short (% of matched)"] >= 90'
 check "tiny: the diagnosis says launch-bound" tiny 'bool(rule("launch-bound"))'
 rec long -- "$A" long 200 1
 check "1 ms kernels: none shorter than its launch, no launch-bound finding" long '
@@ -91,11 +91,11 @@ check "phases: the copies nothing overlapped are an exposed-copies finding" phas
 # ---- communication on a second stream ---------------------------------------------------------------
 rec overlap-in -- "$A" overlap 20 10 4 2
 check "NCCL-named kernel inside the compute: 100% overlapped, none exposed" overlap-in '
-len(rep["comm_compute_overlap"]) == 1 and rep["comm_compute_overlap"][0]["Overlap (%)"] >= 99
+len(rep["comm_compute_overlap"]) == 1 and rep["comm_compute_overlap"][0]["Overlap (% of communication)"] >= 99
 and near(rep["comm_compute_overlap"][0]["Communication (ns)"], 20 * 4e6, 0.03) and not rule("exposed-comm")'
 rec overlap-half -- "$A" overlap 20 10 4 8
 check "NCCL-named kernel from 8 ms into 10 ms of compute: about half overlapped" overlap-half '
-40 <= rep["comm_compute_overlap"][0]["Overlap (%)"] <= 60
+40 <= rep["comm_compute_overlap"][0]["Overlap (% of communication)"] <= 60
 and near(rep["gpu_time_breakdown"][0]["Communication (ns)"], rep["comm_compute_overlap"][0]["Exposed (ns)"], 0.001)'
 
 # ---- the queue ----------------------------------------------------------------------------------------

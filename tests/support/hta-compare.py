@@ -76,5 +76,5 @@ for x in tr["gpu_idle_breakdown"]:
 for o in overlap:
     print("rank %s: HTA comm-comp overlap %s%%" % (o["rank"], o["comp_comm_overlap_pctg"]))
 for x in tr.get("comm_compute_overlap", []):
-    print("tally %s: Overlap %s%%" % (x["Rank"], x["Overlap (%)"]))
+    print("tally %s: Overlap %s%%" % (x["Rank"], x["Overlap (% of communication)"]))
 sys.exit(1 if bad else 0)

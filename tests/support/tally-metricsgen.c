@@ -3,7 +3,7 @@
  * tally-metricsgen: write a trace with GPU metrics whose every value follows from a construction,
  * and (with --expect) the figures tally's readers must find in it, computed here from the values
  * written, never by tally.  For the reading side's tests (tests/cli/test-gpumetrics-read.sh), its
- * doubling test and the kept trace tests/data/metrics.tally.
+ * doubling test and the kept trace tests/data/gen-metrics.tally.
  *
  * Process A (pid 4242) runs, on each device, periods of 10 ms: three 2 ms kernels back to back
  * (SM Active 50, 70 and 90%, the third with the tensor pipe at 60%), then 4 ms of nothing: a GPU

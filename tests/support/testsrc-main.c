@@ -42,6 +42,7 @@ static void usage(FILE *out)
 	      "  --mem-allocs N (N device allocations, then their releases)\n"
 	      "  --host N (host sampling, format 1.3: N samples per thread of three threads, N/10\n"
 	      "  blocking calls; testsrc.h says what) --host-torn-every K --host-dropped N\n"
+	      "  --host-starved (the launching thread waits for a loader that is on the CPU)\n"
 	      "faults: --bad-time-every N --orphan-launches N --orphan-gpu N --unknown-kind N\n"
 	      "  --invalid-tail --in-flight (a buffer still in CUPTI at stop) --kill (end with\n"
 	      "  no closing flush, like SIGKILL) --starve (no consumer until the end)\n"
@@ -113,6 +114,7 @@ enum {
 	O_HOST,
 	O_HOST_TORN,
 	O_HOST_DROPPED,
+	O_HOST_STARVED,
 };
 
 static const struct option longopts[] = {
@@ -167,6 +169,7 @@ static const struct option longopts[] = {
     {"host", 1, NULL, O_HOST},
     {"host-torn-every", 1, NULL, O_HOST_TORN},
     {"host-dropped", 1, NULL, O_HOST_DROPPED},
+    {"host-starved", 0, NULL, O_HOST_STARVED},
     {"output", 1, NULL, 'o'},
     {"help", 0, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -363,6 +366,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case O_HOST_DROPPED:
 			o->host.dropped_samples = (unsigned)v;
+			break;
+		case O_HOST_STARVED:
+			o->host.starved = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -497,9 +497,9 @@ static void host_threads(void)
 	struct tally_buf b = {0};
 	unsigned i;
 
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 3; i++) { /* the low 32 bits: CUPTI's thread id (1000: the launches') */
 		tally_buf_put_varint(&b, t[i].tid);
-		tally_buf_put_varint(&b, 0x7f0000001000ull + i * 0x100000ull);
+		tally_buf_put_varint(&b, 0x7f0000000000ull + 1000 + i);
 		tally_buf_put_varint(&b, t[i].flags);
 		tally_buf_put_varint(&b, strlen(t[i].name));
 		tally_buf_put(&b, t[i].name, strlen(t[i].name));
@@ -530,8 +530,8 @@ static size_t python_samples(struct tally_record *r, const struct testsrc_host *
 
 void testsrc_host_run(const struct testsrc_host *h, uint64_t t0)
 {
-	const unsigned main_state[2] = {TALLY_THREAD_ON_CPU, TALLY_THREAD_WAITING};
-	const unsigned loader_state[2] = {TALLY_THREAD_WAITING, TALLY_THREAD_WAITING};
+	unsigned main_state[2] = {TALLY_THREAD_ON_CPU, TALLY_THREAD_WAITING};
+	unsigned loader_state[2] = {TALLY_THREAD_WAITING, TALLY_THREAD_WAITING};
 	uint32_t main_stack[2], loader_stack[2];
 	size_t n = 0, cap = 3 * (size_t)h->samples + 2 * (size_t)h->calls + 1;
 	struct tally_record *r = calloc(cap, sizeof(*r));
@@ -544,6 +544,13 @@ void testsrc_host_run(const struct testsrc_host *h, uint64_t t0)
 	main_stack[0] = host_stack("/work/train.py", "compute", 20);
 	main_stack[1] = host_stack("/work/train.py", "sleep_between", 30);
 	loader_stack[0] = loader_stack[1] = host_stack("/work/data.py", "Loader.get", 55);
+	if (h->starved) { /* the launching thread waits for the loader, then computes */
+		main_stack[1] = main_stack[0];
+		main_stack[0] = loader_stack[0];
+		loader_stack[0] = host_stack("/work/data.py", "Loader.fill", 70);
+		main_state[0] = loader_state[1] = TALLY_THREAD_WAITING;
+		main_state[1] = loader_state[0] = TALLY_THREAD_ON_CPU;
+	}
 	n += python_samples(r + n, h, t0, 2001, main_state, main_stack);
 	n += python_samples(r + n, h, t0, 2002, loader_state, loader_stack);
 	for (i = 0; i < h->samples; i++)

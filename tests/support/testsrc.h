@@ -93,13 +93,19 @@ uint64_t testsrc_alloc_address(unsigned i);
 /*
  * Host sampling and blocking calls (format 1.3), made up the way the collector's sampler hands
  * them to the pipeline (tally_pipeline_host_records), so that readers have a trace with known
- * contents.  Three threads, named in a THREADS chunk:
+ * contents.  Three threads, named in a THREADS chunk, whose pthread ids' low 32 bits are the
+ * CUPTI thread ids 1000, 1001, 1002: MainThread is the thread that launches the CUDA work (the
+ * first emitter's, thread 1000), as in a training loop:
  *   tid 2001 "MainThread" (main, Python): `samples` Python samples, the first half on CPU in
  *     compute (/work/train.py:20), the second half waiting in sleep (/work/train.py:30); and
  *     `calls` clock_nanosleep calls of 10 ms
  *   tid 2002 "loader" (Python): `samples` Python samples waiting in get (/work/data.py:55);
  *     `calls` pthread_cond_timedwait calls of 5 ms on the object 0x5000
  *   tid 2003 "pt_main" (native): `samples` perf samples of native frames 0x1000.. (in no module)
+ * With starved (--host-starved), a loop starved of data instead: MainThread's first half waits in
+ * Loader.get (/work/data.py:55), its second half is on the CPU in compute (/work/train.py:20),
+ * and the loader is on the CPU in Loader.fill (/work/data.py:70) in the first half, waiting in
+ * Loader.get after.
  * Samples are 1 ms apart from t0 (the CUPTI part's start, so they cover its GPU gaps); every
  * torn_every-th Python sample (0: none) is torn (flag TORN, no stack).  Ledger counters:
  * samples_taken = written + dropped_samples, and dropped_samples samples counted as dropped (none
@@ -107,6 +113,7 @@ uint64_t testsrc_alloc_address(unsigned i);
  */
 struct testsrc_host {
 	unsigned samples, calls, torn_every, dropped_samples;
+	bool starved;
 };
 void testsrc_host_run(const struct testsrc_host *h, uint64_t t0);
 /* The SESSION keys of sampling for a --host trace (sample python,native at 1 kHz, osrt 1 us). */

@@ -255,8 +255,10 @@ static void host_behind_a_hole(void **state)
 	    {.type = TALLY_FRAME_PYTHON, .line = 20, .file = "/w/train.py", .func = "compute"}};
 	static uint32_t f1[] = {1}, f2[] = {2};
 	static struct tally_stack stacks[3] = {{0}, {1, f1}, {1, f2}};
-	static struct tally_thread threads[1] = {
-	    {.tid = 7, .flags = TALLY_THREADF_MAIN, .name = "main"}};
+	static struct tally_thread threads[1] = {{.tid = 7,
+						  .pthread_id = 0x7f000000002aull,
+						  .flags = TALLY_THREADF_MAIN,
+						  .name = "main"}};
 	struct report_idle_opts o = {.list_min_ns = 1000000};
 	struct tally_record k[2] = {kernel(1000, 2000, 1), kernel(10002000, 10003000, 2)};
 	struct tally_record a[2] = {launch(0, 100, 1), launch(10001000, 500, 2)};
@@ -327,8 +329,10 @@ static void host_behind_a_hole(void **state)
 	set.nsections = 1;
 	cx = (struct idle_cause_ctx){idle, why, &set};
 	assert_non_null(idle_cause(&cx, 0, 0, buf, sizeof(buf)));
-	assert_string_equal(buf, "host wait, 100% of the idle time; the host was in sleep_between "
-				 "(/w/train.py:30), 60% of its samples");
+	/* the launching thread (CUPTI's 42, tied to tid 7 by THREADS) is named, and its state */
+	assert_string_equal(buf, "host wait, 100% of the idle time; main (tid 7) launched the work "
+				 "late: it was waiting in sleep_between (/w/train.py:30), 60% of "
+				 "its samples in these gaps");
 	assert_null(idle_cause(&cx, 0, 1, buf, sizeof(buf)));
 	report_frames_free(x.rs.frames);
 	idle_why_free(why);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The weighted quantile sketch of the GPU metric reports (src/stats/wsketch.h): against exact
+ * The weighted quantile sketch of the GPU metric reports (src/stats/base/wsketch.h): against exact
  * weighted quantiles of the same values, kept here in full and sorted.
  */
 #include <setjmp.h>

@@ -105,7 +105,8 @@ function secShort(i) {
 function whenLine(w) {
 	const b = (w.begin_s >= 0 ? "+" : "") + w.begin_s.toFixed(3);
 	const e = (w.end_s >= 0 ? "+" : "") + w.end_s.toFixed(3);
-	return "when: " + b + " s .. " + e + " s: " + w.count; /* as tally check says it */
+	/* as tally check says it: from the section's own session start, not the page's origin */
+	return "when: " + b + " s .. " + e + " s: " + w.count + " (from its own session start)";
 }
 
 function reasonItem(input, sec, r) {
@@ -151,7 +152,8 @@ function renderVerdict() {
 	add("records", fmtCount(STATS.records));
 	add("files", String(STATS.inputs.length));
 	add("processes", String(SECS.length));
-	add("span", fmtNs(TL.span_ns));
+	add("span", fmtNs(TL.span_ns - TL.first_ns) + " of records, from +" + fmtNs(TL.first_ns) + " after " +
+		STATS.time_origin);
 	if (STATS.untimed_records) add("untimed records", fmtCount(STATS.untimed_records));
 	box.appendChild(facts);
 	const paths = STATS.inputs.map((i) => i.path).join("  ");
@@ -192,7 +194,7 @@ function shadePlugin(sec, gaps) {
 				for (const g of gaps || []) {
 					const x0 = u.valToPos(g[1] / 1e9, "x", true);
 					const x1 = Math.max(u.valToPos(g[2] / 1e9, "x", true), x0 + 1);
-					ctx.fillStyle = g[3] ? hatch(ctx) : g[5] ? "rgba(230,140,20,0.28)" : "rgba(120,130,140,0.22)";
+					ctx.fillStyle = g[3] ? hatch(ctx) : g[5] === BUSY_OUTSIDE ? "rgba(230,140,20,0.28)" : "rgba(120,130,140,0.22)";
 					ctx.fillRect(x0, top, x1 - x0, h);
 				}
 				ctx.restore();
@@ -221,7 +223,7 @@ function hatch(ctx) {
 function timeAxis(spanS) {
 	const unit = spanS < 2e-3 ? ["\u00b5s", 1e6] : spanS < 2 ? ["ms", 1e3] : ["s", 1];
 	return {
-		label: "time since the first record (" + unit[0] + ")", size: 40,
+		label: "time since " + STATS.time_origin + " (" + unit[0] + ")", size: 40,
 		values: (u, splits) => splits.map((v) => Number((v * unit[1]).toPrecision(6)).toString()),
 	};
 }
@@ -244,8 +246,21 @@ function xScale() {
 const LABEL_SIZE = 30;
 
 function leftAxis(label) {
-	return { label, size: LEFT_AXIS - LABEL_SIZE, labelSize: LABEL_SIZE };
+	return { label, size: LEFT_AXIS - LABEL_SIZE, labelSize: LABEL_SIZE, space: 18 };
 }
+
+/* A value axis from 0 to a round number above the highest value: a short chart still has its
+ * scale (a constant clock or a single spike of memory gets ticks, not just "0"). */
+function zeroUp(max) {
+	if (!(max > 0)) return [0, 1];
+	const p = Math.pow(10, Math.floor(Math.log10(max)));
+	for (const m of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10])
+		if (max <= m * p) return [0, m * p];
+	return [0, 10 * p];
+}
+
+/* Charts of values over time: tall enough for a scale of three ticks and a whole axis label. */
+const CHART_H = 170;
 
 /* The right-hand axis a chart has, or an empty one of the same width. */
 function rightAxis(opts) {
@@ -347,10 +362,10 @@ function renderLedger() {
 		/* per-slice counts are bars; one slice alone still gets a visible width */
 		const bars = uPlot.paths.bars({ size: [0.6, 60, 4], align: -1 });
 		const opts = {
-			width: chartWidth(box), height: SECS.length > 2 ? 130 : 190,
+			width: chartWidth(box), height: SECS.length > 2 ? CHART_H : 190,
 			plugins: [shadePlugin(led.sec), legendAtPeak()],
 			scales: { x: xScale(), pool: { range: (u, a, b) => [0, Math.max(b, snaps[0].pool_cap || 1)] } },
-			axes: [timeAxis(SPAN_S), leftAxis("records/slice"), rightAxis({ scale: "pool", label: "pool buffers" })],
+			axes: [timeAxis(SPAN_S), leftAxis("records"), rightAxis({ scale: "pool", label: "pool buffers" })],
 			series: [{ label: "time (s)" },
 				{ label: "records parsed", stroke: "#2f6fdf", fill: "rgba(47,111,223,0.35)", width: 1, paths: bars },
 				{ label: "dropped by CUPTI", stroke: "#b3261e", fill: "rgba(179,38,30,0.6)", width: 1, paths: bars },
@@ -496,8 +511,9 @@ function renderBusy() {
 	for (const dev of devices) {
 		const streams = LANES.filter((l) => l.type === "gpu" && l.sec === dev.sec && l.device === dev.device)
 			.sort((a, b) => a.stream - b.stream);
-		const gaps = TL.gaps.filter((g) => g[0] === dev.index).map((g) => markActive(dev, g));
-		const active = gaps.filter((g) => !g[3] && g[5]).reduce((s, g) => s + g[2] - g[1], 0);
+		/* gpu_gaps' own gaps and classes: the same figures as tally stats */
+		const gaps = TL.gaps.filter((g) => g[0] === dev.index);
+		const active = gaps.filter((g) => g[5] === BUSY_OUTSIDE).reduce((s, g) => s + g[2] - g[1], 0);
 		const bd = breakdownRow(dev.sec, dev.device);
 		/* the shared lane of the devices past the lane budget is no one device: no figures of one */
 		const shared = dev.sec === OTHER;
@@ -507,7 +523,7 @@ function renderBusy() {
 			secLabel(dev.sec) + ", GPU " + dev.device + ": " + streams.length + " stream(s), " +
 			fmtCount(dev.events) + " GPU records; idle " + (bd ? fmtNs(bd["Idle (ns)"]) + " of " + fmtNs(bd["Span (ns)"]) +
 			(bd["Idle Unproven (ns)"] ? ", of it unproven " + fmtNs(bd["Idle Unproven (ns)"]) : "") : "?") +
-			(active ? "; SM Active above 0 in " + fmtNs(active) + " of the idle stretches drawn: other work ran" : "")));
+			(active ? "; busy outside the trace (SM or GR Active above 1%) " + fmtNs(active) + ": other work ran" : "")));
 		const [xs, ys] = busySeries(dev);
 		const data = [xs, ys];
 		const series = [{ label: "time (s)" }, { label: "GPU " + dev.device + " busy %", stroke: "#1f9d8a", fill: "rgba(31,157,138,0.18)", width: 1.5 }];
@@ -550,21 +566,6 @@ function fmtMetric(v, unit) {
 	return Number(v.toPrecision(3)) + (base ? " " + base : "");
 }
 
-/* A gap's SM Active as the page sees it: the mean of the curve's steps wholly inside the gap
- * (tally stats -r gpu_gaps has the exact figure, from the samples). g[5]: above 0. */
-function markActive(dev, g) {
-	const sm = metricCurves(dev).find((c) => c.name === "sm__cycles_active.avg.pct_of_peak_sustained_elapsed");
-	const w = METRICS.bucket_ns;
-	let sum = 0, n = 0;
-	if (sm && w > 0)
-		for (let i = Math.ceil(g[1] / w); (i + 1) * w <= g[2] && i < sm.values.length; i++)
-			if (sm.values[i] !== null) {
-				sum += sm.values[i];
-				n++;
-			}
-	return g.slice(0, 5).concat([n > 0 && sum > 0, n ? sum / n : null]);
-}
-
 /* Why a device of a process has no curves: the gpu_metrics_sum row that says so. */
 function metricsElsewhere(dev) {
 	const rep = STATS.reports.find((r) => r.name === "gpu_metrics_sum");
@@ -594,11 +595,12 @@ function renderMetrics(box, dev, gaps) {
 		})));
 		box.appendChild(el("div", { class: "chart-title metrics-title" }, "GPU " + dev.device + " metrics (" +
 			(unit || "value") + "): " + mine.map((c) => c.label + " mean " + fmtMetric(c.mean, unit)).join(", ")));
-		const div = el("div", { class: "metrics-chart" });
+		const yr = unit === "%" ? [0, 100] : zeroUp(Math.max(...mine.flatMap((c) => c.values.filter((v) => v !== null))));
+		const div = el("div", { class: "metrics-chart", "data-unit": unit, "data-y-max": yr[1] });
 		box.appendChild(div);
 		CHARTS.push(new uPlot({
-			width: chartWidth(box), height: 130, plugins: [shadePlugin(dev.sec, gaps), legendAtPeak()],
-			scales: { x: xScale(), y: unit === "%" ? { range: [0, 100] } : {} },
+			width: chartWidth(box), height: CHART_H, plugins: [shadePlugin(dev.sec, gaps), legendAtPeak()],
+			scales: { x: xScale(), y: { range: yr } },
 			axes: [timeAxis(SPAN_S), Object.assign(leftAxis(unit || "value"),
 				{ values: (u, splits) => splits.map((v) => fmtMetric(v, unit)) }), rightAxis()],
 			series,
@@ -660,9 +662,9 @@ function buildRows() {
 				push({ kind: "lane", lane: g, label: laneName(g, "  stream " + g.stream) }, ROW.gpu);
 		}
 		for (const a of mine.filter((l) => l.type === "api").sort((p, q) => p.tid - q.tid))
-			push({ kind: "lane", lane: a, label: laneName(a, "thread " + a.tid + " CUDA API") }, ROW.api);
+			push({ kind: "lane", lane: a, label: laneName(a, threadLabel(a) + " CUDA API") }, ROW.api);
 		for (const n of mine.filter((l) => l.type === "nvtx").sort((p, q) => p.tid - q.tid))
-			push({ kind: "lane", lane: n, label: laneName(n, "thread " + n.tid + " NVTX") }, ROW.nvtx * n.depth);
+			push({ kind: "lane", lane: n, label: laneName(n, threadLabel(n) + " NVTX") }, ROW.nvtx * n.depth);
 		for (const h of hostLanes(mine))
 			push({ kind: "lane", lane: h, label: laneName(h, threadLabel(h) + (h.type === "samples" ? " samples" : " waits")) },
 				ROW[h.type]);
@@ -677,9 +679,12 @@ function threadOf(lane) {
 	return (TL.threads || []).find((t) => t.sec === lane.sec && t.id === lane.tid);
 }
 
+/* One label of a thread everywhere, as tally stats writes it: "MainThread (tid 2001)"; an API or
+ * NVTX lane's CUPTI id that THREADS does not tie to a tid, "CUPTI thread N"; else "tid N". */
 function threadLabel(lane) {
 	const t = threadOf(lane);
-	return t ? (t.name || "thread") + " (tid " + t.tid + ")" : "thread " + lane.tid;
+	if (t) return t.name ? t.name + " (tid " + t.tid + ")" : "tid " + t.tid;
+	return (lane.type === "api" || lane.type === "nvtx" ? "CUPTI thread " : "tid ") + lane.tid;
 }
 
 /* The main thread first, then by thread; a thread's samples above its waits. */
@@ -702,17 +707,14 @@ function idleWhy() {
 	return IDLE_WHY;
 }
 
-/* The explanation of a section's device gap [start, end) (timeline ns).  gpu_idle_why lists the
- * same gaps (gpu_gaps' device gaps of 1 ms or more) with starts from stats' time base: the two
- * origins, read as doubles, are a few hundred ns off, so match the length exactly, then the
- * nearest start. */
+/* The explanation of a section's device gap [start, end): gpu_idle_why lists the same gaps
+ * (gpu_gaps' device gaps) from the same origin (TL.t0_ns is stats' time_base_ns). */
 function gapWhy(sec, device, start, end) {
-	const pid = SECS[sec] ? SECS[sec].pid : -1, at = start + TL.t0_ns - STATS.time_base_ns;
-	let best = null;
+	const pid = SECS[sec] ? SECS[sec].pid : -1;
 	for (const g of idleWhy().values())
-		if (g.head.PID === pid && g.head.Device === device && g.head["Duration (ns)"] === end - start &&
-			(!best || Math.abs(g.head["Start (ns)"] - at) < Math.abs(best.head["Start (ns)"] - at))) best = g;
-	return best;
+		if (g.head.PID === pid && g.head.Device === device && g.head["Start (ns)"] === start &&
+			g.head["Duration (ns)"] === end - start) return g;
+	return null;
 }
 
 function whyLines(g, max) {
@@ -724,12 +726,14 @@ function whyLines(g, max) {
 	}
 	for (const [thread, rows] of byThread) {
 		const top = rows.slice().sort((a, b) => b["Time (ns)"] - a["Time (ns)"]).slice(0, 2);
-		lines.push(thread + ": " + top.map((r) => r.What + " " + r["Share (%)"].toFixed(0) + "% " + r.Detail).join("; "));
+		lines.push(thread + ": " + top.map((r) => r.What + " " + r["Share (% of gap)"].toFixed(0) + "% " + r.Detail).join("; "));
 	}
 	return lines.slice(0, max);
 }
 
 const IDLE_COLORS = { "host wait": "#d98a1f", "kernel wait": "#8a5cd0", other: "#b9c2cc" };
+/* gpu_gaps' class of a gap the GPU metrics show busy: not idle time, in every output */
+const BUSY_OUTSIDE = "busy outside trace";
 
 /* gpu_idle_breakdown: per process and device, its idle time by class (the same idle time as
  * gpu_time_breakdown's), and the host stacks sampled most in the largest class. */
@@ -737,17 +741,21 @@ function renderIdleBreakdown(box) {
 	const devs = new Map();
 	for (const r of report("gpu_idle_breakdown")) {
 		const key = r.PID + "/" + r.Device;
-		if (!devs.has(key)) devs.set(key, { head: r, classes: [], stacks: [] });
-		(r.Category in IDLE_COLORS ? devs.get(key).classes : devs.get(key).stacks).push(r);
+		if (!devs.has(key)) devs.set(key, { head: r, classes: [], stacks: [], outside: null });
+		if (r.Category === BUSY_OUTSIDE) devs.get(key).outside = r;
+		else (r.Category in IDLE_COLORS ? devs.get(key).classes : devs.get(key).stacks).push(r);
 	}
 	for (const d of devs.values()) {
 		const idle = d.classes.reduce((sum, r) => sum + r["Idle Time (ns)"], 0);
 		const line = partsLine(rankPid(d.head) + ", GPU " + d.head.Device + ": idle " + fmtNs(idle),
 			d.classes.map((r) => [r.Category, IDLE_COLORS[r.Category], r["Idle Time (ns)"]]), idle, "why",
 			{ "data-pid": d.head.PID, "data-device": d.head.Device, "data-idle-total": idle });
+		if (d.outside)
+			line.appendChild(el("div", { class: "note why-outside" }, fmtNs(d.outside["Idle Time (ns)"]) + " more in " +
+				d.outside.Gaps + " gap(s) the GPU metrics show busy outside the trace: not idle, and not counted here"));
 		for (const s of d.stacks)
-			line.appendChild(el("div", { class: "note why-stack" }, s.Category + ", " + s.Samples + " samples (" +
-				s["Idle (%)"].toFixed(0) + "%): " + s.Stack));
+			line.appendChild(el("div", { class: "note why-stack" }, s.Thread + ", " + s.Category + ", " + s.Samples +
+				" samples (" + s["Samples (% of thread's)"].toFixed(0) + "% of the thread's): " + s.Stack));
 		box.appendChild(line);
 	}
 }
@@ -757,7 +765,7 @@ function renderIdleWhy() {
 	const gaps = idleWhy();
 	/* every device gap of 1 ms or more the timeline draws has its explanation on hover (finer
 	 * ones are drawn, gpu_gaps' too, but gpu_idle_why lists from 1 ms): say how many do */
-	const devGaps = TL.gaps.filter((g) => LANES[g[0]] && LANES[g[0]].type === "device" && g[2] - g[1] >= 1e6);
+	const devGaps = TL.gaps.filter((g) => LANES[g[0]] && LANES[g[0]].type === "device");
 	box.setAttribute("data-explained", devGaps.filter((g) => gapWhy(LANES[g[0]].sec, LANES[g[0]].device, g[1], g[2])).length +
 		"/" + devGaps.length);
 	renderIdleBreakdown(box);
@@ -768,10 +776,11 @@ function renderIdleWhy() {
 	for (const [n, g] of gaps) {
 		const h = g.head, div = el("div", { class: "why-gap", "data-gap": String(n), "data-class": h.Class });
 		div.appendChild(el("h3", null, "Gap " + n + ": " + fmtNs(h["Duration (ns)"]) + " on GPU " + h.Device + " of pid " +
-			h.PID + " at " + fmtNs(h["Start (ns)"]) + " \u2014 " + h.Class + (h.Proof === "idle" ? "" : " (UNPROVEN)")));
+			h.PID + " at " + fmtNs(h["Start (ns)"]) + " \u2014 " + h.Class + (h.Proof === "idle" ? "" : " (" +
+			(h.Proof === BUSY_OUTSIDE ? BUSY_OUTSIDE : "UNPROVEN") + ")")));
 		div.appendChild(el("p", { class: "note" }, h.Detail));
 		if (g.rows.length) {
-			const cols = ["Thread", "What", "Count", "Time (ns)", "Share (%)", "Detail"];
+			const cols = ["Thread", "What", "Count", "Time (ns)", "Share (% of gap)", "Detail"];
 			div.appendChild(dataTable(cols, g.rows.map((r) => cols.map((c) => r[c])), "why-gap-" + n));
 		}
 		box.appendChild(div);
@@ -1105,7 +1114,7 @@ function detailText(sel) {
 	for (const p of partners) {
 		const lane = LANES[p.lane], api = lane.type === "api";
 		text += "\n  " + (api ? "launched by " : "ran as ") + (TL.names[p.name] || "") + " at " + fmtNs(p.start) +
-			" (" + fmtNs(p.dur) + "), " + (api ? "thread " + lane.tid : "GPU " + lane.device + " stream " + lane.stream) +
+			" (" + fmtNs(p.dur) + "), " + (api ? threadLabel(lane) : "GPU " + lane.device + " stream " + lane.stream) +
 			", " + fmtNs(Math.abs(p.start - sel.start)) + (p.start >= sel.start ? " later" : " earlier");
 	}
 	if (sel.corr && !partners.length) text += "\n  no partner with correlation id " + sel.corr + " among the exact events";
@@ -1254,7 +1263,7 @@ function renderDiagnosis() {
 		head.appendChild(el("span", { class: "rule" }, f.Rule));
 		head.appendChild(el("span", { class: "figure" }, f.Finding));
 		if (f["Cost (ns)"]) head.appendChild(el("span", { class: "cost" }, "costs " + fmtNs(f["Cost (ns)"]) +
-			(f["Cost (%)"] !== null ? " (" + f["Cost (%)"].toFixed(1) + "%)" : "")));
+			(f["Cost (% of GPU time)"] !== null ? " (" + f["Cost (% of GPU time)"].toFixed(1) + "% of GPU time)" : "")));
 		li.appendChild(head);
 		for (const k of ["Proof", "Where", "Why", "Try"])
 			if (f[k]) {
@@ -1303,7 +1312,7 @@ function renderRanks() {
 /* ---- where the time went -------------------------------------------------------------------- */
 
 const PARTS = [["Compute", "#2f6fdf"], ["Communication", "#d98a1f"], ["Copy/Memset", "#8a5cd0"],
-	["Idle proven", "#b9c2cc"], ["Idle unproven", "#b3261e"]];
+	["Busy Outside Trace", "#e68c14"], ["Idle proven", "#b9c2cc"], ["Idle unproven", "#b3261e"]];
 
 function partNs(r, name) {
 	if (name === "Idle proven") return r["Idle Proven (ns)"];
@@ -1356,7 +1365,7 @@ function renderBreakdown() {
 	}
 	const ov = report("comm_compute_overlap");
 	box.appendChild(el("p", { id: "overlap-line" }, ov.length
-		? ov.map((r) => (r.Rank !== "-" ? r.Rank : "pid " + r.PID) + " GPU " + r.Device + ": " + r["Overlap (%)"].toFixed(1) +
+		? ov.map((r) => (r.Rank !== "-" ? r.Rank : "pid " + r.PID) + " GPU " + r.Device + ": " + r["Overlap (% of communication)"].toFixed(1) +
 			"% of " + fmtNs(r["Communication (ns)"]) + " of communication overlapped by compute").join("; ")
 		: "No communication kernels (NCCL and the like, by name) in these traces."));
 }
@@ -1389,15 +1398,19 @@ function renderQueues() {
 		for (const q of mine) {
 			const [xs, ys] = stepSeries(q.t0, q.width, q.depth), at = new Map(xs.map((x, i) => [x, ys[i]]));
 			data.push(xsAll.map((x) => (at.has(x) ? at.get(x) : null)));
+			/* a stream's curve runs over its own buckets: where another stream's buckets begin
+			 * elsewhere the shared x has no value of this one, which is no gap in it */
 			series.push({ label: "stream " + q.stream + " (peak " + q.peak.toFixed(1) + ")", stroke: "hsl(" + (q.stream * 47 % 360) + ",60%,45%)",
-				width: 1.2, spanGaps: false });
+				width: 1.2, spanGaps: true });
 		}
 		box.appendChild(el("div", { class: "chart-title", "data-queue": key }, secLabel(mine[0].sec) + ", GPU " + mine[0].device +
 			": launches outstanding per stream (mean per " + fmtNs(mine[0].width) + ")"));
-		const div = el("div");
+		/* what a reader can check the chart draws: every stream a line of two points or more */
+		const div = el("div", { class: "queue-chart", "data-series": mine.length,
+			"data-drawn": data.slice(1).filter((ys) => ys.filter((y) => y !== null).length >= 2).length });
 		box.appendChild(div);
 		CHARTS.push(new uPlot({
-			width: chartWidth(box), height: 140, plugins: [shadePlugin(mine[0].sec), legendAtPeak()],
+			width: chartWidth(box), height: CHART_H, plugins: [shadePlugin(mine[0].sec), legendAtPeak()],
 			scales: { x: xScale() }, axes: [timeAxis(SPAN_S), leftAxis("launches"), rightAxis()], series,
 		}, data, div));
 	}
@@ -1420,11 +1433,11 @@ function renderMemory() {
 		ys.push(ys[ys.length - 1]);
 		box.appendChild(el("div", { class: "chart-title", "data-memory-peak": m.peak }, secLabel(m.sec) + ", GPU " + m.device + ", " +
 			m.kind + " memory: peak " + fmtBytes(m.peak)));
-		const div = el("div");
+		const div = el("div", { class: "memory-chart", "data-y-max": zeroUp(m.peak)[1] });
 		box.appendChild(div);
 		CHARTS.push(new uPlot({
-			width: chartWidth(box), height: 130, plugins: [shadePlugin(m.sec), legendAtPeak()],
-			scales: { x: xScale() },
+			width: chartWidth(box), height: CHART_H, plugins: [shadePlugin(m.sec), legendAtPeak()],
+			scales: { x: xScale(), y: { range: zeroUp(m.peak) } },
 			axes: [timeAxis(SPAN_S), Object.assign(leftAxis("bytes"), { values: (u, v) => v.map((b) => fmtBytes(b)) }), rightAxis()],
 			series: [{ label: "time (s)" }, { label: "in use", stroke: "#1f9d8a", fill: "rgba(31,157,138,0.18)", width: 1.5,
 				paths: uPlot.paths.stepped({ align: 1 }), value: (u, v) => (v === null ? "" : fmtBytes(v)) }],
