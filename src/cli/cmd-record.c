@@ -215,7 +215,8 @@ static bool add_written(struct record_run *run, size_t *cap, long pid, const cha
 }
 
 /* Files named in the manifest ("start PID PATH" lines), however many (a job may fork
- * thousands), and the "off PID WHY" refusals, counted and written to off_out. */
+ * thousands), the "off PID WHY" refusals, counted and written to off_out, and the "note PID
+ * TEXT" lines, written there too. */
 static void read_manifest(const char *manifest, struct record_run *run, FILE *off_out)
 {
 	FILE *f = manifest[0] ? fopen(manifest, "r") : NULL;
@@ -240,6 +241,9 @@ static void read_manifest(const char *manifest, struct record_run *run, FILE *of
 		} else if (sscanf(line, "off %ld %n", &pid, &at) == 1) {
 			run->nrefused++;
 			fprintf(off_out, "  pid %ld not recorded: %s\n", pid, line + at);
+		} else if (sscanf(line, "note %ld %n", &pid, &at) == 1) {
+			/* what the trace itself may never say (its descriptor lost) */
+			fprintf(off_out, "  pid %ld: %s\n", pid, line + at);
 		}
 	}
 	fclose(f);

@@ -176,6 +176,21 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
 				 TALLY_CC_LOSS},
     [TALLY_C_METRIC_DEVICES] = {"metric_devices", "devices whose metrics this process sampled",
 				TALLY_CC_INFO},
+    [TALLY_C_FDS_REOPENED] = {"fds_reopened",
+			      "times the program closed or took over a descriptor of tally's and "
+			      "tally opened its file again (nothing lost; the notes say which)",
+			      TALLY_CC_INFO},
+    [TALLY_C_FD_LOST_WRITES] = {"fd_lost_writes",
+				"writes that failed because the program closed or took over the "
+				"trace's descriptor and the trace could not be opened again",
+				TALLY_CC_INFO},
+    [TALLY_C_BUFFERS_UNQUEUED] = {"buffers_unqueued",
+				  "CUPTI buffers the queue could not take (never parsed)",
+				  TALLY_CC_LOSS},
+    [TALLY_C_INCOMPLETE_AT_CLOSE] = {"incomplete_at_close",
+				     "buffers the close's forced flush handed over with a record "
+				     "CUPTI had not finished (in flight as the trace closed)",
+				     TALLY_CC_INFO},
 };
 
 #define BY_KIND(n)                                                                                 \
@@ -211,7 +226,7 @@ const unsigned tally_loss_counters[] = {
     TALLY_C_BYTES_LOST,	     TALLY_C_WATCHDOG_FIRED,	TALLY_C_MERGE_DAMAGED,
     TALLY_C_SAMPLES_DROPPED, TALLY_C_SAMPLE_STALLS,	TALLY_C_OSRT_DROPPED,
     TALLY_C_METRIC_DROPPED,  TALLY_C_METRIC_OVERFLOWS,	TALLY_C_METRIC_GAPS,
-    TALLY_C_METRIC_FAILURES,
+    TALLY_C_METRIC_FAILURES, TALLY_C_BUFFERS_UNQUEUED,
 };
 const unsigned tally_loss_counters_count = sizeof(tally_loss_counters) / sizeof(unsigned);
 

@@ -93,6 +93,12 @@ enum tally_counter {
 	TALLY_C_METRIC_MERGED = 87,
 	TALLY_C_METRIC_FAILURES = 88,
 	TALLY_C_METRIC_DEVICES = 89,
+	/* the program's own doings (format 1.3, issue 35): tally's descriptors it closed or took
+	 * over; a CUPTI buffer the queue could not take; records unfinished at the close */
+	TALLY_C_FDS_REOPENED = 90,
+	TALLY_C_FD_LOST_WRITES = 91,
+	TALLY_C_BUFFERS_UNQUEUED = 92,
+	TALLY_C_INCOMPLETE_AT_CLOSE = 93,
 	/* records parsed, by kind: TALLY_C_BY_KIND + kind */
 	TALLY_C_BY_KIND = 100,
 	TALLY_C_MAX = TALLY_C_BY_KIND + TALLY_KIND_MAX,

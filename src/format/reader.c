@@ -604,7 +604,9 @@ static bool parse_ledger(struct tally_section *s, const uint8_t *p, size_t len, 
 	}
 	s->ledger = l;
 	s->ledgers++;
-	s->has_final |= final;
+	/* The last ledger decides: a final one followed by more is an exec's that failed (the
+	 * recording went on), and only a final one at the end closes the section. */
+	s->has_final = final;
 	return true;
 }
 

@@ -89,6 +89,9 @@ static const char *loss_hint(unsigned counter)
 	case TALLY_C_MERGE_DAMAGED:
 		return "an input of tally merge was damaged (see the notes): tally check it, "
 		       "and merge an intact copy if there is one";
+	case TALLY_C_BUFFERS_UNQUEUED:
+		return "the pipeline's queue had no room for a CUPTI buffer (a fault of tally's: "
+		       "report it); its records were not parsed";
 	default:
 		return "";
 	}
@@ -112,7 +115,17 @@ static void write_failed_hint(const struct tally_section *s, struct tally_reason
 		snprintf(when, sizeof(when), " from +%.3f s to +%.3f s",
 			 rel_s(s, c[TALLY_C_WRITE_FIRST_FAILED_AT]),
 			 rel_s(s, c[TALLY_C_WRITE_LAST_FAILED_AT]));
-	if (c[TALLY_C_WRITE_ERRNO] == ENOSPC)
+	if (c[TALLY_C_FD_LOST_WRITES])
+		say(r->hint, sizeof(r->hint),
+		    "the program closed tally's descriptor of the trace%s and it could not be "
+		    "opened "
+		    "again (%s): %llu bytes lost",
+		    when,
+		    c[TALLY_C_WRITE_ERRNO] == ESTALE   ? "its path named another file"
+		    : c[TALLY_C_WRITE_ERRNO] == ENOENT ? "removed or renamed"
+						       : strerror((int)c[TALLY_C_WRITE_ERRNO]),
+		    (unsigned long long)c[TALLY_C_BYTES_LOST]);
+	else if (c[TALLY_C_WRITE_ERRNO] == ENOSPC)
 		say(r->hint, sizeof(r->hint),
 		    "the disk filled (ENOSPC)%s, %llu bytes lost%s: record where there is room",
 		    when, (unsigned long long)c[TALLY_C_BYTES_LOST],
@@ -139,6 +152,12 @@ static void reason_loss(struct tally_verdict *v, const struct tally_section *s, 
 	    (unsigned long long)s->ledger.v[id], ci->what, nwin ? "" : " (no time window known)");
 	if (id == TALLY_C_WRITE_FAILURES && s->ledger.v[TALLY_C_WRITE_ERRNO])
 		write_failed_hint(s, r);
+	else if (id == TALLY_C_SAMPLE_STALLS && s->ledger.v[TALLY_C_FDS_REOPENED])
+		say(r->hint, sizeof(r->hint),
+		    "the program closed tally's descriptors (%llu times; the notes say which and "
+		    "when) and sampling stopped until tally opened them again, or the sampler did "
+		    "not get the CPU",
+		    (unsigned long long)s->ledger.v[TALLY_C_FDS_REOPENED]);
 	else
 		say(r->hint, sizeof(r->hint), "%s", loss_hint(id));
 }
@@ -228,7 +247,12 @@ static void close_hint(const struct tally_section *s, struct tally_reason *r)
 {
 	uint64_t err = s->ledger.v[TALLY_C_WRITE_ERRNO];
 
-	if (s->ledger.v[TALLY_C_WRITE_FAILURES] && err == ENOSPC)
+	if (s->ledger.v[TALLY_C_FD_LOST_WRITES])
+		say(r->hint, sizeof(r->hint),
+		    "the program closed tally's descriptor of the trace and it could not be opened "
+		    "again (%s): nothing more reached it",
+		    err ? strerror((int)err) : "?");
+	else if (s->ledger.v[TALLY_C_WRITE_FAILURES] && err == ENOSPC)
 		say(r->hint, sizeof(r->hint),
 		    "the disk filled: writes failed with ENOSPC (No space left on device) before "
 		    "the end; record to a file system with room (tally doctor checks free space)");

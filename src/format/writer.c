@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL /* header-only: the collector links no libxxhash */
@@ -72,6 +73,7 @@ bool tally_room_path(const char *path, char *out, size_t len)
 
 int tally_room_keep(struct tally_room *room, const char *trace_path)
 {
+	struct stat st;
 	int rc;
 
 	room->fd = -1;
@@ -84,13 +86,32 @@ int tally_room_keep(struct tally_room *room, const char *trace_path)
 	do
 		rc = fallocate(room->fd, 0, 0, TALLY_CLOSE_RESERVE);
 	while (rc < 0 && errno == EINTR);
-	if (rc == 0)
+	if (rc == 0 && fstat(room->fd, &st) == 0) {
+		room->dev = st.st_dev;
+		room->ino = st.st_ino;
 		return 0;
+	}
 	rc = -errno;
 	close(room->fd);
 	unlink(room->path);
 	room->fd = -1;
 	return rc;
+}
+
+/* Does the room's descriptor still name the room? */
+static bool room_ours(const struct tally_room *room)
+{
+	struct stat st;
+
+	return room->fd >= 0 && fstat(room->fd, &st) == 0 && st.st_dev == room->dev &&
+	       st.st_ino == room->ino;
+}
+
+void tally_room_forget(struct tally_room *room)
+{
+	if (room_ours(room))
+		close(room->fd);
+	room->fd = -1;
 }
 
 int tally_room_release(void *ctx)
@@ -100,6 +121,11 @@ int tally_room_release(void *ctx)
 
 	if (room->fd < 0)
 		return 0;
+	if (!room_ours(room)) { /* closed by the program: the file is still there, emptied by
+				   its removal below (no descriptor of ours holds it) */
+		room->fd = -1;
+		return unlink(room->path) < 0 ? -errno : 0;
+	}
 	if (ftruncate(room->fd, 0) < 0)
 		rc = -errno;
 	/* ext4 reuses freed blocks once the journal has committed their freeing: commit it */

@@ -42,15 +42,21 @@ ssize_t tally_fd_write(void *ctx, const void *buf, size_t len);
  * trace without its final ledger, as before) and room->fd is -1.  tally_room_release gives the
  * room back (empties, syncs, so that ext4 may reuse the blocks at once, and removes the file):
  * the writer's owner calls it when a write failed, just before the closing chunks, and at the
- * close; 0 or -errno.  Calling it again does nothing.
+ * close; 0 or -errno.  Calling it again does nothing.  Both touch the room's descriptor only
+ * while it still names the room (device, inode): in the collector the program may have closed
+ * it and taken its number for a file of its own.  tally_room_forget closes it (if it is still
+ * the room's) and leaves the file: a fork child's copy of its parent's room.
  */
 #define TALLY_CLOSE_RESERVE (64u << 10)
 struct tally_room {
 	int fd;
+	dev_t dev;
+	ino_t ino;
 	char path[4096];
 };
 int tally_room_keep(struct tally_room *room, const char *trace_path);
 int tally_room_release(void *room);
+void tally_room_forget(struct tally_room *room);
 /* ".NAME.tally-room" beside path, into out (len bytes); false when it does not fit. */
 bool tally_room_path(const char *path, char *out, size_t len);
 

@@ -19,6 +19,12 @@
  * test); FAKECUPTI_SLOW_FLUSH_MS=N makes it take N ms (a close that takes a while, as with a
  * large backlog); FAKECUPTI_OTHER_SUBSCRIBER=1 makes cuptiSubscribe fail as with nsys attached;
  * FAKECUPTI_REGISTER_TAKEN=1 makes cuptiActivityRegisterCallbacks fail as under cuda-gdb.
+ * FAKECUPTI_RECORD_US=N makes each record take N us to fill in after its room in the buffer is
+ * taken, as CUPTI's records are: a forced flush (cuptiActivityFlushAll's FLUSH_FORCED, "all the
+ * activity buffers including the ones which have one or more incomplete activity records")
+ * meanwhile hands the buffer over with that record unfinished (kind 0), on which
+ * cuptiActivityGetNextRecord answers CUPTI_ERROR_INVALID_KIND ("incomplete or invalid"), and the
+ * record is lost.
  */
 #include <cupti.h>
 #include <pthread.h>
@@ -39,6 +45,7 @@ struct fake_thread {
 	pid_t tid;
 	uint8_t *buf;
 	size_t size, used;
+	unsigned handed; /* buffers handed back so far */
 };
 
 static CUpti_BuffersCallbackRequestFunc request_cb;
@@ -187,6 +194,7 @@ static void complete_locked(struct fake_thread *t)
 	if (!t->buf)
 		return;
 	complete_cb(NULL, 0, t->buf, t->size, t->used);
+	t->handed++;
 	t->buf = NULL;
 	t->used = t->size = 0;
 }
@@ -324,11 +332,63 @@ static struct fake_thread *this_thread(void)
 	return NULL;
 }
 
+/* FAKECUPTI_RECORD_US: the record's room is taken, and it is filled in later (unless a forced
+ * flush took the buffer meanwhile: then it is lost, as incomplete). */
+static bool place_slowly(const void *rec, size_t size, long us)
+{
+	struct timespec ts = {us / 1000000, (us % 1000000) * 1000L};
+	struct fake_thread *t;
+	uint8_t *buf;
+	unsigned handed;
+	size_t at;
+
+	pthread_mutex_lock(&lock);
+	t = this_thread();
+	if (t && t->buf && t->size - t->used < size)
+		complete_locked(t);
+	if (t && !t->buf && request_cb) {
+		size_t max;
+
+		request_cb(&t->buf, &t->size, &max);
+		t->used = 0;
+		if (t->buf && t->size < size)
+			t->buf = NULL;
+	}
+	if (!t || !t->buf) {
+		pthread_mutex_unlock(&lock);
+		return false;
+	}
+	buf = t->buf;
+	handed = t->handed;
+	at = t->used;
+	memset(buf + at, 0, size); /* kind 0: CUPTI_ACTIVITY_KIND_INVALID, until filled in */
+	t->used += size;
+	pthread_mutex_unlock(&lock);
+	while (nanosleep(&ts, &ts) < 0)
+		;
+	pthread_mutex_lock(&lock);
+	if (t->handed == handed) /* not handed over meanwhile */
+		memcpy(buf + at, rec, size);
+	pthread_mutex_unlock(&lock);
+	return true;
+}
+
 /* Place one record in this thread's buffer, as CUPTI does: drop and count if refused. */
 static void place(const void *rec, size_t size)
 {
+	static _Atomic long record_us = -1;
+	long us = atomic_load_explicit(&record_us, memory_order_relaxed);
 	struct fake_thread *t;
 
+	if (us < 0) {
+		us = getenv("FAKECUPTI_RECORD_US") ? atol(getenv("FAKECUPTI_RECORD_US")) : 0;
+		atomic_store_explicit(&record_us, us, memory_order_relaxed);
+	}
+	if (us > 0) {
+		if (!place_slowly(rec, size, us))
+			atomic_fetch_add(&dropped, 1);
+		return;
+	}
 	pthread_mutex_lock(&lock);
 	t = this_thread();
 	if (t && t->buf && t->size - t->used < size)

@@ -254,6 +254,19 @@ expect sigterm 0 'v == "COMPLETE" and status == 143 and s["ledger"]["flush_path"
 run termlate --gpu-metrics --gpu-metrics-frequency 1000 -- term-late 300 FAKEAPP_PHASE_MS=1200 FAKECUPTI_PM_EVAL_US=200 TALLY_GPU_METRICS_DECODE_MS=2000
 expect termlate 0 'v == "COMPLETE" and status == 143 and "ran on" not in open(os.path.join(where, "stdout")).read() and c["metric_samples_decoded"] == logged > 1000 and c["flush_end"] - c["flush_start"] > 150000000'
 
+# SIGTERM at four moments while the close outlasts what it may hold the signalled thread (2 s;
+# the metrics' stop takes 2.5 s here), with CUPTI's records filled in after their room is taken,
+# so that a forced flush meanwhile hands them over unfinished (FAKECUPTI_RECORD_US, as CUPTI
+# documents it).  The thread, let go, runs on launching: the close stops new activity before it
+# waits for the metrics, so nothing it does reaches a buffer the forced flush hands over.
+# Before, each of these ended INCOMPLETE with parse_failures 1, as 2 of 4 SIGTERM runs with
+# --gpu-metrics did on the H100.
+for i in 1 2 3 4; do
+	run "termstop$i" --gpu-metrics --gpu-metrics-frequency 1000 -- term-late 300 \
+		FAKEAPP_PHASE_MS=$((300 + 173 * i)) FAKECUPTI_RECORD_US=200 FAKECUPTI_PM_STOP_MS=2500
+	expect "termstop$i" 0 'status == 143 and s["ledger"]["final"] and c["parse_failures"] == 0 and c["incomplete_at_close"] == 0 and "ran on" in open(os.path.join(where, "stdout")).read()'
+done
+
 # CUDA's own exit handler destroys the contexts before the close runs (the stand-in does as CUDA
 # does: fakecupti.c), and PM sampling needs them: the sampler ends at CUPTI's context-destroy
 # callback, while the context is there (the stand-in aborts on a PM call after it, as the H200

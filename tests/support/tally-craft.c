@@ -16,7 +16,7 @@
  *   control-chars   a command line, host and rank holding newlines, a fake verdict and escapes
  *   bad-text        invalid UTF-8 in the command line and an NVTX message; a 5000-byte NVTX
  *                   message flagged as cut
- *   future          a RECORDS column (id 60) and a ledger counter (id 90) this reader does not know
+ *   future          a RECORDS column (id 60) and a ledger counter (id 250) no reader knows
  *   early-records   records 10 s before the session's start
  *   overlap         5 kernels on one stream, each overlapping the next (and their launches)
  *   enospc          writes failed with ENOSPC, then the process ended without a final ledger
@@ -406,7 +406,7 @@ static void future(struct craft *c)
 	c->by_kind[TALLY_KIND_KERNEL] = 1;
 	memset(&l, 0, sizeof(l));
 	l.unknown_counters = 1;
-	l.unknown[0].id = 90;
+	l.unknown[0].id = 250;
 	l.unknown[0].value = 7;
 	ledger(c, true, &l);
 }

@@ -519,6 +519,99 @@ static void test_unknown_and_invalid(void **state)
 	readback_done(&sc, &rb);
 }
 
+/*
+ * The close's forced flush hands over a buffer whose last record CUPTI had not finished (CUPTI
+ * walks to it and answers INVALID_KIND): an activity in flight as the trace closed, counted as
+ * such (incomplete_at_close), not as a parse failure; the records before it are all there.  The
+ * same buffer before the close is a parse failure (test_unknown_and_invalid).
+ */
+static void test_incomplete_at_close(void **state)
+{
+	struct tally_pipeline_config cfg;
+	struct tally_buf session = {0};
+	struct testsrc_emitter e;
+	struct testsrc_workload w = {.kernels = 100, .kernel_names = 1, .invalid_tail = true};
+	struct tally_stop_report rep;
+	struct tally_sink sink;
+	int fd = open("/dev/null", O_WRONLY);
+
+	(void)state;
+	tally_pipeline_config_default(&cfg);
+	cfg.consumer_thread = false;
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
+	testsrc_session(&session, ~0ull);
+	assert_int_equal(tally_pipeline_start(&cfg, &testsrc_source, &sink, &session), 0);
+	testsrc_emitter_init(&e, 1, NULL, NULL);
+	testsrc_run(&e, &w, 1);
+	tally_pipeline_flush_begin(TALLY_FLUSH_SIGNAL, 15);
+	testsrc_flush(&e); /* the forced flush: the buffer with its unfinished record */
+	tally_pipeline_stop(&rep);
+	assert_int_equal(rep.final.v[TALLY_C_PARSE_FAILURES], 0);
+	assert_int_equal(rep.final.v[TALLY_C_INCOMPLETE_AT_CLOSE], 1);
+	assert_int_equal(rep.final.v[TALLY_C_BY_KIND + TALLY_KIND_KERNEL], 100);
+	assert_true(rep.complete);
+	tally_pipeline_reset();
+	tally_buf_fini(&session);
+	close(fd);
+}
+
+/*
+ * Host records (samples) fill the queue while the consumer is behind: they are turned away once
+ * only the room kept for the pool's buffers is left, counted as dropped samples, and CUPTI's
+ * buffers still go in and are parsed, never refused (or miscounted as foreign_buffers).
+ */
+static void test_queue_keeps_room(void **state)
+{
+	struct tally_pipeline_config cfg;
+	struct tally_buf session = {0};
+	struct testsrc_emitter e;
+	struct testsrc_workload w = {.kernels = 2000, .kernel_names = 1};
+	struct tally_stop_report rep;
+	struct tally_sink sink;
+	struct expected x = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	uint64_t taken = 0, turned_away = 0;
+	int fd = open("/dev/null", O_WRONLY);
+
+	(void)state;
+	tally_pipeline_config_default(&cfg);
+	cfg.consumer_thread = false; /* nothing is consumed until the stop */
+	cfg.pool_buffers = 4;
+	cfg.buffer_size = 16 << 10;
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
+	testsrc_session(&session, ~0ull);
+	atomic_store(&testsrc_dropped_pending, 0);
+	assert_int_equal(tally_pipeline_start(&cfg, &testsrc_source, &sink, &session), 0);
+	while (turned_away < 10) {
+		struct tally_record *r = calloc(1, sizeof(*r));
+
+		assert_non_null(r);
+		r->kind = TALLY_KIND_CPU_SAMPLE;
+		r->start = r->end = testsrc_now();
+		if (tally_pipeline_host_records(r, 1) == 0)
+			taken++;
+		else
+			turned_away++;
+	}
+	assert_true(taken > 0);
+	testsrc_emitter_init(&e, 1, observe, &x); /* CUPTI's buffers, the pool's four at most */
+	testsrc_run(&e, &w, 1);
+	testsrc_flush(&e);
+	tally_pipeline_stop(&rep);
+	assert_int_equal(rep.final.v[TALLY_C_FOREIGN_BUFFERS], 0);
+	assert_int_equal(rep.final.v[TALLY_C_BUFFERS_UNQUEUED], 0);
+	assert_int_equal(rep.final.v[TALLY_C_SAMPLES_DROPPED], turned_away);
+	assert_int_equal(rep.final.v[TALLY_C_BY_KIND + TALLY_KIND_CPU_SAMPLE], taken);
+	/* every record CUPTI placed was parsed; the rest CUPTI dropped for want of a buffer */
+	assert_int_equal(rep.final.v[TALLY_C_BY_KIND + TALLY_KIND_KERNEL],
+			 x.by_kind[TALLY_KIND_KERNEL]);
+	assert_true(x.by_kind[TALLY_KIND_KERNEL] > 0);
+	assert_int_equal(rep.final.v[TALLY_C_DROPPED_CUPTI], x.dropped);
+	tally_pipeline_reset();
+	tally_buf_fini(&session);
+	free(x.kernels);
+	close(fd);
+}
+
 /* EIO for a while, then the disk recovers: loss counted by chunk, the rest readable. */
 static void test_write_eio(void **state)
 {
@@ -783,6 +876,8 @@ int main(void)
 	    cmocka_unit_test(test_foreign_buffer),
 	    cmocka_unit_test(test_graph_capture),
 	    cmocka_unit_test(test_window_edge),
+	    cmocka_unit_test(test_incomplete_at_close),
+	    cmocka_unit_test(test_queue_keeps_room),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -245,12 +245,13 @@ static void test_metricq(void **state)
 static int other_claims(const char *path, long want_pid, bool want_session)
 {
 	struct pm_lock_holder them = {.pid = 7, .host = "node-8"}, who;
+	struct tally_kept k;
 	int status = -1, rc;
 	pid_t pid = fork();
 
 	if (pid == 0) {
 		memset(&who, 0, sizeof(who));
-		rc = pm_lock_claim(path, &them, &who);
+		rc = pm_lock_claim(path, &them, &who, &k);
 		_exit(rc >= 0 ? 1
 		      : rc == -EBUSY && who.pid == want_pid && who.has_session == want_session &&
 			      (!want_pid || strcmp(who.host, "node-7") == 0)
@@ -268,13 +269,14 @@ static int other_claims(const char *path, long want_pid, bool want_session)
 static pid_t claim_fork_die(const char *path)
 {
 	struct pm_lock_holder h = {.pid = 555, .host = "node-7"}, who;
+	struct tally_kept k;
 	int status, ready[2];
 	pid_t pid, agent = -1;
 
 	if (pipe(ready) < 0)
 		return -1;
 	if ((pid = fork()) == 0) {
-		if (pm_lock_claim(path, &h, &who) < 0 || (agent = fork()) < 0)
+		if (pm_lock_claim(path, &h, &who, &k) < 0 || (agent = fork()) < 0)
 			_exit(2);
 		if (agent == 0) {
 			agent = getpid();
@@ -298,7 +300,9 @@ static void test_lock(void **state)
 					 0x61, 0xeb, 0x18, 0x16, 0x8f, 0xbb, 0x86, 0x2a};
 	struct pm_lock_holder me = {.pid = 4242, .host = "node-7", .file = "/traces/a.tally"}, who;
 	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-	int fd, other, status;
+	struct tally_kept lock;
+	struct stat st;
+	int rc, other, status, number;
 	pid_t agent, pid;
 
 	(void)state;
@@ -308,32 +312,42 @@ static void test_lock(void **state)
 	    strstr(path, "/.tally-gpu-metrics-GPU-db62d984-36fb-5ed5-61eb-18168fbb862a.lock"));
 	memset(me.session, 0xab, sizeof(me.session));
 	me.has_session = true;
-	fd = pm_lock_claim(path, &me, &who);
-	assert_true(fd >= 0);
+	assert_int_equal(pm_lock_claim(path, &me, &who, &lock), 0);
+	assert_true(pm_lock_held(&lock));
 	/* Another process's claim finds the holder, as it wrote itself in. */
 	assert_int_equal(other_claims(path, 4242, true), 0);
 	/* Released (as at exit): the next one takes it and writes itself in. */
-	pm_lock_release(fd);
+	pm_lock_release(&lock);
 	assert_int_equal(other_claims(path, 0, false), 1);
 	me.pid = 99;
 	me.has_session = false;
-	fd = pm_lock_claim(path, &me, &who);
-	assert_true(fd >= 0);
+	assert_int_equal(pm_lock_claim(path, &me, &who, &lock), 0);
 	assert_int_equal(other_claims(path, 99, false), 0);
 	/* A fork child does not hold it: its own claim finds the parent's. */
 	if ((pid = fork()) == 0)
-		_exit(pm_lock_claim(path, &me, &who) == -EBUSY ? 0 : 1);
+		_exit(pm_lock_claim(path, &me, &who, &lock) == -EBUSY ? 0 : 1);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_int_equal(WEXITSTATUS(status), 0);
-	pm_lock_release(fd);
+	/* The program closes the lock's descriptor and puts a file of its own at its number: the
+	 * lock is gone (the kernel dropped it), and the release leaves the program's file open. */
+	number = lock.fd;
+	assert_true(number >= 3);
+	other = open("/dev/null", O_RDONLY);
+	assert_true(other >= 0 && dup2(other, number) == number);
+	close(other);
+	assert_false(pm_lock_held(&lock));
+	assert_int_equal(other_claims(path, 0, false), 1); /* a process of the job may claim it */
+	pm_lock_release(&lock);
+	assert_int_equal(fstat(number, &st), 0); /* still the program's */
+	close(number);
 	/* A holder that died leaves the device free, even while a child it forked holding the
 	 * lock lives on with the claim's descriptor: the next claim takes it over. */
 	agent = claim_fork_die(path);
 	assert_true(agent > 0);
-	fd = pm_lock_claim(path, &me, &who);
+	rc = pm_lock_claim(path, &me, &who, &lock);
 	kill(agent, SIGKILL); /* a grandchild: init reaps it */
-	assert_true(fd >= 0);
-	pm_lock_release(fd);
+	assert_int_equal(rc, 0);
+	pm_lock_release(&lock);
 	/* Held by one that has not written yet: busy, holder unknown (pid 0). */
 	other = open(path, O_RDWR);
 	assert_true(other >= 0);
@@ -347,8 +361,8 @@ static void test_lock(void **state)
 	assert_non_null(strstr(path, "/.tally-gpu-metrics-node-7-dev3.lock"));
 	rmdir(dir);
 	pm_lock_path(path, sizeof(path), dir, uuid, "node-7", 0);
-	fd = pm_lock_claim(path, &me, &who);
-	assert_true(fd < 0 && fd != -EBUSY);
+	rc = pm_lock_claim(path, &me, &who, &lock);
+	assert_true(rc < 0 && rc != -EBUSY);
 }
 
 /* ---- through the pipeline into a file ----------------------------------------------------- */

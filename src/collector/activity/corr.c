@@ -139,7 +139,7 @@ void tally_corr_sweep(struct tally_corr *c)
 	}
 }
 
-static bool is_unmatched(struct tally_corr *c, const struct corr_recent *r)
+static bool is_unmatched(const struct tally_corr *c, const struct corr_recent *r)
 {
 	unsigned d = r->id >> 22, t = (r->id >> 12) & (CORR_TABLE_SIZE - 1);
 	unsigned bit = r->id & (CORR_PAGE_IDS - 1);
@@ -202,4 +202,34 @@ void tally_corr_finish(struct tally_corr *c, bool check_gpu,
 			*unmatched_gpu += g;
 		}
 	}
+}
+
+void tally_corr_count(const struct tally_corr *c, bool check_gpu, uint64_t since, uint64_t *cut,
+		      uint64_t *unmatched_launches, uint64_t *unmatched_gpu)
+{
+	uint64_t cut_l = 0, cut_g = 0, l_all = 0, g_all = 0, l, g;
+	unsigned i, j;
+	uint32_t k;
+
+	for (k = 0; c->recent && k < CORR_RECENT; k++) {
+		const struct corr_recent *r = &c->recent[k];
+
+		if (!r->id || (r->gpu && !check_gpu) || r->ts < since || !is_unmatched(c, r))
+			continue;
+		if (r->gpu)
+			cut_g++;
+		else
+			cut_l++;
+	}
+	for (i = 0; i < CORR_DIR_SIZE; i++)
+		for (j = 0; c->dir[i] && j < CORR_TABLE_SIZE; j++) {
+			if (!c->dir[i][j])
+				continue;
+			page_unmatched(c->dir[i][j], &l, &g);
+			l_all += l;
+			g_all += check_gpu ? g : 0;
+		}
+	*unmatched_launches = l_all > cut_l ? l_all - cut_l : 0;
+	*unmatched_gpu = g_all > cut_g ? g_all - cut_g : 0;
+	*cut = l_all + g_all - *unmatched_launches - *unmatched_gpu;
 }

@@ -73,4 +73,9 @@ void tally_corr_finish(struct tally_corr *c, bool check_gpu,
 		       corr_edge_fn at_edge, void *ctx, uint64_t *unmatched_launches,
 		       uint64_t *unmatched_gpu, uint64_t *cut_at_edges);
 
+/* The same counts without taking anything out (an exec that may fail, and the recording go on):
+ * one-sided entries from `since` on are in flight (cut), the rest unmatched. */
+void tally_corr_count(const struct tally_corr *c, bool check_gpu, uint64_t since, uint64_t *cut,
+		      uint64_t *unmatched_launches, uint64_t *unmatched_gpu);
+
 #endif

@@ -292,10 +292,17 @@ static void consume_cupti(struct pipeline *p, const struct tally_queue_item *it)
 		last = rec;
 	}
 	if (st != CUPTI_ERROR_MAX_LIMIT_REACHED) {
-		/* CUPTI could not walk on (an invalid or incomplete record): the rest is lost. */
+		/* CUPTI could not walk on (an invalid or incomplete record): the rest is lost.  In
+		 * a buffer the close's forced flush handed over, which CUPTI says may hold records
+		 * it has not finished (INVALID_KIND: "incomplete or invalid"), that is an activity
+		 * in flight as the trace closed, not a walk that failed. */
 		size_t at = last ? (size_t)((uint8_t *)last - it->buf) : 0;
 
-		p->c[TALLY_C_PARSE_FAILURES]++;
+		if (st == CUPTI_ERROR_INVALID_KIND && flush_start &&
+		    it->delivered_at >= flush_start)
+			p->c[TALLY_C_INCOMPLETE_AT_CLOSE]++;
+		else
+			p->c[TALLY_C_PARSE_FAILURES]++;
 		p->c[TALLY_C_PARSE_BYTES_LOST] += it->valid > at ? it->valid - at : 0;
 	}
 	if (flush_start && it->delivered_at >= flush_start) {
@@ -433,6 +440,8 @@ unsigned consume_all(struct pipeline *p, bool slices)
 	consume_side(p);
 	consume_metrics(p);
 	while (tally_queue_pop(&p->queue, &it)) {
+		if (it.origin != ORIGIN_CUPTI)
+			atomic_fetch_sub_explicit(&p->others_queued, 1, memory_order_relaxed);
 		consume_buffer(p, &it);
 		n++;
 		if (slices && (tally_monotonic_ns() >= slice_deadline(p) || signal_unwritten(p)))
@@ -503,6 +512,10 @@ void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	l->v[TALLY_C_BUFFERS_DELIVERED] = atomic_load_explicit(&p->delivered, memory_order_relaxed);
 	l->v[TALLY_C_BUFFERS_REFUSED] = atomic_load_explicit(&p->refused, memory_order_relaxed);
 	l->v[TALLY_C_FOREIGN_BUFFERS] = atomic_load_explicit(&p->foreign, memory_order_relaxed);
+	l->v[TALLY_C_BUFFERS_UNQUEUED] = atomic_load_explicit(&p->unqueued, memory_order_relaxed);
+	l->v[TALLY_C_FDS_REOPENED] = atomic_load_explicit(&p->fds_reopened, memory_order_relaxed);
+	l->v[TALLY_C_FD_LOST_WRITES] =
+	    atomic_load_explicit(&p->fd_lost_writes, memory_order_relaxed);
 	l->v[TALLY_C_DROPPED_INPROCESS] +=
 	    atomic_load_explicit(&p->dropped_nvtx, memory_order_relaxed);
 	l->v[TALLY_C_POOL_CAPACITY] = p->pool.capacity;
@@ -639,11 +652,30 @@ static void note_stacks_lost(void)
 	tally_pipeline_note(TALLY_NOTE_WARNING, "stacks-lost", text);
 }
 
+/* The flush facts of a close (or of an exec's checkpoint): which path, when, and the buffers
+ * CUPTI still holds. */
+static void flush_facts(struct pipeline *p)
+{
+	uint64_t handed, delivered;
+
+	handed = atomic_load_explicit(&p->requested, memory_order_relaxed) -
+		 atomic_load_explicit(&p->refused, memory_order_relaxed);
+	delivered = atomic_load_explicit(&p->delivered, memory_order_relaxed);
+	p->c[TALLY_C_BUFFERS_STRANDED] = handed > delivered ? handed - delivered : 0;
+	p->c[TALLY_C_FLUSH_START] = atomic_load_explicit(&p->flush_start, memory_order_acquire);
+	p->c[TALLY_C_FLUSH_PATH] = atomic_load_explicit(&p->flush_path, memory_order_relaxed);
+	p->c[TALLY_C_SIGNAL] =
+	    (uint64_t)atomic_load_explicit(&p->flush_signal, memory_order_relaxed);
+	if (!p->c[TALLY_C_FLUSH_START])
+		p->c[TALLY_C_FLUSH_START] = p->src.now();
+	p->c[TALLY_C_FLUSH_END] = p->src.now();
+	p->c[TALLY_C_FLUSH_COMPLETED] = 1;
+}
+
 /* The close: everything left, the unmatched, the stranded, the flush facts, the final ledger. */
 void finish_locked(struct pipeline *p)
 {
 	struct finish_ctx fctx = {p, &p->payload};
-	uint64_t handed, delivered;
 
 	if (p->cfg.stacks)
 		note_stacks_lost();
@@ -663,18 +695,7 @@ void finish_locked(struct pipeline *p)
 	if (p->payload.len)
 		emit_chunk(p, TALLY_CHUNK_LOSS, 0, &p->payload, 0);
 	emit_metric_gaps(p);
-	handed = atomic_load_explicit(&p->requested, memory_order_relaxed) -
-		 atomic_load_explicit(&p->refused, memory_order_relaxed);
-	delivered = atomic_load_explicit(&p->delivered, memory_order_relaxed);
-	p->c[TALLY_C_BUFFERS_STRANDED] = handed > delivered ? handed - delivered : 0;
-	p->c[TALLY_C_FLUSH_START] = atomic_load_explicit(&p->flush_start, memory_order_acquire);
-	p->c[TALLY_C_FLUSH_PATH] = atomic_load_explicit(&p->flush_path, memory_order_relaxed);
-	p->c[TALLY_C_SIGNAL] =
-	    (uint64_t)atomic_load_explicit(&p->flush_signal, memory_order_relaxed);
-	if (!p->c[TALLY_C_FLUSH_START])
-		p->c[TALLY_C_FLUSH_START] = p->src.now();
-	p->c[TALLY_C_FLUSH_END] = p->src.now();
-	p->c[TALLY_C_FLUSH_COMPLETED] = 1;
+	flush_facts(p);
 	emit_clock(p);
 	writer_flush(p);
 	if (atomic_load_explicit(&p->sig_first, memory_order_acquire))
@@ -687,6 +708,53 @@ void finish_locked(struct pipeline *p)
 	emit_ledger(p, true);
 	writer_flush(p);
 	release_close_room(p, false);
+}
+
+/* The flush facts and the counts an exec's checkpoint wrote: taken back when the exec failed. */
+static const unsigned checkpoint_counters[] = {
+    TALLY_C_BUFFERS_STRANDED, TALLY_C_FLUSH_START,     TALLY_C_FLUSH_PATH,    TALLY_C_SIGNAL,
+    TALLY_C_FLUSH_END,	      TALLY_C_FLUSH_COMPLETED, TALLY_C_UNMATCHED_API, TALLY_C_UNMATCHED_GPU,
+};
+
+/*
+ * An exec's checkpoint: the file as a close would leave it, ending in a final ledger, without
+ * ending anything: the correlation table keeps what is in flight (counted in the ledger, as a
+ * close would: one-sided entries of the last 10 ms as cut at the window's edge, older ones as
+ * unmatched), the room stays kept.  resume_locked takes it back.
+ */
+void checkpoint_locked(struct pipeline *p)
+{
+	uint64_t now = p->src.now(), cut = 0, cut_before = p->c[TALLY_C_CUT_AT_EDGES];
+
+	consume_all(p, false);
+	flush_batches(p);
+	writer_flush(p);
+	read_dropped(p);
+	emit_drops(p, true);
+	pthread_mutex_lock(&p->side_lock);
+	tally_corr_count(&p->corr, p->cfg.trace_api, now > EDGE_SLACK_NS ? now - EDGE_SLACK_NS : 0,
+			 &cut, &p->c[TALLY_C_UNMATCHED_API], &p->c[TALLY_C_UNMATCHED_GPU]);
+	pthread_mutex_unlock(&p->side_lock);
+	p->c[TALLY_C_CUT_AT_EDGES] += cut;
+	emit_metric_gaps(p);
+	flush_facts(p);
+	emit_clock(p);
+	writer_flush(p);
+	emit_ledger(p, true);
+	writer_flush(p);
+	p->c[TALLY_C_CUT_AT_EDGES] = cut_before;
+}
+
+void resume_locked(struct pipeline *p)
+{
+	uint64_t zero = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(checkpoint_counters) / sizeof(checkpoint_counters[0]); i++)
+		p->c[checkpoint_counters[i]] = 0;
+	atomic_store_explicit(&p->flush_path, 0, memory_order_relaxed);
+	atomic_store_explicit(&p->flush_signal, 0, memory_order_relaxed);
+	atomic_store_explicit(&p->flush_start, zero, memory_order_release);
 }
 
 void *consumer_main(void *arg)

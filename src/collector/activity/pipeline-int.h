@@ -49,7 +49,13 @@ struct pipeline {
 
 	/* Producer counters.  Relaxed everywhere: they are statistics, each a single total that
 	 * no other memory depends on; snapshots read them under consume_lock. */
-	_Atomic uint64_t requested, delivered, refused, foreign, late, dropped_nvtx;
+	_Atomic uint64_t requested, delivered, refused, foreign, late, dropped_nvtx, unqueued;
+	/* tally's descriptors the program closed or took over: opened again, or a write lost */
+	_Atomic uint64_t fds_reopened, fd_lost_writes;
+	/* NVTX's and the host's items in the queue, never more than others_max: the rest of the
+	 * queue is kept for every buffer the pool may have out (a CUPTI buffer always fits) */
+	_Atomic size_t others_queued;
+	size_t others_max;
 	/* Host sampling and blocking calls: ledger counters HOST_FIRST.., the same way. */
 	_Atomic uint64_t host[HOST_COUNTERS];
 
@@ -130,6 +136,8 @@ unsigned consume_all(struct pipeline *p, bool slices);
 void end_slice(struct pipeline *p);
 void snapshot_locked(struct pipeline *p, struct tally_ledger *l);
 void finish_locked(struct pipeline *p);
+void checkpoint_locked(struct pipeline *p);
+void resume_locked(struct pipeline *p);
 void *consumer_main(void *arg);
 
 #endif

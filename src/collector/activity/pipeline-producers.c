@@ -55,13 +55,29 @@ void CUPTIAPI tally_pipeline_buffer_complete(CUcontext ctx, uint32_t stream_id, 
 	item.valid = valid_size;
 	item.delivered_at = p->src.now();
 	item.origin = ORIGIN_CUPTI;
-	/* The queue holds at least the pool's capacity, so a pool buffer always fits. */
+	/* Room is kept for every buffer of the pool (push_other), so this never fails; if it
+	 * ever did, the loss is counted as what it is. */
 	if (!tally_queue_push(&p->queue, &item)) {
-		atomic_fetch_add_explicit(&p->foreign, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&p->unqueued, 1, memory_order_relaxed);
 		tally_pool_give(&p->pool, buffer, item.delivered_at);
 		return;
 	}
 	sem_post(&p->wake); /* never blocks; async-signal-safe */
+}
+
+/*
+ * NVTX's buffers and the host's records may fill the queue only up to the room kept for CUPTI:
+ * the pool's every buffer, which CUPTI may hand back at once.  When they come faster than the
+ * consumer writes, they are turned away and counted as what they are (NVTX events dropped in
+ * process, samples or blocking calls dropped), and CUPTI's buffers still find their slots.
+ */
+static bool push_other(struct pipeline *p, const struct tally_queue_item *item)
+{
+	if (atomic_fetch_add_explicit(&p->others_queued, 1, memory_order_relaxed) < p->others_max &&
+	    tally_queue_push(&p->queue, item))
+		return true;
+	atomic_fetch_sub_explicit(&p->others_queued, 1, memory_order_relaxed);
+	return false;
 }
 
 static void side_put(unsigned type, const void *bytes, size_t len)
@@ -101,7 +117,7 @@ int tally_pipeline_nvtx_buffer(uint8_t *buf, size_t used)
 	if (!p || atomic_load_explicit(&p->state, memory_order_acquire) != P_RUNNING)
 		return -ENOENT;
 	item.delivered_at = p->src.now();
-	if (!tally_queue_push(&p->queue, &item)) {
+	if (!push_other(p, &item)) {
 		/* Count the events it held: each entry says its own size. */
 		const uint8_t *q = buf;
 		uint64_t n = 0;
@@ -156,7 +172,7 @@ int tally_pipeline_host_records(struct tally_record *recs, size_t n)
 	}
 	if (!p || atomic_load_explicit(&p->state, memory_order_acquire) != P_RUNNING)
 		rc = -ENOENT;
-	else if (item.delivered_at = p->src.now(), !tally_queue_push(&p->queue, &item))
+	else if (item.delivered_at = p->src.now(), !push_other(p, &item))
 		rc = -ENOSPC;
 	if (rc < 0) {
 		host_dropped(p, recs, n);
@@ -173,6 +189,15 @@ void tally_pipeline_count(unsigned counter, uint64_t n)
 
 	if (p && counter >= HOST_FIRST && counter < HOST_FIRST + HOST_COUNTERS)
 		atomic_fetch_add_explicit(&p->host[counter - HOST_FIRST], n, memory_order_relaxed);
+}
+
+void tally_pipeline_fd_event(bool reopened)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	if (p)
+		atomic_fetch_add_explicit(reopened ? &p->fds_reopened : &p->fd_lost_writes, 1,
+					  memory_order_relaxed);
 }
 
 void tally_pipeline_threads(const struct tally_buf *payload)

@@ -90,6 +90,8 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 	if (rc == 0)
 		rc = tally_queue_init(&p->queue, 2 * (size_t)cfg->pool_buffers + 64);
 	if (rc == 0)
+		p->others_max = tally_queue_capacity(&p->queue) - p->pool.capacity;
+	if (rc == 0)
 		rc = tally_writer_init(&p->writer, sink, 0);
 	if (rc == 0)
 		rc = tally_strtab_init(&p->strings);
@@ -273,6 +275,34 @@ int tally_pipeline_stop(struct tally_stop_report *report)
 	}
 	pthread_mutex_unlock(&p->consume_lock);
 	return 0;
+}
+
+int tally_pipeline_checkpoint(enum tally_flush_path path)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+	int rc = -ENOENT;
+
+	if (!p)
+		return rc;
+	tally_pipeline_flush_begin(path, 0);
+	pthread_mutex_lock(&p->consume_lock);
+	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING) {
+		checkpoint_locked(p);
+		rc = p->writer.stats.write_failures ? -p->writer.stats.last_errno : 0;
+	}
+	pthread_mutex_unlock(&p->consume_lock);
+	return rc;
+}
+
+void tally_pipeline_resume(void)
+{
+	struct pipeline *p = atomic_load_explicit(&g_pipeline, memory_order_acquire);
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->consume_lock);
+	resume_locked(p);
+	pthread_mutex_unlock(&p->consume_lock);
 }
 
 bool tally_pipeline_running(void)

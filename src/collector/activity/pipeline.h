@@ -133,6 +133,11 @@ void tally_pipeline_count(unsigned counter, uint64_t n);
 /* Raise a host counter to at least v (a high-water mark or a total kept elsewhere). */
 void tally_pipeline_count_max(unsigned counter, uint64_t v);
 
+/* One of tally's descriptors was closed or taken over by the program (keptfd.h): its file was
+ * opened again (reopened: fds_reopened, nothing lost), or, for the trace, a write failed for it
+ * (fd_lost_writes; the writer counts what was lost).  Relaxed atomics, any thread. */
+void tally_pipeline_fd_event(bool reopened);
+
 /* A THREADS chunk payload (format 1.3) to write; safe from any thread (not a signal handler). */
 void tally_pipeline_threads(const struct tally_buf *payload);
 
@@ -158,6 +163,17 @@ void tally_pipeline_note(unsigned severity, const char *code, const char *text);
  */
 void tally_pipeline_flush_begin(enum tally_flush_path path, int signo);
 int tally_pipeline_stop(struct tally_stop_report *report);
+
+/*
+ * An exec (pipeline.c): checkpoint writes everything so far and a final ledger (flush path
+ * `path`, the in-flight launches counted as a close would count them), as a close would leave
+ * the file, since an exec that succeeds runs nothing of this process again; the pipeline goes
+ * on.  If the exec fails, resume takes the flush back: the ledgers that follow supersede the
+ * final one (a reader judges a trace by its last ledger).  checkpoint returns 0, or the -errno
+ * of a write that failed.
+ */
+int tally_pipeline_checkpoint(enum tally_flush_path path);
+void tally_pipeline_resume(void);
 
 /*
  * The collection window opened or closed now (kinds enabled or disabled).  A launch in flight at

@@ -8,6 +8,10 @@
  *
  * cudaLaunchKernel calls cuLaunchKernel inside: the driver call reuses the stack its runtime
  * call captured (a per-thread depth), so each launch is walked once.
+ *
+ * The capture runs on the launching thread's stack, which may be as small as PTHREAD_STACK_MIN
+ * (16 KiB), below CUDA's and CUPTI's own frames: the frames it gathers are the thread's heap
+ * block (threadmem.h), not an array on that stack.
  */
 #include "stackcap.h"
 
@@ -23,6 +27,7 @@
 #include "pystack.h"
 #include "stacks.h"
 #include "stacktab.h"
+#include "threadmem.h"
 
 #define DOMAINS	  2 /* 0 runtime, 1 driver */
 #define CBID_BITS 4096
@@ -101,13 +106,18 @@ void tally_stackcap_subscribe(CUpti_SubscriberHandle sub, const struct tally_con
 	enable_launch_callbacks(sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
 }
 
+static struct tally_thread_mem captures =
+    TALLY_THREAD_MEM(2 * MAX_DEPTH * sizeof(struct raw_frame));
+
 /* Native frames first (innermost, down to the interpreter), then Python's. */
 static uint32_t capture(void)
 {
-	struct raw_frame frames[2 * MAX_DEPTH];
+	struct raw_frame *frames = tally_thread_mem(&captures);
 	frame_namer namer = NULL;
 	unsigned n = 0;
 
+	if (!frames)
+		return 0;
 	if (cap.native)
 		n = tally_nativestack_capture(frames, cap.depth);
 	if (cap.python)

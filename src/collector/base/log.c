@@ -10,20 +10,42 @@
 #include <string.h>
 #include <unistd.h>
 
-static int log_fd = -1; /* set once at init, read-only afterwards */
+#include "keptfd.h"
+
+static int log_fd = -1;	     /* STDERR_FILENO (the program's), or the file's */
+static const char *log_path; /* TALLY_DEBUG's file, kept as tally's (keptfd.h) */
+static struct tally_kept log_file = {-1, 0, 0};
+
+static int open_log(void)
+{
+	int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+	return tally_kept_take(&log_file, fd) == 0 ? log_file.fd : -1;
+}
 
 void tally_log_init(void)
 {
 	const char *d = getenv("TALLY_DEBUG");
 	int saved = errno;
 
-	if (!d || !*d || strcmp(d, "0") == 0)
+	if (!d || !*d || strcmp(d, "0") == 0) {
 		log_fd = -1;
-	else if (strcmp(d, "1") == 0)
+	} else if (strcmp(d, "1") == 0) {
 		log_fd = STDERR_FILENO;
-	else
-		log_fd = open(d, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	} else {
+		log_path = d;
+		log_fd = open_log();
+	}
 	errno = saved;
+}
+
+/* The log file's descriptor, opened again if the program closed it or took its number (a line
+ * then never goes into the program's file; two threads that reopen at once leave one spare). */
+static int log_target(void)
+{
+	if (log_path && !tally_kept_ours(&log_file))
+		log_fd = open_log();
+	return log_fd;
 }
 
 /* vsnprintf is not on POSIX's async-signal-safe list, but glibc's does not allocate or lock
@@ -44,20 +66,22 @@ static void vlog(int fd, const char *fmt, va_list ap)
 
 void tally_log(const char *fmt, ...)
 {
+	int fd = log_target();
 	va_list ap;
 
-	if (log_fd < 0)
+	if (fd < 0)
 		return;
 	va_start(ap, fmt);
-	vlog(log_fd, fmt, ap);
+	vlog(fd, fmt, ap);
 	va_end(ap);
 }
 
 void tally_log_user(const char *fmt, ...)
 {
+	int fd = log_target();
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(log_fd >= 0 ? log_fd : STDERR_FILENO, fmt, ap);
+	vlog(fd >= 0 ? fd : STDERR_FILENO, fmt, ap);
 	va_end(ap);
 }

@@ -5,9 +5,11 @@
  *   exit(), return from main     atexit handler, registered when CUDA joins (and CUPTI's
  *                                context-destroy callback before it)
  *   _exit, _Exit, quick_exit     interposed (libtally.so is in LD_PRELOAD): close, then exit
- *   exec, every variant          interposed: the image is about to go; close, then exec (glibc's
+ *   exec, every variant          interposed: the image is about to go; the trace is made whole
+ *                                (a final ledger) but not closed, then exec; an exec that fails
+ *                                returns to the program and the recording goes on (glibc's
  *                                execl* and fexecve call its internal execve, so each variant is
- *                                wrapped, not only execve)
+ *                                wrapped, not only execve; posix_spawn execs in a child)
  *   signals                      signals.c
  *   fork without exec            the fork hooks below: the child forgets the parent's session
  *
@@ -254,21 +256,34 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
 
-/* An exec wrapper's state around the real call: the environment handed to the next image. */
+/* An exec wrapper's state around the real call: the environment handed to the next image, and
+ * whether the session is held for it. */
 struct exec_call {
 	char **owned; /* exec_env's copy, if it made one */
 	char *const *env;
+	const char *path; /* what is executed (NULL: a descriptor) */
+	bool held;	  /* session_exec_begin held the session */
 };
 
 /*
- * Before the real call: find it, close the trace, make the next image's environment.  NULL (errno
- * ENOSYS) when there is no real function to call: the wrapper then returns -1 without calling.
+ * Before the real call: find it, make the trace whole without closing it (session_exec_begin:
+ * an exec that fails returns to the program, which goes on, and so does the recording), make
+ * the next image's environment.  While a signal is ending the process, its close comes first
+ * and the process ends by it.  NULL (errno ENOSYS) when there is no real function to call.
  */
-static void *exec_begin(const char *name, char *const envp[], struct exec_call *x)
+static void *exec_begin(const char *name, const char *path, char *const envp[], struct exec_call *x)
 {
 	void *real = next_symbol(name);
+	struct session *s = session_get();
 
-	leave(TALLY_FLUSH_EXEC);
+	x->path = path;
+	x->held = false;
+	x->owned = NULL;
+	x->env = envp;
+	if (session_ending_signal(s))
+		leave(TALLY_FLUSH_EXEC);
+	else if (getpid() == self_pid)
+		x->held = session_exec_begin(s);
 	if (!real) {
 		errno = ENOSYS;
 		return NULL;
@@ -277,12 +292,15 @@ static void *exec_begin(const char *name, char *const envp[], struct exec_call *
 	return real;
 }
 
-/* After the real call, which came back only because it failed: free, keep its errno. */
+/* After the real call, which came back only because it failed: the trace says so and recording
+ * goes on; free, keep its errno. */
 static int exec_end(struct exec_call *x, int rc)
 {
 	int saved = errno;
 
 	free(x->owned);
+	if (x->held)
+		session_exec_after(session_get(), x->path, saved);
 	errno = saved;
 	return rc;
 }
@@ -290,17 +308,17 @@ static int exec_end(struct exec_call *x, int rc)
 static int exec_path(const char *path, char *const argv[], char *const envp[])
 {
 	struct exec_call x;
-	execve_fn real = (execve_fn)exec_begin("execve", envp, &x);
+	execve_fn real = (execve_fn)exec_begin("execve", path, envp, &x);
 
-	return real ? exec_end(&x, real(path, argv, x.env)) : -1;
+	return exec_end(&x, real ? real(path, argv, x.env) : -1);
 }
 
 static int exec_search(const char *file, char *const argv[], char *const envp[])
 {
 	struct exec_call x;
-	execve_fn real = (execve_fn)exec_begin("execvpe", envp, &x);
+	execve_fn real = (execve_fn)exec_begin("execvpe", file, envp, &x);
 
-	return real ? exec_end(&x, real(file, argv, x.env)) : -1;
+	return exec_end(&x, real ? real(file, argv, x.env) : -1);
 }
 
 TALLY_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -326,18 +344,18 @@ TALLY_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[
 TALLY_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	struct exec_call x;
-	fexecve_fn real = (fexecve_fn)exec_begin("fexecve", envp, &x);
+	fexecve_fn real = (fexecve_fn)exec_begin("fexecve", NULL, envp, &x);
 
-	return real ? exec_end(&x, real(fd, argv, x.env)) : -1;
+	return exec_end(&x, real ? real(fd, argv, x.env) : -1);
 }
 
 TALLY_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
 			  int flags)
 {
 	struct exec_call x;
-	execveat_fn real = (execveat_fn)exec_begin("execveat", envp, &x);
+	execveat_fn real = (execveat_fn)exec_begin("execveat", path, envp, &x);
 
-	return real ? exec_end(&x, real(dirfd, path, argv, x.env, flags)) : -1;
+	return exec_end(&x, real ? real(dirfd, path, argv, x.env, flags) : -1);
 }
 
 /* execl's list as execv's array: on the stack for the usual few, else on the heap. */

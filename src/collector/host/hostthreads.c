@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "keptfd.h"
 #include "ownthread.h"
 #include "tally-format.h"
 
@@ -21,7 +22,7 @@ struct slot {
 	_Atomic pid_t tid;
 	_Atomic unsigned long pthread_id;
 	_Atomic uintptr_t word;
-	int stat_fd; /* sampler thread only; 0 not open */
+	struct tally_kept stat; /* sampler thread only; fd 0 (or less): not open */
 };
 
 static struct slot slots[SLOTS];
@@ -51,6 +52,14 @@ static struct slot *slot_of(pid_t tid, bool create)
 			return &slots[i];
 	}
 	return NULL;
+}
+
+/* A thread's stat file, closed if it is still tally's (the program may have taken its number). */
+static void stat_close(struct slot *s)
+{
+	if (s->stat.fd > 0)
+		tally_kept_close(&s->stat);
+	s->stat.fd = 0;
 }
 
 unsigned long tally_host_thread_pthread(pid_t tid)
@@ -100,9 +109,7 @@ void tally_host_threads_forget(void)
 	size_t i;
 
 	for (i = 0; i < SLOTS; i++) {
-		if (slots[i].stat_fd > 0)
-			close(slots[i].stat_fd);
-		slots[i].stat_fd = 0;
+		stat_close(&slots[i]);
 		atomic_store(&slots[i].tid, 0);
 		atomic_store(&slots[i].pthread_id, 0);
 		atomic_store(&slots[i].word, 0);
@@ -172,23 +179,27 @@ TALLY_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *
 
 /* ---- /proc/self/task/TID -------------------------------------------------------------------- */
 
-/* The thread's stat file, opened once (0: not open; a failed open is tried again next time,
- * since a tid whose thread ended may come back as another's). */
+/* The thread's stat file, opened once and kept as tally's (keptfd.h): a failed open is tried
+ * again next time, since a tid whose thread ended may come back as another's; one whose number
+ * the program closed or took is opened anew (the number is left to the program). */
 static int stat_fd(struct slot *s, pid_t tid)
 {
 	char path[64];
 	int fd;
 
-	if (s->stat_fd > 0)
-		return s->stat_fd;
+	if (s->stat.fd > 0 && tally_kept_ours(&s->stat))
+		return s->stat.fd;
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd == 0) { /* 0 means "not open" here, and fd 0 is the program's to reuse */
 		fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
 		close(0);
 	}
-	s->stat_fd = fd > 0 ? fd : 0;
-	return fd > 0 ? fd : -1;
+	if (tally_kept_take(&s->stat, fd) < 0 || s->stat.fd <= 0) {
+		s->stat.fd = 0;
+		return -1;
+	}
+	return s->stat.fd;
 }
 
 /* Field 3 of stat, after "pid (comm) ": the comm may hold spaces and parentheses, so the state
@@ -223,8 +234,7 @@ unsigned tally_host_thread_state(pid_t tid)
 		return TALLY_THREAD_UNKNOWN;
 	n = pread(fd, text, sizeof(text) - 1, 0);
 	if (n <= 0) { /* ESRCH: the thread is gone */
-		close(fd);
-		s->stat_fd = 0;
+		stat_close(s);
 		return TALLY_THREAD_UNKNOWN;
 	}
 	text[n] = 0;
@@ -255,19 +265,14 @@ void tally_host_thread_close(pid_t tid)
 {
 	struct slot *s = slot_of(tid, false);
 
-	if (s && s->stat_fd > 0)
-		close(s->stat_fd);
 	if (s)
-		s->stat_fd = 0;
+		stat_close(s);
 }
 
 void tally_host_thread_close_all(void)
 {
 	size_t i;
 
-	for (i = 0; i < SLOTS; i++) {
-		if (slots[i].stat_fd > 0)
-			close(slots[i].stat_fd);
-		slots[i].stat_fd = 0;
-	}
+	for (i = 0; i < SLOTS; i++)
+		stat_close(&slots[i]);
 }

@@ -16,6 +16,11 @@
  *
  * The kernel walks user stacks by frame pointers: code built without them gives the right
  * innermost frame and a short or wrong chain above it (docs/format.md §14).
+ *
+ * The events' descriptors are the program's to close (close_range, a daemon's loop; keptfd.h):
+ * each is moved to a high number, and its event id (PERF_EVENT_IOC_ID: every perf event shares
+ * one anonymous inode, so device and inode say nothing) is checked before tally calls ioctl or
+ * close on it.  tally_perf_lost says how many are gone; the sampler opens them all anew.
  */
 #include "perfsample.h"
 
@@ -31,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "keptfd.h"
 #include "ownthread.h"
 
 /* Per CPU: 128 KiB, about 400 ms of a busy thread at 1 kHz (perf_event_mlock_kb allows 516). */
@@ -41,13 +47,15 @@
 
 struct ring {
 	int fd;
+	uint64_t id; /* its event's id: the ring's owner is looked at to know the events are ours */
 	struct perf_event_mmap_page *meta;
 	uint8_t *data;
 	size_t size;
 };
 
 static struct {
-	int *fds; /* every event */
+	int *fds;      /* every event */
+	uint64_t *ids; /* and its id (PERF_EVENT_IOC_ID), to know it is still tally's */
 	unsigned nfds;
 	struct ring *rings; /* one per CPU that has an event */
 	unsigned nrings, ncpu;
@@ -58,6 +66,20 @@ static struct {
 static long perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
 {
 	return syscall(SYS_perf_event_open, a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Does fd still name the event with this id?  (The program may have closed it, and opened
+ * something else there.) */
+static bool is_event(int fd, uint64_t id)
+{
+	uint64_t got = 0;
+
+	return fd >= 0 && ioctl(fd, PERF_EVENT_IOC_ID, &got) == 0 && got == id;
+}
+
+static bool event_ours(unsigned i)
+{
+	return is_event(pe.fds[i], pe.ids[i]);
 }
 
 static void attr_for(struct perf_event_attr *a, unsigned rate_hz, unsigned depth, bool inherit)
@@ -110,8 +132,8 @@ bool tally_perf_probe(char *why, size_t len)
 	return false;
 }
 
-/* The ring of cpu, made by mapping fd (the first event on that CPU). */
-static struct ring *ring_of(int cpu, int fd, bool *made)
+/* The ring of cpu, made by mapping fd (the first event on that CPU, whose id is id). */
+static struct ring *ring_of(int cpu, int fd, uint64_t id, bool *made)
 {
 	struct ring *r = &pe.rings[cpu];
 	size_t len = (1 + DATA_PAGES) * pe.page;
@@ -124,6 +146,7 @@ static struct ring *ring_of(int cpu, int fd, bool *made)
 	if (m == MAP_FAILED)
 		return NULL;
 	r->fd = fd;
+	r->id = id;
 	r->meta = m;
 	r->data = (uint8_t *)m + pe.page;
 	r->size = DATA_PAGES * pe.page;
@@ -148,7 +171,13 @@ static unsigned open_thread(pid_t tid, unsigned ncpu, struct perf_event_attr *a,
 				*err = errno;
 			continue;
 		}
-		r = ring_of((int)cpu, (int)fd, &made);
+		fd = tally_fd_high((int)fd);
+		if (ioctl((int)fd, PERF_EVENT_IOC_ID, &pe.ids[pe.nfds]) < 0) {
+			*err = errno;
+			close((int)fd);
+			continue;
+		}
+		r = ring_of((int)cpu, (int)fd, pe.ids[pe.nfds], &made);
 		if (!r || (!made && ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0)) {
 			*err = errno;
 			close((int)fd);
@@ -192,8 +221,9 @@ int tally_perf_open(unsigned rate_hz, unsigned depth, char *why, size_t len)
 	pe.pid = getpid();
 	pe.ncpu = ncpu;
 	pe.fds = calloc(MAX_EVENTS, sizeof(*pe.fds));
+	pe.ids = calloc(MAX_EVENTS, sizeof(*pe.ids));
 	pe.rings = calloc(ncpu, sizeof(*pe.rings));
-	if (!pe.fds || !pe.rings) {
+	if (!pe.fds || !pe.ids || !pe.rings) {
 		tally_perf_close();
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;
@@ -320,25 +350,43 @@ void tally_perf_enable(bool on)
 	unsigned i;
 
 	for (i = 0; pe.fds && i < pe.nfds; i++)
-		(void)ioctl(pe.fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+		if (event_ours(i))
+			(void)ioctl(pe.fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE,
+				    0);
+}
+
+/* The rings' owners only, one event a CPU: a program that closes descriptors it does not know
+ * closes them all (looking at every event, thousands on a large machine, every 100 ms would cost
+ * the sampler more than its sampling); each event is still looked at before any use. */
+unsigned tally_perf_lost(void)
+{
+	unsigned cpu, n = 0;
+
+	for (cpu = 0; pe.rings && cpu < pe.ncpu; cpu++)
+		if (pe.rings[cpu].meta)
+			n += !is_event(pe.rings[cpu].fd, pe.rings[cpu].id);
+	return n;
 }
 
 static void forget(bool disable)
 {
 	unsigned i;
 
-	for (i = 0; pe.fds && i < pe.nfds; i++) {
-		if (disable)
+	for (i = 0; pe.fds && i < pe.nfds; i++)
+		if (!event_ours(i))
+			pe.fds[i] = -1; /* the program's number now: neither touched nor closed */
+		else if (disable)
 			(void)ioctl(pe.fds[i], PERF_EVENT_IOC_DISABLE, 0);
-	}
 	for (i = 0; pe.rings && i < pe.ncpu; i++)
 		if (pe.rings[i].meta) {
 			munmap(pe.rings[i].meta, (1 + DATA_PAGES) * pe.page);
 			pe.rings[i].meta = NULL;
 		}
 	for (i = 0; pe.fds && i < pe.nfds; i++)
-		close(pe.fds[i]);
+		if (pe.fds[i] >= 0)
+			close(pe.fds[i]);
 	free(pe.fds);
+	free(pe.ids);
 	free(pe.rings);
 	memset(&pe, 0, sizeof(pe));
 }

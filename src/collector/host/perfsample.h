@@ -25,6 +25,9 @@ int tally_perf_open(unsigned rate_hz, unsigned depth, char *why, size_t len);
 /* Everything the kernel wrote since the last drain, through sink.  Sampler thread only. */
 void tally_perf_drain(const struct perf_sink *sink);
 void tally_perf_close(void);
+/* Rings whose owning event's descriptor the program closed or took over (their events, and the
+ * sampling of their threads, may have ended): 0 when all are tally's still. */
+unsigned tally_perf_lost(void);
 /* Benchmarks (TALLY_BENCH_TOGGLE_MS): stop or resume every event, in every thread. */
 void tally_perf_enable(bool on);
 /* A fork child: the parent's events and buffers are not its own. */

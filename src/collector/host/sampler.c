@@ -240,6 +240,36 @@ static void drain(void)
 		hand_over();
 }
 
+/*
+ * The program may close the perf events' descriptors (close_range, a daemon's loop): most
+ * threads' events end with them, and their sampling.  Looked at every scan: the events are
+ * opened anew for every thread, the stretch without them is counted as a stall (loss: samples
+ * are missing there), and a note says why.
+ */
+static void perf_keep(void)
+{
+	unsigned lost = tally_perf_lost();
+	char why[200] = "", text[400];
+	int rc;
+
+	if (!lost)
+		return;
+	drain();
+	tally_perf_close();
+	rc = tally_perf_open(sm.rate, sm.depth, why, sizeof(why));
+	tally_pipeline_count(TALLY_C_SAMPLE_STALLS, 1);
+	tally_pipeline_fd_event(rc == 0);
+	snprintf(text, sizeof(text),
+		 "the program closed tally's perf event descriptors (%u of its per-CPU rings' "
+		 "owners): native sampling stopped until the next look (at most 100 ms)%s%s",
+		 lost, rc == 0 ? "; the events were opened again" : ", and now for good: ",
+		 rc == 0 ? "" : why);
+	tally_pipeline_note(rc == 0 ? TALLY_NOTE_WARNING : TALLY_NOTE_ERROR, "perf-descriptors",
+			    text);
+	if (rc < 0)
+		sm.mech = MECH_NONE;
+}
+
 /* ---- threads ------------------------------------------------------------------------------- */
 
 static struct thread *thread_of(pid_t tid, bool create)
@@ -320,6 +350,8 @@ static void scan(bool names)
 	if (!d)
 		return;
 	sm.scan_gen++;
+	if (sm.mech == MECH_PERF)
+		perf_keep();
 	while ((e = readdir(d))) {
 		pid_t tid = (pid_t)atoi(e->d_name);
 		struct thread *t = tid > 0 ? thread_of(tid, true) : NULL;

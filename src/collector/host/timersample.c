@@ -92,10 +92,9 @@ static uintptr_t interrupted_pc(const void *ucv)
 
 static void on_timer(int sig, siginfo_t *si, void *uc)
 {
-	void *pcs[TIMER_SAMPLE_DEPTH];
 	struct timer_sample *s;
 	size_t pos;
-	int i, n;
+	int n;
 
 	(void)sig;
 	if (!atomic_load_explicit(&ts.running, memory_order_acquire))
@@ -113,9 +112,7 @@ static void on_timer(int sig, siginfo_t *si, void *uc)
 	s->time = mono_ns();
 	s->tid = tally_gettid();
 	s->overrun = si->si_overrun > 0 ? (uint32_t)si->si_overrun : 0;
-	n = tally_unwind_from_signal(pcs, (int)ts.depth, interrupted_pc(uc));
-	for (i = 0; i < n; i++)
-		s->pcs[i] = (uint64_t)(uintptr_t)pcs[i];
+	n = tally_unwind_from_signal(s->pcs, (int)ts.depth, interrupted_pc(uc));
 	if (!n) /* not found among the unwound frames: the interrupted instruction alone */
 		s->pcs[n++] = interrupted_pc(uc);
 	s->n = (uint32_t)n;

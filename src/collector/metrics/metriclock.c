@@ -51,8 +51,9 @@ static void hex16(char *out, const uint8_t *id)
 		sprintf(out + 2 * i, "%02x", id[i]);
 }
 
-/* "pid=...\nhost=...\nfile=...\nsession=...\nend\n": the last line says the rest is all there. */
-static void write_holder(int fd, const struct pm_lock_holder *self)
+/* "pid=...\nhost=...\nfile=...\nsession=...\nend\n": the last line says the rest is all there.
+ * Written only while the descriptor is still the lock file's (keptfd.h). */
+static void write_holder(const struct tally_kept *kept, const struct pm_lock_holder *self)
 {
 	char text[HOLDER_MAX], sid[33] = "";
 	int n;
@@ -63,8 +64,8 @@ static void write_holder(int fd, const struct pm_lock_holder *self)
 		     self->host, self->file, sid);
 	if (n < 0 || (size_t)n >= sizeof(text))
 		n = snprintf(text, sizeof(text), "pid=%ld\nhost=%s\nend\n", self->pid, self->host);
-	if (ftruncate(fd, 0) == 0)
-		(void)!pwrite(fd, text, (size_t)n, 0);
+	if (tally_kept_ours(kept) && ftruncate(kept->fd, 0) == 0 && tally_kept_ours(kept))
+		(void)!pwrite(kept->fd, text, (size_t)n, 0);
 }
 
 static void field(const char *text, const char *key, char *out, size_t len)
@@ -117,20 +118,25 @@ static bool read_holder(const char *path, struct pm_lock_holder *h)
 }
 
 int pm_lock_claim(const char *path, const struct pm_lock_holder *self,
-		  struct pm_lock_holder *holder)
+		  struct pm_lock_holder *holder, struct tally_kept *kept)
 {
 	struct timespec step = {0, 5000000};
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	int rc, tries;
 
+	*kept = TALLY_KEPT_NONE;
 	if (fd < 0)
 		return -errno;
-	rc = try_lock(fd);
+	/* moved high before the lock is taken: closing the old number would drop it */
+	rc = tally_kept_take(kept, fd);
+	if (rc < 0)
+		return rc;
+	rc = tally_kept_ours(kept) ? try_lock(kept->fd) : -EBADF;
 	if (rc == 0) {
-		write_holder(fd, self);
-		return fd;
+		write_holder(kept, self);
+		return 0;
 	}
-	close(fd);
+	tally_kept_close(kept);
 	if (rc != -EBUSY)
 		return rc;
 	/* The holder writes its details right after it locks: give it a moment. */
@@ -139,8 +145,12 @@ int pm_lock_claim(const char *path, const struct pm_lock_holder *self,
 	return -EBUSY;
 }
 
-void pm_lock_release(int fd)
+bool pm_lock_held(const struct tally_kept *kept)
 {
-	if (fd >= 0)
-		close(fd);
+	return kept->fd >= 0 && tally_kept_ours(kept);
+}
+
+void pm_lock_release(struct tally_kept *kept)
+{
+	tally_kept_close(kept);
 }

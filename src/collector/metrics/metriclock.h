@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keptfd.h"
+
 struct pm_lock_holder {
 	long pid;
 	char host[256];
@@ -35,13 +37,17 @@ void pm_lock_path(char *out, size_t len, const char *dir, const uint8_t *uuid, c
 		  unsigned device);
 
 /*
- * Claim path for self.  Returns the lock's fd (held until pm_lock_release or exit; close-on-exec),
- * -EBUSY when another process holds it (*holder says who, as far as it wrote it: pid 0 when it
- * had not yet), or another -errno when no lock can be taken there (the directory is not
- * writable): the caller then samples without one, and CUPTI's own "busy" is the referee.
+ * Claim path for self.  Returns 0 with the lock's descriptor in *kept (a high number, held until
+ * pm_lock_release or exit; close-on-exec), -EBUSY when another process holds it (*holder says
+ * who, as far as it wrote it: pid 0 when it had not yet), or another -errno when no lock can be
+ * taken there (the directory is not writable): the caller then samples without one, and CUPTI's
+ * own "busy" is the referee.
  */
 int pm_lock_claim(const char *path, const struct pm_lock_holder *self,
-		  struct pm_lock_holder *holder);
-void pm_lock_release(int fd);
+		  struct pm_lock_holder *holder, struct tally_kept *kept);
+/* Is the lock still held?  The program may have closed its descriptor, and with it the lock. */
+bool pm_lock_held(const struct tally_kept *kept);
+/* Close it (only while the descriptor is still the lock file's); forget it either way. */
+void pm_lock_release(struct tally_kept *kept);
 
 #endif

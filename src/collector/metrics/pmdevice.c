@@ -104,7 +104,7 @@ static void failed(struct pm_device *d, const char *call, CUptiResult r)
 
 void pm_device_settle(struct pm_device *d, CUptiResult r, const char *call)
 {
-	d->lock_fd = -1;
+	d->lock = TALLY_KEPT_NONE;
 	failed(d, call, r);
 }
 
@@ -177,11 +177,9 @@ static bool claim(struct pm_device *d, const struct pm_request *rq)
 		return true;
 	pm_lock_path(d->lock_path, sizeof(d->lock_path), rq->lock_dir, d->has_uuid ? d->uuid : NULL,
 		     rq->self.host, d->ordinal);
-	rc = pm_lock_claim(d->lock_path, &rq->self, &d->holder);
-	if (rc >= 0) {
-		d->lock_fd = rc;
+	rc = pm_lock_claim(d->lock_path, &rq->self, &d->holder, &d->lock);
+	if (rc >= 0)
 		return true;
-	}
 	if (rc != -EBUSY) { /* no lock to be had here: CUPTI's "busy" decides */
 		d->lock_path[0] = '\0';
 		return true;
@@ -189,6 +187,31 @@ static bool claim(struct pm_device *d, const struct pm_request *rq)
 	settle(d, TALLY_GM_ELSEWHERE, CUPTI_SUCCESS,
 	       "another process of the job claimed %s first and samples this device", d->lock_path);
 	return false;
+}
+
+/*
+ * The program may close the lock file's descriptor (close_range, a daemon's loop), and with it
+ * the kernel drops the lock: another process of the job could claim the device and sample it
+ * too.  Looked at every decode period: the device is claimed again, or the note says so.
+ */
+void pm_device_keep_lock(struct pm_device *d, const struct pm_request *rq)
+{
+	char text[4400];
+	int rc;
+
+	if (d->lock.fd < 0 || pm_lock_held(&d->lock))
+		return;
+	rc = pm_lock_claim(d->lock_path, &rq->self, &d->holder, &d->lock);
+	tally_pipeline_fd_event(rc == 0);
+	snprintf(text, sizeof(text),
+		 rc == 0 ? "the program closed tally's descriptor of %s, and with it the lock on "
+			   "device %u; tally claimed the device again"
+			 : "the program closed tally's descriptor of %s, and with it the lock on "
+			   "device %u, which tally could not claim again: another process of the "
+			   "job may sample the device too",
+		 d->lock_path, d->ordinal);
+	tally_pipeline_note(rc == 0 ? TALLY_NOTE_WARNING : TALLY_NOTE_ERROR, "gpu-metrics-lock",
+			    text);
 }
 
 /* The counter availability image, which also says whether the counters are ours to read. */
@@ -520,7 +543,7 @@ void pm_device_setup(struct pm_device *d, int cu_dev, const struct pm_request *r
 {
 	uint64_t t0 = tally_monotonic_ns();
 
-	d->lock_fd = -1;
+	d->lock = TALLY_KEPT_NONE;
 	if (supported(d, cu_dev)) {
 		chip_name(d);
 		if (claim(d, rq) && availability(d) && build_set(d, rq) && evaluator(d) &&
@@ -832,8 +855,7 @@ static void pm_device_release(struct pm_device *d, const struct pm_request *rq)
 	free(d->avail);
 	free(d->config);
 	d->avail = d->config = NULL;
-	pm_lock_release(d->lock_fd);
-	d->lock_fd = -1;
+	pm_lock_release(&d->lock);
 }
 
 void pm_device_end(struct pm_device *d, const struct pm_request *rq, struct pm_cost *cost,

@@ -41,7 +41,7 @@ struct pm_device {
 	bool has_uuid;
 	unsigned state; /* enum tally_gpu_metrics_state; 0 until settled */
 	char chip[64];
-	int lock_fd;
+	struct tally_kept lock;	      /* the lock file, while claimed */
 	struct pm_lock_holder holder; /* state ELSEWHERE: who */
 	char lock_path[4096];
 	unsigned result; /* CUptiResult that refused or stopped it */
@@ -91,6 +91,8 @@ void pm_device_setup(struct pm_device *d, int cu_dev, const struct pm_request *r
 /* Settle the device as r, the result of call, says (refused, busy, unsupported, or a failure),
  * before any setup. */
 void pm_device_settle(struct pm_device *d, CUptiResult r, const char *call);
+/* The lock file's descriptor is still tally's, or the device is claimed again (or said). */
+void pm_device_keep_lock(struct pm_device *d, const struct pm_request *rq);
 /* Start sampling (a deliberate start: no gap is owed across it). */
 void pm_device_start(struct pm_device *d, const struct pm_request *rq);
 /* Take what the hardware holds, until the deadline (CLOCK_MONOTONIC ns), and hand it on; true

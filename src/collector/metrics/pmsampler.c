@@ -47,8 +47,9 @@ struct pm_sampler {
 	_Atomic bool stopping; /* stop, for the loop over devices to look at without the lock */
 	struct pm_device *devs;
 	unsigned ndevs;
-	/* Lock files held, for a fork child to close: plain ints, safe to read in one. */
-	_Atomic int lock_fds[DEVICES_MAX];
+	/* Lock files held, for a fork child to close (the sampler thread writes them; only a
+	 * fork child, where that thread is not, reads them) */
+	struct tally_kept locks[DEVICES_MAX];
 	struct pm_cost cost;
 	bool saw_cuda;
 	/* CUDA contexts going away (pm_sampler_context_ending), by device bit: */
@@ -154,7 +155,7 @@ static void setup_devices(struct pm_sampler *s, int count)
 			continue;
 		s->ndevs++;
 		d->ordinal = i;
-		d->lock_fd = -1;
+		d->lock = TALLY_KEPT_NONE;
 		dev = device_handle(i);
 		d->has_uuid = device_uuid(dev, d->uuid);
 		if (init != CUPTI_SUCCESS)
@@ -165,7 +166,7 @@ static void setup_devices(struct pm_sampler *s, int count)
 			    "the program's CUDA context went before sampling was set up");
 		else
 			pm_device_setup(d, dev, &s->rq, &s->cost);
-		atomic_store_explicit(&s->lock_fds[i], d->lock_fd, memory_order_relaxed);
+		s->locks[i] = d->lock;
 		pm_device_report(d);
 	}
 }
@@ -222,7 +223,7 @@ static void end_devices(struct pm_sampler *s)
 			continue;
 		pm_device_end(d, &s->rq, &s->cost, deadline,
 			      atomic_load_explicit(&s->gone_at, memory_order_acquire));
-		atomic_store_explicit(&s->lock_fds[d->ordinal], -1, memory_order_relaxed);
+		s->locks[d->ordinal] = TALLY_KEPT_NONE;
 	}
 	pthread_mutex_lock(&s->lock);
 	s->ended |= want;
@@ -246,6 +247,8 @@ static bool step(struct pm_sampler *s)
 
 		if (d->state != TALLY_GM_SAMPLED || d->ended)
 			continue;
+		pm_device_keep_lock(d, &s->rq);
+		s->locks[d->ordinal] = d->lock;
 		if (open && !d->running)
 			pm_device_start(d, &s->rq);
 		else if (!open && d->running)
@@ -262,7 +265,7 @@ static bool step(struct pm_sampler *s)
 		}
 		d->behind = false;
 		if (d->state != TALLY_GM_SAMPLED) /* given up: its lock is released */
-			atomic_store_explicit(&s->lock_fds[d->ordinal], -1, memory_order_relaxed);
+			s->locks[d->ordinal] = TALLY_KEPT_NONE;
 	}
 	return backlog;
 }
@@ -292,7 +295,7 @@ static void finish_devices(struct pm_sampler *s)
 	for (i = 0; i < s->ndevs; i++) {
 		pm_device_end(&s->devs[i], &s->rq, &s->cost, deadline,
 			      atomic_load_explicit(&s->gone_at, memory_order_acquire));
-		atomic_store_explicit(&s->lock_fds[s->devs[i].ordinal], -1, memory_order_relaxed);
+		s->locks[s->devs[i].ordinal] = TALLY_KEPT_NONE;
 	}
 }
 
@@ -421,7 +424,7 @@ struct pm_sampler *pm_sampler_start(const struct pm_sampler_config *cfg)
 		return NULL;
 	}
 	for (i = 0; i < DEVICES_MAX; i++)
-		atomic_init(&s->lock_fds[i], -1);
+		s->locks[i] = TALLY_KEPT_NONE;
 	s->rq.metrics = s->metrics;
 	s->rq.nmetrics = (size_t)n;
 	s->rq.lock_dir = s->cfg.lock_dir[0] ? s->cfg.lock_dir : NULL;
@@ -516,11 +519,10 @@ void pm_sampler_context_ending(struct pm_sampler *s, uint64_t devices, uint64_t 
 
 void pm_sampler_forget(struct pm_sampler *s)
 {
-	int i, fd;
+	int i;
 
 	if (!s)
 		return;
 	for (i = 0; i < DEVICES_MAX; i++)
-		if ((fd = atomic_load_explicit(&s->lock_fds[i], memory_order_relaxed)) >= 0)
-			close(fd);
+		pm_lock_release(&s->locks[i]);
 }

@@ -30,6 +30,7 @@
 #include "cupti-tracer.h"
 #include "ledger.h"
 #include "pmsampler.h"
+#include "tracefile.h"
 #include "writer.h"
 
 #define TALLY_EXPORT __attribute__((visibility("default")))
@@ -47,7 +48,7 @@ struct session {
 	_Atomic int state;
 	pid_t pid; /* the process this session belongs to (a fork child is another) */
 	struct tally_config cfg;
-	int fd;
+	struct trace_file file; /* the trace, kept as tally's (tracefile.h) */
 	char path[PATH_MAX];
 	char rank[64];
 	uint8_t id[16];
@@ -72,6 +73,9 @@ struct session {
 	_Atomic uint64_t close_steps;  /* bumped as the close gets through each of its parts */
 	_Atomic bool close_in_metrics; /* the close is stopping the GPU-metrics sampler */
 	_Atomic int ending_signal;     /* the signal that is ending the process, 0 if none */
+	/* an exec in progress (under lock): what it paused, and when */
+	bool exec_sampling, exec_metrics;
+	uint64_t exec_at;
 };
 
 /* The injection entry points (inject.c) CUDA's driver and the NVTX loader call. */
@@ -121,6 +125,16 @@ int session_ending_signal(const struct session *s);
 
 /* exit() was called (LD_PRELOAD's wrapper), before any exit handler runs: GPU metrics end now. */
 void session_exit_called(struct session *s);
+
+/*
+ * exec (exitpath.c's wrappers): session_exec_begin before the real call makes the file whole (a
+ * final ledger) and leaves recording on; true when it holds the session (its lock) for the
+ * exec.  When the call comes back (the exec failed with err: it never comes back otherwise),
+ * session_exec_after says so in the trace and lets go.  path: what was to be executed (NULL for
+ * fexecve).
+ */
+bool session_exec_begin(struct session *s);
+void session_exec_after(struct session *s, const char *path, int err);
 
 /* Files this pid's images wrote before the next exec (for TALLY_EXEC_FROM). */
 unsigned session_exec_files(const struct session *s);

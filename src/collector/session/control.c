@@ -1,49 +1,86 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The control thread's plumbing (control.h).  Signal handlers must not do the closing work
- * themselves (the thread they interrupt may hold CUDA's or malloc's locks), so they write a
- * two-byte request into a pipe, and the control thread, which takes no signals, reads it.
+ * themselves (the thread they interrupt may hold CUDA's or malloc's locks), so they post a
+ * request: its kind's slot takes the signal, and the semaphore wakes the control thread, which
+ * takes no signals.  Requests of one kind that come before the thread takes the first are one
+ * request (a repeat of the signal that is ending the process is counted by the session).
  */
 #include "control.h"
 #include "ownthread.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <string.h>
-#include <unistd.h>
+#include <time.h>
+
+/* The most urgent first: a crash cannot wait, a close before a flush makes the flush moot. */
+static const enum ctl_cmd by_urgency[] = {CTL_CLOSE_CRASH, CTL_CLOSE_SIGNAL, CTL_FLUSH};
+
+static void clear(struct control *c)
+{
+	size_t i;
+
+	for (i = 0; i < CTL_KINDS; i++)
+		atomic_store_explicit(&c->pending[i], 0, memory_order_relaxed);
+}
 
 void control_init(struct control *c)
 {
-	c->pipe[0] = c->pipe[1] = -1;
+	sem_init(&c->wake, 0, 0);
+	clear(c);
 	atomic_store_explicit(&c->running, false, memory_order_relaxed);
 }
 
 int control_start(struct control *c, void *(*main)(void *), void *arg, const char *name)
 {
-	int rc;
+	int rc = tally_own_thread_create(&c->thread, main, arg, name, true);
 
-	if (pipe2(c->pipe, O_CLOEXEC) < 0)
-		return -errno;
-	rc = tally_own_thread_create(&c->thread, main, arg, name, true);
-	if (rc < 0) {
-		close(c->pipe[0]);
-		close(c->pipe[1]);
-		c->pipe[0] = c->pipe[1] = -1;
+	if (rc < 0)
 		return rc;
-	}
-	/* Release: the pipe is set before a handler that sees running writes to it. */
 	atomic_store_explicit(&c->running, true, memory_order_release);
 	return 0;
 }
 
+/* The most urgent request waiting, taken. */
+static bool take(struct control *c, struct ctl_msg *m)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(by_urgency) / sizeof(by_urgency[0]); i++) {
+		unsigned v =
+		    atomic_exchange_explicit(&c->pending[by_urgency[i]], 0, memory_order_acquire);
+
+		if (v) {
+			m->cmd = (uint8_t)by_urgency[i];
+			m->signo = (uint8_t)(v - 1);
+			return true;
+		}
+	}
+	return false;
+}
+
 bool control_wait(struct control *c, int timeout_ms, struct ctl_msg *m)
 {
-	struct pollfd pfd = {c->pipe[0], POLLIN, 0};
+	struct timespec at;
+	int rc;
 
-	return poll(&pfd, 1, timeout_ms) > 0 &&
-	       read(c->pipe[0], m, sizeof(*m)) == (ssize_t)sizeof(*m);
+	if (timeout_ms < 0) {
+		do
+			rc = sem_wait(&c->wake);
+		while (rc < 0 && errno == EINTR);
+	} else {
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_sec += timeout_ms / 1000;
+		at.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (at.tv_nsec >= 1000000000L) {
+			at.tv_sec++;
+			at.tv_nsec -= 1000000000L;
+		}
+		do
+			rc = sem_clockwait(&c->wake, CLOCK_MONOTONIC, &at);
+		while (rc < 0 && errno == EINTR);
+	}
+	return rc == 0 && take(c, m);
 }
 
 bool control_alive(const struct control *c)
@@ -51,22 +88,19 @@ bool control_alive(const struct control *c)
 	return atomic_load_explicit(&c->running, memory_order_acquire);
 }
 
-/* Async-signal-safe: an atomic load and write(2). */
+/* Async-signal-safe: atomics and sem_post. */
 bool control_post(struct control *c, enum ctl_cmd cmd, int signo)
 {
-	struct ctl_msg m = {(uint8_t)cmd, (uint8_t)signo};
-
-	if (!control_alive(c) || c->pipe[1] < 0)
+	if (!control_alive(c) || cmd <= 0 || cmd >= CTL_KINDS)
 		return false;
-	return write(c->pipe[1], &m, sizeof(m)) == (ssize_t)sizeof(m);
+	atomic_store_explicit(&c->pending[cmd], 1u + (unsigned)(uint8_t)signo,
+			      memory_order_release);
+	return sem_post(&c->wake) == 0;
 }
 
 void control_forget(struct control *c)
 {
 	atomic_store_explicit(&c->running, false, memory_order_relaxed);
-	if (c->pipe[0] >= 0) {
-		close(c->pipe[0]);
-		close(c->pipe[1]);
-	}
-	c->pipe[0] = c->pipe[1] = -1;
+	sem_init(&c->wake, 0, 0); /* the parent's, copied in any state: made anew */
+	clear(c);
 }

@@ -40,8 +40,9 @@
 
 #define EXEC_FROM_VAR "TALLY_EXEC_FROM"
 
-static struct session the_session = {
-    .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .metrics_lock = PTHREAD_MUTEX_INITIALIZER};
+static struct session the_session = {.file = {.kept = {-1, 0, 0}},
+				     .lock = PTHREAD_MUTEX_INITIALIZER,
+				     .metrics_lock = PTHREAD_MUTEX_INITIALIZER};
 
 struct session *session_get(void)
 {
@@ -124,7 +125,7 @@ static void metrics_pm_loaded(void *arg)
 void session_init(struct session *s)
 {
 	clock_gettime(CLOCK_REALTIME, &loaded_at);
-	s->fd = -1;
+	s->file.kept = TALLY_KEPT_NONE;
 	s->room.fd = -1;
 	s->exec_files = exec_files_from_env();
 	cupti_tracer_init(&s->tracer);
@@ -173,6 +174,13 @@ static void manifest_line(const struct session *s, const char *fmt, ...)
 		(void)!write(fd, line, (size_t)n);
 		close(fd);
 	}
+}
+
+/* The trace could not be opened again after the program closed its descriptor: the trace may
+ * never get the word, so tally record hears it from the manifest. */
+static void trace_lost(void *arg, const char *text)
+{
+	manifest_line(arg, "note %d %s", (int)getpid(), text);
 }
 
 /* Put "-WHAT" before ".tally" (or at the end). */
@@ -394,7 +402,7 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	tally_kv_str(b, TALLY_SK_OUTPUT, s->path);
 	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE, s->reserve_errno ? 0 : TALLY_CLOSE_RESERVE);
 	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE_ERRNO, (uint64_t)s->reserve_errno);
-	output_fs(b, s->fd);
+	output_fs(b, trace_file_fd(&s->file));
 	if (c->gpu_metrics[0]) {
 		tally_kv_str(b, TALLY_SK_GPU_METRICS, c->gpu_metrics);
 		tally_kv_uint(b, TALLY_SK_GPU_METRICS_HZ, c->gpu_metrics_hz);
@@ -500,25 +508,32 @@ static int start_pipeline(struct session *s, bool cupti_ok, char *why, size_t le
 	rc = open_output(s, why, len);
 	if (rc < 0)
 		return rc;
-	s->fd = rc;
+	rc = trace_file_adopt(&s->file, rc, s->path);
+	if (rc < 0) {
+		snprintf(why, len, "%s: %s", s->path, strerror(-rc));
+		unlink(s->path);
+		return rc;
+	}
+	s->file.lost = trace_lost;
+	s->file.lost_arg = s;
 	s->pid = getpid();
 	/* Room for the final ledger, so that a full disk still ends the file with one that says
 	 * so; where the file system cannot keep it, the session header says which one refused. */
 	rc = tally_room_keep(&s->room, s->path);
 	s->reserve_errno = rc < 0 ? -rc : 0;
+	s->room.fd = tally_fd_high(s->room.fd);
 	new_session_id(s->id);
 	s->cupti_on = cupti_ok;
 	session_header(s, &header);
 	tally_sampler_plan(&s->cfg, &header);
-	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)s->fd,
+	sink = (struct tally_sink){trace_file_write, &s->file,
 				   s->room.fd >= 0 ? tally_room_release : NULL, &s->room};
 	rc = tally_pipeline_start(&pc, source_for(s, cupti_ok), &sink, &header);
 	tally_buf_fini(&header);
 	if (rc < 0) {
 		snprintf(why, len, "%s: cannot start: %s", s->path, strerror(-rc));
-		close(s->fd);
+		trace_file_close(&s->file);
 		unlink(s->path);
-		s->fd = -1;
 		(void)tally_room_release(&s->room);
 		return rc;
 	}
@@ -844,6 +859,11 @@ static void flush_forced(void *arg)
 	cupti_tracer_flush(arg, true);
 }
 
+static void window_off(void *arg)
+{
+	cupti_tracer_window(arg, false);
+}
+
 static void finalize_cupti(void *arg)
 {
 	cupti_tracer_teardown(arg);
@@ -861,38 +881,53 @@ static void wait_until_closed(struct session *s, uint64_t max_ns)
 	}
 }
 
-/* CUPTI's part of the close, bounded by the watchdog; false if it hung. */
-static bool close_cupti(struct session *s)
+/* A part of the close that calls CUPTI, bounded by the watchdog; false if it hung. */
+static bool bounded_cupti(struct session *s, void (*fn)(void *))
 {
 	uint64_t timeout = s->cfg.flush_timeout_ns;
 
-	if (!cupti_tracer_on(&s->tracer) || run_bounded(flush_forced, &s->tracer, timeout))
+	if (!cupti_tracer_on(&s->tracer) || run_bounded(fn, &s->tracer, timeout))
 		return true;
 	tally_pipeline_watchdog_fired();
-	tally_log_user("CUPTI's flush did not return in %llu ms; closing without it",
+	tally_log_user("CUPTI did not return in %llu ms (the close's flush); closing without it",
 		       (unsigned long long)(timeout / 1000000));
 	return false;
+}
+
+/* The metric samples up to now, before CUPTI's own flush; a sampler stuck inside CUPTI is left
+ * behind (false), and then CUPTI is not finalized under it.  *had (if given): there was one. */
+static bool stop_metrics(struct session *s, bool *had)
+{
+	struct pm_sampler *metrics;
+	bool done;
+
+	pthread_mutex_lock(&s->metrics_lock);
+	metrics = s->metrics;
+	s->metrics = NULL;
+	pthread_mutex_unlock(&s->metrics_lock);
+	if (had)
+		*had = metrics != NULL;
+	atomic_store_explicit(&s->close_in_metrics, metrics != NULL, memory_order_relaxed);
+	done = pm_sampler_stop(metrics, s->cfg.flush_timeout_ns);
+	atomic_store_explicit(&s->close_in_metrics, false, memory_order_relaxed);
+	return done;
 }
 
 static void close_locked(struct session *s, enum tally_flush_path path, int signo)
 {
 	struct tally_stop_report rep;
-	struct pm_sampler *metrics;
 	bool flushed, sampler_done;
 
 	tally_pipeline_flush_begin(path, signo);
 	tally_sampler_stop(); /* what it holds reaches the pipeline before the pipeline stops */
-	/* The metric samples up to now, before CUPTI's own flush; a sampler stuck inside CUPTI
-	 * is left behind, and then CUPTI is not finalized under it. */
-	pthread_mutex_lock(&s->metrics_lock);
-	metrics = s->metrics;
-	s->metrics = NULL;
-	pthread_mutex_unlock(&s->metrics_lock);
-	atomic_store_explicit(&s->close_in_metrics, metrics != NULL, memory_order_relaxed);
-	sampler_done = pm_sampler_stop(metrics, s->cfg.flush_timeout_ns);
-	atomic_store_explicit(&s->close_in_metrics, false, memory_order_relaxed);
+	/* No new activity from here on: a thread a signal interrupted is let go when the close
+	 * outlasts its wait (the GPU metrics' stop can), and what it does then must not be in a
+	 * buffer the forced flush hands over half-written (an incomplete record, on which CUPTI's
+	 * walk stops: parse_failures at SIGTERM with --gpu-metrics on the H100). */
+	flushed = bounded_cupti(s, window_off);
+	sampler_done = stop_metrics(s, NULL);
 	atomic_fetch_add_explicit(&s->close_steps, 1, memory_order_relaxed);
-	flushed = close_cupti(s) && sampler_done;
+	flushed = flushed && bounded_cupti(s, flush_forced) && sampler_done;
 	atomic_fetch_add_explicit(&s->close_steps, 1, memory_order_relaxed);
 	nvtx_flush_all();
 	tally_pipeline_stop(&rep);
@@ -900,8 +935,7 @@ static void close_locked(struct session *s, enum tally_flush_path path, int sign
 	/* Finalize only a CUPTI that answered: one stuck in its flush could hang us here too. */
 	if (path == TALLY_FLUSH_EXIT && flushed && cupti_tracer_on(&s->tracer))
 		(void)run_bounded(finalize_cupti, &s->tracer, s->cfg.flush_timeout_ns);
-	close(s->fd);
-	s->fd = -1;
+	trace_file_close(&s->file);
 	(void)tally_room_release(&s->room); /* the close gave it back already, unless it hung */
 	manifest_line(s, "end %d %s %s %llu %llu %s", (int)getpid(),
 		      rep.complete ? "clean" : "loss", tally_flush_path_name(path),
@@ -929,6 +963,91 @@ void session_close(struct session *s, enum tally_flush_path path, int signo)
 	close_locked(s, path, signo);
 	atomic_store_explicit(&s->state, SESSION_DONE, memory_order_release);
 	atomic_fetch_add_explicit(&s->done_gen, 1, memory_order_release);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- exec ---------------------------------------------------------------------------------- */
+
+/* Everything CUPTI holds, complete or not, with the window left open: the exec may fail. */
+static void flush_forced_open(void *arg)
+{
+	cupti_tracer_flush(arg, true);
+}
+
+/*
+ * An exec that succeeds runs nothing of this process again, so everything recorded so far must
+ * be in the file, ending in a final ledger, before the real exec; one that fails returns to the
+ * program, which goes on.  So the session is not closed but checkpointed (pipeline.h): host
+ * sampling stops (its samples reach the file; it starts again if the exec fails), GPU metrics
+ * stop (their last samples in; not started twice in a process: an exec that fails ends them,
+ * and says so), CUPTI's buffers and NVTX's are handed over, and the pipeline writes a final
+ * ledger while it runs on.  The session's lock is held until session_exec_after: a close, a
+ * fork or another exec waits.  False when there is no session of this process's to hold.
+ */
+bool session_exec_begin(struct session *s)
+{
+	bool metrics;
+
+	if (s->pid != getpid() || !session_running(s))
+		return false;
+	pthread_mutex_lock(&s->lock);
+	if (!session_running(s)) {
+		pthread_mutex_unlock(&s->lock);
+		return false;
+	}
+	s->exec_sampling = tally_sampler_running();
+	s->exec_at = mono_now_ns();
+	tally_sampler_stop();
+	(void)stop_metrics(s, &metrics);
+	s->exec_metrics = metrics;
+	if (cupti_tracer_on(&s->tracer) &&
+	    !run_bounded(flush_forced_open, &s->tracer, s->cfg.flush_timeout_ns))
+		tally_pipeline_watchdog_fired();
+	nvtx_flush_all();
+	(void)tally_pipeline_checkpoint(TALLY_FLUSH_EXEC);
+	return true;
+}
+
+/* Host sampling again, as planned at the start (perf events opened anew, or the timer). */
+static void restart_sampling(struct session *s)
+{
+	struct tally_buf unused = {0};
+
+	tally_sampler_plan(&s->cfg, &unused);
+	tally_buf_fini(&unused);
+	(void)tally_sampler_start(&s->cfg);
+}
+
+/* The exec failed with err (it returned): recording goes on, and the trace says so. */
+static void exec_failed(struct session *s, const char *path, int err)
+{
+	uint64_t paused = mono_now_ns() - s->exec_at;
+	char text[PATH_MAX + 512];
+
+	tally_pipeline_resume();
+	if (s->exec_sampling) {
+		restart_sampling(s);
+		if (paused > s->cfg.sample_stall_ns)
+			tally_pipeline_count(TALLY_C_SAMPLE_STALLS, 1);
+	}
+	if (s->exec_metrics)
+		tally_pipeline_metric_count(TALLY_C_METRIC_FAILURES, 1);
+	snprintf(text, sizeof(text),
+		 "an exec of %.2048s failed (%s) and the program went on: recording went on too "
+		 "(the final ledger written before the exec is superseded)%s%s",
+		 path ? path : "(a descriptor)", strerror(err),
+		 s->exec_sampling ? "; host sampling paused around it" : "",
+		 s->exec_metrics ? "; GPU metrics ended there (they are not started twice in a "
+				   "process)"
+				 : "");
+	tally_pipeline_note(s->exec_metrics ? TALLY_NOTE_ERROR : TALLY_NOTE_WARNING, "exec-failed",
+			    text);
+	tally_log("%s", text);
+}
+
+void session_exec_after(struct session *s, const char *path, int err)
+{
+	exec_failed(s, path, err);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -1067,12 +1186,8 @@ void session_after_fork_child(struct session *s)
 	pthread_mutex_init(&s->metrics_lock, NULL);
 	pm_sampler_forget(s->metrics);
 	s->metrics = NULL;
-	if (s->fd >= 0)
-		close(s->fd);
-	s->fd = -1;
-	if (s->room.fd >= 0) /* the parent's room: it gives it back itself */
-		close(s->room.fd);
-	s->room.fd = -1;
+	trace_file_close(&s->file);
+	tally_room_forget(&s->room); /* the parent's room: it gives it back itself */
 	atomic_store_explicit(&s->ending_signal, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->state, SESSION_NONE, memory_order_relaxed);
 }

@@ -31,6 +31,7 @@
 
 #include "buildid.h"
 #include "stacks.h"
+#include "threadmem.h"
 #include "unwinder.h"
 
 #define MAX_CAPTURE    TALLY_UNWIND_MAX
@@ -121,14 +122,17 @@ static bool in_foreign(const void *pc)
 	return false;
 }
 
+/* A capture's return addresses: the thread's heap block, not its stack (threadmem.h). */
+static struct tally_thread_mem scratch = TALLY_THREAD_MEM(MAX_CAPTURE * sizeof(void *));
+
 unsigned tally_nativestack_capture(struct raw_frame *out, unsigned max)
 {
-	void *pcs[MAX_CAPTURE];
+	void **pcs = tally_thread_mem(&scratch);
 	/* Unwinding costs per frame (CFI interpreted each time): no deeper than what is kept, plus
 	 * tally's own few frames and CUPTI's and the driver's at the top. */
 	unsigned top = SELF_FRAMES + (nforeign ? FOREIGN_FRAMES : 0);
 	int want = (int)(max + top < MAX_CAPTURE ? max + top : MAX_CAPTURE);
-	int got = tally_unwind(pcs, want), i, first = 0;
+	int got = pcs ? tally_unwind(pcs, want) : 0, i, first = 0;
 	unsigned n = 0;
 
 	/* Start past tally's own frames (the CUPTI callback); a sanitizer's backtrace interceptor

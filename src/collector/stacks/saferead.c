@@ -13,7 +13,9 @@
  *   write() into a pipe, read() back the fallback where a seccomp profile refuses
  *                                    process_vm_readv (EPERM, ENOSYS): write(2) returns EFAULT for
  *                                    unreadable source bytes; two calls, and one pipe shared
- *                                    under a lock.
+ *                                    under a lock, kept as tally's (keptfd.h): where the
+ *                                    program closed an end or took its number, a new pipe is
+ *                                    made, and the program's file is never written.
  *
  * A read that straddles readable and unreadable pages is a failure either way.
  */
@@ -27,11 +29,32 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "keptfd.h"
+
 enum { HOW_UNKNOWN, HOW_VM, HOW_PIPE };
 
 static _Atomic int how = HOW_UNKNOWN;
 static pthread_mutex_t pipe_lock = PTHREAD_MUTEX_INITIALIZER;
-static int probe[2] = {-1, -1};
+static struct tally_kept probe[2] = {{-1, 0, 0}, {-1, 0, 0}}; /* under pipe_lock */
+
+/* The probe pipe, made anew when there is none or the program took an end of it. */
+static bool probe_ready(void)
+{
+	int fds[2];
+
+	if (tally_kept_ours(&probe[0]) && tally_kept_ours(&probe[1]))
+		return true;
+	tally_kept_close(&probe[0]);
+	tally_kept_close(&probe[1]);
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
+		return false;
+	if ((tally_kept_take(&probe[0], fds[0]) | tally_kept_take(&probe[1], fds[1])) < 0) {
+		tally_kept_close(&probe[0]);
+		tally_kept_close(&probe[1]);
+		return false;
+	}
+	return true;
+}
 
 static ssize_t vm_read(const void *addr, void *out, size_t n)
 {
@@ -46,12 +69,10 @@ static bool pipe_read(const void *addr, void *out, size_t n)
 	ssize_t w;
 
 	pthread_mutex_lock(&pipe_lock);
-	if (probe[0] < 0 && pipe2(probe, O_CLOEXEC | O_NONBLOCK) < 0)
-		probe[0] = probe[1] = -1;
-	if (probe[0] >= 0 && n <= 4096) { /* a pipe takes at least a page without blocking */
-		w = write(probe[1], addr, n);
+	if (n <= 4096 && probe_ready()) { /* a pipe takes at least a page without blocking */
+		w = write(probe[1].fd, addr, n);
 		if (w > 0)
-			ok = read(probe[0], out, (size_t)w) == w && w == (ssize_t)n;
+			ok = read(probe[0].fd, out, (size_t)w) == w && w == (ssize_t)n;
 	}
 	pthread_mutex_unlock(&pipe_lock);
 	return ok;

@@ -10,6 +10,7 @@
 
 #include "stacks.h"
 #include "tally-format.h"
+#include "threadmem.h"
 
 #define FRAME_MAX   (1u << 16) /* distinct frames; a big model has a few thousand */
 #define FRAME_SLOTS (2 * FRAME_MAX)
@@ -51,12 +52,17 @@ static _Atomic bool ready;
 static _Atomic unsigned generation; /* bumped by every reset: invalidates the thread caches */
 static _Atomic uint64_t lost;
 
-/* The last stack each thread interned: a loop's launches repeat it, and skip the lock. */
-static _Thread_local struct {
+/* The last stack each thread interned: a loop's launches repeat it, and skip the lock.  The
+ * thread's heap block (threadmem.h), with the frame ids of an intern: a launching thread's stack
+ * may be as small as PTHREAD_STACK_MIN. */
+struct last_stack {
 	unsigned gen, n;
 	uint32_t id;
 	struct raw_frame frames[CACHE_DEPTH];
-} last;
+	uint32_t ids[CACHE_DEPTH];
+};
+
+static struct tally_thread_mem lasts = TALLY_THREAD_MEM(sizeof(struct last_stack));
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -195,37 +201,43 @@ static uint32_t stack_id(const uint32_t *ids, unsigned n)
 	return tab.stacks[i].id;
 }
 
-static bool cache_hit(const struct raw_frame *frames, unsigned n, unsigned gen)
+static bool cache_hit(const struct last_stack *last, const struct raw_frame *frames, unsigned n,
+		      unsigned gen)
 {
-	return last.id && last.gen == gen && last.n == n &&
-	       memcmp(last.frames, frames, n * sizeof(*frames)) == 0;
+	return last->id && last->gen == gen && last->n == n &&
+	       memcmp(last->frames, frames, n * sizeof(*frames)) == 0;
 }
 
 uint32_t tally_stacktab_intern(const struct raw_frame *frames, unsigned n, frame_namer namer)
 {
 	unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed), k;
-	uint32_t ids[CACHE_DEPTH], id = 0;
+	struct last_stack *last;
+	uint32_t id = 0;
 
 	if (!n || !tally_stacktab_ready())
 		return 0;
+	if (!(last = tally_thread_mem(&lasts))) {
+		atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+		return 0;
+	}
 	if (n > CACHE_DEPTH)
 		n = CACHE_DEPTH;
-	if (cache_hit(frames, n, gen))
-		return last.id;
+	if (cache_hit(last, frames, n, gen))
+		return last->id;
 	pthread_mutex_lock(&tab.lock);
-	for (k = 0; k < n && (ids[k] = frame_id(&frames[k], namer)); k++)
+	for (k = 0; k < n && (last->ids[k] = frame_id(&frames[k], namer)); k++)
 		;
 	if (k == n)
-		id = stack_id(ids, n);
+		id = stack_id(last->ids, n);
 	pthread_mutex_unlock(&tab.lock);
 	if (!id) {
 		atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
 		return 0;
 	}
-	last.gen = gen;
-	last.n = n;
-	last.id = id;
-	memcpy(last.frames, frames, n * sizeof(*frames));
+	last->gen = gen;
+	last->n = n;
+	last->id = id;
+	memcpy(last->frames, frames, n * sizeof(*frames));
 	return id;
 }
 

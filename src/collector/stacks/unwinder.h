@@ -20,9 +20,10 @@ int tally_unwind(void **pcs, int max);
  * with the interrupted instruction pc itself (found among the unwound frames: the handler's own
  * frames and the kernel's signal trampoline come before it).  No cache.  Safe in a handler only
  * where libgcc finds unwind tables without a lock (glibc 2.35's _dl_find_object), which
- * tally_unwind_signal_safe says.  Returns how many; 0 if pc was not found.
+ * tally_unwind_signal_safe says.  Returns how many; 0 if pc was not found.  It keeps nothing on
+ * the stack but libgcc's own walk (about 1.5 KiB).
  */
-int tally_unwind_from_signal(void **pcs, int max, uintptr_t pc);
+int tally_unwind_from_signal(uint64_t *pcs, int max, uintptr_t pc);
 bool tally_unwind_signal_safe(void);
 /* Is the calling thread inside tally_unwind now (a handler must not unwind it then)?  Async-
  * signal-safe. */
