@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grow.h"
+
 #define WINDOW (64u << 10) /* bytes a run is read in at most, while merging */
 
 void spill_init(struct spill *s, size_t elem, size_t budget, int (*cmp)(const void *, const void *))
@@ -64,7 +66,6 @@ static int write_all(int fd, const char *p, size_t len, uint64_t off)
  * and is never wrong. */
 static int write_run(struct spill *s)
 {
-	struct spill_run *r;
 	int rc;
 
 	if (s->fd < 0 && (s->fd = temp_file()) < 0) {
@@ -72,9 +73,8 @@ static int write_run(struct spill *s)
 		s->budget = SIZE_MAX;
 		return 0;
 	}
-	if (!(r = realloc(s->runs, (s->nruns + 1) * sizeof(*r))))
+	if (!tally_grow_in((void **)&s->runs, &s->rcap, s->nruns + 1, sizeof(*s->runs)))
 		return -ENOMEM;
-	s->runs = r;
 	qsort(s->mem, s->n, s->elem, s->cmp);
 	if ((rc = write_all(s->fd, s->mem, s->n * s->elem, s->end)) < 0) {
 		s->no_file = -rc;

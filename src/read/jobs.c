@@ -193,7 +193,8 @@ static int link_times(const struct report_set *set, struct node *n)
 		}
 		t[nt++] = (struct timed){a0, a1, (unsigned)i};
 	}
-	qsort(t, nt, sizeof(*t), by_start);
+	if (nt > 1)
+		qsort(t, nt, sizeof(*t), by_start);
 	for (i = 0; i < nt; i++) {
 		size_t keep = 0;
 		bool placed = false;
@@ -296,7 +297,8 @@ static int count_ranks(const struct report_set *set, struct report_jobs *j)
 		if (s->rank)
 			v[n++] = (struct rank_of){j->job_of[i], s->rank};
 	}
-	qsort(v, n, sizeof(*v), by_job_rank);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), by_job_rank);
 	for (i = 0; i < n; i++)
 		j->jobs[v[i].job].ranks += !i || by_job_rank(&v[i - 1], &v[i]) != 0;
 	free(v);

@@ -410,7 +410,8 @@ static int samples_ns(struct idle_why *w, const struct hole_ref *h)
 		if (w->active[i].what == H_SAMPLE)
 			ix[n++] = i;
 	sort_active = w->active;
-	qsort(ix, n, sizeof(*ix), by_thread_start);
+	if (n > 1)
+		qsort(ix, n, sizeof(*ix), by_thread_start);
 	for (i = 0; i < n; i++) {
 		const struct hitem *it = &w->active[ix[i]];
 		uint64_t end = it->t0 + w->period;
@@ -526,6 +527,8 @@ static int explain_all(struct idle_why *w, struct report_section *rs, size_t fro
 		w->holes[w->nholes++] =
 		    (struct hole_ref){ig[i].gap.t0, ig[i].gap.t1, (uint32_t)i, 0, 0};
 	}
+	if (w->nholes == 0)
+		return 0;
 	qsort(w->holes, w->nholes, sizeof(*w->holes), by_hole_start);
 	if ((rc = spill_rewind(&w->items)) < 0)
 		return rc;

@@ -659,7 +659,8 @@ int gm_finish(struct gm *g)
 			keys[k].v.unit = "";
 			keys[k++].v.why = g->devs[i].why;
 		}
-	qsort(keys, k, sizeof(*keys), cmp_keys);
+	if (k > 1)
+		qsort(keys, k, sizeof(*keys), cmp_keys);
 	g->rows = calloc(k + 1, sizeof(*g->rows));
 	g->curve_of = calloc(k + 1, sizeof(*g->curve_of));
 	if (!g->rows || !g->curve_of) {

@@ -145,7 +145,8 @@ static int build_tree(struct wset *ws)
 	size_t size, i, half;
 	unsigned k;
 
-	qsort(ws->v, ws->n, sizeof(*ws->v), by_start);
+	if (ws->n > 1)
+		qsort(ws->v, ws->n, sizeof(*ws->v), by_start);
 	for (ws->levels = 1; ((size_t)1 << ws->levels) - 1 < ws->n; ws->levels++)
 		;
 	size = ((size_t)1 << ws->levels) - 1;
