@@ -47,7 +47,13 @@ stopped() {
 	# no temporary file, and no target but CSV's directory of the files it finished
 	left=$(find "$T/out" -mindepth 1 \( -name '*.tally-tmp-*' -o ! -path "$T/out/csv*" \))
 	case $sig in TERM) want=143 ;; INT) want=130 ;; HUP) want=129 ;; QUIT) want=131 ;; esac
-	if [ "$rc" = "$want" ] && [ -z "$left" ]; then
+	tmp=$(find "$T/out" -name '*.tally-tmp-*')
+	if [ "$rc" = 0 ] && [ -z "$tmp" ]; then
+		# it finished as the signal came (under ASan, the leak check at exit holds signals
+		# back): its output is whole, and no temporary file is left
+		skips=$((skips + 1))
+		echo "skip $name: done as the signal came"
+	elif [ "$rc" = "$want" ] && [ -z "$left" ]; then
 		ok "$name: SIG$sig ends it ($rc) and leaves no temporary file and no target"
 	else
 		bad "$name: SIG$sig: exit $rc (want $want), left: $left"
@@ -59,7 +65,7 @@ stopped TERM "export sqlite" export -q -f sqlite -o "$T/out/t.sqlite" "$T/big.ta
 stopped HUP "export perfetto" export -q -f perfetto -o "$T/out/t.pftrace" "$T/big.tally"
 stopped TERM "export csv (a directory of files)" export -q -f csv -o "$T/out/csv" "$T/big.tally"
 stopped TERM "merge" merge -q -o "$T/out/m.tally" "$T/big.tally" "$T/big2.tally"
-stopped QUIT "report" report -q -o "$T/out/p.html" "$T/big.tally"
+stopped QUIT "report" report -q -o "$T/out/p.html" "$T/big.tally" "$T/big2.tally"
 stopped TERM "stats -o" stats -r all -o "$T/out/s.txt" "$T/big.tally"
 
 stopped INT "export chrome (Ctrl-C)" export -q -f chrome -o "$T/out/t.json" "$T/big.tally"
