@@ -36,7 +36,8 @@ t1=$(date +%s.%N)
 size=$(stat -c %s "$TRACE")
 printf '%.1f s, %s bytes (%.1f bytes/record)\n' "$(echo "$t1 - $t0" | bc)" "$size" \
 	"$(echo "$size / (2 * $KERNELS)" | bc -l)"
-"$TALLY" check -q "$TRACE" | grep -q COMPLETE || { echo "bench-report: the trace is not COMPLETE" >&2; exit 1; }
+# tally check's exit status is the verdict (0 COMPLETE, 1 INCOMPLETE): "INCOMPLETE" holds "COMPLETE"
+"$TALLY" check -q "$TRACE" >/dev/null || { echo "bench-report: the trace is not COMPLETE" >&2; exit 1; }
 records=$("$TALLY" stats -f json -r cuda_api_sum "$TRACE" | python3 -c 'import json,sys; print(json.load(sys.stdin)["records"])')
 
 # one run: prints "wall_s user_s sys_s maxrss_kb"

@@ -14,27 +14,14 @@ functions) and main.
 Run by ctest (unused-functions, in the plain build), so CI (scripts/test.sh) fails on a new one.
 """
 import os
-import re
-import shlex
 import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from buildobjects import links, nm, source_of  # noqa: E402
+
 DEFINED = set("TDRB")  # global text, data, read-only data, bss (weak and common are left alone)
-OBJECT = re.compile(r"(.*)/CMakeFiles/[^/]+\.dir/(.+)\.o$")
-
-
-def nm(path, *flags):
-    out = subprocess.run(["nm", "-P", *flags, path], capture_output=True, text=True, check=True)
-    return [line.split() for line in out.stdout.splitlines() if line.strip()]
-
-
-def source_of(build, obj):
-    """build/src/read/CMakeFiles/tally_read.dir/inputs.c.o -> src/read/inputs.c: the collector's
-    sources are built twice (libtally.so and the test pipeline) and stay one file here."""
-    m = OBJECT.match(os.path.relpath(obj, build))
-    return os.path.join(m.group(1), m.group(2)) if m else os.path.relpath(obj, build)
-
 
 # The source tree: a file of the build that is not in it was generated (protoc-c's perfetto code),
 # and what it exports is its generator's business.
@@ -42,24 +29,13 @@ SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def scan(build, source=SOURCE):
-    """The objects the build links now (each target's link.txt names them, so an object left
-    behind by an older layout is not read) and the shared libraries it made."""
-    objects, shared = set(), []
-    for top in ("src", "tests", "bench"):
-        for root, _, names in os.walk(os.path.join(build, top)):
-            for name in names:
-                path = os.path.join(root, name)
-                if name == "link.txt" and os.path.basename(os.path.dirname(root)) == "CMakeFiles":
-                    where = os.path.dirname(os.path.dirname(root))  # the target's build folder
-                    with open(path) as f:
-                        objects.update(os.path.join(where, t) for t in shlex.split(f.read())
-                                       if t.endswith(".o"))
-                elif ".so" in name and not os.path.islink(path) and "CMakeFiles" not in root:
-                    shared.append(path)
-    objects = sorted(o for o in objects if os.path.exists(o))
+    """The objects the build links now and the shared libraries it made."""
+    targets = links(build)
+    objects = sorted({o for t in targets for o in t["objects"] if os.path.exists(o)})
     exported = {"main"}
-    for lib in shared:
-        exported.update(f[0] for f in nm(lib, "-D", "--defined-only") if len(f) > 1)
+    for t in targets:
+        if t["shared"] and os.path.exists(t["output"]):
+            exported.update(f[0] for f in nm(t["output"], "-D", "--defined-only") if len(f) > 1)
     defined, used = {}, {}
     for obj in objects:
         src = source_of(build, obj)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Option tables: parsing through getopt_long, and --help, from the same rows; see cli-options.h. */
 #include "cli.h"
+#include "grow.h"
+#include "units.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,9 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HELP_VAL  'h'
-#define SLOT_BASE 256 /* getopt_long's value for a long name: SLOT_BASE + its slot */
-#define ERR_LEN	  512
+#define HELP_VAL   'h'
+#define SLOT_BASE  256 /* getopt_long's value for a long name: SLOT_BASE + its slot */
+#define ERR_LEN	   512
+#define HELP_WIDTH 70 /* the help's column, as the rows are written (cli-options.h) */
 
 /* An option getopt may return: its row, and the struct that row's offset is in. */
 struct slot {
@@ -24,6 +27,8 @@ struct slot {
 struct parser {
 	struct slot *slots;
 	size_t nslots;
+	struct cli_option *made; /* the rows made from settings (setting_row) */
+	size_t nmade;
 	struct option *longopts; /* one per slot with a long name, --help, the end */
 	size_t nlong;
 	char *shorts; /* getopt's optstring */
@@ -54,6 +59,19 @@ static bool taken(const struct parser *p, const struct cli_option *row)
 	return false;
 }
 
+/* A CLI_SETTING row as an ordinary one: names, argument and help from the setting's row. */
+static void setting_row(const struct cli_option *t, struct cli_option *out)
+{
+	const struct tally_setting *s = &tally_settings[t->setting];
+
+	*out = *t;
+	out->short_name = s->short_name;
+	out->long_name = s->option;
+	out->arg = s->arg;
+	out->help = s->help;
+	out->flags = s->bare ? CLI_OPT_ARG_OPTIONAL : 0;
+}
+
 static int has_arg(const struct cli_option *row)
 {
 	if (!row->arg)
@@ -61,12 +79,19 @@ static int has_arg(const struct cli_option *row)
 	return row->flags & CLI_OPT_ARG_OPTIONAL ? optional_argument : required_argument;
 }
 
-static void add_rows(struct parser *p, const struct cli_option *t, char *base)
+static void add_rows(struct parser *p, const struct cli_option *rows, char *base)
 {
-	for (; t->type != CLI_OPT_END; t++) {
+	const struct cli_option *t;
+
+	for (; rows->type != CLI_OPT_END; rows++) {
+		t = rows;
 		if (t->type == CLI_OPT_GROUP) {
 			add_rows(p, t->group, base + t->offset);
 			continue;
+		}
+		if (t->type == CLI_OPT_SETTING) {
+			setting_row(t, &p->made[p->nmade]);
+			t = &p->made[p->nmade++];
 		}
 		if (taken(p, t))
 			continue; /* the first row with a name wins (cli-options.h) */
@@ -90,6 +115,7 @@ static void add_rows(struct parser *p, const struct cli_option *t, char *base)
 static void parser_fini(struct parser *p)
 {
 	free(p->slots);
+	free(p->made);
 	free(p->longopts);
 	free(p->shorts);
 }
@@ -100,9 +126,10 @@ static int parser_init(struct parser *p, const struct cli_command *cmd, void *op
 
 	memset(p, 0, sizeof(*p));
 	p->slots = calloc(n + 1, sizeof(*p->slots));
+	p->made = calloc(n + 1, sizeof(*p->made));
 	p->longopts = calloc(n + 2, sizeof(*p->longopts));
 	p->shorts = calloc(3 * n + 8, 1);
-	if (!p->slots || !p->longopts || !p->shorts) {
+	if (!p->slots || !p->made || !p->longopts || !p->shorts) {
 		parser_fini(p);
 		return -ENOMEM;
 	}
@@ -219,18 +246,23 @@ static int set_uint(const struct slot *s, const char *arg, char *err, size_t len
 
 static const char *show_ns(char *buf, size_t len, uint64_t ns)
 {
-	return cli_fmt_ns(buf, len, ns);
+	return tally_fmt_ns(buf, len, ns);
+}
+
+static int parse_seconds(const char *s, uint64_t *out)
+{
+	return tally_parse_duration(s, 1000000000ull, out);
 }
 
 static int set_duration(const struct slot *s, const char *arg, char *err, size_t len)
 {
-	return set_number(s, arg, err, len, cli_parse_duration_ns, show_ns, "a duration",
+	return set_number(s, arg, err, len, parse_seconds, show_ns, "a duration",
 			  " (10, 2.5, 500ms, 20us: seconds unless a unit says)");
 }
 
 static int set_size(const struct slot *s, const char *arg, char *err, size_t len)
 {
-	return set_number(s, arg, err, len, cli_parse_size, show_uint, "a size",
+	return set_number(s, arg, err, len, tally_parse_size, show_uint, "a size",
 			  " (4096, 64k, 4M, 1G)");
 }
 
@@ -277,14 +309,14 @@ static int set_choice(const struct slot *s, const char *arg, char *err, size_t l
 
 static int list_add(struct cli_list *l, const char *item, size_t n)
 {
-	char **items = realloc(l->items, (l->n + 1) * sizeof(*items));
+	char **slot = tally_array_push(&l->items, &l->n, sizeof(*slot));
 
-	if (!items)
+	if (!slot)
 		return -ENOMEM;
-	l->items = items;
-	if (!(l->items[l->n] = strndup(item, n)))
+	if (!(*slot = strndup(item, n))) {
+		l->n--; /* the slot stays, empty: the array's capacity is its own */
 		return -ENOMEM;
-	l->n++;
+	}
 	return 0;
 }
 
@@ -325,11 +357,22 @@ static int set_callback(const struct slot *s, const char *arg, char *err, size_t
 	return s->row->set(s->base, arg, err, len);
 }
 
+/* A setting: its text for the environment, checked as the collector will check it. */
+static int set_setting(const struct slot *s, const char *arg, char *err, size_t len)
+{
+	struct cli_settings *v = (struct cli_settings *)((char *)s->base + s->row->offset);
+	enum tally_setting_id id = s->row->setting;
+
+	return tally_setting_option(id, arg, v->number[id], sizeof(v->number[id]), &v->text[id],
+				    err, len);
+}
+
 static int (*const setters[])(const struct slot *, const char *, char *, size_t) = {
-    [CLI_OPT_BOOL] = set_bool, [CLI_OPT_STRING] = set_string,
-    [CLI_OPT_UINT] = set_uint, [CLI_OPT_DURATION] = set_duration,
-    [CLI_OPT_SIZE] = set_size, [CLI_OPT_CHOICE] = set_choice,
-    [CLI_OPT_LIST] = set_list, [CLI_OPT_CALLBACK] = set_callback,
+    [CLI_OPT_BOOL] = set_bool,	     [CLI_OPT_STRING] = set_string,
+    [CLI_OPT_UINT] = set_uint,	     [CLI_OPT_DURATION] = set_duration,
+    [CLI_OPT_SIZE] = set_size,	     [CLI_OPT_CHOICE] = set_choice,
+    [CLI_OPT_LIST] = set_list,	     [CLI_OPT_CALLBACK] = set_callback,
+    [CLI_OPT_SETTING] = set_setting,
 };
 
 /* ---- errors --------------------------------------------------------------------------- */
@@ -438,6 +481,24 @@ static const char *flags_text(const struct cli_option *row, char *buf, size_t le
 	return buf;
 }
 
+/* A setting's row: its help, with its default and range from the table. */
+static void print_setting(FILE *out, const struct cli_option *t)
+{
+	struct cli_option row;
+	char flags[128], help[1024], more[160];
+
+	setting_row(t, &row);
+	tally_setting_describe(t->setting, more, sizeof(more));
+	/* on the help's last line where it fits, else on a line of its own */
+	if (strlen(strrchr(row.help, '\n') ? strrchr(row.help, '\n') + 1 : row.help) +
+		strlen(more) >
+	    HELP_WIDTH)
+		snprintf(help, sizeof(help), "%s\n%s", row.help, more[0] ? more + 1 : "");
+	else
+		snprintf(help, sizeof(help), "%s%s", row.help, more);
+	print_row(out, flags_text(&row, flags, sizeof(flags)), help);
+}
+
 /* The rows of t, then each group under its title. */
 static void print_table(FILE *out, const struct cli_option *t, bool with_help)
 {
@@ -445,7 +506,9 @@ static void print_table(FILE *out, const struct cli_option *t, bool with_help)
 	char flags[128];
 
 	for (row = t; row->type != CLI_OPT_END; row++)
-		if (row->type != CLI_OPT_GROUP)
+		if (row->type == CLI_OPT_SETTING)
+			print_setting(out, row);
+		else if (row->type != CLI_OPT_GROUP)
 			print_row(out, flags_text(row, flags, sizeof(flags)), row->help);
 	if (with_help)
 		print_row(out, "-h, --help", "show this help");

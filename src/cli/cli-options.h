@@ -8,8 +8,8 @@
  *
  * Adding an option is one row in the table (and the field it sets):
  *
- *	CLI_UINT(struct record_opts, 0, "sample-rate", "HZ", sample_hz, 1, 10000,
- *		 "CPU samples per second (default 1000)"),
+ *	CLI_UINT(struct stats_opts, 0, "top", "N", top, 1, 1000000,
+ *		 "the N longest rows only"),
  *
  * Row kinds, by what they set:
  *   CLI_BOOL      bool, made true               --strict
@@ -24,6 +24,9 @@
  *                 arg is NULL for a row without an argument name
  *   CLI_GROUP     another table, for the struct at a field of this one, shown under its title
  *                 (the recording options record, env and control share)
+ *   CLI_SETTING   struct cli_settings: a setting of the collector (common/settings.h), whose
+ *                 row there gives the option's names, argument, check, help, default and
+ *                 range; what it stores is the text for the setting's environment variable
  * When two rows name one option, the first wins: a command lists its own -o before the group it
  * includes to replace the group's.  --help (-h) is in every table without a row.  Help text
  * may hold '\n': the lines after the first go under it.
@@ -36,6 +39,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "settings.h"
+
 enum cli_opt_type {
 	CLI_OPT_END,
 	CLI_OPT_BOOL,
@@ -47,6 +52,7 @@ enum cli_opt_type {
 	CLI_OPT_LIST,
 	CLI_OPT_CALLBACK,
 	CLI_OPT_GROUP,
+	CLI_OPT_SETTING,
 };
 
 enum {
@@ -65,6 +71,14 @@ struct cli_option {
 	int (*set)(void *opts, const char *arg, char *err, size_t len);
 	const struct cli_option *group;
 	unsigned flags;
+	enum tally_setting_id setting;
+};
+
+/* What CLI_SETTING rows fill: each setting's text for its environment variable (NULL: not
+ * given), numbers written into number[] in the variable's unit. */
+struct cli_settings {
+	const char *text[TALLY_SETTING_COUNT];
+	char number[TALLY_SETTING_COUNT][32];
 };
 
 /* The field's offset, or a compile error when its type is not one of the ones listed.
@@ -134,6 +148,11 @@ struct cli_option {
 	{                                                                                          \
 		.type = CLI_OPT_GROUP, .long_name = (title), .offset = offsetof(S, f),             \
 		.group = (table)                                                                   \
+	}
+#define CLI_SETTING(S, f, id)                                                                      \
+	{                                                                                          \
+		.type = CLI_OPT_SETTING, .offset = CLI__AT(S, f, struct cli_settings),             \
+		.setting = (id)                                                                    \
 	}
 #define CLI_END                                                                                    \
 	{                                                                                          \

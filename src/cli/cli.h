@@ -142,12 +142,4 @@ int cli_find_collector(char *out, size_t len);
  * none (the build tree). */
 int cli_docs_dir(char *out, size_t len);
 
-/* Human sizes and durations for reports: "1.5 MiB", "2.301 s". */
-const char *cli_fmt_bytes(char *buf, size_t len, uint64_t bytes);
-const char *cli_fmt_ns(char *buf, size_t len, uint64_t ns);
-
-/* Parse an unsigned number with an optional unit suffix (k/K, M, G for sizes; ms, s for times). */
-int cli_parse_size(const char *s, uint64_t *out);
-int cli_parse_duration_ns(const char *s, uint64_t *out);
-
 #endif

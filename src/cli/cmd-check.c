@@ -12,11 +12,10 @@
 
 #include "cli.h"
 #include "json.h"
-#include "reader.h"
 #include "summary.h"
 #include "tally-format.h"
 #include "trace-set.h"
-#include "verdict.h"
+#include "units.h"
 
 struct check_opts {
 	bool json, verbose, quiet;
@@ -65,9 +64,10 @@ static const char *chunk_type_name(unsigned type)
 	return type < TALLY_CHUNK_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
 
-static int print_chunk(void *ctx, const struct tally_chunk_info *c)
+static int print_chunk(void *ctx, struct report_section *rs, const struct tally_chunk_info *c,
+		       const uint8_t *payload)
 {
-	(void)ctx;
+	(void)ctx, (void)rs, (void)payload;
 	printf("  chunk %-6" PRIu32 " @%-10" PRIu64 " %-8s len %-8" PRIu32 "%s\n", c->seq,
 	       c->offset, chunk_type_name(c->type), c->len,
 	       c->flags & TALLY_CHUNK_FLAG_FINAL ? " FINAL" : "");
@@ -128,7 +128,7 @@ static void print_output_fs(const struct tally_section *s)
 	if (s->close_reserve)
 		printf(
 		    "  output    on %s, %s kept for the final ledger (a full disk still gets it)\n",
-		    cli_text(s->output_fs), cli_fmt_bytes(size, sizeof(size), s->close_reserve));
+		    cli_text(s->output_fs), tally_fmt_bytes(size, sizeof(size), s->close_reserve));
 	else
 		printf(
 		    "  output    on %s, which kept no room for the final ledger (%s): a full disk "
@@ -162,7 +162,7 @@ static void print_session(const struct tally_file *f, const struct tally_section
 		       s->world_size ? cli_text(s->world_size) : "");
 	printf("  recorded  %s", when);
 	if (s->t_min != UINT64_MAX && s->t_max > s->t_min)
-		printf(", records span %s", cli_fmt_ns(dur, sizeof(dur), s->t_max - s->t_min));
+		printf(", records span %s", tally_fmt_ns(dur, sizeof(dur), s->t_max - s->t_min));
 	if (s->ndevices)
 		printf(", %zu device(s): %s", s->ndevices,
 		       s->devices[0].name ? cli_text(s->devices[0].name) : "?");
@@ -196,7 +196,7 @@ static void print_signal(const struct tally_section *s)
 	       v[TALLY_C_SIGNALS_RECEIVED]);
 	if (s->has_final)
 		printf("; trace closed %s after it",
-		       cli_fmt_ns(buf, sizeof(buf), v[TALLY_C_SIGNAL_TO_CLOSE]));
+		       tally_fmt_ns(buf, sizeof(buf), v[TALLY_C_SIGNAL_TO_CLOSE]));
 	printf("\n");
 }
 
@@ -215,7 +215,7 @@ static void print_ledger(const struct tally_section *s)
 	       ", returned %" PRIu64 ", pool high-water %" PRIu64 "/%" PRIu64 " of %s\n",
 	       v[TALLY_C_BUFFERS_REQUESTED], v[TALLY_C_BUFFERS_DELIVERED],
 	       v[TALLY_C_BUFFERS_REFUSED], v[TALLY_C_BUFFERS_RETURNED], v[TALLY_C_POOL_HIGH_WATER],
-	       v[TALLY_C_POOL_CAPACITY], cli_fmt_bytes(buf, sizeof(buf), v[TALLY_C_BUFFER_SIZE]));
+	       v[TALLY_C_POOL_CAPACITY], tally_fmt_bytes(buf, sizeof(buf), v[TALLY_C_BUFFER_SIZE]));
 	printf("    records parsed %" PRIu64 ", dropped by CUPTI %" PRIu64
 	       ", bad timestamps %" PRIu64 ", unmatched launches %" PRIu64
 	       ", unmatched GPU records %" PRIu64 "\n",
@@ -223,14 +223,15 @@ static void print_ledger(const struct tally_section *s)
 	       v[TALLY_C_UNMATCHED_API], v[TALLY_C_UNMATCHED_GPU]);
 	printf("    written %s in %" PRIu64 " chunks, write failures %" PRIu64 ", lost %" PRIu64
 	       " bytes\n",
-	       cli_fmt_bytes(buf, sizeof(buf), v[TALLY_C_BYTES_WRITTEN]), v[TALLY_C_CHUNKS_WRITTEN],
-	       v[TALLY_C_WRITE_FAILURES], v[TALLY_C_BYTES_LOST]);
+	       tally_fmt_bytes(buf, sizeof(buf), v[TALLY_C_BYTES_WRITTEN]),
+	       v[TALLY_C_CHUNKS_WRITTEN], v[TALLY_C_WRITE_FAILURES], v[TALLY_C_BYTES_LOST]);
 	if (s->has_final)
-		printf("    closing flush by %s, %s, %s, %" PRIu64 " records delivered by it\n",
-		       tally_flush_path_name((unsigned)v[TALLY_C_FLUSH_PATH]),
-		       cli_fmt_ns(buf, sizeof(buf), v[TALLY_C_FLUSH_END] - v[TALLY_C_FLUSH_START]),
-		       v[TALLY_C_FLUSH_COMPLETED] ? "completed" : "NOT completed",
-		       v[TALLY_C_FLUSH_RECORDS]);
+		printf(
+		    "    closing flush by %s, %s, %s, %" PRIu64 " records delivered by it\n",
+		    tally_flush_path_name((unsigned)v[TALLY_C_FLUSH_PATH]),
+		    tally_fmt_ns(buf, sizeof(buf), v[TALLY_C_FLUSH_END] - v[TALLY_C_FLUSH_START]),
+		    v[TALLY_C_FLUSH_COMPLETED] ? "completed" : "NOT completed",
+		    v[TALLY_C_FLUSH_RECORDS]);
 	print_signal(s);
 }
 
@@ -275,7 +276,7 @@ static void print_sampling(const struct tally_section *s)
 	if (s->osrt_threshold || s->records[TALLY_KIND_OSRT] || v[TALLY_C_OSRT_DROPPED])
 		printf("  osrt      blocking calls of %s or longer: %" PRIu64 " written, %" PRIu64
 		       " dropped\n",
-		       cli_fmt_ns(buf, sizeof(buf), s->osrt_threshold),
+		       tally_fmt_ns(buf, sizeof(buf), s->osrt_threshold),
 		       v[TALLY_C_BY_KIND + TALLY_KIND_OSRT], v[TALLY_C_OSRT_DROPPED]);
 }
 
@@ -331,8 +332,8 @@ static void print_symbols(const struct tally_section *s)
 	printf("  symbols   native frames named when recorded: %" PRIu64 " of %" PRIu64
 	       " (%s, in %s of %s), %s%s",
 	       y->named, y->frames, y->how[0] ? cli_text(y->how) : "?",
-	       cli_fmt_ns(spent, sizeof(spent), y->spent_ns),
-	       cli_fmt_ns(bound, sizeof(bound), y->bound_ns), symbols_state(y->state),
+	       tally_fmt_ns(spent, sizeof(spent), y->spent_ns),
+	       tally_fmt_ns(bound, sizeof(bound), y->bound_ns), symbols_state(y->state),
 	       y->state == TALLY_SYMBOLS_CUT	   ? ": the time ran out"
 	       : y->state == TALLY_SYMBOLS_STOPPED ? ": tally record was stopped"
 						   : "");
@@ -451,7 +452,7 @@ static void print_gpu_metrics(const struct tally_section *s)
 	       " (%s), merged %" PRIu64 ", sampler failures %" PRIu64 "\n",
 	       v[TALLY_C_METRIC_DECODED], v[TALLY_C_METRIC_WRITTEN], v[TALLY_C_METRIC_SKIPPED],
 	       v[TALLY_C_METRIC_DROPPED], v[TALLY_C_METRIC_OVERFLOWS], v[TALLY_C_METRIC_GAPS],
-	       cli_fmt_ns(buf, sizeof(buf), v[TALLY_C_METRIC_GAP_NS]), v[TALLY_C_METRIC_MERGED],
+	       tally_fmt_ns(buf, sizeof(buf), v[TALLY_C_METRIC_GAP_NS]), v[TALLY_C_METRIC_MERGED],
 	       v[TALLY_C_METRIC_FAILURES]);
 	for (i = 0; i < s->ngpu_metrics; i++)
 		print_metric_device(&s->gpu_metrics[i]);
@@ -484,8 +485,9 @@ static void print_verdict(const struct tally_section *s, const struct tally_verd
 		       s->ledger.unknown_counters);
 }
 
-static bool check_text(const struct tally_file *f, const struct check_opts *o)
+static bool check_text(const struct report_set *set, const struct check_opts *o)
 {
+	const struct tally_file *f = set->inputs[0].f;
 	bool all = f->nsections > 0;
 	size_t i;
 
@@ -493,20 +495,19 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 		char sz[32];
 
 		printf("%s: %s, %" PRIu64 " chunks, %zu section(s), intact to byte %" PRIu64 "\n",
-		       cli_text(f->path), cli_fmt_bytes(sz, sizeof(sz), f->size), f->chunks,
+		       cli_text(f->path), tally_fmt_bytes(sz, sizeof(sz), f->size), f->chunks,
 		       f->nsections, f->intact_end);
 		if (!f->nsections)
 			printf("  verdict   INCOMPLETE\n    - no session in the file\n");
 	}
-	for (i = 0; i < f->nsections; i++) {
-		const struct tally_section *s = f->sections[i];
-		struct tally_verdict v;
+	for (i = 0; i < set->nsections; i++) {
+		const struct report_section *rs = set->sections[i];
+		const struct tally_section *s = rs->s;
 
-		tally_verdict_compute(f, s, &v);
-		all &= v.complete;
+		all &= rs->verdict.complete;
 		if (o->quiet) {
 			printf("%s[%zu]: %s\n", cli_text(f->path), i,
-			       v.complete ? "COMPLETE" : "INCOMPLETE");
+			       rs->verdict.complete ? "COMPLETE" : "INCOMPLETE");
 		} else {
 			print_session(f, s);
 			print_ledger(s);
@@ -514,9 +515,8 @@ static bool check_text(const struct tally_file *f, const struct check_opts *o)
 			print_symbols(s);
 			print_drops(s);
 			print_gpu_metrics(s);
-			print_verdict(s, &v);
+			print_verdict(s, &rs->verdict);
 		}
-		tally_verdict_fini(&v);
 	}
 	return all;
 }
@@ -651,56 +651,12 @@ static void json_ledger(struct tally_json *j, const struct tally_section *s)
 	tally_json_object_end(j);
 }
 
-static void json_windows(struct tally_json *j, const struct tally_section *s, unsigned counter)
+static void json_section(struct tally_json *j, const struct report_section *rs)
 {
-	size_t i;
-
-	tally_json_name(j, "windows");
-	tally_json_array_begin(j);
-	for (i = 0; i < s->nwindows; i++) {
-		if (s->windows[i].counter != counter)
-			continue;
-		tally_json_object_begin(j);
-		tally_json_field_uint(j, "begin_ns", s->windows[i].t_begin);
-		tally_json_field_uint(j, "end_ns", s->windows[i].t_end);
-		tally_json_field_uint(j, "count", s->windows[i].count);
-		tally_json_object_end(j);
-	}
-	tally_json_array_end(j);
-}
-
-static void json_verdict(struct tally_json *j, const struct tally_section *s,
-			 const struct tally_verdict *v)
-{
-	size_t i;
-
-	tally_json_field_string(j, "verdict", v->complete ? "COMPLETE" : "INCOMPLETE");
-	tally_json_name(j, "reasons");
-	tally_json_array_begin(j);
-	for (i = 0; i < v->nreasons; i++) {
-		const struct tally_reason *r = &v->reasons[i];
-
-		tally_json_object_begin(j);
-		tally_json_field_string(j, "code", tally_reason_code_name(r->code));
-		if (r->code == TALLY_R_LOSS)
-			tally_json_field_string(j, "counter", tally_counter_info(r->counter)->name);
-		tally_json_field_uint(j, "count", r->count);
-		tally_json_field_string(j, "text", r->text);
-		tally_json_field_string(j, "hint", r->hint);
-		if (r->code == TALLY_R_LOSS)
-			json_windows(j, s, r->counter);
-		tally_json_object_end(j);
-	}
-	tally_json_array_end(j);
-}
-
-static void json_section(struct tally_json *j, const struct tally_file *f,
-			 const struct tally_section *s, const struct tally_verdict *v)
-{
+	const struct tally_section *s = rs->s;
 	unsigned k;
 	size_t i;
 
-	(void)f;
 	tally_json_object_begin(j);
 	tally_json_field_uint(j, "offset", s->offset);
 	tally_json_field_uint(j, "pid", s->pid);
@@ -740,7 +696,7 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	json_sampling(j, s);
 	json_symbols(j, s);
 	json_gpu_metrics(j, s);
-	json_verdict(j, s, v);
+	report_verdict_json(j, rs); /* read/'s, as every report writes it */
 	tally_json_name(j, "notes");
 	tally_json_array_begin(j);
 	for (i = 0; i < s->nnotes; i++) {
@@ -761,8 +717,9 @@ static void json_section(struct tally_json *j, const struct tally_file *f,
 	tally_json_object_end(j);
 }
 
-static bool check_json_file(struct tally_json *j, const struct tally_file *f)
+static bool check_json_file(struct tally_json *j, const struct report_set *set)
 {
+	const struct tally_file *f = set->inputs[0].f;
 	bool all = f->nsections > 0;
 	size_t i;
 
@@ -785,13 +742,9 @@ static bool check_json_file(struct tally_json *j, const struct tally_file *f)
 	tally_json_array_end(j);
 	tally_json_name(j, "sections");
 	tally_json_array_begin(j);
-	for (i = 0; i < f->nsections; i++) {
-		struct tally_verdict v;
-
-		tally_verdict_compute(f, f->sections[i], &v);
-		all &= v.complete;
-		json_section(j, f, f->sections[i], &v);
-		tally_verdict_fini(&v);
+	for (i = 0; i < set->nsections; i++) {
+		all &= set->sections[i]->verdict.complete;
+		json_section(j, set->sections[i]);
 	}
 	tally_json_array_end(j);
 	tally_json_field_string(j, "verdict", all ? "COMPLETE" : "INCOMPLETE");
@@ -799,39 +752,38 @@ static bool check_json_file(struct tally_json *j, const struct tally_file *f)
 	return all;
 }
 
-static int check_one(const char *path, const struct check_opts *o, struct tally_json *j,
-		     bool *complete)
+/* One file, read through read/ as every command reads traces (trace-set.h): on its own, so that
+ * a file that cannot be read does not stop the others; its sections aligned among themselves. */
+static int check_one(char *path, const struct check_opts *o, struct tally_json *j, bool *complete)
 {
 	struct cli_progress progress;
-	struct tally_read_ops ops = {
+	struct report_scan_ops ops = {
 	    .chunk = o->verbose && !o->json ? print_chunk : NULL,
 	    .progress = cli_progress_callback,
-	    .ctx = &progress,
+	    .pctx = &progress,
 	};
-	struct tally_file *f = NULL;
+	struct report_set set;
 	char err[512];
 	int rc;
 
-	rc = tally_file_open(&f, path, err, sizeof(err));
+	rc = report_set_open(&set, &path, 1, err, sizeof(err));
 	if (rc == 0) {
 		if (o->verbose && !o->json)
 			printf("%s:\n", cli_text(path));
 		cli_progress_begin(&progress, path);
-		rc = tally_file_read(f, &ops);
+		rc = report_scan(&set, &ops, err, sizeof(err));
 		cli_progress_end(&progress);
-		if (rc < 0)
-			snprintf(err, sizeof(err), "%s: read failed: %s", path, strerror(-rc));
 	}
-	if (rc < 0) {
+	if (rc != 0) {
 		if (j)
 			json_unreadable(j, path, err);
 		else
-			cli_error(TALLY_EXIT_UNREADABLE, "%s", err);
-		tally_file_close(f); /* NULL when open failed */
+			cli_error(TALLY_EXIT_UNREADABLE, "%s", cli_text(err));
+		report_set_close(&set);
 		return TALLY_EXIT_UNREADABLE;
 	}
-	*complete = j ? check_json_file(j, f) : check_text(f, o);
-	tally_file_close(f);
+	*complete = j ? check_json_file(j, &set) : check_text(&set, o);
+	report_set_close(&set);
 	return 0;
 }
 

@@ -18,9 +18,8 @@
 #include "collect-env.h"
 #include "compare.h"
 #include "json.h"
-#include "reader.h"
 #include "record-run.h"
-#include "verdict.h"
+#include "trace-set.h"
 
 #define MAX_ROUNDS 50
 #define REDUCED	   "kernel,memcpy,memset"
@@ -117,7 +116,8 @@ static int make_dir(struct control *ctl)
 		snprintf(ctl->dir_abs, sizeof(ctl->dir_abs), "%.3000s/%.1000s", cwd, ctl->dir);
 	else
 		return cli_error(TALLY_EXIT_ERROR, "cannot read the current directory");
-	if (mkdir(ctl->dir_abs, 0755) < 0 && !(errno == EEXIST && ctl->base.force))
+	if (mkdir(ctl->dir_abs, 0755) < 0 &&
+	    !(errno == EEXIST && collect_value(&ctl->base, TS_FORCE)))
 		return cli_error(errno == EEXIST ? TALLY_EXIT_USAGE : TALLY_EXIT_ERROR, "%s: %s%s",
 				 ctl->dir_abs, strerror(errno),
 				 errno == EEXIST ? " (use --force to reuse it)" : "");
@@ -128,31 +128,27 @@ static int make_dir(struct control *ctl)
 /* ---- the runs ------------------------------------------------------------------------------ */
 
 /* What one trace file says: records, CUPTI's drops, every loss counter, the verdict. */
-static void tally_file_facts(const char *path, struct round_result *rr)
+static void trace_facts(char *path, struct round_result *rr)
 {
-	struct tally_file *f = NULL;
+	struct report_set set;
 	char err[256];
 	size_t i, j;
 
 	rr->files++;
-	if (tally_file_load(&f, path, err, sizeof(err)) < 0) {
+	if (report_set_read(&set, &path, 1, err, sizeof(err)) < 0) {
 		rr->lost++; /* an unreadable trace lost everything it had */
-		tally_file_close(f);
 		return;
 	}
-	for (i = 0; i < f->nsections; i++) {
-		const struct tally_section *s = f->sections[i];
-		struct tally_verdict v = {0};
+	for (i = 0; i < set.nsections; i++) {
+		const struct tally_section *s = set.sections[i]->s;
 
 		rr->records += s->records_total;
 		rr->dropped_cupti += s->ledger.v[TALLY_C_DROPPED_CUPTI];
 		for (j = 0; j < tally_loss_counters_count; j++)
 			rr->lost += s->ledger.v[tally_loss_counters[j]];
-		if (tally_verdict_compute(f, s, &v) == 0 && v.complete)
-			rr->complete++;
-		tally_verdict_fini(&v);
+		rr->complete += set.sections[i]->verdict.complete;
 	}
-	tally_file_close(f);
+	report_set_close(&set);
 }
 
 static int run_one(struct control *ctl, enum config cfg, unsigned round)
@@ -170,9 +166,9 @@ static int run_one(struct control *ctl, enum config cfg, unsigned round)
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 			return cli_error(TALLY_EXIT_ERROR, "%s: %s", dir, strerror(errno));
 		snprintf(c.output_abs, sizeof(c.output_abs), "%.4000s/trace-%%p.tally", dir);
-		c.force = true;
+		c.set.text[TS_FORCE] = "1";
 		if (cfg == C_REDUCED)
-			c.trace = REDUCED;
+			c.set.text[TS_TRACE] = REDUCED;
 	}
 	rc = record_run_program(cfg == C_UNTRACED ? NULL : &c, ctl->argv,
 				ctl->json && !ctl->json_path ? RECORD_RUN_STDOUT_TO_STDERR : 0,
@@ -189,7 +185,7 @@ static int run_one(struct control *ctl, enum config cfg, unsigned round)
 	rr->wall_ns = run.wall_ns;
 	rr->status = run.status;
 	for (i = 0; i < run.nfiles; i++)
-		tally_file_facts(run.files[i].path, rr);
+		trace_facts(run.files[i].path, rr);
 	record_run_fini(&run);
 	if (!ctl->json)
 		fprintf(stderr, "tally control: round %u %-8s %.3f s, exit %d\n", round + 1,
@@ -225,7 +221,8 @@ static void summarize_config(struct config_result *cr, unsigned rounds)
 /* Recording only a window of the run: compare the windows, not the whole runs. */
 static bool windowed(const struct control *ctl)
 {
-	return ctl->base.capture_range || ctl->base.delay_ns || ctl->base.duration_ns;
+	return collect_value(&ctl->base, TS_CAPTURE_RANGE) || collect_value(&ctl->base, TS_DELAY) ||
+	       collect_value(&ctl->base, TS_DURATION);
 }
 
 /* tally compare of every reduced round against every full round (process k = round k). */
@@ -402,10 +399,11 @@ static void json_config(struct tally_json *j, const struct control *ctl, enum co
 	tally_json_object_begin(j);
 	tally_json_field_string(j, "config", config_names[c]);
 	tally_json_field_string(j, "trace",
-				c == C_UNTRACED	  ? ""
-				: c == C_REDUCED  ? REDUCED
-				: ctl->base.trace ? ctl->base.trace
-						  : "cuda,nvtx");
+				c == C_UNTRACED	 ? ""
+				: c == C_REDUCED ? REDUCED
+				: collect_given(&ctl->base, TS_TRACE)
+				    ? collect_given(&ctl->base, TS_TRACE)
+				    : tally_settings[TS_TRACE].def_text);
 	tally_json_field_double(j, "wall_median_s", cr->median_s);
 	tally_json_field_double(j, "wall_min_s", cr->min_s);
 	tally_json_field_double(j, "wall_max_s", cr->max_s);

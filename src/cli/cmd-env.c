@@ -150,12 +150,12 @@ static int use_prefix(struct env_opts *o)
 				 "--prefix %s: give the absolute path tally has where the program "
 				 "runs (e.g. /opt/tally)",
 				 cli_text(o->prefix));
-	if (o->c.output[0] != '/')
+	if (collect_output(&o->c)[0] != '/')
 		return cli_error(TALLY_EXIT_USAGE,
 				 "--prefix: give --output as the absolute path where the program "
 				 "runs, on a mounted volume (e.g. -o /traces/); '%s' would be made "
 				 "absolute against this machine's directory",
-				 cli_text(o->c.output));
+				 cli_text(collect_output(&o->c)));
 	if ((size_t)snprintf(o->c.collector, sizeof(o->c.collector), "%.*s/lib/tally/libtally.so",
 			     (int)(n > 1 && o->prefix[n - 1] == '/' ? n - 1 : n),
 			     o->prefix) >= sizeof(o->c.collector))
@@ -166,7 +166,7 @@ static int use_prefix(struct env_opts *o)
 int cmd_env(int argc, char **argv)
 {
 	struct env_opts o = {.fmt = FMT_SH};
-	struct env_var vars[32];
+	struct env_var vars[COLLECT_ENV_MAX];
 	size_t n;
 	int first, rc;
 
@@ -182,7 +182,7 @@ int cmd_env(int argc, char **argv)
 		return rc;
 	if ((rc = collect_opts_finish(&o.c)) != 0)
 		return rc;
-	n = collect_env(&o.c, vars, 32);
+	n = collect_env(&o.c, vars, COLLECT_ENV_MAX);
 	if (o.fmt == FMT_DOCKER && (rc = check_docker_values(vars, n)) != 0)
 		return rc;
 	print_vars(o.fmt, vars, n);

@@ -15,7 +15,6 @@
 #include "cli.h"
 #include "merge.h"
 #include "trace-set.h"
-#include "verdict.h"
 
 struct merge_cli {
 	const char *output;
@@ -63,15 +62,16 @@ static int parse(int argc, char **argv, struct merge_cli *x, int *first)
 /* Read the merged file back: its verdict is what a reader of it will get. */
 static bool merged_complete(const char *path, size_t *sections)
 {
-	struct tally_file *f = NULL;
+	char err[512], *p = (char *)path;
+	struct report_set set;
 	bool complete;
 
 	*sections = 0;
-	if (tally_file_load(&f, path, NULL, 0) < 0)
+	if (report_set_read(&set, &p, 1, err, sizeof(err)) < 0)
 		return false;
-	*sections = f->nsections;
-	complete = tally_files_complete(&f, 1);
-	tally_file_close(f);
+	*sections = set.inputs[0].f->nsections;
+	complete = set.complete;
+	report_set_close(&set);
 	return complete;
 }
 

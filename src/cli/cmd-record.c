@@ -18,19 +18,21 @@
 #include "collect-env.h"
 #include "doctor.h"
 #include "forward.h"
+#include "grow.h"
 #include "json.h"
 #include "outfile.h"
 #include "pattern.h"
-#include "reader.h"
 #include "record-run.h"
 #include "symbolize.h"
-#include "verdict.h"
+#include "trace-set.h"
+#include "units.h"
 #include "writer.h"
 
 struct record_opts {
 	struct collect_opts c;
 	bool quiet, json, skip_checks;
 	const char *json_path; /* --json=FILE; plain --json goes to standard error */
+	bool force;	       /* --force (or TALLY_FORCE): for the trace and --json=FILE alike */
 };
 
 static volatile sig_atomic_t child_pid;
@@ -51,7 +53,8 @@ static const struct cli_option record_options[] = {
     CLI_BOOL(S, 'q', "quiet", quiet, "print nothing after the run but problems"),
     CLI_CALLBACK_OPTARG(0, "json", "FILE", set_json,
 			"the closing summary as JSON, on standard error or into FILE (never\n"
-			"into the program's standard output; docs/record.md)"),
+			"into the program's standard output; docs/record.md); FILE is\n"
+			"replaced only with --force, as the trace is"),
     CLI_BOOL(S, 0, "no-checks", skip_checks, "do not stop on the doctor's blocking findings"),
     CLI_GROUP(S, c, collect_options, "recording options (also for tally env)"),
     CLI_END,
@@ -106,22 +109,63 @@ static void install_forwarding(void)
 			sigaction(sigs[i], &sa, NULL);
 }
 
-/*
- * Refuse to run if the one name the pattern makes is taken (names with %p/%n never are), or is
- * anything but a regular file: --force replaces a regular file only (outfile.h).
- */
-static int record_check_overwrite(const struct collect_opts *c)
+/* The one trace name the pattern makes, or "" when it makes one per process (%p, %n). */
+static int fixed_trace_name(const struct collect_opts *c, char *path, size_t len)
 {
 	struct tally_pattern_vars vars = {.pid = getpid()};
-	char path[PATH_MAX], err[PATH_MAX + 128];
+	char err[PATH_MAX + 128];
 
-	if (strstr(c->output, "%p") || strstr(c->output, "%n"))
+	path[0] = '\0';
+	if (strstr(collect_output(c), "%p") || strstr(collect_output(c), "%n"))
 		return 0;
-	if (tally_pattern_expand(c->output_abs, &vars, path, sizeof(path), err, sizeof(err)) < 0)
+	if (tally_pattern_expand(c->output_abs, &vars, path, len, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_USAGE, "--output: %s", err);
-	if (outfile_check(path, c->force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
+	return 0;
+}
+
+/* path made absolute (its directory resolved, as the trace's is), for comparing names. */
+static void absolute(const char *path, char *out, size_t len)
+{
+	char dir[PATH_MAX], real[PATH_MAX + 1];
+	const char *slash = strrchr(path, '/');
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	if (!dir[0])
+		snprintf(dir, sizeof(dir), "/");
+	if (!realpath(dir, real))
+		snprintf(real, sizeof(real), "%s", dir);
+	if ((size_t)snprintf(out, len, "%s/%s", strcmp(real, "/") ? real : "",
+			     slash ? slash + 1 : path) >= len)
+		snprintf(out, len, "%s", path);
+}
+
+/*
+ * Refuse to run if a file the run would write is taken, the same way for the trace and for
+ * --json=FILE: the one name the pattern makes (names with %p/%n never are) or FILE exists and
+ * --force is not given, or is anything but a regular file (--force replaces a regular file
+ * only: outfile.h); and FILE may not be the trace itself.
+ */
+static int record_check_overwrite(const struct record_opts *o)
+{
+	char path[PATH_MAX], json[PATH_MAX], trace[PATH_MAX], err[PATH_MAX + 128];
+	bool force = collect_value(&o->c, TS_FORCE);
+	int rc;
+
+	if ((rc = fixed_trace_name(&o->c, path, sizeof(path))) != 0)
+		return rc;
+	if (path[0] && outfile_check(path, force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_USAGE, "%s%s", cli_text(err),
-				 c->force ? "" : "; or use a pattern with %p or %n");
+				 force ? "" : "; or use a pattern with %p or %n");
+	if (!o->json_path)
+		return 0;
+	absolute(o->json_path, json, sizeof(json));
+	absolute(path, trace, sizeof(trace));
+	if (path[0] && strcmp(json, trace) == 0)
+		return cli_error(TALLY_EXIT_USAGE,
+				 "--json=%s is the trace this run writes (-o): name another file",
+				 cli_text(o->json_path));
+	if (outfile_check(o->json_path, force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
+		return cli_error(TALLY_EXIT_USAGE, "--json: %s", cli_text(err));
 	return 0;
 }
 
@@ -147,8 +191,8 @@ static void make_manifest(char *manifest, size_t len)
 static void child_exec(const struct collect_opts *c, const char *manifest, char **argv,
 		       unsigned flags, int failed_fd)
 {
-	struct env_var vars[32];
-	size_t n = c ? collect_env(c, vars, 32) : 0, i;
+	struct env_var vars[COLLECT_ENV_MAX];
+	size_t n = c ? collect_env(c, vars, COLLECT_ENV_MAX) : 0, i;
 	char pid[32];
 	int err;
 
@@ -199,15 +243,8 @@ static int wait_child(pid_t pid)
 
 static bool add_written(struct record_run *run, size_t *cap, long pid, const char *path)
 {
-	if (run->nfiles == *cap) {
-		size_t n = *cap ? 2 * *cap : 64;
-		struct record_written *t = realloc(run->files, n * sizeof(*t));
-
-		if (!t)
-			return false;
-		run->files = t;
-		*cap = n;
-	}
+	if (!tally_grow_in(&run->files, cap, run->nfiles + 1, sizeof(*run->files)))
+		return false;
 	snprintf(run->files[run->nfiles].path, sizeof(run->files[0].path), "%s", path);
 	run->files[run->nfiles].pid = pid;
 	run->files[run->nfiles++].ended = false;
@@ -319,12 +356,14 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 			   struct metric_said *ms)
 {
 	struct cli_colors col = cli_colors_for(out);
-	struct tally_file *f = NULL;
-	struct tally_verdict v = {0};
-	char err[512], size[32];
+	char err[512], size[32], *path = (char *)w->path;
+	const struct tally_verdict *v;
+	const struct tally_section *s;
+	struct report_set set;
+	bool complete;
 	size_t i;
 
-	if (tally_file_load(&f, w->path, err, sizeof(err)) < 0 || !f->nsections) {
+	if (report_set_read(&set, &path, 1, err, sizeof(err)) < 0 || !set.nsections) {
 		if (j) {
 			tally_json_object_begin(j);
 			tally_json_field_string(j, "path", w->path);
@@ -332,40 +371,41 @@ static bool summarize_file(FILE *out, struct tally_json *j, const struct record_
 			tally_json_object_end(j);
 		} else {
 			fprintf(out, "  %s: unreadable: %s\n", cli_text(w->path),
-				f ? "no session" : cli_text(err));
+				set.ninputs ? "no session" : cli_text(err));
 		}
-		tally_file_close(f);
+		report_set_close(&set);
 		return false;
 	}
-	tally_verdict_compute(f, f->sections[0], &v);
-	say_gpu_metrics(f->sections[0], ms);
+	s = set.sections[0]->s;
+	v = &set.sections[0]->verdict;
+	say_gpu_metrics(s, ms);
 	if (j) {
 		tally_json_object_begin(j);
 		tally_json_field_string(j, "path", w->path);
 		tally_json_field_int(j, "pid", w->pid);
-		tally_json_field_uint(j, "size", f->size);
-		tally_json_field_uint(j, "records", f->sections[0]->records_total);
-		tally_json_field_string(j, "verdict", v.complete ? "COMPLETE" : "INCOMPLETE");
-		tally_json_field_bool(j, "disk_filled", disk_filled(f->sections[0]));
+		tally_json_field_uint(j, "size", set.inputs[0].f->size);
+		tally_json_field_uint(j, "records", s->records_total);
+		tally_json_field_string(j, "verdict", v->complete ? "COMPLETE" : "INCOMPLETE");
+		tally_json_field_bool(j, "disk_filled", disk_filled(s));
 		tally_json_name(j, "reasons");
 		tally_json_array_begin(j);
-		for (i = 0; i < v.nreasons; i++)
-			tally_json_string(j, v.reasons[i].text);
+		for (i = 0; i < v->nreasons; i++)
+			tally_json_string(j, v->reasons[i].text);
 		tally_json_array_end(j);
 		tally_json_object_end(j);
 	} else {
 		fprintf(out, "  %s: %s, ", cli_text(w->path),
-			cli_fmt_bytes(size, sizeof(size), f->size));
-		print_counts(out, f->sections[0]);
-		fprintf(out, ", %s%s%s\n", v.complete ? col.green : col.red,
-			v.complete ? "COMPLETE" : "INCOMPLETE", col.reset);
-		for (i = 0; i < v.nreasons; i++)
-			fprintf(out, "    - %s\n", cli_text(v.reasons[i].text));
-		say_disk_filled(out, w->path, f->sections[0]);
+			tally_fmt_bytes(size, sizeof(size), set.inputs[0].f->size));
+		print_counts(out, s);
+		fprintf(out, ", %s%s%s\n", v->complete ? col.green : col.red,
+			v->complete ? "COMPLETE" : "INCOMPLETE", col.reset);
+		for (i = 0; i < v->nreasons; i++)
+			fprintf(out, "    - %s\n", cli_text(v->reasons[i].text));
+		say_disk_filled(out, w->path, s);
 	}
-	tally_verdict_fini(&v);
-	tally_file_close(f);
-	return v.complete;
+	complete = v->complete;
+	report_set_close(&set);
+	return complete;
 }
 
 /* Where --json goes: standard error, or FILE (replaced only if it is a regular file). */
@@ -376,7 +416,7 @@ static FILE *json_open(const struct record_opts *o, struct outfile *of)
 
 	if (!o->json_path)
 		return stderr;
-	if (outfile_open(of, o->json_path, OUTFILE_FORCE, err, sizeof(err)) < 0) {
+	if (outfile_open(of, o->json_path, o->force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0) {
 		cli_warn("--json: %s", err);
 		return NULL;
 	}
@@ -394,7 +434,8 @@ static void json_close(const struct record_opts *o, FILE *f, struct outfile *of)
 
 	if (f == stderr)
 		return;
-	if (fclose(f) != 0 || outfile_commit(of, OUTFILE_FORCE, err, sizeof(err)) < 0)
+	if (fclose(f) != 0 ||
+	    outfile_commit(of, o->force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
 		cli_warn("--json=%s: not written", o->json_path);
 	outfile_abort(of);
 }
@@ -634,7 +675,10 @@ int cmd_record(int argc, char **argv)
 	collect_opts_init(&o.c);
 	if ((rc = cli_parse(&record_command, &o, argc, argv, &first)) != 0)
 		return rc == CLI_HELP_SHOWN ? TALLY_EXIT_OK : rc;
-	if ((rc = collect_opts_finish(&o.c)) != 0 || (rc = record_check_overwrite(&o.c)) != 0)
+	if ((rc = collect_opts_finish(&o.c)) != 0)
+		return rc;
+	o.force = collect_value(&o.c, TS_FORCE);
+	if ((rc = record_check_overwrite(&o)) != 0)
 		return rc;
 	if (!o.skip_checks && (rc = record_preflight(&o.c)) != 0)
 		return rc;

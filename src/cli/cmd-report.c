@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "page.h"
+#include "units.h"
 
 #define DEFAULT_BUCKETS 16384
 #define DEFAULT_EXACT	200000
@@ -62,7 +63,7 @@ static void summary(const struct report_cli *x, const struct report_html_result 
 		"%s: %" PRIu64 " records -> %s (%s, %zu lanes, %" PRIu64
 		" exact events) in %.2f s: %s\n",
 		tally_progname, res->records, x->o.output,
-		cli_fmt_bytes(size, sizeof(size), res->bytes), res->lanes, res->exact_events,
+		tally_fmt_bytes(size, sizeof(size), res->bytes), res->lanes, res->exact_events,
 		(double)(cli_now_ns() - t0) / 1e9, res->complete ? "COMPLETE" : "INCOMPLETE");
 }
 

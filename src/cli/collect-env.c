@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared record/env options and the collector's environment; see collect-env.h. */
 #include "collect-env.h"
-#include "ranks.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -11,155 +10,108 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "metricset.h"
 #include "pattern.h"
 
 #define CHILD_SUFFIX_MAX 8 /* "-4194304" */
 
-/* --trace: the kinds the collector knows (TALLY_TRACE), comma-separated. */
-static int set_trace(void *opts, const char *arg, char *err, size_t len)
-{
-	static const char *const known[] = {"cuda",    "nvtx",	 "kernel", "memcpy",   "memset",
-					    "runtime", "driver", "sync",   "overhead", "none",
-					    "memory",  "osrt",	 NULL};
-	const char *p = arg;
-	size_t i, n;
-
-	for (; *p; p += n + (p[n] == ',')) {
-		n = strcspn(p, ",");
-		for (i = 0; known[i] && (strlen(known[i]) != n || strncmp(known[i], p, n)); i++)
-			;
-		if (n && !known[i]) {
-			snprintf(err, len,
-				 "unknown kind '%.*s' (use cuda, nvtx, kernel, memcpy, memset, "
-				 "runtime, driver, sync, overhead, memory, osrt)",
-				 (int)n, cli_text(p));
-			return -EINVAL;
-		}
-	}
-	((struct collect_opts *)opts)->trace = arg;
-	return 0;
-}
-
-static int set_ranks(void *opts, const char *arg, char *err, size_t len)
-{
-	if (!tally_ranks_valid(arg, err, len))
-		return -EINVAL;
-	((struct collect_opts *)opts)->ranks = arg;
-	return 0;
-}
-
-static int set_capture_range(void *opts, const char *arg, char *err, size_t len)
-{
-	if (strcmp(arg, "cudaProfilerApi") != 0) {
-		snprintf(err, len, "only cudaProfilerApi is known");
-		return -EINVAL;
-	}
-	((struct collect_opts *)opts)->capture_range = arg;
-	return 0;
-}
-
-/* --sample: what TALLY_SAMPLE takes (docs/collector.md, "Host sampling"). */
-static const char *const sample_names[] = {"none",	    "python",	     "native",
-					   "python,native", "native,python", NULL};
-bool collect_opts_native(const struct collect_opts *o)
-{
-	return o->native_stacks || (o->sample > 0 && strstr(sample_names[o->sample], "native"));
-}
-
-/* --gpu-metrics[=DEVICES]: all, or CUDA ordinals */
-static int set_gpu_metrics(void *opts, const char *arg, char *err, size_t len)
-{
-	uint64_t mask;
-
-	if (arg && *arg && pm_devices_parse(arg, &mask, err, len) < 0)
-		return -EINVAL;
-	((struct collect_opts *)opts)->gpu_metrics = arg && *arg ? arg : "all";
-	return 0;
-}
-
-static int set_gpu_metrics_set(void *opts, const char *arg, char *err, size_t len)
-{
-	struct pm_metric m[PM_METRICS_MAX];
-	char store[PM_METRICS_MAX * (PM_METRIC_NAME_MAX + 1)];
-
-	if (pm_metric_list_parse(arg, m, PM_METRICS_MAX, store, sizeof(store), err, len) < 0)
-		return -EINVAL;
-	((struct collect_opts *)opts)->gpu_metrics_set = arg;
-	return 0;
-}
-
 #define C struct collect_opts
 const struct cli_option collect_options[] = {
-    CLI_STRING(C, 'o', "output", "PATTERN", output,
-	       "file name; %p pid, %h host, %n sequence, %q{VAR} env variable (default "
-	       "tally-%p.tally)"),
-    CLI_CALLBACK('t', "trace", "LIST", set_trace,
-		 "cuda,nvtx (default), or: kernel memcpy memset runtime driver sync overhead "
-		 "memory (CUDA allocations and frees) osrt (calls that block: locks, waits, "
-		 "sleeps, reads)"),
-    CLI_CHOICE(C, 0, "sample", "KINDS", sample, sample_names,
-	       "host sampling: python (every thread's Python stack, wall clock), native (CPU\n"
-	       "time, perf events or a timer), python,native, or none (default)"),
-    CLI_UINT(C, 0, "sample-rate", "HZ", sample_hz, 1, 20000,
-	     "samples per second per thread (default 1000)"),
-    CLI_DURATION(C, 0, "osrt-threshold", "DURATION", osrt_threshold_ns, 1, UINT64_MAX,
-		 "--trace osrt keeps calls this long or longer (default 1us)"),
-    CLI_BOOL(C, 0, "python-stacks", python_stacks,
-	     "the Python stack of every launch, copy and memset call"),
-    CLI_BOOL(C, 0, "native-stacks", native_stacks,
-	     "the native call stack (return addresses) of every launch"),
-    CLI_STRING(C, 0, "stack-depth", "N", stack_depth,
-	       "frames kept per stack (default 32, at most 128)"),
-    CLI_DURATION(C, 0, "delay", "SECONDS", delay_ns, 0, UINT64_MAX,
-		 "start recording this long after the program starts"),
-    CLI_DURATION(C, 0, "duration", "SECONDS", duration_ns, 0, UINT64_MAX,
-		 "stop recording after this long (the file is closed then)"),
-    CLI_CALLBACK(0, "capture-range", "cudaProfilerApi", set_capture_range,
-		 "record only between cudaProfilerStart and Stop"),
-    CLI_STRING(C, 0, "devices", "LIST", devices,
-	       "keep GPU records of these device ids only (e.g. 0,1)"),
-    CLI_CALLBACK(0, "ranks", "LIST", set_ranks,
-		 "record only these ranks (SLURM_PROCID, RANK, ...): 0 or 0,4-7"),
-    CLI_SIZE(C, 0, "buffer-size", "BYTES", buffer_size, 4096, UINT64_MAX,
-	     "CUPTI buffer size (default 4M)"),
-    CLI_SIZE(C, 0, "pool-buffers", "N", pool_buffers, 1, UINT64_MAX,
-	     "buffers the pool may hold (default 64)"),
-    CLI_SIZE(C, 0, "flush-interval", "MS", slice_ms, 1, UINT64_MAX,
-	     "ledger slice and periodic flush; bounds SIGKILL loss (1000)"),
-    CLI_CALLBACK_OPTARG(0, "gpu-metrics", "DEVICES", set_gpu_metrics,
-			"sample the GPUs' performance counters (SM, tensor, DRAM, PCIe,\n"
-			"NVLink): all (the default) or CUDA ordinals 0,2; one process of a job\n"
-			"samples each device, the others say which (docs/collector.md)"),
-    CLI_UINT(C, 0, "gpu-metrics-frequency", "HZ", gpu_metrics_hz, 10, 200000,
-	     "GPU metric samples per second (default 10000)"),
-    CLI_CALLBACK(0, "gpu-metrics-set", "LIST", set_gpu_metrics_set,
-		 "default, or CUPTI metric names (sm__cycles_active.avg...), comma-separated"),
-    CLI_BOOL(C, 'f', "force", force, "overwrite existing files"),
+    CLI_SETTING(C, set, TS_OUTPUT),
+    CLI_SETTING(C, set, TS_TRACE),
+    CLI_SETTING(C, set, TS_SAMPLE),
+    CLI_SETTING(C, set, TS_SAMPLE_RATE),
+    CLI_SETTING(C, set, TS_OSRT_THRESHOLD),
+    CLI_SETTING(C, set, TS_PYTHON_STACKS),
+    CLI_SETTING(C, set, TS_NATIVE_STACKS),
+    CLI_SETTING(C, set, TS_STACK_DEPTH),
+    CLI_SETTING(C, set, TS_DELAY),
+    CLI_SETTING(C, set, TS_DURATION),
+    CLI_SETTING(C, set, TS_CAPTURE_RANGE),
+    CLI_SETTING(C, set, TS_DEVICES),
+    CLI_SETTING(C, set, TS_RANKS),
+    CLI_SETTING(C, set, TS_BUFFER_SIZE),
+    CLI_SETTING(C, set, TS_POOL_BUFFERS),
+    CLI_SETTING(C, set, TS_SLICE),
+    CLI_SETTING(C, set, TS_GPU_METRICS),
+    CLI_SETTING(C, set, TS_GPU_METRICS_HZ),
+    CLI_SETTING(C, set, TS_GPU_METRICS_SET),
+    CLI_SETTING(C, set, TS_FORCE),
     CLI_END,
 };
 #undef C
 
-#define DEFAULT_OUTPUT "tally-%p.tally"
-
 void collect_opts_init(struct collect_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->output = DEFAULT_OUTPUT;
+}
+
+const char *collect_given(const struct collect_opts *o, enum tally_setting_id id)
+{
+	return o->set.text[id];
+}
+
+uint64_t collect_value(const struct collect_opts *o, enum tally_setting_id id)
+{
+	const char *text;
+	char why[8];
+	uint64_t v;
+
+	if (o->set.text[id] && tally_setting_parse(id, o->set.text[id], false, &v, why, 1) == 0)
+		return v;
+	if (tally_setting_get(id, &v, &text, why, sizeof(why)) == 0)
+		return v;
+	return tally_settings[id].def;
+}
+
+const char *collect_output(const struct collect_opts *o)
+{
+	return o->set.text[TS_OUTPUT] ? o->set.text[TS_OUTPUT] : tally_settings[TS_OUTPUT].def_text;
+}
+
+bool collect_opts_native(const struct collect_opts *o)
+{
+	return collect_value(o, TS_NATIVE_STACKS) || (collect_value(o, TS_SAMPLE) & SAMPLE_NATIVE);
 }
 
 /* -o DIR/ or -o DIR (a directory that is there): the default name in it. */
 static void output_in_directory(struct collect_opts *o)
 {
-	size_t n = strlen(o->output);
+	const char *given = collect_output(o);
+	size_t n = strlen(given);
 	struct stat st;
 
-	if (!n || (o->output[n - 1] != '/' &&
-		   (strchr(o->output, '%') || stat(o->output, &st) < 0 || !S_ISDIR(st.st_mode))))
+	if (!n || (given[n - 1] != '/' &&
+		   (strchr(given, '%') || stat(given, &st) < 0 || !S_ISDIR(st.st_mode))))
 		return;
-	snprintf(o->output_buf, sizeof(o->output_buf), "%s%s%s", o->output,
-		 o->output[n - 1] == '/' ? "" : "/", DEFAULT_OUTPUT);
-	o->output = o->output_buf;
+	snprintf(o->output_buf, sizeof(o->output_buf), "%s%s%s", given,
+		 given[n - 1] == '/' ? "" : "/", tally_settings[TS_OUTPUT].def_text);
+	o->set.text[TS_OUTPUT] = o->output_buf;
+}
+
+/* The variables every run sets whatever tally's environment holds: TALLY_OUTPUT (collect_env),
+ * and TALLY_MANIFEST and TALLY_ROOT_PID (tally record's child). */
+static bool set_always(size_t id)
+{
+	return id == TS_OUTPUT || id == TS_MANIFEST || id == TS_ROOT_PID;
+}
+
+/* The settings the program inherits from tally's own environment, where no option replaces
+ * them: each is checked now, as the collector will read it, so that a bad one stops the run
+ * before the program starts instead of leaving it unrecorded. */
+static int check_inherited(const struct collect_opts *o)
+{
+	char why[512];
+	const char *text;
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < TALLY_SETTING_COUNT; i++)
+		if (!o->set.text[i] && !set_always(i) &&
+		    tally_setting_get(i, &v, &text, why, sizeof(why)) < 0)
+			return cli_usage_error("%s (in tally's environment, which the program "
+					       "inherits: fix it or unset it)",
+					       cli_text(why));
+	return 0;
 }
 
 /*
@@ -191,19 +143,22 @@ static int absolute_output(struct collect_opts *o)
 	char cwd[PATH_MAX], test[PATH_MAX], err[256];
 	int rc;
 
+	const char *output;
+
 	output_in_directory(o);
-	if (tally_pattern_expand(o->output, &vars, test, sizeof(test), err, sizeof(err)) < 0)
+	output = collect_output(o);
+	if (tally_pattern_expand(output, &vars, test, sizeof(test), err, sizeof(err)) < 0)
 		return cli_usage_error("--output: %s", err);
 	if ((rc = check_name_lengths(test)) != 0)
 		return rc;
-	if (o->output[0] == '/') {
-		snprintf(o->output_abs, sizeof(o->output_abs), "%s", o->output);
+	if (output[0] == '/') {
+		snprintf(o->output_abs, sizeof(o->output_abs), "%s", output);
 		return 0;
 	}
 	if (!getcwd(cwd, sizeof(cwd)))
 		return cli_error(TALLY_EXIT_ERROR, "cannot read the current directory: %s",
 				 strerror(errno));
-	if ((size_t)snprintf(o->output_abs, sizeof(o->output_abs), "%s/%s", cwd, o->output) >=
+	if ((size_t)snprintf(o->output_abs, sizeof(o->output_abs), "%s/%s", cwd, output) >=
 	    sizeof(o->output_abs))
 		return cli_usage_error("--output: path too long");
 	return 0;
@@ -213,11 +168,11 @@ int collect_opts_finish(struct collect_opts *o)
 {
 	int rc;
 
-	if ((o->gpu_metrics_hz || o->gpu_metrics_set) && !o->gpu_metrics)
+	if ((o->set.text[TS_GPU_METRICS_HZ] || o->set.text[TS_GPU_METRICS_SET]) &&
+	    !o->set.text[TS_GPU_METRICS])
 		return cli_usage_error("--gpu-metrics-frequency and --gpu-metrics-set go with "
 				       "--gpu-metrics");
-
-	if ((rc = absolute_output(o)) != 0)
+	if ((rc = check_inherited(o)) != 0 || (rc = absolute_output(o)) != 0)
 		return rc;
 	if (!o->collector[0] && cli_find_collector(o->collector, sizeof(o->collector)) < 0)
 		return cli_error(TALLY_EXIT_ERROR,
@@ -236,24 +191,13 @@ static void put(struct env_var *vars, size_t *n, size_t max, const char *name, c
 	(*n)++;
 }
 
-/* A number, unless 0 (unset: the collector's default). */
-static void put_uint(struct env_var *vars, size_t *n, size_t max, const char *name, uint64_t v)
-{
-	char num[32];
-
-	if (!v)
-		return;
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
-	put(vars, n, max, name, num);
-}
-
 size_t collect_env(const struct collect_opts *o, struct env_var *vars, size_t max)
 {
 	const char *preload = getenv("LD_PRELOAD");
-	size_t n = 0;
+	size_t n = 0, i;
 
 	put(vars, &n, max, "CUDA_INJECTION64_PATH", o->collector);
-	if (!o->trace || strstr(o->trace, "nvtx"))
+	if (collect_value(o, TS_TRACE) & TRACE_NVTX)
 		put(vars, &n, max, "NVTX_INJECTION64_PATH", o->collector);
 	if (preload && *preload && !strstr(preload, o->collector)) {
 		char both[PATH_MAX * 2];
@@ -263,29 +207,9 @@ size_t collect_env(const struct collect_opts *o, struct env_var *vars, size_t ma
 	} else {
 		put(vars, &n, max, "LD_PRELOAD", o->collector);
 	}
-	put(vars, &n, max, "TALLY_OUTPUT", o->output_abs);
-	put(vars, &n, max, "TALLY_TRACE", o->trace);
-	put_uint(vars, &n, max, "TALLY_DELAY_MS", o->delay_ns / 1000000);
-	put_uint(vars, &n, max, "TALLY_DURATION_MS", o->duration_ns / 1000000);
-	put(vars, &n, max, "TALLY_CAPTURE_RANGE", o->capture_range);
-	put(vars, &n, max, "TALLY_DEVICES", o->devices);
-	put(vars, &n, max, "TALLY_RANKS", o->ranks);
-	put_uint(vars, &n, max, "TALLY_BUFFER_SIZE", o->buffer_size);
-	put_uint(vars, &n, max, "TALLY_POOL_BUFFERS", o->pool_buffers);
-	put_uint(vars, &n, max, "TALLY_SLICE_MS", o->slice_ms);
-	if (o->force)
-		put(vars, &n, max, "TALLY_FORCE", "1");
-	if (o->python_stacks)
-		put(vars, &n, max, "TALLY_PYTHON_STACKS", "1");
-	if (o->native_stacks)
-		put(vars, &n, max, "TALLY_NATIVE_STACKS", "1");
-	put(vars, &n, max, "TALLY_STACK_DEPTH", o->stack_depth);
-	if (o->sample)
-		put(vars, &n, max, "TALLY_SAMPLE", sample_names[o->sample]);
-	put_uint(vars, &n, max, "TALLY_SAMPLE_RATE", o->sample_hz);
-	put_uint(vars, &n, max, "TALLY_OSRT_THRESHOLD_NS", o->osrt_threshold_ns);
-	put(vars, &n, max, "TALLY_GPU_METRICS", o->gpu_metrics);
-	put_uint(vars, &n, max, "TALLY_GPU_METRICS_FREQUENCY", o->gpu_metrics_hz);
-	put(vars, &n, max, "TALLY_GPU_METRICS_SET", o->gpu_metrics_set);
+	put(vars, &n, max, tally_settings[TS_OUTPUT].env, o->output_abs);
+	for (i = 0; i < TALLY_SETTING_COUNT; i++)
+		if (i != TS_OUTPUT)
+			put(vars, &n, max, tally_settings[i].env, o->set.text[i]);
 	return n;
 }

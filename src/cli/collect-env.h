@@ -14,40 +14,45 @@
 #include "cli.h"
 
 struct collect_opts {
-	const char *output; /* pattern as given (-o DIR/: DIR/tally-%p.tally, in output_buf) */
-	char output_buf[PATH_MAX];
+	struct cli_settings set;   /* the settings given as options (common/settings.h) */
+	char output_buf[PATH_MAX]; /* -o DIR/ or -o DIR: DIR/tally-%p.tally */
 	char output_abs[PATH_MAX];
-	const char *trace, *capture_range, *devices, *ranks, *stack_depth;
-	uint64_t delay_ns, duration_ns;		      /* 0: from the start, to the end */
-	uint64_t buffer_size, pool_buffers, slice_ms; /* 0: the collector's default */
-	bool force, python_stacks, native_stacks;
-	int sample;				   /* --sample: an index of the names, 0 none */
-	unsigned sample_hz;			   /* 0: the collector's default */
-	uint64_t osrt_threshold_ns;		   /* 0: the collector's default */
-	const char *gpu_metrics, *gpu_metrics_set; /* devices ("all", "0,2"), metric list */
-	unsigned gpu_metrics_hz;		   /* 0: the collector's default */
 	char collector[PATH_MAX]; /* set before collect_opts_finish: that path, not looked for */
 };
 
 /*
- * The recording options, a group in record's, env's and control's tables (cli-options.h).  An
- * option that reaches the collector is a row here, a field above and a line in collect_env.
+ * The recording options, a group in record's, env's and control's tables (cli-options.h): one
+ * CLI_SETTING row each.  A setting that reaches the collector is a row of common/settings.c;
+ * collect_env writes every one given.
  */
 extern const struct cli_option collect_options[];
 
 void collect_opts_init(struct collect_opts *o);
-/* Make the output pattern absolute (checking the names it makes), find libtally.so.  0 or an
- * exit code. */
+/*
+ * Check what the program will get before it runs: the settings of tally's own environment that
+ * no option replaces (the program inherits them), each as the collector will read it; make the
+ * output pattern absolute (checking the names it makes); find libtally.so.  0 or an exit code.
+ */
 int collect_opts_finish(struct collect_opts *o);
 /* Whether the recording takes native frames (--native-stacks, --sample with native). */
 bool collect_opts_native(const struct collect_opts *o);
+
+/* A setting's text as given (NULL: not given as an option). */
+const char *collect_given(const struct collect_opts *o, enum tally_setting_id id);
+/* A setting as the collector will have it: the option's, else the inherited variable's (checked
+ * by collect_opts_finish), else the default. */
+uint64_t collect_value(const struct collect_opts *o, enum tally_setting_id id);
+/* The output pattern as given (or the default). */
+const char *collect_output(const struct collect_opts *o);
+
+#define COLLECT_ENV_MAX (TALLY_SETTING_COUNT + 4)
 
 struct env_var {
 	const char *name;
 	char value[PATH_MAX + 64];
 };
 
-/* The variables to set, in a stable order; returns how many. */
+/* The variables to set (at most COLLECT_ENV_MAX), in a stable order; returns how many. */
 size_t collect_env(const struct collect_opts *o, struct env_var *vars, size_t max);
 
 #endif

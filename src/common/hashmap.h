@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One hash table for every "find the stream (lane, row, allocation) of this record" of the
- * readers: a key of two 64-bit words (a section, a device, a stream, an address packed by the
- * caller) to a non-zero 32-bit value (the caller's index + 1).
+ * The one hash table of tally: a key of two 64-bit words (a section, a device, a stream, an address
+ * packed by the caller) to a non-zero 32-bit value (the caller's index + 1); or, for a key the
+ * caller keeps itself (a string), the key's hash to the indexes of the items of that hash
+ * (tally_map_find, tally_map_add).
  *
  * The keys a trace hands us are anything but random: stream ids count up from 7, addresses are
  * 2 MiB-aligned, section indexes are small.  A table that takes such a key modulo a power of two
@@ -51,6 +52,20 @@ uint32_t tally_map_get(const struct tally_map *m, uint64_t k0, uint64_t k1);
  * unchanged).
  */
 int tally_map_put(struct tally_map *m, uint64_t k0, uint64_t k1, uint32_t value);
+/* Remove (k0, k1) (the entries after it in its run move back: lookups still find them); its
+ * value, or 0 when it was absent. */
+uint32_t tally_map_del(struct tally_map *m, uint64_t k0, uint64_t k1);
 void tally_map_fini(struct tally_map *m);
+
+/*
+ * Keys the map cannot hold whole (a string, a name with its kind, a stack): the caller keeps its
+ * items in an array of its own and the map their hash, with the item's index + 1 as the value.
+ * tally_map_find walks the items of that hash, asking same(ctx, value) whether the item is the
+ * one looked for (so two keys of one hash stay apart); 0 when none is.  tally_map_add adds an item
+ * the caller found absent (a hash may then stand for several).  0, or -ENOMEM (unchanged).
+ */
+uint32_t tally_map_find(const struct tally_map *m, uint64_t hash,
+			bool (*same)(void *ctx, uint32_t value), void *ctx);
+int tally_map_add(struct tally_map *m, uint64_t hash, uint32_t value);
 
 #endif

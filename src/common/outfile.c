@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "hashmap.h"
 
 static const char *file_type_name(mode_t m)
@@ -63,15 +64,8 @@ int outfile_protect(const char *path, unsigned long long dev, unsigned long long
 	if (!p) {
 		if (nprotected == UINT32_MAX - 1)
 			return -ENOMEM;
-		if (nprotected == protected_cap) {
-			size_t cap = protected_cap ? 2 * protected_cap : 16;
-
-			p = realloc(protected, cap * sizeof(*p));
-			if (!p)
-				return -ENOMEM;
-			protected = p;
-			protected_cap = cap;
-		}
+		if (!tally_grow_in(&protected, &protected_cap, nprotected + 1, sizeof(*protected)))
+			return -ENOMEM;
 		if (tally_map_put(&protected_at, dev, ino, (uint32_t)nprotected + 1) < 0)
 			return -ENOMEM;
 		p = &protected[nprotected++];

@@ -106,7 +106,7 @@ void *spill_push(struct spill *s)
 		}
 		if (s->n == s->cap) {
 			cap = cap > most && most > s->cap ? most : cap;
-			if (!(m = realloc(s->mem, cap * s->elem))) {
+			if (!(m = tally_resize(s->mem, cap, s->elem))) {
 				s->err = ENOMEM;
 				return NULL;
 			}

@@ -12,8 +12,7 @@ struct cmp_keys {
 	char **name;
 	unsigned *kind;
 	size_t n, cap;
-	uint32_t *slot; /* open addressing: key + 1, 0 empty */
-	size_t nslot;
+	struct tally_map index; /* a name's hash -> its key + 1 */
 };
 
 long cmp_key_intern(struct cmp_keys *k, const char *name, unsigned kind);
@@ -69,6 +68,8 @@ struct cmp_side {
 	struct tally_map stream_map; /* stream id -> index + 1 */
 	uint64_t untimed;
 	bool failed;
+	struct stats *st;	      /* the same pass through the model: what bounds the steps */
+	struct report_scan_ops model; /* its calls */
 	/* summaries (tally stats --partial): their distributions, per key, as sketches */
 	bool summaries;
 	struct tally_sketch *sk;
@@ -83,7 +84,9 @@ static inline uint32_t cmp_stream_find(const struct cmp_side *sd, const struct c
 }
 
 /* Read a side: open, one pass, then cut the stretch and judge its losses into info. */
-int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, size_t errlen);
+/* Read a side (and through the model, what bounds its steps into *b).  0 or -errno. */
+int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, size_t errlen,
+		  struct compare_bottleneck *b);
 int cmp_side_stretch(struct cmp_side *sd, struct compare_side_info *info, char *err, size_t errlen);
 void cmp_side_free(struct cmp_side *sd);
 

@@ -155,6 +155,50 @@ static void text_side(FILE *out, const struct compare_result *r, unsigned s)
 		in->timing_usable ? "usable" : "UNUSABLE: ", tally_text_shown(in->why));
 }
 
+static double step_pct(const struct compare_bottleneck *b, unsigned k)
+{
+	return b->step_ns ? 100.0 * (double)b->ns[k] / (double)b->step_ns : 0;
+}
+
+/* "A data-bound 62.0% of the step (median step 45.1 ms)" */
+static void text_verdict(FILE *out, const struct compare_bottleneck *b, char side)
+{
+	if (!b->known) {
+		fprintf(out, "%c: no steps", side);
+		return;
+	}
+	fprintf(out, "%c: %s-bound, %.1f%% of the step (median step %.3f ms, %" PRIu64 " steps)",
+		side, bound_class_name(b->verdict), step_pct(b, b->verdict),
+		(double)b->median_step / 1e6, b->steps);
+}
+
+/* Which bottleneck moved: each side's verdict of its steps, and every class's share A -> B. */
+static void text_bottleneck(FILE *out, const struct compare_result *r)
+{
+	const struct compare_bottleneck *a = &r->bottleneck[0], *b = &r->bottleneck[1];
+	unsigned k;
+
+	fprintf(out, "  steps    ");
+	text_verdict(out, a, 'A');
+	fprintf(out, "; ");
+	text_verdict(out, b, 'B');
+	if (a->known && b->known)
+		fprintf(out,
+			a->verdict == b->verdict ? ": the same bottleneck\n"
+						 : ": the bottleneck moved from %s to %s\n",
+			bound_class_name(a->verdict), bound_class_name(b->verdict));
+	else
+		fprintf(out, "\n");
+	if (!a->known || !b->known)
+		return;
+	fprintf(out, "           %% of the step, A -> B:");
+	for (k = 0; k < BOUND_CLASSES; k++)
+		if (step_pct(a, k) >= 0.5 || step_pct(b, k) >= 0.5)
+			fprintf(out, " %s %.1f -> %.1f", bound_class_name(k), step_pct(a, k),
+				step_pct(b, k));
+	fprintf(out, "\n");
+}
+
 static const char sketched_note[] =
     "summaries compared: p50/p90/p99 from quantile sketches (each within 0.39%), KS D on their "
     "buckets; the order per stream is not compared (summaries keep no sequence)";
@@ -186,6 +230,7 @@ static void text_header(FILE *out, const struct compare_result *r)
 			     "below are not evidence\n");
 	if (r->sketched)
 		fprintf(out, "  note     %s\n", sketched_note);
+	text_bottleneck(out, r);
 }
 
 /* ---- JSON ------------------------------------------------------------------------------- */
@@ -277,6 +322,38 @@ static void json_stream(struct tally_json *j, const struct compare_stream *s)
 	tally_json_object_end(j);
 }
 
+/* "bottleneck": {"a": {...}, "b": {...}, "moved": bool}: each side's steps' verdict and shares. */
+static void json_bottleneck(struct tally_json *j, const struct compare_result *r)
+{
+	unsigned s, k;
+
+	tally_json_name(j, "bottleneck");
+	tally_json_object_begin(j);
+	for (s = 0; s < 2; s++) {
+		const struct compare_bottleneck *b = &r->bottleneck[s];
+
+		tally_json_name(j, s ? "b" : "a");
+		if (!b->known) {
+			tally_json_null(j);
+			continue;
+		}
+		tally_json_object_begin(j);
+		tally_json_field_string(j, "verdict", bound_class_name(b->verdict));
+		tally_json_field_uint(j, "steps", b->steps);
+		tally_json_field_uint(j, "median_step_ns", b->median_step);
+		tally_json_name(j, "share_of_step");
+		tally_json_object_begin(j);
+		for (k = 0; k < BOUND_CLASSES; k++)
+			tally_json_field_double(j, bound_class_name(k), step_pct(b, k));
+		tally_json_object_end(j);
+		tally_json_object_end(j);
+	}
+	if (r->bottleneck[0].known && r->bottleneck[1].known)
+		tally_json_field_bool(j, "moved",
+				      r->bottleneck[0].verdict != r->bottleneck[1].verdict);
+	tally_json_object_end(j);
+}
+
 static void write_json(FILE *out, const struct compare_result *r)
 {
 	const struct compare_opts *o = &r->opts;
@@ -301,6 +378,7 @@ static void write_json(FILE *out, const struct compare_result *r)
 	json_side(&j, r, 0);
 	tally_json_name(&j, "b");
 	json_side(&j, r, 1);
+	json_bottleneck(&j, r);
 	tally_json_name(&j, "names");
 	tally_json_array_begin(&j);
 	for (i = 0; i < r->nkeys; i++)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "compare-int.h"
+#include "grow.h"
 
 /* ---- order per stream ------------------------------------------------------------------- */
 
@@ -200,7 +201,7 @@ static int side_dist(struct cmp_side *sd, size_t nkeys, struct side_dist *d)
 	for (i = 0; i < sd->nev; i++)
 		d->dur[i] = (uint32_t)comp[i];
 	/* given back the other half; where realloc cannot, the array stays as it is */
-	shrunk = realloc(d->dur, (sd->nev ? sd->nev : 1) * sizeof(*d->dur));
+	shrunk = tally_resize(d->dur, sd->nev, sizeof(*d->dur));
 	if (shrunk)
 		d->dur = shrunk;
 	return 0;
@@ -350,7 +351,7 @@ static int read_side(struct compare_result *r, struct cmp_side *sd, unsigned s, 
 		     size_t errlen)
 {
 	char e[512];
-	int rc = cmp_side_read(sd, p, np, e, sizeof(e));
+	int rc = cmp_side_read(sd, p, np, e, sizeof(e), &r->bottleneck[s]);
 
 	if (rc == 0)
 		rc = cmp_side_stretch(sd, &r->side[s], e, sizeof(e));

@@ -242,19 +242,96 @@ static int on_chunk(void *ctx, struct report_section *rs, const struct tally_chu
 	return stats_summary_each(payload, c->len, summary_group, sd);
 }
 
-int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, size_t errlen)
+/* The model's pass beside compare's own: both see every call, the model first. */
+static int tee_section(void *ctx, struct report_section *rs)
 {
-	struct report_scan_ops ops = {.records = on_records, .chunk = on_chunk, .ctx = sd};
+	struct report_scan_ops *m = &((struct cmp_side *)ctx)->model;
+
+	return m->section ? m->section(m->ctx, rs) : 0;
+}
+
+static int tee_records(void *ctx, struct report_section *rs, const struct tally_record *r, size_t n)
+{
+	struct cmp_side *sd = ctx;
+	int rc = sd->model.records(sd->model.ctx, rs, r, n);
+
+	return rc ? rc : on_records(ctx, rs, r, n);
+}
+
+static int tee_section_end(void *ctx, struct report_section *rs)
+{
+	struct report_scan_ops *m = &((struct cmp_side *)ctx)->model;
+
+	return m->section_end ? m->section_end(m->ctx, rs) : 0;
+}
+
+static int tee_chunk(void *ctx, struct report_section *rs, const struct tally_chunk_info *c,
+		     const uint8_t *payload)
+{
+	struct cmp_side *sd = ctx;
+	int rc = sd->model.chunk ? sd->model.chunk(sd->model.ctx, rs, c, payload) : 0;
+
+	return rc ? rc : on_chunk(ctx, rs, c, payload);
+}
+
+/* What bounds the side's steps: step_bound's rows, summed. */
+static void bottleneck(struct cmp_side *sd, struct compare_bottleneck *b)
+{
+	size_t n, i;
+	const struct bound_row *r = stats_bound(sd->st, &n);
+	uint64_t largest = 0;
+	unsigned k;
+
+	memset(b, 0, sizeof(*b));
+	for (i = 0; r && i < n; i++) {
+		b->rows++;
+		b->steps += r[i].nsteps;
+		b->step_ns += r[i].step_ns;
+		for (k = 0; k < BOUND_CLASSES; k++)
+			b->ns[k] += r[i].ns[k];
+		if (r[i].step_ns > largest) {
+			largest = r[i].step_ns;
+			b->median_step = r[i].median_step;
+		}
+	}
+	b->known = b->step_ns > 0;
+	for (k = 1; k < BOUND_CLASSES; k++)
+		if (b->ns[k] > b->ns[b->verdict])
+			b->verdict = (enum bound_class)k;
+}
+
+int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, size_t errlen,
+		  struct compare_bottleneck *b)
+{
+	struct report_scan_ops ops = {.section = tee_section,
+				      .records = tee_records,
+				      .section_end = tee_section_end,
+				      .chunk = tee_chunk,
+				      .ctx = sd};
+	struct stats_request req = {0};
 	int rc = report_set_open(&sd->set, paths, n, err, errlen);
 
 	if (rc < 0)
 		return rc;
+	req.reports = 1ull << report_find("step_bound");
+	req.range = sd->o->stretch == COMPARE_RANGE ? sd->o->range_name : NULL;
+	if (!(sd->st = stats_new(&req))) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	stats_scan_ops(sd->st, &sd->model);
 	report_set_find_base(&sd->set);
 	rc = report_scan(&sd->set, &ops, err, errlen);
+	if (rc == 0 && (rc = stats_finish(sd->st, &sd->set)) < 0 && stats_error(sd->st)) {
+		snprintf(err, errlen, "%s", stats_error(sd->st));
+		return rc;
+	}
 	if (rc > 0 || rc == -ENOMEM) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
 	}
+	if (rc == 0)
+		bottleneck(sd, b);
 	return rc;
 }
 
@@ -274,6 +351,7 @@ void cmp_side_free(struct cmp_side *sd)
 	for (i = 0; i < sd->nsk; i++)
 		tally_sketch_fini(&sd->sk[i]);
 	free(sd->sk);
+	stats_free(sd->st);
 	report_set_close(&sd->set);
 }
 
@@ -519,12 +597,11 @@ static int collect_drops(const struct report_section *rs, struct compare_side_in
 	for (i = 0; i < rs->s->ndrops; i++) {
 		const struct tally_drops *d = &rs->s->drops[i];
 		struct compare_ctx_drops *n =
-		    realloc(info->ctx_drops, (info->nctx_drops + 1) * sizeof(*n));
+		    tally_array_push(&info->ctx_drops, &info->nctx_drops, sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
-		info->ctx_drops = n;
-		n[info->nctx_drops++] = (struct compare_ctx_drops){rs->index, *d};
+		*n = (struct compare_ctx_drops){rs->index, *d};
 	}
 	return 0;
 }
@@ -540,15 +617,14 @@ static int collect_reasons(const struct cmp_side *sd, struct compare_side_info *
 		if (collect_drops(rs, info) < 0)
 			return -ENOMEM;
 		for (j = 0; j < rs->verdict.nreasons; j++) {
-			char **n = realloc(info->reasons, (info->nreasons + 1) * sizeof(*n));
+			char **n = tally_array_push(&info->reasons, &info->nreasons, sizeof(*n));
 
 			if (!n)
 				return -ENOMEM;
-			info->reasons = n;
 			snprintf(line, sizeof(line), "%s: %s",
 				 report_section_label(rs, label, sizeof(label)),
 				 rs->verdict.reasons[j].text);
-			if (!(n[info->nreasons++] = strdup(line)))
+			if (!(*n = strdup(line)))
 				return -ENOMEM;
 		}
 		for (j = 0; j < tally_loss_counters_count && j < 64; j++)

@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "compare-int.h"
+#include "grow.h"
+#include "hash.h"
+#include "hashmap.h"
 
 void compare_opts_default(struct compare_opts *o)
 {
@@ -28,63 +31,44 @@ const char *compare_verdict_name(enum compare_verdict v)
 
 /* ---- names shared by both sides ---------------------------------------------------------- */
 
-static uint64_t hash_str(const char *s)
+struct key_lookup {
+	const struct cmp_keys *k;
+	const char *name;
+};
+
+static bool same_name(void *ctx, uint32_t value)
 {
-	uint64_t h = 1469598103934665603ull;
+	const struct key_lookup *l = ctx;
 
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
-
-static int keys_grow(struct cmp_keys *k)
-{
-	size_t ncap = k->nslot ? k->nslot * 2 : 256, i;
-	uint32_t *slot = calloc(ncap, sizeof(*slot));
-
-	if (!slot)
-		return -ENOMEM;
-	for (i = 0; i < k->n; i++) {
-		size_t h = hash_str(k->name[i]) & (ncap - 1);
-
-		while (slot[h])
-			h = (h + 1) & (ncap - 1);
-		slot[h] = (uint32_t)i + 1;
-	}
-	free(k->slot);
-	k->slot = slot;
-	k->nslot = ncap;
-	return 0;
+	return strcmp(l->k->name[value - 1], l->name) == 0;
 }
 
 /* The key id of name (interned), or -ENOMEM. */
 long cmp_key_intern(struct cmp_keys *k, const char *name, unsigned kind)
 {
-	size_t h;
+	struct key_lookup l = {k, name};
+	uint64_t h = tally_hash_str(name);
+	uint32_t found = tally_map_find(&k->index, h, same_name, &l);
 
-	if ((k->n + 1) * 2 > k->nslot && keys_grow(k) < 0)
+	if (found)
+		return (long)found - 1;
+	if (k->n >= UINT32_MAX - 1)
 		return -ENOMEM;
-	for (h = hash_str(name) & (k->nslot - 1); k->slot[h]; h = (h + 1) & (k->nslot - 1))
-		if (strcmp(k->name[k->slot[h] - 1], name) == 0)
-			return k->slot[h] - 1;
-	if (k->n == k->cap) {
-		size_t ncap = k->cap ? k->cap * 2 : 64;
-		char **nn = realloc(k->name, ncap * sizeof(*nn));
-		unsigned *nk = nn ? realloc(k->kind, ncap * sizeof(*nk)) : NULL;
+	if (k->n == k->cap) { /* two arrays of one capacity: the smaller of what each got */
+		size_t names = k->cap, kinds = k->cap;
 
-		if (nn)
-			k->name = nn;
-		if (!nk)
+		if (!tally_grow_in(&k->name, &names, k->n + 1, sizeof(*k->name)) ||
+		    !tally_grow_in(&k->kind, &kinds, k->n + 1, sizeof(*k->kind)))
 			return -ENOMEM;
-		k->kind = nk;
-		k->cap = ncap;
+		k->cap = names < kinds ? names : kinds;
 	}
 	k->name[k->n] = strdup(name);
-	if (!k->name[k->n])
+	if (!k->name[k->n] || tally_map_add(&k->index, h, (uint32_t)k->n + 1) < 0) {
+		free(k->name[k->n]);
 		return -ENOMEM;
+	}
 	k->kind[k->n] = kind;
-	k->slot[h] = (uint32_t)++k->n;
-	return (long)k->n - 1;
+	return (long)k->n++;
 }
 
 void cmp_keys_free(struct cmp_keys *k)
@@ -95,7 +79,7 @@ void cmp_keys_free(struct cmp_keys *k)
 		free(k->name[i]);
 	free(k->name);
 	free(k->kind);
-	free(k->slot);
+	tally_map_fini(&k->index);
 }
 
 /* ---- the statistics ---------------------------------------------------------------------- */

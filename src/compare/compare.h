@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "bound.h"
 #include "table.h"
 #include "trace-set.h"
 
@@ -97,6 +98,14 @@ struct compare_side_info {
 	size_t nctx_drops;
 };
 
+/* What bounds a side's steps (step_bound: its processes and devices with steps, summed). */
+struct compare_bottleneck {
+	bool known; /* the side has steps (NVTX ranges, or a repeating pattern of launches) */
+	uint64_t rows, steps, step_ns, median_step; /* median_step: of its largest row */
+	uint64_t ns[BOUND_CLASSES];
+	enum bound_class verdict;
+};
+
 struct compare_result {
 	struct compare_opts opts;
 	char *label[2];
@@ -110,6 +119,7 @@ struct compare_result {
 	 * quantile sketches (within SKETCH_REL_ERROR; D on the sketches' buckets), and the order
 	 * per stream, which summaries do not carry, is not compared */
 	bool sketched;
+	struct compare_bottleneck bottleneck[2];
 };
 
 /*

@@ -113,8 +113,6 @@ int doctor_read(const struct doctor_ctx *ctx, const char *path, char *buf, size_
 bool doctor_exists(const struct doctor_ctx *ctx, const char *path);
 /* First line of a file starting with key (e.g. "CapEff:"); returns the rest, trimmed, or NULL. */
 const char *doctor_field(const char *text, const char *key, char *out, size_t len);
-/* "1.5 GiB", "64 MiB", "2.0 TiB": binary units, one decimal above MiB. */
-const char *doctor_fmt_bytes(uint64_t bytes, char *out, size_t len);
 /* Lexically normalised absolute path (no ".", "..", "//"); relative ones are taken from cwd. */
 void doctor_normpath(const char *cwd, const char *in, char *out, size_t len);
 

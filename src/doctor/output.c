@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "units.h"
 
 #define SPACE_FAIL (16 * MIB) /* less than this cannot hold a useful trace */
 #define SPACE_WARN (1 * GIB)  /* a long or busy recording can need hundreds of MiB */
@@ -168,8 +169,8 @@ void check_output_space(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 	}
 	if (strcmp(fs.source, ".statfs") == 0)
 		finding_source(f, "ROOT/.statfs (fixture) for %s", o->dir);
-	doctor_fmt_bytes(fs.free_bytes, fr, sizeof(fr));
-	doctor_fmt_bytes(fs.total_bytes, tot, sizeof(tot));
+	tally_fmt_bytes(fr, sizeof(fr), fs.free_bytes);
+	tally_fmt_bytes(tot, sizeof(tot), fs.total_bytes);
 	if (fs.free_bytes < SPACE_FAIL)
 		finding_set(f, TALLY_DOCTOR_FAIL, "only %s free in %s (of %s)", fr, o->dir, tot);
 	else if (fs.free_files == 0)
@@ -277,7 +278,7 @@ void check_output_tmpdir(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 		return;
 	}
 	mounted = doctor_mount_of(ctx, dir, &m) == 0;
-	doctor_fmt_bytes(fs.total_bytes, size, sizeof(size));
+	tally_fmt_bytes(size, sizeof(size), fs.total_bytes);
 	if (mounted && doctor_mount_opt(m.opts, "noexec")) {
 		finding_set(f, TALLY_DOCTOR_WARN, "%s is mounted noexec (%s at %s)", what, m.fstype,
 			    m.point);
@@ -285,11 +286,11 @@ void check_output_tmpdir(struct doctor_ctx *ctx, struct tally_doctor_finding *f)
 		finding_set(f, TALLY_DOCTOR_WARN, "%s is a %s tmpfs", what, size);
 	} else if (mounted) {
 		finding_set(f, TALLY_DOCTOR_OK, "%s: %s, %s free", what, m.fstype,
-			    doctor_fmt_bytes(fs.free_bytes, size, sizeof(size)));
+			    tally_fmt_bytes(size, sizeof(size), fs.free_bytes));
 	} else { /* a chroot: its directories are not mount points of its own */
 		finding_set(f, TALLY_DOCTOR_OK,
 			    "%s: %s free (no mount of /proc/self/mountinfo holds it, as in a "
 			    "chroot: its file-system type is not known)",
-			    what, doctor_fmt_bytes(fs.free_bytes, size, sizeof(size)));
+			    what, tally_fmt_bytes(size, sizeof(size), fs.free_bytes));
 	}
 }

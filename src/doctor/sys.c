@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "internal.h"
 
 #define ENV_FILE_MAX	(64 * 1024)
@@ -117,24 +118,6 @@ const char *doctor_field(const char *text, const char *key, char *out, size_t le
 	return NULL;
 }
 
-const char *doctor_fmt_bytes(uint64_t bytes, char *out, size_t len)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-	double v = (double)bytes / 1024;
-	size_t u = 0;
-
-	if (bytes < 1024) {
-		snprintf(out, len, "%llu B", (unsigned long long)bytes);
-		return out;
-	}
-	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(out, len, v == (double)(uint64_t)v ? "%.0f %s" : "%.1f %s", v, units[u]);
-	return out;
-}
-
 void doctor_normpath(const char *cwd, const char *in, char *out, size_t len)
 {
 	char tmp[PATH_MAX * 2], *save = NULL, *tok;
@@ -180,7 +163,7 @@ static int load_env_file(struct doctor_ctx *ctx, const char *text)
 
 		if (l && p[0] != '#' && memchr(p, '=', l)) {
 			if (n + 2 > cap) {
-				char **bigger = realloc(env, 2 * cap * sizeof(*env));
+				char **bigger = tally_resize(env, 2 * cap, sizeof(*env));
 
 				if (!bigger)
 					goto free_env;

@@ -32,9 +32,8 @@ struct psession {
 	int64_t start_ns, emitted_us; /* relative ns of the Profile; deltas written so far */
 	uint32_t *leaf;		      /* stack id -> leaf node id, 0 unknown */
 	uint32_t nleaf;
-	uint64_t *node_key; /* open addressing: parent node << 32 | frame id -> node id */
-	uint32_t *node_val;
-	size_t ncap, nnodes;
+	struct tally_map node_of; /* (parent node, frame id) -> node id */
+	size_t nnodes;
 	struct tally_buf nodes, samples, deltas; /* the chunk being made */
 	uint32_t pending;			 /* samples in it */
 };
@@ -48,6 +47,18 @@ struct chrome_host {
 	size_t npending, pcap;
 };
 
+void chrome_event_begin(struct chrome_stream *s)
+{
+	obuf_room(&s->ob);
+	if (s->first) {
+		obuf_lit(&s->ob, "\n{");
+		s->first = false;
+	} else {
+		obuf_lit(&s->ob, ",\n{");
+	}
+	s->events++;
+}
+
 struct chrome_host *chrome_host_new(void)
 {
 	return calloc(1, sizeof(struct chrome_host));
@@ -59,8 +70,7 @@ static void drop_sessions(struct chrome_host *h)
 
 	for (i = 0; i < h->n; i++) {
 		free(h->s[i].leaf);
-		free(h->s[i].node_key);
-		free(h->s[i].node_val);
+		tally_map_fini(&h->s[i].node_of);
 		tally_buf_fini(&h->s[i].nodes);
 		tally_buf_fini(&h->s[i].samples);
 		tally_buf_fini(&h->s[i].deltas);
@@ -129,9 +139,10 @@ static void buf_json(struct tally_buf *b, const char *s)
 
 /* ---- blocking calls ------------------------------------------------------------------------ */
 
-static void osrt_slice(struct chrome *c, struct report_section *rs, const struct tally_record *r)
+static void osrt_slice(struct chrome_stream *c, struct report_section *rs,
+		       const struct tally_record *r)
 {
-	struct obuf *o = chrome_obuf(c);
+	struct obuf *o = &c->ob;
 	const char *name = tally_osrt_call_name(r->cbid);
 	size_t len;
 	char *esc = obuf_json_escaped(name ? name : report_string(rs, r->name_id), &len);
@@ -143,7 +154,7 @@ static void osrt_slice(struct chrome *c, struct report_section *rs, const struct
 	free(esc);
 	obuf_room(o);
 	obuf_lit(o, "\",\"pid\":");
-	obuf_u64(o, chrome_host_pid(c, rs));
+	obuf_u64(o, c->pid);
 	obuf_lit(o, ",\"tid\":");
 	obuf_u64(o, chrome_host_track(rs, r->thread_id));
 	obuf_lit(o, ",\"ts\":");
@@ -171,16 +182,9 @@ static struct psession *session_of(struct chrome_host *h, const struct report_se
 
 	if (k)
 		return &h->s[k - 1];
-	if (tally_map_put(&h->by_track, track, python, (uint32_t)h->n + 1) < 0)
+	if (!tally_grow_in(&h->s, &h->cap, h->n + 1, sizeof(*h->s)) ||
+	    tally_map_put(&h->by_track, track, python, (uint32_t)h->n + 1) < 0)
 		return NULL;
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 16;
-
-		if (!(p = realloc(h->s, cap * sizeof(*p))))
-			return NULL;
-		h->s = p;
-		h->cap = cap;
-	}
 	p = &h->s[h->n++];
 	memset(p, 0, sizeof(*p));
 	/* unique per export: section, track and kind (the importer keys it with the pid) */
@@ -191,48 +195,17 @@ static struct psession *session_of(struct chrome_host *h, const struct report_se
 	return p;
 }
 
-static bool nodes_grow(struct psession *p)
-{
-	size_t cap = p->ncap ? 2 * p->ncap : 256, i, k;
-	uint64_t *key = calloc(cap, sizeof(*key));
-	uint32_t *val = calloc(cap, sizeof(*val));
-
-	if (!key || !val) {
-		free(key);
-		free(val);
-		return false;
-	}
-	for (i = 0; i < p->ncap; i++) {
-		if (!p->node_val[i])
-			continue;
-		for (k = (p->node_key[i] * 0x9e3779b97f4a7c15ull >> 16) & (cap - 1); val[k];
-		     k = (k + 1) & (cap - 1))
-			;
-		key[k] = p->node_key[i];
-		val[k] = p->node_val[i];
-	}
-	free(p->node_key);
-	free(p->node_val);
-	p->node_key = key;
-	p->node_val = val;
-	p->ncap = cap;
-	return true;
-}
-
 /* The node for frame under parent (0: a root), defined in the pending chunk if new. */
 static uint32_t node(struct psession *p, struct report_section *rs, uint32_t parent, uint32_t frame)
 {
-	uint64_t key = (uint64_t)parent << 32 | frame;
-	size_t k;
+	uint32_t found = tally_map_get(&p->node_of, parent, frame);
 
-	if ((p->nnodes + 1) * 2 > p->ncap && !nodes_grow(p))
+	if (found)
+		return found;
+	if (p->nnodes >= UINT32_MAX - 1 ||
+	    tally_map_put(&p->node_of, parent, frame, (uint32_t)p->nnodes + 1) < 0)
 		return 0;
-	for (k = (key * 0x9e3779b97f4a7c15ull >> 16) & (p->ncap - 1); p->node_val[k];
-	     k = (k + 1) & (p->ncap - 1))
-		if (p->node_key[k] == key)
-			return p->node_val[k];
-	p->node_key[k] = key;
-	p->node_val[k] = (uint32_t)++p->nnodes;
+	p->nnodes++;
 	if (p->nodes.len)
 		tally_buf_put_u8(&p->nodes, ',');
 	buf_str(&p->nodes, "{\"id\":");
@@ -246,7 +219,7 @@ static uint32_t node(struct psession *p, struct report_section *rs, uint32_t par
 			    : frame == EMPTY_FRAME ? "[no frames]"
 						   : report_frame_label(rs, frame));
 	buf_str(&p->nodes, "\",\"url\":\"\"}}");
-	return p->node_val[k];
+	return (uint32_t)p->nnodes;
 }
 
 /* The leaf node of a stack: its frames walked from the outermost, each defined once. */
@@ -266,7 +239,7 @@ static uint32_t leaf_of(struct psession *p, struct report_section *rs, uint32_t 
 
 		while (cap <= stack)
 			cap *= 2;
-		if ((t = realloc(p->leaf, cap * sizeof(*t)))) {
+		if ((t = tally_resize(p->leaf, cap, sizeof(*t)))) {
 			memset(t + p->nleaf, 0, (cap - p->nleaf) * sizeof(*t));
 			p->leaf = t;
 			p->nleaf = cap;
@@ -277,10 +250,10 @@ static uint32_t leaf_of(struct psession *p, struct report_section *rs, uint32_t 
 	return parent;
 }
 
-static void profile_start(struct chrome *c, struct report_section *rs, struct psession *p,
+static void profile_start(struct chrome_stream *c, struct report_section *rs, struct psession *p,
 			  int64_t t)
 {
-	struct obuf *o = chrome_obuf(c);
+	struct obuf *o = &c->ob;
 
 	p->start_ns = t;
 	chrome_event_begin(c);
@@ -293,7 +266,7 @@ static void profile_start(struct chrome *c, struct report_section *rs, struct ps
 		obuf_str(o, hex);
 	}
 	obuf_lit(o, "\",\"pid\":");
-	obuf_u64(o, chrome_host_pid(c, rs));
+	obuf_u64(o, c->pid);
 	obuf_lit(o, ",\"tid\":");
 	obuf_u64(o, p->track);
 	obuf_lit(o, ",\"ts\":");
@@ -304,7 +277,7 @@ static void profile_start(struct chrome *c, struct report_section *rs, struct ps
 	p->emitted_us = t / 1000;
 }
 
-static int add_sample(struct chrome_host *h, struct chrome *c, struct report_section *rs,
+static int add_sample(struct chrome_host *h, struct chrome_stream *c, struct report_section *rs,
 		      const struct tally_record *r)
 {
 	bool python = r->subkind == TALLY_SAMPLE_PYTHON;
@@ -336,9 +309,9 @@ static int add_sample(struct chrome_host *h, struct chrome *c, struct report_sec
 	return 0;
 }
 
-static void chunk(struct chrome *c, struct report_section *rs, struct psession *p)
+static void chunk(struct chrome_stream *c, struct report_section *rs, struct psession *p)
 {
-	struct obuf *o = chrome_obuf(c);
+	struct obuf *o = &c->ob;
 	char hex[24];
 
 	if (!p->pending)
@@ -348,7 +321,7 @@ static void chunk(struct chrome *c, struct report_section *rs, struct psession *
 	obuf_lit(o, "\"ph\":\"P\",\"cat\":\"tally_samples\",\"name\":\"ProfileChunk\",\"id\":\"0x");
 	obuf_str(o, hex);
 	obuf_lit(o, "\",\"pid\":");
-	obuf_u64(o, chrome_host_pid(c, rs));
+	obuf_u64(o, c->pid);
 	obuf_lit(o, ",\"tid\":");
 	obuf_u64(o, p->track);
 	obuf_lit(o, ",\"ts\":");
@@ -373,7 +346,7 @@ static int by_index(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int chrome_host_records(struct chrome_host *h, struct chrome *c, struct report_section *rs,
+int chrome_host_records(struct chrome_host *h, struct chrome_stream *c, struct report_section *rs,
 			const struct tally_record *r, size_t n)
 {
 	size_t i;
@@ -399,10 +372,10 @@ int chrome_host_records(struct chrome_host *h, struct chrome *c, struct report_s
 	return 0;
 }
 
-void chrome_host_thread_names(struct chrome *c, const struct report_section *rs)
+void chrome_host_thread_names(struct chrome_stream *c, const struct report_section *rs)
 {
 	const struct tally_section *s = rs->s;
-	struct obuf *o = chrome_obuf(c);
+	struct obuf *o = &c->ob;
 	size_t i;
 
 	for (i = 0; i < s->nthreads; i++) {
@@ -420,7 +393,7 @@ void chrome_host_thread_names(struct chrome *c, const struct report_section *rs)
 			continue;
 		chrome_event_begin(c);
 		obuf_lit(o, "\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-		obuf_u64(o, chrome_host_pid(c, rs));
+		obuf_u64(o, c->pid);
 		obuf_lit(o, ",\"tid\":");
 		obuf_u64(o, chrome_host_track(rs, t->tid));
 		obuf_lit(o, ",\"args\":{\"name\":\"");

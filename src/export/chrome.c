@@ -32,6 +32,7 @@
 #include "esc.h"
 #include "export.h"
 #include "gaps.h"
+#include "grow.h"
 #include "hashmap.h"
 #include "json.h"
 #include "launch.h"
@@ -54,8 +55,9 @@
 #define QUEUE_BUCKETS 4096u /* the queue-depth curve of each stream: this many steps at most */
 
 struct u64set {
-	uint64_t *v; /* 0 marks an empty slot; keys are never 0 (tagged) */
+	uint64_t *v; /* in the order they came */
 	size_t cap, n;
+	struct tally_map at; /* key -> index in v + 1 */
 };
 
 struct csec {
@@ -97,14 +99,13 @@ enum track_tag {
 };
 
 struct chrome {
-	struct obuf ob;
+	struct chrome_stream st; /* the events (chrome-host.h): its obuf, origin, count */
 	FILE *f;
 	char *path;
 	struct outfile out; /* the temporary file f writes, renamed over path at the end */
 	unsigned out_flags;
-	bool to_stdout, seekable, first, wrote_base;
-	uint64_t base;
-	uint64_t events, untimed;
+	bool to_stdout, seekable, wrote_base;
+	uint64_t untimed;
 	struct csec *secs;
 	size_t nsecs, secs_cap;
 	struct tally_map pids_taken;  /* host pids given to sections so far */
@@ -121,30 +122,12 @@ struct chrome {
 
 static bool set_add(struct u64set *s, uint64_t key)
 {
-	size_t i;
-
-	if ((s->n + 1) * 2 > s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 32, k;
-		uint64_t *v = calloc(cap, sizeof(*v));
-
-		if (!v)
-			return false;
-		for (k = 0; k < s->cap; k++) {
-			if (!s->v[k])
-				continue;
-			for (i = tally_hash_u64(s->v[k]) & (cap - 1); v[i]; i = (i + 1) & (cap - 1))
-				;
-			v[i] = s->v[k];
-		}
-		free(s->v);
-		s->v = v;
-		s->cap = cap;
-	}
-	for (i = tally_hash_u64(key) & (s->cap - 1); s->v[i]; i = (i + 1) & (s->cap - 1))
-		if (s->v[i] == key)
-			return true;
-	s->v[i] = key;
-	s->n++;
+	if (tally_map_get(&s->at, key, 0))
+		return true;
+	if (s->n >= UINT32_MAX - 1 || !tally_grow_in(&s->v, &s->cap, s->n + 1, sizeof(*s->v)) ||
+	    tally_map_put(&s->at, key, 0, (uint32_t)s->n + 1) < 0)
+		return false;
+	s->v[s->n++] = key;
 	return true;
 }
 
@@ -173,40 +156,16 @@ static const struct esc *escaped(struct report_section *rs, struct csec *cs, uin
 /* Start an event: separator, then the opening brace. */
 static void begin(struct chrome *c)
 {
-	obuf_room(&c->ob);
-	if (c->first) {
-		obuf_lit(&c->ob, "\n{");
-		c->first = false;
-	} else {
-		obuf_lit(&c->ob, ",\n{");
-	}
-	c->events++;
+	chrome_event_begin(&c->st);
 }
 
-/* Time since the earliest moment of the inputs: never negative, and past 2^63 ns still right. */
+/* Time since the earliest moment of the inputs (chrome_rel). */
 static uint64_t rel(const struct chrome *c, const struct report_section *rs, uint64_t t)
 {
-	return report_time(rs, t) - c->base;
+	return chrome_rel(&c->st, rs, t);
 }
 
-/* ---- for chrome-host.c ------------------------------------------------------------------- */
-
-void chrome_event_begin(struct chrome *c)
-{
-	begin(c);
-}
-
-struct obuf *chrome_obuf(struct chrome *c)
-{
-	return &c->ob;
-}
-
-int64_t chrome_rel(const struct chrome *c, const struct report_section *rs, uint64_t t)
-{
-	return rel(c, rs, t);
-}
-
-uint32_t chrome_host_pid(const struct chrome *c, const struct report_section *rs)
+static uint32_t host_pid(const struct chrome *c, const struct report_section *rs)
 {
 	return rs->index < c->nsecs ? c->secs[rs->index].host_pid : 0;
 }
@@ -215,7 +174,7 @@ uint32_t chrome_host_pid(const struct chrome *c, const struct report_section *rs
 static void slice_head(struct chrome *c, const char *cat, size_t catlen, const struct esc *name,
 		       uint32_t pid, uint64_t tid, uint64_t ts, uint64_t dur)
 {
-	struct obuf *o = &c->ob;
+	struct obuf *o = &c->st.ob;
 
 	begin(c);
 	obuf_lit(o, "\"ph\":\"X\",\"cat\":\"");
@@ -236,7 +195,7 @@ static void slice_head(struct chrome *c, const char *cat, size_t catlen, const s
 static void flow(struct chrome *c, char ph, const struct report_section *rs, uint32_t corr,
 		 uint32_t pid, uint64_t tid, uint64_t ts)
 {
-	struct obuf *o = &c->ob;
+	struct obuf *o = &c->st.ob;
 
 	begin(c);
 	obuf_lit(o, "\"ph\":\"");
@@ -286,15 +245,8 @@ static struct stream_lanes *lanes_of(struct csec *cs, uint64_t key)
 	found = tally_map_get(&cs->lanes_map, key, 0);
 	if (found)
 		return &cs->lanes[cs->last_lanes = found - 1];
-	if (cs->nlanes == cs->lanes_cap) {
-		size_t cap = cs->lanes_cap ? 2 * cs->lanes_cap : 16;
-		struct stream_lanes *t = realloc(cs->lanes, cap * sizeof(*t));
-
-		if (!t)
-			return NULL;
-		cs->lanes = t;
-		cs->lanes_cap = cap;
-	}
+	if (!tally_grow_in(&cs->lanes, &cs->lanes_cap, cs->nlanes + 1, sizeof(*cs->lanes)))
+		return NULL;
 	if (tally_map_put(&cs->lanes_map, key, 0, (uint32_t)cs->nlanes + 1) < 0)
 		return NULL;
 	cs->lanes[cs->nlanes] = (struct stream_lanes){.key = key};
@@ -327,7 +279,7 @@ static uint32_t stream_track(struct csec *cs, const struct tally_record *r)
 static void kernel(struct chrome *c, struct report_section *rs, struct csec *cs,
 		   const struct tally_record *r)
 {
-	struct obuf *o = &c->ob;
+	struct obuf *o = &c->st.ob;
 	uint32_t pid = device_pid(rs, r->device_id);
 	uint64_t ts = rel(c, rs, r->start);
 	uint32_t tid = stream_track(cs, r);
@@ -365,7 +317,7 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 		  const struct tally_record *r)
 {
 	static struct esc names[16];
-	struct obuf *o = &c->ob;
+	struct obuf *o = &c->st.ob;
 	uint32_t pid = device_pid(rs, r->device_id);
 	uint64_t ts = rel(c, rs, r->start);
 	unsigned k = r->kind == TALLY_KIND_MEMSET ? 15 : (r->subkind < 15 ? r->subkind : 0);
@@ -412,23 +364,23 @@ static void stack_arg(struct chrome *c, struct report_section *rs, uint32_t stac
 	size_t len;
 	char *esc;
 
-	obuf_lit(&c->ob, ",\"stack\":\"");
+	obuf_lit(&c->st.ob, ",\"stack\":\"");
 	esc = obuf_json_escaped(label, &len);
 	if (esc)
-		obuf_put(&c->ob, esc, len);
+		obuf_put(&c->st.ob, esc, len);
 	free(esc);
-	obuf_lit(&c->ob, "\",\"launched_from\":\"");
+	obuf_lit(&c->st.ob, "\",\"launched_from\":\"");
 	esc = obuf_json_escaped(report_frame_label(rs, report_user_frame(rs, stack_id)), &len);
 	if (esc)
-		obuf_put(&c->ob, esc, len);
+		obuf_put(&c->st.ob, esc, len);
 	free(esc);
-	obuf_c(&c->ob, '"');
+	obuf_c(&c->st.ob, '"');
 }
 
 static void api(struct chrome *c, struct report_section *rs, struct csec *cs,
 		const struct tally_record *r)
 {
-	struct obuf *o = &c->ob;
+	struct obuf *o = &c->st.ob;
 	uint64_t ts = rel(c, rs, r->start);
 	bool driver = r->kind == TALLY_KIND_DRIVER;
 
@@ -450,7 +402,7 @@ static void api(struct chrome *c, struct report_section *rs, struct csec *cs,
 static void sync_rec(struct chrome *c, struct report_section *rs, struct csec *cs,
 		     const struct tally_record *r)
 {
-	struct obuf *o = &c->ob;
+	struct obuf *o = &c->st.ob;
 	struct esc name;
 
 	name.s = (char *)report_sync_type_label(r->subkind);
@@ -470,7 +422,7 @@ static void sync_rec(struct chrome *c, struct report_section *rs, struct csec *c
 static void nvtx(struct chrome *c, struct report_section *rs, struct csec *cs,
 		 const struct tally_record *r)
 {
-	struct obuf *o = &c->ob;
+	struct obuf *o = &c->st.ob;
 	const struct esc *name = escaped(rs, cs, r->name_id, false);
 
 	if (r->kind == TALLY_KIND_NVTX_RANGE && !(r->flags & TALLY_REC_DEPTH_LOST)) {
@@ -510,9 +462,9 @@ static void overhead(struct chrome *c, struct report_section *rs, struct csec *c
 
 	slice_head(c, "cupti_overhead", 14, &name, cs->host_pid, OVERHEAD_TID, rel(c, rs, r->start),
 		   r->end - r->start);
-	obuf_lit(&c->ob, ",\"args\":{\"kind\":");
-	obuf_u64(&c->ob, r->subkind);
-	obuf_lit(&c->ob, "}}");
+	obuf_lit(&c->st.ob, ",\"args\":{\"kind\":");
+	obuf_u64(&c->st.ob, r->subkind);
+	obuf_lit(&c->st.ob, "}}");
 	set_add(&cs->tracks, tag(TAG_OVERHEAD, 0));
 }
 
@@ -528,13 +480,13 @@ static bool metric_names(struct csec *cs, const struct report_metric *m)
 		return true;
 	if (m->index >= cs->nmetrics) {
 		cap = m->index + 16;
-		n = realloc(cs->metric_name, cap * sizeof(*n));
+		n = tally_resize(cs->metric_name, cap, sizeof(*n));
 		if (n)
 			cs->metric_name = n;
-		u = n ? realloc(cs->metric_unit, cap * sizeof(*u)) : NULL;
+		u = n ? tally_resize(cs->metric_unit, cap, sizeof(*u)) : NULL;
 		if (u)
 			cs->metric_unit = u;
-		st = u ? realloc(cs->steps, cap * sizeof(*st)) : NULL;
+		st = u ? tally_resize(cs->steps, cap, sizeof(*st)) : NULL;
 		if (!st)
 			return false;
 		cs->steps = st;
@@ -555,7 +507,7 @@ static bool metric_names(struct csec *cs, const struct report_metric *m)
 static void metric_head(struct chrome *c, const struct csec *cs, uint32_t index, uint32_t pid,
 			int64_t ts)
 {
-	struct obuf *o = &c->ob;
+	struct obuf *o = &c->st.ob;
 
 	begin(c);
 	obuf_lit(o, "\"ph\":\"C\",\"name\":\"");
@@ -581,8 +533,8 @@ static void step_out(struct chrome *c, const struct csec *cs, uint32_t index)
 		return;
 	metric_head(c, cs, index, st->pid, (int64_t)(st->index * c->metric_step));
 	snprintf(num, sizeof(num), "%.9g", st->w > 0 ? st->vw / st->w : 0.0);
-	obuf_str(&c->ob, num);
-	obuf_lit(&c->ob, "}}");
+	obuf_str(&c->st.ob, num);
+	obuf_lit(&c->st.ob, "}}");
 	st->open = false;
 }
 
@@ -615,8 +567,8 @@ static int metric(struct chrome *c, struct report_section *rs, struct csec *cs,
 		char value[REPORT_METRIC_TEXT];
 
 		metric_head(c, cs, m->index, pid, ts);
-		obuf_str(&c->ob, report_metric_text(r, value));
-		obuf_lit(&c->ob, "}}");
+		obuf_str(&c->st.ob, report_metric_text(r, value));
+		obuf_lit(&c->st.ob, "}}");
 		return 0;
 	}
 	st = &cs->steps[m->index];
@@ -640,17 +592,18 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	    launches_add(c->launches, rs, r, n) < 0)
 		return -ENOMEM;
 	if (n && (r[0].kind == TALLY_KIND_OSRT || r[0].kind == TALLY_KIND_CPU_SAMPLE)) {
-		if (!c->base)
-			c->base = report_time(rs, r[0].start);
-		return chrome_host_records(c->host, c, rs, r, n) < 0 ? -ENOMEM : -c->ob.err;
+		if (!c->st.base)
+			c->st.base = report_time(rs, r[0].start);
+		c->st.pid = host_pid(c, rs);
+		return chrome_host_records(c->host, &c->st, rs, r, n) < 0 ? -ENOMEM : -c->st.ob.err;
 	}
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) { /* timing lost: nothing to place */
 			c->untimed++;
 			continue;
 		}
-		if (!c->base) /* no session start known: the first record is the origin */
-			c->base = report_time(rs, r[i].start);
+		if (!c->st.base) /* no session start known: the first record is the origin */
+			c->st.base = report_time(rs, r[i].start);
 		switch (r[i].kind) {
 		case TALLY_KIND_KERNEL:
 			kernel(c, rs, cs, &r[i]);
@@ -684,7 +637,7 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 			break;
 		}
 	}
-	return c->ob.err ? -c->ob.err : 0;
+	return c->st.ob.err ? -c->st.ob.err : 0;
 }
 
 /* ---- sections, the ledger, loss ----------------------------------------------------------- */
@@ -694,18 +647,8 @@ static int on_section(void *ctx, struct report_section *rs)
 	struct chrome *c = ctx;
 	uint32_t pid;
 
-	if (rs->index >= c->secs_cap) {
-		size_t cap = c->secs_cap ? 2 * c->secs_cap : 16;
-		struct csec *t;
-
-		while (cap <= rs->index)
-			cap *= 2;
-		t = realloc(c->secs, cap * sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		c->secs = t;
-		c->secs_cap = cap;
-	}
+	if (!tally_grow_in(&c->secs, &c->secs_cap, (size_t)rs->index + 1, sizeof(*c->secs)))
+		return -ENOMEM;
 	memset(&c->secs[rs->index], 0, sizeof(*c->secs));
 	queues_section(c->queues, rs);
 	c->nsecs = rs->index + 1;
@@ -721,7 +664,7 @@ static int on_section(void *ctx, struct report_section *rs)
 
 static void counter(struct chrome *c, uint32_t pid, const char *name, uint64_t ts)
 {
-	struct obuf *o = &c->ob;
+	struct obuf *o = &c->st.ob;
 
 	begin(c);
 	obuf_lit(o, "\"ph\":\"C\",\"name\":\"");
@@ -738,11 +681,11 @@ static int on_ledger(void *ctx, struct report_section *rs, const struct tally_le
 {
 	struct chrome *c = ctx;
 	struct csec *cs = csec(c, rs);
-	struct obuf *o = &c->ob;
+	struct obuf *o = &c->st.ob;
 	uint64_t ts = rel(c, rs, l->t_end);
 	unsigned i;
 
-	if (!cs || !c->base)
+	if (!cs || !c->st.base)
 		return 0; /* before any timed record there is no timeline to put it on */
 	counter(c, cs->host_pid, "tally: records", ts);
 	obuf_lit(o, "\"parsed\":");
@@ -785,7 +728,7 @@ static void loss_slice(struct chrome *c, struct report_section *rs, struct csec 
 		goto free_names;
 	tid = LOSS_TID - lane_fit(cs->loss_end, &cs->loss_lanes, t0, t1);
 	pids[npids++] = cs->host_pid;
-	for (i = 0; i < cs->tracks.cap && npids < 65; i++)
+	for (i = 0; i < cs->tracks.n && npids < 65; i++)
 		if (cs->tracks.v[i] >> 56 == TAG_DEVICE)
 			pids[npids++] = device_pid(rs, (uint32_t)(cs->tracks.v[i] & 0xffffffff));
 	for (i = 0; i < npids; i++) {
@@ -793,12 +736,12 @@ static void loss_slice(struct chrome *c, struct report_section *rs, struct csec 
 
 		slice_head(c, "tally_loss", 10, &e, pids[i], tid, rel(c, rs, t0),
 			   t1 > t0 ? t1 - t0 : 0);
-		obuf_lit(&c->ob, ",\"args\":{\"lost\":");
-		obuf_u64(&c->ob, count);
-		obuf_lit(&c->ob, ",\"fix\":\"");
-		obuf_put(&c->ob, esc_hint, hlen);
-		obuf_room(&c->ob);
-		obuf_lit(&c->ob, "\"}}");
+		obuf_lit(&c->st.ob, ",\"args\":{\"lost\":");
+		obuf_u64(&c->st.ob, count);
+		obuf_lit(&c->st.ob, ",\"fix\":\"");
+		obuf_put(&c->st.ob, esc_hint, hlen);
+		obuf_room(&c->st.ob);
+		obuf_lit(&c->st.ob, "\"}}");
 	}
 free_names:
 	free(esc_name);
@@ -866,7 +809,7 @@ static int on_section_end(void *ctx, struct report_section *rs)
 				   "trace not closed, nothing after this is known", 0,
 				   "the process ended without tally's closing flush (killed?)");
 	}
-	return c->ob.err ? -c->ob.err : 0;
+	return c->st.ob.err ? -c->st.ob.err : 0;
 }
 
 static int on_damage(void *ctx, struct report_input *in, struct report_section *rs,
@@ -878,7 +821,7 @@ static int on_damage(void *ctx, struct report_input *in, struct report_section *
 	char what[160];
 
 	(void)in;
-	if (!cs || !c->base)
+	if (!cs || !c->st.base)
 		return 0;
 	if (d->kind == TALLY_DAMAGE_SEQ_GAP)
 		snprintf(what, sizeof(what), "%u chunk(s) missing before byte %" PRIu64, d->missing,
@@ -898,7 +841,7 @@ static int on_damage(void *ctx, struct report_input *in, struct report_section *
 static void meta(struct chrome *c, const char *what, uint32_t pid, uint64_t tid, bool has_tid,
 		 const char *key, const char *value, int64_t num)
 {
-	struct obuf *o = &c->ob;
+	struct obuf *o = &c->st.ob;
 	size_t len;
 	char *e = value ? obuf_json_escaped(value, &len) : NULL;
 
@@ -969,7 +912,7 @@ static void section_meta(struct chrome *c, const struct report_set *set,
 	meta(c, "process_sort_index", cs->host_pid, 0, false, "sort_index", NULL,
 	     (int64_t)rs->index * 100);
 	loss_track_names(c, cs, cs->host_pid);
-	for (i = 0; i < cs->tracks.cap; i++) {
+	for (i = 0; i < cs->tracks.n; i++) {
 		uint64_t k = cs->tracks.v[i], x = k & 0xffffffffull;
 		uint32_t dev = (uint32_t)(k >> 32 & 0xffffff), pid;
 		const char *dn;
@@ -1028,7 +971,7 @@ static char *other_data(struct chrome *c, const struct report_set *set, size_t *
 	tally_json_init(&j, m, false);
 	tally_json_object_begin(&j);
 	tally_json_field_string(&j, "tally_verdict", set->complete ? "COMPLETE" : "INCOMPLETE");
-	tally_json_field_uint(&j, "tally_time_base_ns", c->base);
+	tally_json_field_uint(&j, "tally_time_base_ns", c->st.base);
 	tally_json_field_uint(&j, "tally_untimed_records", c->untimed);
 	tally_json_name(&j, "tally");
 	tally_json_object_begin(&j);
@@ -1073,12 +1016,12 @@ static void mem_counter(struct chrome *c, const struct report_set *set, const st
 
 	if (!cs)
 		return;
-	counter(c, device_pid(rs, e->device), "CUDA memory (bytes)", e->t - c->base);
-	obuf_c(&c->ob, '"');
-	obuf_str(&c->ob, report_mem_kind_label(e->kind));
-	obuf_lit(&c->ob, "\":");
-	obuf_u64(&c->ob, e->in_use);
-	obuf_lit(&c->ob, "}}");
+	counter(c, device_pid(rs, e->device), "CUDA memory (bytes)", e->t - c->st.base);
+	obuf_c(&c->st.ob, '"');
+	obuf_str(&c->st.ob, report_mem_kind_label(e->kind));
+	obuf_lit(&c->st.ob, "\":");
+	obuf_u64(&c->st.ob, e->in_use);
+	obuf_lit(&c->st.ob, "}}");
 	set_add(&cs->tracks, tag(TAG_DEVICE, e->device));
 }
 
@@ -1104,13 +1047,13 @@ static void queue_counters(struct chrome *c, const struct report_set *set, const
 		/* three decimals: the mean in thousandths, written as obuf_us writes ns as us */
 		int64_t v = b < q->n ? (int64_t)(q->mean[b - q->lo] * 1000.0 + 0.5) : 0;
 
-		if (t < c->base || v == prev)
+		if (t < c->st.base || v == prev)
 			continue;
 		prev = v;
-		counter(c, device_pid(rs, q->device), name, (int64_t)(t - c->base));
-		obuf_lit(&c->ob, "\"launches\":");
-		obuf_us(&c->ob, v);
-		obuf_lit(&c->ob, "}}");
+		counter(c, device_pid(rs, q->device), name, (int64_t)(t - c->st.base));
+		obuf_lit(&c->st.ob, "\"launches\":");
+		obuf_us(&c->st.ob, v);
+		obuf_lit(&c->st.ob, "}}");
 	}
 	set_add(&cs->tracks, tag(TAG_DEVICE, q->device));
 }
@@ -1139,20 +1082,21 @@ static int chrome_finish(void *state, struct report_set *set, struct export_stat
 	}
 	for (i = 0; i < set->nsections && i < c->nsecs; i++) {
 		section_meta(c, set, set->sections[i], &c->secs[i]);
-		chrome_host_thread_names(c, set->sections[i]);
+		c->st.pid = host_pid(c, set->sections[i]);
+		chrome_host_thread_names(&c->st, set->sections[i]);
 	}
 	od = other_data(c, set, &len);
 	if (!od)
 		return -ENOMEM;
-	obuf_lit(&c->ob, "\n],\n\"displayTimeUnit\":\"ns\"");
+	obuf_lit(&c->st.ob, "\n],\n\"displayTimeUnit\":\"ns\"");
 	if (c->seekable)
 		fits = len <= HEADER_RESERVE;
 	if (!fits) {
-		obuf_str(&c->ob, c->seekable ? ",\n\"tally_report\":" : ",\n\"otherData\":");
-		obuf_put(&c->ob, od, len);
+		obuf_str(&c->st.ob, c->seekable ? ",\n\"tally_report\":" : ",\n\"otherData\":");
+		obuf_put(&c->st.ob, od, len);
 	}
-	obuf_lit(&c->ob, "}\n");
-	rc = obuf_flush(&c->ob);
+	obuf_lit(&c->st.ob, "}\n");
+	rc = obuf_flush(&c->st.ob);
 	if (rc == 0 && c->seekable)
 		rc = write_header(c, od, len, &fits);
 	if (rc == 0 && fflush(c->f) != 0)
@@ -1167,8 +1111,8 @@ static int chrome_finish(void *state, struct report_set *set, struct export_stat
 		}
 	}
 	free(od);
-	st->events = c->events;
-	st->bytes = c->ob.written;
+	st->events = c->st.events;
+	st->bytes = c->st.ob.written;
 	if (rc < 0)
 		snprintf(err, errlen, "%s: write failed: %s", c->path, strerror(-rc));
 	return rc;
@@ -1207,25 +1151,25 @@ static int chrome_open(void **state, struct report_set *set, const struct export
 		c->f = stdout;
 	}
 	c->seekable = !c->to_stdout && fstat(fileno(c->f), &sb) == 0 && S_ISREG(sb.st_mode);
-	if (obuf_init(&c->ob, c->f) < 0 || !(c->gaps = report_gpu_gaps_new(NULL)) ||
+	if (obuf_init(&c->st.ob, c->f) < 0 || !(c->gaps = report_gpu_gaps_new(NULL)) ||
 	    !(c->host = chrome_host_new()) || !(c->queues = queues_new(QUEUE_BUCKETS)) ||
 	    !(c->launches = launches_new(c->queues, false)))
 		goto close_file;
-	c->first = true;
+	c->st.first = true;
 	c->metric_step = o->metric_step_ns;
 	/* ts counts from the earliest moment of the inputs, so that none is negative */
-	c->base = report_set_earliest(set);
-	if (!c->base)
-		c->base = set->base;
+	c->st.base = report_set_earliest(set);
+	if (!c->st.base)
+		c->st.base = set->base;
 	if (c->seekable) { /* {"otherData":<reserved>,"traceEvents":[ */
-		obuf_lit(&c->ob, "{\"otherData\":");
+		obuf_lit(&c->st.ob, "{\"otherData\":");
 		for (int i = 0; i < HEADER_RESERVE; i += 64)
 			obuf_lit(
-			    &c->ob,
+			    &c->st.ob,
 			    "                                                                ");
-		obuf_lit(&c->ob, ",\n\"traceEvents\":[");
+		obuf_lit(&c->st.ob, ",\n\"traceEvents\":[");
 	} else {
-		obuf_lit(&c->ob, "{\"traceEvents\":[");
+		obuf_lit(&c->st.ob, "{\"traceEvents\":[");
 	}
 	*state = c;
 	return 0;
@@ -1255,7 +1199,7 @@ static void chrome_destroy(void *state, bool failed)
 	mem_usage_fini(&c->mem);
 	launches_free(c->launches);
 	queues_free(c->queues);
-	obuf_fini(&c->ob);
+	obuf_fini(&c->st.ob);
 	if (!c->to_stdout && c->f)
 		fclose(c->f);
 	(void)failed; /* whatever was not committed is only a temporary file */
@@ -1273,6 +1217,7 @@ static void chrome_destroy(void *state, bool failed)
 		free(c->secs[i].lanes);
 		tally_map_fini(&c->secs[i].lanes_map);
 		free(c->secs[i].tracks.v);
+		tally_map_fini(&c->secs[i].tracks.at);
 	}
 	free(c->secs);
 	tally_map_fini(&c->pids_taken);

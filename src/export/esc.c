@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "obuf.h"
 
 /* text cut to ESC_ROW_MAX bytes, escaped. */
@@ -51,7 +52,7 @@ const struct esc *esc_name(struct esc_names *n, struct report_section *rs, uint3
 
 		while (cap <= id)
 			cap *= 2;
-		t = realloc(*tab, cap * sizeof(*t));
+		t = tally_resize(*tab, cap, sizeof(*t));
 		if (!t)
 			return &none;
 		memset(t + *count, 0, (cap - *count) * sizeof(*t));

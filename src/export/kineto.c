@@ -41,6 +41,7 @@
 
 #include "esc.h"
 #include "export.h"
+#include "grow.h"
 #include "json.h"
 #include "obuf.h"
 #include "outfile.h"
@@ -137,15 +138,8 @@ static int new_file(struct kineto *k, int64_t rank, unsigned first, uint32_t *in
 	struct kfile *f;
 	int rc;
 
-	if (k->nfiles == k->files_cap) {
-		size_t cap = k->files_cap ? 2 * k->files_cap : 8;
-		struct kfile *t = realloc(k->files, cap * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		k->files = t;
-		k->files_cap = cap;
-	}
+	if (!tally_grow_in(&k->files, &k->files_cap, k->nfiles + 1, sizeof(*k->files)))
+		return -ENOMEM;
 	f = &k->files[k->nfiles];
 	memset(f, 0, sizeof(*f));
 	f->rank = rank;
@@ -208,19 +202,8 @@ static int on_section(void *ctx, struct report_section *rs)
 	struct ksec *ks;
 	int parent, rc;
 
-	if (rs->index >= k->secs_cap) {
-		size_t cap = k->secs_cap ? 2 * k->secs_cap : 16;
-		struct ksec *t;
-
-		while (cap <= rs->index)
-			cap *= 2;
-		t = realloc(k->secs, cap * sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		memset(t + k->secs_cap, 0, (cap - k->secs_cap) * sizeof(*t));
-		k->secs = t;
-		k->secs_cap = cap;
-	}
+	if (!tally_grow_in(&k->secs, &k->secs_cap, (size_t)rs->index + 1, sizeof(*k->secs)))
+		return -ENOMEM;
 	if (rs->index >= k->nsecs)
 		k->nsecs = rs->index + 1;
 	found = rank != NO_RANK ? tally_map_get(&k->by_rank, (uint64_t)rank + 1, 0) : 0;

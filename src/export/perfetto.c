@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "grow.h"
 #include "hashmap.h"
 #include "memusage.h"
 #include "outfile.h"
@@ -116,15 +117,9 @@ static void write_packet(struct pf *p, Perfetto__Protos__TracePacket *pkt)
 	pkt->sequence_flags = p->began ? SEQ_NEEDS_STATE : SEQ_STATE_CLEARED | SEQ_NEEDS_STATE;
 	p->began = true;
 	len = protobuf_c_message_get_packed_size(&pkt->base);
-	if (len > p->cap) {
-		uint8_t *b = realloc(p->buf, len);
-
-		if (!b) {
-			p->err = p->err ? p->err : ENOMEM;
-			return;
-		}
-		p->buf = b;
-		p->cap = len;
+	if (!tally_grow_in(&p->buf, &p->cap, len, 1)) {
+		p->err = p->err ? p->err : ENOMEM;
+		return;
 	}
 	protobuf_c_message_pack(&pkt->base, p->buf);
 	/* Trace.packet, field 1, length-delimited: the file is a Trace written packet by packet */
@@ -145,15 +140,6 @@ static char *utf8(const char *s)
 	return tally_text_utf8(s ? s : "", strlen(s ? s : ""), &n);
 }
 
-static uint64_t name_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (n--)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
-	return h;
-}
-
 /* Interned strings live in one of three tables of InternedData (iids are unique across them). */
 enum space { S_NAME, S_CATEGORY, S_ANNOTATION, S_FUNCTION };
 
@@ -166,7 +152,7 @@ static uint64_t intern(struct pf *p, enum space space, const char *name,
 {
 	char *s = utf8(name), **t;
 	size_t len = s ? strlen(s) : 0;
-	uint64_t h = s ? name_hash(s, len) : 0, k1 = (uint64_t)space << 56 | len;
+	uint64_t h = s ? tally_hash_bytes(s, len) : 0, k1 = (uint64_t)space << 56 | len;
 	uint32_t found;
 
 	*is_fresh = false;
@@ -177,12 +163,11 @@ static uint64_t intern(struct pf *p, enum space space, const char *name,
 		free(s);
 		return found;
 	}
-	if (!(t = realloc(p->name, (p->nnames + 1) * sizeof(*t)))) {
+	if (!(t = tally_array_push(&p->name, &p->nnames, sizeof(*t)))) {
 		free(s);
 		return 0;
 	}
-	p->name = t;
-	t[p->nnames++] = s;
+	*t = s;
 	/* a different name of the same hash is interned again, under its own iid */
 	if (!found && tally_map_put(&p->names, h, k1, (uint32_t)p->nnames) < 0)
 		return 0;
@@ -348,15 +333,8 @@ static unsigned fit(struct pf *p, const struct report_section *rs, enum family f
 		return 0;
 	found = tally_map_get(&x->lane_of, k0, k1);
 	if (!found) {
-		if (x->nlanes == x->lanes_cap) {
-			size_t cap = x->lanes_cap ? 2 * x->lanes_cap : 16;
-			struct lanes *t = realloc(x->lanes, cap * sizeof(*t));
-
-			if (!t)
-				return 0;
-			x->lanes = t;
-			x->lanes_cap = cap;
-		}
+		if (!tally_grow_in(&x->lanes, &x->lanes_cap, x->nlanes + 1, sizeof(*x->lanes)))
+			return 0;
 		if (tally_map_put(&x->lane_of, k0, k1, (uint32_t)x->nlanes + 1) < 0)
 			return 0;
 		memset(&x->lanes[x->nlanes++], 0, sizeof(*l));
@@ -801,17 +779,8 @@ static int on_section(void *ctx, struct report_section *rs)
 	struct pfsec *x;
 	char label[300], name[340];
 
-	if (rs->index >= p->secs_cap) {
-		size_t cap = p->secs_cap ? 2 * p->secs_cap : 16;
-
-		while (cap <= rs->index)
-			cap *= 2;
-		x = realloc(p->secs, cap * sizeof(*x));
-		if (!x)
-			return -ENOMEM;
-		p->secs = x;
-		p->secs_cap = cap;
-	}
+	if (!tally_grow_in(&p->secs, &p->secs_cap, (size_t)rs->index + 1, sizeof(*p->secs)))
+		return -ENOMEM;
 	x = &p->secs[rs->index];
 	memset(x, 0, sizeof(*x));
 	p->nsecs = rs->index + 1;

@@ -47,7 +47,7 @@ struct sq_host {
 	int64_t next_sample;
 };
 
-struct sq_host *sq_host_open(struct sq *q)
+struct sq_host *sq_host_open(struct sq_db *q)
 {
 	struct sq_host *h = calloc(1, sizeof(*h));
 	unsigned i;
@@ -55,8 +55,8 @@ struct sq_host *sq_host_open(struct sq *q)
 	if (!h)
 		return NULL;
 	for (i = 0; i < H_COUNT; i++)
-		if (sqlite3_prepare_v2(sq_db(q), host_sql[i], -1, &h->st[i], NULL) != SQLITE_OK) {
-			sq_error(q, host_sql[i]);
+		if (sqlite3_prepare_v2(q->db, host_sql[i], -1, &h->st[i], NULL) != SQLITE_OK) {
+			sq_fail(q, host_sql[i]);
 			sq_host_close(h);
 			return NULL;
 		}
@@ -92,7 +92,7 @@ static int nsys_state(unsigned s)
 	return s < sizeof(map) / sizeof(map[0]) ? map[s] : 0;
 }
 
-static int frame_row(struct sq_host *h, struct sq *q, struct report_section *rs, int64_t id,
+static int frame_row(struct sq_host *h, struct sq_db *q, struct report_section *rs, int64_t id,
 		     uint32_t depth, uint32_t frame_id)
 {
 	sqlite3_stmt *st = h->st[H_FRAME];
@@ -103,7 +103,7 @@ static int frame_row(struct sq_host *h, struct sq *q, struct report_section *rs,
 	int64_t mod = sq_string(q, python ? f->file : m ? m->path : "");
 
 	if (sym < 0 || mod < 0)
-		return sq_error(q, "string table");
+		return sq_fail(q, "string table");
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_int64(st, 2, sym);
 	sqlite3_bind_int64(st, 3, mod);
@@ -119,7 +119,7 @@ static int frame_row(struct sq_host *h, struct sq *q, struct report_section *rs,
 	return sq_run(q, st);
 }
 
-static int sample_row(struct sq_host *h, struct sq *q, struct report_section *rs,
+static int sample_row(struct sq_host *h, struct sq_db *q, struct report_section *rs,
 		      const struct tally_record *r)
 {
 	sqlite3_stmt *st = h->st[H_SAMPLE];
@@ -132,7 +132,7 @@ static int sample_row(struct sq_host *h, struct sq *q, struct report_section *rs
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)report_time(rs, r->start));
 	sqlite3_bind_int(st, 3, nsys_state(r->value));
-	sqlite3_bind_int64(st, 4, sq_gtid(q, rs, pid, host_thread(rs, r->thread_id)));
+	sqlite3_bind_int64(st, 4, sq_gtid(rs, pid, host_thread(rs, r->thread_id)));
 	sqlite3_bind_int(st, 5, (int)r->subkind);
 	sqlite3_bind_int(st, 6, torn);
 	rc = sq_run(q, st);
@@ -141,7 +141,7 @@ static int sample_row(struct sq_host *h, struct sq *q, struct report_section *rs
 	return rc;
 }
 
-static int osrt_row(struct sq_host *h, struct sq *q, struct report_section *rs,
+static int osrt_row(struct sq_host *h, struct sq_db *q, struct report_section *rs,
 		    const struct tally_record *r)
 {
 	sqlite3_stmt *st = h->st[H_OSRT];
@@ -150,11 +150,11 @@ static int osrt_row(struct sq_host *h, struct sq *q, struct report_section *rs,
 	uint32_t pid = r->process_id ? r->process_id : (uint32_t)rs->s->pid;
 
 	if (name < 0)
-		return sq_error(q, "string table");
+		return sq_fail(q, "string table");
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)report_time(rs, r->start));
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)report_time(rs, r->end));
 	sqlite3_bind_int(st, 3, NSYS_EVENT_CLASS_OSRT);
-	sqlite3_bind_int64(st, 4, sq_gtid(q, rs, pid, host_thread(rs, r->thread_id)));
+	sqlite3_bind_int64(st, 4, sq_gtid(rs, pid, host_thread(rs, r->thread_id)));
 	sqlite3_bind_int64(st, 5, name);
 	sqlite3_bind_int64(st, 6, (int32_t)r->value);
 	sqlite3_bind_int(st, 7, (int)r->subkind);
@@ -162,7 +162,7 @@ static int osrt_row(struct sq_host *h, struct sq *q, struct report_section *rs,
 	return sq_run(q, st);
 }
 
-int sq_host_records(struct sq_host *h, struct sq *q, struct report_section *rs,
+int sq_host_records(struct sq_host *h, struct sq_db *q, struct report_section *rs,
 		    const struct tally_record *r)
 {
 	if (r->kind == TALLY_KIND_CPU_SAMPLE)
@@ -172,7 +172,7 @@ int sq_host_records(struct sq_host *h, struct sq *q, struct report_section *rs,
 	return 0;
 }
 
-static int thread_names(struct sq_host *h, struct sq *q, const struct report_section *rs)
+static int thread_names(struct sq_host *h, struct sq_db *q, const struct report_section *rs)
 {
 	const struct tally_section *s = rs->s;
 	size_t i;
@@ -185,16 +185,16 @@ static int thread_names(struct sq_host *h, struct sq *q, const struct report_sec
 		if (tally_section_thread(s, t->tid) != t || !t->name[0])
 			continue; /* the latest entry of each thread, and only a name */
 		if ((name = sq_string(q, t->name)) < 0)
-			return sq_error(q, "string table");
+			return sq_fail(q, "string table");
 		sqlite3_bind_int64(h->st[H_THREAD], 1, name);
 		sqlite3_bind_int64(h->st[H_THREAD], 2,
-				   sq_gtid(q, rs, (uint32_t)s->pid, host_thread(rs, t->tid)));
+				   sq_gtid(rs, (uint32_t)s->pid, host_thread(rs, t->tid)));
 		rc = sq_run(q, h->st[H_THREAD]);
 	}
 	return rc;
 }
 
-int sq_host_finish(struct sq_host *h, struct sq *q, const struct report_set *set)
+int sq_host_finish(struct sq_host *h, struct sq_db *q, const struct report_set *set)
 {
 	static const char enums[] =
 	    "INSERT INTO ENUM_SAMPLING_THREAD_STATE VALUES (0,'Unknown','Unknown'),"
@@ -207,7 +207,7 @@ int sq_host_finish(struct sq_host *h, struct sq *q, const struct report_set *set
 
 	for (i = 0; i < set->nsections && rc == 0; i++)
 		rc = thread_names(h, q, set->sections[i]);
-	if (rc == 0 && sqlite3_exec(sq_db(q), enums, NULL, NULL, NULL) != SQLITE_OK)
-		rc = sq_error(q, "host enums");
+	if (rc == 0 && sqlite3_exec(q->db, enums, NULL, NULL, NULL) != SQLITE_OK)
+		rc = sq_fail(q, "host enums");
 	return rc;
 }

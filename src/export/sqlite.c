@@ -20,7 +20,10 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "grow.h"
+#include "hash.h"
 #include "outfile.h"
+#include "sqlite-db.h"
 #include "sqlite-host.h"
 #include "sqlite-schema.h"
 #include "text.h"
@@ -73,35 +76,6 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_METRIC_INFO] = "INSERT INTO TARGET_INFO_GPU_METRICS VALUES (?,?,?,?,?,?,?,?,?)",
 };
 
-/*
- * Rows are inserted BATCH_ROWS at a time, by one INSERT of that many VALUES groups: a statement's
- * run (its cursor opened, the table's end found, the program halted and reset) is then paid once
- * per batch, not once per row, and that is most of an insert's cost.  Values wait here until
- * their batch is full; a last, shorter batch has a statement of its own.
- */
-#define BATCH_ROWS 64
-
-struct bval {
-	int64_t i;
-	double d; /* with is_real: REAL */
-	char *s;  /* owned: TEXT; NULL with is_text: NULL */
-	int n;
-	bool is_text, is_null, is_real;
-};
-
-struct batch {
-	const char *sql;
-	sqlite3_stmt *full; /* BATCH_ROWS rows */
-	int ncols, nrows;
-	struct bval *v; /* BATCH_ROWS x ncols */
-};
-
-struct strslot {
-	char *s;
-	uint64_t hash;
-	int64_t id;
-};
-
 /* Per section: string id -> StringIds id, as recorded, demangled and base name. */
 struct sqsec {
 	int64_t *raw, *dem, *base;
@@ -113,300 +87,17 @@ struct sqsec {
 };
 
 struct sq {
-	sqlite3 *db;
-	char *path;
+	struct sq_db d;	    /* the database (sqlite-db.h): its handle, batches, StringIds, errors */
 	struct outfile out; /* the temporary database, renamed over path at the end */
 	unsigned out_flags;
 	bool index; /* --index: the indexes of docs/sqlite.md */
 	struct batch b[S_COUNT];
-	struct strslot *strs;
-	size_t nstrs, capstrs;
-	int64_t next_id;
 	int64_t *domains; /* StringIds ids used as NVTX domains: a NvtxDomainCreate row each */
 	size_t ndomains;
 	struct sqsec *secs;
-	size_t nsecs;
-	uint64_t rows;
-	char *err; /* the caller's, from open */
-	size_t errlen;
+	size_t nsecs, secs_cap;
 	struct sq_host *host; /* samples and blocking calls (sqlite-host.c) */
 };
-
-static int sq_fail(struct sq *q, const char *what)
-{
-	snprintf(q->err, q->errlen, "%s: %s: %s", q->path, what,
-		 q->db ? sqlite3_errmsg(q->db) : "cannot open");
-	return -EIO;
-}
-
-static int exec(struct sq *q, const char *sql)
-{
-	char *msg = NULL;
-
-	if (sqlite3_exec(q->db, sql, NULL, NULL, &msg) == SQLITE_OK)
-		return 0;
-	snprintf(q->err, q->errlen, "%s: %s", q->path, msg ? msg : "sqlite error");
-	sqlite3_free(msg);
-	return -EIO;
-}
-
-/* Bind ints (values), then run and reset. */
-static int run(struct sq *q, sqlite3_stmt *st)
-{
-	int rc = sqlite3_step(st);
-
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE)
-		return sq_fail(q, "insert");
-	q->rows++;
-	return 0;
-}
-
-/* Values past SQLite's largest integer (a time past 2^63 ns, a byte count past 2^63), stored as
- * that integer rather than as a negative one, and counted (export_stats.clamped). */
-static uint64_t clamped;
-
-static int64_t clamp_u(uint64_t v)
-{
-	if (v > INT64_MAX) {
-		clamped++;
-		v = INT64_MAX;
-	}
-	return (int64_t)v;
-}
-
-static void bind_u(sqlite3_stmt *st, int i, uint64_t v)
-{
-	sqlite3_bind_int64(st, i, clamp_u(v));
-}
-
-/* ---- batches ----------------------------------------------------------------------------- */
-
-static struct bval *b_at(struct batch *b, int i)
-{
-	struct bval *v = &b->v[b->nrows * b->ncols + i - 1];
-
-	free(v->s);
-	memset(v, 0, sizeof(*v));
-	return v;
-}
-
-static void b_i(struct batch *b, int i, int64_t x)
-{
-	b_at(b, i)->i = x;
-}
-
-static void b_u(struct batch *b, int i, uint64_t x)
-{
-	b_at(b, i)->i = clamp_u(x);
-}
-
-static void b_real(struct batch *b, int i, double x)
-{
-	struct bval *v = b_at(b, i);
-
-	v->d = x;
-	v->is_real = true;
-}
-
-static void b_null(struct batch *b, int i)
-{
-	b_at(b, i)->is_null = true;
-}
-
-/* TEXT as valid UTF-8 (see bind_text); out of memory stores NULL. */
-static void b_text(struct batch *b, int i, const char *s)
-{
-	struct bval *v = b_at(b, i);
-	size_t len, n;
-
-	if (!s) {
-		v->is_null = true;
-		return;
-	}
-	len = strlen(s);
-	v->s = tally_text_is_utf8(s, len) ? strdup(s) : tally_text_utf8(s, len, &n);
-	v->is_text = v->s != NULL;
-	v->is_null = v->s == NULL;
-	v->n = v->s ? (int)strlen(v->s) : 0;
-}
-
-/* "INSERT ... VALUES (?,..)" made into "... VALUES (?,..),(?,..)..." for rows rows. */
-static char *batch_sql(const char *sql, int rows)
-{
-	const char *values = strstr(sql, "VALUES ");
-	size_t head = (size_t)(values + 7 - sql), group = strlen(values + 7);
-	char *out = malloc(head + (size_t)rows * (group + 1) + 1), *p;
-	int r;
-
-	if (!out)
-		return NULL;
-	memcpy(out, sql, head);
-	p = out + head;
-	for (r = 0; r < rows; r++) {
-		if (r)
-			*p++ = ',';
-		memcpy(p, values + 7, group);
-		p += group;
-	}
-	*p = '\0';
-	return out;
-}
-
-static sqlite3_stmt *batch_prepare(struct sq *q, const char *sql, int rows)
-{
-	char *text = batch_sql(sql, rows);
-	sqlite3_stmt *st = NULL;
-
-	if (text && sqlite3_prepare_v2(q->db, text, -1, &st, NULL) != SQLITE_OK)
-		st = NULL;
-	free(text);
-	return st;
-}
-
-static int batch_open(struct sq *q, struct batch *b, const char *sql)
-{
-	const char *p;
-
-	b->sql = sql;
-	for (p = strstr(sql, "VALUES"); *p; p++)
-		b->ncols += *p == '?';
-	b->v = calloc((size_t)BATCH_ROWS * (size_t)b->ncols, sizeof(*b->v));
-	b->full = batch_prepare(q, sql, BATCH_ROWS);
-	return b->v && b->full ? 0 : sq_fail(q, sql);
-}
-
-/* Insert the rows waiting in b. */
-static int batch_flush(struct sq *q, struct batch *b)
-{
-	sqlite3_stmt *st = b->nrows == BATCH_ROWS ? b->full : batch_prepare(q, b->sql, b->nrows);
-	int k, n = b->nrows * b->ncols, rc;
-
-	if (!b->nrows)
-		return 0;
-	if (!st)
-		return sq_fail(q, b->sql);
-	for (k = 0; k < n; k++) {
-		struct bval *v = &b->v[k];
-
-		if (v->is_null)
-			sqlite3_bind_null(st, k + 1);
-		else if (v->is_text)
-			sqlite3_bind_text(st, k + 1, v->s, v->n, SQLITE_TRANSIENT);
-		else if (v->is_real)
-			sqlite3_bind_double(st, k + 1, v->d);
-		else
-			sqlite3_bind_int64(st, k + 1, v->i);
-	}
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (st != b->full)
-		sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return sq_fail(q, "insert");
-	q->rows += (uint64_t)b->nrows;
-	b->nrows = 0;
-	return 0;
-}
-
-/* The row being bound in b is complete. */
-static int rows_add(struct sq *q, struct batch *b)
-{
-	return ++b->nrows == BATCH_ROWS ? batch_flush(q, b) : 0;
-}
-
-static void batch_close(struct batch *b)
-{
-	int k;
-
-	for (k = 0; b->v && k < BATCH_ROWS * b->ncols; k++)
-		free(b->v[k].s);
-	free(b->v);
-	sqlite3_finalize(b->full);
-	memset(b, 0, sizeof(*b));
-}
-
-/* ---- strings ----------------------------------------------------------------------------- */
-
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h ? h : 1;
-}
-
-static bool strs_grow(struct sq *q)
-{
-	size_t cap = q->capstrs ? 2 * q->capstrs : 1024, i, j;
-	struct strslot *t = calloc(cap, sizeof(*t));
-
-	if (!t)
-		return false;
-	for (i = 0; i < q->capstrs; i++) {
-		if (!q->strs[i].s)
-			continue;
-		for (j = q->strs[i].hash & (cap - 1); t[j].s; j = (j + 1) & (cap - 1))
-			;
-		t[j] = q->strs[i];
-	}
-	free(q->strs);
-	q->strs = t;
-	q->capstrs = cap;
-	return true;
-}
-
-/*
- * Every TEXT value goes through here: SQLite stores whatever bytes it is given, and Python's
- * sqlite3 (and others) fail on a row that is not UTF-8, so a string from the trace that is not
- * (a crafted one, an NVTX message or command line in another encoding) is stored with each bad
- * byte as U+FFFD.
- */
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	size_t len, n;
-	char *fixed;
-
-	if (!s) {
-		sqlite3_bind_null(st, i);
-		return;
-	}
-	len = strlen(s);
-	if (tally_text_is_utf8(s, len)) {
-		sqlite3_bind_text(st, i, s, (int)len, SQLITE_TRANSIENT);
-		return;
-	}
-	fixed = tally_text_utf8(s, len, &n);
-	if (fixed)
-		sqlite3_bind_text(st, i, fixed, (int)n, free);
-	else
-		sqlite3_bind_null(st, i);
-}
-
-/* The StringIds id of s, inserting it the first time; -1 on failure. */
-static int64_t string_id(struct sq *q, const char *s)
-{
-	uint64_t h = str_hash(s);
-	size_t i;
-
-	if ((q->nstrs + 1) * 2 > q->capstrs && !strs_grow(q))
-		return -1;
-	for (i = h & (q->capstrs - 1); q->strs[i].s; i = (i + 1) & (q->capstrs - 1))
-		if (q->strs[i].hash == h && strcmp(q->strs[i].s, s) == 0)
-			return q->strs[i].id;
-	q->strs[i].s = strdup(s);
-	if (!q->strs[i].s)
-		return -1;
-	q->strs[i].hash = h;
-	q->strs[i].id = q->next_id++;
-	q->nstrs++;
-	b_i(&q->b[S_STRING], 1, q->strs[i].id);
-	b_text(&q->b[S_STRING], 2, s);
-	if (rows_add(q, &q->b[S_STRING]) < 0)
-		return -1;
-	return q->strs[i].id;
-}
 
 static struct sqsec *sqsec(struct sq *q, const struct report_section *rs)
 {
@@ -415,7 +106,7 @@ static struct sqsec *sqsec(struct sq *q, const struct report_section *rs)
 
 static bool grow_ids(int64_t **a, uint32_t old, uint32_t cap)
 {
-	int64_t *t = realloc(*a, cap * sizeof(*t));
+	int64_t *t = tally_resize(*a, cap, sizeof(*t));
 
 	if (!t)
 		return false;
@@ -434,7 +125,7 @@ static int64_t sid(struct sq *q, struct report_section *rs, uint32_t id, enum re
 	if (!x)
 		return -1;
 	if (id >= rs->s->nstrings) /* undefined: not cached per id */
-		return id ? string_id(q, report_string(rs, id)) : 0;
+		return id ? sq_string(&q->d, report_string(rs, id)) : 0;
 	if (id >= x->n) {
 		uint32_t cap = x->n ? x->n : 64;
 
@@ -449,45 +140,12 @@ static int64_t sid(struct sq *q, struct report_section *rs, uint32_t id, enum re
 		: m == REPORT_NAME_DEMANGLED	    ? &x->dem
 						    : &x->base;
 	if (!(*cache)[id])
-		(*cache)[id] =
-		    string_id(q, kernel ? report_kernel_name(rs, id, m) : report_string(rs, id));
+		(*cache)[id] = sq_string(&q->d, kernel ? report_kernel_name(rs, id, m)
+						       : report_string(rs, id));
 	return (*cache)[id];
 }
 
 /* ---- records ------------------------------------------------------------------------------ */
-
-static int64_t gtid(const struct sqsec *x, uint32_t pid, uint32_t tid)
-{
-	return (x->global_pid & ~(int64_t)0xffffffffffff) | (int64_t)(pid & 0xffffff) << 24 |
-	       (tid & 0xffffff);
-}
-
-/* ---- for sqlite-host.c ------------------------------------------------------------------- */
-
-sqlite3 *sq_db(struct sq *q)
-{
-	return q->db;
-}
-
-int sq_run(struct sq *q, sqlite3_stmt *st)
-{
-	return run(q, st);
-}
-
-int64_t sq_string(struct sq *q, const char *s)
-{
-	return string_id(q, s);
-}
-
-int64_t sq_gtid(struct sq *q, const struct report_section *rs, uint32_t pid, uint32_t tid)
-{
-	return rs->index < q->nsecs ? gtid(&q->secs[rs->index], pid, tid) : 0;
-}
-
-int sq_error(struct sq *q, const char *what)
-{
-	return sq_fail(q, what);
-}
 
 /* nsys numbers memory kinds from pageable = 0 (unknown = 7); CUPTI from unknown = 0. */
 static int64_t nsys_mem_kind(unsigned cupti)
@@ -498,13 +156,13 @@ static int64_t nsys_mem_kind(unsigned cupti)
 static void bind_gpu_common(struct batch *st, struct report_section *rs, const struct sqsec *x,
 			    const struct tally_record *r)
 {
-	b_u(st, 1, report_time(rs, r->start));
-	b_u(st, 2, report_time(rs, r->end));
-	b_u(st, 3, r->device_id);
-	b_u(st, 4, r->context_id);
-	b_u(st, 5, r->stream_id);
-	b_u(st, 6, r->correlation_id);
-	b_i(st, 7, x->global_pid);
+	sq_put_u(st, 1, report_time(rs, r->start));
+	sq_put_u(st, 2, report_time(rs, r->end));
+	sq_put_u(st, 3, r->device_id);
+	sq_put_u(st, 4, r->context_id);
+	sq_put_u(st, 5, r->stream_id);
+	sq_put_u(st, 6, r->correlation_id);
+	sq_put_i(st, 7, x->global_pid);
 }
 
 /* One CUDA_CALLCHAINS row: frame depth of stack chain. */
@@ -515,26 +173,26 @@ static int chain_frame(struct sq *q, struct report_section *rs, int64_t chain, u
 	const struct tally_frame *f = tally_frame_get(&rs->s->stacks, frame_id);
 	const struct tally_module *m = f ? tally_module_of(&rs->s->stacks, f->pc) : NULL;
 	bool python = f && f->type == TALLY_FRAME_PYTHON;
-	int64_t sym = string_id(q, python ? f->func : report_frame_label(rs, frame_id));
-	int64_t mod = string_id(q, python ? f->file : m ? m->path : "");
+	int64_t sym = sq_string(&q->d, python ? f->func : report_frame_label(rs, frame_id));
+	int64_t mod = sq_string(&q->d, python ? f->file : m ? m->path : "");
 	int64_t file = python ? mod : 0;
 
 	if (sym < 0 || mod < 0)
-		return sq_fail(q, "string table");
-	b_i(st, 1, chain);
-	b_i(st, 2, sym);
-	b_i(st, 3, mod);
-	b_i(st, 4, !f || (!python && !m));
-	b_u(st, 5, f ? f->pc : 0);
-	b_u(st, 6, depth);
-	b_u(st, 7, f ? f->type : 0);
+		return sq_fail(&q->d, "string table");
+	sq_put_i(st, 1, chain);
+	sq_put_i(st, 2, sym);
+	sq_put_i(st, 3, mod);
+	sq_put_i(st, 4, !f || (!python && !m));
+	sq_put_u(st, 5, f ? f->pc : 0);
+	sq_put_u(st, 6, depth);
+	sq_put_u(st, 7, f ? f->type : 0);
 	if (file)
-		b_i(st, 8, file);
+		sq_put_i(st, 8, file);
 	else
-		b_null(st, 8);
-	b_u(st, 9, python ? f->line : 0);
-	b_i(st, 10, frame_id == user);
-	return rows_add(q, st);
+		sq_put_null(st, 8);
+	sq_put_u(st, 9, python ? f->line : 0);
+	sq_put_i(st, 10, frame_id == user);
+	return sq_row_done(&q->d, st);
 }
 
 /* The callchainId of a record's stack (section << 32 | stack id), its rows written on first use;
@@ -554,7 +212,7 @@ static int64_t callchain(struct sq *q, struct report_section *rs, struct sqsec *
 
 		while (cap <= stack_id)
 			cap *= 2;
-		if (!(t = realloc(x->chain_done, cap)))
+		if (!(t = tally_resize(x->chain_done, cap, 1)))
 			return -1;
 		memset(t + x->nchain, 0, cap - x->nchain);
 		x->chain_done = t;
@@ -573,9 +231,9 @@ static int64_t callchain(struct sq *q, struct report_section *rs, struct sqsec *
 static void b_chain(struct batch *st, int i, int64_t chain)
 {
 	if (chain > 0)
-		b_i(st, i, chain);
+		sq_put_i(st, i, chain);
 	else
-		b_null(st, i);
+		sq_put_null(st, i);
 }
 
 static int memory_row(struct sq *q, struct report_section *rs, struct sqsec *x,
@@ -585,19 +243,19 @@ static int memory_row(struct sq *q, struct report_section *rs, struct sqsec *x,
 	int64_t chain = callchain(q, rs, x, r->stack_id);
 
 	if (chain < 0)
-		return sq_fail(q, "call chains");
-	b_u(st, 1, report_time(rs, r->start));
-	b_i(st, 2, x->global_pid);
-	b_u(st, 3, r->device_id);
-	b_u(st, 4, r->context_id);
-	b_u(st, 5, r->stream_id);
-	b_u(st, 6, r->correlation_id);
-	b_u(st, 7, r->address);
-	b_u(st, 8, r->bytes);
-	b_i(st, 9, nsys_mem_kind(r->src_kind));
-	b_u(st, 10, r->subkind);
+		return sq_fail(&q->d, "call chains");
+	sq_put_u(st, 1, report_time(rs, r->start));
+	sq_put_i(st, 2, x->global_pid);
+	sq_put_u(st, 3, r->device_id);
+	sq_put_u(st, 4, r->context_id);
+	sq_put_u(st, 5, r->stream_id);
+	sq_put_u(st, 6, r->correlation_id);
+	sq_put_u(st, 7, r->address);
+	sq_put_u(st, 8, r->bytes);
+	sq_put_i(st, 9, nsys_mem_kind(r->src_kind));
+	sq_put_u(st, 10, r->subkind);
 	b_chain(st, 11, chain);
-	return rows_add(q, st);
+	return sq_row_done(&q->d, st);
 }
 
 static int kernel(struct sq *q, struct report_section *rs, struct sqsec *x,
@@ -611,23 +269,23 @@ static int kernel(struct sq *q, struct report_section *rs, struct sqsec *x,
 	int i;
 
 	if (dem < 0 || base < 0 || raw < 0 || chain < 0)
-		return sq_fail(q, "string table");
+		return sq_fail(&q->d, "string table");
 	bind_gpu_common(st, rs, x, r);
-	b_i(st, 8, dem);
-	b_i(st, 9, base);
-	b_i(st, 10, raw);
-	b_u(st, 11, r->subkind);
-	b_u(st, 12, r->registers);
+	sq_put_i(st, 8, dem);
+	sq_put_i(st, 9, base);
+	sq_put_i(st, 10, raw);
+	sq_put_u(st, 11, r->subkind);
+	sq_put_u(st, 12, r->registers);
 	for (i = 0; i < 3; i++) {
-		b_i(st, 13 + i, r->grid[i]);
-		b_i(st, 16 + i, r->block[i]);
+		sq_put_i(st, 13 + i, r->grid[i]);
+		sq_put_i(st, 16 + i, r->block[i]);
 	}
-	b_u(st, 19, r->static_smem);
-	b_u(st, 20, r->dynamic_smem);
-	b_u(st, 21, r->graph_node_id);
-	b_u(st, 22, r->graph_id);
+	sq_put_u(st, 19, r->static_smem);
+	sq_put_u(st, 20, r->dynamic_smem);
+	sq_put_u(st, 21, r->graph_node_id);
+	sq_put_u(st, 22, r->graph_id);
 	b_chain(st, 23, chain);
-	return rows_add(q, st);
+	return sq_row_done(&q->d, st);
 }
 
 static int memcpy_row(struct sq *q, struct report_section *rs, const struct sqsec *x,
@@ -636,14 +294,14 @@ static int memcpy_row(struct sq *q, struct report_section *rs, const struct sqse
 	struct batch *st = &q->b[S_MEMCPY];
 
 	bind_gpu_common(st, rs, x, r);
-	b_u(st, 8, r->bytes);
-	b_u(st, 9, r->subkind);
-	b_i(st, 10, nsys_mem_kind(r->src_kind));
-	b_i(st, 11, nsys_mem_kind(r->dst_kind));
-	b_u(st, 12, r->src_device);
-	b_u(st, 13, r->dst_device);
-	b_u(st, 14, r->graph_node_id);
-	return rows_add(q, st);
+	sq_put_u(st, 8, r->bytes);
+	sq_put_u(st, 9, r->subkind);
+	sq_put_i(st, 10, nsys_mem_kind(r->src_kind));
+	sq_put_i(st, 11, nsys_mem_kind(r->dst_kind));
+	sq_put_u(st, 12, r->src_device);
+	sq_put_u(st, 13, r->dst_device);
+	sq_put_u(st, 14, r->graph_node_id);
+	return sq_row_done(&q->d, st);
 }
 
 static int memset_row(struct sq *q, struct report_section *rs, const struct sqsec *x,
@@ -652,11 +310,11 @@ static int memset_row(struct sq *q, struct report_section *rs, const struct sqse
 	struct batch *st = &q->b[S_MEMSET];
 
 	bind_gpu_common(st, rs, x, r);
-	b_u(st, 8, r->value);
-	b_u(st, 9, r->bytes);
-	b_u(st, 10, r->graph_node_id);
-	b_i(st, 11, nsys_mem_kind(r->subkind));
-	return rows_add(q, st);
+	sq_put_u(st, 8, r->value);
+	sq_put_u(st, 9, r->bytes);
+	sq_put_u(st, 10, r->graph_node_id);
+	sq_put_i(st, 11, nsys_mem_kind(r->subkind));
+	return sq_row_done(&q->d, st);
 }
 
 static int api_row(struct sq *q, struct report_section *rs, struct sqsec *x,
@@ -668,17 +326,17 @@ static int api_row(struct sq *q, struct report_section *rs, struct sqsec *x,
 	uint32_t pid = r->process_id ? r->process_id : (uint32_t)rs->s->pid;
 
 	if (name < 0 || chain < 0)
-		return sq_fail(q, "string table");
-	b_u(st, 1, report_time(rs, r->start));
-	b_u(st, 2, report_time(rs, r->end));
+		return sq_fail(&q->d, "string table");
+	sq_put_u(st, 1, report_time(rs, r->start));
+	sq_put_u(st, 2, report_time(rs, r->end));
 	/* nsys keeps driver calls in this table too, told apart by the event class */
-	b_i(st, 3, r->kind == TALLY_KIND_DRIVER ? 1 : 0);
-	b_i(st, 4, gtid(x, pid, r->thread_id));
-	b_u(st, 5, r->correlation_id);
-	b_i(st, 6, name);
-	b_i(st, 7, (int32_t)r->value);
+	sq_put_i(st, 3, r->kind == TALLY_KIND_DRIVER ? 1 : 0);
+	sq_put_i(st, 4, sq_gtid(rs, pid, r->thread_id));
+	sq_put_u(st, 5, r->correlation_id);
+	sq_put_i(st, 6, name);
+	sq_put_i(st, 7, (int32_t)r->value);
 	b_chain(st, 8, chain);
-	return rows_add(q, st);
+	return sq_row_done(&q->d, st);
 }
 
 static int sync_row(struct sq *q, struct report_section *rs, const struct sqsec *x,
@@ -686,15 +344,15 @@ static int sync_row(struct sq *q, struct report_section *rs, const struct sqsec 
 {
 	struct batch *st = &q->b[S_SYNC];
 
-	b_u(st, 1, report_time(rs, r->start));
-	b_u(st, 2, report_time(rs, r->end));
-	b_u(st, 3, r->context_id);
-	b_u(st, 4, r->stream_id);
-	b_u(st, 5, r->correlation_id);
-	b_i(st, 6, x->global_pid);
-	b_u(st, 7, r->subkind);
-	b_u(st, 8, r->value);
-	return rows_add(q, st);
+	sq_put_u(st, 1, report_time(rs, r->start));
+	sq_put_u(st, 2, report_time(rs, r->end));
+	sq_put_u(st, 3, r->context_id);
+	sq_put_u(st, 4, r->stream_id);
+	sq_put_u(st, 5, r->correlation_id);
+	sq_put_i(st, 6, x->global_pid);
+	sq_put_u(st, 7, r->subkind);
+	sq_put_u(st, 8, r->value);
+	return sq_row_done(&q->d, st);
 }
 
 static int overhead_row(struct sq *q, struct report_section *rs, const struct sqsec *x,
@@ -702,12 +360,12 @@ static int overhead_row(struct sq *q, struct report_section *rs, const struct sq
 {
 	struct batch *st = &q->b[S_OVERHEAD];
 
-	b_u(st, 1, report_time(rs, r->start));
-	b_u(st, 2, report_time(rs, r->end));
-	b_i(st, 3, gtid(x, r->process_id, r->thread_id));
-	b_u(st, 4, r->correlation_id);
-	b_u(st, 5, r->subkind);
-	return rows_add(q, st);
+	sq_put_u(st, 1, report_time(rs, r->start));
+	sq_put_u(st, 2, report_time(rs, r->end));
+	sq_put_i(st, 3, sq_gtid(rs, r->process_id, r->thread_id));
+	sq_put_u(st, 4, r->correlation_id);
+	sq_put_u(st, 5, r->subkind);
+	return sq_row_done(&q->d, st);
 }
 
 static int add_domain(struct sq *q, int64_t id)
@@ -718,11 +376,10 @@ static int add_domain(struct sq *q, int64_t id)
 	for (i = 0; i < q->ndomains; i++)
 		if (q->domains[i] == id)
 			return 0;
-	t = realloc(q->domains, (q->ndomains + 1) * sizeof(*t));
+	t = tally_array_push(&q->domains, &q->ndomains, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	q->domains = t;
-	q->domains[q->ndomains++] = id;
+	*t = id;
 	return 0;
 }
 
@@ -736,25 +393,25 @@ static int nvtx_row(struct sq *q, struct report_section *rs, const struct sqsec 
 	uint32_t pid = r->process_id ? r->process_id : (uint32_t)rs->s->pid;
 
 	if (domain < 0 || (domain && add_domain(q, domain) < 0))
-		return sq_fail(q, "string table");
-	b_u(st, 1, report_time(rs, r->start));
+		return sq_fail(&q->d, "string table");
+	sq_put_u(st, 1, report_time(rs, r->start));
 	if (mark)
-		b_null(st, 2);
+		sq_put_null(st, 2);
 	else
-		b_u(st, 2, report_time(rs, r->end));
-	b_i(st, 3, mark ? 34 : r->subkind ? 60 : 59);
-	b_u(st, 4, r->category);
-	b_u(st, 5, r->color);
-	b_text(st, 6, report_string(rs, r->name_id));
-	b_i(st, 7, gtid(x, pid, r->thread_id));
+		sq_put_u(st, 2, report_time(rs, r->end));
+	sq_put_i(st, 3, mark ? 34 : r->subkind ? 60 : 59);
+	sq_put_u(st, 4, r->category);
+	sq_put_u(st, 5, r->color);
+	sq_put_text(st, 6, report_string(rs, r->name_id));
+	sq_put_i(st, 7, sq_gtid(rs, pid, r->thread_id));
 	if (mark)
-		b_null(st, 8);
+		sq_put_null(st, 8);
 	else
-		b_i(st, 8, gtid(x, pid, r->thread_id));
-	b_i(st, 9, domain);
-	b_u(st, 10, r->value);
-	b_i(st, 11, r->flags & TALLY_REC_TEXT_TRUNCATED ? 1 : 0);
-	return rows_add(q, st);
+		sq_put_i(st, 8, sq_gtid(rs, pid, r->thread_id));
+	sq_put_i(st, 9, domain);
+	sq_put_u(st, 10, r->value);
+	sq_put_i(st, 11, r->flags & TALLY_REC_TEXT_TRUNCATED ? 1 : 0);
+	return sq_row_done(&q->d, st);
 }
 
 /* nsys's typeId names the GPU in its low byte; tally's is unique per section too. */
@@ -779,17 +436,17 @@ static int metric_info(struct sq *q, struct report_section *rs, struct sqsec *x,
 			chip = s->gpu_metrics[i].chip;
 	snprintf(type, sizeof(type), "GPU %u%s%s%s", m->device, chip ? " (" : "", chip ? chip : "",
 		 chip ? ")" : "");
-	b_i(st, 1, metric_type(rs, m->device));
-	b_i(st, 2, x->global_pid);
-	b_text(st, 3, type);
-	b_u(st, 4, m->index);
-	b_text(st, 5, m->label);
-	b_text(st, 6, m->name);
-	b_text(st, 7, m->unit);
-	b_u(st, 8, m->device);
-	b_i(st, 9, x->global_pid);
+	sq_put_i(st, 1, metric_type(rs, m->device));
+	sq_put_i(st, 2, x->global_pid);
+	sq_put_text(st, 3, type);
+	sq_put_u(st, 4, m->index);
+	sq_put_text(st, 5, m->label);
+	sq_put_text(st, 6, m->name);
+	sq_put_text(st, 7, m->unit);
+	sq_put_u(st, 8, m->device);
+	sq_put_i(st, 9, x->global_pid);
 	x->metrics_described++;
-	return rows_add(q, st);
+	return sq_row_done(&q->d, st);
 }
 
 /* GPU_METRICS: a sample's value of one metric, in its unit, from the sample's start. */
@@ -804,14 +461,14 @@ static int metric_row(struct sq *q, struct report_section *rs, struct sqsec *x,
 		return -ENOMEM;
 	if (m->index >= x->metrics_described && (rc = metric_info(q, rs, x, m)) < 0)
 		return rc;
-	b_u(st, 1, report_time(rs, r->start));
-	b_i(st, 2, metric_type(rs, r->device_id));
-	b_u(st, 3, m->index);
-	b_real(st, 4, report_metric_value(r));
-	b_u(st, 5, r->end - r->start);
-	b_u(st, 6, r->correlation_id);
-	b_u(st, 7, r->value);
-	return rows_add(q, st);
+	sq_put_u(st, 1, report_time(rs, r->start));
+	sq_put_i(st, 2, metric_type(rs, r->device_id));
+	sq_put_u(st, 3, m->index);
+	sq_put_real(st, 4, report_metric_value(r));
+	sq_put_u(st, 5, r->end - r->start);
+	sq_put_u(st, 6, r->correlation_id);
+	sq_put_u(st, 7, r->value);
+	return sq_row_done(&q->d, st);
 }
 
 static int on_records(void *ctx, struct report_section *rs, const struct tally_record *r, size_t n)
@@ -857,7 +514,7 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 			break;
 		case TALLY_KIND_CPU_SAMPLE:
 		case TALLY_KIND_OSRT:
-			rc = sq_host_records(q->host, q, rs, &r[i]);
+			rc = sq_host_records(q->host, &q->d, rs, &r[i]);
 			break;
 		case TALLY_KIND_GPU_METRIC:
 			rc = metric_row(q, rs, x, &r[i]);
@@ -872,15 +529,14 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 static int on_section(void *ctx, struct report_section *rs)
 {
 	struct sq *q = ctx;
-	struct sqsec *t = realloc(q->secs, (rs->index + 1) * sizeof(*t));
+	struct sqsec *t;
 
-	if (!t)
+	if (!tally_grow_in(&q->secs, &q->secs_cap, (size_t)rs->index + 1, sizeof(*q->secs)))
 		return -ENOMEM;
-	q->secs = t;
+	t = q->secs;
 	memset(&t[rs->index], 0, sizeof(*t));
 	q->nsecs = rs->index + 1;
-	t[rs->index].global_pid = (int64_t)(rs->index + 1) << 48 | (int64_t)(rs->s->pid & 0xffffff)
-								       << 24;
+	t[rs->index].global_pid = sq_gtid(rs, (uint32_t)rs->s->pid, 0);
 	return 0;
 }
 
@@ -894,14 +550,14 @@ static int on_ledger(void *ctx, struct report_section *rs, const struct tally_le
 	for (id = 1; id < TALLY_C_MAX && rc == 0; id++) {
 		if (!l->v[id])
 			continue;
-		b_u(st, 1, rs->index);
-		b_u(st, 2, l->slice);
-		b_u(st, 3, report_time(rs, l->t_begin));
-		b_u(st, 4, report_time(rs, l->t_end));
-		b_i(st, 5, l->final);
-		b_u(st, 6, id);
-		b_u(st, 7, l->v[id]);
-		rc = rows_add(q, st);
+		sq_put_u(st, 1, rs->index);
+		sq_put_u(st, 2, l->slice);
+		sq_put_u(st, 3, report_time(rs, l->t_begin));
+		sq_put_u(st, 4, report_time(rs, l->t_end));
+		sq_put_i(st, 5, l->final);
+		sq_put_u(st, 6, id);
+		sq_put_u(st, 7, l->v[id]);
+		rc = sq_row_done(&q->d, st);
 	}
 	return rc;
 }
@@ -912,16 +568,16 @@ static int on_damage(void *ctx, struct report_input *in, struct report_section *
 	struct sq *q = ctx;
 	struct batch *st = &q->b[S_DAMAGE];
 
-	b_text(st, 1, in->path);
+	sq_put_text(st, 1, in->path);
 	if (rs)
-		b_u(st, 2, rs->index);
+		sq_put_u(st, 2, rs->index);
 	else
-		b_null(st, 2);
-	b_text(st, 3, tally_damage_kind_name(d->kind));
-	b_u(st, 4, d->offset);
-	b_u(st, 5, d->end);
-	b_u(st, 6, d->missing);
-	return rows_add(q, st);
+		sq_put_null(st, 2);
+	sq_put_text(st, 3, tally_damage_kind_name(d->kind));
+	sq_put_u(st, 4, d->offset);
+	sq_put_u(st, 5, d->end);
+	sq_put_u(st, 6, d->missing);
+	return sq_row_done(&q->d, st);
 }
 
 static void sq_scan_ops(void *state, struct report_scan_ops *ops)
@@ -944,13 +600,13 @@ static int fill_enum(struct sq *q, const char *table, const struct enum_row *row
 	int rc = 0;
 
 	snprintf(sql, sizeof(sql), "INSERT INTO %s VALUES (?,?,?)", table);
-	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return sq_fail(q, table);
+	if (sqlite3_prepare_v2(q->d.db, sql, -1, &st, NULL) != SQLITE_OK)
+		return sq_fail(&q->d, table);
 	for (i = 0; i < n && rc == 0; i++) {
 		sqlite3_bind_int(st, 1, rows[i].id);
 		sqlite3_bind_text(st, 2, rows[i].name, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, rows[i].label, -1, SQLITE_STATIC);
-		rc = run(q, st);
+		rc = sq_run(&q->d, st);
 	}
 	sqlite3_finalize(st);
 	return rc;
@@ -978,7 +634,8 @@ static int write_enums(struct sq *q)
 /* For the few statements run only at the end. */
 static int prepare(struct sq *q, const char *sql, sqlite3_stmt **st)
 {
-	return sqlite3_prepare_v2(q->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : sq_fail(q, sql);
+	return sqlite3_prepare_v2(q->d.db, sql, -1, st, NULL) == SQLITE_OK ? 0
+									   : sq_fail(&q->d, sql);
 }
 
 static void uuid_text(const struct tally_device *d, char *out, size_t len)
@@ -1005,17 +662,17 @@ static int write_gpus(struct sq *q, const struct report_set *set)
 			char uuid[64];
 
 			uuid_text(d, uuid, sizeof(uuid));
-			bind_u(st, 1, d->id);
-			bind_text(st, 2, d->name);
-			bind_text(st, 3, d->pci_bus);
-			bind_u(st, 4, d->global_mem);
-			bind_u(st, 5, d->sm_count);
-			bind_text(st, 6, d->has_uuid ? uuid : NULL);
-			bind_u(st, 7, d->id);
-			bind_u(st, 8, d->cc_major);
-			bind_u(st, 9, d->cc_minor);
+			sq_bind_u(st, 1, d->id);
+			sq_bind_text(st, 2, d->name);
+			sq_bind_text(st, 3, d->pci_bus);
+			sq_bind_u(st, 4, d->global_mem);
+			sq_bind_u(st, 5, d->sm_count);
+			sq_bind_text(st, 6, d->has_uuid ? uuid : NULL);
+			sq_bind_u(st, 7, d->id);
+			sq_bind_u(st, 8, d->cc_major);
+			sq_bind_u(st, 9, d->cc_minor);
 			sqlite3_bind_int64(st, 10, q->secs[i].global_pid);
-			rc = run(q, st);
+			rc = sq_run(&q->d, st);
 		}
 	}
 	sqlite3_finalize(st);
@@ -1026,29 +683,29 @@ static int write_session(struct sq *q, sqlite3_stmt *st, const struct report_sec
 {
 	const struct tally_section *s = rs->s;
 
-	bind_u(st, 1, rs->index);
-	bind_text(st, 2, rs->in->path);
-	bind_u(st, 3, s->index);
+	sq_bind_u(st, 1, rs->index);
+	sq_bind_text(st, 2, rs->in->path);
+	sq_bind_u(st, 3, s->index);
 	sqlite3_bind_int64(st, 4, q->secs[rs->index].global_pid);
-	bind_u(st, 5, s->pid);
-	bind_u(st, 6, s->ppid);
-	bind_text(st, 7, s->host);
-	bind_text(st, 8, s->rank);
-	bind_text(st, 9, s->cmdline);
-	bind_text(st, 10, s->exe);
-	bind_text(st, 11, s->writer);
-	bind_text(st, 12, s->source);
-	bind_u(st, 13, s->start_realtime);
-	bind_u(st, 14, s->start_cupti);
+	sq_bind_u(st, 5, s->pid);
+	sq_bind_u(st, 6, s->ppid);
+	sq_bind_text(st, 7, s->host);
+	sq_bind_text(st, 8, s->rank);
+	sq_bind_text(st, 9, s->cmdline);
+	sq_bind_text(st, 10, s->exe);
+	sq_bind_text(st, 11, s->writer);
+	sq_bind_text(st, 12, s->source);
+	sq_bind_u(st, 13, s->start_realtime);
+	sq_bind_u(st, 14, s->start_cupti);
 	sqlite3_bind_int64(st, 15, rs->offset);
 	sqlite3_bind_int(st, 16, s->merged);
 	sqlite3_bind_int64(st, 17, s->merge_offset);
-	bind_u(st, 18, s->driver_version);
-	bind_u(st, 19, s->runtime_version);
-	bind_u(st, 20, s->cupti_version);
-	bind_u(st, 21, s->records_total);
-	bind_text(st, 22, rs->verdict.complete ? "COMPLETE" : "INCOMPLETE");
-	return run(q, st);
+	sq_bind_u(st, 18, s->driver_version);
+	sq_bind_u(st, 19, s->runtime_version);
+	sq_bind_u(st, 20, s->cupti_version);
+	sq_bind_u(st, 21, s->records_total);
+	sq_bind_text(st, 22, rs->verdict.complete ? "COMPLETE" : "INCOMPLETE");
+	return sq_run(&q->d, st);
 }
 
 static int write_verdict(struct sq *q, sqlite3_stmt *st, const struct report_section *rs)
@@ -1058,24 +715,24 @@ static int write_verdict(struct sq *q, sqlite3_stmt *st, const struct report_sec
 	int rc = 0;
 
 	if (v->complete) {
-		bind_u(st, 1, rs->index);
-		bind_text(st, 2, "COMPLETE");
+		sq_bind_u(st, 1, rs->index);
+		sq_bind_text(st, 2, "COMPLETE");
 		for (i = 3; i <= 7; i++)
 			sqlite3_bind_null(st, (int)i);
-		return run(q, st);
+		return sq_run(&q->d, st);
 	}
 	for (i = 0; i < v->nreasons && rc == 0; i++) {
 		const struct tally_reason *r = &v->reasons[i];
 		const struct tally_counter_info *ci = tally_counter_info(r->counter);
 
-		bind_u(st, 1, rs->index);
-		bind_text(st, 2, "INCOMPLETE");
-		bind_text(st, 3, tally_reason_code_name(r->code));
-		bind_text(st, 4, r->code == TALLY_R_LOSS && ci ? ci->name : NULL);
-		bind_u(st, 5, r->count);
-		bind_text(st, 6, r->text);
-		bind_text(st, 7, r->hint);
-		rc = run(q, st);
+		sq_bind_u(st, 1, rs->index);
+		sq_bind_text(st, 2, "INCOMPLETE");
+		sq_bind_text(st, 3, tally_reason_code_name(r->code));
+		sq_bind_text(st, 4, r->code == TALLY_R_LOSS && ci ? ci->name : NULL);
+		sq_bind_u(st, 5, r->count);
+		sq_bind_text(st, 6, r->text);
+		sq_bind_text(st, 7, r->hint);
+		rc = sq_run(&q->d, st);
 	}
 	return rc;
 }
@@ -1090,15 +747,15 @@ static int write_windows(struct sq *q, sqlite3_stmt *st, const struct report_sec
 		const struct tally_window *w = &s->windows[i];
 		const struct tally_counter_info *ci = tally_counter_info(w->counter);
 
-		bind_u(st, 1, rs->index);
+		sq_bind_u(st, 1, rs->index);
 		sqlite3_bind_int64(st, 2, q->secs[rs->index].global_pid);
-		bind_u(st, 3, report_time(rs, w->t_begin));
-		bind_u(st, 4, report_time(rs, w->t_end));
-		bind_u(st, 5, w->counter);
-		bind_text(st, 6, ci ? ci->name : NULL);
-		bind_u(st, 7, w->count);
-		bind_text(st, 8, ci ? ci->what : NULL);
-		rc = run(q, st);
+		sq_bind_u(st, 3, report_time(rs, w->t_begin));
+		sq_bind_u(st, 4, report_time(rs, w->t_end));
+		sq_bind_u(st, 5, w->counter);
+		sq_bind_text(st, 6, ci ? ci->name : NULL);
+		sq_bind_u(st, 7, w->count);
+		sq_bind_text(st, 8, ci ? ci->what : NULL);
+		rc = sq_run(&q->d, st);
 	}
 	return rc;
 }
@@ -1113,15 +770,15 @@ static int write_drops(struct sq *q, sqlite3_stmt *st, const struct report_secti
 	for (i = 0; i < s->ndrops && rc == 0; i++) {
 		const struct tally_drops *d = &s->drops[i];
 
-		bind_u(st, 1, rs->index);
+		sq_bind_u(st, 1, rs->index);
 		sqlite3_bind_int64(st, 2, q->secs[rs->index].global_pid);
-		bind_text(st, 3, tally_drop_source_name(d->source));
-		bind_u(st, 4, d->context);
-		bind_u(st, 5, d->device);
-		bind_u(st, 6, d->stream);
-		bind_u(st, 7, d->count);
-		bind_text(st, 8, tally_drop_source_meaning(d->source));
-		rc = run(q, st);
+		sq_bind_text(st, 3, tally_drop_source_name(d->source));
+		sq_bind_u(st, 4, d->context);
+		sq_bind_u(st, 5, d->device);
+		sq_bind_u(st, 6, d->stream);
+		sq_bind_u(st, 7, d->count);
+		sq_bind_text(st, 8, tally_drop_source_meaning(d->source));
+		rc = sq_run(&q->d, st);
 	}
 	return rc;
 }
@@ -1136,13 +793,13 @@ static int write_ledger(struct sq *q, sqlite3_stmt *st, const struct report_sect
 
 		if (!ci)
 			continue;
-		bind_u(st, 1, rs->index);
-		bind_u(st, 2, id);
-		bind_text(st, 3, ci->name);
-		bind_u(st, 4, rs->s->ledger.v[id]);
-		bind_text(st, 5, ci->cls == TALLY_CC_LOSS ? "loss" : "info");
-		bind_text(st, 6, ci->what);
-		rc = run(q, st);
+		sq_bind_u(st, 1, rs->index);
+		sq_bind_u(st, 2, id);
+		sq_bind_text(st, 3, ci->name);
+		sq_bind_u(st, 4, rs->s->ledger.v[id]);
+		sq_bind_text(st, 5, ci->cls == TALLY_CC_LOSS ? "loss" : "info");
+		sq_bind_text(st, 6, ci->what);
+		rc = sq_run(&q->d, st);
 	}
 	return rc;
 }
@@ -1155,12 +812,12 @@ static int write_notes(struct sq *q, sqlite3_stmt *st, const struct report_secti
 	for (i = 0; i < rs->s->nnotes && rc == 0; i++) {
 		const struct tally_note *n = &rs->s->notes[i];
 
-		bind_u(st, 1, rs->index);
-		bind_u(st, 2, n->time ? report_time(rs, n->time) : 0);
-		bind_u(st, 3, n->severity);
-		bind_text(st, 4, n->code);
-		bind_text(st, 5, n->text);
-		rc = run(q, st);
+		sq_bind_u(st, 1, rs->index);
+		sq_bind_u(st, 2, n->time ? report_time(rs, n->time) : 0);
+		sq_bind_u(st, 3, n->severity);
+		sq_bind_text(st, 4, n->code);
+		sq_bind_text(st, 5, n->text);
+		rc = sq_run(&q->d, st);
 	}
 	return rc;
 }
@@ -1182,26 +839,26 @@ static int write_metric_states(struct sq *q, sqlite3_stmt *st, const struct repo
 
 		memcpy(d.uuid, g->uuid, 16);
 		uuid_text(&d, uuid, sizeof(uuid));
-		bind_u(st, 1, rs->index);
+		sq_bind_u(st, 1, rs->index);
 		sqlite3_bind_int64(st, 2, q->secs[rs->index].global_pid);
-		bind_u(st, 3, g->device);
-		bind_text(st, 4, g->has_uuid ? uuid : NULL);
-		bind_text(st, 5, tally_gpu_metrics_state_name(g->state));
-		bind_text(st, 6, g->chip);
+		sq_bind_u(st, 3, g->device);
+		sq_bind_text(st, 4, g->has_uuid ? uuid : NULL);
+		sq_bind_text(st, 5, tally_gpu_metrics_state_name(g->state));
+		sq_bind_text(st, 6, g->chip);
 		if (g->trigger == TALLY_GM_TRIGGER_TIME && g->interval)
-			bind_u(st, 7, g->interval);
+			sq_bind_u(st, 7, g->interval);
 		else
 			sqlite3_bind_null(st, 7);
-		bind_u(st, 8, g->nmetrics);
-		bind_text(st, 9, g->why);
-		bind_text(st, 10, g->remedy);
+		sq_bind_u(st, 8, g->nmetrics);
+		sq_bind_text(st, 9, g->why);
+		sq_bind_text(st, 10, g->remedy);
 		if (g->holder_pid)
-			bind_u(st, 11, g->holder_pid);
+			sq_bind_u(st, 11, g->holder_pid);
 		else
 			sqlite3_bind_null(st, 11);
-		bind_text(st, 12, g->holder_host);
-		bind_text(st, 13, g->holder_file);
-		rc = run(q, st);
+		sq_bind_text(st, 12, g->holder_host);
+		sq_bind_text(st, 13, g->holder_file);
+		rc = sq_run(&q->d, st);
 	}
 	return rc;
 }
@@ -1245,7 +902,7 @@ static int write_domains(struct sq *q)
 
 	for (i = 0; i < q->ndomains && rc == 0; i++) {
 		sqlite3_bind_int64(st, 1, q->domains[i]);
-		rc = run(q, st);
+		rc = sq_run(&q->d, st);
 	}
 	sqlite3_finalize(st);
 	return rc;
@@ -1263,13 +920,14 @@ static int write_meta(struct sq *q, const struct report_set *set)
 		return rc;
 	if (set->base && gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	bind_u(st, 1, set->base);
-	bind_text(st, 2, when);
-	bind_text(st, 3, when);
-	rc = run(q, st);
+	sq_bind_u(st, 1, set->base);
+	sq_bind_text(st, 2, when);
+	sq_bind_text(st, 3, when);
+	rc = sq_run(&q->d, st);
 	sqlite3_finalize(st);
 	if (rc == 0)
-		rc = exec(q, "INSERT INTO META_DATA_EXPORT VALUES ('TALLY_SCHEMA_VERSION', '1'),"
+		rc = sq_exec(&q->d,
+			     "INSERT INTO META_DATA_EXPORT VALUES ('TALLY_SCHEMA_VERSION', '1'),"
 			     " ('EXPORT_TOOL', 'tally export --format sqlite');");
 	return rc;
 }
@@ -1292,28 +950,28 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 	if (rc == 0)
 		rc = write_meta(q, set);
 	if (rc == 0)
-		rc = sq_host_finish(q->host, q, set);
+		rc = sq_host_finish(q->host, &q->d, set);
 	/* the last rows of every batch, strings named by the tables above included */
 	for (i = 0; i < S_COUNT && rc == 0; i++)
-		rc = batch_flush(q, &q->b[i]);
+		rc = sq_batch_flush(&q->d, &q->b[i]);
 	if (rc == 0 && q->index)
-		rc = exec(q, sqlite_host_indexes);
+		rc = sq_exec(&q->d, sqlite_host_indexes);
 	if (rc == 0)
-		rc = exec(q, "COMMIT;");
+		rc = sq_exec(&q->d, "COMMIT;");
 	if (rc == 0) {
 		for (i = 0; i < S_COUNT; i++)
-			batch_close(&q->b[i]);
+			sq_batch_close(&q->b[i]);
 		sq_host_close(q->host);
 		q->host = NULL;
-		if (sqlite3_close(q->db) != SQLITE_OK)
+		if (sqlite3_close(q->d.db) != SQLITE_OK)
 			rc = -EIO;
-		q->db = NULL;
+		q->d.db = NULL;
 	}
 	if (rc == 0 && outfile_commit(&q->out, q->out_flags, err, errlen) < 0)
 		rc = -EIO;
-	(void)errlen; /* failures wrote q->err, which is err */
-	out->events = q->rows;
-	out->clamped = clamped;
+	(void)errlen; /* failures wrote q->d.err, which is err */
+	out->events = q->d.rows;
+	out->clamped = sq_clamped();
 	return rc;
 }
 
@@ -1327,16 +985,16 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	struct sq *q = calloc(1, sizeof(*q));
 	int rc = -ENOMEM, i;
 
-	clamped = 0;
+	sq_clamped_reset();
 	(void)set;
 	if (q)
 		q->out.fd = -1;
-	if (!q || !(q->path = strdup(o->output))) {
+	if (!q || !(q->d.path = strdup(o->output))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	q->err = err;
-	q->errlen = errlen;
+	q->d.err = err;
+	q->d.errlen = errlen;
 	q->out_flags = o->force ? OUTFILE_FORCE : 0;
 	rc = outfile_open(&q->out, o->output, q->out_flags, err, errlen);
 	if (rc < 0)
@@ -1345,10 +1003,10 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	q->out.fd = -1;
 	rc = -EIO;
 	/* One thread uses this connection: no mutexes (a fifth of an insert's cost). */
-	if (sqlite3_open_v2(q->out.tmp, &q->db,
+	if (sqlite3_open_v2(q->out.tmp, &q->d.db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK) {
-		sq_fail(q, "open");
+		sq_fail(&q->d, "open");
 		goto fail;
 	}
 	/* One writer, a file made from scratch: no journal, no syncs, one transaction.  No index
@@ -1359,18 +1017,19 @@ static int sq_open(void **state, struct report_set *set, const struct export_opt
 	 * 84 MiB against 140, less system time; docs/scaling.md).  Pages of 8 KiB: a tenth less
 	 * CPU than 4 KiB when rows are appended, none gained past 16 KiB. */
 	q->index = o->index;
-	if (exec(q, "PRAGMA page_size=8192; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-		    " PRAGMA cache_size=-65536;"
-		    " PRAGMA locking_mode=EXCLUSIVE; BEGIN;") < 0 ||
-	    exec(q, sqlite_schema) < 0 || exec(q, sqlite_host_schema) < 0 ||
-	    (q->index && exec(q, sqlite_indexes) < 0))
+	if (sq_exec(&q->d, "PRAGMA page_size=8192; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+			   " PRAGMA cache_size=-65536;"
+			   " PRAGMA locking_mode=EXCLUSIVE; BEGIN;") < 0 ||
+	    sq_exec(&q->d, sqlite_schema) < 0 || sq_exec(&q->d, sqlite_host_schema) < 0 ||
+	    (q->index && sq_exec(&q->d, sqlite_indexes) < 0))
 		goto fail;
 	for (i = 0; i < S_COUNT; i++)
-		if (batch_open(q, &q->b[i], stmt_sql[i]) < 0)
+		if (sq_batch_open(&q->d, &q->b[i], stmt_sql[i]) < 0)
 			goto fail;
-	if (!(q->host = sq_host_open(q)))
+	q->d.strings = &q->b[S_STRING];
+	if (!(q->host = sq_host_open(&q->d)))
 		goto fail;
-	q->next_id = 1;
+	q->d.next_id = 1;
 	*state = q;
 	return 0;
 fail:
@@ -1386,15 +1045,13 @@ static void sq_destroy(void *state, bool failed)
 	if (!q)
 		return;
 	for (i = 0; i < S_COUNT; i++)
-		batch_close(&q->b[i]);
+		sq_batch_close(&q->b[i]);
 	sq_host_close(q->host);
-	if (q->db)
-		sqlite3_close(q->db);
+	if (q->d.db)
+		sqlite3_close(q->d.db);
 	(void)failed; /* whatever was not committed is only a temporary file */
 	outfile_abort(&q->out);
-	for (i = 0; i < q->capstrs; i++)
-		free(q->strs[i].s);
-	free(q->strs);
+	sq_strings_free(&q->d);
 	for (i = 0; i < q->nsecs; i++) {
 		free(q->secs[i].raw);
 		free(q->secs[i].dem);
@@ -1403,7 +1060,7 @@ static void sq_destroy(void *state, bool failed)
 	}
 	free(q->secs);
 	free(q->domains);
-	free(q->path);
+	free(q->d.path);
 	free(q);
 }
 

@@ -16,27 +16,15 @@ void tally_buf_fini(struct tally_buf *b)
 bool tally_buf_grow(struct tally_buf *b, size_t extra)
 {
 	size_t want = b->len + extra;
-	size_t cap = b->cap ? b->cap : 256;
-	uint8_t *p;
 
 	if (b->failed)
 		return false;
-	if (want < b->len) /* overflow */
-		goto fail;
-	while (cap < want) {
-		if (cap > SIZE_MAX / 2)
-			goto fail;
-		cap *= 2;
+	/* 256 bytes at first: most payloads are small */
+	if (want < b->len || !tally_grow_in(&b->data, &b->cap, want < 256 ? 256 : want, 1)) {
+		b->failed = true;
+		return false;
 	}
-	p = realloc(b->data, cap);
-	if (!p)
-		goto fail;
-	b->data = p;
-	b->cap = cap;
 	return true;
-fail:
-	b->failed = true;
-	return false;
 }
 
 void tally_kv_uint(struct tally_buf *b, unsigned key, uint64_t v)
@@ -92,25 +80,6 @@ bool tally_kv_next(struct tally_cursor *c, struct tally_kv *kv)
 		return false;
 	}
 	return !c->bad;
-}
-
-void *tally_array_push(void *arrayp, size_t *n, size_t elem)
-{
-	void **array = arrayp;
-	char *a;
-
-	if ((*n & (*n - 1)) == 0) {
-		size_t cap = *n ? 2 * *n : 1;
-
-		a = realloc(*array, cap * elem);
-		if (!a)
-			return NULL;
-		*array = a;
-	}
-	a = (char *)*array + *n * elem;
-	memset(a, 0, elem);
-	(*n)++;
-	return a;
 }
 
 void tally_kv_copy(struct tally_buf *b, const struct tally_kv *kv)

@@ -15,19 +15,14 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "grow.h" /* tally_array_push, tally_grow_in */
+
 struct tally_buf {
 	uint8_t *data; /* owned; NULL until the first put */
 	size_t len;
 	size_t cap;
 	bool failed; /* an allocation failed: contents are incomplete */
 };
-
-/*
- * Grow an array of elem-sized items by one; returns the new (zeroed) item or NULL.  Its capacity
- * is the power of two at or above *n, kept by no field of its own, so every array grown by it must
- * only ever be grown by it (a section's windows: by the reader and by a summary's parser alike).
- */
-void *tally_array_push(void *arrayp, size_t *n, size_t elem);
 
 void tally_buf_fini(struct tally_buf *b);
 bool tally_buf_grow(struct tally_buf *b, size_t extra); /* ensure room for extra more bytes */

@@ -74,7 +74,7 @@ static int codec_reserve(struct tally_codec *c, size_t n)
 
 	if (n <= c->cap)
 		return 0;
-	v = realloc(c->values, n * sizeof(*v));
+	v = tally_resize(c->values, n, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	c->values = v;
@@ -367,7 +367,7 @@ static int records_reserve(struct tally_record **recs, size_t *cap, size_t n)
 
 	if (n <= *cap)
 		return 0;
-	r = realloc(*recs, n * sizeof(*r));
+	r = tally_resize(*recs, n, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	*recs = r;

@@ -98,15 +98,14 @@ static bool take_metric(struct tally_gpu_metrics *g, const struct tally_kv *kv)
 	m.label = cur_str(&c);
 	grown = c.bad || !m.name || !m.unit || !m.label || m.scale > 18
 		    ? NULL
-		    : realloc(g->metrics, (g->nmetrics + 1) * sizeof(*g->metrics));
+		    : tally_array_push(&g->metrics, &g->nmetrics, sizeof(*g->metrics));
 	if (!grown) {
 		free(m.name);
 		free(m.unit);
 		free(m.label);
 		return !c.bad && m.scale <= 18; /* out of memory is not damage */
 	}
-	g->metrics = grown;
-	g->metrics[g->nmetrics++] = m;
+	*grown = m;
 	return true;
 }
 
@@ -115,11 +114,10 @@ static void take_left_out(struct tally_gpu_metrics *g, const struct tally_kv *kv
 	char **grown;
 
 	if (kv->type != TALLY_KV_BYTES ||
-	    !(grown = realloc(g->left_out, (g->nleft_out + 1) * sizeof(*grown))))
+	    !(grown = tally_array_push(&g->left_out, &g->nleft_out, sizeof(*grown))))
 		return;
-	g->left_out = grown;
-	if ((g->left_out[g->nleft_out] = dup_len(kv->ptr, kv->len)))
-		g->nleft_out++;
+	if (!(*grown = dup_len(kv->ptr, kv->len)))
+		g->nleft_out--; /* the slot stays, empty: the array's capacity is its own */
 }
 
 static void take_id(uint8_t dst[16], bool *has, const struct tally_kv *kv)

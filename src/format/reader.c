@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The .tally reader; see reader.h and docs/format.md. */
 #include "reader.h"
+#include "payloads.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -104,7 +105,7 @@ static const uint8_t *file_bytes(struct tally_file *f, uint64_t off, size_t n, s
 	if (want > f->size - off)
 		want = (size_t)(f->size - off);
 	if (want > f->buf_cap) {
-		uint8_t *b = realloc(f->buf, want);
+		uint8_t *b = tally_resize(f->buf, want, 1);
 
 		if (!b)
 			return NULL;
@@ -546,7 +547,7 @@ static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len,
 	    (need > s->nstrings && need - s->nstrings > *budget))
 		return false;
 	if (need > s->nstrings) {
-		char **t = realloc(s->strings, need * sizeof(*t));
+		char **t = tally_resize(s->strings, (size_t)need, sizeof(*t));
 
 		if (!t)
 			return false;
@@ -608,90 +609,6 @@ static bool parse_ledger(struct tally_section *s, const uint8_t *p, size_t len, 
 	 * recording went on), and only a final one at the end closes the section. */
 	s->has_final = final;
 	return true;
-}
-
-static bool parse_loss(struct tally_section *s, const uint8_t *p, size_t len)
-{
-	struct tally_cursor c = {p, p + len, false};
-
-	while (!c.bad && c.p < c.end) {
-		uint64_t t0 = tally_cur_varint(&c), t1 = tally_cur_varint(&c);
-		uint64_t cls = tally_cur_varint(&c), count = tally_cur_varint(&c);
-		struct tally_window *w;
-
-		if (c.bad)
-			break;
-		w = tally_array_push(&s->windows, &s->nwindows, sizeof(*w));
-		if (w)
-			*w = (struct tally_window){t0, t1, (unsigned)cls, count};
-		if (cls < TALLY_C_MAX)
-			s->explicit_windows[cls / 64] |= 1ull << cls % 64;
-	}
-	return !c.bad;
-}
-
-/* DROPS: cumulative, so each chunk replaces the one before.  A process has a handful of
- * contexts: entries past TALLY_DROPS_MAX are not kept, so a hostile chunk costs no memory. */
-#define TALLY_DROPS_MAX 4096
-static bool parse_drops(struct tally_section *s, const uint8_t *p, size_t len)
-{
-	struct tally_cursor c = {p, p + len, false};
-	struct tally_drops *d = NULL;
-	size_t n = 0;
-
-	while (!c.bad && c.p < c.end) {
-		struct tally_drops e;
-
-		e.source = (unsigned)tally_cur_varint(&c);
-		e.context = (uint32_t)tally_cur_varint(&c);
-		e.device = (uint32_t)tally_cur_varint(&c);
-		e.stream = (uint32_t)tally_cur_varint(&c);
-		e.count = tally_cur_varint(&c);
-		if (c.bad || n == TALLY_DROPS_MAX || !tally_array_push(&d, &n, sizeof(e)))
-			break;
-		d[n - 1] = e;
-	}
-	if (c.bad) {
-		free(d);
-		return false;
-	}
-	free(s->drops);
-	s->drops = d;
-	s->ndrops = n;
-	return true;
-}
-
-/* THREADS: entries appended in file order (a later entry for a tid wins); a section keeps at
- * most TALLY_THREADS_MAX, so a hostile file costs bounded memory and linear time. */
-#define TALLY_THREADS_MAX 65536
-static bool parse_threads(struct tally_section *s, const uint8_t *p, size_t len)
-{
-	struct tally_cursor c = {p, p + len, false};
-
-	while (!c.bad && c.p < c.end) {
-		uint64_t tid = tally_cur_varint(&c), pthread_id = tally_cur_varint(&c);
-		uint64_t flags = tally_cur_varint(&c), nlen = tally_cur_varint(&c);
-		const uint8_t *name = tally_cur_bytes(&c, nlen);
-		struct tally_thread *t;
-
-		/* a kernel tid is 32 bits: a wider one would be cut and taken for another thread */
-		if (c.bad || !name || tid > UINT32_MAX)
-			return false;
-		if (s->nthreads == TALLY_THREADS_MAX)
-			continue;
-		t = tally_array_push(&s->threads, &s->nthreads, sizeof(*t));
-		if (!t)
-			return true;
-		t->tid = (uint32_t)tid;
-		t->pthread_id = pthread_id;
-		t->flags = (unsigned)flags;
-		t->name = malloc(nlen + 1);
-		if (t->name) {
-			memcpy(t->name, name, nlen);
-			t->name[nlen] = 0;
-		}
-	}
-	return !c.bad;
 }
 
 static int by_tid_then_order(const void *a, const void *b)
@@ -863,7 +780,7 @@ static int handle_chunk(struct read_state *st, const struct tally_item *it)
 		parse_note(s, payload, c->len);
 		break;
 	case TALLY_CHUNK_LOSS:
-		ok = parse_loss(s, payload, c->len);
+		ok = tally_loss_decode(s, payload, c->len);
 		break;
 	case TALLY_CHUNK_FRAMES:
 		ok = tally_frames_parse(&s->stacks, payload, c->len, &st->id_budget);
@@ -875,13 +792,13 @@ static int handle_chunk(struct read_state *st, const struct tally_item *it)
 		ok = tally_modules_parse(&s->stacks, payload, c->len);
 		break;
 	case TALLY_CHUNK_DROPS:
-		ok = parse_drops(s, payload, c->len);
+		ok = tally_drops_decode(s, payload, c->len);
 		break;
 	case TALLY_CHUNK_SUMMARY:
 		ok = parse_summary(s, payload, c->len);
 		break;
 	case TALLY_CHUNK_THREADS:
-		ok = parse_threads(s, payload, c->len);
+		ok = tally_threads_decode(s, payload, c->len);
 		break;
 	case TALLY_CHUNK_GPU_METRICS:
 		ok = parse_gpu_metrics(s, payload, c->len);

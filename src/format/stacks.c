@@ -126,7 +126,7 @@ static bool table_grow(void **table, uint32_t *n, uint64_t need, size_t elem, un
 		return true;
 	if (need > MAX_TABLE_IDS || (need - *n) > *budget / entry_min)
 		return false;
-	t = realloc(*table, need * elem);
+	t = tally_resize(*table, (size_t)need, elem);
 	if (!t)
 		return false;
 	memset((char *)t + (size_t)*n * elem, 0, (need - *n) * elem);
@@ -344,14 +344,13 @@ bool tally_modules_parse(struct tally_stack_tables *t, const uint8_t *p, size_t 
 		/* the collector describes at most TALLY_MODULES_MAX per section; lookups walk them
 		 */
 		grown = t->nmodules < TALLY_MODULES_MAX
-			    ? realloc(t->modules, (t->nmodules + 1) * sizeof(*grown))
+			    ? tally_array_push(&t->modules, &t->nmodules, sizeof(*grown))
 			    : NULL;
 		if (!grown) {
 			free(m.path);
 			return false;
 		}
-		t->modules = grown;
-		t->modules[t->nmodules++] = m;
+		*grown = m;
 	}
 	return map_modules(t) && !c.bad;
 }

@@ -15,24 +15,18 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "hashmap.h"
 
-struct strtab_slot {
-	uint64_t hash;
-	uint32_t id;
-	uint32_t len;
+struct strtab_entry {
 	char *str; /* owned copy */
-};
-
-struct ptr_slot {
-	const void *ptr;
-	uint32_t id;
+	uint32_t len;
 };
 
 struct tally_strtab {
-	struct strtab_slot *slots; /* by content; open addressing */
-	size_t cap, count;
-	struct ptr_slot *ptrs; /* by pointer; a cache in front of slots */
-	size_t ptr_cap, ptr_count;
+	struct strtab_entry *strs; /* by id - 1 */
+	size_t count, cap;
+	struct tally_map by_text; /* a string's checksum -> its id */
+	struct tally_map by_ptr;  /* a pointer -> its string's id: a cache in front of by_text */
 	uint32_t next_id;	  /* 1-based */
 	uint32_t first_pending;	  /* ids >= this are not yet written */
 	struct tally_buf pending; /* len-prefixed bytes of pending strings */

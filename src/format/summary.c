@@ -163,11 +163,10 @@ static bool parse_reason(struct tally_summary_facts *f, const struct tally_kv *k
 	if (!get_text(&c, r.text, sizeof(r.text)) || !get_text(&c, r.hint, sizeof(r.hint)) || c.bad)
 		return false;
 	/* a reason is 5 bytes at least: their number is bounded by the chunk */
-	v = realloc(f->reasons, (f->nreasons + 1) * sizeof(*v));
+	v = tally_array_push(&f->reasons, &f->nreasons, sizeof(*v));
 	if (!v)
 		return false;
-	f->reasons = v;
-	v[f->nreasons++] = r;
+	*v = r;
 	return true;
 }
 

@@ -14,13 +14,10 @@
 static struct tally_reason *add_reason(struct tally_verdict *v, enum tally_reason_code code,
 				       unsigned counter, uint64_t count)
 {
-	struct tally_reason *r = realloc(v->reasons, (v->nreasons + 1) * sizeof(*r));
+	struct tally_reason *r = tally_array_push(&v->reasons, &v->nreasons, sizeof(*r));
 
 	if (!r)
 		return NULL;
-	v->reasons = r;
-	r = &v->reasons[v->nreasons++];
-	memset(r, 0, sizeof(*r));
 	r->code = code;
 	r->counter = counter;
 	r->count = count;

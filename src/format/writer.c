@@ -157,15 +157,8 @@ void tally_writer_fini(struct tally_writer *w)
 
 static int pending_push(struct tally_writer *w, uint64_t records, bool is_chunk)
 {
-	if (w->npending == w->pending_cap) {
-		size_t cap = w->pending_cap ? 2 * w->pending_cap : 64;
-		struct pending_chunk *p = realloc(w->pending, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		w->pending = p;
-		w->pending_cap = cap;
-	}
+	if (!tally_grow_in(&w->pending, &w->pending_cap, w->npending + 1, sizeof(*w->pending)))
+		return -ENOMEM;
 	w->pending[w->npending].end = w->out.len;
 	w->pending[w->npending].records = records;
 	w->pending[w->npending].is_chunk = is_chunk;

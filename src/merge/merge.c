@@ -22,6 +22,7 @@
 
 #include "buf.h"
 #include "codec.h"
+#include "grow.h"
 #include "jobs.h"
 #include "merge.h"
 #include "outfile.h"
@@ -335,14 +336,8 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 
 	if (rc)
 		return rc;
-	if (n > m->cap) {
-		struct tally_record *t = realloc(m->recs, n * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		m->recs = t;
-		m->cap = n;
-	}
+	if (!tally_grow_in(&m->recs, &m->cap, n, sizeof(*m->recs)))
+		return -ENOMEM;
 	memcpy(m->recs, r, n * sizeof(*r));
 	for (i = 0; i < n; i++) {
 		if (m->recs[i].flags & TALLY_REC_BAD_TIME) /* no time to shift: kept as recorded */
@@ -361,16 +356,8 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 static int count_damage(struct merge *m, const struct report_section *rs,
 			const struct tally_damage *d)
 {
-	if (rs->index >= m->ndamaged) {
-		size_t n = rs->index + 1;
-		uint64_t *t = realloc(m->damaged, n * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		memset(t + m->ndamaged, 0, (n - m->ndamaged) * sizeof(*t));
-		m->damaged = t;
-		m->ndamaged = n;
-	}
+	if (!tally_grow_in(&m->damaged, &m->ndamaged, (size_t)rs->index + 1, sizeof(*m->damaged)))
+		return -ENOMEM;
 	m->damaged[rs->index] += d->kind == TALLY_DAMAGE_SEQ_GAP && d->missing ? d->missing : 1;
 	return 0;
 }
@@ -399,13 +386,12 @@ static int on_damage(void *ctx, struct report_input *in, struct report_section *
 			      in->path, tally_damage_kind_name(d->kind), d->offset, d->end);
 	if (rc < 0)
 		return -ENOMEM;
-	t = realloc(m->notes, (m->nnotes + 1) * sizeof(*t));
+	t = tally_array_push(&m->notes, &m->nnotes, sizeof(*t));
 	if (!t) {
 		free(text);
 		return -ENOMEM;
 	}
-	m->notes = t;
-	m->notes[m->nnotes++] = (struct pending_note){rs->index, text};
+	*t = (struct pending_note){rs->index, text};
 	return m->begun && rs == m->cur ? flush_notes(m) : 0;
 }
 

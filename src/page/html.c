@@ -175,6 +175,7 @@ static int pass1(struct html_job *job, struct report_scan_ops *progress, char *e
 			req.reports |= 1ull << r;
 	for (r = 0; r < sizeof(page_reports) / sizeof(page_reports[0]); r++)
 		req.reports |= 1ull << report_find(page_reports[r]);
+	req.reports |= 1ull << report_find("step_bound"); /* the diagnosis's bars of the steps */
 	req.range =
 	    job->o->range; /* the rest as tally stats' defaults: the page's figures are its */
 	job->st = stats_new(&req);

@@ -10,6 +10,7 @@
 
 #include "gaps.h"
 #include "grow.h"
+#include "hash.h"
 #include "idlewhy.h"
 #include "metricsum.h"
 #include "stacks.h"
@@ -345,20 +346,11 @@ static struct tl_lane *lane_lookup(struct timeline *tl, uint32_t sec, uint32_t t
 	return &tl->lanes[i];
 }
 
-static uint64_t name_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (n--)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
-	return h;
-}
-
 /* The index + 1 of name s, one entry per distinct name whatever the number of ranks using it. */
 static uint32_t name_add(struct timeline *tl, const char *s)
 {
 	size_t len = strlen(s);
-	uint64_t h = name_hash(s, len);
+	uint64_t h = tally_hash_bytes(s, len);
 	uint32_t found = tally_map_get(&tl->name_map, h, len);
 	char *copy;
 
@@ -583,12 +575,6 @@ void timeline_pass2_ops(struct timeline *tl, struct report_scan_ops *ops)
 	ops->ctx = tl;
 	ops->records = pass2_records;
 	ops->section_end = pass2_section_end;
-}
-
-long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
-			uint32_t b)
-{
-	return (long)tally_map_get(&tl->lane_map, tally_key32(sec, type), tally_key32(a, b)) - 1;
 }
 
 /* ---- exact windows ------------------------------------------------------------------------ */

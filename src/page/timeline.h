@@ -153,8 +153,11 @@ struct tl_gap {
 };
 
 /* Index of an existing lane, or -1. */
-long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type, uint32_t a,
-			uint32_t b);
+static inline long timeline_find_lane(const struct timeline *tl, uint32_t sec, uint32_t type,
+				      uint32_t a, uint32_t b)
+{
+	return (long)tally_map_get(&tl->lane_map, tally_key32(sec, type), tally_key32(a, b)) - 1;
+}
 
 /*
  * The gaps of every device and stream, gpu_gaps' own (tally stats' model: the same gaps from the

@@ -22,6 +22,7 @@
  */
 #include "elfsyms.h"
 #include "buildid.h"
+#include "grow.h"
 #include "pathmap.h"
 #include "trace-set.h"
 
@@ -392,13 +393,12 @@ const char *elfsyms_lookup(const char *path, uint64_t vaddr)
 	if (i == SIZE_MAX) {
 		char *copy = strdup(path);
 
-		grown = copy ? realloc(cache, (ncache + 1) * sizeof(*cache)) : NULL;
+		grown = copy ? tally_array_push(&cache, &ncache, sizeof(*cache)) : NULL;
 		if (!grown) {
 			free(copy);
 			return NULL;
 		}
-		cache = grown;
-		i = ncache++;
+		i = ncache - 1;
 		cache[i].path = copy;
 		(void)elfsyms_open(path, &cache[i].e);
 		(void)pathmap_add(&cache_index, i);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "elfsyms.h"
+#include "grow.h"
 #include "modfile.h"
 #include "pathmap.h"
 #include "stacks.h"
@@ -72,7 +73,7 @@ static bool grow(void **arr, uint32_t *n, uint32_t id, size_t elem)
 		return true;
 	while (cap <= id && cap < (1u << 26))
 		cap *= 2;
-	if (cap <= id || !(t = realloc(*arr, (size_t)cap * elem)))
+	if (cap <= id || !(t = tally_resize(*arr, cap, elem)))
 		return false;
 	memset((char *)t + (size_t)*n * elem, 0, (size_t)(cap - *n) * elem);
 	*arr = t;
@@ -203,15 +204,15 @@ static Dwfl_Module *dw_open(const char *path)
 
 	if (found != SIZE_MAX)
 		return dw_cache[found].mod;
-	t = realloc(dw_cache, (dw_n + 1) * sizeof(*t));
-	if (!t || !(copy = strdup(path))) {
-		dw_cache = t ? t : dw_cache;
+	if (!(copy = strdup(path)))
+		return NULL;
+	if (!(t = tally_array_push(&dw_cache, &dw_n, sizeof(*t)))) {
+		free(copy);
 		return NULL;
 	}
-	dw_cache = t;
-	m = &dw_cache[dw_n];
+	m = t;
 	*m = (struct dw_module){.path = copy};
-	(void)pathmap_add(&dw_index, dw_n++);
+	(void)pathmap_add(&dw_index, dw_n - 1);
 	fd = module_file_open(path); /* refused: remembered as one that cannot be read */
 	if (fd < 0)
 		return NULL;
@@ -571,6 +572,13 @@ static bool is_library_frame(struct report_section *rs, uint32_t frame_id,
 	if (fr && frame_id < fr->nclass)
 		fr->frame_class[frame_id] = lib ? FRAME_LIBRARY : FRAME_USER;
 	return lib;
+}
+
+bool report_frame_is_library(struct report_section *rs, uint32_t frame_id)
+{
+	const struct tally_frame *f = tally_frame_get(&rs->s->stacks, frame_id);
+
+	return !f || is_library_frame(rs, frame_id, f);
 }
 
 uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id)

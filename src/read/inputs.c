@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "grow.h"
 #include "outfile.h"
 #include "path.h"
 #include "prefetch.h"
@@ -20,29 +21,10 @@
 #include "trace-set.h"
 #include "workers.h"
 
-/*
- * array (n items of elem bytes) with room for one more, doubling *cap: thousands of inputs and
- * sections cost a copy each, not one per item already there (a sanitizer's realloc always
- * moves).  The array, moved or not; NULL when out of memory (array is then unchanged).
- */
-static void *room_for_one(void *array, size_t n, size_t *cap, size_t elem)
-{
-	size_t c;
-	void *v;
-
-	if (n < *cap)
-		return array;
-	c = *cap ? 2 * *cap : 16;
-	v = realloc(array, c * elem);
-	if (v)
-		*cap = c;
-	return v;
-}
-
 static int add_input(struct report_set *set, const char *path, char *err, size_t errlen)
 {
 	struct report_input *in,
-	    *v = room_for_one(set->inputs, set->ninputs, &set->inputs_cap, sizeof(*in));
+	    *v = tally_grow(set->inputs, &set->inputs_cap, set->ninputs + 1, sizeof(*in));
 	struct stat st;
 	int rc;
 
@@ -90,16 +72,9 @@ static int push_path(char ***files, size_t *n, size_t *cap, char *path)
 {
 	if (!path)
 		return -ENOMEM;
-	if (*n == *cap) {
-		size_t c = *cap ? 2 * *cap : 16;
-		char **t = realloc(*files, c * sizeof(*t));
-
-		if (!t) {
-			free(path);
-			return -ENOMEM;
-		}
-		*files = t;
-		*cap = c;
+	if (!tally_grow_in(files, cap, *n + 1, sizeof(**files))) {
+		free(path);
+		return -ENOMEM;
 	}
 	(*files)[(*n)++] = path;
 	return 0;
@@ -403,7 +378,7 @@ static int keep_duplicate(struct scan *sc, struct report_section *rs)
 {
 	struct report_set *set = sc->set;
 	struct report_section **d =
-	    room_for_one(set->duplicates, set->nduplicates, &set->duplicates_cap, sizeof(*d));
+	    tally_grow(set->duplicates, &set->duplicates_cap, set->nduplicates + 1, sizeof(*d));
 
 	if (!d) {
 		free(rs);
@@ -430,7 +405,7 @@ static int section_for(struct scan *sc, struct tally_section *s, struct report_s
 	rc = end_section(sc);
 	if (rc)
 		return rc;
-	v = room_for_one(set->sections, set->nsections, &set->sections_cap, sizeof(*v));
+	v = tally_grow(set->sections, &set->sections_cap, set->nsections + 1, sizeof(*v));
 	rs = calloc(1, sizeof(*rs));
 	if (!v || !rs) {
 		free(rs);
@@ -671,6 +646,17 @@ int report_scan(struct report_set *set, const struct report_scan_ops *ops, char 
 		judge(set);
 	if (ops->progress)
 		ops->progress(ops->pctx, set->total_bytes, set->total_bytes);
+	return rc;
+}
+
+int report_set_read(struct report_set *set, char *const *paths, size_t npaths, char *err,
+		    size_t errlen)
+{
+	struct report_scan_ops none = {0};
+	int rc = report_set_open(set, paths, npaths, err, errlen);
+
+	if (rc == 0 && (rc = report_scan(set, &none, err, errlen)) != 0)
+		report_set_close(set);
 	return rc;
 }
 

@@ -244,12 +244,11 @@ static char *keep(struct report_jobs *j, char *s)
 
 	if (!s)
 		return NULL;
-	if (!(t = realloc(j->owned, (j->nowned + 1) * sizeof(*t)))) {
+	if (!(t = tally_array_push(&j->owned, &j->nowned, sizeof(*t)))) {
 		free(s);
 		return NULL;
 	}
-	j->owned = t;
-	return j->owned[j->nowned++] = s;
+	return *t = s;
 }
 
 static void describe(struct report_jobs *j, struct report_job *job, const struct node *n)

@@ -138,19 +138,11 @@ void report_drops_array(struct tally_json *j, const struct tally_section *s)
 	tally_json_array_end(j);
 }
 
-void report_loss_section_json(struct tally_json *j, const struct report_section *rs)
+void report_verdict_json(struct tally_json *j, const struct report_section *rs)
 {
-	const struct tally_section *s = rs->s;
 	const struct tally_verdict *v = &rs->verdict;
 	size_t i;
 
-	tally_json_object_begin(j);
-	tally_json_field_uint(j, "section", rs->index);
-	tally_json_field_uint(j, "file_section", s->index);
-	tally_json_field_uint(j, "pid", s->pid);
-	tally_json_field_string(j, "host", s->host);
-	tally_json_field_string(j, "rank", s->rank);
-	tally_json_field_uint(j, "records", s->records_total);
 	tally_json_field_int(j, "clock_offset_ns", rs->offset);
 	tally_json_field_string(j, "verdict", v->complete ? "COMPLETE" : "INCOMPLETE");
 	tally_json_name(j, "reasons");
@@ -171,6 +163,20 @@ void report_loss_section_json(struct tally_json *j, const struct report_section 
 		tally_json_object_end(j);
 	}
 	tally_json_array_end(j);
+}
+
+void report_loss_section_json(struct tally_json *j, const struct report_section *rs)
+{
+	const struct tally_section *s = rs->s;
+
+	tally_json_object_begin(j);
+	tally_json_field_uint(j, "section", rs->index);
+	tally_json_field_uint(j, "file_section", s->index);
+	tally_json_field_uint(j, "pid", s->pid);
+	tally_json_field_string(j, "host", s->host);
+	tally_json_field_string(j, "rank", s->rank);
+	tally_json_field_uint(j, "records", s->records_total);
+	report_verdict_json(j, rs);
 	tally_json_name(j, "drops");
 	report_drops_array(j, s);
 	tally_json_object_end(j);

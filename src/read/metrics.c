@@ -10,19 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
+#include "grow.h"
+#include "hashmap.h"
 #include "metricset.h"
 #include "trace-set.h"
 
 struct metric_entry {
-	uint64_t key; /* device << 32 | name id, + 1; 0 empty */
+	uint64_t key; /* device << 32 | name id */
 	struct report_metric m;
 };
 
 struct report_metrics {
-	struct metric_entry *v; /* open addressing */
+	struct metric_entry *v; /* in the order they came (m.index) */
 	size_t cap, n;
-	struct metric_entry *last;
+	struct tally_map at; /* key -> index in v + 1 */
+	size_t last;	     /* index + 1 of the last one asked for; 0 none */
 };
 
 static const double tens[] = {1,    1e1,  1e2,	1e3,  1e4,  1e5,  1e6,	1e7,  1e8, 1e9,
@@ -47,32 +49,6 @@ const char *report_metric_text(const struct tally_record *r, char buf[REPORT_MET
 	else
 		snprintf(buf, REPORT_METRIC_TEXT, "%" PRId64, v);
 	return buf;
-}
-
-static uint64_t slot_of(uint64_t key, size_t cap)
-{
-	return tally_hash_u64(key) & (cap - 1);
-}
-
-static bool grow(struct report_metrics *c)
-{
-	size_t cap = c->cap ? 2 * c->cap : 32, i, j;
-	struct metric_entry *v = calloc(cap, sizeof(*v));
-
-	if (!v)
-		return false;
-	for (i = 0; i < c->cap; i++) {
-		if (!c->v[i].key)
-			continue;
-		for (j = slot_of(c->v[i].key, cap); v[j].key; j = (j + 1) & (cap - 1))
-			;
-		v[j] = c->v[i];
-	}
-	free(c->v);
-	c->v = v;
-	c->cap = cap;
-	c->last = NULL;
-	return true;
 }
 
 void report_metric_describe(const struct tally_section *s, uint32_t device, const char *name,
@@ -113,23 +89,23 @@ static bool describe(const struct tally_section *s, uint32_t device, struct repo
 const struct report_metric *report_metric(struct report_section *rs, const struct tally_record *r)
 {
 	struct report_metrics *c = rs->metrics;
-	uint64_t key = ((uint64_t)r->device_id << 32 | r->name_id) + 1;
+	uint64_t key = (uint64_t)r->device_id << 32 | r->name_id;
 	struct metric_entry *e;
-	size_t j;
+	uint32_t found;
 
-	if (c && c->last && c->last->key == key)
-		return &c->last->m;
+	if (c && c->last && c->v[c->last - 1].key == key)
+		return &c->v[c->last - 1].m;
 	if (!c && !(c = rs->metrics = calloc(1, sizeof(*c))))
 		return NULL;
-	if ((c->n + 1) * 2 > c->cap && !grow(c))
+	if ((found = tally_map_get(&c->at, key, 0)))
+		return &c->v[(c->last = found) - 1].m;
+	if (c->n >= UINT32_MAX - 1 || !tally_grow_in(&c->v, &c->cap, c->n + 1, sizeof(*c->v)))
 		return NULL;
-	for (j = slot_of(key, c->cap); c->v[j].key; j = (j + 1) & (c->cap - 1))
-		if (c->v[j].key == key)
-			return &(c->last = &c->v[j])->m;
-	e = &c->v[j];
+	e = &c->v[c->n];
 	e->m.name = strdup(report_string(rs, r->name_id));
 	e->m.device = r->device_id;
-	if (!e->m.name || !describe(rs->s, r->device_id, &e->m)) {
+	if (!e->m.name || !describe(rs->s, r->device_id, &e->m) ||
+	    tally_map_put(&c->at, key, 0, (uint32_t)c->n + 1) < 0) {
 		free(e->m.name);
 		free(e->m.label);
 		free(e->m.unit);
@@ -138,7 +114,8 @@ const struct report_metric *report_metric(struct report_section *rs, const struc
 	}
 	e->key = key;
 	e->m.index = (uint32_t)c->n++;
-	return &(c->last = e)->m;
+	c->last = c->n;
+	return &e->m;
 }
 
 void report_metrics_free(struct report_metrics *c)
@@ -147,11 +124,12 @@ void report_metrics_free(struct report_metrics *c)
 
 	if (!c)
 		return;
-	for (i = 0; i < c->cap; i++) {
+	for (i = 0; i < c->n; i++) {
 		free(c->v[i].m.name);
 		free(c->v[i].m.label);
 		free(c->v[i].m.unit);
 	}
 	free(c->v);
+	tally_map_fini(&c->at);
 	free(c);
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "trace-set.h"
 
 struct report_names {
@@ -94,7 +95,7 @@ static char *demangle_bounded(const char *mangled)
 		return NULL;
 	}
 	o.buf[o.len] = '\0';
-	out = realloc(o.buf, o.len + 1);
+	out = tally_resize(o.buf, o.len + 1, 1);
 	return out ? out : o.buf;
 }
 
@@ -166,7 +167,7 @@ char *report_base_name(const char *name)
 /* Grow one per-id array to cap entries, zeroing the new ones. */
 static bool grow_ids(char ***a, uint32_t old, uint32_t cap)
 {
-	char **t = realloc(*a, cap * sizeof(char *));
+	char **t = tally_resize(*a, cap, sizeof(char *));
 
 	if (!t)
 		return false;
@@ -196,7 +197,7 @@ static bool names_grow(struct report_names **np, uint32_t id)
 	    !grow_ids(&n->base, n->cap, cap))
 		return false;
 	{
-		uint8_t *m = realloc(n->measured, cap);
+		uint8_t *m = tally_resize(n->measured, cap, 1);
 
 		if (!m)
 			return false;

@@ -1,64 +1,41 @@
 /* SPDX-License-Identifier: MIT */
-/* An index of strings into the caller's table; see pathmap.h. */
+/* An index of strings into the caller's table, on the one hash map; see pathmap.h. */
 #include "pathmap.h"
 
-#include <stdlib.h>
 #include <string.h>
 
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+#include "hash.h"
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
+struct lookup {
+	const struct pathmap *m;
+	const char *s;
+};
+
+static bool same(void *ctx, uint32_t value)
+{
+	const struct lookup *l = ctx;
+	const char *key = l->m->key(l->m->ctx, value - 1);
+
+	return key && strcmp(key, l->s) == 0;
 }
 
 size_t pathmap_find(const struct pathmap *m, const char *s)
 {
-	size_t i;
+	struct lookup l = {m, s};
+	uint32_t found = tally_map_find(&m->map, tally_hash_str(s), same, &l);
 
-	if (!m->cap)
-		return SIZE_MAX;
-	for (i = hash(s) & (m->cap - 1); m->slot[i]; i = (i + 1) & (m->cap - 1))
-		if (strcmp(m->key(m->ctx, m->slot[i] - 1), s) == 0)
-			return m->slot[i] - 1;
-	return SIZE_MAX;
-}
-
-static void put(uint32_t *slot, size_t cap, uint64_t h, size_t i)
-{
-	size_t j;
-
-	for (j = h & (cap - 1); slot[j]; j = (j + 1) & (cap - 1))
-		;
-	slot[j] = (uint32_t)i + 1;
+	return found ? found - 1 : SIZE_MAX;
 }
 
 bool pathmap_add(struct pathmap *m, size_t i)
 {
-	size_t cap = m->cap ? m->cap : 64, k;
-	uint32_t *slot;
+	const char *key = m->key(m->ctx, i);
 
-	if (2 * (i + 1) > m->cap) { /* grow, and index every entry again */
-		while (2 * (i + 1) > cap)
-			cap *= 2;
-		if (!(slot = calloc(cap, sizeof(*slot))))
-			return false;
-		for (k = 0; k < i; k++)
-			if (m->key(m->ctx, k))
-				put(slot, cap, hash(m->key(m->ctx, k)), k);
-		free(m->slot);
-		m->slot = slot;
-		m->cap = cap;
-	}
-	put(m->slot, m->cap, hash(m->key(m->ctx, i)), i);
-	return true;
+	return key && i < UINT32_MAX - 1 &&
+	       tally_map_add(&m->map, tally_hash_str(key), (uint32_t)i + 1) == 0;
 }
 
 void pathmap_fini(struct pathmap *m)
 {
-	free(m->slot);
-	m->slot = NULL;
-	m->cap = 0;
+	tally_map_fini(&m->map);
 }

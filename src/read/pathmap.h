@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * An index of strings (module paths) into a table the caller keeps: entry i of the table has the
- * string key(ctx, i).  Open addressing on the string's hash, kept at most half full, so that a
- * trace naming thousands of modules costs each lookup the same as one (frames.c's libdw modules,
- * elfsyms.c's symbol tables).
+ * string key(ctx, i), found through the one hash map (common/hashmap.h) on the string's hash, so
+ * that a trace naming thousands of modules costs each lookup the same as one (frames.c's libdw
+ * modules, elfsyms.c's symbol tables, modfile.c's chosen files).
  */
 #ifndef TALLY_READ_PATHMAP_H
 #define TALLY_READ_PATHMAP_H
@@ -12,9 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hashmap.h"
+
 struct pathmap {
-	uint32_t *slot; /* entry + 1; 0 empty */
-	size_t cap;
+	struct tally_map map; /* the key's hash -> entry + 1 */
 	const char *(*key)(const void *ctx, size_t i);
 	const void *ctx;
 };

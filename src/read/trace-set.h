@@ -93,6 +93,15 @@ int report_paths_expand(char *const *paths, size_t npaths, char ***files, size_t
 			size_t errlen);
 void report_paths_free(char **files, size_t n);
 
+/*
+ * paths opened and read whole with no consumer, for the commands that need only each section's
+ * summary and verdict (record's closing lines, control's rounds, merge's read-back):
+ * report_set_open, then report_scan.  0, or -errno with err naming the file (set is then left
+ * empty, as report_set_open leaves it); report_set_close after a success.
+ */
+int report_set_read(struct report_set *set, char *const *paths, size_t npaths, char *err,
+		    size_t errlen);
+
 /* Reads each input's first SESSION (cheap) to find set->base before the main pass. */
 void report_set_find_base(struct report_set *set);
 /*
@@ -196,6 +205,9 @@ const char *report_frame_label(struct report_section *rs, uint32_t frame_id);
 const char *report_stack_label(struct report_section *rs, uint32_t stack_id);
 /* The innermost frame that is the program's own (not a library's); 0 if no stack. */
 uint32_t report_user_frame(struct report_section *rs, uint32_t stack_id);
+/* Whether a frame is a library's (site-packages, the standard library, libc, CUDA ...), not the
+ * program's own; true for a frame the stack table does not hold. */
+bool report_frame_is_library(struct report_section *rs, uint32_t frame_id);
 /* Why native frames were labelled "module+0xoffset" instead of symbolized (libdw.so.1 not found,
  * or tally built without libdw); NULL when none was, or all were symbolized. */
 const char *report_symbolizer_missing(void);
@@ -246,6 +258,11 @@ void report_loss_text(FILE *out, const struct report_set *set, const char *prefi
 /* The same as JSON fields of the current object: "verdict", "inputs": [...] */
 struct tally_json;
 void report_loss_json(struct tally_json *j, const struct report_set *set);
+/* One section's verdict as fields of the current object, the one schema of every command that
+ * says it (check, stats, compare, export): "clock_offset_ns", "verdict", "reasons" (each with
+ * its loss windows: begin_ns and end_ns on the aligned timeline, begin_s and end_s after the
+ * section's start, count). */
+void report_verdict_json(struct tally_json *j, const struct report_section *rs);
 /* One section's object of report_loss_json's "sections": its verdict, reasons and loss windows. */
 void report_loss_section_json(struct tally_json *j, const struct report_section *rs);
 /* One warning line per damaged range of every input: file, kind and byte offset. */

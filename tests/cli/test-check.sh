@@ -54,6 +54,23 @@ expect_rc "top-level help" 0 "$TALLY" --help
 expect_rc "version" 0 "$TALLY" --version
 expect_rc "unknown command" 2 "$TALLY" frobnicate
 
+# one schema for a section's verdict (read/'s): check --json and stats -f json say the same
+# clock offset, verdict and reasons, loss windows with begin_s/end_s, on a lossy trace
+"$TESTSRC" -o "$T/lossy.tally" --kernels 300 --bad-time-every 25 >/dev/null
+"$TALLY" check --json "$T/lossy.tally" >"$T/check.json"
+"$TALLY" stats -f json -r cuda_api_sum "$T/lossy.tally" >"$T/stats.json"
+python3 - "$T/check.json" "$T/stats.json" <<'PY' && ok "check and stats write one verdict schema" ||
+import json, sys
+c = json.load(open(sys.argv[1]))["files"][0]["sections"][0]
+s = json.load(open(sys.argv[2]))["inputs"][0]["sections"][0]
+keys = ("clock_offset_ns", "verdict", "reasons")
+w = c["reasons"][0]["windows"][0]
+sys.exit(not ({k: c[k] for k in keys} == {k: s[k] for k in keys} and c["verdict"] == "INCOMPLETE"
+              and {"begin_ns", "end_ns", "begin_s", "end_s", "count"} <= set(w)
+              and 0 <= w["begin_s"] <= w["end_s"]))
+PY
+	bad "check's and stats' verdicts differ: $(head -c 800 "$T/check.json")"
+
 # the sample trace kept in the repo reads, and its verdict is as documented
 for f in "$SRC"/data/*.tally; do
 	[ -e "$f" ] || continue

@@ -174,6 +174,11 @@ check_page steps "$T/steps" --ranks 4
 grep -q 'id="straggler">Steps: straggler: RANK=2, slowest in 10 of 10' "$T/steps.dom" &&
 	grep -q 'data-rule="straggler"' "$T/steps.dom" && ok "steps: RANK=2 named, in the diagnosis too" ||
 	bad "steps: no straggler on the page"
+# what bounds the steps (step_bound): a bar per rank, RANK=2's after-sync sleep its verdict
+[ "$(grep -o 'class="step-bar-line"' "$T/steps.dom" | wc -l)" -eq 4 ] &&
+	[ "$(grep -o 'data-verdict="sync"' "$T/steps.dom" | wc -l)" -eq 1 ] &&
+	grep -q 'RANK=2 pid [0-9]* GPU 0: sync-bound' "$T/steps.dom" &&
+	ok "steps: a bar of the step's classes per rank, RANK=2 sync-bound" || bad "steps: the step bars"
 [ "$(grep -o 'data-queue="' "$T/steps.dom" | wc -l)" -eq 4 ] && [ "$(grep -o 'data-memory-peak="1048576000"' "$T/steps.dom" | wc -l)" -eq 4 ] &&
 	ok "steps: a queue curve and a memory curve (1000 MiB) per rank" || bad "steps: queue or memory curves missing"
 # one process: no Ranks link (the checker), and a loss window over the whole run is said, not painted

@@ -180,22 +180,30 @@ done
 # page keeps the exact values of tally stats' default budget (4,000,000 values, 32 MB: 8 bytes a
 # GPU record or API call up to it, reached past this test's sizes; bench/bench-records.sh shows
 # it flat beyond) and its timeline's windows x 2,048 events, which --buckets 256 makes 16 windows.
+# One known exception: step_bound keeps a section's GPU records, launches, samples and blocking
+# calls until the section ends (about 45 bytes a record, docs/scaling.md): what it grows by alone
+# (stats -r step_bound) is allowed on top, and said.
 if [ $asan = 0 ]; then
 	for k in 1 2; do
 		"$TESTSRC" -o "$T/recs$k.tally" --kernels $((100000 * k)) --memcpys 2000 \
 			--host 2000 --names 16 --streams 4 >/dev/null || bad "tally-testsrc"
 	done
-	for args in "stats -r all --exact-medians 10000 -o @O" "report -q --exact 20000 --buckets 256 -o @O"; do
-		rss=""
+	rss_of() { # ARGS...: peak RSS (KB) at N and at 2N
+		r=""
 		for k in 1 2; do
-			set -- $(echo "$args" | sed "s|@O|$T/recs-out|")
-			rss="$rss $(TALLY_SPILL_BUDGET=262144 measure "$T/recs-out" "$TALLY" "$@" \
-				"$T/recs$k.tally" | cut -d' ' -f2)"
+			r="$r $(TALLY_SPILL_BUDGET=262144 measure "$T/recs-out" "$TALLY" "$@" \
+				-o "$T/recs-out" "$T/recs$k.tally" | cut -d' ' -f2)"
 		done
-		set -- $rss
-		[ "$2" -le $(($1 * 11 / 10 + 6144)) ] &&
-			ok "tally ${args%% -o*}: ${1} KB at 200,000 kernels, ${2} KB at 400,000" ||
-			bad "tally ${args%% -o*}: ${1} KB at 200,000 kernels, ${2} KB at 400,000: it grows with the records"
+		echo $r
+	}
+	set -- $(rss_of stats -r step_bound)
+	known=$(($2 > $1 ? $2 - $1 : 0))
+	echo "known: tally stats -r step_bound: $1 KB at 200,000 kernels, $2 KB at 400,000"
+	for args in "stats -r all --exact-medians 10000" "report -q --exact 20000 --buckets 256"; do
+		set -- $(rss_of $args)
+		[ "$2" -le $(($1 * 11 / 10 + 6144 + known)) ] &&
+			ok "tally $args: ${1} KB at 200,000 kernels, ${2} KB at 400,000 (step_bound's ${known} KB allowed)" ||
+			bad "tally $args: ${1} KB at 200,000 kernels, ${2} KB at 400,000: it grows with the records (more than step_bound's ${known} KB)"
 	done
 fi
 

@@ -21,6 +21,9 @@ Used by tests/exitpath/test-sampling.sh (CPU) and tests/gpu/sampling.sh (GPU).
                                                    after one
   check-sampling.py osrt DUMP CALL MIN_NS MAX_NS [OBJECT]
                                                    a blocking call of that length (and object)
+  check-sampling.py locks DUMP OBJECT              every pthread_mutex_lock recorded is on
+                                                   OBJECT (the one the program locks), and
+                                                   one at least
   check-sampling.py quiet DUMP START_NS END_NS     no native sample of the main thread in the
                                                    window
   check-sampling.py gaps RECORDS HOST MIN_NS N python FILE LINE | pyfunc NAME | native BIN FUNC
@@ -207,6 +210,17 @@ def check_osrt(dump, call, lo, hi, obj):
         len(calls)))
 
 
+def check_locks(dump, obj):
+    _, calls, _ = parse(dump)
+    locks = [c for c in calls if c["call"] == "pthread_mutex_lock"]
+    others = sorted({c["object"] for c in locks if c["object"] != obj})
+    ok(any(c["object"] == obj for c in locks),
+       "the program's contended mutex %#x is recorded (%d of %d lock calls)" %
+       (obj, len(locks) - sum(c["object"] in others for c in locks), len(locks)))
+    ok(not others, "no other mutex is recorded as the program blocking: %d calls on %s" %
+       (sum(c["object"] in others for c in locks), " ".join("%#x" % o for o in others[:8])))
+
+
 def check_quiet(dump, t0, t1):
     samples, _, threads = parse(dump)
     tid = next((t for t, v in threads.items() if v["flags"] & 1), -1)
@@ -300,6 +314,8 @@ def main():
         check_toggled(a[1], a[2], a[3], int(a[4]), int(a[5]), int(a[6]), int(a[7]), int(a[8]))
     elif a[0] == "osrt":
         check_osrt(a[1], a[2], int(a[3]), int(a[4]), int(a[5], 0) if len(a) > 5 else None)
+    elif a[0] == "locks":
+        check_locks(a[1], int(a[2], 0))
     elif a[0] == "quiet":
         check_quiet(a[1], int(a[2]), int(a[3]))
     elif a[0] == "gaps":

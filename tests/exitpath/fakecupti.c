@@ -451,6 +451,13 @@ API void fakecupti_launch(unsigned n)
 
 /* The app side: an allocation (or, release true, its release) of device memory, as CUPTI's
  * MEMORY2 activity records it. */
+/* The stand-in's own lock (a program's CUPTI takes locks of its own): the tests tell it from
+ * tally's. */
+API pthread_mutex_t *fakecupti_lock_address(void)
+{
+	return &lock;
+}
+
 API void fakecupti_memory(uint64_t address, uint64_t bytes, bool release)
 {
 	CUpti_ActivityMemory4 m;

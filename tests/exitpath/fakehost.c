@@ -20,6 +20,10 @@
  *                   program sees it (sigaction): prints what it found
  *   fork            a fork child burns CPU and exits 7; an exec'd child (this program, mode
  *                   exit 5) exits 5; prints both statuses
+ *   tallylock N     four threads launch N kernels each, one at a time from two call sites in
+ *                   turn, through the stand-in CUPTI (CUDA as above), so that tally takes its
+ *                   own locks (the stack table's, the buffer pool's) on the program's threads
+ *                   at once; prints the one mutex the program (its CUPTI) locks: "mutex ADDRESS"
  *   exit CODE       exits with CODE after printing "hello"
  */
 #include <dlfcn.h>
@@ -149,6 +153,47 @@ static int mode_mutex(long ms)
 	return 0;
 }
 
+/* Two call sites, taken in turn: each launch's stack differs from the thread's last one, so
+ * --native-stacks interns it under the stack table's lock (tally's) every time. */
+__attribute__((noinline)) static void launch_here(void)
+{
+	launch(1);
+	__asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays on the stack */
+}
+
+__attribute__((noinline)) static void launch_there(void)
+{
+	launch(1);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *launcher(void *arg)
+{
+	long i, n = *(long *)arg;
+
+	for (i = 0; i < n; i++)
+		(i & 1 ? launch_here : launch_there)();
+	return NULL;
+}
+
+static int mode_tallylock(long n)
+{
+	pthread_mutex_t *(*cupti_lock)(void);
+	pthread_t t[4];
+	unsigned i;
+
+	cuda_init();
+	*(void **)&cupti_lock = dlsym(RTLD_DEFAULT, "fakecupti_lock_address");
+	if (!cupti_lock)
+		return 3;
+	for (i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, launcher, &n);
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	printf("launched %ld\nmutex %p\n", 4 * n, (void *)cupti_lock());
+	return 0;
+}
+
 struct pipe_probe {
 	int fd[2];
 	long n;
@@ -265,6 +310,8 @@ int main(int argc, char **argv)
 		rc = mode_gap(arg);
 	else if (strcmp(mode, "mutex") == 0)
 		rc = mode_mutex(arg);
+	else if (strcmp(mode, "tallylock") == 0)
+		rc = mode_tallylock(arg);
 	else if (strcmp(mode, "pipe") == 0)
 		rc = mode_pipe(arg);
 	else if (strcmp(mode, "signals") == 0)
@@ -275,6 +322,7 @@ int main(int argc, char **argv)
 		printf("hello\n");
 		rc = (int)arg;
 	} else
-		fprintf(stderr, "usage: fakehost burn|gap|mutex|pipe|signals|fork|exit ARG\n");
+		fprintf(stderr,
+			"usage: fakehost burn|gap|mutex|tallylock|pipe|signals|fork|exit ARG\n");
 	return rc;
 }

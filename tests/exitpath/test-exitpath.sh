@@ -218,6 +218,19 @@ untraced() {
 	[ "$urc" -eq "$rc" ] && ok "$name: untraced exit status is the same ($urc)" || bad "$name: untraced exit status $urc, traced $rc"
 }
 to_group() { [ "$pgid" -gt 1 ] && kill -"$1" "-$pgid"; } # kill -- -PGID, as dash spells it
+# handled PID SIG: wait until signal number SIG is no longer pending for PID (its handler ran),
+# at most 30 s; false if it still is.  The event, not a guess at how long it takes.
+handled() {
+	i=0
+	while [ $i -lt 300 ]; do
+		pending=$(sed -n 's/^\(SigPnd\|ShdPnd\):[[:space:]]*//p' "/proc/$1/status" 2>/dev/null |
+			while read -r mask; do echo $(((0x$mask >> ($2 - 1)) & 1)); done | grep -c 1)
+		[ "$pending" = 0 ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
 to_app() { [ "$app" -gt 1 ] && kill -"$1" "$app"; }
 to_tally() {
 	tp=$(stat_field "$app" 2)
@@ -302,11 +315,18 @@ else
 	skipped "python: a sanitizer build cannot be preloaded into python3"
 fi
 
-# ignores SIGTERM: must not die of one (nor of tally's forwarded copy), and ends normally
+# ignores SIGTERM: must not die of one (nor of tally's forwarded copy), and ends normally.  The
+# program is told to go on only once tally record has handled its SIGTERM (so its copy has been
+# sent): the program's exit status then says whether either one killed it.
 start ignore-term ignore-term
 to_group TERM
-sleep 1
-kill -0 "$app" 2>/dev/null && ok "ignore-term: alive after SIGTERM" || bad "ignore-term: died of SIGTERM"
+if handled "$(stat_field "$app" 2)" 15; then
+	state=$(stat_field "$app" 1)
+	[ -n "$state" ] && [ "$state" != Z ] && ok "ignore-term: alive after SIGTERM and its copy" ||
+		bad "ignore-term: died of SIGTERM (state '$state')"
+else
+	bad "ignore-term: tally record never handled the SIGTERM"
+fi
 : >"$T/ignore-term/go"
 await_exit ignore-term 0
 expect ignore-term 0 'v == "COMPLETE" and k["kernel"] == L == 6000 and s["ledger"]["flush_path"] == "exit" and c["signals_received"] == 0'

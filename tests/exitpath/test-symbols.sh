@@ -29,4 +29,14 @@ unresolved=$(ldd -r "$LIB" 2>&1 | grep -i "undefined symbol")
 # The exports: the entry points and the interposed functions, nothing of the internals.
 internal=$(nm -D --defined-only "$LIB" | awk '$2 == "T" { print $3 }' | grep -E '^(session_|control_|cupti_tracer|tally_|nvtx_|signals_|exitpath_|run_bounded|die_by_signal|libc_sigaction)')
 [ -z "$internal" ] && ok "no internal symbol exported" || bad "exported: $internal"
+# tally's own calls never go through the names it exports (libc.h): under LD_PRELOAD a call of
+# read() or pthread_mutex_lock() by libtally.so itself would bind to its own interposer, so a
+# contended lock of tally's would be recorded as the program blocking.  No dynamic relocation of
+# libtally.so may name a symbol it defines and exports.
+nm -D --defined-only "$LIB" | awk '{ print $3 }' | sed 's/@.*//' | sort -u >"${TMPDIR:-/tmp}/exports.$$"
+self=$(readelf -rW "$LIB" | awk 'NF >= 5 && $5 ~ /^[A-Za-z_]/ { sub(/@.*/, "", $5); print $5 }' |
+	sort -u | grep -Fx -f "${TMPDIR:-/tmp}/exports.$$" | tr '\n' ' ')
+rm -f "${TMPDIR:-/tmp}/exports.$$"
+[ -z "$self" ] && ok "no call of libtally.so's own binds to a name it exports (the interposers)" ||
+	bad "libtally.so's own calls bind to its exported names: $self"
 finish

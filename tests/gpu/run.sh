@@ -28,6 +28,28 @@ if [ ! -x "$W" ]; then
 	nvcc -O2 -arch=sm_90 -o "$W" "$HERE/workload.cu" -lcuda || { bad "cannot build workload"; finish; }
 fi
 NGPU=$(nvidia-smi -L | wc -l)
+# await_output FILE TEXT: until FILE holds TEXT (at most 2 minutes): the event, not a guess
+await_output() {
+	local i=0
+	while ! grep -q -- "$2" "$1" 2>/dev/null && [ $i -lt 1200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+# await_trace_kernels DIR N: until a trace in DIR holds N kernels or more, as its periodic
+# flushes wrote them (at most 2 minutes)
+await_trace_kernels() {
+	local i=0 n=0 f
+	while [ "$n" -lt "$2" ] && [ $i -lt 600 ]; do
+		for f in "$1"/*.tally; do
+			n=$("$TALLY" check --json "$f" 2>/dev/null | $PY -c 'import json,sys
+try: print(json.load(sys.stdin)["files"][0]["sections"][0]["records"].get("kernel", 0))
+except Exception: print(0)' 2>/dev/null || echo 0)
+		done
+		sleep 0.2
+		i=$((i + 1))
+	done
+}
 want() { [ -z "${TALLY_GPU_CASES:-}" ] || [[ " $TALLY_GPU_CASES " == *" $1 "* ]]; }
 
 # rec NAME [record options] -- PROGRAM...: record into $OUT/NAME, stdout in $OUT/NAME/stdout
@@ -138,7 +160,7 @@ if want sigterm; then
 	mkdir -p "$OUT/sigterm"
 	"${RECORD[@]}" -o "$OUT/sigterm/%p.tally" -- "$W" --forever >"$OUT/sigterm/stdout" 2>"$OUT/sigterm/stderr" &
 	tp=$!
-	sleep 4
+	await_output "$OUT/sigterm/stdout" "launched_total 3000 "
 	kill -TERM $tp
 	wait $tp
 	echo $? >"$OUT/sigterm/status"
@@ -256,7 +278,8 @@ if want sigkill; then
 	mkdir -p "$OUT/sigkill"
 	"${RECORD[@]}" --flush-interval 500 -o "$OUT/sigkill/%p.tally" -- "$W" --forever >"$OUT/sigkill/stdout" 2>"$OUT/sigkill/stderr" &
 	tp=$!
-	sleep 4
+	# the periodic flush has written kernels (the SIGKILL then leaves a trace to read)
+	await_trace_kernels "$OUT/sigkill" 3000
 	kill -KILL "$(awk '/^pid /{print $2; exit}' "$OUT/sigkill/stdout")"
 	wait $tp
 	echo $? >"$OUT/sigkill/status"

@@ -44,6 +44,7 @@ if o.kind == "mixed":
 WORK_LINE = None  # set below from inspect: the worker's CPU loop
 HOST_LINE = None  # the host work after the sync
 SYNC_LINE = None  # the synchronizing call
+LAUNCH_LINES = []  # the lines that launch the step's work: the forward, the backward, the step
 
 
 def burn(ms):
@@ -99,7 +100,7 @@ worker_pids = []
 
 
 def one_step(i):
-    global SYNC_LINE, HOST_LINE
+    global SYNC_LINE, HOST_LINE, LAUNCH_LINES
     rec = {"step": i}
     t0 = time.perf_counter()
     if uses_loader:
@@ -110,6 +111,8 @@ def one_step(i):
         x = fixed
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     e0.record(stream)
+    here = inspect.currentframe().f_lineno
+    LAUNCH_LINES = [here + 3, here + 5, here + 6]  # the forward, the backward, the optimizer
     with torch.autocast("cuda", dtype=torch.bfloat16):
         loss = model(x).float().pow(2).mean()
     opt.zero_grad(set_to_none=True)
@@ -175,6 +178,7 @@ truth = {
     "work_line": WORK_LINE if uses_loader else None,
     "burn_line": BURN_LINE,
     "sync_line": SYNC_LINE,
+    "launch_lines": LAUNCH_LINES,
     "host_line": HOST_LINE,
     "cpu_ms_per_sample": o.cpu_ms if uses_loader else None,
     "host_ms_after_sync": o.host_ms if o.kind in ("sync", "mixed") else None,

@@ -133,14 +133,13 @@ run_mode() {
 		ok "$m no-trace: the job FAILED (exit $nt_rc), saying no rank wrote a trace" ||
 		bad "$m no-trace: exit $nt_rc, state $(job_state "${nt%%;*}"): $(tail -n 3 "$D/notrace.out")"
 
-	# scancel once both ranks are launching
+	# scancel once both ranks have launched three times each (the event, not a pause)
 	i=0
-	until [ "$(grep -o 'launched [0-9]* pid [0-9]*' "$D/cancel.out" 2>/dev/null | awk '{print $4}' | sort -u | wc -l)" = 2 ] ||
+	until [ "$(grep -o 'launched [0-9]* pid [0-9]*' "$D/cancel.out" 2>/dev/null | awk '{print $4}' | sort | uniq -c | awk '$1 >= 3' | wc -l)" = 2 ] ||
 		[ $i -ge 300 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
-	sleep 1
 	scancel "$cn"
 	t0=$(date +%s)
 	wait_jobs "$tl" "$cn" "$u1"

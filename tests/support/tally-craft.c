@@ -79,6 +79,7 @@
 
 #include "craft.h"
 #include "gpumetrics.h"
+#include "payloads.h"
 #include "stacks.h"
 
 const char *session_host = "crafted", *session_rank; /* control-chars changes them */
@@ -662,7 +663,7 @@ static void big_ids(struct craft *c)
 
 static void drops(struct craft *c)
 {
-	static const uint64_t entries[][5] = {
+	static const struct tally_drops entries[] = {
 	    {TALLY_DROPS_GLOBAL, 0, 0, 0, 5},
 	    {TALLY_DROPS_CONTEXT, 1, 0, 7, 3},
 	    {TALLY_DROPS_SEEN, 1, 0, 0, 10},
@@ -673,8 +674,7 @@ static void drops(struct craft *c)
 	plain_trace(c, "_Z4workv", 8, 3, T0 + 1000, 10000, 3000);
 	tally_buf_reset(&c->b);
 	for (unsigned i = 0; i < 3; i++)
-		for (unsigned j = 0; j < 5; j++)
-			tally_buf_put_varint(&c->b, entries[i][j]);
+		tally_drops_put(&c->b, &entries[i]);
 	chunk(c, TALLY_CHUNK_DROPS, 0, &c->b);
 	memset(&l, 0, sizeof(l));
 	l.v[TALLY_C_DROPPED_CUPTI] = 5;
@@ -849,10 +849,8 @@ static void metrics(struct craft *c)
 	r[6].value = TALLY_METRIC_AFTER_GAP;
 	r[7] = metric_rec(T0 + 5000, 100000, 7, 1, 3, 1, 1); /* a device no chunk describes */
 	records(c, r, 8);
-	tally_buf_put_varint(&loss, T0 + 301000); /* the gap, exactly */
-	tally_buf_put_varint(&loss, T0 + 901000);
-	tally_buf_put_varint(&loss, 85);
-	tally_buf_put_varint(&loss, 1);
+	tally_loss_put(&loss, T0 + 301000, T0 + 901000, TALLY_C_METRIC_GAPS,
+		       1); /* the gap, exactly */
 	chunk(c, TALLY_CHUNK_LOSS, 0, &loss);
 	tally_buf_fini(&loss);
 	ledger(c, true, NULL);
@@ -861,11 +859,7 @@ static void metrics(struct craft *c)
 void thread_entry(struct tally_buf *b, uint64_t tid, uint64_t pthread_id, unsigned flags,
 		  const char *name)
 {
-	tally_buf_put_varint(b, tid);
-	tally_buf_put_varint(b, pthread_id);
-	tally_buf_put_varint(b, flags);
-	tally_buf_put_varint(b, strlen(name));
-	tally_buf_put(b, name, strlen(name));
+	tally_thread_put(b, tid, pthread_id, flags, name, strlen(name));
 }
 
 struct tally_record host_rec(unsigned kind, uint64_t at, uint64_t dur, uint32_t tid)

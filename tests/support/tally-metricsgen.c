@@ -34,6 +34,7 @@
 #include "gpumetrics.h"
 #include "ledger.h"
 #include "metricset.h"
+#include "payloads.h"
 #include "writer.h"
 
 #define T0	   1796000000000000000ull /* session start, CUPTI ns = realtime ns */
@@ -403,10 +404,7 @@ static void flush_batch(struct out *o, struct gen *g, unsigned d, const uint32_t
 /* The collector's LOSS entry for a gap in the samples: exactly the unsampled time. */
 static void metric_gap(struct out *o, uint64_t t0, uint64_t t1)
 {
-	tally_buf_put_varint(&o->b, t0);
-	tally_buf_put_varint(&o->b, t1);
-	tally_buf_put_varint(&o->b, TALLY_C_METRIC_GAPS);
-	tally_buf_put_varint(&o->b, 1);
+	tally_loss_put(&o->b, t0, t1, TALLY_C_METRIC_GAPS, 1);
 	chunk(o, TALLY_CHUNK_LOSS, 0);
 	o->l.v[TALLY_C_METRIC_GAPS]++;
 	o->l.v[TALLY_C_METRIC_GAP_NS] += t1 - t0;

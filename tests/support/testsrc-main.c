@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testsrc.h"
@@ -24,6 +25,9 @@ struct opts {
 	struct fault_sink fault;
 	bool use_fault;
 	struct testsrc_host host; /* --host N: host samples and blocking calls (format 1.3) */
+	bool loop;		  /* --loop: a training loop (testsrc_loop_run) */
+	struct testsrc_loop l;
+	const char *worker_out; /* --loop-worker-out: a printf pattern of the workers' files */
 };
 
 struct worker {
@@ -35,31 +39,38 @@ struct worker {
 
 static void usage(FILE *out)
 {
-	fputs("usage: tally-testsrc -o FILE [workload] [faults] [pipeline]\n"
-	      "workload (per thread): --kernels N --driver-kernels N --memcpys N --memsets N\n"
-	      "  --syncs N --ranges N --marks N --names N --devices N --seed N --threads N\n"
-	      "  --rate RECORDS_PER_S --t0 NS --stacks N (launch c from Python stack c % N)\n"
-	      "  --mem-allocs N (N device allocations, then their releases)\n"
-	      "  --host N (host sampling, format 1.3: N samples per thread of three threads, N/10\n"
-	      "  blocking calls; testsrc.h says what) --host-torn-every K --host-dropped N\n"
-	      "  --host-starved (the launching thread waits for a loader that is on the CPU)\n"
-	      "faults: --bad-time-every N --orphan-launches N --orphan-gpu N --unknown-kind N\n"
-	      "  --invalid-tail --in-flight (a buffer still in CUPTI at stop) --kill (end with\n"
-	      "  no closing flush, like SIGKILL) --starve (no consumer until the end)\n"
-	      "  --slow-walk-ns N --write-fail-after BYTES --write-errno EIO|ENOSPC|0 (0: short\n"
-	      "  writes) --write-fail-count N\n"
-	      "pipeline: --pool N --buffer-size BYTES --slice-ms N --batch N\n"
-	      "shapes: --streams N --range-every N (NVTX range \"iter\" around every N launches)\n"
-	      "  --scale NAME_INDEX:FACTOR (that kernel name lasts FACTOR times longer)\n"
-	      "  --swap-at K (launches K and K+1 swap names) --idle-at K:MS[:DROPS] (before\n"
-	      "  launch K the GPU idles MS ms; CUPTI drops DROPS records halfway; the clock is\n"
-	      "  then paced to real time; repeatable)\n"
-	      "steps (exact times, for the analyses): --steps N --step-kernels K --kernel-us U\n"
-	      "  --launch-us L --copy-us C --comm-us M --comm-at-us A --sleep-us S --gap-us G\n"
-	      "  --jitter-us J --mem-mb MB (see testsrc_run_steps in testsrc.h)\n"
-	      "  --realtime-shift-s S (the session says it started S seconds later)\n"
-	      "environment: RANK=N records the session as rank N (RANK=N), as the collector does\n",
-	      out);
+	fputs(
+	    "usage: tally-testsrc -o FILE [workload] [faults] [pipeline]\n"
+	    "workload (per thread): --kernels N --driver-kernels N --memcpys N --memsets N\n"
+	    "  --syncs N --ranges N --marks N --names N --devices N --seed N --threads N\n"
+	    "  --rate RECORDS_PER_S --t0 NS --stacks N (launch c from Python stack c % N)\n"
+	    "  --mem-allocs N (N device allocations, then their releases)\n"
+	    "  --host N (host sampling, format 1.3: N samples per thread of three threads, N/10\n"
+	    "  blocking calls; testsrc.h says what) --host-torn-every K --host-dropped N\n"
+	    "  --host-starved (the launching thread waits for a loader that is on the CPU)\n"
+	    "faults: --bad-time-every N --orphan-launches N --orphan-gpu N --unknown-kind N\n"
+	    "  --invalid-tail --in-flight (a buffer still in CUPTI at stop) --kill (end with\n"
+	    "  no closing flush, like SIGKILL) --starve (no consumer until the end)\n"
+	    "  --slow-walk-ns N --write-fail-after BYTES --write-errno EIO|ENOSPC|0 (0: short\n"
+	    "  writes) --write-fail-count N\n"
+	    "pipeline: --pool N --buffer-size BYTES --slice-ms N --batch N\n"
+	    "shapes: --streams N --range-every N (NVTX range \"iter\" around every N launches)\n"
+	    "  --scale NAME_INDEX:FACTOR (that kernel name lasts FACTOR times longer)\n"
+	    "  --swap-at K (launches K and K+1 swap names) --idle-at K:MS[:DROPS] (before\n"
+	    "  launch K the GPU idles MS ms; CUPTI drops DROPS records halfway; the clock is\n"
+	    "  then paced to real time; repeatable)\n"
+	    "steps (exact times, for the analyses): --steps N --step-kernels K --kernel-us U\n"
+	    "  --launch-us L --copy-us C --comm-us M --comm-at-us A --sleep-us S --gap-us G\n"
+	    "  --jitter-us J --mem-mb MB (see testsrc_run_steps in testsrc.h)\n"
+	    "  --realtime-shift-s S (the session says it started S seconds later)\n"
+	    "loops (the step verdicts, testsrc_loop_run in testsrc.h): --loop --loop-steps N\n"
+	    "  --loop-kernels K --loop-kernel-us U --loop-launch-us L --loop-data-us D\n"
+	    "  --loop-host-us H --loop-comm-us C --loop-startup-ms S --loop-tail-ms T --loop-sync\n"
+	    "  --loop-no-ranges --loop-osrt --loop-workers N --loop-worker-out PREFIX "
+	    "(PREFIXk.tally)\n"
+	    "  --loop-call-stacks (loss.item()'s call carries its stack, as with --python-stacks)\n"
+	    "environment: RANK=N records the session as rank N (RANK=N), as the collector does\n",
+	    out);
 }
 
 enum {
@@ -115,6 +126,22 @@ enum {
 	O_HOST_TORN,
 	O_HOST_DROPPED,
 	O_HOST_STARVED,
+	O_LOOP,
+	O_LOOP_STEPS,
+	O_LOOP_KERNELS,
+	O_LOOP_KERNEL_US,
+	O_LOOP_LAUNCH_US,
+	O_LOOP_DATA_US,
+	O_LOOP_HOST_US,
+	O_LOOP_COMM_US,
+	O_LOOP_STARTUP_MS,
+	O_LOOP_TAIL_MS,
+	O_LOOP_SYNC,
+	O_LOOP_NO_RANGES,
+	O_LOOP_OSRT,
+	O_LOOP_WORKERS,
+	O_LOOP_WORKER_OUT,
+	O_LOOP_CALL_STACKS,
 };
 
 static const struct option longopts[] = {
@@ -170,6 +197,22 @@ static const struct option longopts[] = {
     {"host-torn-every", 1, NULL, O_HOST_TORN},
     {"host-dropped", 1, NULL, O_HOST_DROPPED},
     {"host-starved", 0, NULL, O_HOST_STARVED},
+    {"loop", 0, NULL, O_LOOP},
+    {"loop-steps", 1, NULL, O_LOOP_STEPS},
+    {"loop-kernels", 1, NULL, O_LOOP_KERNELS},
+    {"loop-kernel-us", 1, NULL, O_LOOP_KERNEL_US},
+    {"loop-launch-us", 1, NULL, O_LOOP_LAUNCH_US},
+    {"loop-data-us", 1, NULL, O_LOOP_DATA_US},
+    {"loop-host-us", 1, NULL, O_LOOP_HOST_US},
+    {"loop-comm-us", 1, NULL, O_LOOP_COMM_US},
+    {"loop-startup-ms", 1, NULL, O_LOOP_STARTUP_MS},
+    {"loop-tail-ms", 1, NULL, O_LOOP_TAIL_MS},
+    {"loop-sync", 0, NULL, O_LOOP_SYNC},
+    {"loop-no-ranges", 0, NULL, O_LOOP_NO_RANGES},
+    {"loop-osrt", 0, NULL, O_LOOP_OSRT},
+    {"loop-workers", 1, NULL, O_LOOP_WORKERS},
+    {"loop-worker-out", 1, NULL, O_LOOP_WORKER_OUT},
+    {"loop-call-stacks", 0, NULL, O_LOOP_CALL_STACKS},
     {"output", 1, NULL, 'o'},
     {"help", 0, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -213,6 +256,67 @@ static int parse_steps(struct opts *o, int c, const char *arg)
 	return 1;
 }
 
+/* The loops of the step verdicts (testsrc_loop_run); 0 if c is not one of them. */
+static int parse_loop(struct opts *o, int c, const char *arg)
+{
+	struct testsrc_loop *l = &o->l;
+	uint64_t us = arg ? (uint64_t)(strtod(arg, NULL) * 1000.0 + 0.5) : 0;
+
+	switch (c) {
+	case O_LOOP:
+		o->loop = true;
+		o->cfg.stacks = true;
+		return 1;
+	case O_LOOP_STEPS:
+		l->steps = (unsigned)strtoul(arg, NULL, 0);
+		return 1;
+	case O_LOOP_KERNELS:
+		l->kernels = (unsigned)strtoul(arg, NULL, 0);
+		return 1;
+	case O_LOOP_WORKERS:
+		l->workers = (unsigned)strtoul(arg, NULL, 0);
+		return l->workers <= 2 ? 1 : -1;
+	case O_LOOP_KERNEL_US:
+		l->kernel_ns = us;
+		return 1;
+	case O_LOOP_LAUNCH_US:
+		l->launch_ns = us;
+		return 1;
+	case O_LOOP_DATA_US:
+		l->data_ns = us;
+		return 1;
+	case O_LOOP_HOST_US:
+		l->host_ns = us;
+		return 1;
+	case O_LOOP_COMM_US:
+		l->comm_ns = us;
+		return 1;
+	case O_LOOP_STARTUP_MS:
+		l->startup_ns = us * 1000;
+		return 1;
+	case O_LOOP_TAIL_MS:
+		l->tail_ns = us * 1000;
+		return 1;
+	case O_LOOP_SYNC:
+		l->sync = true;
+		return 1;
+	case O_LOOP_NO_RANGES:
+		l->no_ranges = true;
+		return 1;
+	case O_LOOP_OSRT:
+		l->osrt = true;
+		return 1;
+	case O_LOOP_WORKER_OUT:
+		o->worker_out = arg;
+		return 1;
+	case O_LOOP_CALL_STACKS:
+		l->call_stacks = true;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* The shapes tally compare and gpu_gaps are tested with; 0 if c is not one of them. */
 static int parse_shape(struct opts *o, int c, const char *arg, unsigned long long v)
 {
@@ -251,6 +355,8 @@ static int parse(int argc, char **argv, struct opts *o)
 
 		if (!shape)
 			shape = parse_steps(o, c, optarg);
+		if (!shape)
+			shape = parse_loop(o, c, optarg);
 		if (shape < 0) {
 			usage(stderr);
 			return -1;
@@ -467,6 +573,76 @@ static int run(struct opts *o, int fd)
 	return 0;
 }
 
+/* A worker of --loop, a fork child: its own trace of its samples, then it ends. */
+static void loop_worker(struct opts *o, unsigned k, uint64_t t0)
+{
+	char path[4096];
+	struct tally_buf session = {0};
+	struct tally_stop_report rep;
+	struct tally_sink sink;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s%u.tally", o->worker_out, k);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		_exit(1);
+	sink = (struct tally_sink){tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
+	testsrc_session(&session, 1u << TALLY_KIND_CPU_SAMPLE | 1u << TALLY_KIND_OSRT);
+	testsrc_host_session(&session);
+	if (tally_pipeline_start(&o->cfg, &testsrc_source, &sink, &session) < 0)
+		_exit(1);
+	tally_buf_fini(&session);
+	testsrc_loop_worker(&o->l, t0, k);
+	tally_pipeline_flush_begin(TALLY_FLUSH_API, 0);
+	tally_pipeline_stop(&rep);
+	close(fd);
+	_exit(0);
+}
+
+/* --loop: the workers forked first (one clock: started before the fork), then the launcher. */
+static int run_loop(struct opts *o, int fd)
+{
+	struct tally_sink sink = {tally_fd_write, (void *)(intptr_t)fd, NULL, NULL};
+	struct tally_buf session = {0};
+	struct tally_stop_report rep;
+	struct testsrc_emitter e;
+	uint64_t t0;
+	unsigned k;
+	pid_t pids[2];
+
+	testsrc_clock_start(o->w.t0 ? o->w.t0 : testsrc_now());
+	t0 = testsrc_now();
+	if (o->l.workers && !o->worker_out) {
+		fprintf(stderr, "tally-testsrc: --loop-workers needs --loop-worker-out\n");
+		return 2;
+	}
+	for (k = 0; k < o->l.workers; k++) {
+		fflush(NULL);
+		if ((pids[k] = fork()) == 0)
+			loop_worker(o, k, t0);
+	}
+	testsrc_session(&session, 1u << TALLY_KIND_KERNEL | 1u << TALLY_KIND_MEMCPY |
+				      1u << TALLY_KIND_RUNTIME | 1u << TALLY_KIND_NVTX_RANGE |
+				      1u << TALLY_KIND_NVTX_MARK | 1u << TALLY_KIND_CPU_SAMPLE |
+				      1u << TALLY_KIND_OSRT);
+	testsrc_host_session(&session);
+	if (tally_pipeline_start(&o->cfg, &testsrc_source, &sink, &session) < 0) {
+		fprintf(stderr, "tally-testsrc: pipeline start failed\n");
+		return 1;
+	}
+	tally_buf_fini(&session);
+	testsrc_emitter_init(&e, 1000, NULL, NULL);
+	testsrc_loop_run(&e, &o->l, t0);
+	testsrc_flush(&e);
+	tally_pipeline_flush_begin(TALLY_FLUSH_API, 0);
+	tally_pipeline_stop(&rep);
+	for (k = 0; k < o->l.workers; k++)
+		waitpid(pids[k], NULL, 0);
+	printf("records %llu, ledger %s\n", (unsigned long long)rep.records,
+	       rep.complete ? "clean" : "shows loss");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.threads = 1, .w = {.kernel_names = 4, .seed = 1}};
@@ -484,7 +660,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tally-testsrc: %s: %s\n", o.output, strerror(errno));
 		return 1;
 	}
-	rc = run(&o, fd);
+	rc = o.loop ? run_loop(&o, fd) : run(&o, fd);
 	close(fd);
 	return rc;
 }

@@ -159,6 +159,30 @@ uint32_t testsrc_run_steps(struct testsrc_emitter *e, const struct testsrc_workl
 #define TESTSRC_COMM_KERNEL "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 #define TESTSRC_STEP_KERNEL "ampere_sgemm_128x64_nn"
 
+/*
+ * A training loop with exact times for the step verdicts (testsrc-loop.c), on device 0: after
+ * startup_ns of start-up (the main thread importing, then moving the model to the GPU: one copy),
+ * `steps` steps, each inside an NVTX range "step K" (unless no_ranges): the main thread waits
+ * data_ns for the next batch (in Queue.get <- _next_data, a blocking call when osrt) while the
+ * workers work; it launches `kernels` kernels of kernel_ns (calls of launch_ns, the first and the
+ * last of a step named once each) and a communication kernel of comm_ns; with sync, it calls
+ * loss.item() (a blocking cudaMemcpy waiting for the GPU) and then works host_ns on the CPU in
+ * burn <- one_step (/work/loop.py:20).  Then tail_ns in save.  Samples every millisecond: the
+ * main thread's by its phase, a pin-memory thread and a queue feeder waiting by design.
+ * testsrc_loop_worker writes worker k's samples of the same schedule: worker 0 on the CPU in
+ * burn <- Samples.__getitem__ through every wait, worker 1 through each wait's first half, idle
+ * by design otherwise.  With call_stacks, loss.item()'s call carries the main thread's stack (as
+ * the collector captures a launch's with --python-stacks).
+ */
+struct testsrc_loop {
+	unsigned steps, kernels, workers;
+	uint64_t kernel_ns, launch_ns, data_ns, host_ns, comm_ns, startup_ns, tail_ns;
+	bool sync, no_ranges, osrt;
+	bool call_stacks; /* loss.item()'s call carries its stack, as --python-stacks records it */
+};
+void testsrc_loop_run(struct testsrc_emitter *e, const struct testsrc_loop *l, uint64_t t0);
+void testsrc_loop_worker(const struct testsrc_loop *l, uint64_t t0, unsigned k);
+
 /* Generate a whole workload through e; returns the correlation id after the last one used. */
 uint32_t testsrc_run(struct testsrc_emitter *e, const struct testsrc_workload *w,
 		     uint32_t first_correlation);

@@ -23,6 +23,8 @@
 #include "codec.h"
 #include "depth.h"
 #include "diagnosis.h"
+#include "payloads.h"
+#include "phases.h"
 #include "report-fixture.h"
 #include "scratch.h"
 #include "select.h"
@@ -110,10 +112,7 @@ static void write_work(const char *path, const struct work *w, size_t n, uint64_
 		total += c;
 	}
 	if (loss1) {
-		tally_buf_put_varint(&b, T0 + loss0);
-		tally_buf_put_varint(&b, T0 + loss1);
-		tally_buf_put_varint(&b, TALLY_C_DROPPED_CUPTI);
-		tally_buf_put_varint(&b, 10);
+		tally_loss_put(&b, T0 + loss0, T0 + loss1, TALLY_C_DROPPED_CUPTI, 10);
 		chunk(&tw, TALLY_CHUNK_LOSS, 0, &b, 0);
 		l.v[TALLY_C_DROPPED_CUPTI] = 10;
 	}
@@ -340,6 +339,69 @@ static void test_percentiles(void **state)
 	assert_true(stats_median(v, 10) == 5.5);
 }
 
+/* Steps from the launch pattern: a step of P kernels whose first name occurs once per step, the
+ * first step irregular (warm-up launched more); the marks at that name's launches. */
+static void test_phases_pattern(void **state)
+{
+	struct phase_kernel k[400];
+	struct phase_span out[64];
+	uint32_t name;
+	uint64_t period, t = 0;
+	size_t n = 0, steps, i;
+	unsigned s, j;
+
+	(void)state;
+	for (j = 0; j < 13; j++, t += 100) /* a warm-up step of other names, launched apart */
+		k[n++] = (struct phase_kernel){t, 100 + j % 4};
+	for (s = 0; s < 20; s++) /* 20 steps of 10 kernels: 7 opens each, 8 and 9 alternate */
+		for (j = 0; j < 10; j++, t += 100)
+			k[n++] = (struct phase_kernel){t, j == 0 ? 7 : j == 9 ? 11 : 8 + j % 2};
+	steps = phases_from_pattern(k, n, out, 64, &name, &period);
+	assert_int_equal(name, 7);
+	assert_int_equal(period, 10);
+	assert_int_equal(steps, 19); /* 20 marks: 19 whole steps between them */
+	for (i = 0; i < steps; i++)
+		assert_int_equal(out[i].t1 - out[i].t0, 1000);
+	/* names drawn at random from 1000: none recurs at one period, no steps */
+	for (i = 0, t = 12345; i < n; i++) {
+		t = t * 6364136223846793005ull + 1442695040888963407ull;
+		k[i].name = (uint32_t)(t >> 33) % 1000;
+	}
+	assert_int_equal(phases_from_pattern(k, n, out, 64, &name, &period), 0);
+}
+
+/* Warm-up: the leading steps over 3 times the median, at most half; the median of the rest. */
+static void test_phases_warmup(void **state)
+{
+	struct phase_span s[10];
+	uint64_t median, t = 0;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 10; i++) {
+		uint64_t len = i == 0 ? 5000 : i == 1 ? 400 : i == 5 ? 900 : 100 + i;
+
+		s[i] = (struct phase_span){t, t + len};
+		t += len;
+	}
+	assert_int_equal(phases_warmup(s, 10, &median), 2); /* step 5 (900) is not leading */
+	assert_int_equal(median, 106);
+	for (i = 0; i < 10; i++)
+		s[i].t1 = s[i].t0 + 10000; /* all long: none is warm-up */
+	assert_int_equal(phases_warmup(s, 10, &median), 0);
+	assert_int_equal(median, 10000);
+}
+
+/* Ranges inside the one before are not steps of their own. */
+static void test_phases_top_level(void **state)
+{
+	struct phase_span v[] = {{0, 100}, {10, 20}, {100, 200}, {150, 160}, {200, 300}, {5, 5}};
+
+	(void)state;
+	assert_int_equal(phases_top_level(v, 6), 3);
+	assert_true(v[0].t0 == 0 && v[1].t0 == 100 && v[2].t0 == 200);
+}
+
 /* Every rule of the diagnosis, and its threshold, is in docs/diagnosis.md. */
 static void test_rules_documented(void **state)
 {
@@ -379,7 +441,8 @@ int main(void)
 	    cmocka_unit_test(test_breakdown_precedence), cmocka_unit_test(test_breakdown_loss),
 	    cmocka_unit_test(test_breakdown_folds),	 cmocka_unit_test(test_spans_union),
 	    cmocka_unit_test(test_depth_buckets),	 cmocka_unit_test(test_percentiles),
-	    cmocka_unit_test(test_rules_documented),
+	    cmocka_unit_test(test_rules_documented),	 cmocka_unit_test(test_phases_pattern),
+	    cmocka_unit_test(test_phases_warmup),	 cmocka_unit_test(test_phases_top_level),
 	};
 
 	return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);

@@ -18,11 +18,13 @@
 #include <unistd.h>
 
 #include "grow.h"
+#include "hashmap.h"
 #include "json.h"
 #include "outfile.h"
 #include "pattern.h"
 #include "ranks.h"
 #include "scratch.h"
+#include "settings.h"
 #include "text.h"
 
 static const char *fake_env(const char *name)
@@ -304,6 +306,62 @@ static void test_grow(void **state)
 	assert_int_equal(cap, 128);
 	assert_int_equal(v[15], 16);
 	free(v);
+	/* a push or a resize whose bytes would pass SIZE_MAX fails, never allocates short */
+	{
+		size_t n = (size_t)1
+			   << (sizeof(size_t) * 8 - 4); /* 2^60, full: 2^61 x 32 overflows */
+		void *a = NULL;
+
+		assert_null(tally_array_push(&a, &n, 32));
+		assert_null(a);
+		assert_null(tally_resize(NULL, SIZE_MAX / 4 + 1, 8));
+		n = 0;
+		for (i = 0; i < 100; i++) {
+			uint32_t *slot = tally_array_push(&a, &n, sizeof(*slot));
+
+			assert_non_null(slot);
+			*slot = (uint32_t)i;
+		}
+		assert_int_equal(n, 100);
+		for (i = 0; i < 100; i++)
+			assert_int_equal(((uint32_t *)a)[i], i);
+		free(a);
+	}
+}
+
+/* The one hash table: removal keeps every other key findable (backward shift), and keys the
+ * caller keeps itself stay apart when their hashes are equal. */
+static const char *const colliding[] = {"alpha", "beta", "gamma", "delta"};
+
+static bool same_word(void *ctx, uint32_t value)
+{
+	return strcmp(colliding[value - 1], ctx) == 0;
+}
+
+static void test_hashmap(void **state)
+{
+	struct tally_map m = {0};
+	uint64_t k;
+	size_t i;
+
+	(void)state;
+	for (k = 0; k < 5000; k++)
+		assert_int_equal(tally_map_put(&m, k << 21, k & 7, (uint32_t)k + 1), 0);
+	for (k = 0; k < 5000; k += 2)
+		assert_int_equal(tally_map_del(&m, k << 21, k & 7), k + 1);
+	assert_int_equal(tally_map_del(&m, 0, 0), 0); /* gone already */
+	for (k = 0; k < 5000; k++)
+		assert_int_equal(tally_map_get(&m, k << 21, k & 7), k % 2 ? k + 1 : 0);
+	assert_int_equal(m.n, 2500);
+	tally_map_fini(&m);
+	/* four words under one hash: each found as itself */
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tally_map_add(&m, 42, (uint32_t)i + 1), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tally_map_find(&m, 42, same_word, (void *)colliding[i]), i + 1);
+	assert_int_equal(tally_map_find(&m, 42, same_word, "epsilon"), 0);
+	assert_int_equal(tally_map_find(&m, 43, same_word, "alpha"), 0);
+	tally_map_fini(&m);
 }
 
 static void test_outfile(void **state)
@@ -369,6 +427,116 @@ static void test_outfile(void **state)
 	free(victim), free(link), free(fifo), free(out), free(hard);
 }
 
+/* The option's text to the variable's text, and the variable read back as the collector reads
+ * it: the same value, or both refuse. */
+static void contract(enum tally_setting_id id, const char *arg)
+{
+	const struct tally_setting *r = &tally_settings[id];
+	char own[32], why[512];
+	const char *env_text, *read_text;
+	uint64_t by_option, by_env;
+	int opt_rc = tally_setting_option(id, arg, own, sizeof(own), &env_text, why, sizeof(why));
+
+	if (opt_rc < 0) { /* refused with a reason; the variable refuses the same text */
+		assert_true(why[0] != '\0');
+		/* an empty variable is an unset one; a bare duration is in each side's own unit */
+		if (*arg && (r->type != SETTING_DURATION || strpbrk(arg, "smun"))) {
+			setenv(r->env, arg, 1);
+			assert_int_equal(
+			    tally_setting_get(id, &by_env, &read_text, why, sizeof(why)), -EINVAL);
+			assert_non_null(strstr(why, r->env)); /* the collector names the variable */
+		}
+		return;
+	}
+	if (r->type == SETTING_FLAG) /* the option alone turns it on */
+		by_option = 1;
+	else
+		assert_int_equal(tally_setting_parse(id, arg ? arg : r->bare, true, &by_option, why,
+						     sizeof(why)),
+				 0);
+	setenv(r->env, env_text, 1);
+	assert_int_equal(tally_setting_get(id, &by_env, &read_text, why, sizeof(why)), 0);
+	assert_int_equal(by_env, by_option);
+}
+
+/* One table for tally record and the collector: every default is accepted and in range, every
+ * option's value means the same in the variable, and the values issue 35 found accepted by one
+ * side only are refused by both, before the program runs. */
+static void test_settings(void **state)
+{
+	static const char *const probes[] = {
+	    "0",    "1",   "-1",    "x",   "",	  "32", "129", "20000", "20001", "4096",
+	    "4095", "2.5", "500ms", "1us", "64k", "4M", "1e3", "nan",	"0x10",	 " 5"};
+	char why[512], buf[160];
+	const char *text;
+	uint64_t v;
+	size_t i, k;
+
+	(void)state;
+	for (i = 0; i < TALLY_SETTING_COUNT; i++) {
+		const struct tally_setting *r = &tally_settings[i];
+
+		assert_non_null(r->env);
+		assert_non_null(r->help);
+		unsetenv(r->env);
+		assert_int_equal(tally_setting_get(i, &v, &text, why, sizeof(why)), 0);
+		if (r->type == SETTING_NUMBER || r->type == SETTING_DURATION ||
+		    r->type == SETTING_SIZE)
+			assert_true((v >= r->min && v <= r->max) || (r->def_text && v == 0));
+		tally_setting_describe(i, buf, sizeof(buf));
+		if (!r->option)
+			continue;
+		for (k = 0; k < sizeof(probes) / sizeof(probes[0]); k++)
+			if (r->type != SETTING_TEXT || r->check) /* free text takes any */
+				contract(i, probes[k]);
+		if (r->type == SETTING_FLAG || r->bare) /* the option alone */
+			contract(i, NULL);
+		unsetenv(r->env);
+	}
+	/* accepted by one side only before */
+	contract(TS_TRACE, "cuda-launch-driver");
+	assert_int_equal(
+	    tally_setting_parse(TS_TRACE, "cuda-launch-driver,nvtx", true, &v, why, sizeof(why)),
+	    0);
+	assert_int_equal(v, TRACE_LAUNCH_DRIVER | TRACE_NVTX);
+	assert_int_equal(tally_setting_parse(TS_DEVICES, "x", true, &v, why, sizeof(why)), -EINVAL);
+	assert_int_equal(tally_setting_parse(TS_STACK_DEPTH, "-1", true, &v, why, sizeof(why)),
+			 -EINVAL);
+	assert_int_equal(tally_setting_parse(TS_STACK_DEPTH, "200", false, &v, why, sizeof(why)),
+			 -EINVAL); /* refused, not clamped */
+	/* a signal no handler can catch, or the program's own faults */
+	for (i = 0; i < 5; i++) {
+		static const char *const sig[] = {"9", "19", "11", "7", "6"};
+
+		assert_int_equal(
+		    tally_setting_parse(TS_SAMPLE_SIGNAL, sig[i], false, &v, why, sizeof(why)),
+		    -EINVAL);
+		assert_non_null(strstr(why, "signal"));
+	}
+	assert_int_equal(tally_setting_parse(TS_SAMPLE_SIGNAL, "40", false, &v, why, sizeof(why)),
+			 0);
+	/* GPU metrics' devices: any number of entries (docs/collector.md) */
+	strcpy(buf, "0");
+	for (i = 1; i < 70; i++)
+		strcat(buf, i % 2 ? ",1" : ",0");
+	assert_int_equal(tally_setting_parse(TS_GPU_METRICS, buf, false, &v, why, sizeof(why)), 0);
+	assert_int_equal(v, 3);
+	/* -o - is refused: a trace is a file */
+	assert_int_equal(tally_setting_parse(TS_OUTPUT, "-", true, &v, why, sizeof(why)), -EINVAL);
+	/* durations: the option's bare unit and the variable's */
+	assert_int_equal(
+	    tally_setting_option(TS_DELAY, "2.5", buf, sizeof(buf), &text, why, sizeof(why)), 0);
+	assert_string_equal(text, "2500");
+	assert_int_equal(tally_setting_option(TS_OSRT_THRESHOLD, "1.5us", buf, sizeof(buf), &text,
+					      why, sizeof(why)),
+			 0);
+	assert_string_equal(text, "1500");
+	assert_int_equal(
+	    tally_setting_option(TS_DELAY, "1.5us", buf, sizeof(buf), &text, why, sizeof(why)), 0);
+	assert_string_equal(text, "1500ns"); /* not a whole number of ms: said in ns */
+	unsetenv("TALLY_DELAY_MS");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -376,6 +544,7 @@ int main(void)
 	    cmocka_unit_test(test_ranks_grammar), cmocka_unit_test(test_text_printable),
 	    cmocka_unit_test(test_text_utf8),	  cmocka_unit_test(test_text_utf8_seq),
 	    cmocka_unit_test(test_outfile),	  cmocka_unit_test(test_grow),
+	    cmocka_unit_test(test_settings),	  cmocka_unit_test(test_hashmap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

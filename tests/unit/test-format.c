@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "codec.h"
 #include "ledger.h"
+#include "payloads.h"
 #include "reader.h"
 #include "strtab.h"
 #include "verdict.h"
@@ -671,11 +672,7 @@ static void test_ledger_signal_counters(void **state)
 static void thread_entry(struct tally_buf *b, uint32_t tid, uint64_t pthread_id, unsigned flags,
 			 const char *name)
 {
-	tally_buf_put_varint(b, tid);
-	tally_buf_put_varint(b, pthread_id);
-	tally_buf_put_varint(b, flags);
-	tally_buf_put_varint(b, strlen(name));
-	tally_buf_put(b, name, strlen(name));
+	tally_thread_put(b, tid, pthread_id, flags, name, strlen(name));
 }
 
 /* Format 1.3: THREADS entries (a later one wins), the host loss counters in the verdict, and

@@ -19,6 +19,7 @@
 #include "codec.h"
 #include "gpumetrics.h"
 #include "ledger.h"
+#include "payloads.h"
 #include "reader.h"
 #include "verdict.h"
 #include "writer.h"
@@ -228,10 +229,7 @@ static void write_file(int fd)
 	tally_gpu_metrics_encode(&b, &g);
 	tally_writer_chunk(&w, TALLY_CHUNK_GPU_METRICS, 0, b.data, b.len, 0);
 	tally_buf_reset(&b);
-	tally_buf_put_varint(&b, 5000);
-	tally_buf_put_varint(&b, 7000);
-	tally_buf_put_varint(&b, TALLY_C_METRIC_GAPS);
-	tally_buf_put_varint(&b, 1);
+	tally_loss_put(&b, 5000, 7000, TALLY_C_METRIC_GAPS, 1);
 	tally_writer_chunk(&w, TALLY_CHUNK_LOSS, 0, b.data, b.len, 0);
 	memset(&l, 0, sizeof(l));
 	l.t_begin = 0;

@@ -23,6 +23,7 @@
 #include "buf.h"
 #include "codec.h"
 #include "page.h"
+#include "payloads.h"
 #include "scratch.h"
 #include "strtab.h"
 #include "timeline.h"
@@ -94,10 +95,8 @@ static void write_trace_kind(const char *path, const struct kernel_at *k, size_t
 	chunk(&w, TALLY_CHUNK_SESSION, 0, &b, 0);
 	write_records(&w, &b, k, n, kind);
 	if (loss->count) {
-		tally_buf_put_varint(&b, T0 + loss->begin);
-		tally_buf_put_varint(&b, T0 + loss->end);
-		tally_buf_put_varint(&b, TALLY_C_DROPPED_CUPTI);
-		tally_buf_put_varint(&b, loss->count);
+		tally_loss_put(&b, T0 + loss->begin, T0 + loss->end, TALLY_C_DROPPED_CUPTI,
+			       loss->count);
 		chunk(&w, TALLY_CHUNK_LOSS, 0, &b, 0);
 		l.v[TALLY_C_DROPPED_CUPTI] = loss->count;
 	}

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MARKERS_INITIAL 64
+#include "grow.h"
 
 int tally_convert_init(struct tally_convert *c, struct tally_strtab *strings,
 		       const char *(*api_name)(CUpti_ActivityKind, uint32_t))
@@ -22,6 +22,8 @@ void tally_convert_fini(struct tally_convert *c)
 {
 	free(c->markers);
 	c->markers = NULL;
+	c->markers_count = c->markers_cap = 0;
+	tally_map_fini(&c->marker_at);
 }
 
 size_t tally_api_name_len(const char *name)
@@ -246,56 +248,35 @@ static void convert_device(const CUpti_ActivityDevice5 *d, struct tally_buf *kv)
 	free((void *)d->name);
 }
 
-/* Open CUPTI marker ranges, by marker id (open addressing, backward-shift delete). */
+/* Open CUPTI marker ranges, by marker id: the one found, or (insert) a new one; NULL when memory
+ * ran out, or (not insert) when there is none. */
 static struct open_marker *marker_slot(struct tally_convert *c, uint32_t id, bool insert)
 {
-	unsigned i;
+	uint32_t found = tally_map_get(&c->marker_at, id, 0);
 
-	if (insert && (c->markers_count + 1) * 2 > c->markers_cap) {
-		unsigned cap = c->markers_cap ? 2 * c->markers_cap : MARKERS_INITIAL, j;
-		struct open_marker *m = calloc(cap, sizeof(*m));
-
-		if (!m)
-			return NULL;
-		for (j = 0; j < c->markers_cap; j++) {
-			if (!c->markers[j].id)
-				continue;
-			for (i = c->markers[j].id & (cap - 1); m[i].id; i = (i + 1) & (cap - 1))
-				;
-			m[i] = c->markers[j];
-		}
-		free(c->markers);
-		c->markers = m;
-		c->markers_cap = cap;
-	}
-	if (!c->markers_cap)
+	if (found || !insert)
+		return found ? &c->markers[found - 1] : NULL;
+	if (c->markers_count >= UINT32_MAX - 1 ||
+	    !tally_grow_in(&c->markers, &c->markers_cap, c->markers_count + 1,
+			   sizeof(*c->markers)) ||
+	    tally_map_put(&c->marker_at, id, 0, (uint32_t)c->markers_count + 1) < 0)
 		return NULL;
-	for (i = id & (c->markers_cap - 1); c->markers[i].id; i = (i + 1) & (c->markers_cap - 1))
-		if (c->markers[i].id == id)
-			return &c->markers[i];
-	return insert ? &c->markers[i] : NULL;
+	c->markers[c->markers_count] = (struct open_marker){.id = id};
+	return &c->markers[c->markers_count++];
 }
 
+/* The range has ended: the last open one takes its place. */
 static void marker_remove(struct tally_convert *c, struct open_marker *m)
 {
-	unsigned mask = c->markers_cap - 1, i = (unsigned)(m - c->markers), j = i;
+	size_t i = (size_t)(m - c->markers), last = c->markers_count - 1;
 
-	m->id = 0;
-	c->markers_count--;
-	/* Shift later members of the probe run back so lookups still find them. */
-	for (;;) {
-		unsigned home;
-
-		j = (j + 1) & mask;
-		if (!c->markers[j].id)
-			return;
-		home = c->markers[j].id & mask;
-		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-			c->markers[i] = c->markers[j];
-			c->markers[j].id = 0;
-			i = j;
-		}
+	(void)tally_map_del(&c->marker_at, m->id, 0);
+	if (i != last) {
+		*m = c->markers[last];
+		(void)tally_map_put(&c->marker_at, m->id, 0,
+				    (uint32_t)i + 1); /* present: no growth */
 	}
+	c->markers_count--;
 }
 
 static void marker_object(const CUpti_ActivityMarker2 *m, uint32_t *pid, uint32_t *tid)
@@ -324,9 +305,6 @@ static enum convert_result convert_marker(struct tally_convert *c, const CUpti_A
 		o = m->id ? marker_slot(c, m->id, true) : NULL;
 		if (!o)
 			return CONVERT_UNKNOWN;
-		if (!o->id)
-			c->markers_count++;
-		o->id = m->id;
 		o->start = m->timestamp;
 		o->name_id = tally_strtab_intern(c->strings, m->name);
 		o->domain_id = tally_strtab_intern(c->strings, m->domain);

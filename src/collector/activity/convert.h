@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "hashmap.h"
 #include "strtab.h"
 #include "tally-format.h"
 
@@ -30,8 +31,9 @@ struct tally_convert {
 	/* per API domain (0 runtime, 1 driver) and cbid: interned name + 1, and launch class */
 	uint32_t api_name_id[2][CONVERT_CBID_MAX];
 	int8_t api_class[2][CONVERT_CBID_MAX]; /* enum tally_api_class, -1 not looked up yet */
-	struct open_marker *markers;	       /* small open-addressing table by id */
-	unsigned markers_cap, markers_count;
+	struct open_marker *markers;	       /* the open ranges, in no order */
+	size_t markers_cap, markers_count;
+	struct tally_map marker_at; /* id -> index in markers + 1 */
 };
 
 enum convert_result {

@@ -13,6 +13,7 @@
 #include "convert.h"
 #include "cupti-api.h"
 #include "cupti-tracer.h"
+#include "libc.h"
 #include "log.h"
 #include "pipeline.h"
 #include "stackcap.h"
@@ -95,7 +96,7 @@ void cupti_tracer_window(struct cupti_tracer *t, bool open)
 	bool launch_driver = (bits & TRACE_LAUNCH_DRIVER) && !(bits & TRACE_DRIVER);
 	size_t i;
 
-	pthread_mutex_lock(&t->window_lock);
+	libc_pthread_mutex_lock(&t->window_lock);
 	if (!cupti_tracer_on(t) || t->window_open == open)
 		goto unlock;
 	if (open) {
@@ -121,7 +122,7 @@ bool cupti_tracer_window_open(struct cupti_tracer *t)
 {
 	bool open;
 
-	pthread_mutex_lock(&t->window_lock);
+	libc_pthread_mutex_lock(&t->window_lock);
 	open = t->window_open;
 	pthread_mutex_unlock(&t->window_lock);
 	return open;
@@ -293,7 +294,7 @@ void cupti_tracer_teardown(struct cupti_tracer *t)
 
 void cupti_tracer_before_fork(struct cupti_tracer *t)
 {
-	pthread_mutex_lock(&t->window_lock);
+	libc_pthread_mutex_lock(&t->window_lock);
 }
 
 void cupti_tracer_after_fork_parent(struct cupti_tracer *t)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The sampler-to-consumer hand-off; see metricq.h. */
 #include "metricq.h"
+#include "libc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@ int metricq_put(struct metricq *q, struct pm_batch *b)
 	int rc = 0;
 
 	b->next = NULL;
-	pthread_mutex_lock(&q->lock);
+	libc_pthread_mutex_lock(&q->lock);
 	if (q->pending >= q->limit) {
 		rc = -ENOSPC;
 	} else {
@@ -50,7 +51,7 @@ struct pm_batch *metricq_take(struct metricq *q)
 {
 	struct pm_batch *b;
 
-	pthread_mutex_lock(&q->lock);
+	libc_pthread_mutex_lock(&q->lock);
 	b = q->head;
 	q->head = q->tail = NULL;
 	q->pending = 0;
@@ -64,7 +65,7 @@ void metricq_gap(struct metricq *q, uint64_t t0, uint64_t t1)
 
 	if (t1 <= t0)
 		return;
-	pthread_mutex_lock(&q->lock);
+	libc_pthread_mutex_lock(&q->lock);
 	if (q->ngaps < METRICQ_GAPS) {
 		q->gaps[q->ngaps++] = (struct metric_gap){t0, t1, 1, t1 - t0};
 	} else { /* the last entry spans every gap beyond the first METRICQ_GAPS - 1 */
@@ -81,7 +82,7 @@ unsigned metricq_take_gaps(struct metricq *q, struct metric_gap *out)
 {
 	unsigned n;
 
-	pthread_mutex_lock(&q->lock);
+	libc_pthread_mutex_lock(&q->lock);
 	n = q->ngaps;
 	memcpy(out, q->gaps, n * sizeof(*out));
 	q->ngaps = 0;

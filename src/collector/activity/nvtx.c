@@ -24,6 +24,8 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "clock.h"
+#include "grow.h"
+#include "libc.h"
 #include "log.h"
 #include "nvtx.h"
 #include "pipeline.h"
@@ -51,7 +53,8 @@ struct nvtx_thread {
 	size_t used;
 	uint32_t tid;
 	struct open_range *stack;
-	unsigned depth, cap;
+	unsigned depth;
+	size_t cap;
 	char *arena;
 	size_t arena_used, arena_cap;
 };
@@ -98,7 +101,7 @@ static void thread_gone(void *arg)
 						      memory_order_relaxed))
 		expected = 0;
 	hand_over(t->buf, t->used);
-	pthread_mutex_lock(&registry_lock);
+	libc_pthread_mutex_lock(&registry_lock);
 	for (pp = &registry; *pp; pp = &(*pp)->next)
 		if (*pp == t) {
 			*pp = t->next;
@@ -129,7 +132,7 @@ static struct nvtx_thread *thread_state(void)
 	t->tid = (uint32_t)(uintptr_t)pthread_self();
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(thread_key, t);
-	pthread_mutex_lock(&registry_lock);
+	libc_pthread_mutex_lock(&registry_lock);
 	t->next = registry;
 	registry = t;
 	pthread_mutex_unlock(&registry_lock);
@@ -248,26 +251,12 @@ static int push(const char *domain, const nvtxEventAttributes_t *a, const char *
 
 	if (!active() || !(t = thread_state()))
 		return -1;
-	if (t->depth == t->cap) {
-		unsigned cap = t->cap ? 2 * t->cap : 16;
-		struct open_range *s = realloc(t->stack, cap * sizeof(*s));
-
-		if (!s)
-			return -1;
-		t->stack = s;
-		t->cap = cap;
-	}
+	if (!tally_grow_in(&t->stack, &t->cap, (size_t)t->depth + 1, sizeof(*t->stack)))
+		return -1;
 	if (len > NAME_MAX_LEN)
 		len = NAME_MAX_LEN;
-	if (t->arena_used + len > t->arena_cap) {
-		size_t cap = (t->arena_used + len) * 2 + 256;
-		char *ar = realloc(t->arena, cap);
-
-		if (!ar)
-			return -1;
-		t->arena = ar;
-		t->arena_cap = cap;
-	}
+	if (!tally_grow_in(&t->arena, &t->arena_cap, t->arena_used + len, 1))
+		return -1;
 	r = &t->stack[t->depth];
 	memcpy(t->arena + t->arena_used, text, len);
 	r->name_off = (uint32_t)t->arena_used;
@@ -406,7 +395,7 @@ static nvtxRangeId_t range_start(const char *domain, const nvtxEventAttributes_t
 	r->category = a ? a->category : 0;
 	r->payload = payload_of(a);
 	r->start = tally_realtime_ns();
-	pthread_mutex_lock(&started_lock);
+	libc_pthread_mutex_lock(&started_lock);
 	r->next = started;
 	started = r;
 	pthread_mutex_unlock(&started_lock);
@@ -421,7 +410,7 @@ static void range_end(nvtxRangeId_t id)
 
 	if (!active() || !(t = thread_state()))
 		return;
-	pthread_mutex_lock(&started_lock);
+	libc_pthread_mutex_lock(&started_lock);
 	for (pp = &started; *pp; pp = &(*pp)->next)
 		if ((*pp)->id == id) {
 			r = *pp;
@@ -576,7 +565,7 @@ void nvtx_flush_all(void)
 {
 	struct nvtx_thread *t;
 
-	pthread_mutex_lock(&registry_lock);
+	libc_pthread_mutex_lock(&registry_lock);
 	for (t = registry; t; t = t->next) {
 		int expected = 0;
 		uint8_t *buf;
@@ -598,8 +587,8 @@ void nvtx_flush_all(void)
 /* Held across fork so the child's copies are consistent; the child renews them (nvtx_forget). */
 void nvtx_before_fork(void)
 {
-	pthread_mutex_lock(&registry_lock);
-	pthread_mutex_lock(&started_lock);
+	libc_pthread_mutex_lock(&registry_lock);
+	libc_pthread_mutex_lock(&started_lock);
 }
 
 void nvtx_after_fork_parent(void)

@@ -6,6 +6,8 @@
  * and at the close (finish_locked) everything left and the final ledger.
  */
 #include "clock.h"
+#include "libc.h"
+#include "payloads.h"
 #include "pipeline-int.h"
 
 #include <stdio.h>
@@ -318,7 +320,7 @@ static void consume_side(struct pipeline *p)
 	struct tally_buf side = {0};
 	struct tally_cursor cur;
 
-	pthread_mutex_lock(&p->side_lock);
+	libc_pthread_mutex_lock(&p->side_lock);
 	side = p->side;
 	memset(&p->side, 0, sizeof(p->side));
 	pthread_mutex_unlock(&p->side_lock);
@@ -366,10 +368,7 @@ static void emit_metric_gaps(struct pipeline *p)
 		return;
 	tally_buf_reset(&p->payload);
 	for (i = 0; i < n; i++) {
-		tally_buf_put_varint(&p->payload, g[i].t0);
-		tally_buf_put_varint(&p->payload, g[i].t1);
-		tally_buf_put_varint(&p->payload, TALLY_C_METRIC_GAPS);
-		tally_buf_put_varint(&p->payload, g[i].count);
+		tally_loss_put(&p->payload, g[i].t0, g[i].t1, TALLY_C_METRIC_GAPS, g[i].count);
 		p->c[TALLY_C_METRIC_GAPS] += g[i].count;
 		p->c[TALLY_C_METRIC_GAP_NS] += g[i].ns;
 	}
@@ -386,16 +385,6 @@ static void read_dropped(struct pipeline *p)
 	}
 }
 
-static void put_drops(struct tally_buf *b, unsigned source, uint32_t context, uint32_t device,
-		      uint64_t count)
-{
-	tally_buf_put_varint(b, source);
-	tally_buf_put_varint(b, context);
-	tally_buf_put_varint(b, device);
-	tally_buf_put_varint(b, 0); /* stream: CUPTI's global queue has none */
-	tally_buf_put_varint(b, count);
-}
-
 /* Drops by the queue CUPTI counted them in, and each context tied to its device (format 1.2).
  * Cumulative: a reader keeps the latest chunk. */
 static void emit_drops(struct pipeline *p, bool at_close)
@@ -405,11 +394,17 @@ static void emit_drops(struct pipeline *p, bool at_close)
 	if (!p->drops_dirty && !(at_close && (p->ncontexts || p->c[TALLY_C_DROPPED_CUPTI])))
 		return;
 	tally_buf_reset(&p->payload);
+	/* stream 0: CUPTI's global queue has none, nor a context's tie to its device */
 	if (p->c[TALLY_C_DROPPED_CUPTI])
-		put_drops(&p->payload, TALLY_DROPS_GLOBAL, 0, 0, p->c[TALLY_C_DROPPED_CUPTI]);
+		tally_drops_put(&p->payload,
+				&(struct tally_drops){.source = TALLY_DROPS_GLOBAL,
+						      .count = p->c[TALLY_C_DROPPED_CUPTI]});
 	for (i = 0; i < p->ncontexts; i++)
-		put_drops(&p->payload, TALLY_DROPS_SEEN, p->contexts[i].context,
-			  p->contexts[i].device, p->contexts[i].gpu_records);
+		tally_drops_put(&p->payload,
+				&(struct tally_drops){.source = TALLY_DROPS_SEEN,
+						      .context = p->contexts[i].context,
+						      .device = p->contexts[i].device,
+						      .count = p->contexts[i].gpu_records});
 	emit_chunk(p, TALLY_CHUNK_DROPS, 0, &p->payload, 0);
 	p->drops_dirty = false;
 }
@@ -520,7 +515,7 @@ void snapshot_locked(struct pipeline *p, struct tally_ledger *l)
 	    atomic_load_explicit(&p->dropped_nvtx, memory_order_relaxed);
 	l->v[TALLY_C_POOL_CAPACITY] = p->pool.capacity;
 	l->v[TALLY_C_BUFFER_SIZE] = p->pool.size;
-	pthread_mutex_lock(&p->pool.lock);
+	libc_pthread_mutex_lock(&p->pool.lock);
 	l->v[TALLY_C_POOL_HIGH_WATER] = p->pool.high_water;
 	l->v[TALLY_C_POOL_EMPTY_NS] = p->pool.empty_ns;
 	pthread_mutex_unlock(&p->pool.lock);
@@ -624,18 +619,10 @@ static void loss_window(void *ctx, uint64_t t0, uint64_t t1, uint64_t launches, 
 {
 	struct tally_buf *b = ((struct finish_ctx *)ctx)->payload;
 
-	if (launches) {
-		tally_buf_put_varint(b, t0);
-		tally_buf_put_varint(b, t1);
-		tally_buf_put_varint(b, TALLY_C_UNMATCHED_API);
-		tally_buf_put_varint(b, launches);
-	}
-	if (gpu) {
-		tally_buf_put_varint(b, t0);
-		tally_buf_put_varint(b, t1);
-		tally_buf_put_varint(b, TALLY_C_UNMATCHED_GPU);
-		tally_buf_put_varint(b, gpu);
-	}
+	if (launches)
+		tally_loss_put(b, t0, t1, TALLY_C_UNMATCHED_API, launches);
+	if (gpu)
+		tally_loss_put(b, t0, t1, TALLY_C_UNMATCHED_GPU, gpu);
 }
 
 /* Launches whose stack the full tables could not take: said once, at close. */
@@ -687,7 +674,7 @@ void finish_locked(struct pipeline *p)
 	read_dropped(p);
 	emit_drops(p, true);
 	tally_buf_reset(&p->payload);
-	pthread_mutex_lock(&p->side_lock);
+	libc_pthread_mutex_lock(&p->side_lock);
 	tally_corr_finish(&p->corr, p->cfg.trace_api, loss_window, at_edge, &fctx,
 			  &p->c[TALLY_C_UNMATCHED_API], &p->c[TALLY_C_UNMATCHED_GPU],
 			  &p->c[TALLY_C_CUT_AT_EDGES]);
@@ -731,7 +718,7 @@ void checkpoint_locked(struct pipeline *p)
 	writer_flush(p);
 	read_dropped(p);
 	emit_drops(p, true);
-	pthread_mutex_lock(&p->side_lock);
+	libc_pthread_mutex_lock(&p->side_lock);
 	tally_corr_count(&p->corr, p->cfg.trace_api, now > EDGE_SLACK_NS ? now - EDGE_SLACK_NS : 0,
 			 &cut, &p->c[TALLY_C_UNMATCHED_API], &p->c[TALLY_C_UNMATCHED_GPU]);
 	pthread_mutex_unlock(&p->side_lock);
@@ -767,8 +754,8 @@ void *consumer_main(void *arg)
 
 		deadline.tv_sec = (time_t)(at / 1000000000ull);
 		deadline.tv_nsec = (long)(at % 1000000000ull);
-		(void)sem_clockwait(&p->wake, CLOCK_MONOTONIC, &deadline);
-		pthread_mutex_lock(&p->consume_lock);
+		(void)libc_sem_clockwait(&p->wake, CLOCK_MONOTONIC, &deadline);
+		libc_pthread_mutex_lock(&p->consume_lock);
 		if (atomic_load_explicit(&p->state, memory_order_acquire) == P_RUNNING) {
 			consume_all(p, true);
 			if (tally_monotonic_ns() >= slice_deadline(p) || signal_unwritten(p))

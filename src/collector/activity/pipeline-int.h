@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pipeline's insides, shared by its three files and nothing else:
+ * The pipeline's insides, shared by its three files and nothing else, each calling only the
+ * ones below it:
  *
- *   pipeline-producers.c  CUPTI's buffer callbacks, and what other threads hand in (NVTX
- *                         buffers, host records, notes, counters, GPU metrics)
- *   pipeline-consumer.c   the consumer: walk, check, correlate, encode, write; the final ledger
  *   pipeline.c            start, drain and tick, and the close (flush_begin, signal, stop)
+ *   pipeline-consumer.c   the consumer: walk, check, correlate, encode, write; the final ledger
+ *   pipeline-producers.c  the one pipeline (g_pipeline); CUPTI's buffer callbacks, and what
+ *                         other threads hand in (NVTX buffers, host records, notes, counters,
+ *                         GPU metrics)
  *
  * See pipeline.c for who may touch what, and pipeline.h for the picture.
  */

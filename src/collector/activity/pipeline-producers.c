@@ -6,11 +6,16 @@
  * (lock-free) and relaxed atomic counters only.
  */
 #include "clock.h"
+#include "libc.h"
 #include "pipeline-int.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Here, on the lowest of the three files, so that the other two find them below them. */
+_Atomic(struct pipeline *) g_pipeline; /* pipeline-int.h says what these two are */
+_Atomic uint64_t g_progress;
 
 void CUPTIAPI tally_pipeline_buffer_request(uint8_t **buffer, size_t *size, size_t *max_num_records)
 {
@@ -86,7 +91,7 @@ static void side_put(unsigned type, const void *bytes, size_t len)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->side_lock);
+	libc_pthread_mutex_lock(&p->side_lock);
 	tally_buf_put_u8(&p->side, (uint8_t)type);
 	tally_buf_put_varint(&p->side, len);
 	tally_buf_put(&p->side, bytes, len);

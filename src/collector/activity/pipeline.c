@@ -11,6 +11,7 @@
  *   (this file: the start, drain and tick, and the close)
  */
 #include "clock.h"
+#include "libc.h"
 #include "pipeline-int.h"
 
 #include <errno.h>
@@ -19,15 +20,10 @@
 
 #include "nativestack.h"
 #include "ownthread.h"
+#include "settings.h"
 #include "stacktab.h"
 
-#define DEFAULT_BUFFER_SIZE (4u << 20)
-#define DEFAULT_POOL	    64
-#define DEFAULT_SLICE_NS    1000000000ull
-#define DEFAULT_BATCH	    8192
-
-_Atomic(struct pipeline *) g_pipeline; /* pipeline-int.h says what these two are */
-_Atomic uint64_t g_progress;
+#define DEFAULT_BATCH 8192
 
 uint64_t tally_pipeline_progress(void)
 {
@@ -37,9 +33,10 @@ uint64_t tally_pipeline_progress(void)
 void tally_pipeline_config_default(struct tally_pipeline_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->buffer_size = DEFAULT_BUFFER_SIZE;
-	cfg->pool_buffers = DEFAULT_POOL;
-	cfg->slice_ns = DEFAULT_SLICE_NS;
+	/* the settings' defaults (common/settings.c) */
+	cfg->buffer_size = (size_t)tally_settings[TS_BUFFER_SIZE].def;
+	cfg->pool_buffers = (unsigned)tally_settings[TS_POOL_BUFFERS].def;
+	cfg->slice_ns = tally_settings[TS_SLICE].def;
 	cfg->batch_records = DEFAULT_BATCH;
 	cfg->trace_api = true;
 	cfg->consumer_thread = true;
@@ -80,7 +77,7 @@ static int pipeline_init(struct pipeline *p, const struct tally_pipeline_config 
 	if (!p->cfg.batch_records || p->cfg.batch_records > TALLY_RECORDS_MAX)
 		p->cfg.batch_records = DEFAULT_BATCH;
 	if (!p->cfg.slice_ns)
-		p->cfg.slice_ns = DEFAULT_SLICE_NS;
+		p->cfg.slice_ns = tally_settings[TS_SLICE].def;
 	pthread_mutex_init(&p->consume_lock, NULL);
 	pthread_mutex_init(&p->side_lock, NULL);
 	sem_init(&p->wake, 0, 0);
@@ -161,7 +158,7 @@ void tally_pipeline_drain(void)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->consume_lock);
+	libc_pthread_mutex_lock(&p->consume_lock);
 	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING)
 		consume_all(p, false);
 	pthread_mutex_unlock(&p->consume_lock);
@@ -173,7 +170,7 @@ void tally_pipeline_tick(void)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->consume_lock);
+	libc_pthread_mutex_lock(&p->consume_lock);
 	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING) {
 		consume_all(p, false);
 		end_slice(p);
@@ -222,7 +219,7 @@ void tally_pipeline_window_edge(bool open)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->side_lock);
+	libc_pthread_mutex_lock(&p->side_lock);
 	n = p->nedges < sizeof(p->edges) / sizeof(p->edges[0]) ? p->nedges++ : p->nedges - 1;
 	p->edges[n].t = p->src.now();
 	p->edges[n].open = open;
@@ -253,10 +250,10 @@ int tally_pipeline_stop(struct tally_stop_report *report)
 		return -EALREADY;
 	if (p->has_thread) {
 		sem_post(&p->wake);
-		pthread_join(p->thread, NULL);
+		libc_pthread_join(p->thread, NULL);
 		p->has_thread = false;
 	}
-	pthread_mutex_lock(&p->consume_lock);
+	libc_pthread_mutex_lock(&p->consume_lock);
 	t1 = tally_monotonic_ns();
 	finish_locked(p);
 	/* Release: late completions that see STOPPED find the consumer done with the pool. */
@@ -285,7 +282,7 @@ int tally_pipeline_checkpoint(enum tally_flush_path path)
 	if (!p)
 		return rc;
 	tally_pipeline_flush_begin(path, 0);
-	pthread_mutex_lock(&p->consume_lock);
+	libc_pthread_mutex_lock(&p->consume_lock);
 	if (atomic_load_explicit(&p->state, memory_order_relaxed) == P_RUNNING) {
 		checkpoint_locked(p);
 		rc = p->writer.stats.write_failures ? -p->writer.stats.last_errno : 0;
@@ -300,7 +297,7 @@ void tally_pipeline_resume(void)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->consume_lock);
+	libc_pthread_mutex_lock(&p->consume_lock);
 	resume_locked(p);
 	pthread_mutex_unlock(&p->consume_lock);
 }

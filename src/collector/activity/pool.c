@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The bounded buffer pool; see pool.h. */
 #include "pool.h"
+#include "libc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -50,7 +51,7 @@ uint8_t *tally_pool_take(struct tally_pool *p, uint64_t now)
 	unsigned slot;
 	uint8_t *buf;
 
-	pthread_mutex_lock(&p->lock);
+	libc_pthread_mutex_lock(&p->lock);
 	if (p->nfree) {
 		buf = p->bufs[p->free_stack[--p->nfree]];
 		note_in_use(p);
@@ -68,7 +69,7 @@ uint8_t *tally_pool_take(struct tally_pool *p, uint64_t now)
 	pthread_mutex_unlock(&p->lock);
 
 	buf = aligned_alloc(POOL_ALIGN, p->size);
-	pthread_mutex_lock(&p->lock);
+	libc_pthread_mutex_lock(&p->lock);
 	if (!buf) {
 		/* Give the slot back only if no later slot was claimed meanwhile. */
 		if (p->allocated == slot + 1)
@@ -99,7 +100,7 @@ bool tally_pool_give(struct tally_pool *p, uint8_t *buf, uint64_t now)
 
 	if (i < 0)
 		return false;
-	pthread_mutex_lock(&p->lock);
+	libc_pthread_mutex_lock(&p->lock);
 	p->free_stack[p->nfree++] = (unsigned)i;
 	p->in_use--;
 	if (p->empty_since) {

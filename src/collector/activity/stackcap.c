@@ -90,7 +90,7 @@ void tally_stackcap_subscribe(CUpti_SubscriberHandle sub, const struct tally_con
 	cap.python = cfg->python_stacks && tally_pystack_init(cfg->python_stacks_gil);
 	cap.python_gil = cfg->python_stacks_gil;
 	cap.native = cfg->native_stacks;
-	cap.depth = cfg->stack_depth ? cfg->stack_depth : 32;
+	cap.depth = cfg->stack_depth;
 	say_what(cfg->python_stacks);
 	if ((!cap.python && !cap.native) || !tally_stacktab_ready())
 		return;

@@ -5,252 +5,113 @@
 #include "tally-format.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const struct {
-	const char *name;
-	unsigned bits;
-} trace_names[] = {
-    {"cuda", TRACE_CUDA},
-    {"nvtx", TRACE_NVTX},
-    {"kernel", TRACE_KERNEL},
-    {"memcpy", TRACE_MEMCPY},
-    {"memset", TRACE_MEMSET},
-    {"runtime", TRACE_RUNTIME},
-    {"driver", TRACE_DRIVER},
-    {"sync", TRACE_SYNC},
-    {"overhead", TRACE_OVERHEAD},
-    {"cuda-launch-driver", TRACE_LAUNCH_DRIVER},
-    {"memory", TRACE_MEMORY},
-    {"osrt", TRACE_OSRT},
-    {"none", 0},
-};
-
-/* "cuda,nvtx" -> bits; -1 with why for an unknown name. */
-static int tally_trace_parse(const char *s, unsigned *bits, char *why, size_t len)
-{
-	char buf[256], *tok, *save = NULL;
-
-	*bits = 0;
-	snprintf(buf, sizeof(buf), "%s", s);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		size_t i;
-
-		for (i = 0; i < sizeof(trace_names) / sizeof(trace_names[0]); i++)
-			if (strcmp(tok, trace_names[i].name) == 0)
-				break;
-		if (i == sizeof(trace_names) / sizeof(trace_names[0])) {
-			snprintf(why, len,
-				 "unknown trace kind '%s' (use cuda, nvtx, kernel, memcpy, "
-				 "memset, runtime, driver, sync, overhead, memory, osrt)",
-				 tok);
-			return -1;
-		}
-		*bits |= trace_names[i].bits;
-	}
-	return 0;
-}
-
-/* "python", "native", "python,native", "none" -> TALLY_SAMPLE_BIT_*; -1 with why. */
-static int sample_parse(const char *s, unsigned *bits, char *why, size_t len)
-{
-	char buf[64], *tok, *save = NULL;
-
-	*bits = 0;
-	snprintf(buf, sizeof(buf), "%s", s);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (strcmp(tok, "python") == 0) {
-			*bits |= TALLY_SAMPLE_BIT_PYTHON;
-		} else if (strcmp(tok, "native") == 0) {
-			*bits |= TALLY_SAMPLE_BIT_NATIVE;
-		} else if (strcmp(tok, "none") != 0) {
-			snprintf(
-			    why, len,
-			    "unknown sampling '%s' (use python, native, python,native or none)",
-			    tok);
-			return -1;
-		}
-	}
-	return 0;
-}
+/* The trace's sample bits are the setting's names' (format 1.3). */
+_Static_assert((unsigned)SAMPLE_PYTHON == (unsigned)TALLY_SAMPLE_BIT_PYTHON &&
+		   (unsigned)SAMPLE_NATIVE == (unsigned)TALLY_SAMPLE_BIT_NATIVE,
+	       "TALLY_SAMPLE's bits are the trace's");
 
 bool tally_config_from_start(const struct tally_config *c)
 {
 	return c->sample || (c->trace & TRACE_OSRT);
 }
 
-/* An unsigned number from the environment, with its default; false on a bad value. */
-static bool env_u64(const char *name, uint64_t def, uint64_t scale, uint64_t *out, char *why,
-		    size_t len)
-{
-	const char *v = getenv(name);
-	char *end;
-	unsigned long long x;
-
-	*out = def * scale;
-	if (!v || !*v)
-		return true;
-	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (errno || *end || *v == '-') {
-		snprintf(why, len, "%s=%s is not a number", name, v);
-		return false;
-	}
-	*out = (uint64_t)x * scale;
-	return true;
-}
-
-static void env_str(const char *name, const char *def, char *out, size_t len)
-{
-	const char *v = getenv(name);
-
-	snprintf(out, len, "%s", v && *v ? v : def);
-}
-
-/* Set and not "0". */
-static bool env_flag(const char *name)
-{
-	const char *s = getenv(name);
-
-	return s && *s && strcmp(s, "0") != 0;
-}
-
-static int parse_devices(const char *v, uint64_t *mask, char *why, size_t len)
-{
-	char buf[256], *tok, *save = NULL;
-
-	*mask = 0;
-	snprintf(buf, sizeof(buf), "%s", v);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		unsigned long id = strtoul(tok, &end, 10);
-
-		if (*end || id >= 64) {
-			snprintf(why, len, "TALLY_DEVICES: '%s' is not a device id 0-63", tok);
-			return -EINVAL;
-		}
-		*mask |= 1ull << id;
-	}
-	return 0;
-}
-
-/* Host sampling and blocking calls. */
-static int load_host(struct tally_config *c, char *why, size_t len)
-{
-	const char *s = getenv("TALLY_SAMPLE");
-	uint64_t v;
-
-	if (s && *s && sample_parse(s, &c->sample, why, len) < 0)
-		return -EINVAL;
-	if (!env_u64("TALLY_SAMPLE_RATE", 1000, 1, &v, why, len))
-		return -EINVAL;
-	if (v < 1 || v > 20000) {
-		snprintf(why, len, "TALLY_SAMPLE_RATE=%llu: use 1 to 20000 (Hz)",
-			 (unsigned long long)v);
-		return -EINVAL;
-	}
-	c->sample_rate = (unsigned)v;
-	c->sample_fallback = env_flag("TALLY_SAMPLE_FALLBACK");
-	if (!env_u64("TALLY_SAMPLE_SIGNAL", 0, 1, &v, why, len) ||
-	    !env_u64("TALLY_SAMPLE_STALL_MS", 100, 1000000, &c->sample_stall_ns, why, len) ||
-	    !env_u64("TALLY_OSRT_THRESHOLD_NS", 1000, 1, &c->osrt_threshold_ns, why, len) ||
-	    !env_u64("TALLY_TEST_SAMPLE_RING", 0, 1, &c->test_sample_ring, why, len))
-		return -EINVAL;
-	c->sample_signal = (int)v;
-	c->test_torn = env_flag("TALLY_TEST_TORN");
-	return 0;
-}
-
 bool tally_config_gpu_metrics_asked(void)
 {
-	const char *v = getenv("TALLY_GPU_METRICS");
+	const char *v = getenv(tally_settings[TS_GPU_METRICS].env);
 
 	return v && *v;
 }
 
-/* TALLY_GPU_METRICS*: what the device list and the set say is the sampler's to judge (a bad
- * one costs the metrics, with a note, never the recording); numbers are checked here. */
-static int gpu_metrics_load(struct tally_config *c, char *why, size_t len)
-{
-	uint64_t v;
+#define AT(f) offsetof(struct tally_config, f), sizeof(((struct tally_config *)0)->f)
 
-	env_str("TALLY_GPU_METRICS", "", c->gpu_metrics, sizeof(c->gpu_metrics));
-	env_str("TALLY_GPU_METRICS_SET", "default", c->gpu_metrics_set, sizeof(c->gpu_metrics_set));
-	if (!env_u64("TALLY_GPU_METRICS_FREQUENCY", 10000, 1, &v, why, len))
-		return -EINVAL;
-	c->gpu_metrics_hz = v < 10 ? 10 : v > 200000 ? 200000 : (unsigned)v;
-	if (!env_u64("TALLY_GPU_METRICS_BUFFER", 0, 1, &c->gpu_metrics_buffer, why, len) ||
-	    !env_u64("TALLY_GPU_METRICS_DECODE_MS", 0, 1, &v, why, len))
-		return -EINVAL;
-	c->gpu_metrics_decode_ms = v > 10000 ? 10000 : (unsigned)v;
-	if (!env_u64("TALLY_BENCH_TOGGLE_MS", 0, 1000000, &c->bench_toggle_ns, why, len))
-		return -EINVAL;
-	return 0;
+/* Where each setting lands: its value (a bool, unsigned, int, long, uint64_t or size_t field),
+ * or its text (a char array). */
+static const struct {
+	enum tally_setting_id id;
+	size_t offset, size;
+	bool text;
+} fields[] = {
+    {TS_OUTPUT, AT(output), true},
+    {TS_TRACE, AT(trace), false},
+    {TS_SAMPLE, AT(sample), false},
+    {TS_SAMPLE_RATE, AT(sample_rate), false},
+    {TS_OSRT_THRESHOLD, AT(osrt_threshold_ns), false},
+    {TS_PYTHON_STACKS, AT(python_stacks), false},
+    {TS_NATIVE_STACKS, AT(native_stacks), false},
+    {TS_STACK_DEPTH, AT(stack_depth), false},
+    {TS_DELAY, AT(delay_ns), false},
+    {TS_DURATION, AT(duration_ns), false},
+    {TS_CAPTURE_RANGE, AT(capture_profiler_api), false},
+    {TS_DEVICES, AT(device_mask), false},
+    {TS_RANKS, AT(ranks), true},
+    {TS_BUFFER_SIZE, AT(buffer_size), false},
+    {TS_POOL_BUFFERS, AT(pool_buffers), false},
+    {TS_SLICE, AT(slice_ns), false},
+    {TS_GPU_METRICS, AT(gpu_metrics_devices), false},
+    {TS_GPU_METRICS_HZ, AT(gpu_metrics_hz), false},
+    {TS_GPU_METRICS_SET, AT(gpu_metrics_set), true},
+    {TS_FORCE, AT(force), false},
+    {TS_SAMPLE_FALLBACK, AT(sample_fallback), false},
+    {TS_SAMPLE_SIGNAL, AT(sample_signal), false},
+    {TS_SAMPLE_STALL, AT(sample_stall_ns), false},
+    {TS_FLUSH_TIMEOUT, AT(flush_timeout_ns), false},
+    {TS_DEVICE_BUFFER_SIZE, AT(device_buffer_size), false},
+    {TS_DEVICE_BUFFER_POOL_LIMIT, AT(device_buffer_pool_limit), false},
+    {TS_GPU_METRICS_BUFFER, AT(gpu_metrics_buffer), false},
+    {TS_GPU_METRICS_DECODE, AT(gpu_metrics_decode_ns), false},
+    {TS_BENCH_TOGGLE, AT(bench_toggle_ns), false},
+    {TS_MANIFEST, AT(manifest), true},
+    {TS_ROOT_PID, AT(root_pid), false},
+    {TS_TEST_SLOW_CONSUMER, AT(slow_consumer_ns), false},
+    {TS_TEST_SAMPLE_RING, AT(test_sample_ring), false},
+    {TS_TEST_TORN, AT(test_torn), false},
+};
+
+/* A value into a field of its size (the table's ranges keep it within the field's type). */
+static void store(void *field, size_t size, uint64_t v)
+{
+	bool b = v != 0;
+	uint32_t u32 = (uint32_t)v;
+
+	if (size == sizeof(bool))
+		memcpy(field, &b, sizeof(b));
+	else if (size == sizeof(u32))
+		memcpy(field, &u32, sizeof(u32));
+	else
+		memcpy(field, &v, sizeof(v));
 }
 
 int tally_config_load(struct tally_config *c, char *why, size_t len)
 {
+	char pattern[PATH_MAX];
+	const char *text;
 	uint64_t v;
-	const char *s;
+	size_t i;
 
 	memset(c, 0, sizeof(*c));
-	env_str("TALLY_OUTPUT", "tally-%p.tally", c->output, sizeof(c->output));
-	c->trace = TRACE_DEFAULT;
-	if ((s = getenv("TALLY_TRACE")) && *s && tally_trace_parse(s, &c->trace, why, len) < 0)
-		return -EINVAL;
-	if (!env_u64("TALLY_BUFFER_SIZE", 4u << 20, 1, &v, why, len))
-		return -EINVAL;
-	c->buffer_size = (size_t)v;
-	if (!env_u64("TALLY_POOL_BUFFERS", 64, 1, &v, why, len))
-		return -EINVAL;
-	c->pool_buffers = (unsigned)v;
-	if (!env_u64("TALLY_SLICE_MS", 1000, 1000000, &c->slice_ns, why, len) ||
-	    !env_u64("TALLY_DELAY_MS", 0, 1000000, &c->delay_ns, why, len) ||
-	    !env_u64("TALLY_DURATION_MS", 0, 1000000, &c->duration_ns, why, len) ||
-	    !env_u64("TALLY_FLUSH_TIMEOUT_MS", 10000, 1000000, &c->flush_timeout_ns, why, len) ||
-	    !env_u64("TALLY_DEVICE_BUFFER_SIZE", 0, 1, &v, why, len))
-		return -EINVAL;
-	c->device_buffer_size = (size_t)v;
-	if (!env_u64("TALLY_DEVICE_BUFFER_POOL_LIMIT", 0, 1, &v, why, len))
-		return -EINVAL;
-	c->device_buffer_pool_limit = (unsigned)v;
-	if (!env_u64("TALLY_ROOT_PID", 0, 1, &v, why, len) ||
-	    !env_u64("TALLY_TEST_SLOW_CONSUMER_NS", 0, 1, &c->slow_consumer_ns, why, len))
-		return -EINVAL;
-	c->root_pid = (long)v;
-	if (c->buffer_size < 4096 || c->pool_buffers == 0 || c->slice_ns == 0) {
-		snprintf(why, len,
-			 "TALLY_BUFFER_SIZE must be >= 4096, TALLY_POOL_BUFFERS and "
-			 "TALLY_SLICE_MS > 0");
-		return -EINVAL;
-	}
-	if ((s = getenv("TALLY_CAPTURE_RANGE")) && *s) {
-		if (strcmp(s, "cudaProfilerApi") != 0) {
-			snprintf(why, len, "TALLY_CAPTURE_RANGE=%s: only cudaProfilerApi is known",
-				 s);
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		char *field = (char *)c + fields[i].offset;
+
+		if (tally_setting_get(fields[i].id, &v, &text, why, len) < 0)
+			return -EINVAL;
+		if (!fields[i].text)
+			store(field, fields[i].size, v);
+		else if ((size_t)snprintf(field, fields[i].size, "%s", text) >= fields[i].size) {
+			snprintf(why, len, "%s: longer than %zu bytes",
+				 tally_settings[fields[i].id].env, fields[i].size - 1);
 			return -EINVAL;
 		}
-		c->capture_profiler_api = true;
 	}
-	if ((s = getenv("TALLY_DEVICES")) && *s && parse_devices(s, &c->device_mask, why, len) < 0)
-		return -EINVAL;
-	env_str("TALLY_RANKS", "", c->ranks, sizeof(c->ranks));
-	if (c->ranks[0] && !tally_ranks_valid(c->ranks, why, len))
-		return -EINVAL;
-	env_str("TALLY_MANIFEST", "", c->manifest, sizeof(c->manifest));
-	c->force = env_flag("TALLY_FORCE");
-	c->python_stacks = env_flag("TALLY_PYTHON_STACKS");
-	s = getenv("TALLY_PYTHON_STACKS");
-	c->python_stacks_gil = s && strcmp(s, "gil") == 0;
-	c->native_stacks = env_flag("TALLY_NATIVE_STACKS");
-	if (!env_u64("TALLY_STACK_DEPTH", 32, 1, &v, why, len))
-		return -EINVAL;
-	c->stack_depth = v < 1 ? 1 : v > 128 ? 128 : (unsigned)v;
-	if (load_host(c, why, len) < 0)
-		return -EINVAL;
-	return gpu_metrics_load(c, why, len);
+	if (tally_output_pattern(c->output, pattern, sizeof(pattern)) == pattern)
+		snprintf(c->output, sizeof(c->output), "%s", pattern); /* DIR/: checked to fit */
+	c->python_stacks_gil = c->python_stacks == PYTHON_STACKS_GIL;
+	c->gpu_metrics = tally_config_gpu_metrics_asked();
+	return 0;
 }
 
 static const char *const rank_vars[] = {"SLURM_PROCID", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};

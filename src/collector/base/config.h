@@ -4,9 +4,10 @@
  * them; `tally record` and `tally env` set them).  Parsed once at session start.
  */
 /*
- * The room base/ (config.c, log.c, ownthread.c, sigreal.c, driver.c): what every room of the
- * collector may use, using none of them: the settings from the environment, logging, tally's own
- * threads, libc's signal calls behind the interposed ones, the CUDA driver the program loaded.
+ * The room base/ (config.c, log.c, ownthread.c, libc.c, sigreal.c, driver.c): what every room of
+ * the collector may use, using none of them: the settings from the environment, logging, tally's
+ * own threads, libc's functions and signal calls behind the interposed ones, the CUDA driver the
+ * program loaded.
  */
 #ifndef TALLY_COLLECTOR_CONFIG_H
 #define TALLY_COLLECTOR_CONFIG_H
@@ -16,24 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What --trace / TALLY_TRACE can name, beyond the record kinds themselves. */
-enum tally_trace_bits {
-	TRACE_KERNEL = 1u << 0,
-	TRACE_MEMCPY = 1u << 1,
-	TRACE_MEMSET = 1u << 2,
-	TRACE_RUNTIME = 1u << 3,
-	TRACE_DRIVER = 1u << 4,
-	TRACE_SYNC = 1u << 5,
-	TRACE_NVTX = 1u << 6,
-	TRACE_OVERHEAD = 1u << 7,
-	TRACE_LAUNCH_DRIVER = 1u << 8, /* only the driver calls that launch work (cuLaunch...) */
-	TRACE_MEMORY = 1u << 9,	       /* device memory allocations and releases */
-	TRACE_OSRT = 1u << 10,	       /* blocking calls (format 1.3): not CUPTI's */
-	TRACE_CUDA =
-	    TRACE_KERNEL | TRACE_MEMCPY | TRACE_MEMSET | TRACE_RUNTIME | TRACE_LAUNCH_DRIVER,
-	TRACE_DEFAULT = TRACE_CUDA | TRACE_NVTX,
-};
+#include "settings.h"
 
+/* Every setting of common/settings.h, read from the environment through its row there. */
 struct tally_config {
 	char output[PATH_MAX]; /* pattern (%p %h %n %q{VAR}) */
 	unsigned trace;	       /* enum tally_trace_bits */
@@ -51,7 +37,7 @@ struct tally_config {
 	unsigned device_buffer_pool_limit;
 	long root_pid;		   /* the process `tally record` started; 0 unknown */
 	uint64_t slow_consumer_ns; /* tests only: the consumer sleeps this long per record */
-	bool python_stacks;	   /* TALLY_PYTHON_STACKS: Python stack of each launching call */
+	unsigned python_stacks;	   /* TALLY_PYTHON_STACKS: Python stack of each launching call */
 	bool python_stacks_gil;	   /* TALLY_PYTHON_STACKS=gil: only from threads holding the GIL */
 	bool native_stacks;	   /* TALLY_NATIVE_STACKS: return addresses of each launch */
 	unsigned stack_depth;	   /* TALLY_STACK_DEPTH: frames kept per stack */
@@ -64,12 +50,13 @@ struct tally_config {
 	uint64_t osrt_threshold_ns; /* TALLY_OSRT_THRESHOLD_NS: shorter calls are not kept */
 	uint64_t test_sample_ring;  /* TALLY_TEST_SAMPLE_RING: tests: slots of the signal ring */
 	bool test_torn;		    /* TALLY_TEST_TORN: tests: every Python sample reads torn */
-	/* GPU metrics (pmsampler.h); gpu_metrics "" when not asked for */
-	char gpu_metrics[256];		/* TALLY_GPU_METRICS: "all" or CUDA ordinals "0,2" */
-	unsigned gpu_metrics_hz;	/* TALLY_GPU_METRICS_FREQUENCY, 10-200000 */
+	/* GPU metrics (pmsampler.h) */
+	bool gpu_metrics;		/* TALLY_GPU_METRICS is set: sample them */
+	uint64_t gpu_metrics_devices;	/* its CUDA ordinals; 0: all */
+	unsigned gpu_metrics_hz;	/* TALLY_GPU_METRICS_FREQUENCY */
 	char gpu_metrics_set[4096];	/* TALLY_GPU_METRICS_SET: "default" or metric names */
 	uint64_t gpu_metrics_buffer;	/* TALLY_GPU_METRICS_BUFFER: hardware buffer bytes; 0 */
-	unsigned gpu_metrics_decode_ms; /* TALLY_GPU_METRICS_DECODE_MS; 0: by the rate */
+	uint64_t gpu_metrics_decode_ns; /* TALLY_GPU_METRICS_DECODE_MS; 0: by the rate */
 	uint64_t bench_toggle_ns;	/* TALLY_BENCH_TOGGLE_MS: metrics, samples off at times */
 };
 
@@ -77,7 +64,8 @@ struct tally_config {
  * (host sampling, blocking calls)?  Such a session starts when libtally.so loads. */
 bool tally_config_from_start(const struct tally_config *c);
 
-/* Parse the environment; returns 0, or -EINVAL with why naming the variable and value. */
+/* Parse the environment, every setting through its row (settings.h); returns 0, or -EINVAL
+ * with why naming the variable and value. */
 int tally_config_load(struct tally_config *c, char *why, size_t len);
 
 /* Are GPU metrics asked for (TALLY_GPU_METRICS)?  Read before the configuration is loaded. */

@@ -10,11 +10,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "libc.h"
+
 #define OWN_MAX 16 /* consumer, control, sampler and a few watchdog helpers at a time */
 
 /* Read by signal handlers and interposers: initial-exec, so that no first access allocates. */
 #define HANDLER_TLS __attribute__((tls_model("initial-exec")))
-static _Thread_local bool own HANDLER_TLS, creating;
+static _Thread_local bool own HANDLER_TLS;
 static _Thread_local pid_t cached_tid HANDLER_TLS;
 static _Atomic pid_t own_tids[OWN_MAX];
 
@@ -27,7 +29,7 @@ struct start {
 pid_t tally_gettid(void)
 {
 	if (!cached_tid)
-		cached_tid = (pid_t)syscall(SYS_gettid);
+		cached_tid = (pid_t)libc_syscall(SYS_gettid);
 	return cached_tid;
 }
 
@@ -88,9 +90,7 @@ int tally_own_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const 
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	creating = true;
-	rc = pthread_create(t, &attr, own_main, s);
-	creating = false;
+	rc = libc_pthread_create(t, &attr, own_main, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (rc) {
@@ -103,11 +103,6 @@ int tally_own_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const 
 bool tally_own_thread(void)
 {
 	return own;
-}
-
-bool tally_own_thread_creating(void)
-{
-	return creating;
 }
 
 bool tally_own_tid(pid_t tid)

@@ -18,8 +18,6 @@ int tally_own_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const 
 
 /* Is the calling thread one of tally's?  (A thread-local read: the interposers' fast path.) */
 bool tally_own_thread(void);
-/* Is this thread creating one of tally's threads right now (the pthread_create interposer asks)? */
-bool tally_own_thread_creating(void);
 /* Is tid one of tally's threads in this process? */
 bool tally_own_tid(pid_t tid);
 /* A fork child: the parent's threads are not here. */

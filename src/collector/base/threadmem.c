@@ -4,11 +4,13 @@
 
 #include <stdlib.h>
 
+#include "libc.h"
+
 static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool make_key(struct tally_thread_mem *m)
 {
-	pthread_mutex_lock(&keys_lock);
+	libc_pthread_mutex_lock(&keys_lock);
 	if (!atomic_load_explicit(&m->ready, memory_order_relaxed) &&
 	    pthread_key_create(&m->key, free) == 0)
 		atomic_store_explicit(&m->ready, true, memory_order_release);

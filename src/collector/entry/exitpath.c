@@ -31,6 +31,7 @@
 
 #include "collector.h"
 #include "exitpath.h"
+#include "libc.h"
 #include "sigreal.h"
 
 #define EXEC_FROM_VAR "TALLY_EXEC_FROM"
@@ -149,7 +150,7 @@ static _Noreturn void exit_with(const char *name, int status)
 
 	if (real)
 		real(status);
-	syscall(SYS_exit_group, status);
+	libc_syscall(SYS_exit_group, status);
 	__builtin_unreachable();
 }
 
@@ -174,13 +175,18 @@ TALLY_EXPORT void quick_exit(int status)
 
 /* exit() closes through atexit as before; only when a signal is already ending the process
  * does it wait for that close first, before other atexit handlers (CUDA's teardown) run. */
-TALLY_EXPORT void exit(int status)
+static _Noreturn void program_exit(int status)
 {
 	if (session_ending_signal(session_get()))
 		leave(TALLY_FLUSH_EXIT);
 	else
 		session_exit_called(session_get());
 	exit_with("exit", status);
+}
+
+TALLY_EXPORT void exit(int status)
+{
+	program_exit(status);
 }
 
 /* ---- return from main -------------------------------------------------------------------- */
@@ -212,7 +218,7 @@ TALLY_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void *in
 	start_main_fn real = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
 
 	if (!real) /* no libc after us: never on glibc; run the program as _start would */
-		exit(main(argc, argv, environ));
+		program_exit(main(argc, argv, environ));
 	if (tally_config_gpu_metrics_asked()) {
 		program_main = main;
 		main = main_then_exit;

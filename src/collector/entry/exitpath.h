@@ -24,11 +24,12 @@ void signals_after_fork_parent(void);
 /* The child is not recorded (yet): every signal goes back to what the program asked for. */
 void signals_after_fork_child(void);
 
-/* The host sampler's timer signal (timersample.c): tally's handler stays in front of sig
- * whatever the program asks later, with SA_RESTART, and a delivery that is a POSIX timer's
- * carrying si_value tag goes to fn (async-signal-safe); every other delivery of sig is the
- * program's, as for any signal.  It stays so until the process ends or execs: a timer's signal
- * already queued when its timer was deleted may still land, and must find tally's handler. */
+/* The host sampler's timer signal (handed to timersample.c at load, struct timer_signals):
+ * tally's handler stays in front of sig whatever the program asks later, with SA_RESTART, and a
+ * delivery that is a POSIX timer's carrying si_value tag goes to fn (async-signal-safe); every
+ * other delivery of sig is the program's, as for any signal.  It stays so until the process ends
+ * or execs: a timer's signal already queued when its timer was deleted may still land, and must
+ * find tally's handler. */
 void signals_claim(int sig, int tag, void (*fn)(int, siginfo_t *, void *));
 /* What the program has asked for sig: its view where tally's handler is in front. */
 void signals_program_action(int sig, struct sigaction *out);

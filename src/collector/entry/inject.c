@@ -23,11 +23,12 @@
 
 #include "collector.h"
 #include "exitpath.h"
+#include "libc.h"
 #include "log.h"
 #include "nvtx.h"
-#include "osrt.h"
 #include "sampler.h"
 #include "sigreal.h"
+#include "timersample.h"
 
 /* Start the session; once it runs, every exit path closes it. */
 static void start(const char *why)
@@ -43,21 +44,24 @@ static void start(const char *why)
 }
 
 /* Host sampling or blocking calls asked for: the session starts now, before main, so that they
- * cover the program from its first instruction (CUDA joins it at cuInit). */
+ * cover the program from its first instruction (CUDA joins it at cuInit).  A setting that is
+ * wrong starts it too, so that the refusal is said now (the manifest, the log), whether or not
+ * the program ever calls CUDA. */
 static bool wanted_from_start(void)
 {
 	struct tally_config c;
 	char why[256];
 
-	return tally_config_load(&c, why, sizeof(why)) == 0 && tally_config_from_start(&c);
+	return tally_config_load(&c, why, sizeof(why)) < 0 || tally_config_from_start(&c);
 }
 
 __attribute__((constructor)) static void tally_loaded(void)
 {
 	sigreal_init();
+	libc_init();
 	tally_log_init();
 	tally_sampler_init();
-	tally_osrt_init();
+	tally_timer_use_signals(&(struct timer_signals){signals_claim, signals_program_action});
 	session_init(session_get());
 	exitpath_init();
 	if (wanted_from_start())

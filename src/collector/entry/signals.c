@@ -459,7 +459,11 @@ void signals_after_fork_child(void)
 
 /* ---- interposed ------------------------------------------------------------------------- */
 
-TALLY_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+/* The interposers below call one another through these static functions, never through the
+ * exported names (a call of ours never goes through the dynamic symbol table: libc.h). */
+
+/* sigaction() as the program sees it. */
+static int program_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	sigset_t saved;
 
@@ -472,6 +476,11 @@ TALLY_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigactio
 		set_view(sig, act);
 	writer_unlock(&saved);
 	return 0;
+}
+
+TALLY_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return program_sigaction(sig, act, old);
 }
 
 /* siginterrupt's set, for signal(): glibc keeps its own, which our signal() cannot see. */
@@ -491,13 +500,13 @@ static sighandler_t set_simple(int sig, sighandler_t h, int flags, bool self_mas
 	if (self_mask)
 		sigaddset(&act.sa_mask, sig);
 	act.sa_flags = flags;
-	if (sigaction(sig, &act, &old) < 0)
+	if (program_sigaction(sig, &act, &old) < 0)
 		return SIG_ERR;
 	return old.sa_handler;
 }
 
 /* BSD semantics, as glibc's signal(): the signal is blocked in its handler, calls restart. */
-TALLY_EXPORT sighandler_t signal(int sig, sighandler_t h)
+static sighandler_t bsd_semantics(int sig, sighandler_t h)
 {
 	bool intr = sig > 0 && sig < MAX_SIG &&
 		    (atomic_load_explicit(&interrupting, memory_order_relaxed) >> (sig - 1) & 1);
@@ -505,16 +514,21 @@ TALLY_EXPORT sighandler_t signal(int sig, sighandler_t h)
 	return set_simple(sig, h, intr ? 0 : SA_RESTART, true);
 }
 
+TALLY_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	return bsd_semantics(sig, h);
+}
+
 sighandler_t bsd_signal(int sig, sighandler_t h); /* glibc declares it for XPG4 only */
 
 TALLY_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 {
-	return signal(sig, h);
+	return bsd_semantics(sig, h);
 }
 
 TALLY_EXPORT sighandler_t ssignal(int sig, sighandler_t h)
 {
-	return signal(sig, h);
+	return bsd_semantics(sig, h);
 }
 
 /* System V semantics: one shot, not blocked in its handler, calls interrupted. */
@@ -525,7 +539,7 @@ TALLY_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 
 TALLY_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
 {
-	return sysv_signal(sig, h);
+	return set_simple(sig, h, SA_RESETHAND | SA_NODEFER, false);
 }
 
 TALLY_EXPORT int siginterrupt(int sig, int flag)
@@ -536,7 +550,7 @@ TALLY_EXPORT int siginterrupt(int sig, int flag)
 		errno = EINVAL;
 		return -1;
 	}
-	if (sigaction(sig, NULL, &act) < 0)
+	if (program_sigaction(sig, NULL, &act) < 0)
 		return -1;
 	if (flag) {
 		atomic_fetch_or_explicit(&interrupting, 1ull << (sig - 1), memory_order_relaxed);
@@ -546,7 +560,7 @@ TALLY_EXPORT int siginterrupt(int sig, int flag)
 					  memory_order_relaxed);
 		act.sa_flags |= SA_RESTART;
 	}
-	return sigaction(sig, &act, NULL);
+	return program_sigaction(sig, &act, NULL);
 }
 
 TALLY_EXPORT int sigignore(int sig)
@@ -571,7 +585,7 @@ TALLY_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
 			return SIG_ERR;
 		if (sigismember(&old, sig))
 			return SIG_HOLD;
-		return sigaction(sig, NULL, &cur) < 0 ? SIG_ERR : cur.sa_handler;
+		return program_sigaction(sig, NULL, &cur) < 0 ? SIG_ERR : cur.sa_handler;
 	}
 	prev = set_simple(sig, disp, 0, false);
 	if (prev == SIG_ERR || sigprocmask(SIG_UNBLOCK, &set, &old) < 0)

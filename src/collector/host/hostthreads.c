@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector.h"
 #include "keptfd.h"
+#include "libc.h"
 #include "ownthread.h"
 #include "tally-format.h"
 
@@ -151,27 +151,19 @@ static void *thread_start(void *p)
 	return s.fn(s.arg);
 }
 
-typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
 TALLY_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 				void *arg)
 {
-	static _Atomic(create_fn) real;
-	create_fn next = atomic_load_explicit(&real, memory_order_relaxed);
 	struct start *s;
 	int rc;
 
-	if (!next) {
-		*(void **)&next = dlsym(RTLD_NEXT, "pthread_create");
-		atomic_store_explicit(&real, next, memory_order_relaxed);
-	}
-	/* tally's own threads, and every thread while nothing is sampled, go straight through */
-	if (!atomic_load_explicit(&watching, memory_order_relaxed) || tally_own_thread_creating() ||
-	    !(s = malloc(sizeof(*s))))
-		return next(t, attr, fn, arg);
+	/* every thread while nothing is sampled goes straight through (tally's own threads never
+	 * come here: they are made with libc's, libc.h) */
+	if (!atomic_load_explicit(&watching, memory_order_relaxed) || !(s = malloc(sizeof(*s))))
+		return libc_pthread_create(t, attr, fn, arg);
 	s->fn = fn;
 	s->arg = arg;
-	rc = next(t, attr, thread_start, s);
+	rc = libc_pthread_create(t, attr, thread_start, s);
 	if (rc)
 		free(s);
 	return rc;
@@ -252,7 +244,7 @@ bool tally_host_thread_name(pid_t tid, char *out, size_t len)
 	out[0] = 0;
 	if (fd < 0)
 		return false;
-	n = read(fd, out, len - 1);
+	n = libc_read(fd, out, len - 1);
 	close(fd);
 	if (n <= 0)
 		return false;

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "keptfd.h"
+#include "libc.h"
 #include "ownthread.h"
 
 /* Per CPU: 128 KiB, about 400 ms of a busy thread at 1 kHz (perf_event_mlock_kb allows 516). */
@@ -65,7 +66,7 @@ static struct {
 
 static long perf_open(struct perf_event_attr *a, pid_t tid, int cpu, int group)
 {
-	return syscall(SYS_perf_event_open, a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+	return libc_syscall(SYS_perf_event_open, a, tid, cpu, group, PERF_FLAG_FD_CLOEXEC);
 }
 
 /* Does fd still name the event with this id?  (The program may have closed it, and opened

@@ -34,9 +34,11 @@
 #include "clock.h"
 #include "hostthreads.h"
 #include "ledger.h"
+#include "libc.h"
 #include "log.h"
 #include "osrt.h"
 #include "ownthread.h"
+#include "payloads.h"
 #include "perfsample.h"
 #include "pipeline.h"
 #include "pyframes.h"
@@ -298,11 +300,7 @@ static void note_thread(struct thread *t)
 	if (t->written_flags == (t->flags | WRITTEN) && t->written_pthread == t->pthread_id &&
 	    strcmp(t->written_name, t->name) == 0)
 		return;
-	tally_buf_put_varint(&sm.entries, (uint64_t)t->tid);
-	tally_buf_put_varint(&sm.entries, t->pthread_id);
-	tally_buf_put_varint(&sm.entries, t->flags);
-	tally_buf_put_varint(&sm.entries, len);
-	tally_buf_put(&sm.entries, t->name, len);
+	tally_thread_put(&sm.entries, (uint64_t)t->tid, t->pthread_id, t->flags, t->name, len);
 	t->written_flags = t->flags | WRITTEN;
 	t->written_pthread = t->pthread_id;
 	memcpy(t->written_name, t->name, sizeof(t->name));
@@ -466,7 +464,7 @@ static void sleep_until(uint64_t t)
 {
 	struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
 
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	while (libc_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
 
@@ -688,7 +686,7 @@ void tally_sampler_stop(void)
 	if (sm.osrt) /* first: the waits of the close itself are tally's, not the program's */
 		tally_osrt_stop();
 	if (atomic_exchange(&sm.running, false) && atomic_load(&sm.started))
-		pthread_join(sm.thread, NULL);
+		libc_pthread_join(sm.thread, NULL);
 	atomic_store(&sm.started, false);
 	tally_host_threads_unwatch();
 	if (sm.mech == MECH_TIMER)

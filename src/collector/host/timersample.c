@@ -43,7 +43,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "exitpath.h"
 #include "hostthreads.h"
 #include "ledger.h"
 #include "ownthread.h"
@@ -128,20 +127,36 @@ static bool blocked_here(int sig)
 	return pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, sig) == 1;
 }
 
+/* The signals' owner (entry/signals.c), handed down at load: the timer never calls up. */
+static struct timer_signals owner;
+
+void tally_timer_use_signals(const struct timer_signals *s)
+{
+	owner = *s;
+}
+
 int tally_timer_pick_signal(int signo, char *why, size_t len)
 {
 	struct sigaction a;
 	int sig;
 
+	if (!owner.program_action) {
+		snprintf(why, len, "no signal handler of tally's in this process");
+		return 0;
+	}
+	/* TALLY_SAMPLE_SIGNAL (its row in common/settings.c refused those no handler can have) */
 	if (signo) {
-		if (signo < 1 || signo > SIGRTMAX) {
-			snprintf(why, len, "TALLY_SAMPLE_SIGNAL=%d is not a signal", signo);
+		owner.program_action(signo, &a);
+		if (signo > SIGRTMAX || a.sa_handler != SIG_DFL || (a.sa_flags & SA_SIGINFO)) {
+			snprintf(why, len, "TALLY_SAMPLE_SIGNAL=%d: %s", signo,
+				 signo > SIGRTMAX ? "not a signal here"
+						  : "the program has a handler for it");
 			return 0;
 		}
 		return signo;
 	}
 	for (sig = SIGRTMAX; sig >= SIGRTMIN; sig--) {
-		signals_program_action(sig, &a);
+		owner.program_action(sig, &a);
 		if (a.sa_handler == SIG_DFL && !(a.sa_flags & SA_SIGINFO) && !blocked_here(sig))
 			return sig;
 	}
@@ -252,6 +267,10 @@ int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots,
 			 "to unwind inside a signal handler without a lock");
 		return -ENOTSUP;
 	}
+	if (!owner.claim) {
+		snprintf(why, len, "no signal handler of tally's in this process");
+		return -ENOTSUP;
+	}
 	if (!atomic_load(&ts.ring_ready)) {
 		rc = tally_ring_init(&ts.ring, slots, sizeof(struct timer_sample));
 		if (rc < 0) {
@@ -264,7 +283,7 @@ int tally_timer_start(unsigned rate_hz, unsigned depth, int signo, size_t slots,
 	ts.period_ns = 1000000000ull / rate_hz;
 	atomic_store(&ts.paused, false); /* a fork child's session starts its sampling afresh */
 	ts.depth = depth < TIMER_SAMPLE_DEPTH ? depth : TIMER_SAMPLE_DEPTH;
-	signals_claim(signo, TAG, on_timer);
+	owner.claim(signo, TAG, on_timer);
 	atomic_store_explicit(&ts.running, true, memory_order_release);
 	arm_existing();
 	return 0;

@@ -4,6 +4,7 @@
 #ifndef TALLY_COLLECTOR_TIMERSAMPLE_H
 #define TALLY_COLLECTOR_TIMERSAMPLE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,17 @@ struct timer_sample {
 	uint32_t pad;
 	uint64_t pcs[TIMER_SAMPLE_DEPTH]; /* pcs[0] the interrupted instruction */
 };
+
+/* The process's signals, as their owner (entry/signals.c) hands them down at load:
+ *   claim           tally's handler stays in front of sig whatever the program asks later, and a
+ *                   delivery that is a POSIX timer's carrying si_value tag goes to fn
+ *                   (async-signal-safe); every other delivery of sig is the program's
+ *   program_action  what the program has asked for sig */
+struct timer_signals {
+	void (*claim)(int sig, int tag, void (*fn)(int, siginfo_t *, void *));
+	void (*program_action)(int sig, struct sigaction *out);
+};
+void tally_timer_use_signals(const struct timer_signals *s);
 
 /* The signal it would use: signo if given (1..64), else the highest real-time signal the
  * program leaves at its default and does not block here; 0 if none, with why. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The per-device lock file; see metriclock.h. */
 #include "metriclock.h"
+#include "libc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -141,7 +142,7 @@ int pm_lock_claim(const char *path, const struct pm_lock_holder *self,
 		return rc;
 	/* The holder writes its details right after it locks: give it a moment. */
 	for (tries = 0; !read_holder(path, holder) && tries < 20; tries++)
-		nanosleep(&step, NULL);
+		libc_nanosleep(&step, NULL);
 	return -EBUSY;
 }
 

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "libc.h"
 #include "ownthread.h"
 #include "pipeline.h"
 
@@ -49,7 +50,7 @@ static void hand_over(struct pm_batch *b)
 
 	while (b->nsamples && (rc = tally_pipeline_metric_batch(b)) == -ENOSPC &&
 	       tally_monotonic_ns() < deadline)
-		nanosleep(&step, NULL);
+		libc_nanosleep(&step, NULL);
 	if (rc == 0)
 		return;
 	tally_pipeline_metric_count(TALLY_C_METRIC_DROPPED, b->nsamples);
@@ -81,10 +82,10 @@ static void *eval_main(void *arg)
 	struct pm_eval *e = arg;
 	struct pm_eval_job *j;
 
-	pthread_mutex_lock(&e->lock);
+	libc_pthread_mutex_lock(&e->lock);
 	for (;;) {
 		while (!e->head && !e->stop)
-			pthread_cond_wait(&e->cond, &e->lock);
+			libc_pthread_cond_wait(&e->cond, &e->lock);
 		if (!(j = e->head))
 			break; /* stopped, and every job done */
 		e->head = j->next;
@@ -92,7 +93,7 @@ static void *eval_main(void *arg)
 			e->tail = NULL;
 		pthread_mutex_unlock(&e->lock);
 		run_job(j, &e->evaluate_ns, &e->evaluated);
-		pthread_mutex_lock(&e->lock);
+		libc_pthread_mutex_lock(&e->lock);
 		atomic_store_explicit(j->busy, false, memory_order_release);
 		pthread_cond_broadcast(&e->cond);
 		free(j);
@@ -133,7 +134,7 @@ void pm_eval_submit(struct pm_eval *e, struct pm_eval_job *j, struct pm_cost *co
 		return;
 	}
 	atomic_store_explicit(j->busy, true, memory_order_relaxed);
-	pthread_mutex_lock(&e->lock);
+	libc_pthread_mutex_lock(&e->lock);
 	if (e->tail)
 		e->tail->next = j;
 	else
@@ -147,9 +148,9 @@ void pm_eval_wait_idle(struct pm_eval *e, _Atomic bool *busy)
 {
 	if (!e || !atomic_load_explicit(busy, memory_order_acquire))
 		return;
-	pthread_mutex_lock(&e->lock);
+	libc_pthread_mutex_lock(&e->lock);
 	while (atomic_load_explicit(busy, memory_order_acquire))
-		pthread_cond_wait(&e->cond, &e->lock);
+		libc_pthread_cond_wait(&e->cond, &e->lock);
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -157,11 +158,11 @@ void pm_eval_stop(struct pm_eval *e, struct pm_cost *cost)
 {
 	if (!e)
 		return;
-	pthread_mutex_lock(&e->lock);
+	libc_pthread_mutex_lock(&e->lock);
 	e->stop = true;
 	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);
-	pthread_join(e->thread, NULL);
+	libc_pthread_join(e->thread, NULL);
 	cost->evaluate_ns += e->evaluate_ns;
 	cost->evaluated += e->evaluated;
 	cost->eval_cpu_ns += e->cpu_ns;

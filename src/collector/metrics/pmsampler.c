@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "cupti-pm.h"
 #include "driver.h"
+#include "libc.h"
 #include "ownthread.h"
 #include "pipeline.h"
 #include "pmdevice.h"
@@ -106,9 +107,9 @@ static bool wait_stop(struct pm_sampler *s, unsigned ms, bool for_ending)
 	struct timespec until = tally_monotonic_after((uint64_t)ms * 1000000);
 	bool stop;
 
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	while (!s->stop && !(for_ending && (s->ending & ~s->ended)) &&
-	       pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
+	       libc_pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
 		;
 	stop = s->stop;
 	pthread_mutex_unlock(&s->lock);
@@ -211,7 +212,7 @@ static void end_devices(struct pm_sampler *s)
 	uint64_t deadline = tally_monotonic_ns() + STOP_DECODE_NS, want;
 	unsigned i;
 
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	want = s->ending & ~s->ended;
 	pthread_mutex_unlock(&s->lock);
 	if (!want)
@@ -225,7 +226,7 @@ static void end_devices(struct pm_sampler *s)
 			      atomic_load_explicit(&s->gone_at, memory_order_acquire));
 		s->locks[d->ordinal] = TALLY_KEPT_NONE;
 	}
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	s->ended |= want;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
@@ -355,7 +356,7 @@ static void *sampler_main(void *arg)
 				    "GPU metrics: the program did not initialise CUDA while it was "
 				    "recorded; no device was sampled");
 	}
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	s->done = true;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
@@ -446,10 +447,10 @@ static bool wait_done(struct pm_sampler *s, uint64_t timeout_ns)
 	bool done;
 
 	atomic_store_explicit(&s->stopping, true, memory_order_relaxed);
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	s->stop = true;
 	pthread_cond_broadcast(&s->cond);
-	while (!s->done && pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
+	while (!s->done && libc_pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
 		;
 	done = s->done;
 	pthread_mutex_unlock(&s->lock);
@@ -470,7 +471,7 @@ bool pm_sampler_stop(struct pm_sampler *s, uint64_t timeout_ns)
 		pthread_detach(s->thread);
 		return false;
 	}
-	pthread_join(s->thread, NULL);
+	libc_pthread_join(s->thread, NULL);
 	free(s->devs);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
@@ -487,11 +488,11 @@ void pm_sampler_context_ending(struct pm_sampler *s, uint64_t devices, uint64_t 
 
 	if (!s)
 		return;
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	s->ending |= devices;
 	pthread_cond_broadcast(&s->cond);
 	while (!s->done && (s->ended & devices) != devices &&
-	       pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
+	       libc_pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
 		;
 	late = s->done ? 0 : devices & ~s->ended;
 	if (late) { /* the sampler is stuck, or far behind: it must not touch these any more */

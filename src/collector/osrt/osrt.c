@@ -30,7 +30,6 @@
  */
 #include "osrt.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <poll.h>
@@ -47,8 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collector.h"
 #include "ledger.h"
+#include "libc.h"
 #include "ownthread.h"
 #include "pipeline.h"
 #include "ring.h"
@@ -98,73 +97,6 @@ static void done(unsigned call, uint64_t t0, uint64_t object, int64_t ret, int e
 	tally_ring_publish(&ring, pos);
 }
 
-/* ---- the real functions --------------------------------------------------------------------- */
-
-#define REAL(name)			real_##name
-#define DECLARE_REAL(ret, name, params) static ret(*_Atomic REAL(name)) params
-
-DECLARE_REAL(int, pthread_mutex_lock, (pthread_mutex_t *));
-DECLARE_REAL(int, pthread_cond_wait, (pthread_cond_t *, pthread_mutex_t *));
-DECLARE_REAL(int, pthread_cond_timedwait,
-	     (pthread_cond_t *, pthread_mutex_t *, const struct timespec *));
-DECLARE_REAL(int, pthread_cond_clockwait,
-	     (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *));
-DECLARE_REAL(int, sem_wait, (sem_t *));
-DECLARE_REAL(int, sem_timedwait, (sem_t *, const struct timespec *));
-DECLARE_REAL(int, sem_clockwait, (sem_t *, clockid_t, const struct timespec *));
-DECLARE_REAL(int, pthread_join, (pthread_t, void **));
-DECLARE_REAL(int, poll, (struct pollfd *, nfds_t, int));
-DECLARE_REAL(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *));
-DECLARE_REAL(int, select, (int, fd_set *, fd_set *, fd_set *, struct timeval *));
-DECLARE_REAL(int, pselect,
-	     (int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *));
-DECLARE_REAL(int, epoll_wait, (int, struct epoll_event *, int, int));
-DECLARE_REAL(int, epoll_pwait, (int, struct epoll_event *, int, int, const sigset_t *));
-DECLARE_REAL(ssize_t, read, (int, void *, size_t));
-DECLARE_REAL(ssize_t, recv, (int, void *, size_t, int));
-DECLARE_REAL(ssize_t, recvfrom, (int, void *, size_t, int, struct sockaddr *, socklen_t *));
-DECLARE_REAL(ssize_t, recvmsg, (int, struct msghdr *, int));
-DECLARE_REAL(int, nanosleep, (const struct timespec *, struct timespec *));
-DECLARE_REAL(int, clock_nanosleep, (clockid_t, int, const struct timespec *, struct timespec *));
-DECLARE_REAL(int, usleep, (useconds_t));
-DECLARE_REAL(unsigned, sleep, (unsigned));
-DECLARE_REAL(pid_t, waitpid, (pid_t, int *, int));
-DECLARE_REAL(pid_t, wait, (int *));
-DECLARE_REAL(long, syscall, (long, long, long, long, long, long, long));
-DECLARE_REAL(ssize_t, __read_chk, (int, void *, size_t, size_t));
-DECLARE_REAL(ssize_t, __recv_chk, (int, void *, size_t, size_t, int));
-DECLARE_REAL(ssize_t, __recvfrom_chk,
-	     (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *));
-DECLARE_REAL(int, __poll_chk, (struct pollfd *, nfds_t, int, size_t));
-DECLARE_REAL(int, __ppoll_chk,
-	     (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t));
-
-/* The next definition of name, found once (at load; lazily for a call that comes earlier). */
-#define NEXT(name)                                                                                 \
-	({                                                                                         \
-		__typeof__(REAL(name)) f_ =                                                        \
-		    atomic_load_explicit(&REAL(name), memory_order_relaxed);                       \
-		if (!f_) {                                                                         \
-			*(void **)&f_ = dlsym(RTLD_NEXT, #name);                                   \
-			atomic_store_explicit(&REAL(name), f_, memory_order_relaxed);              \
-		}                                                                                  \
-		f_;                                                                                \
-	})
-
-void tally_osrt_init(void)
-{
-	(void)NEXT(pthread_mutex_lock);
-	(void)NEXT(pthread_cond_wait), (void)NEXT(pthread_cond_timedwait);
-	(void)NEXT(pthread_cond_clockwait), (void)NEXT(sem_wait), (void)NEXT(sem_timedwait);
-	(void)NEXT(sem_clockwait), (void)NEXT(pthread_join), (void)NEXT(poll), (void)NEXT(ppoll);
-	(void)NEXT(select), (void)NEXT(pselect), (void)NEXT(epoll_wait), (void)NEXT(epoll_pwait);
-	(void)NEXT(read), (void)NEXT(recv), (void)NEXT(recvfrom), (void)NEXT(recvmsg);
-	(void)NEXT(nanosleep), (void)NEXT(clock_nanosleep), (void)NEXT(usleep), (void)NEXT(sleep);
-	(void)NEXT(waitpid), (void)NEXT(wait), (void)NEXT(syscall), (void)NEXT(__read_chk);
-	(void)NEXT(__recv_chk), (void)NEXT(__recvfrom_chk), (void)NEXT(__poll_chk);
-	(void)NEXT(__ppoll_chk);
-}
-
 /* A timed call: the real one between two clock reads, its errno kept. */
 #define TIMED(type, call_id, object, name, ...)                                                    \
 	do {                                                                                       \
@@ -172,9 +104,9 @@ void tally_osrt_init(void)
 		type r_;                                                                           \
 		int e_;                                                                            \
 		if (!active())                                                                     \
-			return NEXT(name)(__VA_ARGS__);                                            \
+			return libc_##name(__VA_ARGS__);                                           \
 		t0_ = now();                                                                       \
-		r_ = NEXT(name)(__VA_ARGS__);                                                      \
+		r_ = libc_##name(__VA_ARGS__);                                                     \
 		e_ = errno;                                                                        \
 		done(call_id, t0_, (uint64_t)(object), (int64_t)r_, e_);                           \
 		errno = e_;                                                                        \
@@ -197,9 +129,9 @@ TALLY_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 	int r;
 
 	if (!atomic_load_explicit(&on, memory_order_relaxed) || !held(m) || tally_own_thread())
-		return NEXT(pthread_mutex_lock)(m);
+		return libc_pthread_mutex_lock(m);
 	t0 = now();
-	r = NEXT(pthread_mutex_lock)(m);
+	r = libc_pthread_mutex_lock(m);
 	done(TALLY_OSRT_PTHREAD_MUTEX_LOCK, t0, (uint64_t)(uintptr_t)m, r, 0);
 	return r;
 }
@@ -298,15 +230,7 @@ TALLY_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	TIMED(ssize_t, TALLY_OSRT_RECVMSG, fd, recvmsg, fd, msg, flags);
 }
 
-/* The fortified forms, which a program built with _FORTIFY_SOURCE calls instead (glibc declares
- * them only under fortification). */
-ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
-ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
-ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *a,
-		       socklen_t *alen);
-int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
-int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *m,
-		size_t fdslen);
+/* The fortified forms, which a program built with _FORTIFY_SOURCE calls instead. */
 
 TALLY_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
@@ -397,9 +321,9 @@ TALLY_EXPORT long syscall(long number, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 	if (number != SYS_futex || !futex_waits(a[1]) || !active())
-		return NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+		return libc_syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 	t0 = now();
-	r = NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+	r = libc_syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 	e = errno;
 	done(TALLY_OSRT_FUTEX, t0, (uint64_t)a[0], r, e);
 	errno = e;

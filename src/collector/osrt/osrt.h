@@ -6,9 +6,9 @@
  */
 /*
  * The room osrt/ (osrt.c): the blocking-call interposers alone.  They define libc's names, so
- * every call of them in the process comes here, tally's own included.  entry/ sets them up at
- * load, host/'s sampler starts, drains and stops them; they use activity/ (the ring, the
- * pipeline's clock and counters) and base/.
+ * every call of them in the program comes here; tally's own calls go to libc's (base/libc.h).
+ * host/'s sampler starts, drains and stops them; they use activity/ (the ring, the pipeline's
+ * clock and counters) and base/.
  */
 #ifndef TALLY_COLLECTOR_OSRT_H
 #define TALLY_COLLECTOR_OSRT_H
@@ -28,8 +28,6 @@ struct osrt_event {
 	int32_t ret;
 };
 
-/* At load: find the real functions (outside any call of the program's). */
-void tally_osrt_init(void);
 /* Start recording calls of threshold_ns or longer; slots: the ring's size.  0 or -errno. */
 int tally_osrt_start(uint64_t threshold_ns, size_t slots);
 /* Stop recording (the ring stays for the process's life, to be drained: a call that began while

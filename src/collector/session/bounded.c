@@ -5,6 +5,7 @@
  */
 #include "bounded.h"
 #include "clock.h"
+#include "libc.h"
 #include "ownthread.h"
 
 #include <errno.h>
@@ -37,7 +38,7 @@ static void *bounded_main(void *arg)
 	struct bounded *b = arg;
 
 	b->fn(b->arg);
-	pthread_mutex_lock(&b->lock);
+	libc_pthread_mutex_lock(&b->lock);
 	atomic_store_explicit(&b->done, 1, memory_order_release);
 	pthread_cond_signal(&b->cond);
 	pthread_mutex_unlock(&b->lock);
@@ -76,9 +77,9 @@ static bool bounded_wait(struct bounded *b, uint64_t timeout_ns)
 	struct timespec deadline = tally_monotonic_after(timeout_ns);
 	bool ok;
 
-	pthread_mutex_lock(&b->lock);
+	libc_pthread_mutex_lock(&b->lock);
 	while (!atomic_load_explicit(&b->done, memory_order_acquire))
-		if (pthread_cond_timedwait(&b->cond, &b->lock, &deadline) == ETIMEDOUT)
+		if (libc_pthread_cond_timedwait(&b->cond, &b->lock, &deadline) == ETIMEDOUT)
 			break;
 	ok = atomic_load_explicit(&b->done, memory_order_acquire);
 	pthread_mutex_unlock(&b->lock);

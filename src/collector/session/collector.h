@@ -29,11 +29,10 @@
 #include "control.h"
 #include "cupti-tracer.h"
 #include "ledger.h"
+#include "libc.h"
 #include "pmsampler.h"
 #include "tracefile.h"
 #include "writer.h"
-
-#define TALLY_EXPORT __attribute__((visibility("default")))
 
 enum session_state {
 	SESSION_NONE,	   /* not started in this process */

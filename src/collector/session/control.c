@@ -7,6 +7,7 @@
  * request (a repeat of the signal that is ending the process is counted by the session).
  */
 #include "control.h"
+#include "libc.h"
 #include "ownthread.h"
 
 #include <errno.h>
@@ -66,7 +67,7 @@ bool control_wait(struct control *c, int timeout_ms, struct ctl_msg *m)
 
 	if (timeout_ms < 0) {
 		do
-			rc = sem_wait(&c->wake);
+			rc = libc_sem_wait(&c->wake);
 		while (rc < 0 && errno == EINTR);
 	} else {
 		clock_gettime(CLOCK_MONOTONIC, &at);
@@ -77,7 +78,7 @@ bool control_wait(struct control *c, int timeout_ms, struct ctl_msg *m)
 			at.tv_nsec -= 1000000000L;
 		}
 		do
-			rc = sem_clockwait(&c->wake, CLOCK_MONOTONIC, &at);
+			rc = libc_sem_clockwait(&c->wake, CLOCK_MONOTONIC, &at);
 		while (rc < 0 && errno == EINTR);
 	}
 	return rc == 0 && take(c, m);

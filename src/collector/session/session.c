@@ -31,6 +31,7 @@
 #include "cupti-api.h"
 #include "driver.h"
 #include "jobkeys.h"
+#include "libc.h"
 #include "log.h"
 #include "nvtx.h"
 #include "pattern.h"
@@ -78,7 +79,7 @@ static void context_ending(void *arg, uint64_t devices)
 
 	if (s->pid != getpid())
 		return;
-	pthread_mutex_lock(&s->metrics_lock);
+	libc_pthread_mutex_lock(&s->metrics_lock);
 	pm_sampler_context_ending(s->metrics, devices, cupti_now(), s->cfg.flush_timeout_ns);
 	pthread_mutex_unlock(&s->metrics_lock);
 }
@@ -284,12 +285,25 @@ static void cmdline(struct tally_buf *b)
 {
 	char buf[8192];
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+	ssize_t n = fd >= 0 ? libc_read(fd, buf, sizeof(buf)) : -1;
 
 	if (fd >= 0)
 		close(fd);
 	if (n > 0)
 		tally_kv_bytes(b, TALLY_SK_CMDLINE, buf, (size_t)(buf[n - 1] ? n : n - 1));
+}
+
+/* The GPU metrics' devices as TALLY_GPU_METRICS says them: "all", or the CUDA ordinals. */
+static const char *devices_text(uint64_t mask, char *buf, size_t len)
+{
+	size_t at = 0;
+	unsigned i;
+
+	snprintf(buf, len, "all");
+	for (i = 0; mask && i < 64 && at < len; i++)
+		if (mask >> i & 1)
+			at += (size_t)snprintf(buf + at, len - at, "%s%u", at ? "," : "", i);
+	return buf;
 }
 
 static void config_text(struct tally_buf *b, const struct tally_config *c)
@@ -403,8 +417,11 @@ static void session_header(const struct session *s, struct tally_buf *b)
 	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE, s->reserve_errno ? 0 : TALLY_CLOSE_RESERVE);
 	tally_kv_uint(b, TALLY_SK_CLOSE_RESERVE_ERRNO, (uint64_t)s->reserve_errno);
 	output_fs(b, trace_file_fd(&s->file));
-	if (c->gpu_metrics[0]) {
-		tally_kv_str(b, TALLY_SK_GPU_METRICS, c->gpu_metrics);
+	if (c->gpu_metrics) {
+		char devices[256];
+
+		tally_kv_str(b, TALLY_SK_GPU_METRICS,
+			     devices_text(c->gpu_metrics_devices, devices, sizeof(devices)));
 		tally_kv_uint(b, TALLY_SK_GPU_METRICS_HZ, c->gpu_metrics_hz);
 		tally_kv_str(b, TALLY_SK_GPU_METRICS_SET, c->gpu_metrics_set);
 	}
@@ -416,7 +433,7 @@ static void new_session_id(uint8_t id[16])
 	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	size_t i;
 
-	if (fd >= 0 && read(fd, id, 16) == 16) {
+	if (fd >= 0 && libc_read(fd, id, 16) == 16) {
 		close(fd);
 		return;
 	}
@@ -556,19 +573,15 @@ static void start_metrics(struct session *s)
 {
 	struct pm_sampler_config pc = {0};
 	const struct tally_config *c = &s->cfg;
-	char why[256], text[400], *slash;
+	char *slash;
 
-	if (!c->gpu_metrics[0])
+	if (!c->gpu_metrics)
 		return;
-	if (pm_devices_parse(c->gpu_metrics, &pc.device_mask, why, sizeof(why)) < 0) {
-		snprintf(text, sizeof(text), "TALLY_GPU_METRICS=%.64s: %s", c->gpu_metrics, why);
-		tally_pipeline_note(TALLY_NOTE_WARNING, "gpu-metrics-stopped", text);
-		return;
-	}
+	pc.device_mask = c->gpu_metrics_devices;
 	pc.hz = c->gpu_metrics_hz;
 	pc.set = c->gpu_metrics_set;
 	pc.hw_buffer = c->gpu_metrics_buffer;
-	pc.decode_ms = c->gpu_metrics_decode_ms;
+	pc.decode_ms = (unsigned)(c->gpu_metrics_decode_ns / 1000000);
 	snprintf(pc.lock_dir, sizeof(pc.lock_dir), "%s", s->path);
 	slash = strrchr(pc.lock_dir, '/');
 	if (slash)
@@ -583,7 +596,7 @@ static void start_metrics(struct session *s)
 	pc.window_open = metrics_window_open;
 	pc.window_arg = s;
 	pc.pm_loaded = metrics_pm_loaded;
-	pthread_mutex_lock(&s->metrics_lock);
+	libc_pthread_mutex_lock(&s->metrics_lock);
 	s->metrics = pm_sampler_start(&pc);
 	pthread_mutex_unlock(&s->metrics_lock);
 }
@@ -657,7 +670,7 @@ static void attach_cupti(struct session *s)
 	char why[PATH_MAX + 128];
 	int rc;
 
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	if (s->cupti_tried || !session_running(s))
 		goto unlock;
 	s->cupti_tried = true;
@@ -691,7 +704,7 @@ void session_start(struct session *s, const char *why_started)
 		attach_cupti(s);
 	if (atomic_load_explicit(&s->state, memory_order_acquire) != SESSION_NONE)
 		return;
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	/* STARTING also stops re-entry on this thread: setting CUPTI up may call cuInit, which
 	 * calls InitializeInjection, which comes back here. */
 	if (!atomic_compare_exchange_strong_explicit(&s->state, &expected, SESSION_STARTING,
@@ -716,7 +729,7 @@ unlock:
 
 void session_sampling_start(struct session *s)
 {
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	if (session_running(s) && !tally_sampler_running() && tally_config_from_start(&s->cfg))
 		(void)tally_sampler_start(&s->cfg);
 	pthread_mutex_unlock(&s->lock);
@@ -876,7 +889,7 @@ static void wait_until_closed(struct session *s, uint64_t max_ns)
 
 	while (atomic_load_explicit(&s->state, memory_order_acquire) == SESSION_FINISHING &&
 	       waited < max_ns) {
-		nanosleep(&step, NULL);
+		libc_nanosleep(&step, NULL);
 		waited += 2000000;
 	}
 }
@@ -901,7 +914,7 @@ static bool stop_metrics(struct session *s, bool *had)
 	struct pm_sampler *metrics;
 	bool done;
 
-	pthread_mutex_lock(&s->metrics_lock);
+	libc_pthread_mutex_lock(&s->metrics_lock);
 	metrics = s->metrics;
 	s->metrics = NULL;
 	pthread_mutex_unlock(&s->metrics_lock);
@@ -959,7 +972,7 @@ void session_close(struct session *s, enum tally_flush_path path, int signo)
 		wait_until_closed(s, 2 * s->cfg.flush_timeout_ns + 2000000000ull);
 		return;
 	}
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	close_locked(s, path, signo);
 	atomic_store_explicit(&s->state, SESSION_DONE, memory_order_release);
 	atomic_fetch_add_explicit(&s->done_gen, 1, memory_order_release);
@@ -990,7 +1003,7 @@ bool session_exec_begin(struct session *s)
 
 	if (s->pid != getpid() || !session_running(s))
 		return false;
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	if (!session_running(s)) {
 		pthread_mutex_unlock(&s->lock);
 		return false;
@@ -1085,7 +1098,7 @@ static void wait_close_after(struct session *s, uint64_t gen, uint64_t still_ns,
 	/* Acquire: pairs with the control thread's release after the close. */
 	while (atomic_load_explicit(&s->done_gen, memory_order_acquire) == gen &&
 	       still < still_ns && waited < most_ns) {
-		nanosleep(&step, NULL);
+		libc_nanosleep(&step, NULL);
 		waited += 2000000;
 		now = close_progress(s);
 		/* the sampler's stop (its last decode, CUPTI's stop and disable) went still for
@@ -1148,7 +1161,7 @@ int session_ending_signal(const struct session *s)
 
 void session_before_fork(struct session *s)
 {
-	pthread_mutex_lock(&s->lock);
+	libc_pthread_mutex_lock(&s->lock);
 	cupti_tracer_before_fork(&s->tracer);
 	nvtx_before_fork();
 }

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "buildid.h"
+#include "grow.h"
 #include "stacks.h"
 #include "threadmem.h"
 #include "unwinder.h"
@@ -222,11 +223,10 @@ static int describe_new(struct dl_phdr_info *info, size_t size, void *arg)
 	object_range(info, &r);
 	if (r.hi <= r.lo || same_module(&r) || nknown >= TALLY_MODULES_MAX)
 		return 0;
-	grown = realloc(known, (nknown + 1) * sizeof(*known));
+	grown = tally_array_push(&known, &nknown, sizeof(*known));
 	if (!grown)
 		return 1;
-	known = grown;
-	known[nknown++] = r;
+	*grown = r;
 	facts.build_id_len = build_id_of(info, id);
 	if (!path || !*path) { /* the main program: its file even when it was replaced or removed */
 		len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);

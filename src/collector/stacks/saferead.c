@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "keptfd.h"
+#include "libc.h"
 
 enum { HOW_UNKNOWN, HOW_VM, HOW_PIPE };
 
@@ -68,11 +69,11 @@ static bool pipe_read(const void *addr, void *out, size_t n)
 	bool ok = false;
 	ssize_t w;
 
-	pthread_mutex_lock(&pipe_lock);
+	libc_pthread_mutex_lock(&pipe_lock);
 	if (n <= 4096 && probe_ready()) { /* a pipe takes at least a page without blocking */
 		w = write(probe[1].fd, addr, n);
 		if (w > 0)
-			ok = read(probe[0].fd, out, (size_t)w) == w && w == (ssize_t)n;
+			ok = libc_read(probe[0].fd, out, (size_t)w) == w && w == (ssize_t)n;
 	}
 	pthread_mutex_unlock(&pipe_lock);
 	return ok;

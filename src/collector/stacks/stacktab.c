@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+#include "libc.h"
 #include "stacks.h"
 #include "tally-format.h"
 #include "threadmem.h"
@@ -114,15 +116,9 @@ bool tally_stacktab_ready(void)
 
 static bool remember_pc(uint64_t pc)
 {
-	if (tab.new_pcs_len == tab.new_pcs_cap) {
-		size_t cap = tab.new_pcs_cap ? 2 * tab.new_pcs_cap : 256;
-		uint64_t *p = realloc(tab.new_pcs, cap * sizeof(*p));
-
-		if (!p)
-			return false;
-		tab.new_pcs = p;
-		tab.new_pcs_cap = cap;
-	}
+	if (!tally_grow_in(&tab.new_pcs, &tab.new_pcs_cap, tab.new_pcs_len + 1,
+			   sizeof(*tab.new_pcs)))
+		return false;
 	tab.new_pcs[tab.new_pcs_len++] = pc;
 	return true;
 }
@@ -164,19 +160,7 @@ static uint32_t frame_id(const struct raw_frame *f, frame_namer namer)
 
 static bool arena_reserve(unsigned n)
 {
-	if (tab.arena_len + n > tab.arena_cap) {
-		size_t cap = tab.arena_cap ? 2 * tab.arena_cap : 4096;
-		uint32_t *a;
-
-		while (cap < tab.arena_len + n)
-			cap *= 2;
-		a = realloc(tab.arena, cap * sizeof(*a));
-		if (!a)
-			return false;
-		tab.arena = a;
-		tab.arena_cap = cap;
-	}
-	return true;
+	return tally_grow_in(&tab.arena, &tab.arena_cap, tab.arena_len + n, sizeof(*tab.arena));
 }
 
 static uint32_t stack_id(const uint32_t *ids, unsigned n)
@@ -224,7 +208,7 @@ uint32_t tally_stacktab_intern(const struct raw_frame *frames, unsigned n, frame
 		n = CACHE_DEPTH;
 	if (cache_hit(last, frames, n, gen))
 		return last->id;
-	pthread_mutex_lock(&tab.lock);
+	libc_pthread_mutex_lock(&tab.lock);
 	for (k = 0; k < n && (last->ids[k] = frame_id(&frames[k], namer)); k++)
 		;
 	if (k == n)
@@ -268,7 +252,7 @@ void tally_stacktab_take(struct tally_buf *frames, struct tally_buf *stacks,
 
 	if (!tally_stacktab_ready())
 		return;
-	pthread_mutex_lock(&tab.lock);
+	libc_pthread_mutex_lock(&tab.lock);
 	(void)tally_pending_take(&tab.pending_frames, frames);
 	(void)tally_pending_take(&tab.pending_stacks, stacks);
 	pcs = tab.new_pcs;

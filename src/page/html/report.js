@@ -1256,6 +1256,7 @@ function renderDiagnosis() {
 			"Nothing crosses a rule's threshold: no finding (the rules and thresholds: docs/diagnosis.md)."));
 		return;
 	}
+	renderStepBars(box);
 	const list = el("ol", { class: "findings", id: "diagnosis-list" });
 	for (const f of rows) {
 		const li = el("li", { class: "finding", "data-rule": f.Rule, "data-cost-ns": f["Cost (ns)"] });
@@ -1275,6 +1276,39 @@ function renderDiagnosis() {
 		list.appendChild(li);
 	}
 	box.appendChild(list);
+}
+
+/* What bounds the steps, per process and device: step_bound's "all" rows (the classes add up to
+ * the step), each a bar of its classes' shares, its verdict first. */
+const STEP_CLASSES = ["GPU", "Comm", "Data", "Launch", "Sync", "Wait", "Other"];
+
+function stepVerdict(pid) {
+	const r = report("step_bound").find((x) => x.Step === "all" && x.PID === pid);
+	return r ? r.Verdict + "-bound " + r[r.Verdict === "comm" ? "Comm (% of step)" :
+		STEP_CLASSES.find((c) => c.toLowerCase() === r.Verdict) + " (% of step)"].toFixed(1) + "%" : "";
+}
+
+function renderStepBars(box) {
+	const all = report("step_bound").filter((r) => r.Step === "all");
+	if (!all.length) return;
+	const wrap = el("div", { id: "step-bars" });
+	for (const r of all) {
+		const line = el("div", { class: "step-bar-line", "data-pid": r.PID, "data-verdict": r.Verdict });
+		line.appendChild(el("span", { class: "step-bar-who" }, (r.Rank !== "-" ? r.Rank + " " : "") + "pid " + r.PID +
+			" GPU " + r.Device + ": " + stepVerdict(r.PID) + " (median step " + fmtNs(r["Duration (ns)"]) + ")"));
+		const bar = el("span", { class: "step-bar" });
+		for (const c of STEP_CLASSES) {
+			const v = r[c + " (% of step)"] || 0;
+			if (v < 0.5) continue;
+			const seg = el("span", { class: "step-seg step-" + c.toLowerCase(), title: c + " " + v.toFixed(1) + "%" },
+				v >= 8 ? c.toLowerCase() + " " + v.toFixed(0) + "%" : "");
+			seg.style.width = v.toFixed(2) + "%";
+			bar.appendChild(seg);
+		}
+		line.appendChild(bar);
+		wrap.appendChild(line);
+	}
+	box.appendChild(wrap);
 }
 
 /* ---- ranks -------------------------------------------------------------------------------- */
@@ -1298,9 +1332,11 @@ function renderRanks() {
 	box.appendChild(el("p", { id: "straggler" }, stragglerText()));
 	const max = Math.max(...SECS.map((x) => x.gpu_busy_ns), 1);
 	const rows = SECS.map((x, i) => [x.rank || "-", x.label, x.gpu_busy_ns, x.gpu_idle_ns, x.gpu_idle_unproven_ns,
-		x.compute_ns, x.comm_exposed_ns, x.copy_exposed_ns, x.top_kernel, x.top_kernel_ns, x.loss, x.verdict, i]);
+		x.compute_ns, x.comm_exposed_ns, x.copy_exposed_ns, x.top_kernel, x.top_kernel_ns, x.loss, x.verdict,
+		stepVerdict(x.pid), i]);
 	const cols = ["Rank", "Process", "GPU busy (ns)", "GPU idle (ns)", "Idle unproven (ns)", "Compute (ns)",
-		"Communication (ns)", "Copy/Memset (ns)", "Top kernel", "Top kernel time (ns)", "Records lost", "Verdict"];
+		"Communication (ns)", "Copy/Memset (ns)", "Top kernel", "Top kernel time (ns)", "Records lost", "Verdict",
+		"Steps"];
 	box.appendChild(dataTable(cols, rows, "ranks-table", (tr, row) => {
 		if (named && row[0] === named) tr.className = "slowest";
 		const cell = tr.children[2], bar = el("span", { class: "bar" });

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 /* A run may span at most RUN_MAX buckets for those in use; pairs go back to a run once it would
  * span RUN_BACK or fewer (the gap between the two keeps a histogram from flapping). */
 #define RUN_MAX(used)  (4u * (used) + 64u)
@@ -115,10 +117,10 @@ static void *pairs_cell(struct buckets *b, size_t elem, uint32_t i)
 	if (b->n == b->cap) {
 		uint32_t *idx;
 
-		if (!(cells = realloc(b->cells, (size_t)2 * b->cap * elem)))
+		if (!(cells = tally_resize(b->cells, (size_t)2 * b->cap, elem)))
 			return NULL;
 		b->cells = cells;
-		if (!(idx = realloc(b->idx, (size_t)2 * b->cap * sizeof(*idx))))
+		if (!(idx = tally_resize(b->idx, (size_t)2 * b->cap, sizeof(*idx))))
 			return NULL; /* cap unchanged: the larger cells are only room */
 		b->idx = idx;
 		b->cap *= 2;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 #include "spans.h"
 
 static int reserve(struct span_set *b)
@@ -13,7 +15,7 @@ static int reserve(struct span_set *b)
 
 	if (b->n < b->cap)
 		return 0;
-	s = realloc(b->s, cap * sizeof(*s));
+	s = tally_resize(b->s, cap, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	b->s = s;

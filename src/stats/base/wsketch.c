@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "satmath.h"
+
 #include "wsketch.h"
 
 #define SUB_BITS 6

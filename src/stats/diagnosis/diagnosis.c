@@ -6,20 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnosis.h"
+#include "diagnosis-int.h"
 #include "satmath.h"
+#include "units.h"
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
-static struct report_section *sec(const struct diag_input *in, unsigned i)
+struct report_section *diag_sec(const struct diag_input *in, unsigned i)
 {
 	return i < in->set->nsections ? in->set->sections[i] : NULL;
 }
 
 /* "RANK=3 (pid 4242 on node7)", or "pid 4242 on node7" */
-static const char *who(const struct diag_input *in, unsigned i, char *buf, size_t len)
+const char *diag_who(const struct diag_input *in, unsigned i, char *buf, size_t len)
 {
-	const struct report_section *rs = sec(in, i);
+	const struct report_section *rs = diag_sec(in, i);
 
 	if (!rs)
 		snprintf(buf, len, "section %u", i);
@@ -32,34 +33,24 @@ static const char *who(const struct diag_input *in, unsigned i, char *buf, size_
 	return buf;
 }
 
-static const char *dur(uint64_t ns, char *buf, size_t len)
-{
-	if (ns >= 1000000000ull)
-		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
-	else
-		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-	return buf;
-}
-
 /* Seconds since the one time origin of every output (stats_time_base), for "where" lines. */
-static double at_s(const struct diag_input *in, uint64_t t)
+double diag_at_s(const struct diag_input *in, uint64_t t)
 {
 	return t >= in->base ? (double)(t - in->base) / 1e9 : -(double)(in->base - t) / 1e9;
 }
 
-static struct diag_finding *add(struct diag_finding *out, size_t *n, size_t cap, const char *rule)
+struct diag_finding *diag_add(struct diag_finding *out, size_t *n, size_t cap, const char *rule)
 {
 	if (*n >= cap)
 		return NULL;
 	memset(&out[*n], 0, sizeof(out[*n]));
 	out[*n].rule = rule;
-	out[*n].order = 1;
+	out[*n].order = 2;
+	out[*n].step_share = -1;
 	return &out[(*n)++];
 }
 
-static double pct(uint64_t part, uint64_t whole)
+double diag_pct(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0;
 }
@@ -73,16 +64,18 @@ static void and_more(struct diag_finding *f, size_t others, const char *what, ui
 	if (others)
 		snprintf(f->figure + len, sizeof(f->figure) - len,
 			 "; and %zu more %s past the threshold (%s in all)", others, what,
-			 dur(cost, d, sizeof(d)));
+			 tally_fmt_ns(d, sizeof(d), cost));
 }
 
 /* ---- rules --------------------------------------------------------------------------------- */
+
+#define STEP_CLASS_THRESHOLD "the steps' largest class, or >= 15% of the step"
 
 static int rule_jobs(const struct diag_input *in, struct diag_finding *out, size_t *n, size_t cap)
 {
 	struct diag_finding *f;
 
-	if (!in->jobs || in->jobs->njobs < 2 || !(f = add(out, n, cap, "mixed-jobs")))
+	if (!in->jobs || in->jobs->njobs < 2 || !(f = diag_add(out, n, cap, "mixed-jobs")))
 		return 0;
 	f->order = 0;
 	snprintf(f->figure, sizeof(f->figure),
@@ -171,15 +164,15 @@ static int rule_loss(const struct diag_input *in, struct diag_finding *out, size
 	}
 	for (i = 0; i < in->nbd; i++)
 		unproven = tally_add_sat(unproven, in->bd[i].idle_unproven, &(bool){false});
-	if (!worst || !(f = add(out, n, cap, "lost-records")))
+	if (!worst || !(f = diag_add(out, n, cap, "lost-records")))
 		return 0;
 	f->cost = total > unproven ? total : unproven;
 	snprintf(f->figure, sizeof(f->figure),
 		 "%zu of %zu process(es) INCOMPLETE: records were lost, so counts are lower bounds "
 		 "and %s of idle time is unproven",
-		 count, in->set->nsections, dur(unproven, d, sizeof(d)));
+		 count, in->set->nsections, tally_fmt_ns(d, sizeof(d), unproven));
 	snprintf(f->proof, sizeof(f->proof), "the ledger counts the loss: it is certain");
-	snprintf(f->where, sizeof(f->where), "%s", who(in, worst->index, w, sizeof(w)));
+	snprintf(f->where, sizeof(f->where), "%s", diag_who(in, worst->index, w, sizeof(w)));
 	for (k = 0; k < worst->verdict.nreasons && !f->why[0]; k++)
 		snprintf(f->why, sizeof(f->why), "%s", worst->verdict.reasons[k].text);
 	for (k = 0; k < worst->verdict.nreasons && !f->try_; k++)
@@ -198,19 +191,23 @@ static void idle_finding(const struct diag_input *in, const struct bd_row *r,
 							sizeof(cause))
 				       : NULL;
 
-	snprintf(f->figure, sizeof(f->figure), "GPU %u idle %.1f%% of its span (%s of %s)",
-		 r->device, pct(r->idle, r->t1 - r->t0), dur(r->idle, d1, sizeof(d1)),
-		 dur(r->t1 - r->t0, d2, sizeof(d2)));
+	char phases[160];
+
+	diag_idle_phases(in, r->section, r->device, phases, sizeof(phases));
+	snprintf(f->figure, sizeof(f->figure), "GPU %u idle %.1f%% of its span (%s of %s)%s",
+		 r->device, diag_pct(r->idle, r->t1 - r->t0), tally_fmt_ns(d1, sizeof(d1), r->idle),
+		 tally_fmt_ns(d2, sizeof(d2), r->t1 - r->t0), phases);
 	if (r->idle_unproven)
 		snprintf(f->proof, sizeof(f->proof),
 			 "a bound: %s of it lies where records were lost, so work may have run "
 			 "there",
-			 dur(r->idle_unproven, d1, sizeof(d1)));
+			 tally_fmt_ns(d1, sizeof(d1), r->idle_unproven));
 	else
 		snprintf(f->proof, sizeof(f->proof), "exact: the ledger proves every idle stretch");
 	snprintf(f->where, sizeof(f->where), "%s, GPU %u; longest idle stretch %s at +%.3f s%s",
-		 who(in, r->section, w, sizeof(w)), r->device, dur(r->longest_gap, d3, sizeof(d3)),
-		 at_s(in, r->longest_gap_at), r->longest_unproven ? " (unproven)" : "");
+		 diag_who(in, r->section, w, sizeof(w)), r->device,
+		 tally_fmt_ns(d3, sizeof(d3), r->longest_gap), diag_at_s(in, r->longest_gap_at),
+		 r->longest_unproven ? " (unproven)" : "");
 	snprintf(f->why, sizeof(f->why), "%s",
 		 c ? c
 		   : "no kernel, copy or memset ran; what the host did meanwhile is in the "
@@ -229,7 +226,7 @@ static void busy_outside(const struct diag_input *in, struct diag_finding *f)
 	if (outside)
 		snprintf(f->figure + len, sizeof(f->figure) - len,
 			 "; not counting %s the GPU metrics show busy outside the trace",
-			 dur(outside, d, sizeof(d)));
+			 tally_fmt_ns(d, sizeof(d), outside));
 }
 
 static int rule_idle(const struct diag_input *in, struct diag_finding *out, size_t *n, size_t cap)
@@ -242,14 +239,14 @@ static int rule_idle(const struct diag_input *in, struct diag_finding *out, size
 	for (i = 0; i < in->nbd; i++) {
 		const struct bd_row *r = &in->bd[i];
 
-		if (pct(r->idle, r->t1 - r->t0) <= DIAG_IDLE_PCT)
+		if (diag_pct(r->idle, r->t1 - r->t0) <= DIAG_IDLE_PCT)
 			continue;
 		count++;
 		cost = tally_add_sat(cost, r->idle, &(bool){false});
 		if (!worst || r->idle > worst->idle)
 			worst = r;
 	}
-	if (!worst || !(f = add(out, n, cap, "gpu-idle")))
+	if (!worst || !(f = diag_add(out, n, cap, "gpu-idle")))
 		return 0;
 	f->cost = cost;
 	idle_finding(in, worst, f);
@@ -289,27 +286,32 @@ static int rule_straggler(const struct diag_input *in, struct diag_finding *out,
 	struct diag_finding *f;
 	char w[200], d1[32], d2[32], d3[32];
 
-	if (!v || !v->named || !(f = add(out, n, cap, "straggler")))
+	if (!v || !v->named || !(f = diag_add(out, n, cap, "straggler")))
 		return 0;
 	f->cost = straggler_cost(in, v);
 	snprintf(f->figure, sizeof(f->figure),
 		 "straggler: %s is the slowest in %" PRIu64 " of %" PRIu64
 		 " '%s' steps, %s ahead of the others' median (%.1f%% of its step)",
-		 sec(in, v->candidate) && sec(in, v->candidate)->s->rank
-		     ? sec(in, v->candidate)->s->rank
-		     : who(in, v->candidate, w, sizeof(w)),
-		 v->slowest_count, v->steps, v->range, dur((uint64_t)v->lead, d1, sizeof(d1)),
-		 v->candidate_median ? pct((uint64_t)v->lead, v->candidate_median) : 0.0);
+		 diag_sec(in, v->candidate) && diag_sec(in, v->candidate)->s->rank
+		     ? diag_sec(in, v->candidate)->s->rank
+		     : diag_who(in, v->candidate, w, sizeof(w)),
+		 v->slowest_count, v->steps, v->range,
+		 tally_fmt_ns(d1, sizeof(d1), (uint64_t)v->lead),
+		 v->candidate_median ? diag_pct((uint64_t)v->lead, v->candidate_median) : 0.0);
 	snprintf(f->proof, sizeof(f->proof),
 		 "its lead (%s) exceeds the ranks' own step-to-step spread (%s); the cost is an "
 		 "upper bound",
-		 dur((uint64_t)v->lead, d2, sizeof(d2)), dur(v->spread, d3, sizeof(d3)));
-	snprintf(f->where, sizeof(f->where), "%s", who(in, v->candidate, w, sizeof(w)));
+		 tally_fmt_ns(d2, sizeof(d2), (uint64_t)v->lead),
+		 tally_fmt_ns(d3, sizeof(d3), v->spread));
+	char own[120];
+
+	diag_steps_of(in, v->candidate, own, sizeof(own));
+	snprintf(f->where, sizeof(f->where), "%s", diag_who(in, v->candidate, w, sizeof(w)));
 	snprintf(f->why, sizeof(f->why),
 		 "every step the other %u rank(s) wait for it: the cost is its lead times the "
 		 "steps on each of them, at most the time each one's GPU was idle or in "
-		 "communication",
-		 v->ranks - 1);
+		 "communication%s",
+		 v->ranks - 1, own);
 	f->try_ = "compare what it does in a step with the others: its kernels "
 		  "(kern_rank_spread), its host work (data loading, CPU), its node and GPU";
 	return 0;
@@ -317,8 +319,8 @@ static int rule_straggler(const struct diag_input *in, struct diag_finding *out,
 
 static bool launch_bound(const struct launch_row *r)
 {
-	return pct(r->short_ns, r->kernel_ns) > DIAG_LAUNCH_TIME_PCT ||
-	       (pct(r->short_n, r->matched) > DIAG_LAUNCH_COUNT_PCT &&
+	return diag_pct(r->short_ns, r->kernel_ns) > DIAG_LAUNCH_TIME_PCT ||
+	       (diag_pct(r->short_n, r->matched) > DIAG_LAUNCH_COUNT_PCT &&
 		r->short_n >= DIAG_LAUNCH_COUNT_MIN);
 }
 
@@ -356,21 +358,22 @@ static int rule_launch(const struct diag_input *in, struct diag_finding *out, si
 			worst_cost = c;
 		}
 	}
-	if (!worst || !(f = add(out, n, cap, "launch-bound")))
+	if (!worst || !(f = diag_add(out, n, cap, "short-kernels")))
 		return 0;
 	f->cost = cost;
 	snprintf(f->figure, sizeof(f->figure),
-		 "launch-bound: %" PRIu64 " of %" PRIu64
+		 "short kernels: %" PRIu64 " of %" PRIu64
 		 " kernels (%.1f%% of kernel time) ran shorter than their launch call; median "
 		 "launch call %s",
-		 worst->short_n, worst->matched, pct(worst->short_ns, worst->kernel_ns),
-		 dur(worst->call_p50, d1, sizeof(d1)));
+		 worst->short_n, worst->matched, diag_pct(worst->short_ns, worst->kernel_ns),
+		 tally_fmt_ns(d1, sizeof(d1), worst->call_p50));
 	snprintf(f->proof, sizeof(f->proof),
 		 "an upper bound: the launch calls' excess over those kernels, at most the GPU's "
 		 "idle time");
 	snprintf(f->where, sizeof(f->where), "%s; most often %s (%" PRIu64 " times)%s%s",
-		 who(in, worst->section, w, sizeof(w)), worst->top_short ? worst->top_short : "?",
-		 worst->top_short_n, worst->top_where ? ", launched from " : "",
+		 diag_who(in, worst->section, w, sizeof(w)),
+		 worst->top_short ? worst->top_short : "?", worst->top_short_n,
+		 worst->top_where ? ", launched from " : "",
 		 worst->top_where ? worst->top_where : "");
 	and_more(f, count - 1, "process(es)", cost);
 	snprintf(f->why, sizeof(f->why),
@@ -393,7 +396,7 @@ static const char *copy_kind(const struct bd_row *r, char *buf, size_t len)
 	}
 	snprintf(buf, len, "mostly %s (%.0f%% of copy time)",
 		 best == 15 ? "memset" : report_memcpy_kind_label(best),
-		 pct(r->copy_ns[best], total));
+		 diag_pct(r->copy_ns[best], total));
 	return buf;
 }
 
@@ -421,7 +424,7 @@ static const struct bd_row *worst_row(const struct diag_input *in, bd_field fiel
 	for (i = 0; i < in->nbd; i++) {
 		const struct bd_row *r = &in->bd[i];
 
-		if (pct(field(r), r->t1 - r->t0) <= min_pct)
+		if (diag_pct(field(r), r->t1 - r->t0) <= min_pct)
 			continue;
 		(*count)++;
 		*cost = tally_add_sat(*cost, field(r), &(bool){false});
@@ -439,15 +442,16 @@ static int rule_copies(const struct diag_input *in, struct diag_finding *out, si
 	struct diag_finding *f;
 	char w[200], d1[32], k[120];
 
-	if (!r || !(f = add(out, n, cap, "exposed-copies")))
+	if (!r || !(f = diag_add(out, n, cap, "exposed-copies")))
 		return 0;
 	f->cost = cost;
-	snprintf(
-	    f->figure, sizeof(f->figure), "copies no kernel overlaps: %s, %.1f%% of GPU %u's span",
-	    dur(r->copy_exposed, d1, sizeof(d1)), pct(r->copy_exposed, r->t1 - r->t0), r->device);
+	snprintf(f->figure, sizeof(f->figure),
+		 "copies no kernel overlaps: %s, %.1f%% of GPU %u's span",
+		 tally_fmt_ns(d1, sizeof(d1), r->copy_exposed),
+		 diag_pct(r->copy_exposed, r->t1 - r->t0), r->device);
 	snprintf(f->proof, sizeof(f->proof), "exact: measured from the copy and kernel records");
-	snprintf(f->where, sizeof(f->where), "%s, GPU %u; %s", who(in, r->section, w, sizeof(w)),
-		 r->device, copy_kind(r, k, sizeof(k)));
+	snprintf(f->where, sizeof(f->where), "%s, GPU %u; %s",
+		 diag_who(in, r->section, w, sizeof(w)), r->device, copy_kind(r, k, sizeof(k)));
 	and_more(f, count - 1, "device(s)", cost);
 	snprintf(f->why, sizeof(f->why), "while they ran, the GPU computed nothing");
 	f->try_ = "overlap them with compute: pinned host memory and non_blocking=True copies on "
@@ -463,18 +467,19 @@ static int rule_comm(const struct diag_input *in, struct diag_finding *out, size
 	struct diag_finding *f;
 	char w[200], d1[32];
 
-	if (!r || !(f = add(out, n, cap, "exposed-comm")))
+	if (!r || !(f = diag_add(out, n, cap, "exposed-comm")))
 		return 0;
 	f->cost = cost;
 	snprintf(f->figure, sizeof(f->figure),
 		 "communication no compute overlaps: %s, %.1f%% of GPU %u's span (%.1f%% of "
 		 "its communication)",
-		 dur(r->comm_exposed, d1, sizeof(d1)), pct(r->comm_exposed, r->t1 - r->t0),
-		 r->device, pct(r->comm_exposed, r->comm));
+		 tally_fmt_ns(d1, sizeof(d1), r->comm_exposed),
+		 diag_pct(r->comm_exposed, r->t1 - r->t0), r->device,
+		 diag_pct(r->comm_exposed, r->comm));
 	snprintf(f->proof, sizeof(f->proof),
 		 "exact: measured from the kernel records (communication by name, "
 		 "docs/stats.md)");
-	snprintf(f->where, sizeof(f->where), "%s, GPU %u", who(in, r->section, w, sizeof(w)),
+	snprintf(f->where, sizeof(f->where), "%s, GPU %u", diag_who(in, r->section, w, sizeof(w)),
 		 r->device);
 	and_more(f, count - 1, "device(s)", cost);
 	snprintf(f->why, sizeof(f->why),
@@ -495,24 +500,25 @@ static int rule_memory(const struct diag_input *in, struct diag_finding *out, si
 
 	for (i = 0; in->mem && i < in->mem->nrows; i++) {
 		const struct mem_usage_row *m = &in->mem->rows[i];
-		const struct report_section *rs = sec(in, m->sec);
+		const struct report_section *rs = diag_sec(in, m->sec);
 
 		for (k = 0; rs && k < rs->s->ndevices; k++)
 			if (rs->s->devices[k].id == m->device && rs->s->devices[k].global_mem &&
-			    pct(m->peak, rs->s->devices[k].global_mem) > worst_pct) {
+			    diag_pct(m->peak, rs->s->devices[k].global_mem) > worst_pct) {
 				worst = m;
-				worst_pct = pct(m->peak, rs->s->devices[k].global_mem);
+				worst_pct = diag_pct(m->peak, rs->s->devices[k].global_mem);
 			}
 	}
 	if (!worst || worst_pct <= DIAG_MEMORY_PCT ||
-	    !(f = add(out, n, cap, "memory-near-capacity")))
+	    !(f = diag_add(out, n, cap, "memory-near-capacity")))
 		return 0;
 	snprintf(f->figure, sizeof(f->figure),
 		 "memory: CUDA allocations peaked at %.1f%% of GPU %u's memory (%.2f GiB)",
 		 worst_pct, worst->device, (double)worst->peak / (1u << 30));
 	snprintf(f->proof, sizeof(f->proof), "exact: from the allocation records");
 	snprintf(f->where, sizeof(f->where), "%s, GPU %u, at +%.3f s",
-		 who(in, worst->sec, w, sizeof(w)), worst->device, at_s(in, worst->peak_time));
+		 diag_who(in, worst->sec, w, sizeof(w)), worst->device,
+		 diag_at_s(in, worst->peak_time));
 	snprintf(f->why, sizeof(f->why),
 		 "close to an out-of-memory error; no time lost yet (for PyTorch: reserved, not "
 		 "live, memory)");
@@ -523,11 +529,22 @@ static int rule_memory(const struct diag_input *in, struct diag_finding *out, si
 
 const struct diag_rule diag_rules[] = {
     {"mixed-jobs", "the traces are of more than one job (docs/merge.md)", rule_jobs},
+    {"gpu-bound", "the steps' largest class is the GPU busy", diag_rule_gpu_bound},
+    {"comm-bound", STEP_CLASS_THRESHOLD, diag_rule_comm_bound},
+    {"data-bound", STEP_CLASS_THRESHOLD, diag_rule_data_bound},
+    {"launch-bound", STEP_CLASS_THRESHOLD, diag_rule_launch_bound},
+    {"sync-bound", STEP_CLASS_THRESHOLD, diag_rule_sync_bound},
+    {"wait-bound", STEP_CLASS_THRESHOLD, diag_rule_wait_bound},
+    {"dependency-bound", "the steps' largest class is the GPU waiting on work submitted earlier",
+     diag_rule_dependency_bound},
+    {"start-up", "start-up (before the first steady step) > 10% of the process's run",
+     diag_rule_startup},
+    {"tail", "the tail (after the last step) > 10% of the process's run", diag_rule_tail},
     {"lost-records", "any process INCOMPLETE", rule_loss},
     {"gpu-idle", "idle > 10% of a device's span", rule_idle},
     {"straggler", "rank_steps names one: slowest in half the steps or more, lead > spread",
      rule_straggler},
-    {"launch-bound",
+    {"short-kernels",
      "kernels shorter than their launch call hold > 20% of kernel time, or are > 50% of "
      "kernels and 1000 or more",
      rule_launch},
@@ -567,7 +584,7 @@ int diagnose(const struct diag_input *in, struct diag_finding **out, size_t *n)
 	for (i = 0; i < in->nbd; i++)
 		gpu_time = tally_add_sat(gpu_time, in->bd[i].t1 - in->bd[i].t0, &(bool){false});
 	for (i = 0; i < *n; i++)
-		(*out)[i].share = pct((*out)[i].cost, gpu_time);
+		(*out)[i].share = diag_pct((*out)[i].cost, gpu_time);
 	qsort(*out, *n, sizeof(**out), by_rank);
 	return 0;
 }

@@ -14,16 +14,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bound.h"
 #include "breakdown.h"
 #include "jobs.h"
 #include "launch.h"
 #include "memusage.h"
+#include "metricsum.h"
 #include "steps.h"
 
 /* Thresholds (docs/diagnosis.md says why each) */
 #define DIAG_IDLE_PCT 10.0 /* gpu-idle: idle share of a device's span */
 #define DIAG_LAUNCH_TIME_PCT                                                                       \
-	20.0 /* launch-bound: kernel time in kernels shorter than their launch */
+	20.0 /* short-kernels: kernel time in kernels shorter than their launch */
 #define DIAG_LAUNCH_COUNT_PCT 50.0 /* ... or this share of the kernels, */
 #define DIAG_LAUNCH_COUNT_MIN 1000 /* ... and at least this many of them */
 #define DIAG_COPY_PCT	      5.0  /* exposed-copies: copy time no kernel overlaps, share of span */
@@ -32,14 +34,17 @@
 
 struct diag_finding {
 	const char *rule; /* "gpu-idle" */
-	unsigned order;	  /* 0: makes the others unreliable; 1: ranked by cost */
-	uint64_t cost;	  /* ns of GPU time it costs, summed over devices: within their spans */
-	double share;	  /* cost / the run's GPU time (every device's span, summed), in % */
-	char figure[240]; /* "GPU idle 41.2% of 1.000 s (412.0 ms) on RANK=0 GPU 0" */
-	char proof[200];  /* "exact: the ledger proves every gap", or what makes it a bound */
-	char where[400];  /* process, device, stream, source line */
-	char why[640];	  /* what the rule saw */
-	const char *try_; /* what to try */
+	/* 0: makes the others unreliable; 1: what bounds the steps (the headline); 2: the rest.
+	 * Each by cost. */
+	unsigned order;
+	uint64_t cost;	   /* ns of GPU time it costs, summed over devices: within their spans */
+	double share;	   /* cost / the run's GPU time (every device's span, summed), in % */
+	double step_share; /* a step verdict: its class's share of the step, %; else < 0 */
+	char figure[400];  /* "GPU idle 41.2% of 1.000 s (412.0 ms) on RANK=0 GPU 0" */
+	char proof[320];   /* "exact: the ledger proves every gap", or what makes it a bound */
+	char where[400];   /* process, device, stream, source line */
+	char why[1200];	   /* what the rule saw */
+	const char *try_;  /* what to try */
 };
 
 /* What the rules read.  NULL members: that analysis did not run. */
@@ -61,6 +66,10 @@ struct diag_input {
 	const char *(*idle_cause)(void *ctx, unsigned section, uint32_t device, char *buf,
 				  size_t len);
 	void *idle_ctx;
+	/* what bounds each step, per process and device with steps (bound.h) */
+	const struct bound_row *bound;
+	size_t nbound;
+	const struct gm *gm; /* GPU metrics (their busy means), NULL without */
 };
 
 struct diag_rule {

@@ -7,6 +7,7 @@
 
 #include "breakdown.h"
 #include "gaps.h"
+#include "grow.h"
 #include "spans.h"
 
 #define DEFAULT_GAP_MIN_NS 1000000ull
@@ -39,8 +40,7 @@ static bool holds_nocase(const char *s, const char *pat)
 	return false;
 }
 
-/* Is a kernel of this name (mangled or not) communication?  (the table above) */
-static bool kernel_is_comm(const char *name)
+bool breakdown_kernel_is_comm(const char *name)
 {
 	size_t i;
 
@@ -143,7 +143,7 @@ static struct bd_dev *dev_of(struct breakdown *b, uint32_t device)
 	if (s->ndev == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 4;
 
-		if (!(d = realloc(s->dev, cap * sizeof(*d))))
+		if (!(d = tally_resize(s->dev, cap, sizeof(*d))))
 			return NULL;
 		s->dev = d;
 		s->cap = cap;
@@ -163,19 +163,19 @@ static struct bd_dev *dev_of(struct breakdown *b, uint32_t device)
 static unsigned kernel_class(struct bd_sec *s, struct report_section *rs, uint32_t id)
 {
 	if (id >= rs->s->nstrings)
-		return kernel_is_comm(report_string(rs, id)) ? 2 : 1;
+		return breakdown_kernel_is_comm(report_string(rs, id)) ? 2 : 1;
 	if (id >= s->nkclass) {
 		uint32_t n = rs->s->nstrings;
-		uint8_t *t = realloc(s->kclass, n);
+		uint8_t *t = tally_resize(s->kclass, n, 1);
 
 		if (!t)
-			return kernel_is_comm(report_string(rs, id)) ? 2 : 1;
+			return breakdown_kernel_is_comm(report_string(rs, id)) ? 2 : 1;
 		memset(t + s->nkclass, 0, n - s->nkclass);
 		s->kclass = t;
 		s->nkclass = n;
 	}
 	if (!s->kclass[id])
-		s->kclass[id] = kernel_is_comm(report_string(rs, id)) ? 2 : 1;
+		s->kclass[id] = breakdown_kernel_is_comm(report_string(rs, id)) ? 2 : 1;
 	return s->kclass[id];
 }
 
@@ -369,7 +369,7 @@ int breakdown_section_end(struct breakdown *b, struct report_section *rs)
 	for (i = 0; i < s->ndev; i++) {
 		if (b->nrows == b->cap) {
 			size_t cap = b->cap ? 2 * b->cap : 16;
-			struct bd_row *t = realloc(b->rows, cap * sizeof(*t));
+			struct bd_row *t = tally_resize(b->rows, cap, sizeof(*t));
 
 			if (!t)
 				return -ENOMEM;

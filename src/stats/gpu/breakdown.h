@@ -54,6 +54,9 @@ struct bd_row {
 
 struct breakdown;
 
+/* Is a kernel of this name (mangled or not) communication?  (breakdown.c's table) */
+bool breakdown_kernel_is_comm(const char *name);
+
 struct breakdown *breakdown_new(uint64_t gap_min_ns);
 void breakdown_free(struct breakdown *b);
 /* Take the GPU records of a batch (others are ignored).  0 or -ENOMEM. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "depth.h"
+#include "grow.h"
 #include "hashmap.h"
 
 #define FIRST_WIDTH_NS 1000u
@@ -76,7 +77,7 @@ static struct qseries *series(struct queues *q, const struct report_section *rs,
 	if (q->n == q->cap) {
 		size_t cap = q->cap ? 2 * q->cap : 16;
 
-		if (!(s = realloc(q->q, cap * sizeof(*s))))
+		if (!(s = tally_resize(q->q, cap, sizeof(*s))))
 			return NULL;
 		q->q = s;
 		q->cap = cap;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "launch.h"
 #include "select.h"
 #include "spill.h"
@@ -173,7 +174,7 @@ static void note_short(struct lsec *s, const struct pend *gpu)
 {
 	if (gpu->name_id >= s->nshorts) {
 		uint32_t n = gpu->name_id + 64;
-		struct short_name *t = realloc(s->shorts, n * sizeof(*t));
+		struct short_name *t = tally_resize(s->shorts, n, sizeof(*t));
 
 		if (!t)
 			return; /* the name of the most frequent one may then be missed; counts stay
@@ -227,7 +228,7 @@ static bool is_graph_launch(struct lsec *s, struct report_section *rs, uint32_t 
 {
 	if (id >= s->ngraph_call) {
 		uint32_t n = id + 64;
-		uint8_t *t = realloc(s->graph_call, n);
+		uint8_t *t = tally_resize(s->graph_call, n, 1);
 
 		if (!t)
 			return strstr(report_string(rs, id), "GraphLaunch") != NULL;
@@ -328,7 +329,7 @@ int launches_section_end(struct launches *l, struct report_section *rs)
 		return 0;
 	if (l->nrows == l->rcap) {
 		size_t cap = l->rcap ? 2 * l->rcap : 16;
-		struct launch_row *t = realloc(l->rows, cap * sizeof(*t));
+		struct launch_row *t = tally_resize(l->rows, cap, sizeof(*t));
 
 		if (!t)
 			return -ENOMEM;

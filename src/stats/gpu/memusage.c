@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 void mem_usage_add(struct mem_usage *m, const struct report_section *rs,
 		   const struct tally_record *r)
 {
@@ -24,7 +26,7 @@ void mem_usage_add(struct mem_usage *m, const struct report_section *rs,
 		return;
 	if (m->n == m->cap) {
 		size_t cap = m->cap ? 2 * m->cap : 256;
-		struct mem_event *t = realloc(m->ev, cap * sizeof(*t));
+		struct mem_event *t = tally_resize(m->ev, cap, sizeof(*t));
 
 		if (!t) {
 			m->failed = true;
@@ -91,7 +93,7 @@ static struct mem_usage_row *row_for(struct mem_usage *m, const struct mem_event
 	if (m->nrows == m->rows_cap) {
 		size_t cap = m->rows_cap ? 2 * m->rows_cap : 8;
 
-		t = realloc(m->rows, cap * sizeof(*t));
+		t = tally_resize(m->rows, cap, sizeof(*t));
 		if (!t)
 			return NULL;
 		m->rows = t;

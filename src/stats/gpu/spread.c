@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+#include "hash.h"
 #include "select.h"
 #include "sketch.h"
 #include "spread.h"
@@ -81,15 +83,6 @@ void spread_free(struct spread *s)
 	free(s);
 }
 
-static uint64_t hash(const char *p)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (*p)
-		h = (h ^ (unsigned char)*p++) * 0x100000001b3ull;
-	return h;
-}
-
 static bool rehash(struct spread *s)
 {
 	size_t nslot = s->nslot ? 2 * s->nslot : 256, i, k;
@@ -98,7 +91,8 @@ static bool rehash(struct spread *s)
 	if (!slot)
 		return false;
 	for (i = 0; i < s->nnames; i++) {
-		for (k = hash(s->names[i].name) & (nslot - 1); slot[k]; k = (k + 1) & (nslot - 1))
+		for (k = tally_hash_str(s->names[i].name) & (nslot - 1); slot[k];
+		     k = (k + 1) & (nslot - 1))
 			;
 		slot[k] = (uint32_t)i + 1;
 	}
@@ -114,12 +108,12 @@ static long name_index(struct spread *s, const char *name)
 
 	if ((s->nnames + 1) * 2 > s->nslot && !rehash(s))
 		return -1;
-	for (k = hash(name) & (s->nslot - 1); s->slot[k]; k = (k + 1) & (s->nslot - 1))
+	for (k = tally_hash_str(name) & (s->nslot - 1); s->slot[k]; k = (k + 1) & (s->nslot - 1))
 		if (strcmp(s->names[s->slot[k] - 1].name, name) == 0)
 			return (long)s->slot[k] - 1;
 	if (s->nnames == s->ncap) {
 		size_t cap = s->ncap ? 2 * s->ncap : 64;
-		struct kname *t = realloc(s->names, cap * sizeof(*t));
+		struct kname *t = tally_resize(s->names, cap, sizeof(*t));
 
 		if (!t)
 			return -1;
@@ -140,7 +134,7 @@ static long new_pair(struct spread *s, size_t name, unsigned sec)
 	if (s->npairs == s->pcap) {
 		size_t cap = s->pcap ? 2 * s->pcap : 64;
 
-		if (!(p = realloc(s->pairs, cap * sizeof(*p))))
+		if (!(p = tally_resize(s->pairs, cap, sizeof(*p))))
 			return -1;
 		s->pairs = p;
 		s->pcap = cap;
@@ -166,7 +160,7 @@ static struct pair *pair_of(struct spread *s, struct report_section *rs, uint32_
 	if (id < rs->s->nstrings) {
 		if (id >= s->ncache) {
 			uint32_t n = rs->s->nstrings;
-			uint32_t *t = realloc(s->cache, n * sizeof(*t));
+			uint32_t *t = tally_resize(s->cache, n, sizeof(*t));
 
 			if (!t)
 				return NULL;
@@ -227,7 +221,7 @@ static bool push(struct spread *s, struct pair *p, uint64_t x)
 	s->kept++;
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? 2 * p->cap : 16;
-		uint64_t *t = realloc(p->v, cap * sizeof(*t));
+		uint64_t *t = tally_resize(p->v, cap, sizeof(*t));
 
 		if (!t)
 			return false;

@@ -6,14 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "select.h"
 #include "steps.h"
 #include "text.h"
 
 #define NAMES_MAX 4096
 
-static const char *const default_names[] = {"step", "ProfilerStep"};
 #define NDEFAULT 2
+const char *const steps_default_names[NDEFAULT] = {"step", "ProfilerStep"};
+const unsigned steps_default_count = NDEFAULT;
 
 struct iv {
 	uint64_t t0, t1;
@@ -78,8 +80,7 @@ void steps_free(struct steps *s)
 	free(s);
 }
 
-/* NAME, or NAME then at most one separator and digits. */
-static bool matches(const char *msg, const char *name)
+bool steps_name_matches(const char *msg, const char *name)
 {
 	size_t n = strlen(name);
 
@@ -116,7 +117,7 @@ static void note_seen(struct steps *s, const char *raw, unsigned sec, uint64_t c
 		if (s->nseen == s->seen_cap && s->nseen < NAMES_MAX) {
 			size_t cap = s->seen_cap ? 2 * s->seen_cap : 16;
 
-			if ((t = realloc(s->seen, cap * sizeof(*t)))) {
+			if ((t = tally_resize(s->seen, cap, sizeof(*t)))) {
 				s->seen = t;
 				s->seen_cap = cap;
 			}
@@ -146,15 +147,15 @@ static unsigned match_of(struct steps *s, struct srank *r, struct report_section
 		return r->match[id] - 1;
 	msg = report_string(rs, id);
 	if (s->user)
-		m = matches(msg, s->user) ? 2 : 1;
+		m = steps_name_matches(msg, s->user) ? 2 : 1;
 	else
 		for (k = 0; k < NDEFAULT && m == 1; k++)
-			if (matches(msg, default_names[k]))
+			if (steps_name_matches(msg, steps_default_names[k]))
 				m = 2 + k;
 	if (id < rs->s->nstrings) {
 		if (id >= r->nmatch) {
 			uint32_t n = rs->s->nstrings;
-			uint8_t *t = realloc(r->match, n);
+			uint8_t *t = tally_resize(r->match, n, 1);
 
 			if (!t)
 				return m - 1;
@@ -186,7 +187,7 @@ static void count_name(struct srank *r, uint32_t id)
 {
 	if (id >= r->ncount) {
 		uint32_t n = id + 64;
-		uint32_t *t = realloc(r->count, n * sizeof(*t));
+		uint32_t *t = tally_resize(r->count, n, sizeof(*t));
 
 		if (!t)
 			return; /* only the suggestion is poorer */
@@ -209,7 +210,7 @@ static struct srank *rank_of(struct steps *s, struct report_section *rs)
 	if (s->nr == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 16;
 
-		if (!(t = realloc(s->r, cap * sizeof(*t))))
+		if (!(t = tally_resize(s->r, cap, sizeof(*t))))
 			return NULL;
 		s->r = t;
 		s->cap = cap;
@@ -224,7 +225,7 @@ static int keep(struct srank *r, unsigned k, uint64_t t0, uint64_t t1)
 {
 	if (r->n[k] == r->cap[k]) {
 		size_t cap = r->cap[k] ? 2 * r->cap[k] : 64;
-		struct iv *t = realloc(r->v[k], cap * sizeof(*t));
+		struct iv *t = tally_resize(r->v[k], cap, sizeof(*t));
 
 		if (!t)
 			return -ENOMEM;
@@ -292,7 +293,7 @@ static int chosen_name(struct steps *s)
 	for (k = 0; k < (s->user ? 1u : NDEFAULT); k++)
 		for (i = 0; i < s->nr; i++)
 			if (s->r[i].n[k]) {
-				s->v.range = s->user ? s->user : default_names[k];
+				s->v.range = s->user ? s->user : steps_default_names[k];
 				return (int)k;
 			}
 	return -1;

@@ -48,6 +48,12 @@ struct steps_verdict {
 
 struct steps;
 
+/* A range message msg matches NAME: NAME, or NAME then at most one separator and digits. */
+bool steps_name_matches(const char *msg, const char *name);
+/* The range names steps look for when none is given ("step", then "ProfilerStep"). */
+extern const char *const steps_default_names[];
+extern const unsigned steps_default_count;
+
 struct steps *steps_new(const char *range); /* NULL: the default names */
 void steps_free(struct steps *s);
 int steps_add(struct steps *s, struct report_section *rs, const struct tally_record *r, size_t n);

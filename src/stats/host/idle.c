@@ -9,6 +9,7 @@
 #include "idle.h"
 #include "spans.h"
 #include "spill.h"
+#include "units.h"
 
 #define DEFAULT_LIST_MIN_NS 1000000ull
 
@@ -45,12 +46,6 @@ struct short_run {
 	uint64_t ns[IDLE_CLASSES];
 };
 
-/* A hole of the section being closed, with its class. */
-struct hole {
-	struct report_idle_span span;
-	enum idle_class cls;
-};
-
 struct report_idle {
 	struct report_idle_opts o;
 	struct report_gpu_gaps *gaps;	 /* every hole of every device (gap_min 1 ns) */
@@ -58,7 +53,7 @@ struct report_idle {
 	struct spill launch;		 /* by correlation id */
 	struct pending *pend;
 	size_t npend, pend_cap;
-	struct hole *holes;
+	struct report_idle_hole *holes;
 	size_t nholes, holes_cap;
 	struct report_idle_span *largest;
 	size_t nlargest, largest_cap;
@@ -223,11 +218,11 @@ int report_idle_add(struct report_idle *x, const struct report_section *rs,
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME)
 			continue;
-		if (!(r[i].flags & TALLY_REC_LAUNCH)) {
-			if (add_sync(x, rs, &r[i]) < 0)
-				return -ENOMEM;
+		/* a blocking copy launches work and waits for the GPU: both */
+		if (add_sync(x, rs, &r[i]) < 0)
+			return -ENOMEM;
+		if (!(r[i].flags & TALLY_REC_LAUNCH))
 			continue;
-		}
 		if (!r[i].correlation_id)
 			continue;
 		if (!(l = spill_push(&x->launch)))
@@ -245,19 +240,6 @@ int report_idle_add(struct report_idle *x, const struct report_section *rs,
 
 /* ---- the rule ------------------------------------------------------------------------------ */
 
-/* "1.234 ms", "56.7 us", "890 ns": the reasons are read by people. */
-static void human_ns(char *buf, size_t len, uint64_t ns)
-{
-	if (ns >= 1000000000ull)
-		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
-	else if (ns >= 1000ull)
-		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-	else
-		snprintf(buf, len, "%" PRIu64 " ns", ns);
-}
-
 static enum idle_class classify(const struct report_idle *x, const struct report_gap *g,
 				const struct launch *l, char *why, size_t len)
 {
@@ -274,15 +256,15 @@ static enum idle_class classify(const struct report_idle *x, const struct report
 	}
 	name = report_string((struct report_section *)x->rs, l->name);
 	if (l->start > g->t0) {
-		human_ns(a, sizeof(a), l->start - g->t0);
+		tally_fmt_ns(a, sizeof(a), l->start - g->t0);
 		snprintf(why, len,
 			 "nothing was submitted: %s on %s began %s after the GPU went idle", name,
 			 report_thread_label(x->rs, l->thread, true, who, sizeof(who)), a);
 		return IDLE_HOST_WAIT;
 	}
 	limit = x->o.kernel_wait_ns ? x->o.kernel_wait_ns : l->dur;
-	human_ns(a, sizeof(a), g->t0 - l->start);
-	human_ns(b, sizeof(b), limit);
+	tally_fmt_ns(a, sizeof(a), g->t0 - l->start);
+	tally_fmt_ns(b, sizeof(b), limit);
 	if (hole < limit) {
 		snprintf(why, len,
 			 "submitted %s before (%s); the hole is shorter than %s, %s: the GPU's "
@@ -441,7 +423,11 @@ static int take_hole(struct report_idle *x, const struct report_gap *g, const st
 		t->unproven[cls] += g->t1 - g->t0;
 	if (span_find(&x->sync, g->t0))
 		t->after_sync[cls] += g->t1 - g->t0;
-	x->holes[x->nholes++] = (struct hole){{g->t0, g->t1, g->device}, cls};
+	x->holes[x->nholes++] = (struct report_idle_hole){{g->t0, g->t1, g->device},
+							  cls,
+							  span_find(&x->sync, g->t0) != NULL,
+							  l != NULL,
+							  l ? l->thread : 0};
 	if (g->t1 - g->t0 < x->o.list_min_ns)
 		return 0;
 	if (!tally_grow_in((void **)&x->list, &x->list_cap, x->nlist + 1, sizeof(*x->list)))
@@ -556,6 +542,12 @@ struct report_idle_total *report_idle_totals_edit(struct report_idle *x, size_t 
 {
 	*n = x->ntot;
 	return x->tot;
+}
+
+const struct report_idle_hole *report_idle_holes(const struct report_idle *x, size_t *n)
+{
+	*n = x->nholes;
+	return x->holes;
 }
 
 const struct report_idle_span *report_idle_largest_holes(const struct report_idle *x, size_t *n)

@@ -113,4 +113,19 @@ struct report_idle_span {
 };
 const struct report_idle_span *report_idle_largest_holes(const struct report_idle *x, size_t *n);
 
+/*
+ * Every hole of rs's devices (of any length), a device at a time in time order, with its class,
+ * whether it began inside a synchronizing call, and the thread that launched the work ending it
+ * (CUPTI's id): what the per-step verdicts split (diagnosis/bound.h).  Valid from
+ * report_idle_section(rs) until the next section ends.
+ */
+struct report_idle_hole {
+	struct report_idle_span span;
+	enum idle_class cls;
+	bool after_sync;
+	bool launch_known;
+	uint32_t launch_thread;
+};
+const struct report_idle_hole *report_idle_holes(const struct report_idle *x, size_t *n);
+
 #endif

@@ -9,6 +9,7 @@
 #include "hashmap.h"
 #include "idlewhy.h"
 #include "spill.h"
+#include "waits.h"
 
 #define TOP_STACKS	   5  /* per thread and kind of sample, in each listed hole */
 #define TOP_THREADS	   16 /* per listed hole; the others in one "more threads" row */
@@ -73,6 +74,17 @@ struct idle_why {
 	size_t nthreads;
 	uint32_t pid;
 	const struct report_section *rs;
+	/* the cause across processes (idle_why_follow) */
+	uint8_t *waited; /* by listed hole: 1 when its launching thread waited on data in it */
+	size_t waited_cap;
+	struct wait_cache waits;
+	struct line_cache lines;
+	struct why_follow {
+		unsigned section;
+		uint32_t device;
+		uint64_t windows_ns; /* the holes the other processes were looked at in */
+	} * follow;
+	size_t nfollow, follow_cap;
 	bool last_cupti_set; /* api_thread's last answer, for this section */
 	uint32_t last_cupti;
 	uint64_t last_thread;
@@ -126,6 +138,10 @@ void idle_why_free(struct idle_why *w)
 	free(w->active);
 	free(w->active_ns);
 	free(w->holes);
+	free(w->waited);
+	free(w->follow);
+	wait_cache_fini(&w->waits);
+	line_cache_fini(&w->lines);
 	free(w);
 }
 
@@ -458,6 +474,31 @@ static int overlapping(struct idle_why *w, const struct hole_ref *h, const struc
 	return 0;
 }
 
+/* Whether the thread that launched the work after hole g waited on a queue, pipe or socket in
+ * it: most of its Python samples there wait on data, or its blocking reads hold most of it. */
+static bool waited_on_data(struct idle_why *w, struct report_section *rs,
+			   const struct report_idle_gap *g)
+{
+	uint64_t launcher = api_thread(w, g->launch_thread), sampled = 0, data = 0, reads = 0;
+	size_t i;
+
+	for (i = 0; i < w->nobs; i++) {
+		const struct obs *o = &w->obs[i];
+
+		if (o->thread != launcher)
+			continue;
+		if (o->what == WHY_OSRT && wait_call_is_data(o->id))
+			reads += o->ns;
+		if (o->what != WHY_PYTHON)
+			continue;
+		sampled += o->ns;
+		if (o->state != TALLY_THREAD_ON_CPU && o->id &&
+		    wait_kind_of(&w->waits, rs, o->id) == WAIT_DATA)
+			data += o->ns;
+	}
+	return (sampled && 2 * data >= sampled) || 2 * reads >= g->gap.t1 - g->gap.t0;
+}
+
 static int explain(struct idle_why *w, struct report_section *rs, struct hole_ref *h,
 		   const struct hitem **next)
 {
@@ -482,6 +523,9 @@ static int explain(struct idle_why *w, struct report_section *rs, struct hole_re
 		h->nrows = 1;
 		return 0;
 	}
+	if (!tally_grow_in((void **)&w->waited, &w->waited_cap, (size_t)h->gap + 1, 1))
+		return -ENOMEM;
+	w->waited[h->gap] = ig->launch_known && waited_on_data(w, rs, ig);
 	n = w->nrows;
 	if ((rc = obs_rows(w, h->gap)) != 0)
 		return rc;
@@ -670,7 +714,7 @@ struct pending {
 	struct hitem it;
 	uint32_t *device;
 	uint64_t *end;
-	size_t n, cap;
+	size_t n, cap, end_cap;
 };
 
 /* The stacks of the largest holes, counted as they come: (device, thread, source, state, stack)
@@ -742,18 +786,9 @@ static int take_sample(struct idle_why *w, struct stack_count *c, const struct r
 		return rc;
 	p->it = *it;
 	for (i = 0; i < nopen; i++) {
-		if (p->n == p->cap) {
-			size_t cap = p->cap ? 2 * p->cap : 4;
-			uint32_t *d = realloc(p->device, cap * sizeof(*d));
-			uint64_t *e = d ? realloc(p->end, cap * sizeof(*e)) : NULL;
-
-			if (d)
-				p->device = d;
-			if (!e)
-				return -ENOMEM;
-			p->end = e;
-			p->cap = cap;
-		}
+		if (!tally_grow_in((void **)&p->device, &p->cap, p->n + 1, sizeof(*p->device)) ||
+		    !tally_grow_in((void **)&p->end, &p->end_cap, p->n + 1, sizeof(*p->end)))
+			return -ENOMEM;
 		p->device[p->n] = open[i].device;
 		p->end[p->n++] = open[i].t1;
 	}
@@ -766,6 +801,22 @@ static int take_sample(struct idle_why *w, struct stack_count *c, const struct r
  * holes, each sample standing for its thread's time to its next sample (a period at most, within
  * the hole), counted in a map: memory follows the stacks, not the samples.
  */
+/* A stack of a thread that waits by design (a queue feeder, a pin-memory loop, CUDA's event
+ * handler): never what the host was doing instead of feeding the GPU. */
+static bool by_design(struct report_section *rs, const struct why_stack *s, struct wait_cache *c)
+{
+	const struct tally_thread *t = NULL;
+	size_t i;
+
+	for (i = 0; i < rs->s->nthreads && !t; i++)
+		if (rs->s->threads[i].tid == s->thread)
+			t = &rs->s->threads[i];
+	if (t && wait_thread_by_design(t->name))
+		return true;
+	return s->state != TALLY_THREAD_ON_CPU && wait_kind_of(c, rs, s->stack) == WAIT_BY_DESIGN;
+}
+
+/* The stacks sampled in the holes of each device's largest class, the top few per device. */
 static int largest_stacks(struct idle_why *w, const struct report_section *rs)
 {
 	const struct report_idle_span *sp;
@@ -812,7 +863,12 @@ static int largest_stacks(struct idle_why *w, const struct report_section *rs)
 		return rc;
 	if (w->nstacks - first > 1)
 		qsort(w->stacks + first, w->nstacks - first, sizeof(*w->stacks), by_stack_weight);
-	return keep_top_stacks(w, first);
+	if ((rc = keep_top_stacks(w, first)) != 0)
+		return rc;
+	for (i = first; i < w->nstacks; i++)
+		w->stacks[i].by_design =
+		    by_design((struct report_section *)rs, &w->stacks[i], &w->waits);
+	return 0;
 }
 
 uint64_t idle_why_period(const struct report_section *rs)
@@ -869,6 +925,278 @@ bool idle_why_has_host(const struct idle_why *w)
 	return w->has_host;
 }
 
+/* ---- the cause across processes ---------------------------------------------------------------
+ */
+
+/* Rows of another process's thread in one hole: uses u[0..n) (one window, section and thread,
+ * by stack), the heaviest TOP_STACKS of each source, the rest summed. */
+static int cross_rows(struct idle_why *w, uint32_t gap, const struct proc_use *u, size_t n)
+{
+	size_t from = w->nrows, i;
+
+	for (i = 0; i < n; i++) {
+		struct why_row *row = new_row(w);
+		bool python = u[i].source == TALLY_SAMPLE_PYTHON;
+
+		if (!row)
+			return -ENOMEM;
+		*row = (struct why_row){.gap = gap,
+					.process = u[i].section + 1,
+					.what = python ? WHY_PYTHON : WHY_NATIVE,
+					.state = python ? u[i].state : 0,
+					.thread = u[i].tid,
+					.id = u[i].stack,
+					.count = u[i].samples,
+					.ns = u[i].ns};
+	}
+	/* Python rows first, then native, each by weight (trim_stacks works on one kind) */
+	for (i = from; i < w->nrows && w->rows[i].what == WHY_PYTHON; i++)
+		;
+	if (i > from) {
+		size_t end = w->nrows, nat = end - i;
+		struct why_row *tmp = nat ? malloc(nat * sizeof(*tmp)) : NULL;
+
+		if (nat && !tmp)
+			return -ENOMEM;
+		if (nat)
+			memcpy(tmp, w->rows + i, nat * sizeof(*tmp));
+		w->nrows = i;
+		trim_stacks(w, from);
+		if (nat) {
+			size_t at = w->nrows;
+
+			if (!tally_grow_in((void **)&w->rows, &w->rows_cap, at + nat,
+					   sizeof(*w->rows))) {
+				free(tmp);
+				return -ENOMEM;
+			}
+			memcpy(w->rows + at, tmp, nat * sizeof(*tmp));
+			w->nrows = at + nat;
+			free(tmp);
+			trim_stacks(w, at);
+		}
+	} else {
+		trim_stacks(w, from);
+	}
+	return 0;
+}
+
+static int by_proc_use_native_last(const void *a, const void *b)
+{
+	const struct proc_use *x = a, *y = b;
+
+	if (x->window != y->window)
+		return x->window < y->window ? -1 : 1;
+	if (x->section != y->section)
+		return x->section < y->section ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->source != TALLY_SAMPLE_PYTHON) - (y->source != TALLY_SAMPLE_PYTHON);
+}
+
+/* The holes first..last (one section and device, in time order) the launcher waited on data
+ * in: what the other processes did in each, as rows. */
+static int follow_gaps(struct idle_why *w, const struct jobprocs *jp, const struct report_set *set,
+		       size_t first, size_t last)
+{
+	size_t n, nw = 0, i, j, nu;
+	const struct report_idle_gap *g = report_idle_gaps(w->idle, &n);
+	uint64_t(*win)[2] = malloc((last - first) * sizeof(*win));
+	uint32_t *gap_of = malloc((last - first) * sizeof(*gap_of));
+	struct proc_use *u = NULL;
+	int rc = 0;
+
+	if (!win || !gap_of) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = first; i < last; i++)
+		if (i < w->waited_cap && w->waited[i]) {
+			win[nw][0] = g[i].gap.t0;
+			win[nw][1] = g[i].gap.t1;
+			gap_of[nw++] = (uint32_t)i;
+		}
+	if (!nw || (rc = jobprocs_during(jp, set, g[first].gap.section, (const uint64_t(*)[2])win,
+					 nw, true, &u, &nu)))
+		goto out;
+	if (nu > 1)
+		qsort(u, nu, sizeof(*u), by_proc_use_native_last);
+	for (i = 0; i < nu && rc == 0; i = j) {
+		for (j = i; j < nu && u[j].window == u[i].window && u[j].section == u[i].section &&
+			    u[j].tid == u[i].tid;
+		     j++)
+			;
+		rc = cross_rows(w, gap_of[u[i].window], u + i, j - i);
+	}
+out:
+	free(u);
+	free(win);
+	free(gap_of);
+	return rc;
+}
+
+/* Rows sorted by hole, each hole's own rows first (a stable order: their place before). */
+struct row_at {
+	struct why_row row;
+	size_t at;
+};
+
+static int by_gap_then_place(const void *a, const void *b)
+{
+	const struct row_at *x = a, *y = b;
+
+	if (x->row.gap != y->row.gap)
+		return x->row.gap < y->row.gap ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static int sort_rows(struct idle_why *w)
+{
+	struct row_at *v = w->nrows ? malloc(w->nrows * sizeof(*v)) : NULL;
+	size_t i;
+
+	if (!v)
+		return w->nrows ? -ENOMEM : 0;
+	for (i = 0; i < w->nrows; i++)
+		v[i] = (struct row_at){w->rows[i], i};
+	qsort(v, w->nrows, sizeof(*v), by_gap_then_place);
+	for (i = 0; i < w->nrows; i++)
+		w->rows[i] = v[i].row;
+	free(v);
+	return 0;
+}
+
+static const struct why_thread *launcher_of(const struct idle_why *w, unsigned section,
+					    uint32_t device);
+static const struct why_stack *top_stack(const struct idle_why *w, unsigned section,
+					 uint32_t device, uint64_t thread, bool on_cpu);
+
+/* Whether a device's launching thread waited on data in its largest class's holes (its top
+ * stack there), so that the other processes are looked at. */
+static bool device_waited(struct idle_why *w, struct report_section *rs, uint32_t device)
+{
+	const struct why_thread *l = launcher_of(w, rs->index, device);
+	const struct why_stack *s;
+
+	if (!l || !l->samples || 2 * l->on_cpu >= l->samples)
+		return false;
+	s = top_stack(w, rs->index, device, l->thread, false);
+	return s && wait_kind_of(&w->waits, rs, s->stack) == WAIT_DATA;
+}
+
+static int by_stack_use(const void *a, const void *b)
+{
+	const struct proc_use *x = a, *y = b;
+
+	if (x->section != y->section)
+		return x->section < y->section ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* The other processes' top stacks in a device's listed holes of its largest class. */
+static int follow_device(struct idle_why *w, const struct jobprocs *jp,
+			 const struct report_set *set, const struct report_idle_total *t,
+			 size_t first, size_t last)
+{
+	size_t nw = 0, i, j, k, nu, n;
+	const struct report_idle_gap *g = report_idle_gaps(w->idle, &n);
+	uint64_t(*win)[2] = NULL, total = 0;
+	struct proc_use *u = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	for (i = first; i < last && i < n; i++) {
+		if (g[i].cls != report_idle_largest(t))
+			continue;
+		if (!tally_grow_in((void **)&win, &cap, nw + 1, sizeof(*win))) {
+			free(win);
+			return -ENOMEM;
+		}
+		win[nw][0] = g[i].gap.t0;
+		win[nw++][1] = g[i].gap.t1;
+		total += g[i].gap.t1 - g[i].gap.t0;
+	}
+	if (!nw || (rc = jobprocs_during(jp, set, t->section, (const uint64_t(*)[2])win, nw, false,
+					 &u, &nu)))
+		goto out;
+	if (!tally_grow_in((void **)&w->follow, &w->follow_cap, w->nfollow + 1,
+			   sizeof(*w->follow))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	w->follow[w->nfollow++] = (struct why_follow){t->section, t->device, total};
+	if (nu > 1)
+		qsort(u, nu, sizeof(*u), by_stack_use);
+	for (i = 0; i < nu; i = j) {
+		uint64_t of = 0;
+
+		for (j = i; j < nu && u[j].section == u[i].section && u[j].tid == u[i].tid; j++)
+			of += u[j].samples;
+		for (k = i; k < j && k - i < TOP_LARGEST_STACKS; k++) {
+			bool python = u[k].source == TALLY_SAMPLE_PYTHON;
+
+			if (!tally_grow_in((void **)&w->stacks, &w->stacks_cap, w->nstacks + 1,
+					   sizeof(*w->stacks))) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			w->stacks[w->nstacks++] =
+			    (struct why_stack){.section = t->section,
+					       .device = t->device,
+					       .process = u[k].section + 1,
+					       .thread = u[k].tid,
+					       .source = python ? WHY_PYTHON : WHY_NATIVE,
+					       .state = python ? u[k].state : TALLY_THREAD_ON_CPU,
+					       .stack = u[k].stack,
+					       .count = u[k].samples,
+					       .of = of,
+					       .ns = u[k].ns};
+			w->stacks[w->nstacks - 1].by_design = by_design(
+			    set->sections[u[k].section], &w->stacks[w->nstacks - 1], &w->waits);
+		}
+	}
+out:
+	free(u);
+	free(win);
+	return rc;
+}
+
+int idle_why_follow(struct idle_why *w, const struct jobprocs *jp, const struct report_set *set)
+{
+	size_t n, nt, i, j, k;
+	const struct report_idle_gap *g = report_idle_gaps(w->idle, &n);
+	const struct report_idle_total *t = report_idle_totals(w->idle, &nt);
+	int rc = 0;
+
+	if (!jobprocs_any(jp))
+		return 0;
+	/* the listed holes come a section at a time, its devices in order, as the totals do:
+	 * each group of one (section, device) is followed once, its total found beside it */
+	for (i = 0, k = 0; i < n && rc == 0; i = j) {
+		for (j = i; j < n && g[j].gap.section == g[i].gap.section &&
+			    g[j].gap.device == g[i].gap.device;
+		     j++)
+			;
+		if (w->want_rows)
+			rc = follow_gaps(w, jp, set, i, j);
+		while (k < nt &&
+		       (t[k].section < g[i].gap.section ||
+			(t[k].section == g[i].gap.section && t[k].device < g[i].gap.device)))
+			k++;
+		if (rc == 0 && k < nt && t[k].section == g[i].gap.section &&
+		    t[k].device == g[i].gap.device && t[k].section < set->nsections &&
+		    device_waited(w, set->sections[t[k].section], t[k].device))
+			rc = follow_device(w, jp, set, &t[k], i, j);
+	}
+	if (rc == 0 && w->want_rows)
+		rc = sort_rows(w);
+	return rc;
+}
+
 static const char *idle_why_thread_label_to(const struct report_section *rs, uint64_t thread,
 					    char *buf, size_t len)
 {
@@ -922,8 +1250,9 @@ static const struct why_stack *top_stack(const struct idle_why *w, unsigned sect
 	const struct why_stack *s = idle_why_stacks(w, &n), *best = NULL;
 
 	for (i = 0; i < n; i++)
-		if (s[i].section == section && s[i].device == device && s[i].thread == thread &&
-		    s[i].stack && (s[i].state == TALLY_THREAD_ON_CPU) == on_cpu &&
+		if (s[i].section == section && s[i].device == device && !s[i].process &&
+		    s[i].thread == thread && s[i].stack &&
+		    (s[i].state == TALLY_THREAD_ON_CPU) == on_cpu &&
 		    (!best || s[i].count > best->count))
 			best = &s[i];
 	return best;
@@ -1002,15 +1331,18 @@ static void anyone(const struct idle_cause_ctx *x, struct report_section *rs, ui
 	const struct why_stack *s = idle_why_stacks(x->why, &n), *best = NULL;
 	const struct why_thread *of = NULL, *t;
 	char who[96], whom[96];
+	struct wait_cache waits = {0};
 
 	if (l)
 		used += (size_t)snprintf(buf + used, len - used, "; %s launched the work late%s",
 					 idle_why_thread_label_to(rs, l->thread, who, sizeof(who)),
 					 x->why->has_host ? " (no sample of it here)" : "");
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) /* never a thread that waits by design, nor another process's */
 		if (s[i].section == rs->index && s[i].device == device && s[i].stack &&
+		    !s[i].process && !by_design(rs, &s[i], &waits) &&
 		    (!best || s[i].count > best->count))
 			best = &s[i];
+	wait_cache_fini(&waits);
 	for (i = 0, t = idle_why_threads(x->why, &n); best && i < n; i++)
 		if (t[i].section == rs->index && t[i].device == device &&
 		    t[i].thread == best->thread)
@@ -1021,6 +1353,70 @@ static void anyone(const struct idle_cause_ctx *x, struct report_section *rs, ui
 		 report_frame_label(rs, report_user_frame(rs, best->stack)),
 		 idle_why_thread_label_to(rs, best->thread, whom, sizeof(whom)),
 		 share(best->count, of->samples));
+}
+
+/*
+ * When the launching thread waited on data and the job's other processes were followed
+ * (idle_why_follow): the one busiest in those holes (on a CPU, or waiting in its own code: a
+ * sleep in __getitem__; not by design), its line and its share of the holes.  Returns whether
+ * it said so.
+ */
+static bool cross_cause(const struct idle_cause_ctx *x, struct report_section *rs, uint32_t device,
+			char *buf, size_t len)
+{
+	size_t n, i, k;
+	const struct why_stack *s = idle_why_stacks(x->why, &n), *top = NULL;
+	uint64_t windows = 0, busy = 0, best_busy = 0;
+	unsigned best = 0;
+	struct wait_cache waits = {0};
+	struct line_cache lines = {0};
+	char l[600];
+
+	for (i = 0; i < x->why->nfollow; i++)
+		if (x->why->follow[i].section == rs->index && x->why->follow[i].device == device)
+			windows = x->why->follow[i].windows_ns;
+	for (i = 0; windows && i < n; i = k) { /* a process's stacks are together */
+		struct report_section *ps;
+
+		if (s[i].section != rs->index || s[i].device != device || !s[i].process) {
+			k = i + 1;
+			continue;
+		}
+		ps = s[i].process - 1 < x->set->nsections ? x->set->sections[s[i].process - 1]
+							  : NULL;
+		for (k = i, busy = 0; k < n && s[k].section == rs->index && s[k].device == device &&
+				      s[k].process == s[i].process;
+		     k++)
+			if (ps && s[k].stack && !by_design(ps, &s[k], &waits))
+				busy += s[k].ns;
+		if (busy > best_busy) {
+			best_busy = busy;
+			best = s[i].process;
+		}
+	}
+	for (i = 0; best && i < n; i++) {
+		struct report_section *ps = x->set->sections[best - 1];
+
+		if (s[i].section == rs->index && s[i].device == device && s[i].process == best &&
+		    s[i].stack && !by_design(ps, &s[i], &waits) && (!top || s[i].ns > top->ns))
+			top = &s[i];
+	}
+	if (top) {
+		struct report_section *ps = x->set->sections[best - 1];
+
+		snprintf(buf, len,
+			 "; meanwhile pid %" PRIu64
+			 " was %s %s, %.0f%% of these gaps: the launching "
+			 "thread waited on another process's work",
+			 ps->s->pid,
+			 top->state == TALLY_THREAD_ON_CPU ? "on the CPU in"
+							   : "waiting in its own code at",
+			 host_line_label(ps, host_line_of(&lines, ps, top->stack), l, sizeof(l)),
+			 share(top->ns > windows ? windows : top->ns, windows));
+	}
+	wait_cache_fini(&waits);
+	line_cache_fini(&lines);
+	return top != NULL;
 }
 
 /* "; MainThread (tid 2001) launched the work late: it was on the CPU in f (a.py:3), 65% of its
@@ -1041,12 +1437,19 @@ static void cause_threads(const struct idle_cause_ctx *x, struct report_section 
 	idle_why_thread_label_to(rs, l->thread, who, sizeof(who));
 	on_cpu = 2 * l->on_cpu >= l->samples;
 	s = top_stack(x->why, rs->index, device, l->thread, on_cpu);
-	used += (size_t)snprintf(buf + used, len - used,
-				 "; %s launched the work late: it was %s %s, %.0f%% of its "
-				 "samples in these gaps",
-				 who, on_cpu ? "on the CPU in" : "waiting in",
-				 s ? report_frame_label(rs, report_user_frame(rs, s->stack)) : "?",
-				 s ? share(s->count, l->samples) : 0.0);
+	if (s)
+		used += (size_t)snprintf(buf + used, len - used,
+					 "; %s launched the work late: it was %s %s, %.0f%% of its "
+					 "samples in these gaps",
+					 who, on_cpu ? "on the CPU in" : "waiting in",
+					 report_frame_label(rs, report_user_frame(rs, s->stack)),
+					 share(s->count, l->samples));
+	else /* its samples there name no frame (torn, or native samples only) */
+		used += (size_t)snprintf(buf + used, len - used,
+					 "; %s launched the work late: it was %s in these gaps",
+					 who, on_cpu ? "on the CPU" : "waiting");
+	if (!on_cpu && used < len && cross_cause(x, rs, device, buf + used, len - used))
+		return;
 	if (on_cpu || used >= len || !(o = producer(x, rs, l, s)) ||
 	    !(s = top_stack(x->why, rs->index, device, o->thread, true)))
 		return;

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "idle.h"
+#include "jobprocs.h"
 
 enum why_what {
 	WHY_GAP,	  /* the hole itself: class and reasoning */
@@ -33,10 +34,11 @@ enum why_what {
 #define WHY_CUPTI_THREAD (1ull << 32)
 
 struct why_row {
-	uint32_t gap;	/* index into report_idle_gaps() */
-	uint8_t what;	/* enum why_what */
-	uint8_t state;	/* WHY_PYTHON: the thread's state (enum tally_thread_state) */
-	uint8_t source; /* WHY_MORE_STACKS: WHY_PYTHON or WHY_NATIVE */
+	uint32_t gap;	  /* index into report_idle_gaps() */
+	unsigned process; /* samples of another process of the job: its section + 1; else 0 */
+	uint8_t what;	  /* enum why_what */
+	uint8_t state;	  /* WHY_PYTHON: the thread's state (enum tally_thread_state) */
+	uint8_t source;	  /* WHY_MORE_STACKS: WHY_PYTHON or WHY_NATIVE */
 	bool sync; /* WHY_CUDA: a call that waits for the GPU (a synchronize, a blocking copy) */
 	bool unexamined; /* WHY_GAP: the section's budget of overlaps was spent before it */
 	uint64_t thread; /* see WHY_CUPTI_THREAD; WHY_MORE_THREADS: how many threads */
@@ -50,14 +52,16 @@ struct why_row {
 struct why_stack {
 	unsigned section;
 	uint32_t device;
-	uint64_t thread; /* the kernel tid of the thread sampled */
-	uint8_t source;	 /* WHY_PYTHON or WHY_NATIVE */
-	uint8_t state;	 /* the thread's state (enum tally_thread_state; native: on CPU) */
-	uint32_t stack;	 /* 0: torn */
-	uint64_t count;	 /* samples */
-	uint64_t of;	 /* samples of that thread and source in those holes */
-	uint64_t ns;	 /* the time they stand for: each to its thread's next sample, a period at
-			    most, within the hole */
+	unsigned process; /* sampled in another process of the job: its section + 1; else 0 */
+	uint64_t thread;  /* the kernel tid of the thread sampled */
+	uint8_t source;	  /* WHY_PYTHON or WHY_NATIVE */
+	uint8_t state;	  /* the thread's state (enum tally_thread_state; native: on CPU) */
+	bool by_design;	  /* a thread that waits by design, waiting (waits.h) */
+	uint32_t stack;	  /* 0: torn */
+	uint64_t count;	  /* samples */
+	uint64_t of;	  /* samples of that thread and source in those holes */
+	uint64_t ns;	  /* the time they stand for: each to its thread's next sample, a period at
+			     most, within the hole */
 };
 
 /* Per device, the thread that launched the work ending its largest class's holes (the most of
@@ -83,6 +87,16 @@ int idle_why_section(struct idle_why *w, struct report_section *rs);
 
 const struct why_row *idle_why_rows(const struct idle_why *w, size_t *n);
 const struct why_stack *idle_why_stacks(const struct idle_why *w, size_t *n);
+/*
+ * After the pass (jobprocs_finish done): the cause across processes.  For every listed hole in
+ * which the thread that launched the work after it waited on a queue, pipe or socket (waits.h:
+ * most of its samples there, or a blocking read), rows of what the job's other processes
+ * (jobprocs.h: its descendants) were doing in it, their top stacks per thread; and for every
+ * device whose launching thread waited so in its largest class's holes, their top stacks in
+ * those holes, for gpu_idle_breakdown and idle_cause.  0 or -ENOMEM.
+ */
+int idle_why_follow(struct idle_why *w, const struct jobprocs *jp, const struct report_set *set);
+
 /* Whether any section had host samples, blocking calls (false: the reports say how to record). */
 bool idle_why_has_host(const struct idle_why *w);
 

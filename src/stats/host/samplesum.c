@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+#include "hash.h"
 #include "samplesum.h"
 #include "stacks.h"
 
@@ -58,10 +60,10 @@ static bool counts_grow(struct stack_counts *c, uint32_t id)
 		return true;
 	while (cap <= id)
 		cap *= 2;
-	n = realloc(c->n, cap * sizeof(*n));
+	n = tally_resize(c->n, cap, sizeof(*n));
 	if (n)
 		c->n = n;
-	on = n ? realloc(c->on_cpu, cap * sizeof(*on)) : NULL;
+	on = n ? tally_resize(c->on_cpu, cap, sizeof(*on)) : NULL;
 	if (!on)
 		return false;
 	c->on_cpu = on;
@@ -101,13 +103,10 @@ int sample_sum_add(struct sample_sum *s, const struct report_section *rs,
 
 /* ---- rows by label ------------------------------------------------------------------------- */
 
-static uint64_t hash(const char *label, unsigned kind, bool by_line)
+/* A row's key: its label, and what kind of row it is. */
+static uint64_t label_hash(const char *label, unsigned kind, bool by_line)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ (kind * 2u + by_line);
-
-	while (*label)
-		h = (h ^ (unsigned char)*label++) * 0x100000001b3ull;
-	return h;
+	return tally_hash_bytes_from(TALLY_FNV_START ^ (kind * 2u + by_line), label, strlen(label));
 }
 
 static bool rehash(struct sample_sum *s)
@@ -120,7 +119,7 @@ static bool rehash(struct sample_sum *s)
 	for (i = 0; i < s->nrows; i++) {
 		const struct sample_sum_row *r = &s->rows[i];
 
-		for (k = hash(r->label, r->kind, r->by_line) & (nslot - 1); slot[k];
+		for (k = label_hash(r->label, r->kind, r->by_line) & (nslot - 1); slot[k];
 		     k = (k + 1) & (nslot - 1))
 			;
 		slot[k] = (uint32_t)i + 1;
@@ -139,7 +138,7 @@ static struct sample_sum_row *row_of(struct sample_sum *s, const char *label, un
 
 	if ((s->nrows + 1) * 2 > s->nslot && !rehash(s))
 		return NULL;
-	for (k = hash(label, kind, by_line) & (s->nslot - 1); s->slot[k];
+	for (k = label_hash(label, kind, by_line) & (s->nslot - 1); s->slot[k];
 	     k = (k + 1) & (s->nslot - 1)) {
 		r = &s->rows[s->slot[k] - 1];
 		if (r->kind == kind && r->by_line == by_line && strcmp(r->label, label) == 0)
@@ -147,7 +146,7 @@ static struct sample_sum_row *row_of(struct sample_sum *s, const char *label, un
 	}
 	if (s->nrows == s->rows_cap) {
 		size_t cap = s->rows_cap ? 2 * s->rows_cap : 64;
-		struct sample_sum_row *t = realloc(s->rows, cap * sizeof(*t));
+		struct sample_sum_row *t = tally_resize(s->rows, cap, sizeof(*t));
 
 		if (!t)
 			return NULL;

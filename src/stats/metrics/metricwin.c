@@ -644,15 +644,6 @@ static void busy_results(struct wpass *p, const struct group *grp)
 
 /* ---- NVTX ranges ---------------------------------------------------------------------------- */
 
-static uint64_t hash_text(const char *t)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (*t)
-		h = (h ^ (unsigned char)*t++) * 0x100000001b3ull;
-	return h;
-}
-
 static bool names_grow(struct gm *g)
 {
 	size_t nslot = g->nslot ? 2 * g->nslot : 64, i, j;
@@ -661,7 +652,8 @@ static bool names_grow(struct gm *g)
 	if (!slot)
 		return false;
 	for (i = 0; i < g->nnames; i++) {
-		for (j = hash_text(g->names[i].s) & (nslot - 1); slot[j]; j = (j + 1) & (nslot - 1))
+		for (j = tally_hash_str(g->names[i].s) & (nslot - 1); slot[j];
+		     j = (j + 1) & (nslot - 1))
 			;
 		slot[j] = (uint32_t)i + 1;
 	}
@@ -679,7 +671,8 @@ static long name_index(struct gm *g, const char *text)
 
 	if ((g->nnames + 1) * 2 > g->nslot && !names_grow(g))
 		return -1;
-	for (j = hash_text(text) & (g->nslot - 1); g->name_slot[j]; j = (j + 1) & (g->nslot - 1))
+	for (j = tally_hash_str(text) & (g->nslot - 1); g->name_slot[j];
+	     j = (j + 1) & (g->nslot - 1))
 		if (strcmp(g->names[g->name_slot[j] - 1].s, text) == 0)
 			return (long)g->name_slot[j] - 1;
 	if (!(v = tally_grow(g->names, &g->ncap, g->nnames + 1, sizeof(*v))) ||

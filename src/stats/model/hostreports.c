@@ -147,6 +147,20 @@ static const char *row_detail(const struct view_ctx *x, struct report_section *r
 	}
 }
 
+/* A thread of the gap's process, or "pid N: thread" of another process of the job. */
+static const char *thread_cell(const struct view_ctx *x, struct report_section *rs,
+			       unsigned process, uint64_t thread)
+{
+	static char buf[160];
+	struct report_section *ps = process ? section_of(x, process - 1) : NULL;
+
+	if (!ps)
+		return rs ? idle_why_thread_label(rs, thread) : "";
+	snprintf(buf, sizeof(buf), "pid %" PRIu64 ": %s", ps->s->pid,
+		 idle_why_thread_label(ps, thread));
+	return buf;
+}
+
 static void why_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
 	const struct view_ctx *x = ctx;
@@ -154,6 +168,7 @@ static void why_cell(const void *ctx, size_t row, size_t col, struct report_cell
 	const struct why_row *w = idle_why_rows(x->st->why, &n) + row;
 	const struct report_idle_gap *g = report_idle_gaps(x->st->idle, &n) + w->gap;
 	struct report_section *rs = section_of(x, g->gap.section);
+	struct report_section *sampled = w->process ? section_of(x, w->process - 1) : rs;
 	uint64_t dur = g->gap.t1 - g->gap.t0;
 
 	switch (col) {
@@ -179,9 +194,9 @@ static void why_cell(const void *ctx, size_t row, size_t col, struct report_cell
 		set_s(c, idle_class_name(g->cls));
 		break;
 	case 7:
-		set_s(c, w->what == WHY_GAP || w->what == WHY_MORE_THREADS || !rs
+		set_s(c, w->what == WHY_GAP || w->what == WHY_MORE_THREADS
 			     ? ""
-			     : idle_why_thread_label(rs, w->thread));
+			     : thread_cell(x, rs, w->process, w->thread));
 		break;
 	case 8:
 		set_s(c, what_names[w->what]);
@@ -196,7 +211,7 @@ static void why_cell(const void *ctx, size_t row, size_t col, struct report_cell
 		set_d(c, w->ns >= dur ? 100.0 : pct(w->ns, dur));
 		break;
 	default:
-		set_s(c, rs ? row_detail(x, rs, w, g) : "");
+		set_s(c, sampled ? row_detail(x, sampled, w, g) : "");
 	}
 }
 
@@ -283,25 +298,28 @@ static uint64_t idle_sum(const struct report_idle_total *t)
 static void breakdown_stack_cell(const struct view_ctx *x, const struct why_stack *s, uint8_t cls,
 				 size_t col, struct report_cell *c)
 {
-	static char cat[64];
+	static char cat[120];
 	struct report_section *rs = section_of(x, s->section);
+	struct report_section *sampled = s->process ? section_of(x, s->process - 1) : rs;
 
 	if (col == 3) {
-		snprintf(cat, sizeof(cat), "%s: %s stack%s", idle_class_name(cls),
+		snprintf(cat, sizeof(cat), "%s: %s stack%s%s", idle_class_name(cls),
 			 s->source == WHY_PYTHON ? "python" : "native",
-			 s->source == WHY_PYTHON && s->state != TALLY_THREAD_ON_CPU ? ", waiting"
-										    : "");
+			 s->source == WHY_PYTHON && s->state != TALLY_THREAD_ON_CPU
+			     ? (s->by_design ? ", waiting by design" : ", waiting")
+			     : "",
+			 s->process ? ", another process of the job" : "");
 		set_s(c, cat);
 	} else if (col == 5) { /* the thread's time these samples stand for, within the gaps */
 		set_u(c, s->ns);
 	} else if (col == 8) {
-		set_s(c, rs ? idle_why_thread_label(rs, s->thread) : "");
+		set_s(c, thread_cell(x, rs, s->process, s->thread));
 	} else if (col == 9) {
 		set_u(c, s->count);
 	} else if (col == 10) {
 		set_d(c, pct(s->count, s->of));
 	} else if (col == 11) {
-		set_s(c, rs ? stack_text(rs, s->stack) : "");
+		set_s(c, sampled ? stack_text(sampled, s->stack) : "");
 	}
 }
 

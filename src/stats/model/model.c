@@ -96,6 +96,11 @@ const struct report_def report_defs[] = {
 			    "the trace(s) hold no GPU metrics inside NVTX ranges (record with "
 			    "--gpu-metrics and NVTX ranges)",
 			    view_metrics_nvtx},
+    [R_STEP_BOUND] = {"step_bound", "What Bounds Each Step", false, false, NEED_BOUND,
+		      cols_step_bound,
+		      "no steps: no NVTX range 'step' or 'ProfilerStep' (or --range NAME) in three "
+		      "steady steps or more, and no repeating pattern of launches",
+		      view_step_bound},
 };
 const unsigned report_defs_count = R_COUNT;
 

@@ -10,6 +10,7 @@
 
 #include "stats-int.h"
 #include "table.h"
+#include "units.h"
 
 static void set_pct(struct report_cell *c, uint64_t part, uint64_t whole)
 {
@@ -41,19 +42,6 @@ static uint64_t pid_of(const struct view_ctx *x, unsigned i)
 static int64_t rel(const struct view_ctx *x, uint64_t t)
 {
 	return (int64_t)(t - x->st->base);
-}
-
-static const char *dur(uint64_t ns, char *buf, size_t len)
-{
-	if (ns >= 1000000000ull)
-		snprintf(buf, len, "%.3f s", (double)ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
-	else if (ns >= 1000ull)
-		snprintf(buf, len, "%.3f us", (double)ns / 1e3);
-	else
-		snprintf(buf, len, "%" PRIu64 " ns", ns);
-	return buf;
 }
 
 /* ---- gpu_time_breakdown ----------------------------------------------------------------- */
@@ -92,7 +80,7 @@ static void bd_note(const struct bd_row *r, struct report_cell *c)
 		return;
 	snprintf(note, sizeof(note),
 		 "%" PRIu64 " record(s) came over 10 s out of order: up to %s of them not counted",
-		 r->late, dur(r->late_ns, d, sizeof(d)));
+		 r->late, tally_fmt_ns(d, sizeof(d), r->late_ns));
 	set_s(c, note);
 }
 
@@ -241,15 +229,17 @@ static const char *steps_verdict_text(const struct view_ctx *x, const struct ste
 			 "straggler: %s, slowest in %" PRIu64 " of %" PRIu64
 			 " steps, lead %s > spread %s",
 			 rank_of(x, v->candidate), v->slowest_count, v->steps,
-			 dur((uint64_t)v->lead, a, sizeof(a)), dur(v->spread, b, sizeof(b)));
+			 tally_fmt_ns(a, sizeof(a), (uint64_t)v->lead),
+			 tally_fmt_ns(b, sizeof(b), v->spread));
 	else
 		snprintf(text, sizeof(text),
 			 "no straggler: the slowest most often (%s, %" PRIu64 " of %" PRIu64
 			 ") leads by %s%s, within the spread %s",
 			 rank_of(x, v->candidate), v->slowest_count, v->steps,
 			 v->lead < 0 ? "-" : "",
-			 dur(v->lead < 0 ? (uint64_t)-v->lead : (uint64_t)v->lead, a, sizeof(a)),
-			 dur(v->spread, b, sizeof(b)));
+			 tally_fmt_ns(a, sizeof(a),
+				      v->lead < 0 ? (uint64_t)-v->lead : (uint64_t)v->lead),
+			 tally_fmt_ns(b, sizeof(b), v->spread));
 	if (v->missing) { /* a process left out is said, never silently dropped */
 		size_t len = strlen(text);
 
@@ -382,21 +372,31 @@ static void q_cell(const void *ctx, size_t row, size_t col, struct report_cell *
 /* ---- diagnosis ---------------------------------------------------------------------------- */
 
 const struct report_col cols_findings[] = {
-    {"Rule", COL_STR},	  {"Cost (ns)", COL_U64}, {"Cost (% of GPU time)", COL_PCT},
-    {"Finding", COL_STR}, {"Proof", COL_STR},	  {"Where", COL_STR},
-    {"Why", COL_STR},	  {"Try", COL_STR},	  {NULL},
+    {"Rule", COL_STR},
+    {"Cost (ns)", COL_U64},
+    {"Cost (% of GPU time)", COL_PCT},
+    {"Share (% of step)", COL_PCT},
+    {"Finding", COL_STR},
+    {"Proof", COL_STR},
+    {"Where", COL_STR},
+    {"Why", COL_STR},
+    {"Try", COL_STR},
+    {NULL},
 };
 
 static void dg_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
 	const struct view_ctx *x = ctx;
 	const struct diag_finding *f = &x->st->findings[row];
-	const char *s[] = {f->rule, NULL, NULL, f->figure, f->proof, f->where, f->why, f->try_};
+	const char *s[] = {f->rule,  NULL,     NULL,   NULL,   f->figure,
+			   f->proof, f->where, f->why, f->try_};
 
 	if (col == 1)
 		set_u(c, f->cost);
 	else if (col == 2 && f->cost)
 		set_d(c, f->share);
+	else if (col == 3 && f->step_share >= 0)
+		set_d(c, f->step_share);
 	else if (s[col] && *s[col])
 		set_s(c, s[col]);
 }
@@ -450,5 +450,5 @@ void view_findings(struct view_ctx *x, struct report_view *v)
 	v->cell = dg_cell;
 	v->nrows = x->st->nfindings;
 	v->blocks = true;
-	v->block_title = 3;
+	v->block_title = 4;
 }

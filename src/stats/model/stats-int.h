@@ -3,6 +3,7 @@
 #ifndef TALLY_STATS_STATS_INT_H
 #define TALLY_STATS_STATS_INT_H
 
+#include "bound.h"
 #include "breakdown.h"
 #include "depth.h"
 #include "diagnosis.h"
@@ -10,6 +11,7 @@
 #include "hashmap.h"
 #include "idle.h"
 #include "idlewhy.h"
+#include "jobprocs.h"
 #include "jobs.h"
 #include "launch.h"
 #include "memusage.h"
@@ -50,6 +52,7 @@ enum report_id {
 	R_OSRT_SUM,
 	R_GPU_METRICS_SUM,
 	R_GPU_METRICS_NVTX,
+	R_STEP_BOUND, /* stepreports.c */
 	R_COUNT,
 };
 
@@ -180,8 +183,10 @@ struct stats {
 	uint32_t osrt_group[TALLY_OSRT_CALL_MAX]; /* osrt_sum: group index + 1 by call */
 	struct idle_bd_row *bd_rows;		  /* gpu_idle_breakdown's rows (hostreports.c) */
 	size_t nbd_rows;
-	struct gm *gm; /* GPU metrics: gpu_metrics_sum, _nvtx_sum, and gpu_gaps' metrics */
-	char err[400]; /* why stats_finish failed, when not for memory */
+	struct gm *gm;		/* GPU metrics: gpu_metrics_sum, _nvtx_sum, and gpu_gaps' metrics */
+	struct jobprocs *procs; /* the other processes' samples, for the waits across processes */
+	struct bound *bound;	/* what bounds each step: step_bound and the diagnosis */
+	char err[400];		/* why stats_finish failed, when not for memory */
 };
 
 /*
@@ -208,6 +213,7 @@ enum stats_need {
 	NEED_METRIC_RANGES = 1u << 15, /* metricsum.h over NVTX ranges */
 	NEED_JOBS = 1u << 16,	       /* jobs.h */
 	NEED_FINDINGS = 1u << 17,      /* diagnosis.h */
+	NEED_BOUND = 1u << 18,	       /* bound.h: what bounds each step */
 };
 
 /* One report's view over the model, for the table writer: every cell function's ctx. */
@@ -236,6 +242,7 @@ void view_steps(struct view_ctx *x, struct report_view *v);	     /* reports-anal
 void view_launches(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
 void view_queues(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
 void view_findings(struct view_ctx *x, struct report_view *v);	     /* reports-analyses.c */
+void view_step_bound(struct view_ctx *x, struct report_view *v);     /* stepreports.c */
 void view_idle_why(struct view_ctx *x, struct report_view *v);	     /* hostreports.c */
 void view_idle_breakdown(struct view_ctx *x, struct report_view *v); /* hostreports.c */
 void view_samples(struct view_ctx *x, struct report_view *v);	     /* hostreports.c */
@@ -245,7 +252,7 @@ extern const struct report_col cols_kern[], cols_kern_gb[], cols_api[], cols_nvt
     cols_memsize[], cols_stack[], cols_mem_usage[], cols_gpu_trace[], cols_api_trace[], cols_gaps[],
     cols_util[], cols_metrics[], cols_metrics_nvtx[];
 extern const struct report_col cols_breakdown[], cols_overlap[], cols_spread[], cols_steps[],
-    cols_launches[], cols_queues[], cols_findings[];
+    cols_launches[], cols_queues[], cols_findings[], cols_step_bound[];
 extern const struct report_col cols_idle_why[], cols_idle_breakdown[], cols_samples[];
 
 /* summary.c: a section's chunks and records kept for its summary; a summary's aggregates merged */
@@ -271,8 +278,5 @@ int stats_classify_gaps(struct stats *st, const struct report_set *set);
 int host_reports_finish(struct stats *st);
 
 bool stats_wants(const struct stats *st, enum report_id r);
-/* The i-th row of cuda_gpu_trace, cuda_api_trace in order (ask in order: a writer's pass). */
-const struct gpu_row *stats_gpu_row(const struct stats *st, size_t i);
-const struct api_row *stats_api_row(const struct stats *st, size_t i);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "hash.h"
 #include "satmath.h"
 #include "select.h"
 #include "stats-int.h"
@@ -100,7 +101,7 @@ static void vec_push(struct stats *st, struct group *g, uint64_t x)
 				sketch_value(st, g, x);
 			return;
 		}
-		t = realloc(v->v, cap * sizeof(*t));
+		t = tally_resize(v->v, cap, sizeof(*t));
 		if (!t) {
 			st->failed = true;
 			return;
@@ -121,57 +122,14 @@ static void *row_push(struct stats *st, struct spill *v)
 	return row;
 }
 
-/* The i-th row: in place while the rows fit the budget, else from the merge, going on from the
- * row asked for before (the writers ask in order; a table twice: its widths, then its rows). */
-static const void *trace_row(struct spill *s, struct row_cursor *c, size_t i)
-{
-	void *p = spill_at(s, i);
-
-	if (p || !spill_spilled(s))
-		return p;
-	if (c->at && i + 1 == c->at)
-		return c->row;
-	if (i + 1 < c->at || !c->at) {
-		if (spill_rewind(s) < 0)
-			return NULL;
-		c->at = 0;
-	}
-	while (c->at <= i && (c->row = spill_next(s)))
-		c->at++;
-	return c->at == i + 1 ? c->row : NULL;
-}
-
-const struct gpu_row *stats_gpu_row(const struct stats *st, size_t i)
-{
-	struct stats *w = (struct stats *)st; /* the cursor is a cache of the rows' order */
-
-	return trace_row(&w->gpu, &w->gpu_at, i);
-}
-
-const struct api_row *stats_api_row(const struct stats *st, size_t i)
-{
-	struct stats *w = (struct stats *)st;
-
-	return trace_row(&w->api, &w->api_at, i);
-}
-
 /* ---- group tables ---------------------------------------------------------------------- */
-
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	while (n--)
-		h = (h ^ *s++) * 0x100000001b3ull;
-	return h;
-}
 
 static uint64_t group_hash(const char *name, const int32_t *gb, unsigned style)
 {
-	uint64_t h = hash_bytes(0xcbf29ce484222325ull, name, strlen(name));
+	uint64_t h = tally_hash_str(name);
 
-	h = hash_bytes(h, &style, sizeof(style));
-	return gb ? hash_bytes(h, gb, 6 * sizeof(int32_t)) : h;
+	h = tally_hash_bytes_from(h, &style, sizeof(style));
+	return gb ? tally_hash_bytes_from(h, gb, 6 * sizeof(int32_t)) : h;
 }
 
 static bool group_equal(const struct group *g, const char *name, const int32_t *gb, unsigned style)
@@ -219,7 +177,7 @@ long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned 
 			return (long)t->slot[i] - 1;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? 2 * t->cap : 16;
-		struct group *ng = realloc(t->g, cap * sizeof(*ng));
+		struct group *ng = tally_resize(t->g, cap, sizeof(*ng));
 
 		if (!ng)
 			return -1;
@@ -280,7 +238,7 @@ static uint32_t *id_slot(uint32_t **cache, uint32_t *n, uint32_t id)
 			cap *= 2;
 		if (cap <= id)
 			return NULL;
-		t = realloc(*cache, cap * sizeof(*t));
+		t = tally_resize(*cache, cap, sizeof(*t));
 		if (!t)
 			return NULL;
 		memset(t + *n, 0, (cap - *n) * sizeof(*t));
@@ -418,9 +376,7 @@ static bool pool_grow(struct strpool *p)
 	for (i = 0; i < p->cap; i++) {
 		if (!p->slot[i])
 			continue;
-		for (j = hash_bytes(0xcbf29ce484222325ull, p->slot[i], strlen(p->slot[i])) &
-			 (cap - 1);
-		     slot[j]; j = (j + 1) & (cap - 1))
+		for (j = tally_hash_str(p->slot[i]) & (cap - 1); slot[j]; j = (j + 1) & (cap - 1))
 			;
 		slot[j] = p->slot[i];
 	}
@@ -440,8 +396,7 @@ static const char *pool_name(struct stats *st, const char *s)
 		st->failed = true;
 		return NULL;
 	}
-	for (i = hash_bytes(0xcbf29ce484222325ull, s, strlen(s)) & (p->cap - 1); p->slot[i];
-	     i = (i + 1) & (p->cap - 1))
+	for (i = tally_hash_str(s) & (p->cap - 1); p->slot[i]; i = (i + 1) & (p->cap - 1))
 		if (strcmp(p->slot[i], s) == 0)
 			return p->slot[i];
 	p->slot[i] = strdup(s);
@@ -950,10 +905,13 @@ static int idle_section_end(struct stats *st, struct report_section *rs)
 	return rc ? rc : idle_why_section(st->why, rs);
 }
 
+/* The cause across processes (the job's other processes, kept by the row above), then the
+ * breakdown's rows. */
 static int idle_end(struct stats *st, const struct report_set *set)
 {
-	(void)set;
-	return host_reports_finish(st);
+	int rc = st->procs ? idle_why_follow(st->why, st->procs, set) : 0;
+
+	return rc ? rc : host_reports_finish(st);
 }
 
 static void idle_drop(struct stats *st)
@@ -961,6 +919,60 @@ static void idle_drop(struct stats *st)
 	free(st->bd_rows);
 	idle_why_free(st->why);
 	report_idle_free(st->idle);
+}
+
+/* jobprocs.h: the samples of the processes that ran no GPU work, kept to the end */
+static int procs_make(struct stats *st)
+{
+	return made(st->procs = jobprocs_new());
+}
+
+static int procs_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			 size_t n)
+{
+	return jobprocs_add(st->procs, rs, r, n);
+}
+
+static int procs_section_end(struct stats *st, struct report_section *rs)
+{
+	return jobprocs_section_end(st->procs, rs);
+}
+
+static int procs_end(struct stats *st, const struct report_set *set)
+{
+	return jobprocs_finish(st->procs, set);
+}
+
+static void procs_drop(struct stats *st)
+{
+	jobprocs_free(st->procs);
+}
+
+/* bound.h: after the idle holes of each section (the row above it), then across processes */
+static int bound_make(struct stats *st)
+{
+	return made(st->bound = bound_new(st->req.range));
+}
+
+static int bound_records(struct stats *st, struct report_section *rs, const struct tally_record *r,
+			 size_t n)
+{
+	return bound_add(st->bound, rs, r, n);
+}
+
+static int bound_section(struct stats *st, struct report_section *rs)
+{
+	return bound_section_end(st->bound, rs, st->idle);
+}
+
+static int bound_end(struct stats *st, const struct report_set *set)
+{
+	return bound_finish(st->bound, set, st->procs);
+}
+
+static void bound_drop(struct stats *st)
+{
+	bound_free(st->bound);
 }
 
 /* jobs.h: always (every output warns of traces of several jobs) */
@@ -982,6 +994,8 @@ static int findings_end(struct stats *st, const struct report_set *set)
 	in.jobs = &st->jobs;
 	in.idle_cause = idle_cause;
 	in.idle_ctx = &cause;
+	in.bound = bound_rows(st->bound, &in.nbound);
+	in.gm = st->gm;
 	return diagnose(&in, &st->findings, &st->nfindings);
 }
 
@@ -991,7 +1005,8 @@ static void findings_drop(struct stats *st)
 }
 
 #define NEED_DIAGNOSIS_READS                                                                       \
-	(NEED_BREAKDOWN | NEED_LAUNCHES | NEED_STEPS | NEED_MEMORY | NEED_IDLE | NEED_JOBS)
+	(NEED_BREAKDOWN | NEED_LAUNCHES | NEED_STEPS | NEED_MEMORY | NEED_IDLE | NEED_JOBS |       \
+	 NEED_BOUND)
 
 static const struct analysis analyses[] = {
     {NEED_GAPS | NEED_UTIL, 0, gaps_make, NULL, gaps_records, gaps_section_end, NULL, gaps_drop},
@@ -1009,8 +1024,12 @@ static const struct analysis analyses[] = {
      metrics_end, metrics_drop},
     {NEED_BREAKDOWN | NEED_IDLE | NEED_WHY_ROWS, 0, NULL, NULL, NULL, NULL, stats_classify_gaps,
      NULL},
+    {NEED_IDLE | NEED_WHY_ROWS | NEED_BOUND, 0, procs_make, NULL, procs_records, procs_section_end,
+     procs_end, procs_drop},
     {NEED_IDLE | NEED_WHY_ROWS, NEED_METRICS, idle_make, NULL, idle_records, idle_section_end,
      idle_end, idle_drop},
+    {NEED_BOUND, NEED_IDLE | NEED_METRICS, bound_make, NULL, bound_records, bound_section,
+     bound_end, bound_drop},
     {0, 0, NULL, NULL, NULL, NULL, jobs_end, NULL},
     {NEED_FINDINGS, NEED_DIAGNOSIS_READS, NULL, NULL, NULL, NULL, findings_end, findings_drop},
 };
@@ -1429,6 +1448,12 @@ const struct bd_row *stats_breakdown(const struct stats *st, size_t *n)
 {
 	*n = 0;
 	return st->bd ? breakdown_rows(st->bd, n) : NULL;
+}
+
+const struct bound_row *stats_bound(const struct stats *st, size_t *n)
+{
+	*n = 0;
+	return st->bound ? bound_rows(st->bound, n) : NULL;
 }
 
 const struct report_gap *stats_gaps(const struct stats *st, size_t *n)

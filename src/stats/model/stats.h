@@ -121,10 +121,13 @@ int stats_summary_each(const uint8_t *payload, size_t len, stats_summary_fn fn, 
 
 /* The analyses behind the reports, for the page and the exports (NULL: not computed). */
 struct bd_row;
+struct bound_row;
 struct qseries;
 struct mem_usage;
 struct report_jobs;
 const struct bd_row *stats_breakdown(const struct stats *st, size_t *n);
+/* What bounds each step, per process and device with steps (bound.h); NULL when not made. */
+const struct bound_row *stats_bound(const struct stats *st, size_t *n);
 /* gpu_gaps' gaps (gaps.h), each of its one class, when a report asked for them. */
 struct report_gap;
 const struct report_gap *stats_gaps(const struct stats *st, size_t *n);

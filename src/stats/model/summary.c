@@ -173,7 +173,7 @@ int stats_partial_records(struct stats *st, struct report_section *rs, const str
 
 			while (cap <= id)
 				cap *= 2;
-			if (!(t = realloc(p->kern_ns, cap * sizeof(*t))))
+			if (!(t = tally_resize(p->kern_ns, cap, sizeof(*t))))
 				return -ENOMEM;
 			memset(t + p->nkern, 0, (cap - p->nkern) * sizeof(*t));
 			p->kern_ns = t;
