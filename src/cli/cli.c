@@ -2,6 +2,7 @@
 /* Shared CLI helpers; see cli.h. */
 #include "cli.h"
 #include "clock.h"
+#include "outfile.h"
 #include "table.h"
 #include "text.h"
 #include "trace-set.h"
@@ -9,9 +10,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +34,25 @@ static void put_message(const char *fmt, va_list ap)
 	free(msg);
 }
 
+/* What to do when a file could not be opened for want of descriptors: the limit, and the fix. */
+static void descriptors_hint(const char *fmt, va_list ap)
+{
+	struct rlimit rl;
+	char msg[512];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (!strstr(msg, strerror(EMFILE)) && !strstr(msg, strerror(ENFILE)))
+		return;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		rl.rlim_cur = 0;
+	fprintf(
+	    stderr,
+	    "%s:   this process may have %llu files open at once (RLIMIT_NOFILE, ulimit -n), and "
+	    "tally reads with a few at a time: raise the limit (ulimit -n 1024), or give fewer "
+	    "inputs to one command\n",
+	    tally_progname, (unsigned long long)rl.rlim_cur);
+}
+
 int cli_error(int code, const char *fmt, ...)
 {
 	struct cli_colors c = cli_colors_for(stderr);
@@ -40,7 +62,31 @@ int cli_error(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	put_message(fmt, ap);
 	va_end(ap);
+	va_start(ap, fmt);
+	descriptors_hint(fmt, ap);
+	va_end(ap);
 	return code;
+}
+
+static void remove_outputs(int sig)
+{
+	outfile_remove_temporaries();
+	raise(sig); /* SA_RESETHAND: the default action now, as if tally had not been here */
+}
+
+void cli_remove_outputs_on_signal(void)
+{
+	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ};
+	struct sigaction sa, cur;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = remove_outputs;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) /* one ignored (nohup) stays so */
+		if (sigaction(sigs[i], NULL, &cur) == 0 && cur.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
 }
 
 void cli_warn(const char *fmt, ...)

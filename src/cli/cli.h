@@ -46,6 +46,10 @@ extern const char *tally_progname;
 
 /* "tally CMD: message" on stderr; returns code, so `return cli_error(2, ...)` reads well. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The signals that end a process (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ; one that was
+ * ignored stays so) first remove the temporary files of the outputs being written, then end it
+ * as they would have. */
+void cli_remove_outputs_on_signal(void);
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
  * The one refusal of an output, the same in every command: before anything is read, and after the

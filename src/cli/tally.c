@@ -86,6 +86,7 @@ int main(int argc, char **argv)
 				 "'%s' is not a tally command; see 'tally --help'", argv[1]);
 	snprintf(progname, sizeof(progname), "tally %s", cmd->name);
 	tally_progname = progname;
+	cli_remove_outputs_on_signal();
 	rc = cmd->run(argc - 1, argv + 1);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		return cli_error(TALLY_EXIT_ERROR, "cannot write standard output");

@@ -141,6 +141,37 @@ int outfile_check(const char *path, unsigned flags, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The temporary files being written, for outfile_remove_temporaries() in a signal handler: a fixed
+ * table of pointers (a CSV export writes a dozen files at once, a merge or a page one), each set
+ * once its file exists and cleared before its name is freed.
+ */
+#define LIVE_MAX 64
+static char *volatile live[LIVE_MAX];
+
+static void live_set(char *tmp, char *to)
+{
+	size_t i;
+
+	for (i = 0; i < LIVE_MAX; i++)
+		if (live[i] == tmp) {
+			live[i] = to;
+			return;
+		}
+}
+
+void outfile_remove_temporaries(void)
+{
+	size_t i;
+
+	for (i = 0; i < LIVE_MAX; i++) {
+		char *t = live[i];
+
+		if (t)
+			unlink(t);
+	}
+}
+
 /* "dir/.base.tally-tmp-XXXXXX" beside path. */
 static char *temp_name(const char *path)
 {
@@ -179,6 +210,7 @@ int outfile_open(struct outfile *o, const char *path, unsigned flags, char *err,
 		outfile_abort(o);
 		return rc;
 	}
+	live_set(NULL, o->tmp);
 	mask = umask(0);
 	umask(mask);
 	(void)fchmod(o->fd, 0666 & ~mask);
@@ -202,6 +234,7 @@ int outfile_commit(struct outfile *o, unsigned flags, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", o->path, strerror(errno));
 	}
 	if (rc == 0) {
+		live_set(o->tmp, NULL);
 		free(o->tmp);
 		o->tmp = NULL;
 	}
@@ -216,6 +249,7 @@ void outfile_abort(struct outfile *o)
 	o->fd = -1;
 	if (o->tmp)
 		unlink(o->tmp);
+	live_set(o->tmp, NULL);
 	free(o->tmp);
 	free(o->path);
 	o->tmp = o->path = NULL;

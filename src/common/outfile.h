@@ -58,4 +58,8 @@ int outfile_commit(struct outfile *o, unsigned flags, char *err, size_t errlen);
 /* Remove the temporary file and free (NULL-safe, idempotent); the target is untouched. */
 void outfile_abort(struct outfile *o);
 
+/* Remove every temporary file still being written: async-signal-safe (unlink(2) only), for a
+ * handler of the signals that end the process, so that none is left beside its target. */
+void outfile_remove_temporaries(void);
+
 #endif

@@ -270,19 +270,26 @@ static uint64_t sketch_quantile(const struct tally_sketch *s, double q)
 /* The largest gap between the two distribution functions at the buckets' edges. */
 static double sketch_ks(const struct tally_sketch *a, const struct tally_sketch *b)
 {
-	uint32_t lo = a->n && (!b->n || a->lo < b->lo) ? a->lo : b->lo, i;
-	uint32_t hi_a = a->n ? a->lo + a->n : 0, hi_b = b->n ? b->lo + b->n : 0;
-	uint32_t hi = hi_a > hi_b ? hi_a : hi_b;
+	uint32_t i = 0, j = 0, na = tally_sketch_cells(a), nb = tally_sketch_cells(b);
 	uint64_t ca = 0, cb = 0;
 	double d = 0;
 
 	if (!a->values || !b->values)
 		return 1;
-	for (i = lo; i < hi; i++) {
+	while (i < na || j < nb) {
+		uint32_t ba = UINT32_MAX, bb = UINT32_MAX;
+		uint64_t xa = i < na ? tally_sketch_cell(a, i, &ba) : 0;
+		uint64_t xb = j < nb ? tally_sketch_cell(b, j, &bb) : 0;
 		double gap;
 
-		ca += i >= a->lo && i < hi_a ? a->count[i - a->lo] : 0;
-		cb += i >= b->lo && i < hi_b ? b->count[i - b->lo] : 0;
+		if (ba <= bb) {
+			ca += xa;
+			i++;
+		}
+		if (bb <= ba) {
+			cb += xb;
+			j++;
+		}
 		gap = fabs((double)ca / (double)a->values - (double)cb / (double)b->values);
 		d = gap > d ? gap : d;
 	}

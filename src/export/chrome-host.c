@@ -22,7 +22,8 @@
 #include "hashmap.h"
 #include "stacks.h"
 
-#define TORN_FRAME 0xffffffffu /* the node of samples whose frames changed while read */
+#define TORN_FRAME  0xffffffffu /* the node of samples whose frames changed while read */
+#define EMPTY_FRAME 0xfffffffeu /* the node of samples on a stack of no frame */
 
 struct psession {
 	uint64_t id;	/* the profile id: section, track, kind */
@@ -41,6 +42,9 @@ struct chrome_host {
 	struct psession *s;
 	size_t n, cap;
 	unsigned section;
+	struct tally_map by_track; /* (track, python) -> s index + 1 */
+	uint32_t *pending;	   /* sessions with samples in their chunk */
+	size_t npending, pcap;
 };
 
 void chrome_event_begin(struct chrome_stream *s)
@@ -72,6 +76,8 @@ static void drop_sessions(struct chrome_host *h)
 		tally_buf_fini(&h->s[i].deltas);
 	}
 	h->n = 0;
+	h->npending = 0;
+	tally_map_fini(&h->by_track);
 }
 
 void chrome_host_free(struct chrome_host *h)
@@ -80,6 +86,7 @@ void chrome_host_free(struct chrome_host *h)
 		return;
 	drop_sessions(h);
 	free(h->s);
+	free(h->pending);
 	free(h);
 }
 
@@ -171,12 +178,12 @@ static struct psession *session_of(struct chrome_host *h, const struct report_se
 				   uint32_t track, bool python)
 {
 	struct psession *p;
-	size_t i;
+	uint32_t k = tally_map_get(&h->by_track, track, python);
 
-	for (i = h->n; i-- > 0;)
-		if (h->s[i].track == track && h->s[i].python == python)
-			return &h->s[i];
-	if (!tally_grow_in(&h->s, &h->cap, h->n + 1, sizeof(*h->s)))
+	if (k)
+		return &h->s[k - 1];
+	if (!tally_grow_in(&h->s, &h->cap, h->n + 1, sizeof(*h->s)) ||
+	    tally_map_put(&h->by_track, track, python, (uint32_t)h->n + 1) < 0)
 		return NULL;
 	p = &h->s[h->n++];
 	memset(p, 0, sizeof(*p));
@@ -208,8 +215,9 @@ static uint32_t node(struct psession *p, struct report_section *rs, uint32_t par
 		buf_u64(&p->nodes, parent);
 	}
 	buf_str(&p->nodes, ",\"callFrame\":{\"functionName\":\"");
-	buf_json(&p->nodes, frame == TORN_FRAME ? "[torn: the frames changed while read]"
-						: report_frame_label(rs, frame));
+	buf_json(&p->nodes, frame == TORN_FRAME	   ? "[torn: the frames changed while read]"
+			    : frame == EMPTY_FRAME ? "[no frames]"
+						   : report_frame_label(rs, frame));
 	buf_str(&p->nodes, "\",\"url\":\"\"}}");
 	return (uint32_t)p->nnodes;
 }
@@ -220,8 +228,8 @@ static uint32_t leaf_of(struct psession *p, struct report_section *rs, uint32_t 
 	const struct tally_stack *st = torn ? NULL : tally_stack_get(&rs->s->stacks, stack);
 	uint32_t parent = 0, i;
 
-	if (!st)
-		return node(p, rs, 0, torn ? TORN_FRAME : 0);
+	if (!st || !st->nframes) /* torn, lost, or a stack of no frame: a node of its own */
+		return node(p, rs, 0, torn ? TORN_FRAME : st ? EMPTY_FRAME : 0);
 	if (stack < p->nleaf && p->leaf[stack])
 		return p->leaf[stack];
 	for (i = st->nframes; i-- > 0 && (parent = node(p, rs, parent, st->frames[i])) != 0;)
@@ -285,7 +293,12 @@ static int add_sample(struct chrome_host *h, struct chrome_stream *c, struct rep
 	if (!leaf)
 		return -ENOMEM;
 	us = (t + 500) / 1000; /* this sample's time, to the nearest microsecond */
-	if (p->pending) {
+	if (!p->pending) {
+		if (!tally_grow_in((void **)&h->pending, &h->pcap, h->npending + 1,
+				   sizeof(*h->pending)))
+			return -ENOMEM;
+		h->pending[h->npending++] = (uint32_t)(p - h->s);
+	} else {
 		tally_buf_put_u8(&p->samples, ',');
 		tally_buf_put_u8(&p->deltas, ',');
 	}
@@ -326,6 +339,13 @@ static void chunk(struct chrome_stream *c, struct report_section *rs, struct pse
 	p->pending = 0;
 }
 
+static int by_index(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 int chrome_host_records(struct chrome_host *h, struct chrome_stream *c, struct report_section *rs,
 			const struct tally_record *r, size_t n)
 {
@@ -344,8 +364,11 @@ int chrome_host_records(struct chrome_host *h, struct chrome_stream *c, struct r
 		else if (add_sample(h, c, rs, &r[i]) < 0)
 			return -ENOMEM;
 	}
-	for (i = 0; i < h->n; i++)
-		chunk(c, rs, &h->s[i]);
+	if (h->npending > 1) /* in the order the sessions were made */
+		qsort(h->pending, h->npending, sizeof(*h->pending), by_index);
+	for (i = 0; i < h->npending; i++)
+		chunk(c, rs, &h->s[h->pending[i]]);
+	h->npending = 0;
 	return 0;
 }
 

@@ -331,7 +331,7 @@ static void memop(struct chrome *c, struct report_section *rs, struct csec *cs,
 		else
 			snprintf(store[k], sizeof(store[k]), "[CUDA memcpy %s]",
 				 report_memcpy_kind_label(k));
-		names[k] = (struct esc){store[k], (uint32_t)strlen(store[k])};
+		names[k] = (struct esc){.s = store[k], .len = (uint32_t)strlen(store[k])};
 	}
 	slice_head(c, r->kind == TALLY_KIND_MEMSET ? "memset" : "memcpy", 6, &names[k], pid, tid,
 		   ts, r->end - r->start);
@@ -458,7 +458,7 @@ static void nvtx(struct chrome *c, struct report_section *rs, struct csec *cs,
 static void overhead(struct chrome *c, struct report_section *rs, struct csec *cs,
 		     const struct tally_record *r)
 {
-	static const struct esc name = {"CUPTI overhead", 14};
+	static const struct esc name = {.s = "CUPTI overhead", .len = 14};
 
 	slice_head(c, "cupti_overhead", 14, &name, cs->host_pid, OVERHEAD_TID, rel(c, rs, r->start),
 		   r->end - r->start);
@@ -732,7 +732,7 @@ static void loss_slice(struct chrome *c, struct report_section *rs, struct csec 
 		if (cs->tracks.v[i] >> 56 == TAG_DEVICE)
 			pids[npids++] = device_pid(rs, (uint32_t)(cs->tracks.v[i] & 0xffffffff));
 	for (i = 0; i < npids; i++) {
-		struct esc e = {esc_name, (uint32_t)nlen};
+		struct esc e = {.s = esc_name, .len = (uint32_t)nlen};
 
 		slice_head(c, "tally_loss", 10, &e, pids[i], tid, rel(c, rs, t0),
 			   t1 > t0 ? t1 - t0 : 0);

@@ -359,7 +359,7 @@ static void memop(struct kineto *k, struct report_section *rs, struct ksec *ks,
 	uint64_t corr = ks->corr_base + r->correlation_id;
 	bool set = r->kind == TALLY_KIND_MEMSET;
 	char text[96];
-	struct esc name = {text, 0};
+	struct esc name = {.s = text, .len = 0};
 	uint64_t ns = r->end > r->start ? r->end - r->start : 0;
 
 	if (set)

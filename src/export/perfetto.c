@@ -15,7 +15,11 @@
  * on it (InternedData), once each.  Times are the aligned ns of the records (CLOCK_REALTIME):
  * protobuf's unsigned timestamps need no origin shift.  Each section ends with an instant on its
  * process track that gives its verdict; CUDA memory in use is a counter track per device and
- * memory kind, written at the end in time order (as in chrome.c).
+ * memory kind, written at the end in time order (as in chrome.c).  The host, as in chrome-host.c:
+ * each thread's blocking calls on a track of their own; its samples as PerfSamples (pid, tid and
+ * an interned call stack: Perfetto's perf_sample table and its flame graphs), the frames as
+ * functions of two mappings, "python" and "native"; and each GPU metric of a device as a counter
+ * track under it, a value at each sample's start (the JSON's counters).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +34,7 @@
 #include "memusage.h"
 #include "outfile.h"
 #include "perfetto-trace.pb-c.h"
+#include "stacks.h"
 #include "text.h"
 
 #define SEQUENCE_ID	      1
@@ -52,7 +57,15 @@ enum family {
 	F_OVERHEAD,
 	F_LOSS,
 	F_MEMORY, /* counter: a = device, b = memory kind */
+	F_OSRT,	  /* a = thread (its kernel tid) */
+	F_METRIC, /* counter: a = device, b = the section's metric index */
 };
+
+#define MAPPING_PYTHON 1 /* the two mappings of the samples' frames */
+#define MAPPING_NATIVE 2
+#define CPU_MODE_USER  2	   /* Profiling.CpuMode */
+#define FRAME_TORN     0xfffffffeu /* the frame of a sample whose Python frames changed */
+#define FRAME_EMPTY    0xfffffffdu /* the frame of a sample on a stack of no frame */
 
 struct lanes {
 	uint64_t end[MAX_LANES]; /* where each lane's last slice ends */
@@ -83,7 +96,11 @@ struct pf {
 	struct pfsec *secs;
 	size_t nsecs, secs_cap;
 	struct mem_usage mem;
-	uint64_t packets, slices, counters;
+	struct tally_map frames;     /* (section, frame id) -> frame iid */
+	struct tally_map callstacks; /* (section, stack id << 1 | torn) -> callstack iid */
+	uint64_t next_frame, next_callstack;
+	bool mappings_sent;
+	uint64_t packets, slices, counters, samples;
 	int err; /* the first write error (errno) */
 };
 
@@ -124,7 +141,7 @@ static char *utf8(const char *s)
 }
 
 /* Interned strings live in one of three tables of InternedData (iids are unique across them). */
-enum space { S_NAME, S_CATEGORY, S_ANNOTATION };
+enum space { S_NAME, S_CATEGORY, S_ANNOTATION, S_FUNCTION };
 
 /*
  * The iid of name in its table (interned once per trace: there is one sequence), 0 on ENOMEM;
@@ -206,7 +223,8 @@ static void describe(struct pf *p, uint64_t uuid, uint64_t parent, const char *n
 		td.process = &pd;
 	}
 	if (counter) {
-		cd.has_unit = 1;
+		/* bytes for CUDA memory; a metric's unit is in its name ("SM Active (%)") */
+		cd.has_unit = strncmp(name, "CUDA memory", 11) == 0;
 		cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES;
 		td.counter = &cd;
 	}
@@ -230,6 +248,20 @@ static const char *device_name(const struct tally_section *s, uint32_t id)
 	return "unknown device";
 }
 
+/* A device's process-like track, described on first use. */
+static uint64_t device_track(struct pf *p, const struct report_section *rs, uint32_t device)
+{
+	uint64_t uuid = track_uuid(rs->index, F_DEVICE, device, 0, 0);
+	char dev[300];
+
+	if (!tally_map_get(&p->tracks, uuid, 0)) {
+		snprintf(dev, sizeof(dev), "GPU %u (%s) - pid %" PRIu64, device,
+			 device_name(rs->s, device), rs->s->pid);
+		describe(p, uuid, 0, dev, device_pid(rs->index, device), false);
+	}
+	return uuid;
+}
+
 /* The track of a family's lane: its parent, then itself, described on first use. */
 static uint64_t lane_track(struct pf *p, const struct report_section *rs, enum family fam,
 			   uint32_t a, uint32_t b, unsigned lane)
@@ -242,13 +274,8 @@ static uint64_t lane_track(struct pf *p, const struct report_section *rs, enum f
 		return uuid;
 	if (lane)
 		snprintf(more, sizeof(more), " (overlapping %u)", lane + 1);
-	if (fam == F_STREAM || fam == F_MEMORY) {
-		char dev[300];
-
-		parent = track_uuid(rs->index, F_DEVICE, a, 0, 0);
-		snprintf(dev, sizeof(dev), "GPU %u (%s) - pid %" PRIu64, a, device_name(rs->s, a),
-			 rs->s->pid);
-		describe(p, parent, 0, dev, device_pid(rs->index, a), false);
+	if (fam == F_STREAM || fam == F_MEMORY || fam == F_METRIC) {
+		parent = device_track(p, rs, a);
 	} else {
 		parent = track_uuid(rs->index, F_PROCESS, 0, 0, 0);
 	}
@@ -277,10 +304,13 @@ static uint64_t lane_track(struct pf *p, const struct report_section *rs, enum f
 	case F_MEMORY:
 		snprintf(name, sizeof(name), "CUDA memory: %s (bytes)", report_mem_kind_label(b));
 		break;
+	case F_OSRT:
+		snprintf(name, sizeof(name), "thread %u blocking calls%s", a, more);
+		break;
 	default:
 		snprintf(name, sizeof(name), "track");
 	}
-	describe(p, uuid, parent, name, x ? x->host_pid : 0, fam == F_MEMORY);
+	describe(p, uuid, parent, name, x ? x->host_pid : 0, fam == F_MEMORY || fam == F_METRIC);
 	return uuid;
 }
 
@@ -406,6 +436,237 @@ static void slice(struct pf *p, uint64_t track, uint64_t t0, uint64_t t1, const 
 	write_packet(p, &pkt);
 }
 
+/* ---- the host: blocking calls, samples; GPU metrics ---------------------------------------- */
+
+/* A thread's blocking calls: slices on a track of their own beside its CUDA API calls. */
+static void osrt_call(struct pf *p, struct report_section *rs, const struct tally_record *r)
+{
+	uint64_t t0 = report_time(rs, r->start), t1 = report_time(rs, r->end);
+	const char *call = tally_osrt_call_name(r->cbid);
+	unsigned lane;
+
+	if (t1 < t0)
+		t1 = t0;
+	lane = fit(p, rs, F_OSRT, r->thread_id, 0, t0, t1);
+	slice(p, lane_track(p, rs, F_OSRT, r->thread_id, 0, lane), t0, t1,
+	      call ? call : report_string(rs, r->name_id), "osrt", 0, 0);
+}
+
+/* A metric's counter track under its device: "SM Active (%)". */
+static uint64_t metric_track(struct pf *p, const struct report_section *rs,
+			     const struct report_metric *m)
+{
+	uint64_t uuid = track_uuid(rs->index, F_METRIC, m->device, m->index, 0);
+	const struct pfsec *x = pfsec(p, rs);
+	char name[300];
+
+	if (!tally_map_get(&p->tracks, uuid, 0)) {
+		uint64_t parent = device_track(p, rs, m->device);
+
+		snprintf(name, sizeof(name), "%s (%s)", m->label, *m->unit ? m->unit : "value");
+		describe(p, uuid, parent, name, x ? x->host_pid : 0, true);
+	}
+	return uuid;
+}
+
+/* A GPU metric sample: the value its counter holds from the sample's start. */
+static void metric_sample(struct pf *p, struct report_section *rs, const struct tally_record *r)
+{
+	Perfetto__Protos__TracePacket pkt = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__TrackEvent ev = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	const struct report_metric *m = report_metric(rs, r);
+
+	if (!m) {
+		p->err = p->err ? p->err : ENOMEM;
+		return;
+	}
+	ev.has_type = 1;
+	ev.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+	ev.has_track_uuid = 1;
+	ev.track_uuid = metric_track(p, rs, m);
+	ev.has_double_counter_value = 1;
+	ev.double_counter_value = report_metric_value(r);
+	pkt.has_timestamp = 1;
+	pkt.timestamp = report_time(rs, r->start);
+	pkt.track_event = &ev;
+	write_packet(p, &pkt);
+	p->counters++;
+}
+
+/* What one sample's packet interns: the functions, frames and call stack it is the first to
+ * name (a stack's frames at most, and its own call stack). */
+struct fresh {
+	Perfetto__Protos__InternedString *fn, **fnp;
+	Perfetto__Protos__Frame *fr, **frp;
+	size_t nfn, nfr;
+	Perfetto__Protos__Callstack cs, *csp;
+	uint64_t *ids;
+};
+
+/* The iid of a frame of rs (or of FRAME_TORN, FRAME_EMPTY), made fresh the first time. */
+static uint64_t frame_iid(struct pf *p, struct report_section *rs, uint32_t frame, struct fresh *f)
+{
+	uint32_t found = tally_map_get(&p->frames, rs->index, frame);
+	const struct tally_frame *fr =
+	    frame < FRAME_EMPTY ? tally_frame_get(&rs->s->stacks, frame) : NULL;
+	Perfetto__Protos__EventName name;
+	Perfetto__Protos__Frame *out;
+	bool is_new;
+	uint64_t fn;
+
+	if (found)
+		return found;
+	fn = intern(p, S_FUNCTION,
+		    frame == FRAME_TORN	   ? "[torn: the frames changed while read]"
+		    : frame == FRAME_EMPTY ? "[no frames]"
+					   : report_frame_label(rs, frame),
+		    &name, &is_new);
+	if (!fn || p->next_frame >= UINT32_MAX ||
+	    tally_map_put(&p->frames, rs->index, frame, (uint32_t)(p->next_frame + 1)) < 0)
+		return 0;
+	if (is_new) {
+		perfetto__protos__interned_string__init(&f->fn[f->nfn]);
+		f->fn[f->nfn].has_iid = 1;
+		f->fn[f->nfn].iid = fn;
+		f->fn[f->nfn].has_str = 1;
+		f->fn[f->nfn].str.data = (uint8_t *)name.name;
+		f->fn[f->nfn].str.len = strlen(name.name);
+		f->fnp[f->nfn] = &f->fn[f->nfn];
+		f->nfn++;
+	}
+	out = &f->fr[f->nfr];
+	perfetto__protos__frame__init(out);
+	out->has_iid = out->has_function_name_id = out->has_mapping_id = 1;
+	out->iid = ++p->next_frame;
+	out->function_name_id = fn;
+	out->mapping_id = fr && tally_frame_is_native(fr->type) ? MAPPING_NATIVE : MAPPING_PYTHON;
+	if (fr && tally_frame_is_native(fr->type)) {
+		out->has_rel_pc = 1;
+		out->rel_pc = fr->pc;
+	}
+	f->frp[f->nfr++] = out;
+	return out->iid;
+}
+
+/* The call stack of a sample, interned: its frames the outermost first. */
+static uint64_t callstack_iid(struct pf *p, struct report_section *rs, uint32_t stack, bool torn,
+			      struct fresh *f)
+{
+	const struct tally_stack *st = torn ? NULL : tally_stack_get(&rs->s->stacks, stack);
+	uint64_t key = (uint64_t)stack << 1 | torn;
+	uint32_t found = tally_map_get(&p->callstacks, rs->index, key), n, i;
+	uint32_t lone = torn ? FRAME_TORN
+			: st ? FRAME_EMPTY
+			     : 0; /* a stack lost: frame 0's label */
+
+	if (found)
+		return found;
+	n = st && st->nframes ? st->nframes : 1;
+	f->fn = calloc(n, sizeof(*f->fn));
+	f->fnp = calloc(n, sizeof(*f->fnp));
+	f->fr = calloc(n, sizeof(*f->fr));
+	f->frp = calloc(n, sizeof(*f->frp));
+	f->ids = calloc(n, sizeof(*f->ids));
+	if (!f->fn || !f->fnp || !f->fr || !f->frp || !f->ids)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!(f->ids[i] =
+			  frame_iid(p, rs, st && st->nframes ? st->frames[n - 1 - i] : lone, f)))
+			return 0;
+	if (p->next_callstack >= UINT32_MAX ||
+	    tally_map_put(&p->callstacks, rs->index, key, (uint32_t)(p->next_callstack + 1)) < 0)
+		return 0;
+	perfetto__protos__callstack__init(&f->cs);
+	f->cs.has_iid = 1;
+	f->cs.iid = ++p->next_callstack;
+	f->cs.n_frame_ids = n;
+	f->cs.frame_ids = f->ids;
+	f->csp = &f->cs;
+	return f->cs.iid;
+}
+
+static void fresh_fini(struct fresh *f)
+{
+	free(f->fn);
+	free(f->fnp);
+	free(f->fr);
+	free(f->frp);
+	free(f->ids);
+}
+
+/* The two mappings of the frames, in the first sample's packet. */
+static void mappings(struct pf *p, Perfetto__Protos__InternedData *in,
+		     Perfetto__Protos__InternedString *path,
+		     Perfetto__Protos__InternedString **pathp, Perfetto__Protos__Mapping *map,
+		     Perfetto__Protos__Mapping **mapp, uint64_t *ids)
+{
+	static const char *const names[2] = {"python", "native"};
+	unsigned k;
+
+	if (p->mappings_sent)
+		return;
+	p->mappings_sent = true;
+	for (k = 0; k < 2; k++) {
+		perfetto__protos__interned_string__init(&path[k]);
+		path[k].has_iid = path[k].has_str = 1;
+		path[k].iid = k + 1;
+		path[k].str.data = (uint8_t *)names[k];
+		path[k].str.len = strlen(names[k]);
+		pathp[k] = &path[k];
+		perfetto__protos__mapping__init(&map[k]);
+		map[k].has_iid = 1;
+		map[k].iid = k == 0 ? MAPPING_PYTHON : MAPPING_NATIVE;
+		ids[k] = k + 1;
+		map[k].n_path_string_ids = 1;
+		map[k].path_string_ids = &ids[k];
+		mapp[k] = &map[k];
+	}
+	in->n_mapping_paths = in->n_mappings = 2;
+	in->mapping_paths = pathp;
+	in->mappings = mapp;
+}
+
+/* A host sample: a PerfSample of the thread, its call stack interned in the same packet. */
+static void host_sample(struct pf *p, struct report_section *rs, const struct tally_record *r)
+{
+	Perfetto__Protos__TracePacket pkt = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__PerfSample ps = PERFETTO__PROTOS__PERF_SAMPLE__INIT;
+	Perfetto__Protos__InternedData in = PERFETTO__PROTOS__INTERNED_DATA__INIT;
+	Perfetto__Protos__InternedString path[2], *pathp[2];
+	Perfetto__Protos__Mapping map[2], *mapp[2];
+	const struct pfsec *x = pfsec(p, rs);
+	struct fresh f = {0};
+	uint64_t ids[2];
+
+	ps.callstack_iid = callstack_iid(p, rs, r->stack_id, (r->flags & TALLY_REC_TORN) != 0, &f);
+	if (!ps.callstack_iid) {
+		fresh_fini(&f);
+		p->err = p->err ? p->err : ENOMEM;
+		return;
+	}
+	mappings(p, &in, path, pathp, map, mapp, ids);
+	in.n_function_names = f.nfn;
+	in.function_names = f.fnp;
+	in.n_frames = f.nfr;
+	in.frames = f.frp;
+	if (f.csp) {
+		in.n_callstacks = 1;
+		in.callstacks = &f.csp;
+	}
+	if (in.n_mappings || in.n_frames || in.n_callstacks || in.n_function_names)
+		pkt.interned_data = &in;
+	ps.has_callstack_iid = ps.has_pid = ps.has_tid = ps.has_cpu = ps.has_cpu_mode = 1;
+	ps.pid = x ? (uint32_t)x->host_pid : 0;
+	ps.tid = r->thread_id;
+	ps.cpu_mode = CPU_MODE_USER;
+	pkt.has_timestamp = 1;
+	pkt.timestamp = report_time(rs, r->start);
+	pkt.perf_sample = &ps;
+	write_packet(p, &pkt);
+	fresh_fini(&f);
+	p->samples++;
+}
+
 /* ---- records ------------------------------------------------------------------------------ */
 
 static const char *record_name(struct report_section *rs, const struct tally_record *r, char *buf,
@@ -473,7 +734,20 @@ static void one_record(struct pf *p, struct report_section *rs, const struct tal
 		mem_usage_add(&p->mem, rs, r);
 		return;
 	}
-	if (r->flags & TALLY_REC_BAD_TIME || !(fam = family_of(r, &a, &b)))
+	if (r->flags & TALLY_REC_BAD_TIME)
+		return;
+	switch (r->kind) { /* the host and the metrics, as the JSON export carries them */
+	case TALLY_KIND_OSRT:
+		osrt_call(p, rs, r);
+		return;
+	case TALLY_KIND_CPU_SAMPLE:
+		host_sample(p, rs, r);
+		return;
+	case TALLY_KIND_GPU_METRIC:
+		metric_sample(p, rs, r);
+		return;
+	}
+	if (!(fam = family_of(r, &a, &b)))
 		return;
 	if (r->kind == TALLY_KIND_NVTX_MARK || t1 < t0)
 		t1 = t0; /* an instant; a span running backwards is damage: an instant too */
@@ -594,7 +868,7 @@ static int pf_finish(void *state, struct report_set *set, struct export_stats *s
 		mem_counter(p, set, &p->mem.ev[i]);
 	if (fflush(p->f) != 0 && !p->err)
 		p->err = errno ? errno : EIO;
-	st->events = p->slices + p->counters;
+	st->events = p->slices + p->counters + p->samples;
 	if (!p->to_stdout) {
 		long pos = ftell(p->f);
 
@@ -634,6 +908,8 @@ static void pf_destroy(void *state, bool failed)
 	free(p->buf);
 	free(p->path);
 	tally_map_fini(&p->names);
+	tally_map_fini(&p->frames);
+	tally_map_fini(&p->callstacks);
 	tally_map_fini(&p->tracks);
 	tally_map_fini(&p->pids);
 	mem_usage_fini(&p->mem);

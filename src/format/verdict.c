@@ -393,6 +393,14 @@ static void summary_verdict(const struct tally_section *s, struct tally_verdict 
 		say(r->text, sizeof(r->text), "%s", sr->text);
 		say(r->hint, sizeof(r->hint), "%s", sr->hint);
 	}
+	/* judged INCOMPLETE with no reason given: still INCOMPLETE, and that is the reason */
+	if (!s->facts->complete && !s->facts->nreasons &&
+	    (r = add_reason(v, TALLY_R_DAMAGED, 0, 0))) {
+		say(r->text, sizeof(r->text),
+		    "the summary says its trace was INCOMPLETE but gives no reason");
+		say(r->hint, sizeof(r->hint),
+		    "read the trace itself (tally check), or make the summary again from it");
+	}
 }
 
 int tally_verdict_compute(const struct tally_file *f, const struct tally_section *s,

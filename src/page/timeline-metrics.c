@@ -81,8 +81,8 @@ static void curve(struct tally_json *j, const struct timeline *tl, const struct 
 	tally_json_object_end(j);
 }
 
-/* "metrics": {"bucket_ns": W, "curves": [{sec, device, lane, label, unit, name, mean, max,
- * values}]} */
+/* "metrics": {"bucket_ns": W, "kept": K, "left_out": N, "curves": [{sec, device, lane, label,
+ * unit, name, mean, max, values}]} */
 void timeline_metrics_json(const struct timeline *tl, struct tally_json *j)
 {
 	const struct gm_series_view *v;
@@ -92,6 +92,9 @@ void timeline_metrics_json(const struct timeline *tl, struct tally_json *j)
 	tally_json_name(j, "metrics");
 	tally_json_object_begin(j);
 	tally_json_field_double(j, "bucket_ns", tl->metric_bucket_ns);
+	/* the series past the page's budget of curves, with none */
+	tally_json_field_uint(j, "kept", GM_CURVES_MAX);
+	tally_json_field_uint(j, "left_out", tl->metrics ? gm_curves_left_out(tl->metrics) : 0);
 	tally_json_name(j, "curves");
 	tally_json_array_begin(j);
 	for (i = 0; tl->metrics && (v = gm_curve(tl->metrics, i, &mean, &nb)); i++)

@@ -2,11 +2,13 @@
 /* Which traces belong together; see jobs.h. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "grow.h"
+#include "hashmap.h"
 #include "jobs.h"
 #include "text.h"
 
@@ -61,42 +63,179 @@ static void span_of(const struct tally_section *s, uint64_t *start, uint64_t *en
 	*end = s->start_realtime + (last > s->start_cupti ? last - s->start_cupti : 0);
 }
 
-static bool overlap(const struct tally_section *a, const struct tally_section *b)
-{
-	uint64_t a0, a1, b0, b1;
-
-	span_of(a, &a0, &a1);
-	span_of(b, &b0, &b1);
-	if (!a0 || !b0) /* no real time: cannot tell apart */
-		return true;
-	return a0 <= b1 + JOBS_SLACK_NS && b0 <= a1 + JOBS_SLACK_NS;
-}
-
 static bool child_of(const struct tally_section *c, const struct tally_section *p)
 {
 	return c->has_parent && p->has_session_id &&
 	       memcmp(c->parent_id, p->session_id, sizeof(c->parent_id)) == 0;
 }
 
-static void link_all(const struct report_set *set, struct node *n)
+static uint64_t hash_text(uint64_t h, const char *t)
 {
-	size_t i, j, ns = set->nsections;
+	while (t && *t)
+		h = (h ^ (unsigned char)*t++) * 0x100000001b3ull;
+	return (h ^ 0xff) * 0x100000001b3ull; /* "a" then "" differs from "" then "a" */
+}
 
+/* The first section with key (k0, k1), made the first when none is: the section to join. */
+static int first_with(struct tally_map *m, uint64_t k0, uint64_t k1, unsigned i, unsigned *first)
+{
+	uint32_t v = tally_map_get(m, k0, k1);
+
+	*first = v ? v - 1 : i;
+	return v ? 0 : tally_map_put(m, k0, k1, i + 1);
+}
+
+/*
+ * What the ids and fork links say, in one pass: the sections of one job and step, of one job
+ * without a step (with the job's first section), of one launcher run, and a fork child with its
+ * parent.  A key is the hash of the text: two texts of one hash are compared before they join.
+ */
+static int link_ids(const struct report_set *set, struct node *n)
+{
+	struct tally_map job = {0}, step = {0}, run = {0}, sid = {0};
+	size_t i, ns = set->nsections;
+	unsigned f;
+	int rc = 0;
+
+	for (i = 0; i < ns && rc == 0; i++) {
+		const struct tally_section *a = set->sections[i]->s, *b;
+
+		if (a->has_session_id) {
+			uint64_t k0, k1;
+
+			memcpy(&k0, a->session_id, 8);
+			memcpy(&k1, a->session_id + 8, 8);
+			if (!tally_map_get(&sid, k0, k1))
+				rc = tally_map_put(&sid, k0, k1, (uint32_t)i + 1);
+		}
+		if (rc == 0 && a->job) {
+			rc = first_with(&job, hash_text(1, a->job), 0, (unsigned)i, &f);
+			b = set->sections[f]->s;
+			if (rc == 0 && !a->job_step && same(a->job, b->job))
+				join(n, f, (unsigned)i);
+			if (rc == 0 && a->job_step &&
+			    (rc = first_with(&step, hash_text(1, a->job), hash_text(2, a->job_step),
+					     (unsigned)i, &f)) == 0 &&
+			    same(a->job, set->sections[f]->s->job) &&
+			    same(a->job_step, set->sections[f]->s->job_step))
+				join(n, f, (unsigned)i);
+		}
+		if (rc == 0 && a->run_id &&
+		    (rc = first_with(&run, hash_text(3, a->run_id), 0, (unsigned)i, &f)) == 0 &&
+		    same(a->run_id, set->sections[f]->s->run_id))
+			join(n, f, (unsigned)i);
+	}
+	for (i = 0; i < ns && rc == 0; i++) { /* fork children, once every parent is known */
+		const struct tally_section *a = set->sections[i]->s;
+		uint64_t k0, k1;
+		uint32_t v;
+
+		if (!a->has_parent)
+			continue;
+		memcpy(&k0, a->parent_id, 8);
+		memcpy(&k1, a->parent_id + 8, 8);
+		if ((v = tally_map_get(&sid, k0, k1)) && child_of(a, set->sections[v - 1]->s))
+			join(n, v - 1, (unsigned)i);
+	}
+	tally_map_fini(&job);
+	tally_map_fini(&step);
+	tally_map_fini(&run);
+	tally_map_fini(&sid);
+	return rc < 0 ? -ENOMEM : 0;
+}
+
+struct timed {
+	uint64_t t0, t1;
+	unsigned index;
+};
+
+static int by_start(const void *pa, const void *pb)
+{
+	const struct timed *a = pa, *b = pb;
+
+	if (a->t0 != b->t0)
+		return a->t0 < b->t0 ? -1 : 1;
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* A group still open in the sweep: its root and the latest end of its sections so far. */
+struct open_group {
+	unsigned root;
+	uint64_t end;
+};
+
+/*
+ * What time says, where the ids do not forbid it: sections whose recordings overlap (each widened
+ * by JOBS_SLACK_NS) join.  Swept in order of start, each section meets the groups still open (one
+ * of their sections ends within the slack of its start): normally a job or two, whatever the
+ * number of sections.  A section with no real time overlaps everything: those join every group
+ * their ids allow, once, at the end.
+ */
+static int link_times(const struct report_set *set, struct node *n)
+{
+	size_t ns = set->nsections, i, k, nt = 0, nopen = 0, ocap = 0;
+	struct timed *t = calloc(ns ? ns : 1, sizeof(*t));
+	struct open_group *open = NULL;
+	long untimed = -1;
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < ns; i++) {
+		uint64_t a0, a1;
+
+		span_of(set->sections[i]->s, &a0, &a1);
+		if (!a0) { /* no real time: cannot tell apart */
+			if (untimed >= 0)
+				join(n, (unsigned)untimed, (unsigned)i);
+			else
+				untimed = (long)i;
+			continue;
+		}
+		t[nt++] = (struct timed){a0, a1, (unsigned)i};
+	}
+	if (nt > 1)
+		qsort(t, nt, sizeof(*t), by_start);
+	for (i = 0; i < nt; i++) {
+		size_t keep = 0;
+		bool placed = false;
+
+		for (k = 0; k < nopen; k++) { /* close the groups that end before it */
+			open[k].root = root(n, open[k].root);
+			if (open[k].end + JOBS_SLACK_NS >= t[i].t0)
+				open[keep++] = open[k];
+		}
+		nopen = keep;
+		for (k = 0; k < nopen; k++) {
+			join(n, open[k].root, t[i].index);
+			if (root(n, t[i].index) == root(n, open[k].root)) {
+				open[k].end = open[k].end > t[i].t1 ? open[k].end : t[i].t1;
+				placed = true;
+			}
+		}
+		if (!placed) {
+			if (!tally_grow_in((void **)&open, &ocap, nopen + 1, sizeof(*open))) {
+				free(t);
+				free(open);
+				return -ENOMEM;
+			}
+			open[nopen++] = (struct open_group){t[i].index, t[i].t1};
+		}
+	}
+	/* the sections with no real time, now one group, join every group their ids allow */
+	for (i = 0; untimed >= 0 && i < ns; i++)
+		join(n, (unsigned)untimed, (unsigned)i);
+	free(t);
+	free(open);
+	return 0;
+}
+
+static int link_all(const struct report_set *set, struct node *n)
+{
 	/* first what the ids and fork links say, then time, so that time never joins groups the
 	 * ids keep apart */
-	for (i = 0; i < ns; i++)
-		for (j = i + 1; j < ns; j++) {
-			const struct tally_section *a = set->sections[i]->s,
-						   *b = set->sections[j]->s;
+	int rc = link_ids(set, n);
 
-			if ((same(a->job, b->job) && !differ(a->job_step, b->job_step)) ||
-			    same(a->run_id, b->run_id) || child_of(a, b) || child_of(b, a))
-				join(n, (unsigned)i, (unsigned)j);
-		}
-	for (i = 0; i < ns; i++)
-		for (j = i + 1; j < ns; j++)
-			if (overlap(set->sections[i]->s, set->sections[j]->s))
-				join(n, (unsigned)i, (unsigned)j);
+	return rc < 0 ? rc : link_times(set, n);
 }
 
 static char *keep(struct report_jobs *j, char *s)
@@ -124,65 +263,90 @@ static void describe(struct report_jobs *j, struct report_job *job, const struct
 	}
 }
 
-static void count_ranks(const struct report_set *set, const struct report_jobs *j, size_t g,
-			struct report_job *job)
+struct rank_of {
+	unsigned job;
+	const char *rank;
+};
+
+static int by_job_rank(const void *pa, const void *pb)
 {
-	size_t i, k;
+	const struct rank_of *a = pa, *b = pb;
 
-	job->world_size = -1;
-	for (i = 0; i < set->nsections; i++) {
-		const struct tally_section *s = set->sections[i]->s;
-		bool seen = false;
-
-		if (j->job_of[i] != g)
-			continue;
-		if (s->world_size && strchr(s->world_size, '='))
-			job->world_size = strtol(strchr(s->world_size, '=') + 1, NULL, 10);
-		for (k = 0; k < i && s->rank && !seen; k++)
-			seen = j->job_of[k] == g && set->sections[k]->s->rank &&
-			       strcmp(set->sections[k]->s->rank, s->rank) == 0;
-		job->ranks += s->rank && !seen;
-	}
+	if (a->job != b->job)
+		return a->job < b->job ? -1 : 1;
+	return strcmp(a->rank, b->rank);
 }
 
-static void fill(const struct report_set *set, struct report_jobs *j, struct node *n)
+/* Each job's distinct ranks (sorted, counted once each) and what its sections say of its size. */
+static int count_ranks(const struct report_set *set, struct report_jobs *j)
 {
-	size_t i;
+	struct rank_of *v = calloc(set->nsections ? set->nsections : 1, sizeof(*v));
+	size_t i, n = 0;
 
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < j->njobs; i++)
+		j->jobs[i].world_size = -1;
 	for (i = 0; i < set->nsections; i++) {
 		const struct tally_section *s = set->sections[i]->s;
-		unsigned r = root(n, (unsigned)i), g;
+		struct report_job *job = &j->jobs[j->job_of[i]];
+
+		if (s->world_size && strchr(s->world_size, '='))
+			job->world_size = strtol(strchr(s->world_size, '=') + 1, NULL, 10);
+		if (s->rank)
+			v[n++] = (struct rank_of){j->job_of[i], s->rank};
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), by_job_rank);
+	for (i = 0; i < n; i++)
+		j->jobs[v[i].job].ranks += !i || by_job_rank(&v[i - 1], &v[i]) != 0;
+	free(v);
+	return 0;
+}
+
+static int fill(const struct report_set *set, struct report_jobs *j, struct node *n)
+{
+	unsigned *job_of_root = malloc((set->nsections ? set->nsections : 1) * sizeof(unsigned));
+	size_t i;
+
+	if (!job_of_root)
+		return -ENOMEM;
+	for (i = 0; i < set->nsections; i++)
+		job_of_root[i] = UINT_MAX;
+	for (i = 0; i < set->nsections; i++) {
+		const struct tally_section *s = set->sections[i]->s;
+		unsigned r = root(n, (unsigned)i), g = job_of_root[r];
 		struct report_job *job;
 		uint64_t t0, t1;
 
-		for (g = 0; g < j->njobs && root(n, j->jobs[g].first) != r; g++)
-			;
-		job = &j->jobs[g];
-		if (g == j->njobs) {
-			j->njobs++;
+		if (g == UINT_MAX) {
+			g = job_of_root[r] = (unsigned)j->njobs++;
+			job = &j->jobs[g];
 			*job = (struct report_job){.first = (unsigned)i, .start = UINT64_MAX};
 			describe(j, job, &n[r]);
 			job->hosts = keep(j, tally_text_printable(s->host ? s->host : "?"));
 			job->hosts = job->hosts ? job->hosts : "?";
-		} else if (!job->many_hosts && s->host && set->sections[job->first]->s->host &&
-			   strcmp(s->host, set->sections[job->first]->s->host) != 0) {
+		} else if (job = &j->jobs[g],
+			   !job->many_hosts && s->host && set->sections[job->first]->s->host &&
+			       strcmp(s->host, set->sections[job->first]->s->host) != 0) {
 			char buf[300];
 
 			job->many_hosts = true;
 			snprintf(buf, sizeof(buf), "%s and others", job->hosts);
 			job->hosts = keep(j, strdup(buf)) ? j->owned[j->nowned - 1] : job->hosts;
 		}
+		job = &j->jobs[g];
 		j->job_of[i] = g;
 		job->nsections++;
 		span_of(s, &t0, &t1);
 		job->start = t0 && t0 < job->start ? t0 : job->start;
 		job->end = t1 > job->end ? t1 : job->end;
 	}
-	for (i = 0; i < j->njobs; i++) {
-		count_ranks(set, j, i, &j->jobs[i]);
+	free(job_of_root);
+	for (i = 0; i < j->njobs; i++)
 		if (j->jobs[i].start == UINT64_MAX) /* no section said when it started */
 			j->jobs[i].start = 0;
-	}
+	return count_ranks(set, j);
 }
 
 int report_jobs_group(const struct report_set *set, struct report_jobs *out)
@@ -204,8 +368,11 @@ int report_jobs_group(const struct report_set *set, struct report_jobs *out)
 
 		n[i] = (struct node){(unsigned)i, s->job, s->job_step, s->run_id};
 	}
-	link_all(set, n);
-	fill(set, out, n);
+	if (link_all(set, n) < 0 || fill(set, out, n) < 0) {
+		free(n);
+		report_jobs_free(out);
+		return -ENOMEM;
+	}
 	free(n);
 	return 0;
 }

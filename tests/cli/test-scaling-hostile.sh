@@ -125,6 +125,11 @@ doubling "names: compare" 25000 names "$TALLY" compare @IN@ @IN@
 doubling "stack ids: stats cuda_kern_stack_sum" 8000 stack-ids "$TALLY" stats -r cuda_kern_stack_sum @IN@
 doubling "stack ids: export sqlite" 8000 stack-ids "$TALLY" export -f sqlite --force -o @OUT@ @IN@
 doubling "stack ids: export chrome" 8000 stack-ids "$TALLY" export -f chrome --force -o @OUT@ @IN@
+# ranks with GPU metrics and gaps (issue 35): gpu_gaps' second pass looked up every series,
+# device and span per gap (3.9x at 4,096 ranks)
+doubling "ranks with metrics: stats gpu_gaps" 1024 ranks-gaps "$TALLY" stats -r gpu_gaps @IN@
+# summaries of many processes: grouping them into jobs compared every pair (4x per doubling)
+doubling "summaries of many ranks: stats" 8192 tsum-reasons "$TALLY" stats @IN@
 # files: a directory of 4,000 small traces, doubled: every output checked against every input
 doubling "files: check DIR" 4000 files "$TALLY" check @IN@
 # (opened, each kept from being overwritten, and -o checked against them all; reading them is

@@ -82,34 +82,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "codec.h"
+#include "craft.h"
 #include "gpumetrics.h"
-#include "ledger.h"
 #include "payloads.h"
 #include "stacks.h"
-#include "writer.h"
 
-#define T0 1796000000000000000ull /* session start, CUPTI ns */
+const char *session_host = "crafted", *session_rank; /* control-chars changes them */
+const char *case_arg;				     /* ARG of the cases that take one */
 
-static const char *session_host = "crafted", *session_rank; /* control-chars changes them */
-static const char *case_arg;				    /* ARG of the cases that take one */
-
-struct craft {
-	int fd;
-	struct tally_writer w;
-	struct tally_codec codec;
-	struct tally_buf b;
-	uint64_t by_kind[TALLY_KIND_MAX]; /* records written, for the ledger */
-};
-
-static void die(const char *what)
+void die(const char *what)
 {
 	perror(what);
 	exit(1);
 }
 
-static void chunk(struct craft *c, unsigned type, unsigned flags, const struct tally_buf *p)
+void chunk(struct craft *c, unsigned type, unsigned flags, const struct tally_buf *p)
 {
 	if (tally_writer_chunk(&c->w, type, flags, p->data, p->len, 0) < 0 ||
 	    tally_writer_flush(&c->w) < 0)
@@ -117,8 +104,7 @@ static void chunk(struct craft *c, unsigned type, unsigned flags, const struct t
 }
 
 /* A chunk header followed by len bytes of payload, written as they are (no writer checks). */
-static void raw_chunk(struct craft *c, unsigned type, const void *payload, size_t declared,
-		      size_t written)
+void raw_chunk(struct craft *c, unsigned type, const void *payload, size_t declared, size_t written)
 {
 	uint8_t hdr[TALLY_CHUNK_HEADER_LEN], *whole = calloc(1, declared + 1);
 
@@ -135,7 +121,7 @@ static void raw_chunk(struct craft *c, unsigned type, const void *payload, size_
 
 static uint8_t session_id[16]; /* the last section's */
 
-static void session(struct craft *c, const char *cmdline, size_t cmdlen)
+void session(struct craft *c, const char *cmdline, size_t cmdlen)
 {
 	uint8_t *id = session_id;
 	unsigned i;
@@ -156,8 +142,7 @@ static void session(struct craft *c, const char *cmdline, size_t cmdlen)
 }
 
 /* STRINGS: ids first, first + 1, ... */
-static void strings(struct craft *c, uint32_t first, const char *const *s, const size_t *len,
-		    unsigned n)
+void strings(struct craft *c, uint32_t first, const char *const *s, const size_t *len, unsigned n)
 {
 	unsigned i;
 
@@ -171,7 +156,7 @@ static void strings(struct craft *c, uint32_t first, const char *const *s, const
 	chunk(c, TALLY_CHUNK_STRINGS, 0, &c->b);
 }
 
-static void records(struct craft *c, const struct tally_record *r, size_t n)
+void records(struct craft *c, const struct tally_record *r, size_t n)
 {
 	size_t i;
 
@@ -183,7 +168,7 @@ static void records(struct craft *c, const struct tally_record *r, size_t n)
 		c->by_kind[r[i].kind]++;
 }
 
-static void ledger(struct craft *c, bool final, const struct tally_ledger *extra)
+void ledger(struct craft *c, bool final, const struct tally_ledger *extra)
 {
 	struct tally_ledger l;
 
@@ -203,7 +188,7 @@ static void ledger(struct craft *c, bool final, const struct tally_ledger *extra
 	chunk(c, TALLY_CHUNK_LEDGER, final ? TALLY_CHUNK_FLAG_FINAL : 0, &c->b);
 }
 
-static struct tally_record kernel_rec(uint64_t start, uint64_t dur, uint32_t name, uint32_t corr)
+struct tally_record kernel_rec(uint64_t start, uint64_t dur, uint32_t name, uint32_t corr)
 {
 	struct tally_record r;
 
@@ -220,7 +205,7 @@ static struct tally_record kernel_rec(uint64_t start, uint64_t dur, uint32_t nam
 	return r;
 }
 
-static struct tally_record launch_rec(uint64_t start, uint32_t name, uint32_t corr)
+struct tally_record launch_rec(uint64_t start, uint32_t name, uint32_t corr)
 {
 	struct tally_record r;
 
@@ -237,7 +222,7 @@ static struct tally_record launch_rec(uint64_t start, uint32_t name, uint32_t co
 	return r;
 }
 
-static uint32_t plain_stack; /* the STACK of plain_trace's records: 0, or a case's stack id */
+uint32_t plain_stack; /* the STACK of plain_trace's records: 0, or a case's stack id */
 
 /* A small complete trace: kernels (named by id 1) and their launches (id 2). */
 static void plain_trace(struct craft *c, const char *kname, size_t klen, unsigned n, uint64_t at,
@@ -462,7 +447,7 @@ static void enospc(struct craft *c)
 /* ---- call stacks, memory, drops (1.2) ------------------------------------------------------- */
 
 /* The FRAMES or STACKS chunk of what t holds. */
-static void pending_chunk(struct craft *c, unsigned type, struct tally_pending_table *t)
+void pending_chunk(struct craft *c, unsigned type, struct tally_pending_table *t)
 {
 	tally_buf_reset(&c->b);
 	if (tally_pending_take(t, &c->b))
@@ -804,15 +789,15 @@ static void note_overhead(struct craft *c)
 	ledger(c, true, NULL);
 }
 
-static void metrics_chunk(struct craft *c, const struct tally_gpu_metrics *g)
+void metrics_chunk(struct craft *c, const struct tally_gpu_metrics *g)
 {
 	tally_buf_reset(&c->b);
 	tally_gpu_metrics_encode(&c->b, g);
 	chunk(c, TALLY_CHUNK_GPU_METRICS, 0, &c->b);
 }
 
-static struct tally_record metric_rec(uint64_t at, uint64_t dur, uint32_t device, uint32_t name,
-				      unsigned scale, int64_t value, uint32_t sample)
+struct tally_record metric_rec(uint64_t at, uint64_t dur, uint32_t device, uint32_t name,
+			       unsigned scale, int64_t value, uint32_t sample)
 {
 	struct tally_record r;
 
@@ -876,13 +861,13 @@ static void metrics(struct craft *c)
 	ledger(c, true, NULL);
 }
 
-static void thread_entry(struct tally_buf *b, uint64_t tid, uint64_t pthread_id, unsigned flags,
-			 const char *name)
+void thread_entry(struct tally_buf *b, uint64_t tid, uint64_t pthread_id, unsigned flags,
+		  const char *name)
 {
 	tally_thread_put(b, tid, pthread_id, flags, name, strlen(name));
 }
 
-static struct tally_record host_rec(unsigned kind, uint64_t at, uint64_t dur, uint32_t tid)
+struct tally_record host_rec(unsigned kind, uint64_t at, uint64_t dur, uint32_t tid)
 {
 	struct tally_record r;
 
@@ -966,7 +951,7 @@ static void processes(struct craft *c)
 	ledger(c, true, NULL);
 }
 
-static unsigned count_arg(void)
+unsigned count_arg(void)
 {
 	long n = case_arg ? strtol(case_arg, NULL, 10) : 0;
 
@@ -978,8 +963,8 @@ static unsigned count_arg(void)
 }
 
 /* Kernels in batches of up to 16384 records, each launch then its kernel. */
-static void kernels_batched(struct craft *c, unsigned n, uint32_t (*name)(unsigned i),
-			    uint32_t (*stack)(unsigned i))
+void kernels_batched(struct craft *c, unsigned n, uint32_t (*name)(unsigned i),
+		     uint32_t (*stack)(unsigned i))
 {
 	static struct tally_record a[16384], k[16384];
 	unsigned i, b;
@@ -1096,10 +1081,7 @@ static void edits(struct craft *c)
 	ledger(c, true, NULL);
 }
 
-static const struct {
-	const char *name;
-	void (*make)(struct craft *c);
-} cases[] = {
+static const struct craft_case cases[] = {
     {"rows-bomb", rows_bomb},
     {"strings-bomb", strings_bomb},
     {"resync-bomb", resync_bomb},
@@ -1133,7 +1115,7 @@ static const struct {
 };
 
 /* One file: the preamble, then what the case writes. */
-static void craft_file(size_t which, const char *name, const char *path)
+static void craft_file(const struct craft_case *which, const char *path)
 {
 	struct tally_sink sink;
 	struct craft c;
@@ -1146,10 +1128,10 @@ static void craft_file(size_t which, const char *name, const char *path)
 	if (tally_writer_init(&c.w, &sink, 1) < 0 || tally_writer_preamble(&c.w) < 0 ||
 	    tally_writer_flush(&c.w) < 0)
 		die("writer");
-	if (cases[which].make)
-		cases[which].make(&c);
+	if (which->make)
+		which->make(&c);
 	else
-		partial(&c, strcmp(name, "partial-eof") == 0);
+		partial(&c, strcmp(which->name, "partial-eof") == 0);
 	tally_writer_flush(&c.w);
 	tally_writer_fini(&c.w);
 	tally_codec_fini(&c.codec);
@@ -1157,13 +1139,16 @@ static void craft_file(size_t which, const char *name, const char *path)
 	close(c.fd);
 }
 
-static size_t find_case(const char *name)
+static const struct craft_case *find_case(const char *name)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (strcmp(name, cases[i].name) == 0)
-			return i;
+			return &cases[i];
+	for (i = 0; i < craft_hostile_count; i++)
+		if (strcmp(name, craft_hostile_cases[i].name) == 0)
+			return &craft_hostile_cases[i];
 	fprintf(stderr, "tally-craft: unknown case %s\n", name);
 	exit(2);
 }
@@ -1172,7 +1157,7 @@ static size_t find_case(const char *name)
 static void craft_files(const char *dir)
 {
 	unsigned n = count_arg(), i;
-	size_t overlap_case = find_case("overlap");
+	const struct craft_case *overlap_case = find_case("overlap");
 	char path[4096], rank[32];
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
@@ -1181,7 +1166,7 @@ static void craft_files(const char *dir)
 		snprintf(path, sizeof(path), "%s/rank%05u.tally", dir, i);
 		snprintf(rank, sizeof(rank), "RANK=%u", i);
 		session_rank = rank;
-		craft_file(overlap_case, "overlap", path);
+		craft_file(overlap_case, path);
 	}
 }
 
@@ -1196,6 +1181,6 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "files") == 0)
 		craft_files(argv[2]);
 	else
-		craft_file(find_case(argv[1]), argv[1], argv[2]);
+		craft_file(find_case(argv[1]), argv[2]);
 	return 0;
 }

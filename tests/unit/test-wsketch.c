@@ -155,6 +155,28 @@ static void weight_above(void **state)
 	wsketch_fini(&s);
 }
 
+/* A series of one sample costs one cell whatever its value (a rate of 2^62 once took the 3,700
+ * buckets below it); weights past 2^64 - 1 stop there and say so. */
+static void memory_and_saturation(void **state)
+{
+	struct wsketch s = {0}, t = {0};
+
+	(void)state;
+	assert_true(wsketch_add(&s, INT64_MAX, 10));
+	assert_int_equal(s.b.n, 1);
+	assert_true(wsketch_add(&s, -5, 10));
+	assert_int_equal(s.b.n, 2);
+	assert_true(wsketch_quantile(&s, 0.9) == INT64_MAX);
+	assert_int_equal(wsketch_quantile(&s, 0.1), -5);
+	assert_true(wsketch_add(&t, 7, UINT64_MAX - 1));
+	assert_true(wsketch_merge(&t, &s));
+	assert_true(t.saturated);
+	assert_true(t.total == UINT64_MAX);
+	assert_int_equal(wsketch_quantile(&t, 0.5), 7);
+	wsketch_fini(&s);
+	wsketch_fini(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -162,6 +184,7 @@ int main(void)
 	    cmocka_unit_test(within_the_bound),
 	    cmocka_unit_test(merged_is_whole),
 	    cmocka_unit_test(weight_above),
+	    cmocka_unit_test(memory_and_saturation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -578,7 +578,8 @@ function metricsElsewhere(dev) {
 function renderMetrics(box, dev, gaps) {
 	const curves = metricCurves(dev);
 	if (!curves.length) {
-		const why = metricsElsewhere(dev);
+		const why = metricsElsewhere(dev) || (METRICS.left_out ? "no curve here: the page keeps the curves of the first " +
+			METRICS.kept + " metric series (" + METRICS.left_out + " more; tally stats -r gpu_metrics_sum lists them all)" : null);
 		if (why) box.appendChild(el("p", { class: "note metrics-note" }, "GPU metrics: " + why));
 		return;
 	}

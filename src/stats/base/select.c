@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "select.h"
+#include "spill.h"
 
 #define RADIX_BITS 11
 #define RADIX_SIZE (1u << RADIX_BITS)
@@ -85,7 +86,8 @@ double stats_median(uint64_t *a, size_t n)
 	return n % 2 ? (double)mid : ((double)mid + (double)next) / 2;
 }
 
-uint64_t stats_percentile(uint64_t *a, size_t n, double p)
+/* The p-th percentile by nearest rank (p50 of 1..4 is 2, p90 of 1..10 is 9). 0 for none. */
+static uint64_t stats_percentile(uint64_t *a, size_t n, double p)
 {
 	uint64_t lo, hi;
 	size_t k;
@@ -117,4 +119,40 @@ int stats_percentiles(const uint64_t *v, size_t n, const double *p, uint64_t *ou
 	}
 	free(scratch);
 	return 0;
+}
+
+int stats_by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int stats_spill_percentiles(struct spill *s, const double *p, uint64_t *out, size_t np)
+{
+	uint64_t n = spill_count(s), at = 0, last = 0;
+	const uint64_t *v;
+	size_t i = 0;
+	int rc;
+
+	memset(out, 0, np * sizeof(*out));
+	if (!n)
+		return 0;
+	if ((rc = spill_sort(s)) < 0)
+		return rc;
+	while (i < np && (v = spill_next(s))) {
+		last = *v;
+		/* nearest rank, as stats_percentile: the k-th in order, k = ceil(p n) - 1 */
+		while (i < np) {
+			uint64_t k = (uint64_t)(p[i] / 100.0 * (double)n + 0.999999999);
+
+			k = k ? k - 1 : 0;
+			k = k < n ? k : n - 1;
+			if (k != at)
+				break;
+			out[i++] = last;
+		}
+		at++;
+	}
+	return s->err ? -s->err : 0;
 }

@@ -15,10 +15,13 @@
 uint64_t stats_select(uint64_t *a, size_t n, size_t k, uint64_t lo, uint64_t hi, uint64_t *next);
 /* The median: the middle value, or the mean of the two middle ones (nsys's Med). 0 for none. */
 double stats_median(uint64_t *a, size_t n);
-/* The p-th percentile by nearest rank (p50 of 1..4 is 2, p90 of 1..10 is 9). 0 for none. */
-uint64_t stats_percentile(uint64_t *a, size_t n, double p);
 /* Each percentile p[i] of v[0..n) into out[i], v left as it is (a copy is selected in).  0 or
  * -ENOMEM. */
 int stats_percentiles(const uint64_t *v, size_t n, const double *p, uint64_t *out, size_t np);
+/* The same of the uint64_t values of a spill (spill.h) made with stats_by_u64, p[] ascending:
+ * exact, in one pass over them in order, whatever their number.  0 or -errno. */
+struct spill;
+int stats_by_u64(const void *a, const void *b);
+int stats_spill_percentiles(struct spill *s, const double *p, uint64_t *out, size_t np);
 
 #endif

@@ -3,8 +3,11 @@
 #include "sketch.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "satmath.h"
 
 #define EXACT_BELOW (1u << (SKETCH_SUB_BITS + 1)) /* 256: a bucket per value below */
 
@@ -37,74 +40,64 @@ static uint64_t tally_sketch_bucket_high(uint32_t i)
 	return tally_sketch_bucket_low(i) + ((1ull << ((i >> SKETCH_SUB_BITS) - 1)) - 1);
 }
 
-/* Make room for buckets [a, b] (inclusive). */
-static int cover(struct tally_sketch *s, uint32_t a, uint32_t b)
+/* The count of the k-th cell (k < n), and its bucket. */
+static uint64_t count_at(const struct tally_sketch *s, uint32_t k)
 {
-	uint32_t lo, hi;
+	return *(const uint64_t *)buckets_at(&s->b, sizeof(uint64_t), k);
+}
+
+/* times more values in bucket i.  0, or -ENOMEM (the sketch holds the same counts). */
+static int add_at(struct tally_sketch *s, uint32_t i, uint64_t times)
+{
 	uint64_t *c;
 
-	if (s->n && a >= s->lo && b < s->lo + s->n)
+	if (!times)
 		return 0;
-	lo = s->n && s->lo < a ? s->lo : a;
-	hi = s->n && s->lo + s->n - 1 > b ? s->lo + s->n - 1 : b;
-	/* grow by a few octaves at once on the side that grew: values come in any order */
-	if (s->n && hi > s->lo + s->n - 1)
-		hi = hi + 256 < SKETCH_BUCKETS ? hi + 256 : SKETCH_BUCKETS - 1;
-	if (s->n && lo < s->lo)
-		lo = lo > 256 ? lo - 256 : 0;
-	c = calloc((size_t)(hi - lo + 1), sizeof(*c));
-	if (!c)
+	if (!(c = buckets_cell(&s->b, sizeof(*c), i, SKETCH_BUCKETS)))
 		return -ENOMEM;
-	if (s->n)
-		memcpy(c + (s->lo - lo), s->count, s->n * sizeof(*c));
-	free(s->count);
-	s->count = c;
-	s->lo = lo;
-	s->n = hi - lo + 1;
+	*c = tally_add_sat(*c, times, &s->saturated);
+	s->values = tally_add_sat(s->values, times, &s->saturated);
 	return 0;
 }
 
 int tally_sketch_add(struct tally_sketch *s, uint64_t v, uint64_t times)
 {
-	uint32_t i = tally_sketch_index(v);
-
-	if ((i < s->lo || i >= s->lo + s->n) && cover(s, i, i) < 0)
-		return -ENOMEM;
-	s->count[i - s->lo] += times;
-	s->values += times;
-	return 0;
+	return add_at(s, tally_sketch_index(v), times);
 }
 
 int tally_sketch_merge(struct tally_sketch *dst, const struct tally_sketch *src)
 {
-	uint32_t i;
+	uint32_t k;
 
-	if (!src->n)
-		return 0;
-	if (cover(dst, src->lo, src->lo + src->n - 1) < 0)
-		return -ENOMEM;
-	for (i = 0; i < src->n; i++)
-		dst->count[src->lo + i - dst->lo] += src->count[i];
-	dst->values += src->values;
+	for (k = 0; k < src->b.n; k++)
+		if (add_at(dst, buckets_index(&src->b, k), count_at(src, k)) < 0)
+			return -ENOMEM;
+	dst->saturated |= src->saturated;
 	return 0;
 }
 
 double tally_sketch_rank(const struct tally_sketch *s, uint64_t k, uint64_t min, uint64_t max)
 {
 	uint64_t seen = 0;
-	double mid;
 	uint32_t i;
 
-	for (i = 0; i < s->n; i++) {
-		seen += s->count[i];
+	for (i = 0; i < s->b.n; i++) {
+		seen = tally_add_sat(seen, count_at(s, i), &(bool){false});
 		if (seen > k)
 			break;
 	}
-	if (i == s->n)
+	if (i == s->b.n)
 		return (double)max;
-	i += s->lo;
+	return tally_sketch_centre(buckets_index(&s->b, i), min, max);
+}
+
+double tally_sketch_centre(uint32_t bucket, uint64_t min, uint64_t max)
+{
 	/* the centre of the bucket's integers; the exact extremes are better where they apply */
-	mid = ((double)tally_sketch_bucket_low(i) + (double)tally_sketch_bucket_high(i)) / 2;
+	double mid =
+	    ((double)tally_sketch_bucket_low(bucket) + (double)tally_sketch_bucket_high(bucket)) /
+	    2;
+
 	if (mid < (double)min)
 		mid = (double)min;
 	if (mid > (double)max)
@@ -126,23 +119,43 @@ double tally_sketch_median(const struct tally_sketch *s, uint64_t min, uint64_t 
 
 void tally_sketch_fini(struct tally_sketch *s)
 {
-	free(s->count);
+	buckets_fini(&s->b);
 	memset(s, 0, sizeof(*s));
+}
+
+uint32_t tally_sketch_cells(const struct tally_sketch *s)
+{
+	return s->b.n;
+}
+
+uint64_t tally_sketch_cell(const struct tally_sketch *s, uint32_t k, uint32_t *bucket)
+{
+	*bucket = buckets_index(&s->b, k);
+	return count_at(s, k);
 }
 
 void tally_sketch_encode(const struct tally_sketch *s, struct tally_buf *out)
 {
-	uint32_t a = 0, b = s->n, i;
+	uint32_t a = 0, b = s->b.n, k, bucket;
 
-	/* only the buckets from the first to the last one that counts */
-	while (a < b && !s->count[a])
+	/* only the buckets from the first to the last one that counts, zeros between */
+	while (a < b && !count_at(s, a))
 		a++;
-	while (b > a && !s->count[b - 1])
+	while (b > a && !count_at(s, b - 1))
 		b--;
-	tally_buf_put_varint(out, a < b ? s->lo + a : 0);
-	tally_buf_put_varint(out, b - a);
-	for (i = a; i < b; i++)
-		tally_buf_put_varint(out, s->count[i]);
+	if (a == b) {
+		tally_buf_put_varint(out, 0);
+		tally_buf_put_varint(out, 0);
+		return;
+	}
+	tally_buf_put_varint(out, buckets_index(&s->b, a));
+	tally_buf_put_varint(out, buckets_index(&s->b, b - 1) - buckets_index(&s->b, a) + 1);
+	for (k = a, bucket = buckets_index(&s->b, a); k < b; bucket++) {
+		if (buckets_index(&s->b, k) == bucket)
+			tally_buf_put_varint(out, count_at(s, k++));
+		else
+			tally_buf_put_varint(out, 0);
+	}
 }
 
 bool tally_sketch_decode(struct tally_sketch *s, struct tally_cursor *c)
@@ -154,20 +167,13 @@ bool tally_sketch_decode(struct tally_sketch *s, struct tally_cursor *c)
 	if (c->bad || lo >= SKETCH_BUCKETS || n > SKETCH_BUCKETS - lo ||
 	    n > (uint64_t)(c->end - c->p))
 		return false;
-	if (!n)
-		return true;
-	s->count = calloc((size_t)n, sizeof(*s->count));
-	if (!s->count)
-		return false;
-	s->lo = (uint32_t)lo;
-	s->n = (uint32_t)n;
-	for (i = 0; i < n; i++) {
-		s->count[i] = tally_cur_varint(c);
-		if (total + s->count[i] < total)
+	for (i = 0; i < n && !c->bad; i++) {
+		uint64_t count = tally_cur_varint(c);
+
+		if (total + count < total || add_at(s, (uint32_t)(lo + i), count) < 0)
 			c->bad = true;
-		total += s->count[i];
+		total += count;
 	}
-	s->values = total;
 	if (c->bad) {
 		tally_sketch_fini(s);
 		return false;

@@ -14,8 +14,13 @@
  * 0.39%) of the true k-th smallest value, whatever the values and however many (a median of an
  * even count is the mean of two such estimates: the same bound).  Two sketches merge exactly by
  * adding counts, so sketches of many ranks, or of summaries made on other nodes, combine into the
- * sketch of all their values.  Memory: at most 57 x 128 counters (58 KiB), in practice the
- * octaves a group spans (1 us .. 100 ms: 17 octaves, 17 KiB).
+ * sketch of all their values.
+ *
+ * Memory follows the buckets that hold a count, never the range between them (buckets.h): at
+ * most 32 bytes per bucket holding a count plus 512 bytes, at most 58 KiB, in practice the octaves
+ * a group spans (1 us .. 100 ms: 17 octaves, 17 KiB); two values at the two ends of the range (a
+ * crafted summary's) cost two counts, not 58 KiB.  A count that would pass 2^64 - 1 stops there,
+ * and the sketch says so (saturated).
  */
 #ifndef TALLY_STATS_SKETCH_H
 #define TALLY_STATS_SKETCH_H
@@ -24,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buckets.h"
 #include "buf.h"
 
 #define SKETCH_SUB_BITS	 7
@@ -31,9 +37,9 @@
 #define SKETCH_BUCKETS	 ((64 - SKETCH_SUB_BITS + 1) << SKETCH_SUB_BITS)
 
 struct tally_sketch {
-	uint64_t *count; /* count[i - lo] for bucket i in [lo, lo + n) */
-	uint32_t lo, n;
-	uint64_t values;
+	struct buckets b; /* a count (uint64_t) per bucket */
+	uint64_t values;  /* the counts' sum */
+	bool saturated;	  /* a count (or values) stopped at UINT64_MAX */
 };
 
 /* Add v, times times.  0, or -ENOMEM (the sketch is then unchanged). */
@@ -45,9 +51,14 @@ int tally_sketch_merge(struct tally_sketch *dst, const struct tally_sketch *src)
  * max, the exact extremes when known (else 0 and UINT64_MAX), clamp the estimate.
  */
 double tally_sketch_rank(const struct tally_sketch *s, uint64_t k, uint64_t min, uint64_t max);
+/* The value bucket stands for (the centre of its integers), clamped to min and max. */
+double tally_sketch_centre(uint32_t bucket, uint64_t min, uint64_t max);
 /* The median as nsys defines it (the mean of the middle two for an even count). */
 double tally_sketch_median(const struct tally_sketch *s, uint64_t min, uint64_t max);
 void tally_sketch_fini(struct tally_sketch *s);
+/* The cells in bucket order: how many, and the count of the k-th (k < cells) and its bucket. */
+uint32_t tally_sketch_cells(const struct tally_sketch *s);
+uint64_t tally_sketch_cell(const struct tally_sketch *s, uint32_t k, uint32_t *bucket);
 
 /* Serialised (the summary file, docs/format.md): lo, n, then n counts, varints. */
 void tally_sketch_encode(const struct tally_sketch *s, struct tally_buf *out);

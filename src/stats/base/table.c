@@ -4,6 +4,7 @@
 #include "text.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -33,16 +34,29 @@ static const char *with_commas(char *buf, uint64_t v, bool negative)
 	return buf;
 }
 
-/* A fixed-point double with thousands separators: 439631.06 -> "439,631.1". */
+/* A fixed-point double with thousands separators: 439631.06 -> "439,631.1"; one past 2^64 keeps
+ * every digit (1.15e20 -> "115,292,150,460,684,697,600.0"), not a wrapped or stopped integer. */
 static const char *decimal_commas(char *buf, size_t len, double d, int decimals)
 {
-	char tmp[64], whole[40];
+	char tmp[64];
 	const char *dot;
+	size_t n, i, o = 0;
 
-	snprintf(tmp, sizeof(tmp), "%.*f", decimals, d < 0 ? -d : d);
+	if (!isfinite(d) || fabs(d) >= 1e30) { /* past 30 digits, or no number: as C says it */
+		snprintf(buf, len, "%.6g", d);
+		return buf;
+	}
+	snprintf(tmp, sizeof(tmp), "%.*f", decimals, d);
+	if (tmp[0] == '-')
+		buf[o++] = '-';
 	dot = strchr(tmp, '.');
-	with_commas(whole, strtoull(tmp, NULL, 10), d < 0);
-	snprintf(buf, len, "%s%s", whole, dot ? dot : "");
+	n = (size_t)((dot ? dot : tmp + strlen(tmp)) - tmp) - (tmp[0] == '-');
+	for (i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i + (tmp[0] == '-')];
+	}
+	snprintf(buf + o, len - o, "%s", dot ? dot : "");
 	return buf;
 }
 
@@ -74,7 +88,10 @@ static const char *cell_text(const struct report_col *col, const struct report_c
 	case CELL_DBL:
 		if (pretty && col->type != COL_PCT)
 			return decimal_commas(buf, len, c->d, col_decimals(col->type));
-		snprintf(buf, len, "%.*f", col_decimals(col->type), c->d);
+		if (!isfinite(c->d) || fabs(c->d) >= 1e30)
+			snprintf(buf, len, "%.6g", c->d);
+		else
+			snprintf(buf, len, "%.*f", col_decimals(col->type), c->d);
 		return buf;
 	}
 	return "";

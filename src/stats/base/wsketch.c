@@ -5,11 +5,23 @@
 #include <string.h>
 
 #include "grow.h"
+#include "satmath.h"
 
 #include "wsketch.h"
 
 #define SUB_BITS 6
 #define SUB	 (1u << SUB_BITS) /* buckets per power of two, and the exact range below */
+#define BUCKETS	 (1 + SUB + (63 - SUB_BITS) * SUB) /* the last: 2^62 .. 2^63 - 1 */
+
+struct cell {
+	uint64_t w; /* weight */
+	double vw;  /* value x weight */
+};
+
+static const struct cell *cell_at(const struct wsketch *s, uint32_t k)
+{
+	return buckets_at(&s->b, sizeof(struct cell), k);
+}
 
 static uint32_t bucket_of(int64_t v)
 {
@@ -38,11 +50,14 @@ static uint64_t bucket_low(uint32_t b, uint64_t *width)
 	return (uint64_t)(SUB + k % SUB) << (k / SUB);
 }
 
-/* The value a bucket stands for: the mean of its values, within the bucket and the extremes. */
-static int64_t bucket_value(const struct wsketch *s, uint32_t b)
+/* The value the k-th cell stands for: the mean of its values, within its bucket and the
+ * extremes. */
+static int64_t cell_value(const struct wsketch *s, uint32_t k)
 {
+	const struct cell *c = cell_at(s, k);
+	uint32_t b = buckets_index(&s->b, k);
 	uint64_t width, low;
-	double mean = s->w[b] ? s->vw[b] / (double)s->w[b] : 0;
+	double mean = c->w ? c->vw / (double)c->w : 0;
 	int64_t v;
 
 	if (b == 0)
@@ -54,48 +69,38 @@ static int64_t bucket_value(const struct wsketch *s, uint32_t b)
 	return v < s->min ? s->min : v > s->max ? s->max : v;
 }
 
-static bool reserve(struct wsketch *s, uint32_t n)
+/* weight more at value in the cell of bucket b; false when memory ran out. */
+static bool add_at(struct wsketch *s, uint32_t b, uint64_t weight, double vw)
 {
-	uint64_t *w;
-	double *vw;
+	struct cell *c = buckets_cell(&s->b, sizeof(*c), b, BUCKETS);
 
-	if (n <= s->n)
-		return true;
-	if (!(w = tally_resize(s->w, n, sizeof(*w))))
+	if (!c)
 		return false;
-	s->w = w;
-	if (!(vw = tally_resize(s->vw, n, sizeof(*vw))))
-		return false; /* s->n unchanged: the larger w is only room */
-	memset(w + s->n, 0, (n - s->n) * sizeof(*w));
-	memset(vw + s->n, 0, (n - s->n) * sizeof(*vw));
-	s->vw = vw;
-	s->n = n;
+	c->w = tally_add_sat(c->w, weight, &s->saturated);
+	c->vw += vw;
+	s->total = tally_add_sat(s->total, weight, &s->saturated);
 	return true;
 }
 
 bool wsketch_add(struct wsketch *s, int64_t value, uint64_t weight)
 {
-	uint32_t b = bucket_of(value);
+	bool first = !s->total;
 
 	if (!weight)
 		return true;
-	/* grow a power of two's worth at a time: a series' values seldom reach a new one */
-	if (b >= s->n && !reserve(s, (b / SUB + 1) * SUB))
+	if (!add_at(s, bucket_of(value), weight, (double)value * (double)weight))
 		return false;
-	if (!s->total || value < s->min)
+	if (first || value < s->min)
 		s->min = value;
-	if (!s->total || value > s->max)
+	if (first || value > s->max)
 		s->max = value;
-	s->w[b] += weight;
-	s->vw[b] += (double)value * (double)weight;
-	s->total += weight;
 	return true;
 }
 
 int64_t wsketch_quantile(const struct wsketch *s, double q)
 {
 	uint64_t target, seen = 0;
-	uint32_t b;
+	uint32_t k;
 
 	if (!s->total)
 		return 0;
@@ -105,10 +110,10 @@ int64_t wsketch_quantile(const struct wsketch *s, double q)
 		return s->max;
 	/* the first bucket by which more than q of the weight has been seen */
 	target = (uint64_t)(q * (double)s->total);
-	for (b = 0; b < s->n; b++) {
-		seen += s->w[b];
+	for (k = 0; k < s->b.n; k++) {
+		seen = tally_add_sat(seen, cell_at(s, k)->w, &(bool){false});
 		if (seen > target)
-			return bucket_value(s, b);
+			return cell_value(s, k);
 	}
 	return s->max;
 }
@@ -116,41 +121,41 @@ int64_t wsketch_quantile(const struct wsketch *s, double q)
 uint64_t wsketch_weight_above(const struct wsketch *s, int64_t t)
 {
 	uint64_t sum = 0;
-	uint32_t b;
+	uint32_t k;
 
 	if (!s->total || t > s->max)
 		return 0;
 	if (t <= s->min)
 		return s->total;
-	for (b = 0; b < s->n; b++)
-		if (s->w[b] && bucket_value(s, b) >= t)
-			sum += s->w[b];
+	for (k = 0; k < s->b.n; k++)
+		if (cell_at(s, k)->w && cell_value(s, k) >= t)
+			sum = tally_add_sat(sum, cell_at(s, k)->w, &(bool){false});
 	return sum;
 }
 
 bool wsketch_merge(struct wsketch *a, const struct wsketch *b)
 {
-	uint32_t i;
+	bool first = !a->total;
+	uint32_t k;
 
 	if (!b->total)
 		return true;
-	if (!reserve(a, b->n))
-		return false;
-	for (i = 0; i < b->n; i++) {
-		a->w[i] += b->w[i];
-		a->vw[i] += b->vw[i];
+	for (k = 0; k < b->b.n; k++) {
+		const struct cell *c = cell_at(b, k);
+
+		if (c->w && !add_at(a, buckets_index(&b->b, k), c->w, c->vw))
+			return false;
 	}
-	if (!a->total || b->min < a->min)
+	if (first || b->min < a->min)
 		a->min = b->min;
-	if (!a->total || b->max > a->max)
+	if (first || b->max > a->max)
 		a->max = b->max;
-	a->total += b->total;
+	a->saturated |= b->saturated;
 	return true;
 }
 
 void wsketch_fini(struct wsketch *s)
 {
-	free(s->w);
-	free(s->vw);
+	buckets_fini(&s->b);
 	memset(s, 0, sizeof(*s));
 }

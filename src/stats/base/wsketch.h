@@ -5,9 +5,11 @@
  * value of a bucket lies within 1/64 of its first.  Each value comes with a weight (a sample's
  * duration), so quantiles are shares of time, not of samples; a bucket answers with the weighted
  * mean of its own values, which is exact when they are all one value (an idle GPU's zeros, a
- * clock at its maximum) and never off by more than the bucket's width otherwise.  Memory is 16
- * bytes per bucket up to the largest value seen: 12 KiB for percentages scaled by 1000, 38 KiB
- * for rates of 2^42 (4.4 TB/s), at most 60 KiB; never per value.  Two sketches add up
+ * clock at its maximum) and never off by more than the bucket's width otherwise.  Memory follows
+ * the buckets that hold a weight (buckets.h): at most 64 bytes per bucket in use plus 1 KiB, at
+ * most 60 KiB (12 KiB for percentages scaled by 1000, 38 KiB for rates of 2^42, 4.4 TB/s), never
+ * per value, and a series of one sample costs one bucket whatever its value.  Weights that would
+ * pass 2^64 - 1 stop there (saturated).  Two sketches add up
  * (wsketch_merge), so summaries of many traces combine.
  */
 #ifndef TALLY_STATS_WSKETCH_H
@@ -16,12 +18,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "buckets.h"
+
 struct wsketch {
-	uint64_t *w;	  /* weight per bucket; bucket 0 holds every negative value */
-	double *vw;	  /* value x weight per bucket */
-	uint32_t n;	  /* buckets allocated */
+	struct buckets b; /* weight and value x weight per bucket; bucket 0: every negative value */
 	int64_t min, max; /* exact, over values with weight */
 	uint64_t total;	  /* sum of weights */
+	bool saturated;	  /* a weight (or the total) stopped at UINT64_MAX */
 };
 
 /* Add weight (> 0) at value.  false when memory ran out (the sketch is unchanged). */

@@ -11,6 +11,7 @@
 
 #include "diagnosis-int.h"
 #include "idlewhy.h"
+#include "satmath.h"
 #include "units.h"
 #include "waits.h"
 
@@ -333,7 +334,8 @@ static int rule_class(const struct diag_input *in, enum bound_class c, struct di
 		if (!r->step_ns || !class_named(r, c))
 			continue;
 		count++;
-		cost += span && r->ns[c] > span ? span : r->ns[c];
+		cost =
+		    tally_add_sat(cost, span && r->ns[c] > span ? span : r->ns[c], &(bool){false});
 		if (!worst ||
 		    diag_pct(r->ns[c], r->step_ns) > diag_pct(worst->ns[c], worst->step_ns))
 			worst = r;
@@ -446,7 +448,7 @@ static int rule_phase(const struct diag_input *in, bool tail, struct diag_findin
 		if (diag_pct(len, r->run_t1 - r->run_t0) < DIAG_PHASE_PCT)
 			continue;
 		count++;
-		cost += tail ? r->idle_tail : r->idle_startup;
+		cost = tally_add_sat(cost, tail ? r->idle_tail : r->idle_startup, &(bool){false});
 		if (!worst || len > (tail ? worst->tail_t1 - worst->tail_t0
 					  : worst->startup_t1 - worst->startup_t0))
 			worst = r;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "diagnosis-int.h"
+#include "satmath.h"
 #include "units.h"
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -132,7 +133,7 @@ static uint64_t loss_time(const struct diag_input *in, const struct report_secti
 			uint64_t b = iv[k][0] > end ? iv[k][0] : end;
 
 			if (iv[k][1] > b)
-				sum += iv[k][1] - b;
+				sum = tally_add_sat(sum, iv[k][1] - b, &(bool){false});
 			end = iv[k][1] > end ? iv[k][1] : end;
 		}
 	}
@@ -155,14 +156,14 @@ static int rule_loss(const struct diag_input *in, struct diag_finding *out, size
 		if (rs->verdict.complete)
 			continue;
 		count++;
-		total += c;
+		total = tally_add_sat(total, c, &(bool){false});
 		if (!worst || c > worst_cost) {
 			worst = rs;
 			worst_cost = c;
 		}
 	}
 	for (i = 0; i < in->nbd; i++)
-		unproven += in->bd[i].idle_unproven;
+		unproven = tally_add_sat(unproven, in->bd[i].idle_unproven, &(bool){false});
 	if (!worst || !(f = diag_add(out, n, cap, "lost-records")))
 		return 0;
 	f->cost = total > unproven ? total : unproven;
@@ -221,7 +222,7 @@ static void busy_outside(const struct diag_input *in, struct diag_finding *f)
 	char d[32];
 
 	for (i = 0; i < in->nbd; i++)
-		outside += in->bd[i].outside;
+		outside = tally_add_sat(outside, in->bd[i].outside, &(bool){false});
 	if (outside)
 		snprintf(f->figure + len, sizeof(f->figure) - len,
 			 "; not counting %s the GPU metrics show busy outside the trace",
@@ -241,7 +242,7 @@ static int rule_idle(const struct diag_input *in, struct diag_finding *out, size
 		if (diag_pct(r->idle, r->t1 - r->t0) <= DIAG_IDLE_PCT)
 			continue;
 		count++;
-		cost += r->idle;
+		cost = tally_add_sat(cost, r->idle, &(bool){false});
 		if (!worst || r->idle > worst->idle)
 			worst = r;
 	}
@@ -263,7 +264,9 @@ static int rule_idle(const struct diag_input *in, struct diag_finding *out, size
  * waits for another); so never more than their spans. */
 static uint64_t straggler_cost(const struct diag_input *in, const struct steps_verdict *v)
 {
-	uint64_t cost = 0, lead = v->lead > 0 ? (uint64_t)v->lead * v->steps : 0;
+	uint64_t cost = 0, lead = v->lead > 0
+				      ? tally_mul_sat((uint64_t)v->lead, v->steps, &(bool){false})
+				      : 0;
 	size_t i;
 
 	for (i = 0; i < in->nbd; i++) {
@@ -271,7 +274,7 @@ static uint64_t straggler_cost(const struct diag_input *in, const struct steps_v
 		uint64_t waited = r->idle + r->comm_exposed;
 
 		if (r->section != v->candidate)
-			cost += lead < waited ? lead : waited;
+			cost = tally_add_sat(cost, lead < waited ? lead : waited, &(bool){false});
 	}
 	return cost;
 }
@@ -329,7 +332,7 @@ static uint64_t section_idle(const struct diag_input *in, unsigned s)
 
 	for (i = 0; i < in->nbd; i++)
 		if (in->bd[i].section == s)
-			idle += in->bd[i].idle;
+			idle = tally_add_sat(idle, in->bd[i].idle, &(bool){false});
 	return idle;
 }
 
@@ -349,7 +352,7 @@ static int rule_launch(const struct diag_input *in, struct diag_finding *out, si
 		if (!launch_bound(r))
 			continue;
 		count++;
-		cost += c;
+		cost = tally_add_sat(cost, c, &(bool){false});
 		if (!worst || c > worst_cost) {
 			worst = r;
 			worst_cost = c;
@@ -387,7 +390,7 @@ static const char *copy_kind(const struct bd_row *r, char *buf, size_t len)
 	unsigned k, best = 0;
 
 	for (k = 0; k < 16; k++) {
-		total += r->copy_ns[k];
+		total = tally_add_sat(total, r->copy_ns[k], &(bool){false});
 		if (r->copy_ns[k] > r->copy_ns[best])
 			best = k;
 	}
@@ -424,7 +427,7 @@ static const struct bd_row *worst_row(const struct diag_input *in, bd_field fiel
 		if (diag_pct(field(r), r->t1 - r->t0) <= min_pct)
 			continue;
 		(*count)++;
-		*cost += field(r);
+		*cost = tally_add_sat(*cost, field(r), &(bool){false});
 		if (!worst || field(r) > field(worst))
 			worst = r;
 	}
@@ -579,7 +582,7 @@ int diagnose(const struct diag_input *in, struct diag_finding **out, size_t *n)
 	/* one definition of the share for every rule: of the run's GPU time, which each rule's
 	 * cost is a part of (docs/diagnosis.md) */
 	for (i = 0; i < in->nbd; i++)
-		gpu_time += in->bd[i].t1 - in->bd[i].t0;
+		gpu_time = tally_add_sat(gpu_time, in->bd[i].t1 - in->bd[i].t0, &(bool){false});
 	for (i = 0; i < *n; i++)
 		(*out)[i].share = diag_pct((*out)[i].cost, gpu_time);
 	qsort(*out, *n, sizeof(**out), by_rank);

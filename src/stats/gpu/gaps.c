@@ -9,6 +9,7 @@
 #include "grow.h"
 #include "hashmap.h"
 #include "spans.h"
+#include "spill.h"
 
 #define DEFAULT_GAP_MIN_NS 1000000ull
 #define AUTO_BUCKETS	   20
@@ -31,8 +32,8 @@ struct gap_sec {
 	struct busy *busy;
 	size_t nbusy, bcap, last;
 	struct tally_map busy_map; /* (device, stream) -> index in busy + 1 */
-	struct gap_iv *v;	   /* every interval, for utilization only */
-	size_t n, cap;
+	struct spill v;		   /* every interval, for utilization only, by device and start */
+	bool has_v;
 };
 
 struct report_gpu_gaps {
@@ -69,7 +70,8 @@ static void free_sec(struct gap_sec *sec)
 		span_set_fini(&sec->busy[i].set);
 	free(sec->busy);
 	tally_map_fini(&sec->busy_map);
-	free(sec->v);
+	if (sec->has_v)
+		spill_fini(&sec->v);
 	memset(sec, 0, sizeof(*sec));
 }
 
@@ -126,6 +128,15 @@ static struct busy *busy_of(struct gap_sec *sec, uint32_t device, uint32_t strea
 	return &sec->busy[sec->last = sec->nbusy++];
 }
 
+static int by_device(const void *a, const void *b)
+{
+	const struct gap_iv *x = a, *y = b;
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
 static int add_one(struct report_gpu_gaps *g, struct gap_sec *sec, const struct gap_iv *iv)
 {
 	/* one at a time: finding the second may move the first (the array grows) */
@@ -139,10 +150,13 @@ static int add_one(struct report_gpu_gaps *g, struct gap_sec *sec, const struct 
 		return -ENOMEM;
 	if (!g->o.util)
 		return 0;
-	if (!(v = tally_grow(sec->v, &sec->cap, sec->n + 1, sizeof(*v))))
+	if (!sec->has_v) {
+		spill_init(&sec->v, sizeof(*v), 0, by_device);
+		sec->has_v = true;
+	}
+	if (!(v = spill_push(&sec->v)))
 		return -ENOMEM;
-	sec->v = v;
-	v[sec->n++] = *iv;
+	*v = *iv;
 	return 0;
 }
 
@@ -358,15 +372,6 @@ static int by_key(const void *a, const void *b)
 	return x->stream == y->stream ? 0 : x->stream < y->stream ? -1 : 1;
 }
 
-static int by_device(const void *a, const void *b)
-{
-	const struct gap_iv *x = a, *y = b;
-
-	if (x->device != y->device)
-		return x->device < y->device ? -1 : 1;
-	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
-}
-
 /* ---- busy per bucket ------------------------------------------------------------------------ */
 
 static void add_busy(double *busy, size_t nb, uint64_t origin, uint64_t bucket, uint64_t t0,
@@ -383,30 +388,34 @@ static void add_busy(double *busy, size_t nb, uint64_t origin, uint64_t bucket, 
 	}
 }
 
-/* One device's run v[0..n) (sorted by start): its merged busy time, bucket by bucket. */
-static int device_util(struct report_gpu_gaps *g, const struct report_section *rs,
-		       const struct gap_iv *v, size_t n)
+/* One device's run, [first, last]: its merged busy time, bucket by bucket, from the spill's
+ * elements (sorted by device and start) from where it stands, the run's n of them. */
+static int device_util(struct report_gpu_gaps *g, const struct report_section *rs, struct spill *sp,
+		       uint32_t device, uint64_t first, uint64_t last, size_t n)
 {
-	uint64_t first = v[0].t0, last = 0, bucket, seg0, seg1;
+	uint64_t bucket, seg0 = first, seg1 = first;
+	const struct gap_iv *v;
 	size_t i, nb;
 	double *busy;
 
-	for (i = 0; i < n; i++)
-		last = v[i].t1 > last ? v[i].t1 : last;
 	bucket = g->o.bucket_ns ? g->o.bucket_ns : (last - first) / AUTO_BUCKETS + 1;
 	nb = (size_t)((last - first) / bucket) + 1;
 	if (nb > MAX_BUCKETS) { /* a bucket far too small for the span: no flood, but say so */
 		g->util_refused = nb > g->util_refused ? nb : g->util_refused;
+		for (i = 0; i < n; i++)
+			spill_next(sp);
 		return 0;
 	}
 	if (!(busy = calloc(nb, sizeof(*busy))))
 		return -ENOMEM;
-	for (i = 0, seg0 = first, seg1 = v[0].t1; i < n; i++) {
-		if (v[i].t0 > seg1) {
+	for (i = 0; i < n && (v = spill_next(sp)); i++) {
+		if (i == 0)
+			seg1 = v->t1;
+		if (v->t0 > seg1) {
 			add_busy(busy, nb, first, bucket, seg0, seg1);
-			seg0 = v[i].t0;
+			seg0 = v->t0;
 		}
-		seg1 = v[i].t1 > seg1 ? v[i].t1 : seg1;
+		seg1 = v->t1 > seg1 ? v->t1 : seg1;
 	}
 	add_busy(busy, nb, first, bucket, seg0, seg1);
 	for (i = 0; i < nb; i++) {
@@ -421,7 +430,7 @@ static int device_util(struct report_gpu_gaps *g, const struct report_section *r
 		g->util = u;
 		u[g->nutil++] = (struct report_util){
 		    rs->index,
-		    v[0].device,
+		    device,
 		    b0,
 		    b0 + bucket,
 		    busy[i] / (double)bucket,
@@ -431,18 +440,42 @@ static int device_util(struct report_gpu_gaps *g, const struct report_section *r
 	return 0;
 }
 
+/* A device's run of the spill: its intervals, and the first start and last end among them. */
+struct dev_run {
+	uint32_t device;
+	uint64_t first, last;
+	size_t n;
+};
+
+/* Each device's run, in two passes over the section's intervals: their extents, then their
+ * buckets (the bucket's width follows the extent). */
 static int section_util(struct report_gpu_gaps *g, const struct report_section *rs,
 			struct gap_sec *sec)
 {
-	size_t i, from = 0;
-	int rc = 0;
+	struct dev_run *runs = NULL;
+	const struct gap_iv *v;
+	size_t nruns = 0, cap = 0, i;
+	int rc = spill_sort(&sec->v);
 
-	qsort(sec->v, sec->n, sizeof(*sec->v), by_device);
-	for (i = 1; rc == 0 && i <= sec->n; i++)
-		if (i == sec->n || sec->v[i].device != sec->v[from].device) {
-			rc = device_util(g, rs, sec->v + from, i - from);
-			from = i;
+	while (rc == 0 && (v = spill_next(&sec->v))) {
+		if (!nruns || runs[nruns - 1].device != v->device) {
+			if (!tally_grow_in((void **)&runs, &cap, nruns + 1, sizeof(*runs))) {
+				rc = -ENOMEM;
+				break;
+			}
+			runs[nruns++] = (struct dev_run){v->device, v->t0, v->t1, 0};
 		}
+		runs[nruns - 1].last = v->t1 > runs[nruns - 1].last ? v->t1 : runs[nruns - 1].last;
+		runs[nruns - 1].n++;
+	}
+	if (rc == 0 && sec->v.err)
+		rc = -sec->v.err;
+	if (rc == 0)
+		rc = spill_rewind(&sec->v);
+	for (i = 0; rc == 0 && i < nruns; i++)
+		rc = device_util(g, rs, &sec->v, runs[i].device, runs[i].first, runs[i].last,
+				 runs[i].n);
+	free(runs);
 	return rc;
 }
 
@@ -477,7 +510,7 @@ int report_gpu_gaps_section(struct report_gpu_gaps *g, const struct report_secti
 		for (i = 0; i < sec->nbusy && rc == 0; i++)
 			if ((sec->busy[i].stream == REPORT_GAP_ALL_STREAMS) == (pass == 0))
 				rc = busy_gaps(g, rs, &sec->busy[i]);
-	if (rc == 0 && sec->n)
+	if (rc == 0 && sec->has_v && spill_count(&sec->v))
 		rc = section_util(g, rs, sec);
 	free_sec(sec);
 	return rc;

@@ -18,7 +18,8 @@
  * the result.  Gaps need no per-record memory: per device and per stream, the busy time is kept
  * as segments closed over anything shorter than gap_min, so memory follows the number of gaps,
  * whatever the order records come in.  Utilization (opts.util) keeps 24 bytes per GPU record of
- * the sections not yet ended.  report_gpu_gaps() does it all in one pass over a set.
+ * the section being read, in a spill (spill.h: past its budget, a temporary file).
+ * report_gpu_gaps() does it all in one pass over a set.
  */
 #ifndef TALLY_STATS_GAPS_H
 #define TALLY_STATS_GAPS_H
@@ -80,7 +81,7 @@ struct report_util {
 struct report_gaps_opts {
 	uint64_t gap_min_ns; /* gaps shorter than this are not listed (default 1 ms) */
 	uint64_t bucket_ns;  /* gpu_time_util bucket; 0: the device's span / 20 */
-	bool util;	   /* compute gpu_time_util too (keeps every GPU interval: 24 bytes each) */
+	bool util; /* compute gpu_time_util too (spills every GPU interval: 24 bytes each) */
 	bool devices_only; /* whole devices only, no gaps per stream */
 	/* When set, each gap is handed to each(each_ctx, gap) as it is found (when its section
 	 * ends) instead of being kept in the list: a consumer of every hole (gap_min_ns 1) holds

@@ -7,6 +7,7 @@
 #include "grow.h"
 #include "launch.h"
 #include "select.h"
+#include "spill.h"
 
 /* A launch call or a GPU record waiting for its partner, by correlation id. */
 struct pend {
@@ -17,11 +18,6 @@ struct pend {
 	uint64_t start, end;
 };
 
-struct u64s {
-	uint64_t *v;
-	size_t n, cap;
-};
-
 struct short_name {
 	uint64_t n;
 	uint32_t stack_id;
@@ -30,7 +26,8 @@ struct short_name {
 struct lsec {
 	struct pend *slot;
 	size_t cap, n;
-	struct u64s lat, call;
+	struct spill lat, call; /* per launch, for exact percentiles: in spills, not in memory */
+	bool spills;
 	struct short_name *shorts; /* by kernel name id */
 	uint32_t nshorts;
 	struct launch_row row;
@@ -62,8 +59,10 @@ struct launches *launches_new(struct queues *q, bool stats)
 static void sec_fini(struct lsec *s)
 {
 	free(s->slot);
-	free(s->lat.v);
-	free(s->call.v);
+	if (s->spills) {
+		spill_fini(&s->lat);
+		spill_fini(&s->call);
+	}
 	free(s->shorts);
 	free(s->graph_call);
 	free(s->row.top_short);
@@ -162,19 +161,13 @@ static void pend_del(struct lsec *s, struct pend *p)
 
 /* ---- matching ---------------------------------------------------------------------------- */
 
-static bool push(struct u64s *v, uint64_t x)
+static bool push(struct spill *v, uint64_t x)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? 2 * v->cap : 256;
-		uint64_t *t = tally_resize(v->v, cap, sizeof(*t));
+	uint64_t *p = spill_push(v);
 
-		if (!t)
-			return false;
-		v->v = t;
-		v->cap = cap;
-	}
-	v->v[v->n++] = x;
-	return true;
+	if (p)
+		*p = x;
+	return p != NULL;
 }
 
 static void note_short(struct lsec *s, const struct pend *gpu)
@@ -294,6 +287,11 @@ int launches_add(struct launches *l, struct report_section *rs, const struct tal
 		sec_fini(&l->cur); /* a section that never ended (damaged input) */
 	l->cur_index = rs->index;
 	l->cur_used = true;
+	if (!l->cur.spills) {
+		spill_init(&l->cur.lat, sizeof(uint64_t), 0, stats_by_u64);
+		spill_init(&l->cur.call, sizeof(uint64_t), 0, stats_by_u64);
+		l->cur.spills = true;
+	}
 	for (i = 0; i < n && rc == 0; i++)
 		if (!(r[i].flags & TALLY_REC_BAD_TIME) &&
 		    (tally_kind_is_gpu(r[i].kind) || tally_kind_is_api(r[i].kind)))
@@ -325,7 +323,7 @@ int launches_section_end(struct launches *l, struct report_section *rs)
 	struct lsec *s = &l->cur;
 	struct launch_row *row;
 	static const double pct[] = {50, 90, 99, 100};
-	uint64_t lat[4];
+	uint64_t lat[4], call[1];
 
 	if (!l->cur_used || l->cur_index != rs->index)
 		return 0;
@@ -338,14 +336,20 @@ int launches_section_end(struct launches *l, struct report_section *rs)
 		l->rows = t;
 		l->rcap = cap;
 	}
-	if (stats_percentiles(s->lat.v, s->lat.n, pct, lat, 4) < 0)
+	if (!s->spills) {
+		spill_init(&s->lat, sizeof(uint64_t), 0, stats_by_u64);
+		spill_init(&s->call, sizeof(uint64_t), 0, stats_by_u64);
+		s->spills = true;
+	}
+	if (stats_spill_percentiles(&s->lat, pct, lat, 4) < 0 ||
+	    stats_spill_percentiles(&s->call, pct, call, 1) < 0)
 		return -ENOMEM;
 	s->row.section = rs->index;
 	s->row.lat_p50 = lat[0];
 	s->row.lat_p90 = lat[1];
 	s->row.lat_p99 = lat[2];
 	s->row.lat_max = lat[3];
-	s->row.call_p50 = stats_percentile(s->call.v, s->call.n, 50);
+	s->row.call_p50 = call[0];
 	top_short(s, rs);
 	row = &l->rows[l->nrows++];
 	*row = s->row;

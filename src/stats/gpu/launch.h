@@ -9,7 +9,7 @@
  * the queue of its stream (queue.h).  Kernels of a CUDA graph share the graph launch's
  * correlation id and are counted apart (a graph is the cure for launch-bound kernels, not a case
  * of it).  Memory: the launches still waiting for their partner, and 16 bytes per matched kernel
- * for the exact percentiles.
+ * for the exact percentiles, in spills (spill.h: past their budget, a temporary file).
  */
 #ifndef TALLY_STATS_LAUNCH_H
 #define TALLY_STATS_LAUNCH_H

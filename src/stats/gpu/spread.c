@@ -8,9 +8,14 @@
 #include "grow.h"
 #include "hash.h"
 #include "select.h"
+#include "sketch.h"
 #include "spread.h"
 
 #define DEFAULT_TOP 10
+/* Values kept for exact medians and percentiles (8 bytes each, all kernels of all processes):
+ * past them, every (kernel, process) keeps a quantile sketch (sketch.h) instead, and the
+ * report says its medians are within the sketch's bound. */
+#define SPREAD_VALUES (4u << 20)
 
 struct kname {
 	char *name;
@@ -23,8 +28,9 @@ struct pair {
 	unsigned section;
 	uint64_t *v;
 	size_t n, cap;
-	uint64_t total;
-	size_t next; /* the next pair of the same name, SIZE_MAX at the end */
+	uint64_t total, min, max;
+	struct tally_sketch sk; /* past SPREAD_VALUES, in place of v */
+	size_t next;		/* the next pair of the same name, SIZE_MAX at the end */
 };
 
 struct spread {
@@ -41,6 +47,8 @@ struct spread {
 	unsigned cache_sec;
 	struct spread_row *rows;
 	size_t nrows;
+	uint64_t kept; /* values in the pairs' v */
+	bool sketched; /* past SPREAD_VALUES: sketches */
 };
 
 struct spread *spread_new(unsigned top, enum report_name_mode names)
@@ -63,8 +71,10 @@ void spread_free(struct spread *s)
 		return;
 	for (i = 0; i < s->nnames; i++)
 		free(s->names[i].name);
-	for (i = 0; i < s->npairs; i++)
+	for (i = 0; i < s->npairs; i++) {
 		free(s->pairs[i].v);
+		tally_sketch_fini(&s->pairs[i].sk);
+	}
 	free(s->names);
 	free(s->slot);
 	free(s->pairs);
@@ -176,8 +186,39 @@ static struct pair *pair_of(struct spread *s, struct report_section *rs, uint32_
 	return &s->pairs[p];
 }
 
-static bool push(struct pair *p, uint64_t x)
+/* Every pair's values into its sketch: memory stops growing with the kernels. */
+static bool to_sketches(struct spread *s)
 {
+	size_t i, k;
+
+	s->sketched = true;
+	for (i = 0; i < s->npairs; i++) {
+		struct pair *p = &s->pairs[i];
+
+		for (k = 0; k < p->n; k++)
+			if (tally_sketch_add(&p->sk, p->v[k], 1) < 0)
+				return false;
+		free(p->v);
+		p->v = NULL;
+		p->cap = 0;
+	}
+	return true;
+}
+
+static bool push(struct spread *s, struct pair *p, uint64_t x)
+{
+	p->min = !p->n || x < p->min ? x : p->min;
+	p->max = x > p->max ? x : p->max;
+	if (!s->sketched && s->kept >= SPREAD_VALUES && !to_sketches(s))
+		return false;
+	if (s->sketched) {
+		if (tally_sketch_add(&p->sk, x, 1) < 0)
+			return false;
+		p->n++;
+		p->total += x;
+		return true;
+	}
+	s->kept++;
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? 2 * p->cap : 16;
 		uint64_t *t = tally_resize(p->v, cap, sizeof(*t));
@@ -205,7 +246,7 @@ int spread_add(struct spread *s, struct report_section *rs, const struct tally_r
 		if (r[i].kind != TALLY_KIND_KERNEL || (r[i].flags & TALLY_REC_BAD_TIME))
 			continue;
 		d = r[i].end > r[i].start ? r[i].end - r[i].start : 0;
-		if (!(p = pair_of(s, rs, r[i].name_id)) || !push(p, d))
+		if (!(p = pair_of(s, rs, r[i].name_id)) || !push(s, p, d))
 			return -ENOMEM;
 		s->names[p->name].total += d;
 	}
@@ -261,6 +302,21 @@ static int kernel_rows(struct spread *s, size_t name, unsigned rank_of, size_t *
 		struct pair *pr = &s->pairs[p];
 		struct spread_row *row = &s->rows[(*out)++];
 
+		if (s->sketched) { /* nearest rank, as stats_percentile: ceil(0.9 n) - 1 */
+			uint64_t k90 = (uint64_t)ceil(0.9 * (double)pr->n);
+
+			*row = (struct spread_row){
+			    .name = s->names[name].name,
+			    .rank_of = rank_of,
+			    .section = pr->section,
+			    .count = pr->n,
+			    .total = pr->total,
+			    .median = tally_sketch_median(&pr->sk, pr->min, pr->max),
+			    .p90 = (uint64_t)tally_sketch_rank(&pr->sk, k90 ? k90 - 1 : 0, pr->min,
+							       pr->max),
+			    .max = pr->max};
+			continue;
+		}
 		if (!(scratch = malloc((pr->n ? pr->n : 1) * sizeof(*scratch))) ||
 		    stats_percentiles(pr->v, pr->n, pct, q, 2) < 0) {
 			free(scratch);
@@ -327,6 +383,11 @@ int spread_finish(struct spread *s)
 	s->nrows = out;
 	free(order);
 	return rc;
+}
+
+bool spread_sketched(const struct spread *s)
+{
+	return s->sketched;
 }
 
 const struct spread_row *spread_rows(const struct spread *s, size_t *n)

@@ -11,6 +11,7 @@
 #ifndef TALLY_STATS_SPREAD_H
 #define TALLY_STATS_SPREAD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "trace-set.h"
@@ -33,6 +34,8 @@ struct spread *spread_new(unsigned top, enum report_name_mode names);
 void spread_free(struct spread *s);
 int spread_add(struct spread *s, struct report_section *rs, const struct tally_record *r, size_t n);
 int spread_finish(struct spread *s);
+/* Whether medians and percentiles came from quantile sketches (past the values kept exact). */
+bool spread_sketched(const struct spread *s);
 const struct spread_row *spread_rows(const struct spread *s, size_t *n);
 
 #endif

@@ -326,6 +326,21 @@ static void suggest(struct steps *s)
 	}
 }
 
+/* The middle of a and b, with no sum that could wrap. */
+static uint64_t mid_u64(uint64_t a, uint64_t b)
+{
+	return a / 2 + b / 2 + (a & b & 1);
+}
+
+/* a - b as a signed lead, stopped at INT64_MAX either way (durations are unsigned 64 bits: a
+ * crafted range may last past 2^63 ns). */
+static int64_t lead_of(uint64_t a, uint64_t b)
+{
+	if (a >= b)
+		return a - b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)(a - b);
+	return b - a > (uint64_t)INT64_MAX ? -INT64_MAX : -(int64_t)(b - a);
+}
+
 /* Per step: the slowest, and its lead over the median of the others. */
 static void step_row(struct steps *s, int k, uint64_t step, struct step_row *row, uint64_t *scratch)
 {
@@ -347,15 +362,14 @@ static void step_row(struct steps *s, int k, uint64_t step, struct step_row *row
 	*row = (struct step_row){.step = step,
 				 .ranks = (unsigned)m,
 				 .median = m % 2 ? scratch[m / 2]
-						 : (scratch[m / 2 - 1] + scratch[m / 2]) / 2,
+						 : mid_u64(scratch[m / 2 - 1], scratch[m / 2]),
 				 .slowest = s->r[slow].section,
 				 .slowest_ns = slow_ns};
 	/* the others: all but one copy of the slowest value, the largest */
 	m--;
 	if (m)
-		row->lead =
-		    (int64_t)slow_ns -
-		    (int64_t)(m % 2 ? scratch[m / 2] : (scratch[m / 2 - 1] + scratch[m / 2]) / 2);
+		row->lead = lead_of(slow_ns, m % 2 ? scratch[m / 2]
+						   : mid_u64(scratch[m / 2 - 1], scratch[m / 2]));
 }
 
 /* The spread of one process's own steps: p90 - p10 of its first `steps` durations. */
@@ -371,15 +385,21 @@ static uint64_t own_spread(const struct srank *r, int k, uint64_t steps, uint64_
 	return q[1] - q[0];
 }
 
-/* The median of the others' durations in step st (all processes with the range but c). */
-static int64_t others_median(const struct steps *s, int k, size_t c, uint64_t st, uint64_t *u)
+/* The median of the others' durations in step st (all processes with the range but c) into
+ * *median; false when no other has the step. */
+static bool others_median(const struct steps *s, int k, size_t c, uint64_t st, uint64_t *u,
+			  uint64_t *median)
 {
 	size_t i, n = 0;
 
 	for (i = 0; i < s->nr; i++)
 		if (i != c && s->r[i].n[k])
 			u[n++] = s->r[i].v[k][st].t1 - s->r[i].v[k][st].t0;
-	return n ? (int64_t)stats_median(u, n) : -1;
+	if (!n)
+		return false;
+	qsort(u, n, sizeof(*u), by_u64);
+	*median = n % 2 ? u[n / 2] : mid_u64(u[n / 2 - 1], u[n / 2]);
+	return true;
 }
 
 static int verdict(struct steps *s, int k, uint64_t steps)
@@ -404,13 +424,15 @@ static int verdict(struct steps *s, int k, uint64_t steps)
 	v->slowest_count = count[c];
 	/* its lead in every step, slowest or not: its duration less the others' median */
 	for (st = 0; st < steps; st++) {
-		int64_t others = others_median(s, k, c, st, scr);
+		uint64_t others;
 
-		lead[st] =
-		    others < 0 ? 0 : (int64_t)(s->r[c].v[k][st].t1 - s->r[c].v[k][st].t0) - others;
+		lead[st] = others_median(s, k, c, st, scr, &others)
+			       ? lead_of(s->r[c].v[k][st].t1 - s->r[c].v[k][st].t0, others)
+			       : 0;
 	}
 	qsort(lead, steps, sizeof(*lead), by_i64);
-	v->lead = steps % 2 ? lead[steps / 2] : (lead[steps / 2 - 1] + lead[steps / 2]) / 2;
+	v->lead = steps % 2 ? lead[steps / 2]
+			    : (int64_t)(((__int128)lead[steps / 2 - 1] + lead[steps / 2]) / 2);
 	for (i = 0; i < s->nr; i++)
 		if (s->r[i].n[k])
 			u[m++] = own_spread(&s->r[i], k, steps, scr);

@@ -8,14 +8,26 @@
 #include "grow.h"
 #include "idle.h"
 #include "spans.h"
+#include "spill.h"
 #include "units.h"
 
 #define DEFAULT_LIST_MIN_NS 1000000ull
 
-/* A call that launched GPU work, kept while its section is read. */
+/* A call that launched GPU work, kept while its section is read (in a spill: a process of 50
+ * million launches must not hold them all in memory). */
 struct launch {
 	uint64_t start, dur; /* aligned start */
 	uint32_t corr, thread, name;
+};
+
+/* A hole of the section being closed, before its launch is known: the holes come in time order,
+ * a device at a time; their launches are found by correlation id, all at once, in one merge of
+ * the holes sorted by id with the launches sorted by id. */
+struct pending {
+	struct report_gap gap;
+	size_t seq; /* its place in the order the holes came */
+	struct launch l;
+	bool known;
 };
 
 /* A device of the section being read: the start of its first work and the end of its last. */
@@ -38,8 +50,9 @@ struct report_idle {
 	struct report_idle_opts o;
 	struct report_gpu_gaps *gaps;	 /* every hole of every device (gap_min 1 ns) */
 	const struct report_section *rs; /* the section being closed */
-	struct launch *launch;
-	size_t nlaunch, launch_cap;
+	struct spill launch;		 /* by correlation id */
+	struct pending *pend;
+	size_t npend, pend_cap;
 	struct report_idle_hole *holes;
 	size_t nholes, holes_cap;
 	struct report_idle_span *largest;
@@ -67,6 +80,13 @@ const char *idle_class_name(enum idle_class c)
 
 static int on_hole(void *ctx, const struct report_gap *g);
 
+static int by_corr(const void *a, const void *b)
+{
+	const struct launch *x = a, *y = b;
+
+	return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
 struct report_idle *report_idle_new(const struct report_idle_opts *o)
 {
 	struct report_idle *x = calloc(1, sizeof(*x));
@@ -83,6 +103,7 @@ struct report_idle *report_idle_new(const struct report_idle_opts *o)
 		free(x);
 		return NULL;
 	}
+	spill_init(&x->launch, sizeof(struct launch), 0, by_corr);
 	return x;
 }
 
@@ -91,7 +112,8 @@ void report_idle_free(struct report_idle *x)
 	if (!x)
 		return;
 	report_gpu_gaps_free(x->gaps);
-	free(x->launch);
+	spill_fini(&x->launch);
+	free(x->pend);
 	free(x->holes);
 	free(x->largest);
 	free(x->list);
@@ -181,6 +203,7 @@ static int bounds_add(struct report_idle *x, const struct report_section *rs,
 int report_idle_add(struct report_idle *x, const struct report_section *rs,
 		    const struct tally_record *r, size_t n)
 {
+	struct launch *l;
 	size_t i;
 
 	if (!n)
@@ -202,10 +225,9 @@ int report_idle_add(struct report_idle *x, const struct report_section *rs,
 			continue;
 		if (!r[i].correlation_id)
 			continue;
-		if (!tally_grow_in((void **)&x->launch, &x->launch_cap, x->nlaunch + 1,
-				   sizeof(*x->launch)))
+		if (!(l = spill_push(&x->launch)))
 			return -ENOMEM;
-		x->launch[x->nlaunch++] = (struct launch){
+		*l = (struct launch){
 		    .start = report_time(rs, r[i].start),
 		    .dur = r[i].end >= r[i].start ? r[i].end - r[i].start : 0,
 		    .corr = r[i].correlation_id,
@@ -217,22 +239,6 @@ int report_idle_add(struct report_idle *x, const struct report_section *rs,
 }
 
 /* ---- the rule ------------------------------------------------------------------------------ */
-
-static int by_corr(const void *a, const void *b)
-{
-	const struct launch *x = a, *y = b;
-
-	return x->corr < y->corr ? -1 : x->corr > y->corr;
-}
-
-static const struct launch *launch_of(const struct report_idle *x, uint32_t corr)
-{
-	struct launch key = {.corr = corr};
-
-	if (!corr || !x->nlaunch)
-		return NULL;
-	return bsearch(&key, x->launch, x->nlaunch, sizeof(*x->launch), by_corr);
-}
 
 static enum idle_class classify(const struct report_idle *x, const struct report_gap *g,
 				const struct launch *l, char *why, size_t len)
@@ -342,10 +348,67 @@ static int run_hole(struct report_idle *x, const struct report_gap *g, enum idle
 	return 0;
 }
 
+/* A hole as it comes: kept until its launch is found (report_idle_section). */
 static int on_hole(void *ctx, const struct report_gap *g)
 {
 	struct report_idle *x = ctx;
-	const struct launch *l = launch_of(x, g->next_corr);
+
+	if (!tally_grow_in((void **)&x->pend, &x->pend_cap, x->npend + 1, sizeof(*x->pend)))
+		return -ENOMEM;
+	x->pend[x->npend] = (struct pending){.gap = *g, .seq = x->npend};
+	x->npend++;
+	return 0;
+}
+
+static int by_next_corr(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+
+	if (x->gap.next_corr != y->gap.next_corr)
+		return x->gap.next_corr < y->gap.next_corr ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Each pending hole's launch: the holes by correlation id against the launches by id (the first
+ * launch of an id, when a trace repeats one). */
+static int find_launches(struct report_idle *x)
+{
+	const struct launch *l = NULL;
+	size_t i;
+	int rc = spill_sort(&x->launch);
+
+	if (rc < 0)
+		return rc;
+	if (x->npend > 1)
+		qsort(x->pend, x->npend, sizeof(*x->pend), by_next_corr);
+	l = spill_next(&x->launch);
+	for (i = 0; i < x->npend && l; i++) {
+		uint32_t corr = x->pend[i].gap.next_corr;
+
+		while (l && l->corr < corr)
+			l = spill_next(&x->launch);
+		if (corr && l && l->corr == corr) {
+			x->pend[i].l = *l;
+			x->pend[i].known = true;
+		}
+	}
+	if (x->launch.err)
+		return -x->launch.err;
+	if (x->npend > 1)
+		qsort(x->pend, x->npend, sizeof(*x->pend), by_seq);
+	return 0;
+}
+
+/* A hole with its launch: its class, the totals, the list. */
+static int take_hole(struct report_idle *x, const struct report_gap *g, const struct launch *l)
+{
 	struct report_idle_gap one;
 	enum idle_class cls = classify(x, g, l, one.why, sizeof(one.why));
 	struct report_idle_total *t;
@@ -430,19 +493,23 @@ static int by_device(const void *a, const void *b)
 
 int report_idle_section(struct report_idle *x, const struct report_section *rs)
 {
-	size_t first_total = x->ntot;
+	size_t first_total = x->ntot, i;
 	int rc;
 
-	if (x->nlaunch > 1)
-		qsort(x->launch, x->nlaunch, sizeof(*x->launch), by_corr);
 	x->rs = rs;
 	x->nholes = 0;
+	x->npend = 0;
 	rc = report_gpu_gaps_section(x->gaps, rs);
+	if (rc == 0)
+		rc = find_launches(x);
+	for (i = 0; rc == 0 && i < x->npend; i++)
+		rc = take_hole(x, &x->pend[i].gap, x->pend[i].known ? &x->pend[i].l : NULL);
 	if (x->run.open)
 		close_run(x, device_edge(x, x->run.device, true));
 	x->rs = NULL;
 	x->ndev = 0;
-	x->nlaunch = 0;
+	spill_fini(&x->launch); /* the next section's, empty */
+	spill_init(&x->launch, sizeof(struct launch), 0, by_corr);
 	x->sync.n = 0;
 	if (x->sync_name)
 		memset(x->sync_name, 0, x->sync_name_cap);

@@ -8,25 +8,32 @@
 #include "grow.h"
 #include "hashmap.h"
 #include "idlewhy.h"
+#include "spill.h"
 #include "waits.h"
 
-#define TOP_STACKS	   5 /* per thread and kind of sample, in each listed hole */
-#define TOP_LARGEST_STACKS 3 /* per device, in gpu_idle_breakdown */
+#define TOP_STACKS	   5  /* per thread and kind of sample, in each listed hole */
+#define TOP_THREADS	   16 /* per listed hole; the others in one "more threads" row */
+#define TOP_LARGEST_STACKS 3  /* per device, in gpu_idle_breakdown */
+/* The overlaps of host events with holes looked at per section: OVERLAPS_PER_EVENT for each of
+ * its events, and OVERLAPS_MIN.  A call that spans many holes counts in each; past the budget the
+ * section's holes that start later are listed unexamined (and say so), so that a few threads
+ * blocked for a whole run over thousands of holes cannot make the report quadratic. */
+#define OVERLAPS_PER_EVENT 64
+#define OVERLAPS_MIN	   (1u << 20)
 
-/* A host event of the section being read: an API call, a blocking call or a sample. */
+/* A host event of the section being read: an API call, a blocking call or a sample.  A
+ * section's events are kept in one spill (spill.h), by start: a process of millions of calls does
+ * not hold them in memory. */
+enum { H_API, H_OSRT, H_SAMPLE };
+
 struct hitem {
 	uint64_t t0, t1; /* aligned; a sample's t1 is its t0 */
-	uint64_t maxend; /* the latest t1 of this item and every one before it (sorted) */
 	uint32_t thread; /* CUPTI's id (API calls) or the kernel tid */
 	uint32_t id;	 /* name string id / CBID / stack id */
+	uint8_t what;	 /* H_API, H_OSRT, H_SAMPLE */
 	uint8_t source;	 /* samples: TALLY_SAMPLE_* */
 	uint8_t state;	 /* samples: thread state */
 	uint8_t torn;	 /* samples: no stack */
-};
-
-struct hvec {
-	struct hitem *v;
-	size_t n, cap;
 };
 
 /* One observation inside a hole, before aggregation. */
@@ -38,11 +45,19 @@ struct obs {
 	uint64_t ns;
 };
 
+/* A listed hole of the section being explained: holes are explained in order of start (a sweep
+ * over the events, by start), their rows put back in the holes' order after. */
+struct hole_ref {
+	uint64_t t0, t1;
+	uint32_t gap;
+	size_t first_row, nrows;
+};
+
 struct idle_why {
 	const struct report_idle *idle;
 	bool want_rows;	  /* gpu_idle_why's rows are wanted (else only the breakdown's stacks) */
 	size_t gaps_done; /* listed holes already explained */
-	struct hvec api, osrt, samp;
+	struct spill items;
 	struct why_row *rows;
 	size_t nrows, rows_cap;
 	struct why_stack *stacks;
@@ -54,8 +69,7 @@ struct idle_why {
 	size_t nobs, obs_cap;
 	bool has_host;
 	/* the section being explained */
-	uint64_t period;   /* a sample stands for this much of its thread's time, at most */
-	uint64_t hole_end; /* the end of the hole being explained */
+	uint64_t period; /* a sample stands for this much of its thread's time, at most */
 	const struct tally_thread **threads; /* sorted by tid */
 	size_t nthreads;
 	uint32_t pid;
@@ -74,7 +88,29 @@ struct idle_why {
 	bool last_cupti_set; /* api_thread's last answer, for this section */
 	uint32_t last_cupti;
 	uint64_t last_thread;
+	int64_t budget;	      /* overlaps still to look at in this section */
+	struct hitem *active; /* the sweep: the events that overlap the hole at hand */
+	size_t nactive, active_cap;
+	uint64_t *active_ns; /* the time each active sample stands for in the hole */
+	size_t active_ns_cap;
+	struct hole_ref *holes;
+	size_t nholes, holes_cap;
 };
+
+static int by_start(const void *a, const void *b)
+{
+	const struct hitem *x = a, *y = b;
+
+	if (x->t0 != y->t0)
+		return x->t0 < y->t0 ? -1 : 1;
+	if (x->t1 != y->t1)
+		return x->t1 < y->t1 ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->what < y->what ? -1 : x->what > y->what;
+}
 
 struct idle_why *idle_why_new(const struct report_idle *idle, bool rows)
 {
@@ -83,6 +119,7 @@ struct idle_why *idle_why_new(const struct report_idle *idle, bool rows)
 	if (w) {
 		w->idle = idle;
 		w->want_rows = rows;
+		spill_init(&w->items, sizeof(struct hitem), 0, by_start);
 	}
 	return w;
 }
@@ -91,15 +128,16 @@ void idle_why_free(struct idle_why *w)
 {
 	if (!w)
 		return;
-	free(w->api.v);
-	free(w->osrt.v);
-	free(w->samp.v);
+	spill_fini(&w->items);
 	free(w->rows);
 	free(w->stacks);
 	free(w->threads_in);
 	tally_map_fini(&w->threads_in_map);
 	free(w->obs);
 	free(w->threads);
+	free(w->active);
+	free(w->active_ns);
+	free(w->holes);
 	free(w->waited);
 	free(w->follow);
 	wait_cache_fini(&w->waits);
@@ -107,109 +145,49 @@ void idle_why_free(struct idle_why *w)
 	free(w);
 }
 
-static int push(struct hvec *h, const struct hitem *it)
-{
-	if (!tally_grow_in((void **)&h->v, &h->cap, h->n + 1, sizeof(*h->v)))
-		return -ENOMEM;
-	h->v[h->n++] = *it;
-	return 0;
-}
-
 int idle_why_add(struct idle_why *w, const struct report_section *rs, const struct tally_record *r,
 		 size_t n)
 {
-	struct hvec *h;
+	uint8_t what;
 	size_t i;
 
 	if (!n)
 		return 0;
 	if (tally_kind_is_api(r[0].kind))
-		h = &w->api;
+		what = H_API;
 	else if (r[0].kind == TALLY_KIND_OSRT)
-		h = &w->osrt;
+		what = H_OSRT;
 	else if (r[0].kind == TALLY_KIND_CPU_SAMPLE)
-		h = &w->samp;
+		what = H_SAMPLE;
 	else
 		return 0;
-	w->has_host |= h != &w->api;
-	if (!w->want_rows && h != &w->samp)
+	w->has_host |= what != H_API;
+	if (!w->want_rows && what != H_SAMPLE)
 		return 0; /* the breakdown's stacks need samples only */
 	for (i = 0; i < n; i++) {
-		struct hitem it = {.t0 = report_time(rs, r[i].start),
-				   .thread = r[i].thread_id,
-				   .source = (uint8_t)r[i].subkind,
-				   .state = (uint8_t)r[i].value};
+		struct hitem *it;
 
 		if ((r[i].flags & TALLY_REC_BAD_TIME) || r[i].kind != r[0].kind)
 			continue;
-		it.t1 = r[i].end > r[i].start ? report_time(rs, r[i].end) : it.t0;
-		it.id = h == &w->api ? r[i].name_id : h == &w->osrt ? r[i].cbid : r[i].stack_id;
-		it.torn = (r[i].flags & TALLY_REC_TORN) != 0;
-		if (push(h, &it) < 0)
+		if (!(it = spill_push(&w->items)))
 			return -ENOMEM;
+		*it = (struct hitem){.t0 = report_time(rs, r[i].start),
+				     .thread = r[i].thread_id,
+				     .what = what,
+				     .source = (uint8_t)r[i].subkind,
+				     .state = (uint8_t)r[i].value};
+		it->t1 = r[i].end > r[i].start ? report_time(rs, r[i].end) : it->t0;
+		it->id = what == H_API ? r[i].name_id : what == H_OSRT ? r[i].cbid : r[i].stack_id;
+		it->torn = (r[i].flags & TALLY_REC_TORN) != 0;
 	}
 	return 0;
 }
 
-/* ---- finding what overlaps a hole ------------------------------------------------------------ */
-
-static int by_start(const void *a, const void *b)
+/* An event's end for the sweep: an instant (a sample) ends one past its start, so that it
+ * overlaps a hole it lies in. */
+static uint64_t end_of(const struct hitem *it)
 {
-	const struct hitem *x = a, *y = b;
-
-	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
-}
-
-static void hvec_sort(struct hvec *h)
-{
-	uint64_t m = 0;
-	size_t i;
-
-	if (h->n > 1)
-		qsort(h->v, h->n, sizeof(*h->v), by_start);
-	for (i = 0; i < h->n; i++) {
-		m = h->v[i].t1 > m ? h->v[i].t1 : m;
-		h->v[i].maxend = m;
-	}
-}
-
-/* The first item starting at or after t. */
-static size_t first_from(const struct hvec *h, uint64_t t)
-{
-	size_t lo = 0, hi = h->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (h->v[mid].t0 < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-typedef int (*overlap_fn)(struct idle_why *w, const struct hitem *it, uint64_t ns);
-
-/* Every item overlapping [t0, t1): those starting inside, and before it those still running at t0
- * (found backwards while the running latest end says one may be). */
-static int each_overlap(struct idle_why *w, const struct hvec *h, uint64_t t0, uint64_t t1,
-			overlap_fn fn)
-{
-	size_t first = first_from(h, t0), i;
-	int rc;
-
-	for (i = first; i-- > 0 && h->v[i].maxend > t0;)
-		if (h->v[i].t1 > t0 &&
-		    (rc = fn(w, &h->v[i], (h->v[i].t1 < t1 ? h->v[i].t1 : t1) - t0)))
-			return rc;
-	for (i = first; i < h->n && h->v[i].t0 < t1; i++) {
-		uint64_t end = h->v[i].t1 < t1 ? h->v[i].t1 : t1;
-
-		if ((rc = fn(w, &h->v[i], end - h->v[i].t0)) != 0)
-			return rc;
-	}
-	return 0;
+	return it->t1 > it->t0 ? it->t1 : it->t0 + 1;
 }
 
 /* ---- threads ----------------------------------------------------------------------------------
@@ -275,34 +253,13 @@ static int osrt_obs(struct idle_why *w, const struct hitem *it, uint64_t ns)
 	return add_obs(w, it->thread, WHY_OSRT, 0, it->id, ns);
 }
 
-/*
- * The time a sample stands for inside [t0, t1): its thread's time from it to its thread's next
- * sample, at most a sampling period, and never past t1; so a thread's samples in a hole add up to
- * no more than the hole, however the sampler's ticks jittered.  The samples are sorted by time:
- * the next one of the same thread is within a period, among the few samples of other threads.
- */
-static uint64_t sample_ns(const struct hvec *h, const struct hitem *it, uint64_t period,
-			  uint64_t t1)
-{
-	uint64_t end = it->t0 + period;
-	size_t i;
-
-	for (i = (size_t)(it - h->v) + 1; i < h->n && h->v[i].t0 < end; i++)
-		if (h->v[i].thread == it->thread) {
-			end = h->v[i].t0;
-			break;
-		}
-	end = end < t1 ? end : t1;
-	return end > it->t0 ? end - it->t0 : 0;
-}
-
+/* A sample's observation: the time it stands for was found with the hole's others (overlapping). */
 static int sample_obs(struct idle_why *w, const struct hitem *it, uint64_t ns)
 {
 	bool python = it->source == TALLY_SAMPLE_PYTHON;
 
-	(void)ns;
 	return add_obs(w, it->thread, python ? WHY_PYTHON : WHY_NATIVE, python ? it->state : 0,
-		       it->torn ? 0 : it->id, sample_ns(&w->samp, it, w->period, w->hole_end));
+		       it->torn ? 0 : it->id, ns);
 }
 
 /* ---- rows ------------------------------------------------------------------------------------ */
@@ -367,10 +324,28 @@ static bool is_stack_row(uint8_t what)
 	return what == WHY_PYTHON || what == WHY_NATIVE;
 }
 
-/* w->obs of hole g into rows, one per (thread, kind, name or stack, state). */
+/* The observations from i on (the threads past TOP_THREADS) as one row: how many threads. */
+static int more_threads(struct idle_why *w, uint32_t gap, size_t i)
+{
+	struct why_row *row = new_row(w);
+
+	if (!row)
+		return -ENOMEM;
+	row->gap = gap;
+	row->what = WHY_MORE_THREADS;
+	for (; i < w->nobs; i++) {
+		row->thread += !row->count || w->obs[i].thread != w->obs[i - 1].thread;
+		row->count++;
+		row->ns += w->obs[i].ns;
+	}
+	return 0;
+}
+
+/* w->obs of hole g into rows, one per (thread, kind, name or stack, state), for the first
+ * TOP_THREADS threads; the others' in one row. */
 static int obs_rows(struct idle_why *w, uint32_t gap)
 {
-	size_t i = 0, group = 0;
+	size_t i = 0, group = 0, threads = 0;
 
 	if (w->nobs > 1)
 		qsort(w->obs, w->nobs, sizeof(*w->obs), by_obs);
@@ -379,6 +354,13 @@ static int obs_rows(struct idle_why *w, uint32_t gap)
 		struct why_row *row;
 		size_t j;
 
+		if (i == 0 || o->thread != w->obs[i - 1].thread) {
+			if (threads++ == TOP_THREADS) {
+				if (is_stack_row(w->obs[i - 1].what))
+					trim_stacks(w, group);
+				return more_threads(w, gap, i);
+			}
+		}
 		if (i == 0 || o->thread != w->obs[i - 1].thread || o->what != w->obs[i - 1].what) {
 			if (i && is_stack_row(w->obs[i - 1].what))
 				trim_stacks(w, group);
@@ -399,6 +381,96 @@ static int obs_rows(struct idle_why *w, uint32_t gap)
 	}
 	if (w->nobs && is_stack_row(w->obs[w->nobs - 1].what))
 		trim_stacks(w, group);
+	return 0;
+}
+
+/* One observation of the i-th active event in hole h, by kind. */
+static int observe(struct idle_why *w, size_t i, const struct hole_ref *h)
+{
+	const struct hitem *it = &w->active[i];
+	uint64_t ns = (it->t1 < h->t1 ? it->t1 : h->t1) - (it->t0 > h->t0 ? it->t0 : h->t0);
+
+	if (it->what == H_SAMPLE)
+		return sample_obs(w, it, w->active_ns[i]);
+	return it->what == H_API ? api_obs(w, it, ns) : osrt_obs(w, it, ns);
+}
+
+static const struct hitem *sort_active; /* qsort has no context */
+
+static int by_thread_start(const void *a, const void *b)
+{
+	const struct hitem *x = &sort_active[*(const size_t *)a],
+			   *y = &sort_active[*(const size_t *)b];
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+/*
+ * The time each active sample stands for in hole h: its thread's time from it to its thread's
+ * next sample, at most a sampling period, and never past the hole's end; so a thread's samples in
+ * a hole add up to no more than the hole, however the sampler's ticks jittered.  The next sample
+ * that matters starts before the hole's end, so it is one of the hole's.
+ */
+static int samples_ns(struct idle_why *w, const struct hole_ref *h)
+{
+	size_t i, n = 0, *ix;
+
+	if (!tally_grow_in((void **)&w->active_ns, &w->active_ns_cap, w->nactive + 1,
+			   sizeof(*w->active_ns)))
+		return -ENOMEM;
+	if (!(ix = malloc((w->nactive + 1) * sizeof(*ix))))
+		return -ENOMEM;
+	for (i = 0; i < w->nactive; i++)
+		if (w->active[i].what == H_SAMPLE)
+			ix[n++] = i;
+	sort_active = w->active;
+	if (n > 1)
+		qsort(ix, n, sizeof(*ix), by_thread_start);
+	for (i = 0; i < n; i++) {
+		const struct hitem *it = &w->active[ix[i]];
+		uint64_t end = it->t0 + w->period;
+
+		if (i + 1 < n && w->active[ix[i + 1]].thread == it->thread &&
+		    w->active[ix[i + 1]].t0 < end)
+			end = w->active[ix[i + 1]].t0;
+		end = end < h->t1 ? end : h->t1;
+		w->active_ns[ix[i]] = end > it->t0 ? end - it->t0 : 0;
+	}
+	free(ix);
+	return 0;
+}
+
+/* The events overlapping hole h: those started before its end (the spill, by start, taken up to
+ * there) and not ended before its start (the others leave the sweep for good: every hole after
+ * starts later).  1 when the section's budget ran out. */
+static int overlapping(struct idle_why *w, const struct hole_ref *h, const struct hitem **next)
+{
+	size_t i, keep = 0;
+	int rc;
+
+	while (*next && (*next)->t0 < h->t1) {
+		if (end_of(*next) > h->t0) {
+			if (!tally_grow_in((void **)&w->active, &w->active_cap, w->nactive + 1,
+					   sizeof(*w->active)))
+				return -ENOMEM;
+			w->active[w->nactive++] = **next;
+		}
+		*next = spill_next(&w->items);
+	}
+	for (i = 0; i < w->nactive; i++)
+		if (end_of(&w->active[i]) > h->t0)
+			w->active[keep++] = w->active[i];
+	w->nactive = keep;
+	if ((rc = samples_ns(w, h)) < 0)
+		return rc;
+	for (i = 0; i < w->nactive; i++) {
+		if (--w->budget < 0)
+			return 1;
+		if ((rc = observe(w, i, h)) != 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -427,62 +499,105 @@ static bool waited_on_data(struct idle_why *w, struct report_section *rs,
 	return (sampled && 2 * data >= sampled) || 2 * reads >= g->gap.t1 - g->gap.t0;
 }
 
-static int explain(struct idle_why *w, struct report_section *rs, uint32_t gap)
+static int explain(struct idle_why *w, struct report_section *rs, struct hole_ref *h,
+		   const struct hitem **next)
 {
 	const struct report_idle_gap *ig;
 	struct why_row *row;
 	size_t n, i;
-	int rc;
+	int rc = 0;
 
-	ig = report_idle_gaps(w->idle, &n) + gap;
+	ig = report_idle_gaps(w->idle, &n) + h->gap;
+	h->first_row = w->nrows;
 	if (!(row = new_row(w)))
 		return -ENOMEM;
-	row->gap = gap;
+	row->gap = h->gap;
 	row->what = WHY_GAP;
 	row->count = 1;
 	row->ns = ig->gap.t1 - ig->gap.t0;
 	w->nobs = 0;
-	w->hole_end = ig->gap.t1;
-	if ((rc = each_overlap(w, &w->api, ig->gap.t0, ig->gap.t1, api_obs)) != 0 ||
-	    (rc = each_overlap(w, &w->osrt, ig->gap.t0, ig->gap.t1, osrt_obs)) != 0 ||
-	    (rc = each_overlap(w, &w->samp, ig->gap.t0, ig->gap.t1, sample_obs)) != 0)
-		return rc;
-	if (!tally_grow_in((void **)&w->waited, &w->waited_cap, (size_t)gap + 1, 1))
+	if (w->budget < 0 || (rc = overlapping(w, h, next)) != 0) {
+		if (rc < 0)
+			return rc;
+		w->rows[h->first_row].unexamined = true; /* the budget ran out: not a part of it */
+		h->nrows = 1;
+		return 0;
+	}
+	if (!tally_grow_in((void **)&w->waited, &w->waited_cap, (size_t)h->gap + 1, 1))
 		return -ENOMEM;
-	w->waited[gap] = ig->launch_known && waited_on_data(w, rs, ig);
+	w->waited[h->gap] = ig->launch_known && waited_on_data(w, rs, ig);
 	n = w->nrows;
-	if ((rc = obs_rows(w, gap)) != 0)
+	if ((rc = obs_rows(w, h->gap)) != 0)
 		return rc;
 	for (i = n; i < w->nrows; i++)
 		if (w->rows[i].what == WHY_CUDA)
 			w->rows[i].sync = idle_is_sync_call(report_string(rs, w->rows[i].id));
+	h->nrows = w->nrows - h->first_row;
+	return 0;
+}
+
+static int by_hole_start(const void *a, const void *b)
+{
+	const struct hole_ref *x = a, *y = b;
+
+	if (x->t0 != y->t0)
+		return x->t0 < y->t0 ? -1 : 1;
+	return x->gap < y->gap ? -1 : x->gap > y->gap;
+}
+
+static int by_hole_gap(const void *a, const void *b)
+{
+	const struct hole_ref *x = a, *y = b;
+
+	return x->gap < y->gap ? -1 : x->gap > y->gap;
+}
+
+/* The section's listed holes [from, to), each explained in a sweep by start; then their rows in
+ * the holes' order. */
+static int explain_all(struct idle_why *w, struct report_section *rs, size_t from, size_t to)
+{
+	const struct report_idle_gap *ig = report_idle_gaps(w->idle, &(size_t){0});
+	const struct hitem *next;
+	size_t i, base = w->nrows, k;
+	struct why_row *sorted;
+	int rc = 0;
+
+	w->nholes = 0;
+	w->nactive = 0;
+	for (i = from; i < to; i++) {
+		if (!tally_grow_in((void **)&w->holes, &w->holes_cap, w->nholes + 1,
+				   sizeof(*w->holes)))
+			return -ENOMEM;
+		w->holes[w->nholes++] =
+		    (struct hole_ref){ig[i].gap.t0, ig[i].gap.t1, (uint32_t)i, 0, 0};
+	}
+	if (w->nholes == 0)
+		return 0;
+	qsort(w->holes, w->nholes, sizeof(*w->holes), by_hole_start);
+	if ((rc = spill_rewind(&w->items)) < 0)
+		return rc;
+	next = spill_next(&w->items);
+	for (i = 0; rc == 0 && i < w->nholes; i++)
+		rc = explain(w, rs, &w->holes[i], &next);
+	if (rc == 0 && w->items.err)
+		rc = -w->items.err;
+	if (rc < 0 || w->nrows == base)
+		return rc;
+	qsort(w->holes, w->nholes, sizeof(*w->holes), by_hole_gap);
+	if (!(sorted = malloc((w->nrows - base) * sizeof(*sorted))))
+		return -ENOMEM;
+	for (i = 0, k = 0; i < w->nholes; i++) {
+		memcpy(sorted + k, w->rows + w->holes[i].first_row,
+		       w->holes[i].nrows * sizeof(*sorted));
+		k += w->holes[i].nrows;
+	}
+	memcpy(w->rows + base, sorted, k * sizeof(*sorted));
+	free(sorted);
 	return 0;
 }
 
 /* ---- gpu_idle_breakdown's stacks --------------------------------------------------------------
  */
-
-struct stack_obs {
-	uint32_t device, stack;
-	uint64_t thread; /* the kernel tid */
-	uint8_t source, state;
-	uint64_t ns; /* the time it stands for (sample_ns) */
-};
-
-static int by_stack_obs(const void *a, const void *b)
-{
-	const struct stack_obs *x = a, *y = b;
-
-	if (x->device != y->device)
-		return x->device < y->device ? -1 : 1;
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	if (x->source != y->source)
-		return x->source < y->source ? -1 : 1;
-	if (x->state != y->state)
-		return x->state < y->state ? -1 : 1;
-	return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
 
 static int by_stack_weight(const void *a, const void *b)
 {
@@ -499,37 +614,6 @@ static int by_stack_weight(const void *a, const void *b)
 	if (x->state != y->state)
 		return x->state < y->state ? -1 : 1;
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
-static int collect_stack_obs(struct idle_why *w, struct stack_obs **out, size_t *nout)
-{
-	const struct report_idle_span *sp;
-	size_t nsp, k, i, n = 0, cap = 0;
-	struct stack_obs *v = NULL;
-
-	sp = report_idle_largest_holes(w->idle, &nsp);
-	for (k = 0; k < nsp; k++)
-		for (i = first_from(&w->samp, sp[k].t0);
-		     i < w->samp.n && w->samp.v[i].t0 < sp[k].t1; i++) {
-			const struct hitem *it = &w->samp.v[i];
-
-			if (!tally_grow_in((void **)&v, &cap, n + 1, sizeof(*v))) {
-				free(v);
-				return -ENOMEM;
-			}
-			bool python = it->source == TALLY_SAMPLE_PYTHON;
-
-			v[n++] = (struct stack_obs){
-			    sp[k].device,
-			    it->torn ? 0 : it->id,
-			    it->thread,
-			    python ? WHY_PYTHON : WHY_NATIVE,
-			    python ? it->state : TALLY_THREAD_ON_CPU, /* native: CPU time */
-			    sample_ns(&w->samp, it, w->period, sp[k].t1)};
-		}
-	*out = v;
-	*nout = n;
-	return 0;
 }
 
 static bool same_thread(const struct why_stack *a, const struct why_stack *b)
@@ -624,6 +708,99 @@ static int launchers(struct idle_why *w, const struct report_section *rs, size_t
 	return 0;
 }
 
+/* A sample of the largest holes whose next sample of its thread is not known yet: in which
+ * device's holes it lies, ending where. */
+struct pending {
+	struct hitem it;
+	uint32_t *device;
+	uint64_t *end;
+	size_t n, cap, end_cap;
+};
+
+/* The stacks of the largest holes, counted as they come: (device, thread, source, state, stack)
+ * -> stacks index + 1. */
+struct stack_count {
+	struct tally_map at;
+	struct pending *pend; /* by thread */
+	size_t npend, pend_cap;
+	struct tally_map pend_of; /* thread -> pend index + 1 */
+};
+
+/* Pending sample p, its thread's next sample at next (UINT64_MAX: none), into the counts. */
+static int settle(struct idle_why *w, struct stack_count *c, const struct report_section *rs,
+		  struct pending *p, uint64_t next)
+{
+	bool python = p->it.source == TALLY_SAMPLE_PYTHON;
+	uint8_t source = python ? WHY_PYTHON : WHY_NATIVE;
+	uint8_t state = python ? p->it.state : TALLY_THREAD_ON_CPU; /* native: CPU time */
+	uint32_t stack = p->it.torn ? 0 : p->it.id;
+	size_t k;
+
+	for (k = 0; k < p->n; k++) {
+		uint64_t key0 = tally_key32(p->device[k], p->it.thread);
+		uint64_t key1 = (uint64_t)source << 40 | (uint64_t)state << 32 | stack;
+		uint64_t end = p->it.t0 + w->period;
+		uint32_t at = tally_map_get(&c->at, key0, key1);
+
+		end = next < end ? next : end;
+		end = p->end[k] < end ? p->end[k] : end;
+		if (!at) {
+			if (!tally_grow_in((void **)&w->stacks, &w->stacks_cap, w->nstacks + 1,
+					   sizeof(*w->stacks)) ||
+			    tally_map_put(&c->at, key0, key1, (uint32_t)w->nstacks + 1) < 0)
+				return -ENOMEM;
+			w->stacks[w->nstacks] = (struct why_stack){.section = rs->index,
+								   .device = p->device[k],
+								   .thread = p->it.thread,
+								   .source = source,
+								   .state = state,
+								   .stack = stack};
+			at = (uint32_t)++w->nstacks;
+		}
+		w->stacks[at - 1].count++;
+		w->stacks[at - 1].ns += end > p->it.t0 ? end - p->it.t0 : 0;
+	}
+	p->n = 0;
+	return 0;
+}
+
+/* A sample, in the sweep: the one of its thread before it settles; it waits, in its holes. */
+static int take_sample(struct idle_why *w, struct stack_count *c, const struct report_section *rs,
+		       const struct hitem *it, const struct report_idle_span *open, size_t nopen)
+{
+	uint32_t k = tally_map_get(&c->pend_of, it->thread, 0);
+	struct pending *p;
+	size_t i;
+	int rc;
+
+	if (!k) {
+		if (!tally_grow_in((void **)&c->pend, &c->pend_cap, c->npend + 1,
+				   sizeof(*c->pend)) ||
+		    tally_map_put(&c->pend_of, it->thread, 0, (uint32_t)c->npend + 1) < 0)
+			return -ENOMEM;
+		memset(&c->pend[c->npend], 0, sizeof(*c->pend));
+		k = (uint32_t)++c->npend;
+	}
+	p = &c->pend[k - 1];
+	if (p->n && (rc = settle(w, c, rs, p, it->t0)) < 0)
+		return rc;
+	p->it = *it;
+	for (i = 0; i < nopen; i++) {
+		if (!tally_grow_in((void **)&p->device, &p->cap, p->n + 1, sizeof(*p->device)) ||
+		    !tally_grow_in((void **)&p->end, &p->end_cap, p->n + 1, sizeof(*p->end)))
+			return -ENOMEM;
+		p->device[p->n] = open[i].device;
+		p->end[p->n++] = open[i].t1;
+	}
+	return 0;
+}
+
+/*
+ * The stacks sampled in the holes of each device's largest class (sorted by start, each device's
+ * disjoint), the top few per device and thread: one sweep of the samples by start over those
+ * holes, each sample standing for its thread's time to its next sample (a period at most, within
+ * the hole), counted in a map: memory follows the stacks, not the samples.
+ */
 /* A stack of a thread that waits by design (a queue feeder, a pin-memory loop, CUDA's event
  * handler): never what the host was doing instead of feeding the GPU. */
 static bool by_design(struct report_section *rs, const struct why_stack *s, struct wait_cache *c)
@@ -642,35 +819,48 @@ static bool by_design(struct report_section *rs, const struct why_stack *s, stru
 /* The stacks sampled in the holes of each device's largest class, the top few per device. */
 static int largest_stacks(struct idle_why *w, const struct report_section *rs)
 {
-	struct stack_obs *v;
-	size_t n, i, j, first = w->nstacks;
-	int rc = collect_stack_obs(w, &v, &n);
+	const struct report_idle_span *sp;
+	size_t nsp, k = 0, first = w->nstacks, i, keep, nopen = 0, ocap = 0;
+	struct report_idle_span *open = NULL;
+	struct stack_count c = {0};
+	const struct hitem *it;
+	int rc;
 
-	if (rc)
+	sp = report_idle_largest_holes(w->idle, &nsp);
+	if (!nsp)
+		return 0;
+	if ((rc = spill_rewind(&w->items)) < 0)
 		return rc;
-	if (n > 1)
-		qsort(v, n, sizeof(*v), by_stack_obs);
-	for (i = 0; i < n; i = j) {
-		struct why_stack *s;
-
-		if (!tally_grow_in((void **)&w->stacks, &w->stacks_cap, w->nstacks + 1,
-				   sizeof(*w->stacks))) {
-			free(v);
-			return -ENOMEM;
-		}
-		s = &w->stacks[w->nstacks++];
-		*s = (struct why_stack){.section = rs->index,
-					.device = v[i].device,
-					.thread = v[i].thread,
-					.source = v[i].source,
-					.state = v[i].state,
-					.stack = v[i].stack};
-		for (j = i; j < n && by_stack_obs(&v[j], &v[i]) == 0; j++) {
-			s->count++;
-			s->ns += v[j].ns;
-		}
+	while (rc == 0 && (it = spill_next(&w->items))) {
+		if (it->what != H_SAMPLE)
+			continue;
+		for (; rc == 0 && k < nsp && sp[k].t0 <= it->t0; k++)
+			if (!tally_grow_in((void **)&open, &ocap, nopen + 1, sizeof(*open)))
+				rc = -ENOMEM;
+			else
+				open[nopen++] = sp[k];
+		for (i = 0, keep = 0; i < nopen; i++)
+			if (open[i].t1 > it->t0)
+				open[keep++] = open[i];
+		nopen = keep;
+		if (rc == 0)
+			rc = take_sample(w, &c, rs, it, open, nopen);
 	}
-	free(v);
+	if (rc == 0 && w->items.err)
+		rc = -w->items.err;
+	for (i = 0; rc == 0 && i < c.npend; i++)
+		if (c.pend[i].n)
+			rc = settle(w, &c, rs, &c.pend[i], UINT64_MAX);
+	for (i = 0; i < c.npend; i++) {
+		free(c.pend[i].device);
+		free(c.pend[i].end);
+	}
+	free(c.pend);
+	free(open);
+	tally_map_fini(&c.at);
+	tally_map_fini(&c.pend_of);
+	if (rc < 0)
+		return rc;
 	if (w->nstacks - first > 1)
 		qsort(w->stacks + first, w->nstacks - first, sizeof(*w->stacks), by_stack_weight);
 	if ((rc = keep_top_stacks(w, first)) != 0)
@@ -688,8 +878,8 @@ uint64_t idle_why_period(const struct report_section *rs)
 
 int idle_why_section(struct idle_why *w, struct report_section *rs)
 {
-	size_t n, gap;
-	int rc = 0;
+	size_t n;
+	int rc;
 
 	free(w->threads);
 	w->threads = tally_section_threads(rs->s, &w->nthreads);
@@ -697,18 +887,18 @@ int idle_why_section(struct idle_why *w, struct report_section *rs)
 	w->rs = rs;
 	w->last_cupti_set = false;
 	w->period = idle_why_period(rs);
-	hvec_sort(&w->api);
-	hvec_sort(&w->osrt);
-	hvec_sort(&w->samp);
+	if ((rc = spill_sort(&w->items)) < 0)
+		return rc;
+	w->budget = (int64_t)OVERLAPS_PER_EVENT * (int64_t)spill_count(&w->items) + OVERLAPS_MIN;
 	report_idle_gaps(w->idle, &n);
-	for (gap = w->gaps_done; w->want_rows && gap < n && rc == 0; gap++)
-		rc = explain(w, rs, (uint32_t)gap);
+	rc = w->want_rows ? explain_all(w, rs, w->gaps_done, n) : 0;
 	if (rc == 0)
 		rc = largest_stacks(w, rs);
 	if (rc == 0)
 		rc = launchers(w, rs, w->gaps_done);
 	w->gaps_done = n;
-	w->api.n = w->osrt.n = w->samp.n = 0;
+	spill_fini(&w->items); /* the next section's, empty */
+	spill_init(&w->items, sizeof(struct hitem), 0, by_start);
 	return rc;
 }
 

@@ -7,7 +7,9 @@
  *
  * Streaming like idle.h, on top of it: feed the batches to both, then when a section ends call
  * report_idle_section() and then idle_why_section().  A section's API calls, blocking calls and
- * samples are kept until it ends (32 bytes each), then only the rows.
+ * samples are kept until it ends (32 bytes each, in a spill: spill.h), then only the rows; its
+ * holes are explained in order of start in one sweep over its events by start, 16 threads a
+ * hole and at most 64 overlaps per event in all (the rest said unexamined).
  */
 #ifndef TALLY_STATS_IDLEWHY_H
 #define TALLY_STATS_IDLEWHY_H
@@ -19,12 +21,13 @@
 #include "jobprocs.h"
 
 enum why_what {
-	WHY_GAP,	 /* the hole itself: class and reasoning */
-	WHY_CUDA,	 /* CUDA API calls of one name overlapping it */
-	WHY_OSRT,	 /* blocking calls of one name overlapping it */
-	WHY_PYTHON,	 /* Python samples of one stack (and thread state) inside it */
-	WHY_NATIVE,	 /* native samples of one stack inside it */
-	WHY_MORE_STACKS, /* the samples of the stacks past the top ones */
+	WHY_GAP,	  /* the hole itself: class and reasoning */
+	WHY_CUDA,	  /* CUDA API calls of one name overlapping it */
+	WHY_OSRT,	  /* blocking calls of one name overlapping it */
+	WHY_PYTHON,	  /* Python samples of one stack (and thread state) inside it */
+	WHY_NATIVE,	  /* native samples of one stack inside it */
+	WHY_MORE_STACKS,  /* the samples of the stacks past the top ones */
+	WHY_MORE_THREADS, /* the calls and samples of the threads past the first 16 */
 };
 
 /* A thread: its kernel tid, or WHY_CUPTI_THREAD | CUPTI's id where THREADS does not name it. */
@@ -37,7 +40,8 @@ struct why_row {
 	uint8_t state;	  /* WHY_PYTHON: the thread's state (enum tally_thread_state) */
 	uint8_t source;	  /* WHY_MORE_STACKS: WHY_PYTHON or WHY_NATIVE */
 	bool sync; /* WHY_CUDA: a call that waits for the GPU (a synchronize, a blocking copy) */
-	uint64_t thread; /* see WHY_CUPTI_THREAD */
+	bool unexamined; /* WHY_GAP: the section's budget of overlaps was spent before it */
+	uint64_t thread; /* see WHY_CUPTI_THREAD; WHY_MORE_THREADS: how many threads */
 	uint32_t id;	 /* CUDA: name string id; OSRT: call (CBID); samples: stack id, 0 torn */
 	uint64_t count;	 /* calls, or samples */
 	uint64_t ns;	 /* overlap with the hole; for samples, count x period */

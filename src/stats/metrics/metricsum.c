@@ -8,6 +8,7 @@
 
 #include "grow.h"
 #include "metricsum-int.h"
+#include "satmath.h"
 
 #define MAX_SCALE 18 /* 10^18 still fits 64 bits */
 
@@ -64,12 +65,17 @@ void gm_free(struct gm *g)
 	for (i = 0; i < g->n; i++)
 		free_series(&g->s[i]);
 	free(g->s);
-	for (i = 0; i < g->nsecs; i++)
+	for (i = 0; i < g->nsecs; i++) {
 		tally_map_fini(&g->secs[i].series);
+		free(g->secs[i].devs);
+	}
 	free(g->secs);
-	for (i = 0; i < g->ndevs; i++)
+	for (i = 0; i < g->ndevs; i++) {
 		free(g->devs[i].why);
+		free(g->devs[i].series);
+	}
 	free(g->devs);
+	tally_map_fini(&g->devmap);
 	free(g->rows);
 	free(g->curve_of);
 	free(g->ranges);
@@ -111,12 +117,12 @@ static uint64_t series_key(uint32_t device, uint32_t name_id)
 struct gm_series *gm_series_by_name(struct gm *g, unsigned section, uint32_t device,
 				    const char *name)
 {
+	const struct gm_device *d = gm_device_of(g, section, device);
 	size_t i;
 
-	for (i = 0; i < g->n; i++)
-		if (g->s[i].section == section && g->s[i].device == device &&
-		    strcmp(g->s[i].name, name) == 0)
-			return &g->s[i];
+	for (i = 0; d && i < d->nseries; i++)
+		if (strcmp(g->s[d->series[i]].name, name) == 0)
+			return &g->s[d->series[i]];
 	return NULL;
 }
 
@@ -137,6 +143,35 @@ struct gm_series *gm_series_find(struct gm *g, unsigned section, uint32_t device
 	return &g->s[v - 1];
 }
 
+struct gm_device *gm_device_of(const struct gm *g, unsigned section, uint32_t device)
+{
+	uint32_t v = tally_map_get(&g->devmap, section, device);
+
+	return v ? &g->devs[v - 1] : NULL;
+}
+
+/* The entry of (section, device), made if new; NULL when memory ran out. */
+static struct gm_device *device_add(struct gm *g, unsigned section, uint32_t device)
+{
+	struct gm_device *d = gm_device_of(g, section, device);
+	struct gm_sec *c;
+
+	if (d)
+		return d;
+	if (!(c = sec_of(g, section)) ||
+	    !tally_grow_in((void **)&c->devs, &c->dcap, c->ndevs + 1, sizeof(*c->devs)) ||
+	    !(d = tally_grow(g->devs, &g->dcap, g->ndevs + 1, sizeof(*d))))
+		return NULL;
+	g->devs = d;
+	if (tally_map_put(&g->devmap, section, device, (uint32_t)g->ndevs + 1) < 0)
+		return NULL;
+	c->devs[c->ndevs++] = (uint32_t)g->ndevs;
+	d = &d[g->ndevs++];
+	d->section = section;
+	d->device = device;
+	return d;
+}
+
 /* Label, unit and place in the set, from the section (its chunks as they are now). */
 static int describe(struct gm_series *s, const struct tally_section *sec)
 {
@@ -153,8 +188,11 @@ static int describe(struct gm_series *s, const struct tally_section *sec)
 static struct gm_series *series_new(struct gm *g, struct gm_sec *c, struct report_section *rs,
 				    uint32_t device, uint32_t name_id, unsigned scale)
 {
+	struct gm_device *d = device_add(g, rs->index, device);
 	struct gm_series *v, *s;
 
+	if (!d || !tally_grow_in((void **)&d->series, &d->scap, d->nseries + 1, sizeof(*d->series)))
+		return NULL;
 	if (!(v = tally_grow(g->s, &g->cap, g->n + 1, sizeof(*v))))
 		return NULL;
 	g->s = v;
@@ -162,12 +200,14 @@ static struct gm_series *series_new(struct gm *g, struct gm_sec *c, struct repor
 	*s = (struct gm_series){.section = rs->index,
 				.device = device,
 				.name_id = name_id,
+				.dev = (uint32_t)(d - g->devs),
 				.scale = scale > MAX_SCALE ? MAX_SCALE : scale,
 				.order = UINT32_MAX};
 	s->name = strdup(report_string(rs, name_id));
 	if (!s->name || describe(s, rs->s) < 0 ||
-	    (g->nb && (!(s->csum = calloc(g->nb, sizeof(double))) ||
-		       !(s->cw = calloc(g->nb, sizeof(double))))) ||
+	    (g->nb && g->ncurves < GM_CURVES_MAX &&
+	     (!(s->csum = calloc(g->nb, sizeof(double))) ||
+	      !(s->cw = calloc(g->nb, sizeof(double))))) ||
 	    tally_map_put(&c->series, device, name_id, (uint32_t)g->n + 1) < 0) {
 		free_series(s);
 		return NULL;
@@ -176,6 +216,9 @@ static struct gm_series *series_new(struct gm *g, struct gm_sec *c, struct repor
 	s->above_exact = true;
 	s->sm_active = strcmp(s->name, GM_SM_ACTIVE) == 0;
 	s->gr_active = strcmp(s->name, GM_GR_ACTIVE) == 0;
+	d->series[d->nseries++] = (uint32_t)g->n;
+	g->ncurves += s->csum != NULL;
+	g->curves_left_out += g->nb && !s->csum;
 	return &g->s[g->n++];
 }
 
@@ -188,7 +231,7 @@ static struct gm_series *series_of(struct gm *g, struct report_section *rs,
 
 	if (s)
 		return s;
-	if (!(c = sec_of(g, rs->index)))
+	if (!device_add(g, rs->index, r->device_id) || !(c = sec_of(g, rs->index)))
 		return NULL;
 	return series_new(g, c, rs, r->device_id, r->name_id, r->subkind);
 }
@@ -215,6 +258,39 @@ int64_t gm_scaled(const struct gm_series *s, const struct tally_record *r)
 	if (v > INT64_MAX / f || v < INT64_MIN / f)
 		return v > 0 ? INT64_MAX : INT64_MIN;
 	return v * f;
+}
+
+/* ---- sums of value x time ---------------------------------------------------------------------
+ */
+
+void gm_wsum_add(struct gm_wsum *x, int64_t v, uint64_t d)
+{
+	__int128 p;
+
+	x->lsum += (long double)v * (long double)d;
+	x->lw += (long double)d;
+	/* |v| < 2^63 and d < 2^64: the product fits 128 bits; only the sum may not */
+	p = (__int128)v * (__int128)d;
+	if (__builtin_add_overflow(x->sum, p, &x->sum))
+		x->inexact = true;
+	x->w = tally_add_sat(x->w, d, &x->inexact);
+}
+
+void gm_wsum_merge(struct gm_wsum *x, const struct gm_wsum *o)
+{
+	x->lsum += o->lsum;
+	x->lw += o->lw;
+	x->inexact |= o->inexact;
+	if (__builtin_add_overflow(x->sum, o->sum, &x->sum))
+		x->inexact = true;
+	x->w = tally_add_sat(x->w, o->w, &x->inexact);
+}
+
+long double gm_wsum_mean(const struct gm_wsum *x)
+{
+	if (x->inexact)
+		return x->lw > 0 ? x->lsum / x->lw : 0;
+	return x->w ? (long double)x->sum / (long double)x->w : 0;
 }
 
 /* ---- the pass ------------------------------------------------------------------------------ */
@@ -256,13 +332,12 @@ static void take(struct gm *g, struct report_section *rs, struct gm_series *s,
 	s->after_gap += !!(r->value & TALLY_METRIC_AFTER_GAP);
 	if (!d)
 		return; /* an instant: counted, but it weighs nothing */
-	s->covered_ns += d;
-	s->sum += (__int128)v * d;
+	gm_wsum_add(&s->sum, v, d);
 	if (s->percent && v >= (int64_t)GM_ABOVE_PCT * pow10s[s->scale])
-		s->above_ns += d;
+		s->above_ns = tally_add_sat(s->above_ns, d, &(bool){false});
 	if (!wsketch_add(&s->sk, v, d))
 		g->failed = true;
-	if (g->nb)
+	if (s->csum)
 		curve_add(g, s, t0, t1, (double)v / (double)pow10s[s->scale]);
 }
 
@@ -284,31 +359,6 @@ int gm_add(struct gm *g, struct report_section *rs, const struct tally_record *r
 }
 
 /* ---- devices and their states ---------------------------------------------------------------- */
-
-struct gm_device *gm_device_of(const struct gm *g, unsigned section, uint32_t device)
-{
-	size_t i;
-
-	for (i = 0; i < g->ndevs; i++)
-		if (g->devs[i].section == section && g->devs[i].device == device)
-			return &g->devs[i];
-	return NULL;
-}
-
-static struct gm_device *device_add(struct gm *g, unsigned section, uint32_t device)
-{
-	struct gm_device *d = gm_device_of(g, section, device);
-
-	if (d)
-		return d;
-	if (!(d = tally_grow(g->devs, &g->dcap, g->ndevs + 1, sizeof(*d))))
-		return NULL;
-	g->devs = d;
-	d = &d[g->ndevs++];
-	d->section = section;
-	d->device = device;
-	return d;
-}
 
 /* A device row's words: why this section holds none (or not all) of its metrics. */
 static char *device_why(const struct tally_gpu_metrics *c)
@@ -347,22 +397,22 @@ static char *device_why(const struct tally_gpu_metrics *c)
 static int set_rows(struct gm *g, const struct report_section *rs,
 		    const struct tally_gpu_metrics *c)
 {
+	struct gm_device *d = device_add(g, rs->index, c->device);
 	struct gm_sec *sec = sec_of(g, rs->index);
 	size_t i, k;
 
-	if (!sec)
+	if (!d || !sec)
 		return -ENOMEM;
-	for (i = 0; i < g->n; i++)
-		if (g->s[i].section == rs->index && g->s[i].device == c->device &&
-		    describe(&g->s[i], rs->s) < 0)
+	for (i = 0; i < d->nseries; i++)
+		if (describe(&g->s[d->series[i]], rs->s) < 0)
 			return -ENOMEM;
 	for (k = 0; k < c->nmetrics; k++) {
 		bool have = false;
 
-		for (i = 0; i < g->n && !have; i++)
-			have =
-			    g->s[i].section == rs->index && g->s[i].device == c->device &&
-			    strcmp(g->s[i].name, c->metrics[k].name ? c->metrics[k].name : "") == 0;
+		d = gm_device_of(g, rs->index, c->device);
+		for (i = 0; i < d->nseries && !have; i++)
+			have = strcmp(g->s[d->series[i]].name,
+				      c->metrics[k].name ? c->metrics[k].name : "") == 0;
 		if (!have && c->metrics[k].name) {
 			/* no record named it: a series with no samples, under a name id of its
 			 * own (beyond any string id, so no record can reach it) */
@@ -420,21 +470,26 @@ static int take_devices(struct gm *g, const struct report_section *rs)
 int gm_section_end(struct gm *g, const struct report_section *rs)
 {
 	struct gm_sec *c = sec_of(g, rs->index);
-	size_t i;
+	size_t i, k;
 
 	if (!c)
 		return -ENOMEM;
 	c->ended = true;
 	/* labels and units now that every chunk of the section is in */
-	for (i = 0; i < g->n; i++) {
-		struct gm_series *s = &g->s[i];
-		bool was = s->percent;
+	for (k = 0; k < c->ndevs; k++) {
+		const struct gm_device *d = &g->devs[c->devs[k]];
 
-		if (s->section != rs->index || describe(s, rs->s) < 0)
-			continue;
-		s->percent = strcmp(s->unit, "%") == 0;
-		if (s->percent != was) /* the unit came after the samples: the sketch decides */
-			s->above_exact = false;
+		for (i = 0; i < d->nseries; i++) {
+			struct gm_series *s = &g->s[d->series[i]];
+			bool was = s->percent;
+
+			if (describe(s, rs->s) < 0)
+				continue;
+			s->percent = strcmp(s->unit, "%") == 0;
+			if (s->percent !=
+			    was) /* the unit came after the samples: the sketch decides */
+				s->above_exact = false;
+		}
 	}
 	return take_devices(g, rs);
 }
@@ -442,16 +497,23 @@ int gm_section_end(struct gm *g, const struct report_section *rs)
 /* ---- finishing ---------------------------------------------------------------------------------
  */
 
-void gm_fill_stats(struct gm_series_view *v, const struct gm_series *s, __int128 sum,
-		   uint64_t weight, uint64_t samples, const struct wsketch *sk)
+void gm_fill_stats(struct gm_series_view *v, const struct gm_series *s, const struct gm_wsum *sum,
+		   uint64_t samples, const struct wsketch *sk)
 {
 	double unit = (double)pow10s[s->scale];
+	long double mean = gm_wsum_mean(sum);
 
 	v->samples = samples;
-	v->covered_ns = weight;
-	if (!weight)
+	v->covered_ns = sum->w;
+	v->saturated = sum->inexact || sk->saturated;
+	if (!sum->w)
 		return;
-	v->mean = (double)((long double)sum / (long double)weight) / unit;
+	/* a weighted mean lies within the extremes: rounding of the long doubles may not pass them
+	 */
+	mean = mean < (long double)sk->min   ? (long double)sk->min
+	       : mean > (long double)sk->max ? (long double)sk->max
+					     : mean;
+	v->mean = (double)mean / unit;
 	v->min = (double)sk->min / unit;
 	v->max = (double)sk->max / unit;
 	v->p50 = (double)wsketch_quantile(sk, 0.5) / unit;
@@ -476,20 +538,21 @@ static void series_view(const struct gm_series *s, struct gm_series_view *v)
 	double unit = (double)pow10s[s->scale];
 
 	gm_view_init(v, s);
-	gm_fill_stats(v, s, s->sum, s->covered_ns, s->samples, &s->sk);
+	gm_fill_stats(v, s, &s->sum, s->samples, &s->sk);
 	v->merged = s->merged;
 	v->after_gap = s->after_gap;
 	v->first_ns = s->first_ns;
 	v->last_ns = s->last_ns;
-	if (s->covered_ns && s->percent && s->above_exact)
-		v->above = (double)s->above_ns / (double)s->covered_ns;
-	else if (s->covered_ns) /* threshold from the max: the sketch knows what lies above */
+	if (s->sum.w && s->percent && s->above_exact && !s->sum.inexact)
+		v->above = (double)s->above_ns / (double)s->sum.w;
+	else if (s->sum.w) /* threshold from the max: the sketch knows what lies above */
 		v->above =
 		    (double)wsketch_weight_above(&s->sk, (int64_t)ceil(v->threshold * unit)) /
-		    (double)s->covered_ns;
-	v->busy_ns = s->busy_ns;
-	if (s->busy_ns)
-		v->busy_mean = (double)((long double)s->busy_sum / (long double)s->busy_ns) / unit;
+		    (double)s->sk.total;
+	v->above = v->above > 1 ? 1 : v->above;
+	v->busy_ns = s->busy.w;
+	if (s->busy.w)
+		v->busy_mean = (double)gm_wsum_mean(&s->busy) / unit;
 }
 
 /* Row order: section, device, the device row first, then the metric set's order (metrics not in
@@ -524,12 +587,55 @@ static int cmp_keys(const void *pa, const void *pb)
 	return strcmp(a->v.name, b->v.name);
 }
 
+/* What the second pass asks of every device: whether it has samples, their length, and the other
+ * devices of the same GPU (a chain by UUID). */
+static int index_devices(struct gm *g)
+{
+	struct tally_map last = {0}, first = {0}; /* UUID -> the chain's last and first, + 1 */
+	size_t i;
+
+	for (i = 0; i < g->n; i++) {
+		struct gm_series *s = &g->s[i];
+		struct gm_device *d = &g->devs[s->dev];
+
+		d->sampled |= s->samples != 0;
+		if (s->samples && s->sum.w / s->samples > d->mean_len)
+			d->mean_len = s->sum.w / s->samples;
+	}
+	for (i = 0; i < g->ndevs; i++) {
+		struct gm_device *d = &g->devs[i];
+		uint64_t k0, k1;
+		uint32_t prev;
+
+		d->next_same = d->first_same = 0;
+		if (!d->has_uuid)
+			continue;
+		memcpy(&k0, d->uuid, 8);
+		memcpy(&k1, d->uuid + 8, 8);
+		if ((prev = tally_map_get(&last, k0, k1)))
+			g->devs[prev - 1].next_same = (uint32_t)i + 1;
+		else if (tally_map_put(&first, k0, k1, (uint32_t)i + 1) < 0)
+			break;
+		d->first_same = tally_map_get(&first, k0, k1);
+		if (tally_map_put(&last, k0, k1, (uint32_t)i + 1) < 0)
+			break;
+	}
+	tally_map_fini(&last);
+	tally_map_fini(&first);
+	return i == g->ndevs ? 0 : -ENOMEM;
+}
+
+const struct gm_device *gm_same_gpu(const struct gm *g, const struct gm_device *d)
+{
+	return d->first_same ? &g->devs[d->first_same - 1] : d;
+}
+
 int gm_finish(struct gm *g)
 {
 	size_t i, k = 0, nwhy = 0;
 	struct order_key *keys;
 
-	if (g->failed)
+	if (g->failed || index_devices(g) < 0)
 		return -ENOMEM;
 	for (i = 0; i < g->ndevs; i++)
 		nwhy += g->devs[i].why != NULL;
@@ -553,7 +659,8 @@ int gm_finish(struct gm *g)
 			keys[k].v.unit = "";
 			keys[k++].v.why = g->devs[i].why;
 		}
-	qsort(keys, k, sizeof(*keys), cmp_keys);
+	if (k > 1)
+		qsort(keys, k, sizeof(*keys), cmp_keys);
 	g->rows = calloc(k + 1, sizeof(*g->rows));
 	g->curve_of = calloc(k + 1, sizeof(*g->curve_of));
 	if (!g->rows || !g->curve_of) {
@@ -569,6 +676,16 @@ int gm_finish(struct gm *g)
 	return 0;
 }
 
+bool gm_saturated(const struct gm *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nrows; i++)
+		if (g->rows[i].saturated)
+			return true;
+	return false;
+}
+
 size_t gm_rows(const struct gm *g)
 {
 	return g->nrows;
@@ -582,28 +699,46 @@ const struct gm_series_view *gm_row(const struct gm *g, size_t i)
 const struct gm_series_view *gm_find(const struct gm *g, unsigned section, uint32_t device,
 				     const char *name)
 {
-	size_t i;
+	size_t lo = 0, hi = g->nrows, i;
 
-	for (i = 0; i < g->nrows; i++) {
+	/* the rows are sorted by section and device: the first of (section, device), then its */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct gm_series_view *v = &g->rows[mid];
+
+		if (v->section < section || (v->section == section && v->device < device))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < g->nrows && g->rows[i].section == section && g->rows[i].device == device;
+	     i++) {
 		const struct gm_series_view *v = &g->rows[i];
 
-		if (v->section == section && v->device == device && v->name &&
-		    (strcmp(v->name, name) == 0 || strcmp(v->label, name) == 0))
+		if (v->name && (strcmp(v->name, name) == 0 || strcmp(v->label, name) == 0))
 			return v;
 	}
 	return NULL;
 }
 
-const struct gm_series_view *gm_curve(const struct gm *g, size_t i, const double **mean, size_t *n)
+size_t gm_curves_left_out(const struct gm *g)
 {
-	size_t k, seen = 0;
+	return g->curves_left_out;
+}
 
-	for (k = 0; k < g->nrows && g->nb; k++) {
+const struct gm_series_view *gm_curve(struct gm *g, size_t i, const double **mean, size_t *n)
+{
+	/* asked for in order, 0, 1, 2 ...: each goes on from where the one before it was found */
+	size_t k = i && i == g->curve_i + 1 ? g->curve_k + 1 : 0, seen = k ? i : 0;
+
+	for (; k < g->nrows && g->nb; k++) {
 		struct gm_series *s = g->curve_of[k];
 		unsigned b;
 
-		if (!s || seen++ != i)
+		if (!s || !s->csum || seen++ != i)
 			continue;
+		g->curve_i = i;
+		g->curve_k = k;
 		/* means in place of the sums, once (cw marks what is done: a negative weight) */
 		for (b = 0; b < g->nb; b++)
 			if (s->cw[b] >= 0) {

@@ -51,6 +51,7 @@ struct gm_series_view {
 	double busy_mean;
 	uint64_t busy_ns;
 	const char *why; /* a device row: why the section holds no samples of it */
+	bool saturated;	 /* the samples' time passed 2^64 ns: covered_ns stopped there */
 };
 
 struct gm;
@@ -67,6 +68,8 @@ int gm_finish(struct gm *g);
 /* GPU_METRIC records seen */
 uint64_t gm_records(const struct gm *g);
 
+/* Whether a row's figures met a sum that passed 64 bits (a crafted trace's). */
+bool gm_saturated(const struct gm *g);
 /* Rows after gm_finish, by section, device, then the metric set's order; NULL past the end. */
 const struct gm_series_view *gm_row(const struct gm *g, size_t i);
 size_t gm_rows(const struct gm *g);
@@ -75,9 +78,14 @@ size_t gm_rows(const struct gm *g);
 const struct gm_series_view *gm_find(const struct gm *g, unsigned section, uint32_t device,
 				     const char *name);
 
+/* Curves are kept for the first GM_CURVES_MAX series (16 KiB each at most): a page of more is
+ * more than anyone reads, and a crafted trace of a series per sample would take gigabytes. */
+#define GM_CURVES_MAX 1024
+/* The series past GM_CURVES_MAX, which have no curve. */
+size_t gm_curves_left_out(const struct gm *g);
 /* A curve (gm_new with buckets): *n means, one per bucket, NAN where no sample covers it.  NULL
  * past the end.  Curves come in row order, device rows left out. */
-const struct gm_series_view *gm_curve(const struct gm *g, size_t i, const double **mean, size_t *n);
+const struct gm_series_view *gm_curve(struct gm *g, size_t i, const double **mean, size_t *n);
 
 /* ---- metrics over stretches of time: the second pass (metricwin.c) -------------------------- */
 

@@ -16,6 +16,7 @@
 
 #include "grow.h"
 #include "hash.h"
+#include "hashmap.h"
 #include "metricsum-int.h"
 
 enum win_rule {
@@ -40,8 +41,8 @@ struct wset {
 
 struct acc {
 	uint64_t key; /* group << 32 | series, + 1 */
-	__int128 sum;
-	uint64_t w, samples;
+	struct gm_wsum sum;
+	uint64_t samples;
 	int64_t max;
 	struct wsketch *sk; /* NVTX groups only: their quantiles */
 };
@@ -50,9 +51,10 @@ enum group_kind { G_GAP, G_BUSY, G_NVTX };
 
 struct group {
 	enum group_kind kind;
-	uint32_t index;	       /* gap index; busy: series index; nvtx: row slot */
-	unsigned section;      /* the windows' owner (NVTX: its process) */
-	uint32_t device, name; /* its device; NVTX: the range name */
+	uint32_t index;		/* gap index; busy: series index; nvtx: row slot */
+	unsigned section;	/* the windows' owner (NVTX: its process) */
+	uint32_t device, name;	/* its device; NVTX: the range name */
+	uint64_t instances, ns; /* NVTX: the name's ranges in the section, and their time */
 };
 
 /* A section's device gaps of one device: a run of the gap list, in time order. */
@@ -74,6 +76,9 @@ struct wpass {
 	size_t nruns;
 	struct wset *sets;
 	size_t nsets, scap;
+	struct tally_map set_of;  /* (section, device) -> sets index + 1 */
+	struct tally_map run_of;  /* (section, device) -> runs index + 1 */
+	struct tally_map span_of; /* (section, device) -> index + 1 in gg's span list */
 	struct group *groups;
 	size_t ngroups, gcap;
 	struct acc *accs; /* open addressing */
@@ -92,13 +97,13 @@ static uint64_t mix(uint64_t k)
 static struct wset *wset_of(struct wpass *p, unsigned section, uint32_t device, bool make)
 {
 	uint64_t key = ((uint64_t)section << 32 | device) + 1;
+	uint32_t k = tally_map_get(&p->set_of, section, device);
 	struct wset *v;
-	size_t i;
 
-	for (i = 0; i < p->nsets; i++)
-		if (p->sets[i].key == key)
-			return &p->sets[i];
-	if (!make || !(v = tally_grow(p->sets, &p->scap, p->nsets + 1, sizeof(*v))))
+	if (k)
+		return &p->sets[k - 1];
+	if (!make || !(v = tally_grow(p->sets, &p->scap, p->nsets + 1, sizeof(*v))) ||
+	    tally_map_put(&p->set_of, section, device, (uint32_t)p->nsets + 1) < 0)
 		return NULL;
 	p->sets = v;
 	v[p->nsets].key = key;
@@ -140,7 +145,8 @@ static int build_tree(struct wset *ws)
 	size_t size, i, half;
 	unsigned k;
 
-	qsort(ws->v, ws->n, sizeof(*ws->v), by_start);
+	if (ws->n > 1)
+		qsort(ws->v, ws->n, sizeof(*ws->v), by_start);
 	for (ws->levels = 1; ((size_t)1 << ws->levels) - 1 < ws->n; ws->levels++)
 		;
 	size = ((size_t)1 << ws->levels) - 1;
@@ -264,8 +270,7 @@ static void take_hit(struct wpass *p, const struct win *w, void *ctx)
 	if (!a->samples || x->v > a->max)
 		a->max = x->v;
 	a->samples++;
-	a->sum += (__int128)x->v * (hi - lo);
-	a->w += hi - lo;
+	gm_wsum_add(&a->sum, x->v, hi - lo);
 	if (a->sk && !wsketch_add(a->sk, x->v, hi - lo))
 		p->failed = true;
 }
@@ -328,12 +333,9 @@ static int second_pass(struct wpass *p, const struct report_set *set, char *err,
 
 static bool has_series(const struct gm *g, unsigned section, uint32_t device)
 {
-	size_t i;
+	const struct gm_device *d = gm_device_of(g, section, device);
 
-	for (i = 0; i < g->n; i++)
-		if (g->s[i].section == section && g->s[i].device == device && g->s[i].samples)
-			return true;
-	return false;
+	return d && d->sampled;
 }
 
 /*
@@ -343,23 +345,20 @@ static bool has_series(const struct gm *g, unsigned section, uint32_t device)
 static size_t sources(const struct gm *g, unsigned section, uint32_t device, unsigned *sec_out,
 		      uint32_t *dev_out, size_t max)
 {
-	const struct gm_device *d = gm_device_of(g, section, device);
-	size_t i, n = 0;
+	const struct gm_device *d = gm_device_of(g, section, device), *o;
+	size_t n = 0;
 
 	if (has_series(g, section, device)) {
 		sec_out[0] = section;
 		dev_out[0] = device;
 		return 1;
 	}
-	for (i = 0; d && d->has_uuid && i < g->ndevs && n < max; i++) {
-		const struct gm_device *o = &g->devs[i];
-
-		if (o->section != section && o->has_uuid && memcmp(o->uuid, d->uuid, 16) == 0 &&
-		    has_series(g, o->section, o->device)) {
+	/* the devices of the same GPU, in index order; at most max of them taken */
+	for (o = d ? gm_same_gpu(g, d) : NULL; o && n < max; o = gm_same_gpu_next(g, o))
+		if (o->section != section && o->sampled) {
 			sec_out[n] = o->section;
 			dev_out[n++] = o->device;
 		}
-	}
 	return n;
 }
 
@@ -371,7 +370,7 @@ static long new_group(struct wpass *p, enum group_kind kind, uint32_t index, uns
 	if (!v)
 		return -1;
 	p->groups = v;
-	v[p->ngroups] = (struct group){kind, index, section, device, name};
+	v[p->ngroups] = (struct group){kind, index, section, device, name, 0, 0};
 	return (long)p->ngroups++;
 }
 
@@ -380,16 +379,9 @@ static long new_group(struct wpass *p, enum group_kind kind, uint32_t index, uns
 static uint64_t interval_of(const struct gm *g, unsigned section, uint32_t device)
 {
 	const struct gm_device *d = gm_device_of(g, section, device);
-	uint64_t longest = 0;
-	size_t i;
 
-	if (d && d->interval_ns)
-		return d->interval_ns;
-	for (i = 0; i < g->n; i++) /* a clock-cycle trigger: the samples' own mean length */
-		if (g->s[i].section == section && g->s[i].device == device && g->s[i].samples &&
-		    g->s[i].covered_ns / g->s[i].samples > longest)
-			longest = g->s[i].covered_ns / g->s[i].samples;
-	return longest;
+	/* a clock-cycle trigger: the samples' own mean length */
+	return !d ? 0 : d->interval_ns ? d->interval_ns : d->mean_len;
 }
 
 static int gap_windows(struct wpass *p)
@@ -424,11 +416,14 @@ static int gap_windows(struct wpass *p)
 /* A sampled device's busy time: its span of work less its device gaps (of its own section). */
 static int busy_windows(struct wpass *p)
 {
-	size_t nspans, ngaps = p->nall, i, k;
+	size_t nspans, i, k;
 	const struct report_span *sp = report_gpu_span_list(p->gg, &nspans);
 	const struct report_gap *gaps = p->all;
 
 	for (i = 0; i < nspans; i++) {
+		uint32_t r = tally_map_get(&p->run_of, sp[i].section, sp[i].device);
+		size_t from_gap = r ? p->runs[r - 1].from : 0,
+		       to_gap = r ? from_gap + p->runs[r - 1].n : 0;
 		uint64_t from = sp[i].t0;
 		long grp;
 
@@ -437,10 +432,8 @@ static int busy_windows(struct wpass *p)
 		grp = new_group(p, G_BUSY, 0, sp[i].section, sp[i].device, 0);
 		if (grp < 0)
 			return -ENOMEM;
-		for (k = 0; k < ngaps; k++) { /* a section's device gaps come in time order */
-			if (gaps[k].section != sp[i].section || gaps[k].device != sp[i].device ||
-			    gaps[k].stream != REPORT_GAP_ALL_STREAMS)
-				continue;
+		/* its device gaps: one run of the list (find_runs), in time order */
+		for (k = from_gap; k < to_gap; k++) {
 			if (add_window(p, sp[i].section, sp[i].device, from, gaps[k].t0,
 				       (uint32_t)grp, WIN_OVERLAP) < 0)
 				return -ENOMEM;
@@ -485,7 +478,23 @@ static int find_runs(struct wpass *p)
 			return -ENOMEM;
 		p->runs = v;
 		v[p->nruns++] = (struct run){gaps[i].section, gaps[i].device, i, 1};
+		if (!tally_map_get(&p->run_of, gaps[i].section, gaps[i].device) &&
+		    tally_map_put(&p->run_of, gaps[i].section, gaps[i].device, (uint32_t)p->nruns) <
+			0)
+			return -ENOMEM;
 	}
+	return 0;
+}
+
+/* Every device's span, found by (section, device). */
+static int find_spans(struct wpass *p)
+{
+	size_t n, i;
+	const struct report_span *sp = report_gpu_span_list(p->gg, &n);
+
+	for (i = 0; i < n; i++)
+		if (tally_map_put(&p->span_of, sp[i].section, sp[i].device, (uint32_t)i + 1) < 0)
+			return -ENOMEM;
 	return 0;
 }
 
@@ -493,14 +502,12 @@ static int find_runs(struct wpass *p)
 static bool worked(const struct wpass *p, const struct report_span *sp, uint64_t t0, uint64_t t1)
 {
 	const struct report_gap *gaps = p->all;
-	const struct run *r = NULL;
-	size_t i, lo, hi;
+	uint32_t k = tally_map_get(&p->run_of, sp->section, sp->device);
+	const struct run *r = k ? &p->runs[k - 1] : NULL;
+	size_t lo, hi;
 
 	if (t1 <= sp->t0 || t0 >= sp->t1)
 		return false;
-	for (i = 0; i < p->nruns && !r; i++)
-		if (p->runs[i].section == sp->section && p->runs[i].device == sp->device)
-			r = &p->runs[i];
 	if (!r)
 		return true;
 	for (lo = r->from, hi = r->from + r->n;
@@ -515,23 +522,28 @@ static bool worked(const struct wpass *p, const struct report_span *sp, uint64_t
 	return !(lo > r->from && gaps[lo - 1].t1 >= t1);
 }
 
-/* Another process of the set that ran work on the gap's GPU during it: its pid, or 0. */
+/* Another process of the set that ran work on the gap's GPU during it: its pid, or 0.  The
+ * processes of that GPU are looked in, in the order they were read, the first OTHERS_MAX only (MPS
+ * serves 48 at most): a crafted set of thousands on one GPU costs no more per gap. */
+#define OTHERS_MAX 64
+
 static uint64_t other_worker(const struct wpass *p, const struct report_gap *gap)
 {
-	const struct gm_device *me = gm_device_of(p->g, gap->section, gap->device);
+	const struct gm_device *me = gm_device_of(p->g, gap->section, gap->device), *o;
 	const struct report_span *sp;
-	size_t n, i;
+	size_t n, looked = 0;
+	uint32_t k;
 
 	if (!p->gg || !me || !me->has_uuid)
 		return 0;
 	sp = report_gpu_span_list(p->gg, &n);
-	for (i = 0; i < n; i++) {
-		const struct gm_device *o = gm_device_of(p->g, sp[i].section, sp[i].device);
-
-		if (sp[i].section != gap->section && o && o->has_uuid &&
-		    memcmp(o->uuid, me->uuid, 16) == 0 && sp[i].section < p->set->nsections &&
-		    worked(p, &sp[i], gap->t0, gap->t1))
-			return p->set->sections[sp[i].section]->s->pid;
+	for (o = gm_same_gpu(p->g, me); o && looked < OTHERS_MAX; o = gm_same_gpu_next(p->g, o)) {
+		if (o->section == gap->section || o->section >= p->set->nsections ||
+		    !(k = tally_map_get(&p->span_of, o->section, o->device)) || k > n)
+			continue;
+		looked++;
+		if (worked(p, &sp[k - 1], gap->t0, gap->t1))
+			return p->set->sections[o->section]->s->pid;
 	}
 	return 0;
 }
@@ -565,8 +577,7 @@ static void gap_why(const struct wpass *p, struct report_gap *gap, uint64_t pid)
 
 /* A metric's mean (%) over a gap, from the sources of (section, device); its max into *max. */
 struct gap_mean {
-	__int128 sum;
-	uint64_t w;
+	struct gm_wsum sum;
 	double max, scale;
 };
 
@@ -587,15 +598,17 @@ static void gap_metric(struct wpass *p, const struct group *grp, const char *nam
 		if (!a)
 			continue;
 		m->scale = 1 / gm_unit(s);
-		m->sum += a->sum;
-		m->w += a->w;
+		gm_wsum_merge(&m->sum, &a->sum);
 		m->max = (double)a->max * m->scale > m->max ? (double)a->max * m->scale : m->max;
 	}
 }
 
+/* The mean, within the samples' maximum (long doubles' rounding may not pass it). */
 static double mean_of(const struct gap_mean *m)
 {
-	return m->w ? (double)((long double)m->sum / (long double)m->w) * m->scale : 0;
+	double mean = m->sum.w ? (double)gm_wsum_mean(&m->sum) * m->scale : 0;
+
+	return mean > m->max ? m->max : mean;
 }
 
 /* A gap's SM and GR Active, and whether either says the GPU was busy (gaps.h, GAP_BUSY_PCT). */
@@ -606,9 +619,9 @@ static void gap_results(struct wpass *p, const struct group *grp)
 
 	gap_metric(p, grp, GM_SM_ACTIVE, &sm);
 	gap_metric(p, grp, GM_GR_ACTIVE, &gr);
-	if (!sm.w && !gr.w)
+	if (!sm.sum.w && !gr.sum.w)
 		return;
-	gap->sampled_ns = sm.w > gr.w ? sm.w : gr.w;
+	gap->sampled_ns = sm.sum.w > gr.sum.w ? sm.sum.w : gr.sum.w;
 	gap->sm_active = mean_of(&sm);
 	gap->sm_active_max = sm.max;
 	gap->gr_active = mean_of(&gr);
@@ -618,17 +631,14 @@ static void gap_results(struct wpass *p, const struct group *grp)
 
 static void busy_results(struct wpass *p, const struct group *grp)
 {
+	const struct gm_device *d = gm_device_of(p->g, grp->section, grp->device);
 	size_t i;
 
-	for (i = 0; i < p->g->n; i++) {
-		struct gm_series *s = &p->g->s[i];
-		const struct acc *a;
+	for (i = 0; d && i < d->nseries; i++) {
+		struct gm_series *s = &p->g->s[d->series[i]];
+		const struct acc *a = acc_of(p, (uint32_t)(grp - p->groups), d->series[i], false);
 
-		if (s->section != grp->section || s->device != grp->device)
-			continue;
-		a = acc_of(p, (uint32_t)(grp - p->groups), (uint32_t)i, false);
-		s->busy_sum = a ? a->sum : 0;
-		s->busy_ns = a ? a->w : 0;
+		s->busy = a ? a->sum : (struct gm_wsum){0};
 	}
 }
 
@@ -733,16 +743,16 @@ static size_t section_devices(const struct gm *g, unsigned section, uint32_t *ou
 	uint32_t devs[8];
 	size_t i, k, n = 0;
 
-	for (i = 0; i < g->ndevs && n < max; i++) {
+	for (i = 0; section < g->nsecs && i < g->secs[section].ndevs && n < max; i++) {
+		const struct gm_device *d = &g->devs[g->secs[section].devs[i]];
 		bool seen = false;
 
-		if (g->devs[i].section != section ||
-		    !sources(g, section, g->devs[i].device, secs, devs, 8))
+		if (!sources(g, section, d->device, secs, devs, 8))
 			continue;
 		for (k = 0; k < n; k++)
-			seen |= out[k] == g->devs[i].device;
+			seen |= out[k] == d->device;
 		if (!seen)
-			out[n++] = g->devs[i].device;
+			out[n++] = d->device;
 	}
 	return n;
 }
@@ -755,12 +765,18 @@ static int nvtx_section_windows(struct wpass *p, const struct gm_range *r, size_
 	unsigned ssec[8];
 	size_t nd = section_devices(p->g, r[0].section, devs, 16), d, i, k, ns;
 
+	uint64_t instances = n, range_ns = 0;
+
+	for (i = 0; i < n; i++) /* before merging */
+		range_ns += r[i].t1 - r[i].t0;
 	for (d = 0; d < nd; d++) {
 		long grp = new_group(p, G_NVTX, 0, r[0].section, devs[d], r[0].name);
 		uint64_t t0 = r[0].t0, t1 = r[0].t1;
 
 		if (grp < 0)
 			return -ENOMEM;
+		p->groups[grp].instances = instances;
+		p->groups[grp].ns = range_ns;
 		ns = sources(p->g, r[0].section, devs[d], ssec, sdev, 8);
 		for (i = 1; i <= n; i++) {
 			if (i < n && r[i].t0 <= t1) {
@@ -796,8 +812,10 @@ static int nvtx_windows(struct gm *g, struct wpass *p)
 	sort_names_of = g;
 	if (g->nnames > 1)
 		qsort(order, g->nnames, sizeof(*order), by_time);
-	for (i = 0; i < g->nnames && i < GM_NVTX_GROUPS; i++)
+	for (i = 0; i < g->nnames && i < GM_NVTX_GROUPS; i++) {
 		chosen[order[i]] = 1;
+		g->names[order[i]].rank = (unsigned)i; /* its place by total time */
+	}
 	for (i = 0; i < g->nranges; i++) /* the chosen ones only, sorted by name, section, start */
 		if (chosen[g->ranges[i].name])
 			g->ranges[keep++] = g->ranges[i];
@@ -816,51 +834,22 @@ out:
 	return rc;
 }
 
-/* A range name's place by total time (nvtx_windows chose the names in that order). */
-static unsigned rank_of(const struct gm *g, uint32_t name)
-{
-	const struct gm_name *me = &g->names[name];
-	unsigned rank = 0;
-	size_t i;
-
-	for (i = 0; i < g->nnames; i++) /* the names before it in by_time's order */
-		rank += g->names[i].ns > me->ns ||
-			(g->names[i].ns == me->ns && strcmp(g->names[i].s, me->s) < 0);
-	return rank;
-}
-
-/* Instances and time of a range name in one section (before merging). */
-static void range_count(const struct gm *g, uint32_t name, unsigned section, uint64_t *n,
-			uint64_t *ns)
-{
-	size_t i;
-
-	*n = *ns = 0;
-	for (i = 0; i < g->nranges; i++)
-		if (g->ranges[i].name == name && g->ranges[i].section == section) {
-			(*n)++;
-			*ns += g->ranges[i].t1 - g->ranges[i].t0;
-		}
-}
-
 /* The rows of one group: a metric of its device, summed over the device's sources. */
 static int nvtx_group_rows(struct gm *g, struct wpass *p, const struct group *grp)
 {
 	unsigned ssec[8];
 	uint32_t sdev[8];
 	size_t ns = sources(g, grp->section, grp->device, ssec, sdev, 8), i, k;
-	uint64_t instances, range_ns;
+	const struct gm_device *first = ns ? gm_device_of(g, ssec[0], sdev[0]) : NULL;
 
-	range_count(g, grp->name, grp->section, &instances, &range_ns);
-	for (i = 0; i < g->n; i++) {
-		const struct gm_series *s = &g->s[i];
+	/* one row per metric of the first source; the others add to it */
+	for (i = 0; first && i < first->nseries; i++) {
+		const struct gm_series *s = &g->s[first->series[i]];
 		struct wsketch sk = {0};
-		__int128 sum = 0;
-		uint64_t w = 0, samples = 0;
+		struct gm_wsum sum = {0};
+		uint64_t samples = 0;
 		struct gm_nvtx_view *v;
 
-		if (s->section != ssec[0] || s->device != sdev[0])
-			continue; /* one row per metric of the first source; the others add to it */
 		for (k = 0; k < ns; k++) {
 			const struct gm_series *o =
 			    k ? gm_series_by_name(g, ssec[k], sdev[k], s->name) : s;
@@ -870,8 +859,7 @@ static int nvtx_group_rows(struct gm *g, struct wpass *p, const struct group *gr
 
 			if (!a)
 				continue;
-			sum += a->sum;
-			w += a->w;
+			gm_wsum_merge(&sum, &a->sum);
 			samples += a->samples;
 			if (!wsketch_merge(&sk, a->sk))
 				return -ENOMEM;
@@ -883,19 +871,19 @@ static int nvtx_group_rows(struct gm *g, struct wpass *p, const struct group *gr
 		g->nvtx = v;
 		v = &v[g->nnvtx++];
 		v->range = g->names[grp->name].s;
-		v->instances = instances;
-		v->range_ns = range_ns;
-		v->rank = rank_of(g, grp->name);
+		v->instances = grp->instances;
+		v->range_ns = grp->ns;
+		v->rank = g->names[grp->name].rank;
 		gm_view_init(&v->m, s);
 		v->m.section = grp->section;
 		v->m.device = grp->device;
-		gm_fill_stats(&v->m, s, sum, w, samples, &sk);
+		gm_fill_stats(&v->m, s, &sum, samples, &sk);
 		if (!s->percent) /* of the device's highest, as in gpu_metrics_sum */
 			v->m.threshold = (double)s->sk.max / gm_unit(s) * GM_ABOVE_PCT / 100;
-		if (w)
+		if (sk.total)
 			v->m.above = (double)wsketch_weight_above(
 					 &sk, (int64_t)ceil(v->m.threshold * gm_unit(s))) /
-				     (double)w;
+				     (double)sk.total;
 		wsketch_fini(&sk);
 	}
 	return 0;
@@ -958,6 +946,9 @@ static void wpass_fini(struct wpass *p)
 	free(p->accs);
 	free(p->groups);
 	free(p->runs);
+	tally_map_fini(&p->set_of);
+	tally_map_fini(&p->run_of);
+	tally_map_fini(&p->span_of);
 }
 
 int gm_windows_pass(struct gm *gm, struct report_gap *const *gaps, size_t ngaps,
@@ -973,7 +964,8 @@ int gm_windows_pass(struct gm *gm, struct report_gap *const *gaps, size_t ngaps,
 	if (context)
 		p.all = report_gpu_gaps_list(context, &p.nall);
 	if ((rc = gap_windows(&p)) < 0 ||
-	    (context && ((rc = busy_windows(&p)) < 0 || (rc = find_runs(&p)) < 0)))
+	    (context && ((rc = find_runs(&p)) < 0 || (rc = busy_windows(&p)) < 0 ||
+			 (rc = find_spans(&p)) < 0)))
 		goto out;
 	if (nvtx && (rc = nvtx_windows(gm, &p)) < 0)
 		goto out;

@@ -63,8 +63,13 @@ const struct report_col cols_idle_why[] = {
 };
 
 static const char *const what_names[] = {
-    [WHY_GAP] = "gap",	     [WHY_CUDA] = "cuda",     [WHY_OSRT] = "osrt",
-    [WHY_PYTHON] = "python", [WHY_NATIVE] = "native", [WHY_MORE_STACKS] = "more",
+    [WHY_GAP] = "gap",
+    [WHY_CUDA] = "cuda",
+    [WHY_OSRT] = "osrt",
+    [WHY_PYTHON] = "python",
+    [WHY_NATIVE] = "native",
+    [WHY_MORE_STACKS] = "more",
+    [WHY_MORE_THREADS] = "more threads",
 };
 
 static const char *state_name(unsigned s)
@@ -75,7 +80,8 @@ static const char *state_name(unsigned s)
 	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "state unknown";
 }
 
-static const char *gap_detail(const struct view_ctx *x, const struct report_idle_gap *g)
+static const char *gap_detail(const struct view_ctx *x, const struct report_idle_gap *g,
+			      bool w_unexamined)
 {
 	static char buf[600];
 	size_t n = (size_t)snprintf(buf, sizeof(buf), "%s", g->why);
@@ -93,6 +99,12 @@ static const char *gap_detail(const struct view_ctx *x, const struct report_idle
 		    g->gap.active ? ": the GPU ran work no trace here holds (another "
 				    "process, or untraced), so it was not idle"
 				  : "");
+	if (w_unexamined && n < sizeof(buf))
+		n += (size_t)snprintf(
+		    buf + n, sizeof(buf) - n,
+		    "; the host was not examined: the gaps before it in this "
+		    "process spent the budget of overlaps (64 per host event: calls "
+		    "that span many gaps count in each)");
 	if (!idle_why_has_host(x->st->why) && n < sizeof(buf))
 		snprintf(buf + n, sizeof(buf) - n,
 			 "; no host samples or blocking calls were recorded (tally record "
@@ -108,7 +120,7 @@ static const char *row_detail(const struct view_ctx *x, struct report_section *r
 
 	switch (w->what) {
 	case WHY_GAP:
-		return gap_detail(x, g);
+		return gap_detail(x, g, w->unexamined);
 	case WHY_CUDA:
 		snprintf(buf, sizeof(buf), "%s%s", report_string(rs, w->id),
 			 w->sync ? " (the host waited for the GPU)" : "");
@@ -122,6 +134,12 @@ static const char *row_detail(const struct view_ctx *x, struct report_section *r
 		return buf;
 	case WHY_NATIVE:
 		return stack_text(rs, w->id);
+	case WHY_MORE_THREADS:
+		snprintf(buf, sizeof(buf),
+			 "[the calls and samples of %" PRIu64
+			 " more threads: 16 are listed per gap]",
+			 w->thread);
+		return buf;
 	default:
 		snprintf(buf, sizeof(buf), "[other %s stacks]",
 			 w->source == WHY_PYTHON ? "Python" : "native");
@@ -176,7 +194,9 @@ static void why_cell(const void *ctx, size_t row, size_t col, struct report_cell
 		set_s(c, idle_class_name(g->cls));
 		break;
 	case 7:
-		set_s(c, w->what == WHY_GAP ? "" : thread_cell(x, rs, w->process, w->thread));
+		set_s(c, w->what == WHY_GAP || w->what == WHY_MORE_THREADS
+			     ? ""
+			     : thread_cell(x, rs, w->process, w->thread));
 		break;
 	case 8:
 		set_s(c, what_names[w->what]);

@@ -139,9 +139,15 @@ static void summarized_only(const struct stats *st, enum report_id r, struct rep
 static void saturation_note(const struct stats *st, enum report_id r, struct report_view *v)
 {
 	if ((r == R_MEM_USAGE && st->mem_usage.saturated) || st->t[r].saturated)
-		v->note = "a total passed 2^64 - 1 and is shown stopped there "
-			  "(18,446,744,073,709,551,615; averages are exact): the trace claims more "
-			  "than 64 bits count";
+		v->note = "a total or a count passed 2^64 - 1 and is shown stopped there "
+			  "(18,446,744,073,709,551,615; averages are exact where only a total did, "
+			  "from the quantile sketch where a count did): the input claims more than "
+			  "64 bits count";
+	if (r == R_GPU_METRICS_SUM && st->gm && gm_saturated(st->gm))
+		v->note = "the samples of a metric cover more than 2^64 ns in all (they overlap): "
+			  "Covered is shown stopped at 18,446,744,073,709,551,615, the mean is "
+			  "computed in long double, and quantiles and Above weigh the samples "
+			  "within the bound of the sketch's weights";
 }
 
 /* Report r as its row of the table says, over the model; x lives as long as v is written. */

@@ -250,11 +250,47 @@ static void gpu_memop_cell(const struct gpu_row *g, size_t col, struct report_ce
 		set_s(c, report_mem_kind_label(g->dst_kind));
 }
 
+/* The i-th row: in place while the rows fit the budget, else from the merge, going on from the
+ * row asked for before (the writers ask in order; a table twice: its widths, then its rows). */
+static const void *trace_row(struct spill *s, struct row_cursor *c, size_t i)
+{
+	void *p = spill_at(s, i);
+
+	if (p || !spill_spilled(s))
+		return p;
+	if (c->at && i + 1 == c->at)
+		return c->row;
+	if (i + 1 < c->at || !c->at) {
+		if (spill_rewind(s) < 0)
+			return NULL;
+		c->at = 0;
+	}
+	while (c->at <= i && (c->row = spill_next(s)))
+		c->at++;
+	return c->at == i + 1 ? c->row : NULL;
+}
+
+static const struct gpu_row *stats_gpu_row(const struct stats *st, size_t i)
+{
+	struct stats *w = (struct stats *)st; /* the cursor is a cache of the rows' order */
+
+	return trace_row(&w->gpu, &w->gpu_at, i);
+}
+
+static const struct api_row *stats_api_row(const struct stats *st, size_t i)
+{
+	struct stats *w = (struct stats *)st;
+
+	return trace_row(&w->api, &w->api_at, i);
+}
+
 static void gpu_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
 	const struct view_ctx *x = ctx;
-	const struct gpu_row *g = (const struct gpu_row *)x->st->gpu.v + row;
+	const struct gpu_row *g = stats_gpu_row(x->st, row);
 
+	if (!g) /* the spill could not be read back: said by the command, an empty cell here */
+		return;
 	switch (col) {
 	case 0:
 		start_cell(x, g->start, c);
@@ -289,10 +325,12 @@ static void gpu_cell(const void *ctx, size_t row, size_t col, struct report_cell
 static void api_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
 	const struct view_ctx *x = ctx;
-	const struct api_row *a = (const struct api_row *)x->st->api.v + row;
+	const struct api_row *a = stats_api_row(x->st, row);
 	const struct tally_section *s =
-	    a->sec < x->set->nsections ? x->set->sections[a->sec]->s : NULL;
+	    a && a->sec < x->set->nsections ? x->set->sections[a->sec]->s : NULL;
 
+	if (!a) /* the spill could not be read back: said by the command, an empty cell here */
+		return;
 	switch (col) {
 	case 0:
 		start_cell(x, a->start, c);
@@ -535,13 +573,13 @@ void view_groups(struct view_ctx *x, struct report_view *v)
 void view_gpu_trace(struct view_ctx *x, struct report_view *v)
 {
 	v->cell = gpu_cell;
-	v->nrows = x->st->gpu.n;
+	v->nrows = spill_count(&x->st->gpu);
 }
 
 void view_api_trace(struct view_ctx *x, struct report_view *v)
 {
 	v->cell = api_cell;
-	v->nrows = x->st->api.n;
+	v->nrows = spill_count(&x->st->api);
 }
 
 void view_gaps(struct view_ctx *x, struct report_view *v)

@@ -18,6 +18,7 @@
 #include "metricsum.h"
 #include "samplesum.h"
 #include "sketch.h"
+#include "spill.h"
 #include "spread.h"
 #include "stats.h"
 #include "steps.h"
@@ -66,6 +67,7 @@ struct moments {
 	uint64_t n, total, min, max;
 	unsigned __int128 sq; /* sum of squares: exact while values < 2^32 and n < 2^31 */
 	long double lsq;      /* the same, in long double, past that */
+	bool saturated;	      /* n or total stopped at UINT64_MAX (summaries that add past it) */
 };
 
 /*
@@ -94,7 +96,8 @@ struct gtable {
 	struct group **order; /* after stats_finish: by total, descending */
 };
 
-/* cuda_gpu_trace: what a row needs, kept compact (the report sorts every GPU record). */
+/* cuda_gpu_trace: what a row needs, kept compact (the report sorts every GPU record, in a
+ * spill). */
 struct gpu_row {
 	uint64_t start, dur, bytes;
 	const char *name;
@@ -111,9 +114,10 @@ struct api_row {
 	int32_t result;
 };
 
-struct rowvec {
-	void *v;
-	size_t n, cap, elem;
+/* Where a writer is in a trace report's rows, when they came from the spill's merge. */
+struct row_cursor {
+	size_t at;	 /* the row last handed out + 1; 0 none */
+	const void *row; /* it */
 };
 
 /* Per section: string id -> group index + 1, per report that groups by a name. */
@@ -140,7 +144,10 @@ struct stats {
 	struct stats_request req;
 	struct gtable t[R_COUNT];	 /* summary reports */
 	uint32_t memop_group[2][MEMOPS]; /* time, size: group index + 1 */
-	struct rowvec gpu, api;
+	/* cuda_gpu_trace and cuda_api_trace: a row per record, sorted by start; past the spill's
+	 * budget they go to a temporary file and come back merged (spill.h) */
+	struct spill gpu, api;
+	struct row_cursor gpu_at, api_at;
 	struct strpool names;
 	struct sec_cache *secs;
 	size_t nsecs, secs_cap; /* sections seen (index + 1 of the last), room for */

@@ -14,6 +14,7 @@
 
 #include "grow.h"
 #include "hash.h"
+#include "satmath.h"
 #include "select.h"
 #include "stats-int.h"
 
@@ -32,7 +33,7 @@ static void moments_add(struct moments *m, uint64_t x)
 	if (x > m->max)
 		m->max = x;
 	m->n++;
-	m->total += x;
+	m->total = tally_add_sat(m->total, x, &m->saturated);
 	m->sq += (unsigned __int128)x * x;
 	m->lsq += (long double)x * (long double)x;
 }
@@ -45,8 +46,9 @@ void moments_merge(struct moments *m, const struct moments *o)
 		m->min = o->min;
 	if (o->max > m->max)
 		m->max = o->max;
-	m->n += o->n;
-	m->total += o->total;
+	m->n = tally_add_sat(m->n, o->n, &m->saturated);
+	m->total = tally_add_sat(m->total, o->total, &m->saturated);
+	m->saturated |= o->saturated;
 	m->sq += o->sq;
 	m->lsq += o->lsq;
 }
@@ -111,20 +113,13 @@ static void vec_push(struct stats *st, struct group *g, uint64_t x)
 	v->v[v->n++] = x;
 }
 
-static void *row_push(struct stats *st, struct rowvec *v)
+static void *row_push(struct stats *st, struct spill *v)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? 2 * v->cap : 1024;
-		void *t = tally_resize(v->v, cap, v->elem);
+	void *row = spill_push(v);
 
-		if (!t) {
-			st->failed = true;
-			return NULL;
-		}
-		v->v = t;
-		v->cap = cap;
-	}
-	return (char *)v->v + v->elem * v->n++;
+	if (!row)
+		st->failed = true;
+	return row;
 }
 
 /* ---- group tables ---------------------------------------------------------------------- */
@@ -1146,6 +1141,28 @@ void stats_scan_ops(struct stats *st, struct report_scan_ops *ops)
 	ops->ctx = st;
 }
 
+static int cmp_gpu(const void *pa, const void *pb)
+{
+	const struct gpu_row *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	if (a->sec != b->sec)
+		return a->sec < b->sec ? -1 : 1;
+	return a->corr < b->corr ? -1 : a->corr > b->corr;
+}
+
+static int cmp_api(const void *pa, const void *pb)
+{
+	const struct api_row *a = pa, *b = pb;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	if (a->sec != b->sec)
+		return a->sec < b->sec ? -1 : 1;
+	return a->corr < b->corr ? -1 : a->corr > b->corr;
+}
+
 struct stats *stats_new(const struct stats_request *req)
 {
 	struct stats *st = calloc(1, sizeof(*st));
@@ -1164,8 +1181,8 @@ struct stats *stats_new(const struct stats_request *req)
 			stats_free(st);
 			return NULL;
 		}
-	st->gpu.elem = sizeof(struct gpu_row);
-	st->api.elem = sizeof(struct api_row);
+	spill_init(&st->gpu, sizeof(struct gpu_row), 0, cmp_gpu);
+	spill_init(&st->api, sizeof(struct api_row), 0, cmp_api);
 	for (i = 0; i < MEMOPS; i++) {
 		if (i == MEMOPS - 1)
 			snprintf(memop_store[i], sizeof(memop_store[i]), "[CUDA memset]");
@@ -1199,8 +1216,8 @@ void stats_free(struct stats *st)
 	report_jobs_free(&st->jobs);
 	stats_partial_free(st->partial);
 	free(st->secs);
-	free(st->gpu.v);
-	free(st->api.v);
+	spill_fini(&st->gpu);
+	spill_fini(&st->api);
 	pool_fini(&st->names);
 	free(st);
 }
@@ -1250,6 +1267,74 @@ static bool exact_moments(const struct u64vec *vals, struct stats_group_view *v,
 	return true;
 }
 
+/* The sum of squared deviations from the sketch: each value at its bucket's centre. */
+static long double sketch_ss(const struct tally_sketch *sk, long double mean, uint64_t min,
+			     uint64_t max)
+{
+	uint32_t k, n = tally_sketch_cells(sk), bucket;
+	long double ss = 0;
+
+	for (k = 0; k < n; k++) {
+		uint64_t count = tally_sketch_cell(sk, k, &bucket);
+		long double d = (long double)tally_sketch_centre(bucket, min, max) - mean;
+
+		ss += (long double)count * d * d;
+	}
+	return ss;
+}
+
+/* The mean of the sketch's values, each at its bucket's centre. */
+static long double sketch_mean(const struct tally_sketch *sk, uint64_t min, uint64_t max)
+{
+	uint32_t k, n = tally_sketch_cells(sk), bucket;
+	long double sum = 0, count = 0;
+
+	for (k = 0; k < n; k++) {
+		uint64_t c = tally_sketch_cell(sk, k, &bucket);
+
+		sum += (long double)c * (long double)tally_sketch_centre(bucket, min, max);
+		count += (long double)c;
+	}
+	return count > 0 ? sum / count : 0;
+}
+
+/* A group's mean: exact from the total, or, past a count or total that stopped at UINT64_MAX or
+ * outside the extremes (sums that do not belong together), the sketch's. */
+static long double group_mean(const struct group *g)
+{
+	const struct moments *m = &g->m;
+	long double mean = (long double)m->total / (long double)m->n;
+
+	if (m->saturated || mean < (long double)m->min || mean > (long double)m->max)
+		mean = sketch_mean(&g->sk, m->min, m->max);
+	return mean;
+}
+
+/*
+ * The sum of squared deviations of a group that kept moments: exact where the 128-bit sum of
+ * squares is, else from the long double one.  Moments merged from summaries may disagree with
+ * themselves (a crafted or damaged summary: a NaN, sums that do not belong to the counts); what
+ * no set of values could give (negative, not finite, past n (max - min)^2 / 4) is taken from the
+ * sketch instead, within the bound.
+ */
+static long double moments_ss(const struct group *g)
+{
+	const struct moments *m = &g->m;
+	long double ss, bound, mean = group_mean(g);
+	long double range = (long double)(m->max - m->min);
+
+	if (m->max < (1ull << 32) && m->n < (1ull << 31) && !m->saturated)
+		ss = (long double)(m->n * m->sq - (unsigned __int128)m->total * m->total) /
+		     (long double)m->n;
+	else
+		ss = m->lsq - (long double)m->total * (long double)m->total / (long double)m->n;
+	bound = (long double)m->n * range * range / 4;
+	if (isfinite(ss) && ss >= 0 && ss <= bound && !m->saturated)
+		return ss;
+	ss = sketch_ss(&g->sk, mean, m->min, m->max);
+	return !isfinite(ss) || ss < 0 ? 0 : ss > bound ? bound : ss;
+}
+
 /* The figures of a group that kept moments and a sketch, not its values. */
 static void finish_sketched(struct group *g, struct stats_group_view *v)
 {
@@ -1260,16 +1345,11 @@ static void finish_sketched(struct group *g, struct stats_group_view *v)
 	if (!v->count)
 		return;
 	v->total = m->total;
+	v->saturated = m->saturated;
 	v->min = m->min;
 	v->max = m->max;
-	if (m->max < (1ull << 32) && m->n < (1ull << 31))
-		ss = (long double)(m->n * m->sq - (unsigned __int128)m->total * m->total) /
-		     (long double)m->n;
-	else
-		ss = m->lsq - (long double)m->total * (long double)m->total / (long double)m->n;
-	if (ss < 0)
-		ss = 0;
-	v->avg = (double)((long double)v->total / (long double)v->count);
+	ss = moments_ss(g);
+	v->avg = (double)group_mean(g);
 	v->stddev = v->count > 1 ? (double)sqrtl(ss / (long double)(v->count - 1)) : 0.0;
 	v->median = tally_sketch_median(&g->sk, m->min, m->max);
 }
@@ -1364,28 +1444,6 @@ static void group_by_style(struct gtable *t)
 	free(tmp);
 }
 
-static int cmp_gpu(const void *pa, const void *pb)
-{
-	const struct gpu_row *a = pa, *b = pb;
-
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->sec != b->sec)
-		return a->sec < b->sec ? -1 : 1;
-	return a->corr < b->corr ? -1 : a->corr > b->corr;
-}
-
-static int cmp_api(const void *pa, const void *pb)
-{
-	const struct api_row *a = pa, *b = pb;
-
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	if (a->sec != b->sec)
-		return a->sec < b->sec ? -1 : 1;
-	return a->corr < b->corr ? -1 : a->corr > b->corr;
-}
-
 const struct bd_row *stats_breakdown(const struct stats *st, size_t *n)
 {
 	*n = 0;
@@ -1469,10 +1527,8 @@ int stats_finish(struct stats *st, const struct report_set *set)
 		if (analyses[i].finish && runs(st, &analyses[i]) &&
 		    (rc = analyses[i].finish(st, set)) < 0)
 			return rc == -ENOMEM || !st->err[0] ? -ENOMEM : rc;
-	if (st->gpu.n > 1)
-		qsort(st->gpu.v, st->gpu.n, st->gpu.elem, cmp_gpu);
-	if (st->api.n > 1)
-		qsort(st->api.v, st->api.n, st->api.elem, cmp_api);
+	if (spill_sort(&st->gpu) < 0 || spill_sort(&st->api) < 0)
+		return -ENOMEM;
 	return 0;
 }
 

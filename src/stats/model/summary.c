@@ -528,7 +528,7 @@ static int merge_group(void *ctx, const struct stats_summary_group *in)
 {
 	struct stats *st = ctx;
 	enum report_id r = (enum report_id)in->report;
-	struct moments m = {in->n, in->total, in->min, in->max, in->sq, in->lsq};
+	struct moments m = {in->n, in->total, in->min, in->max, in->sq, in->lsq, false};
 	char *name = strdup(in->name);
 	long k;
 
