@@ -204,6 +204,11 @@ static const struct tally_counter_info counters[TALLY_C_BY_KIND] = {
 				  "of the metric breaks, those a late decode left: its image was "
 				  "full, and the hardware's rest was lost",
 				  TALLY_CC_INFO},
+    [TALLY_C_BUFFERS_EMPTY_AT_CLOSE] =
+	{"buffers_empty_at_close",
+	 "buffers CUPTI still held at close with no record written in "
+	 "them (not stranded: nothing in them was lost)",
+	 TALLY_CC_INFO},
     [TALLY_C_INCOMPLETE_AT_CLOSE] = {"incomplete_at_close",
 				     "buffers the close's forced flush handed over with a record "
 				     "CUPTI had not finished (in flight as the trace closed)",

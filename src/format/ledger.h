@@ -105,6 +105,8 @@ enum tally_counter {
 	/* GPU metrics' breaks (85) by cause (format 1.4): the GPU's own, and a late decode's */
 	TALLY_C_METRIC_GAPS_HARDWARE = 95,
 	TALLY_C_METRIC_GAPS_LATE = 96,
+	/* buffers CUPTI held at close with no record in them (format 1.4): not stranded */
+	TALLY_C_BUFFERS_EMPTY_AT_CLOSE = 97,
 	/* records parsed, by kind: TALLY_C_BY_KIND + kind */
 	TALLY_C_BY_KIND = 100,
 	TALLY_C_MAX = TALLY_C_BY_KIND + TALLY_KIND_MAX,

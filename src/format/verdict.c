@@ -333,6 +333,10 @@ static void check_buffers(const struct tally_section *s, struct tally_verdict *v
 	uint64_t handed = c[TALLY_C_BUFFERS_REQUESTED] - c[TALLY_C_BUFFERS_REFUSED];
 	struct tally_reason *r;
 
+	/* a buffer still empty at close came back with nothing: it is not owed */
+	handed = handed > c[TALLY_C_BUFFERS_EMPTY_AT_CLOSE]
+		     ? handed - c[TALLY_C_BUFFERS_EMPTY_AT_CLOSE]
+		     : 0;
 	if (!s->has_final || c[TALLY_C_BUFFERS_STRANDED] || handed <= c[TALLY_C_BUFFERS_DELIVERED])
 		return;
 	r = add_reason(v, TALLY_R_STRANDED, TALLY_C_BUFFERS_DELIVERED,

@@ -87,8 +87,10 @@ def parse(path):
 def py_top(s):
     """The innermost Python frame: (file, line)."""
     for fr in s["stack"]:
-        if fr.startswith("py:"):
-            parts = fr.split(":")
+        parts = fr.split(":")
+        # a file name with a space ("<frozen importlib._bootstrap>") splits its frame in two
+        # words of the dump's line: that frame has no line to compare
+        if parts[0] == "py" and len(parts) >= 3 and parts[2].isdigit():
             return parts[1], int(parts[2])
     return None
 

@@ -53,13 +53,17 @@ keep() {
 		"$what" >>"$OUT/README.lines"
 }
 
-cmd="tally record -q --sample python,native --trace cuda,nvtx,osrt -- python3 tests/gpu/sampling_loader.py 24 0.02"
-timeout 300 "$TALLY" record -q --sample python,native --trace cuda,nvtx,osrt -o "$OUT/gpu-$card-host.tally" \
-	-- $PY "$HERE/sampling_loader.py" 24 0.02 >"$OUT/host.out" 2>&1 || bad "host: $(tail -2 "$OUT/host.out")"
+# at 200 Hz (PyTorch's start-up alone is seconds of samples at the default 1 kHz: 420 KB on an
+# H100), so that the trace stays small enough to keep with its goldens
+cmd="tally record -q --sample python,native --sample-rate 200 --trace cuda,nvtx,osrt -- python3 tests/gpu/sampling_loader.py 24 0.02"
+timeout 300 "$TALLY" record -q --sample python,native --sample-rate 200 --trace cuda,nvtx,osrt \
+	-o "$OUT/gpu-$card-host.tally" -- $PY "$HERE/sampling_loader.py" 24 0.02 >"$OUT/host.out" 2>&1 ||
+	bad "host: $(tail -2 "$OUT/host.out")"
 keep host "\`$cmd\`: a DataLoader's slowed worker starves the loop; its gaps are host wait, the launching main thread waiting on the loader"
 
-cmd="tally record -q --gpu-metrics -- python3 tests/gpu/torch_metrics.py 0.3"
-timeout 300 "$TALLY" record -q --gpu-metrics -o "$OUT/gpu-$card-metrics.tally" \
+# at 1 kHz (10 kHz made 852 KB on an H100)
+cmd="tally record -q --gpu-metrics --gpu-metrics-frequency 1000 -- python3 tests/gpu/torch_metrics.py 0.3"
+timeout 300 "$TALLY" record -q --gpu-metrics --gpu-metrics-frequency 1000 -o "$OUT/gpu-$card-metrics.tally" \
 	-- $PY "$HERE/torch_metrics.py" 0.3 >"$OUT/metrics.out" 2>&1 || bad "metrics: $(tail -2 "$OUT/metrics.out")"
 keep metrics "\`$cmd\`: sleep, elementwise and FP16 matmul phases of about 0.3 s, sampled"
 

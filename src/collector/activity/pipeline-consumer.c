@@ -706,12 +706,18 @@ static void note_stacks_lost(void)
  * CUPTI still holds. */
 static void flush_facts(struct pipeline *p)
 {
-	uint64_t handed, delivered;
+	uint64_t handed, delivered, empty;
 
 	handed = atomic_load_explicit(&p->requested, memory_order_relaxed) -
 		 atomic_load_explicit(&p->refused, memory_order_relaxed);
 	delivered = atomic_load_explicit(&p->delivered, memory_order_relaxed);
-	p->c[TALLY_C_BUFFERS_STRANDED] = handed > delivered ? handed - delivered : 0;
+	/* CUPTI may ask for a buffer during the close's forced flush and keep it: with no record
+	 * in it, nothing is lost there */
+	empty = handed > delivered ? tally_pool_held_empty(&p->pool) : 0;
+	if (empty > handed - delivered)
+		empty = handed - delivered;
+	p->c[TALLY_C_BUFFERS_EMPTY_AT_CLOSE] = empty;
+	p->c[TALLY_C_BUFFERS_STRANDED] = handed > delivered ? handed - delivered - empty : 0;
 	p->c[TALLY_C_FLUSH_START] = atomic_load_explicit(&p->flush_start, memory_order_acquire);
 	p->c[TALLY_C_FLUSH_PATH] = atomic_load_explicit(&p->flush_path, memory_order_relaxed);
 	p->c[TALLY_C_SIGNAL] =

@@ -28,6 +28,8 @@ void CUPTIAPI tally_pipeline_buffer_request(uint8_t **buffer, size_t *size, size
 		buf = tally_pool_take(&p->pool, p->src.now());
 		if (!buf)
 			atomic_fetch_add_explicit(&p->refused, 1, memory_order_relaxed);
+		else /* CUPTI writes records from the start: a buffer still zero there holds none */
+			memset(buf, 0, TALLY_POOL_EMPTY_LEN);
 	}
 	/* A NULL buffer makes CUPTI drop (and count) records: safe from CUPTI API 27 on.  The
 	 * collector refuses to run on older CUPTI without a pool large enough (inject.c). */

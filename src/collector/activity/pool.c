@@ -94,6 +94,32 @@ int tally_pool_index(struct tally_pool *p, const uint8_t *buf)
 	return -1;
 }
 
+static bool is_free(const struct tally_pool *p, unsigned slot)
+{
+	unsigned i;
+
+	for (i = 0; i < p->nfree; i++)
+		if (p->free_stack[i] == slot)
+			return true;
+	return false;
+}
+
+unsigned tally_pool_held_empty(struct tally_pool *p)
+{
+	static const uint8_t zero[TALLY_POOL_EMPTY_LEN];
+	unsigned slot, n = 0;
+	uint8_t *buf;
+
+	libc_pthread_mutex_lock(&p->lock);
+	for (slot = 0; slot < p->allocated; slot++) {
+		buf = __atomic_load_n(&p->bufs[slot], __ATOMIC_ACQUIRE);
+		if (buf && !is_free(p, slot) && !memcmp(buf, zero, sizeof(zero)))
+			n++;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
 bool tally_pool_give(struct tally_pool *p, uint8_t *buf, uint64_t now)
 {
 	int i = tally_pool_index(p, buf);

@@ -39,4 +39,9 @@ bool tally_pool_give(struct tally_pool *p, uint8_t *buf, uint64_t now);
 /* Index of buf in the pool, or -1 if foreign.  Lock-free: bufs[] slots are set once. */
 int tally_pool_index(struct tally_pool *p, const uint8_t *buf);
 
+/* Of the buffers in use (none queued: the close drained the queue), those whose first EMPTY_LEN
+ * bytes are still zero, as the request callback left them: CUPTI wrote no record there. */
+#define TALLY_POOL_EMPTY_LEN 8
+unsigned tally_pool_held_empty(struct tally_pool *p);
+
 #endif
