@@ -148,8 +148,9 @@ struct sec_cache {
 /* Names of trace rows, owned: a later STRINGS chunk of a damaged file may redefine an id and free
  * the reader's copy, so rows never point into a section's string table. */
 struct strpool {
-	char **slot; /* open addressing */
-	size_t cap, n;
+	char **name; /* in the order first seen */
+	size_t n, cap;
+	struct tally_map index; /* a name's hash -> its index in name + 1 */
 };
 
 struct stats_partial;

@@ -218,55 +218,53 @@ static struct group *memop_group(struct stats *st, enum report_id rep, unsigned 
 
 /* ---- names of trace rows ------------------------------------------------------------------ */
 
-static bool pool_grow(struct strpool *p)
-{
-	size_t cap = p->cap ? 2 * p->cap : 256, i, j;
-	char **slot = calloc(cap, sizeof(*slot));
+/* Whether the name of value (index + 1) is the one looked for (tally_map_find's same). */
+struct pool_lookup {
+	const struct strpool *p;
+	const char *s;
+};
 
-	if (!slot)
-		return false;
-	for (i = 0; i < p->cap; i++) {
-		if (!p->slot[i])
-			continue;
-		for (j = tally_hash_str(p->slot[i]) & (cap - 1); slot[j]; j = (j + 1) & (cap - 1))
-			;
-		slot[j] = p->slot[i];
-	}
-	free(p->slot);
-	p->slot = slot;
-	p->cap = cap;
-	return true;
+static bool pool_same(void *ctx, uint32_t value)
+{
+	const struct pool_lookup *l = ctx;
+
+	return strcmp(l->p->name[value - 1], l->s) == 0;
 }
 
 /* An owned copy of s, one per distinct string; NULL when memory ran out. */
 static const char *pool_name(struct stats *st, const char *s)
 {
 	struct strpool *p = &st->names;
-	size_t i;
+	struct pool_lookup l = {p, s};
+	uint64_t h = tally_hash_str(s);
+	uint32_t found = tally_map_find(&p->index, h, pool_same, &l);
+	char *copy;
 
-	if ((p->n + 1) * 2 > p->cap && !pool_grow(p)) {
-		st->failed = true;
-		return NULL;
+	if (found)
+		return p->name[found - 1];
+	if (p->n >= UINT32_MAX - 1 || !tally_grow_in(&p->name, &p->cap, p->n + 1, sizeof(*p->name)))
+		goto oom;
+	if (!(copy = strdup(s)))
+		goto oom;
+	if (tally_map_add(&p->index, h, (uint32_t)p->n + 1) < 0) {
+		free(copy);
+		goto oom;
 	}
-	for (i = tally_hash_str(s) & (p->cap - 1); p->slot[i]; i = (i + 1) & (p->cap - 1))
-		if (strcmp(p->slot[i], s) == 0)
-			return p->slot[i];
-	p->slot[i] = strdup(s);
-	if (!p->slot[i]) {
-		st->failed = true;
-		return NULL;
-	}
-	p->n++;
-	return p->slot[i];
+	p->name[p->n++] = copy;
+	return copy;
+oom:
+	st->failed = true;
+	return NULL;
 }
 
 static void pool_fini(struct strpool *p)
 {
 	size_t i;
 
-	for (i = 0; i < p->cap; i++)
-		free(p->slot[i]);
-	free(p->slot);
+	for (i = 0; i < p->n; i++)
+		free(p->name[i]);
+	free(p->name);
+	tally_map_fini(&p->index);
 }
 
 /* ---- the records ----------------------------------------------------------------------- */
