@@ -14,7 +14,6 @@
 
 #include "grow.h"
 #include "hash.h"
-#include "satmath.h"
 #include "select.h"
 #include "stats-int.h"
 
