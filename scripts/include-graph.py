@@ -78,18 +78,6 @@ FLOOR_OF = {(folder, room): floor for folder, floors in FLOORS.items()
 # list only shrinks.  (including file, included name): why it is there.
 KNOWN = {
 }
-# Circles of files (--objects) still to go (issue 33): tolerated while they are exactly these
-# files, and named; one that is gone fails until it is taken out here, so the list only shrinks.
-KNOWN_CIRCLES = {
-    ("stats/model/model.c", "stats/model/reports-analyses.c", "stats/model/stats.c",
-     "stats/model/summary.c"):
-        "the report table, the analyses' views, the aggregates and the summaries call each "
-        "other (stats/ is its room's to reshape)",
-    ("stats/diagnosis/diagnosis-steps.c", "stats/diagnosis/diagnosis.c"):
-        "the step rules add findings through diagnosis.c, which calls their phases (stats/)",
-    ("stats/host/idlewhy.c", "stats/host/jobprocs.c"):
-        "the job's processes and the gaps' whys read each other (stats/)",
-}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -326,9 +314,8 @@ def circle_text(comp, graph):
         seen.add(step)
 
 
-def check_objects(build, src, known_circles=None):
+def check_objects(build, src):
     """The circles of files through the build's symbols (and the includes), and the errors."""
-    known_circles = KNOWN_CIRCLES if known_circles is None else known_circles
     graph, errors = symbol_graph(build, src)
     files = read_tree(src)
     by_name, _ = resolve(files)
@@ -337,10 +324,7 @@ def check_objects(build, src, known_circles=None):
             if by_name.get(name) and by_name[name] != path:
                 graph.setdefault(path, {}).setdefault(by_name[name], set()).add(f"#include {name}")
     found = circles(graph)
-    errors += ["a circle of files: " + circle_text(comp, graph) for comp in found
-               if tuple(comp) not in known_circles]
-    errors += [f"{' <-> '.join(comp)}: no longer a circle: take it out of KNOWN_CIRCLES"
-               for comp in sorted(set(known_circles) - {tuple(f) for f in found})]
+    errors += ["a circle of files: " + circle_text(comp, graph) for comp in found]
     return found, errors
 
 
@@ -384,7 +368,7 @@ def self_test_objects():
                             os.path.join(lib, "CMakeFiles", "t.dir", "user.c.o")], check=True)
             with open(os.path.join(d, "src", "a", "CMakeFiles", "t.dir", "link.txt"), "w") as f:
                 f.write("ar qc liba.a CMakeFiles/t.dir/low.c.o CMakeFiles/t.dir/high.c.o\n")
-            _, errors = check_objects(d, os.path.join(d, "src"), {})
+            _, errors = check_objects(d, os.path.join(d, "src"))
         ok = (not errors) if want is None else any(want in e for e in errors)
         print(f"{'ok ' if ok else 'BAD'} --objects: {want or 'clean build passes'}: {errors}")
         failed += not ok
@@ -483,9 +467,6 @@ def main(argv):
         found, more = check_objects(build, src)
         errors += more
         print(f"circles of files (includes and the objects' symbols): {len(found)}")
-        for comp in found:
-            if tuple(comp) in KNOWN_CIRCLES:
-                print(f"known circle: {' <-> '.join(comp)} ({KNOWN_CIRCLES[tuple(comp)]})")
     if dot:
         print("digraph rooms {")
         for (a, b), n in sorted(arrows.items()):

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* What the rules of the diagnosis share: diagnosis.c's helpers, the step rules (diagnosis-steps.c).
- */
+/* What the rules of the diagnosis share: the helpers of findings.c (below every rule), the step
+ * rules (diagnosis-steps.c) that diagnosis.c's table calls. */
 #ifndef TALLY_STATS_DIAGNOSIS_INT_H
 #define TALLY_STATS_DIAGNOSIS_INT_H
 
 #include "diagnosis.h"
 
+/* findings.c */
 /* The section of index i, or NULL. */
 struct report_section *diag_sec(const struct diag_input *in, unsigned i);
 /* "RANK=3 (pid 4242 on node7)", or "pid 4242 on node7" */

@@ -5,13 +5,14 @@
 #include <string.h>
 
 #include "grow.h"
+#include "hashmap.h"
 #include "launch.h"
 #include "select.h"
 #include "spill.h"
 
 /* A launch call or a GPU record waiting for its partner, by correlation id. */
 struct pend {
-	uint32_t corr; /* 0: empty slot */
+	uint32_t corr; /* never 0 (a record without one waits for nothing) */
 	uint8_t gpu;   /* 1: the GPU record came first */
 	uint8_t kind;
 	uint32_t device, stream, name_id, stack_id;
@@ -24,9 +25,10 @@ struct short_name {
 };
 
 struct lsec {
-	struct pend *slot;
-	size_t cap, n;
-	struct spill lat, call; /* per launch, for exact percentiles: in spills, not in memory */
+	struct pend *pend; /* waiting, in no order */
+	size_t n, cap;
+	struct tally_map pend_at; /* correlation id -> pend index + 1 */
+	struct spill lat, call;	  /* per launch, for exact percentiles: in spills, not in memory */
 	bool spills;
 	struct short_name *shorts; /* by kernel name id */
 	uint32_t nshorts;
@@ -58,7 +60,8 @@ struct launches *launches_new(struct queues *q, bool stats)
 
 static void sec_fini(struct lsec *s)
 {
-	free(s->slot);
+	free(s->pend);
+	tally_map_fini(&s->pend_at);
 	if (s->spills) {
 		spill_fini(&s->lat);
 		spill_fini(&s->call);
@@ -91,72 +94,36 @@ const struct launch_row *launches_rows(const struct launches *l, size_t *n)
 	return l->rows;
 }
 
-/* ---- the pending table: open addressing, deletion by shifting back ------------------------ */
-
-static size_t home(uint32_t corr, size_t cap)
-{
-	return (size_t)((corr * 0x9E3779B1u) & (cap - 1));
-}
+/* ---- the pending table: what waits, by correlation id ---------------------------------------- */
 
 static struct pend *pend_find(struct lsec *s, uint32_t corr)
 {
-	size_t i;
+	uint32_t k = tally_map_get(&s->pend_at, corr, 0);
 
-	if (!s->cap)
-		return NULL;
-	for (i = home(corr, s->cap); s->slot[i].corr; i = (i + 1) & (s->cap - 1))
-		if (s->slot[i].corr == corr)
-			return &s->slot[i];
-	return NULL;
-}
-
-static void pend_put_raw(struct pend *slot, size_t cap, const struct pend *p)
-{
-	size_t i;
-
-	for (i = home(p->corr, cap); slot[i].corr; i = (i + 1) & (cap - 1))
-		;
-	slot[i] = *p;
+	return k ? &s->pend[k - 1] : NULL;
 }
 
 static int pend_put(struct lsec *s, const struct pend *p)
 {
-	if ((s->n + 1) * 2 > s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 256, i;
-		struct pend *slot = calloc(cap, sizeof(*slot));
-
-		if (!slot)
-			return -ENOMEM;
-		for (i = 0; i < s->cap; i++)
-			if (s->slot[i].corr)
-				pend_put_raw(slot, cap, &s->slot[i]);
-		free(s->slot);
-		s->slot = slot;
-		s->cap = cap;
-	}
-	pend_put_raw(s->slot, s->cap, p);
-	s->n++;
+	if (s->n >= UINT32_MAX - 1 ||
+	    !tally_grow_in(&s->pend, &s->cap, s->n + 1, sizeof(*s->pend)) ||
+	    tally_map_put(&s->pend_at, p->corr, 0, (uint32_t)s->n + 1) < 0)
+		return -ENOMEM;
+	s->pend[s->n++] = *p;
 	return 0;
 }
 
+/* p leaves the table; the last one waiting takes its place, so the table holds only what waits. */
 static void pend_del(struct lsec *s, struct pend *p)
 {
-	size_t i = (size_t)(p - s->slot), j = i;
+	size_t i = (size_t)(p - s->pend);
 
-	for (;;) {
-		j = (j + 1) & (s->cap - 1);
-		if (!s->slot[j].corr)
-			break;
-		size_t h = home(s->slot[j].corr, s->cap);
-
-		/* move j back into the hole i unless its home lies cyclically in (i, j] */
-		if ((i <= j) ? (h <= i || h > j) : (h <= i && h > j)) {
-			s->slot[i] = s->slot[j];
-			i = j;
-		}
+	tally_map_del(&s->pend_at, p->corr, 0);
+	if (i != --s->n) {
+		s->pend[i] = s->pend[s->n];
+		/* an entry present is only updated: it cannot run out of memory */
+		(void)tally_map_put(&s->pend_at, s->pend[i].corr, 0, (uint32_t)i + 1);
 	}
-	s->slot[i].corr = 0;
-	s->n--;
 }
 
 /* ---- matching ---------------------------------------------------------------------------- */

@@ -55,33 +55,6 @@ static int cmp_event(const void *pa, const void *pb)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-/* Open allocations by (section, address): the size a release without one frees. */
-struct live_map {
-	struct live {
-		uint64_t addr, bytes;
-		uint32_t sec;
-		bool used;
-	} * slot;
-	size_t cap, n;
-};
-
-/* Addresses are 512 B- to 2 MiB-aligned: every bit must move the slot, not just the low ones. */
-static uint64_t live_hash(uint64_t addr, uint32_t sec)
-{
-	return tally_hash_pair(addr, sec);
-}
-
-static struct live *live_find(struct live_map *lm, uint64_t addr, uint32_t sec)
-{
-	size_t i;
-
-	for (i = live_hash(addr, sec) & (lm->cap - 1); lm->slot[i].used;
-	     i = (i + 1) & (lm->cap - 1))
-		if (lm->slot[i].addr == addr && lm->slot[i].sec == sec)
-			return &lm->slot[i];
-	return &lm->slot[i];
-}
-
 /* The section+device+kind row of e, made if new. */
 static struct mem_usage_row *row_for(struct mem_usage *m, const struct mem_event *e)
 {
@@ -110,19 +83,15 @@ static struct mem_usage_row *row_for(struct mem_usage *m, const struct mem_event
 	return t;
 }
 
-static uint64_t release_size(struct live_map *lm, const struct mem_event *e)
+/* The size a release frees: its own, else that of the allocation it ends (live: (address,
+ * section) -> the allocation's event index + 1, in common/hashmap.c, which mixes every bit of the
+ * 512 B- to 2 MiB-aligned addresses), which is no longer open. */
+static uint64_t release_size(const struct mem_usage *m, struct tally_map *live,
+			     const struct mem_event *e)
 {
-	struct live *l = live_find(lm, e->addr, e->sec);
-	uint64_t bytes = e->bytes;
+	uint32_t at = tally_map_del(live, e->addr, e->sec);
 
-	if (l->used) {
-		if (!bytes)
-			bytes = l->bytes;
-		/* Removed by marking it a tombstone of size 0: lookups keep probing past it. */
-		l->bytes = 0;
-		l->addr = ~l->addr;
-	}
-	return bytes;
+	return e->bytes || !at ? e->bytes : m->ev[at - 1].bytes;
 }
 
 /* a + b, or UINT64_MAX (and *saturated) when that does not fit: a crafted or broken trace may
@@ -136,22 +105,21 @@ static uint64_t add_bytes(uint64_t a, uint64_t b, bool *saturated)
 	return a + b;
 }
 
-static int apply(struct mem_usage *m, struct live_map *lm, struct mem_event *e)
+static int apply(struct mem_usage *m, struct tally_map *live, size_t i)
 {
+	struct mem_event *e = &m->ev[i];
 	struct mem_usage_row *row = row_for(m, e);
-	struct live *l;
 
 	if (!row)
 		return -ENOMEM;
 	if (e->op == TALLY_MEM_ALLOC) {
-		l = live_find(lm, e->addr, e->sec);
-		*l = (struct live){e->addr, e->bytes, e->sec, true};
-		lm->n++;
+		if (tally_map_put(live, e->addr, e->sec, (uint32_t)i + 1) < 0)
+			return -ENOMEM;
 		row->allocs++;
 		row->alloc_bytes = add_bytes(row->alloc_bytes, e->bytes, &m->saturated);
 		row->in_use = add_bytes(row->in_use, e->bytes, &m->saturated);
 	} else {
-		e->bytes = release_size(lm, e);
+		e->bytes = release_size(m, live, e);
 		row->frees++;
 		row->freed_bytes = add_bytes(row->freed_bytes, e->bytes, &m->saturated);
 		row->in_use -= e->bytes < row->in_use ? e->bytes : row->in_use;
@@ -166,23 +134,17 @@ static int apply(struct mem_usage *m, struct live_map *lm, struct mem_event *e)
 
 int mem_usage_finish(struct mem_usage *m)
 {
-	struct live_map lm = {0};
+	struct tally_map live = {0}; /* the allocations still open */
 	size_t i;
 	int rc = 0;
 
-	if (m->failed)
+	if (m->failed || m->n >= UINT32_MAX)
 		return -ENOMEM;
 	if (m->n > 1)
 		qsort(m->ev, m->n, sizeof(*m->ev), cmp_event);
-	lm.cap = 64;
-	while (lm.cap < 2 * m->n + 2)
-		lm.cap *= 2;
-	lm.slot = calloc(lm.cap, sizeof(*lm.slot));
-	if (!lm.slot)
-		return -ENOMEM;
 	for (i = 0; i < m->n && rc == 0; i++)
-		rc = apply(m, &lm, &m->ev[i]);
-	free(lm.slot);
+		rc = apply(m, &live, i);
+	tally_map_fini(&live);
 	return rc;
 }
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "grow.h"
-#include "hash.h"
+#include "hashmap.h"
 #include "select.h"
 #include "sketch.h"
 #include "spread.h"
@@ -38,8 +38,7 @@ struct spread {
 	enum report_name_mode mode;
 	struct kname *names;
 	size_t nnames, ncap;
-	uint32_t *slot; /* name hash: index + 1 */
-	size_t nslot;
+	struct tally_map name_at; /* a name's hash -> its index in names + 1 */
 	struct pair *pairs;
 	size_t npairs, pcap;
 	uint32_t *cache; /* the current section's string id -> pair index + 1 */
@@ -76,41 +75,36 @@ void spread_free(struct spread *s)
 		tally_sketch_fini(&s->pairs[i].sk);
 	}
 	free(s->names);
-	free(s->slot);
+	tally_map_fini(&s->name_at);
 	free(s->pairs);
 	free(s->cache);
 	free(s->rows);
 	free(s);
 }
 
-static bool rehash(struct spread *s)
-{
-	size_t nslot = s->nslot ? 2 * s->nslot : 256, i, k;
-	uint32_t *slot = calloc(nslot, sizeof(*slot));
+/* Whether name value (index + 1) is the one looked for (tally_map_find's same). */
+struct name_lookup {
+	const struct spread *s;
+	const char *name;
+};
 
-	if (!slot)
-		return false;
-	for (i = 0; i < s->nnames; i++) {
-		for (k = tally_hash_str(s->names[i].name) & (nslot - 1); slot[k];
-		     k = (k + 1) & (nslot - 1))
-			;
-		slot[k] = (uint32_t)i + 1;
-	}
-	free(s->slot);
-	s->slot = slot;
-	s->nslot = nslot;
-	return true;
+static bool same_name(void *ctx, uint32_t value)
+{
+	const struct name_lookup *l = ctx;
+
+	return strcmp(l->s->names[value - 1].name, l->name) == 0;
 }
 
 static long name_index(struct spread *s, const char *name)
 {
-	size_t k;
+	struct name_lookup l = {s, name};
+	uint64_t h = tally_hash_str(name);
+	uint32_t found = tally_map_find(&s->name_at, h, same_name, &l);
 
-	if ((s->nnames + 1) * 2 > s->nslot && !rehash(s))
+	if (found)
+		return (long)found - 1;
+	if (s->nnames >= UINT32_MAX - 1)
 		return -1;
-	for (k = tally_hash_str(name) & (s->nslot - 1); s->slot[k]; k = (k + 1) & (s->nslot - 1))
-		if (strcmp(s->names[s->slot[k] - 1].name, name) == 0)
-			return (long)s->slot[k] - 1;
 	if (s->nnames == s->ncap) {
 		size_t cap = s->ncap ? 2 * s->ncap : 64;
 		struct kname *t = tally_resize(s->names, cap, sizeof(*t));
@@ -123,8 +117,11 @@ static long name_index(struct spread *s, const char *name)
 	s->names[s->nnames] = (struct kname){strdup(name), 0, SIZE_MAX};
 	if (!s->names[s->nnames].name)
 		return -1;
-	s->slot[k] = (uint32_t)++s->nnames;
-	return (long)s->nnames - 1;
+	if (tally_map_add(&s->name_at, h, (uint32_t)s->nnames + 1) < 0) {
+		free(s->names[s->nnames].name);
+		return -1;
+	}
+	return (long)s->nnames++;
 }
 
 static long new_pair(struct spread *s, size_t name, unsigned sec)

@@ -871,11 +871,6 @@ static int largest_stacks(struct idle_why *w, const struct report_section *rs)
 	return 0;
 }
 
-uint64_t idle_why_period(const struct report_section *rs)
-{
-	return rs->s->sample_rate ? 1000000000ull / rs->s->sample_rate : 1000000ull;
-}
-
 int idle_why_section(struct idle_why *w, struct report_section *rs)
 {
 	size_t n;

@@ -120,7 +120,6 @@ const char *idle_cause(void *ctx, unsigned section, uint32_t device, char *buf, 
 /* "MainThread (tid 2001)", "tid 2002", "CUPTI thread 1000" (trace-set.h's one label of a
  * thread), into a static buffer. */
 const char *idle_why_thread_label(const struct report_section *rs, uint64_t thread);
-/* The sampling period of rs, ns (1 / its rate; 1 ms when the rate is not recorded). */
-uint64_t idle_why_period(const struct report_section *rs);
+/* idle_why_period(): jobprocs.h, below this file, whose samples follow the same rule. */
 
 #endif

@@ -7,7 +7,6 @@
 #include "grow.h"
 #include "hash.h"
 #include "hashmap.h"
-#include "idlewhy.h"
 #include "jobprocs.h"
 
 struct psample {
@@ -32,6 +31,11 @@ struct jobprocs {
 	size_t nkept, kept_cap;
 	struct tally_map procs; /* (host's hash, pid) -> section + 1: after jobprocs_finish */
 };
+
+uint64_t idle_why_period(const struct report_section *rs)
+{
+	return rs->s->sample_rate ? 1000000000ull / rs->s->sample_rate : 1000000ull;
+}
 
 struct jobprocs *jobprocs_new(void)
 {

@@ -9,7 +9,8 @@
  * given windows of time.
  *
  * A sample stands for its thread's time to its next sample, a sampling period at most (the one
- * rule of idlewhy.h), clipped to the window.
+ * rule of idlewhy.h), clipped to the window.  That period is defined here, below idlewhy.c, which
+ * calls this file and not the other way round.
  */
 #ifndef TALLY_STATS_JOBPROCS_H
 #define TALLY_STATS_JOBPROCS_H
@@ -19,6 +20,10 @@
 #include <stdint.h>
 
 #include "trace-set.h"
+
+/* The sampling period of rs, ns (1 / its rate; 1 ms when the rate is not recorded): how long a
+ * sample stands for at most (idlewhy.h and the diagnosis use it too). */
+uint64_t idle_why_period(const struct report_section *rs);
 
 struct jobprocs;
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "grow.h"
-#include "hash.h"
+#include "hashmap.h"
 #include "samplesum.h"
 #include "stacks.h"
 
@@ -25,8 +25,7 @@ struct sample_sum {
 	uint64_t torn, samples[SAMPLE_SUM_KINDS];
 	struct sample_sum_row *rows;
 	size_t nrows, rows_cap;
-	uint32_t *slot; /* open addressing over rows: index + 1 */
-	size_t nslot;
+	struct tally_map row_at; /* a row's key's hash -> its index in rows + 1 */
 };
 
 struct sample_sum *sample_sum_new(void)
@@ -47,7 +46,7 @@ void sample_sum_free(struct sample_sum *s)
 	for (i = 0; i < s->nrows; i++)
 		free(s->rows[i].label);
 	free(s->rows);
-	free(s->slot);
+	tally_map_fini(&s->row_at);
 	free(s);
 }
 
@@ -109,41 +108,34 @@ static uint64_t label_hash(const char *label, unsigned kind, bool by_line)
 	return tally_hash_bytes_from(TALLY_FNV_START ^ (kind * 2u + by_line), label, strlen(label));
 }
 
-static bool rehash(struct sample_sum *s)
+/* The key row_of looks for (tally_map_find's ctx). */
+struct row_key {
+	const struct sample_sum *s;
+	const char *label;
+	unsigned kind;
+	bool by_line;
+};
+
+static bool same_row(void *ctx, uint32_t value)
 {
-	size_t nslot = s->nslot ? 2 * s->nslot : 256, i, k;
-	uint32_t *slot = calloc(nslot, sizeof(*slot));
+	const struct row_key *k = ctx;
+	const struct sample_sum_row *r = &k->s->rows[value - 1];
 
-	if (!slot)
-		return false;
-	for (i = 0; i < s->nrows; i++) {
-		const struct sample_sum_row *r = &s->rows[i];
-
-		for (k = label_hash(r->label, r->kind, r->by_line) & (nslot - 1); slot[k];
-		     k = (k + 1) & (nslot - 1))
-			;
-		slot[k] = (uint32_t)i + 1;
-	}
-	free(s->slot);
-	s->slot = slot;
-	s->nslot = nslot;
-	return true;
+	return r->kind == k->kind && r->by_line == k->by_line && strcmp(r->label, k->label) == 0;
 }
 
 static struct sample_sum_row *row_of(struct sample_sum *s, const char *label, unsigned kind,
 				     bool by_line)
 {
+	struct row_key key = {s, label, kind, by_line};
+	uint64_t h = label_hash(label, kind, by_line);
+	uint32_t found = tally_map_find(&s->row_at, h, same_row, &key);
 	struct sample_sum_row *r;
-	size_t k;
 
-	if ((s->nrows + 1) * 2 > s->nslot && !rehash(s))
+	if (found)
+		return &s->rows[found - 1];
+	if (s->nrows >= UINT32_MAX - 1)
 		return NULL;
-	for (k = label_hash(label, kind, by_line) & (s->nslot - 1); s->slot[k];
-	     k = (k + 1) & (s->nslot - 1)) {
-		r = &s->rows[s->slot[k] - 1];
-		if (r->kind == kind && r->by_line == by_line && strcmp(r->label, label) == 0)
-			return r;
-	}
 	if (s->nrows == s->rows_cap) {
 		size_t cap = s->rows_cap ? 2 * s->rows_cap : 64;
 		struct sample_sum_row *t = tally_resize(s->rows, cap, sizeof(*t));
@@ -158,7 +150,11 @@ static struct sample_sum_row *row_of(struct sample_sum *s, const char *label, un
 	    .label = strdup(label), .kind = (uint8_t)kind, .by_line = by_line};
 	if (!r->label)
 		return NULL;
-	s->slot[k] = (uint32_t)++s->nrows;
+	if (tally_map_add(&s->row_at, h, (uint32_t)s->nrows + 1) < 0) {
+		free(r->label);
+		return NULL;
+	}
+	s->nrows++;
 	return r;
 }
 
@@ -273,9 +269,7 @@ int sample_sum_finish(struct sample_sum *s)
 	}
 	if (s->nrows > 1)
 		qsort(s->rows, s->nrows, sizeof(*s->rows), by_weight);
-	free(s->slot); /* the order moved: no lookups after this */
-	s->slot = NULL;
-	s->nslot = 0;
+	tally_map_fini(&s->row_at); /* the order moved: no lookups after this */
 	return 0;
 }
 

@@ -104,13 +104,12 @@ struct gm {
 	struct gm_series_view *rows;
 	size_t nrows;
 	struct gm_series **curve_of; /* row index -> series, NULL for a device row */
-	/* NVTX ranges (pass 1), their names (open addressing on the text), the rows (pass 2) */
+	/* NVTX ranges (pass 1), their names, the rows (pass 2) */
 	struct gm_range *ranges;
 	size_t nranges, rcap;
 	struct gm_name *names;
 	size_t nnames, ncap;
-	uint32_t *name_slot;
-	size_t nslot;
+	struct tally_map name_at; /* a name's hash -> its index in names + 1 */
 	struct gm_nvtx_view *nvtx;
 	size_t nnvtx, nvcap;
 	bool failed;

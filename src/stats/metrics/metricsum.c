@@ -82,7 +82,7 @@ void gm_free(struct gm *g)
 	for (i = 0; i < g->nnames; i++)
 		free(g->names[i].s);
 	free(g->names);
-	free(g->name_slot);
+	tally_map_fini(&g->name_at);
 	free(g->nvtx);
 	free(g);
 }

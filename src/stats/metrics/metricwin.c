@@ -40,7 +40,6 @@ struct wset {
 };
 
 struct acc {
-	uint64_t key; /* group << 32 | series, + 1 */
 	struct gm_wsum sum;
 	uint64_t samples;
 	int64_t max;
@@ -81,15 +80,11 @@ struct wpass {
 	struct tally_map span_of; /* (section, device) -> index + 1 in gg's span list */
 	struct group *groups;
 	size_t ngroups, gcap;
-	struct acc *accs; /* open addressing */
+	struct acc *accs; /* in the order made */
 	size_t nacc, acap;
+	struct tally_map acc_at; /* (group, series) -> accs index + 1 */
 	bool failed;
 };
-
-static uint64_t mix(uint64_t k)
-{
-	return tally_hash_u64(k);
-}
 
 /* ---- windows and their tree --------------------------------------------------------------------
  */
@@ -206,44 +201,27 @@ static void query(struct wpass *p, const struct wset *ws, uint64_t a, uint64_t b
 /* ---- running sums per (group, series) ----------------------------------------------------------
  */
 
-static bool acc_grow(struct wpass *p)
-{
-	size_t cap = p->acap ? 2 * p->acap : 256, i, j;
-	struct acc *v = calloc(cap, sizeof(*v));
-
-	if (!v)
-		return false;
-	for (i = 0; i < p->acap; i++) {
-		if (!p->accs[i].key)
-			continue;
-		for (j = mix(p->accs[i].key) & (cap - 1); v[j].key; j = (j + 1) & (cap - 1))
-			;
-		v[j] = p->accs[i];
-	}
-	free(p->accs);
-	p->accs = v;
-	p->acap = cap;
-	return true;
-}
-
 static struct acc *acc_of(struct wpass *p, uint32_t group, uint32_t series, bool make)
 {
-	uint64_t key = ((uint64_t)group << 32 | series) + 1;
-	size_t j;
+	uint32_t k = tally_map_get(&p->acc_at, group, series);
+	struct acc *v;
 
-	if (make && (p->nacc + 1) * 2 > p->acap && !acc_grow(p))
+	if (k)
+		return &p->accs[k - 1];
+	if (!make || p->nacc >= UINT32_MAX - 1 ||
+	    !(v = tally_grow(p->accs, &p->acap, p->nacc + 1, sizeof(*v))))
 		return NULL;
-	for (j = p->acap ? mix(key) & (p->acap - 1) : 0; p->acap && p->accs[j].key;
-	     j = (j + 1) & (p->acap - 1))
-		if (p->accs[j].key == key)
-			return &p->accs[j];
-	if (!make)
+	p->accs = v;
+	v += p->nacc;
+	memset(v, 0, sizeof(*v));
+	if (p->groups[group].kind == G_NVTX && !(v->sk = calloc(1, sizeof(struct wsketch))))
 		return NULL;
-	p->accs[j].key = key;
+	if (tally_map_put(&p->acc_at, group, series, (uint32_t)p->nacc + 1) < 0) {
+		free(v->sk);
+		return NULL;
+	}
 	p->nacc++;
-	if (p->groups[group].kind == G_NVTX && !(p->accs[j].sk = calloc(1, sizeof(struct wsketch))))
-		return NULL;
-	return &p->accs[j];
+	return v;
 }
 
 struct sample {
@@ -644,42 +622,40 @@ static void busy_results(struct wpass *p, const struct group *grp)
 
 /* ---- NVTX ranges ---------------------------------------------------------------------------- */
 
-static bool names_grow(struct gm *g)
-{
-	size_t nslot = g->nslot ? 2 * g->nslot : 64, i, j;
-	uint32_t *slot = calloc(nslot, sizeof(*slot));
+/* Whether range name value (index + 1) is the text looked for (tally_map_find's same). */
+struct name_lookup {
+	const struct gm *g;
+	const char *text;
+};
 
-	if (!slot)
-		return false;
-	for (i = 0; i < g->nnames; i++) {
-		for (j = tally_hash_str(g->names[i].s) & (nslot - 1); slot[j];
-		     j = (j + 1) & (nslot - 1))
-			;
-		slot[j] = (uint32_t)i + 1;
-	}
-	free(g->name_slot);
-	g->name_slot = slot;
-	g->nslot = nslot;
-	return true;
+static bool same_name(void *ctx, uint32_t value)
+{
+	const struct name_lookup *l = ctx;
+
+	return strcmp(l->g->names[value - 1].s, l->text) == 0;
 }
 
 /* The index of a range name ("domain:message", as nvtx_sum names it), made if new; -1 on ENOMEM. */
 static long name_index(struct gm *g, const char *text)
 {
+	struct name_lookup l = {g, text};
+	uint64_t h = tally_hash_str(text);
+	uint32_t found = tally_map_find(&g->name_at, h, same_name, &l);
 	struct gm_name *v;
-	size_t j;
 
-	if ((g->nnames + 1) * 2 > g->nslot && !names_grow(g))
-		return -1;
-	for (j = tally_hash_str(text) & (g->nslot - 1); g->name_slot[j];
-	     j = (j + 1) & (g->nslot - 1))
-		if (strcmp(g->names[g->name_slot[j] - 1].s, text) == 0)
-			return (long)g->name_slot[j] - 1;
-	if (!(v = tally_grow(g->names, &g->ncap, g->nnames + 1, sizeof(*v))) ||
-	    !(v[g->nnames].s = strdup(text)))
+	if (found)
+		return (long)found - 1;
+	if (g->nnames >= UINT32_MAX - 1 ||
+	    !(v = tally_grow(g->names, &g->ncap, g->nnames + 1, sizeof(*v))))
 		return -1;
 	g->names = v;
-	g->name_slot[j] = (uint32_t)g->nnames + 1;
+	memset(&v[g->nnames], 0, sizeof(*v));
+	if (!(v[g->nnames].s = strdup(text)))
+		return -1;
+	if (tally_map_add(&g->name_at, h, (uint32_t)g->nnames + 1) < 0) {
+		free(v[g->nnames].s);
+		return -1;
+	}
 	return (long)g->nnames++;
 }
 
@@ -938,7 +914,7 @@ static void wpass_fini(struct wpass *p)
 		free(p->sets[i].maxend);
 	}
 	free(p->sets);
-	for (i = 0; i < p->acap; i++)
+	for (i = 0; i < p->nacc; i++)
 		if (p->accs[i].sk) {
 			wsketch_fini(p->accs[i].sk);
 			free(p->accs[i].sk);
@@ -946,6 +922,7 @@ static void wpass_fini(struct wpass *p)
 	free(p->accs);
 	free(p->groups);
 	free(p->runs);
+	tally_map_fini(&p->acc_at);
 	tally_map_fini(&p->set_of);
 	tally_map_fini(&p->run_of);
 	tally_map_fini(&p->span_of);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals shared by the aggregation (stats.c) and the report writers (reports.c). */
+/* Internals shared by the aggregation (stats.c), the groups (groups.c), the answers after the pass
+ * (answers.c), the report table (model.c), the summaries (summary.c) and the views (reports.c). */
 #ifndef TALLY_STATS_STATS_INT_H
 #define TALLY_STATS_STATS_INT_H
 
@@ -17,6 +18,7 @@
 #include "memusage.h"
 #include "metricsum.h"
 #include "samplesum.h"
+#include "satmath.h"
 #include "sketch.h"
 #include "spill.h"
 #include "spread.h"
@@ -70,6 +72,19 @@ struct moments {
 	bool saturated;	      /* n or total stopped at UINT64_MAX (summaries that add past it) */
 };
 
+/* One value into the moments (the pass's hot path and groups.c's turn to sketches). */
+static inline void moments_add(struct moments *m, uint64_t x)
+{
+	if (!m->n || x < m->min)
+		m->min = x;
+	if (x > m->max)
+		m->max = x;
+	m->n++;
+	m->total = tally_add_sat(m->total, x, &m->saturated);
+	m->sq += (unsigned __int128)x * x;
+	m->lsq += (long double)x * (long double)x;
+}
+
 /*
  * One row of a summary report.  While the values kept by all groups fit the budget
  * (stats_request.exact_values), every value is kept, for the exact median; past it, every group
@@ -89,8 +104,7 @@ struct group {
 struct gtable {
 	struct group *g;
 	size_t n, cap;
-	uint32_t *slot; /* open addressing: group index + 1, 0 empty */
-	size_t nslot;
+	struct tally_map index; /* the group's hash -> its index + 1 (groups.c) */
 	uint64_t grand_total;
 	bool saturated;	      /* a total (or the grand total) stopped at UINT64_MAX */
 	struct group **order; /* after stats_finish: by total, descending */
@@ -134,8 +148,9 @@ struct sec_cache {
 /* Names of trace rows, owned: a later STRINGS chunk of a damaged file may redefine an id and free
  * the reader's copy, so rows never point into a section's string table. */
 struct strpool {
-	char **slot; /* open addressing */
-	size_t cap, n;
+	char **name; /* in the order first seen */
+	size_t n, cap;
+	struct tally_map index; /* a name's hash -> its index in name + 1 */
 };
 
 struct stats_partial;
@@ -263,9 +278,12 @@ int stats_partial_records(struct stats *st, struct report_section *rs, const str
 int stats_partial_section_end(struct stats *st, struct report_section *rs);
 void stats_partial_free(struct stats_partial *p);
 int stats_summary_chunk(struct stats *st, const uint8_t *payload, size_t len);
-long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned style);
 
-/* Every group of every table to moments and a sketch (past the budget, or for a summary). */
+/* groups.c, below stats.c and summary.c: the group of a name, made if new (its index, -1 out of
+ * memory); a table's groups freed; every group of every table to moments and a sketch (past the
+ * budget, or for a summary); one group's moments merged into another's. */
+long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned style);
+void gtable_fini(struct gtable *t);
 int stats_to_sketches(struct stats *st);
 void moments_merge(struct moments *m, const struct moments *o);
 
@@ -277,6 +295,9 @@ int stats_classify_gaps(struct stats *st, const struct report_set *set);
  * done. */
 int host_reports_finish(struct stats *st);
 
-bool stats_wants(const struct stats *st, enum report_id r);
+static inline bool stats_wants(const struct stats *st, enum report_id r)
+{
+	return st->req.reports >> r & 1;
+}
 
 #endif

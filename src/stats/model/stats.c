@@ -14,75 +14,17 @@
 
 #include "grow.h"
 #include "hash.h"
-#include "satmath.h"
 #include "select.h"
 #include "stats-int.h"
 
 static const char *memop_names[MEMOPS];
 static char memop_store[MEMOPS][48];
 
-bool stats_wants(const struct stats *st, enum report_id r)
-{
-	return st->req.reports >> r & 1;
-}
-
-static void moments_add(struct moments *m, uint64_t x)
-{
-	if (!m->n || x < m->min)
-		m->min = x;
-	if (x > m->max)
-		m->max = x;
-	m->n++;
-	m->total = tally_add_sat(m->total, x, &m->saturated);
-	m->sq += (unsigned __int128)x * x;
-	m->lsq += (long double)x * (long double)x;
-}
-
-void moments_merge(struct moments *m, const struct moments *o)
-{
-	if (!o->n)
-		return;
-	if (!m->n || o->min < m->min)
-		m->min = o->min;
-	if (o->max > m->max)
-		m->max = o->max;
-	m->n = tally_add_sat(m->n, o->n, &m->saturated);
-	m->total = tally_add_sat(m->total, o->total, &m->saturated);
-	m->saturated |= o->saturated;
-	m->sq += o->sq;
-	m->lsq += o->lsq;
-}
-
 static void sketch_value(struct stats *st, struct group *g, uint64_t x)
 {
 	moments_add(&g->m, x);
 	if (tally_sketch_add(&g->sk, x, 1) < 0)
 		st->failed = true;
-}
-
-int stats_to_sketches(struct stats *st)
-{
-	size_t r, i, k;
-
-	if (st->sketching)
-		return 0;
-	st->sketching = true;
-	snprintf(st->why_sketch, sizeof(st->why_sketch),
-		 "more values than the %" PRIu64 " --exact-medians keeps", st->exact_values);
-	for (r = 0; r < R_COUNT; r++)
-		for (i = 0; i < st->t[r].n; i++) {
-			struct group *g = &st->t[r].g[i];
-
-			for (k = 0; k < g->vals.n; k++) {
-				moments_add(&g->m, g->vals.v[k]);
-				if (tally_sketch_add(&g->sk, g->vals.v[k], 1) < 0)
-					return -ENOMEM;
-			}
-			free(g->vals.v);
-			memset(&g->vals, 0, sizeof(g->vals));
-		}
-	st->kept = 0;
-	return 0;
 }
 
 /* A value into a group that keeps its values, growing it within the budget (stats_request). */
@@ -120,97 +62,6 @@ static void *row_push(struct stats *st, struct spill *v)
 	if (!row)
 		st->failed = true;
 	return row;
-}
-
-/* ---- group tables ---------------------------------------------------------------------- */
-
-static uint64_t group_hash(const char *name, const int32_t *gb, unsigned style)
-{
-	uint64_t h = tally_hash_str(name);
-
-	h = tally_hash_bytes_from(h, &style, sizeof(style));
-	return gb ? tally_hash_bytes_from(h, gb, 6 * sizeof(int32_t)) : h;
-}
-
-static bool group_equal(const struct group *g, const char *name, const int32_t *gb, unsigned style)
-{
-	if (g->style != style || strcmp(g->name, name) != 0)
-		return false;
-	return !gb || (memcmp(g->grid, gb, 3 * sizeof(int32_t)) == 0 &&
-		       memcmp(g->block, gb + 3, 3 * sizeof(int32_t)) == 0);
-}
-
-/*
- * The group for (name, grid/block, style), made if new.  Returns its index, or -1 when memory ran
- * out.  gb (six ints) is NULL for reports that do not split by launch shape.
- */
-long gtable_get(struct gtable *t, const char *name, const int32_t *gb, unsigned style)
-{
-	size_t mask, i;
-	uint64_t h = group_hash(name, gb, style);
-	struct group *g;
-
-	if ((t->n + 1) * 2 > t->nslot) {
-		size_t nslot = t->nslot ? 2 * t->nslot : 64, k;
-		uint32_t *slot = calloc(nslot, sizeof(*slot));
-
-		if (!slot)
-			return -1;
-		for (k = 0; k < t->n; k++) {
-			const struct group *o = &t->g[k];
-			int32_t ogb[6];
-
-			memcpy(ogb, o->grid, sizeof(o->grid));
-			memcpy(ogb + 3, o->block, sizeof(o->block));
-			for (i = group_hash(o->name, gb ? ogb : NULL, o->style) & (nslot - 1);
-			     slot[i]; i = (i + 1) & (nslot - 1))
-				;
-			slot[i] = (uint32_t)k + 1;
-		}
-		free(t->slot);
-		t->slot = slot;
-		t->nslot = nslot;
-	}
-	mask = t->nslot - 1;
-	for (i = h & mask; t->slot[i]; i = (i + 1) & mask)
-		if (group_equal(&t->g[t->slot[i] - 1], name, gb, style))
-			return (long)t->slot[i] - 1;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 16;
-		struct group *ng = tally_resize(t->g, cap, sizeof(*ng));
-
-		if (!ng)
-			return -1;
-		t->g = ng;
-		t->cap = cap;
-	}
-	g = &t->g[t->n];
-	memset(g, 0, sizeof(*g));
-	g->name = strdup(name);
-	if (!g->name)
-		return -1;
-	if (gb) {
-		memcpy(g->grid, gb, sizeof(g->grid));
-		memcpy(g->block, gb + 3, sizeof(g->block));
-	}
-	g->style = style;
-	t->slot[i] = (uint32_t)++t->n;
-	return (long)t->n - 1;
-}
-
-static void gtable_fini(struct gtable *t)
-{
-	size_t i;
-
-	for (i = 0; i < t->n; i++) {
-		free(t->g[i].name);
-		free(t->g[i].vals.v);
-		tally_sketch_fini(&t->g[i].sk);
-	}
-	free(t->g);
-	free(t->slot);
-	free(t->order);
-	memset(t, 0, sizeof(*t));
 }
 
 /* ---- per-section caches ------------------------------------------------------------------ */
@@ -366,55 +217,53 @@ static struct group *memop_group(struct stats *st, enum report_id rep, unsigned 
 
 /* ---- names of trace rows ------------------------------------------------------------------ */
 
-static bool pool_grow(struct strpool *p)
-{
-	size_t cap = p->cap ? 2 * p->cap : 256, i, j;
-	char **slot = calloc(cap, sizeof(*slot));
+/* Whether the name of value (index + 1) is the one looked for (tally_map_find's same). */
+struct pool_lookup {
+	const struct strpool *p;
+	const char *s;
+};
 
-	if (!slot)
-		return false;
-	for (i = 0; i < p->cap; i++) {
-		if (!p->slot[i])
-			continue;
-		for (j = tally_hash_str(p->slot[i]) & (cap - 1); slot[j]; j = (j + 1) & (cap - 1))
-			;
-		slot[j] = p->slot[i];
-	}
-	free(p->slot);
-	p->slot = slot;
-	p->cap = cap;
-	return true;
+static bool pool_same(void *ctx, uint32_t value)
+{
+	const struct pool_lookup *l = ctx;
+
+	return strcmp(l->p->name[value - 1], l->s) == 0;
 }
 
 /* An owned copy of s, one per distinct string; NULL when memory ran out. */
 static const char *pool_name(struct stats *st, const char *s)
 {
 	struct strpool *p = &st->names;
-	size_t i;
+	struct pool_lookup l = {p, s};
+	uint64_t h = tally_hash_str(s);
+	uint32_t found = tally_map_find(&p->index, h, pool_same, &l);
+	char *copy;
 
-	if ((p->n + 1) * 2 > p->cap && !pool_grow(p)) {
-		st->failed = true;
-		return NULL;
+	if (found)
+		return p->name[found - 1];
+	if (p->n >= UINT32_MAX - 1 || !tally_grow_in(&p->name, &p->cap, p->n + 1, sizeof(*p->name)))
+		goto oom;
+	if (!(copy = strdup(s)))
+		goto oom;
+	if (tally_map_add(&p->index, h, (uint32_t)p->n + 1) < 0) {
+		free(copy);
+		goto oom;
 	}
-	for (i = tally_hash_str(s) & (p->cap - 1); p->slot[i]; i = (i + 1) & (p->cap - 1))
-		if (strcmp(p->slot[i], s) == 0)
-			return p->slot[i];
-	p->slot[i] = strdup(s);
-	if (!p->slot[i]) {
-		st->failed = true;
-		return NULL;
-	}
-	p->n++;
-	return p->slot[i];
+	p->name[p->n++] = copy;
+	return copy;
+oom:
+	st->failed = true;
+	return NULL;
 }
 
 static void pool_fini(struct strpool *p)
 {
 	size_t i;
 
-	for (i = 0; i < p->cap; i++)
-		free(p->slot[i]);
-	free(p->slot);
+	for (i = 0; i < p->n; i++)
+		free(p->name[i]);
+	free(p->name);
+	tally_map_fini(&p->index);
 }
 
 /* ---- the records ----------------------------------------------------------------------- */
@@ -1222,16 +1071,6 @@ void stats_free(struct stats *st)
 	free(st);
 }
 
-const struct gm *stats_gpu_metrics(const struct stats *st)
-{
-	return st->gm;
-}
-
-uint64_t stats_untimed(const struct stats *st)
-{
-	return st->untimed;
-}
-
 /* ---- finishing: exact medians and standard deviations ----------------------------------- */
 
 /*
@@ -1444,59 +1283,6 @@ static void group_by_style(struct gtable *t)
 	free(tmp);
 }
 
-const struct bd_row *stats_breakdown(const struct stats *st, size_t *n)
-{
-	*n = 0;
-	return st->bd ? breakdown_rows(st->bd, n) : NULL;
-}
-
-const struct bound_row *stats_bound(const struct stats *st, size_t *n)
-{
-	*n = 0;
-	return st->bound ? bound_rows(st->bound, n) : NULL;
-}
-
-const struct report_gap *stats_gaps(const struct stats *st, size_t *n)
-{
-	*n = 0;
-	return st->gaps ? report_gpu_gaps_list(st->gaps, n) : NULL;
-}
-
-const struct qseries *stats_queues(const struct stats *st, size_t *n)
-{
-	*n = 0;
-	return st->queues ? queues_list(st->queues, n) : NULL;
-}
-
-const struct mem_usage *stats_mem_usage(const struct stats *st)
-{
-	return st->mem ? &st->mem_usage : NULL;
-}
-
-const struct report_jobs *stats_jobs(const struct stats *st)
-{
-	return &st->jobs;
-}
-
-void stats_jobs_warning(const struct stats *st, FILE *out, const char *prefix)
-{
-	char buf[80];
-	size_t i;
-
-	if (st->jobs.njobs > 1) {
-		fprintf(
-		    out,
-		    "%stally: WARNING: these traces are of %zu different jobs, not the ranks of "
-		    "one: reports that compare ranks compare unrelated runs\n",
-		    prefix, st->jobs.njobs);
-		snprintf(buf, sizeof(buf), "%stally:   ", prefix);
-		report_jobs_print(&st->jobs, out, buf);
-	}
-	for (i = 0; i < st->jobs.njobs; i++)
-		if (report_job_missing(&st->jobs.jobs[i], buf, sizeof(buf)))
-			fprintf(out, "%stally: job %zu: only %s are here\n", prefix, i + 1, buf);
-}
-
 /*
  * The one time origin of every output: the earliest session start of the set, or the earliest
  * timed record where one came before it (a clock that is not the session's), so that no time is
@@ -1530,29 +1316,4 @@ int stats_finish(struct stats *st, const struct report_set *set)
 	if (spill_sort(&st->gpu) < 0 || spill_sort(&st->api) < 0)
 		return -ENOMEM;
 	return 0;
-}
-
-uint64_t stats_time_base(const struct stats *st)
-{
-	return st->base;
-}
-
-const char *stats_time_origin(const struct stats *st)
-{
-	if (st->set && st->set->base && st->base == st->set->base)
-		return "the session started";
-	return st->set && st->set->base ? "the first record (it came before any session start)"
-					: "the first record (no session start is recorded)";
-}
-
-const char *stats_error(const struct stats *st)
-{
-	return st->err[0] ? st->err : NULL;
-}
-
-const struct stats_group_view *stats_group(const struct stats *st, unsigned report, size_t i)
-{
-	if (report >= R_COUNT || i >= st->t[report].n || !st->t[report].order)
-		return NULL;
-	return &st->t[report].order[i]->view;
 }
