@@ -12,7 +12,8 @@ tally-metricsgen, seeded), on the CPU:
   SQLite        the export's nsys-shape queries (counts and summed durations of kernels, API
                 calls, copies, memsets, NVTX ranges, blocking calls) give cuda_gpu_kern_sum's,
                 cuda_api_sum's, cuda_gpu_mem_time_sum's, nvtx_sum's and osrt_sum's sums;
-  compare       its counts per kernel name and copy kind over the whole run are the summaries';
+  compare       its count, p50 (Med) and p90 per kernel name and copy kind over the whole run,
+                on each side, are stats' own for that side's trace;
   the model     the cross-checks every output relies on: a gap's class follows its counters (busy
                 outside the trace above 1% SM or GR Active, never idle); the breakdown's parts
                 add up to the span and its idle to gpu_gaps' and gpu_idle_breakdown's; a thread's
@@ -187,21 +188,32 @@ def check_sqlite(label, trace, st, tmp):
 
 # ---- compare -------------------------------------------------------------------------------------
 
-def check_compare(label, trace):
-    """compare's counts per kernel name and copy kind are the summaries' (the whole run)."""
-    p = subprocess.run([TALLY, "compare", "-f", "json", trace, trace], stdout=subprocess.PIPE,
+def check_compare(label, trace, other):
+    """compare's figures per kernel name and copy kind, on each side, are stats' own for that side's
+    trace over the whole run: the count (Instances/Count) and p50 (Med) of cuda_gpu_kern_sum and
+    cuda_gpu_mem_time_sum, and for a one-process trace p90 (kern_rank_spread's P90)."""
+    p = subprocess.run([TALLY, "compare", "-f", "json", trace, other], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE)
     if p.returncode not in (0, 1, 5):
         bad(label + ": compare", "exit %d" % p.returncode)
         return
     names = json.loads(p.stdout)["names"]
-    st = stats_json(trace, ["cuda_gpu_kern_sum:mangled", "cuda_gpu_mem_time_sum"])
-    want = {r["Name"]: r["Instances"] for r in rows(st, "cuda_gpu_kern_sum")}
-    want.update({r["Operation"]: r["Count"] for r in rows(st, "cuda_gpu_mem_time_sum")})
-    got = {n["name"]: n["a"]["count"] for n in names}
-    check("%s: compare's counts per kernel and copy kind are stats' summaries'" % label,
-          [] if got == want else ["%s: compare %s, stats %s" % (k, got.get(k), want.get(k))
-                                  for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)])
+    for side, path in (("a", trace), ("b", other)):
+        st = stats_json(path, ["cuda_gpu_kern_sum:mangled", "cuda_gpu_mem_time_sum",
+                               "kern_rank_spread:mangled"])
+        want = {r["Name"]: (r["Instances"], r["Med (ns)"]) for r in rows(st, "cuda_gpu_kern_sum")}
+        want.update({r["Operation"]: (r["Count"], r["Med (ns)"])
+                     for r in rows(st, "cuda_gpu_mem_time_sum")})
+        got = {n["name"]: (n[side]["count"], n[side]["p50_ns"]) for n in names if n[side]["count"]}
+        probs = ["%s: compare %s, stats %s" % (k, got.get(k), want.get(k))
+                 for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)]
+        spread = rows(st, "kern_rank_spread")
+        if len({r["PID"] for r in spread}) == 1:
+            p90 = {n["name"]: n[side]["p90_ns"] for n in names}
+            probs += ["%s: compare p90 %s, kern_rank_spread P90 %s" % (r["Name"], p90.get(r["Name"]), r["P90 (ns)"])
+                      for r in spread if p90.get(r["Name"]) != r["P90 (ns)"]]
+        check("%s: compare's side %s count, p50 and p90 per kernel and copy kind are stats'"
+              % (label, side.upper()), probs)
 
 
 # ---- the model's cross-checks ---------------------------------------------------------------------
@@ -317,6 +329,7 @@ def check_model(label, st):
 # ---- the traces ---------------------------------------------------------------------------------
 
 ALL = None
+COMPARE_OTHER = os.path.join(SRC, "data", "gen-tiny.tally")  # compare's side B beside each trace
 
 
 def one_trace(label, trace, tmp):
@@ -329,7 +342,7 @@ def one_trace(label, trace, tmp):
         check_model(label, st)
         check_page(label, trace, tmp)
         check_sqlite(label, trace, st, tmp)
-        check_compare(label, trace)
+        check_compare(label, trace, COMPARE_OTHER)
     except (RuntimeError, KeyError, ValueError) as e:
         bad(label, "could not be checked: %r" % e)
 
