@@ -103,7 +103,5 @@ void cmp_key_model(struct compare_key *k, size_t key, const struct cmp_side sd[2
 		   const struct compare_opts *o);
 void cmp_key_fill(struct compare_key *k, const uint32_t *const d[2], const size_t n[2],
 		  const struct compare_opts *o);
-/* The shift, the critical value and the call, once n, the quantiles and D are known. */
-void cmp_key_judge(struct compare_key *k, double ks_d, const struct compare_opts *o);
 
 #endif

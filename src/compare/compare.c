@@ -197,6 +197,15 @@ static void judge_key(struct compare_key *k, const struct compare_opts *o)
 		k->differs = false;
 }
 
+/* The shift, the critical value and the call, once n, the quantiles and D are known. */
+static void cmp_key_judge(struct compare_key *k, double ks_d, const struct compare_opts *o)
+{
+	k->shift = rel_shift(k->p50[0], k->p50[1]);
+	k->ks_d = ks_d;
+	k->ks_crit = compare_ks_critical(k->n[0], k->n[1], o->alpha);
+	judge_key(k, o);
+}
+
 /* Fill one key from its sorted durations on each side. */
 void cmp_key_fill(struct compare_key *k, const uint32_t *const d[2], const size_t n[2],
 		  const struct compare_opts *o)
@@ -210,14 +219,6 @@ void cmp_key_fill(struct compare_key *k, const uint32_t *const d[2], const size_
 		k->p99[s] = percentile(d[s], n[s], 99);
 	}
 	cmp_key_judge(k, compare_ks_distance(d[0], n[0], d[1], n[1]), o);
-}
-
-void cmp_key_judge(struct compare_key *k, double ks_d, const struct compare_opts *o)
-{
-	k->shift = rel_shift(k->p50[0], k->p50[1]);
-	k->ks_d = ks_d;
-	k->ks_crit = compare_ks_critical(k->n[0], k->n[1], o->alpha);
-	judge_key(k, o);
 }
 
 void cmp_key_model(struct compare_key *k, size_t key, const struct cmp_side sd[2],
