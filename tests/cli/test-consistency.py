@@ -8,7 +8,7 @@ tally-metricsgen, seeded), on the CPU:
   the page      tally report's page embeds the JSON that `tally stats -f json` prints for the
                 same reports, byte for byte once parsed; its timeline counts from the same origin,
                 draws gpu_gaps' own gaps with their classes, and its per-process figures are the
-                sums of gpu_time_breakdown's rows;
+                sums of gpu_time_breakdown's rows, its ranks table's top kernel kern_rank_spread's;
   SQLite        the export's nsys-shape queries (counts and summed durations of kernels, API
                 calls, copies, memsets, NVTX ranges, blocking calls) give cuda_gpu_kern_sum's,
                 cuda_api_sum's, cuda_gpu_mem_time_sum's, nvtx_sum's and osrt_sum's sums;
@@ -148,6 +148,33 @@ def check_page(label, trace, tmp):
         probs += ["pid %s %s: page %s, stats %s" % (s["pid"], k, s[k], v) for k, v in want.items()
                   if s[k] != v]
     check("%s: the page's per-process figures are gpu_time_breakdown's" % label, probs)
+    # the ranks table's top kernel: kern_rank_spread's own rows, the process's largest total
+    spread = rows(st, "kern_rank_spread")
+    probs = []
+    for s in tl["sections"]:
+        if s["summary"]:
+            continue
+        best = None
+        for r in spread:
+            if r["PID"] == s["pid"] and r["Rank"] == (s["rank"] or "-") and \
+                    (best is None or r["Total Time (ns)"] > best["Total Time (ns)"]):
+                best = r
+        want = (best["Name"], best["Total Time (ns)"]) if best else ("", 0)
+        if (s["top_kernel"], s["top_kernel_ns"]) != want:
+            probs.append("pid %s: page %r, kern_rank_spread %r" % (s["pid"], (s["top_kernel"], s["top_kernel_ns"]),
+                                                                  want))
+    check("%s: the ranks table's top kernel is kern_rank_spread's, per process" % label, probs)
+    if os.path.basename(trace) == "gen-ranks.tally":
+        # its construction (tests/data/regenerate.sh): 12 steps of ten 1 ms kernels, rank 3's 1.5 ms;
+        # one 4 ms NCCL kernel a step; the rank with the 50 ms sleep is rank 2
+        want = {"RANK=0": 120000000, "RANK=1": 120000000, "RANK=2": 120000000, "RANK=3": 180000000}
+        got = {s["rank"]: s["top_kernel_ns"] for s in tl["sections"]}
+        names = {s["top_kernel"] for s in tl["sections"]}
+        steps = [r for r in rows(st, "rank_steps") if r["Step"] == "all"]
+        check("%s: the ranks table: each rank's top kernel and its time as built, the straggler rank 2"
+              % label, ([] if got == want else ["top kernel ns %r, built %r" % (got, want)]) +
+              (["top kernels %r" % names] if len(names) != 1 or any("nccl" in n.lower() for n in names) else []) +
+              ([] if steps and steps[0]["Slowest Rank"] == "RANK=2" else ["rank_steps %r" % steps[:1]]))
 
 
 # ---- SQLite ----------------------------------------------------------------------------------------
