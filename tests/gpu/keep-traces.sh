@@ -8,7 +8,8 @@
 #   gpu-CARD-metrics.tally  torch_metrics.py 0.3 under --gpu-metrics: sleep, elementwise and
 #                           FP16 matmul phases, each about 0.3 s
 #   gpu-CARD-ranks.tally    two torchrun ranks, rank 1 three times slower (torch_ranks.py --steps
-#                           12, NCCL), merged with tally merge (skipped with one GPU)
+#                           12, NCCL), merged with tally merge; with one GPU, two gloo ranks
+#                           sharing it, rank 1 sleeping 40 ms a step (analyses_ranks.py)
 # For each: tally check (COMPLETE wanted), its size, and the README line to add (the command, the
 # card, the driver, the date).  Copy the ones to keep into tests/data/, add their lines to
 # tests/data/README, and make their goldens (tests/golden/run.sh --update build/src/cli/tally);
@@ -72,7 +73,16 @@ if [ "$ngpu" -ge 2 ]; then
 		bad "ranks: merge"
 	keep ranks "\`$cmd\`: two NCCL ranks, rank 1 three times slower: the straggler"
 else
-	skipped "ranks: one GPU"
+	# one GPU: two ranks share it over gloo (NCCL refuses two ranks on one device), rank 1 sleeping
+	# 40 ms in each step's range: the same straggler, a real CUPTI recording of both ranks
+	mkdir -p "$OUT/ranks"
+	cmd="tally record -q -- python3 -m torch.distributed.run --nproc_per_node 2 tests/gpu/analyses_ranks.py --steps 12 --sleep-rank 1 --sleep-ms 40 (gloo, one GPU), merged"
+	timeout 300 "$TALLY" record -q --trace cuda,nvtx -o "$OUT/ranks/%q{RANK}-%p.tally" -- $PY -m torch.distributed.run \
+		--nproc_per_node 2 "$HERE/analyses_ranks.py" --steps 12 --sleep-rank 1 --sleep-ms 40 >"$OUT/ranks.out" 2>&1 ||
+		bad "ranks: $(tail -2 "$OUT/ranks.out")"
+	"$TALLY" merge -q --force -o "$OUT/gpu-$card-ranks.tally" "$OUT/ranks" >>"$OUT/ranks.out" 2>&1 ||
+		bad "ranks: merge"
+	keep ranks "\`$cmd\`: two gloo ranks on one GPU, rank 1 sleeping 40 ms a step: the straggler"
 fi
 echo "the README lines: $OUT/README.lines; the traces: $OUT/gpu-$card-*.tally"
 finish keep-traces.sh
