@@ -55,6 +55,11 @@ struct cmp_sec {
 	size_t ev_begin, ev_end; /* its events in cmp_side.ev (after the cut), others between */
 };
 
+struct cmp_model_fig {
+	uint64_t n;
+	double median;
+};
+
 struct cmp_side {
 	struct report_set set;
 	struct cmp_keys *keys;
@@ -70,6 +75,9 @@ struct cmp_side {
 	bool failed;
 	struct stats *st;	      /* the same pass through the model: what bounds the steps */
 	struct report_scan_ops model; /* its calls */
+	/* the model's count and median of each key over the whole run (stats' groups); n 0: none */
+	struct cmp_model_fig *fig;
+	size_t nfig;
 	/* summaries (tally stats --partial): their distributions, per key, as sketches */
 	bool summaries;
 	struct tally_sketch *sk;
@@ -90,9 +98,10 @@ int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, 
 int cmp_side_stretch(struct cmp_side *sd, struct compare_side_info *info, char *err, size_t errlen);
 void cmp_side_free(struct cmp_side *sd);
 
+/* Side s's count and p50 of key k made the model's own where it has them, and the call again. */
+void cmp_key_model(struct compare_key *k, size_t key, const struct cmp_side sd[2],
+		   const struct compare_opts *o);
 void cmp_key_fill(struct compare_key *k, const uint32_t *const d[2], const size_t n[2],
 		  const struct compare_opts *o);
-/* The shift, the critical value and the call, once n, the quantiles and D are known. */
-void cmp_key_judge(struct compare_key *k, double ks_d, const struct compare_opts *o);
 
 #endif

@@ -22,8 +22,8 @@ static const char *stretch_name(const struct compare_opts *o)
 static const struct report_col key_cols[] = {
     {"Count A", COL_U64},
     {"Count B", COL_U64},
-    {"p50 A (ns)", COL_U64},
-    {"p50 B (ns)", COL_U64},
+    {"p50 A (ns)", COL_F1},
+    {"p50 B (ns)", COL_F1},
     {"Shift (% of p50 A)", COL_F1},
     {"p90 A (ns)", COL_U64},
     {"p90 B (ns)", COL_U64},
@@ -38,10 +38,12 @@ static const struct report_col key_cols[] = {
 static void key_cell(const void *ctx, size_t row, size_t col, struct report_cell *c)
 {
 	const struct compare_key *k = &((const struct compare_result *)ctx)->keys[row];
-	const uint64_t u[] = {k->n[0],	 k->n[1],   k->p50[0], k->p50[1], 0,
+	const uint64_t u[] = {k->n[0],	 k->n[1],   0,	       0,	 0,
 			      k->p90[0], k->p90[1], k->p99[0], k->p99[1]};
 
-	if (col < 9 && col != 4) {
+	if (col == 2 || col == 3) {
+		*c = (struct report_cell){.t = CELL_DBL, .d = k->p50[col - 2]};
+	} else if (col < 9 && col != 4) {
 		*c = (struct report_cell){.t = CELL_U64, .u = u[col]};
 	} else if (col == 4) {
 		*c = (struct report_cell){.t = isfinite(k->shift) ? CELL_DBL : CELL_EMPTY,
@@ -289,7 +291,7 @@ static void json_key(struct tally_json *j, const struct compare_key *k)
 		tally_json_name(j, side_names[s]);
 		tally_json_object_begin(j);
 		tally_json_field_uint(j, "count", k->n[s]);
-		tally_json_field_uint(j, "p50_ns", k->p50[s]);
+		tally_json_field_double(j, "p50_ns", k->p50[s]);
 		tally_json_field_uint(j, "p90_ns", k->p90[s]);
 		tally_json_field_uint(j, "p99_ns", k->p99[s]);
 		tally_json_object_end(j);

@@ -11,6 +11,7 @@
 
 #include "compare-int.h"
 #include "grow.h"
+#include "select.h"
 
 /* ---- order per stream ------------------------------------------------------------------- */
 
@@ -208,7 +209,7 @@ static int side_dist(struct cmp_side *sd, size_t nkeys, struct side_dist *d)
 }
 
 static int distributions(struct compare_result *r, const struct cmp_keys *keys,
-			 const struct side_dist d[2])
+			 const struct cmp_side sd[2], const struct side_dist d[2])
 {
 	size_t k;
 	unsigned s;
@@ -233,6 +234,7 @@ static int distributions(struct compare_result *r, const struct cmp_keys *keys,
 			return -ENOMEM;
 		ck->kind = keys->kind[k];
 		cmp_key_fill(ck, v, n, &r->opts);
+		cmp_key_model(ck, k, sd, &r->opts);
 		r->keys_differ += ck->differs;
 		r->nkeys++;
 	}
@@ -257,14 +259,13 @@ static int key_sketch(const struct cmp_side *sd, const struct side_dist *d, size
 	return 0;
 }
 
-static uint64_t sketch_quantile(const struct tally_sketch *s, double q)
+/* The p-th percentile (nearest rank, as stats_rank_index) of the sketch's values. */
+static uint64_t sketch_percentile(const struct tally_sketch *s, double p)
 {
-	uint64_t i;
-
 	if (!s->values)
 		return 0;
-	i = (uint64_t)ceil(q * (double)s->values);
-	return (uint64_t)(tally_sketch_rank(s, i ? i - 1 : 0, 0, UINT64_MAX) + 0.5);
+	return (uint64_t)(tally_sketch_rank(s, stats_rank_index(s->values, p), 0, UINT64_MAX) +
+			  0.5);
 }
 
 /* The largest gap between the two distribution functions at the buckets' edges. */
@@ -307,12 +308,14 @@ static int sketched_key(struct compare_result *r, const struct cmp_side sd[2],
 		rc = key_sketch(&sd[i], &d[i], k, &s[i]);
 	for (i = 0; rc == 0 && i < 2; i++) {
 		ck->n[i] = s[i].values;
-		ck->p50[i] = sketch_quantile(&s[i], 0.50);
-		ck->p90[i] = sketch_quantile(&s[i], 0.90);
-		ck->p99[i] = sketch_quantile(&s[i], 0.99);
+		ck->p50[i] = (double)sketch_percentile(&s[i], 50);
+		ck->p90[i] = sketch_percentile(&s[i], 90);
+		ck->p99[i] = sketch_percentile(&s[i], 99);
 	}
-	if (rc == 0)
-		cmp_key_judge(ck, sketch_ks(&s[0], &s[1]), &r->opts);
+	if (rc == 0) {
+		ck->ks_d = sketch_ks(&s[0], &s[1]);
+		cmp_key_model(ck, k, sd, &r->opts);
+	}
 	tally_sketch_fini(&s[0]);
 	tally_sketch_fini(&s[1]);
 	return rc;
@@ -389,7 +392,7 @@ static int analyse(struct compare_result *r, struct cmp_side sd[2], struct cmp_k
 	if (r->sketched) /* no order to compare: a summary keeps no sequence */
 		rc = distributions_sketched(r, keys, sd, d);
 	else if ((rc = order(r, sd, so)) == 0)
-		rc = distributions(r, keys, d);
+		rc = distributions(r, keys, sd, d);
 	if (rc < 0)
 		return rc;
 	if (!r->side[0].timing_usable || !r->side[1].timing_usable)

@@ -300,6 +300,31 @@ static void bottleneck(struct cmp_side *sd, struct compare_bottleneck *b)
 			b->verdict = (enum bound_class)k;
 }
 
+/* The model's count and median of every kernel name and copy kind (stats' groups, by the names
+ * compare keys them by), so that compare shows the figures tally stats shows. */
+static int model_figures(struct cmp_side *sd)
+{
+	static const char *const reports[] = {"cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum"};
+	const struct stats_group_view *g;
+	unsigned r;
+	size_t i;
+
+	for (r = 0; r < 2; r++) {
+		for (i = 0; (g = stats_group(sd->st, (unsigned)report_find(reports[r]), i)); i++) {
+			unsigned kind = r == 0					? TALLY_KIND_KERNEL
+					: strcmp(g->name, "[CUDA memset]") == 0 ? TALLY_KIND_MEMSET
+										: TALLY_KIND_MEMCPY;
+			long k = cmp_key_intern(sd->keys, g->name, kind);
+
+			if (k < 0 ||
+			    !tally_grow_in(&sd->fig, &sd->nfig, (size_t)k + 1, sizeof(*sd->fig)))
+				return -ENOMEM;
+			sd->fig[k] = (struct cmp_model_fig){g->count, g->median};
+		}
+	}
+	return 0;
+}
+
 int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, size_t errlen,
 		  struct compare_bottleneck *b)
 {
@@ -314,6 +339,11 @@ int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, 
 	if (rc < 0)
 		return rc;
 	req.reports = 1ull << report_find("step_bound");
+	if (sd->o->stretch == COMPARE_WHOLE) { /* the model's groups are of the whole run */
+		req.reports |= 1ull << report_find("cuda_gpu_kern_sum") |
+			       1ull << report_find("cuda_gpu_mem_time_sum");
+		req.names[report_find("cuda_gpu_kern_sum")] = REPORT_NAME_MANGLED;
+	}
 	req.range = sd->o->stretch == COMPARE_RANGE ? sd->o->range_name : NULL;
 	if (!(sd->st = stats_new(&req))) {
 		snprintf(err, errlen, "out of memory");
@@ -327,6 +357,10 @@ int cmp_side_read(struct cmp_side *sd, char *const *paths, size_t n, char *err, 
 		return rc;
 	}
 	if (rc > 0 || rc == -ENOMEM) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+	}
+	if (rc == 0 && model_figures(sd) < 0) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
 	}
@@ -351,6 +385,7 @@ void cmp_side_free(struct cmp_side *sd)
 	for (i = 0; i < sd->nsk; i++)
 		tally_sketch_fini(&sd->sk[i]);
 	free(sd->sk);
+	free(sd->fig);
 	stats_free(sd->st);
 	report_set_close(&sd->set);
 }

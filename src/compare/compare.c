@@ -13,6 +13,7 @@
 #include "grow.h"
 #include "hash.h"
 #include "hashmap.h"
+#include "select.h"
 
 void compare_opts_default(struct compare_opts *o)
 {
@@ -164,24 +165,26 @@ uint64_t compare_edit_distance(const uint32_t *a, size_t n, const uint32_t *b, s
 
 /* ---- per-name results ------------------------------------------------------------------------ */
 
-static uint64_t quantile(const uint32_t *v, size_t n, double q)
+/* The p-th percentile of sorted values, by stats' one rank definition. */
+static uint64_t percentile(const uint32_t *v, size_t n, double p)
 {
-	size_t i;
-
-	if (!n)
-		return 0;
-	i = (size_t)ceil(q * (double)n);
-	return v[i ? i - 1 : 0];
+	return n ? v[stats_rank_index(n, p)] : 0;
 }
 
-static double rel_shift(uint64_t a, uint64_t b)
+/* stats' Med of sorted values: the middle one, or the mean of the two middle ones. */
+static double median(const uint32_t *v, size_t n)
 {
-	return a ? ((double)b - (double)a) / (double)a : (b ? INFINITY : 0);
+	return n ? ((double)v[(n - 1) / 2] + (double)v[n / 2]) / 2 : 0;
+}
+
+static double rel_shift(double a, double b)
+{
+	return a != 0 ? (b - a) / a : (b != 0 ? INFINITY : 0);
 }
 
 static void judge_key(struct compare_key *k, const struct compare_opts *o)
 {
-	double effect = fmax(fabs(k->shift), fabs(rel_shift(k->p90[0], k->p90[1])));
+	double effect = fmax(fabs(k->shift), fabs(rel_shift((double)k->p90[0], (double)k->p90[1])));
 
 	k->differs = true;
 	if (!k->n[0] || !k->n[1])
@@ -194,6 +197,15 @@ static void judge_key(struct compare_key *k, const struct compare_opts *o)
 		k->differs = false;
 }
 
+/* The shift, the critical value and the call, once n, the quantiles and D are known. */
+static void cmp_key_judge(struct compare_key *k, double ks_d, const struct compare_opts *o)
+{
+	k->shift = rel_shift(k->p50[0], k->p50[1]);
+	k->ks_d = ks_d;
+	k->ks_crit = compare_ks_critical(k->n[0], k->n[1], o->alpha);
+	judge_key(k, o);
+}
+
 /* Fill one key from its sorted durations on each side. */
 void cmp_key_fill(struct compare_key *k, const uint32_t *const d[2], const size_t n[2],
 		  const struct compare_opts *o)
@@ -202,19 +214,25 @@ void cmp_key_fill(struct compare_key *k, const uint32_t *const d[2], const size_
 
 	for (s = 0; s < 2; s++) {
 		k->n[s] = n[s];
-		k->p50[s] = quantile(d[s], n[s], 0.50);
-		k->p90[s] = quantile(d[s], n[s], 0.90);
-		k->p99[s] = quantile(d[s], n[s], 0.99);
+		k->p50[s] = median(d[s], n[s]);
+		k->p90[s] = percentile(d[s], n[s], 90);
+		k->p99[s] = percentile(d[s], n[s], 99);
 	}
 	cmp_key_judge(k, compare_ks_distance(d[0], n[0], d[1], n[1]), o);
 }
 
-void cmp_key_judge(struct compare_key *k, double ks_d, const struct compare_opts *o)
+void cmp_key_model(struct compare_key *k, size_t key, const struct cmp_side sd[2],
+		   const struct compare_opts *o)
 {
-	k->shift = rel_shift(k->p50[0], k->p50[1]);
-	k->ks_d = ks_d;
-	k->ks_crit = compare_ks_critical(k->n[0], k->n[1], o->alpha);
-	judge_key(k, o);
+	unsigned s;
+
+	for (s = 0; s < 2; s++) {
+		if (key >= sd[s].nfig || !sd[s].fig[key].n)
+			continue;
+		k->n[s] = sd[s].fig[key].n;
+		k->p50[s] = sd[s].fig[key].median;
+	}
+	cmp_key_judge(k, k->ks_d, o);
 }
 
 void compare_free(struct compare_result *r)

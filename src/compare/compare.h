@@ -8,7 +8,9 @@
  * unusable for timing.
  *
  * Memory: 24 bytes per GPU record in the stretch, plus 8 bytes per launch correlation id when a
- * range is asked for; the edit distance needs O(max_edits) more.
+ * range is asked for; the edit distance needs O(max_edits) more.  The whole run's counts and
+ * medians are the model's (tally stats' cuda_gpu_kern_sum and cuda_gpu_mem_time_sum, computed in
+ * the same pass), which keeps 8 bytes a GPU record up to its exact-median limit.
  */
 #ifndef TALLY_COMPARE_COMPARE_H
 #define TALLY_COMPARE_COMPARE_H
@@ -59,9 +61,13 @@ struct compare_key {
 	char *name;
 	unsigned kind; /* TALLY_KIND_KERNEL, _MEMCPY, _MEMSET */
 	uint64_t n[2];
-	uint64_t p50[2], p90[2], p99[2]; /* ns */
-	double shift;			 /* (p50 B - p50 A) / p50 A */
-	double ks_d, ks_crit;		 /* the distance and its critical value at alpha */
+	/* ns, as tally stats defines them: p50 is the median of cuda_gpu_kern_sum and
+	 * cuda_gpu_mem_time_sum's Med (the mean of the two middle values for an even count; for the
+	 * whole run, the model's own figure), p90 and p99 by nearest rank (stats_rank_index) */
+	double p50[2];
+	uint64_t p90[2], p99[2];
+	double shift;	      /* (p50 B - p50 A) / p50 A */
+	double ks_d, ks_crit; /* the distance and its critical value at alpha */
 	bool differs;
 	const char *why; /* "count", "duration", "only in A" ...; NULL when the same */
 };

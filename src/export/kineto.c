@@ -9,7 +9,10 @@
  *   HtoD (Pageable -> Device)": HTA reads the kind from the first 11 characters);
  * - API calls on the process's threads, cuda_runtime and cuda_driver, with args.correlation
  *   (HTA joins a launch to its kernel by it) and args.cbid; an ac2g flow from each launch to the
- *   work it launched; NVTX ranges as user_annotation;
+ *   work it launched; NVTX ranges as user_annotation on their thread, and their projection onto
+ *   the GPU as Kineto makes it (kineto-annot.h): a gpu_user_annotation of the same name on each
+ *   stream where work launched inside the range ran, from its first start to its last end, both
+ *   with the range's "External id" (numbers of their own, above 2^52, apart from correlations);
  * - distributedInfo (rank, world_size from the job) at the top of each file, where HTA finds the
  *   rank; deviceProperties, and the verdict and loss of the file's sections at the end ("tally"),
  *   loss windows also as tally_loss slices on the process (never on a stream: HTA would count
@@ -43,11 +46,15 @@
 #include "export.h"
 #include "grow.h"
 #include "json.h"
+#include "kineto-annot.h"
 #include "obuf.h"
 #include "outfile.h"
 
 #define HEADER_RESERVE 256 /* bytes at the top for schemaVersion and distributedInfo */
 #define NO_RANK	       INT64_MIN
+/* user annotations' External ids: this plus the section's correlation base plus the range's
+ * number in its section, apart from every correlation id and exact as a JSON double */
+#define ANNOTATION_IDS (1ull << 52)
 
 struct kfile {
 	int64_t rank; /* the job's; NO_RANK until numbered at the end */
@@ -81,6 +88,9 @@ struct kineto {
 	const struct report_set *set;
 	int64_t open; /* index of the file open now, -1 none */
 	uint64_t events;
+	struct kanno
+	    anno;   /* the section's ranges, launches and GPU work, for gpu_user_annotation */
+	bool nomem; /* kanno ran out of memory */
 	char *err;
 	size_t errlen;
 };
@@ -316,6 +326,14 @@ static void gpu_args(struct obuf *o, const struct tally_record *r, uint64_t corr
 	obuf_u64(o, corr);
 }
 
+/* GPU work with a correlation id, for the projection of the range it was launched in. */
+static void keep_gpu(struct kineto *k, const struct tally_record *r)
+{
+	if (r->correlation_id && kanno_gpu(&k->anno, r->correlation_id, r->device_id, r->stream_id,
+					   r->start, r->end) < 0)
+		k->nomem = true;
+}
+
 static void kernel(struct kineto *k, struct report_section *rs, struct ksec *ks,
 		   const struct tally_record *r)
 {
@@ -345,6 +363,7 @@ static void kernel(struct kineto *k, struct report_section *rs, struct ksec *ks,
 	obuf_lit(o, "]}}");
 	if (r->correlation_id)
 		flow(k, f, 'f', corr, r->device_id, r->stream_id, us(rs, r->start));
+	keep_gpu(k, r);
 }
 
 /* Kineto's names of CUpti_ActivityMemcpyKind */
@@ -385,6 +404,7 @@ static void memop(struct kineto *k, struct report_section *rs, struct ksec *ks,
 	obuf_lit(o, "}}");
 	if (r->correlation_id)
 		flow(k, f, 'f', corr, r->device_id, r->stream_id, us(rs, r->start));
+	keep_gpu(k, r);
 }
 
 static void api(struct kineto *k, struct report_section *rs, struct ksec *ks,
@@ -405,14 +425,52 @@ static void api(struct kineto *k, struct report_section *rs, struct ksec *ks,
 	obuf_lit(o, "}}");
 	if ((r->flags & TALLY_REC_LAUNCH) && r->correlation_id)
 		flow(k, f, 's', corr, ks->pid, r->thread_id, us(rs, r->start));
+	if (r->correlation_id &&
+	    kanno_launch(&k->anno, r->thread_id, r->start, r->correlation_id) < 0)
+		k->nomem = true;
+}
+
+/* ,"args":{"External id":N}} of range number i of the section */
+static void annotation_id(struct kineto *k, const struct ksec *ks, uint64_t i)
+{
+	obuf_lit(&k->ob, ",\"args\":{\"External id\":");
+	obuf_u64(&k->ob, ANNOTATION_IDS + ks->corr_base + i);
+	obuf_lit(&k->ob, "}}");
 }
 
 static void annotation(struct kineto *k, struct report_section *rs, struct ksec *ks,
 		       const struct tally_record *r)
 {
+	uint64_t i = k->anno.nranges;
+
+	if (kanno_range(&k->anno, r->thread_id, r->start, r->end, r->name_id) < 0) {
+		k->nomem = true;
+		return;
+	}
 	slice(k, &k->files[ks->file], "user_annotation",
 	      esc_name(&ks->names, rs, r->name_id, false), ks->pid, r->thread_id, rs, r);
-	obuf_lit(&k->ob, "}");
+	annotation_id(k, ks, i);
+}
+
+/* At the section's end: each range's work on each stream, as a gpu_user_annotation there (no
+ * args.stream: HTA would take it for GPU work). */
+static int gpu_annotations(struct kineto *k, struct report_section *rs, struct ksec *ks)
+{
+	const struct kanno_span *sp;
+	size_t n, i;
+
+	if (k->nomem || kanno_spans(&k->anno, &sp, &n) < 0)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct tally_record r = {.start = sp[i].start, .end = sp[i].end};
+
+		slice(k, &k->files[ks->file], "gpu_user_annotation",
+		      esc_name(&ks->names, rs, sp[i].name_id, false), sp[i].device, sp[i].stream,
+		      rs, &r);
+		annotation_id(k, ks, sp[i].range);
+	}
+	kanno_reset(&k->anno);
+	return 0;
 }
 
 static int on_records(void *ctx, struct report_section *rs, const struct tally_record *r, size_t n)
@@ -427,6 +485,8 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	rc = switch_to(k, ks->file);
 	if (rc < 0)
 		return rc;
+	if (k->nomem)
+		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		if (r[i].flags & TALLY_REC_BAD_TIME) /* timing lost: nothing to place */
 			continue;
@@ -499,7 +559,10 @@ static int on_section_end(void *ctx, struct report_section *rs)
 			loss_slice(k, rs, ks, from, to,
 				   "trace not closed, nothing after this is known");
 	}
+	rc = gpu_annotations(k, rs, ks);
 	esc_names_free(&ks->names);
+	if (rc < 0)
+		return rc;
 	return k->ob.err ? -k->ob.err : 0;
 }
 
@@ -725,6 +788,7 @@ static void kineto_destroy(void *state, bool failed)
 	for (i = 0; i < k->nsecs; i++)
 		esc_names_free(&k->secs[i].names);
 	obuf_fini(&k->ob);
+	kanno_free(&k->anno);
 	tally_map_fini(&k->by_rank);
 	free(k->files);
 	free(k->secs);

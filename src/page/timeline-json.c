@@ -12,6 +12,7 @@
 #include "gaps.h"
 #include "json.h"
 #include "memusage.h"
+#include "spread.h"
 #include "stats.h"
 #include "summary.h"
 #include "timeline.h"
@@ -34,7 +35,7 @@ static int64_t rel(const struct timeline *tl, uint64_t aligned)
 struct rank_figures {
 	uint64_t busy, idle, idle_unproven, compute, comm, comm_exposed, copy_exposed, devices;
 	uint64_t loss;
-	uint32_t top_kernel;	 /* string id */
+	const char *top_kernel;	 /* kern_rank_spread's name (demangled as the page asks) */
 	const char *top_summary; /* a summary's: the name as recorded */
 	uint64_t top_ns;
 };
@@ -75,13 +76,27 @@ static void summary_figures(const struct tl_section *ts, const struct tally_summ
 	}
 }
 
+/* The process's kernel with the most GPU time among kern_rank_spread's top kernels: the model's
+ * own rows (the first, the higher-ranked kernel, on a tie), not a count of the page's own. */
+static void top_kernel(const struct report_section *rs, const struct stats *st,
+		       struct rank_figures *f)
+{
+	size_t i, n;
+	const struct spread_row *r = stats_spread(st, &n);
+
+	for (i = 0; r && i < n; i++)
+		if (r[i].section == rs->index && r[i].total > f->top_ns) {
+			f->top_ns = r[i].total;
+			f->top_kernel = r[i].name;
+		}
+}
+
 static void rank_figures(const struct timeline *tl, const struct report_section *rs,
 			 const struct stats *st, struct rank_figures *f)
 {
 	const struct tl_section *ts = &tl->secs[rs->index];
 	size_t i, n;
 	const struct bd_row *bd = stats_breakdown(st, &n);
-	uint32_t id;
 
 	memset(f, 0, sizeof(*f));
 	for (i = first_row(bd, n, rs->index); i < n && bd[i].section == rs->index; i++) {
@@ -94,11 +109,7 @@ static void rank_figures(const struct timeline *tl, const struct report_section 
 		f->copy_exposed += bd[i].copy_exposed;
 		f->devices++;
 	}
-	for (id = 0; id < ts->nkern; id++)
-		if (ts->kern_ns[id] > f->top_ns) {
-			f->top_ns = ts->kern_ns[id];
-			f->top_kernel = id;
-		}
+	top_kernel(rs, st, f);
 	if (rs->s->summary && rs->s->facts)
 		summary_figures(ts, rs->s->facts, f);
 	for (i = 0; i < rs->verdict.nreasons; i++)
@@ -149,10 +160,9 @@ static void write_section(const struct timeline *tl, struct report_section *rs,
 	tally_json_field_uint(j, "copy_exposed_ns", f.copy_exposed);
 	tally_json_field_uint(j, "loss", f.loss);
 	tally_json_field_string(j, "top_kernel",
-				!f.top_ns ? ""
-				: f.top_summary
-				    ? (demangled ? demangled : f.top_summary)
-				    : report_kernel_name(rs, f.top_kernel, REPORT_NAME_DEMANGLED));
+				!f.top_ns	? ""
+				: f.top_summary ? (demangled ? demangled : f.top_summary)
+						: f.top_kernel);
 	tally_json_field_uint(j, "top_kernel_ns", f.top_ns);
 	tally_json_field_bool(j, "summary", rs->s->summary);
 	write_devices(j, rs->s);

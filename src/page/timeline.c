@@ -51,7 +51,6 @@ void timeline_free(struct timeline *tl)
 	if (!tl)
 		return;
 	for (i = 0; i < tl->nsecs; i++) {
-		free(tl->secs[i].kern_ns);
 		free(tl->secs[i].snaps);
 		free(tl->secs[i].last);
 		free(tl->secs[i].name_map[0]);
@@ -92,25 +91,11 @@ static struct tl_section *section(struct timeline *tl, const struct report_secti
 	return &tl->secs[rs->index];
 }
 
-/* ---- pass 1: span, kernel time per name, ledger ------------------------------------------- */
+/* ---- pass 1: span, ledger ------------------------------------------- */
 
 static bool is_timed(const struct tally_record *r)
 {
 	return !(r->flags & TALLY_REC_BAD_TIME) && r->end >= r->start && r->start != 0;
-}
-
-static void kernel_time(struct timeline *tl, struct tl_section *ts, struct report_section *rs,
-			const struct tally_record *r)
-{
-	size_t cap = ts->nkern;
-	uint32_t id = r->name_id < rs->s->nstrings ? r->name_id : 0;
-
-	if (!tally_grow_in((void **)&ts->kern_ns, &cap, (size_t)id + 1, sizeof(uint64_t))) {
-		tl->failed = true;
-		return;
-	}
-	ts->nkern = (uint32_t)cap;
-	ts->kern_ns[id] += r->end - r->start;
 }
 
 /* The devices of every section, for the lane budget (timeline.h): a device's lanes come first. */
@@ -140,8 +125,6 @@ static int pass1_records(void *ctx, struct report_section *rs, const struct tall
 			ts->t_min = report_time(rs, r[i].start);
 		if (report_time(rs, r[i].end) > ts->t_max)
 			ts->t_max = report_time(rs, r[i].end);
-		if (r[i].kind == TALLY_KIND_KERNEL)
-			kernel_time(tl, ts, rs, &r[i]);
 		if (tally_kind_is_gpu(r[i].kind))
 			count_device(tl, rs->index, r[i].device_id);
 	}

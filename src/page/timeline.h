@@ -66,8 +66,6 @@ struct tl_snap {
 
 struct tl_section {
 	uint64_t t_min, t_max; /* aligned; t_min UINT64_MAX while empty */
-	uint64_t *kern_ns;     /* kernel ns by name id (pass 1) */
-	uint32_t nkern;
 	struct tl_snap *snaps;
 	size_t nsnaps, snap_cap, snap_stride, snaps_seen;
 	struct tally_ledger *last; /* the latest snapshot whole (its flush counters) */

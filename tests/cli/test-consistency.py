@@ -8,14 +8,16 @@ tally-metricsgen, seeded), on the CPU:
   the page      tally report's page embeds the JSON that `tally stats -f json` prints for the
                 same reports, byte for byte once parsed; its timeline counts from the same origin,
                 draws gpu_gaps' own gaps with their classes, and its per-process figures are the
-                sums of gpu_time_breakdown's rows;
+                sums of gpu_time_breakdown's rows, its ranks table's top kernel kern_rank_spread's;
   SQLite        the export's nsys-shape queries (counts and summed durations of kernels, API
                 calls, copies, memsets, NVTX ranges, blocking calls) give cuda_gpu_kern_sum's,
                 cuda_api_sum's, cuda_gpu_mem_time_sum's, nvtx_sum's and osrt_sum's sums;
-  compare       its counts per kernel name and copy kind over the whole run are the summaries';
+  compare       its count, p50 (Med) and p90 per kernel name and copy kind over the whole run,
+                on each side, are stats' own for that side's trace;
   the model     the cross-checks every output relies on: a gap's class follows its counters (busy
                 outside the trace above 1% SM or GR Active, never idle); the breakdown's parts
-                add up to the span and its idle to gpu_gaps' and gpu_idle_breakdown's; a thread's
+                add up to the span and its idle to gpu_gaps' and gpu_idle_breakdown's, whose
+                stacks count no sample of a gap busy outside the trace; a thread's
                 sampled time in a gap is at most the gap; every share ("% of ...") is between 0
                 and 100; the diagnosis's idle cost, longest gap, straggler lead and loss cost are
                 those of the reports it reads.
@@ -147,6 +149,33 @@ def check_page(label, trace, tmp):
         probs += ["pid %s %s: page %s, stats %s" % (s["pid"], k, s[k], v) for k, v in want.items()
                   if s[k] != v]
     check("%s: the page's per-process figures are gpu_time_breakdown's" % label, probs)
+    # the ranks table's top kernel: kern_rank_spread's own rows, the process's largest total
+    spread = rows(st, "kern_rank_spread")
+    probs = []
+    for s in tl["sections"]:
+        if s["summary"]:
+            continue
+        best = None
+        for r in spread:
+            if r["PID"] == s["pid"] and r["Rank"] == (s["rank"] or "-") and \
+                    (best is None or r["Total Time (ns)"] > best["Total Time (ns)"]):
+                best = r
+        want = (best["Name"], best["Total Time (ns)"]) if best else ("", 0)
+        if (s["top_kernel"], s["top_kernel_ns"]) != want:
+            probs.append("pid %s: page %r, kern_rank_spread %r" % (s["pid"], (s["top_kernel"], s["top_kernel_ns"]),
+                                                                  want))
+    check("%s: the ranks table's top kernel is kern_rank_spread's, per process" % label, probs)
+    if os.path.basename(trace) == "gen-ranks.tally":
+        # its construction (tests/data/regenerate.sh): 12 steps of ten 1 ms kernels, rank 3's 1.5 ms;
+        # one 4 ms NCCL kernel a step; the rank with the 50 ms sleep is rank 2
+        want = {"RANK=0": 120000000, "RANK=1": 120000000, "RANK=2": 120000000, "RANK=3": 180000000}
+        got = {s["rank"]: s["top_kernel_ns"] for s in tl["sections"]}
+        names = {s["top_kernel"] for s in tl["sections"]}
+        steps = [r for r in rows(st, "rank_steps") if r["Step"] == "all"]
+        check("%s: the ranks table: each rank's top kernel and its time as built, the straggler rank 2"
+              % label, ([] if got == want else ["top kernel ns %r, built %r" % (got, want)]) +
+              (["top kernels %r" % names] if len(names) != 1 or any("nccl" in n.lower() for n in names) else []) +
+              ([] if steps and steps[0]["Slowest Rank"] == "RANK=2" else ["rank_steps %r" % steps[:1]]))
 
 
 # ---- SQLite ----------------------------------------------------------------------------------------
@@ -187,21 +216,32 @@ def check_sqlite(label, trace, st, tmp):
 
 # ---- compare -------------------------------------------------------------------------------------
 
-def check_compare(label, trace):
-    """compare's counts per kernel name and copy kind are the summaries' (the whole run)."""
-    p = subprocess.run([TALLY, "compare", "-f", "json", trace, trace], stdout=subprocess.PIPE,
+def check_compare(label, trace, other):
+    """compare's figures per kernel name and copy kind, on each side, are stats' own for that side's
+    trace over the whole run: the count (Instances/Count) and p50 (Med) of cuda_gpu_kern_sum and
+    cuda_gpu_mem_time_sum, and for a one-process trace p90 (kern_rank_spread's P90)."""
+    p = subprocess.run([TALLY, "compare", "-f", "json", trace, other], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE)
     if p.returncode not in (0, 1, 5):
         bad(label + ": compare", "exit %d" % p.returncode)
         return
     names = json.loads(p.stdout)["names"]
-    st = stats_json(trace, ["cuda_gpu_kern_sum:mangled", "cuda_gpu_mem_time_sum"])
-    want = {r["Name"]: r["Instances"] for r in rows(st, "cuda_gpu_kern_sum")}
-    want.update({r["Operation"]: r["Count"] for r in rows(st, "cuda_gpu_mem_time_sum")})
-    got = {n["name"]: n["a"]["count"] for n in names}
-    check("%s: compare's counts per kernel and copy kind are stats' summaries'" % label,
-          [] if got == want else ["%s: compare %s, stats %s" % (k, got.get(k), want.get(k))
-                                  for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)])
+    for side, path in (("a", trace), ("b", other)):
+        st = stats_json(path, ["cuda_gpu_kern_sum:mangled", "cuda_gpu_mem_time_sum",
+                               "kern_rank_spread:mangled"])
+        want = {r["Name"]: (r["Instances"], r["Med (ns)"]) for r in rows(st, "cuda_gpu_kern_sum")}
+        want.update({r["Operation"]: (r["Count"], r["Med (ns)"])
+                     for r in rows(st, "cuda_gpu_mem_time_sum")})
+        got = {n["name"]: (n[side]["count"], n[side]["p50_ns"]) for n in names if n[side]["count"]}
+        probs = ["%s: compare %s, stats %s" % (k, got.get(k), want.get(k))
+                 for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)]
+        spread = rows(st, "kern_rank_spread")
+        if len({r["PID"] for r in spread}) == 1:
+            p90 = {n["name"]: n[side]["p90_ns"] for n in names}
+            probs += ["%s: compare p90 %s, kern_rank_spread P90 %s" % (r["Name"], p90.get(r["Name"]), r["P90 (ns)"])
+                      for r in spread if p90.get(r["Name"]) != r["P90 (ns)"]]
+        check("%s: compare's side %s count, p50 and p90 per kernel and copy kind are stats'"
+              % (label, side.upper()), probs)
 
 
 # ---- the model's cross-checks ---------------------------------------------------------------------
@@ -263,6 +303,22 @@ def check_model(label, st):
             probs.append("pid %s GPU %s: classes %d busy %d, breakdown idle %d busy %d" % (
                 r["PID"], r["Device"], classes, outside, r["Idle (ns)"], r["Busy Outside Trace (ns)"]))
     check("%s: gpu_idle_breakdown's classes are gpu_time_breakdown's idle" % label, probs)
+    # its stack rows: samples of idle gaps only, so a thread's stack time is within its class's
+    probs = []
+    per = {}
+    for c in ib:
+        if ":" in c["Category"]:
+            cls, kind = c["Category"].split(":", 1)
+            key = (c["PID"], c["Device"], c["Rank"], cls, c["Thread"], kind.split(",")[0])
+            per[key] = per.get(key, 0) + c["Idle Time (ns)"]
+    for (pid, dev, rank, cls, thread, kind), ns in per.items():
+        idle = sum(c["Idle Time (ns)"] for c in ib if (c["PID"], c["Device"], c["Rank"], c["Category"]) ==
+                   (pid, dev, rank, cls))
+        if ns > idle:
+            probs.append("pid %s GPU %s %s:%s of %s: %d ns of stacks in %d ns of idle" % (
+                pid, dev, cls, kind, thread, ns, idle))
+    check("%s: gpu_idle_breakdown's stacks stand for no more than their class's idle (busy outside "
+          "excluded)" % label, probs)
 
     why = rows(st, "gpu_idle_why")
     probs = []
@@ -317,6 +373,7 @@ def check_model(label, st):
 # ---- the traces ---------------------------------------------------------------------------------
 
 ALL = None
+COMPARE_OTHER = os.path.join(SRC, "data", "gen-tiny.tally")  # compare's side B beside each trace
 
 
 def one_trace(label, trace, tmp):
@@ -329,7 +386,7 @@ def one_trace(label, trace, tmp):
         check_model(label, st)
         check_page(label, trace, tmp)
         check_sqlite(label, trace, st, tmp)
-        check_compare(label, trace)
+        check_compare(label, trace, COMPARE_OTHER)
     except (RuntimeError, KeyError, ValueError) as e:
         bad(label, "could not be checked: %r" % e)
 
@@ -344,6 +401,8 @@ def random_traces(tmp, n):
         if i % 4 == 3:
             cmd = [METRICSGEN, "-o", path, "--seconds", "0.2", "--hz", str(rnd.choice((500, 1000))),
                    "--devices", str(rnd.choice((1, 2))), "--other-gaps", str(rnd.choice((0, 3, 5)))]
+            if i % 8 == 7:
+                cmd += ["--host"]
         else:
             cmd = [TESTSRC, "-o", path, "--t0", "1796000000000000000", "--seed", str(seed),
                    "--kernels", str(rnd.randrange(50, 400)), "--memcpys", str(rnd.randrange(0, 30)),
@@ -369,6 +428,46 @@ def random_traces(tmp, n):
     return out
 
 
+def check_busy_gaps_unsampled(tmp):
+    """A metrics trace with host samples (tally-metricsgen --host --other-gaps 3): on each device
+    every 4 ms gap holds 4 samples of thread 4242 at +0.5, +1.5, +2.5 and +3.5 ms, each standing
+    for its time to the next sample within the gap (3.5 ms in all); every 3rd gap of device 0 runs
+    another process's kernel at SM Active 40% (busy outside the trace).  The breakdown's stack of
+    each device counts the samples of its idle gaps only: 4 and 3.5 ms for each gap that gpu_gaps
+    and gpu_time_breakdown call idle, none of the busy ones."""
+    path = os.path.join(tmp, "busy-host.tally")
+    subprocess.run([METRICSGEN, "-o", path, "--seconds", "0.2", "--hz", "1000", "--devices", "2",
+                    "--other-gaps", "3", "--host"], check=True)
+    st = stats_json(path, ["gpu_idle_breakdown", "gpu_gaps", "gpu_time_breakdown", "diagnosis"])
+    gaps = [g for g in rows(st, "gpu_gaps") if g["Stream"] == "all"]
+    probs = []
+    for dev in (0, 1):
+        idle = [g for g in gaps if g["Device"] == dev and g["Class"] != BUSY]
+        busy = [g for g in gaps if g["Device"] == dev and g["Class"] == BUSY]
+        if dev == 0 and not busy:
+            probs.append("device 0 has no busy-outside gap to test with")
+        if any(g["Duration (ns)"] != 4000000 for g in idle + busy):
+            probs.append("device %d: a gap not of 4 ms" % dev)
+        stacks = [c for c in rows(st, "gpu_idle_breakdown") if c["Device"] == dev and ":" in c["Category"]]
+        want = (4 * len(idle), 3500000 * len(idle))
+        got = (sum(c["Samples"] for c in stacks), sum(c["Idle Time (ns)"] for c in stacks))
+        if got != want:
+            probs.append("device %d: stacks %d samples / %d ns, its %d idle gaps hold %d / %d" % (
+                dev, got[0], got[1], len(idle), want[0], want[1]))
+        classes = sum(c["Idle Time (ns)"] for c in rows(st, "gpu_idle_breakdown")
+                      if c["Device"] == dev and ":" not in c["Category"] and c["Category"] != BUSY)
+        bd = [r for r in rows(st, "gpu_time_breakdown") if r["Device"] == dev]
+        if not bd or classes != sum(g["Duration (ns)"] for g in idle) or classes != bd[0]["Idle in Gaps (ns)"]:
+            probs.append("device %d: breakdown idle %d, gpu_gaps' idle %d, gpu_time_breakdown's %s" % (
+                dev, classes, sum(g["Duration (ns)"] for g in idle), bd[0]["Idle in Gaps (ns)"] if bd else None))
+    idle_find = [f for f in rows(st, "diagnosis") if f["Rule"] == "gpu-idle"]
+    all_idle = sum(r["Idle (ns)"] for r in rows(st, "gpu_time_breakdown"))
+    if idle_find and idle_find[0]["Cost (ns)"] > all_idle:
+        probs.append("diagnosis idle %d, more than the breakdown's %d" % (idle_find[0]["Cost (ns)"], all_idle))
+    check("metricsgen --host --other-gaps 3: gpu_idle_breakdown's stacks count only the gaps "
+          "gpu_gaps calls idle, none busy outside the trace", probs)
+
+
 def main():
     data = os.path.join(SRC, "data")
     kept = sorted(f for f in os.listdir(data) if f.endswith(".tally"))
@@ -377,6 +476,7 @@ def main():
             one_trace(name, os.path.join(data, name), tmp)
         for label, path in random_traces(tmp, RANDOM):
             one_trace(label, path, tmp)
+        check_busy_gaps_unsampled(tmp)
     print("test-consistency.py: %d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed or not passed else 0)
 

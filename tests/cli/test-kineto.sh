@@ -10,6 +10,9 @@
 #   the workload made, copies named as Kineto names them ("Memcpy HtoD (...)");
 # - API calls cuda_runtime and cuda_driver, NVTX ranges user_annotation, none with a stream (HTA
 #   would count them as GPU work), no synchronization records;
+# - each NVTX range's projection onto the GPU as Kineto makes it, gpu_user_annotation on each
+#   stream where work launched inside it ran, from the first start to the last end (from the
+#   construction of tally-testsrc --steps), with the range's External id and no args.stream;
 # - one ac2g flow per launch with GPU work: "s" on its call, "f" bound to the work;
 # - times in whole microseconds, each end the nearest microsecond to the recorded nanosecond (the
 #   CSV export's), so no duration is negative;
@@ -76,6 +79,34 @@ check k "all(type(e['ts']) is int and (e['ph'] != 'X' or type(e['dur']) is int a
 check k "{int(c['correlation']): ((int(c['start']) + 500) // 1000, (int(c['end']) + 500) // 1000) for c in csv['kernel']} == {e['args']['correlation']: (e['ts'], e['ts'] + e['dur']) for e in ev(0, 'kernel')}"
 check k "all(sorted(p['id'] for p in f[r]['deviceProperties']) == [0, 1] and all(p['name'] and 'numSms' in p for p in f[r]['deviceProperties']) for r in f)"
 check k "all(f[r]['tally']['tally_verdict'] == 'COMPLETE' and not ev(r, 'tally_loss') for r in f)"
+
+# NVTX ranges projected onto the GPU as Kineto does (gpu_user_annotation): steps of exact times
+# (tally-testsrc --steps, testsrc.h): per step a range "step" around a 2 ms copy and 4 kernels of
+# 1 ms back to back on stream 7, and a 0.5 ms NCCL kernel on stream 8 starting 1 ms after the first
+# kernel; so each step's projection is 6 ms on stream 7 from the copy's start to the fourth
+# kernel's end, and 0.5 ms on stream 8 from 3 ms after it, with the step's External id
+"$TESTSRC" -o "$T/steps.tally" --t0 1796000000000000000 --steps 5 --step-kernels 4 --kernel-us 1000 \
+	--copy-us 2000 --comm-us 500 --comm-at-us 1000 --gap-us 500 --devices 1 >/dev/null
+expect_rc "export -f kineto, steps in NVTX ranges" 0 "$TALLY" export -q -f kineto -o "$T/steps" "$T/steps.tally"
+ga="lambda: sorted(ev(0, 'gpu_user_annotation'), key=lambda e: (e['tid'], e['ts']))"
+check steps "len(ev(0, 'user_annotation')) == 5 and [(e['tid'], e['name'], e['pid']) for e in ($ga)()] == [(7, 'step', 0)] * 5 + [(8, 'step', 0)] * 5"
+check steps "[e['dur'] for e in ($ga)()] == [6000] * 5 + [500] * 5"
+check steps "[e['ts'] for e in ($ga)()][:5] == sorted(e['ts'] for e in ev(0, 'gpu_memcpy')) and [e['ts'] + e['dur'] for e in ($ga)()][:5] == sorted(e['ts'] + e['dur'] for e in ev(0, 'kernel') if e['tid'] == 7)[3::4]"
+check steps "[e['ts'] for e in ($ga)()][5:] == [e['ts'] + 3000 for e in ($ga)()][:5] == sorted(e['ts'] for e in ev(0, 'kernel') if e['tid'] == 8)"
+check steps "sorted(e['args']['External id'] for e in ($ga)()) == sorted(2 * [e['args']['External id'] for e in ev(0, 'user_annotation')]) and all(a['ts'] <= g['ts'] for g in ($ga)() for a in ev(0, 'user_annotation') if a['args']['External id'] == g['args']['External id'])"
+check steps "all(set(e['args']) == {'External id'} for e in ($ga)()) and not {e['args']['External id'] for e in ($ga)()} & {e['args']['correlation'] for e in gpu(0)}"
+# --range-every 10: an "iter" range around every 10 kernel launches of each thread (6 a thread),
+# the copies launched after them, outside: each kernel lies inside an "iter" projection on its own
+# stream, each projection starts at a kernel's start and ends at a kernel's end (no copy's), one
+# projection per range and stream
+"$TESTSRC" -o "$T/iter.tally" --kernels 60 --memcpys 6 --range-every 10 --threads 2 --streams 3 >/dev/null
+expect_rc "export -f kineto, launches in NVTX ranges" 0 "$TALLY" export -q -f kineto -o "$T/iter" "$T/iter.tally"
+inside="lambda g: any(a['pid'] == g['pid'] and a['tid'] == g['tid'] and a['ts'] <= g['ts'] and g['ts'] + g['dur'] <= a['ts'] + a['dur'] for a in ev(0, 'gpu_user_annotation'))"
+check iter "len(ev(0, 'user_annotation')) == 2 * 6 and {e['name'] for e in ev(0, 'gpu_user_annotation')} == {'iter'}"
+check iter "len(ev(0, 'kernel')) == 120 and all(($inside)(g) for g in ev(0, 'kernel'))"
+check iter "len(ev(0, 'gpu_memcpy')) == 12 and all((a['pid'], a['tid'], a['ts']) in {(k['pid'], k['tid'], k['ts']) for k in ev(0, 'kernel')} and (a['pid'], a['tid'], a['ts'] + a['dur']) in {(k['pid'], k['tid'], k['ts'] + k['dur']) for k in ev(0, 'kernel')} for a in ev(0, 'gpu_user_annotation'))"
+check iter "len({(a['args']['External id'], a['tid']) for a in ev(0, 'gpu_user_annotation')}) == len(ev(0, 'gpu_user_annotation')) <= 12 * 3"
+check k "not ev(0, 'gpu_user_annotation') or all(a['pid'] < 1000 for a in ev(0, 'gpu_user_annotation'))"
 
 # loss travels with the data: a window where CUPTI dropped records, never on a stream
 "$TESTSRC" -o "$T/lossy.tally" --kernels 300 --idle-at 150:5:40 >/dev/null

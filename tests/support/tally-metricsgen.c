@@ -14,10 +14,12 @@
  * every Kth gap of device 0 - a process of its own, whose trace is --second FILE (pid 4343,
  * state elsewhere: A samples the GPU) or, without --second, nobody's (untraced work).
  * --metric-gap MS:LEN: no sample starts in [MS, MS + LEN) ms (a gap in the samples, counted and
- * placed as the collector does).
+ * placed as the collector does).  --host: A's thread 4242 is host-sampled at 1 kHz (Python, on
+ * the CPU in compute (/work/train.py:20)) from 0.5 ms to the end, so that each 4 ms gap holds 4
+ * samples standing for 1 ms each.
  *
  *   tally-metricsgen -o A.tally [--second B.tally] [--seconds S] [--hz H] [--devices N]
- *       [--metrics N] [--other-gaps K] [--metric-gap MS:LEN] [--expect FILE.json]
+ *       [--metrics N] [--other-gaps K] [--metric-gap MS:LEN] [--host] [--expect FILE.json]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +37,7 @@
 #include "ledger.h"
 #include "metricset.h"
 #include "payloads.h"
+#include "stacks.h"
 #include "writer.h"
 
 #define T0	   1796000000000000000ull /* session start, CUPTI ns = realtime ns */
@@ -54,6 +57,7 @@ struct opts {
 	const char *out, *second, *expect;
 	double seconds;
 	unsigned hz, devices, nmetrics, other_gaps;
+	bool host;		   /* --host: A's thread 4242 host-sampled */
 	uint64_t mgap_t0, mgap_t1; /* relative to T0; 0 0: none */
 };
 
@@ -158,6 +162,12 @@ static void session(struct out *o, uint64_t pid, const struct gen *g, bool sampl
 	tally_kv_str(&o->b, TALLY_SK_GPU_METRICS, "all");
 	tally_kv_uint(&o->b, TALLY_SK_GPU_METRICS_HZ, g->o.hz);
 	tally_kv_str(&o->b, TALLY_SK_GPU_METRICS_SET, "default");
+	if (sampler && g->o.host) {
+		tally_kv_uint(&o->b, TALLY_SK_SAMPLE, TALLY_SAMPLE_BIT_PYTHON);
+		tally_kv_uint(&o->b, TALLY_SK_SAMPLE_RATE, 1000);
+		tally_kv_str(&o->b, TALLY_SK_SAMPLE_MECHANISM,
+			     "made up by tally-metricsgen --host");
+	}
 	chunk(o, TALLY_CHUNK_SESSION, 0);
 }
 
@@ -494,6 +504,40 @@ static void a_work(struct out *o, const struct gen *g)
 	free(rg);
 }
 
+/* --host: one thread on the CPU in compute (/work/train.py:20), a sample every 1 ms from 0.5 ms. */
+static void host_samples(struct out *o, const struct gen *g)
+{
+	struct tally_pending_table frames = {0}, stacks = {0};
+	uint64_t n = (trace_end(g) - T0 - MS / 2) / MS + 1, i;
+	struct tally_record *r = calloc(n, sizeof(*r));
+	uint32_t f, stack;
+
+	if (!r)
+		die("calloc");
+	f = tally_frame_put(&frames, TALLY_FRAME_PYTHON, 20, 0, "/work/train.py", 14, "compute", 7);
+	stack = tally_stack_put(&stacks, &f, 1);
+	tally_buf_reset(&o->b);
+	if (tally_pending_take(&frames, &o->b))
+		chunk(o, TALLY_CHUNK_FRAMES, 0);
+	tally_buf_reset(&o->b);
+	if (tally_pending_take(&stacks, &o->b))
+		chunk(o, TALLY_CHUNK_STACKS, 0);
+	tally_pending_fini(&frames);
+	tally_pending_fini(&stacks);
+	for (i = 0; i < n; i++)
+		r[i] = (struct tally_record){.kind = TALLY_KIND_CPU_SAMPLE,
+					     .start = T0 + MS / 2 + i * MS,
+					     .end = T0 + MS / 2 + i * MS,
+					     .thread_id = 4242,
+					     .process_id = 4242,
+					     .subkind = TALLY_SAMPLE_PYTHON,
+					     .value = TALLY_THREAD_ON_CPU,
+					     .stack_id = stack};
+	records(o, r, n);
+	o->l.v[TALLY_C_SAMPLES_TAKEN] += n;
+	free(r);
+}
+
 static void write_a(struct gen *g)
 {
 	struct out o;
@@ -506,6 +550,8 @@ static void write_a(struct gen *g)
 	for (d = 0; d < g->o.devices; d++)
 		gpu_metrics_chunk(&o, g, d, TALLY_GM_SAMPLED);
 	a_work(&o, g);
+	if (g->o.host)
+		host_samples(&o, g);
 	for (m = 0; m < g->nm; m++)
 		names[m] = string(&o, g->m[m].name);
 	for (d = 0; d < g->o.devices; d++)
@@ -757,7 +803,7 @@ static void gen_free(struct gen *g)
 static void usage(void)
 {
 	fputs("usage: tally-metricsgen -o A.tally [--second B.tally] [--seconds S] [--hz H]\n"
-	      "  [--devices N] [--metrics N] [--other-gaps K] [--metric-gap MS:LEN]\n"
+	      "  [--devices N] [--metrics N] [--other-gaps K] [--metric-gap MS:LEN] [--host]\n"
 	      "  [--expect FILE.json]\n",
 	      stderr);
 	exit(2);
@@ -768,7 +814,8 @@ static void parse(int argc, char **argv, struct opts *o)
 	static const struct option longs[] = {
 	    {"second", 1, 0, 's'},  {"seconds", 1, 0, 'S'},    {"hz", 1, 0, 'h'},
 	    {"devices", 1, 0, 'd'}, {"metrics", 1, 0, 'm'},    {"other-gaps", 1, 0, 'k'},
-	    {"expect", 1, 0, 'e'},  {"metric-gap", 1, 0, 'g'}, {0, 0, 0, 0},
+	    {"expect", 1, 0, 'e'},  {"metric-gap", 1, 0, 'g'}, {"host", 0, 0, 'H'},
+	    {0, 0, 0, 0},
 	};
 	double a, b;
 	int c;
@@ -791,6 +838,8 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->other_gaps = (unsigned)atoi(optarg);
 		else if (c == 'e')
 			o->expect = optarg;
+		else if (c == 'H')
+			o->host = true;
 		else if (c == 'g' && sscanf(optarg, "%lf:%lf", &a, &b) == 2) {
 			o->mgap_t0 = (uint64_t)(a * MS);
 			o->mgap_t1 = (uint64_t)((a + b) * MS);

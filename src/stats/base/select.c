@@ -86,6 +86,15 @@ double stats_median(uint64_t *a, size_t n)
 	return n % 2 ? (double)mid : ((double)mid + (double)next) / 2;
 }
 
+size_t stats_rank_index(size_t n, double p)
+{
+	/* nearest rank: the smallest value with at least p percent of the values at or below it */
+	size_t k = (size_t)(p / 100.0 * (double)n + 0.999999999);
+
+	k = k ? k - 1 : 0;
+	return k < n ? k : (n ? n - 1 : 0);
+}
+
 /* The p-th percentile by nearest rank (p50 of 1..4 is 2, p90 of 1..10 is 9). 0 for none. */
 static uint64_t stats_percentile(uint64_t *a, size_t n, double p)
 {
@@ -94,10 +103,7 @@ static uint64_t stats_percentile(uint64_t *a, size_t n, double p)
 
 	if (!n)
 		return 0;
-	/* nearest rank: the smallest value with at least p percent of the values at or below it */
-	k = (size_t)(p / 100.0 * (double)n + 0.999999999);
-	k = k ? k - 1 : 0;
-	k = k < n ? k : n - 1;
+	k = stats_rank_index(n, p);
 	extremes(a, n, &lo, &hi);
 	return stats_select(a, n, k, lo, hi, NULL);
 }

@@ -15,6 +15,9 @@
 uint64_t stats_select(uint64_t *a, size_t n, size_t k, uint64_t lo, uint64_t hi, uint64_t *next);
 /* The median: the middle value, or the mean of the two middle ones (nsys's Med). 0 for none. */
 double stats_median(uint64_t *a, size_t n);
+/* The 0-based index of the p-th percentile (0..100) in n sorted values, by nearest rank (p50 of
+ * 1..4 is the 2nd, p90 of 1..10 the 9th): the one definition of P90 and friends, also compare's. */
+size_t stats_rank_index(size_t n, double p);
 /* Each percentile p[i] of v[0..n) into out[i], v left as it is (a copy is selected in).  0 or
  * -ENOMEM. */
 int stats_percentiles(const uint64_t *v, size_t n, const double *p, uint64_t *out, size_t np);

@@ -95,6 +95,11 @@ struct idle_why {
 	size_t active_ns_cap;
 	struct hole_ref *holes;
 	size_t nholes, holes_cap;
+	/* the breakdown's samples and launches per hole, in sections with GPU metrics: a hole they
+	 * later show busy outside the trace (idle_why_drop_outside) takes its share out again */
+	struct hole_share *shares;
+	size_t nshares, shares_cap;
+	struct tally_map share_at; /* a share's identity -> shares index + 1 */
 };
 
 static int by_start(const void *a, const void *b)
@@ -140,6 +145,8 @@ void idle_why_free(struct idle_why *w)
 	free(w->holes);
 	free(w->waited);
 	free(w->follow);
+	free(w->shares);
+	tally_map_fini(&w->share_at);
 	wait_cache_fini(&w->waits);
 	line_cache_fini(&w->lines);
 	free(w);
@@ -669,6 +676,75 @@ static int keep_top_stacks(struct idle_why *w, size_t from)
 	return 0;
 }
 
+/* ---- shares of holes the GPU metrics may show busy ---------------------------------------------
+ */
+
+/* What one thread's samples of one stack (or its launch) in one hole gave the stacks (threads). */
+struct hole_share {
+	unsigned section;
+	uint32_t device;
+	uint64_t hole_t0;
+	uint64_t thread;
+	uint8_t source, state;
+	uint32_t stack;
+	uint64_t count, ns;
+	bool launch; /* launched_ns of the thread's why_thread, not samples */
+};
+
+/* Only a section with GPU metrics can have a hole classed busy outside the trace (gaps.h). */
+static bool keeps_shares(const struct report_section *rs)
+{
+	return rs->s->ngpu_metrics || rs->s->gpu_metrics_asked;
+}
+
+static bool same_share(const struct hole_share *a, const struct hole_share *b)
+{
+	return a->section == b->section && a->device == b->device && a->hole_t0 == b->hole_t0 &&
+	       a->thread == b->thread && a->source == b->source && a->state == b->state &&
+	       a->stack == b->stack && a->launch == b->launch;
+}
+
+struct share_lookup {
+	const struct idle_why *w;
+	const struct hole_share *s;
+};
+
+static bool share_is(void *ctx, uint32_t value)
+{
+	const struct share_lookup *l = ctx;
+
+	return same_share(&l->w->shares[value - 1], l->s);
+}
+
+static uint64_t share_hash(const struct hole_share *s)
+{
+	return tally_hash_pair(tally_hash_pair(tally_key32(s->section, s->device), s->hole_t0),
+			       tally_hash_pair(s->thread, (uint64_t)s->launch << 48 |
+							      (uint64_t)s->source << 40 |
+							      (uint64_t)s->state << 32 | s->stack));
+}
+
+/* Add s's count and ns to its share.  0 or -ENOMEM. */
+static int add_share(struct idle_why *w, const struct hole_share *s)
+{
+	struct share_lookup l = {w, s};
+	uint64_t h = share_hash(s);
+	uint32_t at = tally_map_find(&w->share_at, h, share_is, &l);
+
+	if (!at) {
+		if (!tally_grow_in((void **)&w->shares, &w->shares_cap, w->nshares + 1,
+				   sizeof(*w->shares)) ||
+		    tally_map_add(&w->share_at, h, (uint32_t)w->nshares + 1) < 0)
+			return -ENOMEM;
+		w->shares[w->nshares] = *s;
+		w->shares[w->nshares].count = w->shares[w->nshares].ns = 0;
+		at = (uint32_t)++w->nshares;
+	}
+	w->shares[at - 1].count += s->count;
+	w->shares[at - 1].ns += s->ns;
+	return 0;
+}
+
 /* The launching threads of rs's listed holes in their device's largest class, by time ended. */
 /* The index of the total of (section, device), or n: totals come by section, devices by id. */
 static size_t total_index(const struct report_idle_total *t, size_t n, unsigned sec,
@@ -704,6 +780,14 @@ static int launchers(struct idle_why *w, const struct report_section *rs, size_t
 				     api_thread(w, g[i].launch_thread))))
 			return -ENOMEM;
 		wt->launched_ns += g[i].gap.t1 - g[i].gap.t0;
+		if (keeps_shares(rs) &&
+		    add_share(w, &(struct hole_share){.section = rs->index,
+						      .device = g[i].gap.device,
+						      .hole_t0 = g[i].gap.t0,
+						      .thread = wt->thread,
+						      .launch = true,
+						      .ns = g[i].gap.t1 - g[i].gap.t0}) < 0)
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -713,8 +797,8 @@ static int launchers(struct idle_why *w, const struct report_section *rs, size_t
 struct pending {
 	struct hitem it;
 	uint32_t *device;
-	uint64_t *end;
-	size_t n, cap, end_cap;
+	uint64_t *start, *end; /* the hole's */
+	size_t n, cap, start_cap, end_cap;
 };
 
 /* The stacks of the largest holes, counted as they come: (device, thread, source, state, stack)
@@ -759,6 +843,18 @@ static int settle(struct idle_why *w, struct stack_count *c, const struct report
 		}
 		w->stacks[at - 1].count++;
 		w->stacks[at - 1].ns += end > p->it.t0 ? end - p->it.t0 : 0;
+		if (keeps_shares(rs) &&
+		    add_share(w, &(struct hole_share){.section = rs->index,
+						      .device = p->device[k],
+						      .hole_t0 = p->start[k],
+						      .thread = p->it.thread,
+						      .source = source,
+						      .state = state,
+						      .stack = stack,
+						      .count = 1,
+						      .ns = end > p->it.t0 ? end - p->it.t0 : 0}) <
+			0)
+			return -ENOMEM;
 	}
 	p->n = 0;
 	return 0;
@@ -787,9 +883,12 @@ static int take_sample(struct idle_why *w, struct stack_count *c, const struct r
 	p->it = *it;
 	for (i = 0; i < nopen; i++) {
 		if (!tally_grow_in((void **)&p->device, &p->cap, p->n + 1, sizeof(*p->device)) ||
+		    !tally_grow_in((void **)&p->start, &p->start_cap, p->n + 1,
+				   sizeof(*p->start)) ||
 		    !tally_grow_in((void **)&p->end, &p->end_cap, p->n + 1, sizeof(*p->end)))
 			return -ENOMEM;
 		p->device[p->n] = open[i].device;
+		p->start[p->n] = open[i].t0;
 		p->end[p->n++] = open[i].t1;
 	}
 	return 0;
@@ -853,6 +952,7 @@ static int largest_stacks(struct idle_why *w, const struct report_section *rs)
 			rc = settle(w, &c, rs, &c.pend[i], UINT64_MAX);
 	for (i = 0; i < c.npend; i++) {
 		free(c.pend[i].device);
+		free(c.pend[i].start);
 		free(c.pend[i].end);
 	}
 	free(c.pend);
@@ -1482,4 +1582,139 @@ const char *idle_cause(void *ctx, unsigned section, uint32_t device, char *buf, 
 	if (x->why && rs && used > 0 && (size_t)used < len)
 		cause_threads(x, rs, device, buf, len);
 	return buf;
+}
+
+/* ---- holes the GPU metrics show busy -----------------------------------------------------------
+ */
+
+/* What identifies a stack of the breakdown, as a share without its hole. */
+static struct hole_share stack_identity(const struct why_stack *s)
+{
+	return (struct hole_share){.section = s->section,
+				   .device = s->device,
+				   .thread = s->thread,
+				   .source = s->source,
+				   .state = s->state,
+				   .stack = s->stack};
+}
+
+struct stack_lookup {
+	const struct why_stack *stacks;
+	const struct hole_share *id;
+};
+
+static bool stack_is(void *ctx, uint32_t value)
+{
+	const struct stack_lookup *l = ctx;
+	struct hole_share id = stack_identity(&l->stacks[value - 1]);
+
+	return same_share(&id, l->id);
+}
+
+static int by_section_then_weight(const void *a, const void *b)
+{
+	const struct why_stack *x = a, *y = b;
+
+	if (x->section != y->section)
+		return x->section < y->section ? -1 : 1;
+	return by_stack_weight(a, b);
+}
+
+/* A thread's samples of one source in busy holes, by (section, device; source, tid): samples'
+ * threads are kernel tids, below 2^32. */
+static uint64_t of_key(uint64_t thread, uint8_t source)
+{
+	return (uint64_t)source << 40 | thread;
+}
+
+/* Share x, of a busy hole, out of its thread's figures and (found through at) its stack's. */
+static int unshare(struct idle_why *w, const struct hole_share *x, const struct tally_map *at,
+		   struct tally_map *of_at, uint64_t **of_gone, size_t *nof, size_t *of_cap)
+{
+	uint32_t t =
+	    tally_map_get(&w->threads_in_map, tally_key32(x->section, x->device), x->thread);
+	struct why_thread *th = t ? &w->threads_in[t - 1] : NULL;
+	struct hole_share id = *x;
+	struct stack_lookup l = {w->stacks, &id};
+	uint32_t k, o;
+
+	if (x->launch) {
+		if (th)
+			th->launched_ns = th->launched_ns > x->ns ? th->launched_ns - x->ns : 0;
+		return 0;
+	}
+	if (th) {
+		th->samples = th->samples > x->count ? th->samples - x->count : 0;
+		if (x->state == TALLY_THREAD_ON_CPU)
+			th->on_cpu = th->on_cpu > x->count ? th->on_cpu - x->count : 0;
+	}
+	id.hole_t0 = id.count = id.ns = 0;
+	if ((k = tally_map_find(at, share_hash(&id), stack_is, &l))) {
+		struct why_stack *s = &w->stacks[k - 1];
+
+		s->count = s->count > x->count ? s->count - x->count : 0;
+		s->ns = s->ns > x->ns ? s->ns - x->ns : 0;
+	}
+	o = tally_map_get(of_at, tally_key32(x->section, x->device), of_key(x->thread, x->source));
+	if (!o) {
+		if (!tally_grow_in((void **)of_gone, of_cap, *nof + 1, sizeof(**of_gone)) ||
+		    tally_map_put(of_at, tally_key32(x->section, x->device),
+				  of_key(x->thread, x->source), (uint32_t)*nof + 1) < 0)
+			return -ENOMEM;
+		o = (uint32_t)++ * nof;
+	}
+	(*of_gone)[o - 1] += x->count;
+	return 0;
+}
+
+/* The stacks left, each's share of its thread's samples less those of the busy holes. */
+static void restack(struct idle_why *w, const struct tally_map *of_at, const uint64_t *of_gone)
+{
+	size_t i, out = 0;
+
+	for (i = 0; i < w->nstacks; i++) {
+		struct why_stack *s = &w->stacks[i];
+		uint32_t o = s->process ? 0
+					: tally_map_get(of_at, tally_key32(s->section, s->device),
+							of_key(s->thread, s->source));
+
+		if (o)
+			s->of = s->of > of_gone[o - 1] ? s->of - of_gone[o - 1] : 0;
+		if (s->count)
+			w->stacks[out++] = *s;
+	}
+	w->nstacks = out;
+	if (out > 1)
+		qsort(w->stacks, out, sizeof(*w->stacks), by_section_then_weight);
+}
+
+int idle_why_drop_outside(struct idle_why *w)
+{
+	struct tally_map busy = {0}, at = {0}, of_at = {0};
+	uint64_t *of_gone = NULL;
+	size_t ngaps, i, nbusy = 0, nof = 0, of_cap = 0;
+	const struct report_idle_gap *g = report_idle_gaps(w->idle, &ngaps);
+	int rc = 0;
+
+	for (i = 0; rc == 0 && i < ngaps; i++)
+		if (report_gap_class(&g[i].gap) == GAP_BUSY_OUTSIDE && ++nbusy)
+			rc = tally_map_put(&busy, tally_key32(g[i].gap.section, g[i].gap.device),
+					   g[i].gap.t0, 1);
+	for (i = 0; rc == 0 && nbusy && i < w->nstacks; i++) {
+		struct hole_share id = stack_identity(&w->stacks[i]);
+
+		if (!w->stacks[i].process)
+			rc = tally_map_add(&at, share_hash(&id), (uint32_t)i + 1);
+	}
+	for (i = 0; rc == 0 && nbusy && i < w->nshares; i++)
+		if (tally_map_get(&busy, tally_key32(w->shares[i].section, w->shares[i].device),
+				  w->shares[i].hole_t0))
+			rc = unshare(w, &w->shares[i], &at, &of_at, &of_gone, &nof, &of_cap);
+	if (rc == 0 && nbusy)
+		restack(w, &of_at, of_gone);
+	free(of_gone);
+	tally_map_fini(&busy);
+	tally_map_fini(&at);
+	tally_map_fini(&of_at);
+	return rc < 0 ? -ENOMEM : 0;
 }

@@ -97,6 +97,14 @@ const struct why_stack *idle_why_stacks(const struct idle_why *w, size_t *n);
  */
 int idle_why_follow(struct idle_why *w, const struct jobprocs *jp, const struct report_set *set);
 
+/*
+ * After the GPU metrics classed the gaps (stats' gapclass.c), before idle_why_follow: the samples
+ * and launches of the holes they show busy outside the trace leave the breakdown's stacks and the
+ * launching threads' figures, as the holes leave the idle classes.  Linear in the shares kept
+ * (one per hole and stack of a section with GPU metrics).  0 or -ENOMEM.
+ */
+int idle_why_drop_outside(struct idle_why *w);
+
 /* Whether any section had host samples, blocking calls (false: the reports say how to record). */
 bool idle_why_has_host(const struct idle_why *w);
 

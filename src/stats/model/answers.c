@@ -24,6 +24,12 @@ const struct bd_row *stats_breakdown(const struct stats *st, size_t *n)
 	return st->bd ? breakdown_rows(st->bd, n) : NULL;
 }
 
+const struct spread_row *stats_spread(const struct stats *st, size_t *n)
+{
+	*n = 0;
+	return st->spread ? spread_rows(st->spread, n) : NULL;
+}
+
 const struct bound_row *stats_bound(const struct stats *st, size_t *n)
 {
 	*n = 0;

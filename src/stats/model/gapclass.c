@@ -116,5 +116,5 @@ int stats_classify_gaps(struct stats *st, const struct report_set *set)
 	(void)set;
 	classify_breakdown(st);
 	classify_idle(st);
-	return 0;
+	return st->why ? idle_why_drop_outside(st->why) : 0;
 }

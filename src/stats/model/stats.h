@@ -126,6 +126,9 @@ struct qseries;
 struct mem_usage;
 struct report_jobs;
 const struct bd_row *stats_breakdown(const struct stats *st, size_t *n);
+/* kern_rank_spread's rows (spread.h): the top kernels' figures per process; NULL when not made. */
+struct spread_row;
+const struct spread_row *stats_spread(const struct stats *st, size_t *n);
 /* What bounds each step, per process and device with steps (bound.h); NULL when not made. */
 const struct bound_row *stats_bound(const struct stats *st, size_t *n);
 /* gpu_gaps' gaps (gaps.h), each of its one class, when a report asked for them. */
