@@ -548,7 +548,9 @@ static int run(struct opts *o, int fd)
 		fprintf(stderr, "tally-testsrc: pipeline start: %s\n", strerror(-rc));
 		return 1;
 	}
-	t_start = testsrc_now();
+	/* with --t0 the samples start there too, as the records do: not after however long the
+	 * pipeline took to start on a loaded machine (which moved them against the gaps) */
+	t_start = o->w.t0 ? o->w.t0 : testsrc_now();
 	wk = calloc(o->threads, sizeof(*wk));
 	for (i = 0; i < o->threads; i++) {
 		wk[i].o = o;
