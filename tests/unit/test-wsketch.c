@@ -180,10 +180,8 @@ static void memory_and_saturation(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(small_values_exact),
-	    cmocka_unit_test(within_the_bound),
-	    cmocka_unit_test(merged_is_whole),
-	    cmocka_unit_test(weight_above),
+	    cmocka_unit_test(small_values_exact),    cmocka_unit_test(within_the_bound),
+	    cmocka_unit_test(merged_is_whole),	     cmocka_unit_test(weight_above),
 	    cmocka_unit_test(memory_and_saturation),
 	};
 
