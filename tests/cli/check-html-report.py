@@ -157,7 +157,10 @@ def analyses(dom, stats, text, ranks):
     processes = sum(len(i["sections"]) for i in stats["inputs"])
     if processes >= 2:
         rt = dom.tables.get("ranks-table", [])[1:]
-        idle = sorted(int(r["GPU idle (ns)"]) for r in rt)
+        # a process of the job that ran no GPU work (torchrun's launcher) has its row, with
+        # neither busy nor idle time, and no row in gpu_time_breakdown
+        idle = sorted(int(r["GPU idle (ns)"]) for r in rt
+                      if int(r["GPU idle (ns)"]) or int(r["GPU busy (ns)"]))
         per = {}
         for r in bd:
             per[(r["Rank"], r["PID"])] = per.get((r["Rank"], r["PID"]), 0) + r["Idle (ns)"]

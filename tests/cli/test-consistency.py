@@ -18,7 +18,7 @@ tally-metricsgen, seeded), on the CPU:
                 outside the trace above 1% SM or GR Active, never idle); the breakdown's parts
                 add up to the span and its idle to gpu_gaps' and gpu_idle_breakdown's, whose
                 stacks count no sample of a gap busy outside the trace; a thread's
-                sampled time in a gap is at most the gap; every share ("% of ...") is between 0
+                sampled time of one source (Python, native) in a gap is at most the gap; every share ("% of ...") is between 0
                 and 100; the diagnosis's idle cost, longest gap, straggler lead and loss cost are
                 those of the reports it reads.
 
@@ -330,9 +330,14 @@ def check_model(label, st):
     per = {}
     for w in why:
         if w["What"] in ("python", "native", "more"):
-            per[(w["Gap"], w["Thread"])] = per.get((w["Gap"], w["Thread"]), 0) + w["Time (ns)"]
+            # a thread's Python samples and its native ones (--sample python,native) are two
+            # series, each standing for the thread's time: each is bounded by the gap
+            src = w["What"] if w["What"] != "more" else ("python" if "Python" in w["Detail"] else "native")
+            key = (w["Gap"], w["Thread"], src)
+            per[key] = per.get(key, 0) + w["Time (ns)"]
     dur = {w["Gap"]: w["Duration (ns)"] for w in why}
-    probs += ["gap %s: %s sampled %d ns in %d" % (g, t, ns, dur[g]) for (g, t), ns in per.items() if ns > dur[g]]
+    probs += ["gap %s: %s sampled %d ns (%s) in %d" % (g, t, ns, src, dur[g])
+              for (g, t, src), ns in per.items() if ns > dur[g]]
     check("%s: gpu_idle_why's gaps are gpu_gaps'; a thread's sampled time in a gap is at most the gap"
           % label, probs)
 

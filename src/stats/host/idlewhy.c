@@ -411,14 +411,18 @@ static int by_thread_start(const void *a, const void *b)
 
 	if (x->thread != y->thread)
 		return x->thread < y->thread ? -1 : 1;
+	if (x->source != y->source) /* a thread's Python and native samples: two series */
+		return x->source < y->source ? -1 : 1;
 	return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
 /*
- * The time each active sample stands for in hole h: its thread's time from it to its thread's
- * next sample, at most a sampling period, and never past the hole's end; so a thread's samples in
- * a hole add up to no more than the hole, however the sampler's ticks jittered.  The next sample
- * that matters starts before the hole's end, so it is one of the hole's.
+ * The time each active sample stands for in hole h: its thread's time from it to the next sample
+ * of the same thread and source, at most its own duration (a sampling period where it has none),
+ * and only its part inside the hole (a sample taken just before the hole stands for the hole's
+ * first moments); so a thread's samples of one source in a hole add up to no more than the hole,
+ * however the sampler's ticks jittered.  The next sample that matters starts before the hole's
+ * end, so it is one of the hole's.
  */
 static int samples_ns(struct idle_why *w, const struct hole_ref *h)
 {
@@ -436,14 +440,17 @@ static int samples_ns(struct idle_why *w, const struct hole_ref *h)
 	if (n > 1)
 		qsort(ix, n, sizeof(*ix), by_thread_start);
 	for (i = 0; i < n; i++) {
-		const struct hitem *it = &w->active[ix[i]];
-		uint64_t end = it->t0 + w->period;
+		const struct hitem *it = &w->active[ix[i]],
+				   *next = &w->active[ix[i + 1 < n ? i + 1 : i]];
+		uint64_t end = it->t0 + (it->t1 > it->t0 ? it->t1 - it->t0 : w->period);
 
-		if (i + 1 < n && w->active[ix[i + 1]].thread == it->thread &&
-		    w->active[ix[i + 1]].t0 < end)
-			end = w->active[ix[i + 1]].t0;
+		if (i + 1 < n && next->thread == it->thread && next->source == it->source &&
+		    next->t0 < end)
+			end = next->t0;
+		uint64_t start = it->t0 > h->t0 ? it->t0 : h->t0;
+
 		end = end < h->t1 ? end : h->t1;
-		w->active_ns[ix[i]] = end > it->t0 ? end - it->t0 : 0;
+		w->active_ns[ix[i]] = end > start ? end - start : 0;
 	}
 	free(ix);
 	return 0;
