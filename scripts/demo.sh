@@ -16,12 +16,14 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
-# The kept recordings read without a GPU, in this order (the first ones' diagnosis comes first).
+# The kept recordings read without a GPU, in this order (the first ones' diagnosis comes first):
+# real ones (tests/data/README): a DataLoader's slow worker with host samples, two ranks with a
+# straggler, a PyTorch loop, GPU metrics.
 DEMO_TRACES="
-tests/data/standin-sampled.tally
-tests/data/gen-ranks.tally
+tests/data/gpu-h100-host.tally
+tests/data/gpu-h100-ranks.tally
 tests/data/gpu-h200-torch.tally
-tests/data/gen-metrics.tally
+tests/data/gpu-h100-metrics.tally
 "
 
 step() { printf '\n==== %s\n' "$*"; }

@@ -53,8 +53,8 @@ doctor=$(grep -n '^==== tally doctor' "$T/first.log" | cut -d: -f1)
 grep -q 'Why the GPU was idle: the host during each gap' "$T/first.log" &&
 	grep -Eq '^ +1 .* gap +1 ' "$T/first.log" && ok "gpu_idle_why lists the longest gap" ||
 	bad "no gpu_idle_why gap row"
-[ -s "$D/demo-out/standin-sampled.html" ] && [ -s "$D/demo-out/standin-sampled.json" ] &&
-	[ -s "$D/demo-out/standin-sampled.sqlite" ] && [ -s "$D/demo-out/gen-ranks.kineto/rank-3.json" ] &&
+[ -s "$D/demo-out/gpu-h100-host.html" ] && [ -s "$D/demo-out/gpu-h100-host.json" ] &&
+	[ -s "$D/demo-out/gpu-h100-host.sqlite" ] && [ -s "$D/demo-out/gpu-h100-ranks.kineto/rank-1.json" ] &&
 	ok "the page and the exports are written" || bad "missing outputs: $(ls "$D/demo-out")"
 
 run_demo second TALLY_DEMO_PREBUILT=1
