@@ -1521,6 +1521,23 @@ static bool cross_cause(const struct idle_cause_ctx *x, struct report_section *r
 	return top != NULL;
 }
 
+/* The least share of its samples a thread's top stack must hold in the gaps to be named as the
+ * work the launching thread waited on: below it the thread did nothing there worth naming. */
+#define PRODUCER_MIN_PCT 10.0
+
+/* Whether the other thread's top stack in the gaps may be named as their cause: on the CPU there
+ * for a share worth naming, and not a wait by design (a queue's feeder thread waiting in
+ * Condition.wait was once named "on the CPU", with 0% of its samples). */
+static bool names_producer(struct report_section *rs, const struct why_stack *s,
+			   const struct why_thread *o)
+{
+	struct wait_cache waits = {0};
+	bool ok = share(s->count, o->samples) >= PRODUCER_MIN_PCT && !by_design(rs, s, &waits);
+
+	wait_cache_fini(&waits);
+	return ok;
+}
+
 /* "; MainThread (tid 2001) launched the work late: it was on the CPU in f (a.py:3), 65% of its
  * samples in these gaps", and when it waited, the thread on the CPU meanwhile. */
 static void cause_threads(const struct idle_cause_ctx *x, struct report_section *rs,
@@ -1554,6 +1571,8 @@ static void cause_threads(const struct idle_cause_ctx *x, struct report_section 
 		return;
 	if (on_cpu || used >= len || !(o = producer(x, rs, l, s)) ||
 	    !(s = top_stack(x->why, rs->index, device, o->thread, true)))
+		return;
+	if (!names_producer(rs, s, o))
 		return;
 	idle_why_thread_label_to(rs, o->thread, other, sizeof(other));
 	snprintf(buf + used, len - used,
