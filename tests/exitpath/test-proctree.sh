@@ -82,6 +82,14 @@ else
 fi
 
 # ---- worker ----
+# Under AddressSanitizer the runtime comes in with libtally.so, after libc, into a Python that is
+# not built with it: its pthread_create interceptor is not in place, so a thread the fork child
+# starts on a stack glibc reclaimed from the parent's threads keeps the parent's poisoned shadow,
+# and ASan stops the worker with a stack-buffer-underflow in tally's consumer that is not one
+# (seen in CI).  The plain build runs this part; the shim and mixed parts run under ASan too.
+if ldd "$TALLY" | grep -q libasan; then
+	skipped "worker: an ASan build (a fork child's reused thread stacks keep stale shadow)"
+else
 mkdir -p "$T/mp" "$T/mp2"
 "$TALLY" record --sample python -o "$T/mp/%p.tally" -- "$PY" "$SRC/mp_worker.py" "$T/mp.json" 8 0.1 \
 	>"$T/mp.out" 2>&1 || bad "worker: tally record exit $?: $(tail -n 3 "$T/mp.out")"
@@ -113,6 +121,7 @@ w2=$(python3 -c "import json; print(json.load(open('$T/mp2.json'))['worker'])")
 	[ "$(section "$T/mp2/out.tally" "['pid']")" != "$w2" ] &&
 	ok "worker (no %p in -o): out.tally the parent's, out-$w2.tally the worker's" ||
 	bad "worker (no %p in -o): $(ls "$T/mp2" | tr '\n' ' ')"
+fi
 # ---- mixed ----
 seen=
 for p in "$PY" $(ls -d "$HOME"/.pyenv/versions/3.1[123]*/bin/python3 2>/dev/null); do
