@@ -23,6 +23,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "keptfd.h"
 #include "libc.h"
 #include "payloads.h"
 #define QUIET_NAMES 32
@@ -186,7 +187,8 @@ void quiet_listen(void)
 		close(fd); /* taken (another run's pid in another namespace): nobody reports here */
 		fd = -1;
 	}
-	q.fd = fd;
+	/* out of the way of the numbers a program that closes every descriptor opens next */
+	q.fd = tally_fd_high(fd);
 	q.ino = fd >= 0 ? st.st_ino : 0;
 	pthread_mutex_unlock(&q.lock);
 }

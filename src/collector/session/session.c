@@ -1375,13 +1375,28 @@ void session_after_fork_parent(struct session *s)
  * own, with its own file.  A child that never does exits as it would untraced.  The locks taken
  * before the fork were taken by this thread, the only one here: it releases them.
  */
+/* ThreadSanitizer cannot follow the threads a fork child of a threaded process starts (it stops
+ * the child: "dup thread with used id", the id of a parent's thread it still counts alive): its
+ * builds leave fork children unsampled, as tally did before it sampled the tree. */
+#if defined(__SANITIZE_THREAD__)
+#define SAMPLE_FORK_CHILDREN false
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SAMPLE_FORK_CHILDREN false
+#endif
+#endif
+#ifndef SAMPLE_FORK_CHILDREN
+#define SAMPLE_FORK_CHILDREN true
+#endif
+
 bool session_after_fork_child(struct session *s)
 {
 	int state = atomic_load_explicit(&s->state, memory_order_relaxed);
 	/* with host sampling every process of the tree is sampled: the child too, as from load
 	 * (also the child of a child whose own session had not started yet) */
-	bool sample = (state == SESSION_RUNNING && s->lazy) ||
-		      atomic_exchange_explicit(&s->deferred, 0, memory_order_relaxed) != 0;
+	bool sample = ((state == SESSION_RUNNING && s->lazy) ||
+		       atomic_exchange_explicit(&s->deferred, 0, memory_order_relaxed) != 0) &&
+		      SAMPLE_FORK_CHILDREN;
 
 	nvtx_forget();
 	tally_sampler_after_fork_child();
