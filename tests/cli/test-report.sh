@@ -16,12 +16,14 @@ has() { # name file pattern
 
 # stats: verdict first, nsys's reports, exit 0 COMPLETE / 1 INCOMPLETE
 expect_rc "stats complete" 0 "$TALLY" stats "$T/good.tally"
-# the word COMPLETE, not a part of INCOMPLETE
-head -1 "$T/out" | grep -qw "COMPLETE" && ok "verdict on the first line" || bad "verdict first"
+# the verdict field of the first line ("tally: N file(s), ...: VERDICT") is COMPLETE, nothing else
+[ "$(head -1 "$T/out" | sed -n 's/^tally: [^:]*: \([A-Z]*\).*/\1/p')" = COMPLETE ] && ok "verdict on the first line" ||
+	bad "verdict first: $(head -1 "$T/out")"
 has "kernel report" "$T/out" "CUDA GPU Kernel Summary (cuda_gpu_kern_sum)"
 has "nsys columns" "$T/out" "Time (%)  Total Time (ns)  Instances"
 expect_rc "stats incomplete" 1 "$TALLY" stats "$T/lossy.tally"
-head -1 "$T/out" | grep -qw "INCOMPLETE" && ok "INCOMPLETE on the first line" || bad "INCOMPLETE first"
+[ "$(head -1 "$T/out" | sed -n 's/^tally: [^:]*: \([A-Z]*\).*/\1/p')" = INCOMPLETE ] && ok "INCOMPLETE on the first line" ||
+	bad "INCOMPLETE first: $(head -1 "$T/out")"
 has "loss named" "$T/out" "- bad_timestamps: "
 has "loss windows listed" "$T/out" "lost in +0"
 has "untimed records said" "$T/out" "have no timestamps"
