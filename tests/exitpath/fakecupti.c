@@ -193,15 +193,19 @@ static struct fake_thread *this_thread(void);
 /* FAKECUPTI_EMPTY_AFTER_FLUSH: a forced flush asks for a new buffer for the calling thread and
  * keeps it, with nothing written, as CUPTI on an H100 was seen to keep one at a SIGTERM's close
  * (caller holds lock). */
-static void keep_empty_locked(void)
+static void request_locked(struct fake_thread *t)
 {
-	struct fake_thread *t = this_thread();
 	size_t max;
 
 	if (t && !t->buf && request_cb) {
 		request_cb(&t->buf, &t->size, &max);
 		t->used = 0;
 	}
+}
+
+static void keep_empty_locked(void)
+{
+	request_locked(this_thread());
 }
 
 /* Hand back t's buffer (caller holds lock). */
@@ -350,6 +354,18 @@ static struct fake_thread *this_thread(void)
 	return NULL;
 }
 
+/* Room for a record of size in t's buffer: a full one handed over, a new one asked for (one too
+ * small to be of use is not used: CUPTI would not use it either). */
+static bool room_locked(struct fake_thread *t, size_t size)
+{
+	if (t && t->buf && t->size - t->used < size)
+		complete_locked(t);
+	request_locked(t);
+	if (t && t->buf && t->size < size)
+		t->buf = NULL;
+	return t && t->buf;
+}
+
 /* FAKECUPTI_RECORD_US: the record's room is taken, and it is filled in later (unless a forced
  * flush took the buffer meanwhile: then it is lost, as incomplete). */
 static bool place_slowly(const void *rec, size_t size, long us)
@@ -362,17 +378,7 @@ static bool place_slowly(const void *rec, size_t size, long us)
 
 	pthread_mutex_lock(&lock);
 	t = this_thread();
-	if (t && t->buf && t->size - t->used < size)
-		complete_locked(t);
-	if (t && !t->buf && request_cb) {
-		size_t max;
-
-		request_cb(&t->buf, &t->size, &max);
-		t->used = 0;
-		if (t->buf && t->size < size)
-			t->buf = NULL;
-	}
-	if (!t || !t->buf) {
+	if (!room_locked(t, size)) {
 		pthread_mutex_unlock(&lock);
 		return false;
 	}
@@ -409,17 +415,7 @@ static void place(const void *rec, size_t size)
 	}
 	pthread_mutex_lock(&lock);
 	t = this_thread();
-	if (t && t->buf && t->size - t->used < size)
-		complete_locked(t);
-	if (t && !t->buf && request_cb) {
-		size_t max;
-
-		request_cb(&t->buf, &t->size, &max);
-		t->used = 0;
-		if (t->buf && t->size < size)
-			t->buf = NULL; /* too small to be of use: CUPTI would not use it either */
-	}
-	if (t && t->buf) {
+	if (room_locked(t, size)) {
 		memcpy(t->buf + t->used, rec, size);
 		t->used += size;
 	} else {
