@@ -204,11 +204,15 @@ fi
 # late is named (MainThread, tid 2001: THREADS ties it to CUPTI's thread 1000), with where it
 # was: on the CPU in compute (line 20) for about two thirds of the gap, though the loader's line
 # 55 is sampled more; starved, the launching thread waits in Loader.get while the loader is on the
-# CPU in Loader.fill (line 70), and both are named; without samples, the CUPTI thread alone
-for h in host starved none; do
+# CPU in Loader.fill (line 70), and both are named; starved, with the loader on the CPU in 1
+# sample of 20 (5% of its samples, under the 10% worth naming), the loader is not named (nor the
+# native thread pt_main, on the CPU all the time but in no file of the wait's); without samples,
+# the CUPTI thread alone
+for h in host starved rare none; do
 	extra=""
 	[ $h = host ] && extra="--host 200 --host-torn-every 50"
 	[ $h = starved ] && extra="--host 200 --host-starved"
+	[ $h = rare ] && extra="--host 200 --host-starved-rare"
 	# shellcheck disable=SC2086
 	"$TESTSRC" -o "$T/cause-$h.tally" --t0 1796000000000000000 --kernels 100 --idle-at 50:150 \
 		$extra --batch 64 >/dev/null ||
@@ -218,7 +222,7 @@ done
 "$DUMP" "$T/cause-host.tally" >"$T/cause-host.records" 2>&1 || bad "tally-dump (host)"
 "$DUMP" --host "$T/cause-host.tally" >"$T/cause-host.samples" 2>&1 || bad "tally-dump --host (host)"
 python3 - "$T/cause-host.json" "$T/cause-none.json" "$T/cause-starved.json" "$T/cause-host.records" \
-	"$T/cause-host.samples" >"$T/cause.txt" <<'PY'
+	"$T/cause-host.samples" "$T/cause-rare.json" >"$T/cause.txt" <<'PY'
 import json, re, sys
 def why(path):
     f = [f for f in json.load(open(path))["reports"][0]["rows"] if f["Rule"] == "gpu-idle"]
@@ -257,6 +261,11 @@ print("ok" if w and re.match(r"host wait, 100% of the idle time; MainThread \(ti
                              r"\(/work/data.py:70\), \d+% of its samples: the launching thread waited on "
                              r"another thread's work$", w) else "bad",
       "diagnosis: starved, the launching thread waits, the loader on the CPU is named (%s)" % w)
+w = why(sys.argv[6])
+print("ok" if w and re.match(r"host wait, 100% of the idle time; MainThread \(tid 2001\) launched the work "
+                             r"late: it was waiting in Loader.get \(/work/data.py:55\), \d+% of its samples "
+                             r"in these gaps$", w) else "bad",
+      "diagnosis: starved, a loader on the CPU 1 sample in 20 is not named, nor any other thread (%s)" % w)
 PY
 while read -r verdict name; do
 	if [ "$verdict" = ok ]; then ok "$name"; else bad "$name"; fi

@@ -48,6 +48,7 @@ static void usage(FILE *out)
 	    "  --host N (host sampling, format 1.3: N samples per thread of three threads, N/10\n"
 	    "  blocking calls; testsrc.h says what) --host-torn-every K --host-dropped N\n"
 	    "  --host-starved (the launching thread waits for a loader that is on the CPU)\n"
+	    "  --host-starved-rare (as --host-starved, the loader on the CPU 1 sample in 20)\n"
 	    "faults: --bad-time-every N --orphan-launches N --orphan-gpu N --unknown-kind N\n"
 	    "  --invalid-tail --in-flight (a buffer still in CUPTI at stop) --kill (end with\n"
 	    "  no closing flush, like SIGKILL) --starve (no consumer until the end)\n"
@@ -126,6 +127,7 @@ enum {
 	O_HOST_TORN,
 	O_HOST_DROPPED,
 	O_HOST_STARVED,
+	O_HOST_STARVED_RARE,
 	O_LOOP,
 	O_LOOP_STEPS,
 	O_LOOP_KERNELS,
@@ -197,6 +199,7 @@ static const struct option longopts[] = {
     {"host-torn-every", 1, NULL, O_HOST_TORN},
     {"host-dropped", 1, NULL, O_HOST_DROPPED},
     {"host-starved", 0, NULL, O_HOST_STARVED},
+    {"host-starved-rare", 0, NULL, O_HOST_STARVED_RARE},
     {"loop", 0, NULL, O_LOOP},
     {"loop-steps", 1, NULL, O_LOOP_STEPS},
     {"loop-kernels", 1, NULL, O_LOOP_KERNELS},
@@ -474,7 +477,10 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->host.dropped_samples = (unsigned)v;
 			break;
 		case O_HOST_STARVED:
-			o->host.starved = true;
+			o->host.starved = STARVED_FILL;
+			break;
+		case O_HOST_STARVED_RARE:
+			o->host.starved = STARVED_RARE;
 			break;
 		case 'h':
 			usage(stdout);

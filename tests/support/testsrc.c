@@ -509,9 +509,10 @@ static void host_threads(void)
 	tally_pipeline_count(TALLY_C_THREADS_SEEN, 3);
 }
 
-/* The Python samples of one thread: first half in a (state, stack), the second in another. */
+/* The Python samples of one thread: first half in a (state, stack), the second in another;
+ * with a third (state, stack), every 20th sample of the first half is in that one instead. */
 static size_t python_samples(struct tally_record *r, const struct testsrc_host *h, uint64_t t0,
-			     uint32_t tid, const unsigned state[2], const uint32_t stack[2])
+			     uint32_t tid, const unsigned state[3], const uint32_t stack[3])
 {
 	size_t n = 0;
 	unsigned i;
@@ -520,6 +521,8 @@ static size_t python_samples(struct tally_record *r, const struct testsrc_host *
 		unsigned half = i >= h->samples / 2;
 		bool torn = h->torn_every && (i + 1) % h->torn_every == 0;
 
+		if (!half && stack[2] && i % 20 == 0)
+			half = 2;
 		r[n] = host_sample(t0 + i * HOST_PERIOD_NS, tid, TALLY_SAMPLE_PYTHON, state[half],
 				   torn ? 0 : stack[half]);
 		r[n].flags = torn ? TALLY_REC_TORN : 0;
@@ -530,9 +533,9 @@ static size_t python_samples(struct tally_record *r, const struct testsrc_host *
 
 void testsrc_host_run(const struct testsrc_host *h, uint64_t t0)
 {
-	unsigned main_state[2] = {TALLY_THREAD_ON_CPU, TALLY_THREAD_WAITING};
-	unsigned loader_state[2] = {TALLY_THREAD_WAITING, TALLY_THREAD_WAITING};
-	uint32_t main_stack[2], loader_stack[2];
+	unsigned main_state[3] = {TALLY_THREAD_ON_CPU, TALLY_THREAD_WAITING, 0};
+	unsigned loader_state[3] = {TALLY_THREAD_WAITING, TALLY_THREAD_WAITING, 0};
+	uint32_t main_stack[3] = {0}, loader_stack[3] = {0};
 	size_t n = 0, cap = 3 * (size_t)h->samples + 2 * (size_t)h->calls + 1;
 	struct tally_record *r = calloc(cap, sizeof(*r));
 	uint64_t torn = 0;
@@ -550,6 +553,12 @@ void testsrc_host_run(const struct testsrc_host *h, uint64_t t0)
 		loader_stack[0] = host_stack("/work/data.py", "Loader.fill", 70);
 		main_state[0] = loader_state[1] = TALLY_THREAD_WAITING;
 		main_state[1] = loader_state[0] = TALLY_THREAD_ON_CPU;
+	}
+	if (h->starved == STARVED_RARE) { /* waiting, and on the CPU one sample in 20 */
+		loader_stack[2] = loader_stack[0];
+		loader_state[2] = TALLY_THREAD_ON_CPU;
+		loader_stack[0] = loader_stack[1];
+		loader_state[0] = TALLY_THREAD_WAITING;
 	}
 	n += python_samples(r + n, h, t0, 2001, main_state, main_stack);
 	n += python_samples(r + n, h, t0, 2002, loader_state, loader_stack);

@@ -105,15 +105,17 @@ uint64_t testsrc_alloc_address(unsigned i);
  * With starved (--host-starved), a loop starved of data instead: MainThread's first half waits in
  * Loader.get (/work/data.py:55), its second half is on the CPU in compute (/work/train.py:20),
  * and the loader is on the CPU in Loader.fill (/work/data.py:70) in the first half, waiting in
- * Loader.get after.
+ * Loader.get after.  With STARVED_RARE the loader is not worth naming: only every 20th sample of
+ * its first half is on the CPU in Loader.fill (5%), the others wait in Loader.get.
  * Samples are 1 ms apart from t0 (the CUPTI part's start, so they cover its GPU gaps); every
  * torn_every-th Python sample (0: none) is torn (flag TORN, no stack).  Ledger counters:
  * samples_taken = written + dropped_samples, and dropped_samples samples counted as dropped (none
  * written for them).
  */
+enum testsrc_starved { STARVED_NONE, STARVED_FILL, STARVED_RARE };
 struct testsrc_host {
 	unsigned samples, calls, torn_every, dropped_samples;
-	bool starved;
+	enum testsrc_starved starved;
 };
 void testsrc_host_run(const struct testsrc_host *h, uint64_t t0);
 /* The SESSION keys of sampling for a --host trace (sample python,native at 1 kHz, osrt 1 us). */
