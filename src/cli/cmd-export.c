@@ -163,6 +163,11 @@ static int run(char **paths, size_t npaths, const struct export_cli *x)
 			 "9223372036854775807, SQLite's largest integer, not as negative numbers",
 			 st.clamped);
 	cli_warn_symbolizer_missing();
+	if (st.processes_left_out)
+		cli_warn("%" PRIu64 " process(es) with no rank and no GPU work (a launcher such as "
+			 "torchrun) left out, with their %" PRIu64
+			 " event(s): HTA would read each file in %s as one more rank of the job",
+			 st.processes_left_out, st.events_left_out, x->o.output);
 	if (!set.complete)
 		cli_warn("INCOMPLETE: data was lost in the input (the export shows where: 'tally "
 			 "stats %s' says what)",

@@ -27,6 +27,9 @@ struct export_stats {
 	uint64_t events;  /* events / rows written */
 	uint64_t bytes;	  /* bytes written, where known */
 	uint64_t clamped; /* values past 2^63 - 1 stored as 2^63 - 1 (SQLite's integers) */
+	/* processes not written, with their events: an export that has no place for them says
+	 * which (Kineto: a process with no rank and no GPU work beside ranked ones) */
+	uint64_t processes_left_out, events_left_out;
 };
 
 /* One output format; exporters are looked up by name in export_formats[] (an ops table). */

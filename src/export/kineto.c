@@ -65,6 +65,8 @@ struct kfile {
 	unsigned first;	    /* index of its first section (its name) */
 	unsigned last;	    /* its last section so far: the chain goes on through ksec.next */
 	int64_t world_size; /* from the job, -1 unknown */
+	uint64_t events;    /* written into it */
+	bool gpu;	    /* a kernel, copy or memset among them */
 };
 
 struct ksec {
@@ -256,6 +258,7 @@ static void begin(struct kineto *k, struct kfile *f)
 	else
 		obuf_lit(&k->ob, "\n{");
 	f->any = true;
+	f->events++;
 	k->events++;
 }
 
@@ -274,6 +277,7 @@ static void slice(struct kineto *k, struct kfile *f, const char *cat, const stru
 	uint64_t ts = us(rs, r->start), te = us(rs, r->end > r->start ? r->end : r->start);
 
 	begin(k, f);
+	f->gpu |= strncmp(cat, "kernel", 6) == 0 || strncmp(cat, "gpu_mem", 7) == 0;
 	obuf_lit(o, "\"ph\":\"X\",\"cat\":\"");
 	obuf_str(o, cat);
 	obuf_lit(o, "\",\"name\":\"");
@@ -686,6 +690,25 @@ static void remove_stale(struct kineto *k)
 	closedir(d);
 }
 
+/* A process with no rank and no GPU work beside ranked ones (torchrun's launcher, a job
+ * script's shell): HTA would read its file as one more rank of the job, so it is not written
+ * and the export says so. */
+static int leave_out(struct kineto *k, uint32_t fi, struct export_stats *st)
+{
+	struct kfile *f = &k->files[fi];
+	int rc = switch_to(k, fi); /* what is buffered for it goes to its temporary file */
+
+	if (f->f && fclose(f->f) != 0 && rc == 0)
+		rc = -errno;
+	f->f = NULL;
+	k->open = -1;
+	outfile_abort(&f->out);
+	k->events -= f->events;
+	st->processes_left_out += f->sections;
+	st->events_left_out += f->events;
+	return rc;
+}
+
 static int kineto_finish(void *state, struct report_set *set, struct export_stats *st, char *err,
 			 size_t errlen)
 {
@@ -700,6 +723,10 @@ static int kineto_finish(void *state, struct report_set *set, struct export_stat
 	for (i = 0; i < k->nfiles && rc == 0; i++) {
 		struct kfile *f = &k->files[i];
 
+		if (f->rank == NO_RANK && next > 0 && !f->gpu) {
+			rc = leave_out(k, (uint32_t)i, st);
+			continue;
+		}
 		if (f->rank == NO_RANK) { /* numbered after the highest rank */
 			char path[4200], *p;
 

@@ -17,7 +17,8 @@
 # - times in whole microseconds, each end the nearest microsecond to the recorded nanosecond (the
 #   CSV export's), so no duration is negative;
 # - deviceProperties naming the devices; loss windows as tally_loss slices with no stream, and the
-#   verdict under "tally"; a process with no rank numbered after the highest; --force removes the
+#   verdict under "tally"; a process with no rank numbered after the highest, or left out (and
+#   said) when it has no GPU work (a launcher); --force removes the
 #   rank files of an earlier export that this one did not write.
 # And tally export without --format takes it from -o's name (.json chrome, .sqlite/.db sqlite);
 # a name that says none is a usage error naming the formats.
@@ -119,6 +120,15 @@ check lossy "len(ev(0, 'tally_loss')) >= 1 and all('args' not in e and e['name']
 expect_rc "export into an existing directory without --force" 2 "$TALLY" export -q -f kineto -o "$T/k" "$T/job"
 expect_rc "export -f kineto --force, with an unranked process" 0 "$TALLY" export -q -f kineto --force -o "$T/k" "$T/job"
 check k "sorted(os.listdir(d)) == ['rank-0.json', 'rank-1.json', 'rank-2.json'] and len(ev(2, 'kernel')) == 20 and f[2]['distributedInfo'] == {'rank': 2}"
+# a process with no rank and no GPU work beside ranked ones (torchrun's launcher: two API calls
+# and two synchronizations, no kernel) is left out, and the export says so: HTA would read its
+# file as one more rank of the job
+"$TESTSRC" -o "$T/job/launcher.tally" --kernels 0 --syncs 2 >/dev/null
+expect_rc "export -f kineto --force, with a launcher" 0 "$TALLY" export -f kineto --force -o "$T/k" "$T/job"
+check k "sorted(os.listdir(d)) == ['rank-0.json', 'rank-1.json', 'rank-2.json'] and len(ev(2, 'kernel')) == 20"
+grep -q "warning: 1 process(es) with no rank and no GPU work .* left out, with their 2 event(s)" "$T/err" &&
+	ok "the launcher left out is said, with its 2 API calls" || bad "launcher: $(cat "$T/err")"
+rm "$T/job/launcher.tally"
 expect_rc "export -f kineto --force, one rank" 0 "$TALLY" export -q -f kineto --force -o "$T/k" "$T/job/rank1.tally"
 check k "sorted(os.listdir(d)) == ['rank-1.json']"
 
