@@ -509,6 +509,24 @@ static void parse_clock(struct tally_section *s, const uint8_t *p, size_t len)
 	}
 }
 
+/* A session that began before CUDA wrote its SESSION chunk without CUDA's versions; its
+ * cupti-joined note says them, in the text's fixed form ("... CUPTI API version V (PATH), CUDA
+ * driver D"), and the section takes them from it. */
+static void versions_from_note(struct tally_section *s, const struct tally_note *n)
+{
+	const char *api, *drv;
+	unsigned long long v;
+
+	if (!n->code || !n->text || strcmp(n->code, "cupti-joined") != 0 || s->cupti_version)
+		return;
+	api = strstr(n->text, "CUPTI API version ");
+	drv = strstr(n->text, "), CUDA driver ");
+	if (api && sscanf(api + strlen("CUPTI API version "), "%llu", &v) == 1)
+		s->cupti_version = v;
+	if (drv && !s->driver_version && sscanf(drv + strlen("), CUDA driver "), "%llu", &v) == 1)
+		s->driver_version = v;
+}
+
 static void parse_note(struct tally_section *s, const uint8_t *p, size_t len)
 {
 	struct tally_cursor c = {p, p + len, false};
@@ -529,6 +547,7 @@ static void parse_note(struct tally_section *s, const uint8_t *p, size_t len)
 		else
 			s->unknown_keys++;
 	}
+	versions_from_note(s, n);
 }
 
 /*

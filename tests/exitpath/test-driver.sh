@@ -4,11 +4,13 @@
 # gets the driver's version in its trace: 13000, what the stand-in libcuda.so.1
 # (tests/support/fake-cuda.c) answers.  Without a driver in the process the version is unknown,
 # and tally check says "unknown", not 0.
-# Usage: test-driver.sh TALLY FAKEAPP FAKECUPTI FAKECUDA_DIR
+# A session begun at load learns CUDA's versions when CUDA joins: its note says them, and the
+# readers take them from it (the CUPTI API version the stand-in gives: its headers' own).
+# Usage: test-driver.sh TALLY FAKEAPP FAKECUPTI FAKECUDA_DIR CUDA_INCLUDE_DIRS
 set -u
 . "$(dirname "$0")/../lib.sh"
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
-TALLY=$1 APP=$2 CUDA_DIR=$4
+TALLY=$1 APP=$2 CUDA_DIR=$4 CUDA_INCLUDE=$5
 export TALLY_CUPTI_PATH=$3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -39,6 +41,17 @@ env LD_LIBRARY_PATH="$CUDA_DIR" FAKEAPP_DRIVER=1 "$TALLY" record --trace cuda,os
 	-o "$T/joined.tally" -- "$APP" exit 10 >"$T/joined.out" 2>&1 || { cat "$T/joined.out"; bad "record (joined) with the driver loaded"; }
 note joined | grep -q "CUDA driver 13000$" && ok "CUDA joined: its note says CUDA driver 13000" ||
 	bad "CUDA joined: the note says '$(note joined)' (want CUDA driver 13000)"
+# and the readers take the versions from it, its SESSION chunk having none (the stand-in CUPTI
+# gives the API version of the headers it was built with)
+api=
+for d in $(echo "$CUDA_INCLUDE" | tr ';' ' '); do
+	[ -n "$api" ] || api=$(sed -n 's/^#define CUPTI_API_VERSION \([0-9]*\)$/\1/p' "$d/cupti_version.h" 2>/dev/null)
+done
+[ -n "$api" ] || bad "no CUPTI_API_VERSION in cupti_version.h under $CUDA_INCLUDE"
+v=$(version joined)
+"$TALLY" check "$T/joined.tally" 2>&1 | grep -q "CUDA driver 13000, CUPTI API $api," && [ "$v" = 13000 ] &&
+	ok "CUDA joined: tally check says CUDA driver 13000, CUPTI API $api, from the note" ||
+	bad "CUDA joined: $("$TALLY" check "$T/joined.tally" 2>&1 | grep versions), driver_version $v (want 13000, CUPTI API $api)"
 "$TALLY" record --trace cuda,osrt -o "$T/joined-none.tally" -- "$APP" exit 10 >"$T/joined-none.out" 2>&1 ||
 	bad "record (joined) without a driver"
 note joined-none | grep -q "CUDA driver unknown$" && ok "CUDA joined without a driver: its note says unknown" ||
