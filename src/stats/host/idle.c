@@ -468,11 +468,13 @@ static int pick_largest(struct report_idle *x, size_t first_total)
 	size_t i, k;
 
 	x->nlargest = 0;
+	for (k = first_total; k < x->ntot; k++)
+		x->tot[k].sampled_class = (uint8_t)report_idle_largest(&x->tot[k]);
 	for (i = 0; i < x->nholes; i++) {
 		for (k = first_total; k < x->ntot && x->tot[k].device != x->holes[i].span.device;
 		     k++)
 			;
-		if (k == x->ntot || x->holes[i].cls != report_idle_largest(&x->tot[k]))
+		if (k == x->ntot || x->holes[i].cls != x->tot[k].sampled_class)
 			continue;
 		if (!tally_grow_in((void **)&x->largest, &x->largest_cap, x->nlargest + 1,
 				   sizeof(*x->largest)))

@@ -79,6 +79,10 @@ struct report_idle_total {
 	 * classes above by the model after the metrics' pass (gapclass.c): how many, and their ns
 	 */
 	uint64_t outside_holes, outside_ns;
+	/* the class whose holes the host samples were looked at in: the largest when the section
+	 * was read; once busy-outside holes are out another may be the largest, and the samples
+	 * then say nothing of it */
+	uint8_t sampled_class;
 };
 
 struct report_idle;

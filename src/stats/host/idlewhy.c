@@ -781,7 +781,7 @@ static int launchers(struct idle_why *w, const struct report_section *rs, size_t
 
 		if (k >= nt || t[k].device != g[i].gap.device)
 			k = total_index(t, nt, rs->index, g[i].gap.device);
-		if (k >= nt || !g[i].launch_known || g[i].cls != report_idle_largest(&t[k]))
+		if (k >= nt || !g[i].launch_known || g[i].cls != t[k].sampled_class)
 			continue;
 		if (!(wt = thread_in(w, rs->index, g[i].gap.device,
 				     api_thread(w, g[i].launch_thread))))
@@ -1212,7 +1212,7 @@ static int follow_device(struct idle_why *w, const struct jobprocs *jp,
 	int rc = 0;
 
 	for (i = first; i < last && i < n; i++) {
-		if (g[i].cls != report_idle_largest(t))
+		if (g[i].cls != t->sampled_class)
 			continue;
 		if (!tally_grow_in((void **)&win, &cap, nw + 1, sizeof(*win))) {
 			free(win);
@@ -1605,7 +1605,8 @@ const char *idle_cause(void *ctx, unsigned section, uint32_t device, char *buf, 
 	big = report_idle_largest(t);
 	used = cause_class(t, big, all, buf, len);
 	rs = section < x->set->nsections ? x->set->sections[section] : NULL;
-	if (x->why && rs && used > 0 && (size_t)used < len)
+	/* the threads' samples explain the class they were gathered in, no other */
+	if (x->why && rs && used > 0 && (size_t)used < len && big == t->sampled_class)
 		cause_threads(x, rs, device, buf, len);
 	return buf;
 }

@@ -259,7 +259,8 @@ static int bd_build(struct stats *st)
 	if (!bd_rows)
 		return -ENOMEM;
 	for (t = 0; t < nt; t++) {
-		enum idle_class big = report_idle_largest(&tot[t]);
+		/* the stacks are of the holes of the class they were gathered in */
+		enum idle_class big = (enum idle_class)tot[t].sampled_class;
 
 		if (tot[t].outside_holes) /* not idle: the GPU metrics show other work there */
 			bd_rows[bd_n++] = (struct idle_bd_row){(uint32_t)t, OUTSIDE_ROW, -1};
