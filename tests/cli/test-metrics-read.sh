@@ -8,6 +8,7 @@
 #                         other process worked, and whose work it was; a process sampled
 #                         elsewhere takes the metrics of the same GPU from the sampler's trace
 #   gpu_metrics_nvtx_sum  each range name's metrics over its ranges
+#   idle classes          host samples explain the class of the gaps they were taken in
 #   export                Chrome counter tracks (every sample; and --metric-step), SQLite's
 #                         GPU_METRICS / TARGET_INFO_GPU_METRICS / TALLY_GPU_METRICS, CSV
 # Usage: test-metrics-read.sh TALLY METRICSGEN TESTSRC
@@ -222,5 +223,26 @@ sm = [float(r['value']) for r in rows if r['device'] == '0' and r['label'] == 'S
 want(close(sum(sm) / len(sm), e['mean'], 1e-9), 'SM Active mean %r' % (sum(sm) / len(sm)))
 want(sum(r['after_gap'] == '1' for r in rows) == 24, 'after_gap flags: %d' % sum(r['after_gap'] == '1' for r in rows))
 done()" "$T/csv/gpu_metric.csv" "$T/exp.json"
+
+# Host samples explain the class of the gaps they were taken in: with --late-launches and
+# --other-gaps 2 (tally-metricsgen.c), host wait is the largest class as the trace is read (the
+# gaps before period 1 and every even period), but the gaps before the even periods are busy
+# outside the trace, which leaves one host-wait gap and makes "other" (launches not recorded)
+# the largest.  The idle cause then names no thread (it once said the CUPTI thread "launched the
+# work late" for gaps whose launches no record holds), and gpu_idle_breakdown keeps the thread's
+# samples under host wait, the class of the one gap they stand in.
+"$GEN" -o "$T/L.tally" --seconds 0.5 --hz 1000 --other-gaps 2 --host --late-launches ||
+	bad "tally-metricsgen --late-launches"
+"$TALLY" stats -f json -r diagnosis,gpu_idle_breakdown "$T/L.tally" >"$T/L.json" 2>/dev/null
+py "busy-outside gaps make 'other' the largest class: the cause names no thread, the samples stay under host wait" "$COMMON
+d = {r['name']: r['rows'] for r in json.load(open(sys.argv[1]))['reports']}
+why = [f['Why'] for f in d['diagnosis'] if f['Rule'] == 'gpu-idle']
+want(len(why) == 1 and why[0].startswith('other, ') and ';' not in why[0], 'gpu-idle: %r' % why)
+bd = d['gpu_idle_breakdown']
+hw = [r for r in bd if r['Category'] == 'host wait']
+want(len(hw) == 1 and hw[0]['Gaps'] == 1 and hw[0]['Idle Time (ns)'] == 4000000, 'host wait: %r' % hw)
+stacks = [r for r in bd if r.get('Stack')]
+want(len(stacks) == 1 and stacks[0]['Category'] == 'host wait: python stack' and stacks[0]['Stack'] == 'compute (/work/train.py:20)', 'stack rows: %r' % stacks)
+done()" "$T/L.json"
 
 finish

@@ -16,10 +16,16 @@
  * --metric-gap MS:LEN: no sample starts in [MS, MS + LEN) ms (a gap in the samples, counted and
  * placed as the collector does).  --host: A's thread 4242 is host-sampled at 1 kHz (Python, on
  * the CPU in compute (/work/train.py:20)) from 0.5 ms to the end, so that each 4 ms gap holds 4
- * samples standing for 1 ms each.
+ * samples standing for 1 ms each.  --late-launches: the launches of device 0's kernels are recorded
+ * (cudaLaunchKernel on A's thread 4242) only for the first kernels of period 1 and of every even
+ * period, each call beginning 1 ms into the gap before its kernel: those gaps are host waits, the
+ * others' launches unknown ("other").  With --other-gaps 2 the gaps before the even periods are
+ * busy outside the trace: host wait is the largest class as the trace is read, "other" once the
+ * busy gaps are out, with one host-wait gap left (before period 1).
  *
  *   tally-metricsgen -o A.tally [--second B.tally] [--seconds S] [--hz H] [--devices N]
- *       [--metrics N] [--other-gaps K] [--metric-gap MS:LEN] [--host] [--expect FILE.json]
+ *       [--metrics N] [--other-gaps K] [--metric-gap MS:LEN] [--host] [--late-launches]
+ *       [--expect FILE.json]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,6 +64,7 @@ struct opts {
 	double seconds;
 	unsigned hz, devices, nmetrics, other_gaps;
 	bool host;		   /* --host: A's thread 4242 host-sampled */
+	bool late_launches;	   /* --late-launches: some of device 0's launches, late */
 	uint64_t mgap_t0, mgap_t1; /* relative to T0; 0 0: none */
 };
 
@@ -157,7 +164,8 @@ static void session(struct out *o, uint64_t pid, const struct gen *g, bool sampl
 	tally_kv_str(&o->b, TALLY_SK_SOURCE, "tally-metricsgen");
 	tally_kv_uint(&o->b, TALLY_SK_KINDS,
 		      1u << TALLY_KIND_KERNEL | 1u << TALLY_KIND_NVTX_RANGE |
-			  (sampler ? 1u << TALLY_KIND_GPU_METRIC : 0));
+			  (sampler ? 1u << TALLY_KIND_GPU_METRIC : 0) |
+			  (sampler && g->o.late_launches ? 1u << TALLY_KIND_RUNTIME : 0));
 	tally_kv_bytes(&o->b, TALLY_SK_SESSION_ID, id, sizeof(id));
 	tally_kv_str(&o->b, TALLY_SK_GPU_METRICS, "all");
 	tally_kv_uint(&o->b, TALLY_SK_GPU_METRICS_HZ, g->o.hz);
@@ -504,6 +512,36 @@ static void a_work(struct out *o, const struct gen *g)
 	free(rg);
 }
 
+/* --late-launches: the recorded launches of device 0 (its correlation ids are the first 3 per
+ * period, a_work's), 1 ms into the gap before each kernel. */
+static void late_launches(struct out *o, const struct gen *g)
+{
+	uint32_t name = string(o, "cudaLaunchKernel");
+	struct tally_record *r = calloc(g->nperiods + 1, sizeof(*r));
+	size_t n = 0;
+	uint64_t p;
+
+	if (!r)
+		die("calloc");
+	for (p = 1; p < g->nperiods; p++) {
+		uint64_t at = a_kernel(p - 1, 2).t1 + MS;
+
+		if (p != 1 && p % 2)
+			continue;
+		r[n++] = (struct tally_record){.kind = TALLY_KIND_RUNTIME,
+					       .start = at,
+					       .end = at + MS / 10,
+					       .correlation_id = (uint32_t)(p * 3 + 1),
+					       .thread_id = 4242,
+					       .process_id = 4242,
+					       .cbid = 211, /* cudaLaunchKernel_v7000 */
+					       .name_id = name,
+					       .flags = TALLY_REC_LAUNCH};
+	}
+	records(o, r, n);
+	free(r);
+}
+
 /* --host: one thread on the CPU in compute (/work/train.py:20), a sample every 1 ms from 0.5 ms. */
 static void host_samples(struct out *o, const struct gen *g)
 {
@@ -550,6 +588,8 @@ static void write_a(struct gen *g)
 	for (d = 0; d < g->o.devices; d++)
 		gpu_metrics_chunk(&o, g, d, TALLY_GM_SAMPLED);
 	a_work(&o, g);
+	if (g->o.late_launches)
+		late_launches(&o, g);
 	if (g->o.host)
 		host_samples(&o, g);
 	for (m = 0; m < g->nm; m++)
@@ -804,7 +844,7 @@ static void usage(void)
 {
 	fputs("usage: tally-metricsgen -o A.tally [--second B.tally] [--seconds S] [--hz H]\n"
 	      "  [--devices N] [--metrics N] [--other-gaps K] [--metric-gap MS:LEN] [--host]\n"
-	      "  [--expect FILE.json]\n",
+	      "  [--late-launches] [--expect FILE.json]\n",
 	      stderr);
 	exit(2);
 }
@@ -812,9 +852,11 @@ static void usage(void)
 static void parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option longs[] = {
-	    {"second", 1, 0, 's'},  {"seconds", 1, 0, 'S'},    {"hz", 1, 0, 'h'},
-	    {"devices", 1, 0, 'd'}, {"metrics", 1, 0, 'm'},    {"other-gaps", 1, 0, 'k'},
-	    {"expect", 1, 0, 'e'},  {"metric-gap", 1, 0, 'g'}, {"host", 0, 0, 'H'},
+	    {"second", 1, 0, 's'},  {"seconds", 1, 0, 'S'},
+	    {"hz", 1, 0, 'h'},	    {"devices", 1, 0, 'd'},
+	    {"metrics", 1, 0, 'm'}, {"other-gaps", 1, 0, 'k'},
+	    {"expect", 1, 0, 'e'},  {"metric-gap", 1, 0, 'g'},
+	    {"host", 0, 0, 'H'},    {"late-launches", 0, 0, 'L'},
 	    {0, 0, 0, 0},
 	};
 	double a, b;
@@ -840,6 +882,8 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->expect = optarg;
 		else if (c == 'H')
 			o->host = true;
+		else if (c == 'L')
+			o->late_launches = true;
 		else if (c == 'g' && sscanf(optarg, "%lf:%lf", &a, &b) == 2) {
 			o->mgap_t0 = (uint64_t)(a * MS);
 			o->mgap_t1 = (uint64_t)((a + b) * MS);
