@@ -11,7 +11,8 @@ TRACES is a .tally file or a directory of them (a tests/gpu/kineto.sh case direc
 traces/ and kineto/); KINETO_DIR defaults to TRACES/kineto, made with tally export -f kineto when
 absent.  Prints, per rank, HTA's temporal idle against tally's gpu_time_breakdown Idle, HTA's idle
 classes (consecutive_kernel_delay=30, microseconds) against gpu_idle_breakdown --kernel-wait 30us,
-and HTA's communication overlap against comm_compute_overlap.  Exits 77 without HTA; 1 when a
+and HTA's communication overlap against comm_compute_overlap; and how many of HTA's kernel-wait
+gaps are host waits rounded into one microsecond.  Exits 77 without HTA; 1 when a
 rank's idle time differs by more than a microsecond per gap (HTA's rounding)."""
 import contextlib
 import io
@@ -44,6 +45,47 @@ def reports(names):
     return {r["name"]: r["rows"] for r in json.loads(out)["reports"]}
 
 
+def rounded_launches():
+    """HTA's kernel-wait gaps (under 30 us, the launching call not begun after the previous work's
+    end, in microseconds) whose call began after the GPU went idle in tally's nanoseconds: the
+    two rounded into one microsecond, a host wait to tally.  One stream of one rank, as HTA's
+    rule runs per stream."""
+    import bisect
+    import csv
+    import tempfile
+    rank = t.t.get_ranks()[0]
+    df = t.t.get_trace(rank)
+    sym = t.t.symbol_table.get_sym_id_map()
+    cats = [sym.get(c, -1000) for c in ("kernel", "gpu_memset", "gpu_memcpy")]
+    g = df[df["stream"].ne(-1) & df["cat"].isin(cats)].set_index("index_correlation")
+    g = g.join(df[["ts", "index"]], on="index_correlation", rsuffix="_runtime")
+    g = g[g.stream == g.stream.iloc[0]].sort_values(by="ts")
+    prev_end = (g.ts + g.dur).shift(1)
+    gap = g.ts - prev_end
+    kw = g[~(g.ts_runtime > prev_end) & (gap < 30) & (gap > 0)]
+    with tempfile.TemporaryDirectory() as tmp:
+        one = traces if not os.path.isdir(traces) else sorted(
+            os.path.join(traces, f) for f in os.listdir(traces) if f.endswith(".tally"))[0]
+        subprocess.run([tally, "export", "-q", "-f", "csv", "-o", tmp + "/csv", one], check=True)
+        rows = lambda k: list(csv.DictReader(open("%s/csv/%s.csv" % (tmp, k)))) \
+            if os.path.exists("%s/csv/%s.csv" % (tmp, k)) else []
+        call = {int(x["correlation"]): int(x["start"]) for k in ("runtime", "driver") for x in rows(k)}
+        work = sorted((int(x["start"]), int(x["end"]), int(x["correlation"]))
+                      for k in ("kernel", "memcpy", "memset") for x in rows(k))
+    starts, idle_at, at = [w[0] for w in work], [], 0
+    for w in work:
+        at = max(at, w[1])
+        idle_at.append(at)
+    start_of = {w[2]: w[0] for w in work}
+    after = [call[c] - idle_at[bisect.bisect_left(starts, start_of[c]) - 1]
+             for c in kw.correlation.astype(int) if c in call and c in start_of]
+    later = sorted(a for a in after if a > 0)
+    return ("rank %s: HTA's %d kernel-wait gaps (%.0f us): %d began after the GPU went idle in ns "
+            "(median %s ns later), the same microsecond rounded" %
+            (rank, len(kw), kw.ts.sub(prev_end[kw.index]).sum(), len(later),
+             later[len(later) // 2] if later else "-"))
+
+
 warnings.filterwarnings("ignore")
 logging.disable(logging.WARNING)
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -70,6 +112,7 @@ for row in temporal:
 for r, d in idle.items():
     h = d.groupby("idle_category")["idle_time"].sum().to_dict()
     print("rank %s: HTA idle classes over %d stream(s): %s" % (r, d["stream"].nunique(), h))
+print(rounded_launches())
 for x in tr["gpu_idle_breakdown"]:
     if x["Category"] in ("host wait", "kernel wait", "other"):
         print("tally %s device %s: %s %.3f us" % (x["Rank"], x["Device"], x["Category"], x["Idle Time (ns)"] / 1000))
