@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,17 @@ int outfile_open(struct outfile *o, const char *path, unsigned flags, char *err,
 	return 0;
 }
 
+static sigset_t held;
+
+void outfile_hold_signals(const int *sigs, size_t n)
+{
+	size_t i;
+
+	sigemptyset(&held);
+	for (i = 0; i < n; i++)
+		sigaddset(&held, sigs[i]);
+}
+
 int outfile_commit(struct outfile *o, unsigned flags, char *err, size_t errlen)
 {
 	int rc = 0;
@@ -229,6 +241,8 @@ int outfile_commit(struct outfile *o, unsigned flags, char *err, size_t errlen)
 	/* Again, just before: the target may have changed while we wrote. */
 	if (rc == 0)
 		rc = outfile_check(o->path, flags, err, errlen);
+	if (rc == 0 && (flags & OUTFILE_FINAL))
+		sigprocmask(SIG_BLOCK, &held, NULL);
 	if (rc == 0 && rename(o->tmp, o->path) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", o->path, strerror(errno));

@@ -22,6 +22,11 @@ struct outfile {
 enum {
 	OUTFILE_FORCE = 1u << 0,     /* replace an existing regular file */
 	OUTFILE_DIRECTORY = 1u << 1, /* the target is a directory to write into (export -f csv) */
+	/* outfile_commit: the command's last output (or one of its last, written together): from
+	 * its rename on, the signals given to outfile_hold_signals wait, so that a stop signal
+	 * that comes as the command finishes leaves its outputs whole and its exit 0, never a
+	 * complete output under an exit that says it was stopped, nor half a set of files */
+	OUTFILE_FINAL = 1u << 2,
 };
 
 /*
@@ -57,6 +62,10 @@ int outfile_commit(struct outfile *o, unsigned flags, char *err, size_t errlen);
 
 /* Remove the temporary file and free (NULL-safe, idempotent); the target is untouched. */
 void outfile_abort(struct outfile *o);
+
+/* The signals a final commit holds back for the rest of the process (the CLI's stop signals):
+ * blocked, never unblocked, they are discarded when the command exits. */
+void outfile_hold_signals(const int *sigs, size_t n);
 
 /* Remove every temporary file still being written: async-signal-safe (unlink(2) only), for a
  * handler of the signals that end the process, so that none is left beside its target. */

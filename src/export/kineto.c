@@ -749,7 +749,8 @@ static int kineto_finish(void *state, struct report_set *set, struct export_stat
 		k->open = -1;
 		if (rc == 0)
 			rc = header(f);
-		if (rc == 0 && outfile_commit(&f->out, OUTFILE_FORCE, err, errlen) < 0)
+		if (rc == 0 &&
+		    outfile_commit(&f->out, OUTFILE_FORCE | OUTFILE_FINAL, err, errlen) < 0)
 			return -EIO;
 		if (rc < 0)
 			snprintf(err, errlen, "%s: write failed: %s", f->out.path, strerror(-rc));

@@ -49,8 +49,9 @@ stopped() {
 	case $sig in TERM) want=143 ;; INT) want=130 ;; HUP) want=129 ;; QUIT) want=131 ;; esac
 	tmp=$(find "$T/out" -name '*.tally-tmp-*')
 	if [ "$rc" = 0 ] && [ -z "$tmp" ]; then
-		# it finished as the signal came (under ASan, the leak check at exit holds signals
-		# back): its output is whole, and no temporary file is left
+		# it finished as the signal came (its last output in place, the stop signals wait:
+		# docs/export.md, "Safe outputs"; under ASan the leak check at exit holds them back
+		# too): its output is whole, and no temporary file is left
 		skips=$((skips + 1))
 		echo "skip $name: done as the signal came"
 	elif [ "$rc" = "$want" ] && [ -z "$left" ]; then

@@ -14,7 +14,9 @@
 #include <jansson.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "grow.h"
@@ -364,6 +366,52 @@ static void test_hashmap(void **state)
 	tally_map_fini(&m);
 }
 
+/* A child that commits FILE (final or not), then gets SIGTERM: its wait status. */
+static int commit_then_term(const char *path, unsigned flags)
+{
+	static const int stop[] = {SIGTERM, SIGINT};
+	pid_t pid = fork();
+	int status = -1;
+
+	if (pid == 0) {
+		struct outfile o;
+		char err[256];
+
+		signal(SIGTERM, SIG_DFL);
+		outfile_hold_signals(stop, 2);
+		if (outfile_open(&o, path, OUTFILE_FORCE, err, sizeof(err)) < 0 ||
+		    write(o.fd, "whole", 5) != 5 ||
+		    outfile_commit(&o, OUTFILE_FORCE | flags, err, sizeof(err)) < 0)
+			_exit(3);
+		raise(SIGTERM); /* as the command finishes */
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+/* After the final commit a stop signal waits: exit 0 and the output whole; after another commit
+ * (a CSV file of many) it ends the process as ever. */
+static void test_outfile_final(void **state)
+{
+	const char *dir = scratch_new();
+	char *out;
+	int st;
+
+	(void)state;
+	assert_true(asprintf(&out, "%s/final", dir) > 0);
+	st = commit_then_term(out, OUTFILE_FINAL);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_string_equal(read_file(out), "whole");
+	st = commit_then_term(out, 0);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGTERM);
+	assert_string_equal(read_file(out), "whole");
+	free(out);
+}
+
 static void test_outfile(void **state)
 {
 	const char *dir = scratch_new();
@@ -543,8 +591,9 @@ int main(void)
 	    cmocka_unit_test(test_pattern),	  cmocka_unit_test(test_json_escaping),
 	    cmocka_unit_test(test_ranks_grammar), cmocka_unit_test(test_text_printable),
 	    cmocka_unit_test(test_text_utf8),	  cmocka_unit_test(test_text_utf8_seq),
-	    cmocka_unit_test(test_outfile),	  cmocka_unit_test(test_grow),
-	    cmocka_unit_test(test_settings),	  cmocka_unit_test(test_hashmap),
+	    cmocka_unit_test(test_outfile),	  cmocka_unit_test(test_outfile_final),
+	    cmocka_unit_test(test_grow),	  cmocka_unit_test(test_settings),
+	    cmocka_unit_test(test_hashmap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
