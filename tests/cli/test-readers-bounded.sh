@@ -126,14 +126,18 @@ series() {
 		"$CRAFT" "$case" "$T/$case-$k.tally" $((n * k)) || { bad "tally-craft $case $((n * k))"; return; }
 	done
 	for rd in "$@"; do
-		m1=$(measure "$T/out1" $(reader "$rd" "$T/$case-1.tally" "$T/out1"))
-		m2=$(measure "$T/out2" $(reader "$rd" "$T/$case-2.tally" "$T/out2"))
-		if line=$(judge "$case" "$rd" "$(units "$T/$case-1.tally")" $m1 \
-			"$(units "$T/$case-2.tally")" $m2); then
-			ok "${line#ok   }"
-		else
-			bad "${line#FAIL }"
-		fi
+		# measured again once when judged over a bound: the CPU times of a loaded machine
+		# (0.09 s -> 0.29 s once in CI) are noise that a reader's real growth outlasts
+		for _ in 1 2; do
+			m1=$(measure "$T/out1" $(reader "$rd" "$T/$case-1.tally" "$T/out1"))
+			m2=$(measure "$T/out2" $(reader "$rd" "$T/$case-2.tally" "$T/out2"))
+			line=$(judge "$case" "$rd" "$(units "$T/$case-1.tally")" $m1 \
+				"$(units "$T/$case-2.tally")" $m2) && break
+		done
+		case $line in
+		ok*) ok "${line#ok   }" ;;
+		*) bad "${line#FAIL } (twice)" ;;
+		esac
 	done
 }
 
