@@ -87,7 +87,7 @@ void cli_remove_outputs_on_signal(void)
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) /* one ignored (nohup) stays so */
 		if (sigaction(sigs[i], NULL, &cur) == 0 && cur.sa_handler != SIG_IGN)
 			sigaction(sigs[i], &sa, NULL);
-	/* once a command's last output is renamed into place, they wait: it finishes, exit 0 */
+	/* once a command's output is renamed into place, they wait: it finishes, exit 0 */
 	outfile_hold_signals(sigs, sizeof(sigs) / sizeof(sigs[0]));
 }
 
@@ -347,7 +347,7 @@ int cli_output_close(struct cli_output *o, int write_rc)
 		return cli_error(TALLY_EXIT_ERROR, "%s: write failed: %s",
 				 o->path ? o->path : "standard output", strerror(-write_rc));
 	}
-	if (o->path && outfile_commit(&o->of, o->flags | OUTFILE_FINAL, err, sizeof(err)) < 0)
+	if (o->path && outfile_commit(&o->of, o->flags, err, sizeof(err)) < 0)
 		return cli_error(TALLY_EXIT_ERROR, "%s", err);
 	return 0;
 }

@@ -455,7 +455,8 @@ static void json_close(const struct record_opts *o, FILE *f, struct outfile *of)
 	if (f == stderr)
 		return;
 	if (fclose(f) != 0 ||
-	    outfile_commit(of, o->force ? OUTFILE_FORCE : 0, err, sizeof(err)) < 0)
+	    outfile_commit(of, (o->force ? OUTFILE_FORCE : 0) | OUTFILE_KEEP_SIGNALS, err,
+			   sizeof(err)) < 0)
 		cli_warn("--json=%s: not written", o->json_path);
 	outfile_abort(of);
 }

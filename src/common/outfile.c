@@ -241,7 +241,7 @@ int outfile_commit(struct outfile *o, unsigned flags, char *err, size_t errlen)
 	/* Again, just before: the target may have changed while we wrote. */
 	if (rc == 0)
 		rc = outfile_check(o->path, flags, err, errlen);
-	if (rc == 0 && (flags & OUTFILE_FINAL))
+	if (rc == 0 && !(flags & OUTFILE_KEEP_SIGNALS))
 		sigprocmask(SIG_BLOCK, &held, NULL);
 	if (rc == 0 && rename(o->tmp, o->path) < 0) {
 		rc = -errno;

@@ -22,11 +22,10 @@ struct outfile {
 enum {
 	OUTFILE_FORCE = 1u << 0,     /* replace an existing regular file */
 	OUTFILE_DIRECTORY = 1u << 1, /* the target is a directory to write into (export -f csv) */
-	/* outfile_commit: the command's last output (or one of its last, written together): from
-	 * its rename on, the signals given to outfile_hold_signals wait, so that a stop signal
-	 * that comes as the command finishes leaves its outputs whole and its exit 0, never a
-	 * complete output under an exit that says it was stopped, nor half a set of files */
-	OUTFILE_FINAL = 1u << 2,
+	/* outfile_commit: do not hold the stop signals back (outfile_hold_signals): for a file of
+	 * a set written one after another as the command goes (CSV), or a command whose signals
+	 * are its program's (record) */
+	OUTFILE_KEEP_SIGNALS = 1u << 2,
 };
 
 /*
@@ -63,8 +62,11 @@ int outfile_commit(struct outfile *o, unsigned flags, char *err, size_t errlen);
 /* Remove the temporary file and free (NULL-safe, idempotent); the target is untouched. */
 void outfile_abort(struct outfile *o);
 
-/* The signals a final commit holds back for the rest of the process (the CLI's stop signals):
- * blocked, never unblocked, they are discarded when the command exits. */
+/* The signals a commit holds back for the rest of the process (the CLI's stop signals): from
+ * the rename of a command's output on, they are blocked, never unblocked, and discarded when
+ * the command exits, so that a stop signal that comes as the command finishes leaves its
+ * outputs whole and its exit 0: never a complete output under an exit that says it was
+ * stopped, nor half a set of files written together (Kineto's).  OUTFILE_KEEP_SIGNALS: not. */
 void outfile_hold_signals(const int *sigs, size_t n);
 
 /* Remove every temporary file still being written: async-signal-safe (unlink(2) only), for a

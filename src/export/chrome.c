@@ -1105,8 +1105,7 @@ static int chrome_finish(void *state, struct report_set *set, struct export_stat
 		if (fclose(c->f) != 0 && rc == 0)
 			rc = -errno;
 		c->f = NULL;
-		if (rc == 0 &&
-		    outfile_commit(&c->out, c->out_flags | OUTFILE_FINAL, err, errlen) < 0) {
+		if (rc == 0 && outfile_commit(&c->out, c->out_flags, err, errlen) < 0) {
 			free(od);
 			return -EIO;
 		}

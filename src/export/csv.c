@@ -440,7 +440,9 @@ static int close_file(struct csv *c, FILE *f, struct outfile *out)
 		outfile_abort(out);
 		return -EIO;
 	}
-	return outfile_commit(out, OUTFILE_FORCE, c->err, c->errlen) < 0 ? -EIO : 0;
+	return outfile_commit(out, OUTFILE_FORCE | OUTFILE_KEEP_SIGNALS, c->err, c->errlen) < 0
+		   ? -EIO
+		   : 0;
 }
 
 static int csv_finish(void *state, struct report_set *set, struct export_stats *out, char *err,

@@ -277,7 +277,6 @@ static void slice(struct kineto *k, struct kfile *f, const char *cat, const stru
 	uint64_t ts = us(rs, r->start), te = us(rs, r->end > r->start ? r->end : r->start);
 
 	begin(k, f);
-	f->gpu |= strncmp(cat, "kernel", 6) == 0 || strncmp(cat, "gpu_mem", 7) == 0;
 	obuf_lit(o, "\"ph\":\"X\",\"cat\":\"");
 	obuf_str(o, cat);
 	obuf_lit(o, "\",\"name\":\"");
@@ -347,6 +346,7 @@ static void kernel(struct kineto *k, struct report_section *rs, struct ksec *ks,
 
 	slice(k, f, "kernel", esc_name(&ks->names, rs, r->name_id, true), r->device_id,
 	      r->stream_id, rs, r);
+	f->gpu = true;
 	gpu_args(o, r, corr);
 	obuf_lit(o, ",\"registers per thread\":");
 	obuf_u64(o, r->registers);
@@ -395,6 +395,7 @@ static void memop(struct kineto *k, struct report_section *rs, struct ksec *ks,
 			 report_mem_kind_label(r->src_kind), report_mem_kind_label(r->dst_kind));
 	name.len = (uint32_t)strlen(text); /* no character of these needs escaping */
 	slice(k, f, set ? "gpu_memset" : "gpu_memcpy", &name, r->device_id, r->stream_id, rs, r);
+	f->gpu = true;
 	gpu_args(o, r, corr);
 	obuf_lit(o, ",\"bytes\":");
 	obuf_u64(o, r->bytes);
@@ -749,8 +750,7 @@ static int kineto_finish(void *state, struct report_set *set, struct export_stat
 		k->open = -1;
 		if (rc == 0)
 			rc = header(f);
-		if (rc == 0 &&
-		    outfile_commit(&f->out, OUTFILE_FORCE | OUTFILE_FINAL, err, errlen) < 0)
+		if (rc == 0 && outfile_commit(&f->out, OUTFILE_FORCE, err, errlen) < 0)
 			return -EIO;
 		if (rc < 0)
 			snprintf(err, errlen, "%s: write failed: %s", f->out.path, strerror(-rc));

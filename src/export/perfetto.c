@@ -882,7 +882,7 @@ static int pf_finish(void *state, struct report_set *set, struct export_stats *s
 		return -p->err;
 	}
 	if (!p->to_stdout)
-		rc = outfile_commit(&p->out, p->out_flags | OUTFILE_FINAL, err, errlen);
+		rc = outfile_commit(&p->out, p->out_flags, err, errlen);
 	return rc;
 }
 

@@ -967,7 +967,7 @@ static int sq_finish(void *state, struct report_set *set, struct export_stats *o
 			rc = -EIO;
 		q->d.db = NULL;
 	}
-	if (rc == 0 && outfile_commit(&q->out, q->out_flags | OUTFILE_FINAL, err, errlen) < 0)
+	if (rc == 0 && outfile_commit(&q->out, q->out_flags, err, errlen) < 0)
 		rc = -EIO;
 	(void)errlen; /* failures wrote q->d.err, which is err */
 	out->events = q->d.rows;

@@ -546,8 +546,7 @@ int report_merge(struct report_set *set, const char *path, unsigned flags,
 	}
 	merge_fini(&m);
 	if (rc == 0 &&
-	    outfile_commit(&out, (flags & MERGE_FORCE ? OUTFILE_FORCE : 0) | OUTFILE_FINAL, err,
-			   errlen) < 0)
+	    outfile_commit(&out, flags & MERGE_FORCE ? OUTFILE_FORCE : 0, err, errlen) < 0)
 		rc = -EIO;
 	outfile_abort(&out); /* the temporary file, unless committed */
 	if (rc && !err[0])

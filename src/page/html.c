@@ -364,7 +364,7 @@ static int write_output(struct html_job *job, char *err, size_t errlen)
 		outfile_abort(&of);
 		return rc;
 	}
-	rc = outfile_commit(&of, (job->o->force ? OUTFILE_FORCE : 0) | OUTFILE_FINAL, err, errlen);
+	rc = outfile_commit(&of, job->o->force ? OUTFILE_FORCE : 0, err, errlen);
 	if (rc == 0 && stat(job->o->output, &sb) == 0)
 		job->res->bytes = (uint64_t)sb.st_size;
 	return rc;

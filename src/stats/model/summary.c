@@ -425,7 +425,7 @@ int stats_partial_write(struct stats *st, const struct report_set *set, const ch
 		outfile_abort(&of);
 		return rc;
 	}
-	return outfile_commit(&of, flags | OUTFILE_FINAL, err, errlen);
+	return outfile_commit(&of, flags, err, errlen);
 }
 
 /* ---- reading ------------------------------------------------------------------------------ */
