@@ -376,8 +376,10 @@ static void test_slow_consumer(void **state)
 
 	(void)state;
 	scenario_init(&sc);
-	sc.w.kernels = 10000;
-	sc.w.rate = 200000; /* 20000 records over ~100 ms; the consumer walks 50000/s */
+	sc.w.kernels = 20000;
+	/* 40000 records over ~200 ms (ten 20 ms slices: a control thread a loaded machine holds
+	 * back for 60 ms still writes more than two snapshots); the consumer walks 50000/s */
+	sc.w.rate = 200000;
 	sc.cfg.consumer_thread = true;
 	sc.cfg.pool_buffers = 3;
 	sc.cfg.buffer_size = 8 << 10;
