@@ -562,7 +562,10 @@ static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len,
 	uint64_t first = tally_cur_varint(&c), count = tally_cur_varint(&c), i;
 	uint64_t need = first + count;
 
-	if (c.bad || first == 0 || count > len || first > *budget || need > TALLY_STRING_ID_MAX ||
+	/* A first id below the table's end defines an id again, or one a record may already have
+	 * named as lost: the writer never does either, so every reader would name it two ways. */
+	if (c.bad || first == 0 || first < s->nstrings || count > len || first > *budget ||
+	    need > TALLY_STRING_ID_MAX ||
 	    (need > s->nstrings && need - s->nstrings > *budget))
 		return false;
 	if (need > s->nstrings) {

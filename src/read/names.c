@@ -219,12 +219,6 @@ static const char *bounded_string(struct report_section *rs, uint32_t id, const 
 	n = rs->names;
 	if (!n->measured[id]) {
 		n->measured[id] = 1;
-		/* "[string N lost]" and its demangled forms, said while a record named the id
-		 * before its STRINGS chunk came: the string is known now */
-		free(n->raw[id]);
-		free(n->demangled[id]);
-		free(n->base[id]);
-		n->raw[id] = n->demangled[id] = n->base[id] = NULL;
 		len = strlen(s);
 		if (len > REPORT_TEXT_MAX)
 			n->raw[id] = cut_text(s);

@@ -170,6 +170,22 @@ assert db.execute("SELECT sum(tallyTextTruncated) FROM NVTX_EVENTS").fetchone()[
 assert "\ufffd" in db.execute("SELECT cmdline FROM TALLY_SESSIONS").fetchone()[0]
 EOF
 
+# ---- a string defined after records named it: damage, and one name in every reader ----------
+# (the writer defines every id before its first use; before, stats named all 5 kernels
+# "[string 2 lost]" while the timeline named the last 2 by the late definition)
+craft strings-late
+run "strings late: check" 1 5 256 "$TALLY" check "$T/strings-late.tally"
+has "strings late: the late STRINGS chunk is damage" "bad-payload: bytes" "$T/out"
+run "strings late: stats" 1 5 256 "$TALLY" stats -r cuda_gpu_kern_sum -f csv "$T/strings-late.tally"
+has "strings late: stats, 5 kernels under one name" ",5,3000.0,.*,\[string 2 lost\]$" "$T/out"
+run "strings late: chrome" 0 5 256 "$TALLY" export -f chrome -o "$T/sl.json" "$T/strings-late.tally"
+python3 - "$T/sl.json" <<'EOF2' && ok "strings late: chrome, 5 kernels under the same name" || bad "strings late: chrome names"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = [e["name"] for e in ev if e.get("cat") == "kernel"]
+assert len(names) == 5 and set(names) == {"[string 2 lost]"}, names
+EOF2
+
 # ---- time starts at the earliest of session start and first record ---------------------------
 craft early-records
 craft overlap

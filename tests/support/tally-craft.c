@@ -18,6 +18,8 @@
  *                   message flagged as cut
  *   future          a RECORDS column (id 60) and a ledger counter (id 250) no reader knows
  *   early-records   records 10 s before the session's start
+ *   strings-late    3 kernels named by a string id whose STRINGS chunk comes after them (a
+ *                   higher id is defined before), then 2 more kernels of that name
  *   overlap         5 kernels on one stream, each overlapping the next (and their launches)
  *   enospc          writes failed with ENOSPC, then the process ended without a final ledger
  *
@@ -421,6 +423,30 @@ static void early_records(struct craft *c)
 {
 	session(c, "early", 5);
 	plain_trace(c, "_Z4workv", 8, 3, T0 - 10000000000ull, 10000, 3000);
+	ledger(c, true, NULL);
+}
+
+/* Kernels 1-3 name id 2 before any STRINGS chunk defines it (id 3 is defined, so the readers'
+ * table reaches past it); the chunk defining it comes next, then kernels 4-5 of the same name. */
+static void strings_late(struct craft *c)
+{
+	const char *api[] = {"cudaLaunchKernel"}, *other[] = {"_Z5otherv"}, *late[] = {"_Z9late_namev"};
+	size_t api_len[] = {16}, other_len[] = {9}, late_len[] = {13};
+	struct tally_record k[5], a[5];
+	unsigned i;
+
+	session(c, "strings-late", 12);
+	strings(c, 1, api, api_len, 1);
+	strings(c, 3, other, other_len, 1);
+	for (i = 0; i < 5; i++) {
+		a[i] = launch_rec(T0 + 1000 + i * 20000ull, 1, i + 1);
+		k[i] = kernel_rec(T0 + 6000 + i * 20000ull, 3000, 2, i + 1);
+	}
+	records(c, a, 3);
+	records(c, k, 3);
+	strings(c, 2, late, late_len, 1);
+	records(c, a + 3, 2);
+	records(c, k + 3, 2);
 	ledger(c, true, NULL);
 }
 
@@ -1092,6 +1118,7 @@ static const struct craft_case cases[] = {
     {"bad-text", bad_text},
     {"future", future},
     {"early-records", early_records},
+    {"strings-late", strings_late},
     {"overlap", overlap},
     {"enospc", enospc},
     {"stacks-bomb", stacks_bomb},
