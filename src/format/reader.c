@@ -565,8 +565,7 @@ static bool parse_strings(struct tally_section *s, const uint8_t *p, size_t len,
 	/* A first id below the table's end defines an id again, or one a record may already have
 	 * named as lost: the writer never does either, so every reader would name it two ways. */
 	if (c.bad || first == 0 || first < s->nstrings || count > len || first > *budget ||
-	    need > TALLY_STRING_ID_MAX ||
-	    (need > s->nstrings && need - s->nstrings > *budget))
+	    need > TALLY_STRING_ID_MAX || (need > s->nstrings && need - s->nstrings > *budget))
 		return false;
 	if (need > s->nstrings) {
 		char **t = tally_resize(s->strings, (size_t)need, sizeof(*t));

@@ -430,7 +430,8 @@ static void early_records(struct craft *c)
  * table reaches past it); the chunk defining it comes next, then kernels 4-5 of the same name. */
 static void strings_late(struct craft *c)
 {
-	const char *api[] = {"cudaLaunchKernel"}, *other[] = {"_Z5otherv"}, *late[] = {"_Z9late_namev"};
+	const char *api[] = {"cudaLaunchKernel"}, *other[] = {"_Z5otherv"},
+		   *late[] = {"_Z9late_namev"};
 	size_t api_len[] = {16}, other_len[] = {9}, late_len[] = {13};
 	struct tally_record k[5], a[5];
 	unsigned i;
