@@ -1227,22 +1227,19 @@ static void chrome_destroy(void *state, bool failed)
 	free(c);
 }
 
-static void chrome_scan_ops(void *state, struct report_scan_ops *ops)
-{
-	memset(ops, 0, sizeof(*ops));
-	ops->section = on_section;
-	ops->records = on_records;
-	ops->ledger = on_ledger;
-	ops->damage = on_damage;
-	ops->section_end = on_section_end;
-	ops->ctx = state;
-}
+static const struct report_scan_ops chrome_scan = {
+    .section = on_section,
+    .records = on_records,
+    .ledger = on_ledger,
+    .damage = on_damage,
+    .section_end = on_section_end,
+};
 
 const struct exporter export_chrome = {
     .name = "chrome",
     .what = "Chrome trace event JSON, for Perfetto UI and chrome://tracing",
     .open = chrome_open,
-    .scan_ops = chrome_scan_ops,
+    .scan = &chrome_scan,
     .finish = chrome_finish,
     .destroy = chrome_destroy,
 };

@@ -291,12 +291,9 @@ static int on_records(void *ctx, struct report_section *rs, const struct tally_r
 	return 0;
 }
 
-static void csv_scan_ops(void *state, struct report_scan_ops *ops)
-{
-	memset(ops, 0, sizeof(*ops));
-	ops->records = on_records;
-	ops->ctx = state;
-}
+static const struct report_scan_ops csv_scan = {
+    .records = on_records,
+};
 
 /* ---- the files about the data -------------------------------------------------------------- */
 
@@ -551,7 +548,7 @@ const struct exporter export_csv = {
     .what = "a directory of CSV files, one per record kind, plus the verdict and loss",
     .check = csv_check,
     .open = csv_open,
-    .scan_ops = csv_scan_ops,
+    .scan = &csv_scan,
     .finish = csv_finish,
     .destroy = csv_destroy,
 };

@@ -72,7 +72,8 @@ int report_export(const struct exporter *e, struct report_set *set, const struct
 	rc = e->open(&state, set, o, err, errlen);
 	if (rc)
 		return rc;
-	e->scan_ops(state, &ops);
+	ops = *e->scan;
+	ops.ctx = state;
 	ops.progress = progress;
 	ops.pctx = pctx;
 	rc = report_scan(set, &ops, err, errlen);

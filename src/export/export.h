@@ -42,7 +42,8 @@ struct exporter {
 	/* open the output; *state is the exporter's own */
 	int (*open)(void **state, struct report_set *set, const struct export_opts *o, char *err,
 		    size_t errlen);
-	void (*scan_ops)(void *state, struct report_scan_ops *ops);
+	/* the scan's callbacks; the run sets ctx to the state and adds the progress */
+	const struct report_scan_ops *scan;
 	/* after the scan (verdicts known): write what is left, close. */
 	int (*finish)(void *state, struct report_set *set, struct export_stats *out, char *err,
 		      size_t errlen);

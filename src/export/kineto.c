@@ -824,21 +824,18 @@ static void kineto_destroy(void *state, bool failed)
 	free(k);
 }
 
-static void kineto_scan_ops(void *state, struct report_scan_ops *ops)
-{
-	memset(ops, 0, sizeof(*ops));
-	ops->section = on_section;
-	ops->records = on_records;
-	ops->section_end = on_section_end;
-	ops->ctx = state;
-}
+static const struct report_scan_ops kineto_scan = {
+    .section = on_section,
+    .records = on_records,
+    .section_end = on_section_end,
+};
 
 const struct exporter export_kineto = {
     .name = "kineto",
     .what = "a directory of Kineto JSON, one file per rank, for HTA and PyTorch's tools",
     .check = kineto_check,
     .open = kineto_open,
-    .scan_ops = kineto_scan_ops,
+    .scan = &kineto_scan,
     .finish = kineto_finish,
     .destroy = kineto_destroy,
 };

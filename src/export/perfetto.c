@@ -845,13 +845,10 @@ static void mem_counter(struct pf *p, const struct report_set *set, const struct
 	p->counters++;
 }
 
-static void pf_scan_ops(void *state, struct report_scan_ops *ops)
-{
-	memset(ops, 0, sizeof(*ops));
-	ops->section = on_section;
-	ops->records = on_records;
-	ops->ctx = state;
-}
+static const struct report_scan_ops pf_scan = {
+    .section = on_section,
+    .records = on_records,
+};
 
 static int pf_finish(void *state, struct report_set *set, struct export_stats *st, char *err,
 		     size_t errlen)
@@ -955,7 +952,7 @@ const struct exporter export_perfetto = {
     .what = "Perfetto's protobuf trace (TrackEvent): opens in ui.perfetto.dev and trace_processor, "
 	    "a fraction of the JSON's size (docs/export.md)",
     .open = pf_open,
-    .scan_ops = pf_scan_ops,
+    .scan = &pf_scan,
     .finish = pf_finish,
     .destroy = pf_destroy,
 };

@@ -580,15 +580,12 @@ static int on_damage(void *ctx, struct report_input *in, struct report_section *
 	return sq_row_done(&q->d, st);
 }
 
-static void sq_scan_ops(void *state, struct report_scan_ops *ops)
-{
-	memset(ops, 0, sizeof(*ops));
-	ops->section = on_section;
-	ops->records = on_records;
-	ops->ledger = on_ledger;
-	ops->damage = on_damage;
-	ops->ctx = state;
-}
+static const struct report_scan_ops sq_scan = {
+    .section = on_section,
+    .records = on_records,
+    .ledger = on_ledger,
+    .damage = on_damage,
+};
 
 /* ---- the tables written at the end ---------------------------------------------------------- */
 
@@ -1068,7 +1065,7 @@ const struct exporter export_sqlite = {
     .name = "sqlite",
     .what = "SQLite database with nsys's table and column names (docs/sqlite.md)",
     .open = sq_open,
-    .scan_ops = sq_scan_ops,
+    .scan = &sq_scan,
     .finish = sq_finish,
     .destroy = sq_destroy,
 };
