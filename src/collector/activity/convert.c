@@ -69,16 +69,24 @@ bool tally_api_name_launches(const char *name)
 	return false;
 }
 
+/* The fields every CUPTI record of GPU work names alike: the structs differ, the names do not. */
+#define CONVERT_GPU_OP(r, a)                                                                       \
+	do {                                                                                       \
+		(r)->start = (a)->start;                                                           \
+		(r)->end = (a)->end;                                                               \
+		(r)->device_id = (a)->deviceId;                                                    \
+		(r)->context_id = (a)->contextId;                                                  \
+		(r)->stream_id = (a)->streamId;                                                    \
+		(r)->correlation_id = (a)->correlationId;                                          \
+		(r)->graph_id = (a)->graphId;                                                      \
+		(r)->graph_node_id = (a)->graphNodeId;                                             \
+	} while (0)
+
 static void convert_kernel(struct tally_convert *c, const CUpti_ActivityKernel10 *k,
 			   struct tally_record *r)
 {
 	r->kind = TALLY_KIND_KERNEL;
-	r->start = k->start;
-	r->end = k->end;
-	r->device_id = k->deviceId;
-	r->context_id = k->contextId;
-	r->stream_id = k->streamId;
-	r->correlation_id = k->correlationId;
+	CONVERT_GPU_OP(r, k);
 	r->name_id = tally_strtab_intern_ptr(c->strings, k->name);
 	r->grid[0] = k->gridX;
 	r->grid[1] = k->gridY;
@@ -89,26 +97,17 @@ static void convert_kernel(struct tally_convert *c, const CUpti_ActivityKernel10
 	r->registers = k->registersPerThread;
 	r->static_smem = (uint32_t)k->staticSharedMemory;
 	r->dynamic_smem = (uint32_t)k->dynamicSharedMemory;
-	r->graph_id = k->graphId;
-	r->graph_node_id = k->graphNodeId;
 	r->subkind = k->launchType;
 }
 
 static void convert_memcpy(const CUpti_ActivityMemcpy6 *m, struct tally_record *r)
 {
 	r->kind = TALLY_KIND_MEMCPY;
-	r->start = m->start;
-	r->end = m->end;
+	CONVERT_GPU_OP(r, m);
 	r->bytes = m->bytes;
-	r->device_id = m->deviceId;
-	r->context_id = m->contextId;
-	r->stream_id = m->streamId;
-	r->correlation_id = m->correlationId;
 	r->subkind = m->copyKind;
 	r->src_kind = m->srcKind;
 	r->dst_kind = m->dstKind;
-	r->graph_id = m->graphId;
-	r->graph_node_id = m->graphNodeId;
 	if (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC)
 		r->flags |= TALLY_REC_ASYNC;
 }
@@ -116,20 +115,13 @@ static void convert_memcpy(const CUpti_ActivityMemcpy6 *m, struct tally_record *
 static void convert_p2p(const CUpti_ActivityMemcpyPtoP4 *m, struct tally_record *r)
 {
 	r->kind = TALLY_KIND_MEMCPY;
-	r->start = m->start;
-	r->end = m->end;
+	CONVERT_GPU_OP(r, m);
 	r->bytes = m->bytes;
-	r->device_id = m->deviceId;
-	r->context_id = m->contextId;
-	r->stream_id = m->streamId;
-	r->correlation_id = m->correlationId;
 	r->subkind = m->copyKind;
 	r->src_kind = m->srcKind;
 	r->dst_kind = m->dstKind;
 	r->src_device = m->srcDeviceId;
 	r->dst_device = m->dstDeviceId;
-	r->graph_id = m->graphId;
-	r->graph_node_id = m->graphNodeId;
 	if (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC)
 		r->flags |= TALLY_REC_ASYNC;
 }
@@ -137,17 +129,10 @@ static void convert_p2p(const CUpti_ActivityMemcpyPtoP4 *m, struct tally_record 
 static void convert_memset(const CUpti_ActivityMemset4 *m, struct tally_record *r)
 {
 	r->kind = TALLY_KIND_MEMSET;
-	r->start = m->start;
-	r->end = m->end;
+	CONVERT_GPU_OP(r, m);
 	r->bytes = m->bytes;
 	r->value = m->value;
-	r->device_id = m->deviceId;
-	r->context_id = m->contextId;
-	r->stream_id = m->streamId;
-	r->correlation_id = m->correlationId;
 	r->subkind = m->memoryKind;
-	r->graph_id = m->graphId;
-	r->graph_node_id = m->graphNodeId;
 	if (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC)
 		r->flags |= TALLY_REC_ASYNC;
 }
