@@ -29,17 +29,6 @@ int timeline_metrics_prepare(struct timeline *tl)
 	return tl->metrics ? 0 : -ENOMEM;
 }
 
-int timeline_metrics_add(struct timeline *tl, struct report_section *rs,
-			 const struct tally_record *r, size_t n)
-{
-	return tl->metrics ? gm_add(tl->metrics, rs, r, n) : 0;
-}
-
-int timeline_metrics_section_end(struct timeline *tl, const struct report_section *rs)
-{
-	return tl->metrics ? gm_section_end(tl->metrics, rs) : 0;
-}
-
 int timeline_metrics_finish(struct timeline *tl)
 {
 	return tl->metrics ? gm_finish(tl->metrics) : 0;

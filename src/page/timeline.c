@@ -535,7 +535,7 @@ static int pass2_records(void *ctx, struct report_section *rs, const struct tall
 	size_t i;
 
 	if (r[0].kind == TALLY_KIND_GPU_METRIC)
-		return timeline_metrics_add(tl, rs, r, n);
+		return tl->metrics ? gm_add(tl->metrics, rs, r, n) : 0;
 	if (type == TL_LANE_TYPES || rs->index >= tl->nsecs)
 		return 0;
 	for (i = 0; i < n && !tl->failed; i++) {
@@ -549,7 +549,9 @@ static int pass2_records(void *ctx, struct report_section *rs, const struct tall
 
 static int pass2_section_end(void *ctx, struct report_section *rs)
 {
-	return timeline_metrics_section_end(ctx, rs);
+	struct timeline *tl = ctx;
+
+	return tl->metrics ? gm_section_end(tl->metrics, rs) : 0;
 }
 
 void timeline_pass2_ops(struct timeline *tl, struct report_scan_ops *ops)

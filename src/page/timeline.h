@@ -169,10 +169,7 @@ int timeline_gaps(const struct timeline *tl, const struct stats *st, struct tl_g
 struct gm;
 /* Between the passes, when the traces hold GPU metrics: curves at the busy curves' resolution. */
 int timeline_metrics_prepare(struct timeline *tl);
-/* Pass 2 (timeline.c calls these; nothing happens without timeline_metrics_prepare). */
-int timeline_metrics_add(struct timeline *tl, struct report_section *rs,
-			 const struct tally_record *r, size_t n);
-int timeline_metrics_section_end(struct timeline *tl, const struct report_section *rs);
+/* Pass 2 feeds tl->metrics (metricsum.h) when it was prepared. */
 /* After pass 2. */
 int timeline_metrics_finish(struct timeline *tl);
 /* The "metrics" member of the page's data. */
