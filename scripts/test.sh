@@ -29,7 +29,8 @@ cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs"
 
 step "AddressSanitizer + UndefinedBehaviorSanitizer"
-# the browser, Slurm and bundle/package tests check integration, not memory: plain build only
+# the browser, Slurm and bundle/package tests check integration, not memory, and the scale tests
+# time growth, which a sanitizer's own cost blurs: plain build only
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=address,undefined -DTALLY_BENCH=OFF \
 	-DTALLY_WERROR=ON >/dev/null
 cmake --build build-asan -j"$jobs"
