@@ -171,13 +171,16 @@ assert "\ufffd" in db.execute("SELECT cmdline FROM TALLY_SESSIONS").fetchone()[0
 EOF
 
 # ---- a string defined after records named it: damage, and one name in every reader ----------
-# (the writer defines every id before its first use; before, stats named all 5 kernels
-# "[string 2 lost]" while the timeline named the last 2 by the late definition)
+# (the writer defines every id before its first use; before, cuda_gpu_kern_sum named all 5
+# kernels "[string 2 lost]" while cuda_gpu_trace named the last 2 "late_name()")
 craft strings-late
 run "strings late: check" 1 5 256 "$TALLY" check "$T/strings-late.tally"
 has "strings late: the late STRINGS chunk is damage" "bad-payload: bytes" "$T/out"
 run "strings late: stats" 1 5 256 "$TALLY" stats -r cuda_gpu_kern_sum -f csv "$T/strings-late.tally"
 has "strings late: stats, 5 kernels under one name" ",5,3000.0,.*,\[string 2 lost\]$" "$T/out"
+run "strings late: gpu trace" 1 5 256 "$TALLY" stats -r cuda_gpu_trace -f csv "$T/strings-late.tally"
+[ "$(grep -c ',\[string 2 lost\]$' "$T/out")" = 5 ] && hasnt "strings late: gpu trace, the same name for all 5" \
+	"late_name" "$T/out" || { bad "strings late: gpu trace names"; cat "$T/out"; }
 run "strings late: chrome" 0 5 256 "$TALLY" export -f chrome -o "$T/sl.json" "$T/strings-late.tally"
 python3 - "$T/sl.json" <<'EOF2' && ok "strings late: chrome, 5 kernels under the same name" || bad "strings late: chrome names"
 import json, sys
