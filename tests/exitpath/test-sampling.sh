@@ -192,6 +192,12 @@ $CHECK locks "$T/tallylock.dump" "$(value mutex "$T/tallylock.out")" ||
 
 # ---- the program is unchanged ----
 for mode in "exit 3" signals fork; do
+	# gcc 12's AddressSanitizer: a fork child whose allocator lock a parent's thread held at the
+	# fork waits forever at its first allocation (CI saw this test time out at 300 s there)
+	if [ "$mode" = fork ] && [ "$ASAN" != 0 ]; then
+		skipped "fakehost fork: an ASan build (its allocator is not fork-safe)"
+		continue
+	fi
 	tag=$(echo "$mode" | tr ' ' _)
 	"$HOST" $mode >"$T/$tag.plain" 2>&1
 	want=$?
