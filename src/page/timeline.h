@@ -169,8 +169,7 @@ int timeline_gaps(const struct timeline *tl, const struct stats *st, struct tl_g
 struct gm;
 /* Between the passes, when the traces hold GPU metrics: curves at the busy curves' resolution. */
 int timeline_metrics_prepare(struct timeline *tl);
-/* Pass 2 feeds tl->metrics (metricsum.h) when it was prepared. */
-/* After pass 2. */
+/* After pass 2, which feeds tl->metrics (metricsum.h) itself when it was prepared. */
 int timeline_metrics_finish(struct timeline *tl);
 /* The "metrics" member of the page's data. */
 void timeline_metrics_json(const struct timeline *tl, struct tally_json *j);
